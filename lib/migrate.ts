@@ -1,0 +1,154 @@
+/**
+ * Applies the kit's SQL core with the real Supabase CLI (`supabase db push`),
+ * the same path users take, after making sure PGMQ is present.
+ *
+ * @module
+ */
+import postgres from 'postgres';
+
+/** The exact Supabase CLI release the kit drives (newer lock files may be refused here). */
+export const SUPABASE_CLI = 'npm:supabase@2.117.0';
+
+/** How PGMQ is provided: the real extension, the local compatible layer, or whichever exists. */
+export type PgmqMode = 'auto' | 'compat' | 'extension';
+
+/** Raised when migrations cannot be applied; the message carries the file and the server's words. */
+export class MigrationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MigrationError';
+  }
+}
+
+/** Options for {@linkcode migrate}. */
+export interface MigrateOptions {
+  /** Directory holding `supabase/migrations`; defaults to this kit's project root. */
+  workdir?: string;
+  /** PGMQ provisioning mode; defaults to `PGMQ_MODE` or `auto`. */
+  pgmqMode?: PgmqMode;
+  /** Receives the CLI's output lines. */
+  log?: (line: string) => void;
+}
+
+const PROJECT_ROOT = new URL('../', import.meta.url);
+
+/** The connection string with `sslmode=disable` added for loopback servers that have no TLS. */
+export function withLocalSslMode(url: string): string {
+  const parsed = new URL(url);
+  const local = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(parsed.hostname);
+  if (local && !parsed.searchParams.has('sslmode')) parsed.searchParams.set('sslmode', 'disable');
+  return parsed.toString();
+}
+
+/** Reads `PGMQ_MODE` and validates it. */
+export function pgmqModeFromEnv(): PgmqMode {
+  const mode = Deno.env.get('PGMQ_MODE') ?? 'auto';
+  if (mode !== 'auto' && mode !== 'compat' && mode !== 'extension') {
+    throw new MigrationError(`PGMQ_MODE "${mode}" is invalid: use auto, compat or extension`);
+  }
+  return mode;
+}
+
+/**
+ * Makes PGMQ available before the migrations run.
+ *
+ * - `extension`: the real extension must be installable (it is created by the first migration);
+ * - `compat`: the local compatible layer is loaded when the `pgmq` schema is absent;
+ * - `auto`: nothing when the schema exists or the extension is available, else the compat layer.
+ *
+ * @returns which provider is in use.
+ */
+export async function ensurePgmq(
+  connectionString: string,
+  mode: PgmqMode = pgmqModeFromEnv(),
+): Promise<'existing' | 'extension' | 'compat'> {
+  const sql = postgres(connectionString, { max: 1, onnotice: () => {}, prepare: false });
+  try {
+    const [{ has_schema, has_ext }] = await sql<{ has_schema: boolean; has_ext: boolean }[]>`
+      select exists (select 1 from pg_namespace where nspname = 'pgmq') as has_schema,
+             exists (select 1 from pg_available_extensions where name = 'pgmq') as has_ext`;
+    if (mode === 'extension') {
+      if (!has_ext && !has_schema) {
+        throw new MigrationError(
+          'PGMQ_MODE=extension but the pgmq extension is not available on this server',
+        );
+      }
+      if (!has_schema) await sql`create extension if not exists pgmq`;
+      return has_schema ? 'existing' : 'extension';
+    }
+    if (has_schema) return 'existing';
+    if (mode === 'auto' && has_ext) {
+      await sql`create extension if not exists pgmq`;
+      return 'extension';
+    }
+    const file = new URL('../pgmq_compat/pgmq.sql', import.meta.url);
+    await sql.unsafe(await Deno.readTextFile(file));
+    return 'compat';
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * Applies `supabase/migrations` to the database with `supabase db push`.
+ *
+ * @example
+ * ```ts
+ * import { migrate } from './migrate.ts';
+ * await migrate(Deno.env.get('DATABASE_URL')!);
+ * ```
+ */
+export async function migrate(connectionString: string, opts: MigrateOptions = {}): Promise<void> {
+  if (!connectionString) {
+    throw new MigrationError('no database: set DATABASE_URL to a PostgreSQL connection string');
+  }
+  let url: string;
+  try {
+    url = withLocalSslMode(connectionString);
+  } catch {
+    throw new MigrationError(
+      `database URL is not a valid connection string: "${connectionString}"`,
+    );
+  }
+  try {
+    await ensurePgmq(connectionString, opts.pgmqMode ?? pgmqModeFromEnv());
+  } catch (e) {
+    if (e instanceof MigrationError) throw e;
+    throw new MigrationError(
+      `cannot prepare PGMQ on ${redact(connectionString)}: ${(e as Error).message}`,
+    );
+  }
+  const workdir = opts.workdir ?? decodeURIComponent(PROJECT_ROOT.pathname);
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ['run', '-A', SUPABASE_CLI, 'db', 'push', '--db-url', url, '--yes', '--workdir', workdir],
+    stdout: 'piped',
+    stderr: 'piped',
+    stdin: 'null',
+    env: { NO_COLOR: '1', DO_NOT_TRACK: '1', SUPABASE_TELEMETRY_DISABLED: '1' },
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  for (const line of text.split('\n')) if (line.trim()) opts.log?.(line);
+  if (!out.success) {
+    const failing = text.match(/Applying migration (\S+)\.\.\./g)?.pop()?.replace(
+      /Applying migration (\S+)\.\.\./,
+      '$1',
+    );
+    const reason = text.split('\n').filter((l) => /error|ERROR|failed/i.test(l)).join('\n') ||
+      text.trim();
+    throw new MigrationError(
+      `supabase db push failed${failing ? ` in ${failing}` : ''} on ${
+        redact(connectionString)
+      }:\n${reason.trim()}`,
+    );
+  }
+}
+
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}

@@ -1,0 +1,322 @@
+/**
+ * Identity rules for flow slugs, step slugs and aliases (DESIGN.md §2), plus the JSON check
+ * applied to flow inputs and step outputs.
+ *
+ * A slug starts with a letter and continues with letters, digits and single underscores,
+ * without a trailing underscore, at most 47 characters. Because a slug can neither contain
+ * `__` nor end with `_`, a generated private queue name `lower(flow__step)` always splits back
+ * into exactly one flow and one step.
+ *
+ * @module
+ */
+
+import { FlowDefinitionError, InvalidInputError, InvalidSlugError } from './errors.ts';
+
+/**
+ * The pattern every flow slug, step slug and alias must match.
+ *
+ * @example
+ * ```ts
+ * import { SLUG_PATTERN } from './slugs.ts';
+ *
+ * console.assert(SLUG_PATTERN.test('communityThreadsV2'));
+ * console.assert(!SLUG_PATTERN.test('trailing_'));
+ * ```
+ */
+export const SLUG_PATTERN: RegExp = /^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$/;
+
+/**
+ * The longest allowed slug, in characters (the same limit as a queue name, because a plain
+ * flow's queue is its lower-cased slug).
+ *
+ * @example
+ * ```ts
+ * import { SLUG_MAX_LENGTH } from './slugs.ts';
+ *
+ * console.assert('a'.repeat(SLUG_MAX_LENGTH).length === 47);
+ * ```
+ */
+export const SLUG_MAX_LENGTH = 47;
+
+/**
+ * The slug rule in words, as used in error messages.
+ *
+ * @example
+ * ```ts
+ * import { SLUG_RULE } from './slugs.ts';
+ *
+ * console.log(`slugs must ${SLUG_RULE}`);
+ * ```
+ */
+export const SLUG_RULE =
+  'start with a letter and use letters, digits and single underscores, with no trailing ' +
+  `underscore (${SLUG_PATTERN.source}, at most ${SLUG_MAX_LENGTH} characters)`;
+
+/**
+ * The step slug every flow reserves (in any case).
+ *
+ * @example
+ * ```ts
+ * import { RESERVED_STEP_SLUG } from './slugs.ts';
+ *
+ * console.assert(RESERVED_STEP_SLUG === 'run');
+ * ```
+ */
+export const RESERVED_STEP_SLUG = 'run';
+
+/**
+ * Whether `value` is a valid slug (flow slug, step slug or alias).
+ *
+ * @example
+ * ```ts
+ * import { isValidSlug } from './slugs.ts';
+ *
+ * console.assert(isValidSlug('classify_threads'));
+ * console.assert(!isValidSlug('classify__threads'));
+ * ```
+ */
+export function isValidSlug(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= SLUG_MAX_LENGTH && SLUG_PATTERN.test(value);
+}
+
+/**
+ * Throws {@link InvalidSlugError} unless `value` is a valid flow slug.
+ *
+ * @example
+ * ```ts
+ * import { assertFlowSlug } from './slugs.ts';
+ *
+ * assertFlowSlug('communityThreadsV2'); // ok
+ * // assertFlowSlug('community-threads'); // throws InvalidSlugError
+ * ```
+ */
+export function assertFlowSlug(value: unknown): asserts value is string {
+  if (!isValidSlug(value)) throw new InvalidSlugError('flow slug', value, SLUG_RULE);
+}
+
+/**
+ * Throws {@link InvalidSlugError} unless `value` is a valid deployment alias (same rule as a
+ * flow slug).
+ *
+ * @example
+ * ```ts
+ * import { assertAlias } from './slugs.ts';
+ *
+ * assertAlias('communityThreads'); // ok
+ * ```
+ */
+export function assertAlias(value: unknown): asserts value is string {
+  if (!isValidSlug(value)) throw new InvalidSlugError('alias', value, SLUG_RULE);
+}
+
+/**
+ * Throws unless `value` is a valid step slug: {@link InvalidSlugError} for a malformed slug,
+ * {@link FlowDefinitionError} for the reserved slug `run` (in any case).
+ *
+ * @example
+ * ```ts
+ * import { assertStepSlug } from './slugs.ts';
+ *
+ * assertStepSlug('fetchThreads'); // ok
+ * // assertStepSlug('Run'); // throws FlowDefinitionError: reserved
+ * ```
+ */
+export function assertStepSlug(value: unknown): asserts value is string {
+  if (!isValidSlug(value)) throw new InvalidSlugError('step slug', value, SLUG_RULE);
+  if (value.toLowerCase() === RESERVED_STEP_SLUG) {
+    throw new FlowDefinitionError(
+      `step slug "${value}" is invalid: "${RESERVED_STEP_SLUG}" is reserved (in any case)`,
+    );
+  }
+}
+
+/**
+ * A JSON value: what flow inputs and step outputs must be.
+ *
+ * @example
+ * ```ts
+ * import type { JsonValue } from './slugs.ts';
+ *
+ * const input: JsonValue = { threads: [1, 2, 3], since: '2024-01-01' };
+ * ```
+ */
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+
+/**
+ * Throws {@link InvalidInputError} unless `value` survives a JSON round trip unchanged.
+ *
+ * Rejected, with the path of the offending value (`input.a.b`, `input.items[2]`):
+ * `undefined` (also as an object property or array element, and array holes), functions,
+ * symbols, bigints, `NaN` and infinities, cyclic references, symbol-keyed properties and
+ * objects that are not plain objects or arrays (`Date`, `Map`, class instances …), because
+ * `JSON.stringify` would silently drop or reshape them and the typed output would lie.
+ * A value shared by two branches without a cycle is fine.
+ *
+ * @param value the value to check
+ * @param path the name of the root value in messages (default `input`)
+ *
+ * @example
+ * ```ts
+ * import { assertJson } from './slugs.ts';
+ *
+ * assertJson({ ok: true, items: [1, 'two', null] }); // ok
+ * // assertJson({ a: { b: undefined } }); // throws: input.a.b is not JSON: undefined ...
+ * // assertJson(10n, 'output'); // throws: output is not JSON: bigint ...
+ * ```
+ */
+export function assertJson(value: unknown, path = 'input'): asserts value is JsonValue {
+  checkJson(value, path, new Set());
+}
+
+function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(value)) {
+        throw new InvalidInputError(path, `${value} is not a finite number`);
+      }
+      return;
+    case 'undefined':
+      throw new InvalidInputError(path, 'undefined has no JSON form (use null)');
+    case 'bigint':
+      throw new InvalidInputError(path, 'bigint has no JSON form (convert it to a string)');
+    case 'symbol':
+      throw new InvalidInputError(path, 'a symbol has no JSON form');
+    case 'function':
+      throw new InvalidInputError(path, 'a function has no JSON form');
+  }
+  if (value === null) return;
+  const object = value as object;
+  if (ancestors.has(object)) {
+    throw new InvalidInputError(path, 'cyclic reference (the value contains itself)');
+  }
+  if (Object.getOwnPropertySymbols(object).length > 0) {
+    throw new InvalidInputError(path, 'symbol-keyed properties have no JSON form');
+  }
+  ancestors.add(object);
+  if (Array.isArray(object)) {
+    for (let i = 0; i < object.length; i++) {
+      if (!(i in object)) throw new InvalidInputError(`${path}[${i}]`, 'an array hole');
+      checkJson(object[i], `${path}[${i}]`, ancestors);
+    }
+  } else {
+    const prototype = Object.getPrototypeOf(object);
+    if (prototype !== Object.prototype && prototype !== null) {
+      const name = prototype?.constructor?.name ?? 'object';
+      throw new InvalidInputError(
+        path,
+        `a ${name} is not a plain object or array (convert it to JSON first)`,
+      );
+    }
+    for (const [key, child] of Object.entries(object)) {
+      checkJson(child, `${path}${propertyPath(key)}`, ancestors);
+    }
+  }
+  ancestors.delete(object);
+}
+
+function propertyPath(key: string): string {
+  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+/**
+ * One lower-case ASCII letter, for type-level name checks.
+ *
+ * @example
+ * ```ts
+ * import type { LowerAsciiLetter } from './slugs.ts';
+ *
+ * const letter: LowerAsciiLetter = 'q';
+ * ```
+ */
+export type LowerAsciiLetter =
+  | 'a'
+  | 'b'
+  | 'c'
+  | 'd'
+  | 'e'
+  | 'f'
+  | 'g'
+  | 'h'
+  | 'i'
+  | 'j'
+  | 'k'
+  | 'l'
+  | 'm'
+  | 'n'
+  | 'o'
+  | 'p'
+  | 'q'
+  | 'r'
+  | 's'
+  | 't'
+  | 'u'
+  | 'v'
+  | 'w'
+  | 'x'
+  | 'y'
+  | 'z';
+
+/**
+ * One ASCII digit, for type-level name checks.
+ *
+ * @example
+ * ```ts
+ * import type { AsciiDigit } from './slugs.ts';
+ *
+ * const digit: AsciiDigit = '7';
+ * ```
+ */
+export type AsciiDigit = '0' | '1' | '2' | '3' | '4' | '5' | '6' | '7' | '8' | '9';
+
+type Letter = LowerAsciiLetter | Uppercase<LowerAsciiLetter>;
+type SlugChar = Letter | AsciiDigit | '_';
+
+/** Whether every character of `S` is allowed and `S` has at most 47 (tail-recursive). */
+type SlugCharsOk<S extends string, Count extends unknown[] = []> = Count['length'] extends 48
+  ? false
+  : S extends `${infer Head}${infer Rest}`
+    ? Head extends SlugChar ? SlugCharsOk<Rest, [...Count, unknown]> : false
+  : true;
+
+/**
+ * Type-level check of a slug literal: `S` itself when valid, else an error message string
+ * type, so that the literal fails type checking with a readable message. A non-literal
+ * `string` passes (it is checked at runtime).
+ *
+ * @example
+ * ```ts
+ * import type { ValidSlug } from './slugs.ts';
+ *
+ * const ok: ValidSlug<'fetchThreads'> = 'fetchThreads';
+ * // @ts-expect-error '-' is not allowed
+ * const bad: ValidSlug<'fetch-threads'> = 'fetch-threads';
+ * ```
+ */
+export type ValidSlug<S extends string, Kind extends string = 'slug'> = string extends S ? S
+  : S extends `${Letter}${string}`
+    ? S extends `${string}__${string}` | `${string}_` ? InvalidSlugMessage<Kind, S>
+    : SlugCharsOk<S> extends true ? S
+    : InvalidSlugMessage<Kind, S>
+  : InvalidSlugMessage<Kind, S>;
+
+/**
+ * The type-level message for a literal that breaks the slug rule.
+ *
+ * @example
+ * ```ts
+ * import type { InvalidSlugMessage } from './slugs.ts';
+ *
+ * type M = InvalidSlugMessage<'step slug', 'fetch-threads'>;
+ * ```
+ */
+export type InvalidSlugMessage<Kind extends string, S extends string> =
+  `${Kind} "${S}" is invalid: start with a letter and use letters, digits and single underscores, with no trailing underscore (^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$, at most 47 characters)`;

@@ -1,0 +1,114 @@
+/**
+ * `deno task test [deno test args…]`: runs the suite against real PostgreSQL.
+ *
+ * With `DATABASE_URL` set, that server is used; otherwise a throwaway cluster is
+ * started from the local server binaries. A template database is migrated once
+ * (PGMQ per `PGMQ_MODE`, then `supabase db push`), every test file clones it, and
+ * the cluster and its directory are always removed — on success, on failure and
+ * on SIGINT/SIGTERM.
+ *
+ * @module
+ */
+import postgres from 'postgres';
+import { type Cluster, startCluster } from './_cluster.ts';
+import { migrate } from '../lib/migrate.ts';
+
+const log = (line: string) => console.error(`[test] ${line}`);
+
+let cluster: Cluster | undefined;
+let adminUrl = Deno.env.get('DATABASE_URL') ?? '';
+const template = `switchyard_template_${crypto.randomUUID().slice(0, 8)}`;
+let templateCreated = false;
+let child: Deno.ChildProcess | undefined;
+let cleaning: Promise<void> | undefined;
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    if (templateCreated && !cluster && adminUrl) {
+      const sql = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      try {
+        await sql.unsafe(
+          `update pg_database set datistemplate = false where datname = '${template}'`,
+        );
+        await sql.unsafe(`drop database if exists "${template}" with (force)`);
+      } catch (e) {
+        log(`could not drop ${template}: ${(e as Error).message}`);
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
+    }
+    if (cluster) {
+      await cluster.stop();
+      log(`stopped PostgreSQL and removed ${cluster.dir}`);
+    }
+  })();
+  return cleaning;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  Deno.addSignalListener(signal, async () => {
+    log(`${signal}: stopping`);
+    try {
+      child?.kill('SIGTERM');
+    } catch { /* exited */ }
+    await cleanup();
+    Deno.exit(130);
+  });
+}
+
+let code = 1;
+try {
+  if (!adminUrl) {
+    cluster = await startCluster({ log });
+    adminUrl = cluster.url;
+    // Announce where the cluster lives so a harness test can check it is gone afterwards.
+    log(`cluster dir: ${cluster.dir}`);
+  } else {
+    log('using DATABASE_URL');
+  }
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${template}"`);
+    templateCreated = true;
+    // Supabase roles, so grants and revokes in migrations behave as on a real project.
+    for (const role of ['anon', 'authenticated', 'service_role']) {
+      await admin.unsafe(
+        `do $$ begin create role ${role} nologin; exception when duplicate_object then null; end $$`,
+      );
+    }
+  } finally {
+    await admin.end();
+  }
+  const templateUrl = new URL(adminUrl);
+  templateUrl.pathname = `/${template}`;
+  const started = performance.now();
+  await migrate(templateUrl.toString());
+  log(`migrated template ${template} in ${Math.round(performance.now() - started)} ms`);
+  const admin2 = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin2.unsafe(
+      `update pg_database set datistemplate = true where datname = '${template}'`,
+    );
+  } finally {
+    await admin2.end();
+  }
+
+  const args = Deno.args.length ? Deno.args : ['tests/'];
+  child = new Deno.Command(Deno.execPath(), {
+    args: ['test', '-A', '--parallel', ...args],
+    env: {
+      SWITCHYARD_TEST_ADMIN_URL: adminUrl,
+      SWITCHYARD_TEST_TEMPLATE: template,
+      SWITCHYARD_TEST_PG_CRON: cluster?.pgCron ? '1' : '',
+    },
+    stdin: 'null',
+  }).spawn();
+  const status = await child.status;
+  code = status.code;
+} catch (e) {
+  console.error(`error: ${(e as Error).message}`);
+  code = 1;
+} finally {
+  await cleanup();
+}
+Deno.exit(code);

@@ -1,0 +1,179 @@
+-- The claim path (DESIGN.md §5): classify every message of a batch read from one
+-- physical queue, then claim the eligible ones, or refuse the whole batch.
+
+create type switchyard.task_claim as (
+  disposition text,        -- claimed | duplicate | stale | unsupported
+  message_id bigint,
+  queue_name text,
+  flow_slug text,          -- null when the message has no task
+  step_slug text,
+  run_id uuid,
+  attempt int,
+  timeout int,
+  input jsonb,             -- the handler input (flow input, or outputs of dependencies)
+  flow_input jsonb
+);
+
+-- Visibility of a claimed message: the step's timeout plus this margin, so the
+-- message does not reappear while its handler may legitimately still run.
+create or replace function switchyard.claim_margin_seconds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 5 $$;
+
+-- Classification of one batch (no side effects). Identity is (queue_name,
+-- message_id) only: message bodies are never trusted.
+--   eligible    supported pair, task queued, run started
+--   duplicate   supported pair, task started, run started (left to stall recovery)
+--   stale       supported pair, task terminal or run ended (archived)
+--   unsupported no task for the message on this queue, or an unsupported pair
+create or replace function switchyard.classify_batch(
+  queue text, message_ids bigint[], supported_pairs text[]
+)
+returns table (message_id bigint, class text, flow_slug text, step_slug text)
+language sql
+stable
+set search_path = ''
+as $$
+  with batch as (
+    select distinct b.id from unnest(message_ids) as b(id)
+  ),
+  supported as (
+    select distinct p.pair from unnest(supported_pairs) as p(pair)
+  )
+  select b.id,
+         case
+           when t.run_id is null or s.pair is null then 'unsupported'
+           when r.status <> 'started' or t.status in ('completed', 'failed') then 'stale'
+           when t.status = 'started' then 'duplicate'
+           else 'eligible'
+         end,
+         t.flow_slug,
+         t.step_slug
+    from batch b
+    left join switchyard.step_tasks t on t.queue_name = queue and t.message_id = b.id
+    left join switchyard.runs r on r.run_id = t.run_id
+    left join supported s on s.pair = t.flow_slug || '/' || t.step_slug
+   order by b.id
+$$;
+
+create or replace function switchyard.start_tasks(
+  queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[]
+)
+returns setof switchyard.task_claim
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  queue alias for queue_name;
+  worker switchyard.workers;
+  unsupported_ids bigint[];
+  unsupported_pairs text[];
+  stale_ids bigint[];
+  eligible_ids bigint[];
+  duplicate_ids bigint[];
+  claimed_ids bigint[];
+  claimed record;
+  id bigint;
+  reason text;
+begin
+  if message_ids is null or cardinality(message_ids) = 0 then
+    return;
+  end if;
+  select * into worker from switchyard.workers w where w.worker_id = start_tasks.worker_id;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'start_tasks: worker %s is not registered', start_tasks.worker_id);
+  end if;
+  if worker.queue_name <> queue then
+    raise exception using errcode = '22023', message = format(
+      'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
+      to_json(worker.queue_name)::text, to_json(queue)::text);
+  end if;
+
+  -- Lock every task of the batch (in a fixed order) before deciding anything, so
+  -- the classification holds until the claim commits.
+  perform 1 from switchyard.step_tasks t
+   where t.queue_name = queue and t.message_id = any (message_ids)
+   order by t.message_id
+   for update;
+
+  select array_agg(c.message_id order by c.message_id) filter (where c.class = 'unsupported'),
+         array_agg(distinct coalesce(c.flow_slug || '/' || c.step_slug, '(no task)'))
+           filter (where c.class = 'unsupported'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'stale'),
+         coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
+    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
+    from switchyard.classify_batch(queue, message_ids, supported_pairs) c;
+
+  if unsupported_ids is not null then
+    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
+    -- archived; every message visible again; the function pauses durably.
+    foreach id in array message_ids loop
+      perform pgmq.set_vt(queue, id, 0);
+    end loop;
+    reason := format(
+      'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
+      queue, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+      array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
+    update switchyard.worker_functions wf
+       set paused_at = now(), pause_reason = reason
+     where wf.function_name = worker.function_name and wf.paused_at is null;
+    update switchyard.workers w
+       set deprecated_at = coalesce(w.deprecated_at, now()), stop_reason = reason
+     where w.worker_id = worker.worker_id;
+    return query
+      select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
+             null::uuid, null::int, null::int, null::jsonb, null::jsonb
+        from switchyard.classify_batch(queue, message_ids, supported_pairs) c
+       where c.class = 'unsupported';
+    return;
+  end if;
+
+  if stale_ids is not null then
+    perform pgmq.archive(queue, stale_ids);
+  end if;
+
+  claimed_ids := '{}';
+  for claimed in
+    update switchyard.step_tasks t
+       set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
+           worker_id = worker.worker_id
+     where t.queue_name = queue
+       and t.message_id = any (eligible_ids)
+    returning t.message_id, t.timeout
+  loop
+    perform pgmq.set_vt(queue, claimed.message_id, claimed.timeout + switchyard.claim_margin_seconds());
+    claimed_ids := claimed_ids || claimed.message_id;
+  end loop;
+
+  return query
+    select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
+           t.attempts_count, t.timeout,
+           case when st.deps_count = 0 then r.input
+                else (select jsonb_object_agg(d.dep_slug, ds.output)
+                        from switchyard.deps d
+                        join switchyard.step_states ds
+                          on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                       where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug)
+           end,
+           r.input
+      from switchyard.step_tasks t
+      join switchyard.runs r on r.run_id = t.run_id
+      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
+     where t.queue_name = queue and t.message_id = any (claimed_ids)
+    union all
+    select 'duplicate'::text, d.id, queue, t.flow_slug, t.step_slug,
+           null, null, null, null, null
+      from unnest(duplicate_ids) d(id)
+      join switchyard.step_tasks t on t.queue_name = queue and t.message_id = d.id
+    union all
+    select 'stale'::text, s, queue, null, null, null, null, null, null, null
+      from unnest(stale_ids) s;
+end
+$$;

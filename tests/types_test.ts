@@ -1,0 +1,180 @@
+/**
+ * Type tests: `deno check tests/types_test.ts` passes only if every `@ts-expect-error` line
+ * below really is a type error and every other line type-checks. The code never runs: it sits
+ * in a function that the single runtime test does not call.
+ */
+import assert from 'node:assert/strict';
+
+import { defineDeployedFlow } from '../lib/deployed_flow.ts';
+import {
+  Flow,
+  type FlowInput,
+  type StepContext,
+  type StepOutputs,
+  type StepSlugs,
+} from '../lib/flow.ts';
+import { type QueueNamesOf, toPlacement, type WorkerTarget } from '../lib/placement.ts';
+import type {
+  InvalidQueueNameMessage,
+  ReservedQueueNameMessage,
+  ValidQueueName,
+} from '../lib/queue_names.ts';
+import { routeFlow } from '../lib/route_flow.ts';
+import type { ValidSlug } from '../lib/slugs.ts';
+import { withStepQueues } from '../lib/with_step_queues.ts';
+
+/** Compile-time equality: `Equal<A, B>` is `true` only when A and B are the same type. */
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
+  : false;
+function expectType<T extends true>(_proof?: T): void {}
+
+interface ThreadInput {
+  communityId: string;
+  since: number;
+}
+
+function typeTests(): void {
+  const flow = new Flow<ThreadInput>({ slug: 'communityThreads' })
+    .step({ slug: 'fetch' }, (input, ctx) => {
+      // Root steps receive the flow input; the context carries it too.
+      const id: string = input.communityId;
+      const input2: ThreadInput = ctx.flowInput;
+      // @ts-expect-error the root input is ThreadInput, not a number
+      const _wrong: number = input;
+      return { threads: [id, input2.communityId], count: 2 };
+    })
+    .step({ slug: 'classify', dependsOn: ['fetch'] }, async (input) => {
+      // Dependent steps receive { [dependency]: awaited output }.
+      const threads: string[] = await Promise.resolve(input.fetch.threads);
+      // @ts-expect-error count is a number
+      const _wrong: string = input.fetch.count;
+      // @ts-expect-error only dependencies are in the input
+      input.communityId;
+      return threads.length > 0 ? ('spam' as const) : ('ham' as const);
+    })
+    .step({ slug: 'notify', dependsOn: ['fetch', 'classify'] }, (input, ctx) => {
+      // Promise outputs are awaited in the dependent's input.
+      const label: 'spam' | 'ham' = input.classify;
+      // @ts-expect-error classify is 'spam' | 'ham', not a Promise
+      const _promise: Promise<string> = input.classify;
+      const context: StepContext<ThreadInput> = ctx;
+      return { label, count: input.fetch.count, signal: context.signal.aborted };
+    });
+
+  // dependsOn only accepts earlier step slugs, exactly spelled.
+  // @ts-expect-error 'fetchh' is not a step of this flow
+  flow.step({ slug: 'later', dependsOn: ['fetchh'] }, () => 1);
+  // @ts-expect-error step slugs are case-sensitive in dependsOn
+  flow.step({ slug: 'later', dependsOn: ['Fetch'] }, () => 1);
+  // @ts-expect-error a step cannot depend on itself (it is not added yet)
+  new Flow({ slug: 'f' }).step({ slug: 'a', dependsOn: ['a'] }, () => 1);
+
+  // Duplicate (case-insensitive), reserved and malformed step slugs fail type checking.
+  // @ts-expect-error duplicate step slug
+  flow.step({ slug: 'fetch' }, () => 1);
+  // @ts-expect-error duplicate step slug, case-insensitively
+  flow.step({ slug: 'Classify' }, () => 1);
+  // @ts-expect-error 'run' is reserved
+  flow.step({ slug: 'run' }, () => 1);
+  // @ts-expect-error '-' is not allowed in a slug
+  flow.step({ slug: 'my-step' }, () => 1);
+
+  // The step map and helpers are typed.
+  expectType<Equal<StepSlugs<typeof flow>, 'fetch' | 'classify' | 'notify'>>(true);
+  expectType<Equal<FlowInput<typeof flow>, ThreadInput>>(true);
+  expectType<Equal<StepOutputs<typeof flow>['classify'], 'spam' | 'ham'>>(true);
+  expectType<
+    Equal<
+      StepOutputs<typeof flow>['notify'],
+      { label: 'spam' | 'ham'; count: number; signal: boolean }
+    >
+  >(true);
+
+  // routeFlow: exactly the step slugs, valid literal queue names, literals preserved.
+  const routed = routeFlow(flow, {
+    queues: { fetch: 'io', classify: 'classify_threads', notify: 'io' },
+  });
+  const q: 'classify_threads' = routed.queues.classify;
+  // @ts-expect-error the literal type is preserved, so another literal does not fit
+  const notQ: 'io' = routed.queues.classify;
+  expectType<Equal<QueueNamesOf<typeof routed>, 'io' | 'classify_threads'>>(true);
+
+  // @ts-expect-error missing step key 'notify'
+  routeFlow(flow, { queues: { fetch: 'io', classify: 'io' } });
+  // @ts-expect-error unknown step key 'archive'
+  routeFlow(flow, { queues: { fetch: 'io', classify: 'io', notify: 'io', archive: 'io' } });
+  // @ts-expect-error upper case and '-' are invalid in a queue name
+  routeFlow(flow, { queues: { fetch: 'Classify-Threads', classify: 'io', notify: 'io' } });
+  // @ts-expect-error a queue name cannot start with a digit
+  routeFlow(flow, { queues: { fetch: '1io', classify: 'io', notify: 'io' } });
+  // @ts-expect-error '__' is reserved for generated private queues
+  routeFlow(flow, { queues: { fetch: 'community__fetch', classify: 'io', notify: 'io' } });
+  // @ts-expect-error a space is invalid in a queue name
+  routeFlow(flow, { queues: { fetch: 'i o', classify: 'io', notify: 'io' } });
+  routeFlow(flow, {
+    queues: {
+      // @ts-expect-error 48 characters is one too many
+      fetch: 'qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq',
+      classify: 'io',
+      notify: 'io',
+    },
+  });
+  // 47 characters is fine.
+  routeFlow(flow, {
+    queues: {
+      fetch: 'qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq',
+      classify: 'io',
+      notify: 'io',
+    },
+  });
+  // A non-literal string is accepted by type and checked at runtime.
+  const dynamic: string = 'io';
+  routeFlow(flow, { queues: { fetch: dynamic, classify: dynamic, notify: dynamic } });
+
+  // Deployments keep the placement type and the alias literal.
+  const v2 = defineDeployedFlow(routed, { alias: 'communityThreadsAlias' });
+  const alias: 'communityThreadsAlias' = v2.alias;
+  const sameFlow: typeof flow = v2.flow;
+  // @ts-expect-error the alias follows the slug rule
+  defineDeployedFlow(routed, { alias: 'community-threads' });
+  // @ts-expect-error a deployment cannot be deployed again
+  defineDeployedFlow(v2, { alias: 'again' });
+
+  // QueueNamesOf over a registry: routed literals only; plain and step-queued add nothing.
+  const other = new Flow({ slug: 'digest' }).step({ slug: 'a' }, () => 1).step(
+    { slug: 'b' },
+    () => 2,
+  );
+  const registry = [
+    v2,
+    defineDeployedFlow(routeFlow(other, { queues: { a: 'q1', b: 'q2' } }), { alias: 'digest' }),
+    defineDeployedFlow(other, { alias: 'digestPlain' }),
+    withStepQueues(other),
+    other,
+  ] as const;
+  expectType<Equal<QueueNamesOf<typeof registry>, 'io' | 'classify_threads' | 'q1' | 'q2'>>(true);
+  const queueName: QueueNamesOf<typeof registry> = 'q2';
+  // @ts-expect-error 'q3' is not routed in the registry
+  const notRouted: QueueNamesOf<typeof registry> = 'q3';
+
+  // Every kind is a worker target.
+  const targets: WorkerTarget[] = [...registry];
+  toPlacement(targets[0]);
+  // @ts-expect-error a string is not a worker target
+  toPlacement('communityThreads');
+
+  // The literal validators on their own.
+  expectType<Equal<ValidQueueName<'classify_threads'>, 'classify_threads'>>(true);
+  expectType<Equal<ValidQueueName<string>, string>>(true);
+  expectType<Equal<ValidQueueName<'Classify'>, InvalidQueueNameMessage<'Classify'>>>(true);
+  expectType<Equal<ValidQueueName<'a__b'>, ReservedQueueNameMessage<'a__b'>>>(true);
+  expectType<Equal<ValidSlug<'communityThreadsV2'>, 'communityThreadsV2'>>(true);
+  // @ts-expect-error a trailing underscore is invalid in a slug
+  const badSlug: ValidSlug<'trailing_'> = 'trailing_';
+
+  void [q, notQ, alias, sameFlow, queueName, notRouted, badSlug];
+}
+
+Deno.test('type tests compile (see deno check tests/types_test.ts)', () => {
+  assert.equal(typeof typeTests, 'function');
+});
