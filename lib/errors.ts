@@ -53,6 +53,8 @@ export class InvalidSlugError extends SwitchyardError {
   readonly rule: string;
 
   /**
+   * Creates the error; the message is `<kind> <value> is invalid: <rule>`.
+   *
    * @param kind what the value is, e.g. `flow slug`, `step slug`, `alias`
    * @param value the rejected value
    * @param rule the rule it broke
@@ -87,6 +89,8 @@ export class InvalidQueueNameError extends SwitchyardError {
   readonly rule: string;
 
   /**
+   * Creates the error; the message is `[<where>: ]queue name <value> is invalid: <rule>`.
+   *
    * @param value the rejected value
    * @param rule the rule it broke
    * @param where optional context prepended to the message, e.g. `step "a" of flow "f"`
@@ -168,6 +172,8 @@ export class InvalidInputError extends SwitchyardError {
   readonly rule: string;
 
   /**
+   * Creates the error; the message is `<path> is not JSON: <rule>`.
+   *
    * @param path where the offending value sits, e.g. `input.a.b`
    * @param rule what is wrong with it
    */

@@ -190,24 +190,14 @@ export type StepInput<
  */
 export type NewStepSlug<Slug extends string, Steps extends Record<string, unknown>> = string extends
   Slug ? Slug
-  : ValidSlug<Slug, 'step slug'> extends Slug ? NewStepSlugCheck<Slug, Steps>
-  : ValidSlug<Slug, 'step slug'>;
-
-type NewStepSlugCheck<Slug extends string, Steps extends Record<string, unknown>> =
-  Lowercase<Slug> extends 'run' ? `step slug "${Slug}" is invalid: "run" is reserved`
+  : ValidSlug<Slug, 'step slug'> extends Slug
+    ? Lowercase<Slug> extends 'run' ? `step slug "${Slug}" is invalid: "run" is reserved`
     : Lowercase<Slug> extends Lowercase<keyof Steps & string>
       ? `step slug "${Slug}" is already used in this flow (step slugs are unique case-insensitively)`
-    : Slug;
-
-/** Adds one step's output to the step map, as one flat object type (readable in hovers). */
-type AddStep<Steps extends Record<string, unknown>, Slug extends string, Out> = {
-  [K in keyof Steps | Slug]: K extends Slug ? Out : Steps[K];
-};
+    : Slug
+  : ValidSlug<Slug, 'step slug'>;
 
 declare const flowTypes: unique symbol;
-
-// deno-lint-ignore no-explicit-any
-type AnyRecord = Record<string, any>;
 
 /**
  * Any flow, whatever its input and steps.
@@ -222,7 +212,7 @@ type AnyRecord = Record<string, any>;
  * ```
  */
 // deno-lint-ignore no-explicit-any
-export type AnyFlow = Flow<any, AnyRecord>;
+export type AnyFlow = Flow<any, Record<string, any>>;
 
 /**
  * The input type of a flow.
@@ -235,7 +225,9 @@ export type AnyFlow = Flow<any, AnyRecord>;
  * const input: FlowInput<typeof flow> = { url: 'https://example.com' };
  * ```
  */
-export type FlowInput<F extends AnyFlow> = F extends Flow<infer Input, AnyRecord> ? Input : never;
+// deno-lint-ignore no-explicit-any
+export type FlowInput<F extends AnyFlow> = F extends Flow<infer Input, Record<string, any>> ? Input
+  : never;
 
 /**
  * The step outputs of a flow: step slug → awaited handler output.
@@ -429,9 +421,12 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
   >(
     config: Omit<StepConfig<Slug, Deps>, 'slug'> & { slug: NewStepSlug<Slug, Steps> },
     handler: (input: StepInput<Input, Steps, Deps>, context: StepContext<Input>) => Out,
-  ): Flow<Input, AddStep<Steps, Slug, Awaited<Out>>> {
+  ): Flow<Input, { [K in keyof Steps | Slug]: K extends Slug ? Awaited<Out> : Steps[K] }> {
     const definition = this.#defineStep(config, handler);
-    const next = new Flow<Input, AddStep<Steps, Slug, Awaited<Out>>>({
+    const next = new Flow<
+      Input,
+      { [K in keyof Steps | Slug]: K extends Slug ? Awaited<Out> : Steps[K] }
+    >({
       slug: this.#slug,
       ...this.#options,
     });

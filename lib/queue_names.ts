@@ -39,7 +39,7 @@ export const QUEUE_NAME_PATTERN: RegExp = /^[a-z][a-z0-9_]*$/;
  * console.assert(QUEUE_NAME_MAX_LENGTH === 47);
  * ```
  */
-export const QUEUE_NAME_MAX_LENGTH = 47;
+export const QUEUE_NAME_MAX_LENGTH: number = 47;
 
 /**
  * The queue name rule in words, as used in error messages.
@@ -51,7 +51,7 @@ export const QUEUE_NAME_MAX_LENGTH = 47;
  * console.log(`queue names must ${QUEUE_NAME_RULE}`);
  * ```
  */
-export const QUEUE_NAME_RULE =
+export const QUEUE_NAME_RULE: string =
   `use lower-case letters, digits and single underscores (${QUEUE_NAME_PATTERN.source}, ` +
   `at most ${QUEUE_NAME_MAX_LENGTH} characters)`;
 
@@ -65,7 +65,7 @@ export const QUEUE_NAME_RULE =
  * console.log(EXPLICIT_QUEUE_NAME_RULE);
  * ```
  */
-export const EXPLICIT_QUEUE_NAME_RULE =
+export const EXPLICIT_QUEUE_NAME_RULE: string =
   'explicit queue names must not contain "__", which is reserved for generated private queue ' +
   'names';
 
@@ -189,17 +189,26 @@ export function stepQueueName(flowSlug: string, stepSlug: string, stepIndex: num
   );
 }
 
-type QueueNameChar = LowerAsciiLetter | AsciiDigit | '_';
-
 /**
- * Whether every character of `S` is allowed and `S` has at most 47 characters. Tail-recursive
- * with a counter tuple, so TypeScript evaluates it without hitting its recursion limit.
+ * `true` when every character of `S` is a lower-case ASCII letter, a digit or `_` and `S` has
+ * at most 47 characters. Tail-recursive with a counter tuple, so TypeScript evaluates it
+ * without hitting its recursion limit.
+ *
+ * @example
+ * ```ts
+ * import type { QueueNameCharsOk } from './queue_names.ts';
+ *
+ * const ok: QueueNameCharsOk<'classify_threads'> = true;
+ * const bad: QueueNameCharsOk<'Classify'> = false;
+ * ```
  */
-type CharsAndLengthOk<S extends string, Count extends unknown[] = []> = Count['length'] extends 48
-  ? false
-  : S extends `${infer Head}${infer Rest}`
-    ? Head extends QueueNameChar ? CharsAndLengthOk<Rest, [...Count, unknown]> : false
-  : true;
+export type QueueNameCharsOk<S extends string, Count extends unknown[] = []> =
+  Count['length'] extends 48 ? false
+    : S extends `${infer Head}${infer Rest}`
+      ? Head extends LowerAsciiLetter | AsciiDigit | '_'
+        ? QueueNameCharsOk<Rest, [...Count, unknown]>
+      : false
+    : true;
 
 /**
  * The type-level message for a literal that breaks the queue name rule.
@@ -244,6 +253,6 @@ export type ReservedQueueNameMessage<S extends string> =
 export type ValidQueueName<S extends string> = string extends S ? S
   : S extends `${LowerAsciiLetter}${string}`
     ? S extends `${string}__${string}` ? ReservedQueueNameMessage<S>
-    : CharsAndLengthOk<S> extends true ? S
+    : QueueNameCharsOk<S> extends true ? S
     : InvalidQueueNameMessage<S>
   : InvalidQueueNameMessage<S>;

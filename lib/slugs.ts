@@ -36,7 +36,7 @@ export const SLUG_PATTERN: RegExp = /^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$/;
  * console.assert('a'.repeat(SLUG_MAX_LENGTH).length === 47);
  * ```
  */
-export const SLUG_MAX_LENGTH = 47;
+export const SLUG_MAX_LENGTH: number = 47;
 
 /**
  * The slug rule in words, as used in error messages.
@@ -48,7 +48,7 @@ export const SLUG_MAX_LENGTH = 47;
  * console.log(`slugs must ${SLUG_RULE}`);
  * ```
  */
-export const SLUG_RULE =
+export const SLUG_RULE: string =
   'start with a letter and use letters, digits and single underscores, with no trailing ' +
   `underscore (${SLUG_PATTERN.source}, at most ${SLUG_MAX_LENGTH} characters)`;
 
@@ -62,7 +62,7 @@ export const SLUG_RULE =
  * console.assert(RESERVED_STEP_SLUG === 'run');
  * ```
  */
-export const RESERVED_STEP_SLUG = 'run';
+export const RESERVED_STEP_SLUG: string = 'run';
 
 /**
  * Whether `value` is a valid slug (flow slug, step slug or alias).
@@ -277,11 +277,32 @@ export type LowerAsciiLetter =
  */
 export type AsciiDigit = '0' | '1' | '2' | '3' | '4' | '5' | '6' | '7' | '8' | '9';
 
-type Letter = LowerAsciiLetter | Uppercase<LowerAsciiLetter>;
-type SlugChar = Letter | AsciiDigit | '_';
+/**
+ * One ASCII letter or digit or `_`: the characters a slug may contain.
+ *
+ * @example
+ * ```ts
+ * import type { SlugChar } from './slugs.ts';
+ *
+ * const char: SlugChar = 'Q';
+ * ```
+ */
+export type SlugChar = LowerAsciiLetter | Uppercase<LowerAsciiLetter> | AsciiDigit | '_';
 
-/** Whether every character of `S` is allowed and `S` has at most 47 (tail-recursive). */
-type SlugCharsOk<S extends string, Count extends unknown[] = []> = Count['length'] extends 48
+/**
+ * `true` when every character of `S` is a {@link SlugChar} and `S` has at most 47 characters.
+ * Tail-recursive with a counter tuple, so TypeScript evaluates it without hitting its
+ * recursion limit.
+ *
+ * @example
+ * ```ts
+ * import type { SlugCharsOk } from './slugs.ts';
+ *
+ * const ok: SlugCharsOk<'fetch_2'> = true;
+ * const bad: SlugCharsOk<'fetch-2'> = false;
+ * ```
+ */
+export type SlugCharsOk<S extends string, Count extends unknown[] = []> = Count['length'] extends 48
   ? false
   : S extends `${infer Head}${infer Rest}`
     ? Head extends SlugChar ? SlugCharsOk<Rest, [...Count, unknown]> : false
@@ -302,7 +323,7 @@ type SlugCharsOk<S extends string, Count extends unknown[] = []> = Count['length
  * ```
  */
 export type ValidSlug<S extends string, Kind extends string = 'slug'> = string extends S ? S
-  : S extends `${Letter}${string}`
+  : S extends `${LowerAsciiLetter | Uppercase<LowerAsciiLetter>}${string}`
     ? S extends `${string}__${string}` | `${string}_` ? InvalidSlugMessage<Kind, S>
     : SlugCharsOk<S> extends true ? S
     : InvalidSlugMessage<Kind, S>

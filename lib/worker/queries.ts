@@ -1,0 +1,129 @@
+/**
+ * The worker's only access to the database: one function per SQL call of the
+ * core. No decision is made here; classification, retries and dependency
+ * resolution stay in SQL.
+ *
+ * @module
+ */
+import type postgres from 'postgres';
+import type { FlowShape } from '../placement.ts';
+
+/** A row of `switchyard.start_tasks`. */
+export interface TaskClaim {
+  disposition: 'claimed' | 'duplicate' | 'stale' | 'unsupported';
+  message_id: bigint;
+  queue_name: string;
+  flow_slug: string | null;
+  step_slug: string | null;
+  run_id: string | null;
+  attempt: number | null;
+  timeout: number | null;
+  input: unknown;
+  flow_input: unknown;
+}
+
+/** Typed wrappers over the SQL core for one client. */
+export class Queries {
+  constructor(readonly sql: postgres.Sql) {}
+
+  /** The pause/enabled flags of a function, or null when it has no row yet. */
+  async functionFlags(
+    functionName: string,
+  ): Promise<{ enabled: boolean; paused_at: Date | null; pause_reason: string | null } | null> {
+    const rows = await this.sql<
+      { enabled: boolean; paused_at: Date | null; pause_reason: string | null }[]
+    >`select enabled, paused_at, pause_reason from switchyard.worker_functions
+       where function_name = ${functionName}`;
+    return rows[0] ?? null;
+  }
+
+  async ensureFlow(shape: FlowShape): Promise<'created' | 'verified'> {
+    const [row] = await this.sql<{ result: 'created' | 'verified' }[]>`
+      select switchyard.ensure_flow(${this.sql.json(shape as never)}::jsonb) as result`;
+    return row.result;
+  }
+
+  async syncAlias(alias: string, versions: string[]): Promise<string> {
+    const [row] = await this.sql<{ result: string }[]>`
+      select switchyard.sync_alias(${alias}::text, ${this.sql.array(versions)}::text[]) as result`;
+    return row.result;
+  }
+
+  async coverageGaps(
+    queue: string,
+    pairs: string[],
+  ): Promise<{ flow_slug: string; step_slug: string; reasons: string }[]> {
+    return await this.sql<{ flow_slug: string; step_slug: string; reasons: string }[]>`
+      select flow_slug, step_slug, reasons
+        from switchyard.coverage_gaps(${queue}::text, ${this.sql.array(pairs)}::text[])`;
+  }
+
+  async registerWorker(
+    workerId: string,
+    queue: string,
+    functionName: string,
+    pairs: string[],
+  ): Promise<void> {
+    await this.sql`select switchyard.register_worker(${workerId}::uuid, ${queue}::text,
+      ${functionName}::text, ${this.sql.array(pairs)}::text[])`;
+  }
+
+  /** Message ids read from the queue (bodies are not needed: claims trust identity only). */
+  async readWithPoll(
+    queue: string,
+    visibilityTimeout: number,
+    qty: number,
+    maxPollSeconds: number,
+    pollIntervalMs: number,
+  ): Promise<bigint[]> {
+    const rows = await this.sql<{ msg_id: string }[]>`
+      select msg_id::text as msg_id from pgmq.read_with_poll(${queue}::text,
+        ${visibilityTimeout}::int, ${qty}::int, ${maxPollSeconds}::int, ${pollIntervalMs}::int)`;
+    return rows.map((r) => BigInt(r.msg_id));
+  }
+
+  async startTasks(
+    queue: string,
+    messageIds: bigint[],
+    workerId: string,
+    pairs: string[],
+  ): Promise<TaskClaim[]> {
+    const rows = await this.sql<(Omit<TaskClaim, 'message_id'> & { message_id: string })[]>`
+      select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
+             run_id, attempt, timeout, input, flow_input
+        from switchyard.start_tasks(${queue}::text,
+          ${this.sql.array(messageIds.map(String))}::bigint[], ${workerId}::uuid,
+          ${this.sql.array(pairs)}::text[])`;
+    return rows.map((r) => ({ ...r, message_id: BigInt(r.message_id) }));
+  }
+
+  async completeTask(runId: string, stepSlug: string, attempt: number, output: unknown) {
+    const [row] = await this.sql<{ ok: boolean }[]>`
+      select switchyard.complete_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
+        ${this.sql.json((output ?? null) as never)}::jsonb) as ok`;
+    return row.ok;
+  }
+
+  async failTask(runId: string, stepSlug: string, attempt: number, error: string) {
+    const [row] = await this.sql<{ result: string }[]>`
+      select switchyard.fail_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
+        ${error}::text) as result`;
+    return row.result;
+  }
+
+  async heartbeat(workerId: string): Promise<'ok' | 'deprecated' | 'paused' | 'disabled'> {
+    const [row] = await this.sql<{ state: 'ok' | 'deprecated' | 'paused' | 'disabled' }[]>`
+      select switchyard.heartbeat(${workerId}::uuid) as state`;
+    return row.state;
+  }
+
+  async recoverStalled(queue: string, heartbeatWindowSeconds: number): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`
+      select switchyard.recover_stalled(${queue}::text, ${heartbeatWindowSeconds}::int) as n`;
+    return row.n;
+  }
+
+  async workerStopped(workerId: string, reason: string | null): Promise<void> {
+    await this.sql`select switchyard.worker_stopped(${workerId}::uuid, ${reason}::text)`;
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The durable engine end to end for plain flows: real PostgreSQL, real workers.
+ */
+import assert from 'node:assert/strict';
+import { connect, Flow, InvalidInputError, startWorker } from '../lib/mod.ts';
+import { createTestDatabase } from './_helpers/db.ts';
+import { FAST, waitFor } from './_helpers/wait.ts';
+
+const db = await createTestDatabase();
+const client = connect(db.url);
+
+function diamond(slug: string) {
+  return new Flow<{ n: number }>({ slug, maxAttempts: 3, baseDelay: 1 })
+    .step({ slug: 'a' }, (input) => ({ v: input.n }))
+    .step({ slug: 'b', dependsOn: ['a'] }, (input) => ({ b: input.a.v * 2 }))
+    .step({ slug: 'c', dependsOn: ['a'] }, (input) => ({ c: input.a.v + 1 }))
+    .step({ slug: 'd', dependsOn: ['b', 'c'] }, (input, ctx) => ({
+      seen: input,
+      sum: input.b.b + input.c.c,
+      run: ctx.runId,
+    }));
+}
+
+Deno.test('a diamond flow completes 200 runs with 2 concurrent workers, each task once', async () => {
+  const flow = diamond('diamond');
+  const options = { connectionString: db.url, maxConcurrent: 8, ...FAST };
+  const w1 = await startWorker(flow, options);
+  const w2 = await startWorker(flow, options);
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 200; i++) ids.push(await client.startFlow('diamond', { n: i }));
+    await waitFor('200 completed runs', async () => {
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from switchyard.runs where flow_slug = 'diamond' and status = 'completed'`;
+      return n === 200;
+    }, { timeoutMs: 60_000 });
+    const status = await client.runStatus(ids[7]);
+    assert.equal(status?.status, 'completed');
+    const d = (status!.output as { d: { seen: unknown; sum: number } }).d;
+    assert.deepEqual(d.seen, { b: { b: 14 }, c: { c: 8 } });
+    assert.equal(d.sum, 22);
+    const [tasks] = await db.sql<{ total: number; once: number; workers: number }[]>`
+      select count(*)::int as total, count(*) filter (where attempts_count = 1)::int as once,
+             count(distinct worker_id)::int as workers
+        from switchyard.step_tasks where flow_slug = 'diamond' and status = 'completed'`;
+    assert.equal(tasks.total, 800);
+    assert.equal(tasks.once, 800, 'with no failures every task ran exactly once');
+    assert.equal(tasks.workers, 2, 'both workers took tasks');
+    const [{ left }] = await db.sql<
+      { left: number }[]
+    >`select count(*)::int as left from pgmq.q_diamond`;
+    assert.equal(left, 0, 'every message was archived');
+  } finally {
+    await Promise.all([w1.stop(), w2.stop()]);
+  }
+});
+
+Deno.test('a failing step is retried with growing delays up to maxAttempts, then its run fails', async () => {
+  const attempts: number[] = [];
+  const flow = new Flow<{ fail: boolean }>({ slug: 'flaky', maxAttempts: 3, baseDelay: 1 })
+    .step({ slug: 'work' }, (input, ctx) => {
+      if (input.fail) {
+        attempts.push(Date.now());
+        throw new Error(`boom on attempt ${ctx.attempt}`);
+      }
+      return 'fine';
+    });
+  const worker = await startWorker(flow, { connectionString: db.url, ...FAST });
+  try {
+    const bad = await client.startFlow('flaky', { fail: true });
+    const good = await client.startFlow('flaky', { fail: false });
+    assert.equal((await client.waitForRun(good)).status, 'completed', 'other runs continue');
+    const failed = await client.waitForRun(bad, { timeoutMs: 20_000 });
+    assert.equal(failed.status, 'failed');
+    assert.match(failed.error ?? '', /boom on attempt 3/);
+    assert.equal(attempts.length, 3);
+    const d1 = attempts[1] - attempts[0], d2 = attempts[2] - attempts[1];
+    assert.ok(d1 >= 900, `first retry waited ${d1} ms (baseDelay 1 s)`);
+    assert.ok(d2 >= 1900, `second retry waited ${d2} ms (2 x baseDelay)`);
+    const [task] = await db
+      .sql`select status, attempts_count from switchyard.step_tasks where run_id = ${bad}`;
+    assert.deepEqual({ ...task }, { status: 'failed', attempts_count: 3 });
+  } finally {
+    await worker.stop();
+  }
+});
+
+Deno.test('a worker process killed mid-task: the task is recovered and completed by another worker', async () => {
+  // The child runs a worker whose step blocks until it is killed.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ['run', '-A', new URL('./fixtures/slow_worker.ts', import.meta.url).pathname],
+    env: { DATABASE_URL: db.url, SLOW_STEP_MS: '600000' },
+    stdout: 'null',
+    stderr: 'inherit',
+  }).spawn();
+  let killed = false;
+  try {
+    // The flow is compiled by the child; wait for it, then start a run.
+    await waitFor('the child worker to register', async () => {
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from switchyard.workers where queue_name = 'slowpoke' and stopped_at is null`;
+      return n === 1;
+    });
+    const runId = await client.startFlow('slowpoke', { label: 'x' });
+    await waitFor('the child to start the task', async () => {
+      const [t] = await db
+        .sql`select status from switchyard.step_tasks where run_id = ${runId} and step_slug = 'slow'`;
+      return t?.status === 'started';
+    });
+    child.kill('SIGKILL');
+    killed = true;
+    await child.status;
+
+    const { slowpoke } = await import('./fixtures/slow_worker.ts');
+    const rescuer = await startWorker(slowpoke(0), {
+      connectionString: db.url,
+      ...FAST,
+      heartbeatWindowSeconds: 1,
+    });
+    try {
+      const status = await client.waitForRun(runId, { timeoutMs: 30_000 });
+      assert.equal(status.status, 'completed');
+      assert.deepEqual(status.output, { slow: { done: 'x' } });
+      const [task] = await db.sql`
+        select attempts_count, status from switchyard.step_tasks where run_id = ${runId} and step_slug = 'slow'`;
+      assert.deepEqual({ ...task }, { attempts_count: 2, status: 'completed' });
+      const [{ completions }] = await db.sql<{ completions: number }[]>`
+        select count(*)::int as completions from switchyard.runs where run_id = ${runId} and status = 'completed'`;
+      assert.equal(completions, 1);
+    } finally {
+      await rescuer.stop();
+    }
+  } finally {
+    if (!killed) {
+      child.kill('SIGKILL');
+      await child.status;
+    }
+  }
+});
+
+Deno.test('bad input: unknown flow, SQL NULL and non-JSON input give clear errors', async () => {
+  await assert.rejects(client.startFlow('noSuchFlow', {}), /unknown flow or alias "noSuchFlow"/);
+  await assert.rejects(
+    db.sql`select switchyard.start_flow('diamond', null)`,
+    /input must be a JSON value, got SQL NULL/,
+  );
+  await assert.rejects(client.startFlow('diamond', { f: () => 1 }), InvalidInputError);
+  await assert.rejects(client.startFlow('diamond', undefined), InvalidInputError);
+  await assert.rejects(client.startFlow('diamond', { n: 10n }), InvalidInputError);
+  const [{ n }] = await db.sql<{ n: number }[]>`
+    select count(*)::int as n from switchyard.runs where flow_slug = 'noSuchFlow'`;
+  assert.equal(n, 0);
+});
+
+Deno.test('a handler output that is not JSON fails the attempt with the rule', async () => {
+  const flow = new Flow({ slug: 'badOutput', maxAttempts: 1 })
+    .step({ slug: 'x' }, () => ({ when: new Date() }) as unknown as string);
+  const worker = await startWorker(flow, { connectionString: db.url, ...FAST });
+  try {
+    const run = await client.startFlow('badOutput', {});
+    const status = await client.waitForRun(run);
+    assert.equal(status.status, 'failed');
+    assert.match(status.error ?? '', /output of badOutput\/x/);
+  } finally {
+    await worker.stop();
+  }
+});
+
+Deno.test('teardown', async () => {
+  await client.close();
+  await db.close();
+});
