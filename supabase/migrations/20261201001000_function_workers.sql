@@ -172,7 +172,7 @@ begin
   perform switchyard.assert_queue_name(queue_name, false);
   insert into switchyard.worker_functions (function_name, queue_name)
   values (register_function.function_name, register_function.queue_name)
-  on conflict (function_name) do update set queue_name = excluded.queue_name;
+  on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;
 end
 $$;
 
