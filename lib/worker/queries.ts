@@ -22,6 +22,17 @@ export interface TaskClaim {
   flow_input: unknown;
 }
 
+/**
+ * A PostgreSQL array literal for text values. postgres.js' `sql.array()` depends
+ * on array types it fetches per connection, and a fresh connection may serialize
+ * before they arrive; a literal cast in SQL (`::text[]`, `::bigint[]`) is exact.
+ */
+export function pgArray(values: readonly (string | bigint | number)[]): string {
+  return `{${
+    values.map((v) => `"${String(v).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')
+  }}`;
+}
+
 /** Typed wrappers over the SQL core for one client. */
 export class Queries {
   constructor(readonly sql: postgres.Sql) {}
@@ -45,7 +56,7 @@ export class Queries {
 
   async syncAlias(alias: string, versions: string[]): Promise<string> {
     const [row] = await this.sql<{ result: string }[]>`
-      select switchyard.sync_alias(${alias}::text, ${this.sql.array(versions)}::text[]) as result`;
+      select switchyard.sync_alias(${alias}::text, ${pgArray(versions)}::text[]) as result`;
     return row.result;
   }
 
@@ -55,7 +66,7 @@ export class Queries {
   ): Promise<{ flow_slug: string; step_slug: string; reasons: string }[]> {
     return await this.sql<{ flow_slug: string; step_slug: string; reasons: string }[]>`
       select flow_slug, step_slug, reasons
-        from switchyard.coverage_gaps(${queue}::text, ${this.sql.array(pairs)}::text[])`;
+        from switchyard.coverage_gaps(${queue}::text, ${pgArray(pairs)}::text[])`;
   }
 
   async registerWorker(
@@ -65,7 +76,7 @@ export class Queries {
     pairs: string[],
   ): Promise<void> {
     await this.sql`select switchyard.register_worker(${workerId}::uuid, ${queue}::text,
-      ${functionName}::text, ${this.sql.array(pairs)}::text[])`;
+      ${functionName}::text, ${pgArray(pairs)}::text[])`;
   }
 
   /** Message ids read from the queue (bodies are not needed: claims trust identity only). */
@@ -92,8 +103,8 @@ export class Queries {
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
              run_id, attempt, timeout, input, flow_input
         from switchyard.start_tasks(${queue}::text,
-          ${this.sql.array(messageIds.map(String))}::bigint[], ${workerId}::uuid,
-          ${this.sql.array(pairs)}::text[])`;
+          ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
+          ${pgArray(pairs)}::text[])`;
     return rows.map((r) => ({ ...r, message_id: BigInt(r.message_id) }));
   }
 

@@ -21,7 +21,7 @@ import {
   UnsupportedWorkError,
   WorkerConfigError,
 } from './errors.ts';
-import { Queries, type TaskClaim } from './queries.ts';
+import { pgArray, Queries, type TaskClaim } from './queries.ts';
 import { Registry, selectQueue } from './registry.ts';
 
 /** Where a worker writes its log lines. */
@@ -476,7 +476,7 @@ function runLoop(s: LoopState): Worker {
         if (stopping) {
           // Read after a stop request: let the messages reappear now rather than after the timeout.
           await s.sql`select pgmq.set_vt(${s.queueName}::text, id, 0)
-                        from unnest(${s.sql.array(ids.map(String))}::bigint[]) id`;
+                        from unnest(${pgArray(ids)}::bigint[]) id`;
           break;
         }
         const claims = await q.startTasks(s.queueName, ids, s.workerId, s.pairs);

@@ -1,0 +1,187 @@
+/**
+ * The SQL core on its own: concurrent compilation, the claim under real races,
+ * attempt fencing of completions, backoff, stall recovery and stale messages.
+ */
+import assert from 'node:assert/strict';
+import postgres from 'postgres';
+import { Flow, routeFlow, toPlacement } from '../lib/mod.ts';
+import { pgArray } from '../lib/worker/queries.ts';
+import { createTestDatabase } from './_helpers/db.ts';
+
+const db = await createTestDatabase();
+const sql = db.sql;
+
+type Claim = { disposition: string; message_id: string; attempt: number | null };
+
+const flow = new Flow<{ n: number }>({ slug: 'core', maxAttempts: 2, baseDelay: 3 })
+  .step({ slug: 'a' }, (i) => i.n)
+  .step({ slug: 'b', dependsOn: ['a'] }, (i) => i.a);
+const shape = toPlacement(routeFlow(flow, { queues: { a: 'core_q', b: 'core_q' } })).shape;
+const PAIRS = ['core/a', 'core/b'];
+
+async function worker(id = crypto.randomUUID()) {
+  await sql`select switchyard.register_worker(${id}::uuid, 'core_q', 'core-q-worker',
+    ${pgArray(PAIRS)}::text[])`;
+  return id;
+}
+
+async function claim(workerId: string, ids: (string | bigint)[], conn = sql): Promise<Claim[]> {
+  return await conn<Claim[]>`select disposition, message_id::text, attempt
+    from switchyard.start_tasks('core_q', ${pgArray(ids)}::bigint[],
+      ${workerId}::uuid, ${pgArray(PAIRS)}::text[])`;
+}
+
+async function taskOf(run: string, step = 'a') {
+  const [t] =
+    await sql`select * from switchyard.step_tasks where run_id = ${run} and step_slug = ${step}`;
+  return t;
+}
+
+Deno.test('concurrent ensure_flow calls compile once and verify the rest', async () => {
+  const clients = Array.from({ length: 8 }, () => postgres(db.url, { max: 1, onnotice: () => {} }));
+  try {
+    const results = await Promise.all(
+      clients.map((c) => c`select switchyard.ensure_flow(${c.json(shape as never)}::jsonb) as r`),
+    );
+    const outcomes = results.map((r) => r[0].r).sort();
+    assert.deepEqual(outcomes, ['created', ...Array(7).fill('verified')]);
+    const [{ n }] =
+      await sql`select count(*)::int as n from switchyard.steps where flow_slug = 'core'`;
+    assert.equal(n, 2);
+  } finally {
+    await Promise.all(clients.map((c) => c.end()));
+  }
+});
+
+Deno.test('two workers claiming the same message concurrently: exactly one claims it', async () => {
+  const runs = await Promise.all(
+    Array.from(
+      { length: 20 },
+      (_, n) => sql`select switchyard.start_flow('core', ${sql.json({ n })}::jsonb) as id`,
+    ),
+  );
+  const ids = await Promise.all(runs.map(async ([r]) => (await taskOf(r.id)).message_id as string));
+  const [w1, w2] = [await worker(), await worker()];
+  const c1 = postgres(db.url, { max: 1, onnotice: () => {}, prepare: false });
+  const c2 = postgres(db.url, { max: 1, onnotice: () => {}, prepare: false });
+  try {
+    const [a, b] = await Promise.all([claim(w1, ids, c1), claim(w2, ids, c2)]);
+    const claimed = [...a, ...b].filter((c) => c.disposition === 'claimed').map((c) =>
+      c.message_id
+    );
+    const dups = [...a, ...b].filter((c) => c.disposition === 'duplicate').map((c) => c.message_id);
+    assert.deepEqual([...claimed].sort(), [...ids].sort(), 'every message claimed once');
+    assert.equal(new Set(claimed).size, ids.length);
+    assert.deepEqual([...dups].sort(), [...ids].sort(), 'the loser saw benign duplicates');
+    const [{ attempts }] = await sql`select sum(attempts_count)::int as attempts
+      from switchyard.step_tasks where message_id = any(${
+      pgArray(ids)
+    }::bigint[]) and queue_name = 'core_q'`;
+    assert.equal(attempts, ids.length, 'one attempt each');
+  } finally {
+    await Promise.all([c1.end(), c2.end()]);
+  }
+});
+
+Deno.test('a late completion from a superseded attempt changes nothing', async () => {
+  const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 1}'::jsonb) as id`;
+  const w = await worker();
+  const t = await taskOf(run);
+  const [c] = await claim(w, [t.message_id]);
+  assert.equal(c.attempt, 1);
+  const [{ r }] = await sql`select switchyard.complete_task(${run}::uuid, 'a', 2, '5'::jsonb) as r`;
+  assert.equal(r, false, 'wrong attempt ignored');
+  const [{ ok }] =
+    await sql`select switchyard.complete_task(${run}::uuid, 'a', 1, '5'::jsonb) as ok`;
+  assert.equal(ok, true);
+  const [{ again }] =
+    await sql`select switchyard.complete_task(${run}::uuid, 'a', 1, '6'::jsonb) as again`;
+  assert.equal(again, false, 'a second completion is ignored');
+  const [state] =
+    await sql`select output from switchyard.step_states where run_id = ${run} and step_slug = 'a'`;
+  assert.equal(state.output, 5);
+  const b = await taskOf(run, 'b');
+  assert.equal(b.status, 'queued', 'the dependent step was queued exactly once');
+});
+
+Deno.test('fail_task retries after base_delay * 2^(attempt-1) seconds, then fails the run', async () => {
+  const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 2}'::jsonb) as id`;
+  const w = await worker();
+  const t = await taskOf(run);
+  await claim(w, [t.message_id]);
+  const [{ r1 }] = await sql`select switchyard.fail_task(${run}::uuid, 'a', 1, 'first') as r1`;
+  assert.equal(r1, 'retrying');
+  const [m] =
+    await sql`select extract(epoch from vt - now())::float as wait from pgmq.q_core_q where msg_id = ${t.message_id}`;
+  assert.ok(m.wait > 2 && m.wait <= 3.1, `visible again after ~3 s, got ${m.wait}`);
+  assert.equal((await taskOf(run)).status, 'queued');
+  await sql`select pgmq.set_vt('core_q', ${t.message_id}::bigint, 0)`;
+  const [c] = await claim(w, [t.message_id]);
+  assert.equal(c.attempt, 2);
+  const [{ r2 }] = await sql`select switchyard.fail_task(${run}::uuid, 'a', 2, 'second') as r2`;
+  assert.equal(r2, 'failed');
+  const [runRow] = await sql`select status, error from switchyard.runs where run_id = ${run}`;
+  assert.equal(runRow.status, 'failed');
+  assert.match(runRow.error as string, /step a failed after 2 attempt\(s\): second/);
+  const [{ archived }] =
+    await sql`select count(*)::int as archived from pgmq.a_core_q where msg_id = ${t.message_id}`;
+  assert.equal(archived, 1);
+});
+
+Deno.test("stall recovery requeues a dead worker's task and fails it once attempts are used up", async () => {
+  const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 3}'::jsonb) as id`;
+  const dead = await worker();
+  const t = await taskOf(run);
+  await claim(dead, [t.message_id]);
+  await sql`update switchyard.workers set last_heartbeat_at = now() - interval '1 minute' where worker_id = ${dead}`;
+  const [{ n }] = await sql`select switchyard.recover_stalled('core_q', 15) as n`;
+  assert.equal(n, 1);
+  const after = await taskOf(run);
+  assert.equal(after.status, 'queued');
+  assert.equal(after.attempts_count, 1, 'recovery itself uses no attempt');
+  const [m] =
+    await sql`select vt <= now() as visible from pgmq.q_core_q where msg_id = ${t.message_id}`;
+  assert.equal(m.visible, true);
+  // Second attempt dies too: attempts are used up, so recovery fails the run (bounded).
+  const dead2 = await worker();
+  await claim(dead2, [t.message_id]);
+  await sql`update switchyard.workers set stopped_at = now() where worker_id = ${dead2}`;
+  await sql`select switchyard.recover_stalled('core_q', 15)`;
+  const final = await taskOf(run);
+  assert.equal(final.status, 'failed');
+  assert.equal(final.attempts_count, 2);
+  const [r] = await sql`select status from switchyard.runs where run_id = ${run}`;
+  assert.equal(r.status, 'failed');
+});
+
+Deno.test('a message of a terminal task is stale: archived, not run, not an error', async () => {
+  const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 4}'::jsonb) as id`;
+  const w = await worker();
+  const t = await taskOf(run);
+  await claim(w, [t.message_id]);
+  await sql`select switchyard.complete_task(${run}::uuid, 'a', 1, '4'::jsonb)`;
+  // The archive was lost (say, restored from a backup): the message is back in the queue.
+  await sql`insert into pgmq.q_core_q (msg_id, read_ct, enqueued_at, vt, message)
+    overriding system value
+    select msg_id, read_ct, enqueued_at, now(), message from pgmq.a_core_q where msg_id = ${t.message_id}`;
+  await sql`delete from pgmq.a_core_q where msg_id = ${t.message_id}`;
+  const claims = await claim(w, [t.message_id]);
+  assert.deepEqual(claims.map((c) => c.disposition), ['stale']);
+  const [{ left }] =
+    await sql`select count(*)::int as left from pgmq.q_core_q where msg_id = ${t.message_id}`;
+  assert.equal(left, 0);
+  assert.equal((await taskOf(run)).attempts_count, 1);
+});
+
+Deno.test('start_tasks refuses unknown workers and a queue the worker does not poll', async () => {
+  await assert.rejects(claim(crypto.randomUUID(), [1n]), /worker .* is not registered/);
+  const w = await worker();
+  await assert.rejects(
+    sql`select * from switchyard.start_tasks('other_q', array[1]::bigint[], ${w}::uuid, array[]::text[])`,
+    /polls queue "core_q", not "other_q"/,
+  );
+});
+
+Deno.test('teardown', async () => {
+  await db.close();
+});
