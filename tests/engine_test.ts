@@ -166,6 +166,15 @@ Deno.test('a handler output that is not JSON fails the attempt with the rule', a
   }
 });
 
+Deno.test('a worker stops by itself when its row is deprecated; done resolves', async () => {
+  const flow = new Flow({ slug: 'deprecated' }).step({ slug: 'x' }, () => 1);
+  const worker = await startWorker(flow, { connectionString: db.url, ...FAST });
+  await db.sql`select switchyard.deprecate_workers(${worker.functionName})`;
+  await worker.done;
+  const [row] = await db.sql`select stopped_at from switchyard.workers where worker_id = ${worker.workerId}`;
+  assert.ok(row.stopped_at, 'the stop is recorded');
+});
+
 Deno.test('teardown', async () => {
   await client.close();
   await db.close();
