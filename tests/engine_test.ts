@@ -171,7 +171,8 @@ Deno.test('a worker stops by itself when its row is deprecated; done resolves', 
   const worker = await startWorker(flow, { connectionString: db.url, ...FAST });
   await db.sql`select switchyard.deprecate_workers(${worker.functionName})`;
   await worker.done;
-  const [row] = await db.sql`select stopped_at from switchyard.workers where worker_id = ${worker.workerId}`;
+  const [row] = await db
+    .sql`select stopped_at from switchyard.workers where worker_id = ${worker.workerId}`;
   assert.ok(row.stopped_at, 'the stop is recorded');
 });
 
