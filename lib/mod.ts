@@ -40,4 +40,5 @@ export {
   type WorkerLogger,
 } from './worker/worker.ts';
 export { type Client, connect } from './client.ts';
+export * from './operations.ts';
 export { ensurePgmq, migrate, MigrationError, type PgmqMode } from './migrate.ts';

@@ -1,0 +1,139 @@
+/**
+ * What the operator commands (`deno task pause|resume|fence|drain`) share: the
+ * database connection from the environment, argument errors, and exit codes.
+ *
+ * Exit codes: 0 done; 1 the database refused or the operation failed (unknown
+ * function, a fence already open, a timeout); 2 bad usage (arguments, missing
+ * `DATABASE_URL`).
+ *
+ * @module
+ */
+import postgres from 'postgres';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { OperationError } from '../lib/operations.ts';
+
+/**
+ * Bad arguments or environment: printed with the usage, exit code 2.
+ *
+ * @example
+ * ```ts
+ * import { UsageError } from './_operator_cli.ts';
+ * throw new UsageError('missing <function>: name the queue function to pause');
+ * ```
+ */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/**
+ * The database URL: `DATABASE_URL`, else `SUPABASE_DB_URL`; a {@linkcode UsageError} when neither is set.
+ *
+ * @example
+ * ```ts
+ * import { databaseUrl } from './_operator_cli.ts';
+ * console.log(new URL(databaseUrl()).hostname);
+ * ```
+ */
+export function databaseUrl(): string {
+  const url = Deno.env.get('DATABASE_URL') || Deno.env.get('SUPABASE_DB_URL');
+  if (!url) {
+    throw new UsageError(
+      'DATABASE_URL is not set: export the connection string of the project database ' +
+        '(for Supabase: Project Settings > Database > Connection string)',
+    );
+  }
+  return url;
+}
+
+/**
+ * Parses `args` strictly; unknown options and bad values become a {@linkcode UsageError}.
+ *
+ * @example
+ * ```ts
+ * import { parse } from './_operator_cli.ts';
+ * const { values, positionals } = parse(['fn', '--reason', 'x'], { reason: { type: 'string' } });
+ * console.assert(values.reason === 'x' && positionals[0] === 'fn');
+ * ```
+ */
+export function parse<T extends ParseArgsConfig['options']>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/**
+ * A whole number of seconds (at least 1) from an option, or `fallback`.
+ *
+ * @example
+ * ```ts
+ * import { secondsOption } from './_operator_cli.ts';
+ * console.assert(secondsOption('timeout', '30', 600) === 30);
+ * ```
+ */
+export function secondsOption(
+  name: string,
+  value: string | boolean | undefined,
+  fallback: number,
+): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(
+      `--${name} ${JSON.stringify(value)} is invalid: use whole seconds of at least 1`,
+    );
+  }
+  return n;
+}
+
+/**
+ * Runs one command: connects (lazily), calls `main`, prints failures and exits
+ * with the code the module doc describes; `--help` prints the usage.
+ *
+ * @example
+ * ```ts
+ * import { runCommand } from './_operator_cli.ts';
+ * await runCommand('usage: deno task hello', async (sql) => {
+ *   console.log((await sql`select 1 as one`)[0].one);
+ * });
+ * ```
+ */
+export async function runCommand(
+  usage: string,
+  main: (sql: postgres.Sql, args: string[]) => Promise<number | void>,
+): Promise<never> {
+  let code = 0;
+  let sql: postgres.Sql | undefined;
+  try {
+    if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
+      console.log(usage);
+      Deno.exit(0);
+    }
+    const url = databaseUrl();
+    sql = postgres(url, { max: 1, prepare: false, onnotice: () => {}, connect_timeout: 10 });
+    code = (await main(sql, Deno.args)) ?? 0;
+  } catch (e) {
+    code = report(e, usage);
+  } finally {
+    await sql?.end({ timeout: 2 }).catch(() => {});
+  }
+  Deno.exit(code);
+}
+
+function report(e: unknown, usage: string): number {
+  if (e instanceof UsageError) {
+    console.error(`error: ${e.message}\n\n${usage}`);
+    return 2;
+  }
+  if (e instanceof OperationError) {
+    console.error(`error: ${e.message}${e.hint ? `\nhint: ${e.hint}` : ''}`);
+    return 1;
+  }
+  const err = e as { message?: string; hint?: string };
+  console.error(`error: ${err?.message ?? String(e)}${err?.hint ? `\nhint: ${err.hint}` : ''}`);
+  return 1;
+}

@@ -1,0 +1,37 @@
+/**
+ * `deno task resume <function>`: clears a function's pause and its reason, the
+ * only way back from a pause (worker start-up, scaffold migrations and fence end
+ * never unpause). Start the function again afterwards (an HTTP request or the
+ * keep-alive).
+ *
+ * Needs `DATABASE_URL`. Exit codes: 0 resumed (or was not paused), 1 refused
+ * (unknown function), 2 bad usage.
+ *
+ * @module
+ */
+import { resumeFunction } from '../lib/operations.ts';
+import { parse, runCommand, UsageError } from './_operator_cli.ts';
+
+const USAGE = `usage: deno task resume <function>
+
+Resumes the paused queue function <function> (e.g. classify-threads-worker).
+Needs DATABASE_URL.`;
+
+await runCommand(USAGE, async (sql, args) => {
+  const { positionals } = parse(args, {});
+  if (positionals.length !== 1) {
+    throw new UsageError(
+      positionals.length === 0
+        ? 'missing <function>: name the queue function to resume'
+        : `expected one function, got ${positionals.length}: ${positionals.join(' ')}`,
+    );
+  }
+  const result = await resumeFunction(sql, positionals[0]);
+  if (result.changed) {
+    console.log(
+      `resumed function "${result.functionName}" (it was paused: ${result.previousReason})`,
+    );
+  } else {
+    console.log(`function "${result.functionName}" was not paused; nothing changed`);
+  }
+});
