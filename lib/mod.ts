@@ -42,3 +42,18 @@ export {
 export { type Client, connect } from './client.ts';
 export * from './operations.ts';
 export { ensurePgmq, migrate, MigrationError, type PgmqMode } from './migrate.ts';
+export {
+  type EdgeAuth,
+  type EdgeOptions,
+  EdgeWorker,
+  type EdgeWorkerHandle,
+  type EdgeWorkerStatus,
+} from './edge_worker.ts';
+export {
+  createMemoryPlatform,
+  defaultPlatform,
+  type MemoryPlatform,
+  type Platform,
+  type PlatformServer,
+  type RequestHandler,
+} from './platform.ts';

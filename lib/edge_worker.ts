@@ -1,0 +1,426 @@
+/**
+ * `EdgeWorker.start()`: a queue worker inside a Supabase Edge Function.
+ *
+ * The function serves HTTP. The first authorized request starts one worker through the same
+ * implementation as `startWorker()` (DESIGN.md §4 start-up: compile, coverage, pause and
+ * enabled checks, registration); later requests report the running worker. The instance keeps
+ * itself alive with `waitUntil(worker.done)` and stops the worker on `beforeunload` (the worker
+ * is marked stopped after its in-flight tasks finish). When the worker stops on its own
+ * (deprecated, paused, disabled, fatal), the next authorized request may start a new one —
+ * unless the function is paused or disabled, which answers 409 and starts nothing.
+ *
+ * Authorization: `Authorization: Bearer <token>`, where the token equals
+ * `SUPABASE_SERVICE_ROLE_KEY` or `SWITCHYARD_WORKER_SECRET` (compared in constant time). Only an
+ * explicit `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) turns the check off, for local
+ * runs. The Supabase gateway's own JWT check is turned off for queue functions
+ * (`verify_jwt = false`, written by the scaffold) because the kit secret is not a JWT.
+ *
+ * Responses (all JSON):
+ *
+ * | status | body.error | when |
+ * |---|---|---|
+ * | 200 | – | `{ workerId, queueName, functionName, state: 'started' \| 'running' }` |
+ * | 401 | `unauthorized` | bearer missing or wrong, or no secret configured |
+ * | 409 | `function_paused` | the function is paused: `reason` says why |
+ * | 409 | `function_disabled` | the function is disabled (a fenced rollout) |
+ * | 409 | `coverage` | the registry lacks pairs that work on the queue needs: `missingPairs` |
+ * | 500 | `worker_config` | the registry or options are wrong |
+ * | 500 | `start_failed` | anything else (the database is unreachable, …) |
+ * | 503 | `shutting_down` | the instance is unloading |
+ *
+ * Tuning options that the code does not set can come from the environment:
+ * `SWITCHYARD_MAX_CONCURRENT`, `SWITCHYARD_BATCH_SIZE`, `SWITCHYARD_VISIBILITY_TIMEOUT`,
+ * `SWITCHYARD_MAX_POLL_SECONDS`, `SWITCHYARD_POLL_INTERVAL_MS`,
+ * `SWITCHYARD_HEARTBEAT_INTERVAL_MS`, `SWITCHYARD_STALL_CHECK_INTERVAL_MS` and
+ * `SWITCHYARD_HEARTBEAT_WINDOW_SECONDS` (integers). The database is `connectionString`, else
+ * `SUPABASE_DB_URL`, else `DATABASE_URL`.
+ *
+ * @module
+ */
+import type { AnyFlow } from './flow.ts';
+import type { QueueNamesOf, WorkerTarget } from './placement.ts';
+import { defaultPlatform, type Platform } from './platform.ts';
+import type { StepQueuedFlow } from './with_step_queues.ts';
+import {
+  CoverageError,
+  FunctionDisabledError,
+  FunctionPausedError,
+  WorkerConfigError,
+} from './worker/errors.ts';
+import {
+  type CommonWorkerOptions,
+  type PlainWorkerOptions,
+  type QueueWorkerOptions,
+  startWorkerImpl,
+  type StepWorkerOptions,
+  type Worker,
+} from './worker/worker.ts';
+
+/**
+ * How requests are authorized: a list of accepted bearer tokens, or `'disabled'` (local runs
+ * only). Default: `SUPABASE_SERVICE_ROLE_KEY` and `SWITCHYARD_WORKER_SECRET` from the
+ * environment, or no check when `SWITCHYARD_AUTH=disabled`.
+ *
+ * @example
+ * ```ts
+ * import type { EdgeAuth } from './edge_worker.ts';
+ *
+ * const auth: EdgeAuth = { secrets: ['a-long-random-secret'] };
+ * ```
+ */
+export type EdgeAuth = { readonly secrets: readonly string[] } | 'disabled';
+
+/**
+ * Options `EdgeWorker.start()` adds to the worker options.
+ *
+ * @example
+ * ```ts
+ * import { createMemoryPlatform } from './platform.ts';
+ * import type { EdgeOptions } from './edge_worker.ts';
+ *
+ * const options: EdgeOptions = { platform: createMemoryPlatform(), auth: 'disabled' };
+ * ```
+ */
+export interface EdgeOptions {
+  /** Runtime globals; default {@linkcode defaultPlatform}. */
+  platform?: Platform;
+  /** Request authorization; see {@linkcode EdgeAuth}. */
+  auth?: EdgeAuth;
+}
+
+/**
+ * What a request to the function reports about its worker.
+ *
+ * @example
+ * ```ts
+ * import type { EdgeWorkerStatus } from './edge_worker.ts';
+ *
+ * const status: EdgeWorkerStatus = {
+ *   workerId: '5f0c…',
+ *   queueName: 'classify_threads',
+ *   functionName: 'classify-threads-worker',
+ *   state: 'running',
+ * };
+ * ```
+ */
+export interface EdgeWorkerStatus {
+  /** The worker's id (`switchyard.workers.worker_id`). */
+  workerId: string;
+  /** The physical queue it polls. */
+  queueName: string;
+  /** The function whose pause and enabled flags it obeys. */
+  functionName: string;
+  /** `started` by this request, or already `running`. */
+  state: 'started' | 'running';
+}
+
+/**
+ * The running function, as returned by `EdgeWorker.start()`.
+ *
+ * @example
+ * ```ts
+ * import { defineDeployedFlow, EdgeWorker, Flow, routeFlow } from './mod.ts';
+ * import { createMemoryPlatform } from './platform.ts';
+ *
+ * const flow = new Flow({ slug: 'pingV1' }).step({ slug: 'ping' }, () => 'pong');
+ * const registry = [
+ *   defineDeployedFlow(routeFlow(flow, { queues: { ping: 'pings' } }), { alias: 'ping' }),
+ * ] as const;
+ * const platform = createMemoryPlatform({ SWITCHYARD_AUTH: 'disabled' });
+ * const fn = EdgeWorker.start(registry, { queueName: 'pings', platform });
+ * console.log(fn.worker); // null until the first request
+ * await fn.stop();
+ * ```
+ */
+export interface EdgeWorkerHandle {
+  /** The request handler given to the platform's `serve` (also callable directly). */
+  readonly fetch: (request: Request) => Promise<Response>;
+  /** The running worker, or `null` before the first authorized request and after it stopped. */
+  readonly worker: Worker | null;
+  /** Stops the worker (in-flight tasks finish) and the HTTP server; later requests get 503. */
+  stop(): Promise<void>;
+}
+
+type EdgeImplOptions = CommonWorkerOptions & EdgeOptions & {
+  queueName?: string;
+  stepSlug?: string;
+};
+
+/** Worker options that may come from the environment, with their variable names. */
+const ENV_TUNING: readonly (readonly [keyof CommonWorkerOptions, string])[] = [
+  ['maxConcurrent', 'SWITCHYARD_MAX_CONCURRENT'],
+  ['batchSize', 'SWITCHYARD_BATCH_SIZE'],
+  ['visibilityTimeout', 'SWITCHYARD_VISIBILITY_TIMEOUT'],
+  ['maxPollSeconds', 'SWITCHYARD_MAX_POLL_SECONDS'],
+  ['pollIntervalMs', 'SWITCHYARD_POLL_INTERVAL_MS'],
+  ['heartbeatIntervalMs', 'SWITCHYARD_HEARTBEAT_INTERVAL_MS'],
+  ['stallCheckIntervalMs', 'SWITCHYARD_STALL_CHECK_INTERVAL_MS'],
+  ['heartbeatWindowSeconds', 'SWITCHYARD_HEARTBEAT_WINDOW_SECONDS'],
+];
+
+/**
+ * Starts a queue function: registers its HTTP handler and starts the worker on the first
+ * authorized request. Same targets and options as `startWorker()`, plus
+ * {@linkcode EdgeOptions}.
+ *
+ * @example
+ * ```ts
+ * // What `deno task scaffold-queue classify_threads` writes to
+ * // supabase/functions/classify-threads-worker/index.ts (there: `from 'switchyard'` and
+ * // `from '../_shared/registry.ts'`).
+ * import { EdgeWorker } from './mod.ts';
+ * import { registry } from '../supabase/functions/_shared/registry.ts';
+ *
+ * EdgeWorker.start(registry, { queueName: 'classify_threads', maxConcurrent: 4 });
+ * ```
+ */
+export class EdgeWorker {
+  private constructor() {}
+
+  /**
+   * Serves the function: a plain flow (`EdgeWorker.start(flow)`), a `withStepQueues()` flow
+   * (`{ stepSlug }`) or a registry of deployments (`{ queueName }`, autocompleted from the
+   * routed queues).
+   *
+   * @example
+   * ```ts
+   * import { EdgeWorker, Flow } from './mod.ts';
+   * import { createMemoryPlatform } from './platform.ts';
+   *
+   * const flow = new Flow<{ n: number }>({ slug: 'double' })
+   *   .step({ slug: 'twice' }, (input) => input.n * 2);
+   * const fn = EdgeWorker.start(flow, { platform: createMemoryPlatform() });
+   * await fn.stop();
+   * ```
+   */
+  static start(flow: AnyFlow, options?: PlainWorkerOptions & EdgeOptions): EdgeWorkerHandle;
+  /**
+   * Serves the function of one step queue of a `withStepQueues()` flow.
+   *
+   * @example
+   * ```ts
+   * import { EdgeWorker, Flow, withStepQueues } from './mod.ts';
+   *
+   * const flow = new Flow({ slug: 'pages' }).step({ slug: 'fetch' }, () => 1);
+   * EdgeWorker.start(withStepQueues(flow), { stepSlug: 'fetch' });
+   * ```
+   */
+  static start<F extends AnyFlow>(
+    flow: StepQueuedFlow<F>,
+    options: StepWorkerOptions<F> & EdgeOptions,
+  ): EdgeWorkerHandle;
+  /**
+   * Serves the function of one explicit queue for a registry of deployments; `queueName`
+   * autocompletes from the routed queues.
+   *
+   * @example
+   * ```ts
+   * import { EdgeWorker } from './mod.ts';
+   * import { registry } from '../supabase/functions/_shared/registry.ts';
+   *
+   * EdgeWorker.start(registry, { queueName: 'deliver_slack_alerts', maxConcurrent: 2 });
+   * ```
+   */
+  static start<const R extends readonly WorkerTarget[]>(
+    registry: R,
+    options:
+      & QueueWorkerOptions<QueueNamesOf<R> extends never ? string : QueueNamesOf<R>>
+      & EdgeOptions,
+  ): EdgeWorkerHandle;
+  static start(
+    target: WorkerTarget | readonly WorkerTarget[],
+    options: EdgeImplOptions = {},
+  ): EdgeWorkerHandle {
+    return startEdgeWorker(target, options);
+  }
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
+}
+
+/** Compares two strings in time that depends on neither their content nor their lengths. */
+async function sameSecret(given: string, expected: string): Promise<boolean> {
+  const enc = new TextEncoder();
+  const [a, b] = await Promise.all([
+    crypto.subtle.digest('SHA-256', enc.encode(given)),
+    crypto.subtle.digest('SHA-256', enc.encode(expected)),
+  ]);
+  const x = new Uint8Array(a), y = new Uint8Array(b);
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+}
+
+/** Why a request is refused, or `null` when it is authorized. */
+async function authProblem(
+  request: Request,
+  auth: EdgeAuth | undefined,
+  platform: Platform,
+): Promise<string | null> {
+  let secrets: readonly string[];
+  if (auth === 'disabled') return null;
+  if (auth !== undefined) {
+    secrets = auth.secrets;
+  } else {
+    const mode = platform.env('SWITCHYARD_AUTH');
+    if (mode === 'disabled') return null;
+    if (mode !== undefined && mode !== '' && mode !== 'required') {
+      return `SWITCHYARD_AUTH "${mode}" is invalid: use "required" (default) or "disabled"`;
+    }
+    secrets = ['SUPABASE_SERVICE_ROLE_KEY', 'SWITCHYARD_WORKER_SECRET']
+      .map((name) => platform.env(name) ?? '');
+  }
+  secrets = secrets.filter((s) => s.length > 0);
+  if (secrets.length === 0) {
+    return 'no secret is configured: set SWITCHYARD_WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY ' +
+      '(or SWITCHYARD_AUTH=disabled for local runs)';
+  }
+  const header = request.headers.get('authorization') ?? '';
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match) return 'missing bearer: send "Authorization: Bearer <worker secret>"';
+  let ok = false;
+  for (const secret of secrets) ok = (await sameSecret(match[1], secret)) || ok;
+  return ok ? null : 'the bearer token is not an accepted worker secret';
+}
+
+function tuningFromEnv(options: EdgeImplOptions, platform: Platform): CommonWorkerOptions {
+  const out: Record<string, number> = {};
+  for (const [option, variable] of ENV_TUNING) {
+    if (options[option] !== undefined) continue;
+    const text = platform.env(variable);
+    if (text === undefined || text === '') continue;
+    if (!/^\d+$/.test(text.trim())) {
+      throw new WorkerConfigError(
+        `${variable} "${text}" is invalid: use a non-negative integer (it sets ${option})`,
+      );
+    }
+    out[option] = Number(text);
+  }
+  return out;
+}
+
+function errorResponse(e: unknown): Response {
+  if (e instanceof FunctionPausedError) {
+    return json(409, {
+      error: 'function_paused',
+      message: e.message,
+      functionName: e.functionName,
+      reason: e.reason,
+    });
+  }
+  if (e instanceof FunctionDisabledError) {
+    return json(409, {
+      error: 'function_disabled',
+      message: e.message,
+      functionName: e.functionName,
+    });
+  }
+  if (e instanceof CoverageError) {
+    return json(409, {
+      error: 'coverage',
+      message: e.message,
+      queueName: e.queueName,
+      missingPairs: e.missingPairs,
+      missing: e.missing,
+    });
+  }
+  if (e instanceof WorkerConfigError) {
+    return json(500, { error: 'worker_config', message: e.message });
+  }
+  const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  return json(500, { error: 'start_failed', message });
+}
+
+function startEdgeWorker(
+  target: WorkerTarget | readonly WorkerTarget[],
+  options: EdgeImplOptions,
+): EdgeWorkerHandle {
+  const { platform = defaultPlatform(), auth, ...workerOptions } = options;
+  let current: Worker | null = null;
+  let starting: Promise<Worker> | null = null;
+  let unloading = false;
+
+  const start = async (): Promise<Worker> => {
+    const connectionString = workerOptions.connectionString ?? platform.env('SUPABASE_DB_URL') ??
+      platform.env('DATABASE_URL');
+    if (!connectionString) {
+      throw new WorkerConfigError(
+        'no database connection: pass connectionString or set SUPABASE_DB_URL or DATABASE_URL',
+      );
+    }
+    const worker = await startWorkerImpl(target, {
+      ...tuningFromEnv(workerOptions, platform),
+      ...workerOptions,
+      connectionString,
+    });
+    current = worker;
+    // Forget the worker once it stops, whatever the reason, so a later request may start anew.
+    const settled = worker.done.then(() => {}, () => {}).then(() => {
+      if (current === worker) current = null;
+    });
+    platform.waitUntil(settled);
+    return worker;
+  };
+
+  const status = (worker: Worker, state: EdgeWorkerStatus['state']) =>
+    json(
+      200,
+      {
+        workerId: worker.workerId,
+        queueName: worker.queueName,
+        functionName: worker.functionName,
+        state,
+      } satisfies EdgeWorkerStatus,
+    );
+
+  const fetch = async (request: Request): Promise<Response> => {
+    if (unloading) {
+      return json(503, { error: 'shutting_down', message: 'the function instance is unloading' });
+    }
+    const problem = await authProblem(request, auth, platform);
+    if (problem !== null) {
+      return json(401, { error: 'unauthorized', message: problem }, {
+        'www-authenticate': 'Bearer',
+      });
+    }
+    if (current) return status(current, 'running');
+    let mine = false;
+    if (!starting) {
+      mine = true;
+      starting = start().finally(() => (starting = null));
+    }
+    try {
+      const worker = await starting;
+      return status(worker, mine ? 'started' : 'running');
+    } catch (e) {
+      return errorResponse(e);
+    }
+  };
+
+  const server = platform.serve(fetch);
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= (async () => {
+      unloading = true;
+      await starting?.catch(() => {});
+      await current?.stop();
+    })();
+    return stopped;
+  };
+  platform.onBeforeUnload(stop);
+
+  return {
+    fetch,
+    get worker() {
+      return current;
+    },
+    async stop() {
+      await stop();
+      await server.shutdown().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,494 @@
+/**
+ * `deno task serve [--port N] [--project DIR] [--env-file FILE]`: every Edge Function of the
+ * project as a real HTTP endpoint at `/functions/v1/<name>` — the paths the Supabase gateway
+ * uses — on one port, without Docker.
+ *
+ * Each function runs in its own `deno run` subprocess with its own import map (the
+ * `import_map` of its `[functions.<name>]` section in `supabase/config.toml`, else its
+ * directory's `deno.json`), listening on a free loopback port that it receives as `PORT`
+ * through the platform adapter's environment. The gateway forwards `/functions/v1/<name>/rest`
+ * to the function as `/<name>/rest`, as Supabase does, so
+ * `createClient(url, key).functions.invoke('<name>')` reaches it. A function whose process
+ * exited is started again by the next request to it.
+ *
+ * Environment of every function: this process's environment, then `supabase/functions/.env`
+ * (or `--env-file`), then the `env` option; `PORT` and `HOSTNAME` are set per function, and
+ * `SUPABASE_URL` is the gateway's URL unless the env file or option sets it. The port is `--port`, else `PORT`, else a free
+ * one.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { join, resolve } from 'node:path';
+import { freePort } from './_cluster.ts';
+import { readFunctionConfigs } from './_functions_config.ts';
+
+/**
+ * One function found in a project.
+ *
+ * @example
+ * ```ts
+ * import { discoverFunctions } from './serve.ts';
+ *
+ * for (const fn of await discoverFunctions('.')) console.log(fn.name, fn.entrypoint);
+ * ```
+ */
+export interface LocalFunction {
+  name: string;
+  /** Absolute path of the entry module. */
+  entrypoint: string;
+  /** Absolute path of its deno.json / import map, or `null` to use the project's own. */
+  config: string | null;
+}
+
+/**
+ * Options of {@linkcode serveFunctions}.
+ *
+ * @example
+ * ```ts
+ * import type { ServeOptions } from './serve.ts';
+ *
+ * const options: ServeOptions = { projectDir: '.', env: { DATABASE_URL: 'postgres://…' } };
+ * ```
+ */
+export interface ServeOptions {
+  /** The project root (holds `supabase/`). */
+  projectDir: string;
+  /** Gateway port; default a free one. */
+  port?: number;
+  /** Extra environment for every function (wins over the process environment). */
+  env?: Record<string, string>;
+  /** Serve only these functions (default: all). */
+  only?: readonly string[];
+  /** Receives the gateway's and the functions' output lines (default: stderr). */
+  log?: (line: string) => void;
+  /** How long a function may take to listen (default 60 s). */
+  readyTimeoutMs?: number;
+}
+
+/**
+ * The running gateway.
+ *
+ * @example
+ * ```ts
+ * import { serveFunctions } from './serve.ts';
+ *
+ * const served = await serveFunctions({ projectDir: '.' });
+ * console.log(`${served.url}/functions/v1/${served.functions[0]}`);
+ * await served.close();
+ * ```
+ */
+export interface ServedFunctions {
+  /** Base URL for `createClient(url, key)`, e.g. `http://127.0.0.1:54321`. */
+  url: string;
+  /** The served function names. */
+  functions: string[];
+  /** Stops and starts functions again (all by default), picking up changed files: a local redeploy. */
+  restart(names?: readonly string[]): Promise<void>;
+  /** Stops the gateway and every function (SIGTERM: workers stop and drain; SIGKILL after 15 s). */
+  close(): Promise<void>;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The project's functions: every `[functions.<name>]` section of `supabase/config.toml` and
+ * every directory of `supabase/functions` with an `index.ts` (names starting with `_` or `.`
+ * are shared code, not functions).
+ *
+ * @example
+ * ```ts
+ * import { discoverFunctions } from './serve.ts';
+ *
+ * console.log((await discoverFunctions('.')).map((f) => f.name));
+ * ```
+ */
+export async function discoverFunctions(projectDir: string): Promise<LocalFunction[]> {
+  const supabaseDir = resolve(projectDir, 'supabase');
+  const functionsDir = join(supabaseDir, 'functions');
+  let toml = '';
+  try {
+    toml = await Deno.readTextFile(join(supabaseDir, 'config.toml'));
+  } catch { /* no config: directories only */ }
+  const configs = new Map(readFunctionConfigs(toml).map((c) => [c.name, c]));
+  const names = new Set(configs.keys());
+  try {
+    for await (const entry of Deno.readDir(functionsDir)) {
+      if (!entry.isDirectory || /^[_.]/.test(entry.name)) continue;
+      if (await exists(join(functionsDir, entry.name, 'index.ts'))) names.add(entry.name);
+    }
+  } catch { /* no functions directory */ }
+  const out: LocalFunction[] = [];
+  for (const name of [...names].sort()) {
+    const c = configs.get(name);
+    if (c?.enabled === false) continue;
+    const entrypoint = c?.entrypoint
+      ? resolve(supabaseDir, c.entrypoint)
+      : join(functionsDir, name, 'index.ts');
+    let config = c?.importMap ? resolve(supabaseDir, c.importMap) : null;
+    if (!config && await exists(join(functionsDir, name, 'deno.json'))) {
+      config = join(functionsDir, name, 'deno.json');
+    }
+    out.push({ name, entrypoint, config });
+  }
+  return out;
+}
+
+/**
+ * Reads `KEY=value` lines (optional quotes, `#` comments, optional `export `); a missing file
+ * gives `{}`.
+ *
+ * @example
+ * ```ts
+ * import { readEnvFile } from './serve.ts';
+ *
+ * const env = await readEnvFile('supabase/functions/.env');
+ * console.log(Object.keys(env));
+ * ```
+ */
+export async function readEnvFile(path: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch {
+    return out;
+  }
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
+    if (!m) continue;
+    let value = m[2];
+    const quoted = /^"(.*)"$/.exec(value) ?? /^'(.*)'$/.exec(value);
+    value = quoted ? quoted[1] : value.replace(/\s+#.*$/, '');
+    out[m[1]] = value;
+  }
+  return out;
+}
+
+interface Running {
+  fn: LocalFunction;
+  port: number;
+  child: Deno.ChildProcess;
+  exited: boolean;
+  output: Promise<void>;
+}
+
+async function pipeLines(
+  stream: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+): Promise<void> {
+  let rest = '';
+  try {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      rest += chunk;
+      let i: number;
+      while ((i = rest.indexOf('\n')) >= 0) {
+        onLine(rest.slice(0, i));
+        rest = rest.slice(i + 1);
+      }
+    }
+  } catch { /* the process went away */ }
+  if (rest) onLine(rest);
+}
+
+async function canConnect(port: number): Promise<boolean> {
+  try {
+    const conn = await Deno.connect({ hostname: '127.0.0.1', port });
+    conn.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Serves the project's functions behind one local gateway. See the module docs.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from '@supabase/supabase-js';
+ * import { serveFunctions } from './serve.ts';
+ *
+ * const served = await serveFunctions({
+ *   projectDir: '.',
+ *   env: { DATABASE_URL: 'postgres://…', SWITCHYARD_WORKER_SECRET: 'local-secret' },
+ * });
+ * const supabase = createClient(served.url, 'local-secret');
+ * const { data } = await supabase.functions.invoke('classify-threads-worker', {
+ *   headers: { Authorization: 'Bearer local-secret' },
+ * });
+ * console.log(data); // { workerId, queueName, functionName, state: 'started' }
+ * await served.close();
+ * ```
+ */
+export async function serveFunctions(options: ServeOptions): Promise<ServedFunctions> {
+  const projectDir = resolve(options.projectDir);
+  const log = options.log ?? ((line: string) => console.error(line));
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  let functions = await discoverFunctions(projectDir);
+  if (options.only) {
+    const unknown = options.only.filter((n) => !functions.some((f) => f.name === n));
+    if (unknown.length > 0) {
+      throw new Error(
+        `unknown function(s) ${unknown.map((n) => `"${n}"`).join(', ')}: the project has ${
+          functions.map((f) => `"${f.name}"`).join(', ') || 'none'
+        }`,
+      );
+    }
+    functions = functions.filter((f) => options.only!.includes(f.name));
+  }
+  const byName = new Map(functions.map((f) => [f.name, f]));
+  const fileEnv = await readEnvFile(join(projectDir, 'supabase', 'functions', '.env'));
+  const gatewayPort = options.port ?? freePort();
+  const url = `http://127.0.0.1:${gatewayPort}`;
+  const running = new Map<string, Running>();
+  const starting = new Map<string, Promise<Running>>();
+
+  const launch = async (fn: LocalFunction): Promise<Running> => {
+    const port = freePort();
+    const args = ['run', '-A', '--no-lock'];
+    if (fn.config) {
+      args.push(/(^|\/)deno\.jsonc?$/.test(fn.config) ? '--config' : '--import-map', fn.config);
+    }
+    args.push(fn.entrypoint);
+    const child = new Deno.Command(Deno.execPath(), {
+      args,
+      cwd: projectDir,
+      env: {
+        SUPABASE_URL: url,
+        ...fileEnv,
+        ...options.env,
+        PORT: String(port),
+        HOSTNAME: '127.0.0.1',
+      },
+      stdin: 'null',
+      stdout: 'piped',
+      stderr: 'piped',
+    }).spawn();
+    const tail: string[] = [];
+    const onLine = (line: string) => {
+      tail.push(line);
+      if (tail.length > 40) tail.shift();
+      log(`[${fn.name}] ${line}`);
+    };
+    const r: Running = {
+      fn,
+      port,
+      child,
+      exited: false,
+      output: Promise.all([pipeLines(child.stdout, onLine), pipeLines(child.stderr, onLine)])
+        .then(() => {}),
+    };
+    child.status.then(() => (r.exited = true));
+    const deadline = Date.now() + readyTimeoutMs;
+    while (!(await canConnect(port))) {
+      if (r.exited || Date.now() > deadline) {
+        if (!r.exited) child.kill('SIGKILL');
+        const status = await child.status;
+        await r.output;
+        throw new Error(
+          `function "${fn.name}" did not start listening on port ${port} (exit code ${
+            r.exited ? status.code : 'none: killed after ' + readyTimeoutMs + ' ms'
+          }):\n${tail.join('\n')}`,
+        );
+      }
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    running.set(fn.name, r);
+    return r;
+  };
+
+  const ensure = (fn: LocalFunction): Promise<Running> => {
+    const r = running.get(fn.name);
+    if (r && !r.exited) return Promise.resolve(r);
+    let p = starting.get(fn.name);
+    if (!p) {
+      p = launch(fn).finally(() => starting.delete(fn.name));
+      starting.set(fn.name, p);
+    }
+    return p;
+  };
+
+  const stopOne = async (name: string) => {
+    const r = running.get(name);
+    if (!r) return;
+    running.delete(name);
+    if (!r.exited) {
+      try {
+        r.child.kill('SIGTERM');
+      } catch { /* gone */ }
+      const killer = setTimeout(() => {
+        try {
+          r.child.kill('SIGKILL');
+        } catch { /* gone */ }
+      }, 15_000);
+      await r.child.status;
+      clearTimeout(killer);
+    }
+    await r.output;
+  };
+
+  const json = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), {
+      status,
+      headers: { 'content-type': 'application/json' },
+    });
+
+  const handler = async (request: Request): Promise<Response> => {
+    const u = new URL(request.url);
+    const m = /^\/functions\/v1\/([^/]+)(\/.*)?$/.exec(u.pathname);
+    if (!m) {
+      return json(404, {
+        code: 'NOT_FOUND',
+        message: `use /functions/v1/<name>; served: ${[...byName.keys()].join(', ') || 'none'}`,
+      });
+    }
+    const fn = byName.get(decodeURIComponent(m[1]));
+    if (!fn) return json(404, { code: 'NOT_FOUND', message: 'Requested function was not found' });
+    let r: Running;
+    try {
+      r = await ensure(fn);
+    } catch (e) {
+      return json(502, { code: 'BOOT_ERROR', message: (e as Error).message });
+    }
+    const headers = new Headers(request.headers);
+    headers.delete('host');
+    headers.delete('connection');
+    const body = request.method === 'GET' || request.method === 'HEAD'
+      ? undefined
+      : await request.arrayBuffer();
+    try {
+      const response = await fetch(
+        `http://127.0.0.1:${r.port}/${fn.name}${m[2] ?? ''}${u.search}`,
+        { method: request.method, headers, body, redirect: 'manual' },
+      );
+      return new Response(response.body, { status: response.status, headers: response.headers });
+    } catch (e) {
+      return json(502, {
+        code: 'BAD_GATEWAY',
+        message: `function "${fn.name}" did not answer: ${(e as Error).message}`,
+      });
+    }
+  };
+
+  try {
+    await Promise.all(functions.map((fn) => ensure(fn)));
+  } catch (e) {
+    await Promise.all([...running.keys()].map(stopOne));
+    throw e;
+  }
+  const server = Deno.serve(
+    { hostname: '127.0.0.1', port: gatewayPort, onListen: () => {} },
+    handler,
+  );
+  log(`[serve] gateway ${url}/functions/v1/{${functions.map((f) => f.name).join(',')}}`);
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    functions: functions.map((f) => f.name),
+    async restart(names = functions.map((f) => f.name)) {
+      const unknown = names.filter((name) => !byName.has(name));
+      if (unknown.length > 0) throw new Error(`unknown function(s): ${unknown.join(', ')}`);
+      await Promise.all(names.map(async (name) => {
+        await starting.get(name)?.catch(() => {});
+        await stopOne(name);
+      }));
+      await Promise.all(names.map((name) => ensure(byName.get(name)!)));
+    },
+    close() {
+      closed ??= (async () => {
+        await server.shutdown();
+        await Promise.all([...starting.values()].map((p) => p.catch(() => {})));
+        await Promise.all([...running.keys()].map(stopOne));
+      })();
+      return closed;
+    },
+  };
+}
+
+const USAGE = 'usage: deno task serve [--port N] [--project DIR] [--env-file FILE]';
+
+async function main(args: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        port: { type: 'string' },
+        project: { type: 'string', default: '.' },
+        'env-file': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }));
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const portText = values.port ?? Deno.env.get('PORT');
+  let port: number | undefined;
+  if (portText !== undefined) {
+    port = Number(portText);
+    if (!/^\d+$/.test(portText) || port < 1 || port > 65535) {
+      console.error(`error: port "${portText}" is invalid: use an integer from 1 to 65535`);
+      return 2;
+    }
+  }
+  const env = values['env-file'] ? await readEnvFile(values['env-file']) : {};
+  const effective: Record<string, string | undefined> = {
+    ...Deno.env.toObject(),
+    ...await readEnvFile(join(resolve(values.project!), 'supabase', 'functions', '.env')),
+    ...env,
+  };
+  if (
+    !effective.SWITCHYARD_WORKER_SECRET && !effective.SUPABASE_SERVICE_ROLE_KEY &&
+    effective.SWITCHYARD_AUTH !== 'disabled'
+  ) {
+    console.error(
+      'warning: no SWITCHYARD_WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY is set (environment, ' +
+        'supabase/functions/.env or --env-file): queue functions will refuse every request; set ' +
+        'one, or SWITCHYARD_AUTH=disabled for local runs',
+    );
+  }
+  if (!effective.SUPABASE_DB_URL && !effective.DATABASE_URL) {
+    console.error('warning: no SUPABASE_DB_URL or DATABASE_URL: workers cannot reach a database');
+  }
+  let served: ServedFunctions;
+  try {
+    served = await serveFunctions({ projectDir: values.project!, port, env });
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    return 1;
+  }
+  if (served.functions.length === 0) {
+    console.error('no functions to serve: scaffold one with `deno task scaffold-queue <queue>`');
+    await served.close();
+    return 1;
+  }
+  for (const name of served.functions) console.log(`${served.url}/functions/v1/${name}`);
+  console.log(
+    `\nstart a worker: curl -X POST -H "Authorization: Bearer $SWITCHYARD_WORKER_SECRET" ` +
+      `${served.url}/functions/v1/${served.functions[0]}\nstop with Ctrl-C`,
+  );
+  await new Promise<void>((done) => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) Deno.addSignalListener(signal, done);
+  });
+  console.error('[serve] stopping functions');
+  await served.close();
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

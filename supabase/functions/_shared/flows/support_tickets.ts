@@ -1,0 +1,66 @@
+/**
+ * Example flow: triage support tickets and escalate the ones a human must see now.
+ *
+ * A second flow on the same two shared queues as `communityThreads`: `triage` runs on
+ * `classify_threads`, `escalate` on `deliver_slack_alerts`. One queue function per queue
+ * serves both flows.
+ *
+ * @module
+ */
+import { defineDeployedFlow, Flow, routeFlow } from 'switchyard';
+import { postToSlack } from './community_threads.ts';
+
+/**
+ * The input of a run: one support ticket.
+ *
+ * @example
+ * ```ts
+ * import type { Ticket } from './support_tickets.ts';
+ *
+ * const ticket: Ticket = { id: 'k1', customer: 'acme', plan: 'pro', subject: 'SSO setup' };
+ * ```
+ */
+export interface Ticket {
+  id: string;
+  customer: string;
+  plan: 'free' | 'pro' | 'enterprise';
+  subject: string;
+}
+
+const v1 = new Flow<Ticket>({ slug: 'supportTicketsV1', maxAttempts: 3, baseDelay: 1 })
+  .step({ slug: 'triage' }, (ticket) => ({
+    severity: /\b(down|outage|data loss|breach)\b/i.test(ticket.subject)
+      ? 'sev1' as const
+      : ticket.plan === 'enterprise'
+      ? 'sev2' as const
+      : 'sev3' as const,
+  }))
+  .step({ slug: 'escalate', dependsOn: ['triage'] }, async (input, ctx) => {
+    if (input.triage.severity === 'sev3') return { posted: false, text: null };
+    return await postToSlack(
+      `${input.triage.severity.toUpperCase()} ticket ${ctx.flowInput.id} from ` +
+        `${ctx.flowInput.customer}: ${ctx.flowInput.subject}`,
+      ctx.signal,
+    );
+  });
+
+/**
+ * Version 1 of `supportTickets`.
+ *
+ * @example
+ * ```ts
+ * import { connect } from 'switchyard';
+ *
+ * const client = connect();
+ * await client.startFlow('supportTickets', {
+ *   id: 'k1',
+ *   customer: 'acme',
+ *   plan: 'enterprise',
+ *   subject: 'Site down after upgrade',
+ * });
+ * ```
+ */
+export const supportTicketsV1 = defineDeployedFlow(
+  routeFlow(v1, { queues: { triage: 'classify_threads', escalate: 'deliver_slack_alerts' } }),
+  { alias: 'supportTickets' },
+);
