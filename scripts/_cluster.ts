@@ -36,6 +36,12 @@ export interface Cluster {
   pgCron: boolean;
   /** Stops the server and removes its directory. Safe to call twice. */
   stop(): Promise<void>;
+  /**
+   * Restarts the server on the same data directory and port: a fast shutdown (sessions are
+   * aborted, every committed transaction is kept), then a new postmaster. `pid` changes.
+   * Resolves once the server accepts queries again.
+   */
+  restart(): Promise<void>;
 }
 
 function isRoot(): boolean {
@@ -112,66 +118,103 @@ export async function startCluster(
   ];
   if (pgCron) settings.push('shared_preload_libraries=pg_cron', 'cron.database_name=postgres');
   const args = ['-D', dataDir, ...settings.flatMap((s) => ['-c', s])];
-  const [c, a] = asServerUser(postgresBin, args);
-  const logFile = await Deno.open(`${dir}/server.log`, { write: true, create: true });
-  const child = new Deno.Command(c, { args: a, stdout: 'null', stderr: 'piped' }).spawn();
-  // Copy server stderr into a log file so a failed start can be explained.
-  const logDone = child.stderr.pipeTo(logFile.writable).catch(() => undefined);
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
 
+  let server: Server | undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    // `runuser` does not forward signals, so stop the postmaster itself: SIGINT is
-    // PostgreSQL's "fast shutdown" (abort sessions, clean exit), SIGKILL the fallback.
-    const postmasterPid = await readPostmasterPid(dataDir);
-    const signal = (sig: Deno.Signal) => {
-      try {
-        if (postmasterPid) Deno.kill(postmasterPid, sig);
-        else child.kill(sig);
-      } catch { /* already gone */ }
-    };
-    signal('SIGINT');
-    const killer = setTimeout(() => signal('SIGKILL'), 10_000);
-    await child.status;
-    clearTimeout(killer);
-    await logDone;
+    if (server) await shutdown(server, dataDir);
     await removeDir();
   };
 
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (await canConnect(port)) break;
-    const status = await Promise.race([
-      child.status,
-      new Promise<null>((r) => setTimeout(() => r(null), 100)),
-    ]);
-    if (status !== null || Date.now() > deadline) {
-      const log = await Deno.readTextFile(`${dir}/server.log`).catch(() => '');
-      await stop();
-      throw new Error(`PostgreSQL did not start on port ${port}: ${log.trim().slice(-2000)}`);
-    }
-  }
-  // The postmaster accepts TCP before it accepts logins; wait for a real query.
-  for (;;) {
-    const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 2 });
-    try {
-      await sql`select 1`;
-      if (pgCron) await sql`create extension if not exists pg_cron`;
-      await sql.end();
-      break;
-    } catch (e) {
-      await sql.end({ timeout: 0 }).catch(() => undefined);
-      if (Date.now() > deadline) {
+  // Starts a postmaster on the data directory and waits until it answers queries.
+  const launch = async (firstStart: boolean) => {
+    const [c, a] = asServerUser(postgresBin, args);
+    // Append: a restart keeps the log of the previous server.
+    const logFile = await Deno.open(`${dir}/server.log`, {
+      write: true,
+      create: true,
+      append: true,
+    });
+    const child = new Deno.Command(c, { args: a, stdout: 'null', stderr: 'piped' }).spawn();
+    // Copy server stderr into a log file so a failed start can be explained.
+    const logDone = child.stderr.pipeTo(logFile.writable).catch(() => undefined);
+    server = { child, logDone };
+
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (await canConnect(port)) break;
+      const status = await Promise.race([
+        child.status,
+        new Promise<null>((r) => setTimeout(() => r(null), 100)),
+      ]);
+      if (status !== null || Date.now() > deadline) {
+        const log = await Deno.readTextFile(`${dir}/server.log`).catch(() => '');
         await stop();
-        throw e;
+        throw new Error(`PostgreSQL did not start on port ${port}: ${log.trim().slice(-2000)}`);
       }
-      await new Promise((r) => setTimeout(r, 100));
     }
-  }
+    // The postmaster accepts TCP before it accepts logins; wait for a real query.
+    for (;;) {
+      const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 2 });
+      try {
+        await sql`select 1`;
+        if (pgCron && firstStart) await sql`create extension if not exists pg_cron`;
+        await sql.end();
+        break;
+      } catch (e) {
+        await sql.end({ timeout: 0 }).catch(() => undefined);
+        if (Date.now() > deadline) {
+          await stop();
+          throw e;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  };
+
+  await launch(true);
   opts.log?.(`PostgreSQL started on port ${port} in ${dir}${pgCron ? ' (pg_cron)' : ''}`);
-  return { url, port, dir, pid: child.pid, pgCron, stop };
+  return {
+    url,
+    port,
+    dir,
+    get pid() {
+      return server!.child.pid;
+    },
+    pgCron,
+    stop,
+    async restart() {
+      if (stopped) throw new Error(`cannot restart PostgreSQL on port ${port}: it was stopped`);
+      await shutdown(server!, dataDir);
+      await launch(false);
+      opts.log?.(`PostgreSQL restarted on port ${port}`);
+    },
+  };
+}
+
+interface Server {
+  child: Deno.ChildProcess;
+  logDone: Promise<unknown>;
+}
+
+// `runuser` does not forward signals, so stop the postmaster itself: SIGINT is
+// PostgreSQL's "fast shutdown" (abort sessions, clean exit), SIGKILL the fallback.
+async function shutdown(server: Server, dataDir: string): Promise<void> {
+  const postmasterPid = await readPostmasterPid(dataDir);
+  const signal = (sig: Deno.Signal) => {
+    try {
+      if (postmasterPid) Deno.kill(postmasterPid, sig);
+      else server.child.kill(sig);
+    } catch { /* already gone */ }
+  };
+  signal('SIGINT');
+  const killer = setTimeout(() => signal('SIGKILL'), 10_000);
+  await server.child.status;
+  clearTimeout(killer);
+  await server.logDone;
 }
 
 async function canConnect(port: number): Promise<boolean> {

@@ -93,18 +93,22 @@ export class Queries {
     return rows.map((r) => BigInt(r.msg_id));
   }
 
+  /**
+   * Claims a batch. `pairs` null (the worker's call) classifies against the exact set the
+   * worker registered, so the set is not sent with every batch.
+   */
   async startTasks(
     queue: string,
     messageIds: bigint[],
     workerId: string,
-    pairs: string[],
+    pairs: string[] | null,
   ): Promise<TaskClaim[]> {
     const rows = await this.sql<(Omit<TaskClaim, 'message_id'> & { message_id: string })[]>`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
              run_id, attempt, timeout, input, flow_input
         from switchyard.start_tasks(${queue}::text,
           ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
-          ${pgArray(pairs)}::text[])`;
+          ${pairs === null ? null : pgArray(pairs)}::text[])`;
     return rows.map((r) => ({ ...r, message_id: BigInt(r.message_id) }));
   }
 
@@ -113,6 +117,21 @@ export class Queries {
       select switchyard.complete_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
         ${this.sql.json((output ?? null) as never)}::jsonb) as ok`;
     return row.ok;
+  }
+
+  /** Completes several tasks in one call; one result per item, in order. */
+  async completeTasks(
+    items: readonly { runId: string; stepSlug: string; attempt: number; output: unknown }[],
+  ): Promise<boolean[]> {
+    const doc = items.map((c) => ({
+      run_id: c.runId,
+      step_slug: c.stepSlug,
+      attempt: c.attempt,
+      output: c.output ?? null,
+    }));
+    const rows = await this.sql<{ ok: boolean }[]>`
+      select ok from switchyard.complete_tasks(${this.sql.json(doc as never)}::jsonb)`;
+    return rows.map((r) => r.ok);
   }
 
   async failTask(runId: string, stepSlug: string, attempt: number, error: string) {

@@ -153,10 +153,13 @@ function errorText(e: unknown): string {
   }
 }
 
-/** True for errors that mean the connection (not the statement) failed. */
+/**
+ * True for errors that mean the connection (not the statement) failed, and for a deadlock or
+ * serialization failure, after which the whole statement can simply be repeated.
+ */
 function isConnectionError(e: unknown): boolean {
   const code = (e as { code?: string })?.code ?? '';
-  return /^(ECONN|EPIPE|ETIMEDOUT|CONNECTION_|57P0[123]|08)/.test(code) ||
+  return /^(ECONN|EPIPE|ETIMEDOUT|CONNECTION_|57P0[123]|08|40P01$|40001$)/.test(code) ||
     /connection|terminat|ECONNRESET|broken pipe/i.test(String((e as Error)?.message ?? ''));
 }
 
@@ -227,7 +230,7 @@ export async function startWorkerImpl(
     'maxPollSeconds',
     options.maxPollSeconds,
     DEFAULTS.maxPollSeconds,
-    0,
+    1, // PGMQ's read_with_poll checks its deadline before reading: 0 would never read
     60,
   );
   const pollIntervalMs = intOption(
@@ -406,6 +409,38 @@ function runLoop(s: LoopState): Worker {
     }
   };
 
+  // Completions are written in batches: while one write is in flight, finished tasks queue
+  // up and go together in the next (one round trip, one transaction). An idle worker's
+  // single completion is written at once, so batching adds no delay.
+  type Completion = { runId: string; stepSlug: string; attempt: number; output: unknown };
+  const pending: { item: Completion; settle: () => void }[] = [];
+  let flushing = false;
+  const flush = async () => {
+    flushing = true;
+    while (pending.length > 0) {
+      const batch = pending.splice(0, 100);
+      const items = batch.map((b) => b.item);
+      const done = await persist('complete_tasks', () => q.completeTasks(items));
+      // A batch that failed for another reason than the connection: write each item on
+      // its own, so one bad completion cannot hold back the others.
+      if (done === undefined && items.length > 1) {
+        for (const c of items) {
+          await persist(
+            'complete_task',
+            () => q.completeTask(c.runId, c.stepSlug, c.attempt, c.output),
+          );
+        }
+      }
+      for (const b of batch) b.settle();
+    }
+    flushing = false;
+  };
+  const complete = (item: Completion) =>
+    new Promise<void>((settle) => {
+      pending.push({ item, settle });
+      if (!flushing) flush();
+    });
+
   const execute = async (task: TaskClaim) => {
     const flowSlug = task.flow_slug!, stepSlug = task.step_slug!, runId = task.run_id!;
     const attempt = task.attempt!;
@@ -437,7 +472,7 @@ function runLoop(s: LoopState): Worker {
       ]);
       const value = output === undefined ? null : output;
       assertJson(value, `output of ${flowSlug}/${stepSlug}`);
-      await persist('complete_task', () => q.completeTask(runId, stepSlug, attempt, value));
+      await complete({ runId, stepSlug, attempt, output: value });
     } catch (e) {
       const result = await persist(
         'fail_task',
@@ -479,7 +514,10 @@ function runLoop(s: LoopState): Worker {
                         from unnest(${pgArray(ids)}::bigint[]) id`;
           break;
         }
-        const claims = await q.startTasks(s.queueName, ids, s.workerId, s.pairs);
+        // The supported pairs were stored at registration; the claim uses that exact set.
+        // (Read and claim stay two transactions: a claim holding the read's row locks could
+        // deadlock with a completion archiving a duplicate's message.)
+        const claims = await q.startTasks(s.queueName, ids, s.workerId, null);
         const unsupported = claims.filter((c) => c.disposition === 'unsupported');
         if (unsupported.length > 0) {
           fatal = new UnsupportedWorkError(

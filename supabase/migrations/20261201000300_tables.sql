@@ -157,6 +157,7 @@ create table switchyard.workers (
   queue_name text not null,
   function_name text not null references switchyard.worker_functions,
   supported_pairs text[] not null default '{}',
+  pair_set text not null,                  -- the same pairs as a row set in switchyard.pair_sets
   started_at timestamptz not null default now(),
   last_heartbeat_at timestamptz not null default now(),
   deprecated_at timestamptz,
@@ -164,3 +165,12 @@ create table switchyard.workers (
   stop_reason text
 );
 create index workers_live on switchyard.workers (function_name) where stopped_at is null;
+
+-- The exact (flow, step) support sets workers registered, one row per pair, keyed by a hash
+-- of the sorted set: the claim path looks up each message's pair by index, so its cost does
+-- not grow with the registry. Workers with the same registry share one set.
+create table switchyard.pair_sets (
+  pair_set text not null,
+  pair text not null,
+  primary key (pair_set, pair)
+);

@@ -23,44 +23,79 @@ immutable
 set search_path = ''
 as $$ select 5 $$;
 
+-- The key of a support set of `flow/step` pairs in switchyard.pair_sets (a hash of
+-- the sorted, de-duplicated set), adding the set when it is new. Registration calls
+-- it once per worker; claims then look pairs up by index.
+create or replace function switchyard.pair_set(pairs text[])
+returns text
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  key text;
+begin
+  select encode(sha256(convert_to(
+           coalesce(array_agg(distinct p.pair order by p.pair), '{}')::text, 'UTF8')), 'hex')
+    into key
+    from unnest(pairs) as p(pair)
+   where p.pair is not null;
+  if not exists (select 1 from switchyard.pair_sets s where s.pair_set = key) then
+    insert into switchyard.pair_sets (pair_set, pair)
+    select distinct key, p.pair from unnest(pairs) as p(pair) where p.pair is not null
+    on conflict do nothing;
+  end if;
+  return key;
+end
+$$;
+
 -- Classification of one batch (no side effects). Identity is (queue_name,
--- message_id) only: message bodies are never trusted.
+-- message_id) only: message bodies are never trusted. `pair_set` is a key from
+-- switchyard.pair_set(); each message costs index lookups only, so the cost does
+-- not grow with the size of the registry.
 --   eligible    supported pair, task queued, run started
 --   duplicate   supported pair, task started, run started (left to stall recovery)
 --   stale       supported pair, task terminal or run ended (archived)
 --   unsupported no task for the message on this queue, or an unsupported pair
+-- PL/pgSQL rather than SQL so that the plan is cached per session.
 create or replace function switchyard.classify_batch(
-  queue text, message_ids bigint[], supported_pairs text[]
+  queue text, message_ids bigint[], pair_set text
 )
 returns table (message_id bigint, class text, flow_slug text, step_slug text)
-language sql
+language plpgsql
 stable
 set search_path = ''
 as $$
-  with batch as (
-    select distinct b.id from unnest(message_ids) as b(id)
-  ),
-  supported as (
-    select distinct p.pair from unnest(supported_pairs) as p(pair)
-  )
+begin
+  return query
   select b.id,
          case
-           when t.run_id is null or s.pair is null then 'unsupported'
-           when r.status <> 'started' or t.status in ('completed', 'failed') then 'stale'
+           when t.run_id is null or not t.supported then 'unsupported'
+           when t.run_status <> 'started' or t.status in ('completed', 'failed') then 'stale'
            when t.status = 'started' then 'duplicate'
            else 'eligible'
          end,
          t.flow_slug,
          t.step_slug
-    from batch b
-    left join switchyard.step_tasks t on t.queue_name = queue and t.message_id = b.id
-    left join switchyard.runs r on r.run_id = t.run_id
-    left join supported s on s.pair = t.flow_slug || '/' || t.step_slug
-   order by b.id
+    from (select distinct u.id from unnest(message_ids) as u(id)) b
+    left join lateral (
+      select x.run_id, x.flow_slug, x.step_slug, x.status,
+             (select r.status from switchyard.runs r where r.run_id = x.run_id) as run_status,
+             exists (select 1 from switchyard.pair_sets s
+                      where s.pair_set = classify_batch.pair_set
+                        and s.pair = x.flow_slug || '/' || x.step_slug) as supported
+        from switchyard.step_tasks x
+       where x.queue_name = queue and x.message_id = b.id
+       limit 1  -- a probe per message, never a scan of the queue (see start_tasks)
+    ) t on true
+   order by b.id;
+end
 $$;
 
+-- `supported_pairs` null means the exact set the worker registered (the worker's
+-- normal call: the set is sent once, at registration).
 create or replace function switchyard.start_tasks(
-  queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[]
+  queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
 )
 returns setof switchyard.task_claim
 language plpgsql
@@ -70,7 +105,7 @@ set search_path = ''
 as $$
 declare
   queue alias for queue_name;
-  worker switchyard.workers;
+  worker record;
   unsupported_ids bigint[];
   unsupported_pairs text[];
   stale_ids bigint[];
@@ -80,11 +115,17 @@ declare
   claimed record;
   id bigint;
   reason text;
+  support text;
+  task_ids bigint[];      -- the batch's tasks (parallel arrays, in message order)
+  task_runs uuid[];
+  task_steps text[];
 begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
   end if;
-  select * into worker from switchyard.workers w where w.worker_id = start_tasks.worker_id;
+  -- Not `select *`: supported_pairs may be a large array, and it is not needed here.
+  select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
+    from switchyard.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
     raise exception using errcode = '22023', message = format(
       'start_tasks: worker %s is not registered', start_tasks.worker_id);
@@ -94,13 +135,22 @@ begin
       'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
       to_json(worker.queue_name)::text, to_json(queue)::text);
   end if;
+  support := case when supported_pairs is null then worker.pair_set
+                  else switchyard.pair_set(supported_pairs) end;
 
-  -- Lock every task of the batch (in a fixed order) before deciding anything, so
-  -- the classification holds until the claim commits.
-  perform 1 from switchyard.step_tasks t
-   where t.queue_name = queue and t.message_id = any (message_ids)
-   order by t.message_id
-   for update;
+  -- Lock every task of the batch, in message order, before deciding anything, so the
+  -- classification holds until the claim commits. One unique-index probe per message:
+  -- the LIMIT keeps the planner from replacing the probes with a scan of the whole queue
+  -- when its statistics are stale (as they are right after a burst of new work), which
+  -- would make every claim cost as much as the backlog.
+  select coalesce(array_agg(b.id order by b.id), '{}'),
+         coalesce(array_agg(l.run_id order by b.id), '{}'),
+         coalesce(array_agg(l.step_slug order by b.id), '{}')
+    into task_ids, task_runs, task_steps
+    from (select distinct u.id from unnest(message_ids) as u(id) order by u.id) b
+    cross join lateral (select t.run_id, t.step_slug from switchyard.step_tasks t
+                         where t.queue_name = queue and t.message_id = b.id
+                         limit 1 for update) l;
 
   select array_agg(c.message_id order by c.message_id) filter (where c.class = 'unsupported'),
          array_agg(distinct coalesce(c.flow_slug || '/' || c.step_slug, '(no task)'))
@@ -109,7 +159,7 @@ begin
          coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
          array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
     into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
-    from switchyard.classify_batch(queue, message_ids, supported_pairs) c;
+    from switchyard.classify_batch(queue, message_ids, support) c;
 
   if unsupported_ids is not null then
     -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
@@ -130,7 +180,7 @@ begin
     return query
       select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
              null::uuid, null::int, null::int, null::jsonb, null::jsonb
-        from switchyard.classify_batch(queue, message_ids, supported_pairs) c
+        from switchyard.classify_batch(queue, message_ids, support) c
        where c.class = 'unsupported';
     return;
   end if;
@@ -144,8 +194,8 @@ begin
     update switchyard.step_tasks t
        set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
            worker_id = worker.worker_id
-     where t.queue_name = queue
-       and t.message_id = any (eligible_ids)
+      from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)
+     where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
     returning t.message_id, t.timeout
   loop
     perform pgmq.set_vt(queue, claimed.message_id, claimed.timeout + switchyard.claim_margin_seconds());
@@ -163,15 +213,17 @@ begin
                        where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug)
            end,
            r.input
-      from switchyard.step_tasks t
+      from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)
+      join switchyard.step_tasks t on t.run_id = k.run_id and t.step_slug = k.step_slug
       join switchyard.runs r on r.run_id = t.run_id
       join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
-     where t.queue_name = queue and t.message_id = any (claimed_ids)
+     where k.id = any (claimed_ids)
     union all
-    select 'duplicate'::text, d.id, queue, t.flow_slug, t.step_slug,
+    select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
            null, null, null, null, null
-      from unnest(duplicate_ids) d(id)
-      join switchyard.step_tasks t on t.queue_name = queue and t.message_id = d.id
+      from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)
+      join switchyard.step_tasks t on t.run_id = k.run_id and t.step_slug = k.step_slug
+     where k.id = any (duplicate_ids)
     union all
     select 'stale'::text, s, queue, null, null, null, null, null, null, null
       from unnest(stale_ids) s;

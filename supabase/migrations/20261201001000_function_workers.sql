@@ -2,7 +2,8 @@
 -- persistent pause flag and the enabled flag (DESIGN.md §4, §6).
 
 -- Registers a worker for one physical queue. Upserts its function's row but
--- never re-enables a disabled or paused function: those refuse to start.
+-- never re-enables a disabled or paused function: those refuse to start. The
+-- supported pairs are stored once, as a row set, for the claim path.
 create or replace function switchyard.register_worker(
   worker_id uuid, queue_name text, function_name text, supported_pairs text[]
 )
@@ -45,8 +46,9 @@ begin
       'function %s is disabled', to_json(fn.function_name)::text),
       hint = 'a fenced rollout disabled it; switchyard.fence_end() or set_function_enabled re-enables it';
   end if;
-  insert into switchyard.workers (worker_id, queue_name, function_name, supported_pairs)
-  values (register_worker.worker_id, queue, register_worker.function_name, coalesce(supported_pairs, '{}'));
+  insert into switchyard.workers (worker_id, queue_name, function_name, supported_pairs, pair_set)
+  values (register_worker.worker_id, queue, register_worker.function_name,
+          coalesce(supported_pairs, '{}'), switchyard.pair_set(supported_pairs));
 end
 $$;
 

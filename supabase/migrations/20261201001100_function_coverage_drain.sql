@@ -12,13 +12,18 @@ create or replace view switchyard.open_run_steps as
 -- Every (flow, step) pair a worker on this queue must support that the given set
 -- lacks, with why: an active alias target routed here, a started run that may
 -- still reach the queue, or an executable/recoverable task snapshot on the queue.
+-- PL/pgSQL rather than SQL so the query is planned for the actual queue name (a SQL
+-- function's body gets a generic plan, which scans every open task and run of every
+-- queue at each worker start-up).
 create or replace function switchyard.coverage_gaps(queue_name text, supported_pairs text[])
 returns table (flow_slug text, step_slug text, reasons text)
-language sql
+language plpgsql
 stable
 security definer
 set search_path = ''
 as $$
+begin
+  return query
   with supported as (
     select distinct p.pair from unnest(supported_pairs) p(pair)
   ),
@@ -41,7 +46,8 @@ as $$
     from needed n
    where not exists (select 1 from supported s where s.pair = n.flow_slug || '/' || n.step_slug)
    group by n.flow_slug, n.step_slug
-   order by n.flow_slug, n.step_slug
+   order by n.flow_slug, n.step_slug;
+end
 $$;
 
 -- Per queue and concrete version: active (an alias target, or a flow that is its

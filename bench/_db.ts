@@ -1,0 +1,121 @@
+/**
+ * The benchmark's database: a throwaway cluster (scripts/_cluster.ts), or a fresh database on
+ * the server named by `DATABASE_URL`. Either way the kit's migrations are applied with
+ * `migrate()` and everything is removed afterwards.
+ *
+ * @module
+ */
+import postgres from 'postgres';
+import { type Cluster, startCluster } from '../scripts/_cluster.ts';
+import { migrate } from '../lib/migrate.ts';
+
+/** A migrated database that exists only for one benchmark run. */
+export interface BenchDatabase {
+  /** Connection string of the benchmark database. */
+  url: string;
+  /** A small pool for set-up and measurement queries. */
+  sql: postgres.Sql;
+  /** Where it runs: `throwaway cluster` or `DATABASE_URL`. */
+  where: string;
+  /**
+   * CPU seconds used so far by the throwaway cluster's server processes (backends that
+   * exited count through the postmaster's reaped-children time) and by this process (which
+   * hosts the workers and raw loops), or null with `DATABASE_URL` (the server's processes
+   * are not ours to read).
+   */
+  cpuSeconds(): Promise<{ server: number; bench: number } | null>;
+  /** Drops the database (and stops the throwaway cluster). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Creates and migrates the benchmark database. */
+export async function openBenchDatabase(log: (line: string) => void): Promise<BenchDatabase> {
+  const given = Deno.env.get('DATABASE_URL');
+  let cluster: Cluster | undefined;
+  let adminUrl: string;
+  if (given) {
+    adminUrl = given;
+  } else {
+    cluster = await startCluster({ log });
+    adminUrl = cluster.url;
+  }
+  const name = `switchyard_bench_${crypto.randomUUID().slice(0, 8)}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  let created = false;
+  const dropAndStop = async () => {
+    if (created) {
+      const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      try {
+        await a.unsafe(`drop database if exists "${name}" with (force)`);
+      } catch (e) {
+        log(`could not drop ${name}: ${(e as Error).message}`);
+      } finally {
+        await a.end({ timeout: 1 });
+      }
+    }
+    await cluster?.stop();
+  };
+  try {
+    await admin.unsafe(`create database "${name}"`);
+    created = true;
+    // Supabase's roles, so the grants migration behaves as on a real project.
+    for (const role of ['anon', 'authenticated', 'service_role']) {
+      await admin.unsafe(
+        `do $$ begin create role ${role} nologin; exception when duplicate_object then null; end $$`,
+      );
+    }
+  } catch (e) {
+    await admin.end({ timeout: 1 });
+    await dropAndStop();
+    throw e;
+  }
+  await admin.end({ timeout: 1 });
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  try {
+    await migrate(url);
+  } catch (e) {
+    await dropAndStop();
+    throw e;
+  }
+  const sql = postgres(url, { max: 4, onnotice: () => {}, prepare: false });
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    sql,
+    where: given ? 'DATABASE_URL' : 'throwaway cluster',
+    async cpuSeconds() {
+      if (!cluster) return null;
+      const postmaster = Number(
+        (await Deno.readTextFile(`${cluster.dir}/data/postmaster.pid`)).split('\n')[0],
+      );
+      let server = 0;
+      let bench = 0;
+      for await (const entry of Deno.readDir('/proc')) {
+        if (!/^\d+$/.test(entry.name)) continue;
+        const pid = Number(entry.name);
+        // Fields after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15).
+        const f = await Deno.readTextFile(`/proc/${pid}/stat`)
+          .then((t) => t.slice(t.lastIndexOf(')') + 2).split(' '))
+          .catch(() => null);
+        if (!f) continue;
+        if (pid === postmaster) {
+          server += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+        } else if (Number(f[1]) === postmaster) {
+          server += Number(f[11]) + Number(f[12]);
+        } else if (pid === Deno.pid) {
+          bench += Number(f[11]) + Number(f[12]);
+        }
+      }
+      return { server: server / 100, bench: bench / 100 }; // USER_HZ is 100 on Linux
+    },
+    close() {
+      closed ??= (async () => {
+        await sql.end({ timeout: 2 });
+        await dropAndStop();
+      })();
+      return closed;
+    },
+  };
+}

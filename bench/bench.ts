@@ -1,0 +1,642 @@
+/**
+ * `deno task bench [--quick] [--explain] [--rounds=N] [--only=1,3] [--batch=N]
+ * [--concurrency=N] [--connections=N]`: Switchyard's performance figures.
+ *
+ * Every figure is a ratio of two measurements taken side by side in this run (the machines are
+ * shared and noisy): each round measures both sides back to back, the order rotates every
+ * round, and the table shows the median of the per-round ratios with their range.
+ *
+ * 1. queue throughput: 1-step tasks through a shared queue with a 10-flow registry vs a raw
+ *    PGMQ `read` + `archive` loop on the same database with the same batch size; one worker
+ *    vs one loop, and four of each. Each worker and each loop gets its own pool of
+ *    `--connections` (a loop can use one at a time). Also CPU per task (this process plus the
+ *    cluster's server processes) when the bench owns the cluster;
+ * 2. end to end: runs/s of a 3-step flow over two shared queues with 2 workers;
+ * 3. claim scaling: `start_tasks` per batch of 10 with 1, 100 and 1000 deployed flows
+ *    (10 steps each, all on the queue: 10 to 10,000 registered pairs);
+ * 4. start-up: `startWorker()` until it polls, with 1 and 50 deployments (verify, and the
+ *    first start that compiles);
+ * 5. memory: peak RSS (VmHWM) of a worker process with a 50-flow registry while it
+ *    processes, next to one with a 1-flow registry.
+ *
+ * `--quick` runs fewer and smaller rounds. `--explain` prints EXPLAIN ANALYZE of every
+ * statement inside one `start_tasks` call (1000 flows). Runs against a throwaway cluster
+ * (scripts/_cluster.ts) unless `DATABASE_URL` is set, in which case a fresh database is
+ * created on that server; it is dropped afterwards either way. BENCHMARKS.md has the results
+ * and where the time goes.
+ *
+ * @module
+ */
+import postgres from 'postgres';
+import { toPlacement } from '../lib/mod.ts';
+import type { DeployedFlow } from '../lib/deployed_flow.ts';
+import { startWorker, startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
+import { pgArray, Queries } from '../lib/worker/queries.ts';
+import { type BenchDatabase, openBenchDatabase } from './_db.ts';
+import { routedRegistry, threeStepFlow } from './_flows.ts';
+import { fmt, median, roundRatio, since, table } from './_stats.ts';
+
+const log = (line: string) => console.error(`[bench] ${line}`);
+const silent = { info() {}, warn() {}, error: (m: string) => log(`worker error: ${m}`) };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Options {
+  quick: boolean;
+  rounds: number;
+  only: Set<number>;
+  batch: number;
+  concurrency: number;
+  connections: number;
+  explain: boolean;
+}
+
+function parseOptions(args: string[]): Options {
+  const quick = args.includes('--quick');
+  const value = (name: string) =>
+    args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const int = (name: string, fallback: number) => {
+    const v = value(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) {
+      throw new Error(`--${name}=${v} is invalid: use an integer of at least 1`);
+    }
+    return n;
+  };
+  for (const a of args) {
+    if (!/^--(quick$|explain$|rounds=|only=|batch=|concurrency=|connections=)/.test(a)) {
+      throw new Error(
+        `unknown argument "${a}": use --quick, --explain, --rounds=N, --only=1,2,3,4,5, ` +
+          '--batch=N, --concurrency=N, --connections=N',
+      );
+    }
+  }
+  const only = new Set(
+    (value('only') ?? '1,2,3,4,5').split(',').map((s) => {
+      const n = Number(s);
+      if (![1, 2, 3, 4, 5].includes(n)) {
+        throw new Error(`--only=${value('only')} is invalid: list figures from 1 to 5`);
+      }
+      return n;
+    }),
+  );
+  return {
+    quick,
+    rounds: int('rounds', quick ? 4 : 10),
+    only,
+    batch: int('batch', 10),
+    concurrency: int('concurrency', 2 * int('batch', 10)),
+    connections: int('connections', 4),
+    explain: args.includes('--explain'),
+  };
+}
+
+/** Compiles deployments straight through SQL, 100 shapes per statement. */
+async function compile(sql: postgres.Sql, registry: DeployedFlow[]): Promise<void> {
+  const shapes = registry.map((d) => toPlacement(d).shape);
+  for (let i = 0; i < shapes.length; i += 100) {
+    const chunk = shapes.slice(i, i + 100);
+    await sql`select switchyard.ensure_flow(s) from jsonb_array_elements(${
+      sql.json(chunk as never)
+    }::jsonb) s`;
+  }
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 300_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await sleep(10);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1 and 2: throughput
+
+/**
+ * One timed side of a round: items per second, and CPU milliseconds per item in total and
+ * in the database server (null against `DATABASE_URL`).
+ */
+interface Sample {
+  rate: number;
+  cpuMs: number | null;
+  serverCpuMs: number | null;
+}
+
+/** Samples per round for each side, keyed by consumer count. */
+interface ThroughputResult {
+  engine: Map<number, Sample[]>; // tasks
+  raw: Map<number, Sample[]>; // messages
+  e2e: Sample[]; // runs
+}
+
+/** Times `body`, which handles `items` items, and the CPU the bench and its server used. */
+async function timed(db: BenchDatabase, items: number, body: () => Promise<void>) {
+  const cpu0 = await db.cpuSeconds();
+  const t0 = performance.now();
+  await body();
+  const seconds = since(t0) / 1000;
+  const cpu1 = await db.cpuSeconds();
+  const per = (a: number, b: number) => ((b - a) * 1000) / items;
+  return {
+    rate: items / seconds,
+    cpuMs: cpu0 && cpu1 ? per(cpu0.server + cpu0.bench, cpu1.server + cpu1.bench) : null,
+    serverCpuMs: cpu0 && cpu1 ? per(cpu0.server, cpu1.server) : null,
+  };
+}
+
+/** Consumer counts compared: one worker vs one loop, and four of each (CPU-bound). */
+const CONSUMERS = [1, 4] as const;
+
+async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResult> {
+  const { sql } = db;
+  const messages = o.quick ? 1500 : 3000;
+  const e2eRuns = o.quick ? 300 : 600;
+  const registry = routedRegistry('tp', 10, 1, 'bench_tp');
+  await compile(sql, registry);
+  await sql`select pgmq.create('bench_raw')`;
+  const out: ThroughputResult = {
+    engine: new Map(CONSUMERS.map((n) => [n, []])),
+    raw: new Map(CONSUMERS.map((n) => [n, []])),
+    e2e: [],
+  };
+  const drained = (table: string) => async () => {
+    const [{ n }] = await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from ${table}`);
+    return n === 0;
+  };
+
+  // Workers start before the clock and stop after it; no worker idles during the raw side.
+  const workerOptions = {
+    maxConcurrent: o.concurrency,
+    batchSize: o.batch,
+    visibilityTimeout: 60,
+    maxPollSeconds: 1,
+    pollIntervalMs: 10,
+    logger: silent,
+  };
+  const runEngine = async (consumers: number) => {
+    await sql`select count(switchyard.start_flow('tp' || (i % 10), jsonb_build_object('i', i)))
+                from generate_series(1, ${messages}::int) i`;
+    const pools = Array.from(
+      { length: consumers },
+      () => postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} }),
+    );
+    const workers: Worker[] = [];
+    try {
+      // startWorkerImpl accepts a pool, so the engine gets exactly `connections` per worker.
+      for (const pool of pools) {
+        workers.push(
+          await startWorkerImpl(registry, { ...workerOptions, queueName: 'bench_tp', sql: pool }),
+        );
+      }
+      return await timed(
+        db,
+        messages,
+        () => waitUntil('the engine to drain bench_tp', drained('pgmq.q_bench_tp')),
+      );
+    } finally {
+      await Promise.all(workers.map((w) => w.stop()));
+      await Promise.all(pools.map((p) => p.end({ timeout: 2 })));
+    }
+  };
+  const runRaw = async (consumers: number) => {
+    await sql`select count(*) from generate_series(1, ${messages}::int) i,
+                lateral pgmq.send('bench_raw', jsonb_build_object('run_id', gen_random_uuid(),
+                  'flow_slug', 'tp0', 'step_slug', 's0', 'i', i))`;
+    const pools = Array.from(
+      { length: consumers },
+      () => postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} }),
+    );
+    try {
+      await Promise.all(pools.map((p) => p`select 1`)); // connected before the clock starts
+      let archived = 0;
+      const sample = await timed(db, messages, async () => {
+        await Promise.all(pools.map(async (pool) => {
+          for (;;) {
+            const rows = await pool<{ msg_id: string }[]>`
+              select msg_id::text as msg_id from pgmq.read('bench_raw', 60, ${o.batch}::int)`;
+            if (rows.length === 0) return;
+            await pool`select pgmq.archive('bench_raw', ${
+              pgArray(rows.map((r) => r.msg_id))
+            }::bigint[])`;
+            archived += rows.length;
+          }
+        }));
+      });
+      if (archived !== messages) throw new Error(`raw loops archived ${archived} of ${messages}`);
+      return sample;
+    } finally {
+      await Promise.all(pools.map((p) => p.end({ timeout: 2 })));
+    }
+  };
+  const e2eRegistry = [threeStepFlow('e2e', 'bench_e2e_a', 'bench_e2e_b')];
+  await compile(sql, e2eRegistry);
+  const runE2e = async () => {
+    await sql`select count(switchyard.start_flow('e2e', jsonb_build_object('i', i)))
+                from generate_series(1, ${e2eRuns}::int) i`;
+    const options = { ...workerOptions, connectionString: db.url };
+    const workers: Worker[] = [];
+    try {
+      workers.push(await startWorker(e2eRegistry, { ...options, queueName: 'bench_e2e_a' }));
+      workers.push(await startWorker(e2eRegistry, { ...options, queueName: 'bench_e2e_b' }));
+      return await timed(db, e2eRuns, () =>
+        waitUntil('the e2e runs to complete', async () => {
+          const [{ n }] = await sql<{ n: number }[]>`
+            select count(*)::int as n from switchyard.runs
+             where flow_slug = 'e2e' and status = 'started'`;
+          return n === 0;
+        }));
+    } finally {
+      await Promise.all(workers.map((w) => w.stop()));
+    }
+  };
+
+  // One warm-up of each side, then rounds in an order that rotates every round.
+  log('throughput: warm-up');
+  await runEngine(1);
+  await runRaw(1);
+  await runE2e();
+  const sides: (() => Promise<unknown>)[] = [
+    ...CONSUMERS.flatMap((n) => [
+      async () => out.engine.get(n)!.push(await runEngine(n)),
+      async () => out.raw.get(n)!.push(await runRaw(n)),
+    ]),
+    async () => out.e2e.push(await runE2e()),
+  ];
+  for (let r = 0; r < o.rounds; r++) {
+    for (let k = 0; k < sides.length; k++) await sides[(r + k) % sides.length]();
+    log(
+      `throughput round ${r + 1}/${o.rounds}: ` +
+        CONSUMERS.map((n) =>
+          `${n} consumer(s): engine ${fmt(out.engine.get(n)![r].rate, 0)} tasks/s, raw ${
+            fmt(out.raw.get(n)![r].rate, 0)
+          } msgs/s`
+        ).join('; ') + `; e2e ${fmt(out.e2e[r].rate, 0)} runs/s`,
+    );
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3: claim scaling
+
+const CLAIM_SIZES = [1, 100, 1000] as const;
+
+async function claimScaling(
+  db: BenchDatabase,
+  o: Options,
+): Promise<{ registered: Map<number, number[]>; explicit: Map<number, number[]> }> {
+  const { sql } = db;
+  const batches = o.quick ? 40 : 150;
+  const perBatch = o.batch;
+  // One connection for every timed call, so all sizes share the same session costs.
+  const timed = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
+  const q = new Queries(timed);
+  const scenarios: { size: number; queue: string; workerId: string; pairs: string[] }[] = [];
+  try {
+    for (const size of CLAIM_SIZES) {
+      const queue = `bench_claim_${size}`;
+      const prefix = `cl${size}f`;
+      const registry = routedRegistry(prefix, size, 10, queue);
+      const started = performance.now();
+      await compile(sql, registry);
+      log(`claim scaling: compiled ${size} flow(s) x 10 steps in ${fmt(since(started), 0)} ms`);
+      const pairs = registry.flatMap((d) =>
+        toPlacement(d).flow.steps.map((s) => `${d.flow.slug}/${s.slug}`)
+      );
+      const workerId = crypto.randomUUID();
+      await q.registerWorker(workerId, queue, `bench-claim-${size}`, pairs);
+      // Every run queues 10 root tasks; runs pick flows at random.
+      const needed = 5 + batches + Math.ceil(batches / 5) + 20;
+      const runs = Math.ceil((needed * perBatch) / 10);
+      await sql`select count(switchyard.start_flow(${prefix} || floor(random() * ${size}::int)::int,
+                  '{}'::jsonb)) from generate_series(1, ${runs}::int)`;
+      scenarios.push({ size, queue, workerId, pairs });
+    }
+    const samples = new Map<number, number[]>(CLAIM_SIZES.map((s) => [s, []]));
+    const claimOnce = async (
+      s: typeof scenarios[number],
+      record: Map<number, number[]> | null,
+      explicit = false,
+    ) => {
+      const ids = (await timed<{ msg_id: string }[]>`
+        select msg_id::text as msg_id from pgmq.read(${s.queue}::text, 600, ${perBatch}::int)`)
+        .map((r) => BigInt(r.msg_id));
+      if (ids.length !== perBatch) throw new Error(`read ${ids.length} of ${perBatch} messages`);
+      const t0 = performance.now();
+      // The worker's call passes no pairs (they were stored at registration); the explicit
+      // form sends the whole set with every batch.
+      const claims = await q.startTasks(s.queue, ids, s.workerId, explicit ? s.pairs : null);
+      const ms = since(t0);
+      const claimed = claims.filter((c) => c.disposition === 'claimed').length;
+      if (claimed !== perBatch) throw new Error(`claimed ${claimed} of ${perBatch} tasks`);
+      if (record) record.get(s.size)!.push(ms);
+    };
+    for (let w = 0; w < 5; w++) for (const s of scenarios) await claimOnce(s, null);
+    const explicitSamples = new Map<number, number[]>(CLAIM_SIZES.map((s) => [s, []]));
+    for (let b = 0; b < batches; b++) {
+      // Rotate the order so no size always runs first.
+      for (let k = 0; k < scenarios.length; k++) {
+        await claimOnce(scenarios[(b + k) % scenarios.length], samples);
+      }
+      // Every fifth round: the explicit-array form, for comparison.
+      if (b % 5 === 0) {
+        for (const s of [scenarios[0], scenarios[scenarios.length - 1]]) {
+          await claimOnce(s, explicitSamples, true);
+        }
+      }
+    }
+    if (o.explain) await explainClaim(db, scenarios[scenarios.length - 1]);
+    return { registered: samples, explicit: explicitSamples };
+  } finally {
+    await timed.end({ timeout: 2 });
+  }
+}
+
+/**
+ * Prints EXPLAIN ANALYZE of every statement inside one `start_tasks` call (auto_explain with
+ * nested statements), so BENCHMARKS.md can say where the claim time goes. Needs a superuser
+ * (auto_explain is loaded per session); skipped with a note otherwise.
+ */
+async function explainClaim(
+  db: BenchDatabase,
+  s: { size: number; queue: string; workerId: string },
+) {
+  const notices: string[] = [];
+  const conn = postgres(db.url, {
+    max: 1,
+    prepare: false,
+    onnotice: (n) => notices.push(String(n.message)),
+  });
+  try {
+    await conn`load 'auto_explain'`;
+    // Warm the session's plan caches first, as a long-lived worker connection would be.
+    for (let i = 0; i < 6; i++) {
+      await conn`select count(*) from switchyard.start_tasks(${s.queue}::text,
+        array(select msg_id from pgmq.read(${s.queue}::text, 600, 10)), ${s.workerId}::uuid)`;
+    }
+    await conn.unsafe(`set auto_explain.log_min_duration = 0;
+      set auto_explain.log_analyze = on; set auto_explain.log_buffers = on;
+      set auto_explain.log_nested_statements = on; set auto_explain.log_level = notice`);
+    const ids = await conn<{ msg_id: string }[]>`
+      select msg_id::text as msg_id from pgmq.read(${s.queue}::text, 600, 10)`;
+    notices.length = 0;
+    await conn`select count(*) from switchyard.start_tasks(${s.queue}::text,
+      ${pgArray(ids.map((r) => r.msg_id))}::bigint[], ${s.workerId}::uuid)`;
+    console.log(
+      `\n## EXPLAIN ANALYZE of one start_tasks batch (10 messages, ${s.size} flows, ` +
+        `${s.size * 10} registered pairs)\n`,
+    );
+    for (const n of notices) console.log(n.replace(/^duration/, '--- duration'));
+  } catch (e) {
+    console.log(`\n(--explain skipped: ${(e as Error).message})`);
+  } finally {
+    await conn.end({ timeout: 2 });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4: start-up
+
+async function startup(
+  db: BenchDatabase,
+  o: Options,
+): Promise<{ one: number[]; fifty: number[]; firstOne: number; firstFifty: number }> {
+  const one = routedRegistry('sua', 1, 3, 'bench_su1');
+  const fifty = routedRegistry('sub', 50, 3, 'bench_su50');
+  const startOnce = async (registry: DeployedFlow[], queueName: string) => {
+    const t0 = performance.now();
+    const worker = await startWorker(registry, {
+      queueName,
+      connectionString: db.url,
+      logger: silent,
+      maxPollSeconds: 1,
+    });
+    const ms = since(t0);
+    await worker.stop();
+    return ms;
+  };
+  // The first start compiles; later starts verify (the steady state of a redeploy or wake-up).
+  const firstOne = await startOnce(one, 'bench_su1');
+  const firstFifty = await startOnce(fifty, 'bench_su50');
+  const rounds = o.quick ? 5 : 15;
+  const out = { one: [] as number[], fifty: [] as number[], firstOne, firstFifty };
+  for (let r = 0; r < rounds; r++) {
+    if (r % 2 === 0) {
+      out.one.push(await startOnce(one, 'bench_su1'));
+      out.fifty.push(await startOnce(fifty, 'bench_su50'));
+    } else {
+      out.fifty.push(await startOnce(fifty, 'bench_su50'));
+      out.one.push(await startOnce(one, 'bench_su1'));
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5: memory
+
+async function peakRss(
+  db: BenchDatabase,
+  flows: number,
+  prefix: string,
+  runs: number,
+): Promise<{ peakMb: number }> {
+  const queue = `bench_rss_${prefix}`;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ['run', '-A', new URL('./_rss_worker.ts', import.meta.url).pathname],
+    env: {
+      DATABASE_URL: db.url,
+      BENCH_FLOWS: String(flows),
+      BENCH_PREFIX: prefix,
+      BENCH_QUEUE: queue,
+    },
+    stdin: 'piped',
+    stdout: 'piped',
+    stderr: 'inherit',
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  try {
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    while (!seen.includes('ready')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the ${flows}-flow worker process exited before it was ready`);
+      seen += value;
+    }
+    reader.releaseLock();
+    child.stdout.cancel().catch(() => {});
+    await db.sql`select count(switchyard.start_flow(${prefix} || (i % ${flows}::int),
+                  jsonb_build_object('i', i))) from generate_series(1, ${runs}::int) i`;
+    await waitUntil(`the ${flows}-flow worker to drain ${queue}`, async () => {
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from switchyard.step_tasks
+         where queue_name = ${queue} and status <> 'completed'`;
+      return n === 0;
+    });
+    const status = await Deno.readTextFile(`/proc/${child.pid}/status`);
+    const kb = Number(status.match(/^VmHWM:\s+(\d+) kB/m)?.[1]);
+    if (!Number.isFinite(kb)) throw new Error(`no VmHWM in /proc/${child.pid}/status`);
+    return { peakMb: kb / 1024 };
+  } finally {
+    await writer.close().catch(() => {});
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await child.status;
+    clearTimeout(timer);
+  }
+}
+
+async function memory(db: BenchDatabase, o: Options) {
+  const runs = o.quick ? 500 : 2000; // 3 tasks per run
+  const one: number[] = [];
+  const fifty: number[] = [];
+  const rounds = o.quick ? 1 : 3;
+  for (let r = 0; r < rounds; r++) {
+    // Fresh prefixes per round keep the queues apart (each process compiles its own flows).
+    one.push((await peakRss(db, 1, `rssa${r}x`, runs)).peakMb);
+    fifty.push((await peakRss(db, 50, `rssb${r}x`, runs)).peakMb);
+  }
+  return { one, fifty, tasks: runs * 3 };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const o = parseOptions(Deno.args);
+  const db = await openBenchDatabase(log);
+  const cleanup = async () => {
+    await db.close();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    Deno.addSignalListener(signal, async () => {
+      log(`${signal}: cleaning up`);
+      await cleanup();
+      Deno.exit(130);
+    });
+  }
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+  try {
+    const [{ version }] = await db.sql<{ version: string }[]>`select version()`;
+    log(`${db.where}; ${version.split(',')[0]}; ${navigator.hardwareConcurrency} CPU(s)`);
+    notes.push(
+      `database: ${db.where} (${
+        version.split(',')[0]
+      }); ${navigator.hardwareConcurrency} CPU(s); ` +
+        `batch ${o.batch}, worker maxConcurrent ${o.concurrency}, ${o.connections} connections ` +
+        `per consumer, ${o.rounds} rounds` +
+        (o.quick ? ' (--quick)' : ''),
+    );
+
+    if (o.only.has(1) || o.only.has(2)) {
+      const t = await throughput(db, o);
+      const rates = (xs: Sample[]) => xs.map((x) => x.rate);
+      const cpu = (xs: Sample[]) =>
+        xs.every((x) => x.cpuMs !== null) ? median(xs.map((x) => x.cpuMs!)) : null;
+      const server = (xs: Sample[]) =>
+        xs.every((x) => x.serverCpuMs !== null) ? median(xs.map((x) => x.serverCpuMs!)) : null;
+      const cpuText = (xs: Sample[], unit: string) =>
+        cpu(xs) === null
+          ? ''
+          : `, ${fmt(cpu(xs)!, 3)} CPU ms/${unit} (${fmt(server(xs)!, 3)} in PostgreSQL)`;
+      for (const n of CONSUMERS) {
+        const engine = t.engine.get(n)!, raw = t.raw.get(n)!;
+        const r1 = roundRatio(rates(engine), rates(raw));
+        const ce = cpu(engine), cr = cpu(raw);
+        rows.push([
+          n === 1 ? '1 queue throughput, 1 worker vs 1 loop' : `1 ... ${n} workers vs ${n} loops`,
+          `engine ${fmt(median(rates(engine)), 0)} tasks/s` + cpuText(engine, 'task'),
+          `raw PGMQ ${fmt(median(rates(raw)), 0)} msgs/s` + cpuText(raw, 'msg'),
+          `${fmt(r1.ratio)}x (${fmt(r1.low)}-${fmt(r1.high)})` +
+          (ce === null || cr === null ? '' : `; CPU ${fmt(cr / ce)}x`),
+          '>= 0.35x',
+          verdict(r1.ratio >= 0.35),
+        ]);
+      }
+      const raw1 = t.raw.get(1)!;
+      const r2 = roundRatio(t.e2e.map((x) => x.rate * 3), rates(raw1));
+      rows.push([
+        '2 end to end (3 steps, 2 queues, 2 workers)',
+        `${fmt(median(rates(t.e2e)), 0)} runs/s = ${fmt(median(rates(t.e2e)) * 3, 0)} tasks/s` +
+        cpuText(t.e2e, 'run'),
+        `raw PGMQ (1 loop) ${fmt(median(rates(raw1)), 0)} msgs/s`,
+        `${fmt(r2.ratio)}x tasks/msgs (${fmt(r2.low)}-${fmt(r2.high)})`,
+        '(none)',
+        '-',
+      ]);
+    }
+    if (o.only.has(3)) {
+      const { registered: c, explicit } = await claimScaling(db, o);
+      const base = c.get(1)!;
+      for (const size of CLAIM_SIZES) {
+        const r = roundRatio(c.get(size)!, base);
+        rows.push([
+          `3 start_tasks, ${size} flow(s) / ${size * 10} pairs`,
+          `${fmt(median(c.get(size)!), 3)} ms/batch`,
+          `1 flow ${fmt(median(base), 3)} ms/batch`,
+          `${fmt(r.ratio)}x`,
+          size === 1000 ? '<= 1.2x' : '',
+          size === 1000 ? verdict(r.ratio <= 1.2) : '',
+        ]);
+      }
+      const big = CLAIM_SIZES[CLAIM_SIZES.length - 1];
+      const re = roundRatio(explicit.get(big)!, explicit.get(1)!);
+      rows.push([
+        `3 start_tasks with the pairs sent per batch, ${big} flows`,
+        `${fmt(median(explicit.get(big)!), 3)} ms/batch`,
+        `1 flow ${fmt(median(explicit.get(1)!), 3)} ms/batch`,
+        `${fmt(re.ratio)}x`,
+        '(not the worker path)',
+        '-',
+      ]);
+    }
+    if (o.only.has(4)) {
+      const s = await startup(db, o);
+      const r = roundRatio(s.fifty, s.one);
+      rows.push([
+        '4 start-up (start -> first poll), verify',
+        `50 deployments ${fmt(median(s.fifty), 1)} ms`,
+        `1 deployment ${fmt(median(s.one), 1)} ms`,
+        `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})`,
+        '<= 3x',
+        verdict(r.ratio <= 3),
+      ]);
+      rows.push([
+        '4 start-up, first start (compiles)',
+        `50 deployments ${fmt(s.firstFifty, 1)} ms`,
+        `1 deployment ${fmt(s.firstOne, 1)} ms`,
+        `${fmt(s.firstFifty / s.firstOne)}x (one sample)`,
+        '(none)',
+        '-',
+      ]);
+    }
+    if (o.only.has(5)) {
+      const m = await memory(db, o);
+      rows.push([
+        `5 peak RSS while processing ${m.tasks} tasks`,
+        `50-flow registry ${fmt(median(m.fifty), 1)} MB`,
+        `1-flow registry ${fmt(median(m.one), 1)} MB`,
+        `${fmt(median(m.fifty) / median(m.one))}x`,
+        '(none)',
+        '-',
+      ]);
+    }
+  } finally {
+    await cleanup();
+  }
+  console.log(
+    '\n' +
+      table(['figure', 'measured', 'side by side', 'ratio (range)', 'target', 'result'], rows),
+  );
+  for (const n of notes) console.log(`\n${n}`);
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (e) {
+    console.error(`bench failed: ${(e as Error).stack ?? e}`);
+    Deno.exit(1);
+  }
+}
