@@ -9,6 +9,7 @@
  * @module
  */
 import postgres from 'postgres';
+import { canConnect, exists } from './_util.ts';
 
 /** Where Debian's `postgresql-15` package puts the server binaries. */
 export const DEFAULT_PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -50,15 +51,6 @@ function isRoot(): boolean {
 
 function asServerUser(cmd: string, args: string[]): [string, string[]] {
   return isRoot() ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Picks a TCP port that is free right now on 127.0.0.1. */
@@ -215,16 +207,6 @@ async function shutdown(server: Server, dataDir: string): Promise<void> {
   await server.child.status;
   clearTimeout(killer);
   await server.logDone;
-}
-
-async function canConnect(port: number): Promise<boolean> {
-  try {
-    const conn = await Deno.connect({ hostname: '127.0.0.1', port });
-    conn.close();
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function readPostmasterPid(dataDir: string): Promise<number | undefined> {

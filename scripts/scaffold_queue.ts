@@ -34,6 +34,7 @@ import { defaultFunctionName } from '../lib/worker/worker.ts';
 import { Registry } from '../lib/worker/registry.ts';
 import type { WorkerTarget } from '../lib/placement.ts';
 import { functionSection, setFunctionSection } from './_functions_config.ts';
+import { exists } from './_util.ts';
 
 /**
  * The registry module every queue function imports, relative to the project directory.
@@ -119,15 +120,6 @@ async function readOrNull(path: string): Promise<string | null> {
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) return null;
     throw e;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { join, resolve } from 'node:path';
 import { freePort } from './_cluster.ts';
 import { readFunctionConfigs } from './_functions_config.ts';
+import { canConnect, exists } from './_util.ts';
 
 /**
  * One function found in a project.
@@ -87,15 +88,6 @@ export interface ServedFunctions {
   restart(names?: readonly string[]): Promise<void>;
   /** Stops the gateway and every function (SIGTERM: workers stop and drain; SIGKILL after 15 s). */
   close(): Promise<void>;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -198,16 +190,6 @@ async function pipeLines(
     }
   } catch { /* the process went away */ }
   if (rest) onLine(rest);
-}
-
-async function canConnect(port: number): Promise<boolean> {
-  try {
-    const conn = await Deno.connect({ hostname: '127.0.0.1', port });
-    conn.close();
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

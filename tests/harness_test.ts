@@ -8,6 +8,7 @@ import { migrate, MigrationError } from '../lib/migrate.ts';
 import { freePort } from '../scripts/_cluster.ts';
 import { adminUrl } from './_helpers/db.ts';
 import { waitFor } from './_helpers/wait.ts';
+import { exists } from '../scripts/_util.ts';
 
 const root = new URL('../', import.meta.url).pathname;
 
@@ -27,15 +28,6 @@ async function processMentions(text: string): Promise<boolean> {
     } catch { /* exited */ }
   }
   return false;
-}
-
-async function exists(path: string) {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function spawnHarness(file: string, env: Record<string, string>) {
