@@ -360,7 +360,10 @@ interface LoopState {
 
 function runLoop(s: LoopState): Worker {
   const { q, log } = s;
+  // Handlers running (bounded by maxConcurrent), and completions waiting to be written
+  // (the handler is done; the write holds no handler slot but is bounded too).
   const inflight = new Set<Promise<void>>();
+  const writes = new Set<Promise<void>>();
   const controllers = new Set<AbortController>();
   let stopping = false;
   let fatal: unknown = null;
@@ -411,7 +414,7 @@ function runLoop(s: LoopState): Worker {
 
   // Completions are written in batches: while one write is in flight, finished tasks queue
   // up and go together in the next (one round trip, one transaction). An idle worker's
-  // single completion is written at once, so batching adds no delay.
+  // single completion is written on the next turn of the event loop (no timer delay).
   type Completion = { runId: string; stepSlug: string; attempt: number; output: unknown };
   const pending: { item: Completion; settle: () => void }[] = [];
   let flushing = false;
@@ -435,10 +438,18 @@ function runLoop(s: LoopState): Worker {
     }
     flushing = false;
   };
+  let flushScheduled = false;
   const complete = (item: Completion) =>
     new Promise<void>((settle) => {
       pending.push({ item, settle });
-      if (!flushing) flush();
+      if (flushing || flushScheduled) return;
+      // The write starts on the next turn of the event loop, so the tasks of a batch that
+      // finish in the same turn (fast handlers) are written together.
+      flushScheduled = true;
+      setTimeout(() => {
+        flushScheduled = false;
+        if (!flushing) flush();
+      }, 0);
     });
 
   const execute = async (task: TaskClaim) => {
@@ -472,7 +483,14 @@ function runLoop(s: LoopState): Worker {
       ]);
       const value = output === undefined ? null : output;
       assertJson(value, `output of ${flowSlug}/${stepSlug}`);
-      await complete({ runId, stepSlug, attempt, output: value });
+      // The handler's slot is free once its completion is queued; the write goes with the
+      // next batch while the worker claims more work.
+      const written: Promise<void> = complete({ runId, stepSlug, attempt, output: value })
+        .finally(() => {
+          writes.delete(written);
+          wakeCapacity?.();
+        });
+      writes.add(written);
     } catch (e) {
       const result = await persist(
         'fail_task',
@@ -493,7 +511,7 @@ function runLoop(s: LoopState): Worker {
     let backoff = 0;
     while (!stopping) {
       const free = s.maxConcurrent - inflight.size;
-      if (free <= 0) {
+      if (free <= 0 || writes.size >= s.maxConcurrent) {
         await new Promise<void>((r) => (wakeCapacity = r));
         wakeCapacity = null;
         continue;
@@ -556,7 +574,9 @@ function runLoop(s: LoopState): Worker {
     try {
       await poll();
     } finally {
-      while (inflight.size > 0) await Promise.allSettled([...inflight]);
+      while (inflight.size > 0 || writes.size > 0) {
+        await Promise.allSettled([...inflight, ...writes]);
+      }
       clearInterval(heartbeat);
       clearInterval(stallSweep);
       const reason = fatal ? (fatal as Error).message : stopReason;
