@@ -83,6 +83,42 @@ Deno.test('two workers claiming the same message concurrently: exactly one claim
   }
 });
 
+Deno.test('a claim hides each message for its task timeout plus the margin, in one batch', async () => {
+  const runs = await Promise.all(
+    [1, 2, 3].map((n) =>
+      sql`select switchyard.start_flow('core', ${sql.json({ n })}::jsonb) as id`
+    ),
+  );
+  const tasks = await Promise.all(runs.map(([r]) => taskOf(r.id)));
+  // Different timeouts in one batch: each message gets its own task's.
+  await sql`update switchyard.step_tasks set timeout = case message_id
+              when ${tasks[0].message_id}::bigint then 7 when ${tasks[1].message_id}::bigint then 40
+              else timeout end
+             where queue_name = 'core_q' and message_id = any(${
+    pgArray(tasks.map((t) => t.message_id))
+  }::bigint[])`;
+  const w = await worker();
+  const before = await sql<{ msg_id: string; read_ct: number }[]>`
+    select msg_id::text, read_ct from pgmq.q_core_q
+     where msg_id = any(${pgArray(tasks.map((t) => t.message_id))}::bigint[]) order by msg_id`;
+  const claims = await claim(w, tasks.map((t) => t.message_id));
+  assert.deepEqual(claims.map((c) => c.disposition), ['claimed', 'claimed', 'claimed']);
+  const [{ margin }] = await sql`select switchyard.claim_margin_seconds() as margin`;
+  for (const t of tasks) {
+    const [{ timeout }] = await sql`select timeout from switchyard.step_tasks
+      where run_id = ${t.run_id} and step_slug = 'a'`;
+    const [{ hidden, read_ct }] = await sql`
+      select extract(epoch from vt - clock_timestamp())::float as hidden, read_ct
+        from pgmq.q_core_q where msg_id = ${t.message_id}`;
+    assert.ok(
+      hidden > timeout + margin - 2 && hidden <= timeout + margin,
+      `message ${t.message_id}: hidden ${hidden}s, expected about ${timeout} + ${margin}s`,
+    );
+    const was = before.find((b) => b.msg_id === String(t.message_id))!;
+    assert.equal(read_ct, was.read_ct, 'the claim does not count as a read');
+  }
+});
+
 Deno.test('a late completion from a superseded attempt changes nothing', async () => {
   const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 1}'::jsonb) as id`;
   const w = await worker();

@@ -92,6 +92,29 @@ begin
 end
 $$;
 
+-- Sets the visibility of claimed messages, one statement for the batch. PGMQ 1.5 has
+-- only a one-message set_vt, and a call per message (dynamic SQL each) was a sixth of
+-- the database time of a claim. This writes PGMQ's documented queue table
+-- (pgmq.q_<lower-cased queue name>: msg_id, read_ct, enqueued_at, vt, message, headers)
+-- the way set_vt does (vt = clock_timestamp() + seconds). Messages gone meanwhile are
+-- skipped. No lock-order concern: every caller has already locked the messages' tasks,
+-- in message order, so no two callers touch the same messages at once.
+create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  execute format(
+    'update pgmq.%I q set vt = clock_timestamp() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::int[]) as v(id, secs)
+      where q.msg_id = v.id',
+    'q_' || lower(queue))
+  using ids, seconds;
+end
+$$;
+
 -- `supported_pairs` null means the exact set the worker registered (the worker's
 -- normal call: the set is sent once, at registration).
 create or replace function switchyard.start_tasks(
@@ -112,7 +135,7 @@ declare
   eligible_ids bigint[];
   duplicate_ids bigint[];
   claimed_ids bigint[];
-  claimed record;
+  claimed_secs int[];
   id bigint;
   reason text;
   support text;
@@ -189,18 +212,21 @@ begin
     perform pgmq.archive(queue, stale_ids);
   end if;
 
-  claimed_ids := '{}';
-  for claimed in
+  with claimed as (
     update switchyard.step_tasks t
        set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
            worker_id = worker.worker_id
       from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
     returning t.message_id, t.timeout
-  loop
-    perform pgmq.set_vt(queue, claimed.message_id, claimed.timeout + switchyard.claim_margin_seconds());
-    claimed_ids := claimed_ids || claimed.message_id;
-  end loop;
+  )
+  select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
+         coalesce(array_agg(c.timeout + switchyard.claim_margin_seconds() order by c.message_id), '{}')
+    into claimed_ids, claimed_secs
+    from claimed c;
+  if cardinality(claimed_ids) > 0 then
+    perform switchyard._hide_messages(queue, claimed_ids, claimed_secs);
+  end if;
 
   return query
     select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
