@@ -29,14 +29,20 @@ export interface BenchDatabase {
 }
 
 /** Creates and migrates the benchmark database. */
-export async function openBenchDatabase(log: (line: string) => void): Promise<BenchDatabase> {
+export async function openBenchDatabase(
+  log: (line: string) => void,
+  opts: { profile?: boolean } = {},
+): Promise<BenchDatabase> {
   const given = Deno.env.get('DATABASE_URL');
   let cluster: Cluster | undefined;
   let adminUrl: string;
   if (given) {
     adminUrl = given;
   } else {
-    cluster = await startCluster({ log });
+    cluster = await startCluster({
+      log,
+      preload: opts.profile ? ['pg_stat_statements'] : [],
+    });
     adminUrl = cluster.url;
   }
   const name = `switchyard_bench_${crypto.randomUUID().slice(0, 8)}`;
@@ -64,6 +70,10 @@ export async function openBenchDatabase(log: (line: string) => void): Promise<Be
         `do $$ begin create role ${role} nologin; exception when duplicate_object then null; end $$`,
       );
     }
+    if (opts.profile) {
+      // Statements inside functions too, for sessions of this database only.
+      await admin.unsafe(`alter database "${name}" set pg_stat_statements.track = 'all'`);
+    }
   } catch (e) {
     await admin.end({ timeout: 1 });
     await dropAndStop();
@@ -80,6 +90,19 @@ export async function openBenchDatabase(log: (line: string) => void): Promise<Be
     throw e;
   }
   const sql = postgres(url, { max: 4, onnotice: () => {}, prepare: false });
+  if (opts.profile) {
+    try {
+      await sql`create extension if not exists pg_stat_statements`;
+      await sql`select pg_stat_statements_reset()`;
+    } catch (e) {
+      await sql.end({ timeout: 1 });
+      await dropAndStop();
+      throw new Error(
+        `--profile needs pg_stat_statements in shared_preload_libraries of the server ` +
+          `(the throwaway cluster preloads it): ${(e as Error).message}`,
+      );
+    }
+  }
   let closed: Promise<void> | undefined;
   return {
     url,

@@ -20,7 +20,9 @@
  *    processes, next to one with a 1-flow registry.
  *
  * `--quick` runs fewer and smaller rounds. `--explain` prints EXPLAIN ANALYZE of every
- * statement inside one `start_tasks` call (1000 flows). Runs against a throwaway cluster
+ * statement inside one `start_tasks` call (1000 flows). `--profile` (with figure 1) runs one
+ * more engine pass and one more raw pass with `pg_stat_statements` and prints where the
+ * database time of each went, statement by statement (functions' inner statements included). Runs against a throwaway cluster
  * (scripts/_cluster.ts) unless `DATABASE_URL` is set, in which case a fresh database is
  * created on that server; it is dropped afterwards either way. BENCHMARKS.md has the results
  * and where the time goes.
@@ -48,6 +50,7 @@ interface Options {
   concurrency: number;
   connections: number;
   explain: boolean;
+  profile: boolean;
 }
 
 function parseOptions(args: string[]): Options {
@@ -64,9 +67,11 @@ function parseOptions(args: string[]): Options {
     return n;
   };
   for (const a of args) {
-    if (!/^--(quick$|explain$|rounds=|only=|batch=|concurrency=|connections=)/.test(a)) {
+    if (
+      !/^--(quick$|explain$|profile$|rounds=|only=|batch=|concurrency=|connections=)/.test(a)
+    ) {
       throw new Error(
-        `unknown argument "${a}": use --quick, --explain, --rounds=N, --only=1,2,3,4,5, ` +
+        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, --only=1,2,3,4,5, ` +
           '--batch=N, --concurrency=N, --connections=N',
       );
     }
@@ -88,6 +93,7 @@ function parseOptions(args: string[]): Options {
     concurrency: int('concurrency', 2 * int('batch', 10)),
     connections: int('connections', 4),
     explain: args.includes('--explain'),
+    profile: args.includes('--profile'),
   };
 }
 
@@ -128,6 +134,8 @@ interface ThroughputResult {
   engine: Map<number, Sample[]>; // tasks
   raw: Map<number, Sample[]>; // messages
   e2e: Sample[]; // runs
+  /** With --profile: where the database time of one engine pass and one raw pass went. */
+  profile?: string;
 }
 
 /** Times `body`, which handles `items` items, and the CPU the bench and its server used. */
@@ -143,6 +151,48 @@ async function timed(db: BenchDatabase, items: number, body: () => Promise<void>
     cpuMs: cpu0 && cpu1 ? per(cpu0.server + cpu0.bench, cpu1.server + cpu1.bench) : null,
     serverCpuMs: cpu0 && cpu1 ? per(cpu0.server, cpu1.server) : null,
   };
+}
+
+/**
+ * Runs `pass` with `pg_stat_statements` counting from zero and returns a table of the
+ * statements that took the most execution time, and the total per item.
+ */
+async function profiled(
+  db: BenchDatabase,
+  items: number,
+  pass: (reset: () => Promise<unknown>) => Promise<unknown>,
+) {
+  await pass(() => db.sql`select pg_stat_statements_reset()`);
+  const rows = await db.sql<
+    { top: boolean; calls: number; total: number; mean: number; query: string }[]
+  >`
+    select s.toplevel as top, s.calls::int as calls, s.total_exec_time as total,
+           s.total_exec_time / s.calls as mean,
+           left(regexp_replace(s.query, '[[:space:]]+', ' ', 'g'), 90) as query
+      from pg_stat_statements s
+      join pg_database d on d.oid = s.dbid and d.datname = current_database()
+     where s.query not like '%pg_stat_statements%'
+       and s.query not like 'SELECT pg_sleep%'
+     order by s.total_exec_time desc limit 14`;
+  const [{ total }] = await db.sql<{ total: number }[]>`
+    select coalesce(sum(s.total_exec_time) filter (where s.toplevel), 0)::float
+           - coalesce(sum(s.total_exec_time) filter (where s.query like 'SELECT pg_sleep%'), 0)
+             as total
+      from pg_stat_statements s
+      join pg_database d on d.oid = s.dbid and d.datname = current_database()
+     where s.query not like '%pg_stat_statements%'`;
+  return `${fmt(total / items, 3)} ms of statement time per item (top-level statements, ` +
+    `without read_with_poll's sleeps)\n\n` +
+    table(
+      ['', 'calls', 'total ms', 'ms/call', 'statement'],
+      rows.map((r) => [
+        r.top ? 'top' : 'in',
+        String(r.calls),
+        fmt(r.total, 1),
+        fmt(r.mean, 3),
+        r.query.replaceAll('|', '/'),
+      ]),
+    );
 }
 
 /** Consumer counts compared: one worker vs one loop, and four of each (CPU-bound). */
@@ -174,7 +224,8 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
     pollIntervalMs: 10,
     logger: silent,
   };
-  const runEngine = async (consumers: number) => {
+  // `atClock` runs right before the clock starts (after the work is seeded).
+  const runEngine = async (consumers: number, atClock?: () => Promise<unknown>) => {
     await sql`select count(switchyard.start_flow('tp' || (i % 10), jsonb_build_object('i', i)))
                 from generate_series(1, ${messages}::int) i`;
     const pools = Array.from(
@@ -189,6 +240,7 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
           await startWorkerImpl(registry, { ...workerOptions, queueName: 'bench_tp', sql: pool }),
         );
       }
+      await atClock?.();
       return await timed(
         db,
         messages,
@@ -199,7 +251,7 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
       await Promise.all(pools.map((p) => p.end({ timeout: 2 })));
     }
   };
-  const runRaw = async (consumers: number) => {
+  const runRaw = async (consumers: number, atClock?: () => Promise<unknown>) => {
     await sql`select count(*) from generate_series(1, ${messages}::int) i,
                 lateral pgmq.send('bench_raw', jsonb_build_object('run_id', gen_random_uuid(),
                   'flow_slug', 'tp0', 'step_slug', 's0', 'i', i))`;
@@ -209,6 +261,7 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
     );
     try {
       await Promise.all(pools.map((p) => p`select 1`)); // connected before the clock starts
+      await atClock?.();
       let archived = 0;
       const sample = await timed(db, messages, async () => {
         await Promise.all(pools.map(async (pool) => {
@@ -273,6 +326,13 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
           } msgs/s`
         ).join('; ') + `; e2e ${fmt(out.e2e[r].rate, 0)} runs/s`,
     );
+  }
+  if (o.profile) {
+    const raw = await profiled(db, messages, (reset) => runRaw(1, reset));
+    const engine = await profiled(db, messages, (reset) => runEngine(1, reset));
+    out.profile = `where the database time goes (pg_stat_statements, one more pass of each ` +
+      `side with 1 consumer, ${messages} items; "in" = a statement inside a function)\n\n` +
+      `raw PGMQ loop: ${raw}\n\nengine: ${engine}`;
   }
   return out;
 }
@@ -503,7 +563,7 @@ async function memory(db: BenchDatabase, o: Options) {
 
 async function main() {
   const o = parseOptions(Deno.args);
-  const db = await openBenchDatabase(log);
+  const db = await openBenchDatabase(log, { profile: o.profile });
   const cleanup = async () => {
     await db.close();
   };
@@ -565,6 +625,7 @@ async function main() {
         '(none)',
         '-',
       ]);
+      if (t.profile) notes.push(t.profile);
     }
     if (o.only.has(3)) {
       const { registered: c, explicit } = await claimScaling(db, o);

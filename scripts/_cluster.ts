@@ -72,7 +72,13 @@ async function run(cmd: string, args: string[]): Promise<void> {
 
 /** Starts a throwaway cluster. Call `stop()` in a `finally`. */
 export async function startCluster(
-  opts: { binDir?: string; maxConnections?: number; log?: (line: string) => void } = {},
+  opts: {
+    binDir?: string;
+    maxConnections?: number;
+    log?: (line: string) => void;
+    /** Extra libraries to preload (for example `pg_stat_statements` for profiling). */
+    preload?: string[];
+  } = {},
 ): Promise<Cluster> {
   const binDir = opts.binDir ?? Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN;
   const initdb = `${binDir}/initdb`;
@@ -108,7 +114,9 @@ export async function startCluster(
     'shared_buffers=128MB',
     'log_min_messages=warning',
   ];
-  if (pgCron) settings.push('shared_preload_libraries=pg_cron', 'cron.database_name=postgres');
+  const preload = [...(pgCron ? ['pg_cron'] : []), ...(opts.preload ?? [])];
+  if (preload.length > 0) settings.push(`shared_preload_libraries=${preload.join(',')}`);
+  if (pgCron) settings.push('cron.database_name=postgres');
   const args = ['-D', dataDir, ...settings.flatMap((s) => ['-c', s])];
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
 
