@@ -210,6 +210,24 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
     raw: new Map(CONSUMERS.map((n) => [n, []])),
     e2e: [],
   };
+  // Each side keeps its connection pools (one of `connections` per consumer) for the whole
+  // figure: sessions stay warm as in a long-running worker, and the engine's larger number of
+  // sessions (a worker uses its pool's connections at once) does not pay its per-session
+  // start-up (function compilation, plan caches) again every round.
+  const pools = new Map<string, postgres.Sql[]>();
+  const sessions = (side: 'engine' | 'raw', consumers: number) => {
+    const key = `${side}:${consumers}`;
+    if (!pools.has(key)) {
+      pools.set(
+        key,
+        Array.from(
+          { length: consumers },
+          () => postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} }),
+        ),
+      );
+    }
+    return pools.get(key)!;
+  };
   // The seeded messages stay hidden until the clock starts: a worker that starts before the
   // others (or before the clock) must not process any of them early.
   const hold = (queue: string) =>
@@ -235,10 +253,7 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
     await sql`select count(switchyard.start_flow('tp' || (i % 10), jsonb_build_object('i', i)))
                 from generate_series(1, ${messages}::int) i`;
     await hold('bench_tp');
-    const pools = Array.from(
-      { length: consumers },
-      () => postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} }),
-    );
+    const pools = sessions('engine', consumers);
     const workers: Worker[] = [];
     try {
       // startWorkerImpl accepts a pool, so the engine gets exactly `connections` per worker.
@@ -255,39 +270,31 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
       });
     } finally {
       await Promise.all(workers.map((w) => w.stop()));
-      await Promise.all(pools.map((p) => p.end({ timeout: 2 })));
     }
   };
   const runRaw = async (consumers: number, atClock?: () => Promise<unknown>) => {
     await sql`select count(*) from generate_series(1, ${messages}::int) i,
                 lateral pgmq.send('bench_raw', jsonb_build_object('run_id', gen_random_uuid(),
                   'flow_slug', 'tp0', 'step_slug', 's0', 'i', i))`;
-    const pools = Array.from(
-      { length: consumers },
-      () => postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} }),
-    );
-    try {
-      await Promise.all(pools.map((p) => p`select 1`)); // connected before the clock starts
-      await atClock?.();
-      let archived = 0;
-      const sample = await timed(db, messages, async () => {
-        await Promise.all(pools.map(async (pool) => {
-          for (;;) {
-            const rows = await pool<{ msg_id: string }[]>`
-              select msg_id::text as msg_id from pgmq.read('bench_raw', 60, ${o.batch}::int)`;
-            if (rows.length === 0) return;
-            await pool`select pgmq.archive('bench_raw', ${
-              pgArray(rows.map((r) => r.msg_id))
-            }::bigint[])`;
-            archived += rows.length;
-          }
-        }));
-      });
-      if (archived !== messages) throw new Error(`raw loops archived ${archived} of ${messages}`);
-      return sample;
-    } finally {
-      await Promise.all(pools.map((p) => p.end({ timeout: 2 })));
-    }
+    const pools = sessions('raw', consumers);
+    await Promise.all(pools.map((p) => p`select 1`)); // connected before the clock starts
+    await atClock?.();
+    let archived = 0;
+    const sample = await timed(db, messages, async () => {
+      await Promise.all(pools.map(async (pool) => {
+        for (;;) {
+          const rows = await pool<{ msg_id: string }[]>`
+            select msg_id::text as msg_id from pgmq.read('bench_raw', 60, ${o.batch}::int)`;
+          if (rows.length === 0) return;
+          await pool`select pgmq.archive('bench_raw', ${
+            pgArray(rows.map((r) => r.msg_id))
+          }::bigint[])`;
+          archived += rows.length;
+        }
+      }));
+    });
+    if (archived !== messages) throw new Error(`raw loops archived ${archived} of ${messages}`);
+    return sample;
   };
   const e2eRegistry = [threeStepFlow('e2e', 'bench_e2e_a', 'bench_e2e_b')];
   await compile(sql, e2eRegistry);
@@ -314,35 +321,41 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
     }
   };
 
-  // One warm-up of each side, then rounds in an order that rotates every round.
-  log('throughput: warm-up');
-  await runEngine(1);
-  await runRaw(1);
-  await runE2e();
-  const sides: (() => Promise<unknown>)[] = [
-    ...CONSUMERS.flatMap((n) => [
-      async () => out.engine.get(n)!.push(await runEngine(n)),
-      async () => out.raw.get(n)!.push(await runRaw(n)),
-    ]),
-    async () => out.e2e.push(await runE2e()),
-  ];
-  for (let r = 0; r < o.rounds; r++) {
-    for (let k = 0; k < sides.length; k++) await sides[(r + k) % sides.length]();
-    log(
-      `throughput round ${r + 1}/${o.rounds}: ` +
-        CONSUMERS.map((n) =>
-          `${n} consumer(s): engine ${fmt(out.engine.get(n)![r].rate, 0)} tasks/s, raw ${
-            fmt(out.raw.get(n)![r].rate, 0)
-          } msgs/s`
-        ).join('; ') + `; e2e ${fmt(out.e2e[r].rate, 0)} runs/s`,
-    );
-  }
-  if (o.profile) {
-    const raw = await profiled(db, messages, (reset) => runRaw(1, reset));
-    const engine = await profiled(db, messages, (reset) => runEngine(1, reset));
-    out.profile = `where the database time goes (pg_stat_statements, one more pass of each ` +
-      `side with 1 consumer, ${messages} items; "in" = a statement inside a function)\n\n` +
-      `raw PGMQ loop: ${raw}\n\nengine: ${engine}`;
+  try {
+    // One warm-up of each side, then rounds in an order that rotates every round.
+    log('throughput: warm-up');
+    for (const n of CONSUMERS) {
+      await runEngine(n);
+      await runRaw(n);
+    }
+    await runE2e();
+    const sides: (() => Promise<unknown>)[] = [
+      ...CONSUMERS.flatMap((n) => [
+        async () => out.engine.get(n)!.push(await runEngine(n)),
+        async () => out.raw.get(n)!.push(await runRaw(n)),
+      ]),
+      async () => out.e2e.push(await runE2e()),
+    ];
+    for (let r = 0; r < o.rounds; r++) {
+      for (let k = 0; k < sides.length; k++) await sides[(r + k) % sides.length]();
+      log(
+        `throughput round ${r + 1}/${o.rounds}: ` +
+          CONSUMERS.map((n) =>
+            `${n} consumer(s): engine ${fmt(out.engine.get(n)![r].rate, 0)} tasks/s, raw ${
+              fmt(out.raw.get(n)![r].rate, 0)
+            } msgs/s`
+          ).join('; ') + `; e2e ${fmt(out.e2e[r].rate, 0)} runs/s`,
+      );
+    }
+    if (o.profile) {
+      const raw = await profiled(db, messages, (reset) => runRaw(1, reset));
+      const engine = await profiled(db, messages, (reset) => runEngine(1, reset));
+      out.profile = `where the database time goes (pg_stat_statements, one more pass of each ` +
+        `side with 1 consumer, ${messages} items; "in" = a statement inside a function)\n\n` +
+        `raw PGMQ loop: ${raw}\n\nengine: ${engine}`;
+    }
+  } finally {
+    await Promise.all([...pools.values()].flat().map((p) => p.end({ timeout: 2 })));
   }
   return out;
 }
