@@ -118,12 +118,17 @@ $$;
 -- `supported_pairs` null means the exact set the worker registered (the worker's
 -- normal call: the set is sent once, at registration).
 --
--- plan_cache_mode = force_custom_plan: the claim joins the batch's arrays to the task
--- table. PL/pgSQL switches a statement to a generic plan after a few calls in a session,
--- and for these joins that plan was chosen while the tables were small; in a worker's
+-- Index probes only (enable_seqscan/hashjoin/mergejoin off for this call and the
+-- functions it calls): every statement here touches a batch of at most a few hundred
+-- rows, found by key. PL/pgSQL caches a generic plan per statement after a few calls;
+-- for the joins of the batch's arrays to the task table that plan (a hash join over a
+-- scan of the table) was chosen while the tables were small, and in a worker's
 -- long-lived session the claim then slowed down as the tables grew (in the bench, its
 -- task update went from 0.4 to 3.1 ms per batch within 15,000 tasks, and a worker from
--- 1,700 to 700 tasks/s). Planning each call costs far less than that.
+-- 1,700 to 700 tasks/s). Planning every call instead (plan_cache_mode =
+-- force_custom_plan) was tried and measured worse: planning time on every call, and the
+-- completion's first statement (a join of jsonb_array_elements to the task table) still
+-- took 3 ms per batch instead of 0.3.
 create or replace function switchyard.start_tasks(
   queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
 )
@@ -132,7 +137,9 @@ language plpgsql
 volatile
 security definer
 set search_path = ''
-set plan_cache_mode = force_custom_plan
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
 as $$
 declare
   queue alias for queue_name;

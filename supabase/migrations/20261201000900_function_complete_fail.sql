@@ -11,15 +11,17 @@
 -- Set-based, so the cost per task falls with the batch size. Tasks are locked in
 -- (queue, message id) order, as start_tasks locks them, then their runs in run
 -- order, so neither concurrent batches nor claims can deadlock with it.
--- Planned on every call (plan_cache_mode), as start_tasks is: a cached generic plan for
--- its array joins degrades in a worker's long-lived session as the tables grow.
+-- Index probes only, as in start_tasks (see there): a cached generic plan of its array
+-- joins degraded in a worker's long-lived session as the tables grew.
 create or replace function switchyard.complete_tasks(completions jsonb)
 returns table (ok boolean)
 language plpgsql
 volatile
 security definer
 set search_path = ''
-set plan_cache_mode = force_custom_plan
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
 as $$
 declare
   acc_ords bigint[];      -- accepted items (parallel arrays)
