@@ -131,15 +131,12 @@ Deno.test({
         while (started < RUNS) {
           // The second half of the runs starts only after the restart, so there is always
           // work left to prove that the survivors reconnected (however fast the first half went).
-          if (!restartedAt && started >= RUNS / 2) {
+          const limit = restartedAt ? RUNS : Math.ceil(RUNS / 2);
+          if (started >= limit) {
             await sleep(50);
             continue;
           }
-          const n = Math.min(
-            chunk,
-            RUNS - started,
-            restartedAt ? RUNS : Math.ceil(RUNS / 2) - started,
-          );
+          const n = Math.min(chunk, limit - started);
           try {
             await sql!`select count(switchyard.start_flow('chaos', jsonb_build_object('n', i)))
                          from generate_series(${started}::int, ${started + n - 1}::int) i`;
