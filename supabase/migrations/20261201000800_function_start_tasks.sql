@@ -92,13 +92,14 @@ begin
 end
 $$;
 
--- Sets the visibility of claimed messages, one statement for the batch. PGMQ 1.5 has
--- only a one-message set_vt, and a call per message (dynamic SQL each) was a sixth of
--- the database time of a claim. This writes PGMQ's documented queue table
+-- Sets the visibility of a batch of messages in one statement: the claimed messages
+-- (their step's timeout plus the margin) and a refused batch (visible again at once).
+-- PGMQ 1.5 has only a one-message set_vt, and a call per message (dynamic SQL each) was
+-- a sixth of the database time of a claim. This writes PGMQ's documented queue table
 -- (pgmq.q_<lower-cased queue name>: msg_id, read_ct, enqueued_at, vt, message, headers)
 -- the way set_vt does (vt = clock_timestamp() + seconds). Messages gone meanwhile are
--- skipped. No lock-order concern: every caller has already locked the messages' tasks,
--- in message order, so no two callers touch the same messages at once.
+-- skipped. The only caller is start_tasks, which has locked the batch's tasks first, in
+-- message order.
 create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
 returns void
 language plpgsql
@@ -151,7 +152,6 @@ declare
   duplicate_ids bigint[];
   claimed_ids bigint[];
   claimed_secs int[];
-  id bigint;
   reason text;
   support text;
   task_ids bigint[];      -- the batch's tasks (parallel arrays, in message order)
@@ -202,9 +202,8 @@ begin
   if unsupported_ids is not null then
     -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
     -- archived; every message visible again; the function pauses durably.
-    foreach id in array message_ids loop
-      perform pgmq.set_vt(queue, id, 0);
-    end loop;
+    perform switchyard._hide_messages(
+      queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
     reason := format(
       'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
       queue, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
