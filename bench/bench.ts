@@ -31,9 +31,9 @@
  */
 import postgres from 'postgres';
 import { toPlacement } from '../lib/mod.ts';
-import type { DeployedFlow } from '../lib/deployed_flow.ts';
+import type { DeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import { startWorker, startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
-import { pgArray, Queries } from '../lib/worker/queries.ts';
+import { pgArray, WorkerQueries } from '../lib/sql/worker_queries.ts';
 import { type BenchDatabase, openBenchDatabase } from './_db.ts';
 import { routedRegistry, threeStepFlow } from './_flows.ts';
 import { fmt, median, roundRatio, since, table } from './_stats.ts';
@@ -374,7 +374,7 @@ async function claimScaling(
   const perBatch = o.batch;
   // One connection for every timed call, so all sizes share the same session costs.
   const timed = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
-  const q = new Queries(timed);
+  const q = new WorkerQueries(timed);
   const scenarios: { size: number; queue: string; workerId: string; pairs: string[] }[] = [];
   try {
     for (const size of CLAIM_SIZES) {

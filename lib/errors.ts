@@ -1,13 +1,15 @@
 /**
- * Error classes of the Switchyard DSL.
+ * Every error class of Switchyard, and the one table that maps the SQL core's
+ * SQLSTATEs to them (docs/ARCHITECTURE.md §10).
  *
  * Every error the kit throws extends {@link SwitchyardError}, so callers can catch the whole
  * family with one `instanceof` check, or match one class. Messages always name the offending
- * value and the rule that was broken. Worker errors live in `lib/worker/errors.ts` and extend
- * the same base class.
+ * value and the rule that was broken. Errors raised in SQL are mapped by their SQLSTATE and the
+ * JSON object in their `DETAIL`, never by their message text.
  *
  * @module
  */
+import type { FenceStatus } from './sql/fence_status.ts';
 
 /**
  * Base class of every error thrown by Switchyard.
@@ -37,7 +39,7 @@ export class SwitchyardError extends Error {
  * @example
  * ```ts
  * import { InvalidSlugError } from './errors.ts';
- * import { assertFlowSlug } from './slugs.ts';
+ * import { assertFlowSlug } from './dsl/slugs.ts';
  *
  * try {
  *   assertFlowSlug('my-flow');
@@ -73,7 +75,7 @@ export class InvalidSlugError extends SwitchyardError {
  * @example
  * ```ts
  * import { InvalidQueueNameError } from './errors.ts';
- * import { assertQueueName } from './queue_names.ts';
+ * import { assertQueueName } from './dsl/queue_names.ts';
  *
  * try {
  *   assertQueueName('Classify-Threads', { explicit: true });
@@ -111,7 +113,7 @@ export class InvalidQueueNameError extends SwitchyardError {
  * @example
  * ```ts
  * import { FlowDefinitionError } from './errors.ts';
- * import { Flow } from './flow.ts';
+ * import { Flow } from './dsl/flow.ts';
  *
  * try {
  *   new Flow({ slug: 'f', maxAttempts: 0 });
@@ -156,7 +158,7 @@ export class RouteError extends SwitchyardError {
  * @example
  * ```ts
  * import { InvalidInputError } from './errors.ts';
- * import { assertJson } from './slugs.ts';
+ * import { assertJson } from './dsl/json.ts';
  *
  * try {
  *   assertJson({ a: { b: undefined } });
@@ -216,4 +218,368 @@ export function describeValue(value: unknown): string {
       if (Array.isArray(value)) return 'an array';
       return `an object`;
   }
+}
+
+/** A `flow/step` pair as the SQL core names it. */
+export type FlowStepPair = `${string}/${string}`;
+
+/**
+ * The worker's configuration is wrong (duplicate concrete slugs, a queue no
+ * deployment routes to, a missing or forbidden selector, a bad number).
+ *
+ * @example
+ * ```ts
+ * import { WorkerConfigError } from './errors.ts';
+ * const e = new WorkerConfigError('maxConcurrent 0 is invalid: use an integer from 1 to 1000');
+ * console.assert(e instanceof WorkerConfigError);
+ * ```
+ */
+export class WorkerConfigError extends SwitchyardError {
+  /** Creates the error with a message naming the value and the rule. */
+  constructor(message: string) {
+    super(message);
+    this.name = 'WorkerConfigError';
+  }
+}
+
+/**
+ * Start-up refused: work on the queue needs (flow, step) pairs the registry lacks.
+ *
+ * @example
+ * ```ts
+ * import { CoverageError } from './errors.ts';
+ * const e = new CoverageError('classify', [
+ *   { flowSlug: 'threadsV3', stepSlug: 'classify', reasons: 'active target of alias threads' },
+ * ]);
+ * console.assert(e.missingPairs[0] === 'threadsV3/classify');
+ * ```
+ */
+export class CoverageError extends SwitchyardError {
+  /** The queue the worker was to poll. */
+  readonly queueName: string;
+  /** Every missing pair as `flow/step`. */
+  readonly missingPairs: FlowStepPair[];
+  /** Each missing pair with why it is needed. */
+  readonly missing: { flowSlug: string; stepSlug: string; reasons: string }[];
+  /** Creates the error for a queue and every pair its registry lacks, with the reasons. */
+  constructor(
+    queueName: string,
+    missing: { flowSlug: string; stepSlug: string; reasons: string }[],
+  ) {
+    super(
+      `worker for queue "${queueName}" refuses to start: its registry lacks ${missing.length} ` +
+        `flow/step pair(s) that work on the queue needs: ${
+          missing.map((m) => `${m.flowSlug}/${m.stepSlug} (${m.reasons})`).join(', ')
+        }; add those deployments to the registry`,
+    );
+    this.name = 'CoverageError';
+    this.queueName = queueName;
+    this.missing = missing;
+    this.missingPairs = missing.map((m) => `${m.flowSlug}/${m.stepSlug}` as FlowStepPair);
+  }
+}
+
+/**
+ * A batch held work the worker cannot run. Nothing was claimed, the batch is
+ * visible again, no attempt was used, and the function is paused.
+ *
+ * @example
+ * ```ts
+ * import { UnsupportedWorkError } from './errors.ts';
+ * const e = new UnsupportedWorkError('classify', 'classify-worker', [41n, 42n], ['threadsV2/classify']);
+ * console.assert(e.messageIds.length === 2);
+ * ```
+ */
+export class UnsupportedWorkError extends SwitchyardError {
+  /** The queue the batch was read from. */
+  readonly queueName: string;
+  /** The queue function that was paused. */
+  readonly functionName: string;
+  /** The unsupported messages (their bodies are never part of the error). */
+  readonly messageIds: bigint[];
+  /** `flow/step` pairs, or `(no task)` for messages that belong to no task. */
+  readonly unsupportedPairs: string[];
+  /** Creates the error naming queue, function, message ids and pairs. */
+  constructor(
+    queueName: string,
+    functionName: string,
+    messageIds: bigint[],
+    unsupportedPairs: string[],
+  ) {
+    super(
+      `unsupported work on queue "${queueName}": message ids [${messageIds.join(', ')}], ` +
+        `unsupported flow/step pairs [${unsupportedPairs.join(', ')}]; nothing was claimed, ` +
+        `the batch is visible again and function "${functionName}" is paused ` +
+        `(resume it with switchyard.resume_function after fixing the registry)`,
+    );
+    this.name = 'UnsupportedWorkError';
+    this.queueName = queueName;
+    this.functionName = functionName;
+    this.messageIds = messageIds;
+    this.unsupportedPairs = unsupportedPairs;
+  }
+}
+
+/**
+ * The worker's function is paused; it starts nothing until resumed.
+ *
+ * @example
+ * ```ts
+ * import { FunctionPausedError } from './errors.ts';
+ * const e = new FunctionPausedError('classify-worker', 'unsupported work on queue classify');
+ * console.assert(e.reason.startsWith('unsupported'));
+ * ```
+ */
+export class FunctionPausedError extends SwitchyardError {
+  /** The paused queue function. */
+  readonly functionName: string;
+  /** Why it was paused. */
+  readonly reason: string;
+  /** Creates the error for a function and its pause reason. */
+  constructor(functionName: string, reason: string) {
+    super(`function "${functionName}" is paused: ${reason}`);
+    this.name = 'FunctionPausedError';
+    this.functionName = functionName;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The worker's function is disabled (for example inside a fenced rollout).
+ *
+ * @example
+ * ```ts
+ * import { FunctionDisabledError } from './errors.ts';
+ * console.assert(new FunctionDisabledError('classify-worker').functionName === 'classify-worker');
+ * ```
+ */
+export class FunctionDisabledError extends SwitchyardError {
+  /** The disabled queue function. */
+  readonly functionName: string;
+  /** Creates the error for a function. */
+  constructor(functionName: string) {
+    super(`function "${functionName}" is disabled; a fenced rollout re-enables it when it ends`);
+    this.name = 'FunctionDisabledError';
+    this.functionName = functionName;
+  }
+}
+
+// Errors of operator calls (pause, resume, fence, keep-alive, drain)
+
+/**
+ * An operation the database refused: the message names the value and the rule,
+ * `code` is the SQLSTATE and `hint` the server's hint, when it gave one.
+ *
+ * @example
+ * ```ts
+ * import { OperationError } from './errors.ts';
+ * const e = new OperationError('keep_alive: debounce_seconds -1 is invalid', '22023');
+ * console.assert(e.code === '22023');
+ * ```
+ */
+export class OperationError extends SwitchyardError {
+  /** The SQLSTATE the server raised. */
+  readonly code: string;
+  /** What to do about it, when the server said. */
+  readonly hint: string | undefined;
+  /** The structured detail the SQL core attached (the JSON object in `DETAIL`), or `{}`. */
+  readonly detail: Readonly<Record<string, unknown>>;
+  /** Creates the error from the server's message, SQLSTATE, hint and structured detail. */
+  constructor(
+    message: string,
+    code: string,
+    hint?: string,
+    options?: ErrorOptions & { detail?: Record<string, unknown> },
+  ) {
+    super(message, options);
+    this.name = 'OperationError';
+    this.code = code;
+    this.hint = hint;
+    this.detail = options?.detail ?? {};
+  }
+}
+
+/**
+ * A function name that no `switchyard.worker_functions` row has.
+ *
+ * @example
+ * ```ts
+ * import { UnknownFunctionError } from './errors.ts';
+ * const e = new UnknownFunctionError(['nope-worker'], 'unknown function "nope-worker"');
+ * console.assert(e.functionNames[0] === 'nope-worker');
+ * ```
+ */
+export class UnknownFunctionError extends OperationError {
+  /** Every unknown name. */
+  readonly functionNames: string[];
+  /** Creates the error for the unknown names, with the server's message. */
+  constructor(functionNames: string[], message: string, options?: ErrorOptions) {
+    super(message, 'SY003', undefined, options);
+    this.name = 'UnknownFunctionError';
+    this.functionNames = functionNames;
+  }
+}
+
+/**
+ * A fence operation out of order: `fence_begin` while a fence is open (fences do
+ * not nest), or `fence_end` while none is.
+ *
+ * @example
+ * ```ts
+ * import { FenceStateError } from './errors.ts';
+ * const e = new FenceStateError('fence_end: no fence is open', 'SY011');
+ * console.assert(e.fenceOpen === false);
+ * ```
+ */
+export class FenceStateError extends OperationError {
+  /** True when the refusal was because a fence is open, false because none is. */
+  readonly fenceOpen: boolean;
+  /** Creates the error; `SY010`: a fence is open, `SY011`: none is. */
+  constructor(message: string, code: 'SY010' | 'SY011', hint?: string, options?: ErrorOptions) {
+    super(message, code, hint, options);
+    this.name = 'FenceStateError';
+    this.fenceOpen = code === 'SY010';
+  }
+}
+
+/**
+ * `waitForFence` ran out of time: some fenced function still has a live worker
+ * or a started task of one. The fence stays open.
+ *
+ * @example
+ * ```ts
+ * import { FenceTimeoutError } from './errors.ts';
+ * const e = new FenceTimeoutError(5_000, null);
+ * console.assert(e.timeoutMs === 5_000);
+ * ```
+ */
+export class FenceTimeoutError extends SwitchyardError {
+  /** How long the wait lasted. */
+  readonly timeoutMs: number;
+  /** The last status read (null when the fence was closed meanwhile). */
+  readonly status: FenceStatus | null;
+  /** Creates the error naming every function that is not quiet yet. */
+  constructor(timeoutMs: number, status: FenceStatus | null) {
+    const busy = status?.functions.filter((f) => !f.quiet) ?? [];
+    super(
+      `fence ${status?.fenceId ?? '(closed)'} is not quiet after ${timeoutMs / 1000} s: ` +
+        (busy.length
+          ? busy.map((f) =>
+            `"${f.functionName}" has ${f.liveWorkers} live worker(s) and ${f.startedTasks} started task(s)`
+          ).join('; ')
+          : 'the fence was closed meanwhile') +
+        '; the fence stays open: wait again, or find the worker that does not stop',
+    );
+    this.name = 'FenceTimeoutError';
+    this.timeoutMs = timeoutMs;
+    this.status = status;
+  }
+}
+
+/**
+ * `schedule_keep_alive` needs pg_cron in the current database.
+ *
+ * @example
+ * ```ts
+ * import { PgCronMissingError } from './errors.ts';
+ * const e = new PgCronMissingError('schedule_keep_alive: pg_cron is not installed in database "app"');
+ * console.assert(e.code === 'SY020');
+ * ```
+ */
+export class PgCronMissingError extends OperationError {
+  /** Creates the error from the server's message and hint. */
+  constructor(message: string, hint?: string, options?: ErrorOptions) {
+    super(message, 'SY020', hint, options);
+    this.name = 'PgCronMissingError';
+  }
+}
+
+/**
+ * Migrations could not be applied; the message carries the file and the server's words.
+ *
+ * @example
+ * ```ts
+ * import { MigrationError, SwitchyardError } from './errors.ts';
+ * const e = new MigrationError('supabase db push failed in 20261201000300_tables.sql');
+ * console.assert(e instanceof SwitchyardError);
+ * ```
+ */
+export class MigrationError extends SwitchyardError {
+  /** Creates the error with a message naming the file and the server's words. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'MigrationError';
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The SQLSTATE table (docs/ARCHITECTURE.md §10)
+
+/** The parts of a server error the table reads (postgres.js' `PostgresError` has them). */
+interface ServerError {
+  code: string;
+  message: string;
+  hint?: string;
+  detail?: string;
+}
+
+function isServerError(e: unknown): e is ServerError {
+  const err = e as Partial<ServerError> | null;
+  return typeof err?.code === 'string' && typeof err.message === 'string';
+}
+
+/** The JSON object the SQL core puts in `DETAIL`, or null when there is none. */
+function detailOf(e: ServerError): Record<string, unknown> | null {
+  if (typeof e.detail !== 'string' || !e.detail.startsWith('{')) return null;
+  try {
+    const value = JSON.parse(e.detail);
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/** SQLSTATE -> the error class the SQL core's refusal becomes. */
+const SQL_ERRORS: Readonly<
+  Record<string, (e: ServerError, detail: Record<string, unknown>) => SwitchyardError>
+> = {
+  SY001: (_e, d) => new FunctionPausedError(text(d.function_name), text(d.reason)),
+  SY002: (_e, d) => new FunctionDisabledError(text(d.function_name)),
+  SY003: (e, d) =>
+    new UnknownFunctionError(
+      Array.isArray(d.function_names) ? d.function_names.map(String) : [],
+      e.message,
+      { cause: e },
+    ),
+  SY010: (e) => new FenceStateError(e.message, 'SY010', e.hint || undefined, { cause: e }),
+  SY011: (e) => new FenceStateError(e.message, 'SY011', e.hint || undefined, { cause: e }),
+  SY020: (e) => new PgCronMissingError(e.message, e.hint || undefined, { cause: e }),
+};
+
+/**
+ * Maps an error the SQL core raised to its Switchyard class: by SQLSTATE through one table,
+ * with fields read from the JSON object in `DETAIL`. Other refusals of the core (they carry
+ * such a detail) become {@linkcode OperationError} with their code; anything else (a lost
+ * connection, an error of PostgreSQL itself) is returned unchanged.
+ *
+ * @example
+ * ```ts
+ * import { fromSqlError, FunctionPausedError } from './errors.ts';
+ * const raw = Object.assign(new Error('function "a-worker" is paused: maintenance'), {
+ *   code: 'SY001',
+ *   detail: '{"function_name":"a-worker","reason":"maintenance"}',
+ * });
+ * const e = fromSqlError(raw);
+ * console.assert(e instanceof FunctionPausedError && e.reason === 'maintenance');
+ * ```
+ */
+export function fromSqlError(e: unknown): unknown {
+  if (e instanceof SwitchyardError || !isServerError(e)) return e;
+  const detail = detailOf(e);
+  const make = SQL_ERRORS[e.code];
+  if (make) return make(e, detail ?? {});
+  if (detail === null) return e;
+  return new OperationError(e.message, e.code, e.hint || undefined, { cause: e, detail });
 }

@@ -2,6 +2,11 @@
  * Switchyard: durable multi-step workflows on PostgreSQL + PGMQ for Supabase
  * Edge Functions, with explicit shared queues and multi-flow dispatch.
  *
+ * This is what a queue function imports: the flow DSL, `EdgeWorker`,
+ * `startWorker` and every error class. Operator and development calls
+ * (migrations, pause/resume, fence, drain, keep-alive, the `connect()` client)
+ * are in `lib/ops.ts` (`switchyard/ops.ts`). See docs/ARCHITECTURE.md.
+ *
  * @example
  * ```ts
  * import { defineDeployedFlow, Flow, routeFlow, startWorker } from './mod.ts';
@@ -20,14 +25,14 @@
  * @module
  */
 export * from './errors.ts';
-export * from './flow.ts';
-export * from './slugs.ts';
-export * from './queue_names.ts';
-export * from './with_step_queues.ts';
-export * from './route_flow.ts';
-export * from './deployed_flow.ts';
-export * from './placement.ts';
-export * from './worker/errors.ts';
+export * from './dsl/flow.ts';
+export * from './dsl/slugs.ts';
+export * from './dsl/json.ts';
+export * from './dsl/queue_names.ts';
+export * from './dsl/with_step_queues.ts';
+export * from './dsl/route_flow.ts';
+export * from './dsl/deployed_flow.ts';
+export * from './dsl/placement.ts';
 export {
   type CommonWorkerOptions,
   consoleLogger,
@@ -38,17 +43,21 @@ export {
   type StepWorkerOptions,
   type Worker,
   type WorkerLogger,
+  type WorkerState,
 } from './worker/worker.ts';
-export { type Client, connect } from './client.ts';
-export * from './operations.ts';
-export { ensurePgmq, migrate, MigrationError, type PgmqMode } from './migrate.ts';
+export {
+  DEFAULT_HEARTBEAT_WINDOW_SECONDS,
+  WORKER_SETTINGS,
+  type WorkerSetting,
+  type WorkerSettings,
+} from './worker/settings.ts';
 export {
   type EdgeAuth,
   type EdgeOptions,
   EdgeWorker,
   type EdgeWorkerHandle,
   type EdgeWorkerStatus,
-} from './edge_worker.ts';
+} from './platform/edge_worker.ts';
 export {
   createMemoryPlatform,
   defaultPlatform,
@@ -56,4 +65,4 @@ export {
   type Platform,
   type PlatformServer,
   type RequestHandler,
-} from './platform.ts';
+} from './platform/platform.ts';

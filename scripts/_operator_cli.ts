@@ -10,7 +10,7 @@
  */
 import postgres from 'postgres';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { OperationError } from '../lib/operations.ts';
+import { OperationError } from '../lib/ops.ts';
 
 /**
  * Bad arguments or environment: printed with the usage, exit code 2.

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { migrate, MigrationError } from '../lib/migrate.ts';
+import { migrate, MigrationError } from '../lib/ops.ts';
 
 const url = Deno.env.get('DATABASE_URL');
 try {

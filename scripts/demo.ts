@@ -21,8 +21,8 @@
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { createClient } from '@supabase/supabase-js';
-import { connect } from '../lib/client.ts';
-import { migrate } from '../lib/migrate.ts';
+import { connect } from '../lib/ops.ts';
+import { migrate } from '../lib/ops.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './_pglite.ts';
 import { copyProject } from './_project.ts';
 import { scaffoldQueue } from './scaffold_queue.ts';

@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { drainStatus, formatDrainStatus } from '../lib/operations.ts';
-import { isValidQueueName, QUEUE_NAME_RULE } from '../lib/queue_names.ts';
+import { drainStatus, formatDrainStatus } from '../lib/ops.ts';
+import { isValidQueueName, QUEUE_NAME_RULE } from '../lib/dsl/queue_names.ts';
 import { parse, runCommand, UsageError } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task drain [queue]

@@ -1,5 +1,5 @@
 /**
- * `deno task fence begin|wait|status|end`: the fenced rollout (DESIGN.md §6).
+ * `deno task fence begin|wait|status|end`: the fenced rollout (docs/ARCHITECTURE.md §6).
  *
  * 1. `fence begin <function…> [--timeout S]` records each function's exact
  *    `enabled` value, disables it, deprecates its live workers, then waits with
@@ -25,7 +25,7 @@ import {
   FenceTimeoutError,
   formatFenceStatus,
   waitForFence,
-} from '../lib/operations.ts';
+} from '../lib/ops.ts';
 import { parse, runCommand, secondsOption, UsageError } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task fence begin <function…> [--timeout S] [--heartbeat-window S]

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { pauseFunction } from '../lib/operations.ts';
+import { pauseFunction } from '../lib/ops.ts';
 import { parse, runCommand, UsageError } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task pause <function> [--reason TEXT]

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { resumeFunction } from '../lib/operations.ts';
+import { resumeFunction } from '../lib/ops.ts';
 import { parse, runCommand, UsageError } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task resume <function>

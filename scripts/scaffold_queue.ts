@@ -29,10 +29,10 @@
 import { parseArgs } from 'node:util';
 import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { assertQueueName } from '../lib/queue_names.ts';
+import { assertQueueName } from '../lib/dsl/queue_names.ts';
 import { defaultFunctionName } from '../lib/worker/worker.ts';
-import { Registry } from '../lib/worker/registry.ts';
-import type { WorkerTarget } from '../lib/placement.ts';
+import { DispatchIndex } from '../lib/worker/dispatch_index.ts';
+import type { WorkerTarget } from '../lib/dsl/placement.ts';
 import { functionSection, setFunctionSection } from './_functions_config.ts';
 import { exists } from './_util.ts';
 
@@ -337,7 +337,7 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
     );
   }
 
-  const registry = new Registry(await loadRegistry(projectDir));
+  const registry = new DispatchIndex(await loadRegistry(projectDir));
   const routed = [
     ...new Set(registry.placements.filter((p) => p.kind === 'routed').flatMap((p) => p.queues())),
   ].sort();

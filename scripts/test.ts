@@ -11,7 +11,7 @@
  */
 import postgres from 'postgres';
 import { type Cluster, startCluster } from './_cluster.ts';
-import { migrate } from '../lib/migrate.ts';
+import { migrate } from '../lib/ops.ts';
 
 const log = (line: string) => console.error(`[test] ${line}`);
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 
-import { defineDeployedFlow } from '../lib/deployed_flow.ts';
+import { defineDeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import {
   FlowDefinitionError,
   InvalidInputError,
@@ -9,11 +9,12 @@ import {
   RouteError,
   SwitchyardError,
 } from '../lib/errors.ts';
-import { type AnyFlow, Flow, type StepContext } from '../lib/flow.ts';
-import { flowShape, toPlacement } from '../lib/placement.ts';
-import { routeFlow } from '../lib/route_flow.ts';
-import { assertFlowSlug, assertJson, assertStepSlug } from '../lib/slugs.ts';
-import { withStepQueues } from '../lib/with_step_queues.ts';
+import { type AnyFlow, Flow, type StepContext } from '../lib/dsl/flow.ts';
+import { flowShape, toPlacement } from '../lib/dsl/placement.ts';
+import { routeFlow } from '../lib/dsl/route_flow.ts';
+import { assertFlowSlug, assertStepSlug } from '../lib/dsl/slugs.ts';
+import { assertJson } from '../lib/dsl/json.ts';
+import { withStepQueues } from '../lib/dsl/with_step_queues.ts';
 
 const SLUG_RULE = 'start with a letter and use letters, digits and single underscores, with no ' +
   'trailing underscore (^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$, at most 47 characters)';

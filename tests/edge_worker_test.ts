@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import {
-  connect,
   createMemoryPlatform,
   defineDeployedFlow,
   EdgeWorker,
@@ -12,6 +11,7 @@ import {
   routeFlow,
   startWorker,
 } from '../lib/mod.ts';
+import { connect } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
 

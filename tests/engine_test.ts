@@ -2,7 +2,8 @@
  * The durable engine end to end for plain flows: real PostgreSQL, real workers.
  */
 import assert from 'node:assert/strict';
-import { connect, Flow, InvalidInputError, startWorker } from '../lib/mod.ts';
+import { Flow, InvalidInputError, startWorker } from '../lib/mod.ts';
+import { connect } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { migrate, MigrationError } from '../lib/migrate.ts';
+import { migrate, MigrationError } from '../lib/ops.ts';
 import { freePort } from '../scripts/_cluster.ts';
 import { adminUrl } from './_helpers/db.ts';
 import { waitFor } from './_helpers/wait.ts';

@@ -21,8 +21,8 @@ import {
   UnsupportedWorkError,
   type WorkerLogger,
 } from '../lib/mod.ts';
-import { assertQueueName } from '../lib/queue_names.ts';
-import { pgArray } from '../lib/worker/queries.ts';
+import { assertQueueName } from '../lib/dsl/queue_names.ts';
+import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
 

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createClient } from '@supabase/supabase-js';
-import { connect } from '../lib/mod.ts';
-import { migrate } from '../lib/migrate.ts';
+import { connect } from '../lib/ops.ts';
+import { migrate } from '../lib/ops.ts';
 import { copyProject, KIT_ROOT } from '../scripts/_project.ts';
 import { type ServedFunctions, serveFunctions } from '../scripts/serve.ts';
 import { createTestDatabase } from './_helpers/db.ts';

@@ -1,5 +1,5 @@
 /**
- * Operations (issue 5, DESIGN.md §6): the keep-alive with real pg_cron, pause and
+ * Operations (issue 5, docs/ARCHITECTURE.md §6): the keep-alive with real pg_cron, pause and
  * resume, the fenced rollout from v1 to v2 with runs in flight, and drain status —
  * against real PostgreSQL with real workers; the `deno task pause|resume|fence|drain`
  * commands run as subprocesses.
@@ -7,34 +7,36 @@
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import {
-  connect,
   defineDeployedFlow,
-  drainStatus,
-  fenceBegin,
-  fenceEnd,
   FenceStateError,
-  fenceStatus,
   FenceTimeoutError,
   Flow,
   FunctionDisabledError,
   FunctionPausedError,
-  functionState,
-  keepAlive,
-  keepAliveCommand,
   OperationError,
-  pauseFunction,
   PgCronMissingError,
-  resumeFunction,
   routeFlow,
-  scheduleKeepAlive,
   startWorker,
   toPlacement,
   UnknownFunctionError,
-  unscheduleKeepAlive,
-  waitForFence,
   type Worker,
 } from '../lib/mod.ts';
-import { migrate } from '../lib/migrate.ts';
+import {
+  connect,
+  drainStatus,
+  fenceBegin,
+  fenceEnd,
+  fenceStatus,
+  functionState,
+  keepAlive,
+  keepAliveCommand,
+  pauseFunction,
+  resumeFunction,
+  scheduleKeepAlive,
+  unscheduleKeepAlive,
+  waitForFence,
+} from '../lib/ops.ts';
+import { migrate } from '../lib/ops.ts';
 import { startCluster } from '../scripts/_cluster.ts';
 import { adminUrl, createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
@@ -614,7 +616,7 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
 });
 
 // ---------------------------------------------------------------------------
-// The fenced rollout from v1 to v2 (DESIGN.md §6)
+// The fenced rollout from v1 to v2 (docs/ARCHITECTURE.md §6)
 
 const SHIP_MS = 1200;
 

@@ -7,7 +7,7 @@ import {
   plainQueueName,
   QUEUE_NAME_MAX_LENGTH,
   stepQueueName,
-} from '../lib/queue_names.ts';
+} from '../lib/dsl/queue_names.ts';
 
 const RULE =
   'use lower-case letters, digits and single underscores (^[a-z][a-z0-9_]*$, at most 47 characters)';

@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import {
-  connect,
   defineDeployedFlow,
   Flow,
   routeFlow,
@@ -17,7 +16,8 @@ import {
   UnsupportedWorkError,
   type Worker,
 } from '../lib/mod.ts';
-import { pgArray } from '../lib/worker/queries.ts';
+import { connect } from '../lib/ops.ts';
+import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
 

@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import {
-  connect,
   CoverageError,
   defineDeployedFlow,
   Flow,
@@ -19,6 +18,7 @@ import {
   withStepQueues,
   WorkerConfigError,
 } from '../lib/mod.ts';
+import { connect, drainStatus, pauseFunction, resumeFunction } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
 
@@ -235,7 +235,7 @@ Deno.test('unsupported batch: nothing claimed, no attempt used, batch visible ag
     const [again] = await db
       .sql`select pause_reason from switchyard.worker_functions where function_name = 'uns-old'`;
     assert.equal(again.pause_reason, fn.pause_reason);
-    assert.equal(await client.resumeFunction('uns-old'), true);
+    assert.equal((await resumeFunction(client, 'uns-old')).changed, true);
     const fixed = await startWorker([v1, v2], {
       ...base,
       queueName: 'uns_q',
@@ -360,16 +360,16 @@ Deno.test('version drain: old handlers are required while v1 work remains, drain
   await wa.stop();
   // Roll forward on drain_a: v2 becomes the target; v1 is still draining on drain_b.
   const wa2 = await startWorker([v1, v2], { ...base, queueName: 'drain_a' });
-  const states = await client.drainStatus();
+  const states = await drainStatus(client);
   const state = (queue: string, flow: string) =>
-    states.find((s) => s.queue_name === queue && s.flow_slug === flow)?.state;
+    states.find((s) => s.queueName === queue && s.flowSlug === flow)?.state;
   assert.equal(state('drain_a', 'drainV2'), 'active');
   assert.equal(state('drain_b', 'drainV2'), 'active');
   assert.equal(state('drain_a', 'drainV1'), 'drained', 'no v1 run can reach drain_a any more');
   assert.equal(state('drain_b', 'drainV1'), 'draining');
-  const row = states.find((s) => s.queue_name === 'drain_b' && s.flow_slug === 'drainV1')!;
-  assert.equal(row.started_runs, 1);
-  assert.equal(row.started_tasks, 1);
+  const row = states.find((s) => s.queueName === 'drain_b' && s.flowSlug === 'drainV1')!;
+  assert.equal(row.startedRuns, 1);
+  assert.equal(row.startedTasks, 1);
   // A drain_b worker without v1 handlers is refused while v1 work remains.
   await assert.rejects(
     startWorker([v2], { ...base, queueName: 'drain_b', functionName: 'drain-b-new' }),
@@ -383,8 +383,8 @@ Deno.test('version drain: old handlers are required while v1 work remains, drain
   release();
   assert.equal((await client.waitForRun(run)).status, 'completed');
   await wb.stop();
-  const after = await client.drainStatus('drain_b');
-  assert.equal(after.find((s) => s.flow_slug === 'drainV1')?.state, 'drained');
+  const after = await drainStatus(client, 'drain_b');
+  assert.equal(after.find((s) => s.flowSlug === 'drainV1')?.state, 'drained');
   // Drained: v1 handlers may leave the registry.
   const wb2 = await startWorker([v2], {
     ...base,
@@ -530,7 +530,7 @@ Deno.test('startup validation: duplicates, selectors, unknown queues, paused fun
   );
   // A function paused by an operator refuses to start and compiles nothing.
   await db.sql`select switchyard.register_function('sel-a-worker', 'sel_a')`;
-  await client.pauseFunction('sel-a-worker', 'maintenance window');
+  await pauseFunction(client, 'sel-a-worker', 'maintenance window');
   await assert.rejects(startWorker([routed], { ...base, queueName: 'sel_a' }), (e: unknown) => {
     assert.ok(e instanceof FunctionPausedError);
     assert.equal(e.reason, 'maintenance window');

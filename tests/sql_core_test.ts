@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { Flow, routeFlow, toPlacement } from '../lib/mod.ts';
-import { pgArray } from '../lib/worker/queries.ts';
+import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 
 const db = await createTestDatabase();

@@ -5,23 +5,23 @@
  */
 import assert from 'node:assert/strict';
 
-import { defineDeployedFlow } from '../lib/deployed_flow.ts';
+import { defineDeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import {
   Flow,
   type FlowInput,
   type StepContext,
   type StepOutputs,
   type StepSlugs,
-} from '../lib/flow.ts';
-import { type QueueNamesOf, toPlacement, type WorkerTarget } from '../lib/placement.ts';
+} from '../lib/dsl/flow.ts';
+import { type QueueNamesOf, toPlacement, type WorkerTarget } from '../lib/dsl/placement.ts';
 import type {
   InvalidQueueNameMessage,
   ReservedQueueNameMessage,
   ValidQueueName,
-} from '../lib/queue_names.ts';
-import { routeFlow } from '../lib/route_flow.ts';
-import type { ValidSlug } from '../lib/slugs.ts';
-import { withStepQueues } from '../lib/with_step_queues.ts';
+} from '../lib/dsl/queue_names.ts';
+import { routeFlow } from '../lib/dsl/route_flow.ts';
+import type { ValidSlug } from '../lib/dsl/slugs.ts';
+import { withStepQueues } from '../lib/dsl/with_step_queues.ts';
 
 /** Compile-time equality: `Equal<A, B>` is `true` only when A and B are the same type. */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true

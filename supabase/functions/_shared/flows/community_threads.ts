@@ -93,7 +93,7 @@ const v1 = new Flow<Thread>({ slug: 'communityThreadsV1', maxAttempts: 3, baseDe
  *
  * @example
  * ```ts
- * import { connect } from 'switchyard';
+ * import { connect } from 'switchyard/ops.ts';
  *
  * // Callers start the alias; the run keeps the concrete slug of the active version.
  * const client = connect();

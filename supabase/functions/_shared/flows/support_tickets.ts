@@ -49,7 +49,7 @@ const v1 = new Flow<Ticket>({ slug: 'supportTicketsV1', maxAttempts: 3, baseDela
  *
  * @example
  * ```ts
- * import { connect } from 'switchyard';
+ * import { connect } from 'switchyard/ops.ts';
  *
  * const client = connect();
  * await client.startFlow('supportTickets', {

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { describeValue, FlowDefinitionError } from './errors.ts';
+import { describeValue, FlowDefinitionError } from '../errors.ts';
 import { assertFlowSlug, assertStepSlug, type ValidSlug } from './slugs.ts';
 
 /**
@@ -262,7 +262,7 @@ const FLOW_DEFAULTS: ResolvedFlowOptions = Object.freeze({
   timeout: 60,
 });
 
-/** Option bounds, shared by flows and steps (DESIGN.md §2). */
+/** Option bounds, shared by flows and steps (docs/ARCHITECTURE.md §2). */
 const OPTION_RULES = {
   maxAttempts: { min: 1, max: 1000, unit: '' },
   baseDelay: { min: 0, max: 86400, unit: ' seconds' },

@@ -5,13 +5,13 @@
  *
  * The shape is deterministic (fixed key order, steps in index order) so that compiling the same
  * concrete slug twice with the same placement is a no-op, and any difference in placement,
- * dependencies or options is a mismatch SQL can report (DESIGN.md §2: routing is immutable for
+ * dependencies or options is a mismatch SQL can report (docs/ARCHITECTURE.md §2: routing is immutable for
  * one concrete slug).
  *
  * @module
  */
 
-import { describeValue, RouteError } from './errors.ts';
+import { describeValue, RouteError } from '../errors.ts';
 import { type AnyFlow, Flow } from './flow.ts';
 import type { DeployedFlow } from './deployed_flow.ts';
 import { plainQueueName } from './queue_names.ts';

@@ -1,16 +1,17 @@
 /**
- * A worker's registry: the normalized list of deployments it was given, and the
- * exact (flow, step) pairs it supports on the queue it polls (DESIGN.md §4 steps
- * 1, 2 and 4).
+ * A worker's dispatch index: the registry it was given (the user's list of
+ * deployments), normalized and keyed by concrete flow slug, and the exact
+ * (flow, step) pairs it supports on the queue it polls (docs/ARCHITECTURE.md §4
+ * steps 1, 2 and 4; §11 for the words).
  *
  * @module
  */
-import type { StepDefinition } from '../flow.ts';
-import { type Placement, toPlacement, type WorkerTarget } from '../placement.ts';
-import { WorkerConfigError } from './errors.ts';
+import type { StepDefinition } from '../dsl/flow.ts';
+import { type Placement, toPlacement, type WorkerTarget } from '../dsl/placement.ts';
+import { WorkerConfigError } from '../errors.ts';
 
 /** The deployments of one worker, keyed by concrete flow slug. */
-export class Registry {
+export class DispatchIndex {
   /** Placements in the order listed. */
   readonly placements: readonly Placement[];
   readonly #byFlow = new Map<string, Placement>();
@@ -73,13 +74,13 @@ export class Registry {
   }
 }
 
-/** Selects the one queue a worker polls, from the registry and its selector. */
+/** Selects the one queue a worker polls, from its dispatch index and its selector. */
 export function selectQueue(
-  registry: Registry,
+  index: DispatchIndex,
   selector: { queueName?: string; stepSlug?: string },
 ): string {
-  const kinds = new Set(registry.placements.map((p) => p.kind));
-  const only = registry.placements.length === 1 ? registry.placements[0] : undefined;
+  const kinds = new Set(index.placements.map((p) => p.kind));
+  const only = index.placements.length === 1 ? index.placements[0] : undefined;
   if (only?.kind === 'plain' && only.alias === null) {
     if (selector.queueName !== undefined || selector.stepSlug !== undefined) {
       throw new WorkerConfigError(
@@ -120,14 +121,14 @@ export function selectQueue(
   if (selector.queueName === undefined) {
     throw new WorkerConfigError(
       `this registry (${[...kinds].join(', ')} flows) needs queueName: one of ${
-        registry.queues().map((q) => `"${q}"`).join(', ')
+        index.queues().map((q) => `"${q}"`).join(', ')
       }`,
     );
   }
-  if (!registry.queues().includes(selector.queueName)) {
+  if (!index.queues().includes(selector.queueName)) {
     throw new WorkerConfigError(
       `queueName "${selector.queueName}" is unknown: no deployment in the registry routes a step to it ` +
-        `(known queues: ${registry.queues().map((q) => `"${q}"`).join(', ')})`,
+        `(known queues: ${index.queues().map((q) => `"${q}"`).join(', ')})`,
     );
   }
   return selector.queueName;

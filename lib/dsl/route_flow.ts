@@ -13,11 +13,9 @@
  * @module
  */
 
-import { describeValue, RouteError } from './errors.ts';
+import { describeValue, RouteError } from '../errors.ts';
 import { type AnyFlow, Flow, type StepSlugs } from './flow.ts';
 import { assertQueueName, type ValidQueueName } from './queue_names.ts';
-
-export type { QueueNamesOf } from './placement.ts';
 
 /**
  * The type `routeFlow()` checks its `queues` map against: exactly the flow's step slugs as

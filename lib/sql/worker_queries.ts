@@ -1,12 +1,12 @@
 /**
- * The worker's only access to the database: one function per SQL call of the
- * core. No decision is made here; classification, retries and dependency
- * resolution stay in SQL.
+ * The worker's access to the database: one method per SQL call of the core
+ * (docs/ARCHITECTURE.md §5). No decision is made here; classification, retries
+ * and dependency resolution stay in SQL.
  *
  * @module
  */
 import type postgres from 'postgres';
-import type { FlowShape } from '../placement.ts';
+import type { FlowShape } from '../dsl/placement.ts';
 
 /** A row of `switchyard.start_tasks`. */
 export interface TaskClaim {
@@ -33,8 +33,8 @@ export function pgArray(values: readonly (string | bigint | number)[]): string {
   }}`;
 }
 
-/** Typed wrappers over the SQL core for one client. */
-export class Queries {
+/** Typed wrappers over the SQL core for one worker's client. */
+export class WorkerQueries {
   constructor(readonly sql: postgres.Sql) {}
 
   /** The pause/enabled flags of a function, or null when it has no row yet. */
@@ -151,6 +151,15 @@ export class Queries {
     const [row] = await this.sql<{ n: number }[]>`
       select switchyard.recover_stalled(${queue}::text, ${heartbeatWindowSeconds}::int) as n`;
     return row.n;
+  }
+
+  /**
+   * Makes messages visible again at once (a read that arrived after the worker was asked to
+   * stop): nothing was claimed, so nothing else changes.
+   */
+  async releaseMessages(queue: string, messageIds: readonly bigint[]): Promise<void> {
+    await this.sql`select pgmq.set_vt(${queue}::text, id, 0)
+                     from unnest(${pgArray(messageIds)}::bigint[]) id`;
   }
 
   async workerStopped(workerId: string, reason: string | null): Promise<void> {

@@ -2,7 +2,7 @@
  * `EdgeWorker.start()`: a queue worker inside a Supabase Edge Function.
  *
  * The function serves HTTP. The first authorized request starts one worker through the same
- * implementation as `startWorker()` (DESIGN.md §4 start-up: compile, coverage, pause and
+ * implementation as `startWorker()` (docs/ARCHITECTURE.md §4 start-up: compile, coverage, pause and
  * enabled checks, registration); later requests report the running worker. The instance keeps
  * itself alive with `waitUntil(worker.done)` and stops the worker on `beforeunload` (the worker
  * is marked stopped after its in-flight tasks finish). When the worker stops on its own
@@ -37,16 +37,16 @@
  *
  * @module
  */
-import type { AnyFlow } from './flow.ts';
-import type { QueueNamesOf, WorkerTarget } from './placement.ts';
+import type { AnyFlow } from '../dsl/flow.ts';
+import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
 import { defaultPlatform, type Platform } from './platform.ts';
-import type { StepQueuedFlow } from './with_step_queues.ts';
+import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
 import {
   CoverageError,
   FunctionDisabledError,
   FunctionPausedError,
   WorkerConfigError,
-} from './worker/errors.ts';
+} from '../errors.ts';
 import {
   type CommonWorkerOptions,
   type PlainWorkerOptions,
@@ -54,7 +54,7 @@ import {
   startWorkerImpl,
   type StepWorkerOptions,
   type Worker,
-} from './worker/worker.ts';
+} from '../worker/worker.ts';
 
 /**
  * How requests are authorized: a list of accepted bearer tokens, or `'disabled'` (local runs
@@ -119,7 +119,7 @@ export interface EdgeWorkerStatus {
  *
  * @example
  * ```ts
- * import { defineDeployedFlow, EdgeWorker, Flow, routeFlow } from './mod.ts';
+ * import { defineDeployedFlow, EdgeWorker, Flow, routeFlow } from '../mod.ts';
  * import { createMemoryPlatform } from './platform.ts';
  *
  * const flow = new Flow({ slug: 'pingV1' }).step({ slug: 'ping' }, () => 'pong');
@@ -146,18 +146,6 @@ type EdgeImplOptions = CommonWorkerOptions & EdgeOptions & {
   stepSlug?: string;
 };
 
-/** Worker options that may come from the environment, with their variable names. */
-const ENV_TUNING: readonly (readonly [keyof CommonWorkerOptions, string])[] = [
-  ['maxConcurrent', 'SWITCHYARD_MAX_CONCURRENT'],
-  ['batchSize', 'SWITCHYARD_BATCH_SIZE'],
-  ['visibilityTimeout', 'SWITCHYARD_VISIBILITY_TIMEOUT'],
-  ['maxPollSeconds', 'SWITCHYARD_MAX_POLL_SECONDS'],
-  ['pollIntervalMs', 'SWITCHYARD_POLL_INTERVAL_MS'],
-  ['heartbeatIntervalMs', 'SWITCHYARD_HEARTBEAT_INTERVAL_MS'],
-  ['stallCheckIntervalMs', 'SWITCHYARD_STALL_CHECK_INTERVAL_MS'],
-  ['heartbeatWindowSeconds', 'SWITCHYARD_HEARTBEAT_WINDOW_SECONDS'],
-];
-
 /**
  * Starts a queue function: registers its HTTP handler and starts the worker on the first
  * authorized request. Same targets and options as `startWorker()`, plus
@@ -167,9 +155,9 @@ const ENV_TUNING: readonly (readonly [keyof CommonWorkerOptions, string])[] = [
  * ```ts
  * // What `deno task scaffold-queue classify_threads` writes to
  * // supabase/functions/classify-threads-worker/index.ts (there: `from 'switchyard'` and
- * // `from '../_shared/registry.ts'`).
- * import { EdgeWorker } from './mod.ts';
- * import { registry } from '../supabase/functions/_shared/registry.ts';
+ * // `from '../../_shared/registry.ts'`).
+ * import { EdgeWorker } from '../mod.ts';
+ * import { registry } from '../../supabase/functions/_shared/registry.ts';
  *
  * EdgeWorker.start(registry, { queueName: 'classify_threads', maxConcurrent: 4 });
  * ```
@@ -184,7 +172,7 @@ export class EdgeWorker {
    *
    * @example
    * ```ts
-   * import { EdgeWorker, Flow } from './mod.ts';
+   * import { EdgeWorker, Flow } from '../mod.ts';
    * import { createMemoryPlatform } from './platform.ts';
    *
    * const flow = new Flow<{ n: number }>({ slug: 'double' })
@@ -199,7 +187,7 @@ export class EdgeWorker {
    *
    * @example
    * ```ts
-   * import { EdgeWorker, Flow, withStepQueues } from './mod.ts';
+   * import { EdgeWorker, Flow, withStepQueues } from '../mod.ts';
    *
    * const flow = new Flow({ slug: 'pages' }).step({ slug: 'fetch' }, () => 1);
    * EdgeWorker.start(withStepQueues(flow), { stepSlug: 'fetch' });
@@ -215,8 +203,8 @@ export class EdgeWorker {
    *
    * @example
    * ```ts
-   * import { EdgeWorker } from './mod.ts';
-   * import { registry } from '../supabase/functions/_shared/registry.ts';
+   * import { EdgeWorker } from '../mod.ts';
+   * import { registry } from '../../supabase/functions/_shared/registry.ts';
    *
    * EdgeWorker.start(registry, { queueName: 'deliver_slack_alerts', maxConcurrent: 2 });
    * ```
@@ -287,22 +275,6 @@ async function authProblem(
   return ok ? null : 'the bearer token is not an accepted worker secret';
 }
 
-function tuningFromEnv(options: EdgeImplOptions, platform: Platform): CommonWorkerOptions {
-  const out: Record<string, number> = {};
-  for (const [option, variable] of ENV_TUNING) {
-    if (options[option] !== undefined) continue;
-    const text = platform.env(variable);
-    if (text === undefined || text === '') continue;
-    if (!/^\d+$/.test(text.trim())) {
-      throw new WorkerConfigError(
-        `${variable} "${text}" is invalid: use a non-negative integer (it sets ${option})`,
-      );
-    }
-    out[option] = Number(text);
-  }
-  return out;
-}
-
 function errorResponse(e: unknown): Response {
   if (e instanceof FunctionPausedError) {
     return json(409, {
@@ -345,18 +317,8 @@ function startEdgeWorker(
   let unloading = false;
 
   const start = async (): Promise<Worker> => {
-    const connectionString = workerOptions.connectionString ?? platform.env('SUPABASE_DB_URL') ??
-      platform.env('DATABASE_URL');
-    if (!connectionString) {
-      throw new WorkerConfigError(
-        'no database connection: pass connectionString or set SUPABASE_DB_URL or DATABASE_URL',
-      );
-    }
-    const worker = await startWorkerImpl(target, {
-      ...tuningFromEnv(workerOptions, platform),
-      ...workerOptions,
-      connectionString,
-    });
+    // Settings and the database URL the code does not set come from the function's environment.
+    const worker = await startWorkerImpl(target, { ...workerOptions, env: platform.env });
     current = worker;
     // Forget the worker once it stops, whatever the reason, so a later request may start anew.
     const settled = worker.done.then(() => {}, () => {}).then(() => {

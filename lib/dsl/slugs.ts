@@ -1,6 +1,6 @@
 /**
- * Identity rules for flow slugs, step slugs and aliases (DESIGN.md §2), plus the JSON check
- * applied to flow inputs and step outputs.
+ * Identity rules for flow slugs, step slugs and aliases (docs/ARCHITECTURE.md §2). The JSON
+ * check of flow inputs and step outputs is in `json.ts`.
  *
  * A slug starts with a letter and continues with letters, digits and single underscores,
  * without a trailing underscore, at most 47 characters. Because a slug can neither contain
@@ -10,7 +10,7 @@
  * @module
  */
 
-import { FlowDefinitionError, InvalidInputError, InvalidSlugError } from './errors.ts';
+import { FlowDefinitionError, InvalidSlugError } from '../errors.ts';
 
 /**
  * The pattern every flow slug, step slug and alias must match.
@@ -128,103 +128,6 @@ export function assertStepSlug(value: unknown): asserts value is string {
       `step slug "${value}" is invalid: "${RESERVED_STEP_SLUG}" is reserved (in any case)`,
     );
   }
-}
-
-/**
- * A JSON value: what flow inputs and step outputs must be.
- *
- * @example
- * ```ts
- * import type { JsonValue } from './slugs.ts';
- *
- * const input: JsonValue = { threads: [1, 2, 3], since: '2024-01-01' };
- * ```
- */
-export type JsonValue =
-  | null
-  | boolean
-  | number
-  | string
-  | JsonValue[]
-  | { [key: string]: JsonValue };
-
-/**
- * Throws {@link InvalidInputError} unless `value` survives a JSON round trip unchanged.
- *
- * Rejected, with the path of the offending value (`input.a.b`, `input.items[2]`):
- * `undefined` (also as an object property or array element, and array holes), functions,
- * symbols, bigints, `NaN` and infinities, cyclic references, symbol-keyed properties and
- * objects that are not plain objects or arrays (`Date`, `Map`, class instances …), because
- * `JSON.stringify` would silently drop or reshape them and the typed output would lie.
- * A value shared by two branches without a cycle is fine.
- *
- * @param value the value to check
- * @param path the name of the root value in messages (default `input`)
- *
- * @example
- * ```ts
- * import { assertJson } from './slugs.ts';
- *
- * assertJson({ ok: true, items: [1, 'two', null] }); // ok
- * // assertJson({ a: { b: undefined } }); // throws: input.a.b is not JSON: undefined ...
- * // assertJson(10n, 'output'); // throws: output is not JSON: bigint ...
- * ```
- */
-export function assertJson(value: unknown, path = 'input'): asserts value is JsonValue {
-  checkJson(value, path, new Set());
-}
-
-function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return;
-    case 'number':
-      if (!Number.isFinite(value)) {
-        throw new InvalidInputError(path, `${value} is not a finite number`);
-      }
-      return;
-    case 'undefined':
-      throw new InvalidInputError(path, 'undefined has no JSON form (use null)');
-    case 'bigint':
-      throw new InvalidInputError(path, 'bigint has no JSON form (convert it to a string)');
-    case 'symbol':
-      throw new InvalidInputError(path, 'a symbol has no JSON form');
-    case 'function':
-      throw new InvalidInputError(path, 'a function has no JSON form');
-  }
-  if (value === null) return;
-  const object = value as object;
-  if (ancestors.has(object)) {
-    throw new InvalidInputError(path, 'cyclic reference (the value contains itself)');
-  }
-  if (Object.getOwnPropertySymbols(object).length > 0) {
-    throw new InvalidInputError(path, 'symbol-keyed properties have no JSON form');
-  }
-  ancestors.add(object);
-  if (Array.isArray(object)) {
-    for (let i = 0; i < object.length; i++) {
-      if (!(i in object)) throw new InvalidInputError(`${path}[${i}]`, 'an array hole');
-      checkJson(object[i], `${path}[${i}]`, ancestors);
-    }
-  } else {
-    const prototype = Object.getPrototypeOf(object);
-    if (prototype !== Object.prototype && prototype !== null) {
-      const name = prototype?.constructor?.name ?? 'object';
-      throw new InvalidInputError(
-        path,
-        `a ${name} is not a plain object or array (convert it to JSON first)`,
-      );
-    }
-    for (const [key, child] of Object.entries(object)) {
-      checkJson(child, `${path}${propertyPath(key)}`, ancestors);
-    }
-  }
-  ancestors.delete(object);
-}
-
-function propertyPath(key: string): string {
-  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
 /**

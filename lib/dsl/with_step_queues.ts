@@ -7,7 +7,7 @@
  * @module
  */
 
-import { describeValue, RouteError } from './errors.ts';
+import { describeValue, RouteError } from '../errors.ts';
 import { type AnyFlow, Flow, type StepSlugs } from './flow.ts';
 import { stepQueueName } from './queue_names.ts';
 

@@ -5,20 +5,15 @@
  * @module
  */
 import postgres from 'postgres';
+import { MigrationError } from '../errors.ts';
+
+export { MigrationError };
 
 /** The exact Supabase CLI release the kit drives (newer lock files may be refused here). */
 export const SUPABASE_CLI = 'npm:supabase@2.117.0';
 
 /** How PGMQ is provided: the real extension, the local compatible layer, or whichever exists. */
 export type PgmqMode = 'auto' | 'compat' | 'extension';
-
-/** Raised when migrations cannot be applied; the message carries the file and the server's words. */
-export class MigrationError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'MigrationError';
-  }
-}
 
 /** Options for {@linkcode migrate}. */
 export interface MigrateOptions {
@@ -30,7 +25,7 @@ export interface MigrateOptions {
   log?: (line: string) => void;
 }
 
-const PROJECT_ROOT = new URL('../', import.meta.url);
+const PROJECT_ROOT = new URL('../../', import.meta.url);
 
 /** The connection string with `sslmode=disable` added for loopback servers that have no TLS. */
 export function withLocalSslMode(url: string): string {
@@ -81,7 +76,7 @@ export async function ensurePgmq(
       await sql`create extension if not exists pgmq`;
       return 'extension';
     }
-    const file = new URL('../pgmq_compat/pgmq.sql', import.meta.url);
+    const file = new URL('../../pgmq_compat/pgmq.sql', import.meta.url);
     await sql.unsafe(await Deno.readTextFile(file));
     return 'compat';
   } finally {

@@ -1,5 +1,5 @@
 /**
- * Queue name rules (DESIGN.md §2) and the two generated names: a plain flow's private queue
+ * Queue name rules (docs/ARCHITECTURE.md §2) and the two generated names: a plain flow's private queue
  * and a `withStepQueues()` per-step private queue.
  *
  * A queue name matches `^[a-z][a-z0-9_]*$` and has at most 47 characters: PGMQ stores a queue
@@ -14,7 +14,7 @@
  * @module
  */
 
-import { InvalidQueueNameError } from './errors.ts';
+import { InvalidQueueNameError } from '../errors.ts';
 import { type AsciiDigit, assertFlowSlug, assertStepSlug, type LowerAsciiLetter } from './slugs.ts';
 
 /**

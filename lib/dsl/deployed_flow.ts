@@ -3,12 +3,12 @@
  *
  * Callers start the alias; runs and tasks keep the concrete slug (the version). A registry
  * lists deployments; for one alias the last listed deployment is its target and earlier ones
- * stay for drain (DESIGN.md §6).
+ * stay for drain (docs/ARCHITECTURE.md §6).
  *
  * @module
  */
 
-import { describeValue, RouteError } from './errors.ts';
+import { describeValue, RouteError } from '../errors.ts';
 import { type AnyFlow, Flow } from './flow.ts';
 import type { RoutedFlow } from './route_flow.ts';
 import { assertAlias, type ValidSlug } from './slugs.ts';

@@ -1,45 +1,47 @@
 /**
- * A small client for callers: start runs by alias or slug, read their status,
- * wait for them, and the operator functions of the SQL core.
+ * A small client for applications and operators: start runs by alias or concrete slug,
+ * read their status, wait for them, move an alias. Pause, resume, fence and drain are the
+ * operator calls of `lib/ops.ts`; they take this client as their database.
  *
  * @module
  */
-import postgres from 'postgres';
-import { assertJson } from './slugs.ts';
+
+import { SwitchyardError } from '../errors.ts';
+import { assertJson } from '../dsl/json.ts';
+import { NO_CONNECTION_MESSAGE, openSql, resolveConnectionString, type Sql } from './connection.ts';
+import { call } from './source.ts';
 
 /** The status document of one run (`switchyard.run_status`). */
 export interface RunStatus {
+  /** The run. */
   run_id: string;
+  /** Its concrete flow. */
   flow_slug: string;
+  /** The alias or slug it was started as. */
   started_as: string;
+  /** Where the run is. */
   status: 'started' | 'completed' | 'failed';
+  /** The run's output once completed. */
   output: unknown;
+  /** Why it failed. */
   error: string | null;
+  /** Every step with its state, queue and attempts. */
   steps: { step_slug: string; status: string; queue_name: string | null; attempts: number }[];
 }
 
 /** The client returned by {@linkcode connect}. */
 export interface Client {
-  readonly sql: postgres.Sql;
+  /** The postgres.js pool; operator calls accept the client itself. */
+  readonly sql: Sql;
   /** Starts a run of an alias's active version or of a concrete flow; returns the run id. */
   startFlow(flowOrAlias: string, input: unknown): Promise<string>;
+  /** The run's status document, or null for an unknown run. */
   runStatus(runId: string): Promise<RunStatus | null>;
   /** Polls until the run completes or fails (or the deadline passes: then it throws). */
   waitForRun(runId: string, opts?: { timeoutMs?: number; intervalMs?: number }): Promise<RunStatus>;
+  /** Points an alias at a compiled concrete version (`switchyard.activate_alias`). */
   activateAlias(alias: string, flowSlug: string): Promise<void>;
-  pauseFunction(functionName: string, reason: string): Promise<boolean>;
-  resumeFunction(functionName: string): Promise<boolean>;
-  drainStatus(queueName?: string): Promise<
-    {
-      queue_name: string;
-      flow_slug: string;
-      alias: string | null;
-      state: 'active' | 'draining' | 'drained';
-      started_runs: number;
-      queued_tasks: number;
-      started_tasks: number;
-    }[]
-  >;
+  /** Closes the pool. */
   close(): Promise<void>;
 }
 
@@ -56,22 +58,25 @@ export interface Client {
  * ```
  */
 export function connect(connectionString?: string, opts: { max?: number } = {}): Client {
-  const url = connectionString ?? Deno.env.get('SUPABASE_DB_URL') ?? Deno.env.get('DATABASE_URL');
-  if (!url) throw new Error('no database: pass a connection string or set DATABASE_URL');
-  const sql = postgres(url, { prepare: false, max: opts.max ?? 5, onnotice: () => {} });
+  const url = resolveConnectionString(connectionString);
+  if (!url) throw new SwitchyardError(NO_CONNECTION_MESSAGE);
+  const sql = openSql(url, { max: opts.max ?? 5 });
   const runStatus = async (runId: string) => {
-    const [row] = await sql<{ s: RunStatus | null }[]>`
-      select switchyard.run_status(${runId}::uuid) as s`;
+    const [row] = await call(() =>
+      sql<{ s: RunStatus | null }[]>`select switchyard.run_status(${runId}::uuid) as s`
+    );
     return row.s;
   };
   return {
     sql,
     async startFlow(flowOrAlias, input) {
       assertJson(input, 'input');
-      const [row] = await sql<{ id: string }[]>`
-        select switchyard.start_flow(${flowOrAlias}::text, ${
-        sql.json(input as never)
-      }::jsonb) as id`;
+      const [row] = await call(() =>
+        sql<{ id: string }[]>`
+          select switchyard.start_flow(${flowOrAlias}::text, ${
+          sql.json(input as never)
+        }::jsonb) as id`
+      );
       return row.id;
     },
     runStatus,
@@ -81,7 +86,7 @@ export function connect(connectionString?: string, opts: { max?: number } = {}):
         const status = await runStatus(runId);
         if (status && status.status !== 'started') return status;
         if (Date.now() > deadline) {
-          throw new Error(
+          throw new SwitchyardError(
             `run ${runId} still ${status?.status ?? 'missing'} after ${timeoutMs} ms`,
           );
         }
@@ -89,23 +94,7 @@ export function connect(connectionString?: string, opts: { max?: number } = {}):
       }
     },
     async activateAlias(alias, flowSlug) {
-      await sql`select switchyard.activate_alias(${alias}::text, ${flowSlug}::text)`;
-    },
-    async pauseFunction(name, reason) {
-      const [row] = await sql<{ ok: boolean }[]>`
-        select switchyard.pause_function(${name}::text, ${reason}::text) as ok`;
-      return row.ok;
-    },
-    async resumeFunction(name) {
-      const [row] = await sql<{ ok: boolean }[]>`
-        select switchyard.resume_function(${name}::text) as ok`;
-      return row.ok;
-    },
-    async drainStatus(queueName) {
-      return await sql`
-        select queue_name, flow_slug, alias, state, started_runs::int, queued_tasks::int,
-               started_tasks::int
-          from switchyard.drain_status(${queueName ?? null}::text)` as never;
+      await call(() => sql`select switchyard.activate_alias(${alias}::text, ${flowSlug}::text)`);
     },
     close: () => sql.end({ timeout: 5 }),
   };

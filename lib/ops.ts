@@ -1,0 +1,46 @@
+/**
+ * Switchyard's operator and development entry (`switchyard/ops.ts`): apply the
+ * migrations, pause and resume queue functions, run a fenced rollout, read
+ * drain states, configure the keep-alive, and the `connect()` client that starts
+ * and follows runs. Queue functions import `lib/mod.ts` instead; nothing here
+ * is needed inside an Edge Function. See docs/ARCHITECTURE.md §6.
+ *
+ * Every operator call takes a postgres.js client or the client of `connect()`.
+ *
+ * @example
+ * ```ts
+ * import { connect, fenceBegin, fenceEnd, waitForFence } from './ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * await fenceBegin(client, ['classify-threads-worker', 'notifications-worker']);
+ * await waitForFence(client, { onProgress: (s) => console.log(s.functions) });
+ * // ... deploy the replacement registries while the functions are disabled ...
+ * await fenceEnd(client);
+ * await client.close();
+ * ```
+ *
+ * @module
+ */
+export * from './errors.ts';
+export { type Client, connect, type RunStatus } from './sql/client.ts';
+export {
+  CONNECTION_ENV_VARS,
+  type EnvReader,
+  resolveConnectionString,
+  type Sql,
+} from './sql/connection.ts';
+export type { SqlSource } from './sql/source.ts';
+export * from './sql/function_state.ts';
+export * from './sql/keep_alive.ts';
+export * from './sql/fence.ts';
+export * from './sql/drain.ts';
+export {
+  ensurePgmq,
+  migrate,
+  type MigrateOptions,
+  type PgmqMode,
+  pgmqModeFromEnv,
+  SUPABASE_CLI,
+  withLocalSslMode,
+} from './sql/migrate.ts';
+export { formatDrainStatus, formatFenceStatus } from './ops/format.ts';

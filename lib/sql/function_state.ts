@@ -1,0 +1,184 @@
+/**
+ * Queue functions' durable flags: read them, pause and resume
+ * (`switchyard.function_states`, `pause_function`, `resume_function`;
+ * docs/ARCHITECTURE.md §6). Every decision stays in SQL.
+ *
+ * @module
+ */
+import { call, sqlOf, type SqlSource } from './source.ts';
+
+/** The durable flags of one queue function (`switchyard.worker_functions`). */
+export interface FunctionState {
+  /** The function (Edge Function) name. */
+  functionName: string;
+  /** The one physical queue its workers poll. */
+  queueName: string;
+  /** False while a fence (or an operator) disabled it. */
+  enabled: boolean;
+  /** Set while paused; only a resume clears it. */
+  pausedAt: Date | null;
+  /** Why it was paused. */
+  pauseReason: string | null;
+  /** The last keep-alive wake. */
+  lastWokenAt: Date | null;
+  /** Workers that have not stopped, are not deprecated and heart-beat within the window. */
+  liveWorkers: number;
+}
+
+/**
+ * Reads one function's flags; null when the function is unknown.
+ *
+ * @example
+ * ```ts
+ * import { connect, functionState } from '../ops.ts';
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const state = await functionState(client, 'classify-threads-worker');
+ * console.log(state?.pauseReason ?? 'not paused');
+ * await client.close();
+ * ```
+ */
+export async function functionState(
+  source: SqlSource,
+  functionName: string,
+  { heartbeatWindowSeconds = 15 } = {},
+): Promise<FunctionState | null> {
+  return (await listFunctions(source, { heartbeatWindowSeconds }))
+    .find((f) => f.functionName === functionName) ?? null;
+}
+
+/**
+ * Every registered queue function with its flags, by name.
+ *
+ * @example
+ * ```ts
+ * import { connect, listFunctions } from '../ops.ts';
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * for (const f of await listFunctions(client)) console.log(f.functionName, f.enabled);
+ * await client.close();
+ * ```
+ */
+export async function listFunctions(
+  source: SqlSource,
+  { heartbeatWindowSeconds = 15 } = {},
+): Promise<FunctionState[]> {
+  const sql = sqlOf(source);
+  const rows = await call(() =>
+    sql<
+      {
+        function_name: string;
+        queue_name: string;
+        enabled: boolean;
+        paused_at: Date | null;
+        pause_reason: string | null;
+        last_woken_at: Date | null;
+        live_workers: number;
+      }[]
+    >`
+      select f.function_name, f.queue_name, f.enabled, f.paused_at, f.pause_reason, f.last_woken_at,
+             (select count(*) from switchyard.workers w
+               where w.function_name = f.function_name and w.stopped_at is null
+                 and w.deprecated_at is null
+                 and w.last_heartbeat_at >= now() - make_interval(secs => ${heartbeatWindowSeconds}::int)
+             )::int as live_workers
+        from switchyard.worker_functions f
+       order by f.function_name`
+  );
+  return rows.map((r) => ({
+    functionName: r.function_name,
+    queueName: r.queue_name,
+    enabled: r.enabled,
+    pausedAt: r.paused_at,
+    pauseReason: r.pause_reason,
+    lastWokenAt: r.last_woken_at,
+    liveWorkers: r.live_workers,
+  }));
+}
+
+/** What {@linkcode pauseFunction} did. */
+export interface PauseResult {
+  /** The function. */
+  functionName: string;
+  /** False when the function was already paused (its first reason is kept). */
+  changed: boolean;
+  /** Since when the function is paused. */
+  pausedAt: Date;
+  /** The reason in force: the given one, or the earlier one when it was already paused. */
+  reason: string;
+}
+
+/**
+ * Pauses a queue function durably (`switchyard.pause_function`): its workers stop
+ * at their next heartbeat, new ones refuse to start, the keep-alive skips it.
+ * Only {@linkcode resumeFunction} undoes it.
+ *
+ * @throws {UnknownFunctionError} when no such function is registered
+ * @throws {OperationError} when the reason is empty
+ *
+ * @example
+ * ```ts
+ * import { connect, pauseFunction } from '../ops.ts';
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const result = await pauseFunction(client, 'classify-threads-worker', 'bad deploy, investigating');
+ * console.log(result.changed ? 'paused' : `already paused: ${result.reason}`);
+ * await client.close();
+ * ```
+ */
+export async function pauseFunction(
+  source: SqlSource,
+  functionName: string,
+  reason: string,
+): Promise<PauseResult> {
+  const sql = sqlOf(source);
+  return await call(() =>
+    sql.begin(async (tx) => {
+      const [{ changed }] = await tx<{ changed: boolean }[]>`
+        select switchyard.pause_function(${functionName}::text, ${reason}::text) as changed`;
+      const [row] = await tx<{ paused_at: Date; pause_reason: string }[]>`
+        select paused_at, pause_reason from switchyard.worker_functions
+         where function_name = ${functionName}`;
+      return { functionName, changed, pausedAt: row.paused_at, reason: row.pause_reason };
+    })
+  );
+}
+
+/** What {@linkcode resumeFunction} did. */
+export interface ResumeResult {
+  /** The function. */
+  functionName: string;
+  /** False when the function was not paused. */
+  changed: boolean;
+  /** The reason the function was paused for, when it was. */
+  previousReason: string | null;
+}
+
+/**
+ * Resumes a paused function (`switchyard.resume_function`): clears the pause and
+ * its reason. The only way back from a pause; it does not touch `enabled`.
+ *
+ * @throws {UnknownFunctionError} when no such function is registered
+ *
+ * @example
+ * ```ts
+ * import { connect, resumeFunction } from '../ops.ts';
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const { changed } = await resumeFunction(client, 'classify-threads-worker');
+ * console.log(changed ? 'resumed' : 'was not paused');
+ * await client.close();
+ * ```
+ */
+export async function resumeFunction(
+  source: SqlSource,
+  functionName: string,
+): Promise<ResumeResult> {
+  const sql = sqlOf(source);
+  return await call(() =>
+    sql.begin(async (tx) => {
+      const before = await tx<{ pause_reason: string | null }[]>`
+        select pause_reason from switchyard.worker_functions
+         where function_name = ${functionName} for update`;
+      const [{ changed }] = await tx<{ changed: boolean }[]>`
+        select switchyard.resume_function(${functionName}::text) as changed`;
+      return { functionName, changed, previousReason: before[0]?.pause_reason ?? null };
+    })
+  );
+}

@@ -1,0 +1,26 @@
+/**
+ * What the operator calls take as a database: a postgres.js client, or an object
+ * that carries one as `sql` (such as the {@linkcode Client} of `connect()`), and the
+ * one wrapper that maps the SQL core's refusals to error classes.
+ *
+ * @module
+ */
+import type { Sql } from './connection.ts';
+import { fromSqlError } from '../errors.ts';
+
+/** A postgres.js client, or an object that carries one (such as the client of `connect()`). */
+export type SqlSource = Sql | { readonly sql: Sql };
+
+/** The postgres.js client of a source. */
+export function sqlOf(source: SqlSource): Sql {
+  return typeof source === 'function' ? source : source.sql;
+}
+
+/** Runs one call of the SQL core; its refusals become Switchyard errors (lib/errors.ts). */
+export async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw fromSqlError(e);
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Writes that must survive a lost connection (docs/ARCHITECTURE.md §9): completions,
+ * failures and the stop record are repeated until the database answers. The SQL core
+ * accepts only the attempt that holds a task, so a repeat is harmless.
+ *
+ * @module
+ */
+
+/** Where a worker writes its log lines. */
+export interface WorkerLogger {
+  /** Progress worth seeing with `SWITCHYARD_LOG=info`. */
+  info(message: string): void;
+  /** Something went wrong and was handled. */
+  warn(message: string): void;
+  /** Something went wrong that needs an operator. */
+  error(message: string): void;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A thrown value as one line of text, for logs and `fail_task`. */
+export function errorText(e: unknown): string {
+  if (e instanceof Error) return `${e.name}: ${e.message}`;
+  try {
+    return `non-Error thrown: ${JSON.stringify(e)}`;
+  } catch {
+    return `non-Error thrown: ${String(e)}`;
+  }
+}
+
+/**
+ * True for errors that mean the connection (not the statement) failed, and for a deadlock or
+ * serialization failure, after which the whole statement can simply be repeated.
+ */
+export function isConnectionError(e: unknown): boolean {
+  const code = (e as { code?: string })?.code ?? '';
+  return /^(ECONN|EPIPE|ETIMEDOUT|CONNECTION_|57P0[123]|08|40P01$|40001$)/.test(code) ||
+    /connection|terminat|ECONNRESET|broken pipe/i.test(String((e as Error)?.message ?? ''));
+}
+
+/**
+ * Runs `fn`, repeating it after connection errors (up to 30 tries, backing off to 2 s);
+ * any other error is logged and gives `undefined`.
+ */
+export async function persist<T>(
+  log: WorkerLogger,
+  what: string,
+  fn: () => Promise<T>,
+): Promise<T | undefined> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!isConnectionError(e) || attempt >= 30) {
+        log.error(`${what} failed: ${errorText(e)}`);
+        return undefined;
+      }
+      await sleep(Math.min(200 * attempt, 2000));
+    }
+  }
+}

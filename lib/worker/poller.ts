@@ -1,0 +1,90 @@
+/**
+ * The poller (docs/ARCHITECTURE.md §5 and §9): reads message ids while there are free
+ * slots, claims them with `start_tasks` against the exact pair set the worker registered,
+ * and hands claimed tasks to the executor. A batch with unsupported work stops the worker
+ * fatally; the SQL core has already made the batch visible again and paused the function.
+ *
+ * @module
+ */
+import { UnsupportedWorkError } from '../errors.ts';
+import type { WorkerQueries } from '../sql/worker_queries.ts';
+import type { CompletionWriter } from './completion_writer.ts';
+import type { Executor } from './executor.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import { errorText, sleep, type WorkerLogger } from './persist.ts';
+
+/** What {@linkcode poll} needs. */
+export interface PollerOptions {
+  q: WorkerQueries;
+  lifecycle: Lifecycle;
+  executor: Executor;
+  writer: CompletionWriter;
+  log: WorkerLogger;
+  workerId: string;
+  queueName: string;
+  functionName: string;
+  maxConcurrent: number;
+  batchSize: number;
+  visibilityTimeout: number;
+  maxPollSeconds: number;
+  pollIntervalMs: number;
+}
+
+/** Polls until the lifecycle is stopping; see the module documentation. */
+export async function poll(o: PollerOptions): Promise<void> {
+  const { q, lifecycle, log } = o;
+  let backoff = 0;
+  while (!lifecycle.stopping) {
+    const free = o.maxConcurrent - o.executor.size;
+    // Pending completion writes are bounded too: a slow database slows the reads.
+    if (free <= 0 || o.writer.size >= o.maxConcurrent) {
+      await lifecycle.waitForWake();
+      continue;
+    }
+    try {
+      const ids = await q.readWithPoll(
+        o.queueName,
+        o.visibilityTimeout,
+        Math.min(o.batchSize, free),
+        o.maxPollSeconds,
+        o.pollIntervalMs,
+      );
+      backoff = 0;
+      if (ids.length === 0) continue;
+      if (lifecycle.stopping) {
+        // Read after a stop request: let the messages reappear now rather than after the timeout.
+        await q.releaseMessages(o.queueName, ids);
+        break;
+      }
+      // The supported pairs were stored at registration; the claim uses that exact set.
+      // (Read and claim stay two transactions: a claim holding the read's row locks could
+      // deadlock with a completion archiving a duplicate's message.)
+      const claims = await q.startTasks(o.queueName, ids, o.workerId, null);
+      const unsupported = claims.filter((c) => c.disposition === 'unsupported');
+      if (unsupported.length > 0) {
+        const fatal = new UnsupportedWorkError(
+          o.queueName,
+          o.functionName,
+          unsupported.map((c) => c.message_id),
+          [
+            ...new Set(
+              unsupported.map((c) => c.flow_slug ? `${c.flow_slug}/${c.step_slug}` : '(no task)'),
+            ),
+          ],
+        );
+        log.error(fatal.message);
+        lifecycle.fail(fatal);
+        log.info('stopping: unsupported work');
+        break;
+      }
+      for (const claim of claims) {
+        if (claim.disposition === 'claimed') o.executor.run(claim);
+      }
+    } catch (e) {
+      // Connection loss (a database restart) or a transient error: back off and retry.
+      backoff = Math.min(backoff + 1, 10);
+      log.warn(`poll failed (retrying): ${errorText(e)}`);
+      await sleep(200 * backoff);
+    }
+  }
+}

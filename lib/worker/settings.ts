@@ -1,0 +1,132 @@
+/**
+ * The worker's tuning settings in one table (docs/ARCHITECTURE.md §9): each with its
+ * default, the environment variable a queue function may set it from, and its range.
+ * `startWorker()` takes them as options; `EdgeWorker.start()` also reads the variables
+ * for options the code does not set.
+ *
+ * @module
+ */
+import { WorkerConfigError } from '../errors.ts';
+import type { EnvReader } from '../sql/connection.ts';
+
+/** The worker's tuning, every value resolved. */
+export interface WorkerSettings {
+  /** Tasks run at once (default 10). */
+  maxConcurrent: number;
+  /** Messages read per poll (default `maxConcurrent`, never more than free slots). */
+  batchSize: number;
+  /** Seconds a read message stays hidden before it is claimed (default 5). */
+  visibilityTimeout: number;
+  /** Seconds one read waits for messages (default 2). */
+  maxPollSeconds: number;
+  /** Milliseconds between reads inside one poll (default 100). */
+  pollIntervalMs: number;
+  /** Milliseconds between heartbeats (default 2000). */
+  heartbeatIntervalMs: number;
+  /** Milliseconds between stall-recovery sweeps of the queue (default 5000). */
+  stallCheckIntervalMs: number;
+  /** Seconds without a heartbeat after which a worker's started tasks are recovered (default 15). */
+  heartbeatWindowSeconds: number;
+}
+
+/** One row of {@linkcode WORKER_SETTINGS}. */
+export interface WorkerSetting {
+  /** The environment variable a queue function may set it from. */
+  readonly env: string;
+  /** The default: a number, or the name of the setting whose value it takes. */
+  readonly default: number | keyof WorkerSettings;
+  /** The smallest accepted integer. */
+  readonly min: number;
+  /** The largest accepted integer. */
+  readonly max: number;
+  /** Why the range is what it is, when that is not obvious. */
+  readonly note?: string;
+}
+
+/** The default heartbeat window in seconds; the SQL core's operator calls use the same. */
+export const DEFAULT_HEARTBEAT_WINDOW_SECONDS = 15;
+
+/** Every worker setting: default, environment variable and range, in resolution order. */
+export const WORKER_SETTINGS: Readonly<Record<keyof WorkerSettings, WorkerSetting>> = {
+  maxConcurrent: { env: 'SWITCHYARD_MAX_CONCURRENT', default: 10, min: 1, max: 1000 },
+  batchSize: { env: 'SWITCHYARD_BATCH_SIZE', default: 'maxConcurrent', min: 1, max: 1000 },
+  visibilityTimeout: { env: 'SWITCHYARD_VISIBILITY_TIMEOUT', default: 5, min: 1, max: 3600 },
+  maxPollSeconds: {
+    env: 'SWITCHYARD_MAX_POLL_SECONDS',
+    default: 2,
+    min: 1,
+    max: 60,
+    note: "PGMQ's read_with_poll checks its deadline before reading: 0 would never read",
+  },
+  pollIntervalMs: { env: 'SWITCHYARD_POLL_INTERVAL_MS', default: 100, min: 10, max: 10_000 },
+  heartbeatIntervalMs: {
+    env: 'SWITCHYARD_HEARTBEAT_INTERVAL_MS',
+    default: 2000,
+    min: 100,
+    max: 60_000,
+  },
+  stallCheckIntervalMs: {
+    env: 'SWITCHYARD_STALL_CHECK_INTERVAL_MS',
+    default: 5000,
+    min: 100,
+    max: 600_000,
+  },
+  heartbeatWindowSeconds: {
+    env: 'SWITCHYARD_HEARTBEAT_WINDOW_SECONDS',
+    default: DEFAULT_HEARTBEAT_WINDOW_SECONDS,
+    min: 1,
+    max: 3600,
+  },
+};
+
+const NAMES = Object.keys(WORKER_SETTINGS) as (keyof WorkerSettings)[];
+
+/**
+ * Resolves every setting: the option when given, else (with `env`) its environment variable,
+ * else its default; each checked against its range. Refusals name the value and the rule.
+ *
+ * @throws {WorkerConfigError} for a value outside its range or an unparsable variable
+ *
+ * @example
+ * ```ts
+ * import { resolveSettings } from './settings.ts';
+ * const s = resolveSettings({ maxConcurrent: 4 });
+ * console.assert(s.batchSize === 4 && s.heartbeatWindowSeconds === 15);
+ * ```
+ */
+export function resolveSettings(
+  options: Partial<WorkerSettings>,
+  env?: EnvReader,
+): WorkerSettings {
+  const given: Partial<Record<keyof WorkerSettings, number>> = {};
+  for (const name of NAMES) {
+    const value = options[name] ?? (env ? fromEnv(name, env) : undefined);
+    if (value !== undefined) given[name] = value;
+  }
+  const out = {} as WorkerSettings;
+  for (const name of NAMES) {
+    const spec = WORKER_SETTINGS[name];
+    const value = given[name] ??
+      (typeof spec.default === 'number' ? spec.default : out[spec.default]);
+    if (!Number.isInteger(value) || value < spec.min || value > spec.max) {
+      throw new WorkerConfigError(
+        `${name} ${String(value)} is invalid: use an integer from ${spec.min} to ${spec.max}` +
+          (spec.note ? ` (${spec.note})` : ''),
+      );
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+function fromEnv(name: keyof WorkerSettings, env: EnvReader): number | undefined {
+  const variable = WORKER_SETTINGS[name].env;
+  const text = env(variable);
+  if (text === undefined || text === '') return undefined;
+  if (!/^\d+$/.test(text.trim())) {
+    throw new WorkerConfigError(
+      `${variable} "${text}" is invalid: use a non-negative integer (it sets ${name})`,
+    );
+  }
+  return Number(text);
+}
