@@ -24,6 +24,14 @@
  * hand, or written with other options) is never overwritten without `--force`; without it
  * nothing at all is written.
  *
+ * The written files come from templates in `scripts/templates/`, read next to this script:
+ * `queue_function/index.ts` (a module that type-checks in place against the project's registry;
+ * its placeholders `QUEUE_NAME` and `MAX_CONCURRENT` and its template-only tail are replaced or
+ * dropped), `queue_function/deno.json` (the kit's imports, added for keys the project does not
+ * map), `function_config.toml` and `register_function.sql` (placeholders `FUNCTION_NAME` and
+ * `QUEUE_NAME`). Every placeholder is replaced by an exact substitution that must match exactly
+ * once; a template out of step with the scaffold is an error, never a wrong file.
+ *
  * @module
  */
 import { parseArgs } from 'node:util';
@@ -48,8 +56,40 @@ import { exists } from './_util.ts';
  */
 export const REGISTRY_PATH = 'supabase/functions/_shared/registry.ts';
 
-/** The kit's own `lib/` directory (used when the project has no `lib/` of its own). */
-const KIT_LIB = decodeURIComponent(new URL('../lib/', import.meta.url).pathname);
+/** The kit's root directory (its `lib/` serves a project without a `lib/mod.ts` of its own). */
+const KIT_ROOT = decodeURIComponent(new URL('../', import.meta.url).pathname);
+
+/**
+ * The templates' directory: real files that `deno fmt`, `deno lint` and (the index.ts)
+ * `deno check` see, read at run time next to this script.
+ */
+const TEMPLATES_DIR = join(KIT_ROOT, 'scripts', 'templates');
+
+/** The templates of the written files, relative to the templates' directory. */
+const TEMPLATES = {
+  index: 'queue_function/index.ts',
+  denoJson: 'queue_function/deno.json',
+  config: 'function_config.toml',
+  migration: 'register_function.sql',
+} as const;
+
+/** The directory of the queue function's template: it stands where a function directory does. */
+const TEMPLATE_FUNCTION_DIR = join(TEMPLATES_DIR, dirname(TEMPLATES.index));
+
+/**
+ * Where the index.ts template's template-only part begins: the scaffold drops this line and
+ * every line after it (declarations that let the template type-check in place).
+ */
+const TEMPLATE_ONLY = '// scaffold-queue: template only.';
+
+/**
+ * Placeholder words of the templates. Queue and function names are lower-case, so none of them
+ * can survive in a written file unless a template holds one the scaffold does not replace.
+ */
+const PLACEHOLDERS = ['QUEUE_NAME', 'MAX_CONCURRENT', 'FUNCTION_NAME'] as const;
+
+/** The line width of the written index.ts (the kit's `deno fmt` line width). */
+const LINE_WIDTH = 100;
 
 /**
  * The scaffold cannot proceed: the message names the value and the rule.
@@ -88,6 +128,8 @@ export interface ScaffoldOptions {
   force?: boolean;
   /** The clock for the migration timestamp (tests). */
   now?: Date;
+  /** The directory holding the templates (default: `templates/` next to this script; tests). */
+  templatesDir?: string;
 }
 
 /**
@@ -131,6 +173,74 @@ function specifier(fromDir: string, target: string, trailingSlash = false): stri
   return rel;
 }
 
+/** One template: its text and its path (relative to the kit when inside it, for messages). */
+interface Template {
+  path: string;
+  text: string;
+}
+
+/** Every template (line endings normalized to `\n`); a missing one is a ScaffoldError. */
+async function readTemplates(dir: string): Promise<Record<keyof typeof TEMPLATES, Template>> {
+  const read = async (name: string): Promise<Template> => {
+    const abs = resolve(dir, name);
+    const rel = relative(KIT_ROOT, abs);
+    const path = rel.startsWith('..') ? abs : rel.replaceAll('\\', '/');
+    try {
+      return { path, text: (await Deno.readTextFile(abs)).replaceAll('\r\n', '\n') };
+    } catch (e) {
+      throw new ScaffoldError(
+        `cannot read the scaffold's template ${path}: ${(e as Error).message}`,
+      );
+    }
+  };
+  return {
+    index: await read(TEMPLATES.index),
+    denoJson: await read(TEMPLATES.denoJson),
+    config: await read(TEMPLATES.config),
+    migration: await read(TEMPLATES.migration),
+  };
+}
+
+/**
+ * Replaces each placeholder of a template by its value. Every placeholder is an exact string
+ * that must occur exactly once in the template, and no placeholder word may remain afterwards:
+ * a template edited out of step with the scaffold fails loudly instead of writing a wrong file.
+ */
+function fill(
+  { path, text: template }: Template,
+  substitutions: readonly (readonly [placeholder: string, value: string])[],
+): string {
+  const spans = substitutions.map(([placeholder, value]) => {
+    const count = template.split(placeholder).length - 1;
+    if (count !== 1) {
+      throw new ScaffoldError(
+        `the scaffold's template ${path} must contain ${JSON.stringify(placeholder)} exactly ` +
+          `once, found it ${count} times: fix the template`,
+      );
+    }
+    const at = template.indexOf(placeholder);
+    return { at, end: at + placeholder.length, value };
+  }).sort((a, b) => a.at - b.at);
+  let out = '';
+  let pos = 0;
+  for (const span of spans) {
+    if (span.at < pos) {
+      throw new ScaffoldError(`the scaffold's template ${path} has overlapping placeholders`);
+    }
+    out += template.slice(pos, span.at) + span.value;
+    pos = span.end;
+  }
+  out += template.slice(pos);
+  const left = PLACEHOLDERS.filter((word) => out.includes(word));
+  if (left.length > 0) {
+    throw new ScaffoldError(
+      `the scaffold's template ${path} holds ${left.join(', ')} where the scaffold does not ` +
+        'replace it: fix the template',
+    );
+  }
+  return out;
+}
+
 /**
  * Loads the deployments listed by the project's registry module (its `registry` export, or
  * its default export).
@@ -171,7 +281,11 @@ export async function loadRegistry(projectDir: string): Promise<readonly WorkerT
  * import map), relative paths rebased to the function's directory, plus the kit; and the
  * project's `fmt` style.
  */
-async function functionImportMap(projectDir: string, functionDir: string): Promise<string> {
+async function functionImportMap(
+  template: Template,
+  projectDir: string,
+  functionDir: string,
+): Promise<string> {
   const imports: Record<string, string> = {};
   const add = (entries: unknown, baseDir: string) => {
     if (typeof entries !== 'object' || entries === null) return;
@@ -203,52 +317,95 @@ async function functionImportMap(projectDir: string, functionDir: string): Promi
   if (importMap) {
     add((JSON.parse(importMap) as { imports?: unknown }).imports, dirname(importMapPath));
   }
-  const lib = (await exists(join(projectDir, 'lib', 'mod.ts')))
-    ? join(resolve(projectDir), 'lib')
-    : KIT_LIB;
-  imports['switchyard'] ??= specifier(functionDir, join(lib, 'mod.ts'));
-  imports['switchyard/'] ??= specifier(functionDir, lib, true);
-  imports['postgres'] ??= 'npm:postgres@3';
+  // The template's imports (the kit and its npm packages), for keys the project does not map.
+  // Its relative paths name files of the kit relative to the template's directory; a project
+  // with its own copy of the kit (lib/mod.ts) gets that copy instead.
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(template.text);
+  } catch (e) {
+    throw new ScaffoldError(`the scaffold's template ${template.path}: ${(e as Error).message}`);
+  }
+  const defaults = (parsed as { imports?: unknown } | null)?.imports;
+  if (
+    typeof defaults !== 'object' || defaults === null || Array.isArray(defaults) ||
+    Object.keys(parsed as object).some((key) => key !== 'imports')
+  ) {
+    throw new ScaffoldError(
+      `the scaffold's template ${template.path} must hold exactly an "imports" object`,
+    );
+  }
+  const kitRoot = (await exists(join(projectDir, 'lib', 'mod.ts'))) ? projectDir : KIT_ROOT;
+  const templateDir = join(kitRoot, relative(KIT_ROOT, TEMPLATE_FUNCTION_DIR));
+  for (const [key, value] of Object.entries(defaults as Record<string, unknown>)) {
+    if (typeof value !== 'string') continue;
+    imports[key] ??= value.startsWith('./') || value.startsWith('../')
+      ? specifier(functionDir, resolve(templateDir, value), value.endsWith('/'))
+      : value;
+  }
   return `${JSON.stringify(fmt ? { imports, fmt } : { imports }, null, 2)}\n`;
 }
 
-function indexSource(queueName: string, maxConcurrent: number): string {
-  const oneLine =
-    `EdgeWorker.start(registry, { queueName: '${queueName}', maxConcurrent: ${maxConcurrent} });`;
-  const call = oneLine.length <= 100 ? oneLine : `EdgeWorker.start(registry, {
-  queueName: '${queueName}',
-  maxConcurrent: ${maxConcurrent},
-});`;
-  return `/**
- * Queue function for "${queueName}", written by \`deno task scaffold-queue\`.
- *
- * One worker polls this queue and runs every flow and version of the shared registry routed
- * to it. Edit \`../_shared/registry.ts\`, not this file.
- *
- * @module
- */
-import { EdgeWorker } from 'switchyard';
-import { registry } from '../_shared/registry.ts';
-
-${call}
-`;
+/** The function's index.ts: the template without its template-only part, filled in. */
+function indexSource(
+  template: Template,
+  functionDir: string,
+  registryPath: string,
+  queueName: string,
+  maxConcurrent: number,
+): string {
+  const lines = template.text.split('\n');
+  const cuts = lines.filter((line) => line.startsWith(TEMPLATE_ONLY)).length;
+  if (cuts !== 1) {
+    throw new ScaffoldError(
+      `the scaffold's template ${template.path} must contain one line starting with ` +
+        `${JSON.stringify(TEMPLATE_ONLY)}, found ${cuts}: fix the template`,
+    );
+  }
+  const cut = lines.findIndex((line) => line.startsWith(TEMPLATE_ONLY));
+  const kept = `${lines.slice(0, cut).join('\n').trimEnd()}\n`;
+  const options = [`queueName: '${queueName}'`, `maxConcurrent: ${maxConcurrent}`];
+  const oneLine = `{ ${options.join(', ')} }`;
+  const source = fill({ ...template, text: kept }, [
+    ['Queue function for "QUEUE_NAME"', `Queue function for "${queueName}"`],
+    [
+      `from '${specifier(TEMPLATE_FUNCTION_DIR, join(KIT_ROOT, REGISTRY_PATH))}';`,
+      `from '${specifier(functionDir, registryPath)}';`,
+    ],
+    ['{ queueName: QUEUE_NAME, maxConcurrent: MAX_CONCURRENT }', oneLine],
+  ]);
+  // As deno fmt does: an options object that makes its line too long goes one per line.
+  return source.split('\n').map((line) => {
+    if (line.length <= LINE_WIDTH || !line.includes(oneLine)) return line;
+    const indent = /^\s*/.exec(line)![0];
+    const wrapped = `{\n${options.map((o) => `${indent}  ${o},\n`).join('')}${indent}}`;
+    return line.replace(oneLine, () => wrapped);
+  }).join('\n');
 }
 
-function configSection(functionName: string, queueName: string): string {
-  return `[functions.${functionName}]
-# Queue function for "${queueName}" (deno task scaffold-queue). It checks its own bearer (the
-# service role key or SWITCHYARD_WORKER_SECRET), so the gateway's JWT check is off.
-verify_jwt = false
-import_map = "./functions/${functionName}/deno.json"
-entrypoint = "./functions/${functionName}/index.ts"`;
+/** The function's `[functions.<name>]` section of config.toml (without a final newline). */
+function configSection(template: Template, functionName: string, queueName: string): string {
+  return fill({ ...template, text: template.text.replace(/\n$/, '') }, [
+    ['[functions.FUNCTION_NAME]', `[functions.${functionName}]`],
+    ['Queue function for "QUEUE_NAME"', `Queue function for "${queueName}"`],
+    ['"./functions/FUNCTION_NAME/deno.json"', `"./functions/${functionName}/deno.json"`],
+    ['"./functions/FUNCTION_NAME/index.ts"', `"./functions/${functionName}/index.ts"`],
+  ]);
 }
 
-function migrationSource(functionName: string, queueName: string): string {
-  return `-- Registers queue function "${functionName}" for queue "${queueName}" (written by
--- \`deno task scaffold-queue ${queueName}\`). A new function starts enabled and unpaused; an
--- existing one keeps its flags: this never re-enables a disabled or paused function.
-select switchyard.register_function('${functionName}', '${queueName}');
-`;
+/** The registration migration. */
+function migrationSource(template: Template, functionName: string, queueName: string): string {
+  return fill(template, [
+    [
+      'function "FUNCTION_NAME" for queue "QUEUE_NAME"',
+      `function "${functionName}" for queue "${queueName}"`,
+    ],
+    ['scaffold-queue QUEUE_NAME`', `scaffold-queue ${queueName}\``],
+    [
+      "register_function('FUNCTION_NAME', 'QUEUE_NAME')",
+      `register_function('${functionName}', '${queueName}')`,
+    ],
+  ]);
 }
 
 function timestamp(date: Date): string {
@@ -269,13 +426,14 @@ function parseTimestamp(ts: string): Date {
 }
 
 async function planMigration(
+  template: Template,
   migrationsDir: string,
   projectDir: string,
   functionName: string,
   queueName: string,
   now: Date,
 ): Promise<Planned> {
-  const content = migrationSource(functionName, queueName);
+  const content = migrationSource(template, functionName, queueName);
   const suffix = `_register_${queueName}_worker.sql`;
   const names: string[] = [];
   try {
@@ -337,6 +495,7 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
     );
   }
 
+  const templates = await readTemplates(options.templatesDir ?? TEMPLATES_DIR);
   const registry = new DispatchIndex(await loadRegistry(projectDir));
   const routed = [
     ...new Set(registry.placements.filter((p) => p.kind === 'routed').flatMap((p) => p.queues())),
@@ -357,17 +516,23 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
   const functionName = defaultFunctionName(queueName);
   const functionDir = join(supabaseDir, 'functions', functionName);
   const rel = (p: string) => relative(projectDir, p);
-  const section = configSection(functionName, queueName);
+  const section = configSection(templates.config, functionName, queueName);
   const currentSection = functionSection(config, functionName);
   const plans: Planned[] = [
     {
       path: rel(join(functionDir, 'index.ts')),
-      content: indexSource(queueName, maxConcurrent),
+      content: indexSource(
+        templates.index,
+        functionDir,
+        join(projectDir, REGISTRY_PATH),
+        queueName,
+        maxConcurrent,
+      ),
       existing: await readOrNull(join(functionDir, 'index.ts')),
     },
     {
       path: rel(join(functionDir, 'deno.json')),
-      content: await functionImportMap(projectDir, functionDir),
+      content: await functionImportMap(templates.denoJson, projectDir, functionDir),
       existing: await readOrNull(join(functionDir, 'deno.json')),
     },
     {
@@ -378,6 +543,7 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
       existing: config,
     },
     await planMigration(
+      templates.migration,
       join(supabaseDir, 'migrations'),
       projectDir,
       functionName,
