@@ -6,6 +6,7 @@
  * @module
  */
 import { call, sqlOf, type SqlSource } from './source.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
 /** The durable flags of one queue function (`switchyard.worker_functions`). */
 export interface FunctionState {
@@ -40,7 +41,7 @@ export interface FunctionState {
 export async function functionState(
   source: SqlSource,
   functionName: string,
-  { heartbeatWindowSeconds = 15 } = {},
+  { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FunctionState | null> {
   return (await listFunctions(source, { heartbeatWindowSeconds }))
     .find((f) => f.functionName === functionName) ?? null;
@@ -59,7 +60,7 @@ export async function functionState(
  */
 export async function listFunctions(
   source: SqlSource,
-  { heartbeatWindowSeconds = 15 } = {},
+  { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FunctionState[]> {
   const sql = sqlOf(source);
   const rows = await call(() =>
