@@ -14,6 +14,6 @@ $$;
 create schema if not exists switchyard;
 
 -- Nothing in switchyard is reachable from PostgREST's anon/authenticated roles;
--- functions are executable by PUBLIC by default, so take that away as well.
+-- SQL functions are executable by PUBLIC by default, so take that away as well.
 revoke all on schema switchyard from public;
 alter default privileges in schema switchyard revoke execute on functions from public;

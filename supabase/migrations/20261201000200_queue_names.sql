@@ -1,4 +1,4 @@
--- Queue and slug rules (DESIGN.md §2), checked again in SQL so that no caller
+-- Queue and slug rules (docs/ARCHITECTURE.md §2), checked again in SQL so that no caller
 -- can register a name the TypeScript layer would refuse.
 
 -- Canonical queue name: ^[a-z][a-z0-9_]*$, at most 47 characters (PGMQ's limit:

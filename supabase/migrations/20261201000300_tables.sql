@@ -1,7 +1,7 @@
 -- Switchyard state. SQL owns every decision about these rows; the TypeScript
--- worker only calls the functions in the following migrations.
+-- worker only calls the SQL functions in the following migrations.
 
--- Queue registry (DESIGN.md §3): every physical PGMQ queue the kit uses.
+-- The queue catalog (docs/ARCHITECTURE.md §3): every physical PGMQ queue the kit uses.
 create table switchyard.queues (
   queue_name text primary key
     check (switchyard.queue_name_problem(queue_name, false) is null),

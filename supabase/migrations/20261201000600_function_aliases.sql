@@ -1,4 +1,4 @@
--- Aliases (DESIGN.md §6): one active concrete version per alias; every activation
+-- Aliases (docs/ARCHITECTURE.md §6): one active concrete version per alias; every activation
 -- is recorded.
 
 create or replace function switchyard._record_activation(

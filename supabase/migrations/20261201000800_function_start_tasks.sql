@@ -1,4 +1,4 @@
--- The claim path (DESIGN.md §5): classify every message of a batch read from one
+-- The claim path (docs/ARCHITECTURE.md §5): classify every message of a batch read from one
 -- physical queue, then claim the eligible ones, or refuse the whole batch.
 
 create type switchyard.task_claim as (
@@ -120,7 +120,7 @@ $$;
 -- normal call: the set is sent once, at registration).
 --
 -- Index probes only (enable_seqscan/hashjoin/mergejoin off for this call and the
--- functions it calls): every statement here touches a batch of at most a few hundred
+-- SQL functions it calls): every statement here touches a batch of at most a few hundred
 -- rows, found by key. PL/pgSQL caches a generic plan per statement after a few calls;
 -- for the joins of the batch's arrays to the task table that plan (a hash join over a
 -- scan of the table) was chosen while the tables were small, and in a worker's
@@ -201,7 +201,7 @@ begin
 
   if unsupported_ids is not null then
     -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
-    -- archived; every message visible again; the function pauses durably.
+    -- archived; every message visible again; the queue function pauses durably.
     perform switchyard._hide_messages(
       queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
     reason := format(

@@ -1,8 +1,8 @@
 -- Workers and the queue functions they run in: registration, heartbeats, the
--- persistent pause flag and the enabled flag (DESIGN.md §4, §6).
+-- persistent pause flag and the enabled flag (docs/ARCHITECTURE.md §4, §6).
 
--- Registers a worker for one physical queue. Upserts its function's row but
--- never re-enables a disabled or paused function: those refuse to start. The
+-- Registers a worker for one physical queue. Upserts its queue function's row but
+-- never re-enables a disabled or paused queue function: those refuse to start. The
 -- supported pairs are stored once, as a row set, for the claim path.
 create or replace function switchyard.register_worker(
   worker_id uuid, queue_name text, function_name text, supported_pairs text[]
@@ -94,7 +94,7 @@ as $$
    where w.worker_id = worker_stopped.worker_id;
 $$;
 
--- Asks every live worker of a function (or of all functions on a queue) to stop.
+-- Asks every worker of a queue function that has not stopped yet to stop.
 create or replace function switchyard.deprecate_workers(function_name text)
 returns int
 language sql
@@ -156,7 +156,7 @@ begin
 end
 $$;
 
--- Registers (or updates the queue of) a function without starting a worker; the
+-- Registers (or updates the queue of) a queue function without starting a worker; the
 -- scaffold's migration calls this. Never re-enables or unpauses an existing row.
 create or replace function switchyard.register_function(function_name text, queue_name text)
 returns void

@@ -1,4 +1,4 @@
--- Keep-alive (DESIGN.md §6, last bullet): a pg_cron job wakes every queue
+-- Keep-alive (docs/ARCHITECTURE.md §6, last bullet): a pg_cron job wakes every queue
 -- function that is enabled, unpaused and has no live worker, at most once per
 -- debounce window. A wake is an HTTP POST to the function's gateway path
 -- (/functions/v1/<name>) through pg_net when pg_net is installed; every wake is
@@ -90,13 +90,13 @@ as $$
      where n.nspname = 'net' and p.proname = 'http_post')
 $$;
 
--- Wakes every function that is enabled, unpaused, has no live worker and was not
+-- Wakes every queue function that is enabled, unpaused, has no live worker and was not
 -- woken within debounce_seconds. A live worker is one that has not stopped, is
 -- not deprecated, and heart-beat within heartbeat_window_seconds (a worker that
 -- crashed without stopping stops counting once its heartbeat is that old).
 --
 -- Concurrent calls (two cron jobs, a manual call during a cron run) wake each
--- function once: a caller locks the rows it wakes and skips rows locked by anyone
+-- queue function once: a caller locks the rows it wakes and skips rows locked by anyone
 -- else (another keep-alive, a fence, a registering worker), and a row it does lock
 -- is re-checked at its latest version, so a wake committed meanwhile debounces it.
 -- Skipping instead of waiting also means the keep-alive never deadlocks a fence.

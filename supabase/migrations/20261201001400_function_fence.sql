@@ -1,14 +1,14 @@
--- The fenced rollout (DESIGN.md §6): one fence around every affected queue function.
+-- The fenced rollout (docs/ARCHITECTURE.md §6): one fence around every affected queue function.
 --
---   fence_begin(functions)  records each function's exact enabled value, disables
+--   fence_begin(functions)  records each queue function's exact enabled value, disables
 --                           it and deprecates its live workers;
---   fence_status()          per function: live workers and their started tasks
+--   fence_status()          per queue function: live workers and their started tasks
 --                           (the fence is quiet when both are zero everywhere);
 --   fence_end()             restores the recorded values: re-enables only the
---                           functions that were enabled before; closes the fence.
+--                           queue functions that were enabled before; closes the fence.
 --
 -- While the fence is open the operator deploys every replacement registry; the
--- disabled functions refuse to start. At most one fence is open at a time: fences
+-- disabled queue functions refuse to start. At most one fence is open at a time: fences
 -- do not nest, and a second fence_begin is refused until fence_end. Pause flags
 -- are never touched: a paused function stays paused through a fence.
 
@@ -37,7 +37,7 @@ as $$
   select pg_advisory_xact_lock(hashtextextended('switchyard.fence', 0))
 $$;
 
--- Opens a fence over the named functions. Refuses (changing nothing) when a name
+-- Opens a fence over the named queue functions. Refuses (changing nothing) when a name
 -- is missing, null or unknown, or when a fence is already open.
 create or replace function switchyard.fence_begin(function_names text[])
 returns table (fence_id bigint, function_name text, was_enabled boolean, deprecated_workers int)
@@ -107,7 +107,7 @@ begin
 end
 $$;
 
--- The open fence, one row per member function; no rows when no fence is open.
+-- The open fence, one row per member queue function; no rows when no fence is open.
 -- live_workers: not stopped and heart-beat within the window (deprecated workers
 -- count until they stop). started_tasks: tasks those live workers still run.
 -- stalled_tasks: started tasks held by workers of the function that stopped or
@@ -169,7 +169,7 @@ end
 $$;
 
 -- Closes the open fence and sets every member's enabled flag back to the value
--- recorded at fence_begin: only functions that were enabled before are enabled.
+-- recorded at fence_begin: only queue functions that were enabled before are enabled.
 create or replace function switchyard.fence_end()
 returns table (fence_id bigint, function_name text, was_enabled boolean, enabled boolean)
 language plpgsql

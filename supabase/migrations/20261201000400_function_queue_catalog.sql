@@ -1,5 +1,5 @@
--- Queue registry operations (DESIGN.md §3). Shared-queue workers and routed
--- compilation provision queues only through these functions, never through a
+-- Queue catalog operations (docs/ARCHITECTURE.md §3). Shared-queue workers and routed
+-- compilation provision queues only through these SQL functions, never through a
 -- generic create-queue helper.
 
 -- Every spelling PGMQ knows for a canonical name (names differing only by case
