@@ -218,6 +218,66 @@ Deno.test('start_tasks refuses unknown workers and a queue the worker does not p
   );
 });
 
+Deno.test('_hide_messages finds the queue table of a mixed-case PGMQ queue and hides only the given messages', async () => {
+  // PGMQ accepts a mixed-case name: pgmq.meta keeps the spelling, the tables are lower-cased.
+  await sql`select pgmq.create('Mixed_Hide')`;
+  const [{ adopted }] = await sql`select switchyard.adopt_queue('Mixed_Hide') as adopted`;
+  assert.equal(adopted, 'adopted');
+  const [q] = await sql`select queue_name, pgmq_name from switchyard.queues
+    where queue_name = 'mixed_hide'`;
+  assert.deepEqual({ ...q }, { queue_name: 'mixed_hide', pgmq_name: 'Mixed_Hide' });
+  const mixed = new Flow<{ n: number }>({ slug: 'mixedHide', timeout: 30 })
+    .step({ slug: 'a' }, (i) => i.n);
+  const mixedShape = toPlacement(routeFlow(mixed, { queues: { a: 'mixed_hide' } })).shape;
+  await sql`select switchyard.ensure_flow(${sql.json(mixedShape as never)}::jsonb)`;
+  const runs = [];
+  for (const n of [1, 2, 3]) {
+    const [{ id }] = await sql`select switchyard.start_flow('mixedHide', ${
+      sql.json({ n })
+    }::jsonb) as id`;
+    runs.push(id as string);
+  }
+  const ids = await Promise.all(runs.map(async (r) => String((await taskOf(r)).message_id)));
+  const hidden = async () =>
+    Object.fromEntries(
+      (await sql<{ msg_id: string; secs: number }[]>`
+        select msg_id::text, extract(epoch from vt - clock_timestamp())::float as secs
+          from pgmq.q_mixed_hide where msg_id = any(${pgArray(ids)}::bigint[])`)
+        .map((r) => [r.msg_id, r.secs]),
+    );
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'mixed_hide', 'mixed-hide-worker',
+    array['mixedHide/a'])`;
+  const claims = await sql`select disposition from switchyard.start_tasks('mixed_hide',
+    ${pgArray(ids.slice(0, 2))}::bigint[], ${w}::uuid)`;
+  assert.deepEqual(claims.map((c) => c.disposition), ['claimed', 'claimed']);
+  const [{ margin }] = await sql`select switchyard.claim_margin_seconds() as margin`;
+  let vt = await hidden();
+  for (const id of ids.slice(0, 2)) {
+    assert.ok(vt[id] > 30 + margin - 2 && vt[id] <= 30 + margin, `claimed ${id}: ${vt[id]} s`);
+  }
+  assert.ok(vt[ids[2]] <= 0, `unclaimed ${ids[2]} stays visible: ${vt[ids[2]]} s`);
+  // Called with PGMQ's own spelling, it reaches the same table.
+  await sql`select switchyard._hide_messages('Mixed_Hide', ${pgArray([ids[2]])}::bigint[],
+    array[100])`;
+  vt = await hidden();
+  assert.ok(vt[ids[2]] > 98 && vt[ids[2]] <= 100, `hidden by its spelling: ${vt[ids[2]]} s`);
+  for (const id of ids.slice(0, 2)) assert.ok(vt[id] <= 30 + margin && vt[id] > 30, id);
+  // A refused batch (a worker whose registry lacks the pair) makes every message visible again.
+  const other = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${other}::uuid, 'mixed_hide', 'mixed-hide-other',
+    array['someoneElse/a'])`;
+  const refused = await sql`select disposition from switchyard.start_tasks('mixed_hide',
+    ${pgArray(ids)}::bigint[], ${other}::uuid)`;
+  assert.deepEqual(refused.map((c) => c.disposition), [
+    'unsupported',
+    'unsupported',
+    'unsupported',
+  ]);
+  vt = await hidden();
+  for (const id of ids) assert.ok(vt[id] <= 0, `refused ${id} visible again: ${vt[id]} s`);
+});
+
 Deno.test('teardown', async () => {
   await db.close();
 });

@@ -137,13 +137,14 @@ begin
     end if;
     return 'already registered';
   end if;
-  -- Hold off writers while the messages are checked.
-  execute format('lock table pgmq.%I in exclusive mode', 'q_' || canonical);
+  -- Hold off writers while the messages are checked. PGMQ names the queue's table
+  -- (pgmq.format_table_name lower-cases the spelling).
+  execute format('lock table pgmq.%I in exclusive mode', pgmq.format_table_name(spellings[1], 'q'));
   execute format(
     'select array_agg(m.msg_id order by m.msg_id), count(*) from pgmq.%I m
       where not exists (select 1 from switchyard.step_tasks t
                         where t.queue_name = $1 and t.message_id = m.msg_id)',
-    'q_' || canonical) into foreign_ids, foreign_count using canonical;
+    pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
   if foreign_count > 0 then
     raise exception using errcode = '55000', message = format(
       'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
