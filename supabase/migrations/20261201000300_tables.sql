@@ -156,8 +156,7 @@ create table switchyard.workers (
   worker_id uuid primary key,
   queue_name text not null,
   function_name text not null references switchyard.worker_functions,
-  supported_pairs text[] not null default '{}',
-  pair_set text not null,                  -- the same pairs as a row set in switchyard.pair_sets
+  pair_set text not null,                  -- its exact support set: a key of switchyard.pair_sets
   started_at timestamptz not null default now(),
   last_heartbeat_at timestamptz not null default now(),
   deprecated_at timestamptz,

@@ -163,7 +163,6 @@ begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
   end if;
-  -- Not `select *`: supported_pairs may be a large array, and it is not needed here.
   select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
     from switchyard.workers w where w.worker_id = start_tasks.worker_id;
   if not found then

@@ -46,9 +46,9 @@ begin
       'function %s is disabled', to_json(fn.function_name)::text),
       hint = 'a fenced rollout disabled it; switchyard.fence_end() or set_function_enabled re-enables it';
   end if;
-  insert into switchyard.workers (worker_id, queue_name, function_name, supported_pairs, pair_set)
+  insert into switchyard.workers (worker_id, queue_name, function_name, pair_set)
   values (register_worker.worker_id, queue, register_worker.function_name,
-          coalesce(supported_pairs, '{}'), switchyard.pair_set(supported_pairs));
+          switchyard.pair_set(supported_pairs));
 end
 $$;
 
