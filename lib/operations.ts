@@ -25,6 +25,7 @@
 import type postgres from 'postgres';
 import type { Client } from './client.ts';
 import { SwitchyardError } from './errors.ts';
+import { sqlErrorDetail } from './worker/queries.ts';
 
 /** A postgres.js client, or an object that carries one (such as a {@linkcode Client}). */
 export type SqlSource = postgres.Sql | Pick<Client, 'sql'>;
@@ -156,29 +157,31 @@ export class PgCronMissingError extends OperationError {
   }
 }
 
-/** Turns the SQL core's refusals into the classes above; anything else passes through. */
+/**
+ * Turns the SQL core's refusals into the classes above, by SQLSTATE and the JSON detail
+ * (docs/ARCHITECTURE.md §10); anything else passes through.
+ */
 function translate(e: unknown): unknown {
   const err = e as { code?: string; message?: string; hint?: string };
   if (typeof err?.code !== 'string' || typeof err.message !== 'string') return e;
   const message = err.message;
   const hint = err.hint || undefined;
   switch (err.code) {
-    case 'SY003':
+    case 'SY003': {
+      const names = sqlErrorDetail(e).function_names;
       return new UnknownFunctionError(
-        [...message.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => JSON.parse(`"${m[1]}"`)),
+        Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : [],
         message,
         { cause: e },
       );
+    }
     case 'SY010':
     case 'SY011':
       return new FenceStateError(message, err.code, hint, { cause: e });
     case 'SY020':
       return new PgCronMissingError(message, hint, { cause: e });
-    case '22023': {
-      const unknown = /^unknown function ("(?:[^"\\]|\\.)*")/.exec(message);
-      if (unknown) return new UnknownFunctionError([JSON.parse(unknown[1])], message, { cause: e });
+    case '22023':
       return new OperationError(message, err.code, hint, { cause: e });
-    }
   }
   return e;
 }

@@ -33,6 +33,24 @@ export function pgArray(values: readonly (string | bigint | number)[]): string {
   }}`;
 }
 
+/**
+ * The JSON object an SQL core error carries as its DETAIL (docs/ARCHITECTURE.md §10); an
+ * empty object for errors without one (or not from the SQL core). Map errors by their
+ * SQLSTATE (`code`) and read fields from here, never from the message.
+ */
+export function sqlErrorDetail(error: unknown): Record<string, unknown> {
+  const detail = (error as { detail?: unknown } | null)?.detail;
+  if (typeof detail !== 'string') return {};
+  try {
+    const parsed: unknown = JSON.parse(detail);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? parsed as Record<string, unknown>
+      : {};
+  } catch {
+    return {};
+  }
+}
+
 /** Typed wrappers over the SQL core for one client. */
 export class Queries {
   constructor(readonly sql: postgres.Sql) {}

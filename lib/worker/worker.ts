@@ -21,7 +21,7 @@ import {
   UnsupportedWorkError,
   WorkerConfigError,
 } from './errors.ts';
-import { pgArray, Queries, type TaskClaim } from './queries.ts';
+import { pgArray, Queries, sqlErrorDetail, type TaskClaim } from './queries.ts';
 import { Registry, selectQueue } from './registry.ts';
 
 /** Where a worker writes its log lines. */
@@ -327,12 +327,10 @@ export async function startWorkerImpl(
 }
 
 function translateStartupError(e: unknown, functionName: string): unknown {
-  const err = e as { code?: string; message?: string };
+  const err = e as { code?: string };
   if (err?.code === 'SY001') {
-    return new FunctionPausedError(
-      functionName,
-      String(err.message).replace(/^function "[^"]*" is paused: /, ''),
-    );
+    const { reason } = sqlErrorDetail(e);
+    return new FunctionPausedError(functionName, typeof reason === 'string' ? reason : '');
   }
   if (err?.code === 'SY002') return new FunctionDisabledError(functionName);
   return e;

@@ -167,12 +167,18 @@ begin
     from switchyard.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
     raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s is not registered', start_tasks.worker_id);
+      'start_tasks: worker %s is not registered', start_tasks.worker_id),
+      detail = jsonb_build_object(
+        'rule', 'worker_not_registered', 'argument', 'worker_id',
+        'value', start_tasks.worker_id::text)::text;
   end if;
   if worker.queue_name <> queue then
     raise exception using errcode = '22023', message = format(
       'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
-      to_json(worker.queue_name)::text, to_json(queue)::text);
+      to_json(worker.queue_name)::text, to_json(queue)::text),
+      detail = jsonb_build_object(
+        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
+        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
   end if;
   support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;

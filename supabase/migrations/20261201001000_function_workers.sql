@@ -19,12 +19,17 @@ declare
 begin
   if not exists (select 1 from switchyard.queues q where q.queue_name = queue) then
     raise exception using errcode = '22023', message = format(
-      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text);
+      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text),
+      detail = jsonb_build_object(
+        'rule', 'queue_unknown', 'argument', 'queue_name', 'value', left(queue, 200))::text;
   end if;
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
     raise exception using errcode = '22023', message = format(
       'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      coalesce(to_json(function_name)::text, 'null'));
+      coalesce(to_json(function_name)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'function_name_format', 'argument', 'function_name',
+        'value', left(function_name, 200))::text;
   end if;
   insert into switchyard.worker_functions (function_name, queue_name)
   values (register_worker.function_name, queue)
@@ -34,16 +39,22 @@ begin
   if fn.queue_name <> queue then
     raise exception using errcode = '22023', message = format(
       'function %s is registered for queue %s, not %s',
-      to_json(fn.function_name)::text, to_json(fn.queue_name)::text, to_json(queue)::text);
+      to_json(fn.function_name)::text, to_json(fn.queue_name)::text, to_json(queue)::text),
+      detail = jsonb_build_object(
+        'rule', 'function_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
+        'function_name', fn.function_name, 'registered_queue', fn.queue_name)::text;
   end if;
   if fn.paused_at is not null then
     raise exception using errcode = 'SY001', message = format(
       'function %s is paused: %s', to_json(fn.function_name)::text, fn.pause_reason),
+      detail = jsonb_build_object(
+        'function_name', fn.function_name, 'reason', fn.pause_reason)::text,
       hint = format('fix the registry, then select switchyard.resume_function(%L)', fn.function_name);
   end if;
   if not fn.enabled then
     raise exception using errcode = 'SY002', message = format(
       'function %s is disabled', to_json(fn.function_name)::text),
+      detail = jsonb_build_object('function_name', fn.function_name)::text,
       hint = 'a fenced rollout disabled it; switchyard.fence_end() or set_function_enabled re-enables it';
   end if;
   insert into switchyard.workers (worker_id, queue_name, function_name, pair_set)
@@ -120,7 +131,9 @@ set search_path = ''
 as $$
 begin
   if coalesce(trim(reason), '') = '' then
-    raise exception using errcode = '22023', message = 'pause_function: a reason is required';
+    raise exception using errcode = '22023', message = 'pause_function: a reason is required',
+      detail = jsonb_build_object(
+        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200))::text;
   end if;
   update switchyard.worker_functions f
      set paused_at = now(), pause_reason = reason
@@ -129,8 +142,10 @@ begin
     return true;
   end if;
   if not exists (select 1 from switchyard.worker_functions f where f.function_name = pause_function.function_name) then
-    raise exception using errcode = '22023', message = format(
-      'unknown function %s', coalesce(to_json(pause_function.function_name)::text, 'null'));
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', coalesce(to_json(pause_function.function_name)::text, 'null')),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(pause_function.function_name, 200)))::text;
   end if;
   return false;      -- already paused: the first reason is kept
 end
@@ -146,8 +161,10 @@ set search_path = ''
 as $$
 begin
   if not exists (select 1 from switchyard.worker_functions f where f.function_name = resume_function.function_name) then
-    raise exception using errcode = '22023', message = format(
-      'unknown function %s', coalesce(to_json(resume_function.function_name)::text, 'null'));
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', coalesce(to_json(resume_function.function_name)::text, 'null')),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(resume_function.function_name, 200)))::text;
   end if;
   update switchyard.worker_functions f
      set paused_at = null, pause_reason = null
@@ -169,7 +186,10 @@ begin
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
     raise exception using errcode = '22023', message = format(
       'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      coalesce(to_json(function_name)::text, 'null'));
+      coalesce(to_json(function_name)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'function_name_format', 'argument', 'function_name',
+        'value', left(function_name, 200))::text;
   end if;
   perform switchyard.assert_queue_name(queue_name, false);
   insert into switchyard.worker_functions (function_name, queue_name)
@@ -191,8 +211,10 @@ begin
   select f.enabled into previous from switchyard.worker_functions f
    where f.function_name = set_function_enabled.function_name for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'unknown function %s', coalesce(to_json(set_function_enabled.function_name)::text, 'null'));
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', coalesce(to_json(set_function_enabled.function_name)::text, 'null')),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(set_function_enabled.function_name, 200)))::text;
   end if;
   update switchyard.worker_functions f set enabled = set_function_enabled.enabled
    where f.function_name = set_function_enabled.function_name;

@@ -57,11 +57,17 @@ declare
 begin
   if function_names is null or cardinality(function_names) = 0 then
     raise exception using errcode = '22023', message =
-      'fence_begin: no functions given: list every queue function the rollout affects';
+      'fence_begin: no functions given: list every queue function the rollout affects',
+      detail = jsonb_build_object(
+        'rule', 'function_names_missing', 'argument', 'function_names',
+        'value', function_names::text)::text;
   end if;
   if array_position(function_names, null) is not null then
     raise exception using errcode = '22023', message =
-      'fence_begin: a function name is null: list function names only';
+      'fence_begin: a function name is null: list function names only',
+      detail = jsonb_build_object(
+        'rule', 'function_name_null', 'argument', 'function_names',
+        'value', left(function_names::text, 200))::text;
   end if;
   perform switchyard._lock_fences();
 
@@ -72,6 +78,7 @@ begin
       open_fence.fence_id, open_fence.opened_at,
       (select string_agg(to_json(m.function_name)::text, ', ' order by m.function_name)
          from switchyard.fence_members m where m.fence_id = open_fence.fence_id)),
+      detail = jsonb_build_object('fence_id', open_fence.fence_id)::text,
       hint = 'finish that rollout with select * from switchyard.fence_end() first';
   end if;
 
@@ -84,7 +91,9 @@ begin
     raise exception using errcode = 'SY003', message = format(
       'fence_begin: unknown function(s) %s: register a function with its scaffold migration '
       '(switchyard.register_function) or start its worker once',
-      (select string_agg(to_json(u)::text, ', ') from unnest(unknown) u));
+      (select string_agg(to_json(u)::text, ', ') from unnest(unknown) u)),
+      detail = jsonb_build_object(
+        'function_names', (select jsonb_agg(left(u, 200) order by u) from unnest(unknown) u))::text;
   end if;
 
   insert into switchyard.fences as fe default values returning fe.fence_id into new_fence;
@@ -128,7 +137,10 @@ begin
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
     raise exception using errcode = '22023', message = format(
       'fence_status: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
-      coalesce(heartbeat_window_seconds::text, 'null'));
+      coalesce(heartbeat_window_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
+        'value', heartbeat_window_seconds::text, 'min', 1)::text;
   end if;
   return query
     with members as (
@@ -184,6 +196,7 @@ begin
   select f.fence_id into open_id from switchyard.fences f where f.closed_at is null for update;
   if not found then
     raise exception using errcode = 'SY011', message = 'fence_end: no fence is open',
+      detail = jsonb_build_object()::text,
       hint = 'open one with select * from switchyard.fence_begin(array[''<function>'', ...])';
   end if;
   update switchyard.worker_functions f
