@@ -96,8 +96,8 @@ as $$
 $$;
 
 -- Wakes every queue function that is enabled, unpaused, has no live worker and was not
--- woken within debounce_seconds. A live worker is one that has not stopped, is
--- not deprecated, and heart-beat within heartbeat_window_seconds (a worker that
+-- woken within debounce_seconds. A live worker (switchyard._worker_live) has not stopped,
+-- is not deprecated, and heart-beat within heartbeat_window_seconds (a worker that
 -- crashed without stopping stops counting once its heartbeat is that old).
 --
 -- Concurrent calls (two cron jobs, a manual call during a cron run) wake each
@@ -184,9 +184,8 @@ begin
          and not exists (
            select 1 from switchyard.workers w
             where w.function_name = f.function_name
-              and w.stopped_at is null
-              and w.deprecated_at is null
-              and w.last_heartbeat_at >= now() - make_interval(secs => keep_alive.heartbeat_window_seconds))
+              and switchyard._worker_live(w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                                          keep_alive.heartbeat_window_seconds))
        order by f.function_name
        for update of f skip locked
     )

@@ -117,8 +117,9 @@ end
 $$;
 
 -- The open fence, one row per member queue function; no rows when no fence is open.
--- live_workers: not stopped and heart-beat within the window (deprecated workers
--- count until they stop). started_tasks: tasks those live workers still run.
+-- live_workers: workers that still run (switchyard._worker_running: not stopped and
+-- heart-beat within the window; the workers fence_begin deprecated count until they
+-- stop, which is what the fence waits for). started_tasks: tasks those workers still run.
 -- stalled_tasks: started tasks held by workers of the function that stopped or
 -- went silent; they do not hold the fence, the next worker's stall recovery
 -- requeues them. quiet: no live worker and no started task of one.
@@ -153,8 +154,8 @@ begin
     ),
     workers as (
       select w.function_name, w.worker_id,
-             (w.stopped_at is null and w.last_heartbeat_at >=
-                now() - make_interval(secs => fence_status.heartbeat_window_seconds)) as live
+             switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
+                                        fence_status.heartbeat_window_seconds) as live
         from switchyard.workers w
        where w.function_name in (select mb.function_name from members mb)
     ),
