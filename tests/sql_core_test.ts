@@ -278,6 +278,69 @@ Deno.test('_hide_messages finds the queue table of a mixed-case PGMQ queue and h
   for (const id of ids) assert.ok(vt[id] <= 0, `refused ${id} visible again: ${vt[id]} s`);
 });
 
+Deno.test('function_states counts live workers: not stopped, not deprecated, heart-beat in the window', async () => {
+  await sql`select switchyard.register_function('fs-live', 'core_q')`;
+  await sql`select switchyard.register_function('fs-idle', 'core_q')`;
+  const ids: Record<string, string> = {};
+  for (const name of ['live1', 'live2', 'deprecated', 'stopped', 'silent']) {
+    ids[name] = crypto.randomUUID();
+    await sql`select switchyard.register_worker(${ids[name]}::uuid, 'core_q', 'fs-live',
+      ${pgArray(PAIRS)}::text[])`;
+  }
+  await sql`update switchyard.workers set deprecated_at = now() where worker_id = ${ids.deprecated}`;
+  await sql`select switchyard.worker_stopped(${ids.stopped}::uuid, 'done')`;
+  await sql`update switchyard.workers set last_heartbeat_at = now() - interval '1 minute'
+             where worker_id = ${ids.silent}`;
+  const live = async (name: string | null, window = 15) =>
+    (await sql<{ function_name: string; live_workers: number }[]>`
+      select function_name, live_workers from switchyard.function_states(${name}::text, ${window})`)
+      .map((r) => [r.function_name, r.live_workers]);
+  assert.deepEqual(await live('fs-live'), [['fs-live', 2]]);
+  assert.deepEqual(
+    await live('fs-live', 120),
+    [['fs-live', 3]],
+    'a wider window counts the silent one',
+  );
+  assert.deepEqual(await live('fs-idle'), [['fs-idle', 0]]);
+  assert.deepEqual(await live('fs-nope'), [], 'an unknown name has no row');
+  const all = await live(null);
+  assert.deepEqual(all.map(([n]) => n), [...all.map(([n]) => n)].sort(), 'ordered by name');
+  assert.deepEqual(all.filter(([n]) => String(n).startsWith('fs-')), [['fs-idle', 0], [
+    'fs-live',
+    2,
+  ]]);
+  const [row] = await sql`select * from switchyard.function_states('fs-live')`;
+  assert.deepEqual(Object.keys(row), [
+    'function_name',
+    'queue_name',
+    'enabled',
+    'paused_at',
+    'pause_reason',
+    'last_woken_at',
+    'live_workers',
+  ]);
+  assert.equal(row.queue_name, 'core_q');
+
+  // The keep-alive uses the same definition: it wakes fs-idle, not fs-live.
+  const woken = await sql`select function_name from switchyard.keep_alive(debounce_seconds => 0)
+    where function_name like 'fs-%'`;
+  assert.deepEqual(woken.map((w) => w.function_name), ['fs-idle']);
+  // A fence waits for deprecated workers until they stop: they still run.
+  await sql`select * from switchyard.fence_begin(array['fs-live'])`;
+  try {
+    assert.deepEqual(await live('fs-live'), [['fs-live', 0]], 'fence_begin deprecated them all');
+    const [fence] = await sql`select live_workers from switchyard.fence_status()`;
+    assert.equal(fence.live_workers, 3, 'live1, live2 and the deprecated one still run');
+  } finally {
+    await sql`select * from switchyard.fence_end()`;
+  }
+  await assert.rejects(
+    sql`select * from switchyard.function_states(null, 0)`,
+    (e: { code?: string; detail?: string }) =>
+      e.code === '22023' && JSON.parse(e.detail!).argument === 'heartbeat_window_seconds',
+  );
+});
+
 Deno.test('teardown', async () => {
   await db.close();
 });
