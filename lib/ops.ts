@@ -22,7 +22,7 @@
  * @module
  */
 export * from './errors.ts';
-export { type Client, connect, type RunStatus } from './sql/client.ts';
+export { type Client, connect, type RunStatus, type StartFlowOptions } from './sql/client.ts';
 export {
   CONNECTION_ENV_VARS,
   type EnvReader,

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { SwitchyardError } from '../errors.ts';
+import { describeValue, SwitchyardError } from '../errors.ts';
 import { assertJson } from '../dsl/json.ts';
 import { NO_CONNECTION_MESSAGE, openSql, resolveConnectionString, type Sql } from './connection.ts';
 import { call } from './source.ts';
@@ -29,12 +29,37 @@ export interface RunStatus {
   steps: { step_slug: string; status: string; queue_name: string | null; attempts: number }[];
 }
 
+/**
+ * Options of {@linkcode Client.startFlow}.
+ *
+ * @example
+ * ```ts
+ * import type { StartFlowOptions } from './client.ts';
+ *
+ * const options: StartFlowOptions = { runId: crypto.randomUUID() };
+ * ```
+ */
+export interface StartFlowOptions {
+  /**
+   * A run id the caller chooses, making the start idempotent (docs/ARCHITECTURE.md §5.8): a
+   * second start with the same id returns the existing run and starts nothing; the same id
+   * with another input or another flow is refused with an `OperationError` (code `23505`,
+   * `detail.rule` `run_id_other_input` or `run_id_other_flow`).
+   */
+  runId?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** The client returned by {@linkcode connect}. */
 export interface Client {
   /** The postgres.js pool; operator calls accept the client itself. */
   readonly sql: Sql;
-  /** Starts a run of an alias's active version or of a concrete flow; returns the run id. */
-  startFlow(flowOrAlias: string, input: unknown): Promise<string>;
+  /**
+   * Starts a run of an alias's active version or of a concrete flow; returns the run id.
+   * With `runId`, the start is idempotent (see {@linkcode StartFlowOptions}).
+   */
+  startFlow(flowOrAlias: string, input: unknown, options?: StartFlowOptions): Promise<string>;
   /** The run's status document, or null for an unknown run. */
   runStatus(runId: string): Promise<RunStatus | null>;
   /** Polls until the run completes or fails (or the deadline passes: then it throws). */
@@ -54,6 +79,10 @@ export interface Client {
  * const client = connect(Deno.env.get('DATABASE_URL'));
  * const runId = await client.startFlow('threads', { text: 'hello' });
  * console.log((await client.waitForRun(runId)).output);
+ * // Idempotent: a retry with the same id returns the same run and starts nothing.
+ * const requestId = crypto.randomUUID();
+ * await client.startFlow('threads', { text: 'once' }, { runId: requestId });
+ * await client.startFlow('threads', { text: 'once' }, { runId: requestId });
  * await client.close();
  * ```
  */
@@ -69,13 +98,19 @@ export function connect(connectionString?: string, opts: { max?: number } = {}):
   };
   return {
     sql,
-    async startFlow(flowOrAlias, input) {
+    async startFlow(flowOrAlias, input, { runId } = {}) {
       assertJson(input, 'input');
+      if (runId !== undefined && (typeof runId !== 'string' || !UUID.test(runId))) {
+        throw new SwitchyardError(
+          `startFlow(${JSON.stringify(flowOrAlias)}): runId ${
+            describeValue(runId)
+          } is invalid: use a UUID such as crypto.randomUUID()`,
+        );
+      }
       const [row] = await call(() =>
         sql<{ id: string }[]>`
-          select switchyard.start_flow(${flowOrAlias}::text, ${
-          sql.json(input as never)
-        }::jsonb) as id`
+          select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
+            ${runId ?? null}::uuid) as id`
       );
       return row.id;
     },
