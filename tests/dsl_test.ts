@@ -40,9 +40,14 @@ function context(stepSlug: string, flowInput: unknown): StepContext<unknown> {
     runId: '00000000-0000-0000-0000-000000000001',
     flowSlug: 'diamond',
     stepSlug,
+    taskIndex: 0,
     attempt: 1,
     flowInput,
     signal: new AbortController().signal,
+    env: { get: () => undefined },
+    sql: (() => {
+      throw new Error('no database in DSL tests');
+    }) as unknown as StepContext<unknown>['sql'],
   };
 }
 

@@ -4,11 +4,16 @@
  * in a function that the single runtime test does not call.
  */
 import assert from 'node:assert/strict';
+import type postgres from 'postgres';
+import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 
 import { defineDeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import {
   Flow,
   type FlowInput,
+  type HandlerEnv,
+  type HandlerSql,
+  type HandlerSupabase,
   type StepContext,
   type StepOutputs,
   type StepSlugs,
@@ -175,6 +180,37 @@ function typeTests(): void {
   void [q, notQ, alias, sameFlow, queueName, notRouted, badSlug];
 }
 
+function contextTypeTests(): void {
+  new Flow<{ id: string }>({ slug: 'ctxTypes' }).step({ slug: 'a' }, async (_input, ctx) => {
+    expectType<Equal<typeof ctx.taskIndex, number>>(true);
+    expectType<Equal<typeof ctx.attempt, number>>(true);
+    expectType<Equal<typeof ctx.flowInput, { id: string }>>(true);
+    expectType<Equal<typeof ctx.env, HandlerEnv>>(true);
+    expectType<Equal<ReturnType<HandlerEnv['get']>, string | undefined>>(true);
+    // @ts-expect-error the environment is read-only
+    ctx.env.set('X', 'y');
+    // ctx.sql: typed tagged-template queries.
+    const rows = await ctx.sql<{ n: number }[]>`select ${1}::int as n`;
+    const n: number = rows[0].n;
+    // @ts-expect-error n is a number
+    const s: string = rows[0].n;
+    const sql: HandlerSql = ctx.sql;
+    // The full postgres.js type is a cast away.
+    const full = ctx.sql as unknown as postgres.Sql;
+    // ctx.supabase may be absent: the type says so.
+    expectType<Equal<typeof ctx.supabase, HandlerSupabase | undefined>>(true);
+    // @ts-expect-error ctx.supabase is possibly undefined
+    ctx.supabase.from('profiles');
+    if (ctx.supabase) await ctx.supabase.from('profiles').select('*');
+    // It is a real supabase-js client: one fits the structural type, and it casts back.
+    const real: HandlerSupabase = createClient('http://localhost', 'key');
+    const typed = ctx.supabase as SupabaseClient | undefined;
+    void [n, s, sql, full, real, typed];
+    return ctx.taskIndex;
+  });
+}
+
 Deno.test('type tests compile (see deno check tests/types_test.ts)', () => {
   assert.equal(typeof typeTests, 'function');
+  assert.equal(typeof contextTypeTests, 'function');
 });

@@ -16,6 +16,8 @@ export interface TaskClaim {
   flow_slug: string | null;
   step_slug: string | null;
   run_id: string | null;
+  /** The task's position within its step (a map element's index; 0 for an ordinary step). */
+  task_index?: number | null;
   attempt: number | null;
   timeout: number | null;
   input: unknown;
