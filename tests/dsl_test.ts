@@ -103,17 +103,20 @@ Deno.test('step options are null (inherit) unless given, startDelay defaults to 
   const flow = new Flow({ slug: 'f' })
     .step({ slug: 'a' }, () => 1)
     .step({ slug: 'b', maxAttempts: 1000, baseDelay: 0, timeout: 1, startDelay: 86400 }, () => 2);
+  const noCondition = { if: null, ifNot: null, whenUnmet: 'skip', whenExhausted: 'fail' };
   assert.deepEqual(flow.steps[0].options, {
     maxAttempts: null,
     baseDelay: null,
     timeout: null,
     startDelay: 0,
+    ...noCondition,
   });
   assert.deepEqual(flow.steps[1].options, {
     maxAttempts: 1000,
     baseDelay: 0,
     timeout: 1,
     startDelay: 86400,
+    ...noCondition,
   });
 });
 
@@ -321,6 +324,71 @@ Deno.test('unknown option keys, startDelay on a flow and a missing handler are r
 });
 
 // --- withStepQueues -------------------------------------------------------------------------
+
+Deno.test('conditions: patterns are JSON, modes are checked, whenUnmet needs a condition', () => {
+  const f = new Flow<Record<string, unknown>>({ slug: 'f' });
+  const pattern = { plan: 'pro', tags: ['a'] };
+  const flow = f.step(
+    { slug: 'a', if: pattern, ifNot: { banned: true }, whenUnmet: 'fail' },
+    () => 1,
+  );
+  assert.deepEqual(flow.steps[0].options, {
+    maxAttempts: null,
+    baseDelay: null,
+    timeout: null,
+    startDelay: 0,
+    if: { plan: 'pro', tags: ['a'] },
+    ifNot: { banned: true },
+    whenUnmet: 'fail',
+    whenExhausted: 'fail',
+  });
+  pattern.plan = 'free';
+  assert.deepEqual(flow.steps[0].options.if, { plan: 'pro', tags: ['a'] }, 'the pattern is copied');
+  assert.ok(Object.isFrozen(flow.steps[0].options.if), 'and frozen');
+  assert.equal(
+    f.step({ slug: 'b', whenExhausted: 'skip' }, () => 1).steps[0].options.whenExhausted,
+    'skip',
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', if: { x: 1 }, whenUnmet: 'maybe' as never }, () => 1),
+    FlowDefinitionError,
+    'flow "f" step "a" option whenUnmet "maybe" is invalid',
+    "'skip', 'skip-cascade', 'fail'",
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', whenExhausted: 'retry' as never }, () => 1),
+    FlowDefinitionError,
+    "option whenExhausted \"retry\" is invalid: use one of 'fail', 'skip'",
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', whenUnmet: 'skip' }, () => 1),
+    FlowDefinitionError,
+    'option whenUnmet needs a condition: add if or ifNot',
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', if: null as never }, () => 1),
+    FlowDefinitionError,
+    'option if null is invalid: a condition is a JSON pattern',
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', ifNot: { when: new Date() } as never }, () => 1),
+    FlowDefinitionError,
+    'flow "f" step "a" option ifNot.when is not JSON',
+  );
+});
+
+Deno.test('the shape carries conditions', () => {
+  const flow = new Flow<{ plan: string }>({ slug: 'cond' })
+    .step(
+      { slug: 'a', if: { plan: 'pro' }, whenUnmet: 'skip-cascade', whenExhausted: 'skip' },
+      () => 1,
+    );
+  assert.equal(
+    JSON.stringify(toPlacement(flow).shape.steps[0].options),
+    '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0,"if":{"plan":"pro"},' +
+      '"ifNot":null,"whenUnmet":"skip-cascade","whenExhausted":"skip"}',
+  );
+});
 
 Deno.test('withStepQueues places each step on lower(flow__step)', () => {
   const flow = new Flow({ slug: 'communityThreads' })
@@ -560,7 +628,16 @@ Deno.test('toPlacement re-checks hand-made placements', () => {
 });
 
 function expectedShape(placement: string, queues: Record<string, string>): unknown {
-  const inherit = { maxAttempts: null, baseDelay: null, timeout: null, startDelay: 0 };
+  const inherit = {
+    maxAttempts: null,
+    baseDelay: null,
+    timeout: null,
+    startDelay: 0,
+    if: null,
+    ifNot: null,
+    whenUnmet: 'skip',
+    whenExhausted: 'fail',
+  };
   return {
     slug: 'diamond',
     placement,
@@ -587,7 +664,8 @@ Deno.test('the diamond shape of a plain flow is exact, key order included', () =
   assert.equal(
     JSON.stringify(shape.steps[0]),
     '{"slug":"a","index":0,"dependsOn":[],"queue":"diamond","options":' +
-      '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0}}',
+      '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0,"if":null,' +
+      '"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}',
   );
 });
 
@@ -620,7 +698,8 @@ Deno.test('the shape carries resolved flow options and explicit step options', (
     JSON.stringify(shape),
     '{"slug":"opts","placement":"plain","options":{"maxAttempts":7,"baseDelay":1,"timeout":30},' +
       '"steps":[{"slug":"a","index":0,"dependsOn":[],"queue":"opts","options":' +
-      '{"maxAttempts":null,"baseDelay":5,"timeout":null,"startDelay":10}}]}',
+      '{"maxAttempts":null,"baseDelay":5,"timeout":null,"startDelay":10,"if":null,' +
+      '"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}]}',
   );
   assert.ok(Object.isFrozen(shape) && Object.isFrozen(shape.steps[0].options));
 });

@@ -180,6 +180,65 @@ function typeTests(): void {
   void [q, notQ, alias, sameFlow, queueName, notRouted, badSlug];
 }
 
+function conditionTypeTests(): void {
+  interface Ticket {
+    plan: 'free' | 'pro';
+    user: { id: string; tags: string[] };
+  }
+  const flow = new Flow<Ticket>({ slug: 'condTypes' })
+    .step({ slug: 'always' }, () => 1)
+    .step({ slug: 'maybe', if: { plan: 'pro' } }, () => 'pro')
+    .step({ slug: 'negated', ifNot: { user: { tags: ['spam'] } } }, () => true)
+    .step({ slug: 'strict', if: { plan: 'pro' }, whenUnmet: 'fail' }, () => 2)
+    .step({ slug: 'cascade', if: { plan: 'free' }, whenUnmet: 'skip-cascade' }, () => 3)
+    .step({ slug: 'tolerant', whenExhausted: 'skip' }, () => 4)
+    .step({ slug: 'failing', whenExhausted: 'fail' }, () => 5)
+    .step(
+      {
+        slug: 'sink',
+        dependsOn: ['always', 'maybe', 'negated', 'strict', 'cascade', 'tolerant', 'failing'],
+        // A dependent's condition is typed against the dependency outputs.
+        if: { always: 1 },
+      },
+      (input) => {
+        // A step that may be skipped while its dependents run is absent: T | undefined.
+        expectType<Equal<typeof input.always, number>>(true);
+        expectType<Equal<typeof input.maybe, string | undefined>>(true);
+        expectType<Equal<typeof input.negated, boolean | undefined>>(true);
+        expectType<Equal<typeof input.tolerant, number | undefined>>(true);
+        // whenUnmet 'fail' never skips; with 'skip-cascade' the dependents are skipped too.
+        expectType<Equal<typeof input.strict, number>>(true);
+        expectType<Equal<typeof input.cascade, number>>(true);
+        expectType<Equal<typeof input.failing, number>>(true);
+        // @ts-expect-error maybe may be absent
+        input.maybe.length;
+        return input.maybe ?? 'skipped';
+      },
+    );
+  expectType<Equal<StepOutputs<typeof flow>['maybe'], string | undefined>>(true);
+  expectType<Equal<StepOutputs<typeof flow>['sink'], string | undefined>>(true);
+
+  const f = new Flow<Ticket>({ slug: 'condTypes2' });
+  // @ts-expect-error 'gold' is not a plan
+  f.step({ slug: 'a', if: { plan: 'gold' } }, () => 1);
+  // @ts-expect-error a misspelt key
+  f.step({ slug: 'a', if: { plan: 'pro', plann: 'pro' } }, () => 1);
+  // @ts-expect-error a misspelt nested key
+  f.step({ slug: 'a', ifNot: { user: { idd: 'u1' } } }, () => 1);
+  // @ts-expect-error tags holds strings
+  f.step({ slug: 'a', if: { user: { tags: [1] } } }, () => 1);
+  // @ts-expect-error not a mode
+  f.step({ slug: 'a', if: { plan: 'pro' }, whenUnmet: 'maybe' }, () => 1);
+  // @ts-expect-error not a mode
+  f.step({ slug: 'a', whenExhausted: 'retry' }, () => 1);
+  // An untyped flow takes any JSON pattern.
+  new Flow({ slug: 'untyped' }).step({ slug: 'a', if: { anything: [1, { deep: true }] } }, () => 1);
+  // A dependent's condition names its dependencies only.
+  f.step({ slug: 'a' }, () => ({ n: 1 }))
+    // @ts-expect-error plan is not in the input of a dependent step
+    .step({ slug: 'b', dependsOn: ['a'], if: { plan: 'pro' } }, () => 1);
+}
+
 function contextTypeTests(): void {
   new Flow<{ id: string }>({ slug: 'ctxTypes' }).step({ slug: 'a' }, async (_input, ctx) => {
     expectType<Equal<typeof ctx.taskIndex, number>>(true);
@@ -213,4 +272,5 @@ function contextTypeTests(): void {
 Deno.test('type tests compile (see deno check tests/types_test.ts)', () => {
   assert.equal(typeof typeTests, 'function');
   assert.equal(typeof contextTypeTests, 'function');
+  assert.equal(typeof conditionTypeTests, 'function');
 });

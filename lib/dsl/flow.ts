@@ -12,6 +12,7 @@
  */
 
 import { describeValue, FlowDefinitionError } from '../errors.ts';
+import { assertJson, type JsonValue } from './json.ts';
 import { assertFlowSlug, assertStepSlug, type ValidSlug } from './slugs.ts';
 
 /**
@@ -56,13 +57,136 @@ export interface ResolvedFlowOptions {
 }
 
 /**
- * The resolved options of a step: `null` means "inherit from the flow".
+ * What happens when a step's condition (`if` / `ifNot`) is not met (docs/ARCHITECTURE.md §5.9):
+ * `skip` skips the step (dependents run without its output), `skip-cascade` skips it and every
+ * step that depends on it, `fail` fails the run.
+ *
+ * @example
+ * ```ts
+ * import type { WhenUnmet } from './flow.ts';
+ *
+ * const mode: WhenUnmet = 'skip-cascade';
+ * ```
+ */
+export type WhenUnmet = 'skip' | 'skip-cascade' | 'fail';
+
+/**
+ * What happens when a task used its last attempt: `fail` fails the run, `skip` skips the step
+ * (dependents run without its output).
+ *
+ * @example
+ * ```ts
+ * import type { WhenExhausted } from './flow.ts';
+ *
+ * const mode: WhenExhausted = 'skip';
+ * ```
+ */
+export type WhenExhausted = 'fail' | 'skip';
+
+/**
+ * A JSON containment pattern over `T`, as PostgreSQL's `jsonb @>` reads it: any subset of the
+ * object's keys, nested; arrays hold patterns of their elements (an array pattern matches when
+ * every pattern element is contained in some element of the array).
+ *
+ * @example
+ * ```ts
+ * import type { ContainmentPattern } from './flow.ts';
+ *
+ * type Ticket = { plan: 'free' | 'pro'; tags: string[]; user: { id: string } };
+ * const pro: ContainmentPattern<Ticket> = { plan: 'pro' };
+ * const tagged: ContainmentPattern<Ticket> = { tags: ['urgent'], user: { id: 'u1' } };
+ * ```
+ */
+export type ContainmentPattern<T> = T extends readonly (infer E)[]
+  ? readonly ContainmentPattern<E>[]
+  : T extends object ? { readonly [K in keyof T]?: ContainmentPattern<T[K]> }
+  : T;
+
+/**
+ * Type-level check that pattern `P` names only keys its step input `S` has (at every depth);
+ * an unknown key becomes `never`, so a misspelt condition key fails type checking. An input of
+ * type `unknown` accepts any pattern.
+ *
+ * @example
+ * ```ts
+ * import type { ExactPattern } from './flow.ts';
+ *
+ * type Ok = ExactPattern<{ plan: 'pro' }, { plan?: 'free' | 'pro' }>;
+ * type Typo = ExactPattern<{ plann: 'pro' }, { plan?: 'free' | 'pro' }>; // { plann: never }
+ * ```
+ */
+export type ExactPattern<P, S> = unknown extends S ? unknown
+  : P extends readonly unknown[] ? unknown
+  : P extends object // Keys of every member of a union S count; a key's pattern is checked against the
+  // members that have it.
+    ?
+      & { readonly [K in Exclude<keyof P, S extends unknown ? keyof S : never>]: never }
+      & {
+        readonly [K in keyof P & (S extends unknown ? keyof S : never)]?: ExactPattern<
+          P[K],
+          NonNullable<S extends unknown ? K extends keyof S ? S[K] : never : never>
+        >;
+      }
+  : unknown;
+
+/**
+ * Whether a step may end `skipped` while its dependents still run: a condition with
+ * `whenUnmet: 'skip'` (the default), or `whenExhausted: 'skip'`. With `skip-cascade` its
+ * dependents are skipped too, so when one runs the output is there.
+ *
+ * @example
+ * ```ts
+ * import type { MaySkip } from './flow.ts';
+ *
+ * type A = MaySkip<{ plan: 'pro' }, never, 'skip', 'fail'>; // true
+ * type B = MaySkip<{ plan: 'pro' }, never, 'skip-cascade', 'fail'>; // false
+ * type C = MaySkip<never, never, 'skip', 'skip'>; // true
+ * ```
+ */
+export type MaySkip<If, IfNot, Unmet extends WhenUnmet, Exhausted extends WhenExhausted> =
+  [Exhausted] extends ['fail'] ? [If | IfNot] extends [never] ? false
+    : [Unmet] extends ['skip'] ? true
+    : false
+    : true;
+
+/**
+ * The output type a step's dependents see: `Out`, or `Out | undefined` when the step may be
+ * skipped (see {@linkcode MaySkip}): a skipped step's output is absent.
+ *
+ * @example
+ * ```ts
+ * import type { SeenOutput } from './flow.ts';
+ *
+ * type Always = SeenOutput<number, never, never, 'skip', 'fail'>; // number
+ * type Maybe = SeenOutput<number, { plan: 'pro' }, never, 'skip', 'fail'>; // number | undefined
+ * ```
+ */
+export type SeenOutput<
+  Out,
+  If,
+  IfNot,
+  Unmet extends WhenUnmet,
+  Exhausted extends WhenExhausted,
+> = MaySkip<If, IfNot, Unmet, Exhausted> extends true ? Out | undefined : Out;
+
+/**
+ * The resolved options of a step: `null` means "inherit from the flow" (or, for `if` and
+ * `ifNot`, no pattern).
  *
  * @example
  * ```ts
  * import type { StepOptions } from './flow.ts';
  *
- * const options: StepOptions = { maxAttempts: null, baseDelay: null, timeout: 30, startDelay: 0 };
+ * const options: StepOptions = {
+ *   maxAttempts: null,
+ *   baseDelay: null,
+ *   timeout: 30,
+ *   startDelay: 0,
+ *   if: { plan: 'pro' },
+ *   ifNot: null,
+ *   whenUnmet: 'skip',
+ *   whenExhausted: 'fail',
+ * };
  * ```
  */
 export interface StepOptions {
@@ -74,6 +198,14 @@ export interface StepOptions {
   readonly timeout: number | null;
   /** Seconds to wait before the step's first task becomes visible. */
   readonly startDelay: number;
+  /** The step runs only when its input contains this JSON pattern (`@>`); `null`: no pattern. */
+  readonly if: JsonValue | null;
+  /** The step runs only when its input does not contain this pattern; `null`: no pattern. */
+  readonly ifNot: JsonValue | null;
+  /** What an unmet condition does. */
+  readonly whenUnmet: WhenUnmet;
+  /** What a task out of attempts does. */
+  readonly whenExhausted: WhenExhausted;
 }
 
 /**
@@ -277,6 +409,51 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
   timeout?: number;
   /** Seconds before the step's first task becomes visible, 0 to 86400. Default 0. */
   startDelay?: number;
+  /**
+   * Run the step only when its input contains this JSON pattern (PostgreSQL `@>`, evaluated in
+   * SQL when the step becomes ready; docs/ARCHITECTURE.md §5.9). The input is the flow input
+   * for a root step, else the object of dependency outputs.
+   */
+  if?: JsonValue;
+  /** Run the step only when its input does not contain this JSON pattern. */
+  ifNot?: JsonValue;
+  /** What an unmet condition does: `skip` (default), `skip-cascade` or `fail`. Needs a condition. */
+  whenUnmet?: WhenUnmet;
+  /** What a task out of attempts does: `fail` (default) fails the run, `skip` skips the step. */
+  whenExhausted?: WhenExhausted;
+}
+
+/**
+ * The condition options of a step, typed against its input `SI`: patterns of the input's own
+ * keys (see {@linkcode ContainmentPattern} and {@linkcode ExactPattern}) and the two modes as
+ * literals, which decide the output type dependents see ({@linkcode SeenOutput}).
+ *
+ * @example
+ * ```ts
+ * import type { ConditionConfig } from './flow.ts';
+ *
+ * type In = { plan: 'free' | 'pro' };
+ * const config: ConditionConfig<In, { plan: 'pro' }, never, 'fail', 'fail'> = {
+ *   if: { plan: 'pro' },
+ *   whenUnmet: 'fail',
+ * };
+ * ```
+ */
+export interface ConditionConfig<
+  SI,
+  If,
+  IfNot,
+  Unmet extends WhenUnmet,
+  Exhausted extends WhenExhausted,
+> {
+  /** See {@linkcode StepConfig.if}. */
+  if?: If & ExactPattern<If, ContainmentPattern<SI>>;
+  /** See {@linkcode StepConfig.ifNot}. */
+  ifNot?: IfNot & ExactPattern<IfNot, ContainmentPattern<SI>>;
+  /** See {@linkcode StepConfig.whenUnmet}. */
+  whenUnmet?: Unmet;
+  /** See {@linkcode StepConfig.whenExhausted}. */
+  whenExhausted?: Exhausted;
 }
 
 /**
@@ -416,7 +593,55 @@ const STEP_OPTION_KEYS = new Set([
   'baseDelay',
   'timeout',
   'startDelay',
+  'if',
+  'ifNot',
+  'whenUnmet',
+  'whenExhausted',
 ]);
+
+const WHEN_UNMET: readonly WhenUnmet[] = ['skip', 'skip-cascade', 'fail'];
+const WHEN_EXHAUSTED: readonly WhenExhausted[] = ['fail', 'skip'];
+
+function checkChoice<T extends string>(
+  owner: string,
+  name: string,
+  value: unknown,
+  choices: readonly T[],
+  fallback: T,
+): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !choices.includes(value as T)) {
+    throw new FlowDefinitionError(
+      `${owner} option ${name} ${describeValue(value)} is invalid: use one of ` +
+        choices.map((c) => `'${c}'`).join(', '),
+    );
+  }
+  return value as T;
+}
+
+function checkPattern(owner: string, name: string, value: unknown): JsonValue | null {
+  if (value === undefined) return null;
+  if (value === null) {
+    throw new FlowDefinitionError(
+      `${owner} option ${name} null is invalid: a condition is a JSON pattern (leave the ` +
+        'option out for none)',
+    );
+  }
+  try {
+    assertJson(value, `${owner} option ${name}`);
+  } catch (e) {
+    throw new FlowDefinitionError((e as Error).message);
+  }
+  return structuredClone(value);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
 
 function checkKnownKeys(owner: string, config: object, known: Set<string>): void {
   for (const key of Object.keys(config)) {
@@ -525,6 +750,11 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
    * malformed, duplicate (case-insensitive) or reserved slug, an unknown or repeated
    * dependency, a bad option or a missing handler.
    *
+   * `if` / `ifNot` make the step conditional (evaluated in SQL over the step's input with
+   * `@>`; docs/ARCHITECTURE.md §5.9), with `whenUnmet` and `whenExhausted` deciding what an
+   * unmet condition and a task out of attempts do. When the step may be skipped while its
+   * dependents run, they see its output as `T | undefined` ({@linkcode SeenOutput}).
+   *
    * @example
    * ```ts
    * import { Flow } from './flow.ts';
@@ -534,24 +764,42 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
    *   .step({ slug: 'fetch', maxAttempts: 5 }, async (input) => (await fetch(input.url)).status)
    *   .step({ slug: 'report', dependsOn: ['fetch'] }, (input) => ({ ok: input.fetch === 200 }));
    * console.assert(base.steps.length === 0 && flow.steps.length === 2);
+   *
+   * // Conditional steps: only pro customers get the call, anything but spam gets stored.
+   * new Flow<{ plan: 'free' | 'pro'; spam: boolean }>({ slug: 'signup' })
+   *   .step({ slug: 'call', if: { plan: 'pro' } }, () => 'booked')
+   *   .step({ slug: 'store', ifNot: { spam: true }, whenUnmet: 'fail' }, () => 'stored')
+   *   .step({ slug: 'report', dependsOn: ['call', 'store'] }, (input) => ({
+   *     call: input.call ?? 'not a pro customer', // string | undefined: call may be skipped
+   *     store: input.store, // string: an unmet condition fails the run instead
+   *   }));
    * ```
    */
   step<
     const Slug extends string,
     const Deps extends readonly (keyof Steps & string)[] = readonly [],
     Out = unknown,
+    const If extends ContainmentPattern<StepInput<Input, Steps, Deps>> = never,
+    const IfNot extends ContainmentPattern<StepInput<Input, Steps, Deps>> = never,
+    const Unmet extends WhenUnmet = 'skip',
+    const Exhausted extends WhenExhausted = 'fail',
   >(
-    config: Omit<StepConfig<Slug, Deps>, 'slug'> & { slug: NewStepSlug<Slug, Steps> },
+    config:
+      & Omit<StepConfig<Slug, Deps>, 'slug' | 'if' | 'ifNot' | 'whenUnmet' | 'whenExhausted'>
+      & { slug: NewStepSlug<Slug, Steps> }
+      & ConditionConfig<StepInput<Input, Steps, Deps>, If, IfNot, Unmet, Exhausted>,
     handler: (input: StepInput<Input, Steps, Deps>, context: StepContext<Input>) => Out,
-  ): Flow<Input, { [K in keyof Steps | Slug]: K extends Slug ? Awaited<Out> : Steps[K] }> {
+  ): Flow<
+    Input,
+    {
+      [K in keyof Steps | Slug]: K extends Slug
+        ? SeenOutput<Awaited<Out>, If, IfNot, Unmet, Exhausted>
+        : Steps[K];
+    }
+  > {
     const definition = this.#defineStep(config, handler);
-    const next = new Flow<
-      Input,
-      { [K in keyof Steps | Slug]: K extends Slug ? Awaited<Out> : Steps[K] }
-    >({
-      slug: this.#slug,
-      ...this.#options,
-    });
+    // deno-lint-ignore no-explicit-any
+    const next = new Flow<Input, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }
@@ -581,6 +829,23 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
         `${owner} handler ${describeValue(handler)} is invalid: pass a function`,
       );
     }
+    const condition = {
+      if: checkPattern(owner, 'if', step.if),
+      ifNot: checkPattern(owner, 'ifNot', step.ifNot),
+      whenUnmet: checkChoice(owner, 'whenUnmet', step.whenUnmet, WHEN_UNMET, 'skip'),
+      whenExhausted: checkChoice(
+        owner,
+        'whenExhausted',
+        step.whenExhausted,
+        WHEN_EXHAUSTED,
+        'fail',
+      ),
+    };
+    if (step.whenUnmet !== undefined && condition.if === null && condition.ifNot === null) {
+      throw new FlowDefinitionError(
+        `${owner} option whenUnmet needs a condition: add if or ifNot, or leave whenUnmet out`,
+      );
+    }
     return Object.freeze({
       slug,
       index: this.#steps.length,
@@ -590,6 +855,10 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
         baseDelay: checkOption(owner, 'baseDelay', step.baseDelay),
         timeout: checkOption(owner, 'timeout', step.timeout),
         startDelay: checkOption(owner, 'startDelay', step.startDelay) ?? 0,
+        if: deepFreeze(condition.if),
+        ifNot: deepFreeze(condition.ifNot),
+        whenUnmet: condition.whenUnmet,
+        whenExhausted: condition.whenExhausted,
       }),
       handler: handler as StepDefinition['handler'],
     });

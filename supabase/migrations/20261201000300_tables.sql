@@ -36,6 +36,12 @@ create table switchyard.steps (
   base_delay int,
   timeout int,
   start_delay int not null default 0,
+  -- Condition (docs/ARCHITECTURE.md §5.9): the step runs when its input contains cond_if and
+  -- does not contain cond_if_not (jsonb @>); null means no pattern.
+  cond_if jsonb,
+  cond_if_not jsonb,
+  when_unmet text not null default 'skip' check (when_unmet in ('skip', 'skip-cascade', 'fail')),
+  when_exhausted text not null default 'fail' check (when_exhausted in ('fail', 'skip')),
   primary key (flow_slug, step_slug),
   unique (flow_slug, step_index)
 );
@@ -97,13 +103,15 @@ create table switchyard.step_states (
   flow_slug text not null,
   step_slug text not null,
   status text not null default 'created'
-    check (status in ('created', 'started', 'completed', 'failed')),
+    check (status in ('created', 'started', 'completed', 'failed', 'skipped')),
   remaining_deps int not null,
   output jsonb,
+  skip_reason text,                        -- why a skipped step was skipped
   created_at timestamptz not null default now(),
   started_at timestamptz,
   completed_at timestamptz,
   failed_at timestamptz,
+  skipped_at timestamptz,
   primary key (run_id, step_slug),
   foreign key (flow_slug, step_slug) references switchyard.steps on delete cascade
 );

@@ -1,8 +1,145 @@
 -- Starting runs and sending ready steps to their queues.
 
--- Moves every created step of a run whose dependencies are complete to started,
--- creates its task with the step's queue as an immutable snapshot, and sends the
--- task message to that queue (delayed by the step's startDelay).
+-- The input a dependent step's handler receives and its condition is evaluated over: the
+-- outputs of its completed dependencies by slug; a skipped dependency is absent
+-- (docs/ARCHITECTURE.md §5.9). start_tasks builds the same object inline for the claim.
+create or replace function switchyard._dependency_outputs(run uuid, flow text, step text)
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
+    from switchyard.deps d
+    join switchyard.step_states ds on ds.run_id = run and ds.step_slug = d.dep_slug
+   where d.flow_slug = flow and d.step_slug = step and ds.status = 'completed'
+$$;
+
+-- A run's output: the outputs of its completed leaf steps (no step depends on them); a
+-- skipped leaf is absent.
+create or replace function switchyard._run_output(run uuid, flow text)
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(jsonb_object_agg(ss.step_slug, ss.output), '{}'::jsonb)
+    from switchyard.step_states ss
+   where ss.run_id = run and ss.status = 'completed'
+     and not exists (select 1 from switchyard.deps d
+                      where d.flow_slug = flow and d.dep_slug = ss.step_slug)
+$$;
+
+-- Completes a started run none of whose steps is left (every one completed or skipped), with
+-- its leaf outputs. complete_tasks does the same inline in its count-down.
+create or replace function switchyard._complete_run_if_done(run uuid)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  update switchyard.runs r
+     set status = 'completed', completed_at = now(),
+         output = switchyard._run_output(r.run_id, r.flow_slug)
+   where r.run_id = run and r.status = 'started' and r.remaining_steps = 0
+$$;
+
+-- Archives every queued message of a run, one pgmq.archive per queue: their tasks then
+-- classify as stale (the run is no longer started).
+create or replace function switchyard._archive_queued(run uuid)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  q record;
+begin
+  for q in
+    select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
+      from switchyard.step_tasks t
+     where t.run_id = run and t.status = 'queued'
+     group by t.queue_name order by t.queue_name
+  loop
+    perform pgmq.archive(q.queue_name, q.ids);
+  end loop;
+end
+$$;
+
+-- Fails a step and its run without a task attempt (an unmet condition with whenUnmet
+-- 'fail'); the run's queued messages are archived.
+create or replace function switchyard._fail_run_step(run uuid, step text, error_text text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  update switchyard.step_states ss
+     set status = 'failed', failed_at = now()
+   where ss.run_id = run and ss.step_slug = step;
+  update switchyard.runs r
+     set status = 'failed', failed_at = now(), error = error_text
+   where r.run_id = run and r.status = 'started';
+  perform switchyard._archive_queued(run);
+end
+$$;
+
+-- Skips a step (docs/ARCHITECTURE.md §5.9): its state becomes 'skipped' with the reason; with
+-- `cascading`, every step that depends on it, transitively, is skipped too. The run's step
+-- count goes down by the number skipped, and the dependents of skipped steps that still wait
+-- count one dependency down (they run without the skipped output). Returns how many were
+-- skipped. The caller holds the run (a row lock, or the transaction that created it).
+create or replace function switchyard._skip_step(
+  run uuid, flow text, step text, reason text, cascading boolean
+)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  skipped text[];
+begin
+  with recursive closure(step_slug) as (
+    select step
+    union
+    select d.step_slug from switchyard.deps d join closure c on d.dep_slug = c.step_slug
+     where cascading and d.flow_slug = flow
+  ),
+  marked as (
+    update switchyard.step_states ss
+       set status = 'skipped', skipped_at = now(),
+           skip_reason = case when ss.step_slug = step then reason
+                              else format('skip-cascade: step %s was skipped', to_json(step)) end
+      from closure c
+     where ss.run_id = run and ss.step_slug = c.step_slug and ss.status in ('created', 'started')
+    returning ss.step_slug
+  )
+  select coalesce(array_agg(m.step_slug), '{}') into skipped from marked m;
+  update switchyard.step_states ss
+     set remaining_deps = ss.remaining_deps - x.n
+    from (select d.step_slug, count(*)::int as n from switchyard.deps d
+           where d.flow_slug = flow and d.dep_slug = any (skipped)
+           group by d.step_slug) x
+   where ss.run_id = run and ss.step_slug = x.step_slug and ss.status = 'created';
+  update switchyard.runs r
+     set remaining_steps = r.remaining_steps - cardinality(skipped)
+   where r.run_id = run;
+  return cardinality(skipped);
+end
+$$;
+
+-- Moves every created step of a run whose dependencies are done (completed or skipped) to
+-- started, then per step, in index order:
+--   - a condition (docs/ARCHITECTURE.md §5.9) is evaluated here, in SQL only, over the step's
+--     input (the run input for a root step, else _dependency_outputs): met when the input
+--     contains cond_if and does not contain cond_if_not (jsonb @>). Unmet: 'skip' skips the
+--     step, 'skip-cascade' also every step depending on it, 'fail' fails the run;
+--   - otherwise its task is created with the step's queue as an immutable snapshot and its
+--     message sent to that queue (delayed by the step's startDelay).
+-- A skip can make dependents ready, so it repeats until nothing moves; a run whose steps are
+-- then all completed or skipped completes here. Returns the number of tasks created.
 create or replace function switchyard._start_ready_steps(target_run uuid)
 returns int
 language plpgsql
@@ -13,34 +150,69 @@ declare
   ready record;
   msg_id bigint;
   started int := 0;
+  step_input jsonb;
+  moved_any boolean;
+  skipped_any boolean := false;
 begin
-  for ready in
-    with moved as (
-      update switchyard.step_states ss
-         set status = 'started', started_at = now()
-       where ss.run_id = target_run and ss.status = 'created' and ss.remaining_deps = 0
-      returning ss.run_id, ss.flow_slug, ss.step_slug
-    )
-    select m.run_id, m.flow_slug, m.step_slug, st.queue_name, st.start_delay,
-           coalesce(st.max_attempts, f.max_attempts) as max_attempts,
-           coalesce(st.base_delay, f.base_delay) as base_delay,
-           coalesce(st.timeout, f.timeout) as timeout
-      from moved m
-      join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug
-      join switchyard.flows f on f.flow_slug = m.flow_slug
-     order by st.step_index
   loop
-    -- The body is a hint for humans; claiming trusts only (queue_name, message_id).
-    select s into msg_id from pgmq.send(
-      ready.queue_name,
-      jsonb_build_object('run_id', ready.run_id, 'flow_slug', ready.flow_slug, 'step_slug', ready.step_slug),
-      ready.start_delay) s;
-    insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
-                                       max_attempts, base_delay, timeout)
-    values (ready.run_id, ready.step_slug, ready.flow_slug, ready.queue_name, msg_id,
-            ready.max_attempts, ready.base_delay, ready.timeout);
-    started := started + 1;
+    moved_any := false;
+    for ready in
+      with moved as (
+        update switchyard.step_states ss
+           set status = 'started', started_at = now()
+         where ss.run_id = target_run and ss.status = 'created' and ss.remaining_deps = 0
+        returning ss.run_id, ss.flow_slug, ss.step_slug
+      )
+      select m.run_id, m.flow_slug, m.step_slug, st.queue_name, st.start_delay, st.deps_count,
+             st.cond_if, st.cond_if_not, st.when_unmet,
+             coalesce(st.max_attempts, f.max_attempts) as max_attempts,
+             coalesce(st.base_delay, f.base_delay) as base_delay,
+             coalesce(st.timeout, f.timeout) as timeout
+        from moved m
+        join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug
+        join switchyard.flows f on f.flow_slug = m.flow_slug
+       order by st.step_index
+    loop
+      if ready.cond_if is not null or ready.cond_if_not is not null then
+        if ready.deps_count = 0 then
+          select r.input into step_input from switchyard.runs r where r.run_id = target_run;
+        else
+          step_input := switchyard._dependency_outputs(target_run, ready.flow_slug, ready.step_slug);
+        end if;
+        if not ((ready.cond_if is null or step_input @> ready.cond_if)
+                and (ready.cond_if_not is null or not step_input @> ready.cond_if_not)) then
+          if ready.when_unmet = 'fail' then
+            perform switchyard._fail_run_step(target_run, ready.step_slug, format(
+              'step %s condition is not met (if %s, ifNot %s) and whenUnmet is fail',
+              to_json(ready.step_slug)::text, coalesce(ready.cond_if::text, 'none'),
+              coalesce(ready.cond_if_not::text, 'none')));
+            return started;
+          end if;
+          perform switchyard._skip_step(target_run, ready.flow_slug, ready.step_slug,
+            format('condition not met (if %s, ifNot %s)', coalesce(ready.cond_if::text, 'none'),
+                   coalesce(ready.cond_if_not::text, 'none')),
+            ready.when_unmet = 'skip-cascade');
+          moved_any := true;
+          skipped_any := true;
+          continue;
+        end if;
+      end if;
+      -- The body is a hint for humans; claiming trusts only (queue_name, message_id).
+      select s into msg_id from pgmq.send(
+        ready.queue_name,
+        jsonb_build_object('run_id', ready.run_id, 'flow_slug', ready.flow_slug, 'step_slug', ready.step_slug),
+        ready.start_delay) s;
+      insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
+                                         max_attempts, base_delay, timeout)
+      values (ready.run_id, ready.step_slug, ready.flow_slug, ready.queue_name, msg_id,
+              ready.max_attempts, ready.base_delay, ready.timeout);
+      started := started + 1;
+    end loop;
+    exit when not moved_any;
   end loop;
+  if skipped_any then
+    perform switchyard._complete_run_if_done(target_run);
+  end if;
   return started;
 end
 $$;

@@ -252,12 +252,14 @@ begin
   return query
     select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
            t.attempts_count, t.timeout,
+           -- As switchyard._dependency_outputs, inline: a skipped dependency is absent.
            case when st.deps_count = 0 then r.input
-                else (select jsonb_object_agg(d.dep_slug, ds.output)
-                        from switchyard.deps d
-                        join switchyard.step_states ds
-                          on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-                       where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug)
+                else coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
+                                 from switchyard.deps d
+                                 join switchyard.step_states ds
+                                   on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                                where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                                  and ds.status = 'completed'), '{}'::jsonb)
            end,
            r.input
       from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)

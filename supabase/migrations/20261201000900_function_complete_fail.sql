@@ -100,19 +100,15 @@ begin
              group by a.run_id, d.step_slug) d
      where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
     -- Count the steps down; a run whose last step completed here completes in the same
-    -- update, with the outputs of its leaf steps (no step depends on them) as its output.
+    -- update, with the outputs of its completed leaf steps (no step depends on them; a
+    -- skipped leaf is absent) as its output.
     with counted as (
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
              completed_at = case when r.remaining_steps = c.n then now() end,
              output = case when r.remaining_steps = c.n then
-                        (select jsonb_object_agg(ss.step_slug, ss.output)
-                           from switchyard.step_states ss
-                          where ss.run_id = r.run_id
-                            and not exists (select 1 from switchyard.deps d
-                                             where d.flow_slug = r.flow_slug
-                                               and d.dep_slug = ss.step_slug))
+                        switchyard._run_output(r.run_id, r.flow_slug)
                       end
         from (select a.run_id, count(*)::int as n from unnest(acc_runs) as a(run_id)
                where a.run_id = any (live_runs) group by a.run_id) c
@@ -157,8 +153,6 @@ language plpgsql
 volatile
 set search_path = ''
 as $$
-declare
-  other record;
 begin
   update switchyard.step_tasks t
      set status = 'failed', failed_at = now(), error = error_text
@@ -171,17 +165,46 @@ begin
      set status = 'failed', failed_at = now(),
          error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
    where r.run_id = task.run_id and r.status = 'started';
-  for other in
-    select t.queue_name, t.message_id from switchyard.step_tasks t
-     where t.run_id = task.run_id and t.status = 'queued'
-  loop
-    perform pgmq.archive(other.queue_name, other.message_id);
-  end loop;
+  perform switchyard._archive_queued(task.run_id);
+end
+$$;
+
+-- A task that used its last attempt (fail_task, recover_stalled): with the step's
+-- whenExhausted 'skip' and the run still started, the task fails, the step is skipped
+-- (docs/ARCHITECTURE.md §5.9) and the run goes on without its output ('skipped'); else the
+-- run fails ('failed').
+create or replace function switchyard._exhaust_task(task switchyard.step_tasks, error_text text)
+returns text
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  exhausted text;
+  run_status text;
+begin
+  select st.when_exhausted into exhausted from switchyard.steps st
+   where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  if exhausted = 'skip' and run_status = 'started' then
+    update switchyard.step_tasks t
+       set status = 'failed', failed_at = now(), error = error_text
+     where t.run_id = task.run_id and t.step_slug = task.step_slug;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    perform switchyard._skip_step(task.run_id, task.flow_slug, task.step_slug, format(
+      'whenExhausted skip: failed after %s attempt(s): %s', task.attempts_count, error_text), false);
+    perform switchyard._start_ready_steps(task.run_id);
+    perform switchyard._complete_run_if_done(task.run_id);
+    return 'skipped';
+  end if;
+  perform switchyard._fail_run(task, error_text);
+  return 'failed';
 end
 $$;
 
 -- A failed attempt: retried after base_delay * 2^(attempt - 1) seconds while
--- attempts remain (the same message becomes visible again), else the run fails.
+-- attempts remain (the same message becomes visible again), else the run fails, or with
+-- whenExhausted 'skip' the step is skipped (_exhaust_task).
 create or replace function switchyard.fail_task(
   run_id uuid, step_slug text, attempt int, error_message text
 )
@@ -212,8 +235,7 @@ begin
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
     return 'retrying';
   end if;
-  perform switchyard._fail_run(task, error_text);
-  return 'failed';
+  return switchyard._exhaust_task(task, error_text);
 end
 $$;
 
@@ -245,8 +267,8 @@ begin
      for update of t skip locked
   loop
     if task.attempts_count >= task.max_attempts then
-      perform switchyard._fail_run(task, format('stalled on attempt %s (worker %s stopped or timed out)',
-                                                task.attempts_count, task.worker_id));
+      perform switchyard._exhaust_task(task, format('stalled on attempt %s (worker %s stopped or timed out)',
+                                                    task.attempts_count, task.worker_id));
     else
       update switchyard.step_tasks t
          set status = 'queued', worker_id = null,
