@@ -390,6 +390,65 @@ Deno.test('the shape carries conditions', () => {
   );
 });
 
+/** Calls map() past its types, as plain JavaScript could. */
+function untypedMap(flow: AnyFlow, config: unknown, handler: unknown): unknown {
+  return (flow.map as (config: unknown, handler: unknown) => unknown).call(flow, config, handler);
+}
+
+Deno.test('map steps: kind map, array becomes the one dependency, the options of a step', async () => {
+  const flow = new Flow<{ urls: string[] }>({ slug: 'crawl' })
+    .step({ slug: 'urls' }, (input) => input.urls)
+    .map({ slug: 'fetch', array: 'urls', maxAttempts: 5 }, (url) => url.length);
+  const fetchStep = flow.getStep('fetch')!;
+  assert.equal(fetchStep.kind, 'map');
+  assert.equal(flow.getStep('urls')?.kind, 'single');
+  assert.deepEqual(fetchStep.dependsOn, ['urls']);
+  assert.equal(fetchStep.options.maxAttempts, 5);
+  assert.ok(Object.isFrozen(fetchStep));
+  assert.equal(
+    await fetchStep.handler('abc', context('fetch', {})),
+    3,
+    'the handler takes one element',
+  );
+  const root = new Flow<number[]>({ slug: 'nums' }).map({ slug: 'double' }, (n) => n * 2);
+  assert.deepEqual(root.steps[0].dependsOn, []);
+  assert.deepEqual(routeFlow(flow, { queues: { urls: 'io', fetch: 'io' } }).queues, {
+    urls: 'io',
+    fetch: 'io',
+  });
+  assertThrowsWith(
+    () => routeFlow(flow, { queues: { urls: 'io' } } as never),
+    RouteError,
+    'fetch',
+  );
+  assertThrowsWith(
+    () => untypedMap(flow, { slug: 'm', array: 'nope' }, (x: unknown) => x),
+    FlowDefinitionError,
+    'flow "crawl" map step "m" array "nope" is invalid: name an earlier step',
+    'known steps: "urls", "fetch"',
+  );
+  assertThrowsWith(
+    () => untypedMap(flow, { slug: 'm', dependsOn: ['urls'] }, (x: unknown) => x),
+    FlowDefinitionError,
+    'option "dependsOn" is unknown',
+  );
+  assertThrowsWith(
+    () => untypedMap(flow, { slug: 'fetch', array: 'urls' }, (x: unknown) => x),
+    FlowDefinitionError,
+    'duplicate of step "fetch"',
+  );
+  assertThrowsWith(
+    () => flow.map({ slug: 'm', array: 'urls', timeout: 0 }, (x) => x),
+    FlowDefinitionError,
+    'option timeout 0 is invalid',
+  );
+  assertThrowsWith(
+    () => untypedMap(flow, { slug: 'm', array: 'urls' }, 'nope'),
+    FlowDefinitionError,
+    'handler "nope" is invalid',
+  );
+});
+
 Deno.test('withStepQueues places each step on lower(flow__step)', () => {
   const flow = new Flow({ slug: 'communityThreads' })
     .step({ slug: 'fetch' }, () => 1)
@@ -643,10 +702,17 @@ function expectedShape(placement: string, queues: Record<string, string>): unkno
     placement,
     options: { maxAttempts: 3, baseDelay: 1, timeout: 60 },
     steps: [
-      { slug: 'a', index: 0, dependsOn: [], queue: queues.a, options: inherit },
-      { slug: 'b', index: 1, dependsOn: ['a'], queue: queues.b, options: inherit },
-      { slug: 'c', index: 2, dependsOn: ['a'], queue: queues.c, options: inherit },
-      { slug: 'd', index: 3, dependsOn: ['b', 'c'], queue: queues.d, options: inherit },
+      { slug: 'a', index: 0, kind: 'single', dependsOn: [], queue: queues.a, options: inherit },
+      { slug: 'b', index: 1, kind: 'single', dependsOn: ['a'], queue: queues.b, options: inherit },
+      { slug: 'c', index: 2, kind: 'single', dependsOn: ['a'], queue: queues.c, options: inherit },
+      {
+        slug: 'd',
+        index: 3,
+        kind: 'single',
+        dependsOn: ['b', 'c'],
+        queue: queues.d,
+        options: inherit,
+      },
     ],
   };
 }
@@ -663,7 +729,7 @@ Deno.test('the diamond shape of a plain flow is exact, key order included', () =
   assert.equal(JSON.stringify(shape), JSON.stringify(expected));
   assert.equal(
     JSON.stringify(shape.steps[0]),
-    '{"slug":"a","index":0,"dependsOn":[],"queue":"diamond","options":' +
+    '{"slug":"a","index":0,"kind":"single","dependsOn":[],"queue":"diamond","options":' +
       '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0,"if":null,' +
       '"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}',
   );
@@ -697,7 +763,7 @@ Deno.test('the shape carries resolved flow options and explicit step options', (
   assert.equal(
     JSON.stringify(shape),
     '{"slug":"opts","placement":"plain","options":{"maxAttempts":7,"baseDelay":1,"timeout":30},' +
-      '"steps":[{"slug":"a","index":0,"dependsOn":[],"queue":"opts","options":' +
+      '"steps":[{"slug":"a","index":0,"kind":"single","dependsOn":[],"queue":"opts","options":' +
       '{"maxAttempts":null,"baseDelay":5,"timeout":null,"startDelay":10,"if":null,' +
       '"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}]}',
   );

@@ -239,6 +239,67 @@ function conditionTypeTests(): void {
     .step({ slug: 'b', dependsOn: ['a'], if: { plan: 'pro' } }, () => 1);
 }
 
+function mapTypeTests(): void {
+  const crawl = new Flow<{ urls: string[]; depth: number }>({ slug: 'crawlTypes' })
+    .step({ slug: 'urls' }, (input) => input.urls.map((url) => ({ url, depth: input.depth })))
+    .map({ slug: 'fetch', array: 'urls' }, (page, ctx) => {
+      // The element type is inferred from the array the map reads.
+      expectType<Equal<typeof page, { url: string; depth: number }>>(true);
+      expectType<Equal<typeof ctx.taskIndex, number>>(true);
+      return { size: page.url.length, depth: page.depth };
+    })
+    // Map after map: the element is the first map's output element.
+    .map({ slug: 'weigh', array: 'fetch' }, (result) => {
+      expectType<Equal<typeof result, { size: number; depth: number }>>(true);
+      return result.size * result.depth;
+    })
+    .step({ slug: 'total', dependsOn: ['fetch', 'weigh'] }, (input) => {
+      // Dependents receive the outputs in element order, typed.
+      expectType<Equal<typeof input.fetch, { size: number; depth: number }[]>>(true);
+      expectType<Equal<typeof input.weigh, number[]>>(true);
+      return input.weigh.reduce((a, b) => a + b, 0);
+    });
+  expectType<Equal<StepOutputs<typeof crawl>['fetch'], { size: number; depth: number }[]>>(true);
+  expectType<Equal<StepSlugs<typeof crawl>, 'urls' | 'fetch' | 'weigh' | 'total'>>(true);
+
+  // A root map reads the flow input, which must be an array.
+  const squares = new Flow<number[]>({ slug: 'squareTypes' })
+    .map({ slug: 'square' }, (n) => {
+      expectType<Equal<typeof n, number>>(true);
+      return n * n;
+    });
+  expectType<Equal<StepOutputs<typeof squares>['square'], number[]>>(true);
+  // @ts-expect-error the flow input is not an array: a root map needs one
+  new Flow<{ urls: string[] }>({ slug: 'notArray' }).map({ slug: 'm' }, (x) => x);
+  // @ts-expect-error total's output is a number, not an array
+  crawl.map({ slug: 'm', array: 'total' }, (x) => x);
+  // @ts-expect-error 'nope' is not a step
+  crawl.map({ slug: 'm', array: 'nope' }, (x) => x);
+  // @ts-expect-error a map takes array, not dependsOn
+  crawl.map({ slug: 'm', dependsOn: ['urls'] }, (x) => x);
+  // @ts-expect-error duplicate slug
+  crawl.map({ slug: 'fetch', array: 'urls' }, (x) => x);
+  // A map's condition is typed against { [array]: value }; skippable maps are absent for dependents.
+  const conditional = crawl
+    .map({ slug: 'big', array: 'fetch', if: { fetch: [{ depth: 2 }] } }, (r) => r.size)
+    .step({ slug: 'after', dependsOn: ['big'] }, (input) => {
+      expectType<Equal<typeof input.big, number[] | undefined>>(true);
+      return input.big?.length ?? 0;
+    });
+  // @ts-expect-error a map over fetch is evaluated over { fetch }, not the flow input
+  crawl.map({ slug: 'bad', array: 'fetch', if: { urls: ['a'] } }, (r) => r);
+
+  // routeFlow and withStepQueues see map steps like any step.
+  routeFlow(crawl, { queues: { urls: 'io', fetch: 'io', weigh: 'cpu', total: 'cpu' } });
+  // @ts-expect-error missing map step key 'weigh'
+  routeFlow(crawl, { queues: { urls: 'io', fetch: 'io', total: 'cpu' } });
+  // @ts-expect-error missing map step key 'square'
+  routeFlow(squares, { queues: {} });
+  const stepQueued = withStepQueues(squares);
+  expectType<Equal<keyof typeof stepQueued.queues, 'square'>>(true);
+  void [conditional];
+}
+
 function contextTypeTests(): void {
   new Flow<{ id: string }>({ slug: 'ctxTypes' }).step({ slug: 'a' }, async (_input, ctx) => {
     expectType<Equal<typeof ctx.taskIndex, number>>(true);
@@ -273,4 +334,5 @@ Deno.test('type tests compile (see deno check tests/types_test.ts)', () => {
   assert.equal(typeof typeTests, 'function');
   assert.equal(typeof contextTypeTests, 'function');
   assert.equal(typeof conditionTypeTests, 'function');
+  assert.equal(typeof mapTypeTests, 'function');
 });

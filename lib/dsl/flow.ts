@@ -105,7 +105,8 @@ export type ContainmentPattern<T> = T extends readonly (infer E)[]
 /**
  * Type-level check that pattern `P` names only keys its step input `S` has (at every depth);
  * an unknown key becomes `never`, so a misspelt condition key fails type checking. An input of
- * type `unknown` accepts any pattern.
+ * type `unknown` accepts any pattern. For a union input, the keys of every member count, and a
+ * key's pattern is checked against the members that have it.
  *
  * @example
  * ```ts
@@ -117,9 +118,7 @@ export type ContainmentPattern<T> = T extends readonly (infer E)[]
  */
 export type ExactPattern<P, S> = unknown extends S ? unknown
   : P extends readonly unknown[] ? unknown
-  : P extends object // Keys of every member of a union S count; a key's pattern is checked against the
-  // members that have it.
-    ?
+  : P extends object ?
       & { readonly [K in Exclude<keyof P, S extends unknown ? keyof S : never>]: never }
       & {
         readonly [K in keyof P & (S extends unknown ? keyof S : never)]?: ExactPattern<
@@ -374,13 +373,33 @@ export interface StepDefinition {
   readonly slug: string;
   /** 0-based position in the order the steps were added. */
   readonly index: number;
+  /**
+   * `single`: one task; `map`: one task per element of an array (docs/ARCHITECTURE.md §5.10),
+   * the flow input when `dependsOn` is empty, else the output of its one dependency.
+   */
+  readonly kind: StepKind;
   /** Slugs of the steps this one depends on, in the order given. */
   readonly dependsOn: readonly string[];
   /** Step options; `null` means inherit from the flow. */
   readonly options: StepOptions;
-  /** The handler, untyped: the worker builds the input from the flow input or dependencies. */
+  /**
+   * The handler, untyped: the worker builds the input from the flow input or dependencies (a
+   * map step: one element).
+   */
   readonly handler: (input: unknown, context: StepContext<unknown>) => unknown;
 }
+
+/**
+ * How a step runs: `single` (one task) or `map` (one task per array element).
+ *
+ * @example
+ * ```ts
+ * import type { StepKind } from './flow.ts';
+ *
+ * const kind: StepKind = 'map';
+ * ```
+ */
+export type StepKind = 'single' | 'map';
 
 /**
  * Options of `Flow.step()`.
@@ -417,7 +436,7 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
   if?: JsonValue;
   /** Run the step only when its input does not contain this JSON pattern. */
   ifNot?: JsonValue;
-  /** What an unmet condition does: `skip` (default), `skip-cascade` or `fail`. Needs a condition. */
+  /** What an unmet condition does: `skip` (default), `skip-cascade` or `fail`. Needs if/ifNot. */
   whenUnmet?: WhenUnmet;
   /** What a task out of attempts does: `fail` (default) fails the run, `skip` skips the step. */
   whenExhausted?: WhenExhausted;
@@ -473,6 +492,90 @@ export type StepInput<
   Steps extends Record<string, unknown>,
   Deps extends readonly (keyof Steps)[],
 > = [Deps[number]] extends [never] ? Input : { [K in Deps[number]]: Steps[K] };
+
+/**
+ * The slugs of a flow's steps whose output is an array: what a map step's `array` may name.
+ *
+ * @example
+ * ```ts
+ * import type { ArrayStepSlugs } from './flow.ts';
+ *
+ * type Outputs = { urls: string[]; count: number; pages: { n: number }[] };
+ * type S = ArrayStepSlugs<Outputs>; // 'urls' | 'pages'
+ * ```
+ */
+export type ArrayStepSlugs<Steps extends Record<string, unknown>> = {
+  [K in keyof Steps & string]: Steps[K] extends readonly unknown[] ? K : never;
+}[keyof Steps & string];
+
+/**
+ * The element type a map step's handler receives: an element of the named step's output, or,
+ * for a root map (`Source` is `never`), of the flow input.
+ *
+ * @example
+ * ```ts
+ * import type { MapItem } from './flow.ts';
+ *
+ * type FromStep = MapItem<unknown, { urls: string[] }, 'urls'>; // string
+ * type FromInput = MapItem<{ id: number }[], {}, never>; // { id: number }
+ * ```
+ */
+export type MapItem<Input, Steps extends Record<string, unknown>, Source extends keyof Steps> =
+  [Source] extends [never] ? Input extends readonly (infer E)[] ? E : never
+    : Steps[Source] extends readonly (infer E)[] ? E
+    : never;
+
+/**
+ * The input a map step's condition is evaluated over: `{ [source]: array }`, or the flow input
+ * for a root map.
+ *
+ * @example
+ * ```ts
+ * import type { MapInput } from './flow.ts';
+ *
+ * type I = MapInput<unknown, { urls: string[] }, 'urls'>; // { urls: string[] }
+ * ```
+ */
+export type MapInput<Input, Steps extends Record<string, unknown>, Source extends keyof Steps> =
+  [Source] extends [never] ? Input : { [K in Source]: Steps[K] };
+
+/**
+ * Options of `Flow.map()`: those of a step, with `array` in place of `dependsOn`.
+ *
+ * @example
+ * ```ts
+ * import type { MapConfig } from './flow.ts';
+ *
+ * const config: MapConfig<'fetch', 'urls'> = { slug: 'fetch', array: 'urls', maxAttempts: 5 };
+ * ```
+ */
+export interface MapConfig<Slug extends string, Source extends string>
+  extends Omit<StepConfig<Slug, readonly []>, 'dependsOn'> {
+  /**
+   * The earlier step whose output (an array) is mapped, one task per element. Absent: a root
+   * map over the flow input, which must then be an array.
+   */
+  array?: Source;
+}
+
+/**
+ * Type-level check for a root map (no `array`): the flow input must be an array, else the
+ * `array` key is demanded with this message.
+ *
+ * @example
+ * ```ts
+ * import type { RootMapCheck } from './flow.ts';
+ *
+ * type Ok = RootMapCheck<string[], never>; // unknown
+ * type NotArray = RootMapCheck<{ urls: string[] }, never>; // { array: '...' }
+ * ```
+ */
+export type RootMapCheck<Input, Source> = [Source] extends [never]
+  ? Input extends readonly unknown[] ? unknown
+  : {
+    array: 'a map without array maps the flow input, which is not an array: name an array step';
+  }
+  : unknown;
 
 /**
  * Type-level step slug check: `Slug` when it is well-formed, new to the flow (case-insensitively)
@@ -598,6 +701,14 @@ const STEP_OPTION_KEYS = new Set([
   'whenUnmet',
   'whenExhausted',
 ]);
+
+const MAP_OPTION_KEYS = new Set(
+  [...STEP_OPTION_KEYS].filter((k) => k !== 'dependsOn').concat('array'),
+);
+/** What #defineStep accepts for a map: its dependsOn is derived from array. */
+const MAP_STEP_KEYS = new Set(
+  [...MAP_OPTION_KEYS].filter((k) => k !== 'array').concat('dependsOn'),
+);
 
 const WHEN_UNMET: readonly WhenUnmet[] = ['skip', 'skip-cascade', 'fail'];
 const WHEN_EXHAUSTED: readonly WhenExhausted[] = ['fail', 'skip'];
@@ -804,7 +915,109 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
     return next;
   }
 
-  #defineStep(config: unknown, handler: unknown): StepDefinition {
+  /**
+   * Returns a new flow with one more map step (docs/ARCHITECTURE.md §5.10): one task per element
+   * of an array, each with its own attempts, timeout and retries. `array` names an earlier step
+   * whose output is an array; without it the map reads the flow input, which must be an array.
+   * The handler receives one element (typed) and the context (`ctx.taskIndex` is the element's
+   * index); dependents receive the outputs in element order, typed `Out[]`. The fan-out is
+   * SQL's: an empty array completes the step with `[]` and no task, a value that is not an
+   * array fails the run naming the step and the value's type, and more than
+   * `switchyard.max_map_elements()` (10,000) elements fails it with the count and the limit.
+   * Conditions and their modes work as for {@linkcode Flow.step}; a map's condition is
+   * evaluated over `{ [array]: value }` (or the flow input of a root map).
+   *
+   * @example
+   * ```ts
+   * import { Flow } from './flow.ts';
+   *
+   * const crawl = new Flow<{ urls: string[] }>({ slug: 'crawlV1' })
+   *   .step({ slug: 'urls' }, (input) => input.urls)
+   *   .map({ slug: 'fetch', array: 'urls', maxAttempts: 5 }, async (url, ctx) => {
+   *     const response = await fetch(url, { signal: ctx.signal });
+   *     return { url, size: (await response.arrayBuffer()).byteLength, index: ctx.taskIndex };
+   *   })
+   *   .step({ slug: 'total', dependsOn: ['fetch'] }, (input) =>
+   *     input.fetch.reduce((n, page) => n + page.size, 0));
+   *
+   * // A root map: the flow input is the array.
+   * const squares = new Flow<number[]>({ slug: 'squaresV1' })
+   *   .map({ slug: 'square' }, (n) => n * n)
+   *   .map({ slug: 'half', array: 'square' }, (n) => n / 2);
+   * console.assert(crawl.steps.length === 3 && squares.steps[1].kind === 'map');
+   * ```
+   */
+  map<
+    const Slug extends string,
+    Out = unknown,
+    const Source extends ArrayStepSlugs<Steps> = never,
+    const If extends ContainmentPattern<MapInput<Input, Steps, Source>> = never,
+    const IfNot extends ContainmentPattern<MapInput<Input, Steps, Source>> = never,
+    const Unmet extends WhenUnmet = 'skip',
+    const Exhausted extends WhenExhausted = 'fail',
+  >(
+    config:
+      & Omit<
+        MapConfig<Slug, Source>,
+        'slug' | 'array' | 'if' | 'ifNot' | 'whenUnmet' | 'whenExhausted'
+      >
+      & { slug: NewStepSlug<Slug, Steps>; array?: Source }
+      & RootMapCheck<Input, Source>
+      & ConditionConfig<MapInput<Input, Steps, Source>, If, IfNot, Unmet, Exhausted>,
+    handler: (item: MapItem<Input, Steps, Source>, context: StepContext<Input>) => Out,
+  ): Flow<
+    Input,
+    {
+      [K in keyof Steps | Slug]: K extends Slug
+        ? SeenOutput<Awaited<Out>[], If, IfNot, Unmet, Exhausted>
+        : Steps[K];
+    }
+  > {
+    const definition = this.#defineMap(config, handler);
+    // deno-lint-ignore no-explicit-any
+    const next = new Flow<Input, any>({ slug: this.#slug, ...this.#options });
+    next.#steps = Object.freeze([...this.#steps, definition]);
+    return next;
+  }
+
+  #defineMap(config: unknown, handler: unknown): StepDefinition {
+    if (typeof config !== 'object' || config === null) {
+      throw new FlowDefinitionError(
+        `flow "${this.#slug}" map options ${describeValue(config)} are invalid: pass an ` +
+          'object with a slug',
+      );
+    }
+    const { array, ...rest } = config as { array?: unknown; slug?: unknown };
+    const owner = `flow "${this.#slug}" map step "${String(rest.slug)}"`;
+    if (typeof rest.slug === 'string') checkKnownKeys(owner, config, MAP_OPTION_KEYS);
+    if ('dependsOn' in rest) {
+      throw new FlowDefinitionError(
+        `${owner} option "dependsOn" is unknown: a map step names the step it maps with array`,
+      );
+    }
+    if (array !== undefined) {
+      const source = typeof array === 'string' ? this.getStep(array) : undefined;
+      if (source === undefined) {
+        const known = this.#steps.map((s) => `"${s.slug}"`).join(', ') || 'none';
+        throw new FlowDefinitionError(
+          `${owner} array ${describeValue(array)} is invalid: name an earlier step of this ` +
+            `flow whose output is an array, spelled exactly (known steps: ${known}), or leave ` +
+            'array out to map the flow input',
+        );
+      }
+    }
+    const dependsOn = array === undefined ? [] : [array];
+    return Object.freeze({
+      ...this.#defineStep({ ...rest, dependsOn }, handler, MAP_STEP_KEYS),
+      kind: 'map' as const,
+    });
+  }
+
+  #defineStep(
+    config: unknown,
+    handler: unknown,
+    known: Set<string> = STEP_OPTION_KEYS,
+  ): StepDefinition {
     if (typeof config !== 'object' || config === null) {
       throw new FlowDefinitionError(
         `flow "${this.#slug}" step options ${describeValue(config)} are invalid: pass an ` +
@@ -815,7 +1028,7 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
     const slug = step.slug;
     assertStepSlug(slug);
     const owner = `flow "${this.#slug}" step "${slug}"`;
-    checkKnownKeys(owner, step, STEP_OPTION_KEYS);
+    checkKnownKeys(owner, step, known);
     const clash = this.#steps.find((s) => s.slug.toLowerCase() === slug.toLowerCase());
     if (clash !== undefined) {
       throw new FlowDefinitionError(
@@ -849,6 +1062,7 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
     return Object.freeze({
       slug,
       index: this.#steps.length,
+      kind: 'single' as const,
       dependsOn,
       options: Object.freeze({
         maxAttempts: checkOption(owner, 'maxAttempts', step.maxAttempts),

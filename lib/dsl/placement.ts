@@ -12,7 +12,7 @@
  */
 
 import { describeValue, RouteError } from '../errors.ts';
-import { type AnyFlow, Flow, type WhenExhausted, type WhenUnmet } from './flow.ts';
+import { type AnyFlow, Flow, type StepKind, type WhenExhausted, type WhenUnmet } from './flow.ts';
 import type { JsonValue } from './json.ts';
 import type { DeployedFlow } from './deployed_flow.ts';
 import { plainQueueName } from './queue_names.ts';
@@ -57,6 +57,7 @@ export type PlacementKind = 'plain' | 'step_queues' | 'routed';
  * const step: FlowShapeStep = {
  *   slug: 'a',
  *   index: 0,
+ *   kind: 'single',
  *   dependsOn: [],
  *   queue: 'diamond',
  *   options: {
@@ -77,7 +78,9 @@ export interface FlowShapeStep {
   readonly slug: string;
   /** 0-based position in the order the steps were added. */
   readonly index: number;
-  /** Dependency slugs, in the order given. */
+  /** `single`, or `map`: one task per element of its array (docs/ARCHITECTURE.md §5.10). */
+  readonly kind: StepKind;
+  /** Dependency slugs, in the order given (a map step: none, or the step it maps). */
   readonly dependsOn: readonly string[];
   /** The step's physical queue. */
   readonly queue: string;
@@ -245,9 +248,9 @@ function buildPlacement(
  * const shape = flowShape(toPlacement(flow));
  * console.log(JSON.stringify(shape));
  * // {"slug":"diamond","placement":"plain","options":{"maxAttempts":3,"baseDelay":1,
- * //  "timeout":60},"steps":[{"slug":"a","index":0,"dependsOn":[],"queue":"diamond",
- * //  "options":{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0,"if":null,
- * //  "ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}]}
+ * //  "timeout":60},"steps":[{"slug":"a","index":0,"kind":"single","dependsOn":[],
+ * //  "queue":"diamond","options":{"maxAttempts":null,"baseDelay":null,"timeout":null,
+ * //  "startDelay":0,"if":null,"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}]}
  * ```
  */
 export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'>): FlowShape {
@@ -264,6 +267,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
       Object.freeze({
         slug: step.slug,
         index: step.index,
+        kind: step.kind,
         dependsOn: Object.freeze([...step.dependsOn]),
         queue: placement.queueOf(step.slug),
         options: Object.freeze({

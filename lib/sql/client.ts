@@ -25,8 +25,20 @@ export interface RunStatus {
   output: unknown;
   /** Why it failed. */
   error: string | null;
-  /** Every step with its state, queue and attempts. */
-  steps: { step_slug: string; status: string; queue_name: string | null; attempts: number }[];
+  /**
+   * Every step with its state (`created`, `started`, `completed`, `failed` or `skipped`), its
+   * queue snapshot, attempts (a map step: the most any element used), number of tasks (a map
+   * step: one per element), first error and why it was skipped.
+   */
+  steps: {
+    step_slug: string;
+    status: 'created' | 'started' | 'completed' | 'failed' | 'skipped';
+    queue_name: string | null;
+    attempts: number;
+    tasks: number;
+    error: string | null;
+    skip_reason: string | null;
+  }[];
 }
 
 /**

@@ -87,15 +87,16 @@ export class Executor {
       assertJson(value, `output of ${flowSlug}/${stepSlug}`);
       // The handler's slot is free once its completion is queued; the write goes with the
       // next batch while the worker claims more work.
-      this.writer.add({ runId, stepSlug, attempt, output: value });
+      this.writer.add({ runId, stepSlug, taskIndex, attempt, output: value });
     } catch (e) {
       const result = await persist(
         this.log,
         'fail_task',
-        () => this.q.failTask(runId, stepSlug, attempt, errorText(e)),
+        () => this.q.failTask(runId, stepSlug, attempt, errorText(e), taskIndex),
       );
+      const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
       this.log.warn(
-        `${flowSlug}/${stepSlug} attempt ${attempt} of run ${runId} failed (${result}): ${
+        `${flowSlug}/${stepSlug}${task} attempt ${attempt} of run ${runId} failed (${result}): ${
           errorText(e)
         }`,
       );

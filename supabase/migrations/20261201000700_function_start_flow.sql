@@ -130,16 +130,54 @@ begin
 end
 $$;
 
+-- The most elements one map step may fan out to (docs/ARCHITECTURE.md §5.10): a longer array
+-- fails the run with the count and this limit.
+create or replace function switchyard.max_map_elements()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 10000 $$;
+
+-- A step that is done without a task (an empty map: output []): completes its state, counts
+-- the run and its waiting dependents down.
+create or replace function switchyard._complete_without_tasks(
+  run uuid, flow text, step text, step_output jsonb
+)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  update switchyard.step_states ss
+     set status = 'completed', completed_at = now(), output = step_output, remaining_tasks = 0
+   where ss.run_id = run and ss.step_slug = step;
+  update switchyard.step_states ss
+     set remaining_deps = ss.remaining_deps - 1
+    from switchyard.deps d
+   where d.flow_slug = flow and d.dep_slug = step
+     and ss.run_id = run and ss.step_slug = d.step_slug;
+  update switchyard.runs r set remaining_steps = r.remaining_steps - 1 where r.run_id = run;
+end
+$$;
+
 -- Moves every created step of a run whose dependencies are done (completed or skipped) to
 -- started, then per step, in index order:
 --   - a condition (docs/ARCHITECTURE.md §5.9) is evaluated here, in SQL only, over the step's
 --     input (the run input for a root step, else _dependency_outputs): met when the input
 --     contains cond_if and does not contain cond_if_not (jsonb @>). Unmet: 'skip' skips the
 --     step, 'skip-cascade' also every step depending on it, 'fail' fails the run;
+--   - a map step (docs/ARCHITECTURE.md §5.10) reads its array (the run input, or its one
+--     dependency's output): not an array fails the run naming the step and the value's type;
+--     more than max_map_elements() elements fails it with the count and the limit; an empty
+--     array completes the step with [] and no task; else one task per element, task_index
+--     0..n-1, every message sent in one pgmq.send_batch;
 --   - otherwise its task is created with the step's queue as an immutable snapshot and its
 --     message sent to that queue (delayed by the step's startDelay).
--- A skip can make dependents ready, so it repeats until nothing moves; a run whose steps are
--- then all completed or skipped completes here. Returns the number of tasks created.
+-- A skip or an empty map can make dependents ready, so it repeats until nothing moves; a run
+-- whose steps are then all completed or skipped completes here. Returns the number of tasks
+-- created.
 create or replace function switchyard._start_ready_steps(target_run uuid)
 returns int
 language plpgsql
@@ -151,6 +189,9 @@ declare
   msg_id bigint;
   started int := 0;
   step_input jsonb;
+  elements jsonb;
+  element_count int;
+  source_slug text;
   moved_any boolean;
   skipped_any boolean := false;
 begin
@@ -164,7 +205,7 @@ begin
         returning ss.run_id, ss.flow_slug, ss.step_slug
       )
       select m.run_id, m.flow_slug, m.step_slug, st.queue_name, st.start_delay, st.deps_count,
-             st.cond_if, st.cond_if_not, st.when_unmet,
+             st.step_type, st.cond_if, st.cond_if_not, st.when_unmet,
              coalesce(st.max_attempts, f.max_attempts) as max_attempts,
              coalesce(st.base_delay, f.base_delay) as base_delay,
              coalesce(st.timeout, f.timeout) as timeout
@@ -197,6 +238,58 @@ begin
           continue;
         end if;
       end if;
+      if ready.step_type = 'map' then
+        if ready.deps_count = 0 then
+          select r.input into elements from switchyard.runs r where r.run_id = target_run;
+          source_slug := null;
+        else
+          select d.dep_slug, ds.output into source_slug, elements
+            from switchyard.deps d
+            join switchyard.step_states ds on ds.run_id = target_run and ds.step_slug = d.dep_slug
+           where d.flow_slug = ready.flow_slug and d.step_slug = ready.step_slug;
+        end if;
+        if elements is null or jsonb_typeof(elements) <> 'array' then
+          perform switchyard._fail_run_step(target_run, ready.step_slug, format(
+            'map step %s needs an array from %s, got %s', to_json(ready.step_slug)::text,
+            case when source_slug is null then 'the flow input'
+                 else format('step %s', to_json(source_slug)::text) end,
+            coalesce(jsonb_typeof(elements), 'no value (the step was skipped)')));
+          return started;
+        end if;
+        element_count := jsonb_array_length(elements);
+        if element_count > switchyard.max_map_elements() then
+          perform switchyard._fail_run_step(target_run, ready.step_slug, format(
+            'map step %s refused %s elements from %s: at most %s elements per map',
+            to_json(ready.step_slug)::text, element_count,
+            case when source_slug is null then 'the flow input'
+                 else format('step %s', to_json(source_slug)::text) end,
+            switchyard.max_map_elements()));
+          return started;
+        end if;
+        if element_count = 0 then
+          perform switchyard._complete_without_tasks(target_run, ready.flow_slug, ready.step_slug, '[]');
+          moved_any := true;
+          skipped_any := true;
+          continue;
+        end if;
+        -- One task per element; PGMQ numbers a batch's messages in the order given.
+        insert into switchyard.step_tasks (run_id, step_slug, task_index, flow_slug, queue_name,
+                                           message_id, max_attempts, base_delay, timeout)
+        select ready.run_id, ready.step_slug, (b.ord - 1)::int, ready.flow_slug, ready.queue_name,
+               b.msg_id, ready.max_attempts, ready.base_delay, ready.timeout
+          from (select m.msg_id, row_number() over (order by m.msg_id) as ord
+                  from pgmq.send_batch(
+                         ready.queue_name,
+                         array(select jsonb_build_object(
+                                        'run_id', ready.run_id, 'flow_slug', ready.flow_slug,
+                                        'step_slug', ready.step_slug, 'task_index', g.i)
+                                 from generate_series(0, element_count - 1) g(i) order by g.i),
+                         ready.start_delay) as m(msg_id)) b;
+        update switchyard.step_states ss set remaining_tasks = element_count
+         where ss.run_id = target_run and ss.step_slug = ready.step_slug;
+        started := started + element_count;
+        continue;
+      end if;
       -- The body is a hint for humans; claiming trusts only (queue_name, message_id).
       select s into msg_id from pgmq.send(
         ready.queue_name,
@@ -210,7 +303,7 @@ begin
     end loop;
     exit when not moved_any;
   end loop;
-  if skipped_any then
+  if skipped_any then  -- a skip or an empty map may have finished the run
     perform switchyard._complete_run_if_done(target_run);
   end if;
   return started;
