@@ -440,6 +440,63 @@ Deno.test('an unsupported map task is refused whole, as today: nothing claimed, 
   }
 });
 
+Deno.test('the claim classifies each map task by its message, as any task: claimed, duplicate, stale', async () => {
+  const flow = new Flow<string[]>({ slug: 'mapClaim', timeout: 30 }).map(
+    { slug: 'each' },
+    (s) => s,
+  );
+  await compile(routeFlow(flow, { queues: { each: 'map_claim' } }));
+  const run = await client.startFlow('mapClaim', ['a', 'b', 'c']);
+  const workerId = crypto.randomUUID();
+  await db.sql`select switchyard.register_worker(${workerId}::uuid, 'map_claim', 'map-claim-worker',
+    array['mapClaim/each'])`;
+  const claim = async (ids: bigint[]) =>
+    (await db.sql`select disposition, task_index, input, flow_input
+      from switchyard.start_tasks('map_claim', ${`{${ids.join(',')}}`}::bigint[], ${workerId}::uuid)
+      order by message_id`).map((r) => ({ ...r }));
+  const ids = (await db.sql`select message_id from switchyard.step_tasks
+    where run_id = ${run} order by task_index`).map((r) => BigInt(r.message_id));
+  // Each message is claimed as its own task, with its element as input.
+  assert.deepEqual(await claim(ids.slice(0, 2)), [
+    { disposition: 'claimed', task_index: 0, input: 'a', flow_input: ['a', 'b', 'c'] },
+    { disposition: 'claimed', task_index: 1, input: 'b', flow_input: ['a', 'b', 'c'] },
+  ]);
+  // Claiming them again while they run: benign duplicates, no attempt used.
+  assert.deepEqual((await claim(ids.slice(0, 2))).map((r) => [r.disposition, r.task_index]), [
+    ['duplicate', 0],
+    ['duplicate', 1],
+  ]);
+  // Element 0 completes (by task index); the step waits for the others.
+  const [{ ok }] = await db.sql`select switchyard.complete_task(${run}::uuid, 'each', 1,
+    '"A"'::jsonb, 0) as ok`;
+  assert.equal(ok, true);
+  const [state] = await db.sql`select status, remaining_tasks from switchyard.step_states
+    where run_id = ${run} and step_slug = 'each'`;
+  assert.deepEqual({ ...state }, { status: 'started', remaining_tasks: 2 });
+  // Element 1 fails for good: the run fails, element 2's message is archived and a late read
+  // of element 0's message (completed) would be stale.
+  await db.sql`update switchyard.step_tasks set max_attempts = 1
+    where run_id = ${run} and task_index = 1`;
+  const [{ result }] = await db.sql`select switchyard.fail_task(${run}::uuid, 'each', 1,
+    'broken', 1) as result`;
+  assert.equal(result, 'failed');
+  assert.deepEqual(await claim([ids[0], ids[2]]), [
+    { disposition: 'stale', task_index: null, input: null, flow_input: null },
+    { disposition: 'stale', task_index: null, input: null, flow_input: null },
+  ]);
+  const tasks = await db.sql`select task_index, status, attempts_count from switchyard.step_tasks
+    where run_id = ${run} order by task_index`;
+  assert.deepEqual(tasks.map((t) => [t.task_index, t.status, t.attempts_count]), [
+    [0, 'completed', 1],
+    [1, 'failed', 1],
+    [2, 'queued', 0],
+  ]);
+  assert.match(
+    (await client.runStatus(run))?.error ?? '',
+    /^step each failed after 1 attempt\(s\): broken/,
+  );
+});
+
 Deno.test('teardown', async () => {
   await client.close();
   await db.close();
