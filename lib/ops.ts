@@ -25,9 +25,14 @@ export * from './errors.ts';
 export { type Client, connect, type RunStatus } from './sql/client.ts';
 export {
   CONNECTION_ENV_VARS,
+  type ConnectionKind,
+  type ConnectionSettings,
   type EnvReader,
+  parseConnectionString,
   resolveConnectionString,
   type Sql,
+  type SslMode,
+  TRANSACTION_POOLER_MAX_CONNECTIONS,
 } from './sql/connection.ts';
 export type { SqlSource } from './sql/source.ts';
 export * from './sql/function_state.ts';

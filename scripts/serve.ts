@@ -23,6 +23,7 @@ import { join, resolve } from 'node:path';
 import { freePort } from './_cluster.ts';
 import { readFunctionConfigs } from './_functions_config.ts';
 import { canConnect, exists } from './_util.ts';
+import { resolveConnectionString } from '../lib/sql/connection.ts';
 
 /**
  * One function found in a project.
@@ -437,16 +438,21 @@ async function main(args: string[]): Promise<number> {
   };
   if (
     !effective.SWITCHYARD_WORKER_SECRET && !effective.SUPABASE_SERVICE_ROLE_KEY &&
+    !effective.SUPABASE_SECRET_KEYS &&
     effective.SWITCHYARD_AUTH !== 'disabled'
   ) {
     console.error(
-      'warning: no SWITCHYARD_WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY is set (environment, ' +
+      'warning: no SWITCHYARD_WORKER_SECRET, SUPABASE_SECRET_KEYS or SUPABASE_SERVICE_ROLE_KEY is ' +
+        'set (environment, ' +
         'supabase/functions/.env or --env-file): queue functions will refuse every request; set ' +
         'one, or SWITCHYARD_AUTH=disabled for local runs',
     );
   }
-  if (!effective.SUPABASE_DB_URL && !effective.DATABASE_URL) {
-    console.error('warning: no SUPABASE_DB_URL or DATABASE_URL: workers cannot reach a database');
+  if (!resolveConnectionString(undefined, (name) => effective[name])) {
+    console.error(
+      'warning: no SWITCHYARD_DB_URL, SUPABASE_DB_URL or DATABASE_URL: workers cannot reach a ' +
+        'database',
+    );
   }
   let served: ServedFunctions;
   try {
