@@ -10,7 +10,9 @@
  * unless the function is paused or disabled, which answers 409 and starts nothing.
  *
  * Authorization: `Authorization: Bearer <token>`, where the token equals
- * `SUPABASE_SERVICE_ROLE_KEY` or `SWITCHYARD_WORKER_SECRET` (compared in constant time). Only an
+ * `SUPABASE_SERVICE_ROLE_KEY`, one of the secret keys in `SUPABASE_SECRET_KEYS` (a JSON object
+ * of `sb_secret_…` keys, set by Supabase on projects with the new API keys) or
+ * `SWITCHYARD_WORKER_SECRET` (compared in constant time). Only an
  * explicit `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) turns the check off, for local
  * runs. The Supabase gateway's own JWT check is turned off for queue functions
  * (`verify_jwt = false`, written by the scaffold) because the kit secret is not a JWT.
@@ -33,6 +35,7 @@
  * `SWITCHYARD_MAX_POLL_SECONDS`, `SWITCHYARD_POLL_INTERVAL_MS`,
  * `SWITCHYARD_HEARTBEAT_INTERVAL_MS`, `SWITCHYARD_STALL_CHECK_INTERVAL_MS` and
  * `SWITCHYARD_HEARTBEAT_WINDOW_SECONDS` (integers). The database is `connectionString`, else
+ * `SWITCHYARD_DB_URL` (a secret you set, for example the transaction pooler's URL), else
  * `SUPABASE_DB_URL`, else `DATABASE_URL`.
  *
  * @module
@@ -42,6 +45,7 @@ import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
 import { defaultPlatform, type Platform } from './platform.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
 import {
+  ConnectionStringError,
   CoverageError,
   FunctionDisabledError,
   FunctionPausedError,
@@ -58,8 +62,8 @@ import {
 
 /**
  * How requests are authorized: a list of accepted bearer tokens, or `'disabled'` (local runs
- * only). Default: `SUPABASE_SERVICE_ROLE_KEY` and `SWITCHYARD_WORKER_SECRET` from the
- * environment, or no check when `SWITCHYARD_AUTH=disabled`.
+ * only). Default: `SUPABASE_SERVICE_ROLE_KEY`, every key of `SUPABASE_SECRET_KEYS` and
+ * `SWITCHYARD_WORKER_SECRET` from the environment, or no check when `SWITCHYARD_AUTH=disabled`.
  *
  * @example
  * ```ts
@@ -243,6 +247,23 @@ async function sameSecret(given: string, expected: string): Promise<boolean> {
   return diff === 0;
 }
 
+/**
+ * The keys of `SUPABASE_SECRET_KEYS`: a JSON object whose values are secret API keys
+ * (`{"default":"sb_secret_…"}`). Anything else (unset, not JSON, not an object) gives none;
+ * non-string values are skipped.
+ */
+function secretKeys(json: string | undefined): string[] {
+  if (!json) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return [];
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return [];
+  return Object.values(parsed).filter((v): v is string => typeof v === 'string');
+}
+
 /** Why a request is refused, or `null` when it is authorized. */
 async function authProblem(
   request: Request,
@@ -259,13 +280,16 @@ async function authProblem(
     if (mode !== undefined && mode !== '' && mode !== 'required') {
       return `SWITCHYARD_AUTH "${mode}" is invalid: use "required" (default) or "disabled"`;
     }
-    secrets = ['SUPABASE_SERVICE_ROLE_KEY', 'SWITCHYARD_WORKER_SECRET']
-      .map((name) => platform.env(name) ?? '');
+    secrets = [
+      platform.env('SUPABASE_SERVICE_ROLE_KEY') ?? '',
+      ...secretKeys(platform.env('SUPABASE_SECRET_KEYS')),
+      platform.env('SWITCHYARD_WORKER_SECRET') ?? '',
+    ];
   }
   secrets = secrets.filter((s) => s.length > 0);
   if (secrets.length === 0) {
-    return 'no secret is configured: set SWITCHYARD_WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY ' +
-      '(or SWITCHYARD_AUTH=disabled for local runs)';
+    return 'no secret is configured: set SWITCHYARD_WORKER_SECRET, SUPABASE_SECRET_KEYS or ' +
+      'SUPABASE_SERVICE_ROLE_KEY (or SWITCHYARD_AUTH=disabled for local runs)';
   }
   const header = request.headers.get('authorization') ?? '';
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -300,7 +324,7 @@ function errorResponse(e: unknown): Response {
       missing: e.missing,
     });
   }
-  if (e instanceof WorkerConfigError) {
+  if (e instanceof WorkerConfigError || e instanceof ConnectionStringError) {
     return json(500, { error: 'worker_config', message: e.message });
   }
   const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
