@@ -153,6 +153,7 @@ export const TRANSACTION_POOLER_MAX_CONNECTIONS = 4;
 export interface ConnectionSettings {
   /** Host name or IP address (IPv6 without brackets). */
   host: string;
+  /** Port (5432 when the URL has none; 6543 is the transaction pooler). */
   port: number;
   /** User name, percent-decoded (`postgres.<project-ref>` on the pooler). */
   user: string;
