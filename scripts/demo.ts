@@ -27,6 +27,15 @@ import { type EmbeddedPostgres, startEmbeddedPostgres } from './_pglite.ts';
 import { copyProject } from './_project.ts';
 import { scaffoldQueue } from './scaffold_queue.ts';
 import { type ServedFunctions, serveFunctions } from './serve.ts';
+import { helpOption } from './_help.ts';
+
+helpOption(`usage: deno task demo
+
+Runs the kit end to end without a database server (PGlite), or on DATABASE_URL when it is set
+(it writes to that database): scaffolds the shipped registry's two queue functions in a temp
+copy of the project, applies the migrations with supabase db push, serves the functions over
+HTTP, runs flows by alias, deploys v2 while v1 runs drain, and prints runs, queues and drain
+states. Exits 0 when every run completed and v1 drained.`);
 
 const QUEUES = [['classify_threads', 4], ['deliver_slack_alerts', 2]] as const;
 const V1_RUNS = 8;
