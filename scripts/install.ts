@@ -27,7 +27,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import {
   coreMigrations,
   KIT_VERSION,
@@ -560,22 +560,26 @@ async function main(args: string[]): Promise<number> {
       console.log(`nothing to do: Switchyard ${result.version} is installed in ${projectDir}`);
       return 0;
     }
-    const runtime = result.files.filter((f) => f.path.startsWith(`${RUNTIME_DIR}/`));
+    const runtime = result.files.filter((f) =>
+      f.path.startsWith(`${RUNTIME_DIR}/`) && f.path !== MANIFEST_PATH
+    );
     const counts = new Map<string, number>();
     for (const f of runtime) counts.set(f.action, (counts.get(f.action) ?? 0) + 1);
     console.log(`Switchyard ${result.version} -> ${projectDir}`);
     console.log(
-      `${RUNTIME_DIR}/: ${[...counts].map(([action, n]) => `${n} ${action}`).join(', ')}`,
+      `${RUNTIME_DIR}/ (the runtime): ${
+        [...counts].map(([action, n]) => `${n} files ${action}`).join(', ')
+      }`,
     );
     for (const f of result.files) {
       if (f.path.startsWith(`${RUNTIME_DIR}/`) && f.path !== MANIFEST_PATH) continue;
       if (f.action === 'unchanged') continue;
       console.log(`${f.action.padEnd(9)} ${f.path}`);
     }
-    const rel = relative(projectPath('.'), projectDir) || '.';
     console.log(
       `\nnext: define flows in ${REGISTRY}, then \`deno task scaffold-queue <queue> --project ` +
-        `${rel}\`; apply the migrations with \`supabase db push\` (see the README's deploy steps)`,
+        `${parsed.values.project}\`; apply the migrations with \`supabase db push --linked\` ` +
+        "(the README's deploy steps)",
     );
     return 0;
   } catch (e) {

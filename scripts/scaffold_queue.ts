@@ -9,8 +9,11 @@
  *   `EdgeWorker.start(registry, { queueName: 'classify_threads', maxConcurrent })`;
  * - `functions/classify-threads-worker/deno.json`: the function's import map, so that
  *   `supabase functions deploy` resolves the same modules as the project (`switchyard` → the
- *   kit's `lib/`, which the function reaches by a relative path inside the project; npm
- *   packages by their `npm:` specifiers);
+ *   project's copy of the kit, reached by a relative path inside the project: the runtime
+ *   `deno task install` wrote to `functions/_switchyard/`, else the project's own `lib/` as in
+ *   the kit's checkout; a project with neither is refused). In an installed project it holds
+ *   only the entries the function loads, npm and jsr ranges pinned to exact versions by the
+ *   project's deno.lock, else the kit's;
  * - a `[functions.classify-threads-worker]` section in `config.toml` (entrypoint, import map,
  *   `verify_jwt = false`: the function checks its own bearer);
  * - `migrations/<timestamp>_register_classify_threads_worker.sql`, which calls
