@@ -22,6 +22,7 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Switchyard dashboard</title>
+<link rel="icon" href="data:,">
 <style>
   :root {
     --bg: #f5f6f8; --card: #fff; --ink: #1d2330; --muted: #667085; --line: #e3e6eb;
@@ -286,8 +287,9 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
     const t0 = ms(run.startedAt);
     const end = run.finishedAt ? ms(run.finishedAt) : ms(data.generatedAt);
     const span = Math.max(1, end - t0);
-    const rowH = 22, labelW = 210, w = 1000, h = run.steps.length * rowH + 18;
-    const x = (t) => labelW + ((Math.min(Math.max(t, t0), end) - t0) / span) * (w - labelW - 10);
+    const rowH = 22, labelW = 210, statusW = 170, w = 1000, h = run.steps.length * rowH + 18;
+    const right = w - statusW;
+    const x = (t) => labelW + ((Math.min(Math.max(t, t0), end) - t0) / span) * (right - labelW);
     let svg = '';
     run.steps.forEach((s, i) => {
       const y = i * rowH + 4;
@@ -309,10 +311,11 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
           '</title></rect>';
       }
       svg += '<text x="' + (w - 4) + '" y="' + (y + 13) + '" font-size="11" fill="#667085" text-anchor="end">' +
-        esc(s.status + (s.attempts ? ' · ' + s.attempts + '/' + (s.maxAttempts ?? '?') : '')) + '</text>';
+        esc(s.status + (s.attempts ? ' · attempt ' + s.attempts + ' of ' + (s.maxAttempts ?? '?') : '')) +
+        '</text>';
     });
     svg += '<text x="' + labelW + '" y="' + (h - 2) + '" font-size="10" fill="#667085">0</text>' +
-      '<text x="' + (w - 10) + '" y="' + (h - 2) + '" font-size="10" fill="#667085" text-anchor="end">' +
+      '<text x="' + right + '" y="' + (h - 2) + '" font-size="10" fill="#667085" text-anchor="end">' +
       esc(duration(span)) + '</text>';
     const errors = run.steps.filter((s) => s.error).map((s) =>
       '<pre class="error">' + esc(s.stepSlug + ' (attempt ' + s.attempts + '): ' + s.error) + '</pre>'
