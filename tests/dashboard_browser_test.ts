@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
-import { connect } from '../lib/ops.ts';
+import { connect, createDashboard } from '../lib/ops.ts';
 import { freePort } from '../scripts/_cluster.ts';
 import { canConnect, exists } from '../scripts/_util.ts';
 import { createTestDatabase } from './_helpers/db.ts';
@@ -137,11 +137,15 @@ Deno.test({
       cleanups.push(() => browser.close().catch(() => {}));
 
       const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-      const page = await context.newPage();
-      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-      page.on('console', (m) => {
-        if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
-      });
+      const watched = async () => {
+        const p = await context.newPage();
+        p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+        p.on('console', (m) => {
+          if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+        });
+        return p;
+      };
+      const page = await watched();
       await page.goto(dashboard.url);
       await page.waitForFunction(`document.body.dataset.loaded === '1'`);
 
@@ -212,6 +216,26 @@ Deno.test({
         assert.deepEqual([...png.slice(1, 4)], [0x50, 0x4e, 0x47], 'a PNG');
         const view = new DataView(png.buffer);
         assert.ok(view.getUint32(16) >= 1400 && view.getUint32(20) >= 900, 'full-page size');
+      });
+
+      await t.step('an empty database shows where to start', async () => {
+        const empty = await createTestDatabase();
+        cleanups.push(() => empty.close());
+        const emptyClient = connect(empty.url);
+        cleanups.push(() => emptyClient.close());
+        const port = freePort();
+        const server = Deno.serve(
+          { hostname: '127.0.0.1', port, onListen: () => {} },
+          createDashboard({ source: emptyClient, env: () => undefined }).fetch,
+        );
+        cleanups.push(() => server.shutdown());
+        const blank = await watched();
+        await blank.goto(`http://127.0.0.1:${port}/`);
+        await blank.waitForFunction(`document.body.dataset.loaded === '1'`);
+        assert.match(await blank.locator('#queues').innerText(), /No queues yet.*scaffold-queue/s);
+        assert.match(await blank.locator('#runs').innerText(), /No runs yet.*start_flow/s);
+        assert.equal(await blank.locator('#access').innerText(), 'read-only');
+        await blank.close();
       });
 
       assert.deepEqual(problems, [], 'no script errors or CSP violations');

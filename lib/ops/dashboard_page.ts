@@ -115,7 +115,7 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
   <span id="access" class="pill idle"></span>
   <span class="spacer"></span>
   <form id="token-form" autocomplete="off">
-    <input id="token" type="password" placeholder="bearer: worker secret or service role key"
+    <input id="token" type="password" autocomplete="off" placeholder="bearer: worker secret or service role key"
            aria-label="bearer token">
     <button type="submit" id="token-use">Use bearer</button>
     <button type="button" id="token-forget">Forget</button>
