@@ -60,8 +60,16 @@ import { DASHBOARD_PAGE } from './dashboard_page.ts';
  */
 export type DashboardAccess = 'actions' | 'required';
 
-/** The environment variable that sets {@linkcode DashboardAccess}. */
-export const DASHBOARD_AUTH_ENV = 'SWITCHYARD_DASHBOARD_AUTH';
+/**
+ * The environment variable that sets {@linkcode DashboardAccess}.
+ *
+ * @example
+ * ```ts
+ * import { DASHBOARD_AUTH_ENV } from './dashboard.ts';
+ * console.log(Deno.env.get(DASHBOARD_AUTH_ENV) ?? 'actions');
+ * ```
+ */
+export const DASHBOARD_AUTH_ENV: string = 'SWITCHYARD_DASHBOARD_AUTH';
 
 /**
  * Options of {@linkcode createDashboard}.

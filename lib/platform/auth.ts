@@ -22,7 +22,15 @@
  */
 export type EdgeAuth = { readonly secrets: readonly string[] } | 'disabled';
 
-/** The environment variables whose values are accepted bearer tokens. */
+/**
+ * The environment variables whose values are accepted bearer tokens.
+ *
+ * @example
+ * ```ts
+ * import { BEARER_SECRET_ENV_VARS } from './auth.ts';
+ * console.log(`set one of ${BEARER_SECRET_ENV_VARS.join(', ')}`);
+ * ```
+ */
 export const BEARER_SECRET_ENV_VARS: readonly string[] = [
   'SUPABASE_SERVICE_ROLE_KEY',
   'SWITCHYARD_WORKER_SECRET',

@@ -11,7 +11,15 @@ import { fenceStatus } from './fence.ts';
 import type { FenceStatus } from './fence_status.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 
-/** A catalogued queue's depth (`switchyard.dashboard_queues`). */
+/**
+ * A catalogued queue's depth (`switchyard.dashboard_queues`).
+ *
+ * @example
+ * ```ts
+ * import type { QueueDepth } from './dashboard.ts';
+ * const backlog = (d: QueueDepth) => (d.visible ?? 0) + (d.hidden ?? 0);
+ * ```
+ */
 export interface QueueDepth {
   /** The canonical queue name. */
   queueName: string;
@@ -69,7 +77,15 @@ export async function queueDepths(source: SqlSource): Promise<QueueDepth[]> {
   }));
 }
 
-/** An unstopped worker of a queue function. */
+/**
+ * An unstopped worker of a queue function.
+ *
+ * @example
+ * ```ts
+ * import type { FunctionWorker } from './dashboard.ts';
+ * const silentFor = (w: FunctionWorker) => Date.now() - Date.parse(w.lastHeartbeatAt);
+ * ```
+ */
 export interface FunctionWorker {
   /** `switchyard.workers.worker_id`. */
   workerId: string;
@@ -83,7 +99,15 @@ export interface FunctionWorker {
   live: boolean;
 }
 
-/** A queue function with its flags and workers (`switchyard.dashboard_functions`). */
+/**
+ * A queue function with its flags and workers (`switchyard.dashboard_functions`).
+ *
+ * @example
+ * ```ts
+ * import type { FunctionOverview } from './dashboard.ts';
+ * const line = (f: FunctionOverview) => `${f.functionName}: ${f.pauseReason ?? 'running'}`;
+ * ```
+ */
 export interface FunctionOverview {
   /** The function (Edge Function) name. */
   functionName: string;
@@ -162,7 +186,16 @@ export async function functionOverviews(
   }));
 }
 
-/** One step of a run in {@linkcode RunOverview}: a timeline entry. */
+/**
+ * One step of a run in {@linkcode RunOverview}: a timeline entry.
+ *
+ * @example
+ * ```ts
+ * import type { RunStepOverview } from './dashboard.ts';
+ * const ran = (s: RunStepOverview) =>
+ *   s.startedAt && s.finishedAt ? Date.parse(s.finishedAt) - Date.parse(s.startedAt) : null;
+ * ```
+ */
 export interface RunStepOverview {
   /** The step. */
   stepSlug: string;
@@ -186,7 +219,15 @@ export interface RunStepOverview {
   error: string | null;
 }
 
-/** A run with its steps (`switchyard.dashboard_runs`). */
+/**
+ * A run with its steps (`switchyard.dashboard_runs`).
+ *
+ * @example
+ * ```ts
+ * import type { RunOverview } from './dashboard.ts';
+ * const why = (r: RunOverview) => (r.status === 'failed' ? `${r.failedStep}: ${r.error}` : null);
+ * ```
+ */
 export interface RunOverview {
   /** The run. */
   runId: string;
@@ -210,7 +251,15 @@ export interface RunOverview {
   steps: RunStepOverview[];
 }
 
-/** Which runs {@linkcode recentRuns} reads. */
+/**
+ * Which runs {@linkcode recentRuns} reads.
+ *
+ * @example
+ * ```ts
+ * import type { RecentRunsOptions } from './dashboard.ts';
+ * const failedOnClassify: RecentRunsOptions = { status: 'failed', queueName: 'classify_threads' };
+ * ```
+ */
 export interface RecentRunsOptions {
   /** At most this many, newest first (1-200, default 25). */
   limit?: number;
@@ -296,7 +345,15 @@ export async function recentRuns(
   }));
 }
 
-/** Completed tasks per minute on one queue (`switchyard.dashboard_throughput`). */
+/**
+ * Completed tasks per minute on one queue (`switchyard.dashboard_throughput`).
+ *
+ * @example
+ * ```ts
+ * import type { QueueThroughput } from './dashboard.ts';
+ * const lastMinute = (t: QueueThroughput) => t.perMinute.at(-1) ?? 0;
+ * ```
+ */
 export interface QueueThroughput {
   /** The queue. */
   queueName: string;
@@ -342,7 +399,15 @@ export async function throughput(
   return [...out.values()];
 }
 
-/** One queue as the dashboard shows it. */
+/**
+ * One queue as the dashboard shows it.
+ *
+ * @example
+ * ```ts
+ * import type { QueueOverview } from './dashboard.ts';
+ * const draining = (q: QueueOverview) => q.versions.filter((v) => v.state === 'draining');
+ * ```
+ */
 export interface QueueOverview {
   /** The queue. */
   queueName: string;
@@ -358,7 +423,15 @@ export interface QueueOverview {
   throughput: QueueThroughput | null;
 }
 
-/** Everything the dashboard page shows, from one moment. */
+/**
+ * Everything the dashboard page shows, from one moment.
+ *
+ * @example
+ * ```ts
+ * import type { DashboardSnapshot } from './dashboard.ts';
+ * const fenced = (s: DashboardSnapshot) => s.fence?.functions.map((f) => f.functionName) ?? [];
+ * ```
+ */
 export interface DashboardSnapshot {
   /** When it was read (this process's clock). */
   generatedAt: Date;
@@ -370,7 +443,15 @@ export interface DashboardSnapshot {
   runs: RunOverview[];
 }
 
-/** What {@linkcode dashboardSnapshot} reads. */
+/**
+ * What {@linkcode dashboardSnapshot} reads.
+ *
+ * @example
+ * ```ts
+ * import type { DashboardSnapshotOptions } from './dashboard.ts';
+ * const options: DashboardSnapshotOptions = { minutes: 30, runs: { limit: 10 } };
+ * ```
+ */
 export interface DashboardSnapshotOptions {
   /** Seconds without a heartbeat after which a worker no longer counts as live (default 15). */
   heartbeatWindowSeconds?: number;
