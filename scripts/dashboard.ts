@@ -9,7 +9,8 @@
  * API request without the bearer. The port is `--port`, else `PORT`, else 8787; the hostname
  * `127.0.0.1` unless `--hostname` says otherwise.
  *
- * Exit codes: 0 stopped by a signal; 1 the server could not start; 2 bad usage.
+ * Exit codes: 0 stopped by a signal; 1 the server could not start; 2 bad usage (arguments,
+ * `DATABASE_URL`, `SWITCHYARD_DASHBOARD_AUTH`).
  *
  * @module
  */
@@ -56,7 +57,13 @@ async function main(args: string[]): Promise<number> {
     );
   }
   const client = connect(url, { max: 4 });
-  const dashboard = createDashboard({ source: client, env });
+  let dashboard;
+  try {
+    dashboard = createDashboard({ source: client, env });
+  } catch (e) {
+    await client.close();
+    throw new UsageError((e as Error).message);
+  }
   const hostname = (values.hostname as string | undefined) ?? '127.0.0.1';
   const server = Deno.serve({ hostname, port, onListen: () => {} }, dashboard.fetch);
   const shown = hostname === '0.0.0.0' ? '127.0.0.1' : hostname;
