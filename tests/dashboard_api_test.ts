@@ -443,6 +443,24 @@ Deno.test('deno task serve: the gateway serves the dashboard at /dashboard/', as
   }
 });
 
+Deno.test('privileges: the service role may call the dashboard functions, anon and authenticated not', async () => {
+  const rows = await db.sql`
+    select p.proname, has_function_privilege('service_role', p.oid, 'execute') as service,
+           has_function_privilege('anon', p.oid, 'execute') as anon,
+           has_function_privilege('authenticated', p.oid, 'execute') as authenticated, p.provolatile
+      from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = 'switchyard' and p.proname like 'dashboard\\_%' order by 1`;
+  assert.deepEqual(
+    rows.map((r) => [r.proname, r.service, r.anon, r.authenticated, r.provolatile]),
+    [
+      ['dashboard_functions', true, false, false, 's'],
+      ['dashboard_queues', true, false, false, 's'],
+      ['dashboard_runs', true, false, false, 's'],
+      ['dashboard_throughput', true, false, false, 's'],
+    ],
+  );
+});
+
 Deno.test('teardown', async () => {
   await work?.stop();
   await main.close();
