@@ -46,6 +46,7 @@ import {
   type ResumeResult,
 } from '../sql/function_state.ts';
 import type { SqlSource } from '../sql/source.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 import { DASHBOARD_PAGE } from './dashboard_page.ts';
 
 /**
@@ -316,7 +317,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const access: DashboardAccess = configured;
   const base = (options.basePath ?? '').replace(/\/+$/, '');
   const refreshMs = options.refreshMs ?? 3000;
-  const heartbeatWindowSeconds = options.heartbeatWindowSeconds ?? 15;
+  const heartbeatWindowSeconds = options.heartbeatWindowSeconds ?? DEFAULT_HEARTBEAT_WINDOW_SECONDS;
   const source = options.source;
   const page = DASHBOARD_PAGE.replace('__BASE_PATH__', JSON.stringify(base));
 

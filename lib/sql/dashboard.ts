@@ -10,6 +10,7 @@ import { type DrainState, drainStatus } from './drain.ts';
 import { fenceStatus } from './fence.ts';
 import type { FenceStatus } from './fence_status.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
 /**
  * A catalogued queue's depth (`switchyard.dashboard_queues`).
@@ -142,7 +143,7 @@ export interface FunctionOverview {
  */
 export async function functionOverviews(
   source: SqlSource,
-  { heartbeatWindowSeconds = 15 } = {},
+  { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FunctionOverview[]> {
   const sql = sqlOf(source);
   const rows = await call(() =>
@@ -478,7 +479,11 @@ export interface DashboardSnapshotOptions {
  */
 export async function dashboardSnapshot(
   source: SqlSource,
-  { heartbeatWindowSeconds = 15, minutes = 60, runs = {} }: DashboardSnapshotOptions = {},
+  {
+    heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS,
+    minutes = 60,
+    runs = {},
+  }: DashboardSnapshotOptions = {},
 ): Promise<DashboardSnapshot> {
   const [depths, functions, versions, rates, fence, recent] = await Promise.all([
     queueDepths(source),
