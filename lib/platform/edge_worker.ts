@@ -42,6 +42,7 @@
  */
 import type { AnyFlow } from '../dsl/flow.ts';
 import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
+import { authProblem, type EdgeAuth } from './auth.ts';
 import { defaultPlatform, type Platform } from './platform.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
 import {
@@ -60,19 +61,7 @@ import {
   type Worker,
 } from '../worker/worker.ts';
 
-/**
- * How requests are authorized: a list of accepted bearer tokens, or `'disabled'` (local runs
- * only). Default: `SUPABASE_SERVICE_ROLE_KEY`, every key of `SUPABASE_SECRET_KEYS` and
- * `SWITCHYARD_WORKER_SECRET` from the environment, or no check when `SWITCHYARD_AUTH=disabled`.
- *
- * @example
- * ```ts
- * import type { EdgeAuth } from './edge_worker.ts';
- *
- * const auth: EdgeAuth = { secrets: ['a-long-random-secret'] };
- * ```
- */
-export type EdgeAuth = { readonly secrets: readonly string[] } | 'disabled';
+export type { EdgeAuth } from './auth.ts';
 
 /**
  * Options `EdgeWorker.start()` adds to the worker options.
@@ -234,71 +223,6 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   });
 }
 
-/** Compares two strings in time that depends on neither their content nor their lengths. */
-async function sameSecret(given: string, expected: string): Promise<boolean> {
-  const enc = new TextEncoder();
-  const [a, b] = await Promise.all([
-    crypto.subtle.digest('SHA-256', enc.encode(given)),
-    crypto.subtle.digest('SHA-256', enc.encode(expected)),
-  ]);
-  const x = new Uint8Array(a), y = new Uint8Array(b);
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
-  return diff === 0;
-}
-
-/**
- * The keys of `SUPABASE_SECRET_KEYS`: a JSON object whose values are secret API keys
- * (`{"default":"sb_secret_…"}`). Anything else (unset, not JSON, not an object) gives none;
- * non-string values are skipped.
- */
-function secretKeys(json: string | undefined): string[] {
-  if (!json) return [];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(json);
-  } catch {
-    return [];
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return [];
-  return Object.values(parsed).filter((v): v is string => typeof v === 'string');
-}
-
-/** Why a request is refused, or `null` when it is authorized. */
-async function authProblem(
-  request: Request,
-  auth: EdgeAuth | undefined,
-  platform: Platform,
-): Promise<string | null> {
-  let secrets: readonly string[];
-  if (auth === 'disabled') return null;
-  if (auth !== undefined) {
-    secrets = auth.secrets;
-  } else {
-    const mode = platform.env('SWITCHYARD_AUTH');
-    if (mode === 'disabled') return null;
-    if (mode !== undefined && mode !== '' && mode !== 'required') {
-      return `SWITCHYARD_AUTH "${mode}" is invalid: use "required" (default) or "disabled"`;
-    }
-    secrets = [
-      platform.env('SUPABASE_SERVICE_ROLE_KEY') ?? '',
-      ...secretKeys(platform.env('SUPABASE_SECRET_KEYS')),
-      platform.env('SWITCHYARD_WORKER_SECRET') ?? '',
-    ];
-  }
-  secrets = secrets.filter((s) => s.length > 0);
-  if (secrets.length === 0) {
-    return 'no secret is configured: set SWITCHYARD_WORKER_SECRET, SUPABASE_SECRET_KEYS or ' +
-      'SUPABASE_SERVICE_ROLE_KEY (or SWITCHYARD_AUTH=disabled for local runs)';
-  }
-  const header = request.headers.get('authorization') ?? '';
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match) return 'missing bearer: send "Authorization: Bearer <worker secret>"';
-  let ok = false;
-  for (const secret of secrets) ok = (await sameSecret(match[1], secret)) || ok;
-  return ok ? null : 'the bearer token is not an accepted worker secret';
-}
-
 function errorResponse(e: unknown): Response {
   if (e instanceof FunctionPausedError) {
     return json(409, {
@@ -367,7 +291,7 @@ function startEdgeWorker(
     if (unloading) {
       return json(503, { error: 'shutting_down', message: 'the function instance is unloading' });
     }
-    const problem = await authProblem(request, auth, platform);
+    const problem = await authProblem(request, auth, platform.env);
     if (problem !== null) {
       return json(401, { error: 'unauthorized', message: problem }, {
         'www-authenticate': 'Bearer',
