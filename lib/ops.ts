@@ -58,4 +58,10 @@ export {
   type DashboardOptions,
   type DashboardOverview,
 } from './ops/dashboard.ts';
-export { authProblem, BEARER_SECRET_ENV_VARS, type EdgeAuth } from './platform/auth.ts';
+export {
+  authProblem,
+  BEARER_SECRET_ENV_VARS,
+  type EdgeAuth,
+  SECRET_KEYS_ENV_VAR,
+  secretKeys,
+} from './platform/auth.ts';
