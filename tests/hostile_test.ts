@@ -22,12 +22,14 @@ import {
   type WorkerLogger,
 } from '../lib/mod.ts';
 import { assertQueueName } from '../lib/dsl/queue_names.ts';
+import { connect } from '../lib/ops.ts';
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
+const SILENT: WorkerLogger = { info: () => {}, warn: () => {}, error: () => {} };
 
 const SEED = Number(Deno.env.get('SWITCHYARD_FUZZ_SEED') ?? Math.floor(Math.random() * 2 ** 31));
 const NAMES = Number(Deno.env.get('SWITCHYARD_FUZZ_NAMES') ?? '3000');
@@ -508,6 +510,75 @@ Deno.test('forged messages are refused as unsupported, never executed, and never
   for (const text of [fn.pause_reason, ...lines]) assert.ok(!text.includes(MARKER));
   assert.equal(fn.pause_reason.match(/message ids \[([^\]]*)\]/)?.[1], again.join(', '));
   assert.ok(allIds.every((id) => !again.includes(id)), 'the earlier, deleted ids are gone');
+});
+
+// ---------------------------------------------------------------------------------------------
+// Thrown values no formatter can print (docs/ARCHITECTURE.md §9: the executor).
+
+Deno.test('a handler throwing an unprintable value fails its attempt; the worker keeps running', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (e: PromiseRejectionEvent) => {
+    e.preventDefault();
+    unhandled.push(e.reason);
+  };
+  globalThis.addEventListener('unhandledrejection', onUnhandled);
+  const hostileProxy = new Proxy({}, {
+    get() {
+      throw new Error('get trap');
+    },
+    getPrototypeOf() {
+      throw new Error('getPrototypeOf trap');
+    },
+    ownKeys() {
+      throw new Error('ownKeys trap');
+    },
+  });
+  const revoked = Proxy.revocable({}, {});
+  revoked.revoke();
+  const badMessage = new Error('x');
+  Object.defineProperty(badMessage, 'message', {
+    get() {
+      throw new Error('message getter');
+    },
+  });
+  const throws: Record<string, () => unknown> = {
+    nullPrototypeBigint: () => Object.assign(Object.create(null), { x: 1n }),
+    hostileProxy: () => hostileProxy,
+    revokedProxy: () => revoked.proxy,
+    throwingMessage: () => badMessage,
+    symbol: () => Symbol('s'),
+  };
+  const flow = new Flow<{ kind: string }>({ slug: 'unprintable', maxAttempts: 1 })
+    .step({ slug: 'work' }, (input) => {
+      const make = throws[input.kind];
+      if (make) throw make();
+      return { ok: input.kind };
+    });
+  const client = connect(db.url);
+  const worker = await startWorker(flow, { ...FAST, connectionString: db.url, logger: SILENT });
+  try {
+    for (const kind of Object.keys(throws)) {
+      const run = await client.startFlow('unprintable', { kind });
+      const status = await client.waitForRun(run, { timeoutMs: 20_000 });
+      assert.equal(status.status, 'failed', kind);
+      assert.match(status.error ?? '', /step work failed after 1 attempt\(s\): /, kind);
+    }
+    // Still running: the same worker completes ordinary work afterwards.
+    const fine = await client.startFlow('unprintable', { kind: 'fine' });
+    assert.equal((await client.waitForRun(fine)).status, 'completed');
+    assert.equal(worker.state, 'running');
+    const [row] = await sql`select stopped_at from switchyard.workers
+                             where worker_id = ${worker.workerId}`;
+    assert.equal(row.stopped_at, null);
+    assert.deepEqual(unhandled, [], 'no rejection escaped the worker');
+  } finally {
+    await worker.stop();
+    await client.close();
+    globalThis.removeEventListener('unhandledrejection', onUnhandled);
+  }
+  const [row] = await sql`select stopped_at from switchyard.workers
+                           where worker_id = ${worker.workerId}`;
+  assert.ok(row.stopped_at, 'the stop is recorded');
 });
 
 Deno.test('teardown', async () => {

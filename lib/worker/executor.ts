@@ -31,10 +31,16 @@ export class Executor {
 
   /** Starts a claimed task; it holds a slot until its handler settles. */
   run(task: TaskClaim): void {
-    const p: Promise<void> = this.#execute(task).finally(() => {
-      this.#running.delete(p);
-      this.onSettled();
-    });
+    // Nothing may reject out of here: an unhandled rejection would end the process and leave
+    // the worker row live and the task started.
+    const p: Promise<void> = this.#execute(task)
+      .catch((e) =>
+        this.log.error(`executing ${task.flow_slug}/${task.step_slug}: ${errorText(e)}`)
+      )
+      .finally(() => {
+        this.#running.delete(p);
+        this.onSettled();
+      });
     this.#running.add(p);
   }
 

@@ -18,13 +18,34 @@ export interface WorkerLogger {
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A thrown value as one line of text, for logs and `fail_task`. */
+/**
+ * A thrown value as one line of text, for logs and `fail_task`. Never throws: a handler may
+ * throw anything (a null-prototype object holding a bigint, a revoked proxy, an error whose
+ * `message` getter throws), and a formatter that threw inside a `catch` would turn one failed
+ * attempt into an unhandled rejection (docs/ARCHITECTURE.md §9).
+ */
 export function errorText(e: unknown): string {
-  if (e instanceof Error) return `${e.name}: ${e.message}`;
   try {
-    return `non-Error thrown: ${JSON.stringify(e)}`;
+    if (e instanceof Error) {
+      return `${attempt(() => String(e.name), 'Error')}: ${
+        attempt(() => String(e.message), '(unreadable message)')
+      }`;
+    }
+  } catch { /* instanceof itself threw (a proxy's getPrototypeOf trap) */ }
+  const json = attempt(() => JSON.stringify(e), undefined);
+  if (json !== undefined) return `non-Error thrown: ${json}`;
+  const text = attempt(() => String(e), undefined) ??
+    attempt(() => Object.prototype.toString.call(e), undefined) ??
+    `a value of type ${typeof e}`;
+  return `non-Error thrown: ${text}`;
+}
+
+/** `fn()`, or `fallback` when it throws. */
+function attempt<T, F>(fn: () => T, fallback: F): T | F {
+  try {
+    return fn();
   } catch {
-    return `non-Error thrown: ${String(e)}`;
+    return fallback;
   }
 }
 

@@ -29,7 +29,7 @@ import { DispatchIndex, selectQueue } from './dispatch_index.ts';
 import { Executor } from './executor.ts';
 import { Lifecycle, type WorkerState } from './lifecycle.ts';
 import { startMaintenance } from './maintenance.ts';
-import { persist, type WorkerLogger } from './persist.ts';
+import { errorText, persist, type WorkerLogger } from './persist.ts';
 import { poll } from './poller.ts';
 import { resolveSettings, type WorkerSettings } from './settings.ts';
 
@@ -97,6 +97,16 @@ export function consoleLogger(prefix: string): WorkerLogger {
   };
 }
 
+/** A logger whose methods never throw: a log line must not turn into an escaped rejection. */
+function guardedLogger(log: WorkerLogger): WorkerLogger {
+  const guard = (write: (m: string) => void) => (m: string) => {
+    try {
+      write.call(log, m);
+    } catch { /* a throwing logger loses the line, never the worker */ }
+  };
+  return { info: guard(log.info), warn: guard(log.warn), error: guard(log.error) };
+}
+
 /**
  * Starts a worker on one queue.
  *
@@ -158,7 +168,7 @@ export async function startWorkerImpl(
   const queueName = selectQueue(index, options);
   const functionName = options.functionName ?? defaultFunctionName(queueName);
   const settings = resolveSettings(options, options.env);
-  const log = options.logger ?? consoleLogger(`[switchyard ${functionName}]`);
+  const log = guardedLogger(options.logger ?? consoleLogger(`[switchyard ${functionName}]`));
 
   const ownsClient = options.sql === undefined;
   let sql = options.sql;
@@ -222,6 +232,10 @@ export async function startWorkerImpl(
         functionName,
         ...settings,
       });
+    } catch (e) {
+      // Not expected (the poller handles its own errors), but never an escaped rejection:
+      // the worker fails, drains and records its stop like any fatal stop.
+      lifecycle.fail(e instanceof Error ? e : new Error(errorText(e)));
     } finally {
       while (executor.size > 0 || writer.size > 0) {
         await executor.drain();
