@@ -188,6 +188,39 @@ export class InvalidInputError extends SwitchyardError {
 }
 
 /**
+ * A value is JSON, but PostgreSQL cannot store it: a string (or property name) holding U+0000,
+ * which neither `jsonb` nor `text` can hold, or a lone UTF-16 surrogate, which is no Unicode
+ * character. Caught before the value is sent, so a handler's output fails its attempt once
+ * instead of being rejected by the database at every try. The message names the path.
+ *
+ * @example
+ * ```ts
+ * import { InvalidInputError, UnstorableValueError } from './errors.ts';
+ * import { assertJson } from './dsl/json.ts';
+ *
+ * try {
+ *   assertJson({ note: 'a\u0000b' }, 'output');
+ * } catch (error) {
+ *   console.assert(error instanceof UnstorableValueError && error instanceof InvalidInputError);
+ *   if (error instanceof UnstorableValueError) console.error(error.path); // output.note
+ * }
+ * ```
+ */
+export class UnstorableValueError extends InvalidInputError {
+  /**
+   * Creates the error; the message is `<path> is not JSON PostgreSQL can store: <rule>`.
+   *
+   * @param path where the offending value sits, e.g. `output.a.b`
+   * @param rule what is wrong with it
+   */
+  constructor(path: string, rule: string) {
+    super(path, rule);
+    this.message = `${path} is not JSON PostgreSQL can store: ${rule}`;
+    this.name = 'UnstorableValueError';
+  }
+}
+
+/**
  * Renders any value for an error message: strings are JSON-quoted (so invisible or unicode
  * characters and quotes show), everything else is named by its type or printed briefly.
  *

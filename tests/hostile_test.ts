@@ -581,6 +581,110 @@ Deno.test('a handler throwing an unprintable value fails its attempt; the worker
   assert.ok(row.stopped_at, 'the stop is recorded');
 });
 
+// ---------------------------------------------------------------------------------------------
+// Values JSON allows and PostgreSQL cannot store: U+0000 and lone surrogates.
+
+Deno.test('an output or error PostgreSQL cannot store fails each attempt once, naming the path', async () => {
+  const executions: string[] = [];
+  const outputs: Record<string, () => unknown> = {
+    nulInValue: () => ({ nested: { text: 'a\u0000b' } }),
+    nulInKey: () => ({ list: [1, { ['k\u0000']: 1 }] }),
+    loneHighSurrogate: () => ({ text: 'x\ud800' }),
+    loneLowSurrogateKey: () => ({ ['\udc00']: true }),
+    topLevelString: () => '\u0000',
+  };
+  const expected: Record<string, string> = {
+    nulInValue: 'output of storable/work.nested.text',
+    nulInKey: 'output of storable/work.list[1]["k\\u0000"]',
+    loneHighSurrogate: 'output of storable/work.text',
+    loneLowSurrogateKey: 'output of storable/work["\\udc00"]',
+    topLevelString: 'output of storable/work',
+  };
+  const flow = new Flow<{ kind: string }>({ slug: 'storable', maxAttempts: 2, baseDelay: 0 })
+    .step({ slug: 'work' }, (input, ctx) => {
+      executions.push(`${input.kind}#${ctx.attempt}`);
+      if (input.kind === 'badError') throw new Error('half \ud800 and a nul \u0000 here');
+      return outputs[input.kind]?.() ?? 'fine';
+    });
+  const client = connect(db.url);
+  const worker = await startWorker(flow, { ...FAST, connectionString: db.url, logger: SILENT });
+  try {
+    for (const kind of Object.keys(outputs)) {
+      const run = await client.startFlow('storable', { kind });
+      const status = await client.waitForRun(run, { timeoutMs: 20_000 });
+      assert.equal(status.status, 'failed', kind);
+      assert.ok(
+        status.error?.includes(`${expected[kind]} is not JSON PostgreSQL can store`),
+        `${kind}: ${status.error}`,
+      );
+      assert.deepEqual(
+        executions.filter((e) => e.startsWith(`${kind}#`)),
+        [`${kind}#1`, `${kind}#2`],
+        `${kind}: one execution per attempt, never a rerun after a timeout`,
+      );
+    }
+    // The error text itself is made storable: escaped NUL, replaced lone surrogate.
+    const run = await client.startFlow('storable', { kind: 'badError' });
+    const status = await client.waitForRun(run, { timeoutMs: 20_000 });
+    assert.equal(status.status, 'failed');
+    assert.match(status.error ?? '', /Error: half \ufffd and a nul \\u0000 here$/);
+    assert.deepEqual(executions.filter((e) => e.startsWith('badError#')), [
+      'badError#1',
+      'badError#2',
+    ]);
+    // Flow inputs get the same check before they are sent.
+    await assert.rejects(
+      client.startFlow('storable', { kind: 'x\u0000' }),
+      /input\.kind is not JSON PostgreSQL can store/,
+    );
+    assert.equal(worker.state, 'running');
+  } finally {
+    await worker.stop();
+    await client.close();
+  }
+});
+
+Deno.test('an output the database refuses for another reason fails its attempt, never a rerun', async () => {
+  // A refusal the TypeScript check cannot foresee, here a constraint added for the test.
+  await sql`alter table switchyard.step_tasks add constraint test_no_evil
+              check (output is null or not output ? 'evil')`;
+  const executions: number[] = [];
+  const flow = new Flow<{ evil: boolean }>({ slug: 'refusedOutput', maxAttempts: 2, baseDelay: 0 })
+    .step({ slug: 'work' }, (input, ctx) => {
+      executions.push(ctx.attempt);
+      return input.evil ? { evil: true } : { fine: true };
+    });
+  const client = connect(db.url);
+  const worker = await startWorker(flow, {
+    ...FAST,
+    connectionString: db.url,
+    logger: SILENT,
+    maxConcurrent: 4,
+  });
+  try {
+    // Alongside good completions, so the batch path falls back to item by item.
+    const runs = await Promise.all(
+      [true, false, false, false].map((evil) => client.startFlow('refusedOutput', { evil })),
+    );
+    const statuses = await Promise.all(
+      runs.map((r) => client.waitForRun(r, { timeoutMs: 20_000 })),
+    );
+    assert.deepEqual(statuses.map((s) => s.status), [
+      'failed',
+      'completed',
+      'completed',
+      'completed',
+    ]);
+    assert.match(statuses[0].error ?? '', /the database refused the output: .*test_no_evil/);
+    assert.equal(executions.filter((a) => a === 2).length, 1, 'the evil task ran twice in all');
+    assert.equal(executions.length, 5, 'one execution per attempt');
+  } finally {
+    await worker.stop();
+    await client.close();
+    await sql`alter table switchyard.step_tasks drop constraint test_no_evil`;
+  }
+});
+
 Deno.test('teardown', async () => {
   await db.close();
 });

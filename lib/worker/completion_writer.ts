@@ -8,7 +8,7 @@
  * @module
  */
 import type { WorkerQueries } from '../sql/worker_queries.ts';
-import { errorText, persist, type WorkerLogger } from './persist.ts';
+import { errorText, persist, persistOutcome, type WorkerLogger } from './persist.ts';
 
 /** One finished task. */
 export interface Completion {
@@ -89,17 +89,29 @@ export class CompletionWriter {
   }
 
   async #write(items: Completion[]): Promise<void> {
-    const done = await persist(this.log, 'complete_tasks', () => this.q.completeTasks(items));
-    // A batch that failed for another reason than the connection: write each item on
-    // its own, so one bad completion cannot hold back the others.
-    if (done === undefined && items.length > 1) {
-      for (const c of items) {
-        await persist(
-          this.log,
-          'complete_task',
-          () => this.q.completeTask(c.runId, c.stepSlug, c.attempt, c.output),
-        );
-      }
+    const all = await persistOutcome(this.log, 'complete_tasks', () => this.q.completeTasks(items));
+    if ('value' in all || !all.refused) return;
+    // A batch the database refused: write each item on its own, so one bad completion cannot
+    // hold back the others. An item refused on its own fails its attempt (fail_task decides
+    // about the retry) rather than leaving the task started, to be run again after its timeout.
+    for (const c of items) {
+      const one = items.length === 1 ? all : await persistOutcome(
+        this.log,
+        'complete_task',
+        () => this.q.completeTask(c.runId, c.stepSlug, c.attempt, c.output),
+      );
+      if ('value' in one || !one.refused) continue;
+      await persist(
+        this.log,
+        'fail_task',
+        () =>
+          this.q.failTask(
+            c.runId,
+            c.stepSlug,
+            c.attempt,
+            `the database refused the output: ${errorText(one.error)}`,
+          ),
+      );
     }
   }
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { storableText } from '../dsl/json.ts';
 
 /** Where a worker writes its log lines. */
 export interface WorkerLogger {
@@ -25,6 +26,11 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
  * attempt into an unhandled rejection (docs/ARCHITECTURE.md §9).
  */
 export function errorText(e: unknown): string {
+  // Storable too: the text goes to fail_task and worker_stopped (docs/ARCHITECTURE.md §5.5).
+  return storableText(formatThrown(e));
+}
+
+function formatThrown(e: unknown): string {
   try {
     if (e instanceof Error) {
       return `${attempt(() => String(e.name), 'Error')}: ${
@@ -68,13 +74,30 @@ export async function persist<T>(
   what: string,
   fn: () => Promise<T>,
 ): Promise<T | undefined> {
+  const outcome = await persistOutcome(log, what, fn);
+  return 'value' in outcome ? outcome.value : undefined;
+}
+
+/** What {@linkcode persistOutcome} ended with. */
+export type PersistOutcome<T> =
+  | { value: T }
+  /** `refused`: the database refused the statement (not a lost connection). */
+  | { error: unknown; refused: boolean };
+
+/** {@linkcode persist}, telling a refusal by the database apart from a lost connection. */
+export async function persistOutcome<T>(
+  log: WorkerLogger,
+  what: string,
+  fn: () => Promise<T>,
+): Promise<PersistOutcome<T>> {
   for (let attempt = 1;; attempt++) {
     try {
-      return await fn();
+      return { value: await fn() };
     } catch (e) {
-      if (!isConnectionError(e) || attempt >= 30) {
+      const connection = isConnectionError(e);
+      if (!connection || attempt >= 30) {
         log.error(`${what} failed: ${errorText(e)}`);
-        return undefined;
+        return { error: e, refused: !connection };
       }
       await sleep(Math.min(200 * attempt, 2000));
     }
