@@ -9,6 +9,7 @@ import { FAST, waitFor } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
+const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 
 function diamond(slug: string) {
   return new Flow<{ n: number }>({ slug, maxAttempts: 3, baseDelay: 1 })
@@ -175,6 +176,25 @@ Deno.test('a worker stops by itself when its row is deprecated; done resolves', 
   const [row] = await db
     .sql`select stopped_at from switchyard.workers where worker_id = ${worker.workerId}`;
   assert.ok(row.stopped_at, 'the stop is recorded');
+});
+
+Deno.test('a step retried past attempt 64 fails at its last attempt with its error (no delay overflow)', async () => {
+  let executions = 0;
+  const flow = new Flow({ slug: 'manyRetries', maxAttempts: 70, baseDelay: 0 })
+    .step({ slug: 'work' }, (_input, ctx) => {
+      executions++;
+      throw new Error(`attempt ${ctx.attempt} failed`);
+    });
+  const worker = await startWorker(flow, { connectionString: db.url, ...FAST, logger: SILENT });
+  try {
+    const run = await client.startFlow('manyRetries', {});
+    const status = await client.waitForRun(run, { timeoutMs: 60_000 });
+    assert.equal(status.status, 'failed');
+    assert.match(status.error ?? '', /failed after 70 attempt\(s\): Error: attempt 70 failed$/);
+    assert.equal(executions, 70);
+  } finally {
+    await worker.stop();
+  }
 });
 
 Deno.test('teardown', async () => {

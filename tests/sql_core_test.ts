@@ -218,6 +218,104 @@ Deno.test('start_tasks refuses unknown workers and a queue the worker does not p
   );
 });
 
+/**
+ * Claims and fails one task until its attempts are used up, all inside the database; returns
+ * each retry's result and visibility delay in seconds, in attempt order.
+ */
+async function exhaust(queue: string, runId: string, step: string, workerId: string) {
+  await sql`create table if not exists public.delay_log (
+              run_id uuid, step_slug text, attempt int, result text, delay float)`;
+  await sql.unsafe(`do $$
+    declare
+      t switchyard.step_tasks;
+      r text;
+      i int := 0;
+    begin
+      loop
+        select * into t from switchyard.step_tasks
+         where run_id = '${runId}' and step_slug = '${step}';
+        perform pgmq.set_vt('${queue}', t.message_id, 0);
+        perform switchyard.start_tasks('${queue}', array[t.message_id], '${workerId}', null);
+        i := i + 1;
+        r := switchyard.fail_task('${runId}', '${step}', i, 'failure number ' || i);
+        insert into public.delay_log
+        select '${runId}', '${step}', i, r,
+               (select extract(epoch from q.vt - clock_timestamp()) from pgmq.q_${queue} q
+                 where q.msg_id = t.message_id);
+        exit when r <> 'retrying';
+      end loop;
+    end $$`);
+  return await sql<{ attempt: number; result: string; delay: number | null }[]>`
+    select attempt, result, delay from public.delay_log
+     where run_id = ${runId} and step_slug = ${step} order by attempt`;
+}
+
+Deno.test('fail_task retries to the last of 1000 attempts with baseDelay 86400: the delay is capped, never overflows', async () => {
+  const big = new Flow({ slug: 'overflow', maxAttempts: 1000, baseDelay: 86400 })
+    .step({ slug: 'a' }, () => 1);
+  await sql`select switchyard.ensure_flow(${
+    sql.json(toPlacement(routeFlow(big, { queues: { a: 'overflow_q' } })).shape as never)
+  }::jsonb)`;
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'overflow_q', 'overflow-q-worker',
+    array['overflow/a'])`;
+  const [{ id: run }] = await sql`select switchyard.start_flow('overflow', '{}'::jsonb) as id`;
+  const log = await exhaust('overflow_q', run, 'a', w);
+  assert.equal(log.length, 1000);
+  assert.ok(log.slice(0, 999).every((l) => l.result === 'retrying'), 'every retry is accepted');
+  assert.equal(log[999].result, 'failed');
+  // 86400 * 2^(attempt - 1), capped at the default maxDelay of 86400 s: one day from the first.
+  assert.ok(log.slice(0, 999).every((l) => l.delay! > 86390 && l.delay! <= 86400));
+  const [r] = await sql`select status, error from switchyard.runs where run_id = ${run}`;
+  assert.equal(r.status, 'failed');
+  assert.match(r.error as string, /after 1000 attempt\(s\): failure number 1000$/);
+});
+
+Deno.test('maxDelay caps the retry delay, set on the flow and overridden per step', async () => {
+  const capped = new Flow({ slug: 'capped', maxAttempts: 70, baseDelay: 1, maxDelay: 600 })
+    .step({ slug: 'a' }, () => 1)
+    .step({ slug: 'b', maxDelay: 30 }, () => 2)
+    .step({ slug: 'c', maxDelay: 0 }, () => 3);
+  const placed = toPlacement(
+    routeFlow(capped, { queues: { a: 'capped_q', b: 'capped_q', c: 'capped_q' } }),
+  );
+  assert.deepEqual(placed.shape.options, {
+    maxAttempts: 70,
+    baseDelay: 1,
+    maxDelay: 600,
+    timeout: 60,
+  });
+  await sql`select switchyard.ensure_flow(${sql.json(placed.shape as never)}::jsonb)`;
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'capped_q', 'capped-q-worker',
+    array['capped/a', 'capped/b', 'capped/c'])`;
+  for (const [step, cap] of [['a', 600], ['b', 30], ['c', 0]] as const) {
+    const [{ id: run }] = await sql`select switchyard.start_flow('capped', '{}'::jsonb) as id`;
+    const log = await exhaust('capped_q', run, step, w);
+    assert.equal(log.length, 70, step);
+    assert.equal(log[69].result, 'failed', step);
+    const delays = log.slice(0, 69).map((l) => Math.ceil(l.delay!));
+    // 1, 2, 4, ... seconds, then the cap.
+    const want = log.slice(0, 69).map((l) => Math.min(2 ** (l.attempt - 1), cap));
+    assert.ok(
+      delays.every((d, i) => d <= want[i] && d >= want[i] - 1),
+      `${step}: delays ${delays.slice(0, 12).join(', ')}, ... (cap ${cap})`,
+    );
+  }
+  // A maxDelay outside its range is refused by the DSL and by SQL, naming the rule.
+  assert.throws(
+    () => new Flow({ slug: 'x', maxDelay: 604801 }),
+    /option maxDelay 604801 is invalid: use an integer from 0 to 604800 seconds/,
+  );
+  const bad = structuredClone(placed.shape) as { slug: string; options: Record<string, unknown> };
+  bad.slug = 'cappedBad';
+  bad.options.maxDelay = -1;
+  await assert.rejects(
+    sql`select switchyard.ensure_flow(${sql.json(bad as never)}::jsonb)`,
+    /maxDelay -1 is invalid: use an integer from 0 to 604800/,
+  );
+});
+
 Deno.test('teardown', async () => {
   await db.close();
 });

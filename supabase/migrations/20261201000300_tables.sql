@@ -19,6 +19,7 @@ create table switchyard.flows (
   placement text not null check (placement in ('plain', 'step_queues', 'routed')),
   max_attempts int not null,
   base_delay int not null,
+  max_delay int not null,                  -- cap of the retry delay (seconds)
   timeout int not null,
   shape jsonb not null,                    -- the exact shape it was compiled from
   created_at timestamptz not null default now()
@@ -34,6 +35,7 @@ create table switchyard.steps (
   deps_count int not null,
   max_attempts int,                        -- null: the flow's value
   base_delay int,
+  max_delay int,
   timeout int,
   start_delay int not null default 0,
   primary key (flow_slug, step_slug),
@@ -122,6 +124,7 @@ create table switchyard.step_tasks (
   attempts_count int not null default 0,
   max_attempts int not null,
   base_delay int not null,
+  max_delay int not null,
   timeout int not null,
   worker_id uuid,
   error text,

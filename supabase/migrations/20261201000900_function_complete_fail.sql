@@ -177,8 +177,11 @@ begin
 end
 $$;
 
--- A failed attempt: retried after base_delay * 2^(attempt - 1) seconds while
--- attempts remain (the same message becomes visible again), else the run fails.
+-- A failed attempt: retried after min(base_delay * 2^(attempt - 1), max_delay) seconds
+-- while attempts remain (the same message becomes visible again), else the run fails.
+-- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
+-- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
+-- (at most 604800), so the cap is unchanged by it.
 create or replace function switchyard.fail_task(
   run_id uuid, step_slug text, attempt int, error_message text
 )
@@ -202,7 +205,8 @@ begin
   end if;
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
   if task.attempts_count < task.max_attempts and run_status = 'started' then
-    delay_seconds := least(task.base_delay::bigint * (2::bigint ^ (task.attempts_count - 1))::bigint, 86400)::int;
+    delay_seconds := least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
+                           task.max_delay)::int;
     update switchyard.step_tasks t
        set status = 'queued', error = error_text, worker_id = null
      where t.run_id = task.run_id and t.step_slug = task.step_slug;
