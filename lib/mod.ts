@@ -47,6 +47,7 @@ export {
 } from './worker/worker.ts';
 export {
   DEFAULT_HEARTBEAT_WINDOW_SECONDS,
+  HEARTBEAT_WINDOW_INTERVALS,
   WORKER_SETTINGS,
   type WorkerSetting,
   type WorkerSettings,

@@ -2,7 +2,7 @@
  * The durable engine end to end for plain flows: real PostgreSQL, real workers.
  */
 import assert from 'node:assert/strict';
-import { Flow, InvalidInputError, startWorker } from '../lib/mod.ts';
+import { Flow, InvalidInputError, startWorker, WorkerConfigError } from '../lib/mod.ts';
 import { connect } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
@@ -114,11 +114,7 @@ Deno.test('a worker process killed mid-task: the task is recovered and completed
     await child.status;
 
     const { slowpoke } = await import('./fixtures/slow_worker.ts');
-    const rescuer = await startWorker(slowpoke(0), {
-      connectionString: db.url,
-      ...FAST,
-      heartbeatWindowSeconds: 1,
-    });
+    const rescuer = await startWorker(slowpoke(0), { connectionString: db.url, ...FAST });
     try {
       const status = await client.waitForRun(runId, { timeoutMs: 30_000 });
       assert.equal(status.status, 'completed');
@@ -195,6 +191,114 @@ Deno.test('a step retried past attempt 64 fails at its last attempt with its err
   } finally {
     await worker.stop();
   }
+});
+
+Deno.test('a heartbeat window shorter than three heartbeat intervals is refused at start with the rule', async () => {
+  const flow = new Flow({ slug: 'hbRule' }).step({ slug: 'x' }, () => 1);
+  const err = await startWorker(flow, {
+    connectionString: db.url,
+    heartbeatIntervalMs: 20_000,
+    heartbeatWindowSeconds: 2,
+  }).then(() => null, (e) => e);
+  assert.ok(err instanceof WorkerConfigError, String(err));
+  assert.match(
+    err.message,
+    /heartbeatWindowSeconds 2 is invalid with heartbeatIntervalMs 20000: the window must be at least 3 heartbeat intervals \(60 s\)/,
+  );
+  const rows = await db.sql`select 1 from switchyard.workers where queue_name = 'hbrule'`;
+  assert.equal(rows.length, 0, 'no worker registered');
+});
+
+Deno.test("a worker's stall sweep never requeues a healthy task of a worker with a longer window", async () => {
+  const executions: number[] = [];
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const flow = new Flow({ slug: 'windows', maxAttempts: 3 })
+    .step({ slug: 'work' }, async (_input, ctx) => {
+      executions.push(ctx.attempt);
+      if (ctx.attempt === 1) await released;
+      return 'done';
+    });
+  // A heart-beats every 5 s with a 20 s window; B sweeps the queue with a 2 s window of its own.
+  const a = await startWorker(flow, {
+    connectionString: db.url,
+    ...FAST,
+    heartbeatIntervalMs: 5000,
+    heartbeatWindowSeconds: 20,
+  });
+  const b = await startWorker(flow, {
+    connectionString: db.url,
+    ...FAST,
+    heartbeatWindowSeconds: 2,
+  });
+  try {
+    const run = await client.startFlow('windows', {});
+    await waitFor('the first attempt to start', () => executions.length > 0);
+    // Until A has been silent for longer than B's window plus several of B's sweeps.
+    await waitFor("A silent for longer than B's window", async () => {
+      const [w] = await db.sql<{ silent: number }[]>`
+        select extract(epoch from now() - last_heartbeat_at)::float as silent
+          from switchyard.workers where worker_id = ${a.workerId}`;
+      return w.silent > 3.5;
+    }, { timeoutMs: 15_000 });
+    release();
+    const status = await client.waitForRun(run);
+    assert.equal(status.status, 'completed');
+    assert.deepEqual(executions, [1], 'ran once, by A');
+    const [task] = await db.sql`select attempts_count, worker_id from switchyard.step_tasks
+                                 where run_id = ${run}`;
+    assert.deepEqual({ ...task }, { attempts_count: 1, worker_id: a.workerId });
+  } finally {
+    release();
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});
+
+Deno.test('heartbeats have their own connection: statements blocked in the database never starve them', async () => {
+  const flow = new Flow({ slug: 'hbConn' }).step({ slug: 'x' }, () => 1);
+  // maxConcurrent 1: a pool of 4 connections.
+  const worker = await startWorker(flow, {
+    connectionString: db.url,
+    ...FAST,
+    maxConcurrent: 1,
+    heartbeatWindowSeconds: 2,
+  });
+  const beat = async () =>
+    (await db.sql<{ at: string }[]>`select last_heartbeat_at::text as at from switchyard.workers
+                                      where worker_id = ${worker.workerId}`)[0].at;
+  try {
+    await waitFor(
+      'the heartbeat session of its own',
+      async () =>
+        (await db.sql`select 1 from pg_stat_activity
+        where application_name = ${`switchyard heartbeat ${worker.workerId}`}`).length === 1,
+    );
+    await db.sql.begin(async (tx) => {
+      // Every stall sweep now waits for this lock, tick after tick.
+      await tx`lock table switchyard.step_tasks in exclusive mode`;
+      await waitFor(
+        'a stall sweep waiting for the lock',
+        async () =>
+          (await db.sql`select 1 from pg_stat_activity
+          where wait_event_type = 'Lock' and query like '%recover_stalled%'`).length > 0,
+      );
+      const seen = new Set([await beat()]);
+      await waitFor('five more heartbeats while the sweep is blocked', async () => {
+        seen.add(await beat());
+        return seen.size > 5;
+      }, { timeoutMs: 10_000 });
+      const [{ blocked }] = await db.sql<{ blocked: number }[]>`
+        select count(*)::int as blocked from pg_stat_activity
+         where wait_event_type = 'Lock' and query like '%recover_stalled%'`;
+      assert.equal(blocked, 1, 'a blocked sweep holds one connection, not one per tick');
+    });
+    assert.equal(worker.state, 'running');
+  } finally {
+    await worker.stop();
+  }
+  const [gone] = await db.sql`select 1 from pg_stat_activity
+    where application_name = ${`switchyard heartbeat ${worker.workerId}`}`;
+  assert.equal(gone, undefined, 'the heartbeat connection is closed with the worker');
 });
 
 Deno.test('teardown', async () => {

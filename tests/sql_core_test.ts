@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, routeFlow, toPlacement } from '../lib/mod.ts';
+import { Flow, routeFlow, toPlacement, WORKER_SETTINGS } from '../lib/mod.ts';
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 
@@ -170,7 +170,7 @@ Deno.test("stall recovery requeues a dead worker's task and fails it once attemp
   const t = await taskOf(run);
   await claim(dead, [t.message_id]);
   await sql`update switchyard.workers set last_heartbeat_at = now() - interval '1 minute' where worker_id = ${dead}`;
-  const [{ n }] = await sql`select switchyard.recover_stalled('core_q', 15) as n`;
+  const [{ n }] = await sql`select switchyard.recover_stalled('core_q') as n`;
   assert.equal(n, 1);
   const after = await taskOf(run);
   assert.equal(after.status, 'queued');
@@ -182,7 +182,7 @@ Deno.test("stall recovery requeues a dead worker's task and fails it once attemp
   const dead2 = await worker();
   await claim(dead2, [t.message_id]);
   await sql`update switchyard.workers set stopped_at = now() where worker_id = ${dead2}`;
-  await sql`select switchyard.recover_stalled('core_q', 15)`;
+  await sql`select switchyard.recover_stalled('core_q')`;
   const final = await taskOf(run);
   assert.equal(final.status, 'failed');
   assert.equal(final.attempts_count, 2);
@@ -314,6 +314,50 @@ Deno.test('maxDelay caps the retry delay, set on the flow and overridden per ste
     sql`select switchyard.ensure_flow(${sql.json(bad as never)}::jsonb)`,
     /maxDelay -1 is invalid: use an integer from 0 to 604800/,
   );
+});
+
+Deno.test('recover_stalled takes no window from its caller: a worker inside its own stored window keeps its tasks', async () => {
+  // The caller's window is gone: recover_stalled(queue, -1) no longer exists.
+  await assert.rejects(
+    sql`select switchyard.recover_stalled('core_q', -1)`,
+    (e: { code?: string }) => e.code === '42883',
+  );
+  // A worker registered with a 60 s window, silent for 20 s (longer than the default 15 s).
+  const slow = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${slow}::uuid, 'core_q', 'core-q-worker',
+    ${pgArray(PAIRS)}::text[], 60)`;
+  const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 5}'::jsonb) as id`;
+  const t = await taskOf(run);
+  await claim(slow, [t.message_id]);
+  await sql`update switchyard.workers set last_heartbeat_at = now() - interval '20 seconds'
+             where worker_id = ${slow}`;
+  const [{ n }] = await sql`select switchyard.recover_stalled('core_q') as n`;
+  assert.equal(n, 0);
+  assert.equal((await taskOf(run)).status, 'started', 'untouched inside its own window');
+  // Past its own window, it is recovered.
+  await sql`update switchyard.workers set last_heartbeat_at = now() - interval '61 seconds'
+             where worker_id = ${slow}`;
+  const [{ n: again }] = await sql`select switchyard.recover_stalled('core_q') as n`;
+  assert.equal(again, 1);
+  assert.equal((await taskOf(run)).status, 'queued');
+});
+
+Deno.test('register_worker refuses a heartbeat window below the floor, naming value and rule', async () => {
+  const [{ floor }] = await sql`select switchyard.heartbeat_window_floor_seconds() as floor`;
+  assert.equal(floor, WORKER_SETTINGS.heartbeatWindowSeconds.min, 'the settings use the SQL floor');
+  for (const bad of [floor - 1, 0, -1, null]) {
+    const w = crypto.randomUUID();
+    const err = await sql`select switchyard.register_worker(${w}::uuid, 'core_q',
+      'core-q-worker', ${pgArray(PAIRS)}::text[], ${bad}::int)`.then(() => null, (e) => e);
+    assert.equal(err?.code, '22023', `window ${bad}`);
+    assert.match(
+      err.message,
+      new RegExp(`heartbeat_window_seconds ${bad} is invalid: use at least ${floor}`),
+    );
+    assert.equal(JSON.parse(err.detail).rule, `at least ${floor} seconds`);
+    const rows = await sql`select 1 from switchyard.workers where worker_id = ${w}`;
+    assert.equal(rows.length, 0, 'nothing registered');
+  }
 });
 
 Deno.test('teardown', async () => {

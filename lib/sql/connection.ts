@@ -55,6 +55,8 @@ export const NO_CONNECTION_MESSAGE: string =
 export interface OpenSqlOptions {
   /** Connections in the pool. */
   max: number;
+  /** `application_name` of its sessions (shown in `pg_stat_activity`). */
+  applicationName?: string;
 }
 
 /**
@@ -68,12 +70,13 @@ export interface OpenSqlOptions {
  * await sql.end();
  * ```
  */
-export function openSql(url: string, { max }: OpenSqlOptions): postgres.Sql {
+export function openSql(url: string, { max, applicationName }: OpenSqlOptions): postgres.Sql {
   return postgres(url, {
     prepare: false,
     max,
     onnotice: () => {},
     connect_timeout: 10,
     idle_timeout: 30,
+    ...(applicationName === undefined ? {} : { connection: { application_name: applicationName } }),
   });
 }

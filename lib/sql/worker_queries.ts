@@ -74,9 +74,10 @@ export class WorkerQueries {
     queue: string,
     functionName: string,
     pairs: string[],
+    heartbeatWindowSeconds = 15, // register_worker's default
   ): Promise<void> {
     await this.sql`select switchyard.register_worker(${workerId}::uuid, ${queue}::text,
-      ${functionName}::text, ${pgArray(pairs)}::text[])`;
+      ${functionName}::text, ${pgArray(pairs)}::text[], ${heartbeatWindowSeconds}::int)`;
   }
 
   /** Message ids read from the queue (bodies are not needed: claims trust identity only). */
@@ -147,9 +148,10 @@ export class WorkerQueries {
     return row.state;
   }
 
-  async recoverStalled(queue: string, heartbeatWindowSeconds: number): Promise<number> {
+  /** Stall recovery of a queue; each worker is judged by the window it registered with. */
+  async recoverStalled(queue: string): Promise<number> {
     const [row] = await this.sql<{ n: number }[]>`
-      select switchyard.recover_stalled(${queue}::text, ${heartbeatWindowSeconds}::int) as n`;
+      select switchyard.recover_stalled(${queue}::text) as n`;
     return row.n;
   }
 

@@ -179,6 +179,17 @@ export async function startWorkerImpl(
   }
   const q = new WorkerQueries(sql);
   const workerId = crypto.randomUUID();
+  // The heartbeat gets a connection of its own (one more than the pool): reads, claims,
+  // completions and sweeps waiting for a busy pool never delay it past the heartbeat window.
+  // With a client passed in, the caller owns the connections and the heartbeat shares them.
+  const heartbeatSql = ownsClient
+    ? openSql(resolveConnectionString(options.connectionString, options.env)!, {
+      max: 1,
+      applicationName: `switchyard heartbeat ${workerId}`,
+    })
+    : sql;
+  const closeHeartbeat = () =>
+    ownsClient ? heartbeatSql.end({ timeout: 1 }).catch(() => {}) : Promise.resolve();
   const pairs = index.pairsFor(queueName);
   const lifecycle = new Lifecycle();
 
@@ -205,9 +216,16 @@ export async function startWorkerImpl(
       );
     }
     // 6: register against the physical queue (re-checks pause and enabled atomically).
-    await q.registerWorker(workerId, queueName, functionName, pairs);
+    await q.registerWorker(
+      workerId,
+      queueName,
+      functionName,
+      pairs,
+      settings.heartbeatWindowSeconds,
+    );
   } catch (e) {
     if (ownsClient) await sql.end({ timeout: 1 }).catch(() => {});
+    await closeHeartbeat();
     throw fromSqlError(e);
   }
   lifecycle.started();
@@ -216,7 +234,15 @@ export async function startWorkerImpl(
   const wake = () => lifecycle.wake();
   const writer = new CompletionWriter(q, log, wake);
   const executor = new Executor(q, index, writer, log, wake);
-  const stopMaintenance = startMaintenance({ q, lifecycle, log, workerId, queueName, ...settings });
+  const stopMaintenance = startMaintenance({
+    q,
+    heartbeatQ: new WorkerQueries(heartbeatSql),
+    lifecycle,
+    log,
+    workerId,
+    queueName,
+    ...settings,
+  });
   const client = sql;
 
   const done = (async () => {
@@ -245,6 +271,7 @@ export async function startWorkerImpl(
       const reason = lifecycle.reason;
       await persist(log, 'worker_stopped', () => q.workerStopped(workerId, reason));
       if (ownsClient) await client.end({ timeout: 5 }).catch(() => {});
+      await closeHeartbeat();
       lifecycle.finish();
       log.info(`worker ${workerId} stopped: ${reason}`);
     }

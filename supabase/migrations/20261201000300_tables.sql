@@ -163,6 +163,10 @@ create table switchyard.workers (
   pair_set text not null,                  -- the same pairs as a row set in switchyard.pair_sets
   started_at timestamptz not null default now(),
   last_heartbeat_at timestamptz not null default now(),
+  -- Seconds without a heartbeat after which this worker's started tasks are recovered. The
+  -- worker's own setting, stored at registration (at least heartbeat_window_floor_seconds());
+  -- recovery never takes a window from its caller.
+  heartbeat_window_seconds int not null default 15 check (heartbeat_window_seconds >= 2),
   deprecated_at timestamptz,
   stopped_at timestamptz,
   stop_reason text

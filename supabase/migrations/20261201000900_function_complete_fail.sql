@@ -220,8 +220,10 @@ $$;
 
 -- Stall recovery: started tasks whose worker stopped, stopped heart-beating, or
 -- overran timeout + margin go back to queued and become visible at once; a task
--- that has used all its attempts fails instead (bounded).
-create or replace function switchyard.recover_stalled(queue_name text, heartbeat_window_seconds int default 15)
+-- that has used all its attempts fails instead (bounded). Each worker is judged by the
+-- heartbeat window it registered with; no caller passes one, so no caller can make a
+-- live worker's healthy tasks look stalled.
+create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
 volatile
@@ -240,7 +242,7 @@ begin
        and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
             or w.worker_id is null
             or w.stopped_at is not null
-            or w.last_heartbeat_at < now() - make_interval(secs => heartbeat_window_seconds))
+            or w.last_heartbeat_at < now() - make_interval(secs => w.heartbeat_window_seconds))
      for update of t skip locked
   loop
     if task.attempts_count >= task.max_attempts then
