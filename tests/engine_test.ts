@@ -301,6 +301,38 @@ Deno.test('heartbeats have their own connection: statements blocked in the datab
   assert.equal(gone, undefined, 'the heartbeat connection is closed with the worker');
 });
 
+Deno.test('a run whose queued message was deleted with pgmq.delete completes: the sweep sends it again', async () => {
+  const flow = new Flow<{ n: number }>({ slug: 'lostMessage' })
+    .step({ slug: 'a' }, (input) => input.n + 1)
+    .step({ slug: 'b', dependsOn: ['a'] }, (input) => input.a * 2);
+  // Compile the flow, then run nothing until the message is gone.
+  await (await startWorker(flow, { connectionString: db.url, ...FAST })).stop();
+  const run = await client.startFlow('lostMessage', { n: 1 });
+  const [task] = await db.sql<{ message_id: string }[]>`
+    select message_id::text from switchyard.step_tasks where run_id = ${run} and step_slug = 'a'`;
+  const [{ deleted }] = await db.sql`select pgmq.delete('lostmessage', ${task.message_id}::bigint)
+                                       as deleted`;
+  assert.equal(deleted, true);
+  // As if the grace period had passed since the task was queued and the queue last checked.
+  await db.sql`update switchyard.step_tasks set queued_at = now() - interval '1 hour'
+                where run_id = ${run}`;
+  await db
+    .sql`update switchyard.queues set lost_checked_at = null where queue_name = 'lostmessage'`;
+  const worker = await startWorker(flow, { connectionString: db.url, ...FAST });
+  try {
+    const status = await client.waitForRun(run, { timeoutMs: 20_000 });
+    assert.equal(status.status, 'completed');
+    assert.deepEqual(status.output, { b: 4 });
+    const [after] = await db.sql<{ message_id: string; attempts_count: number }[]>`
+      select message_id::text, attempts_count from switchyard.step_tasks
+       where run_id = ${run} and step_slug = 'a'`;
+    assert.notEqual(after.message_id, task.message_id, 'sent again under a new id');
+    assert.equal(after.attempts_count, 1);
+  } finally {
+    await worker.stop();
+  }
+});
+
 Deno.test('teardown', async () => {
   await client.close();
   await db.close();

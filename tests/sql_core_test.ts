@@ -360,6 +360,37 @@ Deno.test('register_worker refuses a heartbeat window below the floor, naming va
   }
 });
 
+Deno.test('a queued task whose message was deleted outside the kit is sent again after the grace period', async () => {
+  const [{ grace }] = await sql`select switchyard.lost_message_grace_seconds() as grace`;
+  const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 6}'::jsonb) as id`;
+  const lost = (await taskOf(run)).message_id as string;
+  await sql`select pgmq.delete('core_q', ${lost}::bigint)`;
+  // Within the grace period nothing is sent.
+  await sql`update switchyard.queues set lost_checked_at = null where queue_name = 'core_q'`;
+  await sql`select switchyard.recover_stalled('core_q')`;
+  assert.equal((await taskOf(run)).message_id, lost, 'not yet');
+  // Past it (the task queued longer ago, the queue not checked within the period either).
+  await sql`update switchyard.step_tasks set queued_at = now() - make_interval(secs => ${grace} + 1)
+             where run_id = ${run}`;
+  await sql`select switchyard.recover_stalled('core_q')`;
+  assert.equal((await taskOf(run)).message_id, lost, 'the queue was checked within the period');
+  await sql`update switchyard.queues set lost_checked_at = now() - make_interval(secs => ${grace})
+             where queue_name = 'core_q'`;
+  const [{ n }] = await sql`select switchyard.recover_stalled('core_q') as n`;
+  assert.equal(n, 1);
+  const task = await taskOf(run);
+  assert.notEqual(task.message_id, lost, 'a new message id is recorded');
+  assert.deepEqual([task.status, task.attempts_count], ['queued', 0], 'no attempt used');
+  const [msg] = await sql`select vt <= now() as visible, message from pgmq.q_core_q
+                           where msg_id = ${task.message_id}`;
+  assert.equal(msg.visible, true);
+  assert.deepEqual(msg.message, { run_id: run, flow_slug: 'core', step_slug: 'a' });
+  // The new message is claimed like any other.
+  const w = await worker();
+  const [c] = await claim(w, [task.message_id]);
+  assert.equal(c.disposition, 'claimed');
+});
+
 Deno.test('teardown', async () => {
   await db.close();
 });

@@ -10,6 +10,7 @@ create table switchyard.queues (
   owner_flow text,                         -- the flow that owns a private queue
   created_at timestamptz not null default now(),
   adopted_at timestamptz,                  -- set when an existing PGMQ queue was adopted
+  lost_checked_at timestamptz,             -- the stall sweep's last look for lost messages
   check ((ownership = 'private') = (owner_flow is not null)),
   check (ownership = 'private' or position('__' in queue_name) = 0)
 );

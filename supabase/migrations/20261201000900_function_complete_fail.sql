@@ -218,11 +218,31 @@ begin
 end
 $$;
 
+-- How long a queued task must have been queued (or last claimed) before the stall sweep
+-- treats its missing message as lost, and how often one queue is searched for lost messages.
+-- The kit sends a task's message in the transaction that queues the task, so a queued task
+-- without its message means someone removed it outside the kit (pgmq.delete, pgmq.archive,
+-- purge_queue, a partition dropped by retention); the wait only keeps the search rare and far
+-- from anything in flight.
+create or replace function switchyard.lost_message_grace_seconds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 60 $$;
+
 -- Stall recovery: started tasks whose worker stopped, stopped heart-beating, or
 -- overran timeout + margin go back to queued and become visible at once; a task
 -- that has used all its attempts fails instead (bounded). Each worker is judged by the
 -- heartbeat window it registered with; no caller passes one, so no caller can make a
 -- live worker's healthy tasks look stalled.
+--
+-- Lost messages: at most once per lost_message_grace_seconds() per queue (one sweep takes
+-- the queue row, others skip it), queued tasks of the queue whose message is no longer in
+-- it, queued or last claimed longer ago than that, get a new message (visible at once, the
+-- same hint body) and its id is recorded; no attempt is used. The search reads PGMQ's
+-- queue table (pgmq.q_<lower-cased queue>, as _hide_messages writes it) by primary key.
+-- Returns the stalled tasks recovered plus the lost messages sent again.
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
@@ -234,6 +254,8 @@ declare
   queue alias for queue_name;
   task switchyard.step_tasks;
   recovered int := 0;
+  grace int := switchyard.lost_message_grace_seconds();
+  new_id bigint;
 begin
   for task in
     select t.* from switchyard.step_tasks t
@@ -257,6 +279,36 @@ begin
     end if;
     recovered := recovered + 1;
   end loop;
+
+  -- No key update: taking the row does not block the foreign-key checks of tasks being
+  -- queued on this queue meanwhile.
+  perform 1 from switchyard.queues q
+   where q.queue_name = queue
+     and (q.lost_checked_at is null or q.lost_checked_at <= now() - make_interval(secs => grace))
+     for no key update skip locked;
+  if found then
+    update switchyard.queues q set lost_checked_at = now() where q.queue_name = queue;
+    for task in execute format(
+      'select t.* from switchyard.step_tasks t
+        where t.queue_name = $1 and t.status = ''queued''
+          and greatest(t.queued_at, coalesce(t.started_at, t.queued_at))
+                <= now() - make_interval(secs => $2)
+          and not exists (select 1 from pgmq.%I m where m.msg_id = t.message_id)
+        order by t.message_id
+          for update of t skip locked',
+      'q_' || lower(queue))
+      using queue, grace
+    loop
+      select s into new_id from pgmq.send(
+        queue,
+        jsonb_build_object('run_id', task.run_id, 'flow_slug', task.flow_slug,
+                           'step_slug', task.step_slug),
+        0) s;
+      update switchyard.step_tasks t set message_id = new_id
+       where t.run_id = task.run_id and t.step_slug = task.step_slug;
+      recovered := recovered + 1;
+    end loop;
+  end if;
   return recovered;
 end
 $$;
