@@ -354,6 +354,39 @@ export class UnsupportedWorkError extends SwitchyardError {
 }
 
 /**
+ * The reason of a handler's `ctx.signal` when its worker shuts down (`stop()`, `beforeunload`, a
+ * deprecation, pause or disable, a fatal stop). A handler that returns within the worker's
+ * `shutdownGraceMs` completes normally; one that throws after this abort, or is still running
+ * when the grace period ends, is released: its task is visible again at once and the attempt
+ * is refunded (docs/ARCHITECTURE.md §9).
+ *
+ * @example
+ * ```ts
+ * import { Flow, WorkerShutdownError } from '../lib/mod.ts';
+ *
+ * const flow = new Flow<{ url: string }>({ slug: 'fetcher' })
+ *   .step({ slug: 'fetch' }, async (input, ctx) => {
+ *     try {
+ *       return (await fetch(input.url, { signal: ctx.signal })).status;
+ *     } catch (e) {
+ *       if (ctx.signal.reason instanceof WorkerShutdownError) console.log('shutting down');
+ *       throw e;
+ *     }
+ *   });
+ * ```
+ */
+export class WorkerShutdownError extends SwitchyardError {
+  /** Why the worker stops. */
+  readonly reason: string;
+  /** Creates the error with the worker's stop reason. */
+  constructor(reason: string) {
+    super(`the worker is shutting down (${reason}): stop and return, or throw`);
+    this.name = 'WorkerShutdownError';
+    this.reason = reason;
+  }
+}
+
+/**
  * The worker's function is paused; it starts nothing until resumed.
  *
  * @example

@@ -2,7 +2,15 @@
  * The durable engine end to end for plain flows: real PostgreSQL, real workers.
  */
 import assert from 'node:assert/strict';
-import { Flow, InvalidInputError, startWorker, WorkerConfigError } from '../lib/mod.ts';
+import {
+  createMemoryPlatform,
+  EdgeWorker,
+  Flow,
+  InvalidInputError,
+  startWorker,
+  WorkerConfigError,
+  WorkerShutdownError,
+} from '../lib/mod.ts';
 import { connect } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
@@ -331,6 +339,129 @@ Deno.test('a run whose queued message was deleted with pgmq.delete completes: th
   } finally {
     await worker.stop();
   }
+});
+
+/** Settles when `p` does, or throws after `ms` (a deadline, not a timed assertion). */
+async function within<T>(what: string, p: Promise<T>, ms = 15_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what}: not settled after ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, the rest are released with their attempt refunded', async () => {
+  const signals = new Map<string, AbortSignal>();
+  let firstWorker = true;
+  let unblock!: () => void;
+  const blocked = new Promise<void>((r) => (unblock = r));
+  const aborted = (signal: AbortSignal) =>
+    new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
+  const flow = new Flow<{ kind: string }>({ slug: 'shutdown', maxAttempts: 1, timeout: 600 })
+    .step({ slug: 'work' }, async (input, ctx) => {
+      if (!firstWorker) return { kind: input.kind, attempt: ctx.attempt, second: true };
+      signals.set(input.kind, ctx.signal);
+      if (input.kind === 'cooperative') {
+        await aborted(ctx.signal); // stops its I/O and returns what it has
+        return { kind: input.kind, partial: true };
+      }
+      if (input.kind === 'throwsOnAbort') {
+        await aborted(ctx.signal);
+        throw ctx.signal.reason;
+      }
+      await blocked; // ignores the signal
+      return { kind: input.kind, late: true };
+    });
+  const worker = await startWorker(flow, {
+    connectionString: db.url,
+    ...FAST,
+    maxConcurrent: 3,
+    shutdownGraceMs: 300,
+    logger: SILENT,
+  });
+  const kinds = ['cooperative', 'throwsOnAbort', 'ignores'];
+  const runs = new Map<string, string>();
+  try {
+    for (const kind of kinds) runs.set(kind, await client.startFlow('shutdown', { kind }));
+    await waitFor('three handlers running', () => signals.size === 3);
+    await within('stop()', worker.stop());
+    for (const kind of kinds) {
+      const signal = signals.get(kind)!;
+      assert.equal(signal.aborted, true, `${kind}: signal aborted by the stop`);
+      assert.ok(signal.reason instanceof WorkerShutdownError, `${kind}: ${signal.reason}`);
+    }
+    const task = async (kind: string) =>
+      (await db.sql`select t.status, t.attempts_count, t.worker_id, t.error,
+                           q.vt <= now() as visible
+                      from switchyard.step_tasks t
+                      left join pgmq.q_shutdown q on q.msg_id = t.message_id
+                     where t.run_id = ${runs.get(kind)!}`)[0];
+    const done = await client.runStatus(runs.get('cooperative')!);
+    assert.equal(done?.status, 'completed', 'finished within the grace period');
+    assert.deepEqual(done?.output, { work: { kind: 'cooperative', partial: true } });
+    for (const kind of ['throwsOnAbort', 'ignores']) {
+      assert.deepEqual(
+        { ...(await task(kind)) },
+        { status: 'queued', attempts_count: 0, worker_id: null, error: null, visible: true },
+        `${kind}: released at once, its attempt refunded, not failed`,
+      );
+    }
+    const [row] = await db.sql`select stopped_at, deprecated_at from switchyard.workers
+                                where worker_id = ${worker.workerId}`;
+    assert.ok(row.stopped_at && row.deprecated_at);
+  } finally {
+    unblock();
+    await worker.stop();
+  }
+  // The released tasks run again from attempt 1 (maxAttempts 1: the shutdown used none).
+  firstWorker = false;
+  const second = await startWorker(flow, { connectionString: db.url, ...FAST, logger: SILENT });
+  try {
+    for (const kind of ['throwsOnAbort', 'ignores']) {
+      const status = await client.waitForRun(runs.get(kind)!);
+      assert.equal(status.status, 'completed', kind);
+      assert.deepEqual(status.output, { work: { kind, attempt: 1, second: true } });
+    }
+  } finally {
+    await second.stop();
+  }
+});
+
+Deno.test('beforeunload aborts the signal of a running handler and releases its task', async () => {
+  let signal: AbortSignal | undefined;
+  const flow = new Flow<{ n: number }>({ slug: 'unloading', maxAttempts: 2, timeout: 600 })
+    .step({ slug: 'work' }, async (_input, ctx) => {
+      signal = ctx.signal;
+      await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
+      throw new Error('aborted');
+    });
+  const platform = createMemoryPlatform({
+    DATABASE_URL: db.url,
+    SWITCHYARD_MAX_POLL_SECONDS: '1',
+    SWITCHYARD_POLL_INTERVAL_MS: '20',
+    SWITCHYARD_SHUTDOWN_GRACE_MS: '200',
+  });
+  const secret = 'unload-test-secret-0123456789';
+  const handle = EdgeWorker.start(flow, { platform, auth: { secrets: [secret] } });
+  const response = await platform.fetch('http://function/', {
+    headers: { Authorization: `Bearer ${secret}` },
+  });
+  assert.equal(response.status, 200, await response.text());
+  const run = await client.startFlow('unloading', { n: 1 });
+  await waitFor('the handler to run', () => signal !== undefined);
+  await within('unload', platform.unload());
+  assert.equal(signal!.aborted, true);
+  assert.ok(signal!.reason instanceof WorkerShutdownError);
+  const [t] = await db.sql`select status, attempts_count from switchyard.step_tasks
+                            where run_id = ${run}`;
+  assert.deepEqual({ ...t }, { status: 'queued', attempts_count: 0 });
+  await handle.stop();
 });
 
 Deno.test('teardown', async () => {

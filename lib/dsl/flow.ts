@@ -114,7 +114,11 @@ export interface StepContext<Input> {
   readonly attempt: number;
   /** The input the run was started with. */
   readonly flowInput: Input;
-  /** Aborted when the task times out or the worker shuts down. */
+  /**
+   * Aborted when the task times out (the reason is the timeout error) or the worker shuts down
+   * (the reason is a `WorkerShutdownError`): stop and return within the worker's
+   * `shutdownGraceMs` to complete, or throw to hand the task back with the attempt refunded.
+   */
   readonly signal: AbortSignal;
 }
 

@@ -164,6 +164,16 @@ export class WorkerQueries {
                      from unnest(${pgArray(messageIds)}::bigint[]) id`;
   }
 
+  /**
+   * A stopping worker hands back the started tasks it holds: queued again, visible at once,
+   * the attempt refunded (`switchyard.release_tasks`).
+   */
+  async releaseTasks(workerId: string): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`
+      select switchyard.release_tasks(${workerId}::uuid) as n`;
+    return row.n;
+  }
+
   async workerStopped(workerId: string, reason: string | null): Promise<void> {
     await this.sql`select switchyard.worker_stopped(${workerId}::uuid, ${reason}::text)`;
   }

@@ -21,6 +21,8 @@ export class Lifecycle {
   #reason = 'stopped';
   #fatal: Error | null = null;
   readonly #wakers = new Set<() => void>();
+  readonly #onStop: ((reason: string) => void)[] = [];
+  #stopRequestedAt: number | null = null;
 
   /** The current state. */
   get state(): WorkerState {
@@ -56,9 +58,22 @@ export class Lifecycle {
     if (first) {
       this.#state = 'stopping';
       this.#reason = reason;
+      this.#stopRequestedAt = Date.now();
+      for (const fn of this.#onStop) fn(this.reason);
     }
     this.wake();
     return first;
+  }
+
+  /** Runs `fn` with the reason once, at the first stop request (at once if already stopping). */
+  onStopRequested(fn: (reason: string) => void): void {
+    if (this.stopping) fn(this.reason);
+    else this.#onStop.push(fn);
+  }
+
+  /** When the stop was first requested (`Date.now()`), or null while running. */
+  get stopRequestedAt(): number | null {
+    return this.#stopRequestedAt;
   }
 
   /** Stops fatally: the worker ends `failed` and `done` rejects with `error`. */

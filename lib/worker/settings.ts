@@ -31,6 +31,12 @@ export interface WorkerSettings {
    * {@linkcode HEARTBEAT_WINDOW_INTERVALS} heartbeat intervals.
    */
   heartbeatWindowSeconds: number;
+  /**
+   * Milliseconds a stopping worker waits for its running handlers after aborting their
+   * `ctx.signal` (default 5000). Tasks still running then are made visible again at once,
+   * their attempt refunded.
+   */
+  shutdownGraceMs: number;
 }
 
 /** One row of {@linkcode WORKER_SETTINGS}. */
@@ -94,6 +100,12 @@ export const WORKER_SETTINGS: Readonly<Record<keyof WorkerSettings, WorkerSettin
     min: 2,
     max: 3600,
     note: 'the SQL core refuses a window below switchyard.heartbeat_window_floor_seconds(), 2',
+  },
+  shutdownGraceMs: {
+    env: 'SWITCHYARD_SHUTDOWN_GRACE_MS',
+    default: 5000,
+    min: 0,
+    max: 600_000,
   },
 };
 

@@ -234,6 +234,8 @@ export async function startWorkerImpl(
   const wake = () => lifecycle.wake();
   const writer = new CompletionWriter(q, log, wake);
   const executor = new Executor(q, index, writer, log, wake);
+  // A stop request, whatever its cause, reaches the handlers at once through ctx.signal.
+  lifecycle.onStopRequested((reason) => executor.shutdown(reason));
   const stopMaintenance = startMaintenance({
     q,
     heartbeatQ: new WorkerQueries(heartbeatSql),
@@ -263,9 +265,19 @@ export async function startWorkerImpl(
       // the worker fails, drains and records its stop like any fatal stop.
       lifecycle.fail(e instanceof Error ? e : new Error(errorText(e)));
     } finally {
-      while (executor.size > 0 || writer.size > 0) {
-        await executor.drain();
-        await writer.drain();
+      // Handlers that finish within the grace period complete (or fail) as usual; the rest
+      // are released: their outcome is dropped and their tasks go back to the queue.
+      await executor.drain((lifecycle.stopRequestedAt ?? Date.now()) + settings.shutdownGraceMs);
+      const cut = executor.release();
+      await writer.drain();
+      // Every task this worker still holds (cut off, stopped for the shutdown, or claimed
+      // while stopping): visible again at once, its attempt refunded.
+      const released = await persist(log, 'release_tasks', () => q.releaseTasks(workerId));
+      if (released) {
+        log.info(
+          `released ${released} task(s) on shutdown` +
+            (cut ? ` (${cut} handler(s) still running after ${settings.shutdownGraceMs} ms)` : ''),
+        );
       }
       stopMaintenance();
       const reason = lifecycle.reason;

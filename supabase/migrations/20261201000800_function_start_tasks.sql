@@ -98,7 +98,7 @@ $$;
 -- a sixth of the database time of a claim. This writes PGMQ's documented queue table
 -- (pgmq.q_<lower-cased queue name>: msg_id, read_ct, enqueued_at, vt, message, headers)
 -- the way set_vt does (vt = clock_timestamp() + seconds). Messages gone meanwhile are
--- skipped. The only caller is start_tasks, which has locked the batch's tasks first, in
+-- skipped. The callers, start_tasks and release_tasks, lock the messages' tasks first, in
 -- message order.
 create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
 returns void
