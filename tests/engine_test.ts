@@ -227,27 +227,26 @@ Deno.test("a worker's stall sweep never requeues a healthy task of a worker with
       if (ctx.attempt === 1) await released;
       return 'done';
     });
-  // A heart-beats every 5 s with a 20 s window; B sweeps the queue with a 2 s window of its own.
+  // A heart-beats every 20 s with a 60 s window; B sweeps the queue with a 2 s window of its own.
   const a = await startWorker(flow, {
     connectionString: db.url,
     ...FAST,
-    heartbeatIntervalMs: 5000,
-    heartbeatWindowSeconds: 20,
+    heartbeatIntervalMs: 20_000,
+    heartbeatWindowSeconds: 60,
   });
-  const b = await startWorker(flow, {
-    connectionString: db.url,
-    ...FAST,
-    heartbeatWindowSeconds: 2,
-  });
+  let b: Awaited<ReturnType<typeof startWorker>> | undefined;
   try {
     const run = await client.startFlow('windows', {});
-    await waitFor('the first attempt to start', () => executions.length > 0);
-    // Until A has been silent for longer than B's window plus several of B's sweeps.
-    await waitFor("A silent for longer than B's window", async () => {
+    await waitFor('A to start the first attempt', () => executions.length > 0);
+    b = await startWorker(flow, { connectionString: db.url, ...FAST, heartbeatWindowSeconds: 2 });
+    const bStarted = Date.now();
+    // Until A has been silent for longer than B's window for several of B's sweeps (every
+    // 300 ms, and B has been sweeping for 2 s).
+    await waitFor("A silent past B's window while B sweeps", async () => {
       const [w] = await db.sql<{ silent: number }[]>`
         select extract(epoch from now() - last_heartbeat_at)::float as silent
           from switchyard.workers where worker_id = ${a.workerId}`;
-      return w.silent > 3.5;
+      return w.silent > 4 && Date.now() - bStarted > 2000;
     }, { timeoutMs: 15_000 });
     release();
     const status = await client.waitForRun(run);
@@ -258,7 +257,7 @@ Deno.test("a worker's stall sweep never requeues a healthy task of a worker with
     assert.deepEqual({ ...task }, { attempts_count: 1, worker_id: a.workerId });
   } finally {
     release();
-    await Promise.all([a.stop(), b.stop()]);
+    await Promise.all([a.stop(), b?.stop()]);
   }
 });
 
@@ -462,6 +461,45 @@ Deno.test('beforeunload aborts the signal of a running handler and releases its 
                             where run_id = ${run}`;
   assert.deepEqual({ ...t }, { status: 'queued', attempts_count: 0 });
   await handle.stop();
+});
+
+Deno.test('handlers get their input and the flow input from a claim that carries it once', async () => {
+  const seen: Record<string, { input: unknown; flowInput: unknown }> = {};
+  const flow = new Flow<unknown>({ slug: 'inputsOnce' })
+    .step({ slug: 'r1' }, (input, ctx) => {
+      seen[`${ctx.runId}/r1`] = { input, flowInput: ctx.flowInput };
+      return 'one';
+    })
+    .step({ slug: 'r2' }, (input, ctx) => {
+      seen[`${ctx.runId}/r2`] = { input, flowInput: ctx.flowInput };
+      return 'two';
+    })
+    .step({ slug: 'd', dependsOn: ['r1', 'r2'] }, (input, ctx) => {
+      seen[`${ctx.runId}/d`] = { input, flowInput: ctx.flowInput };
+      return 'three';
+    });
+  await (await startWorker(flow, { connectionString: db.url, ...FAST })).stop();
+  // Queued before the worker starts, so tasks of one run arrive in one batch.
+  const inputs: unknown[] = [null, { big: 'y'.repeat(50_000) }, [1, 'two'], 0, ''];
+  const runs = [];
+  for (const input of inputs) {
+    // (The client sends JSON null as SQL NULL, which start_flow refuses; SQL takes it as is.)
+    const [{ id }] = await db.sql`select switchyard.start_flow('inputsOnce',
+      ${JSON.stringify(input)}::text::jsonb) as id`;
+    runs.push(id);
+  }
+  const worker = await startWorker(flow, { connectionString: db.url, ...FAST, maxConcurrent: 20 });
+  try {
+    for (const [i, run] of runs.entries()) {
+      assert.equal((await client.waitForRun(run)).status, 'completed');
+      for (const root of ['r1', 'r2']) {
+        assert.deepEqual(seen[`${run}/${root}`], { input: inputs[i], flowInput: inputs[i] });
+      }
+      assert.deepEqual(seen[`${run}/d`], { input: { r1: 'one', r2: 'two' }, flowInput: inputs[i] });
+    }
+  } finally {
+    await worker.stop();
+  }
 });
 
 Deno.test('teardown', async () => {

@@ -10,8 +10,10 @@ create type switchyard.task_claim as (
   run_id uuid,
   attempt int,
   timeout int,
-  input jsonb,             -- the handler input (flow input, or outputs of dependencies)
-  flow_input jsonb
+  input jsonb,             -- the outputs of the dependencies; null for a root step, whose
+                           -- handler input is the flow input
+  flow_input jsonb         -- the run's input, on the first claimed row of each run in the
+                           -- batch only (a large input travels once per batch, not per row)
 );
 
 -- Visibility of a claimed message: the step's timeout plus this margin, so the
@@ -245,14 +247,15 @@ begin
   return query
     select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
            t.attempts_count, t.timeout,
-           case when st.deps_count = 0 then r.input
-                else (select jsonb_object_agg(d.dep_slug, ds.output)
-                        from switchyard.deps d
-                        join switchyard.step_states ds
-                          on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-                       where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug)
+           case when st.deps_count > 0 then
+                  (select jsonb_object_agg(d.dep_slug, ds.output)
+                     from switchyard.deps d
+                     join switchyard.step_states ds
+                       on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                    where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug)
            end,
-           r.input
+           case when row_number() over (partition by t.run_id order by t.message_id) = 1
+                then r.input end
       from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)
       join switchyard.step_tasks t on t.run_id = k.run_id and t.step_slug = k.step_slug
       join switchyard.runs r on r.run_id = t.run_id
