@@ -343,7 +343,8 @@ export class UnsupportedWorkError extends SwitchyardError {
       `unsupported work on queue "${queueName}": message ids [${messageIds.join(', ')}], ` +
         `unsupported flow/step pairs [${unsupportedPairs.join(', ')}]; nothing was claimed, ` +
         `the batch is visible again and function "${functionName}" is paused ` +
-        `(resume it with switchyard.resume_function after fixing the registry)`,
+        `(a task of a version the registry lacks: deploy it, then deno task resume; a foreign ` +
+        `message with no task: deno task quarantine ${functionName})`,
     );
     this.name = 'UnsupportedWorkError';
     this.queueName = queueName;

@@ -151,9 +151,14 @@ create table switchyard.worker_functions (
   enabled boolean not null default true,
   paused_at timestamptz,
   pause_reason text,
+  -- A pause by unsupported work, structurally: {"queue", "message_ids" (as strings), "pairs"},
+  -- the same ids and pairs the reason names; null for an operator's pause. Read by
+  -- quarantine_messages, never parsed from the reason text.
+  pause_detail jsonb,
   created_at timestamptz not null default now(),
   last_woken_at timestamptz,
-  check ((paused_at is null) = (pause_reason is null))
+  check ((paused_at is null) = (pause_reason is null)),
+  check (paused_at is not null or pause_detail is null)
 );
 
 create table switchyard.workers (

@@ -211,7 +211,12 @@ begin
       queue, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
       array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
     update switchyard.worker_functions wf
-       set paused_at = now(), pause_reason = reason
+       set paused_at = now(), pause_reason = reason,
+           pause_detail = jsonb_build_object(
+             'queue', queue,
+             'message_ids', (select jsonb_agg(u.id::text order by u.id)
+                               from unnest(unsupported_ids) u(id)),
+             'pairs', to_jsonb(unsupported_pairs))
      where wf.function_name = worker.function_name and wf.paused_at is null;
     update switchyard.workers w
        set deprecated_at = coalesce(w.deprecated_at, now()), stop_reason = reason

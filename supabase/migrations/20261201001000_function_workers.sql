@@ -175,7 +175,7 @@ begin
       'unknown function %s', coalesce(to_json(resume_function.function_name)::text, 'null'));
   end if;
   update switchyard.worker_functions f
-     set paused_at = null, pause_reason = null
+     set paused_at = null, pause_reason = null, pause_detail = null
    where f.function_name = resume_function.function_name and f.paused_at is not null;
   return found;
 end
