@@ -45,8 +45,8 @@ export {
   type WorkerLogger,
   type WorkerState,
 } from './worker/worker.ts';
+export { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './sql/windows.ts';
 export {
-  DEFAULT_HEARTBEAT_WINDOW_SECONDS,
   HEARTBEAT_WINDOW_INTERVALS,
   WORKER_SETTINGS,
   type WorkerSetting,

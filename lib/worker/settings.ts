@@ -8,6 +8,7 @@
  */
 import { WorkerConfigError } from '../errors.ts';
 import type { EnvReader } from '../sql/connection.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 
 /** The worker's tuning, every value resolved. */
 export interface WorkerSettings {
@@ -52,9 +53,6 @@ export interface WorkerSetting {
   /** Why the range is what it is, when that is not obvious. */
   readonly note?: string;
 }
-
-/** The default heartbeat window in seconds; the SQL core's operator calls use the same. */
-export const DEFAULT_HEARTBEAT_WINDOW_SECONDS = 15;
 
 /**
  * The heartbeat window must span at least this many heartbeat intervals, so one late or lost

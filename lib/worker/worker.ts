@@ -11,7 +11,6 @@
  *
  * @module
  */
-import type postgres from 'postgres';
 import type { AnyFlow, StepSlugs } from '../dsl/flow.ts';
 import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
@@ -22,7 +21,12 @@ import {
   FunctionPausedError,
   WorkerConfigError,
 } from '../errors.ts';
-import { NO_CONNECTION_MESSAGE, openSql, resolveConnectionString } from '../sql/connection.ts';
+import {
+  NO_CONNECTION_MESSAGE,
+  openSql,
+  resolveConnectionString,
+  type Sql,
+} from '../sql/connection.ts';
 import { WorkerQueries } from '../sql/worker_queries.ts';
 import { CompletionWriter } from './completion_writer.ts';
 import { DispatchIndex, selectQueue } from './dispatch_index.ts';
@@ -40,7 +44,7 @@ export type { WorkerState } from './lifecycle.ts';
 export interface CommonWorkerOptions extends Partial<WorkerSettings> {
   /** The function whose pause flag the worker obeys and sets; default `<queue-with-dashes>-worker`. */
   functionName?: string;
-  /** Connection string; default `SUPABASE_DB_URL`, then `DATABASE_URL`. */
+  /** Connection string; default `SWITCHYARD_DB_URL`, then `SUPABASE_DB_URL`, then `DATABASE_URL`. */
   connectionString?: string;
   /** Log sink; default console at the level in `SWITCHYARD_LOG` (info, warn, error, silent; default warn). */
   logger?: WorkerLogger;
@@ -153,7 +157,7 @@ export interface WorkerImplOptions extends CommonWorkerOptions {
   queueName?: string;
   stepSlug?: string;
   /** An existing client to use instead of opening a pool (the caller closes it). */
-  sql?: postgres.Sql;
+  sql?: Sql;
   /** Settings not given as options are read from these variables (queue functions). */
   env?: (name: string) => string | undefined;
 }
@@ -171,25 +175,22 @@ export async function startWorkerImpl(
   const log = guardedLogger(options.logger ?? consoleLogger(`[switchyard ${functionName}]`));
 
   const ownsClient = options.sql === undefined;
+  const workerId = crypto.randomUUID();
   let sql = options.sql;
+  // The heartbeat gets a connection of its own (one more than the pool): reads, claims,
+  // completions and sweeps waiting for a busy pool never delay it past the heartbeat window
+  // (docs/ARCHITECTURE.md §9). With a client passed in, the caller owns the connections and
+  // the heartbeat shares them.
+  let heartbeatSql = sql;
   if (sql === undefined) {
     const url = resolveConnectionString(options.connectionString, options.env);
     if (!url) throw new WorkerConfigError(NO_CONNECTION_MESSAGE);
     sql = openSql(url, { max: Math.min(settings.maxConcurrent + 3, 20) });
+    heartbeatSql = openSql(url, { max: 1, applicationName: `switchyard heartbeat ${workerId}` });
   }
   const q = new WorkerQueries(sql);
-  const workerId = crypto.randomUUID();
-  // The heartbeat gets a connection of its own (one more than the pool): reads, claims,
-  // completions and sweeps waiting for a busy pool never delay it past the heartbeat window.
-  // With a client passed in, the caller owns the connections and the heartbeat shares them.
-  const heartbeatSql = ownsClient
-    ? openSql(resolveConnectionString(options.connectionString, options.env)!, {
-      max: 1,
-      applicationName: `switchyard heartbeat ${workerId}`,
-    })
-    : sql;
   const closeHeartbeat = () =>
-    ownsClient ? heartbeatSql.end({ timeout: 1 }).catch(() => {}) : Promise.resolve();
+    ownsClient ? heartbeatSql!.end({ timeout: 1 }).catch(() => {}) : Promise.resolve();
   const pairs = index.pairsFor(queueName);
   const lifecycle = new Lifecycle();
 
@@ -238,7 +239,7 @@ export async function startWorkerImpl(
   lifecycle.onStopRequested((reason) => executor.shutdown(reason));
   const stopMaintenance = startMaintenance({
     q,
-    heartbeatQ: new WorkerQueries(heartbeatSql),
+    heartbeatQ: new WorkerQueries(heartbeatSql!),
     lifecycle,
     log,
     workerId,

@@ -38,7 +38,10 @@ declare
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
     raise exception using errcode = '22023', message =
-      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}';
+      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}',
+      detail = jsonb_build_object(
+        'rule', 'completions_not_array', 'argument', 'completions',
+        'value', left(completions::text, 200))::text;
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
@@ -231,17 +234,20 @@ immutable
 set search_path = ''
 as $$ select 60 $$;
 
--- Stall recovery: started tasks whose worker stopped, stopped heart-beating, or
--- overran timeout + margin go back to queued and become visible at once; a task
--- that has used all its attempts fails instead (bounded). Each worker is judged by the
--- heartbeat window it registered with; no caller passes one, so no caller can make a
--- live worker's healthy tasks look stalled.
+-- Stall recovery: started tasks whose worker is gone or no longer runs (stopped, or
+-- stopped heart-beating: switchyard._worker_running), or that overran timeout + margin,
+-- go back to queued and become visible at once; a task that has used all its attempts
+-- fails instead (bounded). The helper is inlined: the plan is the same as with the
+-- conditions written out (a bitmap scan of step_tasks_live for the queue's started tasks).
+-- Each worker is judged by the heartbeat window it registered with
+-- (workers.heartbeat_window_seconds); no caller passes one, so no caller can make a live
+-- worker's healthy tasks look stalled (docs/ARCHITECTURE.md §5.6).
 --
 -- Lost messages: at most once per lost_message_grace_seconds() per queue (one sweep takes
 -- the queue row, others skip it), queued tasks of the queue whose message is no longer in
 -- it, queued or last claimed longer ago than that, get a new message (visible at once, the
 -- same hint body) and its id is recorded; no attempt is used. The search reads PGMQ's
--- queue table (pgmq.q_<lower-cased queue>, as _hide_messages writes it) by primary key.
+-- queue table (named by pgmq.format_table_name, as _hide_messages does) by primary key.
 -- Returns the stalled tasks recovered plus the lost messages sent again.
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
@@ -263,8 +269,8 @@ begin
      where t.queue_name = queue and t.status = 'started'
        and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
             or w.worker_id is null
-            or w.stopped_at is not null
-            or w.last_heartbeat_at < now() - make_interval(secs => w.heartbeat_window_seconds))
+            or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
+                                              w.heartbeat_window_seconds))
      for update of t skip locked
   loop
     if task.attempts_count >= task.max_attempts then
@@ -296,7 +302,7 @@ begin
           and not exists (select 1 from pgmq.%I m where m.msg_id = t.message_id)
         order by t.message_id
           for update of t skip locked',
-      'q_' || lower(queue))
+      pgmq.format_table_name(queue, 'q'))
       using queue, grace
     loop
       select s into new_id from pgmq.send(
@@ -335,8 +341,8 @@ begin
   if worker_id is null then
     raise exception using errcode = '22023',
       message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
-      detail = jsonb_build_object('rule', 'a worker id', 'argument', 'worker_id',
-                                  'value', 'null')::text;
+      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
+                                  'value', null)::text;
   end if;
   update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, now())
    where w.worker_id = release_tasks.worker_id;

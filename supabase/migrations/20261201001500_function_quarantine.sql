@@ -45,22 +45,21 @@ begin
   if not found then
     raise exception using errcode = 'SY003', message = format(
       'quarantine: unknown function %s', coalesce(to_json(quarantine_messages.function_name)::text, 'null')),
-      detail = jsonb_build_object('rule', 'a registered queue function', 'argument', 'function_name',
-        'value', left(coalesce(quarantine_messages.function_name, 'null'), 200),
-        'function_names', jsonb_build_array(quarantine_messages.function_name))::text;
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(quarantine_messages.function_name, 200)))::text;
   end if;
   if fn.paused_at is null then
     raise exception using errcode = '55000', message = format(
       'quarantine: function %s is not paused: nothing to quarantine', to_json(fn.function_name)::text),
-      detail = jsonb_build_object('rule', 'a paused function', 'argument', 'function_name',
+      detail = jsonb_build_object('rule', 'function_not_paused', 'argument', 'function_name',
         'value', left(fn.function_name, 200))::text;
   end if;
   if fn.pause_detail is null or jsonb_typeof(fn.pause_detail -> 'message_ids') is distinct from 'array' then
     raise exception using errcode = '55000', message = format(
       'quarantine: function %s was paused by an operator (%s), naming no messages: resume it with deno task resume',
       to_json(fn.function_name)::text, left(fn.pause_reason, 200)),
-      detail = jsonb_build_object('rule', 'a pause by unsupported work', 'argument', 'function_name',
-        'value', left(fn.function_name, 200))::text;
+      detail = jsonb_build_object('rule', 'pause_names_no_messages', 'argument', 'function_name',
+        'value', left(fn.function_name, 200), 'reason', fn.pause_reason)::text;
   end if;
   queue := fn.pause_detail ->> 'queue';
   select coalesce(array_agg(distinct (e #>> '{}')::bigint), '{}') into named
@@ -91,7 +90,7 @@ begin
        returning msg_id
      )
      select coalesce(array_agg(k.msg_id order by k.msg_id), ''{}'') from kept k',
-    'q_' || lower(queue))
+    pgmq.format_table_name(queue, 'q'))
     into moved
     using named, queue, fn.function_name, fn.pause_reason;
   if cardinality(moved) > 0 then
@@ -99,7 +98,7 @@ begin
   end if;
 
   execute format('select coalesce(array_agg(m.msg_id), ''{}'') from pgmq.%I m where m.msg_id = any ($1)',
-                 'q_' || lower(queue))
+                 pgmq.format_table_name(queue, 'q'))
     into present using named;
   select coalesce(array_agg(n order by n), '{}') into gone
     from unnest(named) n
