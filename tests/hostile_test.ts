@@ -707,6 +707,48 @@ Deno.test('an output the database refuses for another reason fails its attempt, 
   }
 });
 
+Deno.test('a handler whose abort listener throws cannot end the process, on timeout or on shutdown', async () => {
+  // Seen, not handled, here: an error nobody prevents ends the test process (it did before).
+  const reported: ErrorEvent[] = [];
+  const onError = (e: ErrorEvent) => void reported.push(e);
+  globalThis.addEventListener('error', onError);
+  let started = 0;
+  const flow = new Flow<{ n: number }>({ slug: 'abortListener', maxAttempts: 1, timeout: 1 })
+    .step({ slug: 'work' }, async (_input, ctx) => {
+      started++;
+      ctx.signal.addEventListener('abort', () => {
+        throw new Error('the listener throws');
+      });
+      await new Promise((r) => ctx.signal.addEventListener('abort', r));
+      throw ctx.signal.reason;
+    });
+  const client = connect(db.url);
+  const worker = await startWorker(flow, {
+    ...FAST,
+    connectionString: db.url,
+    logger: SILENT,
+    shutdownGraceMs: 100,
+  });
+  try {
+    const timedOut = await client.startFlow('abortListener', { n: 1 });
+    const status = await client.waitForRun(timedOut, { timeoutMs: 20_000 });
+    assert.equal(status.status, 'failed');
+    assert.match(status.error ?? '', /timed out after 1s/);
+    const cut = await client.startFlow('abortListener', { n: 2 });
+    await waitFor('the second handler to run', () => started === 2);
+    await worker.stop();
+    const [t] = await sql`select status, attempts_count from switchyard.step_tasks
+                           where run_id = ${cut}`;
+    assert.deepEqual({ ...t }, { status: 'queued', attempts_count: 0 }, 'released on shutdown');
+    assert.equal(reported.length, 2, 'the listener threw on timeout and on shutdown');
+    assert.ok(reported.every((e) => e.defaultPrevented), 'the worker handled both');
+  } finally {
+    await worker.stop();
+    await client.close();
+    globalThis.removeEventListener('error', onError);
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // Quarantine: the explicit way past foreign messages that paused a function.
 

@@ -71,7 +71,25 @@ export class Executor {
   shutdown(reason: string): void {
     this.#shutdown ??= new WorkerShutdownError(reason);
     for (const r of this.#running.values()) {
-      if (!r.controller.signal.aborted) r.controller.abort(this.#shutdown);
+      if (!r.controller.signal.aborted) this.#abort(r.controller, this.#shutdown);
+    }
+  }
+
+  /**
+   * Aborts a handler's signal. The handler's own `abort` listeners run inside this call, and
+   * the runtime reports an error one of them throws as uncaught, which ends a Deno process;
+   * such an error is logged here instead.
+   */
+  #abort(controller: AbortController, reason: Error): void {
+    const onError = (e: ErrorEvent) => {
+      e.preventDefault();
+      this.log.error(`an abort listener of a handler threw: ${errorText(e.error)}`);
+    };
+    globalThis.addEventListener('error', onError);
+    try {
+      controller.abort(reason);
+    } finally {
+      globalThis.removeEventListener('error', onError);
     }
   }
 
@@ -115,7 +133,7 @@ export class Executor {
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const e = new Error(`step "${stepSlug}" timed out after ${task.timeout}s`);
-          controller.abort(e);
+          this.#abort(controller, e);
           reject(e);
         }, timeoutMs);
         // A released handler may run on; nothing waits for it, and no timer keeps the
