@@ -6,8 +6,9 @@
  *                               \-> failed   (a fatal stop: `done` rejects)
  * ```
  *
- * `starting` covers the start-up checks; `running` polls; `stopping` reads nothing new while
- * in-flight handlers and pending completion writes drain; `stopped` and `failed` are final.
+ * `starting` covers the start-up checks; `running` polls; `stopping` reads nothing new, aborts the
+ * handlers' signals, and lets handlers finish within the grace period and pending completion
+ * writes drain before the rest is released; `stopped` and `failed` are final.
  *
  * @module
  */
