@@ -16,6 +16,36 @@ as $$
   values (alias_name, target, previous, source);
 $$;
 
+-- Aliases are unique case-insensitively (docs/ARCHITECTURE.md §2): refuses a name that only
+-- differs in case from an existing alias, naming both spellings.
+create or replace function switchyard._assert_alias_case(alias_name text)
+returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  existing text;
+begin
+  select a.alias into existing from switchyard.aliases a
+   where lower(a.alias) = lower(alias_name) and a.alias <> alias_name
+   limit 1;
+  if existing is null then
+    select m.alias into existing from switchyard.alias_members m
+     where lower(m.alias) = lower(alias_name) and m.alias <> alias_name
+     limit 1;
+  end if;
+  if existing is not null then
+    raise exception using errcode = '23505', message = format(
+      'alias %s collides with alias %s: aliases are unique case-insensitively; use %s',
+      to_json(alias_name)::text, to_json(existing)::text, to_json(existing)::text),
+      detail = jsonb_build_object(
+        'rule', 'alias_case_collision', 'argument', 'alias_name', 'value', alias_name,
+        'existing_alias', existing)::text;
+  end if;
+end
+$$;
+
 -- Called by a worker at start-up with the concrete versions its registry lists for
 -- one alias, oldest first. The last one is the registry's target. The alias moves
 -- to it only when the alias is new or points at an earlier listed version; it never
@@ -38,6 +68,15 @@ begin
     raise exception using errcode = '22023', message = format(
       'alias %s lists no versions', to_json(alias_name)::text);
   end if;
+  if array_position(versions, null) is not null then
+    raise exception using errcode = '22023', message = format(
+      'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
+      to_json(alias_name)::text, array_position(versions, null), versions::text),
+      detail = jsonb_build_object(
+        'rule', 'version_null', 'argument', 'versions', 'value', left(versions::text, 200),
+        'alias', alias_name, 'position', array_position(versions, null))::text;
+  end if;
+  perform switchyard._assert_alias_case(alias_name);
   target := versions[cardinality(versions)];
   foreach v in array versions loop
     if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
@@ -57,10 +96,7 @@ begin
   perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
   select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
   if not found then
-    if exists (select 1 from switchyard.aliases a where lower(a.alias) = lower(alias_name)) then
-      raise exception using errcode = '23505', message = format(
-        'alias %s collides with an existing alias of different case', to_json(alias_name)::text);
-    end if;
+    perform switchyard._assert_alias_case(alias_name);
     perform switchyard._record_activation(alias_name, target, null, 'worker');
     return 'activated';
   elsif current_target = target then
@@ -86,6 +122,7 @@ declare
   other_alias text;
 begin
   perform switchyard.assert_slug('alias', alias_name);
+  perform switchyard._assert_alias_case(alias_name);
   if not exists (select 1 from switchyard.flows f where f.flow_slug = target_flow) then
     raise exception using errcode = '22023', message = format(
       'cannot activate alias %s: flow %s is not compiled', to_json(alias_name)::text,
@@ -98,6 +135,7 @@ begin
       to_json(alias_name)::text, to_json(target_flow)::text, to_json(other_alias)::text);
   end if;
   perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
   insert into switchyard.alias_members (alias, flow_slug) values (alias_name, target_flow)
   on conflict do nothing;
   select a.flow_slug into previous from switchyard.aliases a where a.alias = alias_name for update;
