@@ -141,8 +141,10 @@ create index step_tasks_live on switchyard.step_tasks (queue_name, flow_slug, st
 create index step_tasks_worker on switchyard.step_tasks (worker_id) where status = 'started';
 
 -- A queue function (one Supabase Edge Function per explicit queue) and its durable flags.
+-- Function names: at most 63 characters (switchyard.limits(), docs/ARCHITECTURE.md §13).
 create table switchyard.worker_functions (
-  function_name text primary key check (function_name ~ '^[a-z][a-z0-9_-]*$'),
+  function_name text primary key
+    check (function_name ~ '^[a-z][a-z0-9_-]*$' and char_length(function_name) <= 63),
   queue_name text not null,
   enabled boolean not null default true,
   paused_at timestamptz,
@@ -173,4 +175,15 @@ create table switchyard.pair_sets (
   pair_set text not null,
   pair text not null,
   primary key (pair_set, pair)
+);
+
+-- Operator settings (switchyard.set_setting): the keep-alive's base URL and bearer, and the
+-- size limits of docs/ARCHITECTURE.md §13. Secrets belong in Supabase Vault when it is
+-- present (a secret named 'switchyard_functions_bearer' wins over the row here); the table is
+-- the fallback for servers without Vault.
+create table switchyard.settings (
+  name text primary key
+    check (name in ('functions_base_url', 'functions_bearer', 'max_input_bytes', 'max_output_bytes')),
+  value text not null,
+  updated_at timestamptz not null default now()
 );

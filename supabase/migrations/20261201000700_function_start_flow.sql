@@ -62,6 +62,10 @@ begin
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
       coalesce(to_json(flow_or_alias)::text, 'null'));
   end if;
+  -- docs/ARCHITECTURE.md §13: the input is stored once and handed to every root step.
+  perform switchyard.assert_json_size(
+    format('start_flow(%s): input', switchyard._clip(flow_or_alias)), 'input', input,
+    'max_input_bytes');
   concrete := switchyard.resolve_flow(flow_or_alias);
   insert into switchyard.runs (flow_slug, started_as, input, remaining_steps)
   select concrete, flow_or_alias, input, count(*)

@@ -40,6 +40,12 @@ begin
     raise exception using errcode = '22023', message =
       'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}';
   end if;
+  -- An output over max_output_bytes fails its attempt instead (docs/ARCHITECTURE.md §13), so
+  -- the task is no longer started and the item is not accepted below. JSON text is at most six
+  -- times its jsonb size, and the limit is at least 64 KiB: a smaller batch needs no look.
+  if pg_column_size(completions) > 65536 / 6 then
+    perform switchyard._fail_oversized_outputs(completions);
+  end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
   select coalesce(array_agg(x.ord order by x.run_id, x.step_slug), '{}'),
@@ -128,6 +134,34 @@ begin
     select c.ord = any (acc_ords)
       from jsonb_array_elements(completions) with ordinality as c(value, ord)
      order by c.ord;
+end
+$$;
+
+-- Fails the attempt of every item of a complete_tasks batch whose output is over the limit,
+-- with an error naming its size and the limit. Each is an ordinary failed attempt (retried
+-- while attempts remain), never a task left started to be recovered and run again unchanged.
+create or replace function switchyard._fail_oversized_outputs(completions jsonb)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  max_size int := switchyard.limit_value('max_output_bytes');
+  item record;
+begin
+  for item in
+    select (c.value ->> 'run_id')::uuid as run_id, c.value ->> 'step_slug' as step_slug,
+           (c.value ->> 'attempt')::int as attempt, octet_length((c.value -> 'output')::text) as size
+      from jsonb_array_elements(completions) c
+     where pg_column_size(c.value -> 'output') > max_size / 6
+       and octet_length((c.value -> 'output')::text) > max_size
+  loop
+    perform switchyard.fail_task(item.run_id, item.step_slug, item.attempt, format(
+      'the output of step %s is %s bytes of JSON, over the limit of %s bytes (setting '
+      'max_output_bytes); return a smaller value (store large data elsewhere and return a '
+      'reference)', to_json(item.step_slug)::text, item.size, max_size));
+  end loop;
 end
 $$;
 

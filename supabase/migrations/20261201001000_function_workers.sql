@@ -1,6 +1,37 @@
 -- Workers and the queue functions they run in: registration, heartbeats, the
 -- persistent pause flag and the enabled flag (DESIGN.md §4, §6).
 
+-- The function name rule: ^[a-z][a-z0-9_-]*$ and at most max_function_name_chars (63)
+-- characters (docs/ARCHITECTURE.md §13). The message shows a long name cut, with its length.
+create or replace function switchyard.assert_function_name(function_name text)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  max_chars int := switchyard.limit_value('max_function_name_chars');
+begin
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
+    raise exception using errcode = '22023', message = format(
+      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
+      switchyard._clip(function_name)),
+      detail = jsonb_build_object(
+        'rule', 'function_name', 'argument', 'function_name', 'value', left(function_name, 200))::text;
+  end if;
+  if char_length(function_name) > max_chars then
+    raise exception using errcode = '22023', message = format(
+      'function name %s is %s characters long, over the limit of %s characters',
+      switchyard._clip(function_name), char_length(function_name), max_chars),
+      detail = jsonb_build_object(
+        'rule', 'max_function_name_chars', 'argument', 'function_name',
+        'value', left(function_name, 200), 'size', char_length(function_name),
+        'limit', max_chars)::text;
+  end if;
+  return function_name;
+end
+$$;
+
 -- Registers a worker for one physical queue. Upserts its function's row but
 -- never re-enables a disabled or paused function: those refuse to start. The
 -- supported pairs are stored once, as a row set, for the claim path.
@@ -21,11 +52,7 @@ begin
     raise exception using errcode = '22023', message = format(
       'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text);
   end if;
-  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
-    raise exception using errcode = '22023', message = format(
-      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      coalesce(to_json(function_name)::text, 'null'));
-  end if;
+  perform switchyard.assert_function_name(function_name);
   insert into switchyard.worker_functions (function_name, queue_name)
   values (register_worker.function_name, queue)
   on conflict do nothing;
@@ -90,7 +117,8 @@ security definer
 set search_path = ''
 as $$
   update switchyard.workers w
-     set stopped_at = coalesce(w.stopped_at, now()), stop_reason = coalesce(w.stop_reason, reason)
+     set stopped_at = coalesce(w.stopped_at, now()),
+         stop_reason = coalesce(w.stop_reason, left(reason, 4000))
    where w.worker_id = worker_stopped.worker_id;
 $$;
 
@@ -121,6 +149,16 @@ as $$
 begin
   if coalesce(trim(reason), '') = '' then
     raise exception using errcode = '22023', message = 'pause_function: a reason is required';
+  end if;
+  if char_length(reason) > switchyard.limit_value('max_reason_chars') then
+    raise exception using errcode = '22023', message = format(
+      'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
+      'say why in fewer words and keep the details elsewhere',
+      switchyard._clip(pause_function.function_name), char_length(reason),
+      switchyard.limit_value('max_reason_chars')),
+      detail = jsonb_build_object(
+        'rule', 'max_reason_chars', 'argument', 'reason', 'value', left(reason, 200),
+        'size', char_length(reason), 'limit', switchyard.limit_value('max_reason_chars'))::text;
   end if;
   update switchyard.worker_functions f
      set paused_at = now(), pause_reason = reason
@@ -166,12 +204,20 @@ security definer
 set search_path = ''
 as $$
 begin
-  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
-    raise exception using errcode = '22023', message = format(
-      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      coalesce(to_json(function_name)::text, 'null'));
-  end if;
+  perform switchyard.assert_function_name(function_name);
   perform switchyard.assert_queue_name(queue_name, false);
+  -- A function polls a queue of the catalog (docs/ARCHITECTURE.md §3): one a compiled flow
+  -- routes to, or a shared queue provisioned ahead (the scaffold's migration does that).
+  if not exists (select 1 from switchyard.queues q where q.queue_name = register_function.queue_name) then
+    raise exception using errcode = '22023', message = format(
+      'register_function(%s): queue %s is unknown: it is not in the queue catalog '
+      '(switchyard.queues), so no compiled flow routes a step to it; provision a shared queue '
+      'first with select switchyard.ensure_shared_queue(%L), or start a worker that routes to it',
+      to_json(function_name)::text, to_json(queue_name)::text, queue_name),
+      detail = jsonb_build_object(
+        'rule', 'queue_unknown', 'argument', 'queue_name', 'value', queue_name,
+        'function_name', function_name)::text;
+  end if;
   insert into switchyard.worker_functions (function_name, queue_name)
   values (register_function.function_name, register_function.queue_name)
   on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;

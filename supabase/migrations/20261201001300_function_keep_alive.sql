@@ -8,15 +8,8 @@
 -- pg_net, pg_cron and Supabase Vault are all optional: they are reached through
 -- dynamic SQL only, so this file compiles on a server that has none of them.
 
--- Operator settings the keep-alive reads. Secrets belong in Supabase Vault when
--- it is present (a secret named 'switchyard_functions_bearer' wins over the row
--- here); the table is the fallback for servers without Vault.
-create table switchyard.settings (
-  name text primary key
-    check (name in ('functions_base_url', 'functions_bearer')),
-  value text not null,
-  updated_at timestamptz not null default now()
-);
+-- The settings it reads (functions_base_url, functions_bearer) are rows of
+-- switchyard.settings, set with switchyard.set_setting (20261201000350_function_settings.sql).
 
 -- Every wake the keep-alive asked for: the audit trail, and the only effect when
 -- pg_net is absent.
@@ -30,34 +23,6 @@ create table switchyard.wake_requests (
   requested_at timestamptz not null default now()
 );
 create index wake_requests_by_function on switchyard.wake_requests (function_name, requested_at);
-
--- Sets (or, with a null value, removes) one keep-alive setting.
-create or replace function switchyard.set_setting(name text, value text)
-returns void
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-begin
-  if name is null or name not in ('functions_base_url', 'functions_bearer') then
-    raise exception using errcode = '22023', message = format(
-      'setting %s is unknown: use functions_base_url or functions_bearer',
-      coalesce(to_json(name)::text, 'null'));
-  end if;
-  if name = 'functions_base_url' and value is not null and value !~ '^https?://[^/\s]+' then
-    raise exception using errcode = '22023', message = format(
-      'setting functions_base_url %s is invalid: use an http(s) URL such as https://<project-ref>.supabase.co',
-      to_json(value)::text);
-  end if;
-  if value is null then
-    delete from switchyard.settings s where s.name = set_setting.name;
-  else
-    insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
-    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = now();
-  end if;
-end
-$$;
 
 -- The bearer a wake request carries: the Vault secret 'switchyard_functions_bearer'
 -- when Vault is installed and holds it, else the functions_bearer setting.
@@ -117,8 +82,10 @@ set search_path = ''
 as $$
 declare
   use_net boolean := switchyard._pg_net_available();
-  base text := rtrim(coalesce(nullif(trim(keep_alive.base_url), ''),
-    (select s.value from switchyard.settings s where s.name = 'functions_base_url')), '/');
+  configured text := (select s.value from switchyard.settings s where s.name = 'functions_base_url');
+  given text := nullif(keep_alive.base_url, '');
+  base text := coalesce(given, configured);
+  problem text := case when base is not null then switchyard.base_url_problem(base) end;
   bearer text;
   woken record;
   target text;
@@ -134,13 +101,34 @@ begin
       'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null'));
   end if;
-  if base is not null and base !~ '^https?://[^/\s]+' then
+  -- The bearer goes to this base URL only: docs/ARCHITECTURE.md §6 (keep-alive).
+  if problem is not null then
     raise exception using errcode = '22023', message = format(
-      'keep_alive: base URL %s is invalid: use an http(s) URL such as https://<project-ref>.supabase.co',
-      to_json(base)::text);
+      'keep_alive: base URL %s%s is invalid: %s', switchyard._clip(base),
+      case when given is null then ' (setting functions_base_url)' else '' end, problem),
+      detail = jsonb_build_object(
+        'rule', 'base_url', 'argument', case when given is null then 'functions_base_url' else 'base_url' end,
+        'value', left(base, 200), 'problem', problem)::text;
   end if;
+  if given is not null and configured is not null
+     and switchyard._url_origin(given) <> switchyard._url_origin(configured) then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: base URL %s is refused: the bearer goes only to the configured host %s '
+      '(setting functions_base_url); pass no base_url, or change the setting',
+      switchyard._clip(given), to_json(switchyard._url_origin(configured))::text),
+      detail = jsonb_build_object(
+        'rule', 'bearer_host', 'argument', 'base_url', 'value', left(given, 200),
+        'configured', switchyard._url_origin(configured))::text;
+  end if;
+  base := rtrim(base, '/');
   if use_net then
     bearer := switchyard._functions_bearer();
+    if bearer ~ '[[:space:][:cntrl:]]' then
+      raise exception using errcode = '22023', message =
+        'keep_alive: the bearer (Vault secret switchyard_functions_bearer or setting '
+        'functions_bearer) contains whitespace or a control character; store it without them',
+        detail = jsonb_build_object('rule', 'bearer_characters', 'argument', 'functions_bearer')::text;
+    end if;
     if base is null then
       raise exception using errcode = '22023', message =
         'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
@@ -212,7 +200,16 @@ immutable
 security definer
 set search_path = ''
 as $$
+declare
+  problem text := case when nullif(base_url, '') is not null then switchyard.base_url_problem(base_url) end;
 begin
+  if problem is not null then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive_command: base URL %s is invalid: %s', switchyard._clip(base_url), problem),
+      detail = jsonb_build_object(
+        'rule', 'base_url', 'argument', 'base_url', 'value', left(base_url, 200),
+        'problem', problem)::text;
+  end if;
   if debounce_seconds is null or debounce_seconds < 0 then
     raise exception using errcode = '22023', message = format(
       'keep_alive_command: debounce_seconds %s is invalid: use an integer of at least 0',
