@@ -102,3 +102,35 @@ function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
 function propertyPath(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
+
+/**
+ * Bytes of `value` as JSON text (UTF-8): the measure of the SQL core's size limits on flow
+ * inputs and step outputs (docs/ARCHITECTURE.md §13). PostgreSQL's text form of `jsonb` adds a
+ * space after each `:` and `,`, so the SQL core may count a few bytes more; it refuses on its
+ * own count.
+ *
+ * @example
+ * ```ts
+ * import { jsonTextBytes } from './json.ts';
+ *
+ * console.assert(jsonTextBytes({ name: 'é' }) === 13);
+ * ```
+ */
+export function jsonTextBytes(value: JsonValue): number {
+  const text = JSON.stringify(value) ?? 'null';
+  // UTF-8 length without encoding: 1-3 bytes per UTF-16 unit, 4 per surrogate pair.
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}

@@ -22,6 +22,18 @@ export interface TaskClaim {
   flow_input: unknown;
 }
 
+/** The limits the SQL core enforces (`switchyard.limits()`). */
+export interface SqlLimits {
+  /** Bytes of JSON text a flow input may have. */
+  max_input_bytes: number;
+  /** Bytes of JSON text a step output may have. */
+  max_output_bytes: number;
+  /** Characters a function name may have. */
+  max_function_name_chars: number;
+  /** Characters an operator's pause reason may have. */
+  max_reason_chars: number;
+}
+
 /**
  * A PostgreSQL array literal for text values. postgres.js' `sql.array()` depends
  * on array types it fetches per connection, and a fresh connection may serialize
@@ -46,6 +58,12 @@ export class WorkerQueries {
     >`select enabled, paused_at, pause_reason from switchyard.worker_functions
        where function_name = ${functionName}`;
     return rows[0] ?? null;
+  }
+
+  /** The SQL core's limits (`switchyard.limits()`, docs/ARCHITECTURE.md §13). */
+  async limits(): Promise<SqlLimits> {
+    const [row] = await this.sql<{ limits: SqlLimits }[]>`select switchyard.limits() as limits`;
+    return row.limits;
   }
 
   async ensureFlow(shape: FlowShape): Promise<'created' | 'verified'> {

@@ -12,6 +12,8 @@ import { errorText, type WorkerLogger } from './persist.ts';
 /** What {@linkcode startMaintenance} needs. */
 export interface MaintenanceOptions {
   q: WorkerQueries;
+  /** The heartbeat's own client (docs/ARCHITECTURE.md §9, `maxConnections`); default `q`. */
+  heartbeatQ?: WorkerQueries;
   lifecycle: Lifecycle;
   log: WorkerLogger;
   workerId: string;
@@ -25,7 +27,7 @@ export interface MaintenanceOptions {
 export function startMaintenance(o: MaintenanceOptions): () => void {
   const heartbeat = setInterval(async () => {
     try {
-      const state = await o.q.heartbeat(o.workerId);
+      const state = await (o.heartbeatQ ?? o.q).heartbeat(o.workerId);
       if (state !== 'ok' && o.lifecycle.requestStop(`function ${state}`)) {
         o.log.info(`stopping: function ${state}`);
       }

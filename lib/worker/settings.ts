@@ -28,6 +28,11 @@ export interface WorkerSettings {
   stallCheckIntervalMs: number;
   /** Seconds without a heartbeat after which a worker's started tasks are recovered (default 15). */
   heartbeatWindowSeconds: number;
+  /**
+   * Connections the worker opens (default 4): one of them carries only the heartbeat, the
+   * others reads, claims, completions, failures and the stall sweep.
+   */
+  maxConnections: number;
 }
 
 /** One row of {@linkcode WORKER_SETTINGS}. */
@@ -74,6 +79,14 @@ export const WORKER_SETTINGS: Readonly<Record<keyof WorkerSettings, WorkerSettin
     default: DEFAULT_HEARTBEAT_WINDOW_SECONDS,
     min: 1,
     max: 3600,
+  },
+  maxConnections: {
+    env: 'SWITCHYARD_MAX_CONNECTIONS',
+    default: 4,
+    min: 2,
+    max: 100,
+    note: 'the heartbeat keeps one connection to itself, so it never waits behind a long read ' +
+      'or a write blocked on a lock; the others carry the rest',
   },
 };
 

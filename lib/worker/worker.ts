@@ -86,6 +86,26 @@ export function defaultFunctionName(queueName: string): string {
   return `${queueName.replaceAll('_', '-')}-worker`;
 }
 
+/** Characters a function name may have (the SQL core's max_function_name_chars, §13). */
+const MAX_FUNCTION_NAME_CHARS = 63;
+
+/** The function name rule, checked before anything is compiled (SQL checks it again). */
+function assertFunctionName(name: string): void {
+  const shown = name.length > 80 ? `${JSON.stringify(name.slice(0, 80))}...` : JSON.stringify(name);
+  if (!/^[a-z][a-z0-9_-]*$/.test(name)) {
+    throw new WorkerConfigError(
+      `functionName ${shown} is invalid: use lower-case letters, digits, "-" and "_" ` +
+        '(^[a-z][a-z0-9_-]*$)',
+    );
+  }
+  if (name.length > MAX_FUNCTION_NAME_CHARS) {
+    throw new WorkerConfigError(
+      `functionName ${shown} is ${name.length} characters long, over the limit of ` +
+        `${MAX_FUNCTION_NAME_CHARS} characters`,
+    );
+  }
+}
+
 /** A console logger honouring `SWITCHYARD_LOG` (info, warn, error, silent; default warn). */
 export function consoleLogger(prefix: string): WorkerLogger {
   let level = 'warn';
@@ -161,17 +181,29 @@ export async function startWorkerImpl(
   const index = new DispatchIndex(Array.isArray(target) ? target : [target as WorkerTarget]);
   const queueName = selectQueue(index, options);
   const functionName = options.functionName ?? defaultFunctionName(queueName);
+  assertFunctionName(functionName);
   const settings = resolveSettings(options, options.env);
   const log = options.logger ?? consoleLogger(`[switchyard ${functionName}]`);
 
   const ownsClient = options.sql === undefined;
   let sql = options.sql;
+  // maxConnections in all (docs/ARCHITECTURE.md §9): the heartbeat has a connection of its own,
+  // so it never waits behind a long read or a write blocked on a lock; the rest is one pool.
+  // A pool given as `sql` carries everything, the heartbeat included.
+  let heartbeatSql: Sql | undefined;
   if (sql === undefined) {
     const url = resolveConnectionString(options.connectionString, options.env);
     if (!url) throw new WorkerConfigError(NO_CONNECTION_MESSAGE);
-    sql = openSql(url, { max: Math.min(settings.maxConcurrent + 3, 20) });
+    sql = openSql(url, { max: settings.maxConnections - 1 });
+    heartbeatSql = openSql(url, { max: 1 });
   }
   const q = new WorkerQueries(sql);
+  const heartbeatQ = heartbeatSql ? new WorkerQueries(heartbeatSql) : q;
+  const closeClients = async (timeout: number) => {
+    if (!ownsClient) return;
+    await Promise.all([sql, heartbeatSql].map((c) => c?.end({ timeout }).catch(() => {})));
+  };
+  let maxOutputBytes = 0;
   const workerId = crypto.randomUUID();
   const pairs = index.pairsFor(queueName);
   const lifecycle = new Lifecycle();
@@ -181,6 +213,9 @@ export async function startWorkerImpl(
     const flags = await q.functionFlags(functionName);
     if (flags?.paused_at) throw new FunctionPausedError(functionName, flags.pause_reason ?? '');
     if (flags && !flags.enabled) throw new FunctionDisabledError(functionName);
+    // The SQL core's limits (docs/ARCHITECTURE.md §13): outputs over the limit fail here,
+    // before they are sent.
+    maxOutputBytes = (await q.limits()).max_output_bytes;
 
     // 3: compile or verify every complete deployment, then move aliases.
     for (const p of index.placements) await q.ensureFlow(p.shape);
@@ -201,7 +236,7 @@ export async function startWorkerImpl(
     // 6: register against the physical queue (re-checks pause and enabled atomically).
     await q.registerWorker(workerId, queueName, functionName, pairs);
   } catch (e) {
-    if (ownsClient) await sql.end({ timeout: 1 }).catch(() => {});
+    await closeClients(1);
     throw fromSqlError(e);
   }
   lifecycle.started();
@@ -209,9 +244,16 @@ export async function startWorkerImpl(
 
   const wake = () => lifecycle.wake();
   const writer = new CompletionWriter(q, log, wake);
-  const executor = new Executor(q, index, writer, log, wake);
-  const stopMaintenance = startMaintenance({ q, lifecycle, log, workerId, queueName, ...settings });
-  const client = sql;
+  const executor = new Executor(q, index, writer, log, wake, { maxOutputBytes });
+  const stopMaintenance = startMaintenance({
+    q,
+    heartbeatQ,
+    lifecycle,
+    log,
+    workerId,
+    queueName,
+    ...settings,
+  });
 
   const done = (async () => {
     try {
@@ -234,7 +276,7 @@ export async function startWorkerImpl(
       stopMaintenance();
       const reason = lifecycle.reason;
       await persist(log, 'worker_stopped', () => q.workerStopped(workerId, reason));
-      if (ownsClient) await client.end({ timeout: 5 }).catch(() => {});
+      await closeClients(5);
       lifecycle.finish();
       log.info(`worker ${workerId} stopped: ${reason}`);
     }
