@@ -296,6 +296,89 @@ Deno.test('register_function refuses a 100,000-character name and a queue that e
   assert.equal((await pauseFunction(client, 'pausable-limits', 'q'.repeat(1000))).changed, true);
 });
 
+Deno.test('fuzzed function names and pause reasons: each refused with its rule or stored exactly', async () => {
+  const seed = Number(Deno.env.get('SWITCHYARD_FUZZ_SEED') ?? Math.floor(Math.random() * 2 ** 31));
+  const context = `(seed ${seed}; replay with SWITCHYARD_FUZZ_SEED=${seed})`;
+  let a = seed >>> 0;
+  const rand = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
+  const VALID = [...'abcdefghijklmnopqrstuvwxyz0123456789_-'];
+  const HOSTILE = [
+    ...'AZ \t\n\r\'";%$\\/.@',
+    'é',
+    'İ',
+    '\u212a',
+    '🚀',
+    '\u200b',
+    '\ufeff',
+    '\ud800',
+  ];
+  const name = () => {
+    const len = pick([1, 2, 47, 54, 62, 63, 64, 65, 100, 1000, 100_000]);
+    let out = pick([...'abcxyz']);
+    while (out.length < len) out += rand() < 0.97 ? pick(VALID) : pick(HOSTILE);
+    return rand() < 0.2 ? pick(HOSTILE) + out.slice(1) : out;
+  };
+  await sql`select switchyard.ensure_shared_queue('fuzz_names_q')`;
+  const accepted = new Set<string>();
+  for (let i = 0; i < 200; i++) {
+    // A lone surrogate reaches PostgreSQL as U+FFFD (UTF-8 has no lone surrogates).
+    const fn = name().replace(/[\ud800-\udfff]/g, '\ufffd');
+    const valid = /^[a-z][a-z0-9_-]*$/.test(fn) && fn.length <= 63;
+    try {
+      await sql`select switchyard.register_function(${fn}, 'fuzz_names_q')`;
+      assert.ok(valid, `${JSON.stringify(fn.slice(0, 80))} was accepted ${context}`);
+      accepted.add(fn);
+    } catch (e) {
+      const err = e as { code?: string; message: string; detail?: string };
+      assert.ok(
+        !valid,
+        `${JSON.stringify(fn.slice(0, 80))} was refused: ${err.message} ${context}`,
+      );
+      assert.equal(err.code, '22023', `${err.message} ${context}`);
+      const rule = JSON.parse(err.detail!).rule;
+      assert.equal(
+        rule,
+        /^[a-z][a-z0-9_-]*$/.test(fn) ? 'max_function_name_chars' : 'function_name',
+        context,
+      );
+      assert.ok(err.message.length < 300, `a bounded message ${context}`);
+    }
+  }
+  const [{ names }] = await sql<{ names: string[] }[]>`
+    select coalesce(array_agg(function_name order by 1), '{}') as names
+      from switchyard.worker_functions where queue_name = 'fuzz_names_q'`;
+  assert.deepEqual([...names].sort(), [...accepted].sort(), `exactly the valid names ${context}`);
+
+  // Reasons: any non-blank text up to 1000 characters is stored exactly; longer is refused.
+  await sql`select switchyard.register_function('fuzz-reasons', 'fuzz_names_q')`;
+  for (let i = 0; i < 100; i++) {
+    const len = pick([1, 10, 999, 1000, 1001, 5000]);
+    let reason = pick([...'rR']);
+    while (reason.length < len) reason += rand() < 0.7 ? pick(VALID) : pick(HOSTILE);
+    reason = reason.replace(/[\ud800-\udfff]/g, '\ufffd');
+    try {
+      const result = await pauseFunction(client, 'fuzz-reasons', reason);
+      assert.ok(
+        reason.length <= 1000,
+        `a ${reason.length}-character reason was accepted ${context}`,
+      );
+      assert.equal(result.reason, reason, context);
+      await sql`select switchyard.resume_function('fuzz-reasons')`;
+    } catch (e) {
+      assert.ok(e instanceof OperationError, `${e} ${context}`);
+      assert.ok(reason.length > 1000, `${e.message} ${context}`);
+      assert.equal(e.detail.rule, 'max_reason_chars');
+      assert.equal(e.detail.size, reason.length);
+    }
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // Item 12: the keep-alive's URL and bearer
 
