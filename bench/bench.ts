@@ -17,7 +17,10 @@
  * 4. start-up: `startWorker()` until it polls, with 1 and 50 deployments (verify, and the
  *    first start that compiles);
  * 5. memory: peak RSS (VmHWM) of a worker process with a 50-flow registry while it
- *    processes, next to one with a 1-flow registry.
+ *    processes, next to one with a 1-flow registry;
+ * 6. connections: 1-step tasks through one worker with every default setting (maxConcurrent
+ *    10, batch 10), with its default `maxConnections` 4 (3 in the pool + the heartbeat's own)
+ *    next to 14 (13 + 1: the old pool of `min(maxConcurrent + 3, 20)`).
  *
  * `--quick` runs fewer and smaller rounds. `--explain` prints EXPLAIN ANALYZE of every
  * statement inside one `start_tasks` call (1000 flows). `--profile` (with figure 1) runs one
@@ -71,16 +74,16 @@ function parseOptions(args: string[]): Options {
       !/^--(quick$|explain$|profile$|rounds=|only=|batch=|concurrency=|connections=)/.test(a)
     ) {
       throw new Error(
-        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, --only=1,2,3,4,5, ` +
+        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, --only=1,2,3,4,5,6, ` +
           '--batch=N, --concurrency=N, --connections=N',
       );
     }
   }
   const only = new Set(
-    (value('only') ?? '1,2,3,4,5').split(',').map((s) => {
+    (value('only') ?? '1,2,3,4,5,6').split(',').map((s) => {
       const n = Number(s);
-      if (![1, 2, 3, 4, 5].includes(n)) {
-        throw new Error(`--only=${value('only')} is invalid: list figures from 1 to 5`);
+      if (![1, 2, 3, 4, 5, 6].includes(n)) {
+        throw new Error(`--only=${value('only')} is invalid: list figures from 1 to 6`);
       }
       return n;
     }),
@@ -583,6 +586,67 @@ async function memory(db: BenchDatabase, o: Options) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 6: the worker's connections
+
+/** The default `maxConnections`, and the old pool at the default concurrency plus the heartbeat. */
+const CONNECTIONS = { small: 4, old: Math.min(10 + 3, 20) + 1 } as const;
+
+async function connectionOption(
+  db: BenchDatabase,
+  o: Options,
+): Promise<{ small: Sample[]; old: Sample[]; tasks: number }> {
+  const { sql } = db;
+  const messages = o.quick ? 1500 : 3000;
+  const registry = routedRegistry('cn', 10, 1, 'bench_cn');
+  await compile(sql, registry);
+  const run = async (maxConnections: number) => {
+    await sql`select count(switchyard.start_flow('cn' || (i % 10), jsonb_build_object('i', i)))
+                from generate_series(1, ${messages}::int) i`;
+    // Hidden until the clock starts, as in figure 1.
+    await sql.unsafe(`update pgmq.q_bench_cn set vt = clock_timestamp() + interval '1 hour'`);
+    // Every setting at its default but the one compared (and a silent log).
+    const worker = await startWorker(registry, {
+      queueName: 'bench_cn',
+      connectionString: db.url,
+      logger: silent,
+      maxConnections,
+    });
+    try {
+      return await timed(db, messages, async () => {
+        await sql.unsafe(`update pgmq.q_bench_cn set vt = clock_timestamp()`);
+        await waitUntil('the worker to drain bench_cn', async () => {
+          const [{ n }] = await sql<
+            { n: number }[]
+          >`select count(*)::int as n from pgmq.q_bench_cn`;
+          return n === 0;
+        });
+      });
+    } finally {
+      await worker.stop();
+    }
+  };
+  log('connections: warm-up');
+  await run(CONNECTIONS.small);
+  await run(CONNECTIONS.old);
+  const out = { small: [] as Sample[], old: [] as Sample[], tasks: messages };
+  for (let r = 0; r < o.rounds; r++) {
+    if (r % 2 === 0) {
+      out.small.push(await run(CONNECTIONS.small));
+      out.old.push(await run(CONNECTIONS.old));
+    } else {
+      out.old.push(await run(CONNECTIONS.old));
+      out.small.push(await run(CONNECTIONS.small));
+    }
+    log(
+      `connections round ${r + 1}/${o.rounds}: ${CONNECTIONS.small} connections ` +
+        `${fmt(out.small[r].rate, 0)} tasks/s, ${CONNECTIONS.old} connections ` +
+        `${fmt(out.old[r].rate, 0)} tasks/s`,
+    );
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main() {
   const o = parseOptions(Deno.args);
@@ -704,6 +768,19 @@ async function main() {
         `${fmt(median(m.fifty) / median(m.one))}x`,
         '(none)',
         '-',
+      ]);
+    }
+    if (o.only.has(6)) {
+      const c = await connectionOption(db, o);
+      const rates = (xs: Sample[]) => xs.map((x) => x.rate);
+      const r = roundRatio(rates(c.small), rates(c.old));
+      rows.push([
+        `6 worker defaults, maxConnections ${CONNECTIONS.small} vs ${CONNECTIONS.old}`,
+        `${CONNECTIONS.small} connections ${fmt(median(rates(c.small)), 0)} tasks/s`,
+        `${CONNECTIONS.old} connections ${fmt(median(rates(c.old)), 0)} tasks/s`,
+        `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})`,
+        '>= 0.95x',
+        verdict(r.ratio >= 0.95),
       ]);
     }
   } finally {

@@ -22,7 +22,21 @@ export interface TaskClaim {
   flow_input: unknown;
 }
 
-/** The limits the SQL core enforces (`switchyard.limits()`). */
+/**
+ * The limits the SQL core enforces (`switchyard.limits()`, docs/ARCHITECTURE.md §13).
+ *
+ * @example
+ * ```ts
+ * import type { SqlLimits } from './worker_queries.ts';
+ *
+ * const defaults: SqlLimits = {
+ *   max_input_bytes: 1048576,
+ *   max_output_bytes: 1048576,
+ *   max_function_name_chars: 63,
+ *   max_reason_chars: 1000,
+ * };
+ * ```
+ */
 export interface SqlLimits {
   /** Bytes of JSON text a flow input may have. */
   max_input_bytes: number;
