@@ -10,6 +10,8 @@ import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import {
   Flow,
+  jsonTextBytes,
+  type JsonValue,
   OperationError,
   routeFlow,
   startWorker,
@@ -170,14 +172,14 @@ Deno.test('a step output over max_output_bytes fails its attempt with its size a
     assert.equal(task.attempts_count, 2);
     assert.match(
       task.error,
-      /^SwitchyardError: the output of step "render" is 1048587 bytes of JSON, over the limit of 1048576 bytes \(setting max_output_bytes\)/,
+      /^SwitchyardError: the output of step "render" is 1048588 bytes of JSON, over the limit of 1048576 bytes \(setting max_output_bytes\)/,
     );
   } finally {
     await worker.stop();
   }
 });
 
-Deno.test('complete_tasks itself fails the attempt of an output over the limit (a caller without the worker check)', async () => {
+Deno.test('complete_tasks refuses an output over the limit from a caller without the worker check', async () => {
   await compiled('rawOutputV1', 'raw_output');
   const workerId = crypto.randomUUID();
   await sql`select switchyard.register_worker(${workerId}::uuid, 'raw_output', 'raw-output-worker',
@@ -192,21 +194,65 @@ Deno.test('complete_tasks itself fails the attempt of an output over the limit (
   assert.deepEqual(claims.map((c) => c.disposition), ['claimed']);
   const small = { run_id: runId, step_slug: 'work', attempt: 1, output: 'ok' };
   const big = { ...small, output: 'z'.repeat(2 * MiB) };
+  for (
+    const call of [
+      () => sql`select ok from switchyard.complete_tasks(${sql.json([big] as never)}::jsonb)`,
+      () =>
+        sql`select switchyard.complete_task(${runId}::uuid, 'work', 1,
+          ${sql.json(big.output as never)}::jsonb)`,
+    ]
+  ) {
+    const r = await refusal(call);
+    assert.equal(r.code, '22023');
+    assert.equal(
+      r.message,
+      `complete_tasks: the output of step "work" of run ${runId} is ${2 * MiB + 2} bytes of ` +
+        `JSON, over the limit of ${MiB} bytes (setting max_output_bytes)`,
+    );
+    assert.equal(r.detail.rule, 'max_output_bytes');
+    assert.equal(r.detail.size, 2 * MiB + 2);
+    assert.equal(r.detail.limit, MiB);
+  }
+  const [task] = await sql<{ status: string; output: unknown }[]>`
+    select status, output from switchyard.step_tasks where run_id = ${runId}`;
+  assert.deepEqual({ ...task }, { status: 'started', output: null }, 'nothing was written');
+  // The same attempt may still complete with a value that fits.
   const [{ ok }] = await sql<{ ok: boolean }[]>`
-    select ok from switchyard.complete_tasks(${sql.json([big] as never)}::jsonb)`;
-  assert.equal(ok, false, 'not accepted');
-  const [task] = await sql<{ status: string; error: string; output: unknown }[]>`
-    select status, error, output from switchyard.step_tasks where run_id = ${runId}`;
-  assert.equal(task.status, 'queued', 'an ordinary failed attempt: retried, not left started');
-  assert.equal(task.output, null);
-  assert.match(
-    task.error,
-    /^the output of step "work" is 2097154 bytes of JSON, over the limit of 1048576 bytes/,
-  );
-  // The attempt is over: a late small answer of the same attempt changes nothing either.
-  const [{ ok: late }] = await sql<{ ok: boolean }[]>`
     select ok from switchyard.complete_tasks(${sql.json([small] as never)}::jsonb)`;
-  assert.equal(late, false);
+  assert.equal(ok, true);
+});
+
+Deno.test('jsonTextBytes counts exactly what octet_length(value::jsonb::text) counts', async () => {
+  const values: JsonValue[] = [
+    null,
+    true,
+    false,
+    0,
+    -0,
+    7,
+    -12.5,
+    0.1,
+    1e21,
+    -1.5e-7,
+    1.7976931348623157e308,
+    5e-324,
+    123456789012345680000,
+    '',
+    'plain',
+    'é 日本 🚀',
+    'quote " backslash \\ slash /',
+    '\u0001\u001f\b\f\n\r\t\u007f\u2028',
+    [],
+    {},
+    [1, [2, [3, []]], {}],
+    { b: 1, a: { z: [true, null], y: 'x' }, 'ключ': 'значение', '': '' },
+    { big: Array.from({ length: 50 }, (_, i) => ({ i, s: 'x'.repeat(i), f: i / 7 })) },
+  ];
+  for (const value of values) {
+    const [{ bytes }] = await sql<{ bytes: number }[]>`
+      select octet_length(((${JSON.stringify(value)}::text)::jsonb)::text)::int as bytes`;
+    assert.equal(jsonTextBytes(value), bytes, JSON.stringify(value).slice(0, 80));
+  }
 });
 
 Deno.test('register_function refuses a 100,000-character name and a queue that exists nowhere; pause_function a 1 MB reason', async () => {
@@ -259,8 +305,8 @@ Deno.test('register_function refuses a 100,000-character name and a queue that e
     assert.match(
       unknown.message,
       new RegExp(
-        `^register_function\\("nowhere-worker"\\): queue "${queue}" is unknown: it is not in ` +
-          'the queue catalog \\(switchyard.queues\\)',
+        `^function "nowhere-worker": queue "${queue}" is unknown: it is not in the queue ` +
+          'catalog \\(switchyard.queues\\)',
       ),
     );
     assert.equal(unknown.detail.rule, 'queue_unknown');
@@ -344,10 +390,13 @@ Deno.test('fuzzed function names and pause reasons: each refused with its rule o
       const rule = JSON.parse(err.detail!).rule;
       assert.equal(
         rule,
-        /^[a-z][a-z0-9_-]*$/.test(fn) ? 'max_function_name_chars' : 'function_name',
+        /^[a-z][a-z0-9_-]*$/.test(fn) ? 'max_function_name_chars' : 'function_name_format',
         context,
       );
-      assert.ok(err.message.length < 300, `a bounded message ${context}`);
+      // A size refusal shows the value cut; a format refusal names it whole (SQL errors' rule).
+      if (rule === 'max_function_name_chars') {
+        assert.ok(err.message.length < 300, `a bounded message ${context}`);
+      }
     }
   }
   const [{ names }] = await sql<{ names: string[] }[]>`
@@ -497,7 +546,7 @@ Deno.test('with pg_net the bearer goes to the configured host only', async () =>
       assert.equal(r.detail.rule, 'bearer_host');
     }
     for (const hostile of ['https://x@evil.example', 'https://proj.supabase.co\n@evil.example']) {
-      assert.equal((await refusal(() => wake(hostile))).detail.rule, 'base_url');
+      assert.equal((await refusal(() => wake(hostile))).detail.rule, 'url_format');
     }
     assert.equal((await sent()).length, 0, 'nothing left for another host');
 

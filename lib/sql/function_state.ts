@@ -43,8 +43,7 @@ export async function functionState(
   functionName: string,
   { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FunctionState | null> {
-  return (await listFunctions(source, { heartbeatWindowSeconds }))
-    .find((f) => f.functionName === functionName) ?? null;
+  return (await functionStates(source, functionName, heartbeatWindowSeconds))[0] ?? null;
 }
 
 /**
@@ -62,6 +61,15 @@ export async function listFunctions(
   source: SqlSource,
   { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FunctionState[]> {
+  return await functionStates(source, null, heartbeatWindowSeconds);
+}
+
+/** `switchyard.function_states`: every function, or the one named (none when unknown). */
+async function functionStates(
+  source: SqlSource,
+  functionName: string | null,
+  heartbeatWindowSeconds: number,
+): Promise<FunctionState[]> {
   const sql = sqlOf(source);
   const rows = await call(() =>
     sql<
@@ -75,14 +83,9 @@ export async function listFunctions(
         live_workers: number;
       }[]
     >`
-      select f.function_name, f.queue_name, f.enabled, f.paused_at, f.pause_reason, f.last_woken_at,
-             (select count(*) from switchyard.workers w
-               where w.function_name = f.function_name and w.stopped_at is null
-                 and w.deprecated_at is null
-                 and w.last_heartbeat_at >= now() - make_interval(secs => ${heartbeatWindowSeconds}::int)
-             )::int as live_workers
-        from switchyard.worker_functions f
-       order by f.function_name`
+      select function_name, queue_name, enabled, paused_at, pause_reason, last_woken_at,
+             live_workers
+        from switchyard.function_states(${functionName}::text, ${heartbeatWindowSeconds}::int)`
   );
   return rows.map((r) => ({
     functionName: r.function_name,

@@ -60,12 +60,11 @@ begin
   if input is null then
     raise exception using errcode = '22023', message = format(
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
-      coalesce(to_json(flow_or_alias)::text, 'null'));
+      coalesce(to_json(flow_or_alias)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
+        'flow_or_alias', left(flow_or_alias, 200))::text;
   end if;
-  -- docs/ARCHITECTURE.md §13: the input is stored once and handed to every root step.
-  perform switchyard.assert_json_size(
-    format('start_flow(%s): input', switchyard._clip(flow_or_alias)), 'input', input,
-    'max_input_bytes');
   concrete := switchyard.resolve_flow(flow_or_alias);
   insert into switchyard.runs (flow_slug, started_as, input, remaining_steps)
   select concrete, flow_or_alias, input, count(*)

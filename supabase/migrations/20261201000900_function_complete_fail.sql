@@ -38,13 +38,10 @@ declare
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
     raise exception using errcode = '22023', message =
-      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}';
-  end if;
-  -- An output over max_output_bytes fails its attempt instead (docs/ARCHITECTURE.md §13), so
-  -- the task is no longer started and the item is not accepted below. JSON text is at most six
-  -- times its jsonb size, and the limit is at least 64 KiB: a smaller batch needs no look.
-  if pg_column_size(completions) > 65536 / 6 then
-    perform switchyard._fail_oversized_outputs(completions);
+      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}',
+      detail = jsonb_build_object(
+        'rule', 'completions_not_array', 'argument', 'completions',
+        'value', left(completions::text, 200))::text;
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
@@ -137,34 +134,6 @@ begin
 end
 $$;
 
--- Fails the attempt of every item of a complete_tasks batch whose output is over the limit,
--- with an error naming its size and the limit. Each is an ordinary failed attempt (retried
--- while attempts remain), never a task left started to be recovered and run again unchanged.
-create or replace function switchyard._fail_oversized_outputs(completions jsonb)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  max_size int := switchyard.limit_value('max_output_bytes');
-  item record;
-begin
-  for item in
-    select (c.value ->> 'run_id')::uuid as run_id, c.value ->> 'step_slug' as step_slug,
-           (c.value ->> 'attempt')::int as attempt, octet_length((c.value -> 'output')::text) as size
-      from jsonb_array_elements(completions) c
-     where pg_column_size(c.value -> 'output') > max_size / 6
-       and octet_length((c.value -> 'output')::text) > max_size
-  loop
-    perform switchyard.fail_task(item.run_id, item.step_slug, item.attempt, format(
-      'the output of step %s is %s bytes of JSON, over the limit of %s bytes (setting '
-      'max_output_bytes); return a smaller value (store large data elsewhere and return a '
-      'reference)', to_json(item.step_slug)::text, item.size, max_size));
-  end loop;
-end
-$$;
-
 -- Completes one task: a batch of one (see complete_tasks).
 create or replace function switchyard.complete_task(
   run_id uuid, step_slug text, attempt int, output jsonb
@@ -248,9 +217,11 @@ begin
 end
 $$;
 
--- Stall recovery: started tasks whose worker stopped, stopped heart-beating, or
--- overran timeout + margin go back to queued and become visible at once; a task
--- that has used all its attempts fails instead (bounded).
+-- Stall recovery: started tasks whose worker is gone or no longer runs (stopped, or
+-- stopped heart-beating: switchyard._worker_running), or that overran timeout + margin,
+-- go back to queued and become visible at once; a task that has used all its attempts
+-- fails instead (bounded). The helper is inlined: the plan is the same as with the
+-- conditions written out (a bitmap scan of step_tasks_live for the queue's started tasks).
 create or replace function switchyard.recover_stalled(queue_name text, heartbeat_window_seconds int default 15)
 returns int
 language plpgsql
@@ -269,8 +240,8 @@ begin
      where t.queue_name = queue and t.status = 'started'
        and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
             or w.worker_id is null
-            or w.stopped_at is not null
-            or w.last_heartbeat_at < now() - make_interval(secs => heartbeat_window_seconds))
+            or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
+                                              heartbeat_window_seconds))
      for update of t skip locked
   loop
     if task.attempts_count >= task.max_attempts then

@@ -1,4 +1,4 @@
--- Keep-alive (DESIGN.md §6, last bullet): a pg_cron job wakes every queue
+-- Keep-alive (docs/ARCHITECTURE.md §6, last bullet): a pg_cron job wakes every queue
 -- function that is enabled, unpaused and has no live worker, at most once per
 -- debounce window. A wake is an HTTP POST to the function's gateway path
 -- (/functions/v1/<name>) through pg_net when pg_net is installed; every wake is
@@ -8,8 +8,15 @@
 -- pg_net, pg_cron and Supabase Vault are all optional: they are reached through
 -- dynamic SQL only, so this file compiles on a server that has none of them.
 
--- The settings it reads (functions_base_url, functions_bearer) are rows of
--- switchyard.settings, set with switchyard.set_setting (20261201000350_function_settings.sql).
+-- Operator settings the keep-alive reads. Secrets belong in Supabase Vault when
+-- it is present (a secret named 'switchyard_functions_bearer' wins over the row
+-- here); the table is the fallback for servers without Vault.
+create table switchyard.settings (
+  name text primary key
+    check (name in ('functions_base_url', 'functions_bearer')),
+  value text not null,
+  updated_at timestamptz not null default now()
+);
 
 -- Every wake the keep-alive asked for: the audit trail, and the only effect when
 -- pg_net is absent.
@@ -23,6 +30,39 @@ create table switchyard.wake_requests (
   requested_at timestamptz not null default now()
 );
 create index wake_requests_by_function on switchyard.wake_requests (function_name, requested_at);
+
+-- Sets (or, with a null value, removes) one keep-alive setting.
+create or replace function switchyard.set_setting(name text, value text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if name is null or name not in ('functions_base_url', 'functions_bearer') then
+    raise exception using errcode = '22023', message = format(
+      'setting %s is unknown: use functions_base_url or functions_bearer',
+      coalesce(to_json(name)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+  end if;
+  if name = 'functions_base_url' and value is not null and value !~ '^https?://[^/\s]+' then
+    raise exception using errcode = '22023', message = format(
+      'setting functions_base_url %s is invalid: use an http(s) URL such as https://<project-ref>.supabase.co',
+      to_json(value)::text),
+      detail = jsonb_build_object(
+        'rule', 'url_format', 'argument', 'value', 'value', left(value, 200),
+        'name', 'functions_base_url')::text;
+  end if;
+  if value is null then
+    delete from switchyard.settings s where s.name = set_setting.name;
+  else
+    insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
+    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = now();
+  end if;
+end
+$$;
 
 -- The bearer a wake request carries: the Vault secret 'switchyard_functions_bearer'
 -- when Vault is installed and holds it, else the functions_bearer setting.
@@ -55,13 +95,13 @@ as $$
      where n.nspname = 'net' and p.proname = 'http_post')
 $$;
 
--- Wakes every function that is enabled, unpaused, has no live worker and was not
--- woken within debounce_seconds. A live worker is one that has not stopped, is
--- not deprecated, and heart-beat within heartbeat_window_seconds (a worker that
+-- Wakes every queue function that is enabled, unpaused, has no live worker and was not
+-- woken within debounce_seconds. A live worker (switchyard._worker_live) has not stopped,
+-- is not deprecated, and heart-beat within heartbeat_window_seconds (a worker that
 -- crashed without stopping stops counting once its heartbeat is that old).
 --
 -- Concurrent calls (two cron jobs, a manual call during a cron run) wake each
--- function once: a caller locks the rows it wakes and skips rows locked by anyone
+-- queue function once: a caller locks the rows it wakes and skips rows locked by anyone
 -- else (another keep-alive, a fence, a registering worker), and a row it does lock
 -- is re-checked at its latest version, so a wake committed meanwhile debounces it.
 -- Skipping instead of waiting also means the keep-alive never deadlocks a fence.
@@ -82,10 +122,8 @@ set search_path = ''
 as $$
 declare
   use_net boolean := switchyard._pg_net_available();
-  configured text := (select s.value from switchyard.settings s where s.name = 'functions_base_url');
-  given text := nullif(keep_alive.base_url, '');
-  base text := coalesce(given, configured);
-  problem text := case when base is not null then switchyard.base_url_problem(base) end;
+  base text := rtrim(coalesce(nullif(trim(keep_alive.base_url), ''),
+    (select s.value from switchyard.settings s where s.name = 'functions_base_url')), '/');
   bearer text;
   woken record;
   target text;
@@ -94,51 +132,44 @@ begin
   if debounce_seconds is null or debounce_seconds < 0 then
     raise exception using errcode = '22023', message = format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
-      coalesce(debounce_seconds::text, 'null'));
+      coalesce(debounce_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'debounce_seconds',
+        'value', debounce_seconds::text, 'min', 0)::text;
   end if;
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
     raise exception using errcode = '22023', message = format(
       'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
-      coalesce(heartbeat_window_seconds::text, 'null'));
-  end if;
-  -- The bearer goes to this base URL only: docs/ARCHITECTURE.md §6 (keep-alive).
-  if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'keep_alive: base URL %s%s is invalid: %s', switchyard._clip(base),
-      case when given is null then ' (setting functions_base_url)' else '' end, problem),
+      coalesce(heartbeat_window_seconds::text, 'null')),
       detail = jsonb_build_object(
-        'rule', 'base_url', 'argument', case when given is null then 'functions_base_url' else 'base_url' end,
-        'value', left(base, 200), 'problem', problem)::text;
+        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
+        'value', heartbeat_window_seconds::text, 'min', 1)::text;
   end if;
-  if given is not null and configured is not null
-     and switchyard._url_origin(given) <> switchyard._url_origin(configured) then
+  if base is not null and base !~ '^https?://[^/\s]+' then
     raise exception using errcode = '22023', message = format(
-      'keep_alive: base URL %s is refused: the bearer goes only to the configured host %s '
-      '(setting functions_base_url); pass no base_url, or change the setting',
-      switchyard._clip(given), to_json(switchyard._url_origin(configured))::text),
+      'keep_alive: base URL %s is invalid: use an http(s) URL such as https://<project-ref>.supabase.co',
+      to_json(base)::text),
       detail = jsonb_build_object(
-        'rule', 'bearer_host', 'argument', 'base_url', 'value', left(given, 200),
-        'configured', switchyard._url_origin(configured))::text;
+        'rule', 'url_format', 'argument', 'base_url', 'value', left(base, 200))::text;
   end if;
-  base := rtrim(base, '/');
   if use_net then
     bearer := switchyard._functions_bearer();
-    if bearer ~ '[[:space:][:cntrl:]]' then
-      raise exception using errcode = '22023', message =
-        'keep_alive: the bearer (Vault secret switchyard_functions_bearer or setting '
-        'functions_bearer) contains whitespace or a control character; store it without them',
-        detail = jsonb_build_object('rule', 'bearer_characters', 'argument', 'functions_bearer')::text;
-    end if;
     if base is null then
       raise exception using errcode = '22023', message =
         'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
-        'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')';
+        'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')',
+        detail = jsonb_build_object(
+          'rule', 'base_url_missing', 'argument', 'base_url', 'value', null,
+          'setting', 'functions_base_url')::text;
     end if;
     if bearer is null then
       raise exception using errcode = '22023', message =
         'keep_alive: pg_net is installed but no bearer is configured: store the service role key '
         '(or the kit secret) in Vault as switchyard_functions_bearer, or run '
-        'select switchyard.set_setting(''functions_bearer'', ''<key>'')';
+        'select switchyard.set_setting(''functions_bearer'', ''<key>'')',
+        detail = jsonb_build_object(
+          'rule', 'bearer_missing', 'argument', null, 'value', null,
+          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
     end if;
   end if;
 
@@ -153,9 +184,8 @@ begin
          and not exists (
            select 1 from switchyard.workers w
             where w.function_name = f.function_name
-              and w.stopped_at is null
-              and w.deprecated_at is null
-              and w.last_heartbeat_at >= now() - make_interval(secs => keep_alive.heartbeat_window_seconds))
+              and switchyard._worker_live(w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                                          keep_alive.heartbeat_window_seconds))
        order by f.function_name
        for update of f skip locked
     )
@@ -200,20 +230,14 @@ immutable
 security definer
 set search_path = ''
 as $$
-declare
-  problem text := case when nullif(base_url, '') is not null then switchyard.base_url_problem(base_url) end;
 begin
-  if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'keep_alive_command: base URL %s is invalid: %s', switchyard._clip(base_url), problem),
-      detail = jsonb_build_object(
-        'rule', 'base_url', 'argument', 'base_url', 'value', left(base_url, 200),
-        'problem', problem)::text;
-  end if;
   if debounce_seconds is null or debounce_seconds < 0 then
     raise exception using errcode = '22023', message = format(
       'keep_alive_command: debounce_seconds %s is invalid: use an integer of at least 0',
-      coalesce(debounce_seconds::text, 'null'));
+      coalesce(debounce_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'debounce_seconds',
+        'value', debounce_seconds::text, 'min', 0)::text;
   end if;
   return format('select count(*) from switchyard.keep_alive(base_url => %s, debounce_seconds => %s)',
                 coalesce(quote_literal(base_url), 'null'), debounce_seconds);
@@ -240,13 +264,16 @@ begin
   if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
     raise exception using errcode = 'SY020', message = format(
       'schedule_keep_alive: pg_cron is not installed in database %s', to_json(current_database())::text),
+      detail = jsonb_build_object('database', current_database())::text,
       hint = 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in the '
              'database named by cron.database_name: there run select cron.schedule_in_database('
              '''switchyard_keep_alive'', ''* * * * *'', <switchyard.keep_alive_command()>, <this database>)';
   end if;
   if schedule is null or trim(schedule) = '' then
     raise exception using errcode = '22023', message =
-      'schedule_keep_alive: schedule is missing: use cron syntax such as ''* * * * *''';
+      'schedule_keep_alive: schedule is missing: use cron syntax such as ''* * * * *''',
+      detail = jsonb_build_object(
+        'rule', 'schedule_missing', 'argument', 'schedule', 'value', left(schedule, 200))::text;
   end if;
   -- pg_cron updates a job of the same name (and user) instead of adding another.
   execute 'select cron.schedule($1, $2, $3)' into job
