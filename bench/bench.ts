@@ -19,8 +19,8 @@
  * 5. memory: peak RSS (VmHWM) of a worker process with a 50-flow registry while it
  *    processes, next to one with a 1-flow registry;
  * 6. connections: 1-step tasks through one worker with every default setting (maxConcurrent
- *    10, batch 10), with its default `maxConnections` 4 (3 in the pool + the heartbeat's own)
- *    next to 14 (13 + 1: the old pool of `min(maxConcurrent + 3, 20)`).
+ *    10, batch 10), with its default pool of `maxConnections` 4 next to 13 (the old pool of
+ *    `min(maxConcurrent + 3, 20)`); the heartbeat has its own connection on both sides.
  *
  * `--quick` runs fewer and smaller rounds. `--explain` prints EXPLAIN ANALYZE of every
  * statement inside one `start_tasks` call (1000 flows). `--profile` (with figure 1) runs one
@@ -588,8 +588,8 @@ async function memory(db: BenchDatabase, o: Options) {
 // ---------------------------------------------------------------------------------------------
 // 6: the worker's connections
 
-/** The default `maxConnections`, and the old pool at the default concurrency plus the heartbeat. */
-const CONNECTIONS = { small: 4, old: Math.min(10 + 3, 20) + 1 } as const;
+/** The default `maxConnections` (the pool), and the old pool at the default concurrency. */
+const CONNECTIONS = { small: 4, old: Math.min(10 + 3, 20) } as const;
 
 async function connectionOption(
   db: BenchDatabase,

@@ -636,7 +636,7 @@ Deno.test('maxConnections: default 4, SWITCHYARD_MAX_CONNECTIONS, refused outsid
   assert.throws(() => resolveSettings({}, env('four')), /SWITCHYARD_MAX_CONNECTIONS "four"/);
 });
 
-Deno.test('a worker opens maxConnections connections, and its heartbeat goes on while every write waits on a lock', async () => {
+Deno.test('a worker pool has maxConnections connections (plus the heartbeat), and its heartbeat goes on while every write waits on a lock', async () => {
   const app = `sy_pool_${crypto.randomUUID().slice(0, 8)}`;
   const url = new URL(db.url);
   url.searchParams.set('application_name', app);
@@ -693,7 +693,13 @@ Deno.test('a worker opens maxConnections connections, and its heartbeat goes on 
                           where worker_id = ${worker.workerId} and last_heartbeat_at > ${at}`)) ===
           1,
     );
-    assert.ok((await connections()) <= 3, `at most 3 connections, saw ${await connections()}`);
+    assert.ok((await connections()) <= 3, `at most 3 pool connections, saw ${await connections()}`);
+    assert.equal(
+      await count(sql`select count(*)::int as n from pg_stat_activity
+                       where application_name = ${`switchyard heartbeat ${worker.workerId}`}`),
+      1,
+      'and the heartbeat has one of its own',
+    );
     unlock();
     await holder;
     await waitFor(
