@@ -81,10 +81,18 @@ export class WorkerQueries {
     return rows[0] ?? null;
   }
 
-  /** The SQL core's limits (`switchyard.limits()`, docs/ARCHITECTURE.md §13). */
-  async limits(): Promise<SqlLimits> {
-    const [row] = await this.sql<{ limits: SqlLimits }[]>`select switchyard.limits() as limits`;
-    return row.limits;
+  /**
+   * The SQL core's limits (`switchyard.limits()`, docs/ARCHITECTURE.md §13), or null against a
+   * database whose migrations predate them (SQLSTATE 42883: the worker was deployed first).
+   */
+  async limits(): Promise<SqlLimits | null> {
+    try {
+      const [row] = await this.sql<{ limits: SqlLimits }[]>`select switchyard.limits() as limits`;
+      return row.limits;
+    } catch (e) {
+      if ((e as { code?: string }).code === '42883') return null;
+      throw e;
+    }
   }
 
   async ensureFlow(shape: FlowShape): Promise<'created' | 'verified'> {

@@ -223,8 +223,8 @@ export async function startWorkerImpl(
     if (flags?.paused_at) throw new FunctionPausedError(functionName, flags.pause_reason ?? '');
     if (flags && !flags.enabled) throw new FunctionDisabledError(functionName);
     // The SQL core's limits (docs/ARCHITECTURE.md §13): outputs over the limit fail here,
-    // before they are sent.
-    maxOutputBytes = (await q.limits()).max_output_bytes;
+    // before they are sent. A database migrated before the limits has none to check.
+    maxOutputBytes = (await q.limits())?.max_output_bytes ?? 0;
 
     // 3: compile or verify every complete deployment, then move aliases.
     for (const p of index.placements) await q.ensureFlow(p.shape);
