@@ -356,11 +356,11 @@ export interface StepContext<Input> {
   /** Read-only environment variables of the worker. */
   readonly env: HandlerEnv;
   /**
-   * A postgres.js client for the handler's own queries: a small pool the worker opens on first
-   * use (at most 5 connections, never more than `maxConcurrent`, same connection string as the
-   * worker) and closes when it stops, separate from the worker's own pool so that a handler's
-   * queries never hold up claims and completions. A worker given an existing client
-   * (`sql` option) hands out that client instead.
+   * A postgres.js client for the handler's own queries: a pool the worker opens on first use
+   * (at most `maxConnections` connections and never more than `maxConcurrent`, same connection
+   * string as the worker) and closes when it stops, separate from the worker's own pool so that
+   * a handler's queries never hold up claims, completions or heartbeats. A worker given an
+   * existing client (`sql` option) hands out that client instead.
    */
   readonly sql: HandlerSql;
   /**
