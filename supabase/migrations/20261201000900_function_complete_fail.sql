@@ -42,6 +42,11 @@ begin
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
+  -- Two probes per item, each a LATERAL (... LIMIT 1) on a unique key: the task's message
+  -- key by its primary key, then, in message order, the lock by that key. A join filtered on
+  -- the status instead let the planner read every started task of every queue through the
+  -- partial index step_tasks_worker (dead entries included), so the cost grew with the
+  -- history (docs/ARCHITECTURE.md §5.7).
   select coalesce(array_agg(x.ord order by x.run_id, x.step_slug), '{}'),
          coalesce(array_agg(x.run_id order by x.run_id, x.step_slug), '{}'),
          coalesce(array_agg(x.step_slug order by x.run_id, x.step_slug), '{}'),
@@ -51,18 +56,25 @@ begin
          coalesce(array_agg(x.message_id order by x.run_id, x.step_slug), '{}')
     into acc_ords, acc_runs, acc_steps, acc_flows, acc_outputs, acc_queues, acc_messages
     from (
-      select i.ord, t.run_id, t.step_slug, t.flow_slug, i.output, t.queue_name, t.message_id,
-             t.status, t.attempts_count, i.attempt
-        from (select distinct on (e.run_id, e.step_slug) e.*
-                from (select c.ord, (c.value ->> 'run_id')::uuid as run_id,
-                             c.value ->> 'step_slug' as step_slug,
-                             (c.value ->> 'attempt')::int as attempt,
-                             coalesce(c.value -> 'output', 'null') as output
-                        from jsonb_array_elements(completions) with ordinality as c(value, ord)) e
-               order by e.run_id, e.step_slug, e.ord) i
-        join switchyard.step_tasks t on t.run_id = i.run_id and t.step_slug = i.step_slug
-       order by t.queue_name, t.message_id
-         for update of t
+      select k.ord, l.run_id, l.step_slug, l.flow_slug, k.output, l.queue_name, l.message_id,
+             l.status, l.attempts_count, k.attempt
+        from (select i.ord, i.output, i.attempt, m.queue_name, m.message_id
+                from (select distinct on (e.run_id, e.step_slug) e.*
+                        from (select c.ord, (c.value ->> 'run_id')::uuid as run_id,
+                                     c.value ->> 'step_slug' as step_slug,
+                                     (c.value ->> 'attempt')::int as attempt,
+                                     coalesce(c.value -> 'output', 'null') as output
+                                from jsonb_array_elements(completions) with ordinality as c(value, ord)) e
+                       order by e.run_id, e.step_slug, e.ord) i
+                cross join lateral (select t.queue_name, t.message_id from switchyard.step_tasks t
+                                     where t.run_id = i.run_id and t.step_slug = i.step_slug
+                                     limit 1) m
+               order by m.queue_name, m.message_id) k
+        cross join lateral (select t.run_id, t.step_slug, t.flow_slug, t.queue_name, t.message_id,
+                                   t.status, t.attempts_count
+                              from switchyard.step_tasks t
+                             where t.queue_name = k.queue_name and t.message_id = k.message_id
+                             limit 1 for update) l
     ) x
    where x.status = 'started' and x.attempts_count = x.attempt;
 
@@ -168,11 +180,15 @@ begin
      set status = 'failed', failed_at = now(),
          error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
    where r.run_id = task.run_id and r.status = 'started';
+  -- The run's tasks by key, filtered here: a status condition in the query let the planner
+  -- read every live task of every queue through step_tasks_live (docs/ARCHITECTURE.md §5.7).
   for other in
-    select t.queue_name, t.message_id from switchyard.step_tasks t
-     where t.run_id = task.run_id and t.status = 'queued'
+    select t.queue_name, t.message_id, t.status from switchyard.step_tasks t
+     where t.run_id = task.run_id
   loop
-    perform pgmq.archive(other.queue_name, other.message_id);
+    if other.status = 'queued' then
+      perform pgmq.archive(other.queue_name, other.message_id);
+    end if;
   end loop;
 end
 $$;
