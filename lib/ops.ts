@@ -1,9 +1,10 @@
 /**
  * Switchyard's operator and development entry (`switchyard/ops.ts`): apply the
  * migrations, pause and resume queue functions, run a fenced rollout, read
- * drain states, configure the keep-alive, and the `connect()` client that starts
- * and follows runs. Queue functions import `lib/mod.ts` instead; nothing here
- * is needed inside an Edge Function. See docs/ARCHITECTURE.md §6.
+ * drain states, configure the keep-alive, prune finished runs (retention), and
+ * the `connect()` client that starts and follows runs. Queue functions import
+ * `lib/mod.ts` instead; nothing here is needed inside an Edge Function. See
+ * docs/ARCHITECTURE.md §6.
  *
  * Every operator call takes a postgres.js client or the client of `connect()`.
  *
@@ -34,6 +35,7 @@ export * from './sql/function_state.ts';
 export * from './sql/keep_alive.ts';
 export * from './sql/fence.ts';
 export * from './sql/drain.ts';
+export * from './sql/prune.ts';
 export {
   ensurePgmq,
   migrate,
