@@ -168,6 +168,7 @@ set search_path = ''
 as $$
 declare
   other record;
+  run_status text;
 begin
   update switchyard.step_tasks t
      set status = 'failed', failed_at = now(), error = error_text
@@ -176,10 +177,16 @@ begin
   update switchyard.step_states ss
      set status = 'failed', failed_at = now()
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug;
-  update switchyard.runs r
-     set status = 'failed', failed_at = now(),
-         error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
-   where r.run_id = task.run_id and r.status = 'started';
+  -- The run by key (locked), then its status: a status condition in the update let a plan
+  -- made with stale statistics read every started run through runs_flow_started
+  -- (docs/ARCHITECTURE.md §5.7).
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  if run_status = 'started' then
+    update switchyard.runs r
+       set status = 'failed', failed_at = now(),
+           error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
+     where r.run_id = task.run_id;
+  end if;
   -- The run's tasks by key, filtered here: a status condition in the query let the planner
   -- read every live task of every queue through step_tasks_live (docs/ARCHITECTURE.md §5.7).
   for other in
