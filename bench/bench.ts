@@ -612,6 +612,19 @@ async function checkoutBaseline(
 }
 
 async function main() {
+  if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
+    console.log(
+      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,8]\n' +
+        '                       [--batch=N] [--concurrency=N] [--connections=N]\n' +
+        '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n\n' +
+        'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
+        'registry size (3), start-up (4), memory (5), history: fresh vs 100,000 completed runs\n' +
+        'vs growing (6), backlog: 10 vs 10,000 open runs (7), vs pgflow (8). --baseline also\n' +
+        "runs 6 and 7 on that revision's SQL core. A throwaway cluster unless DATABASE_URL is\n" +
+        'set (fresh databases are created there and dropped). Results: BENCHMARKS.md.',
+    );
+    return;
+  }
   const o = parseOptions(Deno.args);
   const db = await openBenchDatabase(log, { profile: o.profile });
   const cleanups: (() => Promise<void>)[] = [];

@@ -45,12 +45,8 @@ export {
   type WorkerLogger,
   type WorkerState,
 } from './worker/worker.ts';
-export {
-  DEFAULT_HEARTBEAT_WINDOW_SECONDS,
-  WORKER_SETTINGS,
-  type WorkerSetting,
-  type WorkerSettings,
-} from './worker/settings.ts';
+export { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './sql/windows.ts';
+export { WORKER_SETTINGS, type WorkerSetting, type WorkerSettings } from './worker/settings.ts';
 export {
   type EdgeAuth,
   type EdgeOptions,

@@ -1,10 +1,10 @@
 /**
  * Switchyard's operator and development entry (`switchyard/ops.ts`): apply the
  * migrations, pause and resume queue functions, run a fenced rollout, read
- * drain states, configure the keep-alive, prune finished runs (retention), and
- * the `connect()` client that starts and follows runs. Queue functions import
- * `lib/mod.ts` instead; nothing here is needed inside an Edge Function. See
- * docs/ARCHITECTURE.md §6.
+ * drain states, configure the keep-alive, prune finished runs (retention), serve the
+ * dashboard (`createDashboard`), and the `connect()` client that starts and follows
+ * runs. Queue functions import `lib/mod.ts` instead; nothing here is needed inside an
+ * Edge Function. See docs/ARCHITECTURE.md §6.
  *
  * Every operator call takes a postgres.js client or the client of `connect()`.
  *
@@ -26,9 +26,14 @@ export * from './errors.ts';
 export { type Client, connect, type RunStatus } from './sql/client.ts';
 export {
   CONNECTION_ENV_VARS,
+  type ConnectionKind,
+  type ConnectionSettings,
   type EnvReader,
+  parseConnectionString,
   resolveConnectionString,
   type Sql,
+  type SslMode,
+  TRANSACTION_POOLER_MAX_CONNECTIONS,
 } from './sql/connection.ts';
 export type { SqlSource } from './sql/source.ts';
 export * from './sql/function_state.ts';
@@ -36,6 +41,7 @@ export * from './sql/keep_alive.ts';
 export * from './sql/fence.ts';
 export * from './sql/drain.ts';
 export * from './sql/prune.ts';
+export * from './sql/dashboard.ts';
 export {
   ensurePgmq,
   migrate,
@@ -46,3 +52,18 @@ export {
   withLocalSslMode,
 } from './sql/migrate.ts';
 export { formatDrainStatus, formatFenceStatus } from './ops/format.ts';
+export {
+  createDashboard,
+  type Dashboard,
+  DASHBOARD_AUTH_ENV,
+  type DashboardAccess,
+  type DashboardOptions,
+  type DashboardOverview,
+} from './ops/dashboard.ts';
+export {
+  authProblem,
+  BEARER_SECRET_ENV_VARS,
+  type EdgeAuth,
+  SECRET_KEYS_ENV_VAR,
+  secretKeys,
+} from './platform/auth.ts';

@@ -10,6 +10,7 @@
 --   create, create_non_partitioned, create_unlogged, drop_queue, send (all 1.5 overloads),
 --   send_batch (all 1.5 overloads), read, read_with_poll, pop, set_vt, archive (single and
 --   array), delete (single and array), purge_queue, metrics, metrics_all, list_queues,
+--   format_table_name (the kit names queue tables through it, as PGMQ's functions do),
 --   and the pgmq.meta table, the pgmq.q_<queue> / pgmq.a_<queue> tables and the
 --   message_record, queue_record and metrics_result types.
 -- Partitioned queues (pg_partman) and extension-membership helpers are not mirrored.

@@ -170,6 +170,21 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 /** The kit's own SQL errors: invalid value (22023), conflict (23505), state (55000). */
 const KIT_CODES = new Set(['22023', '23505', '55000']);
 
+/**
+ * The detail of a kit refusal (docs/ARCHITECTURE.md §10): a JSON object naming the rule and
+ * the argument, with the value echoed as text of at most 200 characters (or null).
+ */
+function wellFormedDetail(detail: string | undefined): boolean {
+  try {
+    const d = JSON.parse(String(detail));
+    return d !== null && typeof d === 'object' && typeof d.rule === 'string' &&
+      typeof d.argument === 'string' &&
+      (d.value === null || (typeof d.value === 'string' && [...d.value].length <= 200));
+  } catch {
+    return false;
+  }
+}
+
 async function snapshot(conn: postgres.Sql) {
   const [s] = await conn<
     { meta: string[]; queues: string[]; rels: string[]; flows: string[]; runs: number }[]
@@ -246,11 +261,17 @@ Deno.test({
               const result = await run();
               return { ok: true as const, result };
             } catch (e) {
-              const err = e as { code?: string; message?: string };
+              const err = e as { code?: string; message?: string; detail?: string };
               const jsonRefusal = err.code === '22P02' && LONE_SURROGATE.test(name);
               if (!KIT_CODES.has(String(err.code)) && !jsonRefusal) {
                 unexpected.push(
                   `${what}(${describeValue(name)}): ${err.code} ${err.message} ${context}`,
+                );
+              } else if (!jsonRefusal && !wellFormedDetail(err.detail)) {
+                unexpected.push(
+                  `${what}(${describeValue(name)}): ${err.code} detail ${
+                    describeValue(String(err.detail))
+                  } is not {rule, argument, value (at most 200 characters)} ${context}`,
                 );
               }
               return { ok: false as const, code: err.code, message: String(err.message) };

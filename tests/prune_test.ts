@@ -442,6 +442,7 @@ Deno.test('deno task prune loops in batches with a progress line each, and refus
     const inherited = Deno.env.toObject();
     delete inherited.DATABASE_URL;
     delete inherited.SUPABASE_DB_URL;
+    delete inherited.SWITCHYARD_DB_URL;
     const out = await new Deno.Command(Deno.execPath(), {
       args: ['task', '-q', 'prune', ...args],
       cwd: ROOT,

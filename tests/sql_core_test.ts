@@ -218,6 +218,129 @@ Deno.test('start_tasks refuses unknown workers and a queue the worker does not p
   );
 });
 
+Deno.test('_hide_messages finds the queue table of a mixed-case PGMQ queue and hides only the given messages', async () => {
+  // PGMQ accepts a mixed-case name: pgmq.meta keeps the spelling, the tables are lower-cased.
+  await sql`select pgmq.create('Mixed_Hide')`;
+  const [{ adopted }] = await sql`select switchyard.adopt_queue('Mixed_Hide') as adopted`;
+  assert.equal(adopted, 'adopted');
+  const [q] = await sql`select queue_name, pgmq_name from switchyard.queues
+    where queue_name = 'mixed_hide'`;
+  assert.deepEqual({ ...q }, { queue_name: 'mixed_hide', pgmq_name: 'Mixed_Hide' });
+  const mixed = new Flow<{ n: number }>({ slug: 'mixedHide', timeout: 30 })
+    .step({ slug: 'a' }, (i) => i.n);
+  const mixedShape = toPlacement(routeFlow(mixed, { queues: { a: 'mixed_hide' } })).shape;
+  await sql`select switchyard.ensure_flow(${sql.json(mixedShape as never)}::jsonb)`;
+  const runs = [];
+  for (const n of [1, 2, 3]) {
+    const [{ id }] = await sql`select switchyard.start_flow('mixedHide', ${
+      sql.json({ n })
+    }::jsonb) as id`;
+    runs.push(id as string);
+  }
+  const ids = await Promise.all(runs.map(async (r) => String((await taskOf(r)).message_id)));
+  const hidden = async () =>
+    Object.fromEntries(
+      (await sql<{ msg_id: string; secs: number }[]>`
+        select msg_id::text, extract(epoch from vt - clock_timestamp())::float as secs
+          from pgmq.q_mixed_hide where msg_id = any(${pgArray(ids)}::bigint[])`)
+        .map((r) => [r.msg_id, r.secs]),
+    );
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'mixed_hide', 'mixed-hide-worker',
+    array['mixedHide/a'])`;
+  const claims = await sql`select disposition from switchyard.start_tasks('mixed_hide',
+    ${pgArray(ids.slice(0, 2))}::bigint[], ${w}::uuid)`;
+  assert.deepEqual(claims.map((c) => c.disposition), ['claimed', 'claimed']);
+  const [{ margin }] = await sql`select switchyard.claim_margin_seconds() as margin`;
+  let vt = await hidden();
+  for (const id of ids.slice(0, 2)) {
+    assert.ok(vt[id] > 30 + margin - 2 && vt[id] <= 30 + margin, `claimed ${id}: ${vt[id]} s`);
+  }
+  assert.ok(vt[ids[2]] <= 0, `unclaimed ${ids[2]} stays visible: ${vt[ids[2]]} s`);
+  // Called with PGMQ's own spelling, it reaches the same table.
+  await sql`select switchyard._hide_messages('Mixed_Hide', ${pgArray([ids[2]])}::bigint[],
+    array[100])`;
+  vt = await hidden();
+  assert.ok(vt[ids[2]] > 98 && vt[ids[2]] <= 100, `hidden by its spelling: ${vt[ids[2]]} s`);
+  for (const id of ids.slice(0, 2)) assert.ok(vt[id] <= 30 + margin && vt[id] > 30, id);
+  // A refused batch (a worker whose registry lacks the pair) makes every message visible again.
+  const other = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${other}::uuid, 'mixed_hide', 'mixed-hide-other',
+    array['someoneElse/a'])`;
+  const refused = await sql`select disposition from switchyard.start_tasks('mixed_hide',
+    ${pgArray(ids)}::bigint[], ${other}::uuid)`;
+  assert.deepEqual(refused.map((c) => c.disposition), [
+    'unsupported',
+    'unsupported',
+    'unsupported',
+  ]);
+  vt = await hidden();
+  for (const id of ids) assert.ok(vt[id] <= 0, `refused ${id} visible again: ${vt[id]} s`);
+});
+
+Deno.test('function_states counts live workers: not stopped, not deprecated, heart-beat in the window', async () => {
+  await sql`select switchyard.register_function('fs-live', 'core_q')`;
+  await sql`select switchyard.register_function('fs-idle', 'core_q')`;
+  const ids: Record<string, string> = {};
+  for (const name of ['live1', 'live2', 'deprecated', 'stopped', 'silent']) {
+    ids[name] = crypto.randomUUID();
+    await sql`select switchyard.register_worker(${ids[name]}::uuid, 'core_q', 'fs-live',
+      ${pgArray(PAIRS)}::text[])`;
+  }
+  await sql`update switchyard.workers set deprecated_at = now() where worker_id = ${ids.deprecated}`;
+  await sql`select switchyard.worker_stopped(${ids.stopped}::uuid, 'done')`;
+  await sql`update switchyard.workers set last_heartbeat_at = now() - interval '1 minute'
+             where worker_id = ${ids.silent}`;
+  const live = async (name: string | null, window = 15) =>
+    (await sql<{ function_name: string; live_workers: number }[]>`
+      select function_name, live_workers from switchyard.function_states(${name}::text, ${window})`)
+      .map((r) => [r.function_name, r.live_workers]);
+  assert.deepEqual(await live('fs-live'), [['fs-live', 2]]);
+  assert.deepEqual(
+    await live('fs-live', 120),
+    [['fs-live', 3]],
+    'a wider window counts the silent one',
+  );
+  assert.deepEqual(await live('fs-idle'), [['fs-idle', 0]]);
+  assert.deepEqual(await live('fs-nope'), [], 'an unknown name has no row');
+  const all = await live(null);
+  assert.deepEqual(all.map(([n]) => n), [...all.map(([n]) => n)].sort(), 'ordered by name');
+  assert.deepEqual(all.filter(([n]) => String(n).startsWith('fs-')), [['fs-idle', 0], [
+    'fs-live',
+    2,
+  ]]);
+  const [row] = await sql`select * from switchyard.function_states('fs-live')`;
+  assert.deepEqual(Object.keys(row), [
+    'function_name',
+    'queue_name',
+    'enabled',
+    'paused_at',
+    'pause_reason',
+    'last_woken_at',
+    'live_workers',
+  ]);
+  assert.equal(row.queue_name, 'core_q');
+
+  // The keep-alive uses the same definition: it wakes fs-idle, not fs-live.
+  const woken = await sql`select function_name from switchyard.keep_alive(debounce_seconds => 0)
+    where function_name like 'fs-%'`;
+  assert.deepEqual(woken.map((w) => w.function_name), ['fs-idle']);
+  // A fence waits for deprecated workers until they stop: they still run.
+  await sql`select * from switchyard.fence_begin(array['fs-live'])`;
+  try {
+    assert.deepEqual(await live('fs-live'), [['fs-live', 0]], 'fence_begin deprecated them all');
+    const [fence] = await sql`select live_workers from switchyard.fence_status()`;
+    assert.equal(fence.live_workers, 3, 'live1, live2 and the deprecated one still run');
+  } finally {
+    await sql`select * from switchyard.fence_end()`;
+  }
+  await assert.rejects(
+    sql`select * from switchyard.function_states(null, 0)`,
+    (e: { code?: string; detail?: string }) =>
+      e.code === '22023' && JSON.parse(e.detail!).argument === 'heartbeat_window_seconds',
+  );
+});
+
 Deno.test('teardown', async () => {
   await db.close();
 });

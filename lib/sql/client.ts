@@ -46,7 +46,8 @@ export interface Client {
 }
 
 /**
- * Connects to the database (`connectionString`, else `SUPABASE_DB_URL`, else `DATABASE_URL`).
+ * Connects to the database (`connectionString`, else `SWITCHYARD_DB_URL`, else `SUPABASE_DB_URL`,
+ * else `DATABASE_URL`).
  *
  * @example
  * ```ts

@@ -8,6 +8,7 @@
 import { FenceStateError, FenceTimeoutError } from '../errors.ts';
 import type { FenceStatus } from './fence_status.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
 export type { FenceFunctionStatus, FenceStatus } from './fence_status.ts';
 
@@ -80,7 +81,7 @@ export async function fenceBegin(
  */
 export async function fenceStatus(
   source: SqlSource,
-  { heartbeatWindowSeconds = 15 } = {},
+  { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FenceStatus | null> {
   const sql = sqlOf(source);
   const rows = await call(() =>
@@ -153,8 +154,12 @@ export interface WaitForFenceOptions {
  */
 export async function waitForFence(
   source: SqlSource,
-  { timeoutMs = 600_000, intervalMs = 500, heartbeatWindowSeconds = 15, onProgress }:
-    WaitForFenceOptions = {},
+  {
+    timeoutMs = 600_000,
+    intervalMs = 500,
+    heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS,
+    onProgress,
+  }: WaitForFenceOptions = {},
 ): Promise<FenceStatus> {
   const deadline = Date.now() + timeoutMs;
   let first = true;

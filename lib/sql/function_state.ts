@@ -6,6 +6,7 @@
  * @module
  */
 import { call, sqlOf, type SqlSource } from './source.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
 /** The durable flags of one queue function (`switchyard.worker_functions`). */
 export interface FunctionState {
@@ -40,10 +41,9 @@ export interface FunctionState {
 export async function functionState(
   source: SqlSource,
   functionName: string,
-  { heartbeatWindowSeconds = 15 } = {},
+  { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FunctionState | null> {
-  return (await listFunctions(source, { heartbeatWindowSeconds }))
-    .find((f) => f.functionName === functionName) ?? null;
+  return (await functionStates(source, functionName, heartbeatWindowSeconds))[0] ?? null;
 }
 
 /**
@@ -59,7 +59,16 @@ export async function functionState(
  */
 export async function listFunctions(
   source: SqlSource,
-  { heartbeatWindowSeconds = 15 } = {},
+  { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
+): Promise<FunctionState[]> {
+  return await functionStates(source, null, heartbeatWindowSeconds);
+}
+
+/** `switchyard.function_states`: every function, or the one named (none when unknown). */
+async function functionStates(
+  source: SqlSource,
+  functionName: string | null,
+  heartbeatWindowSeconds: number,
 ): Promise<FunctionState[]> {
   const sql = sqlOf(source);
   const rows = await call(() =>
@@ -74,14 +83,9 @@ export async function listFunctions(
         live_workers: number;
       }[]
     >`
-      select f.function_name, f.queue_name, f.enabled, f.paused_at, f.pause_reason, f.last_woken_at,
-             (select count(*) from switchyard.workers w
-               where w.function_name = f.function_name and w.stopped_at is null
-                 and w.deprecated_at is null
-                 and w.last_heartbeat_at >= now() - make_interval(secs => ${heartbeatWindowSeconds}::int)
-             )::int as live_workers
-        from switchyard.worker_functions f
-       order by f.function_name`
+      select function_name, queue_name, enabled, paused_at, pause_reason, last_woken_at,
+             live_workers
+        from switchyard.function_states(${functionName}::text, ${heartbeatWindowSeconds}::int)`
   );
   return rows.map((r) => ({
     functionName: r.function_name,

@@ -5,6 +5,7 @@
  * @module
  */
 import { call, sqlOf, type SqlSource } from './source.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
 /** One wake the keep-alive made (`switchyard.keep_alive`). */
 export interface WakeRequest {
@@ -47,7 +48,8 @@ export interface KeepAliveOptions {
  */
 export async function keepAlive(
   source: SqlSource,
-  { baseUrl, debounceSeconds = 30, heartbeatWindowSeconds = 15 }: KeepAliveOptions = {},
+  { baseUrl, debounceSeconds = 30, heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS }:
+    KeepAliveOptions = {},
 ): Promise<WakeRequest[]> {
   const sql = sqlOf(source);
   const rows = await call(() =>

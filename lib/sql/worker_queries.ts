@@ -43,8 +43,8 @@ export class WorkerQueries {
   ): Promise<{ enabled: boolean; paused_at: Date | null; pause_reason: string | null } | null> {
     const rows = await this.sql<
       { enabled: boolean; paused_at: Date | null; pause_reason: string | null }[]
-    >`select enabled, paused_at, pause_reason from switchyard.worker_functions
-       where function_name = ${functionName}`;
+    >`select enabled, paused_at, pause_reason
+        from switchyard.function_states(${functionName}::text)`;
     return rows[0] ?? null;
   }
 

@@ -8,6 +8,7 @@
  */
 import { WorkerConfigError } from '../errors.ts';
 import type { EnvReader } from '../sql/connection.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 
 /** The worker's tuning, every value resolved. */
 export interface WorkerSettings {
@@ -42,9 +43,6 @@ export interface WorkerSetting {
   /** Why the range is what it is, when that is not obvious. */
   readonly note?: string;
 }
-
-/** The default heartbeat window in seconds; the SQL core's operator calls use the same. */
-export const DEFAULT_HEARTBEAT_WINDOW_SECONDS = 15;
 
 /** Every worker setting: default, environment variable and range, in resolution order. */
 export const WORKER_SETTINGS: Readonly<Record<keyof WorkerSettings, WorkerSetting>> = {

@@ -11,7 +11,6 @@
  *
  * @module
  */
-import type postgres from 'postgres';
 import type { AnyFlow, StepSlugs } from '../dsl/flow.ts';
 import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
@@ -22,7 +21,12 @@ import {
   FunctionPausedError,
   WorkerConfigError,
 } from '../errors.ts';
-import { NO_CONNECTION_MESSAGE, openSql, resolveConnectionString } from '../sql/connection.ts';
+import {
+  NO_CONNECTION_MESSAGE,
+  openSql,
+  resolveConnectionString,
+  type Sql,
+} from '../sql/connection.ts';
 import { WorkerQueries } from '../sql/worker_queries.ts';
 import { CompletionWriter } from './completion_writer.ts';
 import { DispatchIndex, selectQueue } from './dispatch_index.ts';
@@ -40,7 +44,7 @@ export type { WorkerState } from './lifecycle.ts';
 export interface CommonWorkerOptions extends Partial<WorkerSettings> {
   /** The function whose pause flag the worker obeys and sets; default `<queue-with-dashes>-worker`. */
   functionName?: string;
-  /** Connection string; default `SUPABASE_DB_URL`, then `DATABASE_URL`. */
+  /** Connection string; default `SWITCHYARD_DB_URL`, then `SUPABASE_DB_URL`, then `DATABASE_URL`. */
   connectionString?: string;
   /** Log sink; default console at the level in `SWITCHYARD_LOG` (info, warn, error, silent; default warn). */
   logger?: WorkerLogger;
@@ -143,7 +147,7 @@ export interface WorkerImplOptions extends CommonWorkerOptions {
   queueName?: string;
   stepSlug?: string;
   /** An existing client to use instead of opening a pool (the caller closes it). */
-  sql?: postgres.Sql;
+  sql?: Sql;
   /** Settings not given as options are read from these variables (queue functions). */
   env?: (name: string) => string | undefined;
 }

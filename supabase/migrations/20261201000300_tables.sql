@@ -1,7 +1,7 @@
 -- Switchyard state. SQL owns every decision about these rows; the TypeScript
--- worker only calls the functions in the following migrations.
+-- worker only calls the SQL functions in the following migrations.
 
--- Queue registry (DESIGN.md §3): every physical PGMQ queue the kit uses.
+-- The queue catalog (docs/ARCHITECTURE.md §3): every physical PGMQ queue the kit uses.
 create table switchyard.queues (
   queue_name text primary key
     check (switchyard.queue_name_problem(queue_name, false) is null),
@@ -158,8 +158,7 @@ create table switchyard.workers (
   worker_id uuid primary key,
   queue_name text not null,
   function_name text not null references switchyard.worker_functions,
-  supported_pairs text[] not null default '{}',
-  pair_set text not null,                  -- the same pairs as a row set in switchyard.pair_sets
+  pair_set text not null,                  -- its exact support set: a key of switchyard.pair_sets
   started_at timestamptz not null default now(),
   last_heartbeat_at timestamptz not null default now(),
   deprecated_at timestamptz,
@@ -167,6 +166,42 @@ create table switchyard.workers (
   stop_reason text
 );
 create index workers_live on switchyard.workers (function_name) where stopped_at is null;
+
+-- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
+--   running: not stopped, and heart-beat within the window (a worker that crashed without
+--            stopping stops counting once its heartbeat is that old). A deprecated worker
+--            still runs until it stops: a fence waits for it (fence_status), and stall
+--            recovery leaves its tasks alone (recover_stalled recovers the tasks of workers
+--            that are not running).
+--   live:    running and not deprecated: the keep-alive wakes a queue function without a
+--            live worker (keep_alive, function_states).
+-- Plain SQL expressions, neither STRICT nor security definer and without SET options, so
+-- the planner inlines them into the calling statement: the caller's index use is unchanged.
+-- (That is also why search_path is not pinned here; the functions are schema-qualified and
+-- every caller in the kit pins its own.)
+create or replace function switchyard._worker_running(
+  stopped_at timestamptz, last_heartbeat_at timestamptz, heartbeat_window_seconds int
+)
+returns boolean
+language sql
+stable
+as $$
+  select stopped_at is null
+     and last_heartbeat_at >= pg_catalog.now()
+                              - pg_catalog.make_interval(secs => heartbeat_window_seconds)
+$$;
+
+create or replace function switchyard._worker_live(
+  stopped_at timestamptz, deprecated_at timestamptz, last_heartbeat_at timestamptz,
+  heartbeat_window_seconds int
+)
+returns boolean
+language sql
+stable
+as $$
+  select deprecated_at is null
+     and switchyard._worker_running(stopped_at, last_heartbeat_at, heartbeat_window_seconds)
+$$;
 
 -- The exact (flow, step) support sets workers registered, one row per pair, keyed by a hash
 -- of the sorted set: the claim path looks up each message's pair by index, so its cost does

@@ -17,12 +17,17 @@ begin
     if nullable then
       return null;
     end if;
-    raise exception using errcode = '22023', message = format('%s %s is missing', what, key);
+    raise exception using errcode = '22023', message = format('%s %s is missing', what, key),
+      detail = jsonb_build_object(
+        'rule', 'option_missing', 'argument', key, 'value', null, 'context', what)::text;
   end if;
   if jsonb_typeof(v) <> 'number' or (v::text)::numeric <> trunc((v::text)::numeric)
      or (v::text)::numeric < min_value or (v::text)::numeric > max_value then
     raise exception using errcode = '22023', message = format(
-      '%s %s %s is invalid: use an integer from %s to %s', what, key, v::text, min_value, max_value);
+      '%s %s %s is invalid: use an integer from %s to %s', what, key, v::text, min_value, max_value),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', key, 'value', left(v::text, 200),
+        'min', min_value, 'max', max_value, 'context', what)::text;
   end if;
   return (v::text)::int;
 end
@@ -112,14 +117,19 @@ declare
   i int := 0;
 begin
   if shape is null or jsonb_typeof(shape) <> 'object' then
-    raise exception using errcode = '22023', message = 'flow shape must be a JSON object';
+    raise exception using errcode = '22023', message = 'flow shape must be a JSON object',
+      detail = jsonb_build_object(
+        'rule', 'shape_not_object', 'argument', 'shape', 'value', left(shape::text, 200))::text;
   end if;
   slug := switchyard.assert_slug('flow', shape ->> 'slug');
   placement := shape ->> 'placement';
   if placement is null or placement not in ('plain', 'step_queues', 'routed') then
     raise exception using errcode = '22023', message = format(
       'flow %s placement %s is invalid: use plain, step_queues or routed',
-      to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text);
+      to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text),
+      detail = jsonb_build_object(
+        'rule', 'placement_invalid', 'argument', 'placement',
+        'value', left(shape ->> 'placement', 200), 'flow_slug', slug)::text;
   end if;
 
   -- Concurrent workers compiling the same flow serialize here.
@@ -130,7 +140,10 @@ begin
     if existing.flow_slug <> slug then
       raise exception using errcode = '23505', message = format(
         'flow slug %s collides with compiled flow %s: slugs are unique case-insensitively',
-        to_json(slug)::text, to_json(existing.flow_slug)::text);
+        to_json(slug)::text, to_json(existing.flow_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'flow_slug_case_collision', 'argument', 'flow_slug', 'value', slug,
+          'existing_flow_slug', existing.flow_slug)::text;
     end if;
     if existing.shape = shape then
       return 'verified';
@@ -139,7 +152,11 @@ begin
     raise exception using errcode = 'SY004', message = format(
       'flow %s is already compiled with a different shape (%s); a concrete flow never changes: '
       'deploy the change under a new slug (for example %s)',
-      to_json(slug)::text, array_to_string(diffs, '; '), to_json(slug || 'V2')::text);
+      to_json(slug)::text, array_to_string(diffs, '; '), to_json(slug || 'V2')::text),
+      detail = jsonb_build_object(
+        'flow_slug', slug,
+        'differences', (select jsonb_agg(left(d, 200) order by o)
+                          from unnest(diffs) with ordinality as x(d, o)))::text;
   end if;
 
   flow_max_attempts := switchyard._int_option(shape -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false);
@@ -147,7 +164,10 @@ begin
   flow_timeout := switchyard._int_option(shape -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false);
   if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
     raise exception using errcode = '22023', message = format(
-      'flow %s has no steps: add at least one step', to_json(slug)::text);
+      'flow %s has no steps: add at least one step', to_json(slug)::text),
+      detail = jsonb_build_object(
+        'rule', 'steps_missing', 'argument', 'steps',
+        'value', left((shape -> 'steps')::text, 200), 'flow_slug', slug)::text;
   end if;
 
   insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, timeout, shape)
@@ -158,12 +178,19 @@ begin
     if lower(step_slug) = any (select lower(s) from unnest(seen_steps) s) then
       raise exception using errcode = '22023', message = format(
         'flow %s lists step %s twice: step slugs are unique case-insensitively',
-        to_json(slug)::text, to_json(step_slug)::text);
+        to_json(slug)::text, to_json(step_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'step_slug_duplicate', 'argument', 'step_slug', 'value', step_slug,
+          'flow_slug', slug)::text;
     end if;
     if (step -> 'index') is distinct from to_jsonb(i) then
       raise exception using errcode = '22023', message = format(
         'flow %s step %s has index %s: steps must be listed in index order from 0',
-        to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb));
+        to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb)),
+        detail = jsonb_build_object(
+          'rule', 'step_index_order', 'argument', 'index',
+          'value', left((step -> 'index')::text, 200), 'expected', i,
+          'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
     step_queue := step ->> 'queue';
     if placement = 'plain' then
@@ -177,7 +204,11 @@ begin
       raise exception using errcode = '22023', message = format(
         'flow %s step %s: a %s flow must use queue %s, not %s',
         to_json(slug)::text, to_json(step_slug)::text, placement, to_json(expected_queue)::text,
-        coalesce(to_json(step_queue)::text, 'null'));
+        coalesce(to_json(step_queue)::text, 'null')),
+        detail = jsonb_build_object(
+          'rule', 'placement_queue', 'argument', 'queue', 'value', left(step_queue, 200),
+          'expected', expected_queue, 'placement', placement,
+          'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
     if placement = 'routed' then
       perform switchyard.ensure_shared_queue(step_queue);
@@ -187,7 +218,11 @@ begin
 
     if jsonb_typeof(coalesce(step -> 'dependsOn', '[]')) <> 'array' then
       raise exception using errcode = '22023', message = format(
-        'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text);
+        'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'depends_on_not_array', 'argument', 'dependsOn',
+          'value', left((step -> 'dependsOn')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
                                   max_attempts, base_delay, timeout, start_delay)
@@ -202,11 +237,18 @@ begin
       if jsonb_typeof(dep) <> 'string' or not ((dep #>> '{}') = any (seen_steps)) then
         raise exception using errcode = '22023', message = format(
           'flow %s step %s depends on %s, which is not an earlier step of the flow',
-          to_json(slug)::text, to_json(step_slug)::text, dep::text);
+          to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          detail = jsonb_build_object(
+            'rule', 'dependency_not_earlier_step', 'argument', 'dependsOn',
+            'value', left(coalesce(dep #>> '{}', dep::text), 200),
+            'flow_slug', slug, 'step_slug', step_slug)::text;
       end if;
       if (dep #>> '{}') = any (deps_seen) then
         raise exception using errcode = '22023', message = format(
-          'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text);
+          'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          detail = jsonb_build_object(
+            'rule', 'dependency_duplicate', 'argument', 'dependsOn',
+            'value', left(dep #>> '{}', 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
       end if;
       deps_seen := deps_seen || (dep #>> '{}');
       insert into switchyard.deps (flow_slug, dep_slug, step_slug) values (slug, dep #>> '{}', step_slug);

@@ -60,7 +60,10 @@ begin
   if input is null then
     raise exception using errcode = '22023', message = format(
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
-      coalesce(to_json(flow_or_alias)::text, 'null'));
+      coalesce(to_json(flow_or_alias)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
+        'flow_or_alias', left(flow_or_alias, 200))::text;
   end if;
   concrete := switchyard.resolve_flow(flow_or_alias);
   insert into switchyard.runs (flow_slug, started_as, input, remaining_steps)

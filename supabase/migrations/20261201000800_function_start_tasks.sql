@@ -1,4 +1,4 @@
--- The claim path (DESIGN.md §5): classify every message of a batch read from one
+-- The claim path (docs/ARCHITECTURE.md §5): classify every message of a batch read from one
 -- physical queue, then claim the eligible ones, or refuse the whole batch.
 
 create type switchyard.task_claim as (
@@ -96,10 +96,12 @@ $$;
 -- (their step's timeout plus the margin) and a refused batch (visible again at once).
 -- PGMQ 1.5 has only a one-message set_vt, and a call per message (dynamic SQL each) was
 -- a sixth of the database time of a claim. This writes PGMQ's documented queue table
--- (pgmq.q_<lower-cased queue name>: msg_id, read_ct, enqueued_at, vt, message, headers)
--- the way set_vt does (vt = clock_timestamp() + seconds). Messages gone meanwhile are
--- skipped. The only caller is start_tasks, which has locked the batch's tasks first, in
--- message order.
+-- (msg_id, read_ct, enqueued_at, vt, message, headers) the way set_vt does (vt =
+-- clock_timestamp() + seconds), naming the table with PGMQ's own
+-- pgmq.format_table_name(queue, 'q') as PGMQ's functions do (it lower-cases the name, so
+-- any spelling PGMQ accepts reaches the same table). Messages gone meanwhile are skipped.
+-- The only caller is start_tasks, which has locked the batch's tasks first, in message
+-- order.
 create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
 returns void
 language plpgsql
@@ -111,7 +113,7 @@ begin
     'update pgmq.%I q set vt = clock_timestamp() + make_interval(secs => v.secs)
        from unnest($1::bigint[], $2::int[]) as v(id, secs)
       where q.msg_id = v.id',
-    'q_' || lower(queue))
+    pgmq.format_table_name(queue, 'q'))
   using ids, seconds;
 end
 $$;
@@ -120,7 +122,7 @@ $$;
 -- normal call: the set is sent once, at registration).
 --
 -- Index probes only (enable_seqscan/hashjoin/mergejoin off for this call and the
--- functions it calls): every statement here touches a batch of at most a few hundred
+-- SQL functions it calls): every statement here touches a batch of at most a few hundred
 -- rows, found by key. PL/pgSQL caches a generic plan per statement after a few calls;
 -- for the joins of the batch's arrays to the task table that plan (a hash join over a
 -- scan of the table) was chosen while the tables were small, and in a worker's
@@ -161,17 +163,22 @@ begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
   end if;
-  -- Not `select *`: supported_pairs may be a large array, and it is not needed here.
   select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
     from switchyard.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
     raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s is not registered', start_tasks.worker_id);
+      'start_tasks: worker %s is not registered', start_tasks.worker_id),
+      detail = jsonb_build_object(
+        'rule', 'worker_not_registered', 'argument', 'worker_id',
+        'value', start_tasks.worker_id::text)::text;
   end if;
   if worker.queue_name <> queue then
     raise exception using errcode = '22023', message = format(
       'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
-      to_json(worker.queue_name)::text, to_json(queue)::text);
+      to_json(worker.queue_name)::text, to_json(queue)::text),
+      detail = jsonb_build_object(
+        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
+        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
   end if;
   support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;
@@ -201,7 +208,7 @@ begin
 
   if unsupported_ids is not null then
     -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
-    -- archived; every message visible again; the function pauses durably.
+    -- archived; every message visible again; the queue function pauses durably.
     perform switchyard._hide_messages(
       queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
     reason := format(

@@ -38,7 +38,10 @@ declare
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
     raise exception using errcode = '22023', message =
-      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}';
+      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}',
+      detail = jsonb_build_object(
+        'rule', 'completions_not_array', 'argument', 'completions',
+        'value', left(completions::text, 200))::text;
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
@@ -237,9 +240,11 @@ begin
 end
 $$;
 
--- Stall recovery: started tasks whose worker stopped, stopped heart-beating, or
--- overran timeout + margin go back to queued and become visible at once; a task
--- that has used all its attempts fails instead (bounded).
+-- Stall recovery: started tasks whose worker is gone or no longer runs (stopped, or
+-- stopped heart-beating: switchyard._worker_running), or that overran timeout + margin,
+-- go back to queued and become visible at once; a task that has used all its attempts
+-- fails instead (bounded). The helper is inlined: the plan is the same as with the
+-- conditions written out (a bitmap scan of step_tasks_live for the queue's started tasks).
 create or replace function switchyard.recover_stalled(queue_name text, heartbeat_window_seconds int default 15)
 returns int
 language plpgsql
@@ -258,8 +263,8 @@ begin
      where t.queue_name = queue and t.status = 'started'
        and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
             or w.worker_id is null
-            or w.stopped_at is not null
-            or w.last_heartbeat_at < now() - make_interval(secs => heartbeat_window_seconds))
+            or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
+                                              heartbeat_window_seconds))
      for update of t skip locked
   loop
     if task.attempts_count >= task.max_attempts then

@@ -1,4 +1,4 @@
--- Startup coverage (DESIGN.md §4 step 5) and version drain status (§6).
+-- Startup coverage (docs/ARCHITECTURE.md §4 step 5) and version drain status (§6).
 
 -- Steps routed to a queue that started runs may still reach: the step has not
 -- finished in that run yet. Driven from the started runs (runs_flow_started), with one

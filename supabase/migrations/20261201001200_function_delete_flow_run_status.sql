@@ -17,13 +17,19 @@ begin
   perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(delete_flow.flow_slug), 0));
   if not exists (select 1 from switchyard.flows f where f.flow_slug = delete_flow.flow_slug) then
     raise exception using errcode = '22023', message = format(
-      'cannot delete flow %s: it is not compiled', coalesce(to_json(delete_flow.flow_slug)::text, 'null'));
+      'cannot delete flow %s: it is not compiled', coalesce(to_json(delete_flow.flow_slug)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'flow_not_compiled', 'argument', 'flow_slug',
+        'value', left(delete_flow.flow_slug, 200))::text;
   end if;
   select a.alias into target_alias from switchyard.aliases a where a.flow_slug = delete_flow.flow_slug;
   if target_alias is not null then
     raise exception using errcode = '55000', message = format(
       'cannot delete flow %s: it is the active target of alias %s; activate another version first',
-      to_json(delete_flow.flow_slug)::text, to_json(target_alias)::text);
+      to_json(delete_flow.flow_slug)::text, to_json(target_alias)::text),
+      detail = jsonb_build_object(
+        'rule', 'flow_is_alias_target', 'argument', 'flow_slug',
+        'value', delete_flow.flow_slug, 'alias', target_alias)::text;
   end if;
   for task in
     select t.queue_name, t.message_id from switchyard.step_tasks t

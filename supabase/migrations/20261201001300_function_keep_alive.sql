@@ -1,4 +1,4 @@
--- Keep-alive (DESIGN.md §6, last bullet): a pg_cron job wakes every queue
+-- Keep-alive (docs/ARCHITECTURE.md §6, last bullet): a pg_cron job wakes every queue
 -- function that is enabled, unpaused and has no live worker, at most once per
 -- debounce window. A wake is an HTTP POST to the function's gateway path
 -- (/functions/v1/<name>) through pg_net when pg_net is installed; every wake is
@@ -43,12 +43,17 @@ begin
   if name is null or name not in ('functions_base_url', 'functions_bearer') then
     raise exception using errcode = '22023', message = format(
       'setting %s is unknown: use functions_base_url or functions_bearer',
-      coalesce(to_json(name)::text, 'null'));
+      coalesce(to_json(name)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
   end if;
   if name = 'functions_base_url' and value is not null and value !~ '^https?://[^/\s]+' then
     raise exception using errcode = '22023', message = format(
       'setting functions_base_url %s is invalid: use an http(s) URL such as https://<project-ref>.supabase.co',
-      to_json(value)::text);
+      to_json(value)::text),
+      detail = jsonb_build_object(
+        'rule', 'url_format', 'argument', 'value', 'value', left(value, 200),
+        'name', 'functions_base_url')::text;
   end if;
   if value is null then
     delete from switchyard.settings s where s.name = set_setting.name;
@@ -90,13 +95,13 @@ as $$
      where n.nspname = 'net' and p.proname = 'http_post')
 $$;
 
--- Wakes every function that is enabled, unpaused, has no live worker and was not
--- woken within debounce_seconds. A live worker is one that has not stopped, is
--- not deprecated, and heart-beat within heartbeat_window_seconds (a worker that
+-- Wakes every queue function that is enabled, unpaused, has no live worker and was not
+-- woken within debounce_seconds. A live worker (switchyard._worker_live) has not stopped,
+-- is not deprecated, and heart-beat within heartbeat_window_seconds (a worker that
 -- crashed without stopping stops counting once its heartbeat is that old).
 --
 -- Concurrent calls (two cron jobs, a manual call during a cron run) wake each
--- function once: a caller locks the rows it wakes and skips rows locked by anyone
+-- queue function once: a caller locks the rows it wakes and skips rows locked by anyone
 -- else (another keep-alive, a fence, a registering worker), and a row it does lock
 -- is re-checked at its latest version, so a wake committed meanwhile debounces it.
 -- Skipping instead of waiting also means the keep-alive never deadlocks a fence.
@@ -127,30 +132,44 @@ begin
   if debounce_seconds is null or debounce_seconds < 0 then
     raise exception using errcode = '22023', message = format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
-      coalesce(debounce_seconds::text, 'null'));
+      coalesce(debounce_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'debounce_seconds',
+        'value', debounce_seconds::text, 'min', 0)::text;
   end if;
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
     raise exception using errcode = '22023', message = format(
       'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
-      coalesce(heartbeat_window_seconds::text, 'null'));
+      coalesce(heartbeat_window_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
+        'value', heartbeat_window_seconds::text, 'min', 1)::text;
   end if;
   if base is not null and base !~ '^https?://[^/\s]+' then
     raise exception using errcode = '22023', message = format(
       'keep_alive: base URL %s is invalid: use an http(s) URL such as https://<project-ref>.supabase.co',
-      to_json(base)::text);
+      to_json(base)::text),
+      detail = jsonb_build_object(
+        'rule', 'url_format', 'argument', 'base_url', 'value', left(base, 200))::text;
   end if;
   if use_net then
     bearer := switchyard._functions_bearer();
     if base is null then
       raise exception using errcode = '22023', message =
         'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
-        'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')';
+        'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')',
+        detail = jsonb_build_object(
+          'rule', 'base_url_missing', 'argument', 'base_url', 'value', null,
+          'setting', 'functions_base_url')::text;
     end if;
     if bearer is null then
       raise exception using errcode = '22023', message =
         'keep_alive: pg_net is installed but no bearer is configured: store the service role key '
         '(or the kit secret) in Vault as switchyard_functions_bearer, or run '
-        'select switchyard.set_setting(''functions_bearer'', ''<key>'')';
+        'select switchyard.set_setting(''functions_bearer'', ''<key>'')',
+        detail = jsonb_build_object(
+          'rule', 'bearer_missing', 'argument', null, 'value', null,
+          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
     end if;
   end if;
 
@@ -165,9 +184,8 @@ begin
          and not exists (
            select 1 from switchyard.workers w
             where w.function_name = f.function_name
-              and w.stopped_at is null
-              and w.deprecated_at is null
-              and w.last_heartbeat_at >= now() - make_interval(secs => keep_alive.heartbeat_window_seconds))
+              and switchyard._worker_live(w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                                          keep_alive.heartbeat_window_seconds))
        order by f.function_name
        for update of f skip locked
     )
@@ -216,7 +234,10 @@ begin
   if debounce_seconds is null or debounce_seconds < 0 then
     raise exception using errcode = '22023', message = format(
       'keep_alive_command: debounce_seconds %s is invalid: use an integer of at least 0',
-      coalesce(debounce_seconds::text, 'null'));
+      coalesce(debounce_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'debounce_seconds',
+        'value', debounce_seconds::text, 'min', 0)::text;
   end if;
   return format('select count(*) from switchyard.keep_alive(base_url => %s, debounce_seconds => %s)',
                 coalesce(quote_literal(base_url), 'null'), debounce_seconds);
@@ -243,13 +264,16 @@ begin
   if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
     raise exception using errcode = 'SY020', message = format(
       'schedule_keep_alive: pg_cron is not installed in database %s', to_json(current_database())::text),
+      detail = jsonb_build_object('database', current_database())::text,
       hint = 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in the '
              'database named by cron.database_name: there run select cron.schedule_in_database('
              '''switchyard_keep_alive'', ''* * * * *'', <switchyard.keep_alive_command()>, <this database>)';
   end if;
   if schedule is null or trim(schedule) = '' then
     raise exception using errcode = '22023', message =
-      'schedule_keep_alive: schedule is missing: use cron syntax such as ''* * * * *''';
+      'schedule_keep_alive: schedule is missing: use cron syntax such as ''* * * * *''',
+      detail = jsonb_build_object(
+        'rule', 'schedule_missing', 'argument', 'schedule', 'value', left(schedule, 200))::text;
   end if;
   -- pg_cron updates a job of the same name (and user) instead of adding another.
   execute 'select cron.schedule($1, $2, $3)' into job

@@ -1,14 +1,14 @@
--- The fenced rollout (DESIGN.md §6): one fence around every affected queue function.
+-- The fenced rollout (docs/ARCHITECTURE.md §6): one fence around every affected queue function.
 --
---   fence_begin(functions)  records each function's exact enabled value, disables
+--   fence_begin(functions)  records each queue function's exact enabled value, disables
 --                           it and deprecates its live workers;
---   fence_status()          per function: live workers and their started tasks
+--   fence_status()          per queue function: live workers and their started tasks
 --                           (the fence is quiet when both are zero everywhere);
 --   fence_end()             restores the recorded values: re-enables only the
---                           functions that were enabled before; closes the fence.
+--                           queue functions that were enabled before; closes the fence.
 --
 -- While the fence is open the operator deploys every replacement registry; the
--- disabled functions refuse to start. At most one fence is open at a time: fences
+-- disabled queue functions refuse to start. At most one fence is open at a time: fences
 -- do not nest, and a second fence_begin is refused until fence_end. Pause flags
 -- are never touched: a paused function stays paused through a fence.
 
@@ -37,7 +37,7 @@ as $$
   select pg_advisory_xact_lock(hashtextextended('switchyard.fence', 0))
 $$;
 
--- Opens a fence over the named functions. Refuses (changing nothing) when a name
+-- Opens a fence over the named queue functions. Refuses (changing nothing) when a name
 -- is missing, null or unknown, or when a fence is already open.
 create or replace function switchyard.fence_begin(function_names text[])
 returns table (fence_id bigint, function_name text, was_enabled boolean, deprecated_workers int)
@@ -57,11 +57,17 @@ declare
 begin
   if function_names is null or cardinality(function_names) = 0 then
     raise exception using errcode = '22023', message =
-      'fence_begin: no functions given: list every queue function the rollout affects';
+      'fence_begin: no functions given: list every queue function the rollout affects',
+      detail = jsonb_build_object(
+        'rule', 'function_names_missing', 'argument', 'function_names',
+        'value', function_names::text)::text;
   end if;
   if array_position(function_names, null) is not null then
     raise exception using errcode = '22023', message =
-      'fence_begin: a function name is null: list function names only';
+      'fence_begin: a function name is null: list function names only',
+      detail = jsonb_build_object(
+        'rule', 'function_name_null', 'argument', 'function_names',
+        'value', left(function_names::text, 200))::text;
   end if;
   perform switchyard._lock_fences();
 
@@ -72,6 +78,7 @@ begin
       open_fence.fence_id, open_fence.opened_at,
       (select string_agg(to_json(m.function_name)::text, ', ' order by m.function_name)
          from switchyard.fence_members m where m.fence_id = open_fence.fence_id)),
+      detail = jsonb_build_object('fence_id', open_fence.fence_id)::text,
       hint = 'finish that rollout with select * from switchyard.fence_end() first';
   end if;
 
@@ -84,7 +91,9 @@ begin
     raise exception using errcode = 'SY003', message = format(
       'fence_begin: unknown function(s) %s: register a function with its scaffold migration '
       '(switchyard.register_function) or start its worker once',
-      (select string_agg(to_json(u)::text, ', ') from unnest(unknown) u));
+      (select string_agg(to_json(u)::text, ', ') from unnest(unknown) u)),
+      detail = jsonb_build_object(
+        'function_names', (select jsonb_agg(left(u, 200) order by u) from unnest(unknown) u))::text;
   end if;
 
   insert into switchyard.fences as fe default values returning fe.fence_id into new_fence;
@@ -107,9 +116,10 @@ begin
 end
 $$;
 
--- The open fence, one row per member function; no rows when no fence is open.
--- live_workers: not stopped and heart-beat within the window (deprecated workers
--- count until they stop). started_tasks: tasks those live workers still run.
+-- The open fence, one row per member queue function; no rows when no fence is open.
+-- live_workers: workers that still run (switchyard._worker_running: not stopped and
+-- heart-beat within the window; the workers fence_begin deprecated count until they
+-- stop, which is what the fence waits for). started_tasks: tasks those workers still run.
 -- stalled_tasks: started tasks held by workers of the function that stopped or
 -- went silent; they do not hold the fence, the next worker's stall recovery
 -- requeues them. quiet: no live worker and no started task of one.
@@ -128,7 +138,10 @@ begin
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
     raise exception using errcode = '22023', message = format(
       'fence_status: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
-      coalesce(heartbeat_window_seconds::text, 'null'));
+      coalesce(heartbeat_window_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
+        'value', heartbeat_window_seconds::text, 'min', 1)::text;
   end if;
   return query
     with members as (
@@ -141,8 +154,8 @@ begin
     ),
     workers as (
       select w.function_name, w.worker_id,
-             (w.stopped_at is null and w.last_heartbeat_at >=
-                now() - make_interval(secs => fence_status.heartbeat_window_seconds)) as live
+             switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
+                                        fence_status.heartbeat_window_seconds) as live
         from switchyard.workers w
        where w.function_name in (select mb.function_name from members mb)
     ),
@@ -169,7 +182,7 @@ end
 $$;
 
 -- Closes the open fence and sets every member's enabled flag back to the value
--- recorded at fence_begin: only functions that were enabled before are enabled.
+-- recorded at fence_begin: only queue functions that were enabled before are enabled.
 create or replace function switchyard.fence_end()
 returns table (fence_id bigint, function_name text, was_enabled boolean, enabled boolean)
 language plpgsql
@@ -184,6 +197,7 @@ begin
   select f.fence_id into open_id from switchyard.fences f where f.closed_at is null for update;
   if not found then
     raise exception using errcode = 'SY011', message = 'fence_end: no fence is open',
+      detail = jsonb_build_object()::text,
       hint = 'open one with select * from switchyard.fence_begin(array[''<function>'', ...])';
   end if;
   update switchyard.worker_functions f

@@ -1,5 +1,5 @@
 -- Privileges: nothing in switchyard for anon or authenticated (PostgREST's roles);
--- the service role may call the kit's API functions.
+-- the service role may call the kit's API SQL functions.
 revoke all on all tables in schema switchyard from public;
 revoke all on all sequences in schema switchyard from public;
 revoke execute on all functions in schema switchyard from public;
