@@ -103,7 +103,7 @@ const flow = new Flow<{ n: number }>({ slug: Deno.env.get('FLOW_SLUG')!, timeout
 await startWorker(flow, {
   connectionString: Deno.env.get('DATABASE_URL'),
   functionName: Deno.env.get('FUNCTION_NAME'),
-  maxPollSeconds: 1, pollIntervalMs: 20, heartbeatIntervalMs: 200,
+  maxPollSeconds: 1, pollIntervalMs: 20, heartbeatIntervalMs: 200, heartbeatWindowSeconds: 2,
 });
 `;
 
@@ -598,7 +598,6 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
     const rescuer = await startWorker(plain('fenceCrashed'), {
       ...base,
       functionName: 'fence-crashed',
-      heartbeatWindowSeconds: 1,
     });
     try {
       assert.equal((await client.waitForRun(doomed.runId)).status, 'completed');

@@ -31,6 +31,11 @@ export interface FlowOptions {
   maxAttempts?: number;
   /** Base of the exponential retry backoff, in seconds, 0 to 86400. Default 1. */
   baseDelay?: number;
+  /**
+   * The longest retry delay, in seconds, 0 to 604800 (7 days): a retry waits
+   * `min(baseDelay * 2^(attempt - 1), maxDelay)`. Default 86400 (1 day).
+   */
+  maxDelay?: number;
   /** Time a task may run before it is considered stalled, in seconds, 1 to 86400. Default 60. */
   timeout?: number;
 }
@@ -43,7 +48,7 @@ export interface FlowOptions {
  * import { Flow, type ResolvedFlowOptions } from './flow.ts';
  *
  * const options: ResolvedFlowOptions = new Flow({ slug: 'f' }).options;
- * // { maxAttempts: 3, baseDelay: 1, timeout: 60 }
+ * // { maxAttempts: 3, baseDelay: 1, maxDelay: 86400, timeout: 60 }
  * ```
  */
 export interface ResolvedFlowOptions {
@@ -51,6 +56,8 @@ export interface ResolvedFlowOptions {
   readonly maxAttempts: number;
   /** Base of the exponential retry backoff, in seconds. */
   readonly baseDelay: number;
+  /** The longest retry delay, in seconds. */
+  readonly maxDelay: number;
   /** Task timeout, in seconds. */
   readonly timeout: number;
 }
@@ -62,7 +69,13 @@ export interface ResolvedFlowOptions {
  * ```ts
  * import type { StepOptions } from './flow.ts';
  *
- * const options: StepOptions = { maxAttempts: null, baseDelay: null, timeout: 30, startDelay: 0 };
+ * const options: StepOptions = {
+ *   maxAttempts: null,
+ *   baseDelay: null,
+ *   maxDelay: null,
+ *   timeout: 30,
+ *   startDelay: 0,
+ * };
  * ```
  */
 export interface StepOptions {
@@ -70,6 +83,8 @@ export interface StepOptions {
   readonly maxAttempts: number | null;
   /** Retry backoff base in seconds, or `null` to inherit. */
   readonly baseDelay: number | null;
+  /** The longest retry delay in seconds, or `null` to inherit. */
+  readonly maxDelay: number | null;
   /** Task timeout in seconds, or `null` to inherit. */
   readonly timeout: number | null;
   /** Seconds to wait before the step's first task becomes visible. */
@@ -99,7 +114,11 @@ export interface StepContext<Input> {
   readonly attempt: number;
   /** The input the run was started with. */
   readonly flowInput: Input;
-  /** Aborted when the task times out or the worker shuts down. */
+  /**
+   * Aborted when the task times out (the reason is the timeout error) or the worker shuts down
+   * (the reason is a `WorkerShutdownError`): stop and return within the worker's
+   * `shutdownGraceMs` to complete, or throw to hand the task back with the attempt refunded.
+   */
   readonly signal: AbortSignal;
 }
 
@@ -151,6 +170,8 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
   maxAttempts?: number;
   /** Retry backoff base in seconds, 0 to 86400. Absent: inherit from the flow. */
   baseDelay?: number;
+  /** The longest retry delay in seconds, 0 to 604800. Absent: inherit from the flow. */
+  maxDelay?: number;
   /** Task timeout in seconds, 1 to 86400. Absent: inherit from the flow. */
   timeout?: number;
   /** Seconds before the step's first task becomes visible, 0 to 86400. Default 0. */
@@ -259,6 +280,7 @@ export type StepSlugs<F extends AnyFlow> = keyof StepOutputs<F> & string;
 const FLOW_DEFAULTS: ResolvedFlowOptions = Object.freeze({
   maxAttempts: 3,
   baseDelay: 1,
+  maxDelay: 86400,
   timeout: 60,
 });
 
@@ -266,6 +288,7 @@ const FLOW_DEFAULTS: ResolvedFlowOptions = Object.freeze({
 const OPTION_RULES = {
   maxAttempts: { min: 1, max: 1000, unit: '' },
   baseDelay: { min: 0, max: 86400, unit: ' seconds' },
+  maxDelay: { min: 0, max: 604800, unit: ' seconds' },
   timeout: { min: 1, max: 86400, unit: ' seconds' },
   startDelay: { min: 0, max: 86400, unit: ' seconds' },
 } as const;
@@ -286,12 +309,13 @@ function checkOption(
   return value;
 }
 
-const FLOW_OPTION_KEYS = new Set(['slug', 'maxAttempts', 'baseDelay', 'timeout']);
+const FLOW_OPTION_KEYS = new Set(['slug', 'maxAttempts', 'baseDelay', 'maxDelay', 'timeout']);
 const STEP_OPTION_KEYS = new Set([
   'slug',
   'dependsOn',
   'maxAttempts',
   'baseDelay',
+  'maxDelay',
   'timeout',
   'startDelay',
 ]);
@@ -359,6 +383,7 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
       maxAttempts: checkOption(owner, 'maxAttempts', options.maxAttempts) ??
         FLOW_DEFAULTS.maxAttempts,
       baseDelay: checkOption(owner, 'baseDelay', options.baseDelay) ?? FLOW_DEFAULTS.baseDelay,
+      maxDelay: checkOption(owner, 'maxDelay', options.maxDelay) ?? FLOW_DEFAULTS.maxDelay,
       timeout: checkOption(owner, 'timeout', options.timeout) ?? FLOW_DEFAULTS.timeout,
     });
     this.#steps = Object.freeze([]);
@@ -370,7 +395,7 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
     return this.#slug;
   }
 
-  /** The flow options with defaults applied (maxAttempts 3, baseDelay 1, timeout 60). */
+  /** The flow options with defaults applied (maxAttempts 3, baseDelay 1, maxDelay 86400, timeout 60). */
   get options(): ResolvedFlowOptions {
     return this.#options;
   }
@@ -466,6 +491,7 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
       options: Object.freeze({
         maxAttempts: checkOption(owner, 'maxAttempts', step.maxAttempts),
         baseDelay: checkOption(owner, 'baseDelay', step.baseDelay),
+        maxDelay: checkOption(owner, 'maxDelay', step.maxDelay),
         timeout: checkOption(owner, 'timeout', step.timeout),
         startDelay: checkOption(owner, 'startDelay', step.startDelay) ?? 0,
       }),

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { InvalidInputError } from '../errors.ts';
+import { InvalidInputError, UnstorableValueError } from '../errors.ts';
 
 /**
  * A JSON value: what flow inputs and step outputs must be.
@@ -34,6 +34,9 @@ export type JsonValue =
  * `JSON.stringify` would silently drop or reshape them and the typed output would lie.
  * A value shared by two branches without a cycle is fine.
  *
+ * Also rejected, with {@link UnstorableValueError}: strings and property names PostgreSQL
+ * cannot store although they are JSON — holding U+0000, or a lone UTF-16 surrogate.
+ *
  * @param value the value to check
  * @param path the name of the root value in messages (default `input`)
  *
@@ -53,6 +56,8 @@ export function assertJson(value: unknown, path = 'input'): asserts value is Jso
 function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
   switch (typeof value) {
     case 'string':
+      checkStorable(value, path, 'the string');
+      return;
     case 'boolean':
       return;
     case 'number':
@@ -93,10 +98,50 @@ function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
       );
     }
     for (const [key, child] of Object.entries(object)) {
-      checkJson(child, `${path}${propertyPath(key)}`, ancestors);
+      const childPath = `${path}${propertyPath(key)}`;
+      checkStorable(key, childPath, 'the property name');
+      checkJson(child, childPath, ancestors);
     }
   }
   ancestors.delete(object);
+}
+
+function checkStorable(text: string, path: string, what: string): void {
+  const nul = text.indexOf('\u0000');
+  if (nul >= 0) {
+    throw new UnstorableValueError(
+      path,
+      `${what} holds U+0000 at index ${nul} (jsonb and text cannot hold it; remove it or ` +
+        'encode the data, for example as base64)',
+    );
+  }
+  if (!text.isWellFormed()) {
+    const at = text.search(LONE_SURROGATE);
+    throw new UnstorableValueError(
+      path,
+      `${what} holds a lone UTF-16 surrogate at index ${at} (half of a character, which ` +
+        'PostgreSQL refuses; cut strings at character boundaries)',
+    );
+  }
+}
+
+/** An unpaired UTF-16 surrogate. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * `text` made storable in a PostgreSQL `text` column: U+0000 becomes the visible escape
+ * `\u0000` and a lone surrogate becomes U+FFFD. For messages (error texts, stop reasons),
+ * never for data, which {@linkcode assertJson} refuses instead.
+ *
+ * @example
+ * ```ts
+ * import { storableText } from './json.ts';
+ *
+ * console.assert(storableText('a\u0000b\ud800') === 'a\\u0000b\ufffd');
+ * ```
+ */
+export function storableText(text: string): string {
+  return text.replaceAll('\u0000', '\\u0000').toWellFormed();
 }
 
 function propertyPath(key: string): string {

@@ -58,7 +58,7 @@ export type PlacementKind = 'plain' | 'step_queues' | 'routed';
  *   index: 0,
  *   dependsOn: [],
  *   queue: 'diamond',
- *   options: { maxAttempts: null, baseDelay: null, timeout: null, startDelay: 0 },
+ *   options: { maxAttempts: null, baseDelay: null, maxDelay: null, timeout: null, startDelay: 0 },
  * };
  * ```
  */
@@ -75,6 +75,7 @@ export interface FlowShapeStep {
   readonly options: {
     readonly maxAttempts: number | null;
     readonly baseDelay: number | null;
+    readonly maxDelay: number | null;
     readonly timeout: number | null;
     readonly startDelay: number;
   };
@@ -93,7 +94,7 @@ export interface FlowShapeStep {
  * const shape: FlowShape = {
  *   slug: 'diamond',
  *   placement: 'plain',
- *   options: { maxAttempts: 3, baseDelay: 1, timeout: 60 },
+ *   options: { maxAttempts: 3, baseDelay: 1, maxDelay: 86400, timeout: 60 },
  *   steps: [],
  * };
  * ```
@@ -107,6 +108,7 @@ export interface FlowShape {
   readonly options: {
     readonly maxAttempts: number;
     readonly baseDelay: number;
+    readonly maxDelay: number;
     readonly timeout: number;
   };
   /** The steps, in index order. */
@@ -231,8 +233,9 @@ function buildPlacement(
  * const shape = flowShape(toPlacement(flow));
  * console.log(JSON.stringify(shape));
  * // {"slug":"diamond","placement":"plain","options":{"maxAttempts":3,"baseDelay":1,
- * //  "timeout":60},"steps":[{"slug":"a","index":0,"dependsOn":[],"queue":"diamond",
- * //  "options":{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0}}]}
+ * //  "maxDelay":86400,"timeout":60},"steps":[{"slug":"a","index":0,"dependsOn":[],
+ * //  "queue":"diamond","options":{"maxAttempts":null,"baseDelay":null,"maxDelay":null,
+ * //  "timeout":null,"startDelay":0}}]}
  * ```
  */
 export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'>): FlowShape {
@@ -243,6 +246,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
     options: Object.freeze({
       maxAttempts: flow.options.maxAttempts,
       baseDelay: flow.options.baseDelay,
+      maxDelay: flow.options.maxDelay,
       timeout: flow.options.timeout,
     }),
     steps: Object.freeze(flow.steps.map((step) =>
@@ -254,6 +258,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
         options: Object.freeze({
           maxAttempts: step.options.maxAttempts,
           baseDelay: step.options.baseDelay,
+          maxDelay: step.options.maxDelay,
           timeout: step.options.timeout,
           startDelay: step.options.startDelay,
         }),

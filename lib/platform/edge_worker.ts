@@ -4,9 +4,11 @@
  * The function serves HTTP. The first authorized request starts one worker through the same
  * implementation as `startWorker()` (docs/ARCHITECTURE.md §4 start-up: compile, coverage, pause and
  * enabled checks, registration); later requests report the running worker. The instance keeps
- * itself alive with `waitUntil(worker.done)` and stops the worker on `beforeunload` (the worker
- * is marked stopped after its in-flight tasks finish). When the worker stops on its own
- * (deprecated, paused, disabled, fatal), the next authorized request may start a new one —
+ * itself alive with `waitUntil(worker.done)` and stops the worker on `beforeunload`: handlers'
+ * `ctx.signal` is aborted, tasks that finish within `shutdownGraceMs` complete, the rest are made
+ * visible again with their attempt refunded, then the worker is marked stopped. When the worker
+ * stops on its own (deprecated, paused, disabled, fatal), the next authorized request may start a
+ * new one —
  * unless the function is paused or disabled, which answers 409 and starts nothing.
  *
  * Authorization: `Authorization: Bearer <token>`, where the token equals
@@ -33,9 +35,10 @@
  * Tuning options that the code does not set can come from the environment:
  * `SWITCHYARD_MAX_CONCURRENT`, `SWITCHYARD_BATCH_SIZE`, `SWITCHYARD_VISIBILITY_TIMEOUT`,
  * `SWITCHYARD_MAX_POLL_SECONDS`, `SWITCHYARD_POLL_INTERVAL_MS`,
- * `SWITCHYARD_HEARTBEAT_INTERVAL_MS`, `SWITCHYARD_STALL_CHECK_INTERVAL_MS` and
- * `SWITCHYARD_HEARTBEAT_WINDOW_SECONDS` (integers). The database is `connectionString`, else
- * `SWITCHYARD_DB_URL` (a secret you set, for example the transaction pooler's URL), else
+ * `SWITCHYARD_HEARTBEAT_INTERVAL_MS`, `SWITCHYARD_STALL_CHECK_INTERVAL_MS`,
+ * `SWITCHYARD_HEARTBEAT_WINDOW_SECONDS` and `SWITCHYARD_SHUTDOWN_GRACE_MS` (integers). The
+ * database is `connectionString`, else `SWITCHYARD_DB_URL` (a secret you set, for example the
+ * transaction pooler's URL), else
  * `SUPABASE_DB_URL`, else `DATABASE_URL`.
  *
  * @module

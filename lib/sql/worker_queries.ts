@@ -8,7 +8,12 @@
 import type postgres from 'postgres';
 import type { FlowShape } from '../dsl/placement.ts';
 
-/** A row of `switchyard.start_tasks`. */
+/**
+ * A row of `switchyard.start_tasks`, with the inputs put back together: SQL sends a run's input
+ * once per batch (on the first claimed row of the run) and no input for a root step, whose
+ * handler input is the flow input; {@linkcode WorkerQueries.startTasks} gives every claimed row
+ * both, as one shared value per run (docs/ARCHITECTURE.md §5.2).
+ */
 export interface TaskClaim {
   disposition: 'claimed' | 'duplicate' | 'stale' | 'unsupported';
   message_id: bigint;
@@ -18,7 +23,9 @@ export interface TaskClaim {
   run_id: string | null;
   attempt: number | null;
   timeout: number | null;
+  /** The handler input: the flow input for a root step, else the dependencies' outputs. */
   input: unknown;
+  /** The run's input. */
   flow_input: unknown;
 }
 
@@ -74,9 +81,10 @@ export class WorkerQueries {
     queue: string,
     functionName: string,
     pairs: string[],
+    heartbeatWindowSeconds = 15, // register_worker's default
   ): Promise<void> {
     await this.sql`select switchyard.register_worker(${workerId}::uuid, ${queue}::text,
-      ${functionName}::text, ${pgArray(pairs)}::text[])`;
+      ${functionName}::text, ${pgArray(pairs)}::text[], ${heartbeatWindowSeconds}::int)`;
   }
 
   /** Message ids read from the queue (bodies are not needed: claims trust identity only). */
@@ -103,13 +111,37 @@ export class WorkerQueries {
     workerId: string,
     pairs: string[] | null,
   ): Promise<TaskClaim[]> {
-    const rows = await this.sql<(Omit<TaskClaim, 'message_id'> & { message_id: string })[]>`
+    // As text, so SQL NULL (not sent) and JSON null stay apart; parsed here once.
+    const rows = await this.sql<
+      (Omit<TaskClaim, 'message_id' | 'input' | 'flow_input'> & {
+        message_id: string;
+        input: string | null;
+        flow_input: string | null;
+      })[]
+    >`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
-             run_id, attempt, timeout, input, flow_input
+             run_id, attempt, timeout, input::text as input, flow_input::text as flow_input
         from switchyard.start_tasks(${queue}::text,
           ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
           ${pairs === null ? null : pgArray(pairs)}::text[])`;
-    return rows.map((r) => ({ ...r, message_id: BigInt(r.message_id) }));
+    const flowInputs = new Map<string, unknown>();
+    for (const r of rows) {
+      if (r.disposition === 'claimed' && r.flow_input !== null) {
+        flowInputs.set(r.run_id!, JSON.parse(r.flow_input));
+      }
+    }
+    return rows.map((r) => {
+      if (r.disposition !== 'claimed') {
+        return { ...r, message_id: BigInt(r.message_id), input: null, flow_input: null };
+      }
+      const flowInput = flowInputs.get(r.run_id!);
+      return {
+        ...r,
+        message_id: BigInt(r.message_id),
+        input: r.input === null ? flowInput : JSON.parse(r.input),
+        flow_input: flowInput,
+      };
+    });
   }
 
   async completeTask(runId: string, stepSlug: string, attempt: number, output: unknown) {
@@ -147,9 +179,10 @@ export class WorkerQueries {
     return row.state;
   }
 
-  async recoverStalled(queue: string, heartbeatWindowSeconds: number): Promise<number> {
+  /** Stall recovery of a queue; each worker is judged by the window it registered with. */
+  async recoverStalled(queue: string): Promise<number> {
     const [row] = await this.sql<{ n: number }[]>`
-      select switchyard.recover_stalled(${queue}::text, ${heartbeatWindowSeconds}::int) as n`;
+      select switchyard.recover_stalled(${queue}::text) as n`;
     return row.n;
   }
 
@@ -160,6 +193,16 @@ export class WorkerQueries {
   async releaseMessages(queue: string, messageIds: readonly bigint[]): Promise<void> {
     await this.sql`select pgmq.set_vt(${queue}::text, id, 0)
                      from unnest(${pgArray(messageIds)}::bigint[]) id`;
+  }
+
+  /**
+   * A stopping worker hands back the started tasks it holds: queued again, visible at once,
+   * the attempt refunded (`switchyard.release_tasks`).
+   */
+  async releaseTasks(workerId: string): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`
+      select switchyard.release_tasks(${workerId}::uuid) as n`;
+    return row.n;
   }
 
   async workerStopped(workerId: string, reason: string | null): Promise<void> {

@@ -33,7 +33,7 @@ import { DispatchIndex, selectQueue } from './dispatch_index.ts';
 import { Executor } from './executor.ts';
 import { Lifecycle, type WorkerState } from './lifecycle.ts';
 import { startMaintenance } from './maintenance.ts';
-import { persist, type WorkerLogger } from './persist.ts';
+import { errorText, persist, type WorkerLogger } from './persist.ts';
 import { poll } from './poller.ts';
 import { resolveSettings, type WorkerSettings } from './settings.ts';
 
@@ -101,6 +101,16 @@ export function consoleLogger(prefix: string): WorkerLogger {
   };
 }
 
+/** A logger whose methods never throw: a log line must not turn into an escaped rejection. */
+function guardedLogger(log: WorkerLogger): WorkerLogger {
+  const guard = (write: (m: string) => void) => (m: string) => {
+    try {
+      write.call(log, m);
+    } catch { /* a throwing logger loses the line, never the worker */ }
+  };
+  return { info: guard(log.info), warn: guard(log.warn), error: guard(log.error) };
+}
+
 /**
  * Starts a worker on one queue.
  *
@@ -162,17 +172,25 @@ export async function startWorkerImpl(
   const queueName = selectQueue(index, options);
   const functionName = options.functionName ?? defaultFunctionName(queueName);
   const settings = resolveSettings(options, options.env);
-  const log = options.logger ?? consoleLogger(`[switchyard ${functionName}]`);
+  const log = guardedLogger(options.logger ?? consoleLogger(`[switchyard ${functionName}]`));
 
   const ownsClient = options.sql === undefined;
+  const workerId = crypto.randomUUID();
   let sql = options.sql;
+  // The heartbeat gets a connection of its own (one more than the pool): reads, claims,
+  // completions and sweeps waiting for a busy pool never delay it past the heartbeat window
+  // (docs/ARCHITECTURE.md §9). With a client passed in, the caller owns the connections and
+  // the heartbeat shares them.
+  let heartbeatSql = sql;
   if (sql === undefined) {
     const url = resolveConnectionString(options.connectionString, options.env);
     if (!url) throw new WorkerConfigError(NO_CONNECTION_MESSAGE);
     sql = openSql(url, { max: Math.min(settings.maxConcurrent + 3, 20) });
+    heartbeatSql = openSql(url, { max: 1, applicationName: `switchyard heartbeat ${workerId}` });
   }
   const q = new WorkerQueries(sql);
-  const workerId = crypto.randomUUID();
+  const closeHeartbeat = () =>
+    ownsClient ? heartbeatSql!.end({ timeout: 1 }).catch(() => {}) : Promise.resolve();
   const pairs = index.pairsFor(queueName);
   const lifecycle = new Lifecycle();
 
@@ -199,9 +217,16 @@ export async function startWorkerImpl(
       );
     }
     // 6: register against the physical queue (re-checks pause and enabled atomically).
-    await q.registerWorker(workerId, queueName, functionName, pairs);
+    await q.registerWorker(
+      workerId,
+      queueName,
+      functionName,
+      pairs,
+      settings.heartbeatWindowSeconds,
+    );
   } catch (e) {
     if (ownsClient) await sql.end({ timeout: 1 }).catch(() => {});
+    await closeHeartbeat();
     throw fromSqlError(e);
   }
   lifecycle.started();
@@ -210,7 +235,17 @@ export async function startWorkerImpl(
   const wake = () => lifecycle.wake();
   const writer = new CompletionWriter(q, log, wake);
   const executor = new Executor(q, index, writer, log, wake);
-  const stopMaintenance = startMaintenance({ q, lifecycle, log, workerId, queueName, ...settings });
+  // A stop request, whatever its cause, reaches the handlers at once through ctx.signal.
+  lifecycle.onStopRequested((reason) => executor.shutdown(reason));
+  const stopMaintenance = startMaintenance({
+    q,
+    heartbeatQ: new WorkerQueries(heartbeatSql!),
+    lifecycle,
+    log,
+    workerId,
+    queueName,
+    ...settings,
+  });
   const client = sql;
 
   const done = (async () => {
@@ -226,15 +261,30 @@ export async function startWorkerImpl(
         functionName,
         ...settings,
       });
+    } catch (e) {
+      // Not expected (the poller handles its own errors), but never an escaped rejection:
+      // the worker fails, drains and records its stop like any fatal stop.
+      lifecycle.fail(e instanceof Error ? e : new Error(errorText(e)));
     } finally {
-      while (executor.size > 0 || writer.size > 0) {
-        await executor.drain();
-        await writer.drain();
+      // Handlers that finish within the grace period complete (or fail) as usual; the rest
+      // are released: their outcome is dropped and their tasks go back to the queue.
+      await executor.drain((lifecycle.stopRequestedAt ?? Date.now()) + settings.shutdownGraceMs);
+      const cut = executor.release();
+      await writer.drain();
+      // Every task this worker still holds (cut off, stopped for the shutdown, or claimed
+      // while stopping): visible again at once, its attempt refunded.
+      const released = await persist(log, 'release_tasks', () => q.releaseTasks(workerId));
+      if (released) {
+        log.info(
+          `released ${released} task(s) on shutdown` +
+            (cut ? ` (${cut} handler(s) still running after ${settings.shutdownGraceMs} ms)` : ''),
+        );
       }
       stopMaintenance();
       const reason = lifecycle.reason;
       await persist(log, 'worker_stopped', () => q.workerStopped(workerId, reason));
       if (ownsClient) await client.end({ timeout: 5 }).catch(() => {});
+      await closeHeartbeat();
       lifecycle.finish();
       log.info(`worker ${workerId} stopped: ${reason}`);
     }

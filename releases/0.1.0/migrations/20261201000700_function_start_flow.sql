@@ -24,6 +24,7 @@ begin
     select m.run_id, m.flow_slug, m.step_slug, st.queue_name, st.start_delay,
            coalesce(st.max_attempts, f.max_attempts) as max_attempts,
            coalesce(st.base_delay, f.base_delay) as base_delay,
+           coalesce(st.max_delay, f.max_delay) as max_delay,
            coalesce(st.timeout, f.timeout) as timeout
       from moved m
       join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug
@@ -36,9 +37,9 @@ begin
       jsonb_build_object('run_id', ready.run_id, 'flow_slug', ready.flow_slug, 'step_slug', ready.step_slug),
       ready.start_delay) s;
     insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
-                                       max_attempts, base_delay, timeout)
+                                       max_attempts, base_delay, max_delay, timeout)
     values (ready.run_id, ready.step_slug, ready.flow_slug, ready.queue_name, msg_id,
-            ready.max_attempts, ready.base_delay, ready.timeout);
+            ready.max_attempts, ready.base_delay, ready.max_delay, ready.timeout);
     started := started + 1;
   end loop;
   return started;
