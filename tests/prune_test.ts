@@ -341,7 +341,7 @@ Deno.test('a stale message of a long-finished run that nobody holds is deleted w
     letFail();
     assert.equal((await t.client.waitForRun(runId)).status, 'failed');
     // Stall recovery makes b's message visible again; no worker polls strand_b.
-    const [{ n }] = await t.db.sql`select switchyard.recover_stalled('strand_b', 15) as n`;
+    const [{ n }] = await t.db.sql`select switchyard.recover_stalled('strand_b') as n`;
     assert.equal(n, 1);
     const [{ visible }] = await t.db.sql`
       select count(*)::int as visible from pgmq.q_strand_b where vt <= clock_timestamp()`;
