@@ -269,7 +269,10 @@ as $$ select 60 $$;
 -- Lost messages: at most once per lost_message_grace_seconds() per queue (one sweep takes
 -- the queue row, others skip it), queued tasks of the queue whose message is no longer in
 -- it, queued or last claimed longer ago than that, get a new message (visible at once, the
--- same hint body) and its id is recorded; no attempt is used. The search reads PGMQ's
+-- same hint body) and its id is recorded; no attempt is used. Only tasks of started runs:
+-- when a run fails, _fail_run archives its other queued tasks' messages and leaves them
+-- queued, and a new message would be archived as stale and sent again every period. The
+-- run's status is read by its key (docs/ARCHITECTURE.md §5.7). The search reads PGMQ's
 -- queue table (named by pgmq.format_table_name, as _hide_messages does) by primary key.
 -- Returns the stalled tasks recovered plus the lost messages sent again.
 create or replace function switchyard.recover_stalled(queue_name text)
@@ -322,6 +325,7 @@ begin
         where t.queue_name = $1 and t.status = ''queued''
           and greatest(t.queued_at, coalesce(t.started_at, t.queued_at))
                 <= now() - make_interval(secs => $2)
+          and (select r.status from switchyard.runs r where r.run_id = t.run_id) = ''started''
           and not exists (select 1 from pgmq.%I m where m.msg_id = t.message_id)
         order by t.message_id
           for update of t skip locked',
