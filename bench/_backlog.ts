@@ -1,5 +1,5 @@
 /**
- * Figure 7, backlog: the cost of the claim path per batch with 10 open runs waiting on the
+ * Figure 8, backlog: the cost of the claim path per batch with 10 open runs waiting on the
  * queue, next to the same with 10,000. The flow has two steps on two queues: a batch of 10
  * from the first queue is claimed (`start_tasks`), nine of its tasks complete
  * (`complete_tasks`, each starting its successor on the second queue) and the tenth fails
@@ -57,7 +57,7 @@ function twoSteps(slug: string, queue: string): DeployedFlow {
   return defineDeployedFlow(routeFlow(flow, { queues } as any), { alias: slug });
 }
 
-/** Runs figure 7 on the current migrations (and the baseline's, when given). */
+/** Runs figure 8 on the current migrations (and the baseline's, when given). */
 export async function backlog(bench: BenchDatabase, o: BacklogOptions): Promise<BacklogResult[]> {
   const out: BacklogResult[] = [];
   const variants = [

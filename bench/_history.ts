@@ -1,5 +1,5 @@
 /**
- * Figure 6, history: the 3-step end-to-end workload (2 shared queues, 2 workers) on a fresh
+ * Figure 7, history: the 3-step end-to-end workload (2 shared queues, 2 workers) on a fresh
  * database, next to the same workload on a database preloaded with many completed runs (their
  * states, tasks and archived messages), and on one that grows round by round without a
  * manual ANALYZE (bulk history between rounds, plus every round's own work). The preloaded
@@ -117,7 +117,7 @@ interface SideState extends HistorySide {
   completed: number;
 }
 
-/** Runs figure 6 and returns every side's samples. */
+/** Runs figure 7 and returns every side's samples. */
 export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<HistorySide[]> {
   const registry: DeployedFlow[] = [threeStepFlow(FLOW, 'hist_a', 'hist_b')];
   const kinds = ['fresh', 'preloaded', 'growing'] as const;

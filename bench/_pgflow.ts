@@ -1,5 +1,5 @@
 /**
- * Figure 8, vs pgflow: pgflow's SQL core, installed from its npm package (`@pgflow/core`,
+ * Figure 9, vs pgflow: pgflow's SQL core, installed from its npm package (`@pgflow/core`,
  * its shipped migrations, fetched with `npm pack` into a temp directory at run time and never
  * stored here), next to Switchyard's, in one database on the bench's server with one queue
  * engine. Both run the same 3-step chain (first -> second -> third) on one queue with one
@@ -117,7 +117,7 @@ function pgflowConsumer(pool: postgres.Sql, o: PgflowOptions, queue: string, wor
   };
 }
 
-/** Runs figure 8. */
+/** Runs figure 9. */
 export async function vsPgflow(bench: BenchDatabase, o: PgflowOptions): Promise<PgflowResult> {
   let fetched: Awaited<ReturnType<typeof fetchPgflow>>;
   try {

@@ -20,15 +20,18 @@
  *    first start that compiles);
  * 5. memory: peak RSS (VmHWM) of a worker process with a 50-flow registry while it
  *    processes, next to one with a 1-flow registry;
- * 6. history: the 3-step end-to-end workload on a fresh database vs one preloaded with
+ * 6. connections: 1-step tasks through one worker with every default setting (maxConcurrent
+ *    10, batch 10), with its default pool of `maxConnections` 4 next to 13 (the old pool of
+ *    `min(maxConcurrent + 3, 20)`); the heartbeat has its own connection on both sides;
+ * 7. history: the 3-step end-to-end workload on a fresh database vs one preloaded with
  *    100,000 completed runs, and vs one growing round by round without a manual ANALYZE
  *    (bench/_history.ts);
- * 7. backlog: claim + completion per batch of 10 with 10 vs 10,000 open runs waiting, and a
+ * 8. backlog: claim + completion per batch of 10 with 10 vs 10,000 open runs waiting, and a
  *    final failure (bench/_backlog.ts);
- * 8. vs pgflow: pgflow's SQL core from its npm package, driven as its worker drives it,
+ * 9. vs pgflow: pgflow's SQL core from its npm package, driven as its worker drives it,
  *    against the engine on the same server (bench/_pgflow.ts).
  *
- * `--baseline=<rev>` also runs figures 6 and 7 on the migrations of that git revision, in
+ * `--baseline=<rev>` also runs figures 7 and 8 on the migrations of that git revision, in
  * databases of their own on the same server: before and after, side by side.
  *
  * `--quick` runs fewer and smaller rounds. `--explain` prints EXPLAIN ANALYZE of every
@@ -55,7 +58,7 @@ import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
 
 /** Every figure, by number. */
-const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8];
+const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 interface Options {
   quick: boolean;
@@ -66,7 +69,7 @@ interface Options {
   connections: number;
   explain: boolean;
   profile: boolean;
-  /** A git revision whose migrations figures 6 and 7 also run on (before/after). */
+  /** A git revision whose migrations figures 7 and 8 also run on (before/after). */
   baseline?: string;
   /** The `@pgflow/core` version figure 8 installs. */
   pgflowVersion: string;
@@ -565,6 +568,67 @@ async function memory(db: BenchDatabase, o: Options) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 6: the worker's connections
+
+/** The default `maxConnections` (the pool), and the old pool at the default concurrency. */
+const CONNECTIONS = { small: 4, old: Math.min(10 + 3, 20) } as const;
+
+async function connectionOption(
+  db: BenchDatabase,
+  o: Options,
+): Promise<{ small: Sample[]; old: Sample[]; tasks: number }> {
+  const { sql } = db;
+  const messages = o.quick ? 1500 : 3000;
+  const registry = routedRegistry('cn', 10, 1, 'bench_cn');
+  await compile(sql, registry);
+  const run = async (maxConnections: number) => {
+    await sql`select count(switchyard.start_flow('cn' || (i % 10), jsonb_build_object('i', i)))
+                from generate_series(1, ${messages}::int) i`;
+    // Hidden until the clock starts, as in figure 1.
+    await sql.unsafe(`update pgmq.q_bench_cn set vt = clock_timestamp() + interval '1 hour'`);
+    // Every setting at its default but the one compared (and a silent log).
+    const worker = await startWorker(registry, {
+      queueName: 'bench_cn',
+      connectionString: db.url,
+      logger: silent,
+      maxConnections,
+    });
+    try {
+      return await timed(db, messages, async () => {
+        await sql.unsafe(`update pgmq.q_bench_cn set vt = clock_timestamp()`);
+        await waitUntil('the worker to drain bench_cn', async () => {
+          const [{ n }] = await sql<
+            { n: number }[]
+          >`select count(*)::int as n from pgmq.q_bench_cn`;
+          return n === 0;
+        });
+      });
+    } finally {
+      await worker.stop();
+    }
+  };
+  log('connections: warm-up');
+  await run(CONNECTIONS.small);
+  await run(CONNECTIONS.old);
+  const out = { small: [] as Sample[], old: [] as Sample[], tasks: messages };
+  for (let r = 0; r < o.rounds; r++) {
+    if (r % 2 === 0) {
+      out.small.push(await run(CONNECTIONS.small));
+      out.old.push(await run(CONNECTIONS.old));
+    } else {
+      out.old.push(await run(CONNECTIONS.old));
+      out.small.push(await run(CONNECTIONS.small));
+    }
+    log(
+      `connections round ${r + 1}/${o.rounds}: ${CONNECTIONS.small} connections ` +
+        `${fmt(out.small[r].rate, 0)} tasks/s, ${CONNECTIONS.old} connections ` +
+        `${fmt(out.old[r].rate, 0)} tasks/s`,
+    );
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 /** PostgreSQL's version, the PGMQ kind (extension or compatible layer) and the CPU count. */
 async function environment(db: BenchDatabase): Promise<string> {
@@ -580,7 +644,7 @@ async function environment(db: BenchDatabase): Promise<string> {
 
 /**
  * The `supabase/` directory of a git revision in a temp directory, for `migrate()`'s
- * `workdir`: figures 6 and 7 then also run on that revision's SQL core.
+ * `workdir`: figures 7 and 8 then also run on that revision's SQL core.
  */
 async function checkoutBaseline(
   rev: string,
@@ -614,14 +678,14 @@ async function checkoutBaseline(
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
     console.log(
-      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,8]\n' +
+      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,9]\n' +
         '                       [--batch=N] [--concurrency=N] [--connections=N]\n' +
         '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n\n' +
         'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
-        'registry size (3), start-up (4), memory (5), history: fresh vs 100,000 completed runs\n' +
-        'vs growing (6), backlog: 10 vs 10,000 open runs (7), vs pgflow (8). --baseline also\n' +
-        "runs 6 and 7 on that revision's SQL core. A throwaway cluster unless DATABASE_URL is\n" +
-        'set (fresh databases are created there and dropped). Results: BENCHMARKS.md.',
+        'registry size (3), start-up (4), memory (5), worker connections (6), history: fresh vs\n' +
+        '100,000 completed runs vs growing (7), backlog: 10 vs 10,000 open runs (8), vs pgflow\n' +
+        "(9). --baseline also runs 7 and 8 on that revision's SQL core. A throwaway cluster unless\n" +
+        'DATABASE_URL is set (fresh databases are created there and dropped). Results: BENCHMARKS.md.',
     );
     return;
   }
@@ -659,7 +723,7 @@ async function main() {
       cpu(xs) === null
         ? ''
         : `, ${fmt(cpu(xs)!, 3)} CPU ms/${unit} (${fmt(server(xs)!, 3)} in PostgreSQL)`;
-    const baseline = o.baseline && (o.only.has(6) || o.only.has(7))
+    const baseline = o.baseline && (o.only.has(7) || o.only.has(8))
       ? await checkoutBaseline(o.baseline)
       : undefined;
     if (baseline) cleanups.push(baseline.remove);
@@ -751,6 +815,18 @@ async function main() {
       ]);
     }
     if (o.only.has(6)) {
+      const c = await connectionOption(db, o);
+      const r = roundRatio(rates(c.small), rates(c.old));
+      rows.push([
+        `6 worker defaults, maxConnections ${CONNECTIONS.small} vs ${CONNECTIONS.old}`,
+        `${CONNECTIONS.small} connections ${fmt(median(rates(c.small)), 0)} tasks/s`,
+        `${CONNECTIONS.old} connections ${fmt(median(rates(c.old)), 0)} tasks/s`,
+        `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})`,
+        '>= 0.95x',
+        verdict(r.ratio >= 0.95),
+      ]);
+    }
+    if (o.only.has(7)) {
       const h = await history(db, {
         runs: o.quick ? 300 : 1000,
         rounds: o.rounds,
@@ -773,7 +849,7 @@ async function main() {
         const pre = side('preloaded')!;
         const rp = roundRatio(rates(pre.samples), rates(fresh.samples));
         rows.push([
-          `6 history${tag}: 3-step e2e, ${pre.history[0].toLocaleString('en')} completed runs ` +
+          `7 history${tag}: 3-step e2e, ${pre.history[0].toLocaleString('en')} completed runs ` +
           'preloaded vs fresh',
           `${fmt(median(rates(pre.samples)), 0)} tasks/s` + cpuText(pre.samples, 'task'),
           `fresh ${fmt(median(rates(fresh.samples)), 0)} tasks/s` + cpuText(fresh.samples, 'task'),
@@ -785,7 +861,7 @@ async function main() {
         const rg = roundRatio(rates(grow.samples), rates(fresh.samples));
         const last = grow.history[grow.history.length - 1];
         rows.push([
-          `6 history${tag}: growing ${grow.history[0].toLocaleString('en')} -> ` +
+          `7 history${tag}: growing ${grow.history[0].toLocaleString('en')} -> ` +
           `${last.toLocaleString('en')} completed runs, no manual ANALYZE`,
           `${fmt(median(rates(grow.samples)), 0)} tasks/s` + cpuText(grow.samples, 'task'),
           `fresh ${fmt(median(rates(fresh.samples)), 0)} tasks/s`,
@@ -812,7 +888,7 @@ async function main() {
         );
       }
     }
-    if (o.only.has(7)) {
+    if (o.only.has(8)) {
       const results = await backlog(db, {
         batches: o.quick ? 60 : 200,
         batch: o.batch,
@@ -826,7 +902,7 @@ async function main() {
           x.claim.map((c, i) => c + x.complete[i]);
         const r = roundRatio(both(b.large), both(b.small));
         rows.push([
-          `7 backlog${tag}: claim + completion of ${o.batch} + ${o.batch - 1} tasks (successor ` +
+          `8 backlog${tag}: claim + completion of ${o.batch} + ${o.batch - 1} tasks (successor ` +
           'starts, run completions), 10,000 open runs waiting',
           `${fmt(median(both(b.large)), 3)} ms (claim ${fmt(median(b.large.claim), 3)}, ` +
           `completion ${fmt(median(b.large.complete), 3)})`,
@@ -838,7 +914,7 @@ async function main() {
         ]);
         const f = roundRatio(b.large.fail, b.small.fail);
         rows.push([
-          `7 backlog${tag}: a final failure (fail_task), 10,000 open runs waiting`,
+          `8 backlog${tag}: a final failure (fail_task), 10,000 open runs waiting`,
           `${fmt(median(b.large.fail), 3)} ms`,
           `${o.batch} open runs ${fmt(median(b.small.fail), 3)} ms`,
           `${fmt(f.ratio)}x`,
@@ -847,7 +923,7 @@ async function main() {
         ]);
       }
     }
-    if (o.only.has(8)) {
+    if (o.only.has(9)) {
       const p = await vsPgflow(db, {
         runs: o.quick ? 300 : 1000,
         rounds: o.rounds,
@@ -857,12 +933,12 @@ async function main() {
         version: o.pgflowVersion,
       });
       if ('skipped' in p) {
-        rows.push(['8 vs pgflow', '(skipped)', p.skipped, '-', '(none)', '-']);
+        rows.push(['9 vs pgflow', '(skipped)', p.skipped, '-', '(none)', '-']);
       } else {
         const r = roundRatio(rates(p.engine), rates(p.pgflow));
         const ce = cpu(p.engine), cp = cpu(p.pgflow);
         rows.push([
-          `8 vs pgflow ${p.version}: 3-step chain, 1 queue, 1 consumer each`,
+          `9 vs pgflow ${p.version}: 3-step chain, 1 queue, 1 consumer each`,
           `engine ${fmt(median(rates(p.engine)), 0)} tasks/s` + cpuText(p.engine, 'task'),
           `pgflow ${fmt(median(rates(p.pgflow)), 0)} tasks/s` + cpuText(p.pgflow, 'task'),
           `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})` +

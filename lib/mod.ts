@@ -62,6 +62,8 @@ export {
 export {
   createMemoryPlatform,
   defaultPlatform,
+  HOSTED_RUNTIME_ENV_VARS,
+  hostedRuntimeSignal,
   type MemoryPlatform,
   type Platform,
   type PlatformServer,

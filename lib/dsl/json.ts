@@ -147,3 +147,77 @@ export function storableText(text: string): string {
 function propertyPath(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
+
+/**
+ * Bytes of `value` as PostgreSQL prints it as `jsonb` text (UTF-8): the measure of the SQL
+ * core's size limits on flow inputs and step outputs (docs/ARCHITECTURE.md §13), computed the
+ * way `octet_length(value::jsonb::text)` counts, so the worker refuses exactly what SQL would:
+ * `, ` and `: ` between items, strings escaped as JSON, numbers without an exponent (`jsonb`
+ * stores them as `numeric`: `1e21` prints as 22 digits).
+ *
+ * @example
+ * ```ts
+ * import { jsonTextBytes } from './json.ts';
+ *
+ * console.assert(jsonTextBytes({ name: 'é', n: [1, 2] }) === 27); // {"n": [1, 2], "name": "é"}
+ * ```
+ */
+export function jsonTextBytes(value: JsonValue): number {
+  if (value === null) return 4;
+  switch (typeof value) {
+    case 'boolean':
+      return value ? 4 : 5;
+    case 'number':
+      return numericTextLength(value);
+    case 'string':
+      return utf8Length(JSON.stringify(value));
+  }
+  if (Array.isArray(value)) {
+    let bytes = 2 + Math.max(0, value.length - 1) * 2; // [] and ", "
+    for (const item of value) bytes += jsonTextBytes(item);
+    return bytes;
+  }
+  const keys = Object.keys(value);
+  let bytes = 2 + Math.max(0, keys.length - 1) * 2; // {} and ", "
+  for (const key of keys) {
+    bytes += utf8Length(JSON.stringify(key)) + 2 + jsonTextBytes(value[key]); // "key": value
+  }
+  return bytes;
+}
+
+/** UTF-8 length without encoding: 1-3 bytes per UTF-16 unit, 4 per surrogate pair. */
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/**
+ * Characters of a number as PostgreSQL's `numeric` prints the JSON text JavaScript writes for
+ * it: plain decimal, the exponent spelled out (`1.5e-7` is `0.00000015`).
+ */
+function numericTextLength(n: number): number {
+  const text = JSON.stringify(n);
+  const e = text.search(/e/i);
+  if (e < 0) return text.length;
+  const sign = text.startsWith('-') ? 1 : 0;
+  const mantissa = text.slice(sign, e);
+  const exponent = Number(text.slice(e + 1));
+  const point = mantissa.indexOf('.');
+  const digits = mantissa.replace('.', '');
+  const intDigits = (point < 0 ? mantissa.length : point) + exponent;
+  if (intDigits <= 0) return sign + 2 + -intDigits + digits.length; // 0.000ddd
+  const fraction = Math.max(0, digits.length - intDigits);
+  return sign + intDigits + (fraction > 0 ? 1 + fraction : 0);
+}

@@ -30,6 +30,32 @@ export interface TaskClaim {
 }
 
 /**
+ * The limits the SQL core enforces (`switchyard.limits()`, docs/ARCHITECTURE.md §13).
+ *
+ * @example
+ * ```ts
+ * import type { SqlLimits } from './worker_queries.ts';
+ *
+ * const defaults: SqlLimits = {
+ *   max_input_bytes: 1048576,
+ *   max_output_bytes: 1048576,
+ *   max_function_name_chars: 63,
+ *   max_reason_chars: 1000,
+ * };
+ * ```
+ */
+export interface SqlLimits {
+  /** Bytes of JSON text a flow input may have. */
+  max_input_bytes: number;
+  /** Bytes of JSON text a step output may have. */
+  max_output_bytes: number;
+  /** Characters a function name may have. */
+  max_function_name_chars: number;
+  /** Characters an operator's pause reason may have. */
+  max_reason_chars: number;
+}
+
+/**
  * A PostgreSQL array literal for text values. postgres.js' `sql.array()` depends
  * on array types it fetches per connection, and a fresh connection may serialize
  * before they arrive; a literal cast in SQL (`::text[]`, `::bigint[]`) is exact.
@@ -53,6 +79,20 @@ export class WorkerQueries {
     >`select enabled, paused_at, pause_reason
         from switchyard.function_states(${functionName}::text)`;
     return rows[0] ?? null;
+  }
+
+  /**
+   * The SQL core's limits (`switchyard.limits()`, docs/ARCHITECTURE.md §13), or null against a
+   * database whose migrations predate them (SQLSTATE 42883: the worker was deployed first).
+   */
+  async limits(): Promise<SqlLimits | null> {
+    try {
+      const [row] = await this.sql<{ limits: SqlLimits }[]>`select switchyard.limits() as limits`;
+      return row.limits;
+    } catch (e) {
+      if ((e as { code?: string }).code === '42883') return null;
+      throw e;
+    }
   }
 
   async ensureFlow(shape: FlowShape): Promise<'created' | 'verified'> {

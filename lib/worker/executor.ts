@@ -10,8 +10,8 @@
  *
  * @module
  */
-import { assertJson } from '../dsl/json.ts';
-import { WorkerShutdownError } from '../errors.ts';
+import { assertJson, jsonTextBytes } from '../dsl/json.ts';
+import { SwitchyardError, WorkerShutdownError } from '../errors.ts';
 import type { TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';
 import type { CompletionWriter } from './completion_writer.ts';
 import type { DispatchIndex } from './dispatch_index.ts';
@@ -38,6 +38,8 @@ export class Executor {
     private readonly writer: CompletionWriter,
     private readonly log: WorkerLogger,
     private readonly onSettled: () => void,
+    /** The SQL core's limits that apply to outputs (docs/ARCHITECTURE.md §13); 0: no check. */
+    private readonly limits: { maxOutputBytes: number } = { maxOutputBytes: 0 },
   ) {}
 
   /** Handlers running now (released ones included until they settle). */
@@ -159,6 +161,16 @@ export class Executor {
       if (running.released) return;
       const value = output === undefined ? null : output;
       assertJson(value, `output of ${flowSlug}/${stepSlug}`);
+      // Over the limit: the attempt fails here instead of sending what SQL refuses.
+      const max = this.limits.maxOutputBytes;
+      const size = max > 0 ? jsonTextBytes(value) : 0;
+      if (size > max) {
+        throw new SwitchyardError(
+          `the output of step "${stepSlug}" is ${size} bytes of JSON, over the limit of ${max} ` +
+            'bytes (setting max_output_bytes); return a smaller value (store large data ' +
+            'elsewhere and return a reference)',
+        );
+      }
       // The handler's slot is free once its completion is queued; the write goes with the
       // next batch while the worker claims more work.
       this.writer.add({ runId, stepSlug, attempt, output: value });

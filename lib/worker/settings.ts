@@ -33,6 +33,11 @@ export interface WorkerSettings {
    */
   heartbeatWindowSeconds: number;
   /**
+   * Connections of the worker's pool (default 4): reads, claims, completions, failures and the
+   * stall sweep. The heartbeat has one connection of its own besides.
+   */
+  maxConnections: number;
+  /**
    * Milliseconds a stopping worker waits for its running handlers after aborting their
    * `ctx.signal` (default 5000). Tasks still running then are made visible again at once,
    * their attempt refunded.
@@ -104,6 +109,13 @@ export const WORKER_SETTINGS: Readonly<Record<keyof WorkerSettings, WorkerSettin
     default: 5000,
     min: 0,
     max: 600_000,
+  },
+  maxConnections: {
+    env: 'SWITCHYARD_MAX_CONNECTIONS',
+    default: 4,
+    min: 2,
+    max: 100,
+    note: "the poller's long read holds one; the heartbeat's own connection comes on top",
   },
 };
 

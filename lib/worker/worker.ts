@@ -86,6 +86,26 @@ export function defaultFunctionName(queueName: string): string {
   return `${queueName.replaceAll('_', '-')}-worker`;
 }
 
+/** Characters a function name may have (the SQL core's max_function_name_chars, §13). */
+const MAX_FUNCTION_NAME_CHARS = 63;
+
+/** The function name rule, checked before anything is compiled (SQL checks it again). */
+function assertFunctionName(name: string): void {
+  const shown = name.length > 80 ? `${JSON.stringify(name.slice(0, 80))}...` : JSON.stringify(name);
+  if (!/^[a-z][a-z0-9_-]*$/.test(name)) {
+    throw new WorkerConfigError(
+      `functionName ${shown} is invalid: use lower-case letters, digits, "-" and "_" ` +
+        '(^[a-z][a-z0-9_-]*$)',
+    );
+  }
+  if (name.length > MAX_FUNCTION_NAME_CHARS) {
+    throw new WorkerConfigError(
+      `functionName ${shown} is ${name.length} characters long, over the limit of ` +
+        `${MAX_FUNCTION_NAME_CHARS} characters`,
+    );
+  }
+}
+
 /** A console logger honouring `SWITCHYARD_LOG` (info, warn, error, silent; default warn). */
 export function consoleLogger(prefix: string): WorkerLogger {
   let level = 'warn';
@@ -171,6 +191,7 @@ export async function startWorkerImpl(
   const index = new DispatchIndex(Array.isArray(target) ? target : [target as WorkerTarget]);
   const queueName = selectQueue(index, options);
   const functionName = options.functionName ?? defaultFunctionName(queueName);
+  assertFunctionName(functionName);
   const settings = resolveSettings(options, options.env);
   const log = guardedLogger(options.logger ?? consoleLogger(`[switchyard ${functionName}]`));
 
@@ -179,18 +200,20 @@ export async function startWorkerImpl(
   let sql = options.sql;
   // The heartbeat gets a connection of its own (one more than the pool): reads, claims,
   // completions and sweeps waiting for a busy pool never delay it past the heartbeat window
-  // (docs/ARCHITECTURE.md §9). With a client passed in, the caller owns the connections and
-  // the heartbeat shares them.
+  // (docs/ARCHITECTURE.md §9). The pool is `maxConnections` (default 4), whatever
+  // `maxConcurrent`. With a client passed in, the caller owns the connections and the heartbeat
+  // shares them.
   let heartbeatSql = sql;
   if (sql === undefined) {
     const url = resolveConnectionString(options.connectionString, options.env);
     if (!url) throw new WorkerConfigError(NO_CONNECTION_MESSAGE);
-    sql = openSql(url, { max: Math.min(settings.maxConcurrent + 3, 20) });
+    sql = openSql(url, { max: settings.maxConnections });
     heartbeatSql = openSql(url, { max: 1, applicationName: `switchyard heartbeat ${workerId}` });
   }
   const q = new WorkerQueries(sql);
   const closeHeartbeat = () =>
     ownsClient ? heartbeatSql!.end({ timeout: 1 }).catch(() => {}) : Promise.resolve();
+  let maxOutputBytes = 0;
   const pairs = index.pairsFor(queueName);
   const lifecycle = new Lifecycle();
 
@@ -199,6 +222,9 @@ export async function startWorkerImpl(
     const flags = await q.functionFlags(functionName);
     if (flags?.paused_at) throw new FunctionPausedError(functionName, flags.pause_reason ?? '');
     if (flags && !flags.enabled) throw new FunctionDisabledError(functionName);
+    // The SQL core's limits (docs/ARCHITECTURE.md §13): outputs over the limit fail here,
+    // before they are sent. A database migrated before the limits has none to check.
+    maxOutputBytes = (await q.limits())?.max_output_bytes ?? 0;
 
     // 3: compile or verify every complete deployment, then move aliases.
     for (const p of index.placements) await q.ensureFlow(p.shape);
@@ -234,7 +260,7 @@ export async function startWorkerImpl(
 
   const wake = () => lifecycle.wake();
   const writer = new CompletionWriter(q, log, wake);
-  const executor = new Executor(q, index, writer, log, wake);
+  const executor = new Executor(q, index, writer, log, wake, { maxOutputBytes });
   // A stop request, whatever its cause, reaches the handlers at once through ctx.signal.
   lifecycle.onStopRequested((reason) => executor.shutdown(reason));
   const stopMaintenance = startMaintenance({

@@ -110,10 +110,8 @@ create table switchyard.step_states (
   primary key (run_id, step_slug),
   foreign key (flow_slug, step_slug) references switchyard.steps on delete cascade
 );
--- No index of open states by (flow, step): the hot path finds a run's states by its primary
--- key, and such a partial index let the planner combine a probe of one run with a read of
--- every open state of the flow, dead entries included (docs/ARCHITECTURE.md §5.7). Operator
--- reads (coverage, drain) reach open states through the run's key instead.
+create index step_states_open on switchyard.step_states (flow_slug, step_slug)
+  where status in ('created', 'started');
 
 -- One task per (run, step). Its queue is a snapshot taken when the task is created;
 -- every queue operation uses it, never a name recomputed from the flow.

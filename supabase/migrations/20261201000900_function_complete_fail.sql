@@ -45,11 +45,6 @@ begin
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
-  -- Two probes per item, each a LATERAL (... LIMIT 1) on a unique key: the task's message
-  -- key by its primary key, then, in message order, the lock by that key. A join filtered on
-  -- the status instead let the planner read every started task of every queue through the
-  -- partial index step_tasks_worker (dead entries included), so the cost grew with the
-  -- history (docs/ARCHITECTURE.md §5.7).
   select coalesce(array_agg(x.ord order by x.run_id, x.step_slug), '{}'),
          coalesce(array_agg(x.run_id order by x.run_id, x.step_slug), '{}'),
          coalesce(array_agg(x.step_slug order by x.run_id, x.step_slug), '{}'),
@@ -59,25 +54,18 @@ begin
          coalesce(array_agg(x.message_id order by x.run_id, x.step_slug), '{}')
     into acc_ords, acc_runs, acc_steps, acc_flows, acc_outputs, acc_queues, acc_messages
     from (
-      select k.ord, l.run_id, l.step_slug, l.flow_slug, k.output, l.queue_name, l.message_id,
-             l.status, l.attempts_count, k.attempt
-        from (select i.ord, i.output, i.attempt, m.queue_name, m.message_id
-                from (select distinct on (e.run_id, e.step_slug) e.*
-                        from (select c.ord, (c.value ->> 'run_id')::uuid as run_id,
-                                     c.value ->> 'step_slug' as step_slug,
-                                     (c.value ->> 'attempt')::int as attempt,
-                                     coalesce(c.value -> 'output', 'null') as output
-                                from jsonb_array_elements(completions) with ordinality as c(value, ord)) e
-                       order by e.run_id, e.step_slug, e.ord) i
-                cross join lateral (select t.queue_name, t.message_id from switchyard.step_tasks t
-                                     where t.run_id = i.run_id and t.step_slug = i.step_slug
-                                     limit 1) m
-               order by m.queue_name, m.message_id) k
-        cross join lateral (select t.run_id, t.step_slug, t.flow_slug, t.queue_name, t.message_id,
-                                   t.status, t.attempts_count
-                              from switchyard.step_tasks t
-                             where t.queue_name = k.queue_name and t.message_id = k.message_id
-                             limit 1 for update) l
+      select i.ord, t.run_id, t.step_slug, t.flow_slug, i.output, t.queue_name, t.message_id,
+             t.status, t.attempts_count, i.attempt
+        from (select distinct on (e.run_id, e.step_slug) e.*
+                from (select c.ord, (c.value ->> 'run_id')::uuid as run_id,
+                             c.value ->> 'step_slug' as step_slug,
+                             (c.value ->> 'attempt')::int as attempt,
+                             coalesce(c.value -> 'output', 'null') as output
+                        from jsonb_array_elements(completions) with ordinality as c(value, ord)) e
+               order by e.run_id, e.step_slug, e.ord) i
+        join switchyard.step_tasks t on t.run_id = i.run_id and t.step_slug = i.step_slug
+       order by t.queue_name, t.message_id
+         for update of t
     ) x
    where x.status = 'started' and x.attempts_count = x.attempt;
 
@@ -171,7 +159,6 @@ set search_path = ''
 as $$
 declare
   other record;
-  run_status text;
 begin
   update switchyard.step_tasks t
      set status = 'failed', failed_at = now(), error = error_text
@@ -180,25 +167,15 @@ begin
   update switchyard.step_states ss
      set status = 'failed', failed_at = now()
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug;
-  -- The run by key (locked), then its status: a status condition in the update let a plan
-  -- made with stale statistics read every started run through runs_flow_started
-  -- (docs/ARCHITECTURE.md §5.7).
-  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
-  if run_status = 'started' then
-    update switchyard.runs r
-       set status = 'failed', failed_at = now(),
-           error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
-     where r.run_id = task.run_id;
-  end if;
-  -- The run's tasks by key, filtered here: a status condition in the query let the planner
-  -- read every live task of every queue through step_tasks_live (docs/ARCHITECTURE.md §5.7).
+  update switchyard.runs r
+     set status = 'failed', failed_at = now(),
+         error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
+   where r.run_id = task.run_id and r.status = 'started';
   for other in
-    select t.queue_name, t.message_id, t.status from switchyard.step_tasks t
-     where t.run_id = task.run_id
+    select t.queue_name, t.message_id from switchyard.step_tasks t
+     where t.run_id = task.run_id and t.status = 'queued'
   loop
-    if other.status = 'queued' then
-      perform pgmq.archive(other.queue_name, other.message_id);
-    end if;
+    perform pgmq.archive(other.queue_name, other.message_id);
   end loop;
 end
 $$;
@@ -269,10 +246,7 @@ as $$ select 60 $$;
 -- Lost messages: at most once per lost_message_grace_seconds() per queue (one sweep takes
 -- the queue row, others skip it), queued tasks of the queue whose message is no longer in
 -- it, queued or last claimed longer ago than that, get a new message (visible at once, the
--- same hint body) and its id is recorded; no attempt is used. Only tasks of started runs:
--- when a run fails, _fail_run archives its other queued tasks' messages and leaves them
--- queued, and a new message would be archived as stale and sent again every period. The
--- run's status is read by its key (docs/ARCHITECTURE.md §5.7). The search reads PGMQ's
+-- same hint body) and its id is recorded; no attempt is used. The search reads PGMQ's
 -- queue table (named by pgmq.format_table_name, as _hide_messages does) by primary key.
 -- Returns the stalled tasks recovered plus the lost messages sent again.
 create or replace function switchyard.recover_stalled(queue_name text)
@@ -325,7 +299,6 @@ begin
         where t.queue_name = $1 and t.status = ''queued''
           and greatest(t.queued_at, coalesce(t.started_at, t.queued_at))
                 <= now() - make_interval(secs => $2)
-          and (select r.status from switchyard.runs r where r.run_id = t.run_id) = ''started''
           and not exists (select 1 from pgmq.%I m where m.msg_id = t.message_id)
         order by t.message_id
           for update of t skip locked',

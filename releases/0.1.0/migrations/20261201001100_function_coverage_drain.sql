@@ -1,17 +1,13 @@
 -- Startup coverage (docs/ARCHITECTURE.md §4 step 5) and version drain status (§6).
 
 -- Steps routed to a queue that started runs may still reach: the step has not
--- finished in that run yet. Driven from the started runs (runs_flow_started), with one
--- primary-key probe per (run, step) (a LATERAL ... LIMIT 1, so no plan can join by scanning
--- every state ever recorded): the cost follows the open runs, never the history.
+-- finished in that run yet.
 create or replace view switchyard.open_run_steps as
-  select r.run_id, st.queue_name, st.flow_slug, st.step_slug
-    from switchyard.runs r
-    join switchyard.steps st on st.flow_slug = r.flow_slug
-    cross join lateral (select ss.status from switchyard.step_states ss
-                         where ss.run_id = r.run_id and ss.step_slug = st.step_slug
-                         limit 1) ss
-   where r.status = 'started' and ss.status in ('created', 'started');
+  select ss.run_id, st.queue_name, ss.flow_slug, ss.step_slug
+    from switchyard.step_states ss
+    join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
+    join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+   where ss.status in ('created', 'started');
 
 -- Every (flow, step) pair a worker on this queue must support that the given set
 -- lacks, with why: an active alias target routed here, a started run that may
