@@ -90,8 +90,9 @@ export async function preloadCompleted(
             from pre_tasks;
         insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
                                            status, attempts_count, max_attempts, base_delay,
-                                           timeout, output, queued_at, started_at, completed_at)
-          select run_id, step, '${flow}', queue, msg_id, 'completed', 1, 3, 1, 60, '{"n": 1}',
+                                           max_delay, timeout, output, queued_at, started_at,
+                                           completed_at)
+          select run_id, step, '${flow}', queue, msg_id, 'completed', 1, 3, 1, 86400, 60, '{"n": 1}',
                  now() - interval '${ago}', now() - interval '${ago}', now() - interval '${ago}'
             from pre_tasks;
         ${
