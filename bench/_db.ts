@@ -24,8 +24,24 @@ export interface BenchDatabase {
    * are not ours to read).
    */
   cpuSeconds(): Promise<{ server: number; bench: number } | null>;
+  /**
+   * Creates and migrates another database on the same server (for figures that compare
+   * databases side by side), dropped by `close()`. `workdir` is a project directory whose
+   * `supabase/migrations` are applied instead of this checkout's (a baseline commit).
+   */
+  createDatabase(label: string, opts?: { workdir?: string }): Promise<ExtraDatabase>;
   /** Drops the database (and stops the throwaway cluster). Safe to call twice. */
   close(): Promise<void>;
+}
+
+/** Another migrated database on the bench's server (see `BenchDatabase.createDatabase`). */
+export interface ExtraDatabase {
+  /** Its connection string. */
+  url: string;
+  /** A small pool on it. */
+  sql: postgres.Sql;
+  /** Its name. */
+  name: string;
 }
 
 /** Creates and migrates the benchmark database. */
@@ -48,13 +64,20 @@ export async function openBenchDatabase(
   const name = `switchyard_bench_${crypto.randomUUID().slice(0, 8)}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   let created = false;
+  const extra: ExtraDatabase[] = [];
   const dropAndStop = async () => {
-    if (created) {
+    const names = [...(created ? [name] : []), ...extra.map((e) => e.name)];
+    for (const e of extra) await e.sql.end({ timeout: 1 }).catch(() => {});
+    if (names.length > 0) {
       const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
       try {
-        await a.unsafe(`drop database if exists "${name}" with (force)`);
-      } catch (e) {
-        log(`could not drop ${name}: ${(e as Error).message}`);
+        for (const n of names) {
+          try {
+            await a.unsafe(`drop database if exists "${n}" with (force)`);
+          } catch (e) {
+            log(`could not drop ${n}: ${(e as Error).message}`);
+          }
+        }
       } finally {
         await a.end({ timeout: 1 });
       }
@@ -104,7 +127,30 @@ export async function openBenchDatabase(
     }
   }
   let closed: Promise<void> | undefined;
+  const createDatabase = async (label: string, o: { workdir?: string } = {}) => {
+    const extraName = `${name}_${label}`;
+    const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    try {
+      await a.unsafe(`create database "${extraName}"`);
+      if (opts.profile) {
+        await a.unsafe(`alter database "${extraName}" set pg_stat_statements.track = 'all'`);
+      }
+    } finally {
+      await a.end({ timeout: 1 });
+    }
+    const v = new URL(adminUrl);
+    v.pathname = `/${extraName}`;
+    const db: ExtraDatabase = {
+      url: v.toString(),
+      name: extraName,
+      sql: postgres(v.toString(), { max: 4, onnotice: () => {}, prepare: false }),
+    };
+    extra.push(db);
+    await migrate(db.url, { workdir: o.workdir });
+    return db;
+  };
   return {
+    createDatabase,
     url,
     sql,
     where: given ? 'DATABASE_URL' : 'throwaway cluster',

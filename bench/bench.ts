@@ -1,6 +1,8 @@
 /**
- * `deno task bench [--quick] [--explain] [--rounds=N] [--only=1,3] [--batch=N]
- * [--concurrency=N] [--connections=N]`: Switchyard's performance figures.
+ * `deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,3] [--batch=N]
+ * [--concurrency=N] [--connections=N] [--baseline=<git revision>]`: Switchyard's performance
+ * figures, with their targets. It prints its environment first (PostgreSQL version, PGMQ
+ * kind: the extension or the compatible layer), so figures can be compared across machines.
  *
  * Every figure is a ratio of two measurements taken side by side in this run (the machines are
  * shared and noisy): each round measures both sides back to back, the order rotates every
@@ -21,17 +23,27 @@
  * 6. connections: 1-step tasks through one worker with every default setting (maxConcurrent
  *    10, batch 10), with its default pool of `maxConnections` 4 next to 13 (the old pool of
  *    `min(maxConcurrent + 3, 20)`); the heartbeat has its own connection on both sides;
- * 7. map fan-out: tasks/s of one run of a map step over N elements (a root map over the flow
+ * 7. history: the 3-step end-to-end workload on a fresh database vs one preloaded with
+ *    100,000 completed runs, and vs one growing round by round without a manual ANALYZE
+ *    (bench/_history.ts);
+ * 8. backlog: claim + completion per batch of 10 with 10 vs 10,000 open runs waiting, and a
+ *    final failure (bench/_backlog.ts);
+ * 9. vs pgflow: pgflow's SQL core from its npm package, driven as its worker drives it,
+ *    against the engine on the same server (bench/_pgflow.ts);
+ * 10. map fan-out: tasks/s of one run of a map step over N elements (a root map over the flow
  *    input, and a map over a step's output) vs N runs of a 1-step flow, one worker on one
  *    shared queue (issue 12: target >= 0.8x).
+ *
+ * `--baseline=<rev>` also runs figures 7 and 8 on the migrations of that git revision, in
+ * databases of their own on the same server: before and after, side by side.
  *
  * `--quick` runs fewer and smaller rounds. `--explain` prints EXPLAIN ANALYZE of every
  * statement inside one `start_tasks` call (1000 flows). `--profile` (with figure 1) runs one
  * more engine pass and one more raw pass with `pg_stat_statements` and prints where the
- * database time of each went, statement by statement (functions' inner statements included). Runs against a throwaway cluster
- * (scripts/_cluster.ts) unless `DATABASE_URL` is set, in which case a fresh database is
- * created on that server; it is dropped afterwards either way. BENCHMARKS.md has the results
- * and where the time goes.
+ * database time of each went, statement by statement (functions' inner statements
+ * included). Runs against a throwaway cluster (scripts/_cluster.ts) unless `DATABASE_URL` is
+ * set, in which case fresh databases are created on that server; they are dropped afterwards
+ * either way. BENCHMARKS.md has the results and where the time goes.
  *
  * @module
  */
@@ -43,10 +55,13 @@ import { pgArray, WorkerQueries } from '../lib/sql/worker_queries.ts';
 import { type BenchDatabase, openBenchDatabase } from './_db.ts';
 import { fanOutFlows, routedRegistry, threeStepFlow } from './_flows.ts';
 import { fmt, median, roundRatio, since, table } from './_stats.ts';
+import { compile, log, type Sample, silent, timed, waitUntil } from './_common.ts';
+import { history } from './_history.ts';
+import { backlog } from './_backlog.ts';
+import { vsPgflow } from './_pgflow.ts';
 
-const log = (line: string) => console.error(`[bench] ${line}`);
-const silent = { info() {}, warn() {}, error: (m: string) => log(`worker error: ${m}`) };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Every figure, by number. */
+const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 
 interface Options {
   quick: boolean;
@@ -57,6 +72,10 @@ interface Options {
   connections: number;
   explain: boolean;
   profile: boolean;
+  /** A git revision whose migrations figures 7 and 8 also run on (before/after). */
+  baseline?: string;
+  /** The `@pgflow/core` version figure 8 installs. */
+  pgflowVersion: string;
 }
 
 function parseOptions(args: string[]): Options {
@@ -74,19 +93,23 @@ function parseOptions(args: string[]): Options {
   };
   for (const a of args) {
     if (
-      !/^--(quick$|explain$|profile$|rounds=|only=|batch=|concurrency=|connections=)/.test(a)
+      !/^--(quick$|explain$|profile$|rounds=|only=|batch=|concurrency=|connections=|baseline=|pgflow-version=)/
+        .test(a)
     ) {
       throw new Error(
-        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, --only=1,2,3,4,5,6,7, ` +
-          '--batch=N, --concurrency=N, --connections=N',
+        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, ` +
+          `--only=${FIGURES.join(',')}, --batch=N, --concurrency=N, --connections=N, ` +
+          '--baseline=<git revision>, --pgflow-version=X.Y.Z',
       );
     }
   }
   const only = new Set(
-    (value('only') ?? '1,2,3,4,5,6,7').split(',').map((s) => {
+    (value('only') ?? FIGURES.join(',')).split(',').map((s) => {
       const n = Number(s);
-      if (![1, 2, 3, 4, 5, 6, 7].includes(n)) {
-        throw new Error(`--only=${value('only')} is invalid: list figures from 1 to 7`);
+      if (!FIGURES.includes(n)) {
+        throw new Error(
+          `--only=${value('only')} is invalid: list figures from 1 to ${FIGURES.length}`,
+        );
       }
       return n;
     }),
@@ -100,40 +123,13 @@ function parseOptions(args: string[]): Options {
     connections: int('connections', 4),
     explain: args.includes('--explain'),
     profile: args.includes('--profile'),
+    baseline: value('baseline'),
+    pgflowVersion: value('pgflow-version') ?? '0.8.1',
   };
-}
-
-/** Compiles deployments straight through SQL, 100 shapes per statement. */
-async function compile(sql: postgres.Sql, registry: DeployedFlow[]): Promise<void> {
-  const shapes = registry.map((d) => toPlacement(d).shape);
-  for (let i = 0; i < shapes.length; i += 100) {
-    const chunk = shapes.slice(i, i + 100);
-    await sql`select switchyard.ensure_flow(s) from jsonb_array_elements(${
-      sql.json(chunk as never)
-    }::jsonb) s`;
-  }
-}
-
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 300_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await sleep(10);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // 1 and 2: throughput
-
-/**
- * One timed side of a round: items per second, and CPU milliseconds per item in total and
- * in the database server (null against `DATABASE_URL`).
- */
-interface Sample {
-  rate: number;
-  cpuMs: number | null;
-  serverCpuMs: number | null;
-}
 
 /** Samples per round for each side, keyed by consumer count. */
 interface ThroughputResult {
@@ -142,21 +138,6 @@ interface ThroughputResult {
   e2e: Sample[]; // runs
   /** With --profile: where the database time of one engine pass and one raw pass went. */
   profile?: string;
-}
-
-/** Times `body`, which handles `items` items, and the CPU the bench and its server used. */
-async function timed(db: BenchDatabase, items: number, body: () => Promise<void>) {
-  const cpu0 = await db.cpuSeconds();
-  const t0 = performance.now();
-  await body();
-  const seconds = since(t0) / 1000;
-  const cpu1 = await db.cpuSeconds();
-  const per = (a: number, b: number) => ((b - a) * 1000) / items;
-  return {
-    rate: items / seconds,
-    cpuMs: cpu0 && cpu1 ? per(cpu0.server + cpu0.bench, cpu1.server + cpu1.bench) : null,
-    serverCpuMs: cpu0 && cpu1 ? per(cpu0.server, cpu1.server) : null,
-  };
 }
 
 /**
@@ -315,11 +296,12 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
       workers.push(await startWorker(e2eRegistry, { ...options, queueName: 'bench_e2e_b' }));
       return await timed(db, e2eRuns, async () => {
         await release('bench_e2e_a');
+        // `exists`, not a count: the check must not read every open run 100 times a second.
         await waitUntil('the e2e runs to complete', async () => {
-          const [{ n }] = await sql<{ n: number }[]>`
-            select count(*)::int as n from switchyard.runs
-             where flow_slug = 'e2e' and status = 'started'`;
-          return n === 0;
+          const [{ open }] = await sql<{ open: boolean }[]>`
+            select exists (select 1 from switchyard.runs
+                            where flow_slug = 'e2e' and status = 'started') as open`;
+          return !open;
         });
       });
     } finally {
@@ -650,7 +632,54 @@ async function connectionOption(
 }
 
 // ---------------------------------------------------------------------------------------------
-// 7: map fan-out
+
+/** PostgreSQL's version, the PGMQ kind (extension or compatible layer) and the CPU count. */
+async function environment(db: BenchDatabase): Promise<string> {
+  const [{ version, pgmq }] = await db.sql<{ version: string; pgmq: string | null }[]>`
+    select current_setting('server_version') as version,
+           (select extversion from pg_extension where extname = 'pgmq') as pgmq`;
+  const kind = pgmq === null
+    ? 'PGMQ-compatible layer (pgmq_compat/pgmq.sql)'
+    : `PGMQ extension ${pgmq}`;
+  return `${db.where}: PostgreSQL ${version}, ${kind}; Deno ${Deno.version.deno}; ` +
+    `${navigator.hardwareConcurrency} CPU(s)`;
+}
+
+/**
+ * The `supabase/` directory of a git revision in a temp directory, for `migrate()`'s
+ * `workdir`: figures 7 and 8 then also run on that revision's SQL core.
+ */
+async function checkoutBaseline(
+  rev: string,
+): Promise<{ workdir: string; label: string; remove: () => Promise<void> }> {
+  const root = new URL('../', import.meta.url).pathname;
+  const git = async (args: string[]) => {
+    const out = await new Deno.Command('git', { args, cwd: root, stdout: 'piped', stderr: 'piped' })
+      .output();
+    if (!out.success) {
+      throw new Error(
+        `--baseline=${rev}: git ${args[0]} failed: ${new TextDecoder().decode(out.stderr)}`,
+      );
+    }
+    return out.stdout;
+  };
+  const short = new TextDecoder().decode(await git(['rev-parse', '--short', rev])).trim();
+  const workdir = await Deno.makeTempDir({ prefix: 'switchyard-baseline-' });
+  const archive = await Deno.makeTempFile({ suffix: '.tar' });
+  await Deno.writeFile(archive, await git(['archive', '--format=tar', rev, 'supabase']));
+  const out = await new Deno.Command('tar', { args: ['-xf', archive, '-C', workdir] }).output();
+  await Deno.remove(archive);
+  if (!out.success) throw new Error(`--baseline=${rev}: could not unpack ${rev}:supabase`);
+  log(`baseline: the SQL core of ${short} in ${workdir}`);
+  return {
+    workdir,
+    label: `before, ${short}`,
+    remove: () => Deno.remove(workdir, { recursive: true }).catch(() => {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10: map fan-out
 
 /**
  * One worker drains `n` tasks from one shared queue: the elements of one root-map run, of one
@@ -723,23 +752,26 @@ async function mapFanOut(db: BenchDatabase, o: Options) {
   return { ...rates, n };
 }
 
-// ---------------------------------------------------------------------------------------------
-
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
     console.log(
-      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,2,3,4,5]\n' +
-        '                       [--batch=N] [--concurrency=N] [--connections=N]\n\n' +
+      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,9]\n' +
+        '                       [--batch=N] [--concurrency=N] [--connections=N]\n' +
+        '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n\n' +
         'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
-        'registry size (3), start-up (4), memory (5). A throwaway cluster unless DATABASE_URL is\n' +
-        'set (a fresh database is created there and dropped). Results: BENCHMARKS.md.',
+        'registry size (3), start-up (4), memory (5), worker connections (6), history: fresh vs\n' +
+        '100,000 completed runs vs growing (7), backlog: 10 vs 10,000 open runs (8), vs pgflow\n' +
+        "(9). --baseline also runs 7 and 8 on that revision's SQL core. A throwaway cluster unless\n" +
+        'DATABASE_URL is set (fresh databases are created there and dropped). Results: BENCHMARKS.md.',
     );
     return;
   }
   const o = parseOptions(Deno.args);
   const db = await openBenchDatabase(log, { profile: o.profile });
+  const cleanups: (() => Promise<void>)[] = [];
   const cleanup = async () => {
     await db.close();
+    for (const c of cleanups) await c();
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     Deno.addSignalListener(signal, async () => {
@@ -752,40 +784,42 @@ async function main() {
   const notes: string[] = [];
   const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
   try {
-    const [{ version }] = await db.sql<{ version: string }[]>`select version()`;
-    log(`${db.where}; ${version.split(',')[0]}; ${navigator.hardwareConcurrency} CPU(s)`);
+    const env = await environment(db);
+    log(env);
     notes.push(
-      `database: ${db.where} (${
-        version.split(',')[0]
-      }); ${navigator.hardwareConcurrency} CPU(s); ` +
-        `batch ${o.batch}, worker maxConcurrent ${o.concurrency}, ${o.connections} connections ` +
-        `per consumer, ${o.rounds} rounds` +
+      `environment: ${env}; batch ${o.batch}, worker maxConcurrent ${o.concurrency}, ` +
+        `${o.connections} connections per consumer, ${o.rounds} rounds` +
         (o.quick ? ' (--quick)' : ''),
     );
+    const rates = (xs: Sample[]) => xs.map((x) => x.rate);
+    const cpu = (xs: Sample[]) =>
+      xs.every((x) => x.cpuMs !== null) ? median(xs.map((x) => x.cpuMs!)) : null;
+    const server = (xs: Sample[]) =>
+      xs.every((x) => x.serverCpuMs !== null) ? median(xs.map((x) => x.serverCpuMs!)) : null;
+    const cpuText = (xs: Sample[], unit: string) =>
+      cpu(xs) === null
+        ? ''
+        : `, ${fmt(cpu(xs)!, 3)} CPU ms/${unit} (${fmt(server(xs)!, 3)} in PostgreSQL)`;
+    const baseline = o.baseline && (o.only.has(7) || o.only.has(8))
+      ? await checkoutBaseline(o.baseline)
+      : undefined;
+    if (baseline) cleanups.push(baseline.remove);
 
     if (o.only.has(1) || o.only.has(2)) {
       const t = await throughput(db, o);
-      const rates = (xs: Sample[]) => xs.map((x) => x.rate);
-      const cpu = (xs: Sample[]) =>
-        xs.every((x) => x.cpuMs !== null) ? median(xs.map((x) => x.cpuMs!)) : null;
-      const server = (xs: Sample[]) =>
-        xs.every((x) => x.serverCpuMs !== null) ? median(xs.map((x) => x.serverCpuMs!)) : null;
-      const cpuText = (xs: Sample[], unit: string) =>
-        cpu(xs) === null
-          ? ''
-          : `, ${fmt(cpu(xs)!, 3)} CPU ms/${unit} (${fmt(server(xs)!, 3)} in PostgreSQL)`;
       for (const n of CONSUMERS) {
         const engine = t.engine.get(n)!, raw = t.raw.get(n)!;
         const r1 = roundRatio(rates(engine), rates(raw));
         const ce = cpu(engine), cr = cpu(raw);
+        const target = n === 1 ? 0.4 : 0.3;
         rows.push([
           n === 1 ? '1 queue throughput, 1 worker vs 1 loop' : `1 ... ${n} workers vs ${n} loops`,
           `engine ${fmt(median(rates(engine)), 0)} tasks/s` + cpuText(engine, 'task'),
           `raw PGMQ ${fmt(median(rates(raw)), 0)} msgs/s` + cpuText(raw, 'msg'),
           `${fmt(r1.ratio)}x (${fmt(r1.low)}-${fmt(r1.high)})` +
           (ce === null || cr === null ? '' : `; CPU ${fmt(cr / ce)}x`),
-          '>= 0.35x',
-          verdict(r1.ratio >= 0.35),
+          `>= ${fmt(target)}x`,
+          verdict(r1.ratio >= target),
         ]);
       }
       const raw1 = t.raw.get(1)!;
@@ -796,8 +830,8 @@ async function main() {
         cpuText(t.e2e, 'run'),
         `raw PGMQ (1 loop) ${fmt(median(rates(raw1)), 0)} msgs/s`,
         `${fmt(r2.ratio)}x tasks/msgs (${fmt(r2.low)}-${fmt(r2.high)})`,
-        '(none)',
-        '-',
+        '>= 0.25x',
+        verdict(r2.ratio >= 0.25),
       ]);
       if (t.profile) notes.push(t.profile);
     }
@@ -859,7 +893,6 @@ async function main() {
     }
     if (o.only.has(6)) {
       const c = await connectionOption(db, o);
-      const rates = (xs: Sample[]) => xs.map((x) => x.rate);
       const r = roundRatio(rates(c.small), rates(c.old));
       rows.push([
         `6 worker defaults, maxConnections ${CONNECTIONS.small} vs ${CONNECTIONS.old}`,
@@ -871,11 +904,133 @@ async function main() {
       ]);
     }
     if (o.only.has(7)) {
+      const h = await history(db, {
+        runs: o.quick ? 300 : 1000,
+        rounds: o.rounds,
+        preload: o.quick ? 20_000 : 100_000,
+        growth: o.quick ? 5_000 : 10_000,
+        batch: o.batch,
+        concurrency: o.concurrency,
+        connections: o.connections,
+        baseline: baseline && { workdir: baseline.workdir, label: baseline.label },
+      });
+      for (const isBaseline of [false, true]) {
+        const side = (kind: string) => h.find((s) => s.kind === kind && s.baseline === isBaseline);
+        const fresh = side('fresh');
+        if (!fresh) continue;
+        const tag = isBaseline ? ` [${baseline!.label}]` : '';
+        const cpuRatio = (xs: Sample[]) => {
+          const c = cpu(xs), f = cpu(fresh.samples);
+          return c === null || f === null ? '' : `; CPU ${fmt(f / c)}x`;
+        };
+        const pre = side('preloaded')!;
+        const rp = roundRatio(rates(pre.samples), rates(fresh.samples));
+        rows.push([
+          `7 history${tag}: 3-step e2e, ${pre.history[0].toLocaleString('en')} completed runs ` +
+          'preloaded vs fresh',
+          `${fmt(median(rates(pre.samples)), 0)} tasks/s` + cpuText(pre.samples, 'task'),
+          `fresh ${fmt(median(rates(fresh.samples)), 0)} tasks/s` + cpuText(fresh.samples, 'task'),
+          `${fmt(rp.ratio)}x (${fmt(rp.low)}-${fmt(rp.high)})` + cpuRatio(pre.samples),
+          '>= 0.9x',
+          verdict(rp.ratio >= 0.9),
+        ]);
+        const grow = side('growing')!;
+        const rg = roundRatio(rates(grow.samples), rates(fresh.samples));
+        const last = grow.history[grow.history.length - 1];
+        rows.push([
+          `7 history${tag}: growing ${grow.history[0].toLocaleString('en')} -> ` +
+          `${last.toLocaleString('en')} completed runs, no manual ANALYZE`,
+          `${fmt(median(rates(grow.samples)), 0)} tasks/s` + cpuText(grow.samples, 'task'),
+          `fresh ${fmt(median(rates(fresh.samples)), 0)} tasks/s`,
+          `${fmt(rg.ratio)}x (lowest round ${fmt(rg.low)})` + cpuRatio(grow.samples),
+          'every round >= 0.9x',
+          verdict(rg.low >= 0.9),
+        ]);
+        notes.push(
+          `history${tag}, round by round (tasks/s; ratio to fresh in the same round; CPU ms/task):\n\n` +
+            table(
+              ['round', 'fresh', 'preloaded', 'growing (completed runs)'],
+              fresh.samples.map((f, r) => {
+                const cell = (x: Sample) =>
+                  `${fmt(x.rate, 0)}; ${fmt(x.rate / f.rate)}x` +
+                  (x.cpuMs === null ? '' : `; ${fmt(x.cpuMs, 3)}`);
+                return [
+                  String(r + 1),
+                  `${fmt(f.rate, 0)}` + (f.cpuMs === null ? '' : `; ${fmt(f.cpuMs, 3)}`),
+                  cell(pre.samples[r]),
+                  `${cell(grow.samples[r])} (${grow.history[r].toLocaleString('en')})`,
+                ];
+              }),
+            ),
+        );
+      }
+    }
+    if (o.only.has(8)) {
+      const results = await backlog(db, {
+        batches: o.quick ? 60 : 200,
+        batch: o.batch,
+        large: 10_000,
+        history: o.quick ? 20_000 : 50_000,
+        baseline: baseline && { workdir: baseline.workdir, label: baseline.label },
+      });
+      for (const b of results) {
+        const tag = b.name === 'current' ? '' : ` [${b.name}]`;
+        const both = (x: { claim: number[]; complete: number[] }) =>
+          x.claim.map((c, i) => c + x.complete[i]);
+        const r = roundRatio(both(b.large), both(b.small));
+        rows.push([
+          `8 backlog${tag}: claim + completion of ${o.batch} + ${o.batch - 1} tasks (successor ` +
+          'starts, run completions), 10,000 open runs waiting',
+          `${fmt(median(both(b.large)), 3)} ms (claim ${fmt(median(b.large.claim), 3)}, ` +
+          `completion ${fmt(median(b.large.complete), 3)})`,
+          `${o.batch} open runs ${fmt(median(both(b.small)), 3)} ms (claim ` +
+          `${fmt(median(b.small.claim), 3)}, completion ${fmt(median(b.small.complete), 3)})`,
+          `${fmt(r.ratio)}x`,
+          '<= 1.2x',
+          verdict(r.ratio <= 1.2),
+        ]);
+        const f = roundRatio(b.large.fail, b.small.fail);
+        rows.push([
+          `8 backlog${tag}: a final failure (fail_task), 10,000 open runs waiting`,
+          `${fmt(median(b.large.fail), 3)} ms`,
+          `${o.batch} open runs ${fmt(median(b.small.fail), 3)} ms`,
+          `${fmt(f.ratio)}x`,
+          '(none)',
+          '-',
+        ]);
+      }
+    }
+    if (o.only.has(9)) {
+      const p = await vsPgflow(db, {
+        runs: o.quick ? 300 : 1000,
+        rounds: o.rounds,
+        batch: o.batch,
+        concurrency: o.concurrency,
+        connections: o.connections,
+        version: o.pgflowVersion,
+      });
+      if ('skipped' in p) {
+        rows.push(['9 vs pgflow', '(skipped)', p.skipped, '-', '(none)', '-']);
+      } else {
+        const r = roundRatio(rates(p.engine), rates(p.pgflow));
+        const ce = cpu(p.engine), cp = cpu(p.pgflow);
+        rows.push([
+          `9 vs pgflow ${p.version}: 3-step chain, 1 queue, 1 consumer each`,
+          `engine ${fmt(median(rates(p.engine)), 0)} tasks/s` + cpuText(p.engine, 'task'),
+          `pgflow ${fmt(median(rates(p.pgflow)), 0)} tasks/s` + cpuText(p.pgflow, 'task'),
+          `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})` +
+          (ce === null || cp === null ? '' : `; CPU ${fmt(cp / ce)}x`),
+          '(none)',
+          '-',
+        ]);
+      }
+    }
+    if (o.only.has(10)) {
       const f = await mapFanOut(db, o);
       for (const [label, xs] of [['root map', f.root], ['map of a step', f.step]] as const) {
         const r = roundRatio(xs, f.single);
         rows.push([
-          `7 map fan-out, ${label}, 1 run of ${f.n} elements, 1 worker`,
+          `10 map fan-out, ${label}, 1 run of ${f.n} elements, 1 worker`,
           `map ${fmt(median(xs), 0)} tasks/s`,
           `${f.n} 1-step runs ${fmt(median(f.single), 0)} tasks/s`,
           `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})`,

@@ -564,7 +564,7 @@ export class FenceTimeoutError extends SwitchyardError {
 }
 
 /**
- * `schedule_keep_alive` needs pg_cron in the current database.
+ * `schedule_keep_alive` and `schedule_prune` need pg_cron in the current database.
  *
  * @example
  * ```ts

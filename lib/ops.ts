@@ -1,9 +1,10 @@
 /**
  * Switchyard's operator and development entry (`switchyard/ops.ts`): apply the
  * migrations, pause and resume queue functions, quarantine foreign messages, run a fenced
- * rollout, read drain states, configure the keep-alive, serve the dashboard (`createDashboard`),
- * and the `connect()` client that starts and follows runs. Queue functions import `lib/mod.ts`
- * instead; nothing here is needed inside an Edge Function. See docs/ARCHITECTURE.md §6.
+ * rollout, read drain states, configure the keep-alive, prune finished runs (retention), serve
+ * the dashboard (`createDashboard`), and the `connect()` client that starts and follows runs.
+ * Queue functions import `lib/mod.ts` instead; nothing here is needed inside an Edge Function.
+ * See docs/ARCHITECTURE.md §6.
  *
  * Every operator call takes a postgres.js client or the client of `connect()`.
  *
@@ -40,6 +41,7 @@ export * from './sql/quarantine.ts';
 export * from './sql/keep_alive.ts';
 export * from './sql/fence.ts';
 export * from './sql/drain.ts';
+export * from './sql/prune.ts';
 export * from './sql/dashboard.ts';
 export {
   ensurePgmq,

@@ -97,6 +97,23 @@ export class WorkerQueries {
     }
   }
 
+  /**
+   * Whether the database has the SQL of map steps, conditions and idempotent starts
+   * (`20261202000700_dsl_features.sql`: task indexes in claims, completions and failures). A
+   * worker deployed before that migration is applied calls the earlier signatures, so a
+   * rolling upgrade keeps going (docs/ARCHITECTURE.md §8); {@linkcode WorkerQueries.dslFeatures}
+   * sets it once at start-up.
+   */
+  taskIndexes = true;
+
+  /** Reads whether the DSL features' SQL is there (see {@linkcode WorkerQueries.taskIndexes}). */
+  async dslFeatures(): Promise<boolean> {
+    const [row] = await this.sql<{ ok: boolean }[]>`
+      select to_regprocedure('switchyard.max_map_elements()') is not null as ok`;
+    this.taskIndexes = row.ok;
+    return row.ok;
+  }
+
   async ensureFlow(shape: FlowShape): Promise<'created' | 'verified'> {
     const [row] = await this.sql<{ result: 'created' | 'verified' }[]>`
       select switchyard.ensure_flow(${this.sql.json(shape as never)}::jsonb) as result`;
@@ -162,8 +179,8 @@ export class WorkerQueries {
       })[]
     >`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
-             run_id, task_index, attempt, timeout, input::text as input,
-             flow_input::text as flow_input
+             run_id, ${this.taskIndexes ? this.sql`task_index` : this.sql`0`} as task_index,
+             attempt, timeout, input::text as input, flow_input::text as flow_input
         from switchyard.start_tasks(${queue}::text,
           ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
           ${pairs === null ? null : pgArray(pairs)}::text[])`;
@@ -194,9 +211,10 @@ export class WorkerQueries {
     output: unknown,
     taskIndex = 0,
   ) {
+    const index = this.taskIndexes ? this.sql`, ${taskIndex}::int` : this.sql``;
     const [row] = await this.sql<{ ok: boolean }[]>`
       select switchyard.complete_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
-        ${this.sql.json((output ?? null) as never)}::jsonb, ${taskIndex}::int) as ok`;
+        ${this.sql.json((output ?? null) as never)}::jsonb${index}) as ok`;
     return row.ok;
   }
 
@@ -229,9 +247,10 @@ export class WorkerQueries {
     error: string,
     taskIndex = 0,
   ) {
+    const index = this.taskIndexes ? this.sql`, ${taskIndex}::int` : this.sql``;
     const [row] = await this.sql<{ result: string }[]>`
       select switchyard.fail_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
-        ${error}::text, ${taskIndex}::int) as result`;
+        ${error}::text${index}) as result`;
     return row.result;
   }
 

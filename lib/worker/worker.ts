@@ -243,6 +243,24 @@ export async function startWorkerImpl(
     // The SQL core's limits (docs/ARCHITECTURE.md §13): outputs over the limit fail here,
     // before they are sent. A database migrated before the limits has none to check.
     maxOutputBytes = (await q.limits())?.max_output_bytes ?? 0;
+    // A database migrated before the DSL features (map steps, conditions) gets the earlier
+    // calls; a registry that needs those features is refused until the migration is applied.
+    if (!(await q.dslFeatures())) {
+      const needs = index.placements.flatMap((p) =>
+        p.flow.steps
+          .filter((s) =>
+            s.kind === 'map' || s.options.if !== null || s.options.ifNot !== null ||
+            s.options.whenExhausted !== 'fail'
+          )
+          .map((s) => `${p.flow.slug}/${s.slug}`)
+      );
+      if (needs.length > 0) {
+        throw new WorkerConfigError(
+          `steps ${needs.join(', ')} use map steps or conditions, which this database does not ` +
+            'have yet: apply the migrations (20261202000700_dsl_features.sql) first',
+        );
+      }
+    }
 
     // 3: compile or verify every complete deployment, then move aliases.
     for (const p of index.placements) await q.ensureFlow(p.shape);
