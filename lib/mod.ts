@@ -25,6 +25,7 @@
  * @module
  */
 export * from './errors.ts';
+export type { FenceFunctionStatus, FenceStatus } from './sql/fence_status.ts';
 export * from './dsl/flow.ts';
 export * from './dsl/slugs.ts';
 export * from './dsl/json.ts';
