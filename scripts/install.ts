@@ -38,6 +38,7 @@ import {
   sha256,
 } from './_kit.ts';
 import { KIT_ROOT } from './_project.ts';
+import { migrationTimestamp, parseMigrationTimestamp } from './_util.ts';
 
 /** Where the runtime goes, relative to the project. */
 export const RUNTIME_DIR = 'supabase/functions/_switchyard';
@@ -165,23 +166,6 @@ async function readOrNull(path: string): Promise<string | null> {
     if (e instanceof Deno.errors.NotFound) return null;
     throw e;
   }
-}
-
-function timestamp(date: Date): string {
-  const p = (n: number, w = 2) => String(n).padStart(w, '0');
-  return `${p(date.getUTCFullYear(), 4)}${p(date.getUTCMonth() + 1)}${p(date.getUTCDate())}` +
-    `${p(date.getUTCHours())}${p(date.getUTCMinutes())}${p(date.getUTCSeconds())}`;
-}
-
-function parseTimestamp(ts: string): Date {
-  return new Date(Date.UTC(
-    Number(ts.slice(0, 4)),
-    Number(ts.slice(4, 6)) - 1,
-    Number(ts.slice(6, 8)),
-    Number(ts.slice(8, 10)),
-    Number(ts.slice(10, 12)),
-    Number(ts.slice(12, 14)),
-  ));
 }
 
 /** `20261201000300_tables.sql` → `switchyard_tables.sql` (no doubled prefix). */
@@ -446,7 +430,7 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
   const now = options.now ?? new Date();
   let at = new Date(Math.floor(now.getTime() / 1000) * 1000);
   if (newest) {
-    const after = new Date(parseTimestamp(newest).getTime() + 1000);
+    const after = new Date(parseMigrationTimestamp(newest).getTime() + 1000);
     if (after > at) at = after;
   }
   for (const name of await coreMigrations(kitDir)) {
@@ -464,7 +448,7 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
       }
       continue;
     }
-    const installedAs = `${timestamp(at)}_${installedName(name)}`;
+    const installedAs = `${migrationTimestamp(at)}_${installedName(name)}`;
     at = new Date(at.getTime() + 1000);
     installed.push({ kit: name, sha256: hash, installedAs });
     plans.push({

@@ -45,7 +45,7 @@ import { defaultFunctionName } from '../lib/worker/worker.ts';
 import { DispatchIndex } from '../lib/worker/dispatch_index.ts';
 import type { WorkerTarget } from '../lib/dsl/placement.ts';
 import { functionSection, setFunctionSection } from './_functions_config.ts';
-import { exists } from './_util.ts';
+import { exists, migrationTimestamp, parseMigrationTimestamp } from './_util.ts';
 import { lockedSpecifiers, moduleGraph, pinned, projectPath } from './_kit.ts';
 import type { ProbeResult } from './_registry_probe.ts';
 
@@ -549,23 +549,6 @@ function migrationSource(template: Template, functionName: string, queueName: st
   ]);
 }
 
-function timestamp(date: Date): string {
-  const p = (n: number, w = 2) => String(n).padStart(w, '0');
-  return `${p(date.getUTCFullYear(), 4)}${p(date.getUTCMonth() + 1)}${p(date.getUTCDate())}` +
-    `${p(date.getUTCHours())}${p(date.getUTCMinutes())}${p(date.getUTCSeconds())}`;
-}
-
-function parseTimestamp(ts: string): Date {
-  return new Date(Date.UTC(
-    Number(ts.slice(0, 4)),
-    Number(ts.slice(4, 6)) - 1,
-    Number(ts.slice(6, 8)),
-    Number(ts.slice(8, 10)),
-    Number(ts.slice(10, 12)),
-    Number(ts.slice(12, 14)),
-  ));
-}
-
 async function planMigration(
   template: Template,
   migrationsDir: string,
@@ -599,10 +582,10 @@ async function planMigration(
   const newest = names.map((n) => /^(\d{14})_/.exec(n)?.[1]).filter(Boolean).pop();
   let at = new Date(Math.floor(now.getTime() / 1000) * 1000);
   if (newest) {
-    const after = new Date(parseTimestamp(newest).getTime() + 1000);
+    const after = new Date(parseMigrationTimestamp(newest).getTime() + 1000);
     if (after > at) at = after;
   }
-  const path = join(migrationsDir, `${timestamp(at)}${suffix}`);
+  const path = join(migrationsDir, `${migrationTimestamp(at)}${suffix}`);
   return { path: relative(projectDir, path), content, existing: null };
 }
 
