@@ -8,6 +8,7 @@
  */
 import { type DrainState, drainStatus } from './drain.ts';
 import { fenceStatus } from './fence.ts';
+import type { FunctionState } from './function_state.ts';
 import type { FenceStatus } from './fence_status.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
@@ -109,21 +110,7 @@ export interface FunctionWorker {
  * const line = (f: FunctionOverview) => `${f.functionName}: ${f.pauseReason ?? 'running'}`;
  * ```
  */
-export interface FunctionOverview {
-  /** The function (Edge Function) name. */
-  functionName: string;
-  /** The one queue its workers poll. */
-  queueName: string;
-  /** False while a fence disabled it. */
-  enabled: boolean;
-  /** Since when it is paused, or null. */
-  pausedAt: Date | null;
-  /** Why it is paused. */
-  pauseReason: string | null;
-  /** The keep-alive's last wake. */
-  lastWokenAt: Date | null;
-  /** Live workers (not stopped, not deprecated, heart-beat within the window). */
-  liveWorkers: number;
+export interface FunctionOverview extends FunctionState {
   /** Its unstopped workers, newest first (at most 20), each with its last heartbeat. */
   workers: FunctionWorker[];
 }
