@@ -14,6 +14,18 @@ export const log = (line: string) => console.error(`[bench] ${line}`);
 /** A worker logger that only reports errors. */
 export const silent = { info() {}, warn() {}, error: (m: string) => log(`worker error: ${m}`) };
 /** Resolves after `ms` milliseconds. */
+/** The worker options every engine side of the bench uses: the run's concurrency and batch. */
+export function benchWorkerOptions(o: { concurrency: number; batch: number }) {
+  return {
+    maxConcurrent: o.concurrency,
+    batchSize: o.batch,
+    visibilityTimeout: 60,
+    maxPollSeconds: 1,
+    pollIntervalMs: 10,
+    logger: silent,
+  };
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Compiles deployments straight through SQL, 100 shapes per statement. */

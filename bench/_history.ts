@@ -16,7 +16,15 @@ import type { DeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import { startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
 import type { BenchDatabase, ExtraDatabase } from './_db.ts';
 import { threeStepFlow } from './_flows.ts';
-import { compile, log, type Sample, silent, timed, waitUntil } from './_common.ts';
+import {
+  benchWorkerOptions,
+  compile,
+  log,
+  type Sample,
+  silent,
+  timed,
+  waitUntil,
+} from './_common.ts';
 import { fmt } from './_stats.ts';
 
 /** The steps of the history flow and the queue each is on. */
@@ -165,14 +173,7 @@ export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<
         sides.push(side);
       }
     }
-    const workerOptions = {
-      maxConcurrent: o.concurrency,
-      batchSize: o.batch,
-      visibilityTimeout: 60,
-      maxPollSeconds: 1,
-      pollIntervalMs: 10,
-      logger: silent,
-    };
+    const workerOptions = benchWorkerOptions(o);
     const runSide = async (side: SideState) => {
       const { sql } = side.db;
       if (side.kind === 'fresh') {

@@ -16,7 +16,16 @@ import { Flow } from '../lib/mod.ts';
 import { startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import type { BenchDatabase } from './_db.ts';
-import { compile, log, type Sample, silent, sleep, timed, waitUntil } from './_common.ts';
+import {
+  benchWorkerOptions,
+  compile,
+  log,
+  type Sample,
+  silent,
+  sleep,
+  timed,
+  waitUntil,
+} from './_common.ts';
 import { fmt } from './_stats.ts';
 
 /** Settings of the pgflow figure. */
@@ -167,12 +176,7 @@ export async function vsPgflow(bench: BenchDatabase, o: PgflowOptions): Promise<
                      from generate_series(1, ${o.runs}::int) i`;
       await hold('sy3');
       const worker: Worker = await startWorkerImpl(flow, {
-        maxConcurrent: o.concurrency,
-        batchSize: o.batch,
-        visibilityTimeout: 60,
-        maxPollSeconds: 1,
-        pollIntervalMs: 10,
-        logger: silent,
+        ...benchWorkerOptions(o),
         sql: enginePool,
       });
       try {

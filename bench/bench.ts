@@ -55,7 +55,15 @@ import { pgArray, WorkerQueries } from '../lib/sql/worker_queries.ts';
 import { type BenchDatabase, openBenchDatabase } from './_db.ts';
 import { fanOutFlows, routedRegistry, threeStepFlow } from './_flows.ts';
 import { fmt, median, roundRatio, since, table } from './_stats.ts';
-import { compile, log, type Sample, silent, timed, waitUntil } from './_common.ts';
+import {
+  benchWorkerOptions,
+  compile,
+  log,
+  type Sample,
+  silent,
+  timed,
+  waitUntil,
+} from './_common.ts';
 import { history } from './_history.ts';
 import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
@@ -227,14 +235,7 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
   };
 
   // Workers start before the clock and stop after it; no worker idles during the raw side.
-  const workerOptions = {
-    maxConcurrent: o.concurrency,
-    batchSize: o.batch,
-    visibilityTimeout: 60,
-    maxPollSeconds: 1,
-    pollIntervalMs: 10,
-    logger: silent,
-  };
+  const workerOptions = benchWorkerOptions(o);
   // `atClock` runs right before the clock starts (after the work is seeded).
   const runEngine = async (consumers: number, atClock?: () => Promise<unknown>) => {
     await sql`select count(switchyard.start_flow('tp' || (i % 10), jsonb_build_object('i', i)))
@@ -694,12 +695,7 @@ async function mapFanOut(db: BenchDatabase, o: Options) {
   await compile(sql, registry);
   const pool = postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} });
   const options = {
-    maxConcurrent: o.concurrency,
-    batchSize: o.batch,
-    visibilityTimeout: 60,
-    maxPollSeconds: 1,
-    pollIntervalMs: 10,
-    logger: silent,
+    ...benchWorkerOptions(o),
     queueName: queue,
     sql: pool,
   };
