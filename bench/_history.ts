@@ -16,15 +16,7 @@ import type { DeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import { startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
 import type { BenchDatabase, ExtraDatabase } from './_db.ts';
 import { threeStepFlow } from './_flows.ts';
-import {
-  benchWorkerOptions,
-  compile,
-  log,
-  type Sample,
-  silent,
-  timed,
-  waitUntil,
-} from './_common.ts';
+import { benchWorkerOptions, compile, log, type Sample, timed, waitUntil } from './_common.ts';
 import { fmt } from './_stats.ts';
 
 /** The steps of the history flow and the queue each is on. */

@@ -21,7 +21,6 @@ import {
   compile,
   log,
   type Sample,
-  silent,
   sleep,
   timed,
   waitUntil,
