@@ -33,6 +33,7 @@ export * from './dsl/with_step_queues.ts';
 export * from './dsl/route_flow.ts';
 export * from './dsl/deployed_flow.ts';
 export * from './dsl/placement.ts';
+export type * from './dsl/aliases.ts';
 export {
   type CommonWorkerOptions,
   consoleLogger,
