@@ -81,14 +81,17 @@ create table switchyard.runs (
   run_id uuid primary key default gen_random_uuid(),
   flow_slug text not null references switchyard.flows,
   started_as text not null,                -- the alias or slug the caller used
-  status text not null default 'started' check (status in ('started', 'completed', 'failed')),
+  status text not null default 'started'
+    check (status in ('started', 'completed', 'failed', 'cancelled')),
   input jsonb not null,
   output jsonb,
-  error text,
+  error text,                              -- why it failed, or why it was cancelled
   remaining_steps int not null,
+  owner uuid,                              -- who it is for (start_flow's owner; §13)
   started_at timestamptz not null default now(),
   completed_at timestamptz,
-  failed_at timestamptz
+  failed_at timestamptz,
+  cancelled_at timestamptz
 );
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
 
@@ -97,7 +100,7 @@ create table switchyard.step_states (
   flow_slug text not null,
   step_slug text not null,
   status text not null default 'created'
-    check (status in ('created', 'started', 'completed', 'failed')),
+    check (status in ('created', 'started', 'completed', 'failed', 'cancelled')),
   remaining_deps int not null,
   output jsonb,
   created_at timestamptz not null default now(),

@@ -52,8 +52,12 @@ $$;
 -- another input, or naming another flow, is refused (23505). Two concurrent starts with one
 -- id create one run: the second insert waits for the first on the primary key and then
 -- finds its row (docs/ARCHITECTURE.md §5.8).
+--
+-- `owner` (optional) records who the run is for (runs.owner, copied to its events for
+-- row-level security, docs/ARCHITECTURE.md §13); a repeated start with another owner is
+-- refused like another input.
 create or replace function switchyard.start_flow(
-  flow_or_alias text, input jsonb, run_id uuid default null
+  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null
 )
 returns uuid
 language plpgsql
@@ -75,16 +79,27 @@ begin
         'flow_or_alias', left(flow_or_alias, 200))::text;
   end if;
   concrete := switchyard.resolve_flow(flow_or_alias);
-  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps)
-  select coalesce(start_flow.run_id, gen_random_uuid()), concrete, flow_or_alias, input, count(*)
+  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner)
+  select coalesce(start_flow.run_id, gen_random_uuid()), concrete, flow_or_alias, input, count(*),
+         start_flow.owner
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;
   if new_run is null then
     -- The id exists (committed, or committed while this insert waited for it): the same
     -- start again returns it; anything else under that id is refused.
-    select r.flow_slug, r.started_as, r.input into existing
+    select r.flow_slug, r.started_as, r.input, r.owner into existing
       from switchyard.runs r where r.run_id = start_flow.run_id;
+    -- Another owner first: it learns nothing of the run (neither its flow nor its input).
+    if existing.owner is distinct from start_flow.owner then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s was started for another owner: '
+        'a run id names one start; use a new id for another owner',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
+          'run_id', start_flow.run_id)::text;
+    end if;
     if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
       raise exception using errcode = '23505', message = format(
         'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
