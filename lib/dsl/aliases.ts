@@ -127,9 +127,6 @@ export type AliasOutput<R extends Registry, A extends AliasOf<R>> = FlowOutput<A
  * const step: AliasStepSlugs<typeof registry, 'threads'> = 'fetch';
  * ```
  */
-export type AliasStepSlugs<R extends Registry, A extends AliasOf<R>> = EachStepSlugs<
-  AliasFlows<R, A>
->;
-
-// Distributes over a union of flows (keyof of a union would keep only the common keys).
-type EachStepSlugs<F> = F extends AnyFlow ? StepSlugs<F> : never;
+export type AliasStepSlugs<R extends Registry, A extends AliasOf<R>> =
+  // Distributes over the versions (keyof of a union would keep only the common keys).
+  AliasFlows<R, A> extends infer F ? F extends AnyFlow ? StepSlugs<F> : never : never;
