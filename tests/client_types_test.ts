@@ -114,6 +114,12 @@ async function typeTests(): Promise<void> {
   // @ts-expect-error a cancel needs a reason
   await run.cancel();
 
+  // Typed by the registry's type alone (an app that does not load the handlers).
+  const typeOnly = createClient<typeof registry>({ connectionString: 'postgres://localhost/app' });
+  await typeOnly.start('tickets', { ticket: 1 });
+  // @ts-expect-error the type alone still checks the input
+  await typeOnly.start('tickets', { ticket: '1' });
+
   // The shipped registry: its aliases and their inputs.
   const app = createClient(shipped, {});
   const thread = await app.start('communityThreads', { id: 't', title: 'x', body: 'y' });

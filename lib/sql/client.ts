@@ -41,8 +41,19 @@ import { call } from './source.ts';
  * ```
  */
 export type ClientConnection =
-  | { readonly connectionString?: string; readonly max?: number; readonly sql?: undefined }
-  | { readonly sql: Sql };
+  & (
+    | { readonly connectionString?: string; readonly max?: number; readonly sql?: undefined }
+    | { readonly sql: Sql }
+  )
+  & {
+    /**
+     * Only for connections that cannot receive notifications (a transaction pooler such as
+     * Supavisor's port 6543, or PGlite's socket, which shares one session among all
+     * connections): waits also read again every `fallbackPollMs`. Unset (the default),
+     * nothing polls.
+     */
+    readonly fallbackPollMs?: number;
+  };
 
 /**
  * Options of a wait: a deadline and a signal that gives up early.
@@ -136,8 +147,6 @@ export interface RunHandle<Output = unknown, StepSlug extends string = string> {
  * ```
  */
 export interface SwitchyardClient<R extends Registry> {
-  /** The registry the client was typed with. */
-  readonly registry: R;
   /** The postgres.js client; operator calls (`lib/ops.ts`) accept the client itself. */
   readonly sql: Sql;
   /**
@@ -173,7 +182,9 @@ export interface SwitchyardClient<R extends Registry> {
 /**
  * Creates the typed client of a registry: `start` takes the registry's aliases (they
  * autocomplete) with their input types, `output()` resolves with the typed leaf outputs.
- * The registry is used for its type; no flow is compiled and no handler runs here.
+ * The registry is used for its type only; no flow is compiled and no handler runs here. An
+ * app that must not load the handlers' code passes the type alone:
+ * `import type { registry } from '...'; createClient<typeof registry>({ connectionString })`.
  *
  * @example
  * ```ts
@@ -199,8 +210,18 @@ export interface SwitchyardClient<R extends Registry> {
  */
 export function createClient<const R extends Registry>(
   registry: R,
-  connection: ClientConnection = {},
+  connection?: ClientConnection,
+): SwitchyardClient<R>;
+/** The same client, typed by a registry's type alone (`createClient<typeof registry>(...)`). */
+export function createClient<R extends Registry>(
+  connection?: ClientConnection,
+): SwitchyardClient<R>;
+export function createClient<R extends Registry>(
+  registryOrConnection?: R | ClientConnection,
+  maybeConnection?: ClientConnection,
 ): SwitchyardClient<R> {
+  const connection: ClientConnection =
+    (Array.isArray(registryOrConnection) ? maybeConnection : registryOrConnection) ?? {};
   const own = connection.sql === undefined;
   let sql: Sql;
   if (connection.sql !== undefined) {
@@ -210,10 +231,16 @@ export function createClient<const R extends Registry>(
     if (!url) throw new SwitchyardError(NO_CONNECTION_MESSAGE);
     sql = openSql(url, { max: connection.max ?? 5 });
   }
-  const notifications = new RunNotifications(sql);
+  const pollMs = connection.fallbackPollMs;
+  if (pollMs !== undefined && (!Number.isInteger(pollMs) || pollMs < 10)) {
+    throw new SwitchyardError(
+      `createClient: fallbackPollMs ${pollMs} is invalid: use an integer of at least 10 ` +
+        '(milliseconds), or leave it unset to wait on notifications only',
+    );
+  }
+  const notifications = new RunNotifications(sql, pollMs);
   const handle = (runId: string): RunHandle<never, never> => runHandle(sql, notifications, runId);
   return {
-    registry,
     sql,
     async start(alias, input, options) {
       return handle(await startRun(sql, alias, input, options));
@@ -275,8 +302,12 @@ async function subscribe(notifications: RunNotifications, runId: string): Promis
           else resolve(outcome);
         };
         const onAbort = () => done(signal!.reason ?? new Error('aborted'));
-        const timer = Number.isFinite(deadline)
-          ? setTimeout(() => done('timeout'), Math.max(0, deadline - Date.now()))
+        const left = deadline - Date.now();
+        const poll = notifications.fallbackPollMs;
+        const timer = poll !== undefined && poll < left
+          ? setTimeout(() => done('woken'), poll)
+          : Number.isFinite(left)
+          ? setTimeout(() => done('timeout'), Math.max(0, left))
           : undefined;
         if (signal?.aborted) return onAbort();
         signal?.addEventListener('abort', onAbort, { once: true });

@@ -34,10 +34,13 @@ export class RunNotifications {
   #waiters = new Map<string, Set<() => void>>();
   #listening: Promise<{ unlisten(): Promise<void> }> | undefined;
   #closed = false;
+  /** Waits read again this often too (for connections without notifications); else unset. */
+  readonly fallbackPollMs: number | undefined;
 
   /** Listens through `sql` (lazily: on the first subscription). */
-  constructor(sql: Sql) {
+  constructor(sql: Sql, fallbackPollMs?: number) {
     this.#sql = sql;
+    this.fallbackPollMs = fallbackPollMs;
   }
 
   /**
