@@ -585,6 +585,16 @@ async function memory(db: BenchDatabase, o: Options) {
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
+  if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
+    console.log(
+      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,2,3,4,5]\n' +
+        '                       [--batch=N] [--concurrency=N] [--connections=N]\n\n' +
+        'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
+        'registry size (3), start-up (4), memory (5). A throwaway cluster unless DATABASE_URL is\n' +
+        'set (a fresh database is created there and dropped). Results: BENCHMARKS.md.',
+    );
+    return;
+  }
   const o = parseOptions(Deno.args);
   const db = await openBenchDatabase(log, { profile: o.profile });
   const cleanup = async () => {

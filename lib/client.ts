@@ -3,7 +3,8 @@
  * inputs typed from your registry, await their typed outputs, follow their events live,
  * cancel and retry them (docs/ARCHITECTURE.md §13). It needs no operator tooling (no
  * migrations, no Supabase CLI) and no worker code: import it from a server route, a script
- * or an Edge Function that starts flows. `lib/ops.ts` re-exports it for operators.
+ * or an Edge Function that starts flows. `lib/mod.ts` (`switchyard`) and `lib/ops.ts`
+ * re-export it, so a handler can start other flows and operators have it too.
  *
  * @example
  * ```ts
@@ -28,13 +29,10 @@
  * @module
  */
 export {
-  type Client,
   type ClientConnection,
-  connect,
   createClient,
   type EventsOptions,
   type RunHandle,
-  type StartFlowOptions,
   type SwitchyardClient,
   type WaitOptions,
 } from './sql/client.ts';

@@ -243,6 +243,26 @@ export class WorkerConfigError extends SwitchyardError {
 }
 
 /**
+ * A database connection string the kit cannot use: not a `postgres://` or `postgresql://` URL,
+ * a broken percent-encoding, several hosts, or an unknown `sslmode` (docs/ARCHITECTURE.md §7).
+ * The message never contains the password.
+ *
+ * @example
+ * ```ts
+ * import { ConnectionStringError, SwitchyardError } from './errors.ts';
+ * const e = new ConnectionStringError('sslmode "maybe" is invalid: use disable, allow, prefer, require, verify-ca or verify-full');
+ * console.assert(e instanceof SwitchyardError);
+ * ```
+ */
+export class ConnectionStringError extends SwitchyardError {
+  /** Creates the error with a message naming the part of the URL and the rule. */
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConnectionStringError';
+  }
+}
+
+/**
  * Start-up refused: work on the queue needs (flow, step) pairs the registry lacks.
  *
  * @example

@@ -1,10 +1,10 @@
 /**
  * Switchyard's operator and development entry (`switchyard/ops.ts`): apply the
  * migrations, pause and resume queue functions, run a fenced rollout, read
- * drain states, configure the keep-alive, cancel and retry runs (`cancelRun`,
- * `retryRun`), and the client that starts and follows runs (`createClient`, also
- * in `lib/client.ts` for applications; `connect()` is its deprecated untyped
- * predecessor). Queue functions import `lib/mod.ts` instead; nothing here is
+ * drain states, configure the keep-alive, serve the dashboard (`createDashboard`), cancel
+ * and retry runs (`cancelRun`, `retryRun`), and the client that starts and follows runs
+ * (`createClient`, also in `lib/client.ts` for applications; `connect()` is its deprecated
+ * untyped predecessor). Queue functions import `lib/mod.ts` instead; nothing here is
  * needed inside an Edge Function. See docs/ARCHITECTURE.md §6 and §13.
  *
  * Every operator call takes a postgres.js client, the client of `createClient()`
@@ -40,15 +40,21 @@ export * from './sql/runs.ts';
 export type * from './dsl/aliases.ts';
 export {
   CONNECTION_ENV_VARS,
+  type ConnectionKind,
+  type ConnectionSettings,
   type EnvReader,
+  parseConnectionString,
   resolveConnectionString,
   type Sql,
+  type SslMode,
+  TRANSACTION_POOLER_MAX_CONNECTIONS,
 } from './sql/connection.ts';
 export type { SqlSource } from './sql/source.ts';
 export * from './sql/function_state.ts';
 export * from './sql/keep_alive.ts';
 export * from './sql/fence.ts';
 export * from './sql/drain.ts';
+export * from './sql/dashboard.ts';
 export {
   ensurePgmq,
   migrate,
@@ -59,3 +65,18 @@ export {
   withLocalSslMode,
 } from './sql/migrate.ts';
 export { formatDrainStatus, formatFenceStatus } from './ops/format.ts';
+export {
+  createDashboard,
+  type Dashboard,
+  DASHBOARD_AUTH_ENV,
+  type DashboardAccess,
+  type DashboardOptions,
+  type DashboardOverview,
+} from './ops/dashboard.ts';
+export {
+  authProblem,
+  BEARER_SECRET_ENV_VARS,
+  type EdgeAuth,
+  SECRET_KEYS_ENV_VAR,
+  secretKeys,
+} from './platform/auth.ts';

@@ -8,9 +8,10 @@
  *
  * @module
  */
-import postgres from 'postgres';
+import type postgres from 'postgres';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { OperationError } from '../lib/ops.ts';
+import { OperationError, resolveConnectionString } from '../lib/ops.ts';
+import { openSql } from '../lib/sql/connection.ts';
 
 /**
  * Bad arguments or environment: printed with the usage, exit code 2.
@@ -29,7 +30,8 @@ export class UsageError extends Error {
 }
 
 /**
- * The database URL: `DATABASE_URL`, else `SUPABASE_DB_URL`; a {@linkcode UsageError} when neither is set.
+ * The database URL from the one resolver (`SWITCHYARD_DB_URL`, else `SUPABASE_DB_URL`, else
+ * `DATABASE_URL`; docs/ARCHITECTURE.md §7); a {@linkcode UsageError} when none is set.
  *
  * @example
  * ```ts
@@ -38,10 +40,11 @@ export class UsageError extends Error {
  * ```
  */
 export function databaseUrl(): string {
-  const url = Deno.env.get('DATABASE_URL') || Deno.env.get('SUPABASE_DB_URL');
+  const url = resolveConnectionString();
   if (!url) {
     throw new UsageError(
-      'DATABASE_URL is not set: export the connection string of the project database ' +
+      'DATABASE_URL is not set (nor SWITCHYARD_DB_URL or SUPABASE_DB_URL): export the ' +
+        'connection string of the project database ' +
         '(for Supabase: Project Settings > Database > Connection string)',
     );
   }
@@ -114,7 +117,7 @@ export async function runCommand(
       Deno.exit(0);
     }
     const url = databaseUrl();
-    sql = postgres(url, { max: 1, prepare: false, onnotice: () => {}, connect_timeout: 10 });
+    sql = openSql(url, { max: 1 });
     code = (await main(sql, Deno.args)) ?? 0;
   } catch (e) {
     code = report(e, usage);

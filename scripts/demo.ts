@@ -18,17 +18,33 @@
  *
  * Exits 0 when every run completed, v1 is drained and v2 is the active version.
  *
+ * `deno task demo --dashboard [--dashboard-port N]` also serves the dashboard
+ * (`lib/ops/dashboard.ts`, default port 8787, else a free one) from the start, so the phases can
+ * be watched live, and keeps it open on the finished database until Ctrl-C. The printed URL
+ * carries the demo's bearer in its fragment, so the page's pause and resume work.
+ *
  * @module
  */
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { createClient as createSupabaseClient } from '@supabase/supabase-js';
-import { createClient, migrate } from '../lib/ops.ts';
+import { parseArgs } from 'node:util';
+import { connect, createClient, createDashboard, migrate } from '../lib/ops.ts';
 import { registry } from '../supabase/functions/_shared/registry.ts';
+import { freePort } from './_cluster.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './_pglite.ts';
 import { copyProject } from './_project.ts';
 import { scaffoldQueue } from './scaffold_queue.ts';
 import { type ServedFunctions, serveFunctions } from './serve.ts';
+import { helpOption } from './_help.ts';
+
+helpOption(`usage: deno task demo
+
+Runs the kit end to end without a database server (PGlite), or on DATABASE_URL when it is set
+(it writes to that database): scaffolds the shipped registry's two queue functions in a temp
+copy of the project, applies the migrations with supabase db push, serves the functions over
+HTTP, runs flows by alias, deploys v2 while v1 runs drain, and prints runs, queues and drain
+states. Exits 0 when every run completed and v1 drained.`);
 
 const QUEUES = [['classify_threads', 4], ['deliver_slack_alerts', 2]] as const;
 const V1_RUNS = 8;
@@ -87,8 +103,54 @@ function thread(k: number) {
   };
 }
 
-async function main(): Promise<number> {
+const USAGE = 'usage: deno task demo [--dashboard [--dashboard-port N]]';
+
+/** Serves the dashboard on `port` (or a free port when it is taken) with the demo's bearer. */
+function serveDashboard(url: string, secret: string, port: number) {
+  const client = connect(url, { max: 2 });
+  const dashboard = createDashboard({
+    source: client,
+    env: (name) => (name === 'SWITCHYARD_WORKER_SECRET' ? secret : undefined),
+    refreshMs: 2000,
+  });
+  let server: Deno.HttpServer;
+  try {
+    server = Deno.serve({ hostname: '127.0.0.1', port, onListen: () => {} }, dashboard.fetch);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.AddrInUse)) throw e;
+    port = freePort();
+    server = Deno.serve({ hostname: '127.0.0.1', port, onListen: () => {} }, dashboard.fetch);
+  }
+  return {
+    url: `http://127.0.0.1:${port}/#token=${secret}`,
+    async close() {
+      await server.shutdown();
+      await client.close();
+    },
+  };
+}
+
+async function main(args: string[]): Promise<number> {
+  let options;
+  try {
+    options = parseArgs({
+      args,
+      options: { dashboard: { type: 'boolean' }, 'dashboard-port': { type: 'string' } },
+    }).values;
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const portText = options['dashboard-port'] ?? '8787';
+  const dashboardPort = Number(portText);
+  if (!/^\d+$/.test(portText) || dashboardPort < 1 || dashboardPort > 65535) {
+    console.error(
+      `error: --dashboard-port "${portText}" is invalid: use an integer from 1 to 65535`,
+    );
+    return 2;
+  }
   const external = Deno.env.get('DATABASE_URL') || undefined;
+  let dashboard: ReturnType<typeof serveDashboard> | undefined;
   let embedded: EmbeddedPostgres | undefined;
   let served: ServedFunctions | undefined;
   let project: string | undefined;
@@ -131,6 +193,10 @@ async function main(): Promise<number> {
     });
 
     const secret = crypto.randomUUID();
+    if (options.dashboard) {
+      dashboard = serveDashboard(url, secret, dashboardPort);
+      say(`dashboard: ${dashboard.url}`);
+    }
     const env = {
       DATABASE_URL: url,
       SWITCHYARD_WORKER_SECRET: secret,
@@ -354,10 +420,17 @@ async function main(): Promise<number> {
   } finally {
     if (ticker) clearInterval(ticker);
     await served?.close().catch(() => {});
+    if (dashboard) {
+      say(`dashboard stays open on the finished database: ${dashboard.url} (Ctrl-C to stop)`);
+      await new Promise<void>((done) => {
+        for (const signal of ['SIGINT', 'SIGTERM'] as const) Deno.addSignalListener(signal, done);
+      });
+    }
+    await dashboard?.close().catch(() => {});
     await sql?.end({ timeout: 2 }).catch(() => {});
     await embedded?.close().catch(() => {});
     if (project) await Deno.remove(project, { recursive: true }).catch(() => {});
   }
 }
 
-if (import.meta.main) Deno.exit(await main());
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -9,8 +9,11 @@
  *   `EdgeWorker.start(registry, { queueName: 'classify_threads', maxConcurrent })`;
  * - `functions/classify-threads-worker/deno.json`: the function's import map, so that
  *   `supabase functions deploy` resolves the same modules as the project (`switchyard` → the
- *   kit's `lib/`, which the function reaches by a relative path inside the project; npm
- *   packages by their `npm:` specifiers);
+ *   project's copy of the kit, reached by a relative path inside the project: the runtime
+ *   `deno task install` wrote to `functions/_switchyard/`, else the project's own `lib/` as in
+ *   the kit's checkout; a project with neither is refused). In an installed project it holds
+ *   only the entries the function loads, npm and jsr ranges pinned to exact versions by the
+ *   project's deno.lock, else the kit's;
  * - a `[functions.classify-threads-worker]` section in `config.toml` (entrypoint, import map,
  *   `verify_jwt = false`: the function checks its own bearer);
  * - `migrations/<timestamp>_register_classify_threads_worker.sql`, which calls
@@ -43,6 +46,8 @@ import { DispatchIndex } from '../lib/worker/dispatch_index.ts';
 import type { WorkerTarget } from '../lib/dsl/placement.ts';
 import { functionSection, setFunctionSection } from './_functions_config.ts';
 import { exists } from './_util.ts';
+import { lockedSpecifiers, moduleGraph, pinned, projectPath } from './_kit.ts';
+import type { ProbeResult } from './_registry_probe.ts';
 
 /**
  * The registry module every queue function imports, relative to the project directory.
@@ -277,14 +282,131 @@ export async function loadRegistry(projectDir: string): Promise<readonly WorkerT
 }
 
 /**
+ * The project's copy of the kit, which its functions import as `switchyard`: the runtime the
+ * installer put in `supabase/functions/_switchyard/` (its manifest says so), or the project's
+ * own `lib/` (the kit's checkout and copies of it).
+ */
+type KitCopy = { kind: 'installed' | 'checkout'; libDir: string };
+
+/** The installed runtime, relative to the project. */
+const INSTALLED_RUNTIME = 'supabase/functions/_switchyard';
+
+async function kitCopy(projectDir: string): Promise<KitCopy> {
+  const installed = join(projectDir, INSTALLED_RUNTIME);
+  if (await exists(join(installed, 'manifest.json'))) {
+    return { kind: 'installed', libDir: installed };
+  }
+  if (await exists(join(projectDir, 'lib', 'mod.ts'))) {
+    return { kind: 'checkout', libDir: join(projectDir, 'lib') };
+  }
+  throw new ScaffoldError(
+    `Switchyard is not installed in ${projectDir}: run \`deno task install --project ` +
+      `${projectDir}\` first. A queue function must import the kit from inside the project ` +
+      '(supabase functions deploy uploads nothing outside it)',
+  );
+}
+
+/**
+ * The function's imports without what it does not load, at exact versions: the entries whose
+ * key the function's module graph (index.ts → the registry → …, the kit's runtime included)
+ * imports, each npm/jsr range pinned by the project's deno.lock, else the kit's. A deployed
+ * function then resolves exactly what was tested, with no dev-only packages.
+ */
+async function runtimeOnly(
+  imports: Record<string, string>,
+  projectDir: string,
+  functionDir: string,
+): Promise<Record<string, string>> {
+  // The graph of the registry, resolved with every candidate entry (absolute paths).
+  const absolute: Record<string, string> = {};
+  for (const [key, value] of Object.entries(imports)) {
+    absolute[key] = value.startsWith('./') || value.startsWith('../')
+      ? pathToFileURL(resolve(functionDir, value)).href + (value.endsWith('/') ? '/' : '')
+      : value;
+  }
+  const dir = await Deno.makeTempDir({ prefix: 'switchyard-scaffold-' });
+  let used: Set<string>;
+  try {
+    const mapPath = join(dir, 'import_map.json');
+    await Deno.writeTextFile(mapPath, JSON.stringify({ imports: absolute }));
+    const graph = await moduleGraph(join(projectDir, REGISTRY_PATH), { importMap: mapPath });
+    used = new Set(graph.filter((m) => m.local !== null).flatMap((m) => m.bare));
+  } catch (e) {
+    throw new ScaffoldError(
+      `cannot resolve the modules of ${REGISTRY_PATH}: ${(e as Error).message}`,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  used.add('switchyard'); // index.ts
+  const locked = {
+    ...await lockedSpecifiers(join(KIT_ROOT, 'deno.lock')),
+    ...await lockedSpecifiers(join(projectDir, 'supabase', 'functions', 'deno.lock')),
+    ...await lockedSpecifiers(join(projectDir, 'deno.lock')),
+  };
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(imports)) {
+    const needed = key.endsWith('/') ? [...used].some((u) => u.startsWith(key)) : used.has(key);
+    if (needed) out[key] = pinned(value, locked);
+  }
+  return out;
+}
+
+/**
+ * The queues of the registry's deployments. In the kit's checkout the registry is imported
+ * here; in an installed project it is loaded in a subprocess with the project's import map
+ * (the installed runtime, the project's own bare imports).
+ */
+async function registryPlacements(
+  projectDir: string,
+  copy: KitCopy,
+): Promise<{ kind: string; flow: string; queues: string[] }[]> {
+  if (copy.kind === 'checkout') {
+    const index = new DispatchIndex(await loadRegistry(projectDir));
+    return index.placements.map((p) => ({ kind: p.kind, flow: p.flow.slug, queues: p.queues() }));
+  }
+  const path = resolve(projectDir, REGISTRY_PATH);
+  if (!(await exists(path))) await loadRegistry(projectDir); // the missing-registry message
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      'run',
+      '--no-lock',
+      '--allow-read',
+      '--allow-env',
+      '--config',
+      join(projectDir, 'supabase', 'functions', 'deno.json'),
+      join(KIT_ROOT, 'scripts', '_registry_probe.ts'),
+      path,
+    ],
+    stdout: 'piped',
+    stderr: 'piped',
+    stdin: 'null',
+    env: { NO_COLOR: '1' },
+  }).output();
+  const text = new TextDecoder().decode(out.stdout).trim().split('\n').pop() ?? '';
+  let result: ProbeResult;
+  try {
+    result = JSON.parse(text);
+  } catch {
+    throw new ScaffoldError(
+      `cannot load ${REGISTRY_PATH}: ${new TextDecoder().decode(out.stderr).trim() || text}`,
+    );
+  }
+  if ('error' in result) throw new ScaffoldError(`${REGISTRY_PATH} ${result.error}`);
+  return result.placements;
+}
+
+/**
  * The deno.json of a function directory: the project's imports (deno.json `imports` and its
- * import map), relative paths rebased to the function's directory, plus the kit; and the
- * project's `fmt` style.
+ * import map; in an installed project also `supabase/functions/deno.json`), relative paths
+ * rebased to the function's directory, plus the kit; and the project's `fmt` style. In an
+ * installed project only the entries the function loads are kept, at exact versions.
  */
 async function functionImportMap(
   template: Template,
   projectDir: string,
   functionDir: string,
+  copy: KitCopy,
 ): Promise<string> {
   const imports: Record<string, string> = {};
   const add = (entries: unknown, baseDir: string) => {
@@ -317,9 +439,16 @@ async function functionImportMap(
   if (importMap) {
     add((JSON.parse(importMap) as { imports?: unknown }).imports, dirname(importMapPath));
   }
+  if (copy.kind === 'installed') {
+    // The functions' shared import map, where the installer put the kit's entries.
+    const functionsDir = join(projectDir, 'supabase', 'functions');
+    const shared = await readOrNull(join(functionsDir, 'deno.json'));
+    if (shared) add((JSON.parse(shared) as { imports?: unknown }).imports, functionsDir);
+  }
   // The template's imports (the kit and its npm packages), for keys the project does not map.
-  // Its relative paths name files of the kit relative to the template's directory; a project
-  // with its own copy of the kit (lib/mod.ts) gets that copy instead.
+  // Its relative paths name files of the kit's lib/ relative to the template's directory; they
+  // become the same files of the project's copy of the kit (its lib/, or the installed
+  // runtime in supabase/functions/_switchyard/).
   let parsed: unknown;
   try {
     parsed = JSON.parse(template.text);
@@ -335,13 +464,24 @@ async function functionImportMap(
       `the scaffold's template ${template.path} must hold exactly an "imports" object`,
     );
   }
-  const kitRoot = (await exists(join(projectDir, 'lib', 'mod.ts'))) ? projectDir : KIT_ROOT;
-  const templateDir = join(kitRoot, relative(KIT_ROOT, TEMPLATE_FUNCTION_DIR));
+  const kitLib = join(KIT_ROOT, 'lib');
   for (const [key, value] of Object.entries(defaults as Record<string, unknown>)) {
     if (typeof value !== 'string') continue;
-    imports[key] ??= value.startsWith('./') || value.startsWith('../')
-      ? specifier(functionDir, resolve(templateDir, value), value.endsWith('/'))
-      : value;
+    if (!value.startsWith('./') && !value.startsWith('../')) {
+      imports[key] ??= value;
+      continue;
+    }
+    const inKit = relative(kitLib, resolve(TEMPLATE_FUNCTION_DIR, value));
+    if (inKit.startsWith('..')) {
+      throw new ScaffoldError(
+        `the scaffold's template ${template.path} maps "${key}" outside the kit's lib/: ${value}`,
+      );
+    }
+    imports[key] ??= specifier(functionDir, join(copy.libDir, inKit), value.endsWith('/'));
+  }
+  if (copy.kind === 'installed') {
+    const runtime = await runtimeOnly(imports, projectDir, functionDir);
+    return `${JSON.stringify(fmt ? { imports: runtime, fmt } : { imports: runtime }, null, 2)}\n`;
   }
   return `${JSON.stringify(fmt ? { imports, fmt } : { imports }, null, 2)}\n`;
 }
@@ -496,15 +636,16 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
   }
 
   const templates = await readTemplates(options.templatesDir ?? TEMPLATES_DIR);
-  const registry = new DispatchIndex(await loadRegistry(projectDir));
+  const copy = await kitCopy(projectDir);
+  const placements = await registryPlacements(projectDir, copy);
   const routed = [
-    ...new Set(registry.placements.filter((p) => p.kind === 'routed').flatMap((p) => p.queues())),
+    ...new Set(placements.filter((p) => p.kind === 'routed').flatMap((p) => p.queues)),
   ].sort();
   if (!routed.includes(queueName)) {
-    const owner = registry.placements.find((p) => p.queues().includes(queueName));
+    const owner = placements.find((p) => p.queues.includes(queueName));
     throw new ScaffoldError(
       owner
-        ? `queue "${queueName}" is the private queue of flow "${owner.flow.slug}": the scaffold writes ` +
+        ? `queue "${queueName}" is the private queue of flow "${owner.flow}": the scaffold writes ` +
           'functions for explicit shared queues only (routeFlow); a private queue is served by ' +
           'EdgeWorker.start(flow) in a function of your own'
         : `queue "${queueName}" is unknown: no deployment in ${REGISTRY_PATH} routes a step to it ` +
@@ -532,7 +673,7 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
     },
     {
       path: rel(join(functionDir, 'deno.json')),
-      content: await functionImportMap(templates.denoJson, projectDir, functionDir),
+      content: await functionImportMap(templates.denoJson, projectDir, functionDir, copy),
       existing: await readOrNull(join(functionDir, 'deno.json')),
     },
     {
@@ -601,7 +742,7 @@ async function main(args: string[]): Promise<number> {
       options: {
         'max-concurrent': { type: 'string' },
         force: { type: 'boolean', default: false },
-        project: { type: 'string', default: '.' },
+        project: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -624,7 +765,8 @@ async function main(args: string[]): Promise<number> {
   }
   try {
     const result = await scaffoldQueue({
-      projectDir: parsed.values.project!,
+      // Without --project: the directory `deno task` runs in (the kit's checkout).
+      projectDir: parsed.values.project === undefined ? '.' : projectPath(parsed.values.project),
       queueName: parsed.positionals[0],
       maxConcurrent: text === undefined ? undefined : Number(text),
       force: parsed.values.force,

@@ -16,6 +16,10 @@
  * `SUPABASE_URL` is the gateway's URL unless the env file or option sets it. The port is `--port`, else `PORT`, else a free
  * one.
  *
+ * The gateway also serves the dashboard (`lib/ops/dashboard.ts`) at `/dashboard/`, on the
+ * database and with the bearer secrets of that same environment: the page is read-only
+ * without the bearer, and its actions take the queue functions' bearer.
+ *
  * @module
  */
 import { parseArgs } from 'node:util';
@@ -23,6 +27,13 @@ import { join, resolve } from 'node:path';
 import { freePort } from './_cluster.ts';
 import { readFunctionConfigs } from './_functions_config.ts';
 import { canConnect, exists } from './_util.ts';
+import {
+  type Client,
+  connect,
+  createDashboard,
+  type Dashboard,
+  resolveConnectionString,
+} from '../lib/ops.ts';
 
 /**
  * One function found in a project.
@@ -65,6 +76,8 @@ export interface ServeOptions {
   log?: (line: string) => void;
   /** How long a function may take to listen (default 60 s). */
   readyTimeoutMs?: number;
+  /** Serve the dashboard at `/dashboard/` (default true; it needs a database URL). */
+  dashboard?: boolean;
 }
 
 /**
@@ -84,6 +97,8 @@ export interface ServedFunctions {
   url: string;
   /** The served function names. */
   functions: string[];
+  /** The dashboard's URL (`<url>/dashboard/`), or null when it is not served. */
+  dashboardUrl: string | null;
   /** Stops and starts functions again (all by default), picking up changed files: a local redeploy. */
   restart(names?: readonly string[]): Promise<void>;
   /** Stops the gateway and every function (SIGTERM: workers stop and drain; SIGKILL after 15 s). */
@@ -235,6 +250,29 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
   const running = new Map<string, Running>();
   const starting = new Map<string, Promise<Running>>();
 
+  // The dashboard reads the database the functions use, with the functions' bearer secrets.
+  const effectiveEnv: Record<string, string | undefined> = {
+    ...Deno.env.toObject(),
+    ...fileEnv,
+    ...options.env,
+  };
+  const databaseUrl = effectiveEnv.SUPABASE_DB_URL || effectiveEnv.DATABASE_URL;
+  let dashboardClient: Client | undefined;
+  let dashboard: Dashboard | undefined;
+  let dashboardProblem = 'the dashboard needs a database: set DATABASE_URL or SUPABASE_DB_URL';
+  if (options.dashboard !== false && databaseUrl) {
+    dashboardClient = connect(databaseUrl, { max: 2 });
+    try {
+      dashboard = createDashboard({
+        source: dashboardClient,
+        env: (name) => effectiveEnv[name] || undefined,
+        basePath: '/dashboard',
+      });
+    } catch (e) {
+      dashboardProblem = (e as Error).message;
+    }
+  }
+
   const launch = async (fn: LocalFunction): Promise<Running> => {
     const port = freePort();
     const args = ['run', '-A', '--no-lock'];
@@ -327,11 +365,21 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
 
   const handler = async (request: Request): Promise<Response> => {
     const u = new URL(request.url);
+    if (
+      options.dashboard !== false &&
+      (u.pathname === '/dashboard' || u.pathname.startsWith('/dashboard/'))
+    ) {
+      return dashboard
+        ? await dashboard.fetch(request)
+        : json(503, { code: 'DASHBOARD_UNAVAILABLE', message: dashboardProblem });
+    }
     const m = /^\/functions\/v1\/([^/]+)(\/.*)?$/.exec(u.pathname);
     if (!m) {
       return json(404, {
         code: 'NOT_FOUND',
-        message: `use /functions/v1/<name>; served: ${[...byName.keys()].join(', ') || 'none'}`,
+        message: `use /functions/v1/<name> or /dashboard/; served: ${
+          [...byName.keys()].join(', ') || 'none'
+        }`,
       });
     }
     const fn = byName.get(decodeURIComponent(m[1]));
@@ -366,6 +414,7 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
     await Promise.all(functions.map((fn) => ensure(fn)));
   } catch (e) {
     await Promise.all([...running.keys()].map(stopOne));
+    await dashboardClient?.close().catch(() => {});
     throw e;
   }
   const server = Deno.serve(
@@ -378,6 +427,7 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
   return {
     url,
     functions: functions.map((f) => f.name),
+    dashboardUrl: dashboard ? `${url}/dashboard/` : null,
     async restart(names = functions.map((f) => f.name)) {
       const unknown = names.filter((name) => !byName.has(name));
       if (unknown.length > 0) throw new Error(`unknown function(s): ${unknown.join(', ')}`);
@@ -392,6 +442,7 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
         await server.shutdown();
         await Promise.all([...starting.values()].map((p) => p.catch(() => {})));
         await Promise.all([...running.keys()].map(stopOne));
+        await dashboardClient?.close().catch(() => {});
       })();
       return closed;
     },
@@ -437,16 +488,21 @@ async function main(args: string[]): Promise<number> {
   };
   if (
     !effective.SWITCHYARD_WORKER_SECRET && !effective.SUPABASE_SERVICE_ROLE_KEY &&
+    !effective.SUPABASE_SECRET_KEYS &&
     effective.SWITCHYARD_AUTH !== 'disabled'
   ) {
     console.error(
-      'warning: no SWITCHYARD_WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY is set (environment, ' +
+      'warning: no SWITCHYARD_WORKER_SECRET, SUPABASE_SECRET_KEYS or SUPABASE_SERVICE_ROLE_KEY is ' +
+        'set (environment, ' +
         'supabase/functions/.env or --env-file): queue functions will refuse every request; set ' +
         'one, or SWITCHYARD_AUTH=disabled for local runs',
     );
   }
-  if (!effective.SUPABASE_DB_URL && !effective.DATABASE_URL) {
-    console.error('warning: no SUPABASE_DB_URL or DATABASE_URL: workers cannot reach a database');
+  if (!resolveConnectionString(undefined, (name) => effective[name])) {
+    console.error(
+      'warning: no SWITCHYARD_DB_URL, SUPABASE_DB_URL or DATABASE_URL: workers cannot reach a ' +
+        'database',
+    );
   }
   let served: ServedFunctions;
   try {
@@ -461,6 +517,7 @@ async function main(args: string[]): Promise<number> {
     return 1;
   }
   for (const name of served.functions) console.log(`${served.url}/functions/v1/${name}`);
+  if (served.dashboardUrl) console.log(`dashboard: ${served.dashboardUrl}`);
   console.log(
     `\nstart a worker: curl -X POST -H "Authorization: Bearer $SWITCHYARD_WORKER_SECRET" ` +
       `${served.url}/functions/v1/${served.functions[0]}\nstop with Ctrl-C`,

@@ -2,7 +2,8 @@
  * `deno task test [deno test args…]`: runs the suite against real PostgreSQL.
  *
  * With `DATABASE_URL` set, that server is used; otherwise a throwaway cluster is
- * started from the local server binaries. A template database is migrated once
+ * started from the local server binaries, which are installed first when they are missing
+ * and this runs as root with apt-get (scripts/_provision.ts). A template database is migrated once
  * (PGMQ per `PGMQ_MODE`, then `supabase db push`), every test file clones it, and
  * the cluster and its directory are always removed — on success, on failure and
  * on SIGINT/SIGTERM.
@@ -10,8 +11,21 @@
  * @module
  */
 import postgres from 'postgres';
-import { type Cluster, startCluster } from './_cluster.ts';
+import { type Cluster, DEFAULT_PG_BIN, startCluster } from './_cluster.ts';
 import { migrate } from '../lib/ops.ts';
+import { helpOption } from './_help.ts';
+import { ensurePostgresBinaries } from './_provision.ts';
+
+helpOption(`usage: deno task test [deno test arguments…]
+
+Runs the suites (default tests/) against a throwaway PostgreSQL 15 cluster, removed afterwards,
+or against DATABASE_URL when it is set. Missing server binaries are installed with apt-get
+(postgresql-15, postgresql-15-cron) when run as root; otherwise it says what to install.
+
+  deno task test                              every suite
+  deno task test tests/install_test.ts        one file
+  deno task test --filter upgrade tests/      deno test options pass through
+  PG_BIN=/path/to/bin deno task test          other server binaries`);
 
 const log = (line: string) => console.error(`[test] ${line}`);
 
@@ -59,6 +73,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 let code = 1;
 try {
   if (!adminUrl) {
+    await ensurePostgresBinaries(Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN, log);
     cluster = await startCluster({ log });
     adminUrl = cluster.url;
     // Announce where the cluster lives so a harness test can check it is gone afterwards.

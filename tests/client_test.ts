@@ -185,8 +185,8 @@ Deno.test('output() reads once, then once after the completion notification (cou
     assert.deepEqual(await output, { work: 42 });
     assert.equal(counter.reads, 2, 'one read at the start, one after the notification');
     // A wait that times out read once and says where the run is.
-    const idle = await client.start('once', { n: 1 });
     await worker.stop();
+    const idle = await client.start('once', { n: 1 });
     await assert.rejects(idle.output({ timeoutMs: 200 }), RunTimeoutError);
   } finally {
     await client.close();

@@ -10,7 +10,9 @@
  * unless the function is paused or disabled, which answers 409 and starts nothing.
  *
  * Authorization: `Authorization: Bearer <token>`, where the token equals
- * `SUPABASE_SERVICE_ROLE_KEY` or `SWITCHYARD_WORKER_SECRET` (compared in constant time). Only an
+ * `SUPABASE_SERVICE_ROLE_KEY`, one of the secret keys in `SUPABASE_SECRET_KEYS` (a JSON object
+ * of `sb_secret_…` keys, set by Supabase on projects with the new API keys) or
+ * `SWITCHYARD_WORKER_SECRET` (compared in constant time). Only an
  * explicit `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) turns the check off, for local
  * runs. The Supabase gateway's own JWT check is turned off for queue functions
  * (`verify_jwt = false`, written by the scaffold) because the kit secret is not a JWT.
@@ -33,15 +35,18 @@
  * `SWITCHYARD_MAX_POLL_SECONDS`, `SWITCHYARD_POLL_INTERVAL_MS`,
  * `SWITCHYARD_HEARTBEAT_INTERVAL_MS`, `SWITCHYARD_STALL_CHECK_INTERVAL_MS` and
  * `SWITCHYARD_HEARTBEAT_WINDOW_SECONDS` (integers). The database is `connectionString`, else
+ * `SWITCHYARD_DB_URL` (a secret you set, for example the transaction pooler's URL), else
  * `SUPABASE_DB_URL`, else `DATABASE_URL`.
  *
  * @module
  */
 import type { AnyFlow } from '../dsl/flow.ts';
 import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
+import { authProblem, type EdgeAuth } from './auth.ts';
 import { defaultPlatform, type Platform } from './platform.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
 import {
+  ConnectionStringError,
   CoverageError,
   FunctionDisabledError,
   FunctionPausedError,
@@ -56,19 +61,7 @@ import {
   type Worker,
 } from '../worker/worker.ts';
 
-/**
- * How requests are authorized: a list of accepted bearer tokens, or `'disabled'` (local runs
- * only). Default: `SUPABASE_SERVICE_ROLE_KEY` and `SWITCHYARD_WORKER_SECRET` from the
- * environment, or no check when `SWITCHYARD_AUTH=disabled`.
- *
- * @example
- * ```ts
- * import type { EdgeAuth } from './edge_worker.ts';
- *
- * const auth: EdgeAuth = { secrets: ['a-long-random-secret'] };
- * ```
- */
-export type EdgeAuth = { readonly secrets: readonly string[] } | 'disabled';
+export type { EdgeAuth } from './auth.ts';
 
 /**
  * Options `EdgeWorker.start()` adds to the worker options.
@@ -230,51 +223,6 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   });
 }
 
-/** Compares two strings in time that depends on neither their content nor their lengths. */
-async function sameSecret(given: string, expected: string): Promise<boolean> {
-  const enc = new TextEncoder();
-  const [a, b] = await Promise.all([
-    crypto.subtle.digest('SHA-256', enc.encode(given)),
-    crypto.subtle.digest('SHA-256', enc.encode(expected)),
-  ]);
-  const x = new Uint8Array(a), y = new Uint8Array(b);
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
-  return diff === 0;
-}
-
-/** Why a request is refused, or `null` when it is authorized. */
-async function authProblem(
-  request: Request,
-  auth: EdgeAuth | undefined,
-  platform: Platform,
-): Promise<string | null> {
-  let secrets: readonly string[];
-  if (auth === 'disabled') return null;
-  if (auth !== undefined) {
-    secrets = auth.secrets;
-  } else {
-    const mode = platform.env('SWITCHYARD_AUTH');
-    if (mode === 'disabled') return null;
-    if (mode !== undefined && mode !== '' && mode !== 'required') {
-      return `SWITCHYARD_AUTH "${mode}" is invalid: use "required" (default) or "disabled"`;
-    }
-    secrets = ['SUPABASE_SERVICE_ROLE_KEY', 'SWITCHYARD_WORKER_SECRET']
-      .map((name) => platform.env(name) ?? '');
-  }
-  secrets = secrets.filter((s) => s.length > 0);
-  if (secrets.length === 0) {
-    return 'no secret is configured: set SWITCHYARD_WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY ' +
-      '(or SWITCHYARD_AUTH=disabled for local runs)';
-  }
-  const header = request.headers.get('authorization') ?? '';
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match) return 'missing bearer: send "Authorization: Bearer <worker secret>"';
-  let ok = false;
-  for (const secret of secrets) ok = (await sameSecret(match[1], secret)) || ok;
-  return ok ? null : 'the bearer token is not an accepted worker secret';
-}
-
 function errorResponse(e: unknown): Response {
   if (e instanceof FunctionPausedError) {
     return json(409, {
@@ -300,7 +248,7 @@ function errorResponse(e: unknown): Response {
       missing: e.missing,
     });
   }
-  if (e instanceof WorkerConfigError) {
+  if (e instanceof WorkerConfigError || e instanceof ConnectionStringError) {
     return json(500, { error: 'worker_config', message: e.message });
   }
   const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
@@ -343,7 +291,7 @@ function startEdgeWorker(
     if (unloading) {
       return json(503, { error: 'shutting_down', message: 'the function instance is unloading' });
     }
-    const problem = await authProblem(request, auth, platform);
+    const problem = await authProblem(request, auth, platform.env);
     if (problem !== null) {
       return json(401, { error: 'unauthorized', message: problem }, {
         'www-authenticate': 'Bearer',

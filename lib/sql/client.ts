@@ -364,8 +364,10 @@ async function* followEvents(
       const seen = wakes.version();
       const events = await runEvents(sql, runId, { after: last });
       if (events.length === 0 && !checkedExists) {
-        // Every run has its `started` event; none at all means no such run.
-        if ((await runResult(sql, runId)) === null) throw new RunNotFoundError(runId);
+        const result = await runResult(sql, runId);
+        if (result === null) throw new RunNotFoundError(runId);
+        // A run that ended before `after` (or before events were recorded): nothing comes.
+        if (result.status !== 'started') return;
       }
       checkedExists = true;
       for (const event of events) {
@@ -433,7 +435,8 @@ export interface Client {
 }
 
 /**
- * Connects to the database (`connectionString`, else `SUPABASE_DB_URL`, else `DATABASE_URL`).
+ * Connects to the database (`connectionString`, else `SWITCHYARD_DB_URL`, else `SUPABASE_DB_URL`,
+ * else `DATABASE_URL`).
  *
  * @deprecated use {@linkcode createClient} (`switchyard/client.ts`): typed starts and outputs,
  * events, cancel and retry. Operator calls accept either client.

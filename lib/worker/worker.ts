@@ -44,7 +44,7 @@ export type { WorkerState } from './lifecycle.ts';
 export interface CommonWorkerOptions extends Partial<WorkerSettings> {
   /** The function whose pause flag the worker obeys and sets; default `<queue-with-dashes>-worker`. */
   functionName?: string;
-  /** Connection string; default `SUPABASE_DB_URL`, then `DATABASE_URL`. */
+  /** Connection string; default `SWITCHYARD_DB_URL`, then `SUPABASE_DB_URL`, then `DATABASE_URL`. */
   connectionString?: string;
   /** Log sink; default console at the level in `SWITCHYARD_LOG` (info, warn, error, silent; default warn). */
   logger?: WorkerLogger;

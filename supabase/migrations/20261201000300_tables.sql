@@ -81,17 +81,14 @@ create table switchyard.runs (
   run_id uuid primary key default gen_random_uuid(),
   flow_slug text not null references switchyard.flows,
   started_as text not null,                -- the alias or slug the caller used
-  status text not null default 'started'
-    check (status in ('started', 'completed', 'failed', 'cancelled')),
+  status text not null default 'started' check (status in ('started', 'completed', 'failed')),
   input jsonb not null,
   output jsonb,
-  error text,                              -- why it failed, or why it was cancelled
+  error text,
   remaining_steps int not null,
-  owner uuid,                              -- who it is for (start_flow's owner; §13)
   started_at timestamptz not null default now(),
   completed_at timestamptz,
-  failed_at timestamptz,
-  cancelled_at timestamptz
+  failed_at timestamptz
 );
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
 
@@ -100,7 +97,7 @@ create table switchyard.step_states (
   flow_slug text not null,
   step_slug text not null,
   status text not null default 'created'
-    check (status in ('created', 'started', 'completed', 'failed', 'cancelled')),
+    check (status in ('created', 'started', 'completed', 'failed')),
   remaining_deps int not null,
   output jsonb,
   created_at timestamptz not null default now(),

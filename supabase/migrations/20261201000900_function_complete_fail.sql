@@ -164,10 +164,9 @@ begin
      set status = 'failed', failed_at = now(), error = error_text
    where t.run_id = task.run_id and t.step_slug = task.step_slug;
   perform pgmq.archive(task.queue_name, task.message_id);
-  -- A step of a cancelled run stays cancelled (cancel_run, docs/ARCHITECTURE.md §13).
   update switchyard.step_states ss
      set status = 'failed', failed_at = now()
-   where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
+   where ss.run_id = task.run_id and ss.step_slug = task.step_slug;
   update switchyard.runs r
      set status = 'failed', failed_at = now(),
          error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)

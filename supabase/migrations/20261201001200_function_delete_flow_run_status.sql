@@ -63,7 +63,6 @@ as $$
     'run_id', r.run_id, 'flow_slug', r.flow_slug, 'started_as', r.started_as,
     'status', r.status, 'output', r.output, 'error', r.error,
     'started_at', r.started_at, 'completed_at', r.completed_at, 'failed_at', r.failed_at,
-    'cancelled_at', r.cancelled_at, 'owner', r.owner,
     'steps', (select coalesce(jsonb_agg(jsonb_build_object(
                 'step_slug', ss.step_slug, 'status', ss.status,
                 'queue_name', t.queue_name, 'attempts', coalesce(t.attempts_count, 0),

@@ -198,3 +198,25 @@ begin
   return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
 end
 $$;
+
+-- Privileges of what the migrations after release 0.1.0 add, as 20261201009000_grants.sql
+-- gives them: nothing for anon and authenticated (the opt-in of docs/ARCHITECTURE.md §13
+-- grants them what it lists); the service role reads the tables and calls the functions.
+revoke all on all tables in schema switchyard from public;
+revoke execute on all functions in schema switchyard from public;
+do $$
+declare
+  role_name text;
+begin
+  foreach role_name in array array['anon', 'authenticated'] loop
+    if exists (select 1 from pg_roles where rolname = role_name) then
+      execute format('revoke all on all tables in schema switchyard from %I', role_name);
+      execute format('revoke execute on all functions in schema switchyard from %I', role_name);
+    end if;
+  end loop;
+  if exists (select 1 from pg_roles where rolname = 'service_role') then
+    grant select on all tables in schema switchyard to service_role;
+    grant execute on all functions in schema switchyard to service_role;
+  end if;
+end
+$$;

@@ -8,7 +8,7 @@
 
 -- One row per transition, numbered in commit order within a run (the triggers take the
 -- run's row lock before numbering an event; see _step_event). Deleted with its run
--- (on delete cascade: switchyard.prune and delete_flow delete runs by run_id).
+-- (on delete cascade: a prune of runs and delete_flow delete runs by run_id).
 create table switchyard.run_events (
   event_id bigint generated always as identity primary key,
   run_id uuid not null references switchyard.runs on delete cascade,

@@ -1,0 +1,482 @@
+/**
+ * The dashboard: one HTML page and the JSON API behind it, as a fetch handler for
+ * `Deno.serve` (`deno task dashboard`, and `/dashboard` of `deno task serve`). It reads the
+ * SQL functions the commands use (`drain_status`, `fence_status`, and the read-only
+ * `dashboard_*` functions) and acts only through `pause_function` and `resume_function`.
+ *
+ * Access. Actions need the queue functions' bearer (`SUPABASE_SERVICE_ROLE_KEY`, a key of
+ * `SUPABASE_SECRET_KEYS` or `SWITCHYARD_WORKER_SECRET`; `SWITCHYARD_AUTH=disabled` turns the
+ * check off for local runs; docs/ARCHITECTURE.md §7 Auth). Without it the page is read-only. With
+ * `SWITCHYARD_DASHBOARD_AUTH=required` (or `access: 'required'`) every API request, reads
+ * included, needs the bearer too; the page itself is static and shows nothing without it.
+ *
+ * | method | path (under `basePath`)          | answers                                               |
+ * | ------ | -------------------------------- | ----------------------------------------------------- |
+ * | GET    | `/`                              | the page                                              |
+ * | GET    | `/api/overview`                  | {@linkcode DashboardOverview} (`runs`, `status`, `queue`, `minutes`) |
+ * | GET    | `/api/runs`                      | `{ runs }` (`limit` 1-200, `status`, `queue`)          |
+ * | GET    | `/api/runs/<run id>`             | `{ run }`, 404 for an unknown run                      |
+ * | POST   | `/api/functions/<name>/pause`    | `{ result }`; JSON body `{ "reason"?: string }`        |
+ * | POST   | `/api/functions/<name>/resume`   | `{ result }`                                          |
+ *
+ * Errors are JSON `{ error, message }`: 400 `bad_request` (with `parameter`, naming it and
+ * its rule), 401 `unauthorized`, 403 `cross_origin`, 404 `not_found`, 405
+ * `method_not_allowed`, 415 `unsupported_media_type` (actions take `application/json`, which a
+ * cross-site form cannot send), 503 `database`.
+ *
+ * Cancelling and retrying runs are not offered: the SQL core has no SQL function for them yet.
+ *
+ * @module
+ */
+import { SwitchyardError, UnknownFunctionError } from '../errors.ts';
+import { isValidQueueName, QUEUE_NAME_RULE } from '../dsl/queue_names.ts';
+import { authProblem, type EdgeAuth } from '../platform/auth.ts';
+import type { EnvReader } from '../sql/connection.ts';
+import {
+  type DashboardSnapshot,
+  dashboardSnapshot,
+  recentRuns,
+  type RunOverview,
+} from '../sql/dashboard.ts';
+import {
+  functionState,
+  pauseFunction,
+  type PauseResult,
+  resumeFunction,
+  type ResumeResult,
+} from '../sql/function_state.ts';
+import type { SqlSource } from '../sql/source.ts';
+import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
+import { DASHBOARD_PAGE } from './dashboard_page.ts';
+
+/**
+ * Who may read: `actions` (default) lets anyone read and needs the bearer for actions;
+ * `required` needs the bearer for every API request.
+ *
+ * @example
+ * ```ts
+ * import type { DashboardAccess } from './dashboard.ts';
+ * const access: DashboardAccess = 'required';
+ * ```
+ */
+export type DashboardAccess = 'actions' | 'required';
+
+/**
+ * The environment variable that sets {@linkcode DashboardAccess}.
+ *
+ * @example
+ * ```ts
+ * import { DASHBOARD_AUTH_ENV } from './dashboard.ts';
+ * console.log(Deno.env.get(DASHBOARD_AUTH_ENV) ?? 'actions');
+ * ```
+ */
+export const DASHBOARD_AUTH_ENV: string = 'SWITCHYARD_DASHBOARD_AUTH';
+
+/**
+ * Options of {@linkcode createDashboard}.
+ *
+ * @example
+ * ```ts
+ * import { connect } from '../ops.ts';
+ * import type { DashboardOptions } from './dashboard.ts';
+ * const options: DashboardOptions = { source: connect(Deno.env.get('DATABASE_URL')), basePath: '/dashboard' };
+ * ```
+ */
+export interface DashboardOptions {
+  /** The database: a postgres.js client or the client of `connect()`. */
+  source: SqlSource;
+  /** Accepted bearers; default the queue functions' secrets from `env`. */
+  auth?: EdgeAuth;
+  /** Who may read; default `SWITCHYARD_DASHBOARD_AUTH`, else `actions`. */
+  access?: DashboardAccess;
+  /** Reads the environment (default `Deno.env.get`). */
+  env?: EnvReader;
+  /** Where the page lives, e.g. `/dashboard` (default: the root). */
+  basePath?: string;
+  /** How often the page refreshes itself, in milliseconds (default 3000). */
+  refreshMs?: number;
+  /** Seconds without a heartbeat after which a worker no longer counts as live (default 15). */
+  heartbeatWindowSeconds?: number;
+}
+
+/**
+ * What `GET /api/overview` answers: the snapshot, plus what this request may do.
+ *
+ * @example
+ * ```ts
+ * import type { DashboardOverview } from './dashboard.ts';
+ * const show = (o: DashboardOverview) => console.log(o.access.authorized ? 'actions' : 'read-only');
+ * ```
+ */
+export interface DashboardOverview extends DashboardSnapshot {
+  /** How often the page refreshes, in milliseconds. */
+  refreshMs: number;
+  /** The heartbeat window behind every `live` flag. */
+  heartbeatWindowSeconds: number;
+  /** The throughput window in minutes. */
+  minutes: number;
+  /** What the request may do. */
+  access: {
+    /** The configured access. */
+    mode: DashboardAccess;
+    /** Whether the request carried an accepted bearer (or the check is disabled). */
+    authorized: boolean;
+    /** Why not, when not. */
+    problem: string | null;
+    /** The actions the request may take. */
+    actions: ('pause' | 'resume')[];
+  };
+}
+
+/**
+ * The dashboard's request handler.
+ *
+ * @example
+ * ```ts
+ * import { connect, createDashboard } from '../ops.ts';
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const dashboard: ReturnType<typeof createDashboard> = createDashboard({ source: client });
+ * const response = await dashboard.fetch(new Request('http://localhost/api/overview'));
+ * console.log(response.status);
+ * await client.close();
+ * ```
+ */
+export interface Dashboard {
+  /** Answers one request (the page, the API, or 404 outside `basePath`). */
+  fetch(request: Request): Promise<Response>;
+  /** The configured access. */
+  readonly access: DashboardAccess;
+}
+
+function denoEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A refused parameter: 400 naming it and its rule. */
+class BadRequest extends Error {
+  constructor(readonly parameter: string, message: string) {
+    super(message);
+  }
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      ...headers,
+    },
+  });
+}
+
+const RUN_STATUSES = ['started', 'completed', 'failed'] as const;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const FUNCTION_NAME = /^[a-z][a-z0-9_-]*$/;
+const MAX_REASON = 1000;
+
+function checkParams(params: URLSearchParams, allowed: readonly string[]): void {
+  for (const key of new Set(params.keys())) {
+    if (!allowed.includes(key)) {
+      throw new BadRequest(
+        key,
+        `parameter "${key}" is unknown: use ${allowed.map((a) => `"${a}"`).join(', ')}`,
+      );
+    }
+    if (params.getAll(key).length > 1) {
+      throw new BadRequest(key, `parameter "${key}" is given more than once: give it once`);
+    }
+  }
+}
+
+function intParam(
+  params: URLSearchParams,
+  name: string,
+  min: number,
+  max: number,
+  fallback: number,
+): number {
+  const text = params.get(name);
+  if (text === null) return fallback;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min || n > max) {
+    throw new BadRequest(
+      name,
+      `parameter "${name}" ${
+        JSON.stringify(text)
+      } is invalid: use an integer from ${min} to ${max}`,
+    );
+  }
+  return n;
+}
+
+function statusParam(params: URLSearchParams): RunOverview['status'] | undefined {
+  const text = params.get('status');
+  if (text === null || text === '') return undefined;
+  if (!(RUN_STATUSES as readonly string[]).includes(text)) {
+    throw new BadRequest(
+      'status',
+      `parameter "status" ${JSON.stringify(text)} is invalid: use ${
+        RUN_STATUSES.map((s) => `"${s}"`).join(', ')
+      } or leave it out`,
+    );
+  }
+  return text as RunOverview['status'];
+}
+
+function queueParam(params: URLSearchParams): string | undefined {
+  const text = params.get('queue');
+  if (text === null || text === '') return undefined;
+  if (!isValidQueueName(text)) {
+    throw new BadRequest(
+      'queue',
+      `parameter "queue" ${JSON.stringify(text)} is invalid: ${QUEUE_NAME_RULE}`,
+    );
+  }
+  return text;
+}
+
+async function jsonBody(request: Request, allowed: readonly string[]) {
+  const type = request.headers.get('content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    return json(415, {
+      error: 'unsupported_media_type',
+      message: `content-type ${
+        JSON.stringify(type || '(none)')
+      } is refused: send "application/json"`,
+    });
+  }
+  const text = await request.text();
+  if (text.trim() === '') return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new BadRequest('body', 'the body is not JSON: send a JSON object');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new BadRequest('body', 'the body is invalid: send a JSON object');
+  }
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) {
+      throw new BadRequest(
+        key,
+        `field "${key}" is unknown: ${
+          allowed.length ? `use ${allowed.map((a) => `"${a}"`).join(', ')}` : 'send {}'
+        }`,
+      );
+    }
+  }
+  return body as Record<string, unknown>;
+}
+
+function errorResponse(e: unknown): Response {
+  if (e instanceof BadRequest) {
+    return json(400, { error: 'bad_request', parameter: e.parameter, message: e.message });
+  }
+  if (e instanceof UnknownFunctionError) {
+    return json(404, { error: 'not_found', message: e.message });
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  return json(503, {
+    error: 'database',
+    message: `the database refused or is unreachable: ${message}`,
+  });
+}
+
+/**
+ * Creates the dashboard handler. Throws when `SWITCHYARD_DASHBOARD_AUTH` holds neither
+ * `actions` nor `required`.
+ *
+ * @example
+ * ```ts
+ * import { connect, createDashboard } from '../ops.ts';
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const dashboard = createDashboard({ source: client, basePath: '/dashboard' });
+ * const server = Deno.serve({ port: 8080 }, dashboard.fetch);
+ * // open http://localhost:8080/dashboard/
+ * await server.shutdown();
+ * await client.close();
+ * ```
+ */
+export function createDashboard(options: DashboardOptions): Dashboard {
+  const env = options.env ?? denoEnv;
+  const configured = options.access ?? (env(DASHBOARD_AUTH_ENV) || 'actions');
+  if (configured !== 'actions' && configured !== 'required') {
+    throw new SwitchyardError(
+      `${DASHBOARD_AUTH_ENV} ${
+        JSON.stringify(configured)
+      } is invalid: use "actions" (default: reads open, actions need the bearer) or "required" ` +
+        '(every request needs the bearer)',
+    );
+  }
+  const access: DashboardAccess = configured;
+  const base = (options.basePath ?? '').replace(/\/+$/, '');
+  const refreshMs = options.refreshMs ?? 3000;
+  const heartbeatWindowSeconds = options.heartbeatWindowSeconds ?? DEFAULT_HEARTBEAT_WINDOW_SECONDS;
+  const source = options.source;
+  const page = DASHBOARD_PAGE.replace('__BASE_PATH__', JSON.stringify(base));
+
+  const unauthorized = (problem: string) =>
+    json(401, { error: 'unauthorized', message: problem }, { 'www-authenticate': 'Bearer' });
+
+  const api = async (request: Request, path: string, url: URL): Promise<Response> => {
+    const problem = await authProblem(request, options.auth, env);
+    if (access === 'required' && problem !== null) return unauthorized(problem);
+    const params = url.searchParams;
+    const fn = /^\/api\/functions\/([^/]+)\/(pause|resume)$/.exec(path);
+    if (fn) {
+      if (request.method !== 'POST') {
+        return json(405, { error: 'method_not_allowed', message: `use POST for ${path}` }, {
+          allow: 'POST',
+        });
+      }
+      const origin = request.headers.get('origin');
+      if (origin !== null && origin !== url.origin) {
+        return json(403, {
+          error: 'cross_origin',
+          message: `origin ${JSON.stringify(origin)} is refused: actions come from the page itself`,
+        });
+      }
+      if (problem !== null) return unauthorized(problem);
+      checkParams(params, []);
+      const name = decodeURIComponent(fn[1]);
+      if (!FUNCTION_NAME.test(name) || name.length > 100) {
+        throw new BadRequest(
+          'function',
+          `function name ${
+            JSON.stringify(name)
+          } is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$, at most 100 characters)`,
+        );
+      }
+      const body = await jsonBody(request, fn[2] === 'pause' ? ['reason'] : []);
+      if (body instanceof Response) return body;
+      let reason = 'paused from the dashboard';
+      if (body.reason !== undefined) {
+        if (typeof body.reason !== 'string' || body.reason.trim() === '') {
+          throw new BadRequest(
+            'reason',
+            'field "reason" is invalid: use a non-empty string, or leave it out',
+          );
+        }
+        if (body.reason.length > MAX_REASON) {
+          throw new BadRequest(
+            'reason',
+            `field "reason" is invalid: use at most ${MAX_REASON} characters (got ${body.reason.length})`,
+          );
+        }
+        reason = body.reason.trim();
+      }
+      if (!(await functionState(source, name, { heartbeatWindowSeconds }))) {
+        return json(404, {
+          error: 'not_found',
+          message: `unknown function ${JSON.stringify(name)}`,
+        });
+      }
+      const result: PauseResult | ResumeResult = fn[2] === 'pause'
+        ? await pauseFunction(source, name, reason)
+        : await resumeFunction(source, name);
+      return json(200, { result });
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      return json(405, { error: 'method_not_allowed', message: `use GET for ${path}` }, {
+        allow: 'GET, HEAD',
+      });
+    }
+    if (path === '/api/overview') {
+      checkParams(params, ['runs', 'status', 'queue', 'minutes']);
+      const limit = intParam(params, 'runs', 1, 200, 25);
+      const minutes = intParam(params, 'minutes', 1, 1440, 60);
+      const status = statusParam(params);
+      const queueName = queueParam(params);
+      const snapshot = await dashboardSnapshot(source, {
+        heartbeatWindowSeconds,
+        minutes,
+        runs: { limit, status, queueName },
+      });
+      const authorized = problem === null;
+      const overview: DashboardOverview = {
+        ...snapshot,
+        refreshMs,
+        heartbeatWindowSeconds,
+        minutes,
+        access: {
+          mode: access,
+          authorized,
+          problem,
+          actions: authorized ? ['pause', 'resume'] : [],
+        },
+      };
+      return json(200, overview);
+    }
+    if (path === '/api/runs') {
+      checkParams(params, ['limit', 'status', 'queue']);
+      const runs = await recentRuns(source, {
+        limit: intParam(params, 'limit', 1, 200, 25),
+        status: statusParam(params),
+        queueName: queueParam(params),
+      });
+      return json(200, { runs });
+    }
+    const run = /^\/api\/runs\/([^/]+)$/.exec(path);
+    if (run) {
+      checkParams(params, []);
+      const id = decodeURIComponent(run[1]);
+      if (!UUID.test(id)) {
+        throw new BadRequest(
+          'run',
+          `run id ${JSON.stringify(id)} is invalid: use a UUID (8-4-4-4-12 hex digits)`,
+        );
+      }
+      const [found] = await recentRuns(source, { runId: id, limit: 1 });
+      if (!found) return json(404, { error: 'not_found', message: `unknown run ${id}` });
+      return json(200, { run: found });
+    }
+    return json(404, {
+      error: 'not_found',
+      message: `no such API route ${JSON.stringify(path)}: see GET ${base}/api/overview`,
+    });
+  };
+
+  const fetch = async (request: Request): Promise<Response> => {
+    const url = new URL(request.url);
+    if (url.pathname !== base && !url.pathname.startsWith(`${base}/`)) {
+      return json(404, { error: 'not_found', message: `the dashboard is at ${base || '/'}` });
+    }
+    const path = url.pathname.slice(base.length) || '';
+    if (path === '') return Response.redirect(new URL(`${base}/`, url), 302);
+    if (path === '/' || path === '/index.html') {
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        return json(405, { error: 'method_not_allowed', message: 'use GET for the page' }, {
+          allow: 'GET, HEAD',
+        });
+      }
+      const nonce = crypto.randomUUID().replaceAll('-', '');
+      return new Response(page.replaceAll('__NONCE__', nonce), {
+        headers: {
+          'content-type': 'text/html; charset=utf-8',
+          'cache-control': 'no-store',
+          'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; ` +
+            `style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; ` +
+            `base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+          'x-content-type-options': 'nosniff',
+          'referrer-policy': 'no-referrer',
+        },
+      });
+    }
+    if (path.startsWith('/api/')) {
+      try {
+        return await api(request, path, url);
+      } catch (e) {
+        return errorResponse(e);
+      }
+    }
+    return json(404, { error: 'not_found', message: `no such page ${JSON.stringify(path)}` });
+  };
+
+  return { fetch, access };
+}

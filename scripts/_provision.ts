@@ -1,0 +1,140 @@
+/**
+ * A fresh machine: `deno task test` needs PostgreSQL 15's server binaries (and pg_cron for the
+ * keep-alive suites). When they are missing from Debian's default location and the command
+ * runs as root on a machine with `apt-get`, they are installed (`postgresql-15`,
+ * `postgresql-15-cron`) with a progress line; otherwise the error says exactly what to install.
+ * docs/ARCHITECTURE.md §8.
+ *
+ * @module
+ */
+import { DEFAULT_PG_BIN, PostgresBinariesMissingError } from './_cluster.ts';
+import { exists } from './_util.ts';
+
+/** The Debian packages of the server and of pg_cron. */
+export const PG_PACKAGES = ['postgresql-15', 'postgresql-15-cron'] as const;
+
+/**
+ * What {@linkcode provisionPlan} decides.
+ *
+ * @example
+ * ```ts
+ * import type { ProvisionPlan } from './_provision.ts';
+ * const plan: ProvisionPlan = { action: 'ready' };
+ * ```
+ */
+export type ProvisionPlan =
+  | { action: 'ready' }
+  | { action: 'install'; commands: string[][] }
+  | { action: 'instruct'; message: string };
+
+/**
+ * What the machine needs before a throwaway cluster can start, as a pure decision: ready when
+ * `initdb` and `postgres` exist in `binDir`; `apt-get` install when they are missing from the
+ * default Debian location and the process is root with `apt-get`; otherwise instructions.
+ *
+ * @example
+ * ```ts
+ * import { provisionPlan } from './_provision.ts';
+ * const plan = provisionPlan({ binDir: '/opt/pg/bin', haveBinaries: false, root: false, aptGet: false });
+ * console.assert(plan.action === 'instruct');
+ * ```
+ */
+export function provisionPlan(
+  { binDir, haveBinaries, root, aptGet }: {
+    binDir: string;
+    haveBinaries: boolean;
+    root: boolean;
+    aptGet: boolean;
+  },
+): ProvisionPlan {
+  if (haveBinaries) return { action: 'ready' };
+  if (binDir.replace(/\/$/, '') === DEFAULT_PG_BIN && root && aptGet) {
+    return {
+      action: 'install',
+      commands: [
+        ['apt-get', 'update', '-qq'],
+        ['apt-get', 'install', '-y', '-q', '--no-install-recommends', ...PG_PACKAGES],
+      ],
+    };
+  }
+  let message = new PostgresBinariesMissingError(binDir).message;
+  if (binDir.replace(/\/$/, '') === DEFAULT_PG_BIN && !root) {
+    message += `; as root this command installs them itself (sudo apt-get install -y ${
+      PG_PACKAGES.join(' ')
+    })`;
+  }
+  return { action: 'instruct', message };
+}
+
+async function onPath(command: string): Promise<boolean> {
+  for (const dir of (Deno.env.get('PATH') ?? '').split(':')) {
+    if (dir && await exists(`${dir}/${command}`)) return true;
+  }
+  return false;
+}
+
+/**
+ * Makes sure the server binaries exist in `binDir`, installing them per
+ * {@linkcode provisionPlan}; `log` gets the progress line.
+ *
+ * @throws {PostgresBinariesMissingError} (its message) when they are missing and cannot be
+ *   installed here
+ * @example
+ * ```ts
+ * import { ensurePostgresBinaries } from './_provision.ts';
+ * await ensurePostgresBinaries('/usr/lib/postgresql/15/bin', (line) => console.error(line));
+ * ```
+ */
+export async function ensurePostgresBinaries(
+  binDir: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const have = async () =>
+    (await exists(`${binDir}/initdb`)) && (await exists(`${binDir}/postgres`));
+  const plan = provisionPlan({
+    binDir,
+    haveBinaries: await have(),
+    root: Deno.uid?.() === 0,
+    aptGet: await onPath('apt-get'),
+  });
+  if (plan.action === 'ready') return;
+  if (plan.action === 'instruct') throw new Error(plan.message);
+  log(
+    `PostgreSQL 15 is not installed: installing ${PG_PACKAGES.join(' and ')} with apt-get ` +
+      '(once; about a minute)',
+  );
+  const started = performance.now();
+  for (const [command, ...args] of plan.commands) {
+    const child = new Deno.Command(command, {
+      args,
+      stdin: 'null',
+      stdout: 'piped',
+      stderr: 'piped',
+      env: { DEBIAN_FRONTEND: 'noninteractive' },
+    }).spawn();
+    let tail = '';
+    const progress = (async () => {
+      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+        tail = (tail + chunk).slice(-4000);
+        for (const line of chunk.split('\n')) {
+          const step = /^(Get:\d+|Unpacking|Setting up) (\S+)/.exec(line.trim());
+          if (step) log(`  ${args[0]}: ${step[1].replace(/:\d+$/, '')} ${step[2]}`);
+        }
+      }
+    })();
+    const errText = new Response(child.stderr).text();
+    const status = await child.status;
+    await progress;
+    if (!status.success) {
+      throw new Error(
+        `\`${command} ${args.join(' ')}\` failed (exit ${status.code}): ${
+          ((await errText) + tail).trim().slice(-1500)
+        }\nInstall ${PG_PACKAGES.join(' ')} yourself (on Ubuntu and older Debian from the ` +
+          'PostgreSQL apt repository, apt.postgresql.org), set PG_BIN to their directory, or set ' +
+          'DATABASE_URL to a running server',
+      );
+    }
+  }
+  if (!(await have())) throw new Error(new PostgresBinariesMissingError(binDir).message);
+  log(`installed PostgreSQL 15 in ${Math.round((performance.now() - started) / 1000)} s`);
+}

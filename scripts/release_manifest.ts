@@ -1,0 +1,212 @@
+/**
+ * `deno task release-manifest [--version X.Y.Z] [--check]`: (re)writes the release snapshot
+ * `releases/<version>/`: `manifest.json` (every SQL core migration of `supabase/migrations/`
+ * with its SHA-256) and `migrations/`, a copy of those files, so the upgrade test can apply a
+ * previous release exactly as users installed it. docs/ARCHITECTURE.md §8.
+ *
+ * From a release on, its migrations never change: `tests/release_test.ts` fails when a file
+ * listed in a manifest differs from it (and says to add a new migration instead). Run this
+ * when cutting a release (the default version is the kit's, `KIT_VERSION`), or to refresh the
+ * current release's snapshot before it is published. `--check` writes nothing and exits 1 when
+ * the snapshot is out of date.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { coreMigrations, KIT_VERSION, sha256 } from './_kit.ts';
+import { KIT_ROOT } from './_project.ts';
+
+/**
+ * `releases/<version>/manifest.json`.
+ *
+ * @example
+ * ```ts
+ * import type { ReleaseManifest } from './release_manifest.ts';
+ * const manifest: ReleaseManifest = { version: '0.1.0', migrations: [] };
+ * ```
+ */
+export interface ReleaseManifest {
+  version: string;
+  /** The released SQL core, in the order it runs. */
+  migrations: { file: string; sha256: string }[];
+}
+
+/** The releases' directory of the kit. */
+export const RELEASES_DIR: string = join(KIT_ROOT, 'releases');
+
+/**
+ * Every release snapshot, oldest first (by semantic version).
+ *
+ * @example
+ * ```ts
+ * import { releases } from './release_manifest.ts';
+ * for (const r of await releases()) console.log(r.version, r.migrations.length);
+ * ```
+ */
+export async function releases(dir: string = RELEASES_DIR): Promise<ReleaseManifest[]> {
+  const out: ReleaseManifest[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (!entry.isDirectory || !/^\d+\.\d+\.\d+$/.test(entry.name)) continue;
+      out.push(JSON.parse(await Deno.readTextFile(join(dir, entry.name, 'manifest.json'))));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  const key = (v: string) => v.split('.').map(Number);
+  return out.sort((a, b) => {
+    const [x, y] = [key(a.version), key(b.version)];
+    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+  });
+}
+
+/**
+ * Everything that breaks the release discipline in a kit checkout, one message each: a released
+ * migration that changed or is gone, and an unreleased one that sorts before a released one.
+ * Empty when the discipline holds. CI runs it in `tests/release_test.ts`.
+ *
+ * @example
+ * ```ts
+ * import { releaseProblems } from './release_manifest.ts';
+ * for (const problem of await releaseProblems()) console.error(problem);
+ * ```
+ */
+export async function releaseProblems(
+  kitDir: string = KIT_ROOT,
+  releasesDir: string = join(kitDir, 'releases'),
+): Promise<string[]> {
+  const problems: string[] = [];
+  const all = await releases(releasesDir);
+  for (const release of all) {
+    for (const { file, sha256: released } of release.migrations) {
+      let now: string;
+      try {
+        now = await sha256(await Deno.readTextFile(join(kitDir, 'supabase', 'migrations', file)));
+      } catch (e) {
+        if (!(e instanceof Deno.errors.NotFound)) throw e;
+        problems.push(
+          `supabase/migrations/${file} was released in ${release.version} and is gone: released ` +
+            'migrations are never removed (databases have applied them); restore it',
+        );
+        continue;
+      }
+      if (now !== released) {
+        problems.push(
+          `supabase/migrations/${file} changed after it was released in ${release.version} ` +
+            `(sha256 ${now.slice(0, 12)}…, released ${released.slice(0, 12)}…): released ` +
+            'migrations never change, because a database that applied one never runs it again. ' +
+            'Restore the released file (releases/' + release.version + '/migrations/' + file +
+            ') and add a new migration with a later timestamp instead',
+        );
+      }
+    }
+  }
+  const released = new Set(all.flatMap((r) => r.migrations.map((m) => m.file)));
+  const last = [...released].sort().pop();
+  if (last !== undefined) {
+    for (const file of await coreMigrations(kitDir)) {
+      if (!released.has(file) && file < last) {
+        problems.push(
+          `supabase/migrations/${file} is new but sorts before the released ${last}: installed ` +
+            'projects apply new migrations after the released ones, so give it a later timestamp',
+        );
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * The snapshot of `version` as it would be written now: file path (relative to
+ * `releases/<version>/`) → content.
+ *
+ * @example
+ * ```ts
+ * import { snapshot } from './release_manifest.ts';
+ * console.log([...(await snapshot('0.1.0')).keys()]);
+ * ```
+ */
+export async function snapshot(
+  version: string,
+  kitDir: string = KIT_ROOT,
+): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const manifest: ReleaseManifest = { version, migrations: [] };
+  for (const file of await coreMigrations(kitDir)) {
+    const text = await Deno.readTextFile(join(kitDir, 'supabase', 'migrations', file));
+    manifest.migrations.push({ file, sha256: await sha256(text) });
+    files.set(`migrations/${file}`, text);
+  }
+  files.set('manifest.json', `${JSON.stringify(manifest, null, 2)}\n`);
+  return files;
+}
+
+const USAGE = `usage: deno task release-manifest [--version X.Y.Z] [--check]
+
+(Re)writes releases/<version>/manifest.json (SHA-256 of every SQL core migration) and
+releases/<version>/migrations/ (their copy) from supabase/migrations. Default version: ${KIT_VERSION}.
+
+  --version X.Y.Z  the release to write
+  --check          write nothing; exit 1 when the snapshot differs from supabase/migrations
+  -h, --help       this text`;
+
+async function main(args: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        version: { type: 'string', default: KIT_VERSION },
+        check: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }));
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const version = values.version!;
+  if (!/^\d+\.\d+\.\d+$/.test(version)) {
+    console.error(`error: --version "${version}" is invalid: use X.Y.Z`);
+    return 2;
+  }
+  const dir = join(RELEASES_DIR, version);
+  const wanted = await snapshot(version);
+  const present = new Map<string, string>();
+  try {
+    present.set('manifest.json', await Deno.readTextFile(join(dir, 'manifest.json')));
+    for await (const e of Deno.readDir(join(dir, 'migrations'))) {
+      present.set(`migrations/${e.name}`, await Deno.readTextFile(join(dir, 'migrations', e.name)));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  const changed = [...wanted].filter(([p, text]) => present.get(p) !== text).map(([p]) => p);
+  const removed = [...present.keys()].filter((p) => !wanted.has(p));
+  if (changed.length === 0 && removed.length === 0) {
+    console.log(`releases/${version}/ is up to date (${wanted.size - 1} migrations)`);
+    return 0;
+  }
+  if (values.check) {
+    console.error(
+      `releases/${version}/ is out of date: ${[...changed, ...removed].join(', ')}; run ` +
+        '`deno task release-manifest`',
+    );
+    return 1;
+  }
+  await Deno.mkdir(join(dir, 'migrations'), { recursive: true });
+  for (const p of removed) await Deno.remove(join(dir, p));
+  for (const p of changed) await Deno.writeTextFile(join(dir, p), wanted.get(p)!);
+  for (const p of changed) {
+    console.log(`${present.has(p) ? 'updated' : 'created'}  releases/${version}/${p}`);
+  }
+  for (const p of removed) console.log(`removed  releases/${version}/${p}`);
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
