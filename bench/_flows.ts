@@ -53,3 +53,24 @@ export function threeStepFlow(slug: string, queueA: string, queueB: string): Dep
     { alias: slug },
   );
 }
+
+/**
+ * Figure 6: a root map over the flow input array, a map over a step's output, and a 1-step
+ * flow doing the same work per task, all routed to `queue`.
+ */
+export function fanOutFlows(queue: string): DeployedFlow[] {
+  const rootMap = new Flow<number[]>({ slug: 'benchRootMap', maxAttempts: 3 })
+    .map({ slug: 'each' }, (i) => ({ i }));
+  const stepMap = new Flow<{ n: number }>({ slug: 'benchStepMap', maxAttempts: 3 })
+    .step({ slug: 'list' }, (input) => Array.from({ length: input.n }, (_, i) => i))
+    .map({ slug: 'each', array: 'list' }, (i) => ({ i }));
+  const single = new Flow<{ i: number }>({ slug: 'benchSingle', maxAttempts: 3 })
+    .step({ slug: 'each' }, (input) => ({ i: input.i }));
+  return [
+    defineDeployedFlow(routeFlow(rootMap, { queues: { each: queue } }), { alias: 'benchRootMap' }),
+    defineDeployedFlow(routeFlow(stepMap, { queues: { list: queue, each: queue } }), {
+      alias: 'benchStepMap',
+    }),
+    defineDeployedFlow(routeFlow(single, { queues: { each: queue } }), { alias: 'benchSingle' }),
+  ];
+}

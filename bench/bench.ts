@@ -17,7 +17,10 @@
  * 4. start-up: `startWorker()` until it polls, with 1 and 50 deployments (verify, and the
  *    first start that compiles);
  * 5. memory: peak RSS (VmHWM) of a worker process with a 50-flow registry while it
- *    processes, next to one with a 1-flow registry.
+ *    processes, next to one with a 1-flow registry;
+ * 6. map fan-out: tasks/s of one run of a map step over N elements (a root map over the flow
+ *    input, and a map over a step's output) vs N runs of a 1-step flow, one worker on one
+ *    shared queue (issue 12: target >= 0.8x).
  *
  * `--quick` runs fewer and smaller rounds. `--explain` prints EXPLAIN ANALYZE of every
  * statement inside one `start_tasks` call (1000 flows). `--profile` (with figure 1) runs one
@@ -35,7 +38,7 @@ import type { DeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import { startWorker, startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
 import { pgArray, WorkerQueries } from '../lib/sql/worker_queries.ts';
 import { type BenchDatabase, openBenchDatabase } from './_db.ts';
-import { routedRegistry, threeStepFlow } from './_flows.ts';
+import { fanOutFlows, routedRegistry, threeStepFlow } from './_flows.ts';
 import { fmt, median, roundRatio, since, table } from './_stats.ts';
 
 const log = (line: string) => console.error(`[bench] ${line}`);
@@ -71,16 +74,16 @@ function parseOptions(args: string[]): Options {
       !/^--(quick$|explain$|profile$|rounds=|only=|batch=|concurrency=|connections=)/.test(a)
     ) {
       throw new Error(
-        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, --only=1,2,3,4,5, ` +
+        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, --only=1,2,3,4,5,6, ` +
           '--batch=N, --concurrency=N, --connections=N',
       );
     }
   }
   const only = new Set(
-    (value('only') ?? '1,2,3,4,5').split(',').map((s) => {
+    (value('only') ?? '1,2,3,4,5,6').split(',').map((s) => {
       const n = Number(s);
-      if (![1, 2, 3, 4, 5].includes(n)) {
-        throw new Error(`--only=${value('only')} is invalid: list figures from 1 to 5`);
+      if (![1, 2, 3, 4, 5, 6].includes(n)) {
+        throw new Error(`--only=${value('only')} is invalid: list figures from 1 to 6`);
       }
       return n;
     }),
@@ -583,6 +586,80 @@ async function memory(db: BenchDatabase, o: Options) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 6: map fan-out
+
+/**
+ * One worker drains `n` tasks from one shared queue: the elements of one root-map run, of one
+ * step-map run (plus its one list task), or `n` runs of a 1-step flow. The messages are
+ * seeded and held before the clock, as in figure 1.
+ */
+async function mapFanOut(db: BenchDatabase, o: Options) {
+  const { sql } = db;
+  const n = o.quick ? 1000 : 3000;
+  const queue = 'bench_fan';
+  const registry = fanOutFlows(queue);
+  await compile(sql, registry);
+  const pool = postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} });
+  const options = {
+    maxConcurrent: o.concurrency,
+    batchSize: o.batch,
+    visibilityTimeout: 60,
+    maxPollSeconds: 1,
+    pollIntervalMs: 10,
+    logger: silent,
+    queueName: queue,
+    sql: pool,
+  };
+  type Side = 'root' | 'step' | 'single';
+  const run = async (side: Side) => {
+    if (side === 'root') {
+      await sql`select switchyard.start_flow('benchRootMap',
+                  to_jsonb(array(select generate_series(1, ${n}::int))))`;
+    } else if (side === 'step') {
+      await sql`select switchyard.start_flow('benchStepMap', jsonb_build_object('n', ${n}::int))`;
+    } else {
+      await sql`select count(switchyard.start_flow('benchSingle', jsonb_build_object('i', i)))
+                  from generate_series(1, ${n}::int) i`;
+    }
+    await sql.unsafe(`update pgmq.q_${queue} set vt = clock_timestamp() + interval '1 hour'`);
+    const worker = await startWorkerImpl(registry, options);
+    try {
+      return (await timed(db, n, async () => {
+        await sql.unsafe(`update pgmq.q_${queue} set vt = clock_timestamp()`);
+        await waitUntil('the fan-out runs to complete', async () => {
+          const [{ left }] = await sql<{ left: number }[]>`
+            select count(*)::int as left from switchyard.runs where status = 'started'
+               and flow_slug in ('benchRootMap', 'benchStepMap', 'benchSingle')`;
+          return left === 0;
+        });
+      })).rate;
+    } finally {
+      await worker.stop();
+    }
+  };
+  const rates: Record<Side, number[]> = { root: [], step: [], single: [] };
+  const sides: Side[] = ['root', 'step', 'single'];
+  try {
+    log('map fan-out: warm-up');
+    for (const side of sides) await run(side);
+    for (let r = 0; r < o.rounds; r++) {
+      for (let k = 0; k < sides.length; k++) {
+        const side = sides[(r + k) % sides.length];
+        rates[side].push(await run(side));
+      }
+      log(
+        `map fan-out round ${r + 1}/${o.rounds}: root map ${fmt(rates.root[r], 0)}, step map ${
+          fmt(rates.step[r], 0)
+        }, 1-step ${fmt(rates.single[r], 0)} tasks/s`,
+      );
+    }
+  } finally {
+    await pool.end({ timeout: 2 });
+  }
+  return { ...rates, n };
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
@@ -715,6 +792,20 @@ async function main() {
         '(none)',
         '-',
       ]);
+    }
+    if (o.only.has(6)) {
+      const f = await mapFanOut(db, o);
+      for (const [label, xs] of [['root map', f.root], ['map of a step', f.step]] as const) {
+        const r = roundRatio(xs, f.single);
+        rows.push([
+          `6 map fan-out, ${label}, 1 run of ${f.n} elements, 1 worker`,
+          `map ${fmt(median(xs), 0)} tasks/s`,
+          `${f.n} 1-step runs ${fmt(median(f.single), 0)} tasks/s`,
+          `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})`,
+          '>= 0.8x',
+          verdict(r.ratio >= 0.8),
+        ]);
+      }
     }
   } finally {
     await cleanup();

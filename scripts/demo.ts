@@ -14,7 +14,8 @@
  *    new worker moves the alias to v2, new runs use v2, v1 runs drain on v1 handlers.
  * 5. One v2 run is followed live: its events as they happen (`createClient(registry)`,
  *    `run.events()`), then its typed output.
- * 6. A progress line while it runs, then tables of runs, queues, drain states and functions.
+ * 6. A progress line while it runs, then tables of runs, queues, drain states, functions and
+ *    the support tickets' conditional step and map fan-out.
  *
  * Exits 0 when every run completed, v1 is drained and v2 is the active version.
  *
@@ -384,6 +385,19 @@ async function main(args: string[]): Promise<number> {
              (select count(*) from switchyard.workers w
                where w.function_name = f.function_name and w.stopped_at is null)::int as live
         from switchyard.worker_functions f order by f.function_name`;
+    // supportTicketsV1 has a condition (escalate unless sev3, skip-cascade) and a map (one
+    // Slack delivery per escalation channel): per ticket, what SQL decided.
+    const tickets = await sql`
+      select r.input ->> 'id' as ticket, t.output ->> 'severity' as severity,
+             e.status as escalate, n.status as notify,
+             (select count(*) from switchyard.step_tasks x
+               where x.run_id = r.run_id and x.step_slug = 'notify')::int as notify_tasks
+        from switchyard.runs r
+        join switchyard.step_states t on t.run_id = r.run_id and t.step_slug = 'triage'
+        join switchyard.step_states e on e.run_id = r.run_id and e.step_slug = 'escalate'
+        join switchyard.step_states n on n.run_id = r.run_id and n.step_slug = 'notify'
+       where r.flow_slug = 'supportTicketsV1'
+       order by (r.input ->> 'id')`;
     const activations = await sql`
       select alias, flow_slug as activated, coalesce(previous_flow_slug, '-') as previous, source
         from switchyard.alias_activations where alias = 'communityThreads'
@@ -393,6 +407,7 @@ async function main(args: string[]): Promise<number> {
     console.log(table('Queues (shared, explicit)', queues));
     console.log(table('Drain status (switchyard.drain_status())', drain));
     console.log(table('Queue functions', functions));
+    console.log(table('Support tickets (a condition and a map step)', tickets));
     console.log(table('Alias activations', activations));
     await client.close();
 

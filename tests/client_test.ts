@@ -510,6 +510,52 @@ Deno.test('retry of a failed run: failed and lost steps queued again, completed 
   }
 });
 
+Deno.test('retry of a failed map step re-runs its unfinished elements; skipped steps have events', async () => {
+  let failing = true;
+  const runs: number[] = [];
+  const flow = new Flow<{ plan: 'free' | 'pro'; items: number[] }>({
+    slug: 'mapRetryV1',
+    maxAttempts: 1,
+  })
+    .step({ slug: 'upsell', if: { plan: 'pro' } }, () => 'offer')
+    .step({ slug: 'items' }, (input) => input.items)
+    .map({ slug: 'work', array: 'items' }, (n) => {
+      runs.push(n);
+      if (n === 2 && failing) throw new Error('element 2 is broken');
+      return n * 10;
+    });
+  const registry = [defineDeployedFlow(flow, { alias: 'mapRetry' })] as const;
+  const worker = await startWorker(registry, {
+    connectionString: db.url,
+    queueName: 'mapretryv1',
+    ...FAST,
+  });
+  const client = createClient(registry, { connectionString: db.url });
+  try {
+    const run = await client.start('mapRetry', { plan: 'free', items: [1, 2, 3] });
+    await assert.rejects(run.output(), /step work failed after 1 attempt\(s\)/);
+    failing = false;
+    const { requeued } = await client.retry(run.runId);
+    assert.ok(requeued >= 1 && requeued <= 3, `${requeued} element(s) queued again`);
+    const output = await run.output({ timeoutMs: 30_000 });
+    // The skipped upsell is absent from the output; the map's elements are in order.
+    assert.deepEqual(output, { work: [10, 20, 30] });
+    assert.equal(runs.filter((n) => n === 2).length, 2, 'the failed element ran again');
+    const events = names(await runEvents(client, run.runId));
+    assert.ok(events.includes('upsell skipped'), events.join(', '));
+    assert.deepEqual(events.slice(events.indexOf('run failed')), [
+      'run failed',
+      'run retried',
+      'work started',
+      'work completed',
+      'run completed',
+    ]);
+  } finally {
+    await client.close();
+    await worker.stop();
+  }
+});
+
 // ---------------------------------------------------------------------------
 // Idempotent starts, owners
 

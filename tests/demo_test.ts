@@ -53,6 +53,11 @@ Deno.test('deno task demo on embedded PGlite finishes by itself with every run c
     assert.match(stdout, new RegExp(`${queue} +shared +0 +\\d+`));
   }
   assert.match(stdout, /communityThreads +communityThreadsV2 +communityThreadsV1 +worker/);
+  // supportTicketsV1: sev3 tickets skip the escalation and (skip-cascade) its map; sev1
+  // tickets fan out to three channels, sev2 to one.
+  assert.match(stdout, /ticket-0 +sev1 +completed +completed +3/);
+  assert.match(stdout, /ticket-1 +sev3 +skipped +skipped +0/);
+  assert.match(stdout, /ticket-2 +sev2 +completed +completed +1/);
   assert.match(
     stdout,
     /done: all 22 runs completed; communityThreadsV1 drained, communityThreadsV2 active/,

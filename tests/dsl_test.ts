@@ -40,9 +40,14 @@ function context(stepSlug: string, flowInput: unknown): StepContext<unknown> {
     runId: '00000000-0000-0000-0000-000000000001',
     flowSlug: 'diamond',
     stepSlug,
+    taskIndex: 0,
     attempt: 1,
     flowInput,
     signal: new AbortController().signal,
+    env: { get: () => undefined },
+    sql: (() => {
+      throw new Error('no database in DSL tests');
+    }) as unknown as StepContext<unknown>['sql'],
   };
 }
 
@@ -98,17 +103,20 @@ Deno.test('step options are null (inherit) unless given, startDelay defaults to 
   const flow = new Flow({ slug: 'f' })
     .step({ slug: 'a' }, () => 1)
     .step({ slug: 'b', maxAttempts: 1000, baseDelay: 0, timeout: 1, startDelay: 86400 }, () => 2);
+  const noCondition = { if: null, ifNot: null, whenUnmet: 'skip', whenExhausted: 'fail' };
   assert.deepEqual(flow.steps[0].options, {
     maxAttempts: null,
     baseDelay: null,
     timeout: null,
     startDelay: 0,
+    ...noCondition,
   });
   assert.deepEqual(flow.steps[1].options, {
     maxAttempts: 1000,
     baseDelay: 0,
     timeout: 1,
     startDelay: 86400,
+    ...noCondition,
   });
 });
 
@@ -316,6 +324,130 @@ Deno.test('unknown option keys, startDelay on a flow and a missing handler are r
 });
 
 // --- withStepQueues -------------------------------------------------------------------------
+
+Deno.test('conditions: patterns are JSON, modes are checked, whenUnmet needs a condition', () => {
+  const f = new Flow<Record<string, unknown>>({ slug: 'f' });
+  const pattern = { plan: 'pro', tags: ['a'] };
+  const flow = f.step(
+    { slug: 'a', if: pattern, ifNot: { banned: true }, whenUnmet: 'fail' },
+    () => 1,
+  );
+  assert.deepEqual(flow.steps[0].options, {
+    maxAttempts: null,
+    baseDelay: null,
+    timeout: null,
+    startDelay: 0,
+    if: { plan: 'pro', tags: ['a'] },
+    ifNot: { banned: true },
+    whenUnmet: 'fail',
+    whenExhausted: 'fail',
+  });
+  pattern.plan = 'free';
+  assert.deepEqual(flow.steps[0].options.if, { plan: 'pro', tags: ['a'] }, 'the pattern is copied');
+  assert.ok(Object.isFrozen(flow.steps[0].options.if), 'and frozen');
+  assert.equal(
+    f.step({ slug: 'b', whenExhausted: 'skip' }, () => 1).steps[0].options.whenExhausted,
+    'skip',
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', if: { x: 1 }, whenUnmet: 'maybe' as never }, () => 1),
+    FlowDefinitionError,
+    'flow "f" step "a" option whenUnmet "maybe" is invalid',
+    "'skip', 'skip-cascade', 'fail'",
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', whenExhausted: 'retry' as never }, () => 1),
+    FlowDefinitionError,
+    "option whenExhausted \"retry\" is invalid: use one of 'fail', 'skip'",
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', whenUnmet: 'skip' }, () => 1),
+    FlowDefinitionError,
+    'option whenUnmet needs a condition: add if or ifNot',
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', if: null as never }, () => 1),
+    FlowDefinitionError,
+    'option if null is invalid: a condition is a JSON pattern',
+  );
+  assertThrowsWith(
+    () => f.step({ slug: 'a', ifNot: { when: new Date() } as never }, () => 1),
+    FlowDefinitionError,
+    'flow "f" step "a" option ifNot.when is not JSON',
+  );
+});
+
+Deno.test('the shape carries conditions', () => {
+  const flow = new Flow<{ plan: string }>({ slug: 'cond' })
+    .step(
+      { slug: 'a', if: { plan: 'pro' }, whenUnmet: 'skip-cascade', whenExhausted: 'skip' },
+      () => 1,
+    );
+  assert.equal(
+    JSON.stringify(toPlacement(flow).shape.steps[0].options),
+    '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0,"if":{"plan":"pro"},' +
+      '"ifNot":null,"whenUnmet":"skip-cascade","whenExhausted":"skip"}',
+  );
+});
+
+/** Calls map() past its types, as plain JavaScript could. */
+function untypedMap(flow: AnyFlow, config: unknown, handler: unknown): unknown {
+  return (flow.map as (config: unknown, handler: unknown) => unknown).call(flow, config, handler);
+}
+
+Deno.test('map steps: kind map, array becomes the one dependency, the options of a step', async () => {
+  const flow = new Flow<{ urls: string[] }>({ slug: 'crawl' })
+    .step({ slug: 'urls' }, (input) => input.urls)
+    .map({ slug: 'fetch', array: 'urls', maxAttempts: 5 }, (url) => url.length);
+  const fetchStep = flow.getStep('fetch')!;
+  assert.equal(fetchStep.kind, 'map');
+  assert.equal(flow.getStep('urls')?.kind, 'single');
+  assert.deepEqual(fetchStep.dependsOn, ['urls']);
+  assert.equal(fetchStep.options.maxAttempts, 5);
+  assert.ok(Object.isFrozen(fetchStep));
+  assert.equal(
+    await fetchStep.handler('abc', context('fetch', {})),
+    3,
+    'the handler takes one element',
+  );
+  const root = new Flow<number[]>({ slug: 'nums' }).map({ slug: 'double' }, (n) => n * 2);
+  assert.deepEqual(root.steps[0].dependsOn, []);
+  assert.deepEqual(routeFlow(flow, { queues: { urls: 'io', fetch: 'io' } }).queues, {
+    urls: 'io',
+    fetch: 'io',
+  });
+  assertThrowsWith(
+    () => routeFlow(flow, { queues: { urls: 'io' } } as never),
+    RouteError,
+    'fetch',
+  );
+  assertThrowsWith(
+    () => untypedMap(flow, { slug: 'm', array: 'nope' }, (x: unknown) => x),
+    FlowDefinitionError,
+    'flow "crawl" map step "m" array "nope" is invalid: name an earlier step',
+    'known steps: "urls", "fetch"',
+  );
+  assertThrowsWith(
+    () => untypedMap(flow, { slug: 'm', dependsOn: ['urls'] }, (x: unknown) => x),
+    FlowDefinitionError,
+    'option "dependsOn" is unknown',
+  );
+  assertThrowsWith(
+    () => untypedMap(flow, { slug: 'fetch', array: 'urls' }, (x: unknown) => x),
+    FlowDefinitionError,
+    'duplicate of step "fetch"',
+  );
+  assertThrowsWith(
+    () => flow.map({ slug: 'm', array: 'urls', timeout: 0 }, (x) => x),
+    FlowDefinitionError,
+    'option timeout 0 is invalid',
+  );
+  assertThrowsWith(
+    () => untypedMap(flow, { slug: 'm', array: 'urls' }, 'nope'),
+    FlowDefinitionError,
+    'handler "nope" is invalid',
+  );
+});
 
 Deno.test('withStepQueues places each step on lower(flow__step)', () => {
   const flow = new Flow({ slug: 'communityThreads' })
@@ -555,16 +687,32 @@ Deno.test('toPlacement re-checks hand-made placements', () => {
 });
 
 function expectedShape(placement: string, queues: Record<string, string>): unknown {
-  const inherit = { maxAttempts: null, baseDelay: null, timeout: null, startDelay: 0 };
+  const inherit = {
+    maxAttempts: null,
+    baseDelay: null,
+    timeout: null,
+    startDelay: 0,
+    if: null,
+    ifNot: null,
+    whenUnmet: 'skip',
+    whenExhausted: 'fail',
+  };
   return {
     slug: 'diamond',
     placement,
     options: { maxAttempts: 3, baseDelay: 1, timeout: 60 },
     steps: [
-      { slug: 'a', index: 0, dependsOn: [], queue: queues.a, options: inherit },
-      { slug: 'b', index: 1, dependsOn: ['a'], queue: queues.b, options: inherit },
-      { slug: 'c', index: 2, dependsOn: ['a'], queue: queues.c, options: inherit },
-      { slug: 'd', index: 3, dependsOn: ['b', 'c'], queue: queues.d, options: inherit },
+      { slug: 'a', index: 0, kind: 'single', dependsOn: [], queue: queues.a, options: inherit },
+      { slug: 'b', index: 1, kind: 'single', dependsOn: ['a'], queue: queues.b, options: inherit },
+      { slug: 'c', index: 2, kind: 'single', dependsOn: ['a'], queue: queues.c, options: inherit },
+      {
+        slug: 'd',
+        index: 3,
+        kind: 'single',
+        dependsOn: ['b', 'c'],
+        queue: queues.d,
+        options: inherit,
+      },
     ],
   };
 }
@@ -581,8 +729,9 @@ Deno.test('the diamond shape of a plain flow is exact, key order included', () =
   assert.equal(JSON.stringify(shape), JSON.stringify(expected));
   assert.equal(
     JSON.stringify(shape.steps[0]),
-    '{"slug":"a","index":0,"dependsOn":[],"queue":"diamond","options":' +
-      '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0}}',
+    '{"slug":"a","index":0,"kind":"single","dependsOn":[],"queue":"diamond","options":' +
+      '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0,"if":null,' +
+      '"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}',
   );
 });
 
@@ -614,8 +763,9 @@ Deno.test('the shape carries resolved flow options and explicit step options', (
   assert.equal(
     JSON.stringify(shape),
     '{"slug":"opts","placement":"plain","options":{"maxAttempts":7,"baseDelay":1,"timeout":30},' +
-      '"steps":[{"slug":"a","index":0,"dependsOn":[],"queue":"opts","options":' +
-      '{"maxAttempts":null,"baseDelay":5,"timeout":null,"startDelay":10}}]}',
+      '"steps":[{"slug":"a","index":0,"kind":"single","dependsOn":[],"queue":"opts","options":' +
+      '{"maxAttempts":null,"baseDelay":5,"timeout":null,"startDelay":10,"if":null,' +
+      '"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}]}',
   );
   assert.ok(Object.isFrozen(shape) && Object.isFrozen(shape.steps[0].options));
 });

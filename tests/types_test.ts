@@ -4,11 +4,16 @@
  * in a function that the single runtime test does not call.
  */
 import assert from 'node:assert/strict';
+import type postgres from 'postgres';
+import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 
 import { defineDeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import {
   Flow,
   type FlowInput,
+  type HandlerEnv,
+  type HandlerSql,
+  type HandlerSupabase,
   type StepContext,
   type StepOutputs,
   type StepSlugs,
@@ -175,6 +180,159 @@ function typeTests(): void {
   void [q, notQ, alias, sameFlow, queueName, notRouted, badSlug];
 }
 
+function conditionTypeTests(): void {
+  interface Ticket {
+    plan: 'free' | 'pro';
+    user: { id: string; tags: string[] };
+  }
+  const flow = new Flow<Ticket>({ slug: 'condTypes' })
+    .step({ slug: 'always' }, () => 1)
+    .step({ slug: 'maybe', if: { plan: 'pro' } }, () => 'pro')
+    .step({ slug: 'negated', ifNot: { user: { tags: ['spam'] } } }, () => true)
+    .step({ slug: 'strict', if: { plan: 'pro' }, whenUnmet: 'fail' }, () => 2)
+    .step({ slug: 'cascade', if: { plan: 'free' }, whenUnmet: 'skip-cascade' }, () => 3)
+    .step({ slug: 'tolerant', whenExhausted: 'skip' }, () => 4)
+    .step({ slug: 'failing', whenExhausted: 'fail' }, () => 5)
+    .step(
+      {
+        slug: 'sink',
+        dependsOn: ['always', 'maybe', 'negated', 'strict', 'cascade', 'tolerant', 'failing'],
+        // A dependent's condition is typed against the dependency outputs.
+        if: { always: 1 },
+      },
+      (input) => {
+        // A step that may be skipped while its dependents run is absent: T | undefined.
+        expectType<Equal<typeof input.always, number>>(true);
+        expectType<Equal<typeof input.maybe, string | undefined>>(true);
+        expectType<Equal<typeof input.negated, boolean | undefined>>(true);
+        expectType<Equal<typeof input.tolerant, number | undefined>>(true);
+        // whenUnmet 'fail' never skips; with 'skip-cascade' the dependents are skipped too.
+        expectType<Equal<typeof input.strict, number>>(true);
+        expectType<Equal<typeof input.cascade, number>>(true);
+        expectType<Equal<typeof input.failing, number>>(true);
+        // @ts-expect-error maybe may be absent
+        input.maybe.length;
+        return input.maybe ?? 'skipped';
+      },
+    );
+  expectType<Equal<StepOutputs<typeof flow>['maybe'], string | undefined>>(true);
+  expectType<Equal<StepOutputs<typeof flow>['sink'], string | undefined>>(true);
+
+  const f = new Flow<Ticket>({ slug: 'condTypes2' });
+  // @ts-expect-error 'gold' is not a plan
+  f.step({ slug: 'a', if: { plan: 'gold' } }, () => 1);
+  // @ts-expect-error a misspelt key
+  f.step({ slug: 'a', if: { plan: 'pro', plann: 'pro' } }, () => 1);
+  // @ts-expect-error a misspelt nested key
+  f.step({ slug: 'a', ifNot: { user: { idd: 'u1' } } }, () => 1);
+  // @ts-expect-error tags holds strings
+  f.step({ slug: 'a', if: { user: { tags: [1] } } }, () => 1);
+  // @ts-expect-error not a mode
+  f.step({ slug: 'a', if: { plan: 'pro' }, whenUnmet: 'maybe' }, () => 1);
+  // @ts-expect-error not a mode
+  f.step({ slug: 'a', whenExhausted: 'retry' }, () => 1);
+  // An untyped flow takes any JSON pattern.
+  new Flow({ slug: 'untyped' }).step({ slug: 'a', if: { anything: [1, { deep: true }] } }, () => 1);
+  // A dependent's condition names its dependencies only.
+  f.step({ slug: 'a' }, () => ({ n: 1 }))
+    // @ts-expect-error plan is not in the input of a dependent step
+    .step({ slug: 'b', dependsOn: ['a'], if: { plan: 'pro' } }, () => 1);
+}
+
+function mapTypeTests(): void {
+  const crawl = new Flow<{ urls: string[]; depth: number }>({ slug: 'crawlTypes' })
+    .step({ slug: 'urls' }, (input) => input.urls.map((url) => ({ url, depth: input.depth })))
+    .map({ slug: 'fetch', array: 'urls' }, (page, ctx) => {
+      // The element type is inferred from the array the map reads.
+      expectType<Equal<typeof page, { url: string; depth: number }>>(true);
+      expectType<Equal<typeof ctx.taskIndex, number>>(true);
+      return { size: page.url.length, depth: page.depth };
+    })
+    // Map after map: the element is the first map's output element.
+    .map({ slug: 'weigh', array: 'fetch' }, (result) => {
+      expectType<Equal<typeof result, { size: number; depth: number }>>(true);
+      return result.size * result.depth;
+    })
+    .step({ slug: 'total', dependsOn: ['fetch', 'weigh'] }, (input) => {
+      // Dependents receive the outputs in element order, typed.
+      expectType<Equal<typeof input.fetch, { size: number; depth: number }[]>>(true);
+      expectType<Equal<typeof input.weigh, number[]>>(true);
+      return input.weigh.reduce((a, b) => a + b, 0);
+    });
+  expectType<Equal<StepOutputs<typeof crawl>['fetch'], { size: number; depth: number }[]>>(true);
+  expectType<Equal<StepSlugs<typeof crawl>, 'urls' | 'fetch' | 'weigh' | 'total'>>(true);
+
+  // A root map reads the flow input, which must be an array.
+  const squares = new Flow<number[]>({ slug: 'squareTypes' })
+    .map({ slug: 'square' }, (n) => {
+      expectType<Equal<typeof n, number>>(true);
+      return n * n;
+    });
+  expectType<Equal<StepOutputs<typeof squares>['square'], number[]>>(true);
+  // @ts-expect-error the flow input is not an array: a root map needs one
+  new Flow<{ urls: string[] }>({ slug: 'notArray' }).map({ slug: 'm' }, (x) => x);
+  // @ts-expect-error total's output is a number, not an array
+  crawl.map({ slug: 'm', array: 'total' }, (x) => x);
+  // @ts-expect-error 'nope' is not a step
+  crawl.map({ slug: 'm', array: 'nope' }, (x) => x);
+  // @ts-expect-error a map takes array, not dependsOn
+  crawl.map({ slug: 'm', dependsOn: ['urls'] }, (x) => x);
+  // @ts-expect-error duplicate slug
+  crawl.map({ slug: 'fetch', array: 'urls' }, (x) => x);
+  // A map's condition is typed against { [array]: value }; skippable maps are absent for dependents.
+  const conditional = crawl
+    .map({ slug: 'big', array: 'fetch', if: { fetch: [{ depth: 2 }] } }, (r) => r.size)
+    .step({ slug: 'after', dependsOn: ['big'] }, (input) => {
+      expectType<Equal<typeof input.big, number[] | undefined>>(true);
+      return input.big?.length ?? 0;
+    });
+  // @ts-expect-error a map over fetch is evaluated over { fetch }, not the flow input
+  crawl.map({ slug: 'bad', array: 'fetch', if: { urls: ['a'] } }, (r) => r);
+
+  // routeFlow and withStepQueues see map steps like any step.
+  routeFlow(crawl, { queues: { urls: 'io', fetch: 'io', weigh: 'cpu', total: 'cpu' } });
+  // @ts-expect-error missing map step key 'weigh'
+  routeFlow(crawl, { queues: { urls: 'io', fetch: 'io', total: 'cpu' } });
+  // @ts-expect-error missing map step key 'square'
+  routeFlow(squares, { queues: {} });
+  const stepQueued = withStepQueues(squares);
+  expectType<Equal<keyof typeof stepQueued.queues, 'square'>>(true);
+  void [conditional];
+}
+
+function contextTypeTests(): void {
+  new Flow<{ id: string }>({ slug: 'ctxTypes' }).step({ slug: 'a' }, async (_input, ctx) => {
+    expectType<Equal<typeof ctx.taskIndex, number>>(true);
+    expectType<Equal<typeof ctx.attempt, number>>(true);
+    expectType<Equal<typeof ctx.flowInput, { id: string }>>(true);
+    expectType<Equal<typeof ctx.env, HandlerEnv>>(true);
+    expectType<Equal<ReturnType<HandlerEnv['get']>, string | undefined>>(true);
+    // @ts-expect-error the environment is read-only
+    ctx.env.set('X', 'y');
+    // ctx.sql: typed tagged-template queries.
+    const rows = await ctx.sql<{ n: number }[]>`select ${1}::int as n`;
+    const n: number = rows[0].n;
+    // @ts-expect-error n is a number
+    const s: string = rows[0].n;
+    const sql: HandlerSql = ctx.sql;
+    // The full postgres.js type is a cast away.
+    const full = ctx.sql as unknown as postgres.Sql;
+    // ctx.supabase may be absent: the type says so.
+    expectType<Equal<typeof ctx.supabase, HandlerSupabase | undefined>>(true);
+    // @ts-expect-error ctx.supabase is possibly undefined
+    ctx.supabase.from('profiles');
+    if (ctx.supabase) await ctx.supabase.from('profiles').select('*');
+    // It is a real supabase-js client: one fits the structural type, and it casts back.
+    const real: HandlerSupabase = createClient('http://localhost', 'key');
+    const typed = ctx.supabase as SupabaseClient | undefined;
+    void [n, s, sql, full, real, typed];
+    return ctx.taskIndex;
+  });
+}
+
 Deno.test('type tests compile (see deno check tests/types_test.ts)', () => {
   assert.equal(typeof typeTests, 'function');
+  assert.equal(typeof contextTypeTests, 'function');
+  assert.equal(typeof conditionTypeTests, 'function');
+  assert.equal(typeof mapTypeTests, 'function');
 });

@@ -12,6 +12,7 @@
  */
 
 import { describeValue, FlowDefinitionError } from '../errors.ts';
+import { assertJson, type JsonValue } from './json.ts';
 import { assertFlowSlug, assertStepSlug, type ValidSlug } from './slugs.ts';
 
 /**
@@ -56,13 +57,135 @@ export interface ResolvedFlowOptions {
 }
 
 /**
- * The resolved options of a step: `null` means "inherit from the flow".
+ * What happens when a step's condition (`if` / `ifNot`) is not met (docs/ARCHITECTURE.md §5.9):
+ * `skip` skips the step (dependents run without its output), `skip-cascade` skips it and every
+ * step that depends on it, `fail` fails the run.
+ *
+ * @example
+ * ```ts
+ * import type { WhenUnmet } from './flow.ts';
+ *
+ * const mode: WhenUnmet = 'skip-cascade';
+ * ```
+ */
+export type WhenUnmet = 'skip' | 'skip-cascade' | 'fail';
+
+/**
+ * What happens when a task used its last attempt: `fail` fails the run, `skip` skips the step
+ * (dependents run without its output).
+ *
+ * @example
+ * ```ts
+ * import type { WhenExhausted } from './flow.ts';
+ *
+ * const mode: WhenExhausted = 'skip';
+ * ```
+ */
+export type WhenExhausted = 'fail' | 'skip';
+
+/**
+ * A JSON containment pattern over `T`, as PostgreSQL's `jsonb @>` reads it: any subset of the
+ * object's keys, nested; arrays hold patterns of their elements (an array pattern matches when
+ * every pattern element is contained in some element of the array).
+ *
+ * @example
+ * ```ts
+ * import type { ContainmentPattern } from './flow.ts';
+ *
+ * type Ticket = { plan: 'free' | 'pro'; tags: string[]; user: { id: string } };
+ * const pro: ContainmentPattern<Ticket> = { plan: 'pro' };
+ * const tagged: ContainmentPattern<Ticket> = { tags: ['urgent'], user: { id: 'u1' } };
+ * ```
+ */
+export type ContainmentPattern<T> = T extends readonly (infer E)[]
+  ? readonly ContainmentPattern<E>[]
+  : T extends object ? { readonly [K in keyof T]?: ContainmentPattern<T[K]> }
+  : T;
+
+/**
+ * Type-level check that pattern `P` names only keys its step input `S` has (at every depth);
+ * an unknown key becomes `never`, so a misspelt condition key fails type checking. An input of
+ * type `unknown` accepts any pattern. For a union input, the keys of every member count, and a
+ * key's pattern is checked against the members that have it.
+ *
+ * @example
+ * ```ts
+ * import type { ExactPattern } from './flow.ts';
+ *
+ * type Ok = ExactPattern<{ plan: 'pro' }, { plan?: 'free' | 'pro' }>;
+ * type Typo = ExactPattern<{ plann: 'pro' }, { plan?: 'free' | 'pro' }>; // { plann: never }
+ * ```
+ */
+export type ExactPattern<P, S> = unknown extends S ? unknown
+  : P extends readonly unknown[] ? unknown
+  : P extends object ?
+      & { readonly [K in Exclude<keyof P, S extends unknown ? keyof S : never>]: never }
+      & {
+        readonly [K in keyof P & (S extends unknown ? keyof S : never)]?: ExactPattern<
+          P[K],
+          NonNullable<S extends unknown ? K extends keyof S ? S[K] : never : never>
+        >;
+      }
+  : unknown;
+
+/**
+ * Whether a step may end `skipped` while its dependents still run: a condition with
+ * `whenUnmet: 'skip'` (the default), or `whenExhausted: 'skip'`. With `skip-cascade` its
+ * dependents are skipped too, so when one runs the output is there.
+ *
+ * @example
+ * ```ts
+ * import type { MaySkip } from './flow.ts';
+ *
+ * type A = MaySkip<{ plan: 'pro' }, never, 'skip', 'fail'>; // true
+ * type B = MaySkip<{ plan: 'pro' }, never, 'skip-cascade', 'fail'>; // false
+ * type C = MaySkip<never, never, 'skip', 'skip'>; // true
+ * ```
+ */
+export type MaySkip<If, IfNot, Unmet extends WhenUnmet, Exhausted extends WhenExhausted> =
+  [Exhausted] extends ['fail'] ? [If | IfNot] extends [never] ? false
+    : [Unmet] extends ['skip'] ? true
+    : false
+    : true;
+
+/**
+ * The output type a step's dependents see: `Out`, or `Out | undefined` when the step may be
+ * skipped (see {@linkcode MaySkip}): a skipped step's output is absent.
+ *
+ * @example
+ * ```ts
+ * import type { SeenOutput } from './flow.ts';
+ *
+ * type Always = SeenOutput<number, never, never, 'skip', 'fail'>; // number
+ * type Maybe = SeenOutput<number, { plan: 'pro' }, never, 'skip', 'fail'>; // number | undefined
+ * ```
+ */
+export type SeenOutput<
+  Out,
+  If,
+  IfNot,
+  Unmet extends WhenUnmet,
+  Exhausted extends WhenExhausted,
+> = MaySkip<If, IfNot, Unmet, Exhausted> extends true ? Out | undefined : Out;
+
+/**
+ * The resolved options of a step: `null` means "inherit from the flow" (or, for `if` and
+ * `ifNot`, no pattern).
  *
  * @example
  * ```ts
  * import type { StepOptions } from './flow.ts';
  *
- * const options: StepOptions = { maxAttempts: null, baseDelay: null, timeout: 30, startDelay: 0 };
+ * const options: StepOptions = {
+ *   maxAttempts: null,
+ *   baseDelay: null,
+ *   timeout: 30,
+ *   startDelay: 0,
+ *   if: { plan: 'pro' },
+ *   ifNot: null,
+ *   whenUnmet: 'skip',
+ *   whenExhausted: 'fail',
+ * };
  * ```
  */
 export interface StepOptions {
@@ -74,17 +197,130 @@ export interface StepOptions {
   readonly timeout: number | null;
   /** Seconds to wait before the step's first task becomes visible. */
   readonly startDelay: number;
+  /** The step runs only when its input contains this JSON pattern (`@>`); `null`: no pattern. */
+  readonly if: JsonValue | null;
+  /** The step runs only when its input does not contain this pattern; `null`: no pattern. */
+  readonly ifNot: JsonValue | null;
+  /** What an unmet condition does. */
+  readonly whenUnmet: WhenUnmet;
+  /** What a task out of attempts does. */
+  readonly whenExhausted: WhenExhausted;
 }
 
 /**
- * What a step handler receives besides its input.
+ * A row of a query result: column name → value.
+ *
+ * @example
+ * ```ts
+ * import type { SqlRow } from './flow.ts';
+ *
+ * const row: SqlRow = { id: 1, name: 'a' };
+ * ```
+ */
+export type SqlRow = Record<string, unknown>;
+
+/**
+ * The part of a postgres.js client a handler uses through `ctx.sql`: tagged-template queries,
+ * `unsafe`, `begin` and `json`. It is the worker's own postgres.js pool for handlers (see
+ * {@linkcode StepContext.sql}); the DSL describes it structurally because it imports no
+ * database code. For the full postgres.js type, cast: `ctx.sql as unknown as Sql` with `Sql`
+ * from `switchyard/ops.ts`.
+ *
+ * @example
+ * ```ts
+ * import type { HandlerSql } from './flow.ts';
+ *
+ * async function countUsers(sql: HandlerSql): Promise<number> {
+ *   const [row] = await sql<{ n: number }[]>`select count(*)::int as n from auth.users`;
+ *   return row.n;
+ * }
+ * ```
+ */
+export interface HandlerSql {
+  /** Runs a query; interpolated values are sent as parameters, never spliced into the text. */
+  <T extends readonly object[] = SqlRow[]>(
+    template: TemplateStringsArray,
+    ...parameters: readonly unknown[]
+  ): Promise<T>;
+  /** Runs a query given as text, with `$1`-style parameters. */
+  unsafe<T extends readonly object[] = SqlRow[]>(
+    query: string,
+    parameters?: readonly unknown[],
+  ): Promise<T>;
+  /** Runs `fn` in a transaction on one connection; commits when it resolves. */
+  begin<T>(fn: (sql: HandlerSql) => T | Promise<T>): Promise<T>;
+  /** Marks a value to be sent as `json`. */
+  json(value: unknown): unknown;
+}
+
+/**
+ * The part of a supabase-js client a handler uses through `ctx.supabase`. The DSL describes it
+ * structurally because it imports no npm code; the object is a real `SupabaseClient`, so for
+ * its full types cast: `ctx.supabase as SupabaseClient | undefined` (from
+ * `@supabase/supabase-js`).
+ *
+ * @example
+ * ```ts
+ * import type { HandlerSupabase } from './flow.ts';
+ *
+ * async function profile(supabase: HandlerSupabase, id: string) {
+ *   const { data, error } = await supabase.from('profiles').select('*').eq('id', id).single();
+ *   if (error) throw error;
+ *   return data;
+ * }
+ * ```
+ */
+export interface HandlerSupabase {
+  // supabase-js' builders are deeply generic; their results are `any` here on purpose.
+  /** A query builder on a table or view. */
+  // deno-lint-ignore no-explicit-any
+  from(relation: string): any;
+  /** Calls a PostgreSQL function through PostgREST. */
+  // deno-lint-ignore no-explicit-any
+  rpc(fn: string, args?: object, options?: object): any;
+  /** The client for another exposed schema. */
+  // deno-lint-ignore no-explicit-any
+  schema(schema: string): any;
+  /** Storage buckets and objects. */
+  // deno-lint-ignore no-explicit-any
+  readonly storage: any;
+  /** Invokes Edge Functions. */
+  // deno-lint-ignore no-explicit-any
+  readonly functions: any;
+  /** Auth (the service role client: admin calls). */
+  // deno-lint-ignore no-explicit-any
+  readonly auth: any;
+}
+
+/**
+ * Read-only access to the environment of the worker (secrets on Supabase).
+ *
+ * @example
+ * ```ts
+ * import type { HandlerEnv } from './flow.ts';
+ *
+ * function webhook(env: HandlerEnv): string | undefined {
+ *   return env.get('SLACK_WEBHOOK_URL');
+ * }
+ * ```
+ */
+export interface HandlerEnv {
+  /** The variable's value, or `undefined` when unset (or not readable). */
+  get(name: string): string | undefined;
+}
+
+/**
+ * What a step handler receives besides its input (docs/ARCHITECTURE.md §5.5).
  *
  * @example
  * ```ts
  * import type { StepContext } from './flow.ts';
  *
- * function log(ctx: StepContext<{ url: string }>) {
- *   console.log(ctx.runId, ctx.stepSlug, ctx.attempt, ctx.flowInput.url);
+ * async function log(ctx: StepContext<{ url: string }>) {
+ *   console.log(ctx.runId, ctx.stepSlug, ctx.taskIndex, ctx.attempt, ctx.flowInput.url);
+ *   const [{ now }] = await ctx.sql<{ now: Date }[]>`select now()`;
+ *   if (ctx.supabase) await ctx.supabase.from('audit').insert({ run: ctx.runId, at: now });
+ *   console.log(ctx.env.get('SLACK_WEBHOOK_URL') ? 'will post' : 'dry run');
  * }
  * ```
  */
@@ -95,12 +331,29 @@ export interface StepContext<Input> {
   readonly flowSlug: string;
   /** The step being executed. */
   readonly stepSlug: string;
+  /** The task's position: the element index of a map step's task, 0 for an ordinary step. */
+  readonly taskIndex: number;
   /** The attempt number, starting at 1. */
   readonly attempt: number;
   /** The input the run was started with. */
   readonly flowInput: Input;
   /** Aborted when the task times out or the worker shuts down. */
   readonly signal: AbortSignal;
+  /** Read-only environment variables of the worker. */
+  readonly env: HandlerEnv;
+  /**
+   * A postgres.js client for the handler's own queries: a small pool the worker opens on first
+   * use (at most 5 connections, never more than `maxConcurrent`, same connection string as the
+   * worker) and closes when it stops, separate from the worker's own pool so that a handler's
+   * queries never hold up claims and completions. A worker given an existing client
+   * (`sql` option) hands out that client instead.
+   */
+  readonly sql: HandlerSql;
+  /**
+   * A supabase-js client built from `SUPABASE_URL` and `SUPABASE_SERVICE_ROLE_KEY` (service
+   * role: it bypasses row-level security) when both are set; absent otherwise.
+   */
+  readonly supabase?: HandlerSupabase;
 }
 
 /**
@@ -120,13 +373,33 @@ export interface StepDefinition {
   readonly slug: string;
   /** 0-based position in the order the steps were added. */
   readonly index: number;
+  /**
+   * `single`: one task; `map`: one task per element of an array (docs/ARCHITECTURE.md §5.10),
+   * the flow input when `dependsOn` is empty, else the output of its one dependency.
+   */
+  readonly kind: StepKind;
   /** Slugs of the steps this one depends on, in the order given. */
   readonly dependsOn: readonly string[];
   /** Step options; `null` means inherit from the flow. */
   readonly options: StepOptions;
-  /** The handler, untyped: the worker builds the input from the flow input or dependencies. */
+  /**
+   * The handler, untyped: the worker builds the input from the flow input or dependencies (a
+   * map step: one element).
+   */
   readonly handler: (input: unknown, context: StepContext<unknown>) => unknown;
 }
+
+/**
+ * How a step runs: `single` (one task) or `map` (one task per array element).
+ *
+ * @example
+ * ```ts
+ * import type { StepKind } from './flow.ts';
+ *
+ * const kind: StepKind = 'map';
+ * ```
+ */
+export type StepKind = 'single' | 'map';
 
 /**
  * Options of `Flow.step()`.
@@ -155,6 +428,51 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
   timeout?: number;
   /** Seconds before the step's first task becomes visible, 0 to 86400. Default 0. */
   startDelay?: number;
+  /**
+   * Run the step only when its input contains this JSON pattern (PostgreSQL `@>`, evaluated in
+   * SQL when the step becomes ready; docs/ARCHITECTURE.md §5.9). The input is the flow input
+   * for a root step, else the object of dependency outputs.
+   */
+  if?: JsonValue;
+  /** Run the step only when its input does not contain this JSON pattern. */
+  ifNot?: JsonValue;
+  /** What an unmet condition does: `skip` (default), `skip-cascade` or `fail`. Needs if/ifNot. */
+  whenUnmet?: WhenUnmet;
+  /** What a task out of attempts does: `fail` (default) fails the run, `skip` skips the step. */
+  whenExhausted?: WhenExhausted;
+}
+
+/**
+ * The condition options of a step, typed against its input `SI`: patterns of the input's own
+ * keys (see {@linkcode ContainmentPattern} and {@linkcode ExactPattern}) and the two modes as
+ * literals, which decide the output type dependents see ({@linkcode SeenOutput}).
+ *
+ * @example
+ * ```ts
+ * import type { ConditionConfig } from './flow.ts';
+ *
+ * type In = { plan: 'free' | 'pro' };
+ * const config: ConditionConfig<In, { plan: 'pro' }, never, 'fail', 'fail'> = {
+ *   if: { plan: 'pro' },
+ *   whenUnmet: 'fail',
+ * };
+ * ```
+ */
+export interface ConditionConfig<
+  SI,
+  If,
+  IfNot,
+  Unmet extends WhenUnmet,
+  Exhausted extends WhenExhausted,
+> {
+  /** See {@linkcode StepConfig.if}. */
+  if?: If & ExactPattern<If, ContainmentPattern<SI>>;
+  /** See {@linkcode StepConfig.ifNot}. */
+  ifNot?: IfNot & ExactPattern<IfNot, ContainmentPattern<SI>>;
+  /** See {@linkcode StepConfig.whenUnmet}. */
+  whenUnmet?: Unmet;
+  /** See {@linkcode StepConfig.whenExhausted}. */
+  whenExhausted?: Exhausted;
 }
 
 /**
@@ -174,6 +492,90 @@ export type StepInput<
   Steps extends Record<string, unknown>,
   Deps extends readonly (keyof Steps)[],
 > = [Deps[number]] extends [never] ? Input : { [K in Deps[number]]: Steps[K] };
+
+/**
+ * The slugs of a flow's steps whose output is an array: what a map step's `array` may name.
+ *
+ * @example
+ * ```ts
+ * import type { ArrayStepSlugs } from './flow.ts';
+ *
+ * type Outputs = { urls: string[]; count: number; pages: { n: number }[] };
+ * type S = ArrayStepSlugs<Outputs>; // 'urls' | 'pages'
+ * ```
+ */
+export type ArrayStepSlugs<Steps extends Record<string, unknown>> = {
+  [K in keyof Steps & string]: Steps[K] extends readonly unknown[] ? K : never;
+}[keyof Steps & string];
+
+/**
+ * The element type a map step's handler receives: an element of the named step's output, or,
+ * for a root map (`Source` is `never`), of the flow input.
+ *
+ * @example
+ * ```ts
+ * import type { MapItem } from './flow.ts';
+ *
+ * type FromStep = MapItem<unknown, { urls: string[] }, 'urls'>; // string
+ * type FromInput = MapItem<{ id: number }[], {}, never>; // { id: number }
+ * ```
+ */
+export type MapItem<Input, Steps extends Record<string, unknown>, Source extends keyof Steps> =
+  [Source] extends [never] ? Input extends readonly (infer E)[] ? E : never
+    : Steps[Source] extends readonly (infer E)[] ? E
+    : never;
+
+/**
+ * The input a map step's condition is evaluated over: `{ [source]: array }`, or the flow input
+ * for a root map.
+ *
+ * @example
+ * ```ts
+ * import type { MapInput } from './flow.ts';
+ *
+ * type I = MapInput<unknown, { urls: string[] }, 'urls'>; // { urls: string[] }
+ * ```
+ */
+export type MapInput<Input, Steps extends Record<string, unknown>, Source extends keyof Steps> =
+  [Source] extends [never] ? Input : { [K in Source]: Steps[K] };
+
+/**
+ * Options of `Flow.map()`: those of a step, with `array` in place of `dependsOn`.
+ *
+ * @example
+ * ```ts
+ * import type { MapConfig } from './flow.ts';
+ *
+ * const config: MapConfig<'fetch', 'urls'> = { slug: 'fetch', array: 'urls', maxAttempts: 5 };
+ * ```
+ */
+export interface MapConfig<Slug extends string, Source extends string>
+  extends Omit<StepConfig<Slug, readonly []>, 'dependsOn'> {
+  /**
+   * The earlier step whose output (an array) is mapped, one task per element. Absent: a root
+   * map over the flow input, which must then be an array.
+   */
+  array?: Source;
+}
+
+/**
+ * Type-level check for a root map (no `array`): the flow input must be an array, else the
+ * `array` key is demanded with this message.
+ *
+ * @example
+ * ```ts
+ * import type { RootMapCheck } from './flow.ts';
+ *
+ * type Ok = RootMapCheck<string[], never>; // unknown
+ * type NotArray = RootMapCheck<{ urls: string[] }, never>; // { array: '...' }
+ * ```
+ */
+export type RootMapCheck<Input, Source> = [Source] extends [never]
+  ? Input extends readonly unknown[] ? unknown
+  : {
+    array: 'a map without array maps the flow input, which is not an array: name an array step';
+  }
+  : unknown;
 
 /**
  * Type-level step slug check: `Slug` when it is well-formed, new to the flow (case-insensitively)
@@ -331,7 +733,63 @@ const STEP_OPTION_KEYS = new Set([
   'baseDelay',
   'timeout',
   'startDelay',
+  'if',
+  'ifNot',
+  'whenUnmet',
+  'whenExhausted',
 ]);
+
+const MAP_OPTION_KEYS = new Set(
+  [...STEP_OPTION_KEYS].filter((k) => k !== 'dependsOn').concat('array'),
+);
+/** What #defineStep accepts for a map: its dependsOn is derived from array. */
+const MAP_STEP_KEYS = new Set(
+  [...MAP_OPTION_KEYS].filter((k) => k !== 'array').concat('dependsOn'),
+);
+
+const WHEN_UNMET: readonly WhenUnmet[] = ['skip', 'skip-cascade', 'fail'];
+const WHEN_EXHAUSTED: readonly WhenExhausted[] = ['fail', 'skip'];
+
+function checkChoice<T extends string>(
+  owner: string,
+  name: string,
+  value: unknown,
+  choices: readonly T[],
+  fallback: T,
+): T {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !choices.includes(value as T)) {
+    throw new FlowDefinitionError(
+      `${owner} option ${name} ${describeValue(value)} is invalid: use one of ` +
+        choices.map((c) => `'${c}'`).join(', '),
+    );
+  }
+  return value as T;
+}
+
+function checkPattern(owner: string, name: string, value: unknown): JsonValue | null {
+  if (value === undefined) return null;
+  if (value === null) {
+    throw new FlowDefinitionError(
+      `${owner} option ${name} null is invalid: a condition is a JSON pattern (leave the ` +
+        'option out for none)',
+    );
+  }
+  try {
+    assertJson(value, `${owner} option ${name}`);
+  } catch (e) {
+    throw new FlowDefinitionError((e as Error).message);
+  }
+  return structuredClone(value);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
 
 function checkKnownKeys(owner: string, config: object, known: Set<string>): void {
   for (const key of Object.keys(config)) {
@@ -449,6 +907,11 @@ export class Flow<
    * malformed, duplicate (case-insensitive) or reserved slug, an unknown or repeated
    * dependency, a bad option or a missing handler.
    *
+   * `if` / `ifNot` make the step conditional (evaluated in SQL over the step's input with
+   * `@>`; docs/ARCHITECTURE.md §5.9), with `whenUnmet` and `whenExhausted` deciding what an
+   * unmet condition and a task out of attempts do. When the step may be skipped while its
+   * dependents run, they see its output as `T | undefined` ({@linkcode SeenOutput}).
+   *
    * @example
    * ```ts
    * import { Flow } from './flow.ts';
@@ -458,34 +921,151 @@ export class Flow<
    *   .step({ slug: 'fetch', maxAttempts: 5 }, async (input) => (await fetch(input.url)).status)
    *   .step({ slug: 'report', dependsOn: ['fetch'] }, (input) => ({ ok: input.fetch === 200 }));
    * console.assert(base.steps.length === 0 && flow.steps.length === 2);
+   *
+   * // Conditional steps: only pro customers get the call, anything but spam gets stored.
+   * new Flow<{ plan: 'free' | 'pro'; spam: boolean }>({ slug: 'signup' })
+   *   .step({ slug: 'call', if: { plan: 'pro' } }, () => 'booked')
+   *   .step({ slug: 'store', ifNot: { spam: true }, whenUnmet: 'fail' }, () => 'stored')
+   *   .step({ slug: 'report', dependsOn: ['call', 'store'] }, (input) => ({
+   *     call: input.call ?? 'not a pro customer', // string | undefined: call may be skipped
+   *     store: input.store, // string: an unmet condition fails the run instead
+   *   }));
    * ```
    */
   step<
     const Slug extends string,
     const Deps extends readonly (keyof Steps & string)[] = readonly [],
     Out = unknown,
+    const If extends ContainmentPattern<StepInput<Input, Steps, Deps>> = never,
+    const IfNot extends ContainmentPattern<StepInput<Input, Steps, Deps>> = never,
+    const Unmet extends WhenUnmet = 'skip',
+    const Exhausted extends WhenExhausted = 'fail',
   >(
-    config: Omit<StepConfig<Slug, Deps>, 'slug'> & { slug: NewStepSlug<Slug, Steps> },
+    config:
+      & Omit<StepConfig<Slug, Deps>, 'slug' | 'if' | 'ifNot' | 'whenUnmet' | 'whenExhausted'>
+      & { slug: NewStepSlug<Slug, Steps> }
+      & ConditionConfig<StepInput<Input, Steps, Deps>, If, IfNot, Unmet, Exhausted>,
     handler: (input: StepInput<Input, Steps, Deps>, context: StepContext<Input>) => Out,
   ): Flow<
     Input,
-    { [K in keyof Steps | Slug]: K extends Slug ? Awaited<Out> : Steps[K] },
+    {
+      [K in keyof Steps | Slug]: K extends Slug
+        ? SeenOutput<Awaited<Out>, If, IfNot, Unmet, Exhausted>
+        : Steps[K];
+    },
     Exclude<Leaves, Deps[number]> | Slug
   > {
     const definition = this.#defineStep(config, handler);
-    const next = new Flow<
-      Input,
-      { [K in keyof Steps | Slug]: K extends Slug ? Awaited<Out> : Steps[K] },
-      Exclude<Leaves, Deps[number]> | Slug
-    >({
-      slug: this.#slug,
-      ...this.#options,
-    });
+    // deno-lint-ignore no-explicit-any
+    const next = new Flow<Input, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }
 
-  #defineStep(config: unknown, handler: unknown): StepDefinition {
+  /**
+   * Returns a new flow with one more map step (docs/ARCHITECTURE.md §5.10): one task per element
+   * of an array, each with its own attempts, timeout and retries. `array` names an earlier step
+   * whose output is an array; without it the map reads the flow input, which must be an array.
+   * The handler receives one element (typed) and the context (`ctx.taskIndex` is the element's
+   * index); dependents receive the outputs in element order, typed `Out[]`. The fan-out is
+   * SQL's: an empty array completes the step with `[]` and no task, a value that is not an
+   * array fails the run naming the step and the value's type, and more than
+   * `switchyard.max_map_elements()` (10,000) elements fails it with the count and the limit.
+   * Conditions and their modes work as for {@linkcode Flow.step}; a map's condition is
+   * evaluated over `{ [array]: value }` (or the flow input of a root map).
+   *
+   * @example
+   * ```ts
+   * import { Flow } from './flow.ts';
+   *
+   * const crawl = new Flow<{ urls: string[] }>({ slug: 'crawlV1' })
+   *   .step({ slug: 'urls' }, (input) => input.urls)
+   *   .map({ slug: 'fetch', array: 'urls', maxAttempts: 5 }, async (url, ctx) => {
+   *     const response = await fetch(url, { signal: ctx.signal });
+   *     return { url, size: (await response.arrayBuffer()).byteLength, index: ctx.taskIndex };
+   *   })
+   *   .step({ slug: 'total', dependsOn: ['fetch'] }, (input) =>
+   *     input.fetch.reduce((n, page) => n + page.size, 0));
+   *
+   * // A root map: the flow input is the array.
+   * const squares = new Flow<number[]>({ slug: 'squaresV1' })
+   *   .map({ slug: 'square' }, (n) => n * n)
+   *   .map({ slug: 'half', array: 'square' }, (n) => n / 2);
+   * console.assert(crawl.steps.length === 3 && squares.steps[1].kind === 'map');
+   * ```
+   */
+  map<
+    const Slug extends string,
+    Out = unknown,
+    const Source extends ArrayStepSlugs<Steps> = never,
+    const If extends ContainmentPattern<MapInput<Input, Steps, Source>> = never,
+    const IfNot extends ContainmentPattern<MapInput<Input, Steps, Source>> = never,
+    const Unmet extends WhenUnmet = 'skip',
+    const Exhausted extends WhenExhausted = 'fail',
+  >(
+    config:
+      & Omit<
+        MapConfig<Slug, Source>,
+        'slug' | 'array' | 'if' | 'ifNot' | 'whenUnmet' | 'whenExhausted'
+      >
+      & { slug: NewStepSlug<Slug, Steps>; array?: Source }
+      & RootMapCheck<Input, Source>
+      & ConditionConfig<MapInput<Input, Steps, Source>, If, IfNot, Unmet, Exhausted>,
+    handler: (item: MapItem<Input, Steps, Source>, context: StepContext<Input>) => Out,
+  ): Flow<
+    Input,
+    {
+      [K in keyof Steps | Slug]: K extends Slug
+        ? SeenOutput<Awaited<Out>[], If, IfNot, Unmet, Exhausted>
+        : Steps[K];
+    },
+    Exclude<Leaves, Source> | Slug
+  > {
+    const definition = this.#defineMap(config, handler);
+    // deno-lint-ignore no-explicit-any
+    const next = new Flow<Input, any, any>({ slug: this.#slug, ...this.#options });
+    next.#steps = Object.freeze([...this.#steps, definition]);
+    return next;
+  }
+
+  #defineMap(config: unknown, handler: unknown): StepDefinition {
+    if (typeof config !== 'object' || config === null) {
+      throw new FlowDefinitionError(
+        `flow "${this.#slug}" map options ${describeValue(config)} are invalid: pass an ` +
+          'object with a slug',
+      );
+    }
+    const { array, ...rest } = config as { array?: unknown; slug?: unknown };
+    const owner = `flow "${this.#slug}" map step "${String(rest.slug)}"`;
+    if (typeof rest.slug === 'string') checkKnownKeys(owner, config, MAP_OPTION_KEYS);
+    if ('dependsOn' in rest) {
+      throw new FlowDefinitionError(
+        `${owner} option "dependsOn" is unknown: a map step names the step it maps with array`,
+      );
+    }
+    if (array !== undefined) {
+      const source = typeof array === 'string' ? this.getStep(array) : undefined;
+      if (source === undefined) {
+        const known = this.#steps.map((s) => `"${s.slug}"`).join(', ') || 'none';
+        throw new FlowDefinitionError(
+          `${owner} array ${describeValue(array)} is invalid: name an earlier step of this ` +
+            `flow whose output is an array, spelled exactly (known steps: ${known}), or leave ` +
+            'array out to map the flow input',
+        );
+      }
+    }
+    const dependsOn = array === undefined ? [] : [array];
+    return Object.freeze({
+      ...this.#defineStep({ ...rest, dependsOn }, handler, MAP_STEP_KEYS),
+      kind: 'map' as const,
+    });
+  }
+
+  #defineStep(
+    config: unknown,
+    handler: unknown,
+    known: Set<string> = STEP_OPTION_KEYS,
+  ): StepDefinition {
     if (typeof config !== 'object' || config === null) {
       throw new FlowDefinitionError(
         `flow "${this.#slug}" step options ${describeValue(config)} are invalid: pass an ` +
@@ -496,7 +1076,7 @@ export class Flow<
     const slug = step.slug;
     assertStepSlug(slug);
     const owner = `flow "${this.#slug}" step "${slug}"`;
-    checkKnownKeys(owner, step, STEP_OPTION_KEYS);
+    checkKnownKeys(owner, step, known);
     const clash = this.#steps.find((s) => s.slug.toLowerCase() === slug.toLowerCase());
     if (clash !== undefined) {
       throw new FlowDefinitionError(
@@ -510,15 +1090,37 @@ export class Flow<
         `${owner} handler ${describeValue(handler)} is invalid: pass a function`,
       );
     }
+    const condition = {
+      if: checkPattern(owner, 'if', step.if),
+      ifNot: checkPattern(owner, 'ifNot', step.ifNot),
+      whenUnmet: checkChoice(owner, 'whenUnmet', step.whenUnmet, WHEN_UNMET, 'skip'),
+      whenExhausted: checkChoice(
+        owner,
+        'whenExhausted',
+        step.whenExhausted,
+        WHEN_EXHAUSTED,
+        'fail',
+      ),
+    };
+    if (step.whenUnmet !== undefined && condition.if === null && condition.ifNot === null) {
+      throw new FlowDefinitionError(
+        `${owner} option whenUnmet needs a condition: add if or ifNot, or leave whenUnmet out`,
+      );
+    }
     return Object.freeze({
       slug,
       index: this.#steps.length,
+      kind: 'single' as const,
       dependsOn,
       options: Object.freeze({
         maxAttempts: checkOption(owner, 'maxAttempts', step.maxAttempts),
         baseDelay: checkOption(owner, 'baseDelay', step.baseDelay),
         timeout: checkOption(owner, 'timeout', step.timeout),
         startDelay: checkOption(owner, 'startDelay', step.startDelay) ?? 0,
+        if: deepFreeze(condition.if),
+        ifNot: deepFreeze(condition.ifNot),
+        whenUnmet: condition.whenUnmet,
+        whenExhausted: condition.whenExhausted,
       }),
       handler: handler as StepDefinition['handler'],
     });

@@ -5,14 +5,15 @@
  *
  * The shape is deterministic (fixed key order, steps in index order) so that compiling the same
  * concrete slug twice with the same placement is a no-op, and any difference in placement,
- * dependencies or options is a mismatch SQL can report (docs/ARCHITECTURE.md §2: routing is immutable for
+ * dependencies, options or conditions is a mismatch SQL can report (docs/ARCHITECTURE.md §2: routing is immutable for
  * one concrete slug).
  *
  * @module
  */
 
 import { describeValue, RouteError } from '../errors.ts';
-import { type AnyFlow, Flow } from './flow.ts';
+import { type AnyFlow, Flow, type StepKind, type WhenExhausted, type WhenUnmet } from './flow.ts';
+import type { JsonValue } from './json.ts';
 import type { DeployedFlow } from './deployed_flow.ts';
 import { plainQueueName } from './queue_names.ts';
 import { type RoutedFlow, routeFlow } from './route_flow.ts';
@@ -56,9 +57,19 @@ export type PlacementKind = 'plain' | 'step_queues' | 'routed';
  * const step: FlowShapeStep = {
  *   slug: 'a',
  *   index: 0,
+ *   kind: 'single',
  *   dependsOn: [],
  *   queue: 'diamond',
- *   options: { maxAttempts: null, baseDelay: null, timeout: null, startDelay: 0 },
+ *   options: {
+ *     maxAttempts: null,
+ *     baseDelay: null,
+ *     timeout: null,
+ *     startDelay: 0,
+ *     if: null,
+ *     ifNot: null,
+ *     whenUnmet: 'skip',
+ *     whenExhausted: 'fail',
+ *   },
  * };
  * ```
  */
@@ -67,16 +78,22 @@ export interface FlowShapeStep {
   readonly slug: string;
   /** 0-based position in the order the steps were added. */
   readonly index: number;
-  /** Dependency slugs, in the order given. */
+  /** `single`, or `map`: one task per element of its array (docs/ARCHITECTURE.md §5.10). */
+  readonly kind: StepKind;
+  /** Dependency slugs, in the order given (a map step: none, or the step it maps). */
   readonly dependsOn: readonly string[];
   /** The step's physical queue. */
   readonly queue: string;
-  /** Step options; `null` means inherit from the flow. */
+  /** Step options; `null` means inherit from the flow (for `if` / `ifNot`: no pattern). */
   readonly options: {
     readonly maxAttempts: number | null;
     readonly baseDelay: number | null;
     readonly timeout: number | null;
     readonly startDelay: number;
+    readonly if: JsonValue | null;
+    readonly ifNot: JsonValue | null;
+    readonly whenUnmet: WhenUnmet;
+    readonly whenExhausted: WhenExhausted;
   };
 }
 
@@ -231,8 +248,9 @@ function buildPlacement(
  * const shape = flowShape(toPlacement(flow));
  * console.log(JSON.stringify(shape));
  * // {"slug":"diamond","placement":"plain","options":{"maxAttempts":3,"baseDelay":1,
- * //  "timeout":60},"steps":[{"slug":"a","index":0,"dependsOn":[],"queue":"diamond",
- * //  "options":{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0}}]}
+ * //  "timeout":60},"steps":[{"slug":"a","index":0,"kind":"single","dependsOn":[],
+ * //  "queue":"diamond","options":{"maxAttempts":null,"baseDelay":null,"timeout":null,
+ * //  "startDelay":0,"if":null,"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}]}
  * ```
  */
 export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'>): FlowShape {
@@ -249,6 +267,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
       Object.freeze({
         slug: step.slug,
         index: step.index,
+        kind: step.kind,
         dependsOn: Object.freeze([...step.dependsOn]),
         queue: placement.queueOf(step.slug),
         options: Object.freeze({
@@ -256,6 +275,10 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
           baseDelay: step.options.baseDelay,
           timeout: step.options.timeout,
           startDelay: step.options.startDelay,
+          if: step.options.if,
+          ifNot: step.options.ifNot,
+          whenUnmet: step.options.whenUnmet,
+          whenExhausted: step.options.whenExhausted,
         }),
       })
     )),

@@ -30,7 +30,7 @@ import { call } from './source.ts';
 
 /**
  * How {@linkcode createClient} reaches the database: a connection string (else
- * `SUPABASE_DB_URL`, else `DATABASE_URL`) for a pool the client opens and closes, or an
+ * `SWITCHYARD_DB_URL`, `SUPABASE_DB_URL`, `DATABASE_URL`) for a pool the client opens and closes, or an
  * existing postgres.js client, which the client uses and leaves open.
  *
  * @example

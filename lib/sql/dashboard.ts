@@ -202,11 +202,13 @@ export interface RunStepOverview {
   stepSlug: string;
   /** Its index in the flow. */
   stepIndex: number;
-  /** The step state: created, started, completed or failed. */
-  status: 'created' | 'started' | 'completed' | 'failed';
+  /** The step state: created, started, completed, failed or skipped. */
+  status: 'created' | 'started' | 'completed' | 'failed' | 'skipped';
   /** The task's queue snapshot (the step's queue before it has a task). */
   queueName: string;
-  /** Attempts used. */
+  /** Its tasks: one for an ordinary step, one per element for a map step, 0 before it has any. */
+  tasks: number;
+  /** Attempts used (a map step: the most any element used). */
   attempts: number;
   /** Attempts allowed (null before the step has a task and the step sets none). */
   maxAttempts: number | null;
@@ -216,7 +218,7 @@ export interface RunStepOverview {
   startedAt: string | null;
   /** When it completed or failed, or null. */
   finishedAt: string | null;
-  /** The task's last error, or null. */
+  /** The task's last error (a map step: the first element's with one), or null. */
   error: string | null;
 }
 
@@ -307,6 +309,7 @@ export async function recentRuns(
           step_index: number;
           status: RunStepOverview['status'];
           queue_name: string;
+          tasks: number;
           attempts: number;
           max_attempts: number | null;
           queued_at: string | null;
@@ -336,6 +339,7 @@ export async function recentRuns(
       stepIndex: s.step_index,
       status: s.status,
       queueName: s.queue_name,
+      tasks: s.tasks,
       attempts: s.attempts,
       maxAttempts: s.max_attempts,
       queuedAt: s.queued_at,

@@ -56,7 +56,9 @@ export type StepStatusValue =
  *   status: 'started',
  *   queue_name: 'classify_threads',
  *   attempts: 1,
+ *   tasks: 1,
  *   error: null,
+ *   skip_reason: null,
  * };
  * ```
  */
@@ -67,10 +69,14 @@ export interface StepStatus<StepSlug extends string = string> {
   status: StepStatusValue;
   /** The queue its task was sent to (null before it started). */
   queue_name: string | null;
-  /** Attempts its task used so far. */
+  /** Attempts its task used so far (a map step: the most any element used). */
   attempts: number;
-  /** The last error of its task, if any. */
+  /** Its tasks: one for an ordinary step, one per element for a map step. */
+  tasks: number;
+  /** The first error of its tasks, if any. */
   error: string | null;
+  /** Why it was skipped, if it was. */
+  skip_reason: string | null;
 }
 
 /**

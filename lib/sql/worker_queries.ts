@@ -16,6 +16,8 @@ export interface TaskClaim {
   flow_slug: string | null;
   step_slug: string | null;
   run_id: string | null;
+  /** The task's position within its step (a map element's index; 0 for an ordinary step). */
+  task_index: number | null;
   attempt: number | null;
   timeout: number | null;
   input: unknown;
@@ -105,27 +107,40 @@ export class WorkerQueries {
   ): Promise<TaskClaim[]> {
     const rows = await this.sql<(Omit<TaskClaim, 'message_id'> & { message_id: string })[]>`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
-             run_id, attempt, timeout, input, flow_input
+             run_id, task_index, attempt, timeout, input, flow_input
         from switchyard.start_tasks(${queue}::text,
           ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
           ${pairs === null ? null : pgArray(pairs)}::text[])`;
     return rows.map((r) => ({ ...r, message_id: BigInt(r.message_id) }));
   }
 
-  async completeTask(runId: string, stepSlug: string, attempt: number, output: unknown) {
+  async completeTask(
+    runId: string,
+    stepSlug: string,
+    attempt: number,
+    output: unknown,
+    taskIndex = 0,
+  ) {
     const [row] = await this.sql<{ ok: boolean }[]>`
       select switchyard.complete_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
-        ${this.sql.json((output ?? null) as never)}::jsonb) as ok`;
+        ${this.sql.json((output ?? null) as never)}::jsonb, ${taskIndex}::int) as ok`;
     return row.ok;
   }
 
   /** Completes several tasks in one call; one result per item, in order. */
   async completeTasks(
-    items: readonly { runId: string; stepSlug: string; attempt: number; output: unknown }[],
+    items: readonly {
+      runId: string;
+      stepSlug: string;
+      taskIndex?: number;
+      attempt: number;
+      output: unknown;
+    }[],
   ): Promise<boolean[]> {
     const doc = items.map((c) => ({
       run_id: c.runId,
       step_slug: c.stepSlug,
+      task_index: c.taskIndex ?? 0,
       attempt: c.attempt,
       output: c.output ?? null,
     }));
@@ -134,10 +149,16 @@ export class WorkerQueries {
     return rows.map((r) => r.ok);
   }
 
-  async failTask(runId: string, stepSlug: string, attempt: number, error: string) {
+  async failTask(
+    runId: string,
+    stepSlug: string,
+    attempt: number,
+    error: string,
+    taskIndex = 0,
+  ) {
     const [row] = await this.sql<{ result: string }[]>`
       select switchyard.fail_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
-        ${error}::text) as result`;
+        ${error}::text, ${taskIndex}::int) as result`;
     return row.result;
   }
 

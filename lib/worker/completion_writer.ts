@@ -16,6 +16,8 @@ export interface Completion {
   runId: string;
   /** The step. */
   stepSlug: string;
+  /** The task's position in its step (a map element's index; 0 for an ordinary step). */
+  taskIndex: number;
   /** The attempt that holds the task; the SQL core ignores any other. */
   attempt: number;
   /** The handler's output (JSON). */
@@ -76,7 +78,7 @@ export class CompletionWriter {
           await persist(
             this.log,
             'complete_task',
-            () => this.q.completeTask(c.runId, c.stepSlug, c.attempt, c.output),
+            () => this.q.completeTask(c.runId, c.stepSlug, c.attempt, c.output, c.taskIndex),
           );
         }
       }

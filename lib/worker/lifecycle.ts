@@ -21,6 +21,12 @@ export class Lifecycle {
   #reason = 'stopped';
   #fatal: Error | null = null;
   readonly #wakers = new Set<() => void>();
+  readonly #shutdown = new AbortController();
+
+  /** Aborted at the stop request, so handlers' `ctx.signal` tells them the worker shuts down. */
+  get shutdown(): AbortSignal {
+    return this.#shutdown.signal;
+  }
 
   /** The current state. */
   get state(): WorkerState {
@@ -56,6 +62,7 @@ export class Lifecycle {
     if (first) {
       this.#state = 'stopping';
       this.#reason = reason;
+      this.#shutdown.abort(new Error(`the worker is shutting down: ${reason}`));
     }
     this.wake();
     return first;

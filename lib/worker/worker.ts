@@ -31,6 +31,7 @@ import { WorkerQueries } from '../sql/worker_queries.ts';
 import { CompletionWriter } from './completion_writer.ts';
 import { DispatchIndex, selectQueue } from './dispatch_index.ts';
 import { Executor } from './executor.ts';
+import { type HandlerResources, openHandlerResources } from './handler_resources.ts';
 import { Lifecycle, type WorkerState } from './lifecycle.ts';
 import { startMaintenance } from './maintenance.ts';
 import { persist, type WorkerLogger } from './persist.ts';
@@ -79,6 +80,14 @@ export interface Worker {
   stop(): Promise<void>;
   /** Settles when the worker has stopped: resolves after stop() or deprecation, rejects on a fatal stop. */
   readonly done: Promise<void>;
+}
+
+function readDenoEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // no env permission
+  }
 }
 
 /** The function name the scaffold gives a queue's function. */
@@ -166,8 +175,9 @@ export async function startWorkerImpl(
 
   const ownsClient = options.sql === undefined;
   let sql = options.sql;
+  let url: string | undefined;
   if (sql === undefined) {
-    const url = resolveConnectionString(options.connectionString, options.env);
+    url = resolveConnectionString(options.connectionString, options.env);
     if (!url) throw new WorkerConfigError(NO_CONNECTION_MESSAGE);
     sql = openSql(url, { max: Math.min(settings.maxConcurrent + 3, 20) });
   }
@@ -175,8 +185,16 @@ export async function startWorkerImpl(
   const workerId = crypto.randomUUID();
   const pairs = index.pairsFor(queueName);
   const lifecycle = new Lifecycle();
+  let resources: HandlerResources;
 
   try {
+    // What handlers get in their context; their pool opens only when a handler uses it.
+    resources = await openHandlerResources({
+      env: options.env ?? readDenoEnv,
+      url,
+      given: options.sql,
+      max: Math.min(settings.maxConcurrent, 5),
+    });
     // A paused or disabled function starts nothing, not even compilation.
     const flags = await q.functionFlags(functionName);
     if (flags?.paused_at) throw new FunctionPausedError(functionName, flags.pause_reason ?? '');
@@ -209,7 +227,7 @@ export async function startWorkerImpl(
 
   const wake = () => lifecycle.wake();
   const writer = new CompletionWriter(q, log, wake);
-  const executor = new Executor(q, index, writer, log, wake);
+  const executor = new Executor(q, index, writer, log, wake, resources, lifecycle.shutdown);
   const stopMaintenance = startMaintenance({ q, lifecycle, log, workerId, queueName, ...settings });
   const client = sql;
 
@@ -232,6 +250,7 @@ export async function startWorkerImpl(
         await writer.drain();
       }
       stopMaintenance();
+      await resources.close();
       const reason = lifecycle.reason;
       await persist(log, 'worker_stopped', () => q.workerStopped(workerId, reason));
       if (ownsClient) await client.end({ timeout: 5 }).catch(() => {});

@@ -32,10 +32,19 @@ create table switchyard.steps (
   step_index int not null,
   queue_name text not null references switchyard.queues,
   deps_count int not null,
+  -- 'map' (docs/ARCHITECTURE.md §5.10): one task per element of an array, the run input (a
+  -- root map) or the output of its one dependency.
+  step_type text not null default 'single' check (step_type in ('single', 'map')),
   max_attempts int,                        -- null: the flow's value
   base_delay int,
   timeout int,
   start_delay int not null default 0,
+  -- Condition (docs/ARCHITECTURE.md §5.9): the step runs when its input contains cond_if and
+  -- does not contain cond_if_not (jsonb @>); null means no pattern.
+  cond_if jsonb,
+  cond_if_not jsonb,
+  when_unmet text not null default 'skip' check (when_unmet in ('skip', 'skip-cascade', 'fail')),
+  when_exhausted text not null default 'fail' check (when_exhausted in ('fail', 'skip')),
   primary key (flow_slug, step_slug),
   unique (flow_slug, step_index)
 );
@@ -81,14 +90,17 @@ create table switchyard.runs (
   run_id uuid primary key default gen_random_uuid(),
   flow_slug text not null references switchyard.flows,
   started_as text not null,                -- the alias or slug the caller used
-  status text not null default 'started' check (status in ('started', 'completed', 'failed')),
+  status text not null default 'started'
+    check (status in ('started', 'completed', 'failed', 'cancelled')),
   input jsonb not null,
   output jsonb,
-  error text,
+  error text,                              -- why it failed, or why it was cancelled
   remaining_steps int not null,
+  owner uuid,                              -- who it is for (start_flow's owner; §13)
   started_at timestamptz not null default now(),
   completed_at timestamptz,
-  failed_at timestamptz
+  failed_at timestamptz,
+  cancelled_at timestamptz
 );
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
 
@@ -97,28 +109,35 @@ create table switchyard.step_states (
   flow_slug text not null,
   step_slug text not null,
   status text not null default 'created'
-    check (status in ('created', 'started', 'completed', 'failed')),
+    check (status in ('created', 'started', 'completed', 'failed', 'skipped', 'cancelled')),
   remaining_deps int not null,
+  remaining_tasks int not null default 1,  -- a map step: its elements not yet completed
   output jsonb,
+  skip_reason text,                        -- why a skipped step was skipped
   created_at timestamptz not null default now(),
   started_at timestamptz,
   completed_at timestamptz,
   failed_at timestamptz,
+  skipped_at timestamptz,
   primary key (run_id, step_slug),
   foreign key (flow_slug, step_slug) references switchyard.steps on delete cascade
 );
 create index step_states_open on switchyard.step_states (flow_slug, step_slug)
   where status in ('created', 'started');
 
--- One task per (run, step). Its queue is a snapshot taken when the task is created;
--- every queue operation uses it, never a name recomputed from the flow.
+-- One task per (run, step, task index): index 0 for an ordinary step, one per element for a
+-- map step. Its queue is a snapshot taken when the task is created; every queue operation
+-- uses it, never a name recomputed from the flow.
 create table switchyard.step_tasks (
   run_id uuid not null,
   step_slug text not null,
+  task_index int not null default 0,
   flow_slug text not null,
   queue_name text not null references switchyard.queues,
   message_id bigint not null,
-  status text not null default 'queued' check (status in ('queued', 'started', 'completed', 'failed')),
+  -- 'skipped': the other tasks of a map step skipped after one element exhausted its attempts.
+  status text not null default 'queued'
+    check (status in ('queued', 'started', 'completed', 'failed', 'skipped')),
   attempts_count int not null default 0,
   max_attempts int not null,
   base_delay int not null,
@@ -130,7 +149,7 @@ create table switchyard.step_tasks (
   started_at timestamptz,
   completed_at timestamptz,
   failed_at timestamptz,
-  primary key (run_id, step_slug),
+  primary key (run_id, step_slug, task_index),
   foreign key (run_id, step_slug) references switchyard.step_states on delete cascade,
   check (attempts_count <= max_attempts)
 );

@@ -33,6 +33,32 @@ begin
 end
 $$;
 
+-- A text option that must be one of `choices`; absent or null gives `fallback`.
+create or replace function switchyard._choice_option(
+  obj jsonb, key text, what text, choices text[], fallback text
+)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v jsonb := obj -> key;
+begin
+  if v is null or v = 'null'::jsonb then
+    return fallback;
+  end if;
+  if jsonb_typeof(v) <> 'string' or not ((v #>> '{}') = any (choices)) then
+    raise exception using errcode = '22023', message = format(
+      '%s %s %s is invalid: use one of %s', what, key, v::text, array_to_string(choices, ', ')),
+      detail = jsonb_build_object(
+        'rule', 'option_choice', 'argument', key, 'value', left(v::text, 200),
+        'choices', to_jsonb(choices), 'context', what)::text;
+  end if;
+  return v #>> '{}';
+end
+$$;
+
 -- Readable differences between a compiled shape and a requested one.
 create or replace function switchyard._shape_diff(old_shape jsonb, new_shape jsonb)
 returns text[]
@@ -71,6 +97,10 @@ begin
     elsif o -> 'slug' is distinct from n -> 'slug' then
       diffs := diffs || format('step #%s %s -> %s', i, o -> 'slug', n -> 'slug');
     else
+      if o -> 'kind' is distinct from n -> 'kind' then
+        diffs := diffs || format('step %s kind %s -> %s', o -> 'slug',
+          coalesce((o -> 'kind')::text, 'absent'), coalesce((n -> 'kind')::text, 'absent'));
+      end if;
       if o -> 'queue' is distinct from n -> 'queue' then
         diffs := diffs || format('step %s queue %s -> %s', o -> 'slug', o -> 'queue', n -> 'queue');
       end if;
@@ -109,6 +139,7 @@ declare
   step jsonb;
   step_slug text;
   step_queue text;
+  step_kind text;
   expected_queue text;
   dep jsonb;
   seen_steps text[] := '{}';
@@ -224,13 +255,43 @@ begin
           'value', left((step -> 'dependsOn')::text, 200),
           'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
+    -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
+    -- dependency) or from its one dependency.
+    step_kind := coalesce(step ->> 'kind', 'single');
+    if step_kind not in ('single', 'map') then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s kind %s is invalid: use single or map',
+        to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
+        detail = jsonb_build_object(
+          'rule', 'step_kind_invalid', 'argument', 'kind', 'value', left((step -> 'kind')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    if step_kind = 'map' and jsonb_array_length(coalesce(step -> 'dependsOn', '[]')) > 1 then
+      raise exception using errcode = '22023', message = format(
+        'flow %s map step %s depends on %s steps: a map reads one array, from the flow input '
+        '(no dependency) or from one step', to_json(slug)::text, to_json(step_slug)::text,
+        jsonb_array_length(step -> 'dependsOn')),
+        detail = jsonb_build_object(
+          'rule', 'map_dependencies', 'argument', 'dependsOn',
+          'value', left((step -> 'dependsOn')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
-                                  max_attempts, base_delay, timeout, start_delay)
+                                  step_type, max_attempts, base_delay, timeout, start_delay,
+                                  cond_if, cond_if_not, when_unmet, when_exhausted)
     values (slug, step_slug, i, step_queue, jsonb_array_length(coalesce(step -> 'dependsOn', '[]')),
+      step_kind,
       switchyard._int_option(step -> 'options', 'maxAttempts', format('step %s option', to_json(step_slug)), 1, 1000, true),
       switchyard._int_option(step -> 'options', 'baseDelay', format('step %s option', to_json(step_slug)), 0, 86400, true),
       switchyard._int_option(step -> 'options', 'timeout', format('step %s option', to_json(step_slug)), 1, 86400, true),
-      coalesce(switchyard._int_option(step -> 'options', 'startDelay', format('step %s option', to_json(step_slug)), 0, 86400, true), 0));
+      coalesce(switchyard._int_option(step -> 'options', 'startDelay', format('step %s option', to_json(step_slug)), 0, 86400, true), 0),
+      -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
+      nullif(step -> 'options' -> 'if', 'null'::jsonb),
+      nullif(step -> 'options' -> 'ifNot', 'null'::jsonb),
+      switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
+                                array['skip', 'skip-cascade', 'fail'], 'skip'),
+      switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip'], 'fail'));
 
     deps_seen := '{}';
     for dep in select value from jsonb_array_elements(coalesce(step -> 'dependsOn', '[]')) loop

@@ -69,7 +69,7 @@ create trigger step_states_event_insert after insert on switchyard.step_states
   for each row when (new.status <> 'created')
   execute function switchyard._step_event();
 create trigger step_states_event_update after update of status on switchyard.step_states
-  for each row when (old.status is distinct from new.status)
+  for each row when (old.status is distinct from new.status and new.status <> 'created')
   execute function switchyard._step_event();
 
 -- Rows are readable only through row-level security: the table owner (the migration role)

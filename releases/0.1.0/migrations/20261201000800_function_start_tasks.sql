@@ -10,8 +10,9 @@ create type switchyard.task_claim as (
   run_id uuid,
   attempt int,
   timeout int,
-  input jsonb,             -- the handler input (flow input, or outputs of dependencies)
-  flow_input jsonb
+  input jsonb,             -- the handler input (flow input, outputs of dependencies, or a map element)
+  flow_input jsonb,
+  task_index int           -- the task's position in its step: a map element's index, else 0
 );
 
 -- Visibility of a claimed message: the step's timeout plus this margin, so the
@@ -55,7 +56,7 @@ $$;
 -- not grow with the size of the registry.
 --   eligible    supported pair, task queued, run started
 --   duplicate   supported pair, task started, run started (left to stall recovery)
---   stale       supported pair, task terminal or run ended (archived)
+--   stale       supported pair, task terminal (completed, failed, skipped) or run ended (archived)
 --   unsupported no task for the message on this queue, or an unsupported pair
 -- PL/pgSQL rather than SQL so that the plan is cached per session.
 create or replace function switchyard.classify_batch(
@@ -71,7 +72,7 @@ begin
   select b.id,
          case
            when t.run_id is null or not t.supported then 'unsupported'
-           when t.run_status <> 'started' or t.status in ('completed', 'failed') then 'stale'
+           when t.run_status <> 'started' or t.status in ('completed', 'failed', 'skipped') then 'stale'
            when t.status = 'started' then 'duplicate'
            else 'eligible'
          end,
@@ -159,6 +160,7 @@ declare
   task_ids bigint[];      -- the batch's tasks (parallel arrays, in message order)
   task_runs uuid[];
   task_steps text[];
+  task_idxs int[];
 begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
@@ -190,10 +192,11 @@ begin
   -- would make every claim cost as much as the backlog.
   select coalesce(array_agg(b.id order by b.id), '{}'),
          coalesce(array_agg(l.run_id order by b.id), '{}'),
-         coalesce(array_agg(l.step_slug order by b.id), '{}')
-    into task_ids, task_runs, task_steps
+         coalesce(array_agg(l.step_slug order by b.id), '{}'),
+         coalesce(array_agg(l.task_index order by b.id), '{}')
+    into task_ids, task_runs, task_steps, task_idxs
     from (select distinct u.id from unnest(message_ids) as u(id) order by u.id) b
-    cross join lateral (select t.run_id, t.step_slug from switchyard.step_tasks t
+    cross join lateral (select t.run_id, t.step_slug, t.task_index from switchyard.step_tasks t
                          where t.queue_name = queue and t.message_id = b.id
                          limit 1 for update) l;
 
@@ -223,7 +226,7 @@ begin
      where w.worker_id = worker.worker_id;
     return query
       select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
-             null::uuid, null::int, null::int, null::jsonb, null::jsonb
+             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int
         from switchyard.classify_batch(queue, message_ids, support) c
        where c.class = 'unsupported';
     return;
@@ -237,8 +240,9 @@ begin
     update switchyard.step_tasks t
        set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
            worker_id = worker.worker_id
-      from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
+       and t.task_index = k.idx
     returning t.message_id, t.timeout
   )
   select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
@@ -252,27 +256,43 @@ begin
   return query
     select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
            t.attempts_count, t.timeout,
-           case when st.deps_count = 0 then r.input
-                else (select jsonb_object_agg(d.dep_slug, ds.output)
-                        from switchyard.deps d
-                        join switchyard.step_states ds
-                          on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-                       where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug)
+           case
+             -- A map task: its element of the run input (root map) or of the one
+             -- dependency's output (docs/ARCHITECTURE.md §5.10).
+             when st.step_type = 'map' then
+               case when st.deps_count = 0 then r.input
+                    else (select ds.output from switchyard.deps d
+                            join switchyard.step_states ds
+                              on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                           limit 1)
+               end -> t.task_index
+             when st.deps_count = 0 then r.input
+             -- As switchyard._dependency_outputs, inline: a skipped dependency is absent.
+             else coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
+                              from switchyard.deps d
+                              join switchyard.step_states ds
+                                on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                             where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                               and ds.status = 'completed'), '{}'::jsonb)
            end,
-           r.input
-      from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)
-      join switchyard.step_tasks t on t.run_id = k.run_id and t.step_slug = k.step_slug
+           r.input,
+           t.task_index
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+      join switchyard.step_tasks t
+        on t.run_id = k.run_id and t.step_slug = k.step_slug and t.task_index = k.idx
       join switchyard.runs r on r.run_id = t.run_id
       join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
      where k.id = any (claimed_ids)
     union all
     select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
-           null, null, null, null, null
-      from unnest(task_ids, task_runs, task_steps) as k(id, run_id, step_slug)
-      join switchyard.step_tasks t on t.run_id = k.run_id and t.step_slug = k.step_slug
+           null, null, null, null, null, t.task_index
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+      join switchyard.step_tasks t
+        on t.run_id = k.run_id and t.step_slug = k.step_slug and t.task_index = k.idx
      where k.id = any (duplicate_ids)
     union all
-    select 'stale'::text, s, queue, null, null, null, null, null, null, null
+    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null
       from unnest(stale_ids) s;
 end
 $$;

@@ -4,9 +4,11 @@
 
 -- Completes a batch of tasks in one call and one transaction: a busy worker sends
 -- the tasks that finished while its previous write was in flight. Each item
--- {run_id, step_slug, attempt, output} is accepted only from the attempt holding
--- the task (status started); a task listed twice is completed once. Returns one row
--- per item, in the order given: whether it was accepted.
+-- {run_id, step_slug, task_index, attempt, output} (task_index absent: 0) is accepted
+-- only from the attempt holding the task (status started); a task listed twice is
+-- completed once. Returns one row per item, in the order given: whether it was accepted.
+-- A step completes when its last task does: a map step (docs/ARCHITECTURE.md §5.10) when
+-- every element's task has, with the outputs in element order.
 --
 -- Set-based, so the cost per task falls with the batch size. Tasks are locked in
 -- (queue, message id) order, as start_tasks locks them, then their runs in run
@@ -27,11 +29,15 @@ declare
   acc_ords bigint[];      -- accepted items (parallel arrays)
   acc_runs uuid[];
   acc_steps text[];
+  acc_idxs int[];
   acc_flows text[];
   acc_outputs jsonb[];
   acc_queues text[];
   acc_messages bigint[];
   live_runs uuid[];       -- runs of accepted items that are still started
+  done_runs uuid[];       -- steps completed by this call (parallel arrays)
+  done_steps text[];
+  done_flows text[];
   advancing uuid[];       -- runs that may have steps to start now
   q record;
   next_run uuid;
@@ -45,25 +51,28 @@ begin
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
-  select coalesce(array_agg(x.ord order by x.run_id, x.step_slug), '{}'),
-         coalesce(array_agg(x.run_id order by x.run_id, x.step_slug), '{}'),
-         coalesce(array_agg(x.step_slug order by x.run_id, x.step_slug), '{}'),
-         coalesce(array_agg(x.flow_slug order by x.run_id, x.step_slug), '{}'),
-         coalesce(array_agg(x.output order by x.run_id, x.step_slug), '{}'),
-         coalesce(array_agg(x.queue_name order by x.run_id, x.step_slug), '{}'),
-         coalesce(array_agg(x.message_id order by x.run_id, x.step_slug), '{}')
-    into acc_ords, acc_runs, acc_steps, acc_flows, acc_outputs, acc_queues, acc_messages
+  select coalesce(array_agg(x.ord order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.run_id order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.step_slug order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.task_index order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.flow_slug order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.output order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.queue_name order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.message_id order by x.run_id, x.step_slug, x.task_index), '{}')
+    into acc_ords, acc_runs, acc_steps, acc_idxs, acc_flows, acc_outputs, acc_queues, acc_messages
     from (
-      select i.ord, t.run_id, t.step_slug, t.flow_slug, i.output, t.queue_name, t.message_id,
-             t.status, t.attempts_count, i.attempt
-        from (select distinct on (e.run_id, e.step_slug) e.*
+      select i.ord, t.run_id, t.step_slug, t.task_index, t.flow_slug, i.output, t.queue_name,
+             t.message_id, t.status, t.attempts_count, i.attempt
+        from (select distinct on (e.run_id, e.step_slug, e.task_index) e.*
                 from (select c.ord, (c.value ->> 'run_id')::uuid as run_id,
                              c.value ->> 'step_slug' as step_slug,
+                             coalesce((c.value ->> 'task_index')::int, 0) as task_index,
                              (c.value ->> 'attempt')::int as attempt,
                              coalesce(c.value -> 'output', 'null') as output
                         from jsonb_array_elements(completions) with ordinality as c(value, ord)) e
-               order by e.run_id, e.step_slug, e.ord) i
-        join switchyard.step_tasks t on t.run_id = i.run_id and t.step_slug = i.step_slug
+               order by e.run_id, e.step_slug, e.task_index, e.ord) i
+        join switchyard.step_tasks t
+          on t.run_id = i.run_id and t.step_slug = i.step_slug and t.task_index = i.task_index
        order by t.queue_name, t.message_id
          for update of t
     ) x
@@ -76,8 +85,8 @@ begin
 
     update switchyard.step_tasks t
        set status = 'completed', completed_at = now(), output = a.output
-      from unnest(acc_runs, acc_steps, acc_outputs) as a(run_id, step_slug, output)
-     where t.run_id = a.run_id and t.step_slug = a.step_slug;
+      from unnest(acc_runs, acc_steps, acc_idxs, acc_outputs) as a(run_id, step_slug, idx, output)
+     where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx;
     for q in
       select a.queue_name, array_agg(a.message_id order by a.message_id) as ids
         from unnest(acc_queues, acc_messages) as a(queue_name, message_id)
@@ -86,36 +95,57 @@ begin
       perform pgmq.archive(q.queue_name, q.ids);
     end loop;
 
-    -- A run that ended meanwhile records the task and starts nothing.
-    update switchyard.step_states ss
-       set status = 'completed', completed_at = now(), output = a.output
-      from unnest(acc_runs, acc_steps, acc_outputs) as a(run_id, step_slug, output)
-     where ss.run_id = a.run_id and ss.step_slug = a.step_slug and a.run_id = any (live_runs);
+    -- A run that ended meanwhile records the task and starts nothing. A step's state counts
+    -- its tasks down (one for an ordinary step, one per element for a map) and completes
+    -- with its last one: the output of an ordinary step's task, or a map's outputs in
+    -- element order.
+    with done as (
+      update switchyard.step_states ss
+         set remaining_tasks = ss.remaining_tasks - a.n,
+             status = case when ss.remaining_tasks = a.n then 'completed' else ss.status end,
+             completed_at = case when ss.remaining_tasks = a.n then now() end,
+             output = case when ss.remaining_tasks = a.n then
+                        case when a.step_type = 'map' then
+                               (select jsonb_agg(t.output order by t.task_index)
+                                  from switchyard.step_tasks t
+                                 where t.run_id = ss.run_id and t.step_slug = ss.step_slug)
+                             else a.output end
+                      end
+        from (select g.run_id, g.step_slug, count(*)::int as n, (array_agg(g.output))[1] as output,
+                     min(st.step_type) as step_type
+                from unnest(acc_runs, acc_steps, acc_flows, acc_outputs)
+                       as g(run_id, step_slug, flow_slug, output)
+                join switchyard.steps st on st.flow_slug = g.flow_slug and st.step_slug = g.step_slug
+               where g.run_id = any (live_runs)
+               group by g.run_id, g.step_slug) a
+       where ss.run_id = a.run_id and ss.step_slug = a.step_slug and ss.status = 'started'
+      returning ss.run_id, ss.step_slug, ss.flow_slug, ss.status
+    )
+    select coalesce(array_agg(d.run_id) filter (where d.status = 'completed'), '{}'),
+           coalesce(array_agg(d.step_slug) filter (where d.status = 'completed'), '{}'),
+           coalesce(array_agg(d.flow_slug) filter (where d.status = 'completed'), '{}')
+      into done_runs, done_steps, done_flows
+      from done d;
     update switchyard.step_states ss
        set remaining_deps = ss.remaining_deps - d.n
       from (select a.run_id, d.step_slug, count(*)::int as n
-              from unnest(acc_runs, acc_steps, acc_flows) as a(run_id, step_slug, flow_slug)
+              from unnest(done_runs, done_steps, done_flows) as a(run_id, step_slug, flow_slug)
               join switchyard.deps d on d.flow_slug = a.flow_slug and d.dep_slug = a.step_slug
-             where a.run_id = any (live_runs)
              group by a.run_id, d.step_slug) d
      where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
     -- Count the steps down; a run whose last step completed here completes in the same
-    -- update, with the outputs of its leaf steps (no step depends on them) as its output.
+    -- update, with the outputs of its completed leaf steps (no step depends on them; a
+    -- skipped leaf is absent) as its output.
     with counted as (
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
              completed_at = case when r.remaining_steps = c.n then now() end,
              output = case when r.remaining_steps = c.n then
-                        (select jsonb_object_agg(ss.step_slug, ss.output)
-                           from switchyard.step_states ss
-                          where ss.run_id = r.run_id
-                            and not exists (select 1 from switchyard.deps d
-                                             where d.flow_slug = r.flow_slug
-                                               and d.dep_slug = ss.step_slug))
+                        switchyard._run_output(r.run_id, r.flow_slug)
                       end
-        from (select a.run_id, count(*)::int as n from unnest(acc_runs) as a(run_id)
-               where a.run_id = any (live_runs) group by a.run_id) c
+        from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
+               group by a.run_id) c
        where r.run_id = c.run_id
       returning r.run_id, r.remaining_steps
     )
@@ -136,7 +166,7 @@ $$;
 
 -- Completes one task: a batch of one (see complete_tasks).
 create or replace function switchyard.complete_task(
-  run_id uuid, step_slug text, attempt int, output jsonb
+  run_id uuid, step_slug text, attempt int, output jsonb, task_index int default 0
 )
 returns boolean
 language sql
@@ -146,6 +176,7 @@ set search_path = ''
 as $$
   select c.ok from switchyard.complete_tasks(jsonb_build_array(jsonb_build_object(
     'run_id', complete_task.run_id, 'step_slug', complete_task.step_slug,
+    'task_index', complete_task.task_index,
     'attempt', complete_task.attempt, 'output', coalesce(complete_task.output, 'null')))) c
 $$;
 
@@ -157,33 +188,77 @@ language plpgsql
 volatile
 set search_path = ''
 as $$
-declare
-  other record;
 begin
   update switchyard.step_tasks t
      set status = 'failed', failed_at = now(), error = error_text
-   where t.run_id = task.run_id and t.step_slug = task.step_slug;
+   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   perform pgmq.archive(task.queue_name, task.message_id);
+  -- A step of a cancelled run stays cancelled (cancel_run, docs/ARCHITECTURE.md §13).
   update switchyard.step_states ss
      set status = 'failed', failed_at = now()
-   where ss.run_id = task.run_id and ss.step_slug = task.step_slug;
+   where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
   update switchyard.runs r
      set status = 'failed', failed_at = now(),
          error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
    where r.run_id = task.run_id and r.status = 'started';
-  for other in
-    select t.queue_name, t.message_id from switchyard.step_tasks t
-     where t.run_id = task.run_id and t.status = 'queued'
-  loop
-    perform pgmq.archive(other.queue_name, other.message_id);
-  end loop;
+  perform switchyard._archive_queued(task.run_id);
+end
+$$;
+
+-- A task that used its last attempt (fail_task, recover_stalled): with the step's
+-- whenExhausted 'skip' and the run still started, the task fails, the step is skipped
+-- (docs/ARCHITECTURE.md §5.9) and the run goes on without its output ('skipped'); else the
+-- run fails ('failed').
+create or replace function switchyard._exhaust_task(task switchyard.step_tasks, error_text text)
+returns text
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  exhausted text;
+  run_status text;
+  q record;
+begin
+  select st.when_exhausted into exhausted from switchyard.steps st
+   where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  if exhausted = 'skip' and run_status = 'started' then
+    update switchyard.step_tasks t
+       set status = 'failed', failed_at = now(), error = error_text
+     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    -- A map step's other elements are skipped with it: their messages are archived and a
+    -- late answer from one still running is not accepted (its task is no longer started).
+    for q in
+      select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
+        from switchyard.step_tasks t
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.status in ('queued', 'started')
+       group by t.queue_name order by t.queue_name
+    loop
+      perform pgmq.archive(q.queue_name, q.ids);
+    end loop;
+    update switchyard.step_tasks t
+       set status = 'skipped'
+     where t.run_id = task.run_id and t.step_slug = task.step_slug
+       and t.status in ('queued', 'started');
+    perform switchyard._skip_step(task.run_id, task.flow_slug, task.step_slug, format(
+      'whenExhausted skip: failed after %s attempt(s): %s', task.attempts_count, error_text), false);
+    perform switchyard._start_ready_steps(task.run_id);
+    perform switchyard._complete_run_if_done(task.run_id);
+    return 'skipped';
+  end if;
+  perform switchyard._fail_run(task, error_text);
+  return 'failed';
 end
 $$;
 
 -- A failed attempt: retried after base_delay * 2^(attempt - 1) seconds while
--- attempts remain (the same message becomes visible again), else the run fails.
+-- attempts remain (the same message becomes visible again), else the run fails, or with
+-- whenExhausted 'skip' the step is skipped (_exhaust_task).
 create or replace function switchyard.fail_task(
-  run_id uuid, step_slug text, attempt int, error_message text
+  run_id uuid, step_slug text, attempt int, error_message text, task_index int default 0
 )
 returns text
 language plpgsql
@@ -199,6 +274,7 @@ declare
 begin
   select * into task from switchyard.step_tasks t
    where t.run_id = fail_task.run_id and t.step_slug = fail_task.step_slug
+     and t.task_index = fail_task.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
     return 'ignored';
@@ -208,12 +284,11 @@ begin
     delay_seconds := least(task.base_delay::bigint * (2::bigint ^ (task.attempts_count - 1))::bigint, 86400)::int;
     update switchyard.step_tasks t
        set status = 'queued', error = error_text, worker_id = null
-     where t.run_id = task.run_id and t.step_slug = task.step_slug;
+     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
     return 'retrying';
   end if;
-  perform switchyard._fail_run(task, error_text);
-  return 'failed';
+  return switchyard._exhaust_task(task, error_text);
 end
 $$;
 
@@ -245,13 +320,14 @@ begin
      for update of t skip locked
   loop
     if task.attempts_count >= task.max_attempts then
-      perform switchyard._fail_run(task, format('stalled on attempt %s (worker %s stopped or timed out)',
-                                                task.attempts_count, task.worker_id));
+      perform switchyard._exhaust_task(task, format('stalled on attempt %s (worker %s stopped or timed out)',
+                                                    task.attempts_count, task.worker_id));
     else
       update switchyard.step_tasks t
          set status = 'queued', worker_id = null,
              error = format('stalled on attempt %s; recovered', task.attempts_count)
-       where t.run_id = task.run_id and t.step_slug = task.step_slug;
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.task_index = task.task_index;
       perform pgmq.set_vt(queue, task.message_id, 0);
     end if;
     recovered := recovered + 1;

@@ -82,7 +82,9 @@ $$;
 -- Recent runs, newest first (at most 200), optionally of one status, of flows with a step on
 -- one queue, or one run. Each with its duration (so far, for a started run), its error and
 -- failing step, and its steps in step order with their task's queue snapshot, attempts and
--- times: queued (the step became ready), started (the latest attempt), finished.
+-- times: queued (the step became ready), started (the latest attempt), finished. A map step
+-- (docs/ARCHITECTURE.md §5.10) has one task per element: its row sums them up (the most
+-- attempts any element used, the first error in element order, `tasks` the element count).
 create or replace function switchyard.dashboard_runs(
   max_runs int default 25, run_status text default null, queue_name text default null,
   run_id uuid default null
@@ -110,12 +112,21 @@ as $$
                    'attempts', coalesce(t.attempts_count, 0),
                    'max_attempts', coalesce(t.max_attempts, st.max_attempts),
                    'queued_at', t.queued_at, 'started_at', t.started_at,
-                   'finished_at', coalesce(ss.completed_at, ss.failed_at, t.completed_at,
-                                           t.failed_at),
-                   'error', t.error) order by st.step_index), '[]'::jsonb)
+                   'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
+                                           t.completed_at, t.failed_at),
+                   'error', t.error, 'tasks', t.tasks) order by st.step_index), '[]'::jsonb)
             from switchyard.step_states ss
             join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-            left join switchyard.step_tasks t on t.run_id = ss.run_id and t.step_slug = ss.step_slug
+            left join lateral (
+              select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts_count,
+                     max(x.max_attempts) as max_attempts, min(x.queued_at) as queued_at,
+                     max(x.started_at) as started_at, max(x.completed_at) as completed_at,
+                     max(x.failed_at) as failed_at, count(*)::int as tasks,
+                     (array_agg(x.error order by x.task_index)
+                        filter (where x.error is not null))[1] as error
+                from switchyard.step_tasks x
+               where x.run_id = ss.run_id and x.step_slug = ss.step_slug
+            ) t on true
            where ss.run_id = r.run_id)
     from switchyard.runs r
    where (dashboard_runs.run_id is null or r.run_id = dashboard_runs.run_id)

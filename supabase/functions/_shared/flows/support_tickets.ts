@@ -1,9 +1,9 @@
 /**
  * Example flow: triage support tickets and escalate the ones a human must see now.
  *
- * A second flow on the same two shared queues as `communityThreads`: `triage` runs on
- * `classify_threads`, `escalate` on `deliver_slack_alerts`. One queue function per queue
- * serves both flows.
+ * A second flow on the same two shared queues as `communityThreads`: `triage` and `escalate`
+ * run on `classify_threads`, the `notify` map on `deliver_slack_alerts`. One queue function
+ * per queue serves both flows.
  *
  * @module
  */
@@ -35,17 +35,31 @@ const v1 = new Flow<Ticket>({ slug: 'supportTicketsV1', maxAttempts: 3, baseDela
       ? 'sev2' as const
       : 'sev3' as const,
   }))
-  .step({ slug: 'escalate', dependsOn: ['triage'] }, async (input, ctx) => {
-    if (input.triage.severity === 'sev3') return { posted: false, text: null };
-    return await postToSlack(
-      `${input.triage.severity.toUpperCase()} ticket ${ctx.flowInput.id} from ` +
-        `${ctx.flowInput.customer}: ${ctx.flowInput.subject}`,
+  // A condition, decided in SQL: sev3 tickets are not escalated, and with skip-cascade
+  // nothing downstream of the escalation runs for them either.
+  .step(
+    {
+      slug: 'escalate',
+      dependsOn: ['triage'],
+      ifNot: { triage: { severity: 'sev3' } },
+      whenUnmet: 'skip-cascade',
+    },
+    (input, ctx) =>
+      input.triage.severity === 'sev1'
+        ? ['#support', '#oncall', `#customer-${ctx.flowInput.customer}`]
+        : ['#support'],
+  )
+  // A map: one Slack delivery per channel, each retried on its own.
+  .map({ slug: 'notify', array: 'escalate' }, async (channel, ctx) =>
+    await postToSlack(
+      `[${channel}] ticket ${ctx.flowInput.id} from ${ctx.flowInput.customer}: ` +
+        ctx.flowInput.subject,
       ctx.signal,
-    );
-  });
+    ));
 
 /**
- * Version 1 of `supportTickets`.
+ * Version 1 of `supportTickets`: triage, escalate unless sev3 (a condition with
+ * `skip-cascade`), then notify every escalation channel (a map step, one task per channel).
  *
  * @example
  * ```ts
@@ -61,6 +75,12 @@ const v1 = new Flow<Ticket>({ slug: 'supportTicketsV1', maxAttempts: 3, baseDela
  * ```
  */
 export const supportTicketsV1 = defineDeployedFlow(
-  routeFlow(v1, { queues: { triage: 'classify_threads', escalate: 'deliver_slack_alerts' } }),
+  routeFlow(v1, {
+    queues: {
+      triage: 'classify_threads',
+      escalate: 'classify_threads',
+      notify: 'deliver_slack_alerts',
+    },
+  }),
   { alias: 'supportTickets' },
 );

@@ -1,0 +1,169 @@
+/**
+ * The handler context (issue 12): runId, flowSlug, stepSlug, taskIndex, attempt, flowInput,
+ * signal (timeout or shutdown), env, sql and supabase — with real workers on real PostgreSQL.
+ */
+import assert from 'node:assert/strict';
+import { Flow, startWorker, type StepContext } from '../lib/mod.ts';
+import { connect } from '../lib/ops.ts';
+import { startWorkerImpl } from '../lib/worker/worker.ts';
+import { createTestDatabase } from './_helpers/db.ts';
+import { FAST, waitFor } from './_helpers/wait.ts';
+
+const db = await createTestDatabase();
+const client = connect(db.url);
+const base = { connectionString: db.url, ...FAST };
+
+Deno.test('ctx carries the task identity, the flow input, env and a working sql client', async () => {
+  Deno.env.set('SWITCHYARD_CTX_TEST', 'from-env');
+  await db.sql`create table public.ctx_log (run_id uuid, step text, note text)`;
+  const seen: Record<string, unknown>[] = [];
+  const flow = new Flow<{ label: string }>({ slug: 'ctxFlow', maxAttempts: 2, baseDelay: 0 })
+    .step({ slug: 'first' }, async (input, ctx) => {
+      if (ctx.attempt === 1) throw new Error('first attempt fails on purpose');
+      // The handler's own client: a write and a read in a transaction.
+      const note = await ctx.sql.begin(async (tx) => {
+        await tx`insert into public.ctx_log values (${ctx.runId}::uuid, ${ctx.stepSlug}, ${input.label})`;
+        const [row] = await tx<{ note: string }[]>`
+          select note from public.ctx_log where run_id = ${ctx.runId}::uuid`;
+        return row.note;
+      });
+      seen.push({
+        runId: ctx.runId,
+        flowSlug: ctx.flowSlug,
+        stepSlug: ctx.stepSlug,
+        taskIndex: ctx.taskIndex,
+        attempt: ctx.attempt,
+        flowInput: ctx.flowInput,
+        env: ctx.env.get('SWITCHYARD_CTX_TEST'),
+        unset: ctx.env.get('SWITCHYARD_CTX_UNSET'),
+        hasSupabase: 'supabase' in ctx,
+        aborted: ctx.signal.aborted,
+        note,
+      });
+      return note;
+    })
+    .step({ slug: 'second', dependsOn: ['first'] }, async (input, ctx) => {
+      const [{ db: name }] = await ctx.sql<{ db: string }[]>`select current_database() as db`;
+      return { echo: input.first, db: name, taskIndex: ctx.taskIndex };
+    });
+  const backends = async () => {
+    const [{ n }] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity where datname = current_database()`;
+    return n;
+  };
+  await client.runStatus(crypto.randomUUID()); // the client's connection is open before
+  const before = await backends();
+  const worker = await startWorker(flow, base);
+  try {
+    const runId = await client.startFlow('ctxFlow', { label: 'hello' });
+    const status = await client.waitForRun(runId);
+    assert.equal(status.status, 'completed');
+    assert.deepEqual(status.output, {
+      second: { echo: 'hello', db: new URL(db.url).pathname.slice(1), taskIndex: 0 },
+    });
+    assert.deepEqual(seen, [{
+      runId,
+      flowSlug: 'ctxFlow',
+      stepSlug: 'first',
+      taskIndex: 0,
+      attempt: 2,
+      flowInput: { label: 'hello' },
+      env: 'from-env',
+      unset: undefined,
+      hasSupabase: false,
+      aborted: false,
+      note: 'hello',
+    }]);
+    const [{ n }] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from public.ctx_log where run_id = ${runId}::uuid`;
+    assert.equal(n, 1);
+  } finally {
+    await worker.stop();
+    Deno.env.delete('SWITCHYARD_CTX_TEST');
+  }
+  // Stopping the worker closed its pool and the handlers' pool: no connection is left.
+  await waitFor('the worker and handler pools to close', async () => (await backends()) === before);
+});
+
+Deno.test('ctx.supabase is a service-role supabase-js client when SUPABASE_URL and the key are set', async () => {
+  // A stand-in for PostgREST: records what supabase-js sends.
+  const requests: { path: string; apikey: string | null; auth: string | null }[] = [];
+  const server = Deno.serve({ hostname: '127.0.0.1', port: 0, onListen: () => {} }, (req) => {
+    const url = new URL(req.url);
+    requests.push({
+      path: `${url.pathname}${url.search}`,
+      apikey: req.headers.get('apikey'),
+      auth: req.headers.get('authorization'),
+    });
+    return Response.json([{ id: 1, name: 'row' }]);
+  });
+  const supabaseUrl = `http://127.0.0.1:${server.addr.port}`;
+  const vars: Record<string, string> = {
+    SUPABASE_URL: supabaseUrl,
+    SUPABASE_SERVICE_ROLE_KEY: 'service-role-key',
+  };
+  const flow = new Flow<{ table: string }>({ slug: 'ctxSupabase', maxAttempts: 1 })
+    .step({ slug: 'read' }, async (input, ctx) => {
+      if (!ctx.supabase) return { present: false };
+      const { data, error } = await ctx.supabase.from(input.table).select('id,name');
+      if (error) throw new Error(error.message);
+      return { present: true, data, env: ctx.env.get('SUPABASE_URL') };
+    });
+  // startWorkerImpl with `env` is what EdgeWorker.start does with the platform's variables.
+  const worker = await startWorkerImpl(flow, { ...base, env: (name) => vars[name] });
+  try {
+    const runId = await client.startFlow('ctxSupabase', { table: 'profiles' });
+    const status = await client.waitForRun(runId);
+    assert.equal(status.status, 'completed', status.error ?? '');
+    assert.deepEqual(status.output, {
+      read: { present: true, data: [{ id: 1, name: 'row' }], env: supabaseUrl },
+    });
+    assert.deepEqual(requests, [{
+      path: '/rest/v1/profiles?select=id%2Cname',
+      apikey: 'service-role-key',
+      auth: 'Bearer service-role-key',
+    }]);
+  } finally {
+    await worker.stop();
+    await server.shutdown();
+  }
+  // Only one of the two variables: no client.
+  delete vars.SUPABASE_SERVICE_ROLE_KEY;
+  const half = await startWorkerImpl(flow, { ...base, env: (name) => vars[name] });
+  try {
+    const runId = await client.startFlow('ctxSupabase', { table: 'profiles' });
+    assert.deepEqual((await client.waitForRun(runId)).output, { read: { present: false } });
+  } finally {
+    await half.stop();
+  }
+});
+
+Deno.test('ctx.signal aborts when the worker shuts down; the attempt fails and is retried', async () => {
+  let entered!: () => void;
+  const inHandler = new Promise<void>((r) => entered = r);
+  let abortReason = '';
+  const flow = new Flow({ slug: 'ctxShutdown', maxAttempts: 3, baseDelay: 0 })
+    .step({ slug: 'wait' }, (_input, ctx: StepContext<unknown>) =>
+      new Promise((_, reject) => {
+        entered();
+        ctx.signal.addEventListener('abort', () => {
+          abortReason = String(ctx.signal.reason);
+          reject(ctx.signal.reason);
+        });
+      }));
+  const worker = await startWorker(flow, base);
+  const runId = await client.startFlow('ctxShutdown', {});
+  await inHandler;
+  await worker.stop();
+  assert.match(abortReason, /the worker is shutting down: stop requested/);
+  const [task] = await db.sql`
+    select status, attempts_count, error from switchyard.step_tasks where run_id = ${runId}`;
+  assert.equal(task.status, 'queued', 'the attempt failed and the task waits for another worker');
+  assert.equal(task.attempts_count, 1);
+  assert.match(String(task.error), /shutting down/);
+});
+
+Deno.test('teardown', async () => {
+  await client.close();
+  await db.close();
+});
