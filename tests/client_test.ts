@@ -98,6 +98,15 @@ Deno.test('typed start and output round trip through a worker; status lists the 
       status?.steps.map((s) => [s.step_slug, s.status, s.attempts]),
       [['fetch', 'completed', 1], ['count', 'completed', 1], ['report', 'completed', 1]],
     );
+    // Behind a transaction pooler nothing is delivered: waiting says so instead of hanging.
+    const pooled = createClient(chainRegistry, {
+      connectionString: 'postgres://u:p@127.0.0.1:6543/postgres',
+    });
+    await assert.rejects(
+      pooled.run(crypto.randomUUID()).output(),
+      /names a transaction pooler \(port 6543\), which does not deliver notifications/,
+    );
+    await pooled.close();
     // A handle on an unknown run: output() and events() say so.
     const unknown = client.run(crypto.randomUUID());
     assert.equal(await unknown.status(), null);

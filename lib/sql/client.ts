@@ -11,7 +11,13 @@
 
 import { RunFailedError, RunNotFoundError, RunTimeoutError, SwitchyardError } from '../errors.ts';
 import type { AliasInput, AliasOf, AliasOutput, AliasStepSlugs, Registry } from '../dsl/aliases.ts';
-import { NO_CONNECTION_MESSAGE, openSql, resolveConnectionString, type Sql } from './connection.ts';
+import {
+  NO_CONNECTION_MESSAGE,
+  openSql,
+  parseConnectionString,
+  resolveConnectionString,
+  type Sql,
+} from './connection.ts';
 import { RunNotifications } from './notifications.ts';
 import {
   type CancelResult,
@@ -224,11 +230,17 @@ export function createClient<R extends Registry>(
     (Array.isArray(registryOrConnection) ? maybeConnection : registryOrConnection) ?? {};
   const own = connection.sql === undefined;
   let sql: Sql;
+  let cannotListen: string | undefined;
   if (connection.sql !== undefined) {
     sql = connection.sql;
   } else {
     const url = resolveConnectionString(connection.connectionString);
     if (!url) throw new SwitchyardError(NO_CONNECTION_MESSAGE);
+    if (parseConnectionString(url).kind === 'transaction_pooler') {
+      cannotListen = 'the connection string names a transaction pooler (port 6543), which does ' +
+        'not deliver notifications: use the direct connection or the session pooler (port ' +
+        '5432) to wait, or set fallbackPollMs';
+    }
     sql = openSql(url, { max: connection.max ?? 5 });
   }
   const pollMs = connection.fallbackPollMs;
@@ -238,7 +250,11 @@ export function createClient<R extends Registry>(
         '(milliseconds), or leave it unset to wait on notifications only',
     );
   }
-  const notifications = new RunNotifications(sql, pollMs);
+  const notifications = new RunNotifications(
+    sql,
+    pollMs,
+    pollMs === undefined ? cannotListen : undefined,
+  );
   const handle = (runId: string): RunHandle<never, never> => runHandle(sql, notifications, runId);
   return {
     sql,

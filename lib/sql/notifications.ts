@@ -37,10 +37,16 @@ export class RunNotifications {
   /** Waits read again this often too (for connections without notifications); else unset. */
   readonly fallbackPollMs: number | undefined;
 
-  /** Listens through `sql` (lazily: on the first subscription). */
-  constructor(sql: Sql, fallbackPollMs?: number) {
+  #cannotListen: string | undefined;
+
+  /**
+   * Listens through `sql` (lazily: on the first subscription). With `cannotListen` (why the
+   * connection cannot receive notifications), every subscription is refused with that reason.
+   */
+  constructor(sql: Sql, fallbackPollMs?: number, cannotListen?: string) {
     this.#sql = sql;
     this.fallbackPollMs = fallbackPollMs;
+    this.#cannotListen = cannotListen;
   }
 
   /**
@@ -50,6 +56,9 @@ export class RunNotifications {
    */
   async subscribe(runId: string, wake: () => void): Promise<() => void> {
     if (this.#closed) throw new SwitchyardError('the client is closed');
+    if (this.#cannotListen) {
+      throw new SwitchyardError(`cannot wait for run ${runId}: ${this.#cannotListen}`);
+    }
     let set = this.#waiters.get(runId);
     if (!set) this.#waiters.set(runId, set = new Set());
     set.add(wake);
