@@ -123,10 +123,12 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     assert.deepEqual([...installed].sort(), installed, 'installed in the kit order');
     const shared = JSON.parse(await Deno.readTextFile(join(project, FUNCTIONS_DENO_JSON)));
     const locked = await lockedSpecifiers(join(KIT_ROOT, 'deno.lock'));
+    // The runtime loads supabase-js (for a handler's ctx.supabase) besides postgres.js.
     assert.deepEqual(shared.imports, {
       switchyard: './_switchyard/mod.ts',
       'switchyard/': './_switchyard/',
       postgres: pinned('npm:postgres@3', locked),
+      '@supabase/supabase-js': pinned('npm:@supabase/supabase-js@2', locked),
     });
     const before = await snapshot(project);
     const again = await run(['task', '-q', 'install', '--project', project], KIT_ROOT);
@@ -146,7 +148,11 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     const fnDir = join(project, 'supabase/functions', FUNCTION);
     const denoJson = JSON.parse(await Deno.readTextFile(join(fnDir, 'deno.json')));
     assert.deepEqual(denoJson, {
-      imports: { switchyard: '../_switchyard/mod.ts', postgres: pinned('npm:postgres@3', locked) },
+      imports: {
+        switchyard: '../_switchyard/mod.ts',
+        postgres: pinned('npm:postgres@3', locked),
+        '@supabase/supabase-js': pinned('npm:@supabase/supabase-js@2', locked),
+      },
     });
     for (const value of Object.values<string>(denoJson.imports)) {
       assert.ok(isExact(value), `${value} is an exact version`);
@@ -177,7 +183,7 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     const packages = graph.filter((m) => m.local === null).map((m) => m.specifier);
     assert.deepEqual(
       packages.map((s) => s.replace(/^npm:\/?/, '').replace(/@[^@]*$/, '')),
-      ['postgres'],
+      ['@supabase/supabase-js', 'postgres'],
       `only runtime packages: ${packages.join(', ')}`,
     );
 
