@@ -366,6 +366,9 @@ Deno.test('cancel mid-flight: queued work archived, the running step finishes un
     assert.equal(failure.status, 'cancelled');
     assert.equal(failure.error, 'cancelled: the customer withdrew');
     assert.equal(await count(db.sql`select count(*) as n from pgmq.q_cancel_idle`), 0);
+    const [side] = await db.sql`select status from switchyard.step_tasks
+      where run_id = ${run.runId} and step_slug = 'side'`;
+    assert.equal(side.status, 'cancelled', 'the queued task is cancelled, not left queued');
 
     // The running step finishes; its answer is recorded on the task only.
     release.open();

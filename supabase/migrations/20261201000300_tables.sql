@@ -136,8 +136,9 @@ create table switchyard.step_tasks (
   queue_name text not null references switchyard.queues,
   message_id bigint not null,
   -- 'skipped': the other tasks of a map step skipped after one element exhausted its attempts.
+  -- 'cancelled': queued when its run was cancelled (cancel_run); its message is archived.
   status text not null default 'queued'
-    check (status in ('queued', 'started', 'completed', 'failed', 'skipped')),
+    check (status in ('queued', 'started', 'completed', 'failed', 'skipped', 'cancelled')),
   attempts_count int not null default 0,
   max_attempts int not null,
   base_delay int not null,

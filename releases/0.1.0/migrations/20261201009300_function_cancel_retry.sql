@@ -3,7 +3,8 @@
 
 -- Cancels a started run. In one transaction, holding the run's row lock (which
 -- complete_tasks and fail_task take too, so none of them interleaves):
---   - the messages of its queued tasks are archived (nothing of the run stays visible);
+--   - the messages of its queued tasks are archived (nothing of the run stays visible) and
+--     those tasks become 'cancelled';
 --   - its created and started steps become 'cancelled';
 --   - the run becomes 'cancelled' with the reason in `error`.
 -- Tasks a worker is running finish: complete_tasks archives their message and records the
@@ -56,6 +57,11 @@ begin
   loop
     perform pgmq.archive(q.queue_name, q.ids);
   end loop;
+  -- Cancelled, not queued: nothing that looks for queued work (a sweep that re-sends a
+  -- queued task's missing message, drain counts) finds them.
+  update switchyard.step_tasks t
+     set status = 'cancelled', worker_id = null
+   where t.run_id = run.run_id and t.status = 'queued';
   update switchyard.step_states ss
      set status = 'cancelled'
    where ss.run_id = run.run_id and ss.status in ('created', 'started');
