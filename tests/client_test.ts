@@ -321,6 +321,9 @@ Deno.test({
 // ---------------------------------------------------------------------------
 // Cancel
 
+/** Rounds of 40 racing start-and-cancel pairs (`SWITCHYARD_RACE_ITERATIONS` for more). */
+const RACE_ROUNDS = Number(Deno.env.get('SWITCHYARD_RACE_ITERATIONS') ?? '3');
+
 Deno.test('cancel mid-flight: queued work archived, the running step finishes unheard, nothing starts', async () => {
   const release = gate();
   const started = gate();
@@ -433,6 +436,77 @@ Deno.test('cancel mid-flight: queued work archived, the running step finishes un
     release.open();
     await client.close();
     await worker.stop();
+  }
+});
+
+Deno.test('cancels racing claims and completions: no deadlock, nothing of a cancelled run left visible', async () => {
+  const flow = new Flow<{ n: number }>({ slug: 'cancelRaceV1' })
+    .step({ slug: 'a' }, (input) => input.n)
+    .step({ slug: 'b' }, (input) => input.n)
+    .step({ slug: 'c', dependsOn: ['a', 'b'] }, (input) => input.a + input.b);
+  const registry = [defineDeployedFlow(flow, { alias: 'cancelRace' })] as const;
+  const options = {
+    connectionString: db.url,
+    queueName: 'cancelracev1',
+    maxConcurrent: 8,
+    ...FAST,
+  };
+  const workers = [await startWorker(registry, options), await startWorker(registry, options)];
+  const client = createClient(registry, { connectionString: db.url, max: 8 });
+  try {
+    const outcomes: { runId: string; cancelled: boolean }[] = [];
+    for (let round = 0; round < RACE_ROUNDS; round++) {
+      outcomes.push(
+        ...await Promise.all(Array.from({ length: 40 }, async (_, n) => {
+          const run = await client.start('cancelRace', { n });
+          try {
+            await client.cancel(run.runId, `race ${n}`);
+            return { runId: run.runId, cancelled: true };
+          } catch (e) {
+            // Only a run that completed first may refuse; a deadlock would land here too.
+            assert.ok(
+              e instanceof OperationError && e.detail.rule === 'run_not_started',
+              `${e} ${(e as { detail?: string }).detail} ${(e as { where?: string }).where}`,
+            );
+            return { runId: run.runId, cancelled: false };
+          }
+        })),
+      );
+    }
+    const cancelled = outcomes.filter((o) => o.cancelled).map((o) => o.runId);
+    assert.ok(cancelled.length > 0);
+    await waitFor(
+      'no started task of a cancelled run',
+      async () =>
+        (await count(db.sql`select count(*) as n from switchyard.step_tasks
+        where run_id = any(${pgArray(cancelled)}::uuid[]) and status = 'started'`)) === 0,
+    );
+    const [left] = await db.sql<{ visible: number; statuses: string[] }[]>`
+      select (select count(*)::int from pgmq.q_cancelracev1 q
+                join switchyard.step_tasks t
+                  on t.queue_name = 'cancelracev1' and t.message_id = q.msg_id
+               where t.run_id = any(${pgArray(cancelled)}::uuid[])) as visible,
+             (select coalesce(array_agg(distinct t.status order by t.status), '{}')
+                from switchyard.step_tasks t
+               where t.run_id = any(${pgArray(cancelled)}::uuid[])) as statuses`;
+    assert.equal(left.visible, 0, 'no message of a cancelled run is left in its queue');
+    assert.ok(
+      left.statuses.every((st) => st === 'completed' || st === 'cancelled'),
+      left.statuses.join(', '),
+    );
+    // Events are numbered in commit order per run: no step started after its run's cancel.
+    assert.equal(
+      await count(db.sql`select count(*) as n from switchyard.run_events s
+        join switchyard.run_events c
+          on c.run_id = s.run_id and c.step_slug is null and c.event = 'cancelled'
+       where s.run_id = any(${pgArray(cancelled)}::uuid[]) and s.step_slug is not null
+         and s.event = 'started' and s.event_id > c.event_id`),
+      0,
+      'no step of a cancelled run started after the cancel',
+    );
+  } finally {
+    await client.close();
+    await Promise.all(workers.map((w) => w.stop()));
   }
 });
 

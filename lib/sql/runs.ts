@@ -197,6 +197,21 @@ export interface StartRunOptions {
   owner?: string;
 }
 
+/**
+ * Runs one transaction again after a deadlock (`40P01`) or a serialization failure (`40001`),
+ * at most three times: PostgreSQL rolled it back whole, so repeating it is safe.
+ */
+async function repeatable<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      const code = (e as { code?: string })?.code;
+      if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw e;
+    }
+  }
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function assertUuid(what: string, name: string, value: unknown): void {
@@ -399,8 +414,10 @@ export async function cancelRun(
   assertUuid('cancel', 'runId', runId);
   const sql = sqlOf(source);
   const [row] = await call(() =>
-    sql<{ changed: boolean }[]>`
-      select switchyard.cancel_run(${runId}::uuid, ${reason ?? null}::text) as changed`
+    repeatable(() =>
+      sql<{ changed: boolean }[]>`
+        select switchyard.cancel_run(${runId}::uuid, ${reason ?? null}::text) as changed`
+    )
   );
   return { runId, changed: row.changed };
 }
@@ -442,7 +459,9 @@ export async function retryRun(source: SqlSource, runId: string): Promise<RetryR
   assertUuid('retry', 'runId', runId);
   const sql = sqlOf(source);
   const [row] = await call(() =>
-    sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
+    repeatable(() =>
+      sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
+    )
   );
   return { runId, requeued: row.requeued };
 }

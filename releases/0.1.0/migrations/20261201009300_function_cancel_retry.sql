@@ -49,6 +49,12 @@ begin
         'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
         'status', run.status)::text;
   end if;
+  -- The queued tasks before their messages, in (queue, message id) order, as start_tasks
+  -- locks them (a task, then its message): a claim in flight cannot deadlock with this.
+  perform 1 from switchyard.step_tasks t
+   where t.run_id = run.run_id and t.status = 'queued'
+   order by t.queue_name, t.message_id
+     for update;
   for q in
     select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
       from switchyard.step_tasks t
