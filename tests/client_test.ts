@@ -197,6 +197,11 @@ Deno.test('output() reads once, then once after the completion notification (cou
     await worker.stop();
     const idle = await client.start('once', { n: 1 });
     await assert.rejects(idle.output({ timeoutMs: 200 }), RunTimeoutError);
+    // A signal ends a wait with its reason; the run goes on.
+    const controller = new AbortController();
+    const aborted = idle.output({ signal: controller.signal });
+    controller.abort('the request was cancelled');
+    await assert.rejects(aborted, (e) => e === 'the request was cancelled');
   } finally {
     await client.close();
     await sql.end();

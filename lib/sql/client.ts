@@ -290,8 +290,9 @@ function runHandle<Output, StepSlug extends string>(
 }
 
 /**
- * A run's wake-ups as a counter: `changed(seen)` tells whether a notification (or a
- * reconnect) came after `seen = version()`, and `next()` waits for the next one.
+ * A run's wake-ups as a counter: a notification (or a reconnect) came after a read when
+ * `version()` changed since just before it; `next()` waits for the next wake-up, the deadline
+ * or the signal.
  */
 interface Wakes {
   version(): number;
@@ -310,14 +311,14 @@ async function subscribe(notifications: RunNotifications, runId: string): Promis
     version: () => count,
     next(deadline, signal) {
       return new Promise((resolve, reject) => {
-        const done = (outcome: 'woken' | 'timeout' | Error) => {
+        const done = (outcome: 'woken' | 'timeout' | { aborted: unknown }) => {
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
           wakeUp = undefined;
-          if (outcome instanceof Error) reject(outcome);
+          if (typeof outcome === 'object') reject(outcome.aborted);
           else resolve(outcome);
         };
-        const onAbort = () => done(signal!.reason ?? new Error('aborted'));
+        const onAbort = () => done({ aborted: signal!.reason ?? new Error('aborted') });
         const left = deadline - Date.now();
         const poll = notifications.fallbackPollMs;
         const timer = poll !== undefined && poll < left
