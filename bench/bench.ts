@@ -18,7 +18,10 @@
  *    first start that compiles);
  * 5. memory: peak RSS (VmHWM) of a worker process with a 50-flow registry while it
  *    processes, next to one with a 1-flow registry;
- * 6. map fan-out: tasks/s of one run of a map step over N elements (a root map over the flow
+ * 6. connections: 1-step tasks through one worker with every default setting (maxConcurrent
+ *    10, batch 10), with its default pool of `maxConnections` 4 next to 13 (the old pool of
+ *    `min(maxConcurrent + 3, 20)`); the heartbeat has its own connection on both sides;
+ * 7. map fan-out: tasks/s of one run of a map step over N elements (a root map over the flow
  *    input, and a map over a step's output) vs N runs of a 1-step flow, one worker on one
  *    shared queue (issue 12: target >= 0.8x).
  *
@@ -74,16 +77,16 @@ function parseOptions(args: string[]): Options {
       !/^--(quick$|explain$|profile$|rounds=|only=|batch=|concurrency=|connections=)/.test(a)
     ) {
       throw new Error(
-        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, --only=1,2,3,4,5,6, ` +
+        `unknown argument "${a}": use --quick, --explain, --profile, --rounds=N, --only=1,2,3,4,5,6,7, ` +
           '--batch=N, --concurrency=N, --connections=N',
       );
     }
   }
   const only = new Set(
-    (value('only') ?? '1,2,3,4,5,6').split(',').map((s) => {
+    (value('only') ?? '1,2,3,4,5,6,7').split(',').map((s) => {
       const n = Number(s);
-      if (![1, 2, 3, 4, 5, 6].includes(n)) {
-        throw new Error(`--only=${value('only')} is invalid: list figures from 1 to 6`);
+      if (![1, 2, 3, 4, 5, 6, 7].includes(n)) {
+        throw new Error(`--only=${value('only')} is invalid: list figures from 1 to 7`);
       }
       return n;
     }),
@@ -586,7 +589,68 @@ async function memory(db: BenchDatabase, o: Options) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 6: map fan-out
+// 6: the worker's connections
+
+/** The default `maxConnections` (the pool), and the old pool at the default concurrency. */
+const CONNECTIONS = { small: 4, old: Math.min(10 + 3, 20) } as const;
+
+async function connectionOption(
+  db: BenchDatabase,
+  o: Options,
+): Promise<{ small: Sample[]; old: Sample[]; tasks: number }> {
+  const { sql } = db;
+  const messages = o.quick ? 1500 : 3000;
+  const registry = routedRegistry('cn', 10, 1, 'bench_cn');
+  await compile(sql, registry);
+  const run = async (maxConnections: number) => {
+    await sql`select count(switchyard.start_flow('cn' || (i % 10), jsonb_build_object('i', i)))
+                from generate_series(1, ${messages}::int) i`;
+    // Hidden until the clock starts, as in figure 1.
+    await sql.unsafe(`update pgmq.q_bench_cn set vt = clock_timestamp() + interval '1 hour'`);
+    // Every setting at its default but the one compared (and a silent log).
+    const worker = await startWorker(registry, {
+      queueName: 'bench_cn',
+      connectionString: db.url,
+      logger: silent,
+      maxConnections,
+    });
+    try {
+      return await timed(db, messages, async () => {
+        await sql.unsafe(`update pgmq.q_bench_cn set vt = clock_timestamp()`);
+        await waitUntil('the worker to drain bench_cn', async () => {
+          const [{ n }] = await sql<
+            { n: number }[]
+          >`select count(*)::int as n from pgmq.q_bench_cn`;
+          return n === 0;
+        });
+      });
+    } finally {
+      await worker.stop();
+    }
+  };
+  log('connections: warm-up');
+  await run(CONNECTIONS.small);
+  await run(CONNECTIONS.old);
+  const out = { small: [] as Sample[], old: [] as Sample[], tasks: messages };
+  for (let r = 0; r < o.rounds; r++) {
+    if (r % 2 === 0) {
+      out.small.push(await run(CONNECTIONS.small));
+      out.old.push(await run(CONNECTIONS.old));
+    } else {
+      out.old.push(await run(CONNECTIONS.old));
+      out.small.push(await run(CONNECTIONS.small));
+    }
+    log(
+      `connections round ${r + 1}/${o.rounds}: ${CONNECTIONS.small} connections ` +
+        `${fmt(out.small[r].rate, 0)} tasks/s, ${CONNECTIONS.old} connections ` +
+        `${fmt(out.old[r].rate, 0)} tasks/s`,
+    );
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7: map fan-out
 
 /**
  * One worker drains `n` tasks from one shared queue: the elements of one root-map run, of one
@@ -794,11 +858,24 @@ async function main() {
       ]);
     }
     if (o.only.has(6)) {
+      const c = await connectionOption(db, o);
+      const rates = (xs: Sample[]) => xs.map((x) => x.rate);
+      const r = roundRatio(rates(c.small), rates(c.old));
+      rows.push([
+        `6 worker defaults, maxConnections ${CONNECTIONS.small} vs ${CONNECTIONS.old}`,
+        `${CONNECTIONS.small} connections ${fmt(median(rates(c.small)), 0)} tasks/s`,
+        `${CONNECTIONS.old} connections ${fmt(median(rates(c.old)), 0)} tasks/s`,
+        `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})`,
+        '>= 0.95x',
+        verdict(r.ratio >= 0.95),
+      ]);
+    }
+    if (o.only.has(7)) {
       const f = await mapFanOut(db, o);
       for (const [label, xs] of [['root map', f.root], ['map of a step', f.step]] as const) {
         const r = roundRatio(xs, f.single);
         rows.push([
-          `6 map fan-out, ${label}, 1 run of ${f.n} elements, 1 worker`,
+          `7 map fan-out, ${label}, 1 run of ${f.n} elements, 1 worker`,
           `map ${fmt(median(xs), 0)} tasks/s`,
           `${f.n} 1-step runs ${fmt(median(f.single), 0)} tasks/s`,
           `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})`,

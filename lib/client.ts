@@ -1,7 +1,7 @@
 /**
  * Switchyard's client for applications (`switchyard/client.ts`): start runs by alias with
  * inputs typed from your registry, await their typed outputs, follow their events live,
- * cancel and retry them (docs/ARCHITECTURE.md §13). It needs no operator tooling (no
+ * cancel and retry them (docs/ARCHITECTURE.md §14). It needs no operator tooling (no
  * migrations, no Supabase CLI) and no worker code: import it from a server route, a script
  * or an Edge Function that starts flows. `lib/mod.ts` (`switchyard`) and `lib/ops.ts`
  * re-export it, so a handler can start other flows and operators have it too.

@@ -188,6 +188,39 @@ export class InvalidInputError extends SwitchyardError {
 }
 
 /**
+ * A value is JSON, but PostgreSQL cannot store it: a string (or property name) holding U+0000,
+ * which neither `jsonb` nor `text` can hold, or a lone UTF-16 surrogate, which is no Unicode
+ * character. Caught before the value is sent, so a handler's output fails its attempt once
+ * instead of being rejected by the database at every try. The message names the path.
+ *
+ * @example
+ * ```ts
+ * import { InvalidInputError, UnstorableValueError } from './errors.ts';
+ * import { assertJson } from './dsl/json.ts';
+ *
+ * try {
+ *   assertJson({ note: 'a\u0000b' }, 'output');
+ * } catch (error) {
+ *   console.assert(error instanceof UnstorableValueError && error instanceof InvalidInputError);
+ *   if (error instanceof UnstorableValueError) console.error(error.path); // output.note
+ * }
+ * ```
+ */
+export class UnstorableValueError extends InvalidInputError {
+  /**
+   * Creates the error; the message is `<path> is not JSON PostgreSQL can store: <rule>`.
+   *
+   * @param path where the offending value sits, e.g. `output.a.b`
+   * @param rule what is wrong with it
+   */
+  constructor(path: string, rule: string) {
+    super(path, rule);
+    this.message = `${path} is not JSON PostgreSQL can store: ${rule}`;
+    this.name = 'UnstorableValueError';
+  }
+}
+
+/**
  * Renders any value for an error message: strings are JSON-quoted (so invisible or unicode
  * characters and quotes show), everything else is named by its type or printed briefly.
  *
@@ -330,13 +363,47 @@ export class UnsupportedWorkError extends SwitchyardError {
       `unsupported work on queue "${queueName}": message ids [${messageIds.join(', ')}], ` +
         `unsupported flow/step pairs [${unsupportedPairs.join(', ')}]; nothing was claimed, ` +
         `the batch is visible again and function "${functionName}" is paused ` +
-        `(resume it with switchyard.resume_function after fixing the registry)`,
+        `(a task of a version the registry lacks: deploy it, then deno task resume; a foreign ` +
+        `message with no task: deno task quarantine ${functionName})`,
     );
     this.name = 'UnsupportedWorkError';
     this.queueName = queueName;
     this.functionName = functionName;
     this.messageIds = messageIds;
     this.unsupportedPairs = unsupportedPairs;
+  }
+}
+
+/**
+ * The reason of a handler's `ctx.signal` when its worker shuts down (`stop()`, `beforeunload`, a
+ * deprecation, pause or disable, a fatal stop). A handler that returns within the worker's
+ * `shutdownGraceMs` completes normally; one that throws after this abort, or is still running
+ * when the grace period ends, is released: its task is visible again at once and the attempt
+ * is refunded (docs/ARCHITECTURE.md §9).
+ *
+ * @example
+ * ```ts
+ * import { Flow, WorkerShutdownError } from '../lib/mod.ts';
+ *
+ * const flow = new Flow<{ url: string }>({ slug: 'fetcher' })
+ *   .step({ slug: 'fetch' }, async (input, ctx) => {
+ *     try {
+ *       return (await fetch(input.url, { signal: ctx.signal })).status;
+ *     } catch (e) {
+ *       if (ctx.signal.reason instanceof WorkerShutdownError) console.log('shutting down');
+ *       throw e;
+ *     }
+ *   });
+ * ```
+ */
+export class WorkerShutdownError extends SwitchyardError {
+  /** Why the worker stops. */
+  readonly reason: string;
+  /** Creates the error with the worker's stop reason. */
+  constructor(reason: string) {
+    super(`the worker is shutting down (${reason}): stop and return, or throw`);
+    this.name = 'WorkerShutdownError';
+    this.reason = reason;
   }
 }
 
@@ -532,7 +599,7 @@ export class MigrationError extends SwitchyardError {
   }
 }
 
-// Errors of runs followed by the client (docs/ARCHITECTURE.md §13)
+// Errors of runs followed by the client (docs/ARCHITECTURE.md §14)
 
 /**
  * A run ended without an output: it failed (a step used all its attempts) or was cancelled.

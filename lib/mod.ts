@@ -49,7 +49,12 @@ export {
   type WorkerState,
 } from './worker/worker.ts';
 export { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './sql/windows.ts';
-export { WORKER_SETTINGS, type WorkerSetting, type WorkerSettings } from './worker/settings.ts';
+export {
+  HEARTBEAT_WINDOW_INTERVALS,
+  WORKER_SETTINGS,
+  type WorkerSetting,
+  type WorkerSettings,
+} from './worker/settings.ts';
 export {
   type EdgeAuth,
   type EdgeOptions,
@@ -60,6 +65,8 @@ export {
 export {
   createMemoryPlatform,
   defaultPlatform,
+  HOSTED_RUNTIME_ENV_VARS,
+  hostedRuntimeSignal,
   type MemoryPlatform,
   type Platform,
   type PlatformServer,

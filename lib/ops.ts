@@ -1,11 +1,11 @@
 /**
  * Switchyard's operator and development entry (`switchyard/ops.ts`): apply the
- * migrations, pause and resume queue functions, run a fenced rollout, read
- * drain states, configure the keep-alive, serve the dashboard (`createDashboard`), cancel
- * and retry runs (`cancelRun`, `retryRun`), and the client that starts and follows runs
+ * migrations, pause and resume queue functions, quarantine foreign messages, run a fenced
+ * rollout, read drain states, configure the keep-alive, serve the dashboard (`createDashboard`),
+ * cancel and retry runs (`cancelRun`, `retryRun`), and the client that starts and follows runs
  * (`createClient`, also in `lib/client.ts` for applications; `connect()` is its deprecated
- * untyped predecessor). Queue functions import `lib/mod.ts` instead; nothing here is
- * needed inside an Edge Function. See docs/ARCHITECTURE.md §6 and §13.
+ * untyped predecessor). Queue functions import `lib/mod.ts` instead; nothing here is needed
+ * inside an Edge Function. See docs/ARCHITECTURE.md §6 and §14.
  *
  * Every operator call takes a postgres.js client, the client of `createClient()`
  * or the client of `connect()`.
@@ -51,6 +51,7 @@ export {
 } from './sql/connection.ts';
 export type { SqlSource } from './sql/source.ts';
 export * from './sql/function_state.ts';
+export * from './sql/quarantine.ts';
 export * from './sql/keep_alive.ts';
 export * from './sql/fence.ts';
 export * from './sql/drain.ts';

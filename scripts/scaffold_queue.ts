@@ -541,6 +541,7 @@ function migrationSource(template: Template, functionName: string, queueName: st
       `function "${functionName}" for queue "${queueName}"`,
     ],
     ['scaffold-queue QUEUE_NAME`', `scaffold-queue ${queueName}\``],
+    ["ensure_shared_queue('QUEUE_NAME')", `ensure_shared_queue('${queueName}')`],
     [
       "register_function('FUNCTION_NAME', 'QUEUE_NAME')",
       `register_function('${functionName}', '${queueName}')`,

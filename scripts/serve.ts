@@ -181,6 +181,14 @@ export async function readEnvFile(path: string): Promise<Record<string, string>>
   return out;
 }
 
+/** A function that did not start listening: `summary` without its output, `message` with it. */
+class BootError extends Error {
+  constructor(readonly summary: string, tail: readonly string[]) {
+    super(`${summary}:\n${tail.join('\n')}`);
+    this.name = 'BootError';
+  }
+}
+
 interface Running {
   fn: LocalFunction;
   port: number;
@@ -315,10 +323,11 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
         if (!r.exited) child.kill('SIGKILL');
         const status = await child.status;
         await r.output;
-        throw new Error(
+        throw new BootError(
           `function "${fn.name}" did not start listening on port ${port} (exit code ${
             r.exited ? status.code : 'none: killed after ' + readyTimeoutMs + ' ms'
-          }):\n${tail.join('\n')}`,
+          })`,
+          tail,
         );
       }
       await new Promise((res) => setTimeout(res, 50));
@@ -382,13 +391,25 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
         }`,
       });
     }
-    const fn = byName.get(decodeURIComponent(m[1]));
+    let name: string;
+    try {
+      name = decodeURIComponent(m[1]);
+    } catch {
+      return json(400, {
+        code: 'BAD_REQUEST',
+        message: 'the function name in the path has a malformed percent-encoding',
+      });
+    }
+    const fn = byName.get(name);
     if (!fn) return json(404, { code: 'NOT_FOUND', message: 'Requested function was not found' });
     let r: Running;
     try {
       r = await ensure(fn);
     } catch (e) {
-      return json(502, { code: 'BOOT_ERROR', message: (e as Error).message });
+      // The function's output stays in the gateway's log (it was logged line by line).
+      const summary = e instanceof BootError ? e.summary : `function "${fn.name}" did not start`;
+      log(`[serve] ${summary}`);
+      return json(502, { code: 'BOOT_ERROR', message: `${summary}; its output is in the log` });
     }
     const headers = new Headers(request.headers);
     headers.delete('host');

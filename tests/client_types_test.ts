@@ -1,5 +1,5 @@
 /**
- * Type tests of the typed client (docs/ARCHITECTURE.md §13): `deno check` passes only if every
+ * Type tests of the typed client (docs/ARCHITECTURE.md §14): `deno check` passes only if every
  * `@ts-expect-error` line below really is a type error (a wrong alias, a wrong input shape, a
  * wrong output use) and every other line type-checks. The code never runs: it sits in a
  * function that the single runtime test does not call.

@@ -287,7 +287,7 @@ Deno.test('whenExhausted skip also applies when stall recovery finds the last at
   await db.sql`select switchyard.worker_stopped(${workerId}::uuid, 'gone')`;
   const [{ n }] = await db.sql<
     { n: number }[]
-  >`select switchyard.recover_stalled('condstall', 15) as n`;
+  >`select switchyard.recover_stalled('condstall') as n`;
   assert.equal(n, 1);
   const [hang] = await steps(run);
   assert.equal(hang.status, 'skipped');

@@ -3,7 +3,7 @@
  * signal (timeout or shutdown), env, sql and supabase — with real workers on real PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import { Flow, startWorker, type StepContext } from '../lib/mod.ts';
+import { Flow, startWorker, type StepContext, WorkerShutdownError } from '../lib/mod.ts';
 import { connect } from '../lib/ops.ts';
 import { startWorkerImpl } from '../lib/worker/worker.ts';
 import { createTestDatabase } from './_helpers/db.ts';
@@ -138,16 +138,16 @@ Deno.test('ctx.supabase is a service-role supabase-js client when SUPABASE_URL a
   }
 });
 
-Deno.test('ctx.signal aborts when the worker shuts down; the attempt fails and is retried', async () => {
+Deno.test('ctx.signal aborts with WorkerShutdownError when the worker stops; the task is handed back', async () => {
   let entered!: () => void;
   const inHandler = new Promise<void>((r) => entered = r);
-  let abortReason = '';
+  let abortReason: unknown;
   const flow = new Flow({ slug: 'ctxShutdown', maxAttempts: 3, baseDelay: 0 })
     .step({ slug: 'wait' }, (_input, ctx: StepContext<unknown>) =>
       new Promise((_, reject) => {
         entered();
         ctx.signal.addEventListener('abort', () => {
-          abortReason = String(ctx.signal.reason);
+          abortReason = ctx.signal.reason;
           reject(ctx.signal.reason);
         });
       }));
@@ -155,12 +155,12 @@ Deno.test('ctx.signal aborts when the worker shuts down; the attempt fails and i
   const runId = await client.startFlow('ctxShutdown', {});
   await inHandler;
   await worker.stop();
-  assert.match(abortReason, /the worker is shutting down: stop requested/);
+  assert.ok(abortReason instanceof WorkerShutdownError, String(abortReason));
+  assert.match(String(abortReason), /the worker is shutting down \(stop requested\)/);
+  // The shutdown is not the handler's failure: the task is queued again, the attempt refunded.
   const [task] = await db.sql`
-    select status, attempts_count, error from switchyard.step_tasks where run_id = ${runId}`;
-  assert.equal(task.status, 'queued', 'the attempt failed and the task waits for another worker');
-  assert.equal(task.attempts_count, 1);
-  assert.match(String(task.error), /shutting down/);
+    select status, attempts_count from switchyard.step_tasks where run_id = ${runId}`;
+  assert.deepEqual({ ...task }, { status: 'queued', attempts_count: 0 });
 });
 
 Deno.test('teardown', async () => {

@@ -90,23 +90,31 @@ Deno.test('flows, steps and options are frozen', () => {
   assert.throws(() => (flow.steps as unknown[]).push({}), TypeError);
 });
 
-Deno.test('flow options default to maxAttempts 3, baseDelay 1, timeout 60', () => {
+Deno.test('flow options default to maxAttempts 3, baseDelay 1, maxDelay 86400, timeout 60', () => {
   const flow = new Flow({ slug: 'f' });
   assert.equal(flow.kind, 'flow');
-  assert.deepEqual(flow.options, { maxAttempts: 3, baseDelay: 1, timeout: 60 });
-  const custom = new Flow({ slug: 'g', maxAttempts: 1, baseDelay: 0, timeout: 86400 });
-  assert.deepEqual(custom.options, { maxAttempts: 1, baseDelay: 0, timeout: 86400 });
+  assert.deepEqual(flow.options, { maxAttempts: 3, baseDelay: 1, maxDelay: 86400, timeout: 60 });
+  const custom = new Flow({ slug: 'g', maxAttempts: 1, baseDelay: 0, maxDelay: 0, timeout: 86400 });
+  assert.deepEqual(custom.options, { maxAttempts: 1, baseDelay: 0, maxDelay: 0, timeout: 86400 });
   assert.deepEqual(custom.step({ slug: 'a' }, () => 1).options, custom.options);
 });
 
 Deno.test('step options are null (inherit) unless given, startDelay defaults to 0', () => {
   const flow = new Flow({ slug: 'f' })
     .step({ slug: 'a' }, () => 1)
-    .step({ slug: 'b', maxAttempts: 1000, baseDelay: 0, timeout: 1, startDelay: 86400 }, () => 2);
+    .step({
+      slug: 'b',
+      maxAttempts: 1000,
+      baseDelay: 0,
+      maxDelay: 604800,
+      timeout: 1,
+      startDelay: 86400,
+    }, () => 2);
   const noCondition = { if: null, ifNot: null, whenUnmet: 'skip', whenExhausted: 'fail' };
   assert.deepEqual(flow.steps[0].options, {
     maxAttempts: null,
     baseDelay: null,
+    maxDelay: null,
     timeout: null,
     startDelay: 0,
     ...noCondition,
@@ -114,6 +122,7 @@ Deno.test('step options are null (inherit) unless given, startDelay defaults to 
   assert.deepEqual(flow.steps[1].options, {
     maxAttempts: 1000,
     baseDelay: 0,
+    maxDelay: 604800,
     timeout: 1,
     startDelay: 86400,
     ...noCondition,
@@ -271,6 +280,8 @@ Deno.test('invalid option values are rejected with the value and the rule', () =
     ['maxAttempts', NaN, 'an integer from 1 to 1000'],
     ['baseDelay', -1, 'an integer from 0 to 86400 seconds'],
     ['baseDelay', 86401, 'an integer from 0 to 86400 seconds'],
+    ['maxDelay', -1, 'an integer from 0 to 604800 seconds'],
+    ['maxDelay', 604801, 'an integer from 0 to 604800 seconds'],
     ['timeout', 0, 'an integer from 1 to 86400 seconds'],
     ['timeout', Infinity, 'an integer from 1 to 86400 seconds'],
     ['timeout', null, 'an integer from 1 to 86400 seconds'],
@@ -335,6 +346,7 @@ Deno.test('conditions: patterns are JSON, modes are checked, whenUnmet needs a c
   assert.deepEqual(flow.steps[0].options, {
     maxAttempts: null,
     baseDelay: null,
+    maxDelay: null,
     timeout: null,
     startDelay: 0,
     if: { plan: 'pro', tags: ['a'] },
@@ -385,7 +397,8 @@ Deno.test('the shape carries conditions', () => {
     );
   assert.equal(
     JSON.stringify(toPlacement(flow).shape.steps[0].options),
-    '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0,"if":{"plan":"pro"},' +
+    '{"maxAttempts":null,"baseDelay":null,"maxDelay":null,"timeout":null,"startDelay":0,' +
+      '"if":{"plan":"pro"},' +
       '"ifNot":null,"whenUnmet":"skip-cascade","whenExhausted":"skip"}',
   );
 });
@@ -690,6 +703,7 @@ function expectedShape(placement: string, queues: Record<string, string>): unkno
   const inherit = {
     maxAttempts: null,
     baseDelay: null,
+    maxDelay: null,
     timeout: null,
     startDelay: 0,
     if: null,
@@ -700,7 +714,7 @@ function expectedShape(placement: string, queues: Record<string, string>): unkno
   return {
     slug: 'diamond',
     placement,
-    options: { maxAttempts: 3, baseDelay: 1, timeout: 60 },
+    options: { maxAttempts: 3, baseDelay: 1, maxDelay: 86400, timeout: 60 },
     steps: [
       { slug: 'a', index: 0, kind: 'single', dependsOn: [], queue: queues.a, options: inherit },
       { slug: 'b', index: 1, kind: 'single', dependsOn: ['a'], queue: queues.b, options: inherit },
@@ -730,8 +744,8 @@ Deno.test('the diamond shape of a plain flow is exact, key order included', () =
   assert.equal(
     JSON.stringify(shape.steps[0]),
     '{"slug":"a","index":0,"kind":"single","dependsOn":[],"queue":"diamond","options":' +
-      '{"maxAttempts":null,"baseDelay":null,"timeout":null,"startDelay":0,"if":null,' +
-      '"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}',
+      '{"maxAttempts":null,"baseDelay":null,"maxDelay":null,"timeout":null,"startDelay":0,' +
+      '"if":null,"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}',
   );
 });
 
@@ -762,10 +776,11 @@ Deno.test('the shape carries resolved flow options and explicit step options', (
   const shape = toPlacement(flow).shape;
   assert.equal(
     JSON.stringify(shape),
-    '{"slug":"opts","placement":"plain","options":{"maxAttempts":7,"baseDelay":1,"timeout":30},' +
-      '"steps":[{"slug":"a","index":0,"kind":"single","dependsOn":[],"queue":"opts","options":' +
-      '{"maxAttempts":null,"baseDelay":5,"timeout":null,"startDelay":10,"if":null,' +
-      '"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}]}',
+    '{"slug":"opts","placement":"plain","options":{"maxAttempts":7,"baseDelay":1,' +
+      '"maxDelay":86400,"timeout":30},"steps":[{"slug":"a","index":0,"kind":"single",' +
+      '"dependsOn":[],"queue":"opts","options":{"maxAttempts":null,"baseDelay":5,' +
+      '"maxDelay":null,"timeout":null,"startDelay":10,"if":null,"ifNot":null,' +
+      '"whenUnmet":"skip","whenExhausted":"fail"}}]}',
   );
   assert.ok(Object.isFrozen(shape) && Object.isFrozen(shape.steps[0].options));
 });

@@ -30,12 +30,21 @@ Deno.test('every key of SUPABASE_SECRET_KEYS is an accepted bearer', async () =>
     DATABASE_URL: db.url,
     SUPABASE_SECRET_KEYS: JSON.stringify({ default: DEFAULT_KEY, ci: CI_KEY }),
   });
-  const handle = EdgeWorker.start(registry, { queueName: 'bearer_q', platform });
+  const lines: string[] = [];
+  const logger = {
+    info() {},
+    warn: (m: string) => lines.push(m),
+    error: (m: string) => lines.push(m),
+  };
+  const handle = EdgeWorker.start(registry, { queueName: 'bearer_q', platform, logger });
   try {
     for (const wrong of ['sb_secret_wrong', `${DEFAULT_KEY}x`, 'default', '{}']) {
+      lines.length = 0;
       const refused = await platform.fetch('http://local/', bearer(wrong));
       assert.equal(refused.status, 401, wrong);
-      assert.match((await refused.json()).message, /not an accepted worker secret/);
+      // The answer says nothing more; the function's log says why (issue 10, item 9).
+      assert.deepEqual(await refused.json(), { error: 'unauthorized' });
+      assert.match(lines.join('\n'), /not an accepted worker secret/);
     }
     assert.equal(handle.worker, null, 'no refused request started a worker');
     const first = await platform.fetch('http://local/', bearer(DEFAULT_KEY));
@@ -80,12 +89,15 @@ Deno.test('a malformed SUPABASE_SECRET_KEYS accepts nothing and says what to con
     ]
   ) {
     const platform = createMemoryPlatform({ DATABASE_URL: db.url, SUPABASE_SECRET_KEYS: value });
-    const handle = EdgeWorker.start(registry, { queueName: 'bearer_q', platform });
+    const lines: string[] = [];
+    const logger = { info() {}, warn: (m: string) => lines.push(m), error: () => {} };
+    const handle = EdgeWorker.start(registry, { queueName: 'bearer_q', platform, logger });
     try {
       const response = await platform.fetch('http://local/', bearer(DEFAULT_KEY));
       assert.equal(response.status, 401, value);
+      assert.deepEqual(await response.json(), { error: 'unauthorized' });
       assert.match(
-        (await response.json()).message,
+        lines.join('\n'),
         /no secret is configured: set SWITCHYARD_WORKER_SECRET, SUPABASE_SECRET_KEYS/,
       );
       assert.equal(handle.worker, null);

@@ -61,36 +61,46 @@ async function allWorkers(fn: string): Promise<number> {
   return n;
 }
 
-Deno.test('requests without the right bearer get 401 and start nothing', async () => {
+/** A logger that keeps its lines: the function's own log. */
+function memoryLog() {
+  const lines: string[] = [];
+  return {
+    lines,
+    logger: {
+      info: (m: string) => lines.push(`info ${m}`),
+      warn: (m: string) => lines.push(`warn ${m}`),
+      error: (m: string) => lines.push(`error ${m}`),
+    },
+  };
+}
+
+Deno.test('401 bodies are exactly {"error":"unauthorized"}; why goes to the function log; nothing starts', async () => {
   const { v1, queue, fn } = versions('authz');
   const platform = createMemoryPlatform(env());
-  const handle = EdgeWorker.start([v1], { queueName: queue, platform });
+  const log = memoryLog();
+  const handle = EdgeWorker.start([v1], { queueName: queue, platform, logger: log.logger });
   try {
     const url = 'http://local/functions/v1/x';
-    for (
-      const [init, pattern] of [
-        [{}, /missing bearer/],
-        [bearer('not-the-secret'), /not an accepted worker secret/],
-        [{ headers: { Authorization: `Basic ${SECRET}` } }, /missing bearer/],
-        [bearer(`${SECRET}x`), /not an accepted/],
-      ] as const
-    ) {
+    const refused = async (init: RequestInit, why: RegExp) => {
+      log.lines.length = 0;
       const response = await platform.fetch(url, init);
       assert.equal(response.status, 401);
       assert.equal(response.headers.get('www-authenticate'), 'Bearer');
-      const body = await response.json();
-      assert.equal(body.error, 'unauthorized');
-      assert.match(body.message, pattern);
-    }
-    // With no secret configured at all, nothing is accepted.
+      assert.equal(await response.text(), '{"error":"unauthorized"}');
+      assert.equal(log.lines.length, 1, log.lines.join('\n'));
+      assert.match(log.lines[0], why);
+      assert.ok(!log.lines[0].includes(SECRET), 'the log never shows the secret');
+    };
+    await refused({}, /^warn unauthorized request: missing bearer/);
+    await refused(bearer('not-the-secret'), /not an accepted worker secret/);
+    await refused({ headers: { Authorization: `Basic ${SECRET}` } }, /missing bearer/);
+    await refused(bearer(`${SECRET}x`), /not an accepted/);
+    // With no secret configured at all, nothing is accepted, and the answer does not say so.
     platform.vars.SWITCHYARD_WORKER_SECRET = undefined;
-    const none = await platform.fetch(url, bearer(''));
-    assert.equal(none.status, 401);
-    assert.match((await none.json()).message, /no secret is configured/);
+    await refused(bearer(''), /no secret is configured/);
+    // An invalid SWITCHYARD_AUTH is not echoed to the caller.
     platform.vars.SWITCHYARD_AUTH = 'off';
-    const bad = await platform.fetch(url, bearer(SECRET));
-    assert.equal(bad.status, 401);
-    assert.match((await bad.json()).message, /SWITCHYARD_AUTH "off" is invalid/);
+    await refused(bearer(SECRET), /SWITCHYARD_AUTH "off" is invalid/);
     assert.equal(await allWorkers(fn), 0, 'no worker row was written');
     assert.equal(handle.worker, null);
     // The service role key is accepted as well as the kit secret.
@@ -99,6 +109,89 @@ Deno.test('requests without the right bearer get 401 and start nothing', async (
     const ok = await platform.fetch(url, bearer('service-role-key'));
     assert.equal(ok.status, 200);
     assert.equal((await ok.json()).state, 'started');
+  } finally {
+    await handle.stop();
+  }
+});
+
+Deno.test('SWITCHYARD_AUTH=disabled on the hosted runtime answers 500 with the rule and starts nothing', async () => {
+  const { v1, queue, fn } = versions('hosted');
+  for (
+    const [vars, auth, signal] of [
+      [{ SWITCHYARD_AUTH: 'disabled', SB_REGION: 'eu-central-1' }, undefined, 'SB_REGION'],
+      [
+        { SWITCHYARD_AUTH: 'disabled', DENO_DEPLOYMENT_ID: 'abcdefghijklmnopqrst_0f1e_7' },
+        undefined,
+        'DENO_DEPLOYMENT_ID',
+      ],
+      [{ SB_REGION: 'us-east-1' }, 'disabled' as const, 'SB_REGION'],
+    ] as const
+  ) {
+    const platform = createMemoryPlatform(env(vars));
+    const log = memoryLog();
+    const handle = EdgeWorker.start([v1], {
+      queueName: queue,
+      platform,
+      logger: log.logger,
+      ...(auth ? { auth } : {}),
+    });
+    try {
+      for (const init of [{}, bearer(SECRET)]) {
+        const response = await platform.fetch('http://local/', init);
+        assert.equal(response.status, 500);
+        const body = await response.json();
+        assert.equal(body.error, 'worker_config');
+        assert.match(
+          body.message,
+          new RegExp(
+            `^(SWITCHYARD_AUTH=disabled|auth: 'disabled') is refused on Supabase's hosted ` +
+              `runtime \\(${signal} is set\\): it is for local runs only`,
+          ),
+        );
+      }
+      assert.match(log.lines.join('\n'), /^error .* is refused on Supabase's hosted runtime/);
+      assert.equal(handle.worker, null);
+      assert.equal(await allWorkers(fn), 0, 'nothing started');
+    } finally {
+      await handle.stop();
+    }
+  }
+  // Locally (no hosted signal; SB_EXECUTION_ID is set by the local edge runtime too) it is
+  // allowed.
+  const local = createMemoryPlatform(
+    env({ SWITCHYARD_AUTH: 'disabled', SB_EXECUTION_ID: crypto.randomUUID() }),
+  );
+  const handle = EdgeWorker.start([v1], { queueName: queue, platform: local });
+  try {
+    const response = await local.fetch('http://local/');
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).state, 'started');
+  } finally {
+    await handle.stop();
+  }
+});
+
+Deno.test('a 409 carries a long pause reason once, cut at 1000 characters', async () => {
+  const { v1, queue, fn } = versions('longpause');
+  await db.sql`select switchyard.ensure_shared_queue(${queue})`;
+  await db.sql`select switchyard.register_function(${fn}, ${queue})`;
+  // Longer than an operator may write: as the unsupported-work pause of a large batch can be.
+  const reason = `unsupported work on queue ${queue}: message ids [${
+    Array.from({ length: 1000 }, (_, i) => 100000 + i).join(', ')
+  }]`;
+  await db.sql`update switchyard.worker_functions set paused_at = now(), pause_reason = ${reason}
+                where function_name = ${fn}`;
+  const platform = createMemoryPlatform(env());
+  const handle = EdgeWorker.start([v1], { queueName: queue, platform });
+  try {
+    const response = await platform.fetch('http://local/', bearer(SECRET));
+    assert.equal(response.status, 409);
+    const text = await response.text();
+    assert.ok(text.length < 1500, `the body is ${text.length} characters`);
+    const body = JSON.parse(text);
+    assert.equal(body.error, 'function_paused');
+    assert.equal(body.reason, `${reason.slice(0, 1000)}... (${reason.length} characters)`);
+    assert.ok(!body.message.includes('message ids'), 'the message does not repeat the reason');
   } finally {
     await handle.stop();
   }
@@ -153,6 +246,7 @@ Deno.test('beforeunload stops the worker and marks it stopped; later requests ge
 
 Deno.test('a paused function answers 409 with the reason; a disabled one 409; neither starts', async () => {
   const { v1, queue, fn } = versions('flags');
+  await db.sql`select switchyard.ensure_shared_queue(${queue})`;
   await db.sql`select switchyard.register_function(${fn}, ${queue})`;
   await db.sql`select switchyard.pause_function(${fn}, 'operator: investigating ticket 42')`;
   const platform = createMemoryPlatform(env());

@@ -18,16 +18,19 @@ import {
   QUEUE_NAME_RULE,
   routeFlow,
   startWorker,
+  toPlacement,
   UnsupportedWorkError,
   type WorkerLogger,
 } from '../lib/mod.ts';
 import { assertQueueName } from '../lib/dsl/queue_names.ts';
+import { connect, quarantineMessages, UnknownFunctionError } from '../lib/ops.ts';
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
+const SILENT: WorkerLogger = { info: () => {}, warn: () => {}, error: () => {} };
 
 const SEED = Number(Deno.env.get('SWITCHYARD_FUZZ_SEED') ?? Math.floor(Math.random() * 2 ** 31));
 const NAMES = Number(Deno.env.get('SWITCHYARD_FUZZ_NAMES') ?? '3000');
@@ -529,6 +532,378 @@ Deno.test('forged messages are refused as unsupported, never executed, and never
   for (const text of [fn.pause_reason, ...lines]) assert.ok(!text.includes(MARKER));
   assert.equal(fn.pause_reason.match(/message ids \[([^\]]*)\]/)?.[1], again.join(', '));
   assert.ok(allIds.every((id) => !again.includes(id)), 'the earlier, deleted ids are gone');
+});
+
+// ---------------------------------------------------------------------------------------------
+// Thrown values no formatter can print (docs/ARCHITECTURE.md §9: the executor).
+
+Deno.test('a handler throwing an unprintable value fails its attempt; the worker keeps running', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (e: PromiseRejectionEvent) => {
+    e.preventDefault();
+    unhandled.push(e.reason);
+  };
+  globalThis.addEventListener('unhandledrejection', onUnhandled);
+  const hostileProxy = new Proxy({}, {
+    get() {
+      throw new Error('get trap');
+    },
+    getPrototypeOf() {
+      throw new Error('getPrototypeOf trap');
+    },
+    ownKeys() {
+      throw new Error('ownKeys trap');
+    },
+  });
+  const revoked = Proxy.revocable({}, {});
+  revoked.revoke();
+  const badMessage = new Error('x');
+  Object.defineProperty(badMessage, 'message', {
+    get() {
+      throw new Error('message getter');
+    },
+  });
+  const throws: Record<string, () => unknown> = {
+    nullPrototypeBigint: () => Object.assign(Object.create(null), { x: 1n }),
+    hostileProxy: () => hostileProxy,
+    revokedProxy: () => revoked.proxy,
+    throwingMessage: () => badMessage,
+    symbol: () => Symbol('s'),
+  };
+  const flow = new Flow<{ kind: string }>({ slug: 'unprintable', maxAttempts: 1 })
+    .step({ slug: 'work' }, (input) => {
+      const make = throws[input.kind];
+      if (make) throw make();
+      return { ok: input.kind };
+    });
+  const client = connect(db.url);
+  const worker = await startWorker(flow, { ...FAST, connectionString: db.url, logger: SILENT });
+  try {
+    for (const kind of Object.keys(throws)) {
+      const run = await client.startFlow('unprintable', { kind });
+      const status = await client.waitForRun(run, { timeoutMs: 20_000 });
+      assert.equal(status.status, 'failed', kind);
+      assert.match(status.error ?? '', /step work failed after 1 attempt\(s\): /, kind);
+    }
+    // Still running: the same worker completes ordinary work afterwards.
+    const fine = await client.startFlow('unprintable', { kind: 'fine' });
+    assert.equal((await client.waitForRun(fine)).status, 'completed');
+    assert.equal(worker.state, 'running');
+    const [row] = await sql`select stopped_at from switchyard.workers
+                             where worker_id = ${worker.workerId}`;
+    assert.equal(row.stopped_at, null);
+    assert.deepEqual(unhandled, [], 'no rejection escaped the worker');
+  } finally {
+    await worker.stop();
+    await client.close();
+    globalThis.removeEventListener('unhandledrejection', onUnhandled);
+  }
+  const [row] = await sql`select stopped_at from switchyard.workers
+                           where worker_id = ${worker.workerId}`;
+  assert.ok(row.stopped_at, 'the stop is recorded');
+});
+
+// ---------------------------------------------------------------------------------------------
+// Values JSON allows and PostgreSQL cannot store: U+0000 and lone surrogates.
+
+Deno.test('an output or error PostgreSQL cannot store fails each attempt once, naming the path', async () => {
+  const executions: string[] = [];
+  const outputs: Record<string, () => unknown> = {
+    nulInValue: () => ({ nested: { text: 'a\u0000b' } }),
+    nulInKey: () => ({ list: [1, { ['k\u0000']: 1 }] }),
+    loneHighSurrogate: () => ({ text: 'x\ud800' }),
+    loneLowSurrogateKey: () => ({ ['\udc00']: true }),
+    topLevelString: () => '\u0000',
+  };
+  const expected: Record<string, string> = {
+    nulInValue: 'output of storable/work.nested.text',
+    nulInKey: 'output of storable/work.list[1]["k\\u0000"]',
+    loneHighSurrogate: 'output of storable/work.text',
+    loneLowSurrogateKey: 'output of storable/work["\\udc00"]',
+    topLevelString: 'output of storable/work',
+  };
+  const flow = new Flow<{ kind: string }>({ slug: 'storable', maxAttempts: 2, baseDelay: 0 })
+    .step({ slug: 'work' }, (input, ctx) => {
+      executions.push(`${input.kind}#${ctx.attempt}`);
+      if (input.kind === 'badError') throw new Error('half \ud800 and a nul \u0000 here');
+      return outputs[input.kind]?.() ?? 'fine';
+    });
+  const client = connect(db.url);
+  const worker = await startWorker(flow, { ...FAST, connectionString: db.url, logger: SILENT });
+  try {
+    for (const kind of Object.keys(outputs)) {
+      const run = await client.startFlow('storable', { kind });
+      const status = await client.waitForRun(run, { timeoutMs: 20_000 });
+      assert.equal(status.status, 'failed', kind);
+      assert.ok(
+        status.error?.includes(`${expected[kind]} is not JSON PostgreSQL can store`),
+        `${kind}: ${status.error}`,
+      );
+      assert.deepEqual(
+        executions.filter((e) => e.startsWith(`${kind}#`)),
+        [`${kind}#1`, `${kind}#2`],
+        `${kind}: one execution per attempt, never a rerun after a timeout`,
+      );
+    }
+    // The error text itself is made storable: escaped NUL, replaced lone surrogate.
+    const run = await client.startFlow('storable', { kind: 'badError' });
+    const status = await client.waitForRun(run, { timeoutMs: 20_000 });
+    assert.equal(status.status, 'failed');
+    assert.match(status.error ?? '', /Error: half \ufffd and a nul \\u0000 here$/);
+    assert.deepEqual(executions.filter((e) => e.startsWith('badError#')), [
+      'badError#1',
+      'badError#2',
+    ]);
+    // Flow inputs get the same check before they are sent.
+    await assert.rejects(
+      client.startFlow('storable', { kind: 'x\u0000' }),
+      /input\.kind is not JSON PostgreSQL can store/,
+    );
+    assert.equal(worker.state, 'running');
+  } finally {
+    await worker.stop();
+    await client.close();
+  }
+});
+
+Deno.test('an output the database refuses for another reason fails its attempt, never a rerun', async () => {
+  // A refusal the TypeScript check cannot foresee, here a constraint added for the test.
+  await sql`alter table switchyard.step_tasks add constraint test_no_evil
+              check (output is null or not output ? 'evil')`;
+  const executions: number[] = [];
+  const flow = new Flow<{ evil: boolean }>({ slug: 'refusedOutput', maxAttempts: 2, baseDelay: 0 })
+    .step({ slug: 'work' }, (input, ctx) => {
+      executions.push(ctx.attempt);
+      return input.evil ? { evil: true } : { fine: true };
+    });
+  const client = connect(db.url);
+  const worker = await startWorker(flow, {
+    ...FAST,
+    connectionString: db.url,
+    logger: SILENT,
+    maxConcurrent: 4,
+  });
+  try {
+    // Alongside good completions, so the batch path falls back to item by item.
+    const runs = await Promise.all(
+      [true, false, false, false].map((evil) => client.startFlow('refusedOutput', { evil })),
+    );
+    const statuses = await Promise.all(
+      runs.map((r) => client.waitForRun(r, { timeoutMs: 20_000 })),
+    );
+    assert.deepEqual(statuses.map((s) => s.status), [
+      'failed',
+      'completed',
+      'completed',
+      'completed',
+    ]);
+    assert.match(statuses[0].error ?? '', /the database refused the output: .*test_no_evil/);
+    assert.equal(executions.filter((a) => a === 2).length, 1, 'the evil task ran twice in all');
+    assert.equal(executions.length, 5, 'one execution per attempt');
+  } finally {
+    await worker.stop();
+    await client.close();
+    await sql`alter table switchyard.step_tasks drop constraint test_no_evil`;
+  }
+});
+
+Deno.test('a handler whose abort listener throws cannot end the process, on timeout or on shutdown', async () => {
+  // Seen, not handled, here: an error nobody prevents ends the test process (it did before).
+  const reported: ErrorEvent[] = [];
+  const onError = (e: ErrorEvent) => void reported.push(e);
+  globalThis.addEventListener('error', onError);
+  let started = 0;
+  const flow = new Flow<{ n: number }>({ slug: 'abortListener', maxAttempts: 1, timeout: 1 })
+    .step({ slug: 'work' }, async (_input, ctx) => {
+      started++;
+      ctx.signal.addEventListener('abort', () => {
+        throw new Error('the listener throws');
+      });
+      await new Promise((r) => ctx.signal.addEventListener('abort', r));
+      throw ctx.signal.reason;
+    });
+  const client = connect(db.url);
+  const worker = await startWorker(flow, {
+    ...FAST,
+    connectionString: db.url,
+    logger: SILENT,
+    shutdownGraceMs: 100,
+  });
+  try {
+    const timedOut = await client.startFlow('abortListener', { n: 1 });
+    const status = await client.waitForRun(timedOut, { timeoutMs: 20_000 });
+    assert.equal(status.status, 'failed');
+    assert.match(status.error ?? '', /timed out after 1s/);
+    const cut = await client.startFlow('abortListener', { n: 2 });
+    await waitFor('the second handler to run', () => started === 2);
+    await worker.stop();
+    const [t] = await sql`select status, attempts_count from switchyard.step_tasks
+                           where run_id = ${cut}`;
+    assert.deepEqual({ ...t }, { status: 'queued', attempts_count: 0 }, 'released on shutdown');
+    assert.equal(reported.length, 2, 'the listener threw on timeout and on shutdown');
+    assert.ok(reported.every((e) => e.defaultPrevented), 'the worker handled both');
+  } finally {
+    await worker.stop();
+    await client.close();
+    globalThis.removeEventListener('error', onError);
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Quarantine: the explicit way past foreign messages that paused a function.
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
+Deno.test('deno task quarantine moves exactly the foreign messages named in the pause, keeps their bodies, then resumes', async () => {
+  const flow = new Flow<{ text: string }>({ slug: 'quarantineV1' })
+    .step({ slug: 'work' }, (input) => ({ echoed: input.text }));
+  const deployed = defineDeployedFlow(routeFlow(flow, { queues: { work: 'quar_q' } }), {
+    alias: 'quarantine',
+  });
+  const options = {
+    ...FAST,
+    connectionString: db.url,
+    queueName: 'quar_q' as const,
+    logger: SILENT,
+  };
+  // Compile the flow (and register the function) first.
+  await (await startWorker([deployed], options)).stop();
+  const MARKER = `QUARANTINE-BODY-${crypto.randomUUID()}`;
+  const [{ id: a }] = await sql<{ id: string }[]>`
+    select s::text as id from pgmq.send('quar_q', ${
+    JSON.stringify({ secret: MARKER })
+  }::text::jsonb) s`;
+  const [{ id: b }] = await sql<{ id: string }[]>`
+    insert into pgmq.q_quar_q (vt, message, headers) values (now(), null, '{"h": 1}')
+    returning msg_id::text as id`;
+  const worker = await startWorker([deployed], options);
+  const err = await worker.done.then(() => null, (e) => e);
+  assert.ok(err instanceof UnsupportedWorkError, String(err));
+  assert.deepEqual(err.messageIds, [BigInt(a), BigInt(b)]);
+  // Never automatic: both are still in the queue, and the pause names them structurally.
+  const [fn] = await sql`select paused_at, pause_detail from switchyard.worker_functions
+                          where function_name = 'quar-q-worker'`;
+  assert.ok(fn.paused_at);
+  assert.deepEqual(fn.pause_detail.message_ids, [a, b]);
+  const [{ left }] = await sql`select count(*)::int as left from pgmq.q_quar_q`;
+  assert.equal(left, 2);
+  // A foreign message that arrived after the pause is not named, so it is not moved.
+  const [{ id: later }] = await sql<{ id: string }[]>`
+    select s::text as id from pgmq.send('quar_q', '{"later": true}'::jsonb) s`;
+
+  const command = (...args: string[]) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ['task', 'quarantine', ...args],
+      cwd: ROOT,
+      env: { DATABASE_URL: db.url },
+      stdout: 'piped',
+      stderr: 'piped',
+    }).output();
+  const out = await command('quar-q-worker');
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, text);
+  assert.match(
+    text,
+    new RegExp(`quarantined 2 message\\(s\\) of queue "quar_q".*\\[${a}, ${b}\\]`),
+  );
+  assert.match(text, /resumed function "quar-q-worker"/);
+  assert.ok(!text.includes(MARKER), 'a body never reaches the output');
+
+  const moved = await sql`select msg_id::text, message, headers, function_name, pause_reason
+                            from switchyard.quarantined_messages where queue_name = 'quar_q'
+                           order by msg_id`;
+  assert.deepEqual(moved.map((m) => m.msg_id), [a, b]);
+  assert.deepEqual(moved[0].message, { secret: MARKER }, 'the body is kept for inspection');
+  assert.equal(moved[1].message, null);
+  assert.deepEqual(moved[1].headers, { h: 1 });
+  assert.ok(moved.every((m) => m.function_name === 'quar-q-worker' && m.pause_reason));
+  const inQueue = await sql`select msg_id::text from pgmq.q_quar_q order by msg_id`;
+  assert.deepEqual(inQueue.map((m) => m.msg_id), [later], 'only the unnamed message is left');
+  const [after] = await sql`select paused_at, pause_reason, pause_detail
+                              from switchyard.worker_functions where function_name = 'quar-q-worker'`;
+  assert.deepEqual({ ...after }, { paused_at: null, pause_reason: null, pause_detail: null });
+
+  // Run again: nothing is paused, so nothing moves (exit 1, the rule named).
+  const again = await command('quar-q-worker');
+  assert.equal(again.code, 1);
+  assert.match(new TextDecoder().decode(again.stderr), /is not paused: nothing to quarantine/);
+
+  // The function works again once the later foreign message is out of the way too.
+  await sql`select pgmq.delete('quar_q', ${later}::bigint)`;
+  const client = connect(db.url);
+  const fresh = await startWorker([deployed], options);
+  try {
+    const run = await client.startFlow('quarantine', { text: 'after' });
+    assert.equal((await client.waitForRun(run)).status, 'completed');
+  } finally {
+    await fresh.stop();
+    await client.close();
+  }
+});
+
+Deno.test("quarantine never moves a real task's message: a registry lacking a version keeps the pause", async () => {
+  const v1 = new Flow<{ n: number }>({ slug: 'quarMixV1' }).step({ slug: 'work' }, (i) => i.n);
+  const v2 = new Flow<{ n: number }>({ slug: 'quarMixV2' }).step({ slug: 'work' }, (i) => i.n);
+  for (const f of [v1, v2]) {
+    await sql`select switchyard.ensure_flow(${
+      sql.json(toPlacement(routeFlow(f, { queues: { work: 'quar_mix_q' } })).shape as never)
+    }::jsonb)`;
+  }
+  // A worker whose registry has v1 only meets a v2 task and a foreign message in one batch.
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'quar_mix_q', 'quar-mix-q-worker',
+    array['quarMixV1/work'])`;
+  const [{ id: run }] =
+    await sql`select switchyard.start_flow('quarMixV2', '{"n": 1}'::jsonb) as id`;
+  const [task] = await sql<{ message_id: string }[]>`
+    select message_id::text from switchyard.step_tasks where run_id = ${run}`;
+  const [{ id: foreign }] = await sql<{ id: string }[]>`
+    select s::text as id from pgmq.send('quar_mix_q', '{"x": 1}'::jsonb) s`;
+  const claims = await sql`select disposition from switchyard.start_tasks('quar_mix_q',
+    ${pgArray([task.message_id, foreign])}::bigint[], ${w}::uuid, null)`;
+  assert.deepEqual(claims.map((c) => c.disposition), ['unsupported', 'unsupported']);
+
+  const client = connect(db.url);
+  try {
+    const result = await quarantineMessages(client, 'quar-mix-q-worker');
+    assert.deepEqual(result.quarantined, [BigInt(foreign)]);
+    assert.deepEqual(result.withTask, [{
+      messageId: BigInt(task.message_id),
+      pair: 'quarMixV2/work',
+    }]);
+    assert.equal(result.resumed, false, 'resuming would pause again on the same task');
+    // The task and its message are untouched; the pause stays, with the same reason.
+    const [t] = await sql`select status, attempts_count, message_id::text from switchyard.step_tasks
+                           where run_id = ${run}`;
+    assert.deepEqual({ ...t }, {
+      status: 'queued',
+      attempts_count: 0,
+      message_id: task.message_id,
+    });
+    const [{ present }] = await sql`select count(*)::int as present from pgmq.q_quar_mix_q
+                                     where msg_id = ${task.message_id}::bigint`;
+    assert.equal(present, 1);
+    const [fn] = await sql`select paused_at from switchyard.worker_functions
+                            where function_name = 'quar-mix-q-worker'`;
+    assert.ok(fn.paused_at);
+    // Again: the foreign message is gone now, the task's stays, still no resume.
+    const again = await quarantineMessages(client, 'quar-mix-q-worker');
+    assert.deepEqual([again.quarantined, again.gone, again.resumed], [
+      [],
+      [BigInt(foreign)],
+      false,
+    ]);
+    // An operator's own pause names no messages: nothing to quarantine, the rule named.
+    await sql`select switchyard.resume_function('quar-mix-q-worker')`;
+    await sql`select switchyard.pause_function('quar-mix-q-worker', 'maintenance')`;
+    await assert.rejects(
+      quarantineMessages(client, 'quar-mix-q-worker'),
+      /paused by an operator \(maintenance\), naming no messages: resume it with deno task resume/,
+    );
+    await assert.rejects(quarantineMessages(client, 'no-such-worker'), UnknownFunctionError);
+  } finally {
+    await client.close();
+  }
 });
 
 Deno.test('teardown', async () => {

@@ -456,10 +456,11 @@ Deno.test('the claim classifies each map task by its message, as any task: claim
       order by message_id`).map((r) => ({ ...r }));
   const ids = (await db.sql`select message_id from switchyard.step_tasks
     where run_id = ${run} order by task_index`).map((r) => BigInt(r.message_id));
-  // Each message is claimed as its own task, with its element as input.
+  // Each message is claimed as its own task, with its element as input (the run's input
+  // travels once per batch, on the run's first row).
   assert.deepEqual(await claim(ids.slice(0, 2)), [
     { disposition: 'claimed', task_index: 0, input: 'a', flow_input: ['a', 'b', 'c'] },
-    { disposition: 'claimed', task_index: 1, input: 'b', flow_input: ['a', 'b', 'c'] },
+    { disposition: 'claimed', task_index: 1, input: 'b', flow_input: null },
   ]);
   // Claiming them again while they run: benign duplicates, no attempt used.
   assert.deepEqual((await claim(ids.slice(0, 2))).map((r) => [r.disposition, r.task_index]), [
@@ -495,6 +496,45 @@ Deno.test('the claim classifies each map task by its message, as any task: claim
     (await client.runStatus(run))?.error ?? '',
     /^step each failed after 1 attempt\(s\): broken/,
   );
+});
+
+Deno.test('a stopping worker hands its map elements back; another worker finishes them, each once', async () => {
+  let hold = true;
+  let entered = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((r) => open = r);
+  const done = new Map<number, number>();
+  const flow = new Flow<number[]>({ slug: 'mapRelease', maxAttempts: 3 })
+    .map({ slug: 'each' }, async (n, ctx) => {
+      if (hold) {
+        entered++;
+        // Ignores the shutdown abort: still running when the grace period ends, so released.
+        await gate;
+        return -1;
+      }
+      void ctx;
+      done.set(n, (done.get(n) ?? 0) + 1);
+      return n;
+    });
+  const first = await startWorker(flow, { ...base, maxConcurrent: 4, shutdownGraceMs: 100 });
+  const run = await client.startFlow('mapRelease', [0, 1, 2, 3, 4, 5]);
+  await waitFor('four elements to run on the first worker', () => entered === 4);
+  await first.stop();
+  const held = await db.sql`select task_index, status, attempts_count from switchyard.step_tasks
+    where run_id = ${run} order by task_index`;
+  assert.ok(
+    held.every((t) => t.status === 'queued' && t.attempts_count === 0),
+    JSON.stringify(held),
+  );
+  hold = false;
+  const second = await startWorker(flow, base);
+  try {
+    assert.deepEqual((await client.waitForRun(run)).output, { each: [0, 1, 2, 3, 4, 5] });
+    assert.deepEqual([...done.values()], [1, 1, 1, 1, 1, 1]);
+  } finally {
+    open(); // the released handlers end; their outcomes are dropped
+    await second.stop();
+  }
 });
 
 Deno.test('teardown', async () => {

@@ -79,7 +79,9 @@ async function outputOf(child: Deno.ChildProcess) {
 const run = (name: string, args: string[], env?: Record<string, string>) =>
   outputOf(task(name, args, env));
 
+/** Registers a function as the scaffold's migration does: its shared queue first. */
 async function registerFunction(name: string, queue: string, flags: { enabled?: boolean } = {}) {
+  await db.sql`select switchyard.ensure_shared_queue(${queue}::text)`;
   await db.sql`select switchyard.register_function(${name}::text, ${queue}::text)`;
   if (flags.enabled === false) {
     await db.sql`select switchyard.set_function_enabled(${name}::text, false)`;
@@ -103,7 +105,7 @@ const flow = new Flow<{ n: number }>({ slug: Deno.env.get('FLOW_SLUG')!, timeout
 await startWorker(flow, {
   connectionString: Deno.env.get('DATABASE_URL'),
   functionName: Deno.env.get('FUNCTION_NAME'),
-  maxPollSeconds: 1, pollIntervalMs: 20, heartbeatIntervalMs: 200,
+  maxPollSeconds: 1, pollIntervalMs: 20, heartbeatIntervalMs: 200, heartbeatWindowSeconds: 2,
 });
 `;
 
@@ -237,19 +239,19 @@ Deno.test('keep_alive refuses bad arguments with the rule', async () => {
   );
   await assert.rejects(
     keepAlive(client, { baseUrl: 'ftp://example' }),
-    /base URL "ftp:\/\/example" is invalid: use an http\(s\) URL/,
+    /base URL "ftp:\/\/example" is invalid: use https:\/\/host\[:port\]\[\/path\]/,
   );
   await assert.rejects(
     db.sql`select switchyard.set_setting('functions_url', 'http://x')`,
-    /setting "functions_url" is unknown: use functions_base_url or functions_bearer/,
+    /setting "functions_url" is unknown: use functions_base_url, functions_bearer, max_input_bytes or max_output_bytes/,
   );
   await assert.rejects(
     keepAliveCommand(client, { debounceSeconds: -5 }),
     /debounce_seconds -5 is invalid/,
   );
   assert.equal(
-    await keepAliveCommand(client, { baseUrl: "http://h/o'k", debounceSeconds: 45 }),
-    `select count(*) from switchyard.keep_alive(base_url => 'http://h/o''k', debounce_seconds => 45)`,
+    await keepAliveCommand(client, { baseUrl: 'https://h.example/o', debounceSeconds: 45 }),
+    `select count(*) from switchyard.keep_alive(base_url => 'https://h.example/o', debounce_seconds => 45)`,
   );
 });
 
@@ -598,7 +600,6 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
     const rescuer = await startWorker(plain('fenceCrashed'), {
       ...base,
       functionName: 'fence-crashed',
-      heartbeatWindowSeconds: 1,
     });
     try {
       assert.equal((await client.waitForRun(doomed.runId)).status, 'completed');

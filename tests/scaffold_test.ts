@@ -220,10 +220,17 @@ const OLD_SECTION = [
   'import_map = "./functions/classify-threads-worker/deno.json"',
   'entrypoint = "./functions/classify-threads-worker/index.ts"',
 ].join('\n');
+/**
+ * The registration migration as the scaffold writes it since register_function refuses a queue
+ * the catalog does not know (issue 10, item 11): it provisions the shared queue first.
+ */
 const OLD_MIGRATION = [
   '-- Registers queue function "classify-threads-worker" for queue "classify_threads" (written by',
-  '-- `deno task scaffold-queue classify_threads`). A new function starts enabled and unpaused; an',
-  '-- existing one keeps its flags: this never re-enables a disabled or paused function.',
+  '-- `deno task scaffold-queue classify_threads`). The shared queue is provisioned first (created when',
+  '-- absent; a queue of the catalog is kept as it is), because register_function refuses a queue',
+  '-- the catalog does not know. A new function starts enabled and unpaused; an existing one keeps',
+  '-- its flags: this never re-enables a disabled or paused function.',
+  "select switchyard.ensure_shared_queue('classify_threads');",
   "select switchyard.register_function('classify-threads-worker', 'classify_threads');",
   '',
 ].join('\n');

@@ -528,7 +528,9 @@ Deno.test('startup validation: duplicates, selectors, unknown queues, paused fun
     startWorker([routed], { ...base, queueName: 'sel_a', maxConcurrent: 0 }),
     /maxConcurrent 0 is invalid/,
   );
-  // A function paused by an operator refuses to start and compiles nothing.
+  // A function paused by an operator refuses to start and compiles nothing. (Registered as the
+  // scaffold's migration does: the shared queue first.)
+  await db.sql`select switchyard.ensure_shared_queue('sel_a')`;
   await db.sql`select switchyard.register_function('sel-a-worker', 'sel_a')`;
   await pauseFunction(client, 'sel-a-worker', 'maintenance window');
   await assert.rejects(startWorker([routed], { ...base, queueName: 'sel_a' }), (e: unknown) => {

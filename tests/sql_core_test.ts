@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, routeFlow, toPlacement } from '../lib/mod.ts';
+import { Flow, routeFlow, toPlacement, WORKER_SETTINGS } from '../lib/mod.ts';
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 
@@ -170,7 +170,7 @@ Deno.test("stall recovery requeues a dead worker's task and fails it once attemp
   const t = await taskOf(run);
   await claim(dead, [t.message_id]);
   await sql`update switchyard.workers set last_heartbeat_at = now() - interval '1 minute' where worker_id = ${dead}`;
-  const [{ n }] = await sql`select switchyard.recover_stalled('core_q', 15) as n`;
+  const [{ n }] = await sql`select switchyard.recover_stalled('core_q') as n`;
   assert.equal(n, 1);
   const after = await taskOf(run);
   assert.equal(after.status, 'queued');
@@ -182,7 +182,7 @@ Deno.test("stall recovery requeues a dead worker's task and fails it once attemp
   const dead2 = await worker();
   await claim(dead2, [t.message_id]);
   await sql`update switchyard.workers set stopped_at = now() where worker_id = ${dead2}`;
-  await sql`select switchyard.recover_stalled('core_q', 15)`;
+  await sql`select switchyard.recover_stalled('core_q')`;
   const final = await taskOf(run);
   assert.equal(final.status, 'failed');
   assert.equal(final.attempts_count, 2);
@@ -216,6 +216,225 @@ Deno.test('start_tasks refuses unknown workers and a queue the worker does not p
     sql`select * from switchyard.start_tasks('other_q', array[1]::bigint[], ${w}::uuid, array[]::text[])`,
     /polls queue "core_q", not "other_q"/,
   );
+});
+
+/**
+ * Claims and fails one task until its attempts are used up, all inside the database; returns
+ * each retry's result and visibility delay in seconds, in attempt order.
+ */
+async function exhaust(queue: string, runId: string, step: string, workerId: string) {
+  await sql`create table if not exists public.delay_log (
+              run_id uuid, step_slug text, attempt int, result text, delay float)`;
+  await sql.unsafe(`do $$
+    declare
+      t switchyard.step_tasks;
+      r text;
+      i int := 0;
+    begin
+      loop
+        select * into t from switchyard.step_tasks
+         where run_id = '${runId}' and step_slug = '${step}';
+        perform pgmq.set_vt('${queue}', t.message_id, 0);
+        perform switchyard.start_tasks('${queue}', array[t.message_id], '${workerId}', null);
+        i := i + 1;
+        r := switchyard.fail_task('${runId}', '${step}', i, 'failure number ' || i);
+        insert into public.delay_log
+        select '${runId}', '${step}', i, r,
+               (select extract(epoch from q.vt - clock_timestamp()) from pgmq.q_${queue} q
+                 where q.msg_id = t.message_id);
+        exit when r <> 'retrying';
+      end loop;
+    end $$`);
+  return await sql<{ attempt: number; result: string; delay: number | null }[]>`
+    select attempt, result, delay from public.delay_log
+     where run_id = ${runId} and step_slug = ${step} order by attempt`;
+}
+
+Deno.test('fail_task retries to the last of 1000 attempts with baseDelay 86400: the delay is capped, never overflows', async () => {
+  const big = new Flow({ slug: 'overflow', maxAttempts: 1000, baseDelay: 86400 })
+    .step({ slug: 'a' }, () => 1);
+  await sql`select switchyard.ensure_flow(${
+    sql.json(toPlacement(routeFlow(big, { queues: { a: 'overflow_q' } })).shape as never)
+  }::jsonb)`;
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'overflow_q', 'overflow-q-worker',
+    array['overflow/a'])`;
+  const [{ id: run }] = await sql`select switchyard.start_flow('overflow', '{}'::jsonb) as id`;
+  const log = await exhaust('overflow_q', run, 'a', w);
+  assert.equal(log.length, 1000);
+  assert.ok(log.slice(0, 999).every((l) => l.result === 'retrying'), 'every retry is accepted');
+  assert.equal(log[999].result, 'failed');
+  // 86400 * 2^(attempt - 1), capped at the default maxDelay of 86400 s: one day from the first.
+  assert.ok(log.slice(0, 999).every((l) => l.delay! > 86390 && l.delay! <= 86400));
+  const [r] = await sql`select status, error from switchyard.runs where run_id = ${run}`;
+  assert.equal(r.status, 'failed');
+  assert.match(r.error as string, /after 1000 attempt\(s\): failure number 1000$/);
+});
+
+Deno.test('maxDelay caps the retry delay, set on the flow and overridden per step', async () => {
+  const capped = new Flow({ slug: 'capped', maxAttempts: 70, baseDelay: 1, maxDelay: 600 })
+    .step({ slug: 'a' }, () => 1)
+    .step({ slug: 'b', maxDelay: 30 }, () => 2)
+    .step({ slug: 'c', maxDelay: 0 }, () => 3);
+  const placed = toPlacement(
+    routeFlow(capped, { queues: { a: 'capped_q', b: 'capped_q', c: 'capped_q' } }),
+  );
+  assert.deepEqual(placed.shape.options, {
+    maxAttempts: 70,
+    baseDelay: 1,
+    maxDelay: 600,
+    timeout: 60,
+  });
+  await sql`select switchyard.ensure_flow(${sql.json(placed.shape as never)}::jsonb)`;
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'capped_q', 'capped-q-worker',
+    array['capped/a', 'capped/b', 'capped/c'])`;
+  for (const [step, cap] of [['a', 600], ['b', 30], ['c', 0]] as const) {
+    const [{ id: run }] = await sql`select switchyard.start_flow('capped', '{}'::jsonb) as id`;
+    const log = await exhaust('capped_q', run, step, w);
+    assert.equal(log.length, 70, step);
+    assert.equal(log[69].result, 'failed', step);
+    const delays = log.slice(0, 69).map((l) => Math.ceil(l.delay!));
+    // 1, 2, 4, ... seconds, then the cap.
+    const want = log.slice(0, 69).map((l) => Math.min(2 ** (l.attempt - 1), cap));
+    assert.ok(
+      delays.every((d, i) => d <= want[i] && d >= want[i] - 1),
+      `${step}: delays ${delays.slice(0, 12).join(', ')}, ... (cap ${cap})`,
+    );
+  }
+  // A maxDelay outside its range is refused by the DSL and by SQL, naming the rule.
+  assert.throws(
+    () => new Flow({ slug: 'x', maxDelay: 604801 }),
+    /option maxDelay 604801 is invalid: use an integer from 0 to 604800 seconds/,
+  );
+  const bad = structuredClone(placed.shape) as { slug: string; options: Record<string, unknown> };
+  bad.slug = 'cappedBad';
+  bad.options.maxDelay = -1;
+  await assert.rejects(
+    sql`select switchyard.ensure_flow(${sql.json(bad as never)}::jsonb)`,
+    /maxDelay -1 is invalid: use an integer from 0 to 604800/,
+  );
+});
+
+Deno.test('recover_stalled takes no window from its caller: a worker inside its own stored window keeps its tasks', async () => {
+  // The caller's window is gone: recover_stalled(queue, -1) no longer exists.
+  await assert.rejects(
+    sql`select switchyard.recover_stalled('core_q', -1)`,
+    (e: { code?: string }) => e.code === '42883',
+  );
+  // A worker registered with a 60 s window, silent for 20 s (longer than the default 15 s).
+  const slow = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${slow}::uuid, 'core_q', 'core-q-worker',
+    ${pgArray(PAIRS)}::text[], 60)`;
+  const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 5}'::jsonb) as id`;
+  const t = await taskOf(run);
+  await claim(slow, [t.message_id]);
+  await sql`update switchyard.workers set last_heartbeat_at = now() - interval '20 seconds'
+             where worker_id = ${slow}`;
+  // (Other tests' tasks on the queue may be recovered meanwhile: only this task is checked.)
+  await sql`select switchyard.recover_stalled('core_q')`;
+  assert.equal((await taskOf(run)).status, 'started', 'untouched inside its own window');
+  // Past its own window, it is recovered.
+  await sql`update switchyard.workers set last_heartbeat_at = now() - interval '61 seconds'
+             where worker_id = ${slow}`;
+  await sql`select switchyard.recover_stalled('core_q')`;
+  assert.equal((await taskOf(run)).status, 'queued', 'recovered past its own window');
+});
+
+Deno.test('register_worker refuses a heartbeat window below the floor, naming value and rule', async () => {
+  const [{ floor }] = await sql`select switchyard.heartbeat_window_floor_seconds() as floor`;
+  assert.equal(floor, WORKER_SETTINGS.heartbeatWindowSeconds.min, 'the settings use the SQL floor');
+  for (const bad of [floor - 1, 0, -1, null]) {
+    const w = crypto.randomUUID();
+    const err = await sql`select switchyard.register_worker(${w}::uuid, 'core_q',
+      'core-q-worker', ${pgArray(PAIRS)}::text[], ${bad}::int)`.then(() => null, (e) => e);
+    assert.equal(err?.code, '22023', `window ${bad}`);
+    assert.match(
+      err.message,
+      new RegExp(`heartbeat_window_seconds ${bad} is invalid: use at least ${floor}`),
+    );
+    const detail = JSON.parse(err.detail);
+    assert.deepEqual([detail.rule, detail.argument, detail.min], [
+      'integer_min',
+      'heartbeat_window_seconds',
+      floor,
+    ]);
+    const rows = await sql`select 1 from switchyard.workers where worker_id = ${w}`;
+    assert.equal(rows.length, 0, 'nothing registered');
+  }
+});
+
+Deno.test('a queued task whose message was deleted outside the kit is sent again after the grace period', async () => {
+  const [{ grace }] = await sql`select switchyard.lost_message_grace_seconds() as grace`;
+  const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 6}'::jsonb) as id`;
+  const lost = (await taskOf(run)).message_id as string;
+  await sql`select pgmq.delete('core_q', ${lost}::bigint)`;
+  // Within the grace period nothing is sent.
+  await sql`update switchyard.queues set lost_checked_at = null where queue_name = 'core_q'`;
+  await sql`select switchyard.recover_stalled('core_q')`;
+  assert.equal((await taskOf(run)).message_id, lost, 'not yet');
+  // Past it (the task queued longer ago, the queue not checked within the period either).
+  await sql`update switchyard.step_tasks set queued_at = now() - make_interval(secs => ${grace} + 1)
+             where run_id = ${run}`;
+  await sql`select switchyard.recover_stalled('core_q')`;
+  assert.equal((await taskOf(run)).message_id, lost, 'the queue was checked within the period');
+  await sql`update switchyard.queues set lost_checked_at = now() - make_interval(secs => ${grace})
+             where queue_name = 'core_q'`;
+  const [{ n }] = await sql`select switchyard.recover_stalled('core_q') as n`;
+  assert.ok(n >= 1, 'counted (with any stalled task of other tests)');
+  const task = await taskOf(run);
+  assert.notEqual(task.message_id, lost, 'a new message id is recorded');
+  assert.deepEqual([task.status, task.attempts_count], ['queued', 0], 'no attempt used');
+  const [msg] = await sql`select vt <= now() as visible, message from pgmq.q_core_q
+                           where msg_id = ${task.message_id}`;
+  assert.equal(msg.visible, true);
+  assert.deepEqual(msg.message, { run_id: run, flow_slug: 'core', step_slug: 'a' });
+  // The new message is claimed like any other.
+  const w = await worker();
+  const [c] = await claim(w, [task.message_id]);
+  assert.equal(c.disposition, 'claimed');
+});
+
+Deno.test('a claim carries the flow input once per run in a batch, never again as a root step input', async () => {
+  const fan = new Flow<{ pad: string }>({ slug: 'fanIn' })
+    .step({ slug: 'r1' }, () => 1)
+    .step({ slug: 'r2' }, () => 2)
+    .step({ slug: 'r3' }, () => 3);
+  await sql`select switchyard.ensure_flow(${
+    sql.json(
+      toPlacement(routeFlow(fan, { queues: { r1: 'fan_q', r2: 'fan_q', r3: 'fan_q' } }))
+        .shape as never,
+    )
+  }::jsonb)`;
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'fan_q', 'fan-q-worker',
+    array['fanIn/r1', 'fanIn/r2', 'fanIn/r3'])`;
+  const pad = 'x'.repeat(100_000);
+  const runs: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const [{ id }] = await sql`select switchyard.start_flow('fanIn', ${sql.json({ pad })}::jsonb)
+                                 as id`;
+    runs.push(id);
+  }
+  const ids = (await sql<{ message_id: string }[]>`
+    select message_id::text from switchyard.step_tasks where run_id = any(${
+    pgArray(runs)
+  }::uuid[])`)
+    .map((r) => r.message_id);
+  const rows = await sql<
+    { run_id: string; input_bytes: number | null; flow_input_bytes: number | null }[]
+  >`select run_id::text, octet_length(input::text) as input_bytes,
+           octet_length(flow_input::text) as flow_input_bytes
+      from switchyard.start_tasks('fan_q', ${pgArray(ids)}::bigint[], ${w}::uuid, null)
+     where disposition = 'claimed'`;
+  assert.equal(rows.length, 6, 'three root tasks of each of two runs');
+  assert.ok(rows.every((r) => r.input_bytes === null), 'a root step input is the flow input');
+  for (const run of runs) {
+    const carried = rows.filter((r) => r.run_id === run && r.flow_input_bytes !== null);
+    assert.equal(carried.length, 1, `run ${run}: its input once`);
+  }
+  const total = rows.reduce((n, r) => n + (r.input_bytes ?? 0) + (r.flow_input_bytes ?? 0), 0);
+  assert.ok(total < 2 * 100_100, `${total} bytes for two runs' inputs of 100 kB`);
 });
 
 Deno.test('_hide_messages finds the queue table of a mixed-case PGMQ queue and hides only the given messages', async () => {

@@ -1,6 +1,6 @@
 /**
  * Types that read a registry the way callers see it: the aliases they may start, the input
- * each alias takes and the output its runs end with (docs/ARCHITECTURE.md §13). Types only;
+ * each alias takes and the output its runs end with (docs/ARCHITECTURE.md §14). Types only;
  * the database decides at run time which version an alias starts.
  *
  * An alias may list several versions in one registry (old ones stay while they drain), and a

@@ -32,6 +32,11 @@ export interface FlowOptions {
   maxAttempts?: number;
   /** Base of the exponential retry backoff, in seconds, 0 to 86400. Default 1. */
   baseDelay?: number;
+  /**
+   * The longest retry delay, in seconds, 0 to 604800 (7 days): a retry waits
+   * `min(baseDelay * 2^(attempt - 1), maxDelay)`. Default 86400 (1 day).
+   */
+  maxDelay?: number;
   /** Time a task may run before it is considered stalled, in seconds, 1 to 86400. Default 60. */
   timeout?: number;
 }
@@ -44,7 +49,7 @@ export interface FlowOptions {
  * import { Flow, type ResolvedFlowOptions } from './flow.ts';
  *
  * const options: ResolvedFlowOptions = new Flow({ slug: 'f' }).options;
- * // { maxAttempts: 3, baseDelay: 1, timeout: 60 }
+ * // { maxAttempts: 3, baseDelay: 1, maxDelay: 86400, timeout: 60 }
  * ```
  */
 export interface ResolvedFlowOptions {
@@ -52,6 +57,8 @@ export interface ResolvedFlowOptions {
   readonly maxAttempts: number;
   /** Base of the exponential retry backoff, in seconds. */
   readonly baseDelay: number;
+  /** The longest retry delay, in seconds. */
+  readonly maxDelay: number;
   /** Task timeout, in seconds. */
   readonly timeout: number;
 }
@@ -179,6 +186,7 @@ export type SeenOutput<
  * const options: StepOptions = {
  *   maxAttempts: null,
  *   baseDelay: null,
+ *   maxDelay: null,
  *   timeout: 30,
  *   startDelay: 0,
  *   if: { plan: 'pro' },
@@ -193,6 +201,8 @@ export interface StepOptions {
   readonly maxAttempts: number | null;
   /** Retry backoff base in seconds, or `null` to inherit. */
   readonly baseDelay: number | null;
+  /** The longest retry delay in seconds, or `null` to inherit. */
+  readonly maxDelay: number | null;
   /** Task timeout in seconds, or `null` to inherit. */
   readonly timeout: number | null;
   /** Seconds to wait before the step's first task becomes visible. */
@@ -337,16 +347,20 @@ export interface StepContext<Input> {
   readonly attempt: number;
   /** The input the run was started with. */
   readonly flowInput: Input;
-  /** Aborted when the task times out or the worker shuts down. */
+  /**
+   * Aborted when the task times out (the reason is the timeout error) or the worker shuts down
+   * (the reason is a `WorkerShutdownError`): stop and return within the worker's
+   * `shutdownGraceMs` to complete, or throw to hand the task back with the attempt refunded.
+   */
   readonly signal: AbortSignal;
   /** Read-only environment variables of the worker. */
   readonly env: HandlerEnv;
   /**
-   * A postgres.js client for the handler's own queries: a small pool the worker opens on first
-   * use (at most 5 connections, never more than `maxConcurrent`, same connection string as the
-   * worker) and closes when it stops, separate from the worker's own pool so that a handler's
-   * queries never hold up claims and completions. A worker given an existing client
-   * (`sql` option) hands out that client instead.
+   * A postgres.js client for the handler's own queries: a pool the worker opens on first use
+   * (at most `maxConnections` connections and never more than `maxConcurrent`, same connection
+   * string as the worker) and closes when it stops, separate from the worker's own pool so that
+   * a handler's queries never hold up claims, completions or heartbeats. A worker given an
+   * existing client (`sql` option) hands out that client instead.
    */
   readonly sql: HandlerSql;
   /**
@@ -424,6 +438,8 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
   maxAttempts?: number;
   /** Retry backoff base in seconds, 0 to 86400. Absent: inherit from the flow. */
   baseDelay?: number;
+  /** The longest retry delay in seconds, 0 to 604800. Absent: inherit from the flow. */
+  maxDelay?: number;
   /** Task timeout in seconds, 1 to 86400. Absent: inherit from the flow. */
   timeout?: number;
   /** Seconds before the step's first task becomes visible, 0 to 86400. Default 0. */
@@ -698,6 +714,7 @@ export type FlowOutput<F extends AnyFlow> = F extends Flow<unknown, infer Steps,
 const FLOW_DEFAULTS: ResolvedFlowOptions = Object.freeze({
   maxAttempts: 3,
   baseDelay: 1,
+  maxDelay: 86400,
   timeout: 60,
 });
 
@@ -705,6 +722,7 @@ const FLOW_DEFAULTS: ResolvedFlowOptions = Object.freeze({
 const OPTION_RULES = {
   maxAttempts: { min: 1, max: 1000, unit: '' },
   baseDelay: { min: 0, max: 86400, unit: ' seconds' },
+  maxDelay: { min: 0, max: 604800, unit: ' seconds' },
   timeout: { min: 1, max: 86400, unit: ' seconds' },
   startDelay: { min: 0, max: 86400, unit: ' seconds' },
 } as const;
@@ -725,12 +743,13 @@ function checkOption(
   return value;
 }
 
-const FLOW_OPTION_KEYS = new Set(['slug', 'maxAttempts', 'baseDelay', 'timeout']);
+const FLOW_OPTION_KEYS = new Set(['slug', 'maxAttempts', 'baseDelay', 'maxDelay', 'timeout']);
 const STEP_OPTION_KEYS = new Set([
   'slug',
   'dependsOn',
   'maxAttempts',
   'baseDelay',
+  'maxDelay',
   'timeout',
   'startDelay',
   'if',
@@ -863,6 +882,7 @@ export class Flow<
       maxAttempts: checkOption(owner, 'maxAttempts', options.maxAttempts) ??
         FLOW_DEFAULTS.maxAttempts,
       baseDelay: checkOption(owner, 'baseDelay', options.baseDelay) ?? FLOW_DEFAULTS.baseDelay,
+      maxDelay: checkOption(owner, 'maxDelay', options.maxDelay) ?? FLOW_DEFAULTS.maxDelay,
       timeout: checkOption(owner, 'timeout', options.timeout) ?? FLOW_DEFAULTS.timeout,
     });
     this.#steps = Object.freeze([]);
@@ -874,7 +894,7 @@ export class Flow<
     return this.#slug;
   }
 
-  /** The flow options with defaults applied (maxAttempts 3, baseDelay 1, timeout 60). */
+  /** The flow options with defaults applied (maxAttempts 3, baseDelay 1, maxDelay 86400, timeout 60). */
   get options(): ResolvedFlowOptions {
     return this.#options;
   }
@@ -1115,6 +1135,7 @@ export class Flow<
       options: Object.freeze({
         maxAttempts: checkOption(owner, 'maxAttempts', step.maxAttempts),
         baseDelay: checkOption(owner, 'baseDelay', step.baseDelay),
+        maxDelay: checkOption(owner, 'maxDelay', step.maxDelay),
         timeout: checkOption(owner, 'timeout', step.timeout),
         startDelay: checkOption(owner, 'startDelay', step.startDelay) ?? 0,
         if: deepFreeze(condition.if),

@@ -63,6 +63,7 @@ export type PlacementKind = 'plain' | 'step_queues' | 'routed';
  *   options: {
  *     maxAttempts: null,
  *     baseDelay: null,
+ *     maxDelay: null,
  *     timeout: null,
  *     startDelay: 0,
  *     if: null,
@@ -88,6 +89,7 @@ export interface FlowShapeStep {
   readonly options: {
     readonly maxAttempts: number | null;
     readonly baseDelay: number | null;
+    readonly maxDelay: number | null;
     readonly timeout: number | null;
     readonly startDelay: number;
     readonly if: JsonValue | null;
@@ -110,7 +112,7 @@ export interface FlowShapeStep {
  * const shape: FlowShape = {
  *   slug: 'diamond',
  *   placement: 'plain',
- *   options: { maxAttempts: 3, baseDelay: 1, timeout: 60 },
+ *   options: { maxAttempts: 3, baseDelay: 1, maxDelay: 86400, timeout: 60 },
  *   steps: [],
  * };
  * ```
@@ -124,6 +126,7 @@ export interface FlowShape {
   readonly options: {
     readonly maxAttempts: number;
     readonly baseDelay: number;
+    readonly maxDelay: number;
     readonly timeout: number;
   };
   /** The steps, in index order. */
@@ -248,9 +251,10 @@ function buildPlacement(
  * const shape = flowShape(toPlacement(flow));
  * console.log(JSON.stringify(shape));
  * // {"slug":"diamond","placement":"plain","options":{"maxAttempts":3,"baseDelay":1,
- * //  "timeout":60},"steps":[{"slug":"a","index":0,"kind":"single","dependsOn":[],
- * //  "queue":"diamond","options":{"maxAttempts":null,"baseDelay":null,"timeout":null,
- * //  "startDelay":0,"if":null,"ifNot":null,"whenUnmet":"skip","whenExhausted":"fail"}}]}
+ * //  "maxDelay":86400,"timeout":60},"steps":[{"slug":"a","index":0,"kind":"single",
+ * //  "dependsOn":[],"queue":"diamond","options":{"maxAttempts":null,"baseDelay":null,
+ * //  "maxDelay":null,"timeout":null,"startDelay":0,"if":null,"ifNot":null,"whenUnmet":"skip",
+ * //  "whenExhausted":"fail"}}]}
  * ```
  */
 export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'>): FlowShape {
@@ -261,6 +265,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
     options: Object.freeze({
       maxAttempts: flow.options.maxAttempts,
       baseDelay: flow.options.baseDelay,
+      maxDelay: flow.options.maxDelay,
       timeout: flow.options.timeout,
     }),
     steps: Object.freeze(flow.steps.map((step) =>
@@ -273,6 +278,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
         options: Object.freeze({
           maxAttempts: step.options.maxAttempts,
           baseDelay: step.options.baseDelay,
+          maxDelay: step.options.maxDelay,
           timeout: step.options.timeout,
           startDelay: step.options.startDelay,
           if: step.options.if,

@@ -4,9 +4,11 @@
  * The function serves HTTP. The first authorized request starts one worker through the same
  * implementation as `startWorker()` (docs/ARCHITECTURE.md §4 start-up: compile, coverage, pause and
  * enabled checks, registration); later requests report the running worker. The instance keeps
- * itself alive with `waitUntil(worker.done)` and stops the worker on `beforeunload` (the worker
- * is marked stopped after its in-flight tasks finish). When the worker stops on its own
- * (deprecated, paused, disabled, fatal), the next authorized request may start a new one —
+ * itself alive with `waitUntil(worker.done)` and stops the worker on `beforeunload`: handlers'
+ * `ctx.signal` is aborted, tasks that finish within `shutdownGraceMs` complete, the rest are made
+ * visible again with their attempt refunded, then the worker is marked stopped. When the worker
+ * stops on its own (deprecated, paused, disabled, fatal), the next authorized request may start a
+ * new one —
  * unless the function is paused or disabled, which answers 409 and starts nothing.
  *
  * Authorization: `Authorization: Bearer <token>`, where the token equals
@@ -14,7 +16,10 @@
  * of `sb_secret_…` keys, set by Supabase on projects with the new API keys) or
  * `SWITCHYARD_WORKER_SECRET` (compared in constant time). Only an
  * explicit `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) turns the check off, for local
- * runs. The Supabase gateway's own JWT check is turned off for queue functions
+ * runs: on Supabase's hosted runtime (`SB_REGION` or `DENO_DEPLOYMENT_ID` is set, see
+ * {@linkcode hostedRuntimeSignal}) it is refused with 500 `worker_config` and nothing starts.
+ * A refused request gets exactly `{"error":"unauthorized"}`; why it was refused goes to the
+ * function's own log. The Supabase gateway's own JWT check is turned off for queue functions
  * (`verify_jwt = false`, written by the scaffold) because the kit secret is not a JWT.
  *
  * Responses (all JSON):
@@ -22,19 +27,20 @@
  * | status | body.error | when |
  * |---|---|---|
  * | 200 | – | `{ workerId, queueName, functionName, state: 'started' \| 'running' }` |
- * | 401 | `unauthorized` | bearer missing or wrong, or no secret configured |
- * | 409 | `function_paused` | the function is paused: `reason` says why |
+ * | 401 | `unauthorized` | bearer missing or wrong, or no secret configured (nothing else in the body) |
+ * | 409 | `function_paused` | the function is paused: `reason` says why (cut at 1000 characters) |
  * | 409 | `function_disabled` | the function is disabled (a fenced rollout) |
  * | 409 | `coverage` | the registry lacks pairs that work on the queue needs: `missingPairs` |
- * | 500 | `worker_config` | the registry or options are wrong |
+ * | 500 | `worker_config` | the registry or options are wrong, or auth is disabled on the hosted runtime |
  * | 500 | `start_failed` | anything else (the database is unreachable, …) |
  * | 503 | `shutting_down` | the instance is unloading |
  *
  * Tuning options that the code does not set can come from the environment:
  * `SWITCHYARD_MAX_CONCURRENT`, `SWITCHYARD_BATCH_SIZE`, `SWITCHYARD_VISIBILITY_TIMEOUT`,
  * `SWITCHYARD_MAX_POLL_SECONDS`, `SWITCHYARD_POLL_INTERVAL_MS`,
- * `SWITCHYARD_HEARTBEAT_INTERVAL_MS`, `SWITCHYARD_STALL_CHECK_INTERVAL_MS` and
- * `SWITCHYARD_HEARTBEAT_WINDOW_SECONDS` (integers). The database is `connectionString`, else
+ * `SWITCHYARD_HEARTBEAT_INTERVAL_MS`, `SWITCHYARD_STALL_CHECK_INTERVAL_MS`,
+ * `SWITCHYARD_HEARTBEAT_WINDOW_SECONDS`, `SWITCHYARD_SHUTDOWN_GRACE_MS` and
+ * `SWITCHYARD_MAX_CONNECTIONS` (integers). The database is `connectionString`, else
  * `SWITCHYARD_DB_URL` (a secret you set, for example the transaction pooler's URL), else
  * `SUPABASE_DB_URL`, else `DATABASE_URL`.
  *
@@ -43,7 +49,7 @@
 import type { AnyFlow } from '../dsl/flow.ts';
 import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
 import { authProblem, type EdgeAuth } from './auth.ts';
-import { defaultPlatform, type Platform } from './platform.ts';
+import { defaultPlatform, hostedRuntimeSignal, type Platform } from './platform.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
 import {
   ConnectionStringError,
@@ -54,6 +60,7 @@ import {
 } from '../errors.ts';
 import {
   type CommonWorkerOptions,
+  consoleLogger,
   type PlainWorkerOptions,
   type QueueWorkerOptions,
   startWorkerImpl,
@@ -223,13 +230,45 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   });
 }
 
+/**
+ * Why `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) is refused here, or `null`: it is for
+ * local runs, and the hosted runtime shows itself by its environment (docs/ARCHITECTURE.md §7).
+ */
+function disabledAuthRefusal(
+  auth: EdgeAuth | undefined,
+  platform: Platform,
+): string | null {
+  const disabled = auth === 'disabled' ||
+    (auth === undefined && platform.env('SWITCHYARD_AUTH') === 'disabled');
+  if (!disabled) return null;
+  const signal = hostedRuntimeSignal(platform);
+  if (signal === null) return null;
+  const how = auth === 'disabled' ? "auth: 'disabled'" : 'SWITCHYARD_AUTH=disabled';
+  return `${how} is refused on Supabase's hosted runtime (${signal} is set): it is for local ` +
+    'runs only (deno task serve, supabase functions serve). Remove it (supabase secrets unset ' +
+    'SWITCHYARD_AUTH) and send "Authorization: Bearer <SWITCHYARD_WORKER_SECRET or the service ' +
+    'role key>"';
+}
+
+/** Characters of a pause reason a 409 carries (the SQL core's max_reason_chars, §13). */
+const MAX_REASON_CHARS = 1000;
+
+/** A reason cut at {@linkcode MAX_REASON_CHARS}, with its length when it was longer. */
+function clipReason(reason: string): string {
+  return reason.length <= MAX_REASON_CHARS
+    ? reason
+    : `${reason.slice(0, MAX_REASON_CHARS)}... (${reason.length} characters)`;
+}
+
 function errorResponse(e: unknown): Response {
   if (e instanceof FunctionPausedError) {
+    // The reason once, bounded; the message does not repeat it.
     return json(409, {
       error: 'function_paused',
-      message: e.message,
+      message: `function "${e.functionName}" is paused: fix the cause, then resume it ` +
+        `(deno task resume ${e.functionName})`,
       functionName: e.functionName,
-      reason: e.reason,
+      reason: clipReason(e.reason),
     });
   }
   if (e instanceof FunctionDisabledError) {
@@ -260,6 +299,7 @@ function startEdgeWorker(
   options: EdgeImplOptions,
 ): EdgeWorkerHandle {
   const { platform = defaultPlatform(), auth, ...workerOptions } = options;
+  const log = workerOptions.logger ?? consoleLogger('[switchyard]');
   let current: Worker | null = null;
   let starting: Promise<Worker> | null = null;
   let unloading = false;
@@ -291,11 +331,16 @@ function startEdgeWorker(
     if (unloading) {
       return json(503, { error: 'shutting_down', message: 'the function instance is unloading' });
     }
+    const refusal = disabledAuthRefusal(auth, platform);
+    if (refusal !== null) {
+      log.error(refusal);
+      return json(500, { error: 'worker_config', message: refusal });
+    }
     const problem = await authProblem(request, auth, platform.env);
     if (problem !== null) {
-      return json(401, { error: 'unauthorized', message: problem }, {
-        'www-authenticate': 'Bearer',
-      });
+      // Nothing about the configuration leaves in the answer; the function's log says why.
+      log.warn(`unauthorized request: ${problem}`);
+      return json(401, { error: 'unauthorized' }, { 'www-authenticate': 'Bearer' });
     }
     if (current) return status(current, 'running');
     let mine = false;

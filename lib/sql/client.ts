@@ -1,5 +1,5 @@
 /**
- * The client for applications (docs/ARCHITECTURE.md §13): `createClient(registry, ...)` starts
+ * The client for applications (docs/ARCHITECTURE.md §14): `createClient(registry, ...)` starts
  * runs by alias with inputs typed from the registry, waits for their typed outputs and
  * follows their events, all without polling: it waits on PostgreSQL notifications and reads
  * state only when one arrives (or after a reconnect). It also cancels and retries runs.

@@ -338,6 +338,11 @@ export interface OpenSqlOptions {
    * {@linkcode TRANSACTION_POOLER_MAX_CONNECTIONS}.
    */
   max: number;
+  /**
+   * `application_name` of its sessions (shown in `pg_stat_activity`); default the URL's, else
+   * `switchyard`.
+   */
+  applicationName?: string;
 }
 
 /**
@@ -354,7 +359,7 @@ export interface OpenSqlOptions {
  * await sql.end();
  * ```
  */
-export function openSql(url: string, { max }: OpenSqlOptions): postgres.Sql {
+export function openSql(url: string, { max, applicationName }: OpenSqlOptions): postgres.Sql {
   const s = parseConnectionString(url);
   return postgres({
     host: s.host,
@@ -368,6 +373,6 @@ export function openSql(url: string, { max }: OpenSqlOptions): postgres.Sql {
     onnotice: () => {},
     connect_timeout: s.connectTimeoutSeconds ?? 10,
     idle_timeout: 30,
-    connection: { application_name: s.applicationName ?? 'switchyard' },
+    connection: { application_name: applicationName ?? s.applicationName ?? 'switchyard' },
   });
 }

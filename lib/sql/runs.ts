@@ -1,7 +1,7 @@
 /**
  * Runs from the caller's side: start one, read its status and its events, cancel it, retry
  * it (`switchyard.start_flow`, `run_status`, `run_events`, `cancel_run`, `retry_run`;
- * docs/ARCHITECTURE.md §13). Every decision stays in SQL; these calls only carry arguments
+ * docs/ARCHITECTURE.md §14). Every decision stays in SQL; these calls only carry arguments
  * and results. The typed client of `lib/client.ts` and the `deno task cancel|retry`
  * commands are built on them.
  *
@@ -192,7 +192,7 @@ export interface StartRunOptions {
   runId?: string;
   /**
    * Who the run is for: a user id (a UUID, such as Supabase's `auth.uid()`). Row-level
-   * security lets that user read the run's events (docs/ARCHITECTURE.md §13).
+   * security lets that user read the run's events (docs/ARCHITECTURE.md §14).
    */
   owner?: string;
 }

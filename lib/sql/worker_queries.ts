@@ -8,7 +8,12 @@
 import type postgres from 'postgres';
 import type { FlowShape } from '../dsl/placement.ts';
 
-/** A row of `switchyard.start_tasks`. */
+/**
+ * A row of `switchyard.start_tasks`, with the inputs put back together: SQL sends a run's input
+ * once per batch (on the first claimed row of the run) and no input for a root step, whose
+ * handler input is the flow input; {@linkcode WorkerQueries.startTasks} gives every claimed row
+ * both, as one shared value per run (docs/ARCHITECTURE.md §5.2).
+ */
 export interface TaskClaim {
   disposition: 'claimed' | 'duplicate' | 'stale' | 'unsupported';
   message_id: bigint;
@@ -20,8 +25,36 @@ export interface TaskClaim {
   task_index: number | null;
   attempt: number | null;
   timeout: number | null;
+  /** The handler input: the flow input for a root step, a map task's element, else the dependencies' outputs. */
   input: unknown;
+  /** The run's input. */
   flow_input: unknown;
+}
+
+/**
+ * The limits the SQL core enforces (`switchyard.limits()`, docs/ARCHITECTURE.md §13).
+ *
+ * @example
+ * ```ts
+ * import type { SqlLimits } from './worker_queries.ts';
+ *
+ * const defaults: SqlLimits = {
+ *   max_input_bytes: 1048576,
+ *   max_output_bytes: 1048576,
+ *   max_function_name_chars: 63,
+ *   max_reason_chars: 1000,
+ * };
+ * ```
+ */
+export interface SqlLimits {
+  /** Bytes of JSON text a flow input may have. */
+  max_input_bytes: number;
+  /** Bytes of JSON text a step output may have. */
+  max_output_bytes: number;
+  /** Characters a function name may have. */
+  max_function_name_chars: number;
+  /** Characters an operator's pause reason may have. */
+  max_reason_chars: number;
 }
 
 /**
@@ -50,6 +83,20 @@ export class WorkerQueries {
     return rows[0] ?? null;
   }
 
+  /**
+   * The SQL core's limits (`switchyard.limits()`, docs/ARCHITECTURE.md §13), or null against a
+   * database whose migrations predate them (SQLSTATE 42883: the worker was deployed first).
+   */
+  async limits(): Promise<SqlLimits | null> {
+    try {
+      const [row] = await this.sql<{ limits: SqlLimits }[]>`select switchyard.limits() as limits`;
+      return row.limits;
+    } catch (e) {
+      if ((e as { code?: string }).code === '42883') return null;
+      throw e;
+    }
+  }
+
   async ensureFlow(shape: FlowShape): Promise<'created' | 'verified'> {
     const [row] = await this.sql<{ result: 'created' | 'verified' }[]>`
       select switchyard.ensure_flow(${this.sql.json(shape as never)}::jsonb) as result`;
@@ -76,9 +123,10 @@ export class WorkerQueries {
     queue: string,
     functionName: string,
     pairs: string[],
+    heartbeatWindowSeconds = 15, // register_worker's default
   ): Promise<void> {
     await this.sql`select switchyard.register_worker(${workerId}::uuid, ${queue}::text,
-      ${functionName}::text, ${pgArray(pairs)}::text[])`;
+      ${functionName}::text, ${pgArray(pairs)}::text[], ${heartbeatWindowSeconds}::int)`;
   }
 
   /** Message ids read from the queue (bodies are not needed: claims trust identity only). */
@@ -105,13 +153,38 @@ export class WorkerQueries {
     workerId: string,
     pairs: string[] | null,
   ): Promise<TaskClaim[]> {
-    const rows = await this.sql<(Omit<TaskClaim, 'message_id'> & { message_id: string })[]>`
+    // As text, so SQL NULL (not sent) and JSON null stay apart; parsed here once.
+    const rows = await this.sql<
+      (Omit<TaskClaim, 'message_id' | 'input' | 'flow_input'> & {
+        message_id: string;
+        input: string | null;
+        flow_input: string | null;
+      })[]
+    >`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
-             run_id, task_index, attempt, timeout, input, flow_input
+             run_id, task_index, attempt, timeout, input::text as input,
+             flow_input::text as flow_input
         from switchyard.start_tasks(${queue}::text,
           ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
           ${pairs === null ? null : pgArray(pairs)}::text[])`;
-    return rows.map((r) => ({ ...r, message_id: BigInt(r.message_id) }));
+    const flowInputs = new Map<string, unknown>();
+    for (const r of rows) {
+      if (r.disposition === 'claimed' && r.flow_input !== null) {
+        flowInputs.set(r.run_id!, JSON.parse(r.flow_input));
+      }
+    }
+    return rows.map((r) => {
+      if (r.disposition !== 'claimed') {
+        return { ...r, message_id: BigInt(r.message_id), input: null, flow_input: null };
+      }
+      const flowInput = flowInputs.get(r.run_id!);
+      return {
+        ...r,
+        message_id: BigInt(r.message_id),
+        input: r.input === null ? flowInput : JSON.parse(r.input),
+        flow_input: flowInput,
+      };
+    });
   }
 
   async completeTask(
@@ -168,9 +241,10 @@ export class WorkerQueries {
     return row.state;
   }
 
-  async recoverStalled(queue: string, heartbeatWindowSeconds: number): Promise<number> {
+  /** Stall recovery of a queue; each worker is judged by the window it registered with. */
+  async recoverStalled(queue: string): Promise<number> {
     const [row] = await this.sql<{ n: number }[]>`
-      select switchyard.recover_stalled(${queue}::text, ${heartbeatWindowSeconds}::int) as n`;
+      select switchyard.recover_stalled(${queue}::text) as n`;
     return row.n;
   }
 
@@ -181,6 +255,16 @@ export class WorkerQueries {
   async releaseMessages(queue: string, messageIds: readonly bigint[]): Promise<void> {
     await this.sql`select pgmq.set_vt(${queue}::text, id, 0)
                      from unnest(${pgArray(messageIds)}::bigint[]) id`;
+  }
+
+  /**
+   * A stopping worker hands back the started tasks it holds: queued again, visible at once,
+   * the attempt refunded (`switchyard.release_tasks`).
+   */
+  async releaseTasks(workerId: string): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`
+      select switchyard.release_tasks(${workerId}::uuid) as n`;
+    return row.n;
   }
 
   async workerStopped(workerId: string, reason: string | null): Promise<void> {

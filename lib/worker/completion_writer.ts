@@ -8,7 +8,7 @@
  * @module
  */
 import type { WorkerQueries } from '../sql/worker_queries.ts';
-import { persist, type WorkerLogger } from './persist.ts';
+import { errorText, persist, persistOutcome, type WorkerLogger } from './persist.ts';
 
 /** One finished task. */
 export interface Completion {
@@ -51,7 +51,7 @@ export class CompletionWriter {
       this.#scheduled = true;
       setTimeout(() => {
         this.#scheduled = false;
-        if (!this.#flushing) this.#flush();
+        if (!this.#flushing) this.#flushSafely();
       }, 0);
     }).finally(() => {
       this.#writes.delete(written);
@@ -65,25 +65,56 @@ export class CompletionWriter {
     while (this.#writes.size > 0) await Promise.allSettled([...this.#writes]);
   }
 
+  /** Flushes; nothing rejects out of a timer callback (it would end the process). */
+  #flushSafely(): void {
+    this.#flush().catch((e) => this.log.error(`writing completions failed: ${errorText(e)}`));
+  }
+
   async #flush(): Promise<void> {
     this.#flushing = true;
-    while (this.#pending.length > 0) {
-      const batch = this.#pending.splice(0, 100);
-      const items = batch.map((b) => b.item);
-      const done = await persist(this.log, 'complete_tasks', () => this.q.completeTasks(items));
-      // A batch that failed for another reason than the connection: write each item on
-      // its own, so one bad completion cannot hold back the others.
-      if (done === undefined && items.length > 1) {
-        for (const c of items) {
-          await persist(
-            this.log,
-            'complete_task',
-            () => this.q.completeTask(c.runId, c.stepSlug, c.attempt, c.output, c.taskIndex),
-          );
+    try {
+      while (this.#pending.length > 0) {
+        const batch = this.#pending.splice(0, 100);
+        try {
+          await this.#write(batch.map((b) => b.item));
+        } catch (e) {
+          this.log.error(`writing completions failed: ${errorText(e)}`);
+        } finally {
+          // Settled whatever happened, so drain() cannot hang; a completion that could not be
+          // written leaves its task started, and the SQL core's stall recovery decides.
+          for (const b of batch) b.settle();
         }
       }
-      for (const b of batch) b.settle();
+    } finally {
+      this.#flushing = false;
     }
-    this.#flushing = false;
+  }
+
+  async #write(items: Completion[]): Promise<void> {
+    const all = await persistOutcome(this.log, 'complete_tasks', () => this.q.completeTasks(items));
+    if ('value' in all || !all.refused) return;
+    // A batch the database refused: write each item on its own, so one bad completion cannot
+    // hold back the others. An item refused on its own fails its attempt (fail_task decides
+    // about the retry) rather than leaving the task started, to be run again after its timeout.
+    for (const c of items) {
+      const one = items.length === 1 ? all : await persistOutcome(
+        this.log,
+        'complete_task',
+        () => this.q.completeTask(c.runId, c.stepSlug, c.attempt, c.output, c.taskIndex),
+      );
+      if ('value' in one || !one.refused) continue;
+      await persist(
+        this.log,
+        'fail_task',
+        () =>
+          this.q.failTask(
+            c.runId,
+            c.stepSlug,
+            c.attempt,
+            `the database refused the output: ${errorText(one.error)}`,
+            c.taskIndex,
+          ),
+      );
+    }
   }
 }

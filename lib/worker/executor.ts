@@ -3,19 +3,35 @@
  * timeout and an `AbortSignal`, then hands the output to the completion writer or records
  * the failure (`fail_task`: the SQL core decides about retries and backoff).
  *
+ * On shutdown it aborts every handler's signal with a {@linkcode WorkerShutdownError}.
+ * A handler that returns afterwards still completes; one that throws after that abort is
+ * not failed, and one still running when the grace period ends is released: its outcome is
+ * dropped here, and the worker hands the task back (`release_tasks`, attempt refunded).
+ *
  * @module
  */
 import type { StepContext } from '../dsl/flow.ts';
-import { assertJson } from '../dsl/json.ts';
+import { assertJson, jsonTextBytes } from '../dsl/json.ts';
+import { SwitchyardError, WorkerShutdownError } from '../errors.ts';
 import type { TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';
 import type { CompletionWriter } from './completion_writer.ts';
 import type { DispatchIndex } from './dispatch_index.ts';
 import type { HandlerResources } from './handler_resources.ts';
 import { errorText, persist, type WorkerLogger } from './persist.ts';
 
+/** One running handler. */
+interface Running {
+  controller: AbortController;
+  /** Released at the end of the grace period: whatever it returns or throws is dropped. */
+  released: boolean;
+  /** Ends the wait for the handler (and its timeout timer) once released. */
+  stopWaiting: () => void;
+}
+
 /** Runs claimed tasks; one instance per worker. */
 export class Executor {
-  readonly #running = new Set<Promise<void>>();
+  readonly #running = new Map<Promise<void>, Running>();
+  #shutdown: WorkerShutdownError | null = null;
 
   /** `onSettled` runs whenever a handler slot frees up. */
   constructor(
@@ -25,34 +41,98 @@ export class Executor {
     private readonly log: WorkerLogger,
     private readonly onSettled: () => void,
     private readonly resources: HandlerResources,
-    private readonly shutdown: AbortSignal,
+    /** The SQL core's limits that apply to outputs (docs/ARCHITECTURE.md §13); 0: no check. */
+    private readonly limits: { maxOutputBytes: number } = { maxOutputBytes: 0 },
   ) {}
 
-  /** Handlers running now. */
+  /** Handlers running now (released ones included until they settle). */
   get size(): number {
     return this.#running.size;
   }
 
   /** Starts a claimed task; it holds a slot until its handler settles. */
   run(task: TaskClaim): void {
-    const p: Promise<void> = this.#execute(task).finally(() => {
-      this.#running.delete(p);
-      this.onSettled();
-    });
-    this.#running.add(p);
+    // A task claimed while the worker stops is not started: the release hands it back.
+    if (this.#shutdown) return;
+    const running: Running = {
+      controller: new AbortController(),
+      released: false,
+      stopWaiting: () => {},
+    };
+    // Nothing may reject out of here: an unhandled rejection would end the process and leave
+    // the worker row live and the task started.
+    const p: Promise<void> = this.#execute(task, running)
+      .catch((e) =>
+        this.log.error(`executing ${task.flow_slug}/${task.step_slug}: ${errorText(e)}`)
+      )
+      .finally(() => {
+        this.#running.delete(p);
+        this.onSettled();
+      });
+    this.#running.set(p, running);
   }
 
-  /** Resolves when no handler runs. */
-  async drain(): Promise<void> {
-    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+  /** Aborts every running handler's signal: the worker stops (`reason`). */
+  shutdown(reason: string): void {
+    this.#shutdown ??= new WorkerShutdownError(reason);
+    for (const r of this.#running.values()) {
+      if (!r.controller.signal.aborted) this.#abort(r.controller, this.#shutdown);
+    }
   }
 
-  async #execute(task: TaskClaim): Promise<void> {
+  /**
+   * Aborts a handler's signal. The handler's own `abort` listeners run inside this call, and
+   * the runtime reports an error one of them throws as uncaught, which ends a Deno process;
+   * such an error is logged here instead.
+   */
+  #abort(controller: AbortController, reason: Error): void {
+    const onError = (e: ErrorEvent) => {
+      e.preventDefault();
+      this.log.error(`an abort listener of a handler threw: ${errorText(e.error)}`);
+    };
+    globalThis.addEventListener('error', onError);
+    try {
+      controller.abort(reason);
+    } finally {
+      globalThis.removeEventListener('error', onError);
+    }
+  }
+
+  /** Resolves when no handler runs, or at `deadline` (`Date.now()` ms), whichever is first. */
+  async drain(deadline = Infinity): Promise<void> {
+    while (this.#unreleased().length > 0 && Date.now() < deadline) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.allSettled(this.#unreleased()),
+        ...(deadline === Infinity ? [] : [
+          new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now())))),
+        ]),
+      ]);
+      clearTimeout(timer);
+    }
+  }
+
+  /** Drops the outcome of every handler still running; returns how many there were. */
+  release(): number {
+    const left = this.#unreleased();
+    for (const p of left) {
+      const r = this.#running.get(p)!;
+      r.released = true;
+      r.stopWaiting();
+    }
+    return left.length;
+  }
+
+  #unreleased(): Promise<void>[] {
+    return [...this.#running].filter(([, r]) => !r.released).map(([p]) => p);
+  }
+
+  async #execute(task: TaskClaim, running: Running): Promise<void> {
     const flowSlug = task.flow_slug!, stepSlug = task.step_slug!, runId = task.run_id!;
     const attempt = task.attempt!;
     const taskIndex = task.task_index ?? 0;
     const step = this.index.step(flowSlug, stepSlug)!;
-    const controller = new AbortController();
+    const { controller } = running;
     const resources = this.resources;
     const context: StepContext<unknown> = {
       runId,
@@ -61,8 +141,8 @@ export class Executor {
       taskIndex,
       attempt,
       flowInput: task.flow_input,
-      // Timeout, or the worker shutting down.
-      signal: AbortSignal.any([controller.signal, this.shutdown]),
+      // Aborted on the task's timeout, or by shutdown() when the worker stops.
+      signal: controller.signal,
       env: resources.env,
       get sql() {
         return resources.sql();
@@ -75,20 +155,44 @@ export class Executor {
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const e = new Error(`step "${stepSlug}" timed out after ${task.timeout}s`);
-          controller.abort(e);
+          this.#abort(controller, e);
           reject(e);
         }, timeoutMs);
+        // A released handler may run on; nothing waits for it, and no timer keeps the
+        // process alive for it.
+        running.stopWaiting = () => {
+          clearTimeout(timer);
+          reject(new Error('released'));
+        };
       });
       const output = await Promise.race([
         Promise.resolve().then(() => step.handler(task.input, context)),
         timedOut,
       ]);
+      if (running.released) return;
       const value = output === undefined ? null : output;
       assertJson(value, `output of ${flowSlug}/${stepSlug}`);
+      // Over the limit: the attempt fails here instead of sending what SQL refuses.
+      const max = this.limits.maxOutputBytes;
+      const size = max > 0 ? jsonTextBytes(value) : 0;
+      if (size > max) {
+        throw new SwitchyardError(
+          `the output of step "${stepSlug}" is ${size} bytes of JSON, over the limit of ${max} ` +
+            'bytes (setting max_output_bytes); return a smaller value (store large data ' +
+            'elsewhere and return a reference)',
+        );
+      }
       // The handler's slot is free once its completion is queued; the write goes with the
       // next batch while the worker claims more work.
       this.writer.add({ runId, stepSlug, taskIndex, attempt, output: value });
     } catch (e) {
+      if (running.released) return;
+      if (controller.signal.reason instanceof WorkerShutdownError) {
+        // Thrown after the shutdown abort: the shutdown is not the handler's failure. The task
+        // stays started until the worker releases it, with the attempt refunded.
+        this.log.info(`${flowSlug}/${stepSlug} of run ${runId} stopped for the shutdown`);
+        return;
+      }
       const result = await persist(
         this.log,
         'fail_task',

@@ -6,8 +6,9 @@
  *                               \-> failed   (a fatal stop: `done` rejects)
  * ```
  *
- * `starting` covers the start-up checks; `running` polls; `stopping` reads nothing new while
- * in-flight handlers and pending completion writes drain; `stopped` and `failed` are final.
+ * `starting` covers the start-up checks; `running` polls; `stopping` reads nothing new, aborts the
+ * handlers' signals, and lets handlers finish within the grace period and pending completion
+ * writes drain before the rest is released; `stopped` and `failed` are final.
  *
  * @module
  */
@@ -21,12 +22,8 @@ export class Lifecycle {
   #reason = 'stopped';
   #fatal: Error | null = null;
   readonly #wakers = new Set<() => void>();
-  readonly #shutdown = new AbortController();
-
-  /** Aborted at the stop request, so handlers' `ctx.signal` tells them the worker shuts down. */
-  get shutdown(): AbortSignal {
-    return this.#shutdown.signal;
-  }
+  readonly #onStop: ((reason: string) => void)[] = [];
+  #stopRequestedAt: number | null = null;
 
   /** The current state. */
   get state(): WorkerState {
@@ -62,10 +59,22 @@ export class Lifecycle {
     if (first) {
       this.#state = 'stopping';
       this.#reason = reason;
-      this.#shutdown.abort(new Error(`the worker is shutting down: ${reason}`));
+      this.#stopRequestedAt = Date.now();
+      for (const fn of this.#onStop) fn(this.reason);
     }
     this.wake();
     return first;
+  }
+
+  /** Runs `fn` with the reason once, at the first stop request (at once if already stopping). */
+  onStopRequested(fn: (reason: string) => void): void {
+    if (this.stopping) fn(this.reason);
+    else this.#onStop.push(fn);
+  }
+
+  /** When the stop was first requested (`Date.now()`), or null while running. */
+  get stopRequestedAt(): number | null {
+    return this.#stopRequestedAt;
   }
 
   /** Stops fatally: the worker ends `failed` and `done` rejects with `error`. */

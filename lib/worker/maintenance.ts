@@ -3,6 +3,11 @@
  * the worker to stop when it was deprecated or its queue function paused or disabled, and
  * the stall sweep, which requeues started tasks of workers that went silent.
  *
+ * The heartbeat has its own queries object (its own connection when the worker opened its
+ * pool), so reads, claims and completions waiting for a busy pool never hold it back. A tick
+ * whose previous call is still running is skipped: a blocked database costs one connection per
+ * timer, never one per tick.
+ *
  * @module
  */
 import type { WorkerQueries } from '../sql/worker_queries.ts';
@@ -11,7 +16,10 @@ import { errorText, type WorkerLogger } from './persist.ts';
 
 /** What {@linkcode startMaintenance} needs. */
 export interface MaintenanceOptions {
+  /** The worker's queries, for the stall sweep. */
   q: WorkerQueries;
+  /** The heartbeat's queries: its own connection where the worker opened the pool. */
+  heartbeatQ: WorkerQueries;
   lifecycle: Lifecycle;
   log: WorkerLogger;
   workerId: string;
@@ -21,28 +29,51 @@ export interface MaintenanceOptions {
   heartbeatWindowSeconds: number;
 }
 
+/** Runs `fn` every `ms`, skipping a tick while the previous run is still going. */
+function every(ms: number, fn: () => Promise<void>): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    fn().finally(() => (running = false));
+  }, ms);
+  return () => clearInterval(timer);
+}
+
 /** Starts the heartbeat and the stall sweep; the returned function stops both. */
 export function startMaintenance(o: MaintenanceOptions): () => void {
-  const heartbeat = setInterval(async () => {
+  let lastBeat = Date.now();
+  const stopHeartbeat = every(o.heartbeatIntervalMs, async () => {
+    // A handler that keeps the event loop busy delays this timer; past the window, other
+    // workers' sweeps may already have requeued this worker's tasks (§9: CPU-bound handlers).
+    const silent = Date.now() - lastBeat;
+    if (silent > o.heartbeatWindowSeconds * 1000) {
+      o.log.warn(
+        `no heartbeat for ${silent} ms, longer than the heartbeat window ` +
+          `(${o.heartbeatWindowSeconds} s): the event loop was blocked (a CPU-bound handler?) or ` +
+          "the database was slow to answer; other workers may have recovered this worker's tasks",
+      );
+    }
     try {
-      const state = await o.q.heartbeat(o.workerId);
+      const state = await o.heartbeatQ.heartbeat(o.workerId);
+      lastBeat = Date.now();
       if (state !== 'ok' && o.lifecycle.requestStop(`function ${state}`)) {
         o.log.info(`stopping: function ${state}`);
       }
     } catch (e) {
       o.log.warn(`heartbeat failed: ${errorText(e)}`);
     }
-  }, o.heartbeatIntervalMs);
-  const stallSweep = setInterval(async () => {
+  });
+  const stopSweep = every(o.stallCheckIntervalMs, async () => {
     try {
-      const n = await o.q.recoverStalled(o.queueName, o.heartbeatWindowSeconds);
+      const n = await o.q.recoverStalled(o.queueName);
       if (n > 0) o.log.info(`recovered ${n} stalled task(s)`);
     } catch (e) {
       o.log.warn(`stall recovery failed: ${errorText(e)}`);
     }
-  }, o.stallCheckIntervalMs);
+  });
   return () => {
-    clearInterval(heartbeat);
-    clearInterval(stallSweep);
+    stopHeartbeat();
+    stopSweep();
   };
 }

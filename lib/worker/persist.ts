@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { storableText } from '../dsl/json.ts';
 
 /** Where a worker writes its log lines. */
 export interface WorkerLogger {
@@ -18,13 +19,39 @@ export interface WorkerLogger {
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A thrown value as one line of text, for logs and `fail_task`. */
+/**
+ * A thrown value as one line of text, for logs and `fail_task`. Never throws: a handler may
+ * throw anything (a null-prototype object holding a bigint, a revoked proxy, an error whose
+ * `message` getter throws), and a formatter that threw inside a `catch` would turn one failed
+ * attempt into an unhandled rejection (docs/ARCHITECTURE.md §9).
+ */
 export function errorText(e: unknown): string {
-  if (e instanceof Error) return `${e.name}: ${e.message}`;
+  // Storable too: the text goes to fail_task and worker_stopped (docs/ARCHITECTURE.md §5.5).
+  return storableText(formatThrown(e));
+}
+
+function formatThrown(e: unknown): string {
   try {
-    return `non-Error thrown: ${JSON.stringify(e)}`;
+    if (e instanceof Error) {
+      return `${attempt(() => String(e.name), 'Error')}: ${
+        attempt(() => String(e.message), '(unreadable message)')
+      }`;
+    }
+  } catch { /* instanceof itself threw (a proxy's getPrototypeOf trap) */ }
+  const json = attempt(() => JSON.stringify(e), undefined);
+  if (json !== undefined) return `non-Error thrown: ${json}`;
+  const text = attempt(() => String(e), undefined) ??
+    attempt(() => Object.prototype.toString.call(e), undefined) ??
+    `a value of type ${typeof e}`;
+  return `non-Error thrown: ${text}`;
+}
+
+/** `fn()`, or `fallback` when it throws. */
+function attempt<T, F>(fn: () => T, fallback: F): T | F {
+  try {
+    return fn();
   } catch {
-    return `non-Error thrown: ${String(e)}`;
+    return fallback;
   }
 }
 
@@ -47,13 +74,30 @@ export async function persist<T>(
   what: string,
   fn: () => Promise<T>,
 ): Promise<T | undefined> {
+  const outcome = await persistOutcome(log, what, fn);
+  return 'value' in outcome ? outcome.value : undefined;
+}
+
+/** What {@linkcode persistOutcome} ended with. */
+export type PersistOutcome<T> =
+  | { value: T }
+  /** `refused`: the database refused the statement (not a lost connection). */
+  | { error: unknown; refused: boolean };
+
+/** {@linkcode persist}, telling a refusal by the database apart from a lost connection. */
+export async function persistOutcome<T>(
+  log: WorkerLogger,
+  what: string,
+  fn: () => Promise<T>,
+): Promise<PersistOutcome<T>> {
   for (let attempt = 1;; attempt++) {
     try {
-      return await fn();
+      return { value: await fn() };
     } catch (e) {
-      if (!isConnectionError(e) || attempt >= 30) {
+      const connection = isConnectionError(e);
+      if (!connection || attempt >= 30) {
         log.error(`${what} failed: ${errorText(e)}`);
-        return undefined;
+        return { error: e, refused: !connection };
       }
       await sleep(Math.min(200 * attempt, 2000));
     }

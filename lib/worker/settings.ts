@@ -26,8 +26,23 @@ export interface WorkerSettings {
   heartbeatIntervalMs: number;
   /** Milliseconds between stall-recovery sweeps of the queue (default 5000). */
   stallCheckIntervalMs: number;
-  /** Seconds without a heartbeat after which a worker's started tasks are recovered (default 15). */
+  /**
+   * Seconds without a heartbeat after which the worker's started tasks are recovered by any
+   * worker's stall sweep (default 15). Stored with the worker at registration; at least
+   * {@linkcode HEARTBEAT_WINDOW_INTERVALS} heartbeat intervals.
+   */
   heartbeatWindowSeconds: number;
+  /**
+   * Connections of the worker's pool (default 4): reads, claims, completions, failures and the
+   * stall sweep. The heartbeat has one connection of its own besides.
+   */
+  maxConnections: number;
+  /**
+   * Milliseconds a stopping worker waits for its running handlers after aborting their
+   * `ctx.signal` (default 5000). Tasks still running then are made visible again at once,
+   * their attempt refunded.
+   */
+  shutdownGraceMs: number;
 }
 
 /** One row of {@linkcode WORKER_SETTINGS}. */
@@ -43,6 +58,19 @@ export interface WorkerSetting {
   /** Why the range is what it is, when that is not obvious. */
   readonly note?: string;
 }
+
+/**
+ * The heartbeat window must span at least this many heartbeat intervals, so one late or lost
+ * heartbeat (a slow round trip, a busy event loop) never makes a live worker look dead.
+ *
+ * @example
+ * ```ts
+ * import { HEARTBEAT_WINDOW_INTERVALS } from './settings.ts';
+ * // heartbeatIntervalMs 2000 needs heartbeatWindowSeconds >= 6.
+ * console.assert(2000 * HEARTBEAT_WINDOW_INTERVALS / 1000 === 6);
+ * ```
+ */
+export const HEARTBEAT_WINDOW_INTERVALS = 3;
 
 /** Every worker setting: default, environment variable and range, in resolution order. */
 export const WORKER_SETTINGS: Readonly<Record<keyof WorkerSettings, WorkerSetting>> = {
@@ -72,8 +100,22 @@ export const WORKER_SETTINGS: Readonly<Record<keyof WorkerSettings, WorkerSettin
   heartbeatWindowSeconds: {
     env: 'SWITCHYARD_HEARTBEAT_WINDOW_SECONDS',
     default: DEFAULT_HEARTBEAT_WINDOW_SECONDS,
-    min: 1,
+    min: 2,
     max: 3600,
+    note: 'the SQL core refuses a window below switchyard.heartbeat_window_floor_seconds(), 2',
+  },
+  shutdownGraceMs: {
+    env: 'SWITCHYARD_SHUTDOWN_GRACE_MS',
+    default: 5000,
+    min: 0,
+    max: 600_000,
+  },
+  maxConnections: {
+    env: 'SWITCHYARD_MAX_CONNECTIONS',
+    default: 4,
+    min: 2,
+    max: 100,
+    note: "the poller's long read holds one; the heartbeat's own connection comes on top",
   },
 };
 
@@ -83,7 +125,8 @@ const NAMES = Object.keys(WORKER_SETTINGS) as (keyof WorkerSettings)[];
  * Resolves every setting: the option when given, else (with `env`) its environment variable,
  * else its default; each checked against its range. Refusals name the value and the rule.
  *
- * @throws {WorkerConfigError} for a value outside its range or an unparsable variable
+ * @throws {WorkerConfigError} for a value outside its range, an unparsable variable, or a
+ * heartbeat window shorter than {@linkcode HEARTBEAT_WINDOW_INTERVALS} heartbeat intervals
  *
  * @example
  * ```ts
@@ -113,6 +156,16 @@ export function resolveSettings(
       );
     }
     out[name] = value;
+  }
+  // Validated together: heartbeats every 20 s with a 2 s window would have every other
+  // worker's stall sweep requeue this worker's healthy tasks (docs/ARCHITECTURE.md §5.6).
+  const shortest = Math.ceil(out.heartbeatIntervalMs * HEARTBEAT_WINDOW_INTERVALS / 1000);
+  if (out.heartbeatWindowSeconds < shortest) {
+    throw new WorkerConfigError(
+      `heartbeatWindowSeconds ${out.heartbeatWindowSeconds} is invalid with heartbeatIntervalMs ` +
+        `${out.heartbeatIntervalMs}: the window must be at least ${HEARTBEAT_WINDOW_INTERVALS} ` +
+        `heartbeat intervals (${shortest} s); raise the window or shorten the interval`,
+    );
   }
   return out;
 }

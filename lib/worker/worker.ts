@@ -34,7 +34,7 @@ import { Executor } from './executor.ts';
 import { type HandlerResources, openHandlerResources } from './handler_resources.ts';
 import { Lifecycle, type WorkerState } from './lifecycle.ts';
 import { startMaintenance } from './maintenance.ts';
-import { persist, type WorkerLogger } from './persist.ts';
+import { errorText, persist, type WorkerLogger } from './persist.ts';
 import { poll } from './poller.ts';
 import { resolveSettings, type WorkerSettings } from './settings.ts';
 
@@ -95,6 +95,26 @@ export function defaultFunctionName(queueName: string): string {
   return `${queueName.replaceAll('_', '-')}-worker`;
 }
 
+/** Characters a function name may have (the SQL core's max_function_name_chars, §13). */
+const MAX_FUNCTION_NAME_CHARS = 63;
+
+/** The function name rule, checked before anything is compiled (SQL checks it again). */
+function assertFunctionName(name: string): void {
+  const shown = name.length > 80 ? `${JSON.stringify(name.slice(0, 80))}...` : JSON.stringify(name);
+  if (!/^[a-z][a-z0-9_-]*$/.test(name)) {
+    throw new WorkerConfigError(
+      `functionName ${shown} is invalid: use lower-case letters, digits, "-" and "_" ` +
+        '(^[a-z][a-z0-9_-]*$)',
+    );
+  }
+  if (name.length > MAX_FUNCTION_NAME_CHARS) {
+    throw new WorkerConfigError(
+      `functionName ${shown} is ${name.length} characters long, over the limit of ` +
+        `${MAX_FUNCTION_NAME_CHARS} characters`,
+    );
+  }
+}
+
 /** A console logger honouring `SWITCHYARD_LOG` (info, warn, error, silent; default warn). */
 export function consoleLogger(prefix: string): WorkerLogger {
   let level = 'warn';
@@ -108,6 +128,16 @@ export function consoleLogger(prefix: string): WorkerLogger {
     warn: (m) => at <= 1 && console.warn(`${prefix} ${m}`),
     error: (m) => at <= 2 && console.error(`${prefix} ${m}`),
   };
+}
+
+/** A logger whose methods never throw: a log line must not turn into an escaped rejection. */
+function guardedLogger(log: WorkerLogger): WorkerLogger {
+  const guard = (write: (m: string) => void) => (m: string) => {
+    try {
+      write.call(log, m);
+    } catch { /* a throwing logger loses the line, never the worker */ }
+  };
+  return { info: guard(log.info), warn: guard(log.warn), error: guard(log.error) };
 }
 
 /**
@@ -170,19 +200,30 @@ export async function startWorkerImpl(
   const index = new DispatchIndex(Array.isArray(target) ? target : [target as WorkerTarget]);
   const queueName = selectQueue(index, options);
   const functionName = options.functionName ?? defaultFunctionName(queueName);
+  assertFunctionName(functionName);
   const settings = resolveSettings(options, options.env);
-  const log = options.logger ?? consoleLogger(`[switchyard ${functionName}]`);
+  const log = guardedLogger(options.logger ?? consoleLogger(`[switchyard ${functionName}]`));
 
   const ownsClient = options.sql === undefined;
+  const workerId = crypto.randomUUID();
   let sql = options.sql;
   let url: string | undefined;
+  // The heartbeat gets a connection of its own (one more than the pool): reads, claims,
+  // completions and sweeps waiting for a busy pool never delay it past the heartbeat window
+  // (docs/ARCHITECTURE.md §9). The pool is `maxConnections` (default 4), whatever
+  // `maxConcurrent`. With a client passed in, the caller owns the connections and the heartbeat
+  // shares them.
+  let heartbeatSql = sql;
   if (sql === undefined) {
     url = resolveConnectionString(options.connectionString, options.env);
     if (!url) throw new WorkerConfigError(NO_CONNECTION_MESSAGE);
-    sql = openSql(url, { max: Math.min(settings.maxConcurrent + 3, 20) });
+    sql = openSql(url, { max: settings.maxConnections });
+    heartbeatSql = openSql(url, { max: 1, applicationName: `switchyard heartbeat ${workerId}` });
   }
   const q = new WorkerQueries(sql);
-  const workerId = crypto.randomUUID();
+  const closeHeartbeat = () =>
+    ownsClient ? heartbeatSql!.end({ timeout: 1 }).catch(() => {}) : Promise.resolve();
+  let maxOutputBytes = 0;
   const pairs = index.pairsFor(queueName);
   const lifecycle = new Lifecycle();
   let resources: HandlerResources;
@@ -193,12 +234,15 @@ export async function startWorkerImpl(
       env: options.env ?? readDenoEnv,
       url,
       given: options.sql,
-      max: Math.min(settings.maxConcurrent, 5),
+      max: Math.min(settings.maxConcurrent, settings.maxConnections),
     });
     // A paused or disabled function starts nothing, not even compilation.
     const flags = await q.functionFlags(functionName);
     if (flags?.paused_at) throw new FunctionPausedError(functionName, flags.pause_reason ?? '');
     if (flags && !flags.enabled) throw new FunctionDisabledError(functionName);
+    // The SQL core's limits (docs/ARCHITECTURE.md §13): outputs over the limit fail here,
+    // before they are sent. A database migrated before the limits has none to check.
+    maxOutputBytes = (await q.limits())?.max_output_bytes ?? 0;
 
     // 3: compile or verify every complete deployment, then move aliases.
     for (const p of index.placements) await q.ensureFlow(p.shape);
@@ -217,9 +261,16 @@ export async function startWorkerImpl(
       );
     }
     // 6: register against the physical queue (re-checks pause and enabled atomically).
-    await q.registerWorker(workerId, queueName, functionName, pairs);
+    await q.registerWorker(
+      workerId,
+      queueName,
+      functionName,
+      pairs,
+      settings.heartbeatWindowSeconds,
+    );
   } catch (e) {
     if (ownsClient) await sql.end({ timeout: 1 }).catch(() => {});
+    await closeHeartbeat();
     throw fromSqlError(e);
   }
   lifecycle.started();
@@ -227,8 +278,18 @@ export async function startWorkerImpl(
 
   const wake = () => lifecycle.wake();
   const writer = new CompletionWriter(q, log, wake);
-  const executor = new Executor(q, index, writer, log, wake, resources, lifecycle.shutdown);
-  const stopMaintenance = startMaintenance({ q, lifecycle, log, workerId, queueName, ...settings });
+  const executor = new Executor(q, index, writer, log, wake, resources, { maxOutputBytes });
+  // A stop request, whatever its cause, reaches the handlers at once through ctx.signal.
+  lifecycle.onStopRequested((reason) => executor.shutdown(reason));
+  const stopMaintenance = startMaintenance({
+    q,
+    heartbeatQ: new WorkerQueries(heartbeatSql!),
+    lifecycle,
+    log,
+    workerId,
+    queueName,
+    ...settings,
+  });
   const client = sql;
 
   const done = (async () => {
@@ -244,16 +305,31 @@ export async function startWorkerImpl(
         functionName,
         ...settings,
       });
+    } catch (e) {
+      // Not expected (the poller handles its own errors), but never an escaped rejection:
+      // the worker fails, drains and records its stop like any fatal stop.
+      lifecycle.fail(e instanceof Error ? e : new Error(errorText(e)));
     } finally {
-      while (executor.size > 0 || writer.size > 0) {
-        await executor.drain();
-        await writer.drain();
+      // Handlers that finish within the grace period complete (or fail) as usual; the rest
+      // are released: their outcome is dropped and their tasks go back to the queue.
+      await executor.drain((lifecycle.stopRequestedAt ?? Date.now()) + settings.shutdownGraceMs);
+      const cut = executor.release();
+      await writer.drain();
+      // Every task this worker still holds (cut off, stopped for the shutdown, or claimed
+      // while stopping): visible again at once, its attempt refunded.
+      const released = await persist(log, 'release_tasks', () => q.releaseTasks(workerId));
+      if (released) {
+        log.info(
+          `released ${released} task(s) on shutdown` +
+            (cut ? ` (${cut} handler(s) still running after ${settings.shutdownGraceMs} ms)` : ''),
+        );
       }
       stopMaintenance();
       await resources.close();
       const reason = lifecycle.reason;
       await persist(log, 'worker_stopped', () => q.workerStopped(workerId, reason));
       if (ownsClient) await client.end({ timeout: 5 }).catch(() => {});
+      await closeHeartbeat();
       lifecycle.finish();
       log.info(`worker ${workerId} stopped: ${reason}`);
     }

@@ -10,6 +10,7 @@ create table switchyard.queues (
   owner_flow text,                         -- the flow that owns a private queue
   created_at timestamptz not null default now(),
   adopted_at timestamptz,                  -- set when an existing PGMQ queue was adopted
+  lost_checked_at timestamptz,             -- the stall sweep's last look for lost messages
   check ((ownership = 'private') = (owner_flow is not null)),
   check (ownership = 'private' or position('__' in queue_name) = 0)
 );
@@ -19,6 +20,7 @@ create table switchyard.flows (
   placement text not null check (placement in ('plain', 'step_queues', 'routed')),
   max_attempts int not null,
   base_delay int not null,
+  max_delay int not null,                  -- cap of the retry delay (seconds)
   timeout int not null,
   shape jsonb not null,                    -- the exact shape it was compiled from
   created_at timestamptz not null default now()
@@ -37,6 +39,7 @@ create table switchyard.steps (
   step_type text not null default 'single' check (step_type in ('single', 'map')),
   max_attempts int,                        -- null: the flow's value
   base_delay int,
+  max_delay int,
   timeout int,
   start_delay int not null default 0,
   -- Condition (docs/ARCHITECTURE.md §5.9): the step runs when its input contains cond_if and
@@ -96,7 +99,7 @@ create table switchyard.runs (
   output jsonb,
   error text,                              -- why it failed, or why it was cancelled
   remaining_steps int not null,
-  owner uuid,                              -- who it is for (start_flow's owner; §13)
+  owner uuid,                              -- who it is for (start_flow's owner; §14)
   started_at timestamptz not null default now(),
   completed_at timestamptz,
   failed_at timestamptz,
@@ -142,6 +145,7 @@ create table switchyard.step_tasks (
   attempts_count int not null default 0,
   max_attempts int not null,
   base_delay int not null,
+  max_delay int not null,
   timeout int not null,
   worker_id uuid,
   error text,
@@ -167,9 +171,14 @@ create table switchyard.worker_functions (
   enabled boolean not null default true,
   paused_at timestamptz,
   pause_reason text,
+  -- A pause by unsupported work, structurally: {"queue", "message_ids" (as strings), "pairs"},
+  -- the same ids and pairs the reason names; null for an operator's pause. Read by
+  -- quarantine_messages, never parsed from the reason text.
+  pause_detail jsonb,
   created_at timestamptz not null default now(),
   last_woken_at timestamptz,
-  check ((paused_at is null) = (pause_reason is null))
+  check ((paused_at is null) = (pause_reason is null)),
+  check (paused_at is not null or pause_detail is null)
 );
 
 create table switchyard.workers (
@@ -179,6 +188,10 @@ create table switchyard.workers (
   pair_set text not null,                  -- its exact support set: a key of switchyard.pair_sets
   started_at timestamptz not null default now(),
   last_heartbeat_at timestamptz not null default now(),
+  -- Seconds without a heartbeat after which this worker's started tasks are recovered. The
+  -- worker's own setting, stored at registration (at least heartbeat_window_floor_seconds());
+  -- recovery never takes a window from its caller.
+  heartbeat_window_seconds int not null default 15 check (heartbeat_window_seconds >= 2),
   deprecated_at timestamptz,
   stopped_at timestamptz,
   stop_reason text

@@ -208,6 +208,7 @@ begin
              st.step_type, st.cond_if, st.cond_if_not, st.when_unmet,
              coalesce(st.max_attempts, f.max_attempts) as max_attempts,
              coalesce(st.base_delay, f.base_delay) as base_delay,
+             coalesce(st.max_delay, f.max_delay) as max_delay,
              coalesce(st.timeout, f.timeout) as timeout
         from moved m
         join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug
@@ -274,9 +275,9 @@ begin
         end if;
         -- One task per element; PGMQ numbers a batch's messages in the order given.
         insert into switchyard.step_tasks (run_id, step_slug, task_index, flow_slug, queue_name,
-                                           message_id, max_attempts, base_delay, timeout)
+                                           message_id, max_attempts, base_delay, max_delay, timeout)
         select ready.run_id, ready.step_slug, (b.ord - 1)::int, ready.flow_slug, ready.queue_name,
-               b.msg_id, ready.max_attempts, ready.base_delay, ready.timeout
+               b.msg_id, ready.max_attempts, ready.base_delay, ready.max_delay, ready.timeout
           from (select m.msg_id, row_number() over (order by m.msg_id) as ord
                   from pgmq.send_batch(
                          ready.queue_name,
@@ -296,9 +297,9 @@ begin
         jsonb_build_object('run_id', ready.run_id, 'flow_slug', ready.flow_slug, 'step_slug', ready.step_slug),
         ready.start_delay) s;
       insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
-                                         max_attempts, base_delay, timeout)
+                                         max_attempts, base_delay, max_delay, timeout)
       values (ready.run_id, ready.step_slug, ready.flow_slug, ready.queue_name, msg_id,
-              ready.max_attempts, ready.base_delay, ready.timeout);
+              ready.max_attempts, ready.base_delay, ready.max_delay, ready.timeout);
       started := started + 1;
     end loop;
     exit when not moved_any;
@@ -319,7 +320,7 @@ $$;
 -- finds its row (docs/ARCHITECTURE.md §5.8).
 --
 -- `owner` (optional) records who the run is for (runs.owner, copied to its events for
--- row-level security, docs/ARCHITECTURE.md §13); a repeated start for another owner is
+-- row-level security, docs/ARCHITECTURE.md §14); a repeated start for another owner is
 -- refused first, so it learns nothing of the run.
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null

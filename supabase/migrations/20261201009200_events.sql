@@ -1,4 +1,4 @@
--- Run and step events (docs/ARCHITECTURE.md §13): every transition of a run or of one of
+-- Run and step events (docs/ARCHITECTURE.md §14): every transition of a run or of one of
 -- its steps is a row in switchyard.run_events and a NOTIFY on channel
 -- 'switchyard_run_events' whose payload is the run id only: never an input or an output.
 -- Clients LISTEN, and on each notification (and after every reconnect) read the run's
@@ -74,7 +74,7 @@ create trigger step_states_event_update after update of status on switchyard.ste
 
 -- Rows are readable only through row-level security: the table owner (the migration role)
 -- and roles with BYPASSRLS (Supabase's service_role) read every row; a signed-in user reads
--- the events of the runs they own, once the opt-in grants of docs/ARCHITECTURE.md §13 give
+-- the events of the runs they own, once the opt-in grants of docs/ARCHITECTURE.md §14 give
 -- them SELECT (nothing is granted here; 20261201009000_grants.sql revokes everything from
 -- anon and authenticated).
 alter table switchyard.run_events enable row level security;

@@ -1,5 +1,5 @@
 -- Cancelling and retrying runs, and the opt-in start for signed-in users
--- (docs/ARCHITECTURE.md §13).
+-- (docs/ARCHITECTURE.md §14).
 
 -- Cancels a started run. In one transaction, holding the run's row lock (which
 -- complete_tasks and fail_task take too, so none of them interleaves):
@@ -191,7 +191,7 @@ end
 $$;
 
 -- Aliases a signed-in user may start through start_user_run. Empty: nobody may, until an
--- operator inserts an alias (the opt-in of docs/ARCHITECTURE.md §13).
+-- operator inserts an alias (the opt-in of docs/ARCHITECTURE.md §14).
 create table switchyard.user_start_aliases (
   alias text primary key,
   added_at timestamptz not null default now()
@@ -200,7 +200,7 @@ create table switchyard.user_start_aliases (
 -- Starts a run of an allowed alias for the signed-in user (auth.uid(), Supabase's auth
 -- schema): the run's owner is that user, so row-level security shows them its events.
 -- Executable by nobody but the owner and the service role until an operator grants it
--- to `authenticated` (docs/ARCHITECTURE.md §13). Refused with 42501 without a signed-in
+-- to `authenticated` (docs/ARCHITECTURE.md §14). Refused with 42501 without a signed-in
 -- user or for an alias that is not in switchyard.user_start_aliases; everything else is
 -- start_flow's (idempotent with a run id).
 create or replace function switchyard.start_user_run(
@@ -242,7 +242,7 @@ end
 $$;
 
 -- Privileges of what the migrations after release 0.1.0 add, as 20261201009000_grants.sql
--- gives them: nothing for anon and authenticated (the opt-in of docs/ARCHITECTURE.md §13
+-- gives them: nothing for anon and authenticated (the opt-in of docs/ARCHITECTURE.md §14
 -- grants them what it lists); the service role reads the tables and calls the functions.
 revoke all on all tables in schema switchyard from public;
 revoke execute on all functions in schema switchyard from public;

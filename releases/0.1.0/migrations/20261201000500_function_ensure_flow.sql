@@ -135,6 +135,7 @@ declare
   existing switchyard.flows;
   flow_max_attempts int;
   flow_base_delay int;
+  flow_max_delay int;
   flow_timeout int;
   step jsonb;
   step_slug text;
@@ -192,6 +193,8 @@ begin
 
   flow_max_attempts := switchyard._int_option(shape -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false);
   flow_base_delay := switchyard._int_option(shape -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false);
+  -- maxDelay caps the retry delay (fail_task); a shape written without it gets 86400 s.
+  flow_max_delay := coalesce(switchyard._int_option(shape -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400);
   flow_timeout := switchyard._int_option(shape -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false);
   if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
     raise exception using errcode = '22023', message = format(
@@ -201,8 +204,8 @@ begin
         'value', left((shape -> 'steps')::text, 200), 'flow_slug', slug)::text;
   end if;
 
-  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, timeout, shape)
-  values (slug, placement, flow_max_attempts, flow_base_delay, flow_timeout, shape);
+  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape)
+  values (slug, placement, flow_max_attempts, flow_base_delay, flow_max_delay, flow_timeout, shape);
 
   for step in select value from jsonb_array_elements(shape -> 'steps') loop
     step_slug := switchyard.assert_slug('step', step ->> 'slug');
@@ -277,12 +280,13 @@ begin
           'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
-                                  step_type, max_attempts, base_delay, timeout, start_delay,
-                                  cond_if, cond_if_not, when_unmet, when_exhausted)
+                                  step_type, max_attempts, base_delay, max_delay, timeout,
+                                  start_delay, cond_if, cond_if_not, when_unmet, when_exhausted)
     values (slug, step_slug, i, step_queue, jsonb_array_length(coalesce(step -> 'dependsOn', '[]')),
       step_kind,
       switchyard._int_option(step -> 'options', 'maxAttempts', format('step %s option', to_json(step_slug)), 1, 1000, true),
       switchyard._int_option(step -> 'options', 'baseDelay', format('step %s option', to_json(step_slug)), 0, 86400, true),
+      switchyard._int_option(step -> 'options', 'maxDelay', format('step %s option', to_json(step_slug)), 0, 604800, true),
       switchyard._int_option(step -> 'options', 'timeout', format('step %s option', to_json(step_slug)), 1, 86400, true),
       coalesce(switchyard._int_option(step -> 'options', 'startDelay', format('step %s option', to_json(step_slug)), 0, 86400, true), 0),
       -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.

@@ -10,8 +10,10 @@ create type switchyard.task_claim as (
   run_id uuid,
   attempt int,
   timeout int,
-  input jsonb,             -- the handler input (flow input, outputs of dependencies, or a map element)
-  flow_input jsonb,
+  input jsonb,             -- the outputs of the dependencies, or a map task's element; null
+                           -- for a root step, whose handler input is the flow input
+  flow_input jsonb,        -- the run's input, on the first claimed row of each run in the
+                           -- batch only (a large input travels once per batch, not per row)
   task_index int           -- the task's position in its step: a map element's index, else 0
 );
 
@@ -101,7 +103,7 @@ $$;
 -- clock_timestamp() + seconds), naming the table with PGMQ's own
 -- pgmq.format_table_name(queue, 'q') as PGMQ's functions do (it lower-cases the name, so
 -- any spelling PGMQ accepts reaches the same table). Messages gone meanwhile are skipped.
--- The only caller is start_tasks, which has locked the batch's tasks first, in message
+-- The callers, start_tasks and release_tasks, lock the messages' tasks first, in message
 -- order.
 create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
 returns void
@@ -219,7 +221,12 @@ begin
       queue, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
       array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
     update switchyard.worker_functions wf
-       set paused_at = now(), pause_reason = reason
+       set paused_at = now(), pause_reason = reason,
+           pause_detail = jsonb_build_object(
+             'queue', queue,
+             'message_ids', (select jsonb_agg(u.id::text order by u.id)
+                               from unnest(unsupported_ids) u(id)),
+             'pairs', to_jsonb(unsupported_pairs))
      where wf.function_name = worker.function_name and wf.paused_at is null;
     update switchyard.workers w
        set deprecated_at = coalesce(w.deprecated_at, now()), stop_reason = reason
@@ -258,7 +265,8 @@ begin
            t.attempts_count, t.timeout,
            case
              -- A map task: its element of the run input (root map) or of the one
-             -- dependency's output (docs/ARCHITECTURE.md §5.10).
+             -- dependency's output (docs/ARCHITECTURE.md §5.10). Never SQL NULL (a JSON
+             -- null element is 'null'), so the worker never mistakes it for a root step.
              when st.step_type = 'map' then
                case when st.deps_count = 0 then r.input
                     else (select ds.output from switchyard.deps d
@@ -267,16 +275,17 @@ begin
                            where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
                            limit 1)
                end -> t.task_index
-             when st.deps_count = 0 then r.input
              -- As switchyard._dependency_outputs, inline: a skipped dependency is absent.
-             else coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
-                              from switchyard.deps d
-                              join switchyard.step_states ds
-                                on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-                             where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-                               and ds.status = 'completed'), '{}'::jsonb)
+             when st.deps_count > 0 then
+               coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
+                           from switchyard.deps d
+                           join switchyard.step_states ds
+                             on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                          where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                            and ds.status = 'completed'), '{}'::jsonb)
            end,
-           r.input,
+           case when row_number() over (partition by t.run_id order by t.message_id) = 1
+                then r.input end,
            t.task_index
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
       join switchyard.step_tasks t

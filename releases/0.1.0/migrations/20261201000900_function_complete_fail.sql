@@ -193,7 +193,7 @@ begin
      set status = 'failed', failed_at = now(), error = error_text
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   perform pgmq.archive(task.queue_name, task.message_id);
-  -- A step of a cancelled run stays cancelled (cancel_run, docs/ARCHITECTURE.md §13).
+  -- A step of a cancelled run stays cancelled (cancel_run, docs/ARCHITECTURE.md §14).
   update switchyard.step_states ss
      set status = 'failed', failed_at = now()
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
@@ -254,9 +254,12 @@ begin
 end
 $$;
 
--- A failed attempt: retried after base_delay * 2^(attempt - 1) seconds while
--- attempts remain (the same message becomes visible again), else the run fails, or with
+-- A failed attempt: retried after min(base_delay * 2^(attempt - 1), max_delay) seconds
+-- while attempts remain (the same message becomes visible again), else the run fails, or with
 -- whenExhausted 'skip' the step is skipped (_exhaust_task).
+-- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
+-- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
+-- (at most 604800), so the cap is unchanged by it.
 create or replace function switchyard.fail_task(
   run_id uuid, step_slug text, attempt int, error_message text, task_index int default 0
 )
@@ -281,7 +284,8 @@ begin
   end if;
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
   if task.attempts_count < task.max_attempts and run_status = 'started' then
-    delay_seconds := least(task.base_delay::bigint * (2::bigint ^ (task.attempts_count - 1))::bigint, 86400)::int;
+    delay_seconds := least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
+                           task.max_delay)::int;
     update switchyard.step_tasks t
        set status = 'queued', error = error_text, worker_id = null
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
@@ -292,12 +296,35 @@ begin
 end
 $$;
 
+-- How long a queued task must have been queued (or last claimed) before the stall sweep
+-- treats its missing message as lost, and how often one queue is searched for lost messages.
+-- The kit sends a task's message in the transaction that queues the task, so a queued task
+-- without its message means someone removed it outside the kit (pgmq.delete, pgmq.archive,
+-- purge_queue, a partition dropped by retention); the wait only keeps the search rare and far
+-- from anything in flight.
+create or replace function switchyard.lost_message_grace_seconds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 60 $$;
+
 -- Stall recovery: started tasks whose worker is gone or no longer runs (stopped, or
 -- stopped heart-beating: switchyard._worker_running), or that overran timeout + margin,
 -- go back to queued and become visible at once; a task that has used all its attempts
 -- fails instead (bounded). The helper is inlined: the plan is the same as with the
 -- conditions written out (a bitmap scan of step_tasks_live for the queue's started tasks).
-create or replace function switchyard.recover_stalled(queue_name text, heartbeat_window_seconds int default 15)
+-- Each worker is judged by the heartbeat window it registered with
+-- (workers.heartbeat_window_seconds); no caller passes one, so no caller can make a live
+-- worker's healthy tasks look stalled (docs/ARCHITECTURE.md §5.6).
+--
+-- Lost messages: at most once per lost_message_grace_seconds() per queue (one sweep takes
+-- the queue row, others skip it), queued tasks of the queue whose message is no longer in
+-- it, queued or last claimed longer ago than that, get a new message (visible at once, the
+-- same hint body) and its id is recorded; no attempt is used. The search reads PGMQ's
+-- queue table (named by pgmq.format_table_name, as _hide_messages does) by primary key.
+-- Returns the stalled tasks recovered plus the lost messages sent again.
+create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
 volatile
@@ -308,6 +335,8 @@ declare
   queue alias for queue_name;
   task switchyard.step_tasks;
   recovered int := 0;
+  grace int := switchyard.lost_message_grace_seconds();
+  new_id bigint;
 begin
   for task in
     select t.* from switchyard.step_tasks t
@@ -316,7 +345,7 @@ begin
        and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
             or w.worker_id is null
             or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
-                                              heartbeat_window_seconds))
+                                              w.heartbeat_window_seconds))
      for update of t skip locked
   loop
     if task.attempts_count >= task.max_attempts then
@@ -332,6 +361,90 @@ begin
     end if;
     recovered := recovered + 1;
   end loop;
+
+  -- No key update: taking the row does not block the foreign-key checks of tasks being
+  -- queued on this queue meanwhile.
+  perform 1 from switchyard.queues q
+   where q.queue_name = queue
+     and (q.lost_checked_at is null or q.lost_checked_at <= now() - make_interval(secs => grace))
+     for no key update skip locked;
+  if found then
+    update switchyard.queues q set lost_checked_at = now() where q.queue_name = queue;
+    for task in execute format(
+      'select t.* from switchyard.step_tasks t
+        where t.queue_name = $1 and t.status = ''queued''
+          and greatest(t.queued_at, coalesce(t.started_at, t.queued_at))
+                <= now() - make_interval(secs => $2)
+          and not exists (select 1 from pgmq.%I m where m.msg_id = t.message_id)
+        order by t.message_id
+          for update of t skip locked',
+      pgmq.format_table_name(queue, 'q'))
+      using queue, grace
+    loop
+      select s into new_id from pgmq.send(
+        queue,
+        jsonb_build_object('run_id', task.run_id, 'flow_slug', task.flow_slug,
+                           'step_slug', task.step_slug)
+          || case when task.task_index > 0 then jsonb_build_object('task_index', task.task_index)
+                  else '{}'::jsonb end,
+        0) s;
+      update switchyard.step_tasks t set message_id = new_id
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.task_index = task.task_index;
+      recovered := recovered + 1;
+    end loop;
+  end if;
   return recovered;
+end
+$$;
+
+-- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9).
+-- Each started task of the worker goes back to queued with the attempt refunded (the shutdown
+-- is not the handler's failure) and its message becomes visible at once, in one statement per
+-- queue. The worker is marked deprecated in the same transaction, so a worker released by
+-- anyone else stops at its next heartbeat. The worker drops whatever its released handlers
+-- return, so the refunded attempt number, claimed again by another worker, is never answered
+-- twice. Locks in (queue, message id) order, as complete_tasks and start_tasks do.
+-- Returns the tasks released.
+create or replace function switchyard.release_tasks(worker_id uuid)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  q record;
+  released int := 0;
+begin
+  if worker_id is null then
+    raise exception using errcode = '22023',
+      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
+      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
+                                  'value', null)::text;
+  end if;
+  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, now())
+   where w.worker_id = release_tasks.worker_id;
+  for q in
+    with held as (
+      select t.run_id, t.step_slug, t.task_index from switchyard.step_tasks t
+       where t.worker_id = release_tasks.worker_id and t.status = 'started'
+       order by t.queue_name, t.message_id
+         for update of t
+    ),
+    back as (
+      update switchyard.step_tasks t
+         set status = 'queued', attempts_count = t.attempts_count - 1, worker_id = null
+        from held h
+       where t.run_id = h.run_id and t.step_slug = h.step_slug and t.task_index = h.task_index
+      returning t.queue_name, t.message_id
+    )
+    select b.queue_name, array_agg(b.message_id order by b.message_id) as ids
+      from back b group by b.queue_name order by b.queue_name
+  loop
+    perform switchyard._hide_messages(q.queue_name, q.ids, array_fill(0, array[cardinality(q.ids)]));
+    released := released + cardinality(q.ids);
+  end loop;
+  return released;
 end
 $$;

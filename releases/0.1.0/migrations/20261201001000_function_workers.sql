@@ -1,11 +1,24 @@
 -- Workers and the queue functions they run in: registration, heartbeats, the
 -- persistent pause flag and the enabled flag (docs/ARCHITECTURE.md §4, §6).
 
+-- The smallest heartbeat window a worker may register with (seconds). The worker's
+-- settings check the window against its heartbeat interval (at least 3 intervals) before
+-- it starts; this floor holds for every caller of register_worker.
+create or replace function switchyard.heartbeat_window_floor_seconds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 2 $$;
+
 -- Registers a worker for one physical queue. Upserts its queue function's row but
 -- never re-enables a disabled or paused queue function: those refuse to start. The
--- supported pairs are stored once, as a row set, for the claim path.
+-- supported pairs are stored once, as a row set, for the claim path. The heartbeat
+-- window is stored with the worker: stall recovery judges each worker by its own
+-- (docs/ARCHITECTURE.md §5.6).
 create or replace function switchyard.register_worker(
-  worker_id uuid, queue_name text, function_name text, supported_pairs text[]
+  worker_id uuid, queue_name text, function_name text, supported_pairs text[],
+  heartbeat_window_seconds int default 15
 )
 returns void
 language plpgsql
@@ -17,6 +30,17 @@ declare
   queue alias for queue_name;
   fn switchyard.worker_functions;
 begin
+  if heartbeat_window_seconds is null
+     or heartbeat_window_seconds < switchyard.heartbeat_window_floor_seconds() then
+    raise exception using errcode = '22023', message = format(
+      'register_worker: heartbeat_window_seconds %s is invalid: use at least %s seconds '
+      '(and at least 3 heartbeat intervals)',
+      coalesce(heartbeat_window_seconds::text, 'null'), switchyard.heartbeat_window_floor_seconds()),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
+        'value', heartbeat_window_seconds::text,
+        'min', switchyard.heartbeat_window_floor_seconds())::text;
+  end if;
   if not exists (select 1 from switchyard.queues q where q.queue_name = queue) then
     raise exception using errcode = '22023', message = format(
       'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text),
@@ -57,9 +81,10 @@ begin
       detail = jsonb_build_object('function_name', fn.function_name)::text,
       hint = 'a fenced rollout disabled it; switchyard.fence_end() or set_function_enabled re-enables it';
   end if;
-  insert into switchyard.workers (worker_id, queue_name, function_name, pair_set)
+  insert into switchyard.workers (worker_id, queue_name, function_name, pair_set,
+                                  heartbeat_window_seconds)
   values (register_worker.worker_id, queue, register_worker.function_name,
-          switchyard.pair_set(supported_pairs));
+          switchyard.pair_set(supported_pairs), register_worker.heartbeat_window_seconds);
 end
 $$;
 
@@ -204,7 +229,7 @@ begin
         'function_names', jsonb_build_array(left(resume_function.function_name, 200)))::text;
   end if;
   update switchyard.worker_functions f
-     set paused_at = null, pause_reason = null
+     set paused_at = null, pause_reason = null, pause_detail = null
    where f.function_name = resume_function.function_name and f.paused_at is not null;
   return found;
 end
