@@ -599,6 +599,92 @@ export class MigrationError extends SwitchyardError {
   }
 }
 
+// Errors of runs followed by the client (docs/ARCHITECTURE.md §14)
+
+/**
+ * A run ended without an output: it failed (a step used all its attempts) or was cancelled.
+ * `run.output()` rejects with it.
+ *
+ * @example
+ * ```ts
+ * import { RunFailedError } from './errors.ts';
+ * const e = new RunFailedError(crypto.randomUUID(), 'failed', 'step a failed after 3 attempt(s)');
+ * console.assert(e.status === 'failed');
+ * ```
+ */
+export class RunFailedError extends SwitchyardError {
+  /** The run. */
+  readonly runId: string;
+  /** How it ended. */
+  readonly status: 'failed' | 'cancelled';
+  /** The run's error: why it failed, or `cancelled: <reason>`. */
+  readonly error: string | null;
+  /** Creates the error for a run, how it ended and its error text. */
+  constructor(runId: string, status: 'failed' | 'cancelled', error: string | null) {
+    super(
+      status === 'failed'
+        ? `run ${runId} failed: ${error ?? 'no error recorded'}` +
+          ' (retry it with client.retry(runId) or deno task retry)'
+        : `run ${runId} was cancelled: ${error ?? 'no reason recorded'}`,
+    );
+    this.name = 'RunFailedError';
+    this.runId = runId;
+    this.status = status;
+    this.error = error;
+  }
+}
+
+/**
+ * There is no run with this id (never started, or deleted with its flow or by a prune).
+ *
+ * @example
+ * ```ts
+ * import { RunNotFoundError } from './errors.ts';
+ * const e = new RunNotFoundError('00000000-0000-4000-8000-000000000000');
+ * console.assert(e.runId.startsWith('0000'));
+ * ```
+ */
+export class RunNotFoundError extends SwitchyardError {
+  /** The id that names no run. */
+  readonly runId: string;
+  /** Creates the error for a run id. */
+  constructor(runId: string) {
+    super(`run ${runId} does not exist: start it first, or it was deleted with its flow`);
+    this.name = 'RunNotFoundError';
+    this.runId = runId;
+  }
+}
+
+/**
+ * A wait for a run ran out of time; the run goes on.
+ *
+ * @example
+ * ```ts
+ * import { RunTimeoutError } from './errors.ts';
+ * const e = new RunTimeoutError(crypto.randomUUID(), 5_000, 'started');
+ * console.assert(e.timeoutMs === 5_000);
+ * ```
+ */
+export class RunTimeoutError extends SwitchyardError {
+  /** The run. */
+  readonly runId: string;
+  /** How long the wait lasted. */
+  readonly timeoutMs: number;
+  /** Where the run was at the last read. */
+  readonly status: string;
+  /** Creates the error for a run, the wait's length and the run's last status. */
+  constructor(runId: string, timeoutMs: number, status: string) {
+    super(
+      `run ${runId} is still ${status} after ${timeoutMs} ms: it goes on; wait again with ` +
+        'a longer timeoutMs, or look at run.status()',
+    );
+    this.name = 'RunTimeoutError';
+    this.runId = runId;
+    this.timeoutMs = timeoutMs;
+    this.status = status;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The SQLSTATE table (docs/ARCHITECTURE.md §10)
 

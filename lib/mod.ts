@@ -3,7 +3,8 @@
  * Edge Functions, with explicit shared queues and multi-flow dispatch.
  *
  * This is what a queue function imports: the flow DSL, `EdgeWorker`,
- * `startWorker` and every error class. Operator and development calls
+ * `startWorker`, every error class, and the client that starts and follows
+ * runs (`createClient`, also alone in `lib/client.ts`). Operator and development calls
  * (migrations, pause/resume, fence, drain, keep-alive, the `connect()` client)
  * are in `lib/ops.ts` (`switchyard/ops.ts`). See docs/ARCHITECTURE.md.
  *
@@ -34,6 +35,8 @@ export * from './dsl/with_step_queues.ts';
 export * from './dsl/route_flow.ts';
 export * from './dsl/deployed_flow.ts';
 export * from './dsl/placement.ts';
+export type * from './dsl/aliases.ts';
+export * from './client.ts';
 export {
   type CommonWorkerOptions,
   consoleLogger,

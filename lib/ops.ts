@@ -2,11 +2,14 @@
  * Switchyard's operator and development entry (`switchyard/ops.ts`): apply the
  * migrations, pause and resume queue functions, quarantine foreign messages, run a fenced
  * rollout, read drain states, configure the keep-alive, prune finished runs (retention), serve
- * the dashboard (`createDashboard`), and the `connect()` client that starts and follows runs.
- * Queue functions import `lib/mod.ts` instead; nothing here is needed inside an Edge Function.
- * See docs/ARCHITECTURE.md §6.
+ * the dashboard (`createDashboard`), cancel and retry runs (`cancelRun`, `retryRun`), and the
+ * client that starts and follows runs (`createClient`, also in `lib/client.ts` for
+ * applications; `connect()` is its deprecated untyped predecessor). Queue functions import
+ * `lib/mod.ts` instead; nothing here is needed inside an Edge Function. See
+ * docs/ARCHITECTURE.md §6 and §14.
  *
- * Every operator call takes a postgres.js client or the client of `connect()`.
+ * Every operator call takes a postgres.js client, the client of `createClient()`
+ * or the client of `connect()`.
  *
  * @example
  * ```ts
@@ -23,7 +26,19 @@
  * @module
  */
 export * from './errors.ts';
-export { type Client, connect, type RunStatus, type StartFlowOptions } from './sql/client.ts';
+export {
+  type Client,
+  type ClientConnection,
+  connect,
+  createClient,
+  type EventsOptions,
+  type RunHandle,
+  type StartFlowOptions,
+  type SwitchyardClient,
+  type WaitOptions,
+} from './sql/client.ts';
+export * from './sql/runs.ts';
+export type * from './dsl/aliases.ts';
 export {
   CONNECTION_ENV_VARS,
   type ConnectionKind,

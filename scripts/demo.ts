@@ -12,7 +12,9 @@
  *    `functions.invoke`; runs of `communityThreads` (→ v1) and `supportTickets` start.
  * 4. Phase 2 deploys the shipped registry (v1 and v2) while v1 runs are in flight: the first
  *    new worker moves the alias to v2, new runs use v2, v1 runs drain on v1 handlers.
- * 5. A progress line while it runs, then tables of runs, queues, drain states, functions and
+ * 5. One v2 run is followed live: its events as they happen (`createClient(registry)`,
+ *    `run.events()`), then its typed output.
+ * 6. A progress line while it runs, then tables of runs, queues, drain states, functions and
  *    the support tickets' conditional step and map fan-out.
  *
  * Exits 0 when every run completed, v1 is drained and v2 is the active version.
@@ -26,9 +28,10 @@
  */
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { createClient } from '@supabase/supabase-js';
+import { createClient as createSupabaseClient } from '@supabase/supabase-js';
 import { parseArgs } from 'node:util';
-import { connect, createDashboard, migrate } from '../lib/ops.ts';
+import { connect, createClient, createDashboard, migrate } from '../lib/ops.ts';
+import { registry } from '../supabase/functions/_shared/registry.ts';
 import { freePort } from './_cluster.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './_pglite.ts';
 import { copyProject } from './_project.ts';
@@ -92,6 +95,14 @@ const TITLES = [
   'Webhooks broken since last deploy',
   'Thanks for the new release!',
 ];
+
+function thread(k: number) {
+  return {
+    id: `thread-${k}`,
+    title: sample(TITLES, k),
+    body: k % 3 === 0 ? 'Customers report errors on every request. '.repeat(3) : 'See above.',
+  };
+}
 
 const USAGE = 'usage: deno task demo [--dashboard [--dashboard-port N]]';
 
@@ -174,7 +185,13 @@ async function main(args: string[]): Promise<number> {
     say('supabase db push: SQL core + the two function registrations…');
     await migrate(url, { workdir: project, pgmqMode: 'auto' });
     sql = postgres(url, { max: 2, prepare: false, onnotice: () => {} });
-    const client = connect(url, { max: 2 });
+    // PGlite's socket shares one session among all connections, so a notification reaches
+    // whichever connection committed, not the listener: there the client also re-reads.
+    const client = createClient(registry, {
+      connectionString: url,
+      max: 2,
+      fallbackPollMs: embedded ? 250 : undefined,
+    });
 
     const secret = crypto.randomUUID();
     if (options.dashboard) {
@@ -192,7 +209,7 @@ async function main(args: string[]): Promise<number> {
       SWITCHYARD_STALL_CHECK_INTERVAL_MS: '10000',
     };
     const invokeAll = async () => {
-      const supabase = createClient(served!.url, secret, {
+      const supabase = createSupabaseClient(served!.url, secret, {
         auth: { persistSession: false, autoRefreshToken: false },
       });
       // Concurrently: on PGlite every start-up query waits its turn behind the other
@@ -258,27 +275,25 @@ async function main(args: string[]): Promise<number> {
       }
     }, 500);
     const newline = () => tty && console.log();
+    // A line above the progress line (which a terminal rewrites in place).
+    const sayAbove = async (line: string) => {
+      if (tty) await Deno.stdout.write(new TextEncoder().encode('\r\x1b[K'));
+      say(line);
+    };
 
     const started: string[] = [];
     const startRuns = async (alias: string, n: number, offset: number) => {
       for (let i = 0; i < n; i++) {
         const k = offset + i;
-        started.push(
-          alias === 'communityThreads'
-            ? await client.startFlow(alias, {
-              id: `thread-${k}`,
-              title: sample(TITLES, k),
-              body: k % 3 === 0
-                ? 'Customers report errors on every request. '.repeat(3)
-                : 'See above.',
-            })
-            : await client.startFlow(alias, {
-              id: `ticket-${k}`,
-              customer: sample(['acme', 'globex', 'initech'], k),
-              plan: sample(['free', 'pro', 'enterprise'] as const, k),
-              subject: sample(['Site down after upgrade', 'Invoice question', 'SSO setup'], k),
-            }),
-        );
+        const run = alias === 'communityThreads'
+          ? await client.start('communityThreads', thread(k))
+          : await client.start('supportTickets', {
+            id: `ticket-${k}`,
+            customer: sample(['acme', 'globex', 'initech'], k),
+            plan: sample(['free', 'pro', 'enterprise'] as const, k),
+            subject: sample(['Site down after upgrade', 'Invoice question', 'SSO setup'], k),
+          });
+        started.push(run.runId);
       }
     };
     await startRuns('communityThreads', V1_RUNS / 2, 0);
@@ -313,7 +328,25 @@ async function main(args: string[]): Promise<number> {
     const [alias] = await sql<{ flow_slug: string }[]>`
       select flow_slug from switchyard.aliases where alias = 'communityThreads'`;
     say(`alias communityThreads → ${alias.flow_slug}; v1 runs drain on v1 handlers`);
-    await startRuns('communityThreads', V2_RUNS, V1_RUNS);
+    // Follow one v2 run live, while the others run.
+    const followed = await client.start('communityThreads', {
+      ...thread(0),
+      id: 'thread-followed',
+    });
+    say(`following run ${followed.runId.slice(0, 8)} live (run.events()):`);
+    const following = (async () => {
+      for await (const e of followed.events()) {
+        await sayAbove(`  run ${followed.runId.slice(0, 8)}: ${e.stepSlug ?? 'run'} ${e.event}`);
+      }
+      const out = await followed.output();
+      await sayAbove(
+        `  run ${
+          followed.runId.slice(0, 8)
+        }: output deliverSlack.posted = ${out.deliverSlack.posted}`,
+      );
+    })();
+    await startRuns('communityThreads', V2_RUNS - 1, V1_RUNS);
+    await following;
 
     const total = V1_RUNS + V2_RUNS + TICKET_RUNS;
     await waitUntil('every run to finish', async () => {

@@ -42,7 +42,7 @@ async function graph(entry: string): Promise<Map<string, string[]>> {
 
 const rel = (path: string) => path.startsWith(libDir) ? `lib/${path.slice(libDir.length)}` : path;
 
-for (const entry of ['lib/mod.ts', 'lib/ops.ts']) {
+for (const entry of ['lib/mod.ts', 'lib/ops.ts', 'lib/client.ts']) {
   Deno.test(`${entry}: the kit's modules import each other without a circle`, async () => {
     const edges = await graph(entry);
     const state = new Map<string, 'open' | 'done'>();
@@ -67,6 +67,7 @@ for (const entry of ['lib/mod.ts', 'lib/ops.ts']) {
 Deno.test('the layers import only downwards: dsl nothing of sql/worker/platform, sql no worker/platform', async () => {
   const edges = await graph('lib/ops.ts');
   for (const [from, deps] of await graph('lib/mod.ts')) edges.set(from, deps);
+  for (const [from, deps] of await graph('lib/client.ts')) edges.set(from, deps);
   const forbidden: Record<string, string[]> = {
     'lib/dsl/': ['lib/sql/', 'lib/worker/', 'lib/platform/', 'lib/ops/', 'npm:'],
     'lib/sql/': ['lib/worker/', 'lib/platform/', 'lib/ops/'],
@@ -97,9 +98,16 @@ Deno.test('only lib/sql/ imports postgres.js or writes SQL', async () => {
   assert.deepEqual(offenders, []);
 });
 
-Deno.test('lib/mod.ts reaches no development tooling (migrate, the Supabase CLI)', async () => {
-  const reached = [...(await graph('lib/mod.ts')).keys()].map(rel);
-  assert.deepEqual(reached.filter((p) => /lib\/sql\/migrate\.ts|npm:supabase/.test(p)), []);
+for (const entry of ['lib/mod.ts', 'lib/client.ts']) {
+  Deno.test(`${entry} reaches no development tooling (migrate, the Supabase CLI)`, async () => {
+    const reached = [...(await graph(entry)).keys()].map(rel);
+    assert.deepEqual(reached.filter((p) => /lib\/sql\/migrate\.ts|npm:supabase/.test(p)), []);
+  });
+}
+
+Deno.test('lib/client.ts reaches no worker or platform code', async () => {
+  const reached = [...(await graph('lib/client.ts')).keys()].map(rel);
+  assert.deepEqual(reached.filter((p) => /^lib\/(worker|platform)\//.test(p)), []);
 });
 
 async function* walk(dir: string): AsyncGenerator<string> {

@@ -30,6 +30,19 @@ Deno.test('deno task demo on embedded PGlite finishes by itself with every run c
   assert.match(stdout, /functions\.invoke\('classify-threads-worker'\) → started/);
   assert.match(stdout, /phase 2: deploying registry/);
   assert.match(stdout, /alias communityThreads → communityThreadsV2/);
+  // One v2 run's live events, in order, then its typed output.
+  const live = [...stdout.matchAll(/run ([0-9a-f]{8}): (\w+ \w+)$/gm)].map((m) => m[2]);
+  assert.deepEqual(live, [
+    'run started',
+    'classify started',
+    'classify completed',
+    'score started',
+    'score completed',
+    'deliverSlack started',
+    'deliverSlack completed',
+    'run completed',
+  ]);
+  assert.match(stdout, /run [0-9a-f]{8}: output deliverSlack\.posted = false/);
   // The final tables: runs per concrete version, drain states, the alias history.
   assert.match(stdout, /communityThreadsV1 +communityThreads +8 +0 +0/);
   assert.match(stdout, /communityThreadsV2 +communityThreads +8 +0 +0/);

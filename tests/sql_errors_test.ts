@@ -212,7 +212,7 @@ Deno.test('every raise in the SQL core sets a SQLSTATE and a jsonb_build_object 
       rest.slice(0, rest.search(/;[ \t]*(?:\n|$)/) + 1)
     );
     for (const statement of raises) {
-      if (!/^\s*using\s+errcode\s*=\s*'(22023|23505|55000|SY\d{3})'/i.test(statement)) {
+      if (!/^\s*using\s+errcode\s*=\s*'(22023|23505|42501|55000|SY\d{3})'/i.test(statement)) {
         missing.push(`${proname}: no kit SQLSTATE in ${statement.slice(0, 120)}`);
       }
       if (!/detail\s*=\s*jsonb_build_object\(/i.test(statement)) {

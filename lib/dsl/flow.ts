@@ -630,7 +630,7 @@ declare const flowTypes: unique symbol;
  * ```
  */
 // deno-lint-ignore no-explicit-any
-export type AnyFlow = Flow<any, Record<string, any>>;
+export type AnyFlow = Flow<any, Record<string, any>, string>;
 
 /**
  * The input type of a flow.
@@ -673,6 +673,43 @@ export type StepOutputs<F extends AnyFlow> = F extends Flow<unknown, infer Steps
  * ```
  */
 export type StepSlugs<F extends AnyFlow> = keyof StepOutputs<F> & string;
+
+/**
+ * The union of a flow's leaf step slugs: the steps no other step depends on. A completed
+ * run's output holds exactly their outputs (docs/ARCHITECTURE.md §5.5).
+ *
+ * @example
+ * ```ts
+ * import { Flow, type LeafSlugs } from './flow.ts';
+ *
+ * const flow = new Flow({ slug: 'f' })
+ *   .step({ slug: 'a' }, () => 1)
+ *   .step({ slug: 'b', dependsOn: ['a'] }, () => 2)
+ *   .step({ slug: 'c', dependsOn: ['a'] }, () => 3);
+ * const leaf: LeafSlugs<typeof flow> = 'c'; // 'b' | 'c'
+ * ```
+ */
+// deno-lint-ignore no-explicit-any
+export type LeafSlugs<F extends AnyFlow> = F extends Flow<any, Record<string, any>, infer L> ? L
+  : never;
+
+/**
+ * The output of a completed run of a flow: the outputs of its leaf steps, keyed by step slug
+ * (what `switchyard.complete_tasks` stores in `runs.output`).
+ *
+ * @example
+ * ```ts
+ * import { Flow, type FlowOutput } from './flow.ts';
+ *
+ * const flow = new Flow<{ n: number }>({ slug: 'f' })
+ *   .step({ slug: 'a' }, (input) => input.n)
+ *   .step({ slug: 'b', dependsOn: ['a'] }, (input) => `${input.a}`);
+ * const output: FlowOutput<typeof flow> = { b: '1' };
+ * ```
+ */
+export type FlowOutput<F extends AnyFlow> = F extends Flow<unknown, infer Steps, infer L>
+  ? { [K in L & keyof Steps]: Steps[K] }
+  : never;
 
 const FLOW_DEFAULTS: ResolvedFlowOptions = Object.freeze({
   maxAttempts: 3,
@@ -792,6 +829,7 @@ function checkKnownKeys(owner: string, config: object, known: Set<string>): void
  *
  * @typeParam Input the flow input (what `start_flow` receives), JSON
  * @typeParam Steps step slug → awaited output of its handler (built up by `.step()`)
+ * @typeParam Leaves the slugs of the steps no other step depends on (built up by `.step()`)
  *
  * @example
  * ```ts
@@ -806,13 +844,21 @@ function checkKnownKeys(owner: string, config: object, known: Set<string>): void
  * console.assert(diamond.steps.length === 4);
  * ```
  */
-// deno-lint-ignore ban-types
-export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
+export class Flow<
+  Input = unknown,
+  // deno-lint-ignore ban-types
+  Steps extends Record<string, unknown> = {},
+  Leaves extends string = keyof Steps & string,
+> {
   /** Discriminates a bare flow from placements and deployments. */
   readonly kind = 'flow' as const;
 
   /** Type-only carrier of the type parameters; absent at runtime. */
-  declare readonly [flowTypes]?: { readonly input: Input; readonly steps: Steps };
+  declare readonly [flowTypes]?: {
+    readonly input: Input;
+    readonly steps: Steps;
+    readonly leaves: Leaves;
+  };
 
   #slug: string;
   #options: ResolvedFlowOptions;
@@ -926,11 +972,12 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
       [K in keyof Steps | Slug]: K extends Slug
         ? SeenOutput<Awaited<Out>, If, IfNot, Unmet, Exhausted>
         : Steps[K];
-    }
+    },
+    Exclude<Leaves, Deps[number]> | Slug
   > {
     const definition = this.#defineStep(config, handler);
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }
@@ -991,11 +1038,12 @@ export class Flow<Input = unknown, Steps extends Record<string, unknown> = {}> {
       [K in keyof Steps | Slug]: K extends Slug
         ? SeenOutput<Awaited<Out>[], If, IfNot, Unmet, Exhausted>
         : Steps[K];
-    }
+    },
+    Exclude<Leaves, Source> | Slug
   > {
     const definition = this.#defineMap(config, handler);
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }

@@ -174,7 +174,7 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   });
 }
 
-const RUN_STATUSES = ['started', 'completed', 'failed'] as const;
+const RUN_STATUSES = ['started', 'completed', 'failed', 'cancelled'] as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FUNCTION_NAME = /^[a-z][a-z0-9_-]*$/;
 const MAX_REASON = 1000;

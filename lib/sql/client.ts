@@ -1,48 +1,412 @@
 /**
- * A small client for applications and operators: start runs by alias or concrete slug,
- * read their status, wait for them, move an alias. Pause, resume, fence and drain are the
- * operator calls of `lib/ops.ts`; they take this client as their database.
+ * The client for applications (docs/ARCHITECTURE.md §14): `createClient(registry, ...)` starts
+ * runs by alias with inputs typed from the registry, waits for their typed outputs and
+ * follows their events, all without polling: it waits on PostgreSQL notifications and reads
+ * state only when one arrives (or after a reconnect). It also cancels and retries runs.
+ *
+ * `connect()` is the earlier, untyped client; it stays as a deprecated alias.
  *
  * @module
  */
 
-import { describeValue, SwitchyardError } from '../errors.ts';
-import { assertJson } from '../dsl/json.ts';
-import { NO_CONNECTION_MESSAGE, openSql, resolveConnectionString, type Sql } from './connection.ts';
+import { RunFailedError, RunNotFoundError, RunTimeoutError, SwitchyardError } from '../errors.ts';
+import type { AliasInput, AliasOf, AliasOutput, AliasStepSlugs, Registry } from '../dsl/aliases.ts';
+import {
+  NO_CONNECTION_MESSAGE,
+  openSql,
+  parseConnectionString,
+  resolveConnectionString,
+  type Sql,
+} from './connection.ts';
+import { RunNotifications } from './notifications.ts';
+import {
+  type CancelResult,
+  cancelRun,
+  type RetryResult,
+  retryRun,
+  type RunEvent,
+  runEvents,
+  runResult,
+  type RunStatus,
+  runStatus,
+  startRun,
+  type StartRunOptions,
+} from './runs.ts';
 import { call } from './source.ts';
 
-/** The status document of one run (`switchyard.run_status`). */
-export interface RunStatus {
-  /** The run. */
-  run_id: string;
-  /** Its concrete flow. */
-  flow_slug: string;
-  /** The alias or slug it was started as. */
-  started_as: string;
-  /** Where the run is. */
-  status: 'started' | 'completed' | 'failed';
-  /** The run's output once completed. */
-  output: unknown;
-  /** Why it failed. */
-  error: string | null;
-  /**
-   * Every step with its state (`created`, `started`, `completed`, `failed` or `skipped`), its
-   * queue snapshot, attempts (a map step: the most any element used), number of tasks (a map
-   * step: one per element), first error and why it was skipped.
-   */
-  steps: {
-    step_slug: string;
-    status: 'created' | 'started' | 'completed' | 'failed' | 'skipped';
-    queue_name: string | null;
-    attempts: number;
-    tasks: number;
-    error: string | null;
-    skip_reason: string | null;
-  }[];
+/**
+ * How {@linkcode createClient} reaches the database: a connection string (else
+ * `SWITCHYARD_DB_URL`, `SUPABASE_DB_URL`, `DATABASE_URL`) for a pool the client opens and closes, or an
+ * existing postgres.js client, which the client uses and leaves open.
+ *
+ * @example
+ * ```ts
+ * import type { ClientConnection } from './client.ts';
+ *
+ * const byUrl: ClientConnection = { connectionString: 'postgres://localhost/app', max: 4 };
+ * ```
+ */
+export type ClientConnection =
+  & (
+    | { readonly connectionString?: string; readonly max?: number; readonly sql?: undefined }
+    | { readonly sql: Sql }
+  )
+  & {
+    /**
+     * Only for connections that cannot receive notifications (a transaction pooler such as
+     * Supavisor's port 6543, or PGlite's socket, which shares one session among all
+     * connections): waits also read again every `fallbackPollMs`. Unset (the default),
+     * nothing polls.
+     */
+    readonly fallbackPollMs?: number;
+  };
+
+/**
+ * Options of a wait: a deadline and a signal that gives up early.
+ *
+ * @example
+ * ```ts
+ * import type { WaitOptions } from './client.ts';
+ *
+ * const options: WaitOptions = { timeoutMs: 30_000, signal: AbortSignal.timeout(60_000) };
+ * ```
+ */
+export interface WaitOptions {
+  /** How long to wait before rejecting with `RunTimeoutError`. Default 30,000 ms. */
+  timeoutMs?: number;
+  /** Aborting it rejects the wait with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /**
+ * Options of {@linkcode RunHandle.events}.
+ *
+ * @example
+ * ```ts
+ * import type { EventsOptions } from './client.ts';
+ *
+ * const options: EventsOptions = { after: 41 }; // resume after event 41
+ * ```
+ */
+export interface EventsOptions {
+  /** Yield only events after this event id (0, the default: from the run's start). */
+  after?: number;
+  /** Aborting it ends the iteration with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/**
+ * One run, as the client follows it.
+ *
+ * @typeParam Output the run's output once completed: its leaf steps' outputs by slug
+ * @typeParam StepSlug the run's step slugs
+ *
+ * @example
+ * ```ts
+ * import type { RunHandle } from './client.ts';
+ *
+ * async function follow(run: RunHandle<{ notify: boolean }>) {
+ *   for await (const e of run.events()) console.log(e.stepSlug ?? 'run', e.event);
+ *   return (await run.output()).notify;
+ * }
+ * ```
+ */
+export interface RunHandle<Output = unknown, StepSlug extends string = string> {
+  /** The run id. */
+  readonly runId: string;
+  /** The run's status with its steps, or null when there is no such run. */
+  status(): Promise<RunStatus<Output, StepSlug> | null>;
+  /**
+   * Waits until the run ends. Resolves with its output when it completed; rejects with
+   * `RunFailedError` when it failed or was cancelled (`status`, `error`), `RunNotFoundError`
+   * when there is no such run, `RunTimeoutError` after `timeoutMs`. Reads the run once, then
+   * once per notification of the run (and after a reconnect); never polls.
+   */
+  output(options?: WaitOptions): Promise<Output>;
+  /**
+   * The run's events in order, as they happen: the run's `started`, each step's
+   * `started`/`completed`/`failed`/`skipped`/`cancelled`, a `retried`, and the run's end. Ends
+   * after the run's `completed`, `failed` or `cancelled` event (resume with `after` to follow
+   * a retry). Throws `RunNotFoundError` when there is no such run.
+   */
+  events(options?: EventsOptions): AsyncIterableIterator<RunEvent<StepSlug>>;
+  /** Cancels the run (see {@linkcode SwitchyardClient.cancel}). */
+  cancel(reason: string): Promise<CancelResult>;
+  /** Retries the failed run (see {@linkcode SwitchyardClient.retry}). */
+  retry(): Promise<RetryResult>;
+}
+
+/**
+ * The client {@linkcode createClient} returns, typed by the registry.
+ *
+ * @typeParam R the registry (`as const`)
+ *
+ * @example
+ * ```ts
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import { createClient, type SwitchyardClient } from './client.ts';
+ *
+ * const v1 = new Flow<{ id: string }>({ slug: 'threadsV1' }).step({ slug: 'a' }, () => 1);
+ * const registry = [defineDeployedFlow(v1, { alias: 'threads' })] as const;
+ * const client: SwitchyardClient<typeof registry> = createClient(registry, {});
+ * await client.close();
+ * ```
+ */
+export interface SwitchyardClient<R extends Registry> {
+  /** The postgres.js client; operator calls (`lib/ops.ts`) accept the client itself. */
+  readonly sql: Sql;
+  /**
+   * Starts a run of an alias's active version (`switchyard.start_flow`). The alias must be
+   * one the registry deploys, and the input that alias's input type (the union over the
+   * versions the registry lists). With `runId` the start is idempotent (docs/ARCHITECTURE.md
+   * §5.8); `owner` records the user the run is for (row-level security on its events).
+   */
+  start<A extends AliasOf<R>>(
+    alias: A,
+    input: AliasInput<R, A>,
+    options?: StartRunOptions,
+  ): Promise<RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>>>;
+  /** A handle on an existing run, typed as a run of alias `A` (all aliases by default). */
+  run<A extends AliasOf<R> = AliasOf<R>>(
+    runId: string,
+  ): RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>>;
+  /**
+   * Cancels a started run (`switchyard.cancel_run`): its queued tasks are archived, tasks a
+   * worker is running finish but their answers change nothing, and the run ends
+   * `cancelled` without starting another step. `changed` is false when it already was.
+   */
+  cancel(runId: string, reason: string): Promise<CancelResult>;
+  /**
+   * Retries a failed run (`switchyard.retry_run`): its failed steps are queued again with
+   * fresh attempts and the run continues; completed steps are not run again.
+   */
+  retry(runId: string): Promise<RetryResult>;
+  /** Stops listening and closes the pool it opened (a postgres.js client passed in stays open). */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the typed client of a registry: `start` takes the registry's aliases (they
+ * autocomplete) with their input types, `output()` resolves with the typed leaf outputs.
+ * The registry is used for its type only; no flow is compiled and no handler runs here. An
+ * app that must not load the handlers' code passes the type alone:
+ * `import type { registry } from '...'; createClient<typeof registry>({ connectionString })`.
+ *
+ * @example
+ * ```ts
+ * import { defineDeployedFlow, Flow, routeFlow } from '../mod.ts';
+ * import { createClient } from './client.ts';
+ *
+ * const threadsV1 = new Flow<{ threadId: string }>({ slug: 'threadsV1' })
+ *   .step({ slug: 'classify' }, (input) => ({ urgent: input.threadId.startsWith('!') }))
+ *   .step({ slug: 'notify', dependsOn: ['classify'] }, (input) => input.classify.urgent);
+ * const registry = [
+ *   defineDeployedFlow(routeFlow(threadsV1, { queues: { classify: 'io', notify: 'io' } }), {
+ *     alias: 'threads',
+ *   }),
+ * ] as const;
+ *
+ * const client = createClient(registry, { connectionString: Deno.env.get('DATABASE_URL') });
+ * const run = await client.start('threads', { threadId: 't1' }, { runId: crypto.randomUUID() });
+ * for await (const event of run.events()) console.log(event.stepSlug ?? 'run', event.event);
+ * const { notify } = await run.output({ timeoutMs: 30_000 }); // notify: boolean
+ * console.log(notify);
+ * await client.close();
+ * ```
+ */
+export function createClient<const R extends Registry>(
+  registry: R,
+  connection?: ClientConnection,
+): SwitchyardClient<R>;
+/** The same client, typed by a registry's type alone (`createClient<typeof registry>(...)`). */
+export function createClient<R extends Registry>(
+  connection?: ClientConnection,
+): SwitchyardClient<R>;
+export function createClient<R extends Registry>(
+  registryOrConnection?: R | ClientConnection,
+  maybeConnection?: ClientConnection,
+): SwitchyardClient<R> {
+  const connection: ClientConnection =
+    (Array.isArray(registryOrConnection) ? maybeConnection : registryOrConnection) ?? {};
+  const own = connection.sql === undefined;
+  let sql: Sql;
+  let cannotListen: string | undefined;
+  if (connection.sql !== undefined) {
+    sql = connection.sql;
+  } else {
+    const url = resolveConnectionString(connection.connectionString);
+    if (!url) throw new SwitchyardError(NO_CONNECTION_MESSAGE);
+    if (parseConnectionString(url).kind === 'transaction_pooler') {
+      cannotListen = 'the connection string names a transaction pooler (port 6543), which does ' +
+        'not deliver notifications: use the direct connection or the session pooler (port ' +
+        '5432) to wait, or set fallbackPollMs';
+    }
+    sql = openSql(url, { max: connection.max ?? 5 });
+  }
+  const pollMs = connection.fallbackPollMs;
+  if (pollMs !== undefined && (!Number.isInteger(pollMs) || pollMs < 10)) {
+    throw new SwitchyardError(
+      `createClient: fallbackPollMs ${pollMs} is invalid: use an integer of at least 10 ` +
+        '(milliseconds), or leave it unset to wait on notifications only',
+    );
+  }
+  const notifications = new RunNotifications(
+    sql,
+    pollMs,
+    pollMs === undefined ? cannotListen : undefined,
+  );
+  const handle = (runId: string): RunHandle<never, never> => runHandle(sql, notifications, runId);
+  return {
+    sql,
+    async start(alias, input, options) {
+      return handle(await startRun(sql, alias, input, options));
+    },
+    run: (runId) => handle(runId),
+    cancel: (runId, reason) => cancelRun(sql, runId, reason),
+    retry: (runId) => retryRun(sql, runId),
+    async close() {
+      await notifications.close();
+      if (own) await sql.end({ timeout: 5 });
+    },
+  };
+}
+
+function runHandle<Output, StepSlug extends string>(
+  sql: Sql,
+  notifications: RunNotifications,
+  runId: string,
+): RunHandle<Output, StepSlug> {
+  return {
+    runId,
+    status: () => runStatus<Output>(sql, runId) as Promise<RunStatus<Output, StepSlug> | null>,
+    output: (options) => waitForEnd(sql, notifications, runId, options),
+    events: (options) =>
+      followEvents(sql, notifications, runId, options) as AsyncIterableIterator<
+        RunEvent<StepSlug>
+      >,
+    cancel: (reason) => cancelRun(sql, runId, reason),
+    retry: () => retryRun(sql, runId),
+  };
+}
+
+/**
+ * A run's wake-ups as a counter: a notification (or a reconnect) came after a read when
+ * `version()` changed since just before it; `next()` waits for the next wake-up, the deadline
+ * or the signal.
+ */
+interface Wakes {
+  version(): number;
+  next(deadline: number, signal: AbortSignal | undefined): Promise<'woken' | 'timeout'>;
+  end(): void;
+}
+
+async function subscribe(notifications: RunNotifications, runId: string): Promise<Wakes> {
+  let count = 0;
+  let wakeUp: (() => void) | undefined;
+  const unsubscribe = await notifications.subscribe(runId, () => {
+    count++;
+    wakeUp?.();
+  });
+  return {
+    version: () => count,
+    next(deadline, signal) {
+      return new Promise((resolve, reject) => {
+        const done = (outcome: 'woken' | 'timeout' | { aborted: unknown }) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          wakeUp = undefined;
+          if (typeof outcome === 'object') reject(outcome.aborted);
+          else resolve(outcome);
+        };
+        const onAbort = () => done({ aborted: signal!.reason ?? new Error('aborted') });
+        const left = deadline - Date.now();
+        const poll = notifications.fallbackPollMs;
+        const timer = poll !== undefined && poll < left
+          ? setTimeout(() => done('woken'), poll)
+          : Number.isFinite(left)
+          ? setTimeout(() => done('timeout'), Math.max(0, left))
+          : undefined;
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        wakeUp = () => done('woken');
+      });
+    },
+    end: unsubscribe,
+  };
+}
+
+async function waitForEnd<Output>(
+  sql: Sql,
+  notifications: RunNotifications,
+  runId: string,
+  { timeoutMs = 30_000, signal }: WaitOptions = {},
+): Promise<Output> {
+  const deadline = Date.now() + timeoutMs;
+  signal?.throwIfAborted();
+  // Listen before the first read, so no transition falls between the two.
+  const wakes = await subscribe(notifications, runId);
+  try {
+    for (;;) {
+      const seen = wakes.version();
+      const result = await runResult(sql, runId);
+      if (result === null) throw new RunNotFoundError(runId);
+      if (result.status === 'completed') return result.output as Output;
+      if (result.status === 'failed' || result.status === 'cancelled') {
+        throw new RunFailedError(runId, result.status, result.error);
+      }
+      if (wakes.version() !== seen) continue; // woken during the read
+      if (await wakes.next(deadline, signal) === 'timeout') {
+        throw new RunTimeoutError(runId, timeoutMs, result.status);
+      }
+    }
+  } finally {
+    wakes.end();
+  }
+}
+
+const RUN_ENDS = new Set(['completed', 'failed', 'cancelled']);
+
+async function* followEvents(
+  sql: Sql,
+  notifications: RunNotifications,
+  runId: string,
+  { after = 0, signal }: EventsOptions = {},
+): AsyncGenerator<RunEvent> {
+  signal?.throwIfAborted();
+  const wakes = await subscribe(notifications, runId);
+  try {
+    let last = after;
+    let checkedExists = false;
+    for (;;) {
+      const seen = wakes.version();
+      const events = await runEvents(sql, runId, { after: last });
+      if (events.length === 0 && !checkedExists) {
+        const result = await runResult(sql, runId);
+        if (result === null) throw new RunNotFoundError(runId);
+        // A run that ended before `after` (or before events were recorded): nothing comes.
+        if (result.status !== 'started') return;
+      }
+      checkedExists = true;
+      for (const event of events) {
+        last = event.eventId;
+        yield event;
+        if (event.stepSlug === null && RUN_ENDS.has(event.event)) return;
+      }
+      if (events.length > 0 || wakes.version() !== seen) continue;
+      await wakes.next(Infinity, signal);
+    }
+  } finally {
+    wakes.end();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The earlier untyped client, kept as a deprecated alias.
+
+/**
  * Options of {@linkcode Client.startFlow}.
+ *
+ * @deprecated use {@linkcode StartRunOptions} with `createClient(registry).start(...)`.
  *
  * @example
  * ```ts
@@ -51,30 +415,35 @@ export interface RunStatus {
  * const options: StartFlowOptions = { runId: crypto.randomUUID() };
  * ```
  */
-export interface StartFlowOptions {
-  /**
-   * A run id the caller chooses, making the start idempotent (docs/ARCHITECTURE.md §5.8): a
-   * second start with the same id returns the existing run and starts nothing; the same id
-   * with another input or another flow is refused with an `OperationError` (code `23505`,
-   * `detail.rule` `run_id_other_input` or `run_id_other_flow`).
-   */
-  runId?: string;
-}
+export type StartFlowOptions = StartRunOptions;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The client returned by {@linkcode connect}. */
+/**
+ * The client returned by {@linkcode connect}.
+ *
+ * @deprecated use {@linkcode createClient}: typed starts and outputs, events, cancel, retry.
+ *
+ * @example
+ * ```ts
+ * import { type Client, connect } from './client.ts';
+ *
+ * const client: Client = connect(Deno.env.get('DATABASE_URL'));
+ * await client.close();
+ * ```
+ */
 export interface Client {
   /** The postgres.js pool; operator calls accept the client itself. */
   readonly sql: Sql;
   /**
    * Starts a run of an alias's active version or of a concrete flow; returns the run id.
-   * With `runId`, the start is idempotent (see {@linkcode StartFlowOptions}).
+   * With `runId`, the start is idempotent (see {@linkcode StartRunOptions}).
    */
   startFlow(flowOrAlias: string, input: unknown, options?: StartFlowOptions): Promise<string>;
   /** The run's status document, or null for an unknown run. */
   runStatus(runId: string): Promise<RunStatus | null>;
-  /** Polls until the run completes or fails (or the deadline passes: then it throws). */
+  /**
+   * Waits until the run is no longer started (or the deadline passes: then it throws), on
+   * notifications like `createClient`'s `output()`. `intervalMs` is ignored: nothing polls.
+   */
   waitForRun(runId: string, opts?: { timeoutMs?: number; intervalMs?: number }): Promise<RunStatus>;
   /** Points an alias at a compiled concrete version (`switchyard.activate_alias`). */
   activateAlias(alias: string, flowSlug: string): Promise<void>;
@@ -85,6 +454,9 @@ export interface Client {
 /**
  * Connects to the database (`connectionString`, else `SWITCHYARD_DB_URL`, else `SUPABASE_DB_URL`,
  * else `DATABASE_URL`).
+ *
+ * @deprecated use {@linkcode createClient} (`switchyard/client.ts`): typed starts and outputs,
+ * events, cancel and retry. Operator calls accept either client.
  *
  * @example
  * ```ts
@@ -103,47 +475,36 @@ export function connect(connectionString?: string, opts: { max?: number } = {}):
   const url = resolveConnectionString(connectionString);
   if (!url) throw new SwitchyardError(NO_CONNECTION_MESSAGE);
   const sql = openSql(url, { max: opts.max ?? 5 });
-  const runStatus = async (runId: string) => {
-    const [row] = await call(() =>
-      sql<{ s: RunStatus | null }[]>`select switchyard.run_status(${runId}::uuid) as s`
-    );
-    return row.s;
-  };
+  const notifications = new RunNotifications(sql);
   return {
     sql,
-    async startFlow(flowOrAlias, input, { runId } = {}) {
-      assertJson(input, 'input');
-      if (runId !== undefined && (typeof runId !== 'string' || !UUID.test(runId))) {
-        throw new SwitchyardError(
-          `startFlow(${JSON.stringify(flowOrAlias)}): runId ${
-            describeValue(runId)
-          } is invalid: use a UUID such as crypto.randomUUID()`,
-        );
-      }
-      const [row] = await call(() =>
-        sql<{ id: string }[]>`
-          select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
-            ${runId ?? null}::uuid) as id`
-      );
-      return row.id;
-    },
-    runStatus,
-    async waitForRun(runId, { timeoutMs = 30_000, intervalMs = 50 } = {}) {
+    startFlow: (flowOrAlias, input, options) => startRun(sql, flowOrAlias, input, options),
+    runStatus: (runId) => runStatus(sql, runId),
+    async waitForRun(runId, { timeoutMs = 30_000 } = {}) {
       const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const status = await runStatus(runId);
-        if (status && status.status !== 'started') return status;
-        if (Date.now() > deadline) {
-          throw new SwitchyardError(
-            `run ${runId} still ${status?.status ?? 'missing'} after ${timeoutMs} ms`,
-          );
+      const wakes = await subscribe(notifications, runId);
+      try {
+        for (;;) {
+          const seen = wakes.version();
+          const status = await runStatus(sql, runId);
+          if (status && status.status !== 'started') return status;
+          if (wakes.version() !== seen) continue;
+          if (await wakes.next(deadline, undefined) === 'timeout') {
+            throw new SwitchyardError(
+              `run ${runId} still ${status?.status ?? 'missing'} after ${timeoutMs} ms`,
+            );
+          }
         }
-        await new Promise((r) => setTimeout(r, intervalMs));
+      } finally {
+        wakes.end();
       }
     },
     async activateAlias(alias, flowSlug) {
       await call(() => sql`select switchyard.activate_alias(${alias}::text, ${flowSlug}::text)`);
     },
-    close: () => sql.end({ timeout: 5 }),
+    async close() {
+      await notifications.close();
+      await sql.end({ timeout: 5 });
+    },
   };
 }

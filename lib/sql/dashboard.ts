@@ -190,7 +190,7 @@ export interface RunStepOverview {
   /** Its index in the flow. */
   stepIndex: number;
   /** The step state: created, started, completed, failed or skipped. */
-  status: 'created' | 'started' | 'completed' | 'failed' | 'skipped';
+  status: 'created' | 'started' | 'completed' | 'failed' | 'skipped' | 'cancelled';
   /** The task's queue snapshot (the step's queue before it has a task). */
   queueName: string;
   /** Its tasks: one for an ordinary step, one per element for a map step, 0 before it has any. */
@@ -226,7 +226,7 @@ export interface RunOverview {
   /** What the caller started: an alias or a concrete slug. */
   startedAs: string;
   /** Where it is. */
-  status: 'started' | 'completed' | 'failed';
+  status: 'started' | 'completed' | 'failed' | 'cancelled';
   /** When it started. */
   startedAt: Date;
   /** When it completed or failed, or null. */

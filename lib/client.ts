@@ -1,0 +1,67 @@
+/**
+ * Switchyard's client for applications (`switchyard/client.ts`): start runs by alias with
+ * inputs typed from your registry, await their typed outputs, follow their events live,
+ * cancel and retry them (docs/ARCHITECTURE.md §14). It needs no operator tooling (no
+ * migrations, no Supabase CLI) and no worker code: import it from a server route, a script
+ * or an Edge Function that starts flows. `lib/mod.ts` (`switchyard`) and `lib/ops.ts`
+ * re-export it, so a handler can start other flows and operators have it too.
+ *
+ * @example
+ * ```ts
+ * import { createClient, RunFailedError } from './client.ts';
+ * import { registry } from '../supabase/functions/_shared/registry.ts';
+ *
+ * const client = createClient(registry, { connectionString: Deno.env.get('DATABASE_URL') });
+ * const run = await client.start('communityThreads', {
+ *   id: 't1',
+ *   title: 'Checkout is down',
+ *   body: 'since 9:00',
+ * }, { runId: crypto.randomUUID() });
+ * try {
+ *   const { deliverSlack } = await run.output({ timeoutMs: 30_000 });
+ *   console.log(deliverSlack.posted);
+ * } catch (e) {
+ *   if (e instanceof RunFailedError) console.error(e.status, e.error);
+ * }
+ * await client.close();
+ * ```
+ *
+ * @module
+ */
+export {
+  type ClientConnection,
+  createClient,
+  type EventsOptions,
+  type RunHandle,
+  type SwitchyardClient,
+  type WaitOptions,
+} from './sql/client.ts';
+export {
+  type CancelResult,
+  type RetryResult,
+  RUN_EVENTS_CHANNEL,
+  type RunEvent,
+  type RunEventName,
+  type RunStatus,
+  type RunStatusValue,
+  type StartRunOptions,
+  type StepStatus,
+  type StepStatusValue,
+} from './sql/runs.ts';
+export type {
+  AliasFlows,
+  AliasInput,
+  AliasOf,
+  AliasOutput,
+  AliasStepSlugs,
+  DeploymentsOf,
+  Registry,
+} from './dsl/aliases.ts';
+export type { FlowInput, FlowOutput, LeafSlugs } from './dsl/flow.ts';
+export {
+  OperationError,
+  RunFailedError,
+  RunNotFoundError,
+  RunTimeoutError,
+  SwitchyardError,
+} from './errors.ts';

@@ -1,0 +1,467 @@
+/**
+ * Runs from the caller's side: start one, read its status and its events, cancel it, retry
+ * it (`switchyard.start_flow`, `run_status`, `run_events`, `cancel_run`, `retry_run`;
+ * docs/ARCHITECTURE.md §14). Every decision stays in SQL; these calls only carry arguments
+ * and results. The typed client of `lib/client.ts` and the `deno task cancel|retry`
+ * commands are built on them.
+ *
+ * @module
+ */
+import { describeValue, SwitchyardError } from '../errors.ts';
+import { assertJson } from '../dsl/json.ts';
+import { call, sqlOf, type SqlSource } from './source.ts';
+
+/**
+ * Where a run is: `started` (steps may still run), `completed` (its output is set),
+ * `failed` (a step used all its attempts; a retry starts it again) or `cancelled`.
+ *
+ * @example
+ * ```ts
+ * import type { RunStatusValue } from './runs.ts';
+ *
+ * const finished = (s: RunStatusValue) => s !== 'started';
+ * ```
+ */
+export type RunStatusValue = 'started' | 'completed' | 'failed' | 'cancelled';
+
+/**
+ * Where a step of a run is: `created` (waits for its dependencies), `started` (its task is
+ * queued or running), `completed`, `failed`, `skipped` (its condition was false) or
+ * `cancelled` (its run was cancelled before it finished).
+ *
+ * @example
+ * ```ts
+ * import type { StepStatusValue } from './runs.ts';
+ *
+ * const open = (s: StepStatusValue) => s === 'created' || s === 'started';
+ * ```
+ */
+export type StepStatusValue =
+  | 'created'
+  | 'started'
+  | 'completed'
+  | 'failed'
+  | 'skipped'
+  | 'cancelled';
+
+/**
+ * One step in a {@linkcode RunStatus}.
+ *
+ * @example
+ * ```ts
+ * import type { StepStatus } from './runs.ts';
+ *
+ * const step: StepStatus = {
+ *   step_slug: 'classify',
+ *   status: 'started',
+ *   queue_name: 'classify_threads',
+ *   attempts: 1,
+ *   tasks: 1,
+ *   error: null,
+ *   skip_reason: null,
+ * };
+ * ```
+ */
+export interface StepStatus<StepSlug extends string = string> {
+  /** The step. */
+  step_slug: StepSlug;
+  /** Where it is. */
+  status: StepStatusValue;
+  /** The queue its task was sent to (null before it started). */
+  queue_name: string | null;
+  /** Attempts its task used so far (a map step: the most any element used). */
+  attempts: number;
+  /** Its tasks: one for an ordinary step, one per element for a map step. */
+  tasks: number;
+  /** The first error of its tasks, if any. */
+  error: string | null;
+  /** Why it was skipped, if it was. */
+  skip_reason: string | null;
+}
+
+/**
+ * The status document of one run (`switchyard.run_status`).
+ *
+ * @typeParam Output the run's output once completed (the outputs of its leaf steps)
+ *
+ * @example
+ * ```ts
+ * import { connect, type RunStatus } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const status: RunStatus | null = await client.runStatus(crypto.randomUUID());
+ * console.log(status?.steps.map((s) => `${s.step_slug}: ${s.status}`));
+ * await client.close();
+ * ```
+ */
+export interface RunStatus<Output = unknown, StepSlug extends string = string> {
+  /** The run. */
+  run_id: string;
+  /** Its concrete flow. */
+  flow_slug: string;
+  /** The alias or slug it was started as. */
+  started_as: string;
+  /** Where the run is. */
+  status: RunStatusValue;
+  /** The run's output once completed: the outputs of its leaf steps, by step slug. */
+  output: Output | null;
+  /** Why it failed, or why it was cancelled (`cancelled: <reason>`). */
+  error: string | null;
+  /** Who the run is for (the `owner` of the start), or null. */
+  owner: string | null;
+  /** When it started (ISO 8601). */
+  started_at: string;
+  /** When it completed, or null. */
+  completed_at: string | null;
+  /** When it failed, or null (a retry clears it). */
+  failed_at: string | null;
+  /** When it was cancelled, or null. */
+  cancelled_at: string | null;
+  /** Every step with its state, queue and attempts, in the order they were added. */
+  steps: StepStatus<StepSlug>[];
+}
+
+/**
+ * What an event says happened: the new status of the run or of one of its steps.
+ * `retried` is a failed run started again by a retry; a step's `started` means it became
+ * ready and its task was queued.
+ *
+ * @example
+ * ```ts
+ * import type { RunEventName } from './runs.ts';
+ *
+ * const name: RunEventName = 'completed';
+ * ```
+ */
+export type RunEventName = 'started' | 'completed' | 'failed' | 'skipped' | 'cancelled' | 'retried';
+
+/**
+ * One transition of a run or of one of its steps (a row of `switchyard.run_events`). Events
+ * carry ids and names only, never inputs or outputs.
+ *
+ * @example
+ * ```ts
+ * import type { RunEvent } from './runs.ts';
+ *
+ * const describe = (e: RunEvent) => `${e.eventId} ${e.stepSlug ?? 'run'} ${e.event}`;
+ * ```
+ */
+export interface RunEvent<StepSlug extends string = string> {
+  /** Increasing within a run, in commit order; pass the last one as `after` to resume. */
+  eventId: number;
+  /** The run. */
+  runId: string;
+  /** Its concrete flow. */
+  flowSlug: string;
+  /** The step, or null for an event of the run itself. */
+  stepSlug: StepSlug | null;
+  /** What happened. */
+  event: RunEventName;
+  /** When. */
+  at: Date;
+}
+
+/**
+ * The channel the SQL core notifies on each transition; the payload is the run id.
+ *
+ * @example
+ * ```ts
+ * import { RUN_EVENTS_CHANNEL } from './runs.ts';
+ * console.assert(RUN_EVENTS_CHANNEL === 'switchyard_run_events');
+ * ```
+ */
+export const RUN_EVENTS_CHANNEL = 'switchyard_run_events';
+
+/**
+ * Options of {@linkcode startRun}.
+ *
+ * @example
+ * ```ts
+ * import type { StartRunOptions } from './runs.ts';
+ *
+ * const options: StartRunOptions = { runId: crypto.randomUUID(), owner: crypto.randomUUID() };
+ * ```
+ */
+export interface StartRunOptions {
+  /**
+   * A run id the caller chooses, making the start idempotent (docs/ARCHITECTURE.md §5.8): a
+   * second start with the same id returns the existing run and starts nothing; the same id
+   * with another input, flow or owner is refused with an `OperationError` (code `23505`,
+   * `detail.rule` `run_id_other_input`, `run_id_other_flow` or `run_id_other_owner`).
+   */
+  runId?: string;
+  /**
+   * Who the run is for: a user id (a UUID, such as Supabase's `auth.uid()`). Row-level
+   * security lets that user read the run's events (docs/ARCHITECTURE.md §14).
+   */
+  owner?: string;
+}
+
+/**
+ * Runs one transaction again after a deadlock (`40P01`) or a serialization failure (`40001`),
+ * at most three times: PostgreSQL rolled it back whole, so repeating it is safe.
+ */
+async function repeatable<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      const code = (e as { code?: string })?.code;
+      if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw e;
+    }
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function assertUuid(what: string, name: string, value: unknown): void {
+  if (value !== undefined && (typeof value !== 'string' || !UUID.test(value))) {
+    throw new SwitchyardError(
+      `${what}: ${name} ${describeValue(value)} is invalid: use a UUID such as ` +
+        'crypto.randomUUID()',
+    );
+  }
+}
+
+/**
+ * Starts a run of an alias's active version or of a concrete flow (`switchyard.start_flow`);
+ * returns the run id. Untyped: the client of `lib/client.ts` types it from the registry.
+ *
+ * @example
+ * ```ts
+ * import { connect, startRun } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const runId = await startRun(client, 'communityThreads', { id: 't1' }, {
+ *   runId: crypto.randomUUID(),
+ * });
+ * console.log(runId);
+ * await client.close();
+ * ```
+ */
+export async function startRun(
+  source: SqlSource,
+  flowOrAlias: string,
+  input: unknown,
+  { runId, owner }: StartRunOptions = {},
+): Promise<string> {
+  const what = `start(${JSON.stringify(flowOrAlias)})`;
+  assertJson(input, 'input');
+  assertUuid(what, 'runId', runId);
+  assertUuid(what, 'owner', owner);
+  const sql = sqlOf(source);
+  const [row] = await call(() =>
+    sql<{ id: string }[]>`
+      select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
+        ${runId ?? null}::uuid, ${owner ?? null}::uuid) as id`
+  );
+  return row.id;
+}
+
+/**
+ * The run's status document with its steps (`switchyard.run_status`), or null for an
+ * unknown run.
+ *
+ * @example
+ * ```ts
+ * import { connect, runStatus } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const status = await runStatus(client, crypto.randomUUID());
+ * console.log(status === null ? 'no such run' : status.status);
+ * await client.close();
+ * ```
+ */
+export async function runStatus<Output = unknown>(
+  source: SqlSource,
+  runId: string,
+): Promise<RunStatus<Output> | null> {
+  assertUuid('runStatus', 'runId', runId);
+  const sql = sqlOf(source);
+  const [row] = await call(() =>
+    sql<{ s: RunStatus<Output> | null }[]>`select switchyard.run_status(${runId}::uuid) as s`
+  );
+  return row.s;
+}
+
+/**
+ * Where a run is and how it ended: what a waiter reads on each notification.
+ *
+ * @example
+ * ```ts
+ * import type { RunResult } from './runs.ts';
+ *
+ * const result: RunResult = { status: 'completed', output: { notify: true }, error: null };
+ * ```
+ */
+export interface RunResult {
+  /** Where the run is. */
+  status: RunStatusValue;
+  /** The output once completed. */
+  output: unknown;
+  /** Why it failed or was cancelled. */
+  error: string | null;
+}
+
+/**
+ * Reads only the status, output and error of a run (one key lookup), or null for an
+ * unknown run: what `run.output()` reads after each notification.
+ *
+ * @example
+ * ```ts
+ * import { connect, runResult } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * console.log(await runResult(client, crypto.randomUUID())); // null
+ * await client.close();
+ * ```
+ */
+export async function runResult(source: SqlSource, runId: string): Promise<RunResult | null> {
+  const sql = sqlOf(source);
+  const [row] = await call(() =>
+    sql<RunResult[]>`
+      select r.status, r.output, r.error from switchyard.runs r where r.run_id = ${runId}::uuid`
+  );
+  return row ?? null;
+}
+
+/**
+ * The run's events after event `after` (0: from the first), in order, at most `limit`.
+ *
+ * @example
+ * ```ts
+ * import { connect, runEvents } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * for (const e of await runEvents(client, crypto.randomUUID())) console.log(e.event);
+ * await client.close();
+ * ```
+ */
+export async function runEvents(
+  source: SqlSource,
+  runId: string,
+  { after = 0, limit = 1000 }: { after?: number; limit?: number } = {},
+): Promise<RunEvent[]> {
+  assertUuid('runEvents', 'runId', runId);
+  const sql = sqlOf(source);
+  const rows = await call(() =>
+    sql<
+      {
+        event_id: string;
+        run_id: string;
+        flow_slug: string;
+        step_slug: string | null;
+        event: RunEventName;
+        created_at: Date;
+      }[]
+    >`
+      select e.event_id::text, e.run_id, e.flow_slug, e.step_slug, e.event, e.created_at
+        from switchyard.run_events e
+       where e.run_id = ${runId}::uuid and e.event_id > ${after}::bigint
+       order by e.event_id
+       limit ${limit}::int`
+  );
+  return rows.map((r) => ({
+    eventId: Number(r.event_id),
+    runId: r.run_id,
+    flowSlug: r.flow_slug,
+    stepSlug: r.step_slug,
+    event: r.event,
+    at: r.created_at,
+  }));
+}
+
+/**
+ * What {@linkcode cancelRun} did.
+ *
+ * @example
+ * ```ts
+ * import type { CancelResult } from './runs.ts';
+ *
+ * const result: CancelResult = { runId: crypto.randomUUID(), changed: true };
+ * ```
+ */
+export interface CancelResult {
+  /** The run. */
+  runId: string;
+  /** False when the run was already cancelled (its first reason is kept). */
+  changed: boolean;
+}
+
+/**
+ * Cancels a started run (`switchyard.cancel_run`): its queued tasks' messages are archived,
+ * tasks a worker is running finish but their answers change nothing, the run ends
+ * `cancelled` and never starts another step.
+ *
+ * @throws {OperationError} `22023` (`reason_missing`, `run_unknown`) or `55000`
+ *   (`run_not_started`: the run completed or failed)
+ *
+ * @example
+ * ```ts
+ * import { cancelRun, connect } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const result = await cancelRun(client, crypto.randomUUID(), 'the customer withdrew');
+ * console.log(result.changed ? 'cancelled' : 'was already cancelled');
+ * await client.close();
+ * ```
+ */
+export async function cancelRun(
+  source: SqlSource,
+  runId: string,
+  reason: string,
+): Promise<CancelResult> {
+  assertUuid('cancel', 'runId', runId);
+  const sql = sqlOf(source);
+  const [row] = await call(() =>
+    repeatable(() =>
+      sql<{ changed: boolean }[]>`
+        select switchyard.cancel_run(${runId}::uuid, ${reason ?? null}::text) as changed`
+    )
+  );
+  return { runId, changed: row.changed };
+}
+
+/**
+ * What {@linkcode retryRun} did.
+ *
+ * @example
+ * ```ts
+ * import type { RetryResult } from './runs.ts';
+ *
+ * const result: RetryResult = { runId: crypto.randomUUID(), requeued: 1 };
+ * ```
+ */
+export interface RetryResult {
+  /** The run. */
+  runId: string;
+  /** Tasks queued again (the failed steps, and others whose work was lost with the failure). */
+  requeued: number;
+}
+
+/**
+ * Retries a failed run (`switchyard.retry_run`): its failed steps are queued again with
+ * fresh attempts and the run continues; completed steps are not run again.
+ *
+ * @throws {OperationError} `22023` (`run_unknown`) or `55000` (`run_not_failed`)
+ *
+ * @example
+ * ```ts
+ * import { connect, retryRun } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const { requeued } = await retryRun(client, crypto.randomUUID());
+ * console.log(`${requeued} task(s) queued again`);
+ * await client.close();
+ * ```
+ */
+export async function retryRun(source: SqlSource, runId: string): Promise<RetryResult> {
+  assertUuid('retry', 'runId', runId);
+  const sql = sqlOf(source);
+  const [row] = await call(() =>
+    repeatable(() =>
+      sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
+    )
+  );
+  return { runId, requeued: row.requeued };
+}

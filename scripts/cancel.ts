@@ -1,0 +1,35 @@
+/**
+ * `deno task cancel <run> [--reason TEXT]`: cancels a started run
+ * (`switchyard.cancel_run`, docs/ARCHITECTURE.md §14). Its queued tasks are archived,
+ * tasks a worker is running finish but their answers change nothing, and the run
+ * ends `cancelled` without starting another step.
+ *
+ * Needs `DATABASE_URL`. Exit codes: 0 cancelled (or already cancelled), 1 refused
+ * (unknown run, or a run that already completed or failed), 2 bad usage.
+ *
+ * @module
+ */
+import { cancelRun } from '../lib/ops.ts';
+import { parse, runCommand, UsageError } from './_operator_cli.ts';
+
+const USAGE = `usage: deno task cancel <run> [--reason TEXT]
+
+Cancels the started run <run> (a run id). Needs DATABASE_URL.`;
+
+await runCommand(USAGE, async (sql, args) => {
+  const { values, positionals } = parse(args, { reason: { type: 'string' } });
+  if (positionals.length !== 1) {
+    throw new UsageError(
+      positionals.length === 0
+        ? 'missing <run>: name the run id to cancel'
+        : `expected one run id, got ${positionals.length}: ${positionals.join(' ')}`,
+    );
+  }
+  const reason = values.reason?.trim() || 'cancelled by an operator (deno task cancel)';
+  const result = await cancelRun(sql, positionals[0], reason);
+  console.log(
+    result.changed
+      ? `cancelled run ${result.runId}: ${reason}`
+      : `run ${result.runId} was already cancelled (the first reason is kept)`,
+  );
+});

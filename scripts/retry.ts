@@ -1,0 +1,29 @@
+/**
+ * `deno task retry <run>`: retries a failed run (`switchyard.retry_run`,
+ * docs/ARCHITECTURE.md §14). Its failed steps are queued again with fresh attempts
+ * and the run continues; completed steps are not run again.
+ *
+ * Needs `DATABASE_URL`. Exit codes: 0 retried, 1 refused (unknown run, or a run
+ * that is not failed), 2 bad usage.
+ *
+ * @module
+ */
+import { retryRun } from '../lib/ops.ts';
+import { parse, runCommand, UsageError } from './_operator_cli.ts';
+
+const USAGE = `usage: deno task retry <run>
+
+Retries the failed run <run> (a run id). Needs DATABASE_URL.`;
+
+await runCommand(USAGE, async (sql, args) => {
+  const { positionals } = parse(args, {});
+  if (positionals.length !== 1) {
+    throw new UsageError(
+      positionals.length === 0
+        ? 'missing <run>: name the run id to retry'
+        : `expected one run id, got ${positionals.length}: ${positionals.join(' ')}`,
+    );
+  }
+  const result = await retryRun(sql, positionals[0]);
+  console.log(`retried run ${result.runId}: ${result.requeued} task(s) queued again`);
+});
