@@ -169,7 +169,8 @@ export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<
     const runSide = async (side: SideState) => {
       const { sql } = side.db;
       if (side.kind === 'fresh') {
-        await sql`truncate switchyard.step_tasks, switchyard.step_states, switchyard.runs`;
+        // cascade: the run events of a newer SQL core go with their runs.
+        await sql`truncate switchyard.step_tasks, switchyard.step_states, switchyard.runs cascade`;
         await sql`truncate pgmq.a_hist_a, pgmq.a_hist_b`;
         side.completed = 0;
       } else if (side.kind === 'growing' && o.growth > 0) {

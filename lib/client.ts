@@ -57,7 +57,16 @@ export type {
   DeploymentsOf,
   Registry,
 } from './dsl/aliases.ts';
-export type { FlowInput, FlowOutput, LeafSlugs } from './dsl/flow.ts';
+// The DSL's types, which the client's signatures name (no DSL code is imported for them).
+export type * from './dsl/flow.ts';
+export type * from './dsl/slugs.ts';
+export type * from './dsl/json.ts';
+export type * from './dsl/queue_names.ts';
+export type * from './dsl/with_step_queues.ts';
+export type * from './dsl/route_flow.ts';
+export type * from './dsl/deployed_flow.ts';
+export type * from './dsl/placement.ts';
+export type { Sql } from './sql/connection.ts';
 export {
   OperationError,
   RunFailedError,

@@ -11,24 +11,25 @@
 -- so a reader that saw event n of a run never later finds a smaller number for that run.
 -- Deleted with its run (prune and delete_flow delete runs by id).
 create table switchyard.run_events (
-  event_id bigint generated always as identity primary key,
+  event_id bigint generated always as identity,
   run_id uuid not null references switchyard.runs on delete cascade,
   owner uuid,                              -- the run's owner, copied for row-level security
   flow_slug text not null,
   step_slug text,                          -- null: an event of the run itself
   event text not null check (event in
     ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried')),
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  -- One index: a reader always names the run (event_id > n within it), and so does the
+  -- cascade from runs.
+  primary key (run_id, event_id)
 );
-create index run_events_run on switchyard.run_events (run_id, event_id);
 
--- Statement-level triggers with transition tables: a batch of completions (one statement
--- over many step states) writes its events in one insert and one notification per run,
--- not one trigger call per row. PostgreSQL allows one event per trigger with transition
--- tables, hence one function per table and operation.
+-- Row triggers whose WHEN condition is a status change: the many updates that change no
+-- status (a run's or step's counters) never call a function. A transaction's notifications
+-- are delivered at commit and identical ones are folded, so each run touched is notified once.
 
--- Runs inserted: 'started'.
-create or replace function switchyard._run_events_inserted()
+-- A run was inserted ('started') or changed status ('retried' when a failed run starts again).
+create or replace function switchyard._run_event()
 returns trigger
 language plpgsql
 security definer
@@ -36,103 +37,46 @@ set search_path = ''
 as $$
 begin
   insert into switchyard.run_events (run_id, owner, flow_slug, event)
-  select n.run_id, n.owner, n.flow_slug, n.status from new_rows n order by n.run_id;
-  perform pg_notify('switchyard_run_events', n.run_id::text)
-     from (select distinct x.run_id from new_rows x) n;
+  values (new.run_id, new.owner, new.flow_slug,
+          case when tg_op = 'UPDATE' and old.status = 'failed' and new.status = 'started'
+               then 'retried' else new.status end);
+  perform pg_notify('switchyard_run_events', new.run_id::text);
   return null;
 end
 $$;
 
--- Runs whose status changed: the new status ('retried' when a failed run starts again).
-create or replace function switchyard._run_events_updated()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  insert into switchyard.run_events (run_id, owner, flow_slug, event)
-  select n.run_id, n.owner, n.flow_slug,
-         case when o.status = 'failed' and n.status = 'started' then 'retried' else n.status end
-    from new_rows n join old_rows o on o.run_id = n.run_id
-   where o.status is distinct from n.status
-   order by n.run_id;
-  if found then
-    perform pg_notify('switchyard_run_events', c.run_id::text)
-       from (select distinct n.run_id from new_rows n join old_rows o on o.run_id = n.run_id
-              where o.status is distinct from n.status) c;
-  end if;
-  return null;
-end
-$$;
-
--- Step states inserted past 'created', or whose status changed to anything but 'created'.
--- The runs are locked first, in run order as complete_tasks locks them, so their events are
--- numbered in commit order (see the table).
-create or replace function switchyard._step_events_inserted()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  perform 1 from switchyard.runs r
-   where r.run_id in (select n.run_id from new_rows n where n.status <> 'created')
-   order by r.run_id for update;
-  if not found then
-    return null;
-  end if;
-  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
-  select n.run_id, r.owner, n.flow_slug, n.step_slug, n.status
-    from new_rows n join switchyard.runs r on r.run_id = n.run_id
-   where n.status <> 'created'
-   order by n.run_id, n.step_slug;
-  perform pg_notify('switchyard_run_events', c.run_id::text)
-     from (select distinct n.run_id from new_rows n where n.status <> 'created') c;
-  return null;
-end
-$$;
-
-create or replace function switchyard._step_events_updated()
+-- A step changed status (or was inserted past 'created'). The run is locked before the event
+-- gets its number (see the table); every writer of a run's steps holds that lock already
+-- (complete_tasks, fail_task and stall recovery lock the run, cancel_run and retry_run lock
+-- it first, a run being started is new), so this costs a lookup by key.
+create or replace function switchyard._step_event()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
 as $$
 declare
-  changed uuid[];
+  run_owner uuid;
 begin
-  select coalesce(array_agg(distinct n.run_id), '{}') into changed
-    from new_rows n join old_rows o on o.run_id = n.run_id and o.step_slug = n.step_slug
-   where o.status is distinct from n.status and n.status <> 'created';
-  if cardinality(changed) = 0 then
-    return null;
-  end if;
-  perform 1 from switchyard.runs r where r.run_id = any (changed) order by r.run_id for update;
+  select r.owner into run_owner from switchyard.runs r where r.run_id = new.run_id for update;
   insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
-  select n.run_id, r.owner, n.flow_slug, n.step_slug, n.status
-    from new_rows n
-    join old_rows o on o.run_id = n.run_id and o.step_slug = n.step_slug
-    join switchyard.runs r on r.run_id = n.run_id
-   where o.status is distinct from n.status and n.status <> 'created'
-   order by n.run_id, n.step_slug;
-  perform pg_notify('switchyard_run_events', c.run_id::text) from unnest(changed) as c(run_id);
+  values (new.run_id, run_owner, new.flow_slug, new.step_slug, new.status);
+  perform pg_notify('switchyard_run_events', new.run_id::text);
   return null;
 end
 $$;
 
-create trigger runs_events_inserted after insert on switchyard.runs
-  referencing new table as new_rows
-  for each statement execute function switchyard._run_events_inserted();
-create trigger runs_events_updated after update on switchyard.runs
-  referencing old table as old_rows new table as new_rows
-  for each statement execute function switchyard._run_events_updated();
-create trigger step_states_events_inserted after insert on switchyard.step_states
-  referencing new table as new_rows
-  for each statement execute function switchyard._step_events_inserted();
-create trigger step_states_events_updated after update on switchyard.step_states
-  referencing old table as old_rows new table as new_rows
-  for each statement execute function switchyard._step_events_updated();
+create trigger runs_event_insert after insert on switchyard.runs
+  for each row execute function switchyard._run_event();
+create trigger runs_event_status after update of status on switchyard.runs
+  for each row when (old.status is distinct from new.status)
+  execute function switchyard._run_event();
+create trigger step_states_event_insert after insert on switchyard.step_states
+  for each row when (new.status <> 'created')
+  execute function switchyard._step_event();
+create trigger step_states_event_status after update of status on switchyard.step_states
+  for each row when (old.status is distinct from new.status and new.status <> 'created')
+  execute function switchyard._step_event();
 
 -- Rows are readable only through row-level security: the table owner (the migration role)
 -- and roles with BYPASSRLS (Supabase's service_role) read every row; a signed-in user reads
@@ -181,10 +125,8 @@ select switchyard.expose_run_events();
 -- service role reads the events and may expose them.
 revoke all on switchyard.run_events from public;
 revoke execute on function
-  switchyard._run_events_inserted(),
-  switchyard._run_events_updated(),
-  switchyard._step_events_inserted(),
-  switchyard._step_events_updated(),
+  switchyard._run_event(),
+  switchyard._step_event(),
   switchyard.expose_run_events()
 from public;
 
