@@ -1,9 +1,9 @@
 /**
  * The dashboard: one HTML page and the JSON API behind it, as a fetch handler for
  * `Deno.serve` (`deno task dashboard`, and `/dashboard` of `deno task serve`). It reads the
- * SQL functions the commands use (`drain_status`, `fence_status`, `run_events` and the
- * read-only `dashboard_*` functions) and acts only through `pause_function`,
- * `resume_function`, `cancel_run` and `retry_run`.
+ * SQL functions the commands use (`drain_status`, `fence_status`, and the read-only
+ * `dashboard_*` functions) and `switchyard.run_events`, and acts only through
+ * `pause_function`, `resume_function`, `cancel_run` and `retry_run`.
  *
  * Access. Actions need the queue functions' bearer (`SUPABASE_SERVICE_ROLE_KEY`, a key of
  * `SUPABASE_SECRET_KEYS` or `SWITCHYARD_WORKER_SECRET`; `SWITCHYARD_AUTH=disabled` turns the
@@ -11,16 +11,16 @@
  * `SWITCHYARD_DASHBOARD_AUTH=required` (or `access: 'required'`) every API request, reads
  * included, needs the bearer too; the page itself is static and shows nothing without it.
  *
- * | method | path (under `basePath`)          | answers                                               |
- * | ------ | -------------------------------- | ----------------------------------------------------- |
- * | GET    | `/`                              | the page                                              |
- * | GET    | `/api/overview`                  | {@linkcode DashboardOverview} (`runs`, `status`, `queue`, `minutes`) |
- * | GET    | `/api/runs`                      | `{ runs }` (`limit` 1-200, `status`, `queue`)          |
- * | GET    | `/api/runs/<run id>`             | {@linkcode DashboardRunDetail}, 404 for an unknown run |
- * | POST   | `/api/functions/<name>/pause`    | `{ result }`; JSON body `{ "reason"?: string }`        |
- * | POST   | `/api/functions/<name>/resume`   | `{ result }`                                          |
- * | POST   | `/api/runs/<run id>/cancel`      | `{ result }` ({@linkcode CancelResult}); JSON body `{ "reason"?: string }` |
- * | POST   | `/api/runs/<run id>/retry`       | `{ result }` ({@linkcode RetryResult})                 |
+ * | method | path (under `basePath`)        | answers                                                      |
+ * | ------ | ------------------------------ | ------------------------------------------------------------ |
+ * | GET    | `/`                            | the page                                                     |
+ * | GET    | `/api/overview`                | {@linkcode DashboardOverview} (`runs`, `status`, `queue`, `minutes`) |
+ * | GET    | `/api/runs`                    | `{ runs }` (`limit` 1-200, `status`, `queue`)                 |
+ * | GET    | `/api/runs/<run id>`           | {@linkcode DashboardRunDetail} (latest 200 events); 404 for an unknown run |
+ * | POST   | `/api/functions/<name>/pause`  | `{ result }`; JSON body `{ "reason"?: string }`               |
+ * | POST   | `/api/functions/<name>/resume` | `{ result }`                                                 |
+ * | POST   | `/api/runs/<run id>/cancel`    | `{ result }` ({@linkcode CancelResult}); JSON body `{ "reason"?: string }` |
+ * | POST   | `/api/runs/<run id>/retry`     | `{ result }` ({@linkcode RetryResult})                        |
  *
  * Errors are JSON `{ error, message }`: 400 `bad_request` (with `parameter`, naming it and
  * its rule), 401 `unauthorized`, 403 `cross_origin`, 404 `not_found`, 405
