@@ -82,8 +82,10 @@ export {
   type Dashboard,
   DASHBOARD_AUTH_ENV,
   type DashboardAccess,
+  type DashboardAction,
   type DashboardOptions,
   type DashboardOverview,
+  type DashboardRunDetail,
 } from './ops/dashboard.ts';
 export {
   authProblem,

@@ -2,10 +2,10 @@
  * `deno task dashboard [--port N] [--hostname H] [--env-file FILE]`: serves the dashboard
  * page and its JSON API (`lib/ops/dashboard.ts`) with `Deno.serve` until Ctrl-C.
  *
- * Needs `DATABASE_URL` (or `SUPABASE_DB_URL`). Actions (pause, resume) need the bearer of the
- * queue functions: `SWITCHYARD_WORKER_SECRET` or `SUPABASE_SERVICE_ROLE_KEY`, read from the
- * environment and then from `supabase/functions/.env` (or `--env-file`), as `deno task serve`
- * does. Without one the page is read-only; `SWITCHYARD_DASHBOARD_AUTH=required` refuses every
+ * Needs `DATABASE_URL` (or `SUPABASE_DB_URL`). Actions (pause, resume, cancel, retry) need the
+ * bearer of the queue functions: `SWITCHYARD_WORKER_SECRET` or `SUPABASE_SERVICE_ROLE_KEY`, read
+ * from the environment and then from `supabase/functions/.env` (or `--env-file`), as
+ * `deno task serve` does. Without one the page is read-only; `SWITCHYARD_DASHBOARD_AUTH=required` refuses every
  * API request without the bearer. The port is `--port`, else `PORT`, else 8787; the hostname
  * `127.0.0.1` unless `--hostname` says otherwise.
  *

@@ -12,11 +12,13 @@ import {
   createDashboard,
   type DashboardOptions,
   type DashboardOverview,
+  type DashboardRunDetail,
   fenceBegin,
   fenceEnd,
   type RunOverview,
 } from '../lib/ops.ts';
 import { freePort } from '../scripts/_cluster.ts';
+import { waitFor } from './_helpers/wait.ts';
 import { serveFunctions } from '../scripts/serve.ts';
 import { createTestDatabase } from './_helpers/db.ts';
 import {
@@ -61,6 +63,23 @@ async function call(
 
 const pause = (base: string, fn: string, init: Parameters<typeof call>[1] = {}) =>
   call(`${base}/api/functions/${fn}/pause`, { method: 'POST', json: {}, ...init });
+
+const runAction = (
+  base: string,
+  run: string,
+  action: 'cancel' | 'retry',
+  init: Parameters<typeof call>[1] = {},
+) => call(`${base}/api/runs/${run}/${action}`, { method: 'POST', json: {}, ...init });
+
+/** The run's row as the database has it. */
+const runRow = async (run: string) =>
+  (await db.sql`select status, error, cancelled_at, failed_at from switchyard.runs
+    where run_id = ${run}`)[0];
+
+/** The run's events as the database has them: `[step or null, event]`, in order. */
+const eventsInDb = async (run: string) =>
+  (await db.sql`select step_slug, event from switchyard.run_events where run_id = ${run}
+    order by event_id`).map((r) => [r.step_slug, r.event]);
 
 const main = serve();
 const base = main.url;
@@ -222,6 +241,201 @@ Deno.test('runs: filters by status and queue, one run by id', async () => {
   assert.equal(missing.status, 404);
 });
 
+Deno.test('run actions need the bearer: cancel and retry without it are refused and change nothing', async () => {
+  const targets: [string, 'cancel' | 'retry'][] = [
+    [work.v1Runs[0], 'cancel'],
+    [work.failedRun, 'retry'],
+  ];
+  for (const [run, action] of targets) {
+    const missing = await runAction(base, run, action);
+    assert.equal(missing.status, 401, action);
+    assert.equal(missing.body.error, 'unauthorized');
+    assert.match(String(missing.body.message), /missing bearer/);
+    const wrong = await runAction(base, run, action, { bearer: 'not-the-secret' });
+    assert.equal(wrong.status, 401, action);
+    assert.match(String(wrong.body.message), /not an accepted worker secret/);
+    // The same guard as pause and resume: POST only, JSON only, from the page's origin.
+    const get = await call(`${base}/api/runs/${run}/${action}`, { bearer: SECRET });
+    assert.deepEqual([get.status, get.body.error], [405, 'method_not_allowed'], action);
+    const form = await call(`${base}/api/runs/${run}/${action}`, {
+      method: 'POST',
+      bearer: SECRET,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'reason=x',
+    });
+    assert.equal(form.status, 415, action);
+    const foreign = await runAction(base, run, action, {
+      bearer: SECRET,
+      headers: { origin: 'https://evil.example' },
+    });
+    assert.equal(foreign.status, 403, action);
+  }
+  assert.equal((await runRow(work.v1Runs[0])).status, 'started', 'nothing cancelled it');
+  assert.equal((await runRow(work.failedRun)).status, 'failed', 'nothing retried it');
+  const readOnly = (await call(`${base}/api/overview`)).body as unknown as DashboardOverview;
+  assert.deepEqual(readOnly.access.actions, []);
+  const authorized = (await call(`${base}/api/overview`, { bearer: SECRET }))
+    .body as unknown as DashboardOverview;
+  assert.deepEqual(authorized.access.actions, ['pause', 'resume', 'cancel', 'retry']);
+});
+
+Deno.test('run actions: 400 for a bad run id or reason, 404 for an unknown run, 409 for a run in the wrong state', async () => {
+  const bad: [string, 'cancel' | 'retry', unknown, string, RegExp][] = [
+    ['not-a-uuid', 'cancel', {}, 'run', /run id "not-a-uuid" is invalid: use a UUID/],
+    ['not-a-uuid', 'retry', {}, 'run', /run id "not-a-uuid" is invalid: use a UUID/],
+    ['%zz', 'cancel', {}, 'run', /run id "%zz" is invalid: use a UUID/],
+    [work.v1Runs[0], 'cancel', { reason: '' }, 'reason', /non-empty string/],
+    [work.v1Runs[0], 'cancel', { reason: '   ' }, 'reason', /non-empty string/],
+    [work.v1Runs[0], 'cancel', { reason: 42 }, 'reason', /non-empty string/],
+    [work.v1Runs[0], 'cancel', { reason: 'x'.repeat(1001) }, 'reason', /at most 1000 characters/],
+    [work.v1Runs[0], 'cancel', { why: 'x' }, 'why', /unknown: use "reason"/],
+    [work.v1Runs[0], 'cancel', [1], 'body', /JSON object/],
+    [work.failedRun, 'retry', { reason: 'x' }, 'reason', /field "reason" is unknown: send \{\}/],
+  ];
+  for (const [run, action, json, parameter, rule] of bad) {
+    const { status, body } = await runAction(base, run, action, { bearer: SECRET, json });
+    const what = `${action} ${run} ${JSON.stringify(json).slice(0, 40)}`;
+    assert.equal(status, 400, what);
+    assert.equal(body.error, 'bad_request', what);
+    assert.equal(body.parameter, parameter, what);
+    assert.match(String(body.message), rule, what);
+  }
+
+  const unknown = crypto.randomUUID();
+  for (const action of ['cancel', 'retry'] as const) {
+    const { status, body } = await runAction(base, unknown, action, { bearer: SECRET });
+    assert.equal(status, 404, action);
+    assert.equal(body.error, 'not_found');
+    assert.match(String(body.message), new RegExp(`run ${unknown} does not exist`));
+  }
+
+  const wrongState: [string, 'cancel' | 'retry', string, string, RegExp][] = [
+    [
+      work.v2Runs[0],
+      'cancel',
+      'run_not_started',
+      'completed',
+      /only a started run can be cancelled/,
+    ],
+    [work.failedRun, 'cancel', 'run_not_started', 'failed', /only a started run can be cancelled/],
+    [work.v1Runs[0], 'retry', 'run_not_failed', 'started', /only a failed run can be retried/],
+    [work.v2Runs[0], 'retry', 'run_not_failed', 'completed', /only a failed run can be retried/],
+  ];
+  for (const [run, action, rule, runStatus, message] of wrongState) {
+    const { status, body } = await runAction(base, run, action, { bearer: SECRET });
+    assert.equal(status, 409, `${action} a ${runStatus} run`);
+    assert.deepEqual([body.error, body.rule, body.status], ['conflict', rule, runStatus]);
+    assert.match(String(body.message), message);
+    assert.match(String(body.message), new RegExp(run));
+  }
+  assert.deepEqual(
+    await Promise.all(
+      [work.v1Runs[0], work.failedRun, work.v2Runs[0]].map(async (r) => (await runRow(r)).status),
+    ),
+    ['started', 'failed', 'completed'],
+    'no refused request changed a run',
+  );
+});
+
+Deno.test('cancel: a started run ends cancelled with its reason, a second cancel keeps it; the detail lists the events', async () => {
+  const run = work.v1Runs[0];
+  const ok = await runAction(base, run, 'cancel', {
+    bearer: SECRET,
+    json: { reason: '  the customer withdrew the report  ' },
+  });
+  assert.equal(ok.status, 200);
+  assert.deepEqual(ok.body.result, { runId: run, changed: true });
+  const row = await runRow(run);
+  assert.equal(row.status, 'cancelled');
+  assert.equal(row.error, 'cancelled: the customer withdrew the report');
+  assert.ok(row.cancelled_at);
+  const steps = await db.sql`select step_slug, status from switchyard.step_states
+    where run_id = ${run} order by step_slug`;
+  assert.deepEqual(steps.map((s) => [s.step_slug, s.status]), [
+    ['fetch', 'cancelled'],
+    ['render', 'cancelled'],
+  ]);
+
+  const again = await runAction(base, run, 'cancel', { bearer: SECRET, json: { reason: 'other' } });
+  assert.equal(again.status, 200);
+  assert.deepEqual(again.body.result, { runId: run, changed: false });
+  assert.equal((await runRow(run)).error, 'cancelled: the customer withdrew the report');
+  const retried = await runAction(base, run, 'retry', { bearer: SECRET });
+  assert.deepEqual([retried.status, retried.body.status], [409, 'cancelled']);
+
+  // Without a reason the dashboard gives one; the run's queued message is archived.
+  const [archived] = await db.sql`select run_id from switchyard.runs
+    where flow_slug = 'archiveV1' order by started_at limit 1`;
+  const visible = async () =>
+    ((await call(`${base}/api/overview`)).body as unknown as DashboardOverview).queues
+      .find((q) => q.queueName === 'dash_archive')!.depth!.visible;
+  assert.equal(await visible(), ARCHIVE_RUNS);
+  const byDefault = await runAction(base, archived.run_id, 'cancel', { bearer: SECRET });
+  assert.equal(byDefault.status, 200);
+  assert.equal((await runRow(archived.run_id)).error, 'cancelled: cancelled from the dashboard');
+  assert.equal(await visible(), ARCHIVE_RUNS - 1);
+
+  const detail = await call(`${base}/api/runs/${run}`);
+  assert.equal(detail.status, 200);
+  const d = detail.body as unknown as DashboardRunDetail;
+  assert.equal(d.run.status, 'cancelled');
+  assert.equal(d.run.error, 'cancelled: the customer withdrew the report');
+  assert.ok(d.run.finishedAt, 'a cancelled run is finished');
+  assert.equal(d.eventsTruncated, false);
+  const listed = d.events.map((e) => [e.stepSlug, e.event]);
+  assert.deepEqual(listed, await eventsInDb(run));
+  assert.deepEqual(listed[0], [null, 'started']);
+  assert.deepEqual(listed.at(-1), [null, 'cancelled']);
+  assert.ok(listed.some(([s, e]) => s === 'fetch' && e === 'cancelled'));
+  assert.ok(d.events.every((e) => e.runId === run && e.flowSlug === 'reportsV1'));
+  const ids = d.events.map((e) => e.eventId);
+  assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'oldest first');
+  const cancelledRuns = (await call(`${base}/api/runs?status=cancelled`)).body
+    .runs as RunOverview[];
+  assert.deepEqual(cancelledRuns.map((r) => r.runId).sort(), [run, archived.run_id].sort());
+});
+
+Deno.test('retry: a failed run starts again and completes; retrying it again is refused', async () => {
+  const run = work.failedRun;
+  const ok = await runAction(base, run, 'retry', { bearer: SECRET });
+  assert.equal(ok.status, 200);
+  assert.deepEqual(ok.body.result, { runId: run, requeued: 1 });
+  // The billing handler fails only a run's first attempt: the retried one succeeds.
+  await waitFor(
+    'the retried run to complete',
+    async () => (await runRow(run)).status === 'completed',
+  );
+  assert.equal((await runRow(run)).failed_at, null);
+  const d = (await call(`${base}/api/runs/${run}`)).body as unknown as DashboardRunDetail;
+  assert.equal(d.run.status, 'completed');
+  const listed = d.events.map((e) => [e.stepSlug, e.event]);
+  assert.deepEqual(listed, await eventsInDb(run));
+  const at = (step: string | null, event: string) =>
+    listed.findIndex(([s, e]) => s === step && e === event);
+  assert.ok(at(null, 'failed') >= 0 && at(null, 'failed') < at(null, 'retried'));
+  assert.ok(at(null, 'retried') < at('charge', 'completed'));
+  assert.deepEqual(listed.at(-1), [null, 'completed']);
+  const again = await runAction(base, run, 'retry', { bearer: SECRET });
+  assert.equal(again.status, 409);
+  assert.deepEqual([again.body.rule, again.body.status], ['run_not_failed', 'completed']);
+});
+
+Deno.test('the run detail lists the latest 200 events, oldest first, and says when there are more', async () => {
+  const [{ run_id: run }] = await db.sql`select run_id from switchyard.runs
+    where flow_slug = 'archiveV1' and status = 'started' order by started_at limit 1`;
+  const before = (await call(`${base}/api/runs/${run}`)).body as unknown as DashboardRunDetail;
+  assert.equal(before.eventsTruncated, false);
+  assert.deepEqual(before.events.map((e) => [e.stepSlug, e.event]), await eventsInDb(run));
+  // Synthetic rows (the table takes any): more than the detail shows.
+  await db.sql`insert into switchyard.run_events (run_id, flow_slug, step_slug, event)
+    select ${run}::uuid, 'archiveV1', 'compact', 'started' from generate_series(1, 250)`;
+  const d = (await call(`${base}/api/runs/${run}`)).body as unknown as DashboardRunDetail;
+  assert.equal(d.eventsTruncated, true);
+  const newest = await db.sql`select event_id::int as id from switchyard.run_events
+    where run_id = ${run} order by event_id desc limit 200`;
+  assert.deepEqual(d.events.map((e) => e.eventId), newest.map((r) => r.id).reverse());
+});
+
 Deno.test('bad parameters are refused with 400 naming the parameter and its rule', async () => {
   const cases: [string, string, RegExp][] = [
     ['/api/runs?limit=0', 'limit', /integer from 1 to 200/],
@@ -319,7 +533,7 @@ Deno.test('actions need the bearer; with it, pause and resume change the databas
   assert.equal((await row()).pause_reason, 'investigating declines', 'the first reason is kept');
   const overview = (await call(`${base}/api/overview`, { bearer: SECRET }))
     .body as unknown as DashboardOverview;
-  assert.deepEqual(overview.access.actions, ['pause', 'resume']);
+  assert.deepEqual(overview.access.actions, ['pause', 'resume', 'cancel', 'retry']);
   assert.equal(
     overview.queues.find((x) => x.queueName === 'dash_billing')!.functions[0].pauseReason,
     'investigating declines',

@@ -2,8 +2,9 @@
  * The dashboard page in a real headless browser (Debian's chromium, driven over CDP by
  * playwright-core) against real PostgreSQL with running work: served by the real
  * `deno task dashboard` command, it shows a paused function's reason, the draining version
- * and a failed run's error; read-only without the bearer; its Pause button pauses the function
- * (checked in the database). The screenshot goes to a temporary file; with
+ * and a failed run's error; read-only without the bearer; its Pause button pauses the function,
+ * Cancel cancels a started run (shown cancelled, with its events) and Retry makes a failed run
+ * complete (checked in the database). The screenshot goes to a temporary file; with
  * `SWITCHYARD_SCREENSHOT=docs` it replaces docs/dashboard.png (the README's image).
  */
 import assert from 'node:assert/strict';
@@ -118,7 +119,8 @@ async function startDashboardCommand(databaseUrl: string) {
 }
 
 Deno.test({
-  name: 'dashboard page in headless chromium: running work, read-only, pause, screenshot',
+  name:
+    'dashboard page in headless chromium: running work, read-only, pause, cancel, retry, screenshot',
   // playwright keeps its CDP socket and timers across steps; everything is closed in finally.
   sanitizeOps: false,
   sanitizeResources: false,
@@ -176,6 +178,8 @@ Deno.test({
       await t.step('read-only without the bearer: no action buttons', async () => {
         assert.equal(await page.locator('#access').innerText(), 'read-only');
         assert.equal(await page.locator('button[data-action]').count(), 0);
+        assert.equal(await page.locator('button[data-run-id]').count(), 0, 'no Cancel, no Retry');
+        assert.doesNotMatch(await page.locator('#runs tr').first().innerText(), /action/);
       });
 
       await t.step('with the bearer, Pause pauses the function in the database', async () => {
@@ -222,6 +226,86 @@ Deno.test({
         assert.deepEqual([...png.slice(1, 4)], [0x50, 0x4e, 0x47], 'a PNG');
         const view = new DataView(png.buffer);
         assert.ok(view.getUint32(16) >= 1400 && view.getUint32(20) >= 900, 'full-page size');
+      });
+
+      const runStatus = async (run: string) =>
+        (await db.sql`select status, error from switchyard.runs where run_id = ${run}`)[0];
+
+      await t.step(
+        'Cancel on a started run cancels it: shown cancelled, with its events',
+        async () => {
+          const run = work.v1Runs[0];
+          const cancel = page.locator(`button[data-action="cancel"][data-run-id="${run}"]`);
+          await cancel.waitFor();
+          assert.equal(await page.locator(`button[data-run-id="${work.v2Runs[0]}"]`).count(), 0);
+          // The prompt is the confirmation: dismissed, nothing is sent.
+          page.once('dialog', (d) => d.dismiss());
+          await cancel.click();
+          assert.equal(await cancel.isEnabled(), true, 'nothing was sent');
+          assert.equal((await runStatus(run)).status, 'started');
+          page.once('dialog', (d) => d.accept('the customer withdrew'));
+          await cancel.click();
+          await waitFor(
+            'the run to be cancelled',
+            async () => (await runStatus(run)).status === 'cancelled',
+          );
+          assert.equal((await runStatus(run)).error, 'cancelled: the customer withdrew');
+          const status = page.locator(`tr[data-run="${run}"] .pill.cancelled`);
+          await status.waitFor();
+          assert.equal(await status.innerText(), 'cancelled');
+          const started = page.locator(`tr[data-run="${work.v1Runs[1]}"] .pill`);
+          const colors = await Promise.all([status, started].map((l) =>
+            l.evaluate((el) => {
+              const style = el.ownerDocument.defaultView!.getComputedStyle(el);
+              return `${style.color} on ${style.backgroundColor}`;
+            })
+          ));
+          assert.notEqual(colors[0], colors[1], 'cancelled is styled apart from started');
+          assert.match(
+            await page.locator(`[data-run-error="${run}"]`).innerText(),
+            /cancelled: the customer withdrew/,
+          );
+          assert.equal(await cancel.count(), 0, 'a cancelled run offers no Cancel');
+          assert.match(await page.locator('#message').innerText(), /Cancelled run/);
+          await page.click(`tr[data-run="${run}"] td >> nth=1`);
+          const events = page.locator(`[data-events="${run}"] li`);
+          await events.first().waitFor();
+          assert.match(await events.first().innerText(), /run\s+started/);
+          assert.match(await events.last().innerText(), /run\s+cancelled/);
+          const [{ n }] = await db.sql`select count(*)::int as n from switchyard.run_events
+            where run_id = ${run}`;
+          assert.equal(await events.count(), n, 'every event of the run is listed');
+        },
+      );
+
+      await t.step('after a resume, Retry on the failed run makes it complete', async () => {
+        // The pause above stopped the billing function's worker: resume it from the page and
+        // start a worker, as the next request would on Supabase.
+        await page.click(`button[data-action="resume"][data-function="${BILLING_FUNCTION}"]`);
+        await waitFor('the function to be resumed', async () => {
+          const [r] = await db.sql`select 1 from switchyard.worker_functions
+            where function_name = ${BILLING_FUNCTION} and paused_at is null`;
+          return r;
+        });
+        await work.startWorker('dash_billing');
+        const retry = page.locator(
+          `button[data-action="retry"][data-run-id="${work.failedRun}"]`,
+        );
+        await retry.click();
+        await waitFor(
+          'the retried run to complete',
+          async () => (await runStatus(work.failedRun)).status === 'completed',
+        );
+        const status = page.locator(`tr[data-run="${work.failedRun}"] .pill.ok`);
+        await status.waitFor();
+        assert.equal(await status.innerText(), 'completed');
+        assert.equal(await retry.count(), 0, 'a completed run offers no Retry');
+        // Its detail, open since the timeline step, lists the retry.
+        await page.waitForSelector(`[data-events="${work.failedRun}"] li[data-event="retried"]`);
+        assert.match(
+          await page.locator(`[data-events="${work.failedRun}"] li`).last().innerText(),
+          /run\s+completed/,
+        );
       });
 
       await t.step('an empty database shows where to start', async () => {

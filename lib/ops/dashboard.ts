@@ -2,7 +2,8 @@
  * The dashboard: one HTML page and the JSON API behind it, as a fetch handler for
  * `Deno.serve` (`deno task dashboard`, and `/dashboard` of `deno task serve`). It reads the
  * SQL functions the commands use (`drain_status`, `fence_status`, and the read-only
- * `dashboard_*` functions) and acts only through `pause_function` and `resume_function`.
+ * `dashboard_*` functions) and `switchyard.run_events`, and acts only through
+ * `pause_function`, `resume_function`, `cancel_run` and `retry_run`.
  *
  * Access. Actions need the queue functions' bearer (`SUPABASE_SERVICE_ROLE_KEY`, a key of
  * `SUPABASE_SECRET_KEYS` or `SWITCHYARD_WORKER_SECRET`; `SWITCHYARD_AUTH=disabled` turns the
@@ -10,25 +11,31 @@
  * `SWITCHYARD_DASHBOARD_AUTH=required` (or `access: 'required'`) every API request, reads
  * included, needs the bearer too; the page itself is static and shows nothing without it.
  *
- * | method | path (under `basePath`)          | answers                                               |
- * | ------ | -------------------------------- | ----------------------------------------------------- |
- * | GET    | `/`                              | the page                                              |
- * | GET    | `/api/overview`                  | {@linkcode DashboardOverview} (`runs`, `status`, `queue`, `minutes`) |
- * | GET    | `/api/runs`                      | `{ runs }` (`limit` 1-200, `status`, `queue`)          |
- * | GET    | `/api/runs/<run id>`             | `{ run }`, 404 for an unknown run                      |
- * | POST   | `/api/functions/<name>/pause`    | `{ result }`; JSON body `{ "reason"?: string }`        |
- * | POST   | `/api/functions/<name>/resume`   | `{ result }`                                          |
+ * | method | path (under `basePath`)        | answers                                                      |
+ * | ------ | ------------------------------ | ------------------------------------------------------------ |
+ * | GET    | `/`                            | the page                                                     |
+ * | GET    | `/api/overview`                | {@linkcode DashboardOverview} (`runs`, `status`, `queue`, `minutes`) |
+ * | GET    | `/api/runs`                    | `{ runs }` (`limit` 1-200, `status`, `queue`)                 |
+ * | GET    | `/api/runs/<run id>`           | {@linkcode DashboardRunDetail} (latest 200 events); 404 for an unknown run |
+ * | POST   | `/api/functions/<name>/pause`  | `{ result }`; JSON body `{ "reason"?: string }`               |
+ * | POST   | `/api/functions/<name>/resume` | `{ result }`                                                 |
+ * | POST   | `/api/runs/<run id>/cancel`    | `{ result }` ({@linkcode CancelResult}); JSON body `{ "reason"?: string }` |
+ * | POST   | `/api/runs/<run id>/retry`     | `{ result }` ({@linkcode RetryResult})                        |
  *
  * Errors are JSON `{ error, message }`: 400 `bad_request` (with `parameter`, naming it and
  * its rule), 401 `unauthorized`, 403 `cross_origin`, 404 `not_found`, 405
- * `method_not_allowed`, 415 `unsupported_media_type` (actions take `application/json`, which a
+ * `method_not_allowed`, 409 `conflict` (with `rule` and the run's `status`: cancelling a run
+ * that is not started, `run_not_started`, or retrying one that is not failed,
+ * `run_not_failed`), 415 `unsupported_media_type` (actions take `application/json`, which a
  * cross-site form cannot send), 503 `database`.
  *
- * Cancelling and retrying runs are not offered: the SQL core has no SQL function for them yet.
+ * Cancelling a run that is already cancelled answers 200 with `changed: false` and keeps the
+ * first reason. A reason (pause, cancel) is at most 1000 characters; without one the
+ * dashboard gives `paused from the dashboard` or `cancelled from the dashboard`.
  *
  * @module
  */
-import { SwitchyardError, UnknownFunctionError } from '../errors.ts';
+import { OperationError, SwitchyardError, UnknownFunctionError } from '../errors.ts';
 import { isValidQueueName, QUEUE_NAME_RULE } from '../dsl/queue_names.ts';
 import { authProblem, type EdgeAuth } from '../platform/auth.ts';
 import type { EnvReader } from '../sql/connection.ts';
@@ -45,6 +52,14 @@ import {
   resumeFunction,
   type ResumeResult,
 } from '../sql/function_state.ts';
+import {
+  type CancelResult,
+  cancelRun,
+  type RetryResult,
+  retryRun,
+  type RunEvent,
+  runEvents,
+} from '../sql/runs.ts';
 import type { SqlSource } from '../sql/source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 import { DASHBOARD_PAGE } from './dashboard_page.ts';
@@ -124,8 +139,37 @@ export interface DashboardOverview extends DashboardSnapshot {
     /** Why not, when not. */
     problem: string | null;
     /** The actions the request may take. */
-    actions: ('pause' | 'resume')[];
+    actions: DashboardAction[];
   };
+}
+
+/**
+ * An action of the dashboard: pause or resume a queue function, cancel or retry a run.
+ *
+ * @example
+ * ```ts
+ * import type { DashboardAction } from './dashboard.ts';
+ * const onRuns: DashboardAction[] = ['cancel', 'retry'];
+ * ```
+ */
+export type DashboardAction = 'pause' | 'resume' | 'cancel' | 'retry';
+
+/**
+ * What `GET /api/runs/<run id>` answers: the run with its steps, and its latest events.
+ *
+ * @example
+ * ```ts
+ * import type { DashboardRunDetail } from './dashboard.ts';
+ * const last = (d: DashboardRunDetail) => d.events.at(-1)?.event;
+ * ```
+ */
+export interface DashboardRunDetail {
+  /** The run, as in the overview's `runs`. */
+  run: RunOverview;
+  /** Its latest events (at most 200), oldest first. */
+  events: RunEvent[];
+  /** Whether it has earlier events than these. */
+  eventsTruncated: boolean;
 }
 
 /**
@@ -178,6 +222,8 @@ const RUN_STATUSES = ['started', 'completed', 'failed', 'cancelled'] as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FUNCTION_NAME = /^[a-z][a-z0-9_-]*$/;
 const MAX_REASON = 1000;
+const RUN_EVENTS = 200;
+const ACTIONS: DashboardAction[] = ['pause', 'resume', 'cancel', 'retry'];
 
 function checkParams(params: URLSearchParams, allowed: readonly string[]): void {
   for (const key of new Set(params.keys())) {
@@ -274,12 +320,57 @@ async function jsonBody(request: Request, allowed: readonly string[]) {
   return body as Record<string, unknown>;
 }
 
+/** The body's `reason`, trimmed, or `fallback` without one. */
+function reasonField(body: Record<string, unknown>, fallback: string): string {
+  if (body.reason === undefined) return fallback;
+  if (typeof body.reason !== 'string' || body.reason.trim() === '') {
+    throw new BadRequest(
+      'reason',
+      'field "reason" is invalid: use a non-empty string, or leave it out',
+    );
+  }
+  if (body.reason.length > MAX_REASON) {
+    throw new BadRequest(
+      'reason',
+      `field "reason" is invalid: use at most ${MAX_REASON} characters (got ${body.reason.length})`,
+    );
+  }
+  return body.reason.trim();
+}
+
+function runIdParam(text: string): string {
+  let id = text;
+  try {
+    id = decodeURIComponent(text);
+  } catch { /* not percent-encoding: refused as it is */ }
+  if (!UUID.test(id)) {
+    throw new BadRequest(
+      'run',
+      `run id ${JSON.stringify(id)} is invalid: use a UUID (8-4-4-4-12 hex digits)`,
+    );
+  }
+  return id;
+}
+
 function errorResponse(e: unknown): Response {
   if (e instanceof BadRequest) {
     return json(400, { error: 'bad_request', parameter: e.parameter, message: e.message });
   }
   if (e instanceof UnknownFunctionError) {
     return json(404, { error: 'not_found', message: e.message });
+  }
+  // The refusals of cancel_run and retry_run (docs/ARCHITECTURE.md §10): an unknown run, and a
+  // run in a status the action does not apply to.
+  if (e instanceof OperationError && e.detail.rule === 'run_unknown') {
+    return json(404, { error: 'not_found', message: e.message });
+  }
+  if (e instanceof OperationError && e.code === '55000') {
+    return json(409, {
+      error: 'conflict',
+      rule: e.detail.rule,
+      status: e.detail.status,
+      message: e.message,
+    });
   }
   const message = e instanceof Error ? e.message : String(e);
   return json(503, {
@@ -329,7 +420,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     if (access === 'required' && problem !== null) return unauthorized(problem);
     const params = url.searchParams;
     const fn = /^\/api\/functions\/([^/]+)\/(pause|resume)$/.exec(path);
-    if (fn) {
+    const runAction = /^\/api\/runs\/([^/]+)\/(cancel|retry)$/.exec(path);
+    if (fn || runAction) {
+      // Every action: POST, from the page's origin, with the bearer.
       if (request.method !== 'POST') {
         return json(405, { error: 'method_not_allowed', message: `use POST for ${path}` }, {
           allow: 'POST',
@@ -344,6 +437,18 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       }
       if (problem !== null) return unauthorized(problem);
       checkParams(params, []);
+    }
+    if (runAction) {
+      const id = runIdParam(runAction[1]);
+      const cancel = runAction[2] === 'cancel';
+      const body = await jsonBody(request, cancel ? ['reason'] : []);
+      if (body instanceof Response) return body;
+      const result: CancelResult | RetryResult = cancel
+        ? await cancelRun(source, id, reasonField(body, 'cancelled from the dashboard'))
+        : await retryRun(source, id);
+      return json(200, { result });
+    }
+    if (fn) {
       const name = decodeURIComponent(fn[1]);
       if (!FUNCTION_NAME.test(name) || name.length > 100) {
         throw new BadRequest(
@@ -355,22 +460,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       }
       const body = await jsonBody(request, fn[2] === 'pause' ? ['reason'] : []);
       if (body instanceof Response) return body;
-      let reason = 'paused from the dashboard';
-      if (body.reason !== undefined) {
-        if (typeof body.reason !== 'string' || body.reason.trim() === '') {
-          throw new BadRequest(
-            'reason',
-            'field "reason" is invalid: use a non-empty string, or leave it out',
-          );
-        }
-        if (body.reason.length > MAX_REASON) {
-          throw new BadRequest(
-            'reason',
-            `field "reason" is invalid: use at most ${MAX_REASON} characters (got ${body.reason.length})`,
-          );
-        }
-        reason = body.reason.trim();
-      }
+      const reason = reasonField(body, 'paused from the dashboard');
       if (!(await functionState(source, name, { heartbeatWindowSeconds }))) {
         return json(404, {
           error: 'not_found',
@@ -408,7 +498,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
           mode: access,
           authorized,
           problem,
-          actions: authorized ? ['pause', 'resume'] : [],
+          actions: authorized ? [...ACTIONS] : [],
         },
       };
       return json(200, overview);
@@ -425,16 +515,18 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const run = /^\/api\/runs\/([^/]+)$/.exec(path);
     if (run) {
       checkParams(params, []);
-      const id = decodeURIComponent(run[1]);
-      if (!UUID.test(id)) {
-        throw new BadRequest(
-          'run',
-          `run id ${JSON.stringify(id)} is invalid: use a UUID (8-4-4-4-12 hex digits)`,
-        );
-      }
+      const id = runIdParam(run[1]);
       const [found] = await recentRuns(source, { runId: id, limit: 1 });
       if (!found) return json(404, { error: 'not_found', message: `unknown run ${id}` });
-      return json(200, { run: found });
+      // One more than shown tells whether there are earlier ones.
+      const events = await runEvents(source, id, { limit: RUN_EVENTS + 1, newest: true });
+      const eventsTruncated = events.length > RUN_EVENTS;
+      const detail: DashboardRunDetail = {
+        run: found,
+        events: eventsTruncated ? events.slice(1) : events,
+        eventsTruncated,
+      };
+      return json(200, detail);
     }
     return json(404, {
       error: 'not_found',

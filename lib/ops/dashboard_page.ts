@@ -1,8 +1,9 @@
 /**
  * The dashboard's one HTML page: markup, style and script in one document, no build step,
  * nothing loaded from elsewhere. The handler in `dashboard.ts` fills in `__BASE_PATH__` and a
- * per-response script nonce (`__NONCE__`). The script polls `api/overview`, renders with
- * escaped strings, and draws the throughput charts and run timelines as inline SVG.
+ * per-response script nonce (`__NONCE__`). The script polls `api/overview` (and
+ * `api/runs/<id>` for each open run, for its events), renders with escaped strings, and draws
+ * the throughput charts and run timelines as inline SVG.
  *
  * @module
  */
@@ -28,7 +29,7 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
     --bg: #f5f6f8; --card: #fff; --ink: #1d2330; --muted: #667085; --line: #e3e6eb;
     --ok: #12805c; --ok-bg: #e3f5ec; --warn: #a15c00; --warn-bg: #fff1dc; --bad: #b42318;
     --bad-bg: #fde7e5; --info: #175cd3; --info-bg: #e5efff; --idle: #667085; --idle-bg: #eef0f3;
-    --bar: #3b6fd8;
+    --cancel: #5b3fa8; --cancel-bg: #efeafb; --bar: #3b6fd8;
   }
   * { box-sizing: border-box; }
   body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
@@ -55,6 +56,8 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
   .bad { color: var(--bad); background: var(--bad-bg); }
   .info { color: var(--info); background: var(--info-bg); }
   .idle { color: var(--idle); background: var(--idle-bg); }
+  .cancelled { color: var(--cancel); background: var(--cancel-bg); }
+  .pill.cancelled { text-decoration: line-through; text-decoration-thickness: 1px; }
   .summary { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 10px;
              margin-bottom: 14px; }
   .stat { background: var(--card); border: 1px solid var(--line); border-radius: 10px;
@@ -95,12 +98,21 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
   .runs select { font: inherit; padding: 3px 6px; border-radius: 6px; border: 1px solid #c5cbd5; }
   tr.run { cursor: pointer; }
   tr.run:hover td { background: #f7f9fc; }
+  tr.run button { padding: 0 8px; font-size: 12.5px; }
   .err { color: var(--bad); font-size: 12.5px; max-width: 520px; overflow: hidden;
          text-overflow: ellipsis; white-space: nowrap; }
+  .err.why-cancelled { color: var(--cancel); }
   tr.detail td { background: #fafbfc; }
   .timeline svg { width: 100%; display: block; }
   pre.error { white-space: pre-wrap; color: var(--bad); background: var(--bad-bg); padding: 8px 10px;
               border-radius: 6px; margin: 8px 0 0; font-size: 12.5px; }
+  pre.error.cancelled { color: var(--cancel); background: var(--cancel-bg); }
+  ol.events { list-style: none; margin: 0; padding: 0; max-height: 240px; overflow: auto;
+              border: 1px solid var(--line); border-radius: 6px; background: #fff; }
+  ol.events li { display: flex; gap: 8px; align-items: baseline; padding: 2px 8px;
+                 border-bottom: 1px solid #f0f1f4; font-size: 12.5px; }
+  ol.events li:last-child { border-bottom: 0; }
+  ol.events .at { color: var(--muted); min-width: 150px; }
   .empty { color: var(--muted); padding: 18px; text-align: center; }
   .empty code { background: #eef0f3; padding: 1px 5px; border-radius: 4px; }
   #message { margin-bottom: 12px; }
@@ -133,6 +145,7 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
         <select id="run-status">
           <option value="">all</option><option value="started">started</option>
           <option value="completed">completed</option><option value="failed">failed</option>
+          <option value="cancelled">cancelled</option>
         </select>
         <label class="muted" for="run-queue">queue</label>
         <select id="run-queue"><option value="">all</option></select>
@@ -146,7 +159,7 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
   'use strict';
   const BASE = __BASE_PATH__;
   const TOKEN_KEY = 'switchyard.dashboard.bearer';
-  const state = { data: null, open: new Set(), skew: 0, timer: null, busy: false };
+  const state = { data: null, open: new Set(), details: new Map(), skew: 0, timer: null, busy: false };
   const $ = (id) => document.getElementById(id);
 
   // A bearer in the fragment (#token=...) is taken once and removed from the address bar;
@@ -179,7 +192,9 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
     '<span class="pill ' + cls + '"' + (title ? ' title="' + esc(title) + '"' : '') + '>' +
     esc(text) + '</span>';
   const STATE_CLASS = { active: 'ok', draining: 'warn', drained: 'idle', completed: 'ok',
-    failed: 'bad', started: 'info', created: 'idle' };
+    failed: 'bad', started: 'info', created: 'idle', skipped: 'idle', cancelled: 'cancelled',
+    retried: 'warn' };
+  const can = (data, action) => data.access.actions.includes(action);
 
   async function api(path, init = {}) {
     const headers = Object.assign({ accept: 'application/json' }, init.headers || {});
@@ -297,8 +312,10 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
         '</text><text x="' + (labelW - 8) + '" y="' + (y + 13) +
         '" font-size="11" fill="#667085" text-anchor="end">' + esc(s.queueName) + '</text>';
       const q = ms(s.queuedAt), st = ms(s.startedAt);
-      const fin = s.finishedAt ? ms(s.finishedAt) : (s.status === 'started' || s.status === 'created') && q ? end : null;
-      const color = s.status === 'failed' ? '#d92d20' : s.status === 'completed' ? '#12805c' : '#3b6fd8';
+      const fin = s.finishedAt ? ms(s.finishedAt)
+        : (s.status === 'started' || s.status === 'created' || s.status === 'cancelled') && q ? end : null;
+      const color = s.status === 'failed' ? '#d92d20' : s.status === 'completed' ? '#12805c'
+        : s.status === 'cancelled' ? '#8f7bd0' : '#3b6fd8';
       if (q !== null && st !== null && st > q) {
         svg += '<rect x="' + x(q) + '" y="' + (y + 4) + '" width="' + Math.max(1, x(st) - x(q)) +
           '" height="10" fill="#d0d5dd"><title>waiting ' + esc(duration(st - q)) + '</title></rect>';
@@ -317,12 +334,37 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
     svg += '<text x="' + labelW + '" y="' + (h - 2) + '" font-size="10" fill="#667085">0</text>' +
       '<text x="' + right + '" y="' + (h - 2) + '" font-size="10" fill="#667085" text-anchor="end">' +
       esc(duration(span)) + '</text>';
+    // A completed step's error is an earlier attempt's (a retry, or attempts left).
     const errors = run.steps.filter((s) => s.error).map((s) =>
-      '<pre class="error">' + esc(s.stepSlug + ' (attempt ' + s.attempts + '): ' + s.error) + '</pre>'
+      '<pre class="error">' + esc(s.stepSlug + (s.status === 'completed' ? ' (an earlier attempt)'
+        : ' (attempt ' + s.attempts + ')') + ': ' + s.error) + '</pre>'
     ).join('');
+    const cancelled = run.status === 'cancelled';
     return '<div class="timeline"><svg viewBox="0 0 ' + w + ' ' + h + '" height="' + h +
-      '">' + svg + '</svg></div>' + (run.error && !errors ? '<pre class="error">' + esc(run.error) + '</pre>' : errors) +
-      '<div class="muted mono">run ' + esc(run.runId) + '</div>';
+      '">' + svg + '</svg></div>' + (run.error && (!errors || cancelled)
+        ? '<pre class="error' + (cancelled ? ' cancelled' : '') + '">' + esc(run.error) + '</pre>' : '') +
+      errors + eventList(run) + '<div class="muted mono">run ' + esc(run.runId) + '</div>';
+  }
+
+  // The run's latest events, from api/runs/<id> (loaded when the run opens and on each refresh).
+  function eventList(run) {
+    const d = state.details.get(run.runId);
+    if (!d) return '<h3>events</h3><div class="muted">loading…</div>';
+    if (d.problem) return '<h3>events</h3><div class="muted">' + esc(d.problem) + '</div>';
+    const t0 = ms(run.startedAt);
+    return '<h3>events' + (d.eventsTruncated ? ' · the latest ' + d.events.length : '') + '</h3>' +
+      '<ol class="events" data-events="' + esc(run.runId) + '">' + d.events.map((e) =>
+        '<li data-event="' + esc(e.event) + '"><span class="at mono" title="' + esc(e.at) + '">' +
+        esc(clock(e.at)) + ' · +' + esc(duration(ms(e.at) - t0)) + '</span>' +
+        (e.stepSlug ? '<b>' + esc(e.stepSlug) + '</b>' : '<span class="muted">run</span>') + ' ' +
+        pill(STATE_CLASS[e.event] || 'idle', e.event) + '</li>'
+      ).join('') + '</ol>';
+  }
+
+  async function loadDetail(id) {
+    const { status, body } = await api('/api/runs/' + encodeURIComponent(id));
+    state.details.set(id, status === 200 ? body
+      : { problem: 'events unavailable (' + status + '): ' + ((body && body.message) || '') });
   }
 
   function runsTable(data) {
@@ -330,24 +372,39 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
       return '<div class="empty">No runs' + ($('run-status').value || $('run-queue').value
         ? ' match the filter.' : ' yet. Start one with <code>select switchyard.start_flow(\\'&lt;alias&gt;\\', \\'{}\\')</code> or <code>connect().startFlow(alias, input)</code>.') + '</div>';
     }
+    const canAct = can(data, 'cancel') || can(data, 'retry');
     let rows = '';
     for (const r of data.runs) {
       const open = state.open.has(r.runId);
-      const failure = r.status === 'failed'
-        ? '<div class="err" data-run-error="' + esc(r.runId) + '" title="' + esc(r.error) + '">' +
-          (r.failedStep ? '<b>' + esc(r.failedStep) + '</b>: ' : '') + esc(r.error) + '</div>'
-        : '';
+      let outcome;
+      if (r.status === 'failed') {
+        outcome = '<div class="err" data-run-error="' + esc(r.runId) + '" title="' + esc(r.error) + '">' +
+          (r.failedStep ? '<b>' + esc(r.failedStep) + '</b>: ' : '') + esc(r.error) + '</div>';
+      } else if (r.status === 'cancelled') {
+        outcome = '<div class="err why-cancelled" data-run-error="' + esc(r.runId) + '" title="' +
+          esc(r.error) + '">' + esc(r.error) + '</div>';
+      } else {
+        outcome = '<span class="muted">' + r.steps.filter((s) => s.status === 'completed').length +
+          '/' + r.steps.length + ' steps</span>';
+      }
+      let action = '';
+      if (r.status === 'started' && can(data, 'cancel')) {
+        action = '<button class="danger" data-action="cancel" data-run-id="' + esc(r.runId) + '">Cancel</button>';
+      } else if (r.status === 'failed' && can(data, 'retry')) {
+        action = '<button class="primary" data-action="retry" data-run-id="' + esc(r.runId) + '">Retry</button>';
+      }
       rows += '<tr class="run" data-run="' + esc(r.runId) + '"><td>' +
         pill(STATE_CLASS[r.status] || 'idle', r.status) + '</td><td><b>' + esc(r.startedAs) +
         '</b></td><td class="mono">' + esc(r.flowSlug) + '</td><td title="' + esc(r.startedAt) + '">' +
         esc(ago(r.startedAt)) + '</td><td class="num">' + esc(duration(r.durationMs)) +
-        '</td><td>' + (r.status === 'failed' ? failure : '<span class="muted">' +
-          r.steps.filter((s) => s.status === 'completed').length + '/' + r.steps.length + ' steps</span>') +
-        '</td></tr>';
-      if (open) rows += '<tr class="detail"><td colspan="6">' + timeline(r, data) + '</td></tr>';
+        '</td><td>' + outcome + '</td>' + (canAct ? '<td>' + action + '</td>' : '') + '</tr>';
+      if (open) {
+        rows += '<tr class="detail"><td colspan="' + (canAct ? 7 : 6) + '">' + timeline(r, data) + '</td></tr>';
+      }
     }
     return '<table><tr><th>status</th><th>alias (started as)</th><th>version</th><th>started</th>' +
-      '<th class="num">duration</th><th>steps · failing step: error</th></tr>' + rows + '</table>';
+      '<th class="num">duration</th><th>steps · failing step: error</th>' +
+      (canAct ? '<th>action</th>' : '') + '</tr>' + rows + '</table>';
   }
 
   function summary(data) {
@@ -427,7 +484,12 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
       const params = new URLSearchParams();
       if ($('run-status').value) params.set('status', $('run-status').value);
       if ($('run-queue').value) params.set('queue', $('run-queue').value);
-      const { status, body } = await api('/api/overview' + (params.size ? '?' + params : ''));
+      // The open runs' events come with the overview, so both render together.
+      const shown = state.data ? state.data.runs.filter((r) => state.open.has(r.runId)) : [];
+      const [{ status, body }] = await Promise.all([
+        api('/api/overview' + (params.size ? '?' + params : '')),
+        ...shown.map((r) => loadDetail(r.runId)),
+      ]);
       if (status === 401) {
         $('status').className = 'pill bad';
         $('status').textContent = 'bearer required';
@@ -485,17 +547,53 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
     await refresh();
   }
 
+  async function actOnRun(action, id, button) {
+    const body = {};
+    if (action === 'cancel') {
+      // Cancelling cannot be undone: the prompt is the confirmation, and asks for the reason.
+      const reason = prompt('Cancel run ' + id + '? Its queued tasks are archived and no further ' +
+        'step starts; this cannot be undone.\\nReason (optional):', '');
+      if (reason === null) return;
+      if (reason.trim()) body.reason = reason.trim();
+    }
+    button.disabled = true;
+    const { status, body: answer } = await api('/api/runs/' + encodeURIComponent(id) + '/' + action, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    $('message').dataset.sticky = '1';
+    const run = 'run ' + id.slice(0, 8);
+    if (status === 200) {
+      const r = answer.result;
+      show('ok', action === 'cancel'
+        ? (r.changed ? 'Cancelled ' + run : run + ' was already cancelled (the first reason is kept)')
+        : 'Retried ' + run + ': ' + r.requeued + ' task(s) queued again');
+    } else {
+      show('bad', action + ' ' + run + ' refused (' + status + '): ' + ((answer && answer.message) || ''));
+    }
+    setTimeout(() => ($('message').dataset.sticky = ''), 4000);
+    await refresh();
+  }
+
   document.addEventListener('click', (event) => {
     const button = event.target.closest('button[data-action]');
     if (button) {
       event.stopPropagation();
-      act(button.dataset.action, button.dataset.function, button);
+      if (button.dataset.runId) actOnRun(button.dataset.action, button.dataset.runId, button);
+      else act(button.dataset.action, button.dataset.function, button);
       return;
     }
     const row = event.target.closest('tr.run');
     if (row) {
       const id = row.dataset.run;
-      if (state.open.has(id)) state.open.delete(id); else state.open.add(id);
+      if (state.open.has(id)) {
+        state.open.delete(id);
+        state.details.delete(id);
+      } else {
+        state.open.add(id);
+        loadDetail(id).then(() => state.data && ($('runs').innerHTML = runsTable(state.data)));
+      }
       if (state.data) $('runs').innerHTML = runsTable(state.data);
     }
   });

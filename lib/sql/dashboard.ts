@@ -2,7 +2,9 @@
  * The dashboard's reads (`switchyard.dashboard_queues`, `dashboard_functions`,
  * `dashboard_runs`, `dashboard_throughput`, plus the operator commands' own
  * `drain_status` and `fence_status`; docs/ARCHITECTURE.md §6). Nothing here writes: the
- * dashboard's actions are {@linkcode pauseFunction} and {@linkcode resumeFunction}.
+ * dashboard's actions are {@linkcode pauseFunction}, {@linkcode resumeFunction},
+ * {@linkcode cancelRun} and {@linkcode retryRun}, and a run's events come from
+ * {@linkcode runEvents}.
  *
  * @module
  */

@@ -326,7 +326,30 @@ export async function runResult(source: SqlSource, runId: string): Promise<RunRe
 }
 
 /**
- * The run's events after event `after` (0: from the first), in order, at most `limit`.
+ * Which events {@linkcode runEvents} reads.
+ *
+ * @example
+ * ```ts
+ * import type { RunEventsOptions } from './runs.ts';
+ *
+ * const latest: RunEventsOptions = { limit: 200, newest: true };
+ * ```
+ */
+export interface RunEventsOptions {
+  /** Only events after this one (0, the default: from the first). */
+  after?: number;
+  /** At most this many (default 1000). */
+  limit?: number;
+  /**
+   * Take the newest `limit` events instead of the oldest (default false). Either way they
+   * come in order, oldest first.
+   */
+  newest?: boolean;
+}
+
+/**
+ * The run's events after event `after` (0: from the first), in order, at most `limit`: the
+ * oldest of them, or with `newest` the newest.
  *
  * @example
  * ```ts
@@ -340,7 +363,7 @@ export async function runResult(source: SqlSource, runId: string): Promise<RunRe
 export async function runEvents(
   source: SqlSource,
   runId: string,
-  { after = 0, limit = 1000 }: { after?: number; limit?: number } = {},
+  { after = 0, limit = 1000, newest = false }: RunEventsOptions = {},
 ): Promise<RunEvent[]> {
   assertUuid('runEvents', 'runId', runId);
   const sql = sqlOf(source);
@@ -358,9 +381,10 @@ export async function runEvents(
       select e.event_id::text, e.run_id, e.flow_slug, e.step_slug, e.event, e.created_at
         from switchyard.run_events e
        where e.run_id = ${runId}::uuid and e.event_id > ${after}::bigint
-       order by e.event_id
+       order by e.event_id ${newest ? sql`desc` : sql`asc`}
        limit ${limit}::int`
   );
+  if (newest) rows.reverse();
   return rows.map((r) => ({
     eventId: Number(r.event_id),
     runId: r.run_id,

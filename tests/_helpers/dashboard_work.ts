@@ -8,7 +8,8 @@
  *   so v1 stays draining (two started runs, two started tasks on `dash_fetch`).
  * - `V2_RUNS` runs of v2 complete.
  * - alias `billing`: `billingV1`, step `charge` (`dash_billing`, one attempt) throws
- *   `FAILURE`: one failed run.
+ *   `FAILURE` on a run's first attempt: one failed run. A retry's attempt succeeds, so the
+ *   retried run completes.
  * - `archiveV1` on `dash_archive`: compiled, `ARCHIVE_RUNS` runs queued, its function
  *   `dash-archive-worker` registered and paused with `PAUSE_REASON`, no worker.
  */
@@ -35,6 +36,11 @@ export interface DashboardWork {
   failedRun: string;
   /** Lets the held v1 handlers finish. */
   release(): void;
+  /**
+   * Starts one more worker on a queue, with the same registry: after a resume, as the next
+   * request would start one on Supabase (a pause stops a function's workers).
+   */
+  startWorker(queueName: 'dash_fetch' | 'dash_render' | 'dash_billing'): Promise<void>;
   /** Releases the handlers and stops every worker. */
   stop(): Promise<void>;
 }
@@ -65,8 +71,9 @@ export async function startDashboardWork(
   const billing = defineDeployedFlow(
     routeFlow(
       new Flow<{ amount: number }>({ slug: 'billingV1', maxAttempts: 1 })
-        .step({ slug: 'charge' }, () => {
-          throw new Error(FAILURE);
+        .step({ slug: 'charge' }, (input, ctx) => {
+          if (ctx.attempt === 1) throw new Error(FAILURE);
+          return { charged: input.amount };
         }),
       { queues: { charge: 'dash_billing' } },
     ),
@@ -117,6 +124,9 @@ export async function startDashboardWork(
     v2Runs,
     failedRun,
     release,
+    async startWorker(queueName) {
+      workers.push(await startWorker(registry, { ...base, queueName, maxConcurrent: 4 }));
+    },
     stop() {
       release();
       stopped ??= Promise.all(workers.map((w) => w.stop().catch(() => {}))).then(() => {});
