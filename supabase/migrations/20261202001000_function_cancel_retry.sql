@@ -82,7 +82,7 @@ $$;
 
 -- Stall recovery (docs/ARCHITECTURE.md §5.6), as in 20261202000700, except that a stalled task
 -- of a cancelled run (its worker died while the run was cancelled) is cancelled instead of
--- queued again. The run's status is read by its key, as the lost-message search reads it.
+-- queued again. The run is read by its key.
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
@@ -109,7 +109,10 @@ begin
   loop
     -- A task of a cancelled run is not run again: its message is archived, the task is
     -- cancelled like the run's queued tasks (cancel_run), and nothing of the run stays visible.
-    if (select r.status from switchyard.runs r where r.run_id = task.run_id) = 'cancelled' then
+    -- The run is locked (task, then run: the order of fail_task), so a cancel cannot commit
+    -- between this test and the requeue below.
+    if (select r.status from switchyard.runs r where r.run_id = task.run_id for update)
+         = 'cancelled' then
       update switchyard.step_tasks t
          set status = 'cancelled', worker_id = null
        where t.run_id = task.run_id and t.step_slug = task.step_slug
