@@ -459,6 +459,8 @@ Deno.test('bad parameters are refused with 400 naming the parameter and its rule
   }
   const actions: [string, unknown, string, RegExp][] = [
     ['Bad_Name', {}, 'function', /\^\[a-z\]\[a-z0-9_-\]\*\$/],
+    // A malformed percent-encoding is refused like any bad name (it was a 503 once).
+    ['%zz', {}, 'function', /function name "%zz" is invalid/],
     [BILLING_FUNCTION, { reason: '' }, 'reason', /non-empty string/],
     [BILLING_FUNCTION, { reason: 42 }, 'reason', /non-empty string/],
     [BILLING_FUNCTION, { reason: 'x'.repeat(1001) }, 'reason', /at most 1000 characters/],

@@ -338,11 +338,17 @@ function reasonField(body: Record<string, unknown>, fallback: string): string {
   return body.reason.trim();
 }
 
-function runIdParam(text: string): string {
-  let id = text;
+/** A path segment decoded, or as it is when its percent-encoding is malformed (then refused). */
+function decodeSegment(text: string): string {
   try {
-    id = decodeURIComponent(text);
-  } catch { /* not percent-encoding: refused as it is */ }
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+function runIdParam(text: string): string {
+  const id = decodeSegment(text);
   if (!UUID.test(id)) {
     throw new BadRequest(
       'run',
@@ -449,7 +455,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       return json(200, { result });
     }
     if (fn) {
-      const name = decodeURIComponent(fn[1]);
+      const name = decodeSegment(fn[1]);
       if (!FUNCTION_NAME.test(name) || name.length > 100) {
         throw new BadRequest(
           'function',
