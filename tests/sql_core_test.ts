@@ -560,6 +560,105 @@ Deno.test('function_states counts live workers: not stopped, not deprecated, hea
   );
 });
 
+Deno.test('fence, keep-alive, function_states and the dashboard judge each worker by its own window; a caller widens it, never narrows it', async () => {
+  await sql`select switchyard.ensure_flow(${sql.json(shape as never)}::jsonb)`;
+  // One worker per function, each started with a 60 s window (heart-beating every 20 s) and
+  // holding a started task: ww-wide heart-beat 30 s ago (longer than the callers' default
+  // 15 s, within its own window), ww-lapsed 90 s ago (past its own window).
+  const silentFor = { 'ww-wide': 30, 'ww-lapsed': 90 };
+  for (const [name, seconds] of Object.entries(silentFor)) {
+    await sql`select switchyard.register_function(${name}::text, 'core_q')`;
+    const id = crypto.randomUUID();
+    await sql`select switchyard.register_worker(${id}::uuid, 'core_q', ${name}::text,
+      ${pgArray(PAIRS)}::text[], 60)`;
+    const [{ id: run }] = await sql`select switchyard.start_flow('core', '{"n": 8}'::jsonb) as id`;
+    const [claimed] = await claim(id, [(await taskOf(run)).message_id]);
+    assert.equal(claimed.disposition, 'claimed');
+    await sql`update switchyard.workers
+                 set last_heartbeat_at = now() - make_interval(secs => ${seconds}::int)
+               where worker_id = ${id}`;
+  }
+  const mine = <T extends { function_name: string }>(rows: T[]) =>
+    rows.filter((r) => r.function_name.startsWith('ww-'));
+
+  // function_states: the default window, a narrower and a wider one.
+  const states = async (window?: number) =>
+    mine(
+      await (window === undefined
+        ? sql<{ function_name: string; live_workers: number }[]>`
+            select function_name, live_workers from switchyard.function_states()`
+        : sql<{ function_name: string; live_workers: number }[]>`
+            select function_name, live_workers from switchyard.function_states(null, ${window}::int)`),
+    ).map((r) => [r.function_name, r.live_workers]);
+  assert.deepEqual(await states(), [['ww-lapsed', 0], ['ww-wide', 1]], 'the default 15 s');
+  assert.deepEqual(await states(1), [['ww-lapsed', 0], ['ww-wide', 1]], 'never narrowed');
+  assert.deepEqual(await states(120), [['ww-lapsed', 1], ['ww-wide', 1]], 'widened');
+
+  // The dashboard: the function's count and each worker's `live` flag.
+  const dashboard = async (window?: number) =>
+    mine(
+      await (window === undefined
+        ? sql<{ function_name: string; live_workers: number; workers: { live: boolean }[] }[]>`
+            select function_name, live_workers, workers from switchyard.dashboard_functions()`
+        : sql<{ function_name: string; live_workers: number; workers: { live: boolean }[] }[]>`
+            select function_name, live_workers, workers
+              from switchyard.dashboard_functions(${window}::int)`),
+    ).map((r) => [r.function_name, r.live_workers, r.workers.map((w) => w.live)]);
+  assert.deepEqual(await dashboard(), [['ww-lapsed', 0, [false]], ['ww-wide', 1, [true]]]);
+  assert.deepEqual(await dashboard(1), [['ww-lapsed', 0, [false]], ['ww-wide', 1, [true]]]);
+  assert.deepEqual(await dashboard(120), [['ww-lapsed', 1, [true]], ['ww-wide', 1, [true]]]);
+
+  // The keep-alive wakes only the function whose worker is past its own window.
+  const woken = async (window: number) =>
+    mine(
+      await sql<{ function_name: string }[]>`select function_name from switchyard.keep_alive(
+        debounce_seconds => 0, heartbeat_window_seconds => ${window}::int)`,
+    ).map((r) => r.function_name);
+  assert.deepEqual(
+    mine(
+      await sql<{ function_name: string }[]>`
+      select function_name from switchyard.keep_alive(debounce_seconds => 0)`,
+    )
+      .map((r) => r.function_name),
+    ['ww-lapsed'],
+    'the default 15 s',
+  );
+  assert.deepEqual(await woken(1), ['ww-lapsed'], 'never narrowed');
+  assert.deepEqual(await woken(120), [], 'widened');
+
+  // The fence: ww-wide's worker still runs its task, so the rollout is not quiet; ww-lapsed's
+  // task is stalled and does not hold the fence.
+  await sql`select * from switchyard.fence_begin(array['ww-wide', 'ww-lapsed'])`;
+  try {
+    const fence = async (window?: number) =>
+      (await (window === undefined
+        ? sql`select * from switchyard.fence_status()`
+        : sql`select * from switchyard.fence_status(${window}::int)`))
+        .map((r) => [r.function_name, r.live_workers, r.started_tasks, r.stalled_tasks, r.quiet]);
+    assert.deepEqual(await fence(), [
+      ['ww-lapsed', 0, 0, 1, true],
+      ['ww-wide', 1, 1, 0, false],
+    ], 'the default 15 s');
+    assert.deepEqual(await fence(1), [
+      ['ww-lapsed', 0, 0, 1, true],
+      ['ww-wide', 1, 1, 0, false],
+    ], 'never narrowed');
+    assert.deepEqual(await fence(120), [
+      ['ww-lapsed', 1, 1, 0, false],
+      ['ww-wide', 1, 1, 0, false],
+    ], 'widened');
+    // Once ww-wide's worker is silent past its own window, it no longer holds the fence.
+    await sql`update switchyard.workers set last_heartbeat_at = now() - interval '61 seconds'
+               where function_name = 'ww-wide'`;
+    assert.deepEqual(await fence(), [
+      ['ww-lapsed', 0, 0, 1, true],
+      ['ww-wide', 0, 0, 1, true],
+    ]);
+  } finally {
+    await sql`select * from switchyard.fence_end()`;
+  }
+});
+
 Deno.test('teardown', async () => {
   await db.close();
 });
