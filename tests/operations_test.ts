@@ -27,6 +27,7 @@ import {
   fenceBegin,
   fenceEnd,
   fenceStatus,
+  functionOverviews,
   functionState,
   keepAlive,
   keepAliveCommand,
@@ -201,8 +202,9 @@ Deno.test('keep_alive wakes only enabled, unpaused functions without a live work
       'http://127.0.0.1:54321/functions/v1/ka-idle',
     );
 
-    // A worker killed without stopping counts as live only within the heartbeat window.
-    await kill(doomed, 1);
+    // A worker killed without stopping counts as live only within the heartbeat window: its
+    // own (2 s), which the caller's 1 s cannot narrow (docs/ARCHITECTURE.md §6).
+    await kill(doomed, 2);
     assert.deepEqual(mine(await keepAlive(client, { heartbeatWindowSeconds: 1 })), ['ka-crashed']);
 
     // Resume is the way back into the keep-alive.
@@ -566,7 +568,8 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
       const [t] = await db.sql`select status from switchyard.step_tasks where run_id = ${runId}`;
       return t?.status === 'started';
     });
-    await kill(doomed, 0);
+    // Past its own 2 s window: the caller's 1 s below cannot narrow it (docs/ARCHITECTURE.md §6).
+    await kill(doomed, 2);
 
     const members = await fenceBegin(client, ['gated-worker', 'fence-crashed']);
     assert.deepEqual(members.map((m) => [m.functionName, m.deprecatedWorkers]), [
@@ -854,6 +857,62 @@ Deno.test('drain prints draining counts while old runs remain', async () => {
     open();
     await worker.stop();
   }
+});
+
+Deno.test('the operator calls judge a worker by its own heartbeat window: a 60 s worker silent for 30 s holds the fence and is live', async () => {
+  // A worker row as a worker started with heartbeatWindowSeconds 60 (heart-beating every
+  // 20 s) registers it, holding a started task, its last heartbeat 30 s ago: longer than the
+  // operator calls' default window (15 s), within its own.
+  const name = 'wide-window-worker';
+  await db.sql`select switchyard.ensure_flow(${
+    db.sql.json(toPlacement(plain('wideWindow')).shape as never)
+  }::jsonb)`;
+  await db.sql`select switchyard.register_function(${name}::text, 'widewindow')`;
+  const workerId = crypto.randomUUID();
+  await db.sql`select switchyard.register_worker(${workerId}::uuid, 'widewindow', ${name}::text,
+    array['wideWindow/work'], 60)`;
+  const runId = await client.startFlow('wideWindow', { n: 1 });
+  const [task] = await db.sql`select message_id from switchyard.step_tasks where run_id = ${runId}`;
+  const [claimed] = await db.sql`select disposition from switchyard.start_tasks('widewindow',
+    array[${task.message_id}::bigint], ${workerId}::uuid)`;
+  assert.equal(claimed.disposition, 'claimed');
+  const silentFor = (seconds: number) =>
+    db.sql`update switchyard.workers
+              set last_heartbeat_at = now() - make_interval(secs => ${seconds}::int)
+            where worker_id = ${workerId}`;
+  await silentFor(30);
+
+  assert.equal((await functionState(client, name))?.liveWorkers, 1);
+  const overview = (await functionOverviews(client)).find((f) => f.functionName === name)!;
+  assert.deepEqual([overview.liveWorkers, overview.workers.map((w) => w.live)], [1, [true]]);
+  const woken = await keepAlive(client, { debounceSeconds: 0 });
+  assert.ok(!woken.some((w) => w.functionName === name), 'a function with a live worker sleeps on');
+
+  await fenceBegin(client, [name]);
+  try {
+    await assert.rejects(waitForFence(client, { timeoutMs: 300, intervalMs: 100 }), (e) => {
+      assert.ok(e instanceof FenceTimeoutError);
+      const f = e.status!.functions[0];
+      assert.deepEqual([f.functionName, f.liveWorkers, f.startedTasks, f.quiet], [
+        name,
+        1,
+        1,
+        false,
+      ]);
+      return true;
+    });
+    // Silent past its own window, it no longer holds the fence; its task is stalled.
+    await silentFor(61);
+    const quiet = await waitForFence(client, { timeoutMs: 5000, intervalMs: 100 });
+    assert.deepEqual(
+      quiet.functions.map((f) => [f.liveWorkers, f.startedTasks, f.stalledTasks, f.quiet]),
+      [[0, 0, 1, true]],
+    );
+  } finally {
+    await fenceEnd(client);
+  }
+  assert.equal((await functionState(client, name))?.liveWorkers, 0);
+  await db.sql`select switchyard.worker_stopped(${workerId}::uuid, 'test over')`;
 });
 
 Deno.test('teardown', async () => {
