@@ -3,8 +3,9 @@
  *
  * 1. `fence begin <function…> [--timeout S]` records each function's exact
  *    `enabled` value, disables it, deprecates its live workers, then waits with
- *    progress lines until every live worker stopped (heartbeat window) and no
- *    task of theirs is `started`;
+ *    progress lines until every live worker stopped (each worker's own heartbeat
+ *    window, or `--heartbeat-window` when larger) and no task of theirs is
+ *    `started`;
  * 2. deploy every replacement registry (old and new versions) while the
  *    functions stay disabled;
  * 3. `fence end` re-enables only the functions that were enabled before; the
@@ -35,7 +36,8 @@ const USAGE = `usage: deno task fence begin <function…> [--timeout S] [--heart
 
 begin   disable the functions (recording whether each was enabled), ask their
         workers to stop, and wait until they stopped and no task of theirs is
-        started (default timeout 600 s, heartbeat window 15 s)
+        started (default timeout 600 s; a worker counts as live within its own
+        heartbeat window, which --heartbeat-window S widens, default 15 s)
 wait    wait for the open fence again
 status  print the open fence
 end     re-enable exactly the functions that were enabled before the fence

@@ -110,7 +110,10 @@ export interface DashboardOptions {
   basePath?: string;
   /** How often the page refreshes itself, in milliseconds (default 3000). */
   refreshMs?: number;
-  /** Seconds without a heartbeat after which a worker no longer counts as live (default 15). */
+  /**
+   * Seconds without a heartbeat after which a worker no longer counts as live (default 15): it
+   * widens each worker's own window, never narrows it (docs/ARCHITECTURE.md §6).
+   */
   heartbeatWindowSeconds?: number;
 }
 
@@ -126,7 +129,7 @@ export interface DashboardOptions {
 export interface DashboardOverview extends DashboardSnapshot {
   /** How often the page refreshes, in milliseconds. */
   refreshMs: number;
-  /** The heartbeat window behind every `live` flag. */
+  /** The caller's heartbeat window behind every `live` flag, or each worker's own when larger. */
   heartbeatWindowSeconds: number;
   /** The throughput window in minutes. */
   minutes: number;

@@ -99,7 +99,10 @@ export interface FunctionWorker {
   lastHeartbeatAt: string;
   /** When it was asked to stop (a fence, or a pause it has not seen yet), if it was. */
   deprecatedAt: string | null;
-  /** Not deprecated and heart-beat within the window (docs/ARCHITECTURE.md §6). */
+  /**
+   * Not deprecated and heart-beat within its own window, or the caller's larger one
+   * (docs/ARCHITECTURE.md §6).
+   */
   live: boolean;
 }
 

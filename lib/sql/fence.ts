@@ -68,7 +68,9 @@ export async function fenceBegin(
 }
 
 /**
- * The open fence with per-function progress, or null when no fence is open.
+ * The open fence with per-function progress, or null when no fence is open. A worker counts
+ * as live within its own heartbeat window, or within `heartbeatWindowSeconds` (default 15)
+ * when that is larger (docs/ARCHITECTURE.md §6).
  *
  * @example
  * ```ts
@@ -130,7 +132,10 @@ export interface WaitForFenceOptions {
   timeoutMs?: number;
   /** Milliseconds between status reads (default 500). */
   intervalMs?: number;
-  /** Seconds without a heartbeat after which a worker no longer counts as live (default 15). */
+  /**
+   * Seconds without a heartbeat after which a worker no longer counts as live (default 15): it
+   * widens each worker's own window, never narrows it (docs/ARCHITECTURE.md §6).
+   */
   heartbeatWindowSeconds?: number;
   /** Called with every status read, before the wait decides. */
   onProgress?: (status: FenceStatus) => void;

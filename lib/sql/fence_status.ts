@@ -18,7 +18,10 @@ export interface FenceFunctionStatus {
   enabled: boolean;
   /** Whether it is paused (a fence never changes that). */
   paused: boolean;
-  /** Workers not stopped that heart-beat within the window (deprecated ones count until they stop). */
+  /**
+   * Workers not stopped that heart-beat within their own window, or the caller's larger one
+   * (deprecated ones count until they stop).
+   */
   liveWorkers: number;
   /** Tasks still `started` by those live workers. */
   startedTasks: number;

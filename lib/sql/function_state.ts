@@ -22,7 +22,11 @@ export interface FunctionState {
   pauseReason: string | null;
   /** The last keep-alive wake. */
   lastWokenAt: Date | null;
-  /** Workers that have not stopped, are not deprecated and heart-beat within the window. */
+  /**
+   * Workers that have not stopped, are not deprecated and heart-beat within their own window,
+   * or within the caller's `heartbeatWindowSeconds` (default 15) when that is larger
+   * (docs/ARCHITECTURE.md §6).
+   */
   liveWorkers: number;
 }
 

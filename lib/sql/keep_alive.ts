@@ -27,7 +27,10 @@ export interface KeepAliveOptions {
   baseUrl?: string;
   /** A function woken less than this many seconds ago is skipped (default 30). */
   debounceSeconds?: number;
-  /** A worker without a heartbeat for this long no longer counts as live (default 15). */
+  /**
+   * A worker without a heartbeat for this long no longer counts as live (default 15): it widens
+   * each worker's own window, never narrows it (docs/ARCHITECTURE.md §6).
+   */
   heartbeatWindowSeconds?: number;
 }
 
