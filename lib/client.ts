@@ -48,24 +48,8 @@ export {
   type StepStatus,
   type StepStatusValue,
 } from './sql/runs.ts';
-export type {
-  AliasFlows,
-  AliasInput,
-  AliasOf,
-  AliasOutput,
-  AliasStepSlugs,
-  DeploymentsOf,
-  Registry,
-} from './dsl/aliases.ts';
-// The DSL's types, which the client's signatures name (no DSL code is imported for them).
-export type * from './dsl/flow.ts';
-export type * from './dsl/slugs.ts';
-export type * from './dsl/json.ts';
-export type * from './dsl/queue_names.ts';
-export type * from './dsl/with_step_queues.ts';
-export type * from './dsl/route_flow.ts';
-export type * from './dsl/deployed_flow.ts';
-export type * from './dsl/placement.ts';
+// The DSL's types the client's signatures name (no DSL code is imported for them).
+export type * from './dsl/types.ts';
 export type { Sql } from './sql/connection.ts';
 export {
   OperationError,

@@ -38,16 +38,8 @@ export {
   type WaitOptions,
 } from './sql/client.ts';
 export * from './sql/runs.ts';
-export type * from './dsl/aliases.ts';
-// The DSL's types the client's signatures name.
-export type * from './dsl/flow.ts';
-export type * from './dsl/slugs.ts';
-export type * from './dsl/json.ts';
-export type * from './dsl/queue_names.ts';
-export type * from './dsl/with_step_queues.ts';
-export type * from './dsl/route_flow.ts';
-export type * from './dsl/deployed_flow.ts';
-export type * from './dsl/placement.ts';
+// The DSL's types the client's signatures name (no DSL code is imported for them).
+export type * from './dsl/types.ts';
 export {
   CONNECTION_ENV_VARS,
   type ConnectionKind,
