@@ -19,7 +19,7 @@ export class PostgresBinariesMissingError extends Error {
   constructor(binDir: string) {
     super(
       `PostgreSQL server binaries not found in ${binDir} (initdb, postgres): install them with ` +
-        '`apt-get update && apt-get install -y postgresql-15 postgresql-15-cron`, ' +
+        '`apt-get update && apt-get install -y postgresql-15 postgresql-15-cron postgresql-15-plpgsql-check`, ' +
         'set PG_BIN to their directory, or set DATABASE_URL to use a running server',
     );
     this.name = 'PostgresBinariesMissingError';

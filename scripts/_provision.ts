@@ -2,7 +2,7 @@
  * A fresh machine: `deno task test` needs PostgreSQL 15's server binaries (and pg_cron for the
  * keep-alive suites). When they are missing from Debian's default location and the command
  * runs as root on a machine with `apt-get`, they are installed (`postgresql-15`,
- * `postgresql-15-cron`) with a progress line; otherwise the error says exactly what to install.
+ * `postgresql-15-cron`, `postgresql-15-plpgsql-check`) with a progress line; otherwise the error says exactly what to install.
  * docs/ARCHITECTURE.md §8.
  *
  * @module
@@ -10,8 +10,15 @@
 import { DEFAULT_PG_BIN, PostgresBinariesMissingError } from './_cluster.ts';
 import { exists } from './_util.ts';
 
-/** The Debian packages of the server and of pg_cron. */
-export const PG_PACKAGES = ['postgresql-15', 'postgresql-15-cron'] as const;
+/** The Debian packages of the server, of pg_cron and of plpgsql_check. */
+export const PG_PACKAGES = [
+  'postgresql-15',
+  'postgresql-15-cron',
+  'postgresql-15-plpgsql-check',
+] as const;
+
+/** Where Debian's postgresql-15-plpgsql-check puts its extension (static checks of the SQL core). */
+export const PLPGSQL_CHECK_CONTROL = '/usr/share/postgresql/15/extension/plpgsql_check.control';
 
 /**
  * What {@linkcode provisionPlan} decides.
@@ -89,8 +96,10 @@ export async function ensurePostgresBinaries(
   binDir: string,
   log: (line: string) => void,
 ): Promise<void> {
+  // In Debian's location the suite also needs plpgsql_check (tests/plpgsql_check_test.ts).
   const have = async () =>
-    (await exists(`${binDir}/initdb`)) && (await exists(`${binDir}/postgres`));
+    (await exists(`${binDir}/initdb`)) && (await exists(`${binDir}/postgres`)) &&
+    (binDir.replace(/\/$/, '') !== DEFAULT_PG_BIN || await exists(PLPGSQL_CHECK_CONTROL));
   const plan = provisionPlan({
     binDir,
     haveBinaries: await have(),
@@ -100,7 +109,9 @@ export async function ensurePostgresBinaries(
   if (plan.action === 'ready') return;
   if (plan.action === 'instruct') throw new Error(plan.message);
   log(
-    `PostgreSQL 15 is not installed: installing ${PG_PACKAGES.join(' and ')} with apt-get ` +
+    `PostgreSQL 15 or an extension the suite needs is missing: installing ${
+      PG_PACKAGES.join(', ')
+    } with apt-get ` +
       '(once; about a minute)',
   );
   const started = performance.now();

@@ -20,7 +20,7 @@ helpOption(`usage: deno task test [deno test arguments…]
 
 Runs the suites (default tests/) against a throwaway PostgreSQL 15 cluster, removed afterwards,
 or against DATABASE_URL when it is set. Missing server binaries are installed with apt-get
-(postgresql-15, postgresql-15-cron) when run as root; otherwise it says what to install.
+(postgresql-15, postgresql-15-cron, postgresql-15-plpgsql-check) when run as root; otherwise it says what to install.
 
   deno task test                              every suite
   deno task test tests/install_test.ts        one file

@@ -62,7 +62,7 @@ Deno.test('missing server binaries: installed as root with apt-get, else exact i
   });
   assert.equal(install.action, 'install');
   assert.deepEqual(
-    install.action === 'install' ? install.commands.at(-1)?.slice(-2) : [],
+    install.action === 'install' ? install.commands.at(-1)?.slice(-PG_PACKAGES.length) : [],
     [...PG_PACKAGES],
   );
   const user = provisionPlan({
