@@ -498,6 +498,102 @@ Deno.test('the claim classifies each map task by its message, as any task: claim
   );
 });
 
+Deno.test('a claim gives each map element its own input, for arrays of 1 to 2,000 and batches in any order', async () => {
+  // The claim's returned rows reach each task by its whole key (20261202001200_map_claim.sql):
+  // batches mixing runs, maps of the flow input and of a step's output, and elements from
+  // anywhere in the array, each claimed once with exactly its element.
+  const rootMap = new Flow<string[]>({ slug: 'mapSizesRoot' }).map({ slug: 'each' }, (s) => s);
+  const stepMap = new Flow<{ n: number }>({ slug: 'mapSizesStep' })
+    .step({ slug: 'list' }, (input) => Array.from({ length: input.n }, (_, i) => ({ i })))
+    .map({ slug: 'each', array: 'list' }, (e) => e);
+  const queue = 'map_sizes';
+  await compile(routeFlow(rootMap, { queues: { each: queue } }));
+  await compile(routeFlow(stepMap, { queues: { list: queue, each: queue } }));
+  const workerId = crypto.randomUUID();
+  await db.sql`select switchyard.register_worker(${workerId}::uuid, ${queue}, 'map-sizes-worker',
+    array['mapSizesRoot/each', 'mapSizesStep/list', 'mapSizesStep/each'])`;
+  type Row = {
+    disposition: string;
+    message_id: string;
+    run_id: string | null;
+    step_slug: string | null;
+    task_index: number | null;
+    input: string | null;
+    flow_input: string | null;
+  };
+  const claim = async (ids: readonly string[]) =>
+    await db.sql<Row[]>`select disposition, message_id::text as message_id, run_id::text as run_id,
+        step_slug, task_index, input::text as input, flow_input::text as flow_input
+      from switchyard.start_tasks(${queue}, ${`{${ids.join(',')}}`}::bigint[], ${workerId}::uuid)`;
+  const messages = async (run: string, step: string) =>
+    (await db.sql<{ id: string }[]>`select message_id::text as id from switchyard.step_tasks
+      where run_id = ${run}::uuid and step_slug = ${step} order by task_index`).map((r) => r.id);
+
+  const expected = new Map<string, unknown>(); // message id -> its element
+  const inputs = new Map<string, unknown>(); // run id -> its flow input
+  for (const n of [1, 2, 200, 2000]) {
+    const strings = Array.from({ length: n }, (_, i) => `e${i}`);
+    const root = await client.startFlow('mapSizesRoot', strings);
+    inputs.set(root, strings);
+    (await messages(root, 'each')).forEach((id, i) => expected.set(id, strings[i]));
+    const step = await client.startFlow('mapSizesStep', { n });
+    inputs.set(step, { n });
+    const [list] = await claim(await messages(step, 'list'));
+    assert.equal(list.disposition, 'claimed');
+    const objects = Array.from({ length: n }, (_, i) => ({ i, pad: 'x'.repeat(20) }));
+    const [{ ok }] = await db.sql`select switchyard.complete_task(${step}::uuid, 'list', 1,
+      ${db.sql.json(objects as never)}::jsonb, 0) as ok`;
+    assert.equal(ok, true);
+    (await messages(step, 'each')).forEach((id, i) => expected.set(id, objects[i]));
+  }
+  assert.equal(expected.size, 2 * (1 + 2 + 200 + 2000));
+
+  // Batches of 37 taken from a fixed shuffle of every map message of the 8 runs.
+  const order = [...expected.keys()];
+  let seed = 12345;
+  for (let i = order.length - 1; i > 0; i--) {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    const j = seed % (i + 1);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  const claimed = new Set<string>();
+  for (let b = 0; b < order.length; b += 37) {
+    const batch = order.slice(b, b + 37);
+    const rows = await claim(batch);
+    assert.equal(rows.length, batch.length);
+    const firstOfRun = new Map<string, string>(); // run -> the message carrying its input
+    for (const r of rows) {
+      assert.equal(r.disposition, 'claimed', JSON.stringify(r));
+      assert.equal(r.step_slug, 'each');
+      assert.equal(claimed.has(r.message_id), false, `message ${r.message_id} claimed twice`);
+      claimed.add(r.message_id);
+      assert.deepEqual(JSON.parse(r.input!), expected.get(r.message_id), `message ${r.message_id}`);
+      if (r.flow_input !== null) {
+        assert.equal(firstOfRun.has(r.run_id!), false, 'the flow input once per run per batch');
+        firstOfRun.set(r.run_id!, r.message_id);
+        assert.deepEqual(JSON.parse(r.flow_input), inputs.get(r.run_id!));
+      }
+    }
+    for (const run of new Set(rows.map((r) => r.run_id!))) {
+      const first = rows.filter((r) => r.run_id === run)
+        .map((r) => BigInt(r.message_id)).reduce((a, v) => v < a ? v : a);
+      assert.equal(firstOfRun.get(run), String(first), "on the run's first row by message id");
+    }
+    // Claimed again while they run: duplicates, each with its own task index.
+    const again = await claim(batch.slice(0, 5));
+    const indexes = await db.sql<{ id: string; task_index: number }[]>`
+      select message_id::text as id, task_index from switchyard.step_tasks
+       where queue_name = ${queue} and message_id = any (${`{${
+      batch.slice(0, 5).join(',')
+    }}`}::bigint[])`;
+    assert.deepEqual(
+      again.map((r) => [r.disposition, r.message_id, r.task_index]).sort(),
+      indexes.map((r) => ['duplicate', r.id, r.task_index]).sort(),
+    );
+  }
+  assert.equal(claimed.size, expected.size);
+});
+
 Deno.test('a stopping worker hands its map elements back; another worker finishes them, each once', async () => {
   let hold = true;
   let entered = 0;
