@@ -659,6 +659,139 @@ Deno.test('fence, keep-alive, function_states and the dashboard judge each worke
   }
 });
 
+Deno.test("one completion batch starts every run's successors in run order: plain runs together, a condition through _start_ready_steps", async () => {
+  // Two queues for the successors; on succ_q2 a delayed step and an undelayed one alternate,
+  // so the batched sends must keep each queue's ids in (run, step index) order.
+  const chain = new Flow<{ n: number }>({ slug: 'succ', maxAttempts: 4, timeout: 40 })
+    .step({ slug: 'root' }, (i) => i.n)
+    .step({ slug: 'x', dependsOn: ['root'] }, (i) => i.root)
+    .step({ slug: 'y', dependsOn: ['root'], startDelay: 30, timeout: 7 }, (i) => i.root)
+    .step({ slug: 'z', dependsOn: ['root'] }, (i) => i.root);
+  const gated = new Flow<{ n: number }>({ slug: 'succIf' })
+    .step({ slug: 'root' }, (i) => i.n)
+    .step({ slug: 'c', dependsOn: ['root'], if: { root: 1 } }, (i) => i.root);
+  for (
+    const shape of [
+      toPlacement(
+        routeFlow(chain, { queues: { root: 'succ_q0', x: 'succ_q1', y: 'succ_q2', z: 'succ_q2' } }),
+      ).shape,
+      toPlacement(routeFlow(gated, { queues: { root: 'succ_q0', c: 'succ_q2' } })).shape,
+    ]
+  ) await sql`select switchyard.ensure_flow(${sql.json(shape as never)}::jsonb)`;
+  const w = crypto.randomUUID();
+  await sql`select switchyard.register_worker(${w}::uuid, 'succ_q0', 'succ-q0-worker',
+    array['succ/root', 'succIf/root'])`;
+  // Run ids chosen so that the gated runs sit between the chain's runs in run order.
+  const ids = [1, 2, 3, 4, 5].map((k) => `0000000${k}-0000-4000-8000-000000000000`);
+  const starts: [string, string, number][] = [
+    ['succ', ids[0], 0],
+    ['succIf', ids[1], 1], // condition met: c runs
+    ['succ', ids[2], 2],
+    ['succIf', ids[3], 2], // condition unmet: c is skipped, the run completes
+    ['succ', ids[4], 4],
+  ];
+  for (const [flowSlug, id, n] of starts) {
+    await sql`select switchyard.start_flow(${flowSlug}, ${sql.json({ n })}::jsonb, ${id}::uuid)`;
+  }
+  const roots = await sql<
+    { message_id: string }[]
+  >`select message_id::text from switchyard.step_tasks
+    where run_id = any(${pgArray(ids)}::uuid[])`;
+  const claims = await sql<{ run_id: string }[]>`select run_id::text from switchyard.start_tasks(
+    'succ_q0', ${pgArray(roots.map((r) => r.message_id))}::bigint[], ${w}::uuid)
+    where disposition = 'claimed'`;
+  assert.equal(claims.length, 5);
+  const oks = await sql<{ ok: boolean }[]>`select ok from switchyard.complete_tasks(${
+    sql.json(starts.map(([, id, n]) => ({ run_id: id, step_slug: 'root', attempt: 1, output: n })))
+  }::jsonb)`;
+  assert.deepEqual(oks.map((o) => o.ok), [true, true, true, true, true]);
+
+  const tasks = await sql<
+    {
+      run_id: string;
+      step_slug: string;
+      queue_name: string;
+      message_id: string;
+      max_attempts: number;
+      timeout: number;
+      status: string;
+      body: Record<string, string>;
+      delayed: boolean;
+    }[]
+  >`select t.run_id::text, t.step_slug, t.queue_name, t.message_id::text, t.max_attempts,
+           t.timeout, t.status, coalesce(q1.message, q2.message) as body,
+           coalesce(q1.vt, q2.vt) > now() + interval '25 seconds' as delayed
+      from switchyard.step_tasks t
+      left join pgmq.q_succ_q1 q1 on t.queue_name = 'succ_q1' and q1.msg_id = t.message_id
+      left join pgmq.q_succ_q2 q2 on t.queue_name = 'succ_q2' and q2.msg_id = t.message_id
+     where t.run_id = any(${pgArray(ids)}::uuid[]) and t.step_slug <> 'root'
+     order by t.run_id, t.step_slug`;
+  const got = tasks.map((t) => `${t.run_id.slice(0, 8)}/${t.step_slug}@${t.queue_name}`);
+  assert.deepEqual(got, [
+    '00000001/x@succ_q1',
+    '00000001/y@succ_q2',
+    '00000001/z@succ_q2',
+    '00000002/c@succ_q2',
+    '00000003/x@succ_q1',
+    '00000003/y@succ_q2',
+    '00000003/z@succ_q2',
+    '00000005/x@succ_q1',
+    '00000005/y@succ_q2',
+    '00000005/z@succ_q2',
+  ]);
+  for (const t of tasks) {
+    assert.equal(t.status, 'queued');
+    assert.deepEqual(t.body, {
+      run_id: t.run_id,
+      flow_slug: t.run_id === ids[1] ? 'succIf' : 'succ',
+      step_slug: t.step_slug,
+    });
+    assert.equal(t.delayed, t.step_slug === 'y', `${t.step_slug}: its startDelay only`);
+    if (t.run_id !== ids[1]) {
+      assert.equal(t.max_attempts, 4);
+      assert.equal(t.timeout, t.step_slug === 'y' ? 7 : 40);
+    }
+  }
+  // Each queue numbers the successors in (run, step index) order, as one call per run did.
+  for (const queue of ['succ_q1', 'succ_q2']) {
+    const inQueue = tasks.filter((t) => t.queue_name === queue).map((t) => BigInt(t.message_id));
+    assert.deepEqual(inQueue, [...inQueue].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), queue);
+  }
+  const states = await sql<{ run_id: string; step_slug: string; status: string }[]>`
+    select run_id::text, step_slug, status from switchyard.step_states
+     where run_id = any(${pgArray(ids)}::uuid[]) and step_slug <> 'root'
+     order by run_id, step_slug`;
+  assert.deepEqual(
+    states.filter((s) => s.status !== 'started').map((
+      s,
+    ) => [s.run_id.slice(0, 8), s.step_slug, s.status]),
+    [['00000004', 'c', 'skipped']],
+  );
+  const runs = await sql<{ run_id: string; status: string; output: unknown }[]>`
+    select run_id::text, status, output from switchyard.runs
+     where run_id = any(${pgArray(ids)}::uuid[]) order by run_id`;
+  assert.deepEqual(runs.map((r) => r.status), [
+    'started',
+    'started',
+    'started',
+    'completed',
+    'started',
+  ]);
+  assert.deepEqual(runs[3].output, {}, 'its only leaf was skipped');
+  // One 'started' event per successor step, after its root's 'completed'.
+  const events = await sql<{ run_id: string; step_slug: string | null; event: string }[]>`
+    select run_id::text, step_slug, event from switchyard.run_events
+     where run_id = ${ids[0]}::uuid order by event_id`;
+  assert.deepEqual(events.map((e) => `${e.step_slug ?? 'run'} ${e.event}`), [
+    'run started',
+    'root started',
+    'root completed',
+    'x started',
+    'y started',
+    'z started',
+  ]);
+});
+
 Deno.test('teardown', async () => {
   await db.close();
 });
