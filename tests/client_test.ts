@@ -652,6 +652,51 @@ Deno.test('retry of a failed run: failed and lost steps queued again, completed 
   }
 });
 
+Deno.test('retry of a run failed by a step without a task decides that step again', async () => {
+  // A condition with whenUnmet 'fail' fails the run in SQL, before any task exists.
+  const flow = new Flow<{ plan: 'free' | 'pro' }>({ slug: 'retryGateV2' })
+    .step({ slug: 'gate', if: { plan: 'pro' }, whenUnmet: 'fail' }, () => 'pro');
+  const registry = [defineDeployedFlow(flow, { alias: 'retryGate' })] as const;
+  const worker = await startWorker(registry, {
+    connectionString: db.url,
+    queueName: 'retrygatev2',
+    ...FAST,
+  });
+  const client = createClient(registry, { connectionString: db.url });
+  try {
+    const run = await client.start('retryGate', { plan: 'free' });
+    const first = await run.output({ timeoutMs: 30_000 }).then(() => null, (e) => e);
+    assert.ok(first instanceof RunFailedError, String(first));
+    assert.equal(
+      await count(db.sql`select count(*) as n from switchyard.step_tasks
+      where run_id = ${run.runId}`),
+      0,
+      'the step failed without a task',
+    );
+    // The input still does not meet the condition: the retry decides the step again and the
+    // run fails again, with the same error and nothing queued.
+    assert.deepEqual(await client.retry(run.runId), { runId: run.runId, requeued: 0 });
+    const again = await run.output({ timeoutMs: 30_000 }).then(() => null, (e) => e);
+    assert.ok(again instanceof RunFailedError, String(again));
+    assert.equal(again.error, first.error);
+    const events = names(await runEvents(client, run.runId));
+    assert.deepEqual(events, [
+      'run started',
+      'gate started',
+      'gate failed',
+      'run failed',
+      'run retried',
+      'gate started',
+      'gate failed',
+      'run failed',
+    ]);
+    assert.equal(await count(db.sql`select count(*) as n from pgmq.q_retrygatev2`), 0);
+  } finally {
+    await client.close();
+    await worker.stop();
+  }
+});
+
 Deno.test('retry of a failed map step re-runs its unfinished elements; skipped steps have events', async () => {
   let failing = true;
   const runs: number[] = [];

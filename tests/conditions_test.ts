@@ -1,7 +1,7 @@
 /**
  * Conditional steps (issue 12): `if` / `ifNot` JSON containment evaluated in SQL over the
  * step's input, `whenUnmet` ('skip' | 'skip-cascade' | 'fail') and `whenExhausted`
- * ('fail' | 'skip'), with real workers on real PostgreSQL. Handlers count their calls, so a
+ * ('fail' | 'skip' | 'skip-cascade'), with real workers on real PostgreSQL. Handlers count their calls, so a
  * skipped step is shown never to run: the decision is SQL's alone.
  */
 import assert from 'node:assert/strict';
@@ -263,6 +263,67 @@ Deno.test('whenExhausted skip: after its last attempt the step is skipped and th
     const [{ n }] = await db.sql<
       { n: number }[]
     >`select count(*)::int as n from pgmq.q_condexhaust`;
+    assert.equal(n, 0, 'every message was archived');
+  } finally {
+    await worker.stop();
+  }
+});
+
+Deno.test('whenExhausted skip-cascade: its dependents are skipped too, never called; the run completes', async () => {
+  const calls: string[] = [];
+  const flow = new Flow<{ id: string }>({
+    slug: 'condExhaustCascade',
+    maxAttempts: 2,
+    baseDelay: 0,
+  })
+    .step({ slug: 'enrich', whenExhausted: 'skip-cascade' }, (): { score: number } => {
+      calls.push('enrich');
+      throw new Error('enrichment service down');
+    })
+    .step({ slug: 'audit' }, (input) => {
+      calls.push('audit');
+      return `audited ${input.id}`;
+    })
+    // Typed as always present: with skip-cascade this step never runs without it.
+    .step({ slug: 'store', dependsOn: ['enrich'] }, (input) => {
+      calls.push('store');
+      return input.enrich.score;
+    })
+    .step({ slug: 'notify', dependsOn: ['store', 'audit'] }, (input) => {
+      calls.push('notify');
+      return input.store;
+    });
+  const worker = await startWorker(flow, base);
+  try {
+    const run = await client.startFlow('condExhaustCascade', { id: 'x' });
+    const status = await client.waitForRun(run);
+    assert.equal(status.status, 'completed');
+    assert.deepEqual(status.output, {}, 'every leaf was skipped');
+    assert.deepEqual(calls.sort(), ['audit', 'enrich', 'enrich']);
+    assert.deepEqual(await steps(run), [
+      {
+        step_slug: 'enrich',
+        status: 'skipped',
+        skip_reason:
+          'whenExhausted skip-cascade: failed after 2 attempt(s): Error: enrichment service down',
+        tasks: 1,
+      },
+      { step_slug: 'audit', status: 'completed', skip_reason: null, tasks: 1 },
+      {
+        step_slug: 'store',
+        status: 'skipped',
+        skip_reason: 'skip-cascade: step "enrich" was skipped',
+        tasks: 0,
+      },
+      {
+        step_slug: 'notify',
+        status: 'skipped',
+        skip_reason: 'skip-cascade: step "enrich" was skipped',
+        tasks: 0,
+      },
+    ]);
+    const [{ n }] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from pgmq.q_condexhaustcascade`;
     assert.equal(n, 0, 'every message was archived');
   } finally {
     await worker.stop();

@@ -617,6 +617,51 @@ Deno.test('SWITCHYARD_DASHBOARD_AUTH=required refuses reads without the bearer',
   );
 });
 
+Deno.test('on the hosted runtime reads need the bearer by default, and disabled auth is refused', async () => {
+  const hosted = serve({ SB_REGION: 'eu-west-1' });
+  try {
+    const anonymous = await call(`${hosted.url}/api/overview`);
+    assert.deepEqual([anonymous.status, anonymous.body.error], [401, 'unauthorized']);
+    const ok = await call(`${hosted.url}/api/overview`, { bearer: SECRET });
+    assert.equal(ok.status, 200);
+    const o = ok.body as unknown as DashboardOverview;
+    assert.deepEqual([o.access.mode, o.access.authorized], ['required', true]);
+  } finally {
+    await hosted.close();
+  }
+  // An operator who wants open reads there says so.
+  const open = serve({ DENO_DEPLOYMENT_ID: 'd1', SWITCHYARD_DASHBOARD_AUTH: 'actions' });
+  try {
+    assert.equal((await call(`${open.url}/api/overview`)).status, 200);
+  } finally {
+    await open.close();
+  }
+  for (
+    const [env, auth, how] of [
+      [
+        { SB_REGION: 'eu-west-1', SWITCHYARD_AUTH: 'disabled' },
+        undefined,
+        /SWITCHYARD_AUTH=disabled/,
+      ],
+      [{ DENO_DEPLOYMENT_ID: 'd1' }, 'disabled', /auth: 'disabled'/],
+    ] as const
+  ) {
+    const vars: Record<string, string> = env;
+    assert.throws(
+      () => createDashboard({ source: client, env: (n) => vars[n], auth }),
+      (e: Error) =>
+        how.test(e.message) &&
+        /is refused on Supabase's hosted runtime \((SB_REGION|DENO_DEPLOYMENT_ID) is set\)/.test(
+          e.message,
+        ),
+    );
+  }
+  // Locally, disabled auth still opens the actions (deno task serve, the demo).
+  const local = createDashboard({ source: client, env: () => undefined, auth: 'disabled' });
+  const o = await (await local.fetch(new Request('http://x/api/overview'))).json();
+  assert.deepEqual([o.access.mode, o.access.authorized], ['actions', true]);
+});
+
 Deno.test('an open fence shows with its progress', async () => {
   await fenceBegin(client, [PAUSED_FUNCTION, 'dash-render-worker']);
   try {

@@ -370,7 +370,7 @@ Deno.test('conditions: patterns are JSON, modes are checked, whenUnmet needs a c
   assertThrowsWith(
     () => f.step({ slug: 'a', whenExhausted: 'retry' as never }, () => 1),
     FlowDefinitionError,
-    "option whenExhausted \"retry\" is invalid: use one of 'fail', 'skip'",
+    "option whenExhausted \"retry\" is invalid: use one of 'fail', 'skip', 'skip-cascade'",
   );
   assertThrowsWith(
     () => f.step({ slug: 'a', whenUnmet: 'skip' }, () => 1),

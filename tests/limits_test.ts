@@ -439,9 +439,20 @@ const URLS: [string, RegExp | null][] = [
   ['http://127.0.0.1:54321', null],
   ['http://localhost:8000', null],
   ['http://[::1]:9000', null],
-  ['http://abcd.supabase.co', /plain http:\/\/ is allowed only for a loopback host/],
-  ['http://127.0.0.1.evil.example', /plain http:\/\/ is allowed only for a loopback host/],
-  ['http://localhost.evil.example', /plain http:\/\/ is allowed only for a loopback host/],
+  // A local Supabase stack's database reaches its functions on the Docker network.
+  ['http://kong:8000', null],
+  ['http://host.docker.internal:54321', null],
+  [
+    'http://abcd.supabase.co',
+    /plain http:\/\/ is allowed only for a loopback or local network host/,
+  ],
+  ['http://127.0.0.1.evil.example', /plain http:\/\/ is allowed only for a loopback or local/],
+  ['http://localhost.evil.example', /plain http:\/\/ is allowed only for a loopback or local/],
+  ['http://kong.evil.example', /plain http:\/\/ is allowed only for a loopback or local/],
+  ['http://host.docker.internal.evil.example', /plain http:\/\/ is allowed only for a loopback/],
+  // Numbers without dots are IPv4 addresses to many resolvers.
+  ['http://2130706433', /plain http:\/\/ is allowed only for a loopback or local/],
+  ['http://0x7f000001', /plain http:\/\/ is allowed only for a loopback or local/],
   ['https://user:pass@evil.example', /contains "@"/],
   ['https://abcd.supabase.co@evil.example', /contains "@"/],
   ['https://abcd.supabase.co\n@evil.example', /whitespace or a control character/],
@@ -466,7 +477,7 @@ const URLS: [string, RegExp | null][] = [
   ['HTTPS://abcd.supabase.co', /use https:\/\/host/],
 ];
 
-Deno.test('keep-alive base URLs: https:// only (http:// for loopback), no userinfo, whitespace or control characters', async () => {
+Deno.test('keep-alive base URLs: https:// only (http:// for loopback and local network names), no userinfo, whitespace or control characters', async () => {
   for (const [url, rule] of URLS) {
     const shown = JSON.stringify(url.length > 80 ? url.slice(0, 80) : url);
     const calls = [

@@ -87,6 +87,44 @@ Deno.test('migrations on a Supabase layout: publication membership and the owner
   assert.deepEqual(done, []);
 });
 
+Deno.test('expose_run_events skips with a notice what its role may not do, and never fails', async () => {
+  // As a role that owns neither the table nor the publication: both steps are refused to it.
+  await sql`drop policy run_events_owner_read on switchyard.run_events`;
+  await sql`alter publication supabase_realtime drop table switchyard.run_events`;
+  await sql.unsafe(`drop role if exists sy_not_owner; create role sy_not_owner;
+    grant usage on schema switchyard to sy_not_owner;
+    grant execute on function switchyard.expose_run_events() to sy_not_owner`);
+  let exposed: string[] = [];
+  const notices: string[] = [];
+  const limited = postgres(url, {
+    max: 1,
+    onnotice: (n) => notices.push(String(n.message)),
+  });
+  try {
+    const done = await limited.begin(async (tx) => {
+      await tx`set local role sy_not_owner`;
+      const [row] = await tx`select switchyard.expose_run_events() as done`;
+      return row.done;
+    });
+    assert.deepEqual(done, []);
+    assert.equal(notices.length, 2, notices.join('\n'));
+    assert.match(notices[0], /sy_not_owner may not create the policy run_events_owner_read/);
+    assert.match(notices[0], /as the owner of switchyard\.run_events/);
+    assert.match(
+      notices[1],
+      /may not add switchyard\.run_events to the publication supabase_realtime/,
+    );
+  } finally {
+    await limited.end();
+    // The owner then exposes it (also when an assertion above failed).
+    exposed = (await sql`select switchyard.expose_run_events() as done`)[0].done;
+  }
+  assert.deepEqual(exposed, ['policy run_events_owner_read', 'publication supabase_realtime']);
+  await sql.unsafe(`revoke all on schema switchyard from sy_not_owner;
+    revoke execute on function switchyard.expose_run_events() from sy_not_owner;
+    drop role sy_not_owner`);
+});
+
 const alice = crypto.randomUUID();
 const bob = crypto.randomUUID();
 const thread = { id: 't1', title: 'Checkout is down', body: 'since 9:00' };

@@ -193,10 +193,22 @@ function conditionTypeTests(): void {
     .step({ slug: 'cascade', if: { plan: 'free' }, whenUnmet: 'skip-cascade' }, () => 3)
     .step({ slug: 'tolerant', whenExhausted: 'skip' }, () => 4)
     .step({ slug: 'failing', whenExhausted: 'fail' }, () => 5)
+    .step({ slug: 'dropping', whenExhausted: 'skip-cascade' }, () => 6)
+    .step({ slug: 'both', if: { plan: 'pro' }, whenExhausted: 'skip-cascade' }, () => 7)
     .step(
       {
         slug: 'sink',
-        dependsOn: ['always', 'maybe', 'negated', 'strict', 'cascade', 'tolerant', 'failing'],
+        dependsOn: [
+          'always',
+          'maybe',
+          'negated',
+          'strict',
+          'cascade',
+          'tolerant',
+          'failing',
+          'dropping',
+          'both',
+        ],
         // A dependent's condition is typed against the dependency outputs.
         if: { always: 1 },
       },
@@ -210,6 +222,9 @@ function conditionTypeTests(): void {
         expectType<Equal<typeof input.strict, number>>(true);
         expectType<Equal<typeof input.cascade, number>>(true);
         expectType<Equal<typeof input.failing, number>>(true);
+        // whenExhausted 'skip-cascade' skips the dependents with it; an unmet skip still may not.
+        expectType<Equal<typeof input.dropping, number>>(true);
+        expectType<Equal<typeof input.both, number | undefined>>(true);
         // @ts-expect-error maybe may be absent
         input.maybe.length;
         return input.maybe ?? 'skipped';

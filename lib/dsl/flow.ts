@@ -78,17 +78,18 @@ export interface ResolvedFlowOptions {
 export type WhenUnmet = 'skip' | 'skip-cascade' | 'fail';
 
 /**
- * What happens when a task used its last attempt: `fail` fails the run, `skip` skips the step
- * (dependents run without its output).
+ * What happens when a task used its last attempt (docs/ARCHITECTURE.md §5.9): `fail` fails the
+ * run, `skip` skips the step (dependents run without its output), `skip-cascade` skips it and
+ * every step that depends on it, and the run goes on without them.
  *
  * @example
  * ```ts
  * import type { WhenExhausted } from './flow.ts';
  *
- * const mode: WhenExhausted = 'skip';
+ * const mode: WhenExhausted = 'skip-cascade';
  * ```
  */
-export type WhenExhausted = 'fail' | 'skip';
+export type WhenExhausted = 'fail' | 'skip' | 'skip-cascade';
 
 /**
  * A JSON containment pattern over `T`, as PostgreSQL's `jsonb @>` reads it: any subset of the
@@ -137,8 +138,8 @@ export type ExactPattern<P, S> = unknown extends S ? unknown
 
 /**
  * Whether a step may end `skipped` while its dependents still run: a condition with
- * `whenUnmet: 'skip'` (the default), or `whenExhausted: 'skip'`. With `skip-cascade` its
- * dependents are skipped too, so when one runs the output is there.
+ * `whenUnmet: 'skip'` (the default), or `whenExhausted: 'skip'`. With `skip-cascade` (either
+ * option) its dependents are skipped too, so when one runs the output is there.
  *
  * @example
  * ```ts
@@ -147,10 +148,11 @@ export type ExactPattern<P, S> = unknown extends S ? unknown
  * type A = MaySkip<{ plan: 'pro' }, never, 'skip', 'fail'>; // true
  * type B = MaySkip<{ plan: 'pro' }, never, 'skip-cascade', 'fail'>; // false
  * type C = MaySkip<never, never, 'skip', 'skip'>; // true
+ * type D = MaySkip<never, never, 'skip', 'skip-cascade'>; // false
  * ```
  */
 export type MaySkip<If, IfNot, Unmet extends WhenUnmet, Exhausted extends WhenExhausted> =
-  [Exhausted] extends ['fail'] ? [If | IfNot] extends [never] ? false
+  [Exhausted] extends ['fail' | 'skip-cascade'] ? [If | IfNot] extends [never] ? false
     : [Unmet] extends ['skip'] ? true
     : false
     : true;
@@ -454,7 +456,10 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
   ifNot?: JsonValue;
   /** What an unmet condition does: `skip` (default), `skip-cascade` or `fail`. Needs if/ifNot. */
   whenUnmet?: WhenUnmet;
-  /** What a task out of attempts does: `fail` (default) fails the run, `skip` skips the step. */
+  /**
+   * What a task out of attempts does: `fail` (default) fails the run, `skip` skips the step,
+   * `skip-cascade` skips it and its dependents.
+   */
   whenExhausted?: WhenExhausted;
 }
 
@@ -767,7 +772,7 @@ const MAP_STEP_KEYS = new Set(
 );
 
 const WHEN_UNMET: readonly WhenUnmet[] = ['skip', 'skip-cascade', 'fail'];
-const WHEN_EXHAUSTED: readonly WhenExhausted[] = ['fail', 'skip'];
+const WHEN_EXHAUSTED: readonly WhenExhausted[] = ['fail', 'skip', 'skip-cascade'];
 
 function checkChoice<T extends string>(
   owner: string,

@@ -8,8 +8,9 @@
  * Access. Actions need the queue functions' bearer (`SUPABASE_SERVICE_ROLE_KEY`, a key of
  * `SUPABASE_SECRET_KEYS` or `SWITCHYARD_WORKER_SECRET`; `SWITCHYARD_AUTH=disabled` turns the
  * check off for local runs; docs/ARCHITECTURE.md §7 Auth). Without it the page is read-only. With
- * `SWITCHYARD_DASHBOARD_AUTH=required` (or `access: 'required'`) every API request, reads
- * included, needs the bearer too; the page itself is static and shows nothing without it.
+ * `SWITCHYARD_DASHBOARD_AUTH=required` (or `access: 'required'`; the default on Supabase's hosted
+ * runtime, where disabled auth is refused) every API request, reads included, needs the bearer
+ * too; the page itself is static and shows nothing without it.
  *
  * | method | path (under `basePath`)        | answers                                                      |
  * | ------ | ------------------------------ | ------------------------------------------------------------ |
@@ -37,7 +38,8 @@
  */
 import { OperationError, SwitchyardError, UnknownFunctionError } from '../errors.ts';
 import { isValidQueueName, QUEUE_NAME_RULE } from '../dsl/queue_names.ts';
-import { authProblem, type EdgeAuth } from '../platform/auth.ts';
+import { authProblem, disabledAuthRefusal, type EdgeAuth } from '../platform/auth.ts';
+import { hostedRuntimeSignal } from '../platform/platform.ts';
 import type { EnvReader } from '../sql/connection.ts';
 import {
   type DashboardSnapshot,
@@ -65,8 +67,9 @@ import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 import { DASHBOARD_PAGE } from './dashboard_page.ts';
 
 /**
- * Who may read: `actions` (default) lets anyone read and needs the bearer for actions;
- * `required` needs the bearer for every API request.
+ * Who may read: `actions` (the default locally) lets anyone read and needs the bearer for
+ * actions; `required` (the default on the hosted runtime) needs the bearer for every API
+ * request.
  *
  * @example
  * ```ts
@@ -390,7 +393,8 @@ function errorResponse(e: unknown): Response {
 
 /**
  * Creates the dashboard handler. Throws when `SWITCHYARD_DASHBOARD_AUTH` holds neither
- * `actions` nor `required`.
+ * `actions` nor `required`, and on Supabase's hosted runtime (`SB_REGION` or
+ * `DENO_DEPLOYMENT_ID` set) when auth is disabled; there the default access is `required`.
  *
  * @example
  * ```ts
@@ -405,7 +409,12 @@ function errorResponse(e: unknown): Response {
  */
 export function createDashboard(options: DashboardOptions): Dashboard {
   const env = options.env ?? denoEnv;
-  const configured = options.access ?? (env(DASHBOARD_AUTH_ENV) || 'actions');
+  const refusal = disabledAuthRefusal(options.auth, env);
+  if (refusal) throw new SwitchyardError(`the dashboard: ${refusal}`);
+  // On the hosted runtime reads need the bearer too unless the operator opens them.
+  const hosted = hostedRuntimeSignal({ env }) !== null;
+  const configured = options.access ??
+    (env(DASHBOARD_AUTH_ENV) || (hosted ? 'required' : 'actions'));
   if (configured !== 'actions' && configured !== 'required') {
     throw new SwitchyardError(
       `${DASHBOARD_AUTH_ENV} ${

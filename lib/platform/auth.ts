@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { hostedRuntimeSignal } from './platform.ts';
 
 /**
  * How requests are authorized: a list of accepted bearer tokens, or `'disabled'` (local runs
@@ -132,4 +133,34 @@ export async function authProblem(
   let ok = false;
   for (const secret of secrets) ok = (await sameSecret(match[1], secret)) || ok;
   return ok ? null : 'the bearer token is not an accepted worker secret';
+}
+
+/**
+ * Why `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) is refused, or `null`: it is for local
+ * runs, and the hosted runtime shows itself by its environment (docs/ARCHITECTURE.md §7). The
+ * queue functions (500 `worker_config`) and the dashboard (`createDashboard` throws) refuse it.
+ *
+ * @example
+ * ```ts
+ * import { disabledAuthRefusal } from './auth.ts';
+ *
+ * const hosted = (name: string) => (name === 'SB_REGION' ? 'eu-west-1' : undefined);
+ * console.assert(disabledAuthRefusal('disabled', hosted) !== null);
+ * console.assert(disabledAuthRefusal('disabled', () => undefined) === null);
+ * ```
+ */
+export function disabledAuthRefusal(
+  auth: EdgeAuth | undefined,
+  env: (name: string) => string | undefined,
+): string | null {
+  const disabled = auth === 'disabled' ||
+    (auth === undefined && env('SWITCHYARD_AUTH') === 'disabled');
+  if (!disabled) return null;
+  const signal = hostedRuntimeSignal({ env });
+  if (signal === null) return null;
+  const how = auth === 'disabled' ? "auth: 'disabled'" : 'SWITCHYARD_AUTH=disabled';
+  return `${how} is refused on Supabase's hosted runtime (${signal} is set): it is for local ` +
+    'runs only (deno task serve, supabase functions serve). Remove it (supabase secrets unset ' +
+    'SWITCHYARD_AUTH) and send "Authorization: Bearer <SWITCHYARD_WORKER_SECRET or the service ' +
+    'role key>"';
 }

@@ -17,7 +17,7 @@
  * `SWITCHYARD_WORKER_SECRET` (compared in constant time). Only an
  * explicit `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) turns the check off, for local
  * runs: on Supabase's hosted runtime (`SB_REGION` or `DENO_DEPLOYMENT_ID` is set, see
- * {@linkcode hostedRuntimeSignal}) it is refused with 500 `worker_config` and nothing starts.
+ * `hostedRuntimeSignal` of the platform adapter) it is refused with 500 `worker_config` and nothing starts.
  * A refused request gets exactly `{"error":"unauthorized"}`; why it was refused goes to the
  * function's own log. The Supabase gateway's own JWT check is turned off for queue functions
  * (`verify_jwt = false`, written by the scaffold) because the kit secret is not a JWT.
@@ -48,8 +48,8 @@
  */
 import type { AnyFlow } from '../dsl/flow.ts';
 import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
-import { authProblem, type EdgeAuth } from './auth.ts';
-import { defaultPlatform, hostedRuntimeSignal, type Platform } from './platform.ts';
+import { authProblem, disabledAuthRefusal, type EdgeAuth } from './auth.ts';
+import { defaultPlatform, type Platform } from './platform.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
 import {
   ConnectionStringError,
@@ -230,26 +230,6 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   });
 }
 
-/**
- * Why `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) is refused here, or `null`: it is for
- * local runs, and the hosted runtime shows itself by its environment (docs/ARCHITECTURE.md §7).
- */
-function disabledAuthRefusal(
-  auth: EdgeAuth | undefined,
-  platform: Platform,
-): string | null {
-  const disabled = auth === 'disabled' ||
-    (auth === undefined && platform.env('SWITCHYARD_AUTH') === 'disabled');
-  if (!disabled) return null;
-  const signal = hostedRuntimeSignal(platform);
-  if (signal === null) return null;
-  const how = auth === 'disabled' ? "auth: 'disabled'" : 'SWITCHYARD_AUTH=disabled';
-  return `${how} is refused on Supabase's hosted runtime (${signal} is set): it is for local ` +
-    'runs only (deno task serve, supabase functions serve). Remove it (supabase secrets unset ' +
-    'SWITCHYARD_AUTH) and send "Authorization: Bearer <SWITCHYARD_WORKER_SECRET or the service ' +
-    'role key>"';
-}
-
 /** Characters of a pause reason a 409 carries (the SQL core's max_reason_chars, §13). */
 const MAX_REASON_CHARS = 1000;
 
@@ -331,7 +311,7 @@ function startEdgeWorker(
     if (unloading) {
       return json(503, { error: 'shutting_down', message: 'the function instance is unloading' });
     }
-    const refusal = disabledAuthRefusal(auth, platform);
+    const refusal = disabledAuthRefusal(auth, platform.env);
     if (refusal !== null) {
       log.error(refusal);
       return json(500, { error: 'worker_config', message: refusal });
