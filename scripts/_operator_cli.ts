@@ -70,6 +70,27 @@ export function parse<T extends ParseArgsConfig['options']>(args: string[], opti
 }
 
 /**
+ * The one positional argument a command takes, or a {@linkcode UsageError}: `missing` when
+ * there is none, `expected one <noun>, got N: ...` when there are more.
+ *
+ * @example
+ * ```ts
+ * import { onePositional } from './_operator_cli.ts';
+ * console.assert(onePositional(['fn'], 'function', 'missing <function>') === 'fn');
+ * ```
+ */
+export function onePositional(positionals: string[], noun: string, missing: string): string {
+  if (positionals.length !== 1) {
+    throw new UsageError(
+      positionals.length === 0
+        ? missing
+        : `expected one ${noun}, got ${positionals.length}: ${positionals.join(' ')}`,
+    );
+  }
+  return positionals[0];
+}
+
+/**
  * A whole number of seconds (at least 1) from an option, or `fallback`.
  *
  * @example

@@ -10,7 +10,7 @@
  * @module
  */
 import { cancelRun } from '../lib/ops.ts';
-import { parse, runCommand, UsageError } from './_operator_cli.ts';
+import { onePositional, parse, runCommand } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task cancel <run> [--reason TEXT]
 
@@ -18,15 +18,9 @@ Cancels the started run <run> (a run id). Needs DATABASE_URL.`;
 
 await runCommand(USAGE, async (sql, args) => {
   const { values, positionals } = parse(args, { reason: { type: 'string' } });
-  if (positionals.length !== 1) {
-    throw new UsageError(
-      positionals.length === 0
-        ? 'missing <run>: name the run id to cancel'
-        : `expected one run id, got ${positionals.length}: ${positionals.join(' ')}`,
-    );
-  }
+  const runId = onePositional(positionals, 'run id', 'missing <run>: name the run id to cancel');
   const reason = values.reason?.trim() || 'cancelled by an operator (deno task cancel)';
-  const result = await cancelRun(sql, positionals[0], reason);
+  const result = await cancelRun(sql, runId, reason);
   console.log(
     result.changed
       ? `cancelled run ${result.runId}: ${reason}`

@@ -9,7 +9,7 @@
  * @module
  */
 import { pauseFunction } from '../lib/ops.ts';
-import { parse, runCommand, UsageError } from './_operator_cli.ts';
+import { onePositional, parse, runCommand } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task pause <function> [--reason TEXT]
 
@@ -18,15 +18,13 @@ Pauses the queue function <function> (e.g. classify-threads-worker) until
 
 await runCommand(USAGE, async (sql, args) => {
   const { values, positionals } = parse(args, { reason: { type: 'string' } });
-  if (positionals.length !== 1) {
-    throw new UsageError(
-      positionals.length === 0
-        ? 'missing <function>: name the queue function to pause'
-        : `expected one function, got ${positionals.length}: ${positionals.join(' ')}`,
-    );
-  }
+  const name = onePositional(
+    positionals,
+    'function',
+    'missing <function>: name the queue function to pause',
+  );
   const reason = values.reason?.trim() || `paused by an operator (deno task pause)`;
-  const result = await pauseFunction(sql, positionals[0], reason);
+  const result = await pauseFunction(sql, name, reason);
   if (result.changed) {
     console.log(`paused function "${result.functionName}": ${result.reason}`);
   } else {

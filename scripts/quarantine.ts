@@ -13,7 +13,7 @@
  * @module
  */
 import { quarantineMessages } from '../lib/ops.ts';
-import { parse, runCommand, UsageError } from './_operator_cli.ts';
+import { onePositional, parse, runCommand } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task quarantine <function>
 
@@ -23,14 +23,12 @@ Messages of tasks are never moved. Needs DATABASE_URL.`;
 
 await runCommand(USAGE, async (sql, args) => {
   const { positionals } = parse(args, {});
-  if (positionals.length !== 1) {
-    throw new UsageError(
-      positionals.length === 0
-        ? 'missing <function>: name the paused queue function'
-        : `expected one function, got ${positionals.length}: ${positionals.join(' ')}`,
-    );
-  }
-  const r = await quarantineMessages(sql, positionals[0]);
+  const name = onePositional(
+    positionals,
+    'function',
+    'missing <function>: name the paused queue function',
+  );
+  const r = await quarantineMessages(sql, name);
   console.log(
     `quarantined ${r.quarantined.length} message(s) of queue "${r.queueName}" into ` +
       `switchyard.quarantined_messages: [${r.quarantined.join(', ')}]`,

@@ -10,7 +10,7 @@
  * @module
  */
 import { resumeFunction } from '../lib/ops.ts';
-import { parse, runCommand, UsageError } from './_operator_cli.ts';
+import { onePositional, parse, runCommand } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task resume <function>
 
@@ -19,14 +19,12 @@ Needs DATABASE_URL.`;
 
 await runCommand(USAGE, async (sql, args) => {
   const { positionals } = parse(args, {});
-  if (positionals.length !== 1) {
-    throw new UsageError(
-      positionals.length === 0
-        ? 'missing <function>: name the queue function to resume'
-        : `expected one function, got ${positionals.length}: ${positionals.join(' ')}`,
-    );
-  }
-  const result = await resumeFunction(sql, positionals[0]);
+  const name = onePositional(
+    positionals,
+    'function',
+    'missing <function>: name the queue function to resume',
+  );
+  const result = await resumeFunction(sql, name);
   if (result.changed) {
     console.log(
       `resumed function "${result.functionName}" (it was paused: ${result.previousReason})`,

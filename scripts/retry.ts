@@ -9,7 +9,7 @@
  * @module
  */
 import { retryRun } from '../lib/ops.ts';
-import { parse, runCommand, UsageError } from './_operator_cli.ts';
+import { onePositional, parse, runCommand } from './_operator_cli.ts';
 
 const USAGE = `usage: deno task retry <run>
 
@@ -17,13 +17,7 @@ Retries the failed run <run> (a run id). Needs DATABASE_URL.`;
 
 await runCommand(USAGE, async (sql, args) => {
   const { positionals } = parse(args, {});
-  if (positionals.length !== 1) {
-    throw new UsageError(
-      positionals.length === 0
-        ? 'missing <run>: name the run id to retry'
-        : `expected one run id, got ${positionals.length}: ${positionals.join(' ')}`,
-    );
-  }
-  const result = await retryRun(sql, positionals[0]);
+  const runId = onePositional(positionals, 'run id', 'missing <run>: name the run id to retry');
+  const result = await retryRun(sql, runId);
   console.log(`retried run ${result.runId}: ${result.requeued} task(s) queued again`);
 });
