@@ -57,6 +57,7 @@ import {
 import {
   type CancelResult,
   cancelRun,
+  isUuid,
   type RetryResult,
   retryRun,
   type RunEvent,
@@ -225,7 +226,6 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 }
 
 const RUN_STATUSES = ['started', 'completed', 'failed', 'cancelled'] as const;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FUNCTION_NAME = /^[a-z][a-z0-9_-]*$/;
 const MAX_REASON = 1000;
 const RUN_EVENTS = 200;
@@ -355,7 +355,7 @@ function decodeSegment(text: string): string {
 
 function runIdParam(text: string): string {
   const id = decodeSegment(text);
-  if (!UUID.test(id)) {
+  if (!isUuid(id)) {
     throw new BadRequest(
       'run',
       `run id ${JSON.stringify(id)} is invalid: use a UUID (8-4-4-4-12 hex digits)`,

@@ -212,10 +212,24 @@ async function repeatable<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/**
+ * Whether `value` is a UUID in its 8-4-4-4-12 hex form (any version, either case): what a
+ * run id or an owner must be.
+ *
+ * @example
+ * ```ts
+ * import { isUuid } from './runs.ts';
+ *
+ * console.assert(isUuid(crypto.randomUUID()) && !isUuid('not-a-uuid'));
+ * ```
+ */
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' &&
+    /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+}
 
 function assertUuid(what: string, name: string, value: unknown): void {
-  if (value !== undefined && (typeof value !== 'string' || !UUID.test(value))) {
+  if (value !== undefined && !isUuid(value)) {
     throw new SwitchyardError(
       `${what}: ${name} ${describeValue(value)} is invalid: use a UUID such as ` +
         'crypto.randomUUID()',
