@@ -335,33 +335,51 @@ async function subscribe(notifications: RunNotifications, runId: string): Promis
   };
 }
 
+/**
+ * Reads the run until `read` has a value: once, then again on each wake-up (a notification
+ * for the run, a reconnect, the fallback poll); a wake-up during a read reads again at once.
+ * It listens before the first read, so no transition falls between the two. At the deadline
+ * it throws `timedOut(status)`, with the status of the last read.
+ */
+async function untilRunSettles<T>(
+  notifications: RunNotifications,
+  runId: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  read: () => Promise<{ value: T } | { waiting: string }>,
+  timedOut: (status: string) => Error,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  const wakes = await subscribe(notifications, runId);
+  try {
+    for (;;) {
+      const seen = wakes.version();
+      const result = await read();
+      if ('value' in result) return result.value;
+      if (wakes.version() !== seen) continue; // woken during the read
+      if (await wakes.next(deadline, signal) === 'timeout') throw timedOut(result.waiting);
+    }
+  } finally {
+    wakes.end();
+  }
+}
+
 async function waitForEnd<Output>(
   sql: Sql,
   notifications: RunNotifications,
   runId: string,
   { timeoutMs = 30_000, signal }: WaitOptions = {},
 ): Promise<Output> {
-  const deadline = Date.now() + timeoutMs;
   signal?.throwIfAborted();
-  // Listen before the first read, so no transition falls between the two.
-  const wakes = await subscribe(notifications, runId);
-  try {
-    for (;;) {
-      const seen = wakes.version();
-      const result = await runResult(sql, runId);
-      if (result === null) throw new RunNotFoundError(runId);
-      if (result.status === 'completed') return result.output as Output;
-      if (result.status === 'failed' || result.status === 'cancelled') {
-        throw new RunFailedError(runId, result.status, result.error);
-      }
-      if (wakes.version() !== seen) continue; // woken during the read
-      if (await wakes.next(deadline, signal) === 'timeout') {
-        throw new RunTimeoutError(runId, timeoutMs, result.status);
-      }
+  return await untilRunSettles<Output>(notifications, runId, timeoutMs, signal, async () => {
+    const result = await runResult(sql, runId);
+    if (result === null) throw new RunNotFoundError(runId);
+    if (result.status === 'completed') return { value: result.output as Output };
+    if (result.status === 'failed' || result.status === 'cancelled') {
+      throw new RunFailedError(runId, result.status, result.error);
     }
-  } finally {
-    wakes.end();
-  }
+    return { waiting: result.status };
+  }, (status) => new RunTimeoutError(runId, timeoutMs, status));
 }
 
 const RUN_ENDS = new Set(['completed', 'failed', 'cancelled']);
@@ -480,25 +498,13 @@ export function connect(connectionString?: string, opts: { max?: number } = {}):
     sql,
     startFlow: (flowOrAlias, input, options) => startRun(sql, flowOrAlias, input, options),
     runStatus: (runId) => runStatus(sql, runId),
-    async waitForRun(runId, { timeoutMs = 30_000 } = {}) {
-      const deadline = Date.now() + timeoutMs;
-      const wakes = await subscribe(notifications, runId);
-      try {
-        for (;;) {
-          const seen = wakes.version();
-          const status = await runStatus(sql, runId);
-          if (status && status.status !== 'started') return status;
-          if (wakes.version() !== seen) continue;
-          if (await wakes.next(deadline, undefined) === 'timeout') {
-            throw new SwitchyardError(
-              `run ${runId} still ${status?.status ?? 'missing'} after ${timeoutMs} ms`,
-            );
-          }
-        }
-      } finally {
-        wakes.end();
-      }
-    },
+    waitForRun: (runId, { timeoutMs = 30_000 } = {}) =>
+      untilRunSettles<RunStatus>(notifications, runId, timeoutMs, undefined, async () => {
+        const status = await runStatus(sql, runId);
+        return status && status.status !== 'started'
+          ? { value: status }
+          : { waiting: status?.status ?? 'missing' };
+      }, (status) => new SwitchyardError(`run ${runId} still ${status} after ${timeoutMs} ms`)),
     async activateAlias(alias, flowSlug) {
       await call(() => sql`select switchyard.activate_alias(${alias}::text, ${flowSlug}::text)`);
     },
