@@ -49,6 +49,7 @@ import {
 } from '../sql/dashboard.ts';
 import {
   functionState,
+  MAX_REASON_CHARS,
   pauseFunction,
   type PauseResult,
   resumeFunction,
@@ -227,7 +228,6 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 
 const RUN_STATUSES = ['started', 'completed', 'failed', 'cancelled'] as const;
 const FUNCTION_NAME = /^[a-z][a-z0-9_-]*$/;
-const MAX_REASON = 1000;
 const RUN_EVENTS = 200;
 const ACTIONS: DashboardAction[] = ['pause', 'resume', 'cancel', 'retry'];
 
@@ -335,10 +335,10 @@ function reasonField(body: Record<string, unknown>, fallback: string): string {
       'field "reason" is invalid: use a non-empty string, or leave it out',
     );
   }
-  if (body.reason.length > MAX_REASON) {
+  if (body.reason.length > MAX_REASON_CHARS) {
     throw new BadRequest(
       'reason',
-      `field "reason" is invalid: use at most ${MAX_REASON} characters (got ${body.reason.length})`,
+      `field "reason" is invalid: use at most ${MAX_REASON_CHARS} characters (got ${body.reason.length})`,
     );
   }
   return body.reason.trim();

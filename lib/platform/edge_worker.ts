@@ -51,6 +51,7 @@ import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
 import { authProblem, disabledAuthRefusal, type EdgeAuth } from './auth.ts';
 import { defaultPlatform, type Platform } from './platform.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
+import { MAX_REASON_CHARS } from '../sql/function_state.ts';
 import {
   ConnectionStringError,
   CoverageError,
@@ -229,9 +230,6 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
     headers: { 'content-type': 'application/json', ...headers },
   });
 }
-
-/** Characters of a pause reason a 409 carries (the SQL core's max_reason_chars, §13). */
-const MAX_REASON_CHARS = 1000;
 
 /** A reason cut at {@linkcode MAX_REASON_CHARS}, with its length when it was longer. */
 function clipReason(reason: string): string {

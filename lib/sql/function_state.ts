@@ -8,6 +8,19 @@
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
+/**
+ * The longest pause or cancel reason, in characters: the SQL core's `max_reason_chars`
+ * (docs/ARCHITECTURE.md §13). Longer reasons are refused, and a 409 shows at most this much.
+ *
+ * @example
+ * ```ts
+ * import { MAX_REASON_CHARS } from './function_state.ts';
+ *
+ * console.assert(MAX_REASON_CHARS === 1000);
+ * ```
+ */
+export const MAX_REASON_CHARS = 1000;
+
 /** The durable flags of one queue function (`switchyard.worker_functions`). */
 export interface FunctionState {
   /** The function (Edge Function) name. */
