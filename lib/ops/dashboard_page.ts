@@ -522,29 +522,34 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
     }
   }
 
-  async function act(action, fn, button) {
-    const body = {};
-    if (action === 'pause') {
-      const input = document.querySelector('[data-reason-for="' + CSS.escape(fn) + '"]');
-      if (input && input.value.trim()) body.reason = input.value.trim();
-    }
+  // An action's POST and its message: okText(result) when it was done, else the refusal.
+  async function postAction(path, body, button, label, okText) {
     button.disabled = true;
-    const { status, body: answer } = await api('/api/functions/' + encodeURIComponent(fn) + '/' + action, {
+    const { status, body: answer } = await api(path, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
     $('message').dataset.sticky = '1';
     if (status === 200) {
-      const r = answer.result;
-      show('ok', action === 'pause'
-        ? (r.changed ? 'Paused ' + fn + ': ' + r.reason : fn + ' was already paused: ' + r.reason)
-        : (r.changed ? 'Resumed ' + fn : fn + ' was not paused'));
+      show('ok', okText(answer.result));
     } else {
-      show('bad', action + ' ' + fn + ' refused (' + status + '): ' + ((answer && answer.message) || ''));
+      show('bad', label + ' refused (' + status + '): ' + ((answer && answer.message) || ''));
     }
     setTimeout(() => ($('message').dataset.sticky = ''), 4000);
     await refresh();
+  }
+
+  async function act(action, fn, button) {
+    const body = {};
+    if (action === 'pause') {
+      const input = document.querySelector('[data-reason-for="' + CSS.escape(fn) + '"]');
+      if (input && input.value.trim()) body.reason = input.value.trim();
+    }
+    await postAction('/api/functions/' + encodeURIComponent(fn) + '/' + action, body, button,
+      action + ' ' + fn, (r) => action === 'pause'
+        ? (r.changed ? 'Paused ' + fn + ': ' + r.reason : fn + ' was already paused: ' + r.reason)
+        : (r.changed ? 'Resumed ' + fn : fn + ' was not paused'));
   }
 
   async function actOnRun(action, id, button) {
@@ -556,24 +561,11 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
       if (reason === null) return;
       if (reason.trim()) body.reason = reason.trim();
     }
-    button.disabled = true;
-    const { status, body: answer } = await api('/api/runs/' + encodeURIComponent(id) + '/' + action, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    $('message').dataset.sticky = '1';
     const run = 'run ' + id.slice(0, 8);
-    if (status === 200) {
-      const r = answer.result;
-      show('ok', action === 'cancel'
+    await postAction('/api/runs/' + encodeURIComponent(id) + '/' + action, body, button,
+      action + ' ' + run, (r) => action === 'cancel'
         ? (r.changed ? 'Cancelled ' + run : run + ' was already cancelled (the first reason is kept)')
         : 'Retried ' + run + ': ' + r.requeued + ' task(s) queued again');
-    } else {
-      show('bad', action + ' ' + run + ' refused (' + status + '): ' + ((answer && answer.message) || ''));
-    }
-    setTimeout(() => ($('message').dataset.sticky = ''), 4000);
-    await refresh();
   }
 
   document.addEventListener('click', (event) => {
