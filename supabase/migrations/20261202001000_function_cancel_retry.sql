@@ -22,7 +22,6 @@ set search_path = ''
 as $$
 declare
   run switchyard.runs;
-  q record;
 begin
   if reason is null or btrim(reason) = '' then
     raise exception using errcode = '22023', message = format(
@@ -56,14 +55,8 @@ begin
    where t.run_id = run.run_id and t.status = 'queued'
    order by t.queue_name, t.message_id
      for update;
-  for q in
-    select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
-      from switchyard.step_tasks t
-     where t.run_id = run.run_id and t.status = 'queued'
-     group by t.queue_name order by t.queue_name
-  loop
-    perform pgmq.archive(q.queue_name, q.ids);
-  end loop;
+  -- Their messages, one archive per queue (as a failure archives them, 20261202000700).
+  perform switchyard._archive_queued(run.run_id);
   -- Cancelled, not queued: nothing that looks for queued work (a sweep that re-sends a
   -- queued task's missing message, drain counts) finds them.
   update switchyard.step_tasks t
