@@ -140,11 +140,19 @@ export interface InstallOptions {
  * @example
  * ```ts
  * import type { InstallResult } from './install.ts';
- * const result: InstallResult = { version: '0.1.0', changed: false, files: [], notes: [] };
+ * const result: InstallResult = {
+ *   version: '0.1.0',
+ *   previousVersion: null,
+ *   changed: false,
+ *   files: [],
+ *   notes: [],
+ * };
  * ```
  */
 export interface InstallResult {
   version: string;
+  /** The kit version the project had before this run (its manifest's), null on a first install. */
+  previousVersion: string | null;
   /** Whether any file was written or removed. */
   changed: boolean;
   files: { path: string; action: 'created' | 'updated' | 'unchanged' | 'removed' | 'kept' }[];
@@ -496,10 +504,29 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
   if (registryExisting !== null) result.push({ path: REGISTRY, action: 'kept' });
   return {
     version,
+    previousVersion: previous?.version ?? null,
     changed: result.some((f) => f.action !== 'unchanged' && f.action !== 'kept'),
     files: result,
     notes,
   };
+}
+
+/** The queues of the project's scaffolded queue functions (their index.ts names them). */
+async function scaffoldedQueues(projectDir: string): Promise<string[]> {
+  const queues: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(join(projectDir, 'supabase', 'functions'))) {
+      if (!entry.isDirectory) continue;
+      const text = await readOrNull(
+        join(projectDir, 'supabase', 'functions', entry.name, 'index.ts'),
+      );
+      const m = text && /^ \* Queue function for "([a-z][a-z0-9_]*)", written by/m.exec(text);
+      if (m) queues.push(m[1]);
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return queues.sort();
 }
 
 const USAGE = `usage: deno task install --project DIR [--force]
@@ -560,10 +587,29 @@ async function main(args: string[]): Promise<number> {
       if (f.action === 'unchanged') continue;
       console.log(`${f.action.padEnd(9)} ${f.path}`);
     }
+    const project = parsed.values.project;
+    if (result.previousVersion === null) {
+      console.log(
+        `\nnext: define flows in ${REGISTRY}, then \`deno task scaffold-queue <queue> --project ` +
+          `${project}\`; apply the migrations with \`supabase db push --linked\` ` +
+          "(the README's deploy steps)",
+      );
+      return 0;
+    }
+    const queues = await scaffoldedQueues(projectDir);
     console.log(
-      `\nnext: define flows in ${REGISTRY}, then \`deno task scaffold-queue <queue> --project ` +
-        `${parsed.values.project}\`; apply the migrations with \`supabase db push --linked\` ` +
-        "(the README's deploy steps)",
+      `\nupgraded from ${result.previousVersion}; next (README "Upgrading"), in this order:\n` +
+        (queues.length === 0
+          ? `  1. deno task scaffold-queue <queue> --project ${project} --force  (each queue ` +
+            'function: its deno.json pins the new versions; registrations are kept)\n'
+          : queues.map((q, i) =>
+            `  ${
+              i === 0 ? '1.' : '  '
+            } deno task scaffold-queue ${q} --project ${project} --force\n`
+          ).join('')) +
+        '  2. supabase db push --linked   (CLI 3.1+: --remote; the migrations first: running ' +
+        'functions keep working on them)\n' +
+        '  3. supabase functions deploy   (CLI 3: --yes; the new runtime, after the migrations)',
     );
     return 0;
   } catch (e) {

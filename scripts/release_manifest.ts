@@ -23,11 +23,16 @@ import { KIT_ROOT } from './_project.ts';
  * @example
  * ```ts
  * import type { ReleaseManifest } from './release_manifest.ts';
- * const manifest: ReleaseManifest = { version: '0.1.0', migrations: [] };
+ * const manifest: ReleaseManifest = { version: '0.1.0', commit: '867b4da…', migrations: [] };
  * ```
  */
 export interface ReleaseManifest {
   version: string;
+  /**
+   * The git commit whose tree is the release (its SQL core and its runtime, `lib/`); the tag
+   * `v<version>` marks it. The upgrade test installs a release from it.
+   */
+  commit: string;
   /** The released SQL core, in the order it runs. */
   migrations: { file: string; sha256: string }[];
 }
@@ -130,9 +135,10 @@ export async function releaseProblems(
 export async function snapshot(
   version: string,
   kitDir: string = KIT_ROOT,
+  commit = '',
 ): Promise<Map<string, string>> {
   const files = new Map<string, string>();
-  const manifest: ReleaseManifest = { version, migrations: [] };
+  const manifest: ReleaseManifest = { version, commit, migrations: [] };
   for (const file of await coreMigrations(kitDir)) {
     const text = await Deno.readTextFile(join(kitDir, 'supabase', 'migrations', file));
     manifest.migrations.push({ file, sha256: await sha256(text) });
@@ -142,14 +148,31 @@ export async function snapshot(
   return files;
 }
 
-const USAGE = `usage: deno task release-manifest [--version X.Y.Z] [--check]
+const USAGE = `usage: deno task release-manifest [--version X.Y.Z] [--commit REV] [--check]
 
-(Re)writes releases/<version>/manifest.json (SHA-256 of every SQL core migration) and
-releases/<version>/migrations/ (their copy) from supabase/migrations. Default version: ${KIT_VERSION}.
+(Re)writes releases/<version>/manifest.json (the release's commit and the SHA-256 of every SQL
+core migration) and releases/<version>/migrations/ (their copy) from supabase/migrations.
+Default version: ${KIT_VERSION}. Cutting a release: commit the release, then record its commit
+with --commit and tag it (git tag -a v<version> <commit>).
 
   --version X.Y.Z  the release to write
+  --commit REV     the release's commit (kept from the existing manifest when omitted)
   --check          write nothing; exit 1 when the snapshot differs from supabase/migrations
   -h, --help       this text`;
+
+/** The full hash of a git revision of the kit's checkout. */
+async function resolveCommit(rev: string): Promise<string> {
+  const out = await new Deno.Command('git', {
+    args: ['rev-parse', '--verify', `${rev}^{commit}`],
+    cwd: KIT_ROOT,
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output();
+  if (!out.success) {
+    throw new Error(`--commit "${rev}" is not a commit of this checkout`);
+  }
+  return new TextDecoder().decode(out.stdout).trim();
+}
 
 async function main(args: string[]): Promise<number> {
   let values;
@@ -158,6 +181,7 @@ async function main(args: string[]): Promise<number> {
       args,
       options: {
         version: { type: 'string', default: KIT_VERSION },
+        commit: { type: 'string' },
         check: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -176,7 +200,20 @@ async function main(args: string[]): Promise<number> {
     return 2;
   }
   const dir = join(RELEASES_DIR, version);
-  const wanted = await snapshot(version);
+  let commit: string;
+  try {
+    commit = values.commit === undefined
+      ? (JSON.parse(await Deno.readTextFile(join(dir, 'manifest.json'))) as ReleaseManifest)
+        .commit ?? ''
+      : await resolveCommit(values.commit);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) {
+      console.error(`error: ${(e as Error).message}`);
+      return 1;
+    }
+    commit = '';
+  }
+  const wanted = await snapshot(version, KIT_ROOT, commit);
   const present = new Map<string, string>();
   try {
     present.set('manifest.json', await Deno.readTextFile(join(dir, 'manifest.json')));

@@ -25,7 +25,8 @@
  * registry routes a step to (the registry module is imported to find out). It is idempotent:
  * a second run changes nothing and says so. A file that exists with other content (edited by
  * hand, or written with other options) is never overwritten without `--force`; without it
- * nothing at all is written.
+ * nothing at all is written. The registration migration is never rewritten, not even with
+ * `--force`: a database may have applied it (an earlier kit's registration is kept as it is).
  *
  * The written files come from templates in `scripts/templates/`, read next to this script:
  * `queue_function/index.ts` (a module that type-checks in place against the project's registry;
@@ -152,13 +153,16 @@ export interface ScaffoldResult {
   queueName: string;
   /** Whether any file was written. */
   changed: boolean;
-  files: { path: string; action: 'created' | 'updated' | 'unchanged' }[];
+  /** `kept`: an existing registration migration an earlier kit wrote, never rewritten. */
+  files: { path: string; action: 'created' | 'updated' | 'unchanged' | 'kept' }[];
 }
 
 interface Planned {
   path: string;
   content: string;
   existing: string | null;
+  /** An existing migration that differs from what the scaffold writes now, kept as it is. */
+  kept?: boolean;
 }
 
 async function readOrNull(path: string): Promise<string | null> {
@@ -569,15 +573,19 @@ async function planMigration(
   }
   names.sort();
   const mine = names.filter((n) => n.endsWith(suffix) && /^\d{14}_/.test(n));
-  for (const name of mine) {
-    const text = await Deno.readTextFile(join(migrationsDir, name));
-    if (text === content) {
-      return { path: relative(projectDir, join(migrationsDir, name)), content, existing: text };
-    }
-  }
+  // A registration migration that exists may have been applied by a database: it is never
+  // rewritten, not even with --force, whichever kit wrote it (an earlier kit's registration ran
+  // against the SQL core of its time, which is where it sorts). It registers the same function
+  // for the same queue, so nothing needs a new one.
   if (mine.length > 0) {
     const path = join(migrationsDir, mine[mine.length - 1]);
-    return { path: relative(projectDir, path), content, existing: await Deno.readTextFile(path) };
+    const text = await Deno.readTextFile(path);
+    return {
+      path: relative(projectDir, path),
+      content: text,
+      existing: text,
+      kept: text !== content,
+    };
   }
   const newest = names.map((n) => /^(\d{14})_/.exec(n)?.[1]).filter(Boolean).pop();
   let at = new Date(Math.floor(now.getTime() / 1000) * 1000);
@@ -698,7 +706,7 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
   const files: ScaffoldResult['files'] = [];
   for (const plan of plans) {
     if (plan.existing === plan.content) {
-      files.push({ path: plan.path, action: 'unchanged' });
+      files.push({ path: plan.path, action: plan.kept ? 'kept' : 'unchanged' });
       continue;
     }
     const abs = join(projectDir, plan.path);
@@ -709,7 +717,7 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
   return {
     functionName,
     queueName,
-    changed: files.some((f) => f.action !== 'unchanged'),
+    changed: files.some((f) => f.action === 'created' || f.action === 'updated'),
     files,
   };
 }
@@ -755,13 +763,21 @@ async function main(args: string[]): Promise<number> {
       maxConcurrent: text === undefined ? undefined : Number(text),
       force: parsed.values.force,
     });
+    for (const f of result.files.filter((f) => f.action === 'kept')) {
+      console.log(
+        `kept      ${f.path} (a registration an earlier kit wrote; applied migrations are never ` +
+          'rewritten)',
+      );
+    }
     if (!result.changed) {
       console.log(
         `nothing to do: ${result.functionName} is up to date (${result.files.length} files unchanged)`,
       );
       return 0;
     }
-    for (const f of result.files) console.log(`${f.action.padEnd(9)} ${f.path}`);
+    for (const f of result.files.filter((f) => f.action !== 'kept')) {
+      console.log(`${f.action.padEnd(9)} ${f.path}`);
+    }
     console.log(
       `\nnext: apply the migration (supabase db push, or deno task db:push) and deploy with ` +
         `\`supabase functions deploy ${result.functionName}\``,

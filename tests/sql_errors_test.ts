@@ -93,10 +93,8 @@ Deno.test('SY004: a changed shape lists the flow and its differences', async () 
   const r = await refusal(sql`select switchyard.ensure_flow(${sql.json(changed as never)}::jsonb)`);
   assert.equal(r.code, 'SY004');
   assert.equal(r.detail.flow_slug, 'errs');
-  assert.deepEqual(r.detail.differences, [
-    'flow option maxAttempts 3 -> 7',
-    'step "a" queue "errs_q" -> "errs_other_q"',
-  ]);
+  // Runtime options are not shape (docs/ARCHITECTURE.md §8.3): only the queue is named.
+  assert.deepEqual(r.detail.differences, ['step "a" queue "errs_q" -> "errs_other_q"']);
 });
 
 Deno.test('SY010 / SY011: a second fence names the open one; fence_end without one has {}', async () => {

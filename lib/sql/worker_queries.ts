@@ -84,38 +84,31 @@ export class WorkerQueries {
   }
 
   /**
-   * The SQL core's limits (`switchyard.limits()`, docs/ARCHITECTURE.md §13), or null against a
-   * database whose migrations predate them (SQLSTATE 42883: the worker was deployed first).
+   * The release of the database's SQL core (`switchyard.core_version()`), or null for a core
+   * older than 0.3.0, which has no such function (SQLSTATE 42883).
    */
-  async limits(): Promise<SqlLimits | null> {
-    try {
-      const [row] = await this.sql<{ limits: SqlLimits }[]>`select switchyard.limits() as limits`;
-      return row.limits;
-    } catch (e) {
-      if ((e as { code?: string }).code === '42883') return null;
-      throw e;
-    }
+  async coreVersion(): Promise<string | null> {
+    const [row] = await this.sql<{ present: boolean }[]>`
+      select to_regprocedure('switchyard.core_version()') is not null as present`;
+    if (!row.present) return null;
+    const [{ version }] = await this.sql<{ version: string }[]>`
+      select switchyard.core_version() as version`;
+    return version;
+  }
+
+  /** The SQL core's limits (`switchyard.limits()`, docs/ARCHITECTURE.md §13). */
+  async limits(): Promise<SqlLimits> {
+    const [row] = await this.sql<{ limits: SqlLimits }[]>`select switchyard.limits() as limits`;
+    return row.limits;
   }
 
   /**
-   * Whether the database has the SQL of map steps, conditions and idempotent starts
-   * (`20261202000700_dsl_features.sql`: task indexes in claims, completions and failures). A
-   * worker deployed before that migration is applied calls the earlier signatures, so a
-   * rolling upgrade keeps going (docs/ARCHITECTURE.md §8); {@linkcode WorkerQueries.dslFeatures}
-   * sets it once at start-up.
+   * Compiles or verifies a flow: `created`, `verified`, or `updated` when only its runtime
+   * options changed (applied to tasks created from now on and recorded in
+   * `switchyard.flow_option_changes`).
    */
-  taskIndexes = true;
-
-  /** Reads whether the DSL features' SQL is there (see {@linkcode WorkerQueries.taskIndexes}). */
-  async dslFeatures(): Promise<boolean> {
-    const [row] = await this.sql<{ ok: boolean }[]>`
-      select to_regprocedure('switchyard.max_map_elements()') is not null as ok`;
-    this.taskIndexes = row.ok;
-    return row.ok;
-  }
-
-  async ensureFlow(shape: FlowShape): Promise<'created' | 'verified'> {
-    const [row] = await this.sql<{ result: 'created' | 'verified' }[]>`
+  async ensureFlow(shape: FlowShape): Promise<'created' | 'verified' | 'updated'> {
+    const [row] = await this.sql<{ result: 'created' | 'verified' | 'updated' }[]>`
       select switchyard.ensure_flow(${this.sql.json(shape as never)}::jsonb) as result`;
     return row.result;
   }
@@ -179,7 +172,7 @@ export class WorkerQueries {
       })[]
     >`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
-             run_id, ${this.taskIndexes ? this.sql`task_index` : this.sql`0`} as task_index,
+             run_id, task_index,
              attempt, timeout, input::text as input, flow_input::text as flow_input
         from switchyard.start_tasks(${queue}::text,
           ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
@@ -211,10 +204,9 @@ export class WorkerQueries {
     output: unknown,
     taskIndex = 0,
   ) {
-    const index = this.taskIndexes ? this.sql`, ${taskIndex}::int` : this.sql``;
     const [row] = await this.sql<{ ok: boolean }[]>`
       select switchyard.complete_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
-        ${this.sql.json((output ?? null) as never)}::jsonb${index}) as ok`;
+        ${this.sql.json((output ?? null) as never)}::jsonb, ${taskIndex}::int) as ok`;
     return row.ok;
   }
 
@@ -247,10 +239,9 @@ export class WorkerQueries {
     error: string,
     taskIndex = 0,
   ) {
-    const index = this.taskIndexes ? this.sql`, ${taskIndex}::int` : this.sql``;
     const [row] = await this.sql<{ result: string }[]>`
       select switchyard.fail_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
-        ${error}::text${index}) as result`;
+        ${error}::text, ${taskIndex}::int) as result`;
     return row.result;
   }
 

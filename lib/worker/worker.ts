@@ -28,6 +28,7 @@ import {
   type Sql,
 } from '../sql/connection.ts';
 import { WorkerQueries } from '../sql/worker_queries.ts';
+import { coreVersionProblem } from '../sql/core_version.ts';
 import { CompletionWriter } from './completion_writer.ts';
 import { DispatchIndex, selectQueue } from './dispatch_index.ts';
 import { Executor } from './executor.ts';
@@ -240,30 +241,23 @@ export async function startWorkerImpl(
     const flags = await q.functionFlags(functionName);
     if (flags?.paused_at) throw new FunctionPausedError(functionName, flags.pause_reason ?? '');
     if (flags && !flags.enabled) throw new FunctionDisabledError(functionName);
+    // A runtime deployed before its migrations refuses, instead of calling SQL that is not
+    // there yet (docs/ARCHITECTURE.md §8.3).
+    const coreProblem = coreVersionProblem(await q.coreVersion());
+    if (coreProblem) throw new WorkerConfigError(coreProblem);
     // The SQL core's limits (docs/ARCHITECTURE.md §13): outputs over the limit fail here,
-    // before they are sent. A database migrated before the limits has none to check.
-    maxOutputBytes = (await q.limits())?.max_output_bytes ?? 0;
-    // A database migrated before the DSL features (map steps, conditions) gets the earlier
-    // calls; a registry that needs those features is refused until the migration is applied.
-    if (!(await q.dslFeatures())) {
-      const needs = index.placements.flatMap((p) =>
-        p.flow.steps
-          .filter((s) =>
-            s.kind === 'map' || s.options.if !== null || s.options.ifNot !== null ||
-            s.options.whenExhausted !== 'fail'
-          )
-          .map((s) => `${p.flow.slug}/${s.slug}`)
-      );
-      if (needs.length > 0) {
-        throw new WorkerConfigError(
-          `steps ${needs.join(', ')} use map steps or conditions, which this database does not ` +
-            'have yet: apply the migrations (20261202000700_dsl_features.sql) first',
+    // before they are sent.
+    maxOutputBytes = (await q.limits()).max_output_bytes;
+
+    // 3: compile or verify every complete deployment, then move aliases.
+    for (const p of index.placements) {
+      if ((await q.ensureFlow(p.shape)) === 'updated') {
+        log.info(
+          `flow "${p.flow.slug}": runtime options updated for tasks created from now on ` +
+            '(switchyard.flow_option_history() lists the change)',
         );
       }
     }
-
-    // 3: compile or verify every complete deployment, then move aliases.
-    for (const p of index.placements) await q.ensureFlow(p.shape);
     for (const [alias, versions] of index.aliases()) {
       const result = await q.syncAlias(alias, versions);
       if (result === 'activated') {
