@@ -57,6 +57,7 @@ export * from './sql/quarantine.ts';
 export * from './sql/keep_alive.ts';
 export * from './sql/fence.ts';
 export * from './sql/drain.ts';
+export * from './sql/flow_options.ts';
 export * from './sql/prune.ts';
 export * from './sql/dashboard.ts';
 export {

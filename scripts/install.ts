@@ -182,10 +182,15 @@ function installedName(kitName: string): string {
   return rest.startsWith('switchyard_') ? rest : `switchyard_${rest}`;
 }
 
-function migrationText(kitName: string, version: string, text: string): string {
+/**
+ * An installed migration: the header, the lock preamble (`scripts/templates/migration_locks.sql`:
+ * every lock up front, all or none, so a push under load never deadlocks with running workers)
+ * and the kit's file as released.
+ */
+function migrationText(kitName: string, version: string, locks: string, text: string): string {
   return `${MIGRATION_MARK} ${version}: supabase/migrations/${kitName} of the kit, copied by\n` +
     '-- `deno task install`. Never edit it: released migrations never change, and a newer kit\n' +
-    '-- adds its changes as new migrations.\n' + text;
+    '-- adds its changes as new migrations.\n' + locks + text;
 }
 
 const RUNTIME_README = (version: string) =>
@@ -441,6 +446,9 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
     const after = new Date(parseMigrationTimestamp(newest).getTime() + 1000);
     if (after > at) at = after;
   }
+  const locks = await Deno.readTextFile(
+    join(kitDir, 'scripts', 'templates', 'migration_locks.sql'),
+  );
   for (const name of await coreMigrations(kitDir)) {
     const text = await Deno.readTextFile(join(kitDir, 'supabase', 'migrations', name));
     const hash = await sha256(text);
@@ -461,7 +469,7 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
     installed.push({ kit: name, sha256: hash, installedAs });
     plans.push({
       path: `supabase/migrations/${installedAs}`,
-      content: migrationText(name, version, text),
+      content: migrationText(name, version, locks, text),
       existing: null,
     });
   }

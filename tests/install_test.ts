@@ -363,10 +363,12 @@ async function newerKit(): Promise<string> {
   const kit = await copyProject('switchyard-newer-kit-');
   kits.push(kit);
   await Deno.mkdir(join(kit, 'scripts/templates'), { recursive: true });
-  await Deno.copyFile(
-    join(KIT_ROOT, 'scripts/templates/registry.ts'),
-    join(kit, 'scripts/templates/registry.ts'),
-  );
+  for (const template of ['registry.ts', 'migration_locks.sql']) {
+    await Deno.copyFile(
+      join(KIT_ROOT, 'scripts/templates', template),
+      join(kit, 'scripts/templates', template),
+    );
+  }
   await Deno.copyFile(join(KIT_ROOT, 'deno.lock'), join(kit, 'deno.lock'));
   await Deno.writeTextFile(
     join(kit, 'supabase/migrations/20991231000000_upgrade_probe.sql'),

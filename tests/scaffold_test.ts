@@ -391,3 +391,25 @@ Deno.test('a template out of step with the scaffold fails loudly and nothing is 
     );
   });
 });
+
+Deno.test('an applied registration written by an earlier kit is kept, even with --force', async () => {
+  await withProject(async (dir) => {
+    await writeRegistry(dir, longRegistry('kept_q'));
+    const first = await scaffoldQueue({ projectDir: dir, queueName: 'kept_q' });
+    const path = first.files.find((f) => f.path.endsWith('_register_kept_q_worker.sql'))!.path;
+    // What 0.1.0's scaffold wrote: register_function only (no ensure_shared_queue before it).
+    const earlier = '-- Registers queue function "kept-q-worker" for queue "kept_q" (written by\n' +
+      '-- `deno task scaffold-queue kept_q`).\n' +
+      "select switchyard.register_function('kept-q-worker', 'kept_q');\n";
+    await Deno.writeTextFile(join(dir, path), earlier);
+    const again = await scaffoldQueue({ projectDir: dir, queueName: 'kept_q' });
+    assert.equal(again.changed, false, 'nothing to write without --force either');
+    assert.deepEqual(again.files.find((f) => f.path === path), { path, action: 'kept' });
+    const forced = await scaffoldQueue({ projectDir: dir, queueName: 'kept_q', force: true });
+    assert.deepEqual(forced.files.find((f) => f.path === path), { path, action: 'kept' });
+    assert.equal(await Deno.readTextFile(join(dir, path)), earlier, 'never rewritten');
+    const migrations = [...Deno.readDirSync(join(dir, 'supabase/migrations'))]
+      .filter((e) => e.name.endsWith('_register_kept_q_worker.sql'));
+    assert.equal(migrations.length, 1, 'and no second registration');
+  });
+});

@@ -19,7 +19,7 @@ import { DEFAULT_PG_BIN, freePort } from '../scripts/_cluster.ts';
 import { KIT_ROOT } from '../scripts/_project.ts';
 import { releases } from '../scripts/release_manifest.ts';
 import { adminUrl, createTestDatabase, urlFor } from './_helpers/db.ts';
-import { extractRelease } from './_helpers/releases.ts';
+import { extractRelease, kitTask as task } from './_helpers/releases.ts';
 import { FAST, waitFor } from './_helpers/wait.ts';
 
 const all = await releases();
@@ -88,32 +88,6 @@ export const registry = [
   defineDeployedFlow(routeFlow(sleepyV1, { queues: { nap: '${QUEUE}' } }), { alias: 'sleepy' }),
 ] as const;
 `;
-
-interface Output {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `deno task -q <args>` in a kit checkout (`cwd`), as a user types it. */
-async function task(cwd: string, args: string[], env: Record<string, string>): Promise<Output> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', ...args],
-    cwd,
-    env: { NO_COLOR: '1', ...env },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  const result = { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-  assert.equal(
-    result.code,
-    0,
-    `deno task ${args.join(' ')} in ${cwd} failed:\n${result.stdout}\n${result.stderr}`,
-  );
-  return result;
-}
 
 /** `deno task serve` of one kit over the project: that kit's runtime serves the functions. */
 class Served {

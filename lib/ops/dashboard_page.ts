@@ -153,6 +153,10 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
     </h2>
     <div id="runs"></div>
   </section>
+  <section class="card" id="option-changes-card">
+    <h2>Option changes <span class="muted">runtime options changed under the same slug</span></h2>
+    <div id="option-changes"></div>
+  </section>
 </main>
 <script nonce="__NONCE__">
 (() => {
@@ -445,6 +449,21 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
       '<code>deno task serve</code> (or <code>startWorker(registry, { queueName })</code>).</section>';
   }
 
+  function optionChanges(data) {
+    const changes = data.optionChanges || [];
+    if (changes.length === 0) {
+      return '<div class="empty">None. A registry that changes only maxAttempts, baseDelay, ' +
+        'maxDelay, timeout or startDelay of a flow is applied here, for tasks created afterwards.</div>';
+    }
+    return '<table><thead><tr><th>when</th><th>flow</th><th>by</th><th>changes</th></tr></thead><tbody>' +
+      changes.map((c) => '<tr data-option-change="' + esc(String(c.changeId)) + '"><td title="' +
+        esc(String(c.changedAt)) + '">' + esc(ago(c.changedAt)) + '</td><td class="mono">' +
+        esc(c.flowSlug) + '</td><td class="mono">' + esc(c.changedBy) +
+        (c.applicationName ? ' <span class="muted">' + esc(c.applicationName) + '</span>' : '') +
+        '</td><td>' + c.differences.map((d) => esc(d)).join('<br>') + '</td></tr>').join('') +
+      '</tbody></table>';
+  }
+
   function render(data) {
     // Keep typed pause reasons and focus across refreshes.
     const typed = {};
@@ -460,6 +479,7 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
       if (el.dataset.reasonFor === focused) el.focus();
     });
     $('runs').innerHTML = runsTable(data);
+    $('option-changes').innerHTML = optionChanges(data);
     const queueSelect = $('run-queue');
     const selected = queueSelect.value;
     const names = data.queues.map((q) => q.queueName);

@@ -10,6 +10,7 @@
  */
 import { type DrainState, drainStatus } from './drain.ts';
 import { fenceStatus } from './fence.ts';
+import { type FlowOptionChange, flowOptionHistory } from './flow_options.ts';
 import type { FunctionState } from './function_state.ts';
 import type { FenceStatus } from './fence_status.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
@@ -438,6 +439,8 @@ export interface DashboardSnapshot {
   fence: FenceStatus | null;
   /** Recent runs, newest first. */
   runs: RunOverview[];
+  /** The latest changes of flows' runtime options (at most 20), newest first. */
+  optionChanges: FlowOptionChange[];
 }
 
 /**
@@ -481,13 +484,14 @@ export async function dashboardSnapshot(
     runs = {},
   }: DashboardSnapshotOptions = {},
 ): Promise<DashboardSnapshot> {
-  const [depths, functions, versions, rates, fence, recent] = await Promise.all([
+  const [depths, functions, versions, rates, fence, recent, optionChanges] = await Promise.all([
     queueDepths(source),
     functionOverviews(source, { heartbeatWindowSeconds }),
     drainStatus(source),
     throughput(source, { minutes }),
     fenceStatus(source, { heartbeatWindowSeconds }),
     recentRuns(source, runs),
+    flowOptionHistory(source, { limit: 20 }),
   ]);
   const names = new Set([...depths.map((d) => d.queueName), ...functions.map((f) => f.queueName)]);
   const queues = [...names].sort().map((queueName): QueueOverview => {
@@ -501,5 +505,5 @@ export async function dashboardSnapshot(
       throughput: rates.find((t) => t.queueName === queueName) ?? null,
     };
   });
-  return { generatedAt: new Date(), queues, fence, runs: recent };
+  return { generatedAt: new Date(), queues, fence, runs: recent, optionChanges };
 }

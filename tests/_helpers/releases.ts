@@ -3,6 +3,7 @@
  * (`releases/<version>/manifest.json`), taken from git history, so an upgrade test runs that
  * release's own SQL, scripts and runtime, never today's `lib/` against yesterday's SQL.
  */
+import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { sha256 } from '../../scripts/_kit.ts';
 import { KIT_ROOT } from '../../scripts/_project.ts';
@@ -72,4 +73,35 @@ export async function extractRelease(release: ReleaseManifest, dir: string): Pro
       );
     }
   }
+}
+
+/** What a command printed. */
+export interface Output {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `deno task -q <args>` in a kit checkout (`cwd`), as a user types it; it must succeed. */
+export async function kitTask(
+  cwd: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<Output> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ['task', '-q', ...args],
+    cwd,
+    env: { NO_COLOR: '1', ...env },
+    stdin: 'null',
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output();
+  const dec = new TextDecoder();
+  const result = { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  assert.equal(
+    result.code,
+    0,
+    `deno task ${args.join(' ')} in ${cwd} failed:\n${result.stdout}\n${result.stderr}`,
+  );
+  return result;
 }
