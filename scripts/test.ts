@@ -99,6 +99,21 @@ try {
   const started = performance.now();
   await migrate(templateUrl.toString());
   log(`migrated template ${template} in ${Math.round(performance.now() - started)} ms`);
+  {
+    // Which PGMQ the suite runs on (CI runs it once each way; docs/ARCHITECTURE.md §8.4).
+    const t = postgres(templateUrl.toString(), { max: 1, onnotice: () => {} });
+    try {
+      const [row] = await t<{ version: string | null }[]>`
+        select (select extversion from pg_extension where extname = 'pgmq') as version`;
+      log(
+        row.version
+          ? `PGMQ: the pgmq extension ${row.version} (create extension)`
+          : 'PGMQ: the compatible layer loaded as plain SQL (pgmq_compat/pgmq.sql)',
+      );
+    } finally {
+      await t.end();
+    }
+  }
   const admin2 = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     await admin2.unsafe(

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { migrate, MigrationError } from '../lib/ops.ts';
+import { migrate, MigrationError, pgmqModeFromEnv } from '../lib/ops.ts';
 import { freePort } from '../scripts/_cluster.ts';
 import { adminUrl } from './_helpers/db.ts';
 import { waitFor } from './_helpers/wait.ts';
@@ -132,7 +132,7 @@ Deno.test('a failing migration file is named and leaves no partial schema', asyn
     const url = new URL(adminUrl());
     url.pathname = `/${name}`;
     await assert.rejects(
-      migrate(url.toString(), { workdir: work, pgmqMode: 'compat' }),
+      migrate(url.toString(), { workdir: work, pgmqMode: pgmqModeFromEnv() }),
       (e: unknown) => {
         assert.ok(e instanceof MigrationError);
         assert.match(e.message, /20260101000100_broken\.sql/);

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { join, relative } from 'node:path';
 import postgres from 'postgres';
-import { ensurePgmq, SUPABASE_CLI, withLocalSslMode } from '../lib/ops.ts';
+import { ensurePgmq, pgmqModeFromEnv, SUPABASE_CLI, withLocalSslMode } from '../lib/ops.ts';
 import {
   coreMigrations,
   isExact,
@@ -187,10 +187,10 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
       `only runtime packages: ${packages.join(', ')}`,
     );
 
-    // supabase db push --db-url to a fresh database (PGMQ from the compatible layer here).
+    // supabase db push --db-url to a fresh database (PGMQ as the server offers it: PGMQ_MODE).
     await admin.unsafe(`create database "${database}"`);
     const url = urlFor(database);
-    await ensurePgmq(url, 'compat');
+    await ensurePgmq(url, pgmqModeFromEnv());
     const push = await run(
       ['run', '-A', SUPABASE_CLI, 'db', 'push', '--db-url', withLocalSslMode(url), '--yes'],
       project,
