@@ -20,7 +20,7 @@ import { KIT_ROOT } from './_project.ts';
  * console.log(`switchyard ${KIT_VERSION}`);
  * ```
  */
-export const KIT_VERSION = '0.2.0';
+export const KIT_VERSION = '0.3.0';
 
 /**
  * Migrations the scaffold writes (`<timestamp>_register_<queue>_worker.sql`): never part of the

@@ -778,9 +778,14 @@ async function main(args: string[]): Promise<number> {
     for (const f of result.files.filter((f) => f.action !== 'kept')) {
       console.log(`${f.action.padEnd(9)} ${f.path}`);
     }
+    const migrated = result.files.some((f) =>
+      f.action === 'created' && f.path.endsWith(`_register_${result.queueName}_worker.sql`)
+    );
     console.log(
-      `\nnext: apply the migration (supabase db push, or deno task db:push) and deploy with ` +
-        `\`supabase functions deploy ${result.functionName}\``,
+      migrated
+        ? `\nnext: apply the migration (supabase db push, or deno task db:push) and deploy with ` +
+          `\`supabase functions deploy ${result.functionName}\``
+        : `\nnext: deploy with \`supabase functions deploy ${result.functionName}\``,
     );
     return 0;
   } catch (e) {

@@ -137,6 +137,8 @@ for (const release of older) {
             new WritableStream({ write: (c) => void err.push(c) }),
           ),
         ]);
+        let pushMs = 0;
+        const iterationStarted = performance.now();
         let feeding = true;
         const started: string[] = [];
         let feed: Promise<void> = Promise.resolve();
@@ -163,6 +165,7 @@ for (const release of older) {
           });
           // The push, while workers claim and complete and runs keep starting.
           const log: string[] = [];
+          const pushStarted = performance.now();
           await migrate(url, { workdir: project, pgmqMode: mode, log: (l) => log.push(l) }).catch(
             (e) => {
               throw new Error(
@@ -177,6 +180,7 @@ for (const release of older) {
             [...l.matchAll(/Applying migration (\S+)\.\.\./g)].map((m) => m[1])
           );
           assert.deepEqual(applied, added, 'the migrations the installer added');
+          pushMs = Math.round(performance.now() - pushStarted);
           await new Promise((r) => setTimeout(r, 300));
         } finally {
           feeding = false;
@@ -202,6 +206,14 @@ for (const release of older) {
                and output is distinct from jsonb_build_object(
                  'd', ((input->>'n')::int + 1) * 5)`;
           assert.deepEqual([...wrong], [], 'outputs');
+          if (ITERATIONS > 2) {
+            console.error(
+              `${release.version} iteration ${
+                iteration + 1
+              }/${ITERATIONS}: ${started.length} runs, ` +
+                `push ${pushMs} ms, ${Math.round(performance.now() - iterationStarted)} ms in all`,
+            );
+          }
         } finally {
           child.stdin.close();
           const status = await child.status;
