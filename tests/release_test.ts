@@ -77,3 +77,40 @@ Deno.test('an edited, a removed and an early migration each fail with what to do
     await Deno.remove(kit, { recursive: true });
   }
 });
+
+Deno.test('each release names its commit, whose SQL core is the release, and its tag marks it', async () => {
+  const git = async (args: string[]) => {
+    const out = await new Deno.Command('git', {
+      args,
+      cwd: KIT_ROOT,
+      stdout: 'piped',
+      stderr: 'piped',
+    })
+      .output();
+    return { ok: out.success, text: new TextDecoder().decode(out.stdout) };
+  };
+  for (const release of all) {
+    assert.match(release.commit ?? '', /^[0-9a-f]{40}$/, `releases/${release.version} commit`);
+    assert.ok(
+      (await git(['cat-file', '-e', `${release.commit}^{commit}`])).ok,
+      `release ${release.version}'s commit ${release.commit} is not in this checkout's history ` +
+        '(a shallow clone?): run `git fetch --unshallow`',
+    );
+    const listed = (await git(['ls-tree', '--name-only', release.commit, 'supabase/migrations/']))
+      .text.split('\n').map((p) => p.replace('supabase/migrations/', ''))
+      .filter((f) => /^\d{14}_.*\.sql$/.test(f) && !f.includes('_register_'));
+    assert.deepEqual(listed, release.migrations.map((m) => m.file), release.version);
+    for (const { file, sha256: hash } of release.migrations) {
+      const text = (await git(['show', `${release.commit}:supabase/migrations/${file}`])).text;
+      assert.equal(await sha256(text), hash, `${release.version}: ${file} at ${release.commit}`);
+    }
+    // The tag is there when the clone fetched tags; then it marks the recorded commit.
+    const tag = await git([
+      'rev-parse',
+      '--verify',
+      '--quiet',
+      `refs/tags/v${release.version}^{commit}`,
+    ]);
+    if (tag.ok) assert.equal(tag.text.trim(), release.commit, `tag v${release.version}`);
+  }
+});
