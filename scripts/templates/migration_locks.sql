@@ -10,13 +10,7 @@ declare
   tables text;
   tries int := 0;
 begin
-  -- In the order the hot paths first touch them (claims and completions start with step_tasks,
-  -- then step_states and runs; queue tables come last), so a worker transaction rarely holds a
-  -- table this waits for while it waits for one this holds.
-  select string_agg(format('%I.%I', schemaname, tablename), ', '
-                    order by schemaname <> 'switchyard',
-                             array_position(array['step_tasks', 'step_states', 'runs'], tablename::text),
-                             tablename)
+  select string_agg(format('%I.%I', schemaname, tablename), ', ' order by schemaname, tablename)
     into tables
     from pg_catalog.pg_tables
    where schemaname in ('switchyard', 'pgmq');
