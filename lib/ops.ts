@@ -42,7 +42,9 @@ export * from './sql/runs.ts';
 export type * from './dsl/types.ts';
 export {
   CONNECTION_ENV_VARS,
+  connectionFailure,
   type ConnectionKind,
+  connectionOrigin,
   type ConnectionSettings,
   type EnvReader,
   parseConnectionString,

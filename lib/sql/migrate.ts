@@ -45,17 +45,49 @@ export function pgmqModeFromEnv(): PgmqMode {
 }
 
 /**
+ * Whether a connection string names a local server: a loopback address, `localhost`, a name
+ * without a dot (a Docker network's service) or `host.docker.internal`.
+ *
+ * @example
+ * ```ts
+ * import { isLocalDatabase } from './migrate.ts';
+ * console.assert(isLocalDatabase('postgres://postgres@127.0.0.1:5432/app'));
+ * console.assert(!isLocalDatabase('postgresql://postgres@db.abcd.supabase.co:5432/postgres'));
+ * ```
+ */
+export function isLocalDatabase(connectionString: string): boolean {
+  let host: string;
+  try {
+    host = new URL(connectionString).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  return ['127.0.0.1', 'localhost', '[::1]', '::1', 'host.docker.internal'].includes(host) ||
+    /^127(\.\d{1,3}){3}$/.test(host) || /^[a-z][a-z0-9_-]*$/.test(host);
+}
+
+/** The remedy for a server without PGMQ (docs/ARCHITECTURE.md §7, PGMQ). */
+export const PGMQ_REMEDY: string =
+  'enable the pgmq extension (1.5 or later; Supabase: Database -> Extensions -> pgmq), or, for ' +
+  "a local test database, run `deno task db:push`, which loads the kit's PGMQ-compatible layer";
+
+/**
  * Makes PGMQ available before the migrations run.
  *
  * - `extension`: the real extension must be installable (it is created by the first migration);
  * - `compat`: the local compatible layer is loaded when the `pgmq` schema is absent;
- * - `auto`: nothing when the schema exists or the extension is available, else the compat layer.
+ * - `auto`: nothing when the schema exists or the extension is available, else the compat layer,
+ *   on a local server only ({@linkcode isLocalDatabase}): another server without PGMQ is
+ *   refused with the remedy, unless the layer is asked for with `compat`.
+ *
+ * Loading the layer is said in one line through `log` (it is for tests, never for Supabase).
  *
  * @returns which provider is in use.
  */
 export async function ensurePgmq(
   connectionString: string,
   mode: PgmqMode = pgmqModeFromEnv(),
+  log: (line: string) => void = () => {},
 ): Promise<'existing' | 'extension' | 'compat'> {
   const sql = postgres(connectionString, { max: 1, onnotice: () => {}, prepare: false });
   try {
@@ -76,8 +108,20 @@ export async function ensurePgmq(
       await sql`create extension if not exists pgmq`;
       return 'extension';
     }
+    const where = redact(connectionString);
+    if (mode === 'auto' && !isLocalDatabase(connectionString)) {
+      throw new MigrationError(
+        `the server of ${where} has no pgmq extension, and it is not local: ${PGMQ_REMEDY}; ` +
+          'to load that layer on this server anyway (a test server, never Supabase), set ' +
+          'PGMQ_MODE=compat',
+      );
+    }
     const file = new URL('../../pgmq_compat/pgmq.sql', import.meta.url);
     await sql.unsafe(await Deno.readTextFile(file));
+    log(
+      `PGMQ is not installed on ${where}: loaded the kit's PGMQ-compatible layer ` +
+        '(pgmq_compat/pgmq.sql; for local runs and tests, never for Supabase)',
+    );
     return 'compat';
   } finally {
     await sql.end();
@@ -106,7 +150,7 @@ export async function migrate(connectionString: string, opts: MigrateOptions = {
     );
   }
   try {
-    await ensurePgmq(connectionString, opts.pgmqMode ?? pgmqModeFromEnv());
+    await ensurePgmq(connectionString, opts.pgmqMode ?? pgmqModeFromEnv(), opts.log);
   } catch (e) {
     if (e instanceof MigrationError) throw e;
     throw new MigrationError(
@@ -128,8 +172,9 @@ export async function migrate(connectionString: string, opts: MigrateOptions = {
       /Applying migration (\S+)\.\.\./,
       '$1',
     );
-    const reason = text.split('\n').filter((l) => /error|ERROR|failed/i.test(l)).join('\n') ||
+    let reason = text.split('\n').filter((l) => /error|ERROR|failed/i.test(l)).join('\n') ||
       text.trim();
+    if (/extension "pgmq" is not available/.test(text)) reason += `\nremedy: ${PGMQ_REMEDY}`;
     throw new MigrationError(
       `supabase db push failed${failing ? ` in ${failing}` : ''} on ${
         redact(connectionString)
