@@ -63,9 +63,11 @@ export * from './sql/prune.ts';
 export * from './sql/dashboard.ts';
 export {
   ensurePgmq,
+  isLocalDatabase,
   migrate,
   type MigrateOptions,
   type PgmqMode,
+  PGMQ_REMEDY,
   pgmqModeFromEnv,
   SUPABASE_CLI,
   withLocalSslMode,
