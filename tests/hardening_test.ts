@@ -145,10 +145,18 @@ Deno.test('item 3: a claim that overlaps the failure of its run finds the task s
       const [{ outcome }] = await reserved<{ outcome: string }[]>`
         select switchyard.fail_task(${runId}::uuid, 'each', 1, 'boom', 0) as outcome`;
       assert.equal(outcome, 'failed');
+      const [{ pid }] = await claiming`select pg_backend_pid() as pid`; // connected already
+      let settled = false;
       const late = claiming<{ disposition: string }[]>`
         select disposition from switchyard.start_tasks('lateclaimv1',
           ${pgArray([second.message_id])}::bigint[], ${worker}::uuid)`;
-      await new Promise((r) => setTimeout(r, 150));
+      late.then(() => (settled = true), () => (settled = true));
+      // The claim runs while the failure is still open: it has answered, or it waits on a lock.
+      await waitFor('the late claim to run into the open failure', async () => {
+        if (settled) return true;
+        const [a] = await sql`select wait_event_type from pg_stat_activity where pid = ${pid}`;
+        return a?.wait_event_type === 'Lock';
+      }, { timeoutMs: 10_000, intervalMs: 10 });
       await reserved`commit`;
       reserved.release();
       const dispositions = (await late).map((r) => r.disposition);
