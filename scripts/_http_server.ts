@@ -7,12 +7,13 @@
  * - the request head (request line and headers) must arrive within `headersTimeoutMs`
  *   (default 10 s) of the connection or of the previous response;
  * - the whole request, body included, within `requestTimeoutMs` (default 30 s);
- * - a connection with no traffic at all is closed after `idleTimeoutMs` (default 30 s), and a
+ * - a connection with no traffic at all is closed after `idleTimeoutMs` (default 15 s), and a
  *   kept-alive one after `keepAliveTimeoutMs` (default 5 s) without a new request.
  *
  * The handler sees a `Request` whose URL is the absolute-form target when the client sent one
  * (`GET http://other.example/ HTTP/1.1`), else `http://<Host><target>`; its body streams with
- * backpressure, so a handler that stops reading stops the socket too.
+ * backpressure, so a handler that stops reading stops the socket too. Answers are sent whole,
+ * with their `content-length` (the dashboard's are small).
  *
  * @module
  */
@@ -29,7 +30,7 @@ export interface TimedServerOptions {
   headersTimeoutMs?: number;
   /** The whole request must arrive within this (default 30,000 ms). */
   requestTimeoutMs?: number;
-  /** A socket without traffic is closed after this (default 30,000 ms). */
+  /** A socket without traffic is closed after this (default 15,000 ms). */
   idleTimeoutMs?: number;
   /** A kept-alive socket waits this long for its next request (default 5,000 ms). */
   keepAliveTimeoutMs?: number;
@@ -68,7 +69,11 @@ function requestOf(req: http.IncomingMessage, fallbackHost: string): Request {
         req.resume();
       },
       cancel() {
-        req.destroy();
+        // The handler read enough (a body over its limit): read no more; the answer goes out
+        // and the connection closes after it.
+        req.removeAllListeners('data');
+        req.pause();
+        (req as { cancelled?: boolean }).cancelled = true;
       },
     }, { highWaterMark: 4 });
   }
@@ -80,13 +85,11 @@ async function send(res: http.ServerResponse, response: Response): Promise<void>
   for (const [name, value] of response.headers) {
     headers[name] = name === 'set-cookie' ? response.headers.getSetCookie() : value;
   }
+  // The dashboard's answers are small and whole (JSON, the page): sent with their length.
+  const body = new Uint8Array(await response.arrayBuffer());
+  headers['content-length'] = String(body.byteLength);
   res.writeHead(response.status, headers);
-  if (response.body) {
-    for await (const chunk of response.body) {
-      if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
-    }
-  }
-  res.end();
+  res.end(body);
 }
 
 /**
@@ -106,7 +109,8 @@ export async function serveWithTimeouts(
 ): Promise<TimedServer> {
   const hostname = options.hostname ?? '127.0.0.1';
   const fallbackHost = hostname.includes(':') ? `[${hostname}]` : hostname;
-  const server = http.createServer((req, res) => {
+  // Timeouts are checked every second (node's default: every 30 s).
+  const server = http.createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
     let request: Request;
     try {
       request = requestOf(req, fallbackHost);
@@ -117,7 +121,13 @@ export async function serveWithTimeouts(
     }
     Promise.resolve()
       .then(() => handler(request))
-      .then((response) => send(res, response))
+      .then((response) => {
+        if ((req as { cancelled?: boolean }).cancelled) res.setHeader('connection', 'close');
+        return send(res, response);
+      })
+      .then(() => {
+        if ((req as { cancelled?: boolean }).cancelled) res.socket?.end();
+      })
       .catch((e) => {
         if (!res.headersSent) {
           res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
@@ -130,7 +140,7 @@ export async function serveWithTimeouts(
   server.headersTimeout = options.headersTimeoutMs ?? 10_000;
   server.requestTimeout = options.requestTimeoutMs ?? 30_000;
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5_000;
-  server.setTimeout(options.idleTimeoutMs ?? 30_000, (socket) => socket.destroy());
+  server.setTimeout(options.idleTimeoutMs ?? 15_000, (socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, hostname, () => resolve());

@@ -43,18 +43,24 @@ async function compile(flow: Parameters<typeof toPlacement>[0]) {
 
 async function registerWorker(queue: string, fn: string, pairs: string[]): Promise<string> {
   const id = crypto.randomUUID();
-  await sql`select switchyard.register_worker(${id}::uuid, ${queue}, ${fn}, ${pgArray(pairs)}::text[])`;
+  await sql`select switchyard.register_worker(${id}::uuid, ${queue}, ${fn}, ${
+    pgArray(pairs)
+  }::text[])`;
   return id;
 }
 
 async function tasksOf(runId: string) {
-  return await sql<{ task_index: number; status: string; attempts_count: number; message_id: string }[]>`
+  return await sql<
+    { task_index: number; status: string; attempts_count: number; message_id: string }[]
+  >`
     select task_index, status, attempts_count, message_id::text as message_id
       from switchyard.step_tasks where run_id = ${runId}::uuid order by step_slug, task_index`;
 }
 
 /** The SQLSTATE and message a statement fails with (it must fail). */
-async function refusal(fn: () => Promise<unknown>): Promise<{ code: string; message: string; detail: string }> {
+async function refusal(
+  fn: () => Promise<unknown>,
+): Promise<{ code: string; message: string; detail: string }> {
   try {
     await fn();
   } catch (e) {
@@ -108,7 +114,9 @@ Deno.test('item 8: every SQL function clips the values it echoes (100,000 charac
         const err = e as { message: string; detail?: string };
         if (err.message.length > 1000 || (err.detail ?? '').length > 2000) {
           overLong.push(
-            `${f.proname}(${f.types.join(', ')}) argument ${i + 1}: message ${err.message.length}, ` +
+            `${f.proname}(${f.types.join(', ')}) argument ${
+              i + 1
+            }: message ${err.message.length}, ` +
               `detail ${(err.detail ?? '').length} characters: ${err.message.slice(0, 80)}`,
           );
         }
@@ -160,7 +168,11 @@ Deno.test('item 3: a claim that overlaps the failure of its run finds the task s
       await reserved`commit`;
       reserved.release();
       const dispositions = (await late).map((r) => r.disposition);
-      assert.deepEqual(dispositions, ['stale'], `round ${round}: the late claim got ${dispositions}`);
+      assert.deepEqual(
+        dispositions,
+        ['stale'],
+        `round ${round}: the late claim got ${dispositions}`,
+      );
       const after = await tasksOf(runId);
       assert.equal(after[1].status, 'queued', 'element 1 never started');
       assert.equal(after[1].attempts_count, 0, 'and used no attempt');
@@ -203,14 +215,20 @@ Deno.test('item 2: a map whose outputs together exceed max_map_output_bytes fail
     assert.deepEqual((await complete([0, 1])).map((r) => r.ok), [true, true]);
     const [mid] = await sql`select status from switchyard.runs where run_id = ${runId}::uuid`;
     assert.equal(mid.status, 'started', 'two of three: under the limit, nothing decided yet');
-    assert.deepEqual((await complete([2])).map((r) => r.ok), [true], 'the last element is accepted');
+    assert.deepEqual(
+      (await complete([2])).map((r) => r.ok),
+      [true],
+      'the last element is accepted',
+    );
     const [run] = await sql<{ status: string; error: string }[]>`
       select status, error from switchyard.runs where run_id = ${runId}::uuid`;
     assert.equal(run.status, 'failed');
     const bytes = 3 * 30_002 + 6;
     assert.match(
       run.error,
-      new RegExp(`map step blow: its 3 outputs are ${bytes} bytes of JSON text together, over the limit of 65536 bytes \\(setting max_map_output_bytes\\); no element is run again`),
+      new RegExp(
+        `map step blow: its 3 outputs are ${bytes} bytes of JSON text together, over the limit of 65536 bytes \\(setting max_map_output_bytes\\); no element is run again`,
+      ),
     );
     const states = await sql<{ step_slug: string; status: string; output: unknown }[]>`
       select step_slug, status, output from switchyard.step_states
@@ -241,12 +259,18 @@ Deno.test('item 2: a map whose outputs together exceed max_map_output_bytes fail
         output,
       })) as never)
     }::jsonb)`;
-    const [blow] = await sql`select status, jsonb_array_length(output) as n from switchyard.step_states
+    const [blow] =
+      await sql`select status, jsonb_array_length(output) as n from switchyard.step_states
       where run_id = ${ok}::uuid and step_slug = 'blow'`;
     assert.deepEqual({ ...blow }, { status: 'completed', n: 3 });
     // The setting's own bounds.
-    const bad = await refusal(() => sql`select switchyard.set_setting('max_map_output_bytes', '300000000')`);
-    assert.match(bad.message, /max_map_output_bytes "300000000" is invalid: use a number of bytes from 65536/);
+    const bad = await refusal(() =>
+      sql`select switchyard.set_setting('max_map_output_bytes', '300000000')`
+    );
+    assert.match(
+      bad.message,
+      /max_map_output_bytes "300000000" is invalid: use a number of bytes from 65536/,
+    );
   } finally {
     await sql`select switchyard.set_setting('max_map_output_bytes', null)`;
   }
@@ -273,20 +297,31 @@ Deno.test('item 9: start_user_run takes only random run ids and at most user_run
   const serverId = '9b2f6c1e-4d3a-5e8f-9a7b-1c2d3e4f5a6b';
   hostile++;
   const taken = await refusal(() =>
-    asUser(alice, (tx) => tx`select switchyard.start_user_run('userRunsV1', '{"n": 1}', ${serverId}::uuid)`)
+    asUser(
+      alice,
+      (tx) => tx`select switchyard.start_user_run('userRunsV1', '{"n": 1}', ${serverId}::uuid)`,
+    )
   );
   assert.equal(taken.code, '22023');
-  assert.match(taken.message, /run id 9b2f6c1e-4d3a-5e8f-9a7b-1c2d3e4f5a6b is invalid: a signed-in user's run id is a random \(version 4\) UUID/);
+  assert.match(
+    taken.message,
+    /run id 9b2f6c1e-4d3a-5e8f-9a7b-1c2d3e4f5a6b is invalid: a signed-in user's run id is a random \(version 4\) UUID/,
+  );
   assert.equal(JSON.parse(taken.detail).rule, 'run_id_not_random');
-  const [{ id }] = await sql`select switchyard.start_flow('userRunsV1', '{"n": 1}', ${serverId}::uuid) as id`;
+  const [{ id }] =
+    await sql`select switchyard.start_flow('userRunsV1', '{"n": 1}', ${serverId}::uuid) as id`;
   assert.equal(id, serverId, 'the server still gets its id');
   const [owner] = await sql`select owner from switchyard.runs where run_id = ${serverId}::uuid`;
   assert.equal(owner.owner, null);
   // A server's run id a user learns later is another owner's: refused, and nothing of it shown.
   hostile++;
-  const [{ id: serverRandom }] = await sql`select switchyard.start_flow('userRunsV1', '{"n": 2}') as id`;
+  const [{ id: serverRandom }] =
+    await sql`select switchyard.start_flow('userRunsV1', '{"n": 2}') as id`;
   const other = await refusal(() =>
-    asUser(alice, (tx) => tx`select switchyard.start_user_run('userRunsV1', '{"n": 2}', ${serverRandom}::uuid)`)
+    asUser(
+      alice,
+      (tx) => tx`select switchyard.start_user_run('userRunsV1', '{"n": 2}', ${serverRandom}::uuid)`,
+    )
   );
   assert.equal(other.code, '23505');
   assert.equal(JSON.parse(other.detail).rule, 'run_id_other_owner');
@@ -295,10 +330,12 @@ Deno.test('item 9: start_user_run takes only random run ids and at most user_run
   try {
     const first = crypto.randomUUID();
     for (let i = 0; i < 5; i++) {
-      await asUser(alice, (tx) =>
-        tx`select switchyard.start_user_run('userRunsV1', ${tx.json({ n: i })}::jsonb, ${
-          i === 0 ? first : crypto.randomUUID()
-        }::uuid)`
+      await asUser(
+        alice,
+        (tx) =>
+          tx`select switchyard.start_user_run('userRunsV1', ${tx.json({ n: i })}::jsonb, ${
+            i === 0 ? first : crypto.randomUUID()
+          }::uuid)`,
       );
     }
     hostile++;
@@ -306,24 +343,40 @@ Deno.test('item 9: start_user_run takes only random run ids and at most user_run
       asUser(alice, (tx) => tx`select switchyard.start_user_run('userRunsV1', '{"n": 6}'::jsonb)`)
     );
     assert.equal(sixth.code, 'PT429', 'PostgREST answers 429');
-    assert.match(sixth.message, new RegExp(`user ${alice} started 5 runs in the last minute, the limit \\(setting user_runs_per_minute\\): wait a minute`));
+    assert.match(
+      sixth.message,
+      new RegExp(
+        `user ${alice} started 5 runs in the last minute, the limit \\(setting user_runs_per_minute\\): wait a minute`,
+      ),
+    );
     // The same start again (a resubscription) is no new run: it passes and counts nothing.
-    const [again] = await asUser(alice, (tx) =>
-      tx`select switchyard.start_user_run('userRunsV1', '{"n": 0}'::jsonb, ${first}::uuid) as id`
+    const [again] = await asUser(
+      alice,
+      (tx) =>
+        tx`select switchyard.start_user_run('userRunsV1', '{"n": 0}'::jsonb, ${first}::uuid) as id`,
     );
     assert.equal(again.id, first);
     // Another user has a budget of their own.
-    await asUser(bob, (tx) => tx`select switchyard.start_user_run('userRunsV1', '{"n": 1}'::jsonb)`);
-    const [{ n }] = await sql`select count(*)::int as n from switchyard.runs where owner = ${alice}::uuid`;
+    await asUser(
+      bob,
+      (tx) => tx`select switchyard.start_user_run('userRunsV1', '{"n": 1}'::jsonb)`,
+    );
+    const [{ n }] =
+      await sql`select count(*)::int as n from switchyard.runs where owner = ${alice}::uuid`;
     assert.equal(n, 5);
-    const bad = await refusal(() => sql`select switchyard.set_setting('user_runs_per_minute', '0')`);
-    assert.match(bad.message, /user_runs_per_minute "0" is invalid: use a number of runs from 1 to 1000000/);
+    const bad = await refusal(() =>
+      sql`select switchyard.set_setting('user_runs_per_minute', '0')`
+    );
+    assert.match(
+      bad.message,
+      /user_runs_per_minute "0" is invalid: use a number of runs from 1 to 1000000/,
+    );
   } finally {
     await sql`select switchyard.set_setting('user_runs_per_minute', null)`;
   }
 });
 
-Deno.test('item 10: the keep-alive base URL names the project\'s own functions host or one an operator lists', async () => {
+Deno.test("item 10: the keep-alive base URL names the project's own functions host or one an operator lists", async () => {
   const refused = [
     'https://functions.example.com',
     'https://attacker.example',
@@ -336,9 +389,20 @@ Deno.test('item 10: the keep-alive base URL names the project\'s own functions h
     hostile++;
     const r = await refusal(() => sql`select switchyard.set_setting('functions_base_url', ${url})`);
     assert.equal(r.code, '22023', url);
-    assert.match(r.message, /is invalid: (host .* is not the project's own functions host|plain http:\/\/ is allowed only)/, url);
+    assert.match(
+      r.message,
+      /is invalid: (host .* is not the project's own functions host|plain http:\/\/ is allowed only)/,
+      url,
+    );
   }
-  for (const url of ['https://abcdefghijklmnopqrst.supabase.co', 'http://kong:8000', 'http://127.0.0.1:54321', 'http://host.docker.internal:54321']) {
+  for (
+    const url of [
+      'https://abcdefghijklmnopqrst.supabase.co',
+      'http://kong:8000',
+      'http://127.0.0.1:54321',
+      'http://host.docker.internal:54321',
+    ]
+  ) {
     await sql`select switchyard.set_setting('functions_base_url', ${url})`;
   }
   // An operator's list replaces the default: exactly those hosts.
@@ -346,12 +410,23 @@ Deno.test('item 10: the keep-alive base URL names the project\'s own functions h
   try {
     await sql`select switchyard.set_setting('functions_base_url', 'https://functions.example.com/v1')`;
     await sql`select switchyard.set_setting('functions_base_url', 'http://edge:9000')`;
-    const r = await refusal(() => sql`select switchyard.set_setting('functions_base_url', 'https://abcdefghijklmnopqrst.supabase.co')`);
-    assert.match(r.message, /host abcdefghijklmnopqrst\.supabase\.co is not in functions_hosts \(functions\.example\.com, edge\)/);
+    const r = await refusal(() =>
+      sql`select switchyard.set_setting('functions_base_url', 'https://abcdefghijklmnopqrst.supabase.co')`
+    );
+    assert.match(
+      r.message,
+      /host abcdefghijklmnopqrst\.supabase\.co is not in functions_hosts \(functions\.example\.com, edge\)/,
+    );
     for (const list of ['https://x.example', 'a.example:443', '*.example.com', '', ' , ']) {
       hostile++;
-      const bad = await refusal(() => sql`select switchyard.set_setting('functions_hosts', ${list})`);
-      assert.match(bad.message, /setting functions_hosts .* is invalid: (host .* is invalid|list at least one host)/, list);
+      const bad = await refusal(() =>
+        sql`select switchyard.set_setting('functions_hosts', ${list})`
+      );
+      assert.match(
+        bad.message,
+        /setting functions_hosts .* is invalid: (host .* is invalid|list at least one host)/,
+        list,
+      );
     }
   } finally {
     await sql`select switchyard.set_setting('functions_hosts', null)`;
@@ -366,7 +441,10 @@ Deno.test('errors: a wrong database URL names its variable, host and port (never
   try {
     const e = await c.runStatus(crypto.randomUUID()).then(() => null, (e) => e);
     assert.ok(e instanceof DatabaseConnectionError, String(e));
-    assert.match(e.message, /cannot use the database at 127\.0\.0\.1:1 \(connection string from the connectionString option\): .*ECONNREFUSED.*; check that the server runs/);
+    assert.match(
+      e.message,
+      /cannot use the database at 127\.0\.0\.1:1 \(connection string from the connectionString option\): .*ECONNREFUSED.*; check that the server runs/,
+    );
     assert.doesNotMatch(e.message, /pw-very-secret/);
   } finally {
     await c.close();
@@ -391,7 +469,10 @@ Deno.test('errors: a wrong database URL names its variable, host and port (never
   try {
     const e = await wrongUser.runStatus(crypto.randomUUID()).then(() => null, (e) => e);
     assert.ok(e instanceof DatabaseConnectionError, String(e));
-    assert.match(e.message, /\(connection string from SWITCHYARD_DB_URL\): .*nosuchuser.*; check the user name and the password/);
+    assert.match(
+      e.message,
+      /\(connection string from SWITCHYARD_DB_URL\): .*nosuchuser.*; check the user name and the password/,
+    );
   } finally {
     await wrongUser.close();
   }
@@ -428,16 +509,24 @@ Deno.test('errors: a database without the SQL core says to run supabase db push,
     // db:push: the compat layer is loaded on a local server, and says so in one line; a
     // server that is not local is refused unless the layer is asked for (PGMQ_MODE=compat).
     assert.ok(isLocalDatabase(url));
-    assert.ok(!isLocalDatabase('postgresql://postgres@db.abcdefghijklmnopqrst.supabase.co:5432/postgres'));
+    assert.ok(
+      !isLocalDatabase('postgresql://postgres@db.abcdefghijklmnopqrst.supabase.co:5432/postgres'),
+    );
     const remote = new URL(url);
     remote.hostname = '0.0.0.0'; // reaches this machine, but is no local name
     const refused = await ensurePgmq(remote.toString(), 'auto').then(() => null, (e) => e);
     assert.ok(refused instanceof MigrationError, String(refused));
-    assert.match(refused.message, /has no pgmq extension, and it is not local: enable the pgmq extension \(1\.5 or later.*set PGMQ_MODE=compat/);
+    assert.match(
+      refused.message,
+      /has no pgmq extension, and it is not local: enable the pgmq extension \(1\.5 or later.*set PGMQ_MODE=compat/,
+    );
     const lines: string[] = [];
     assert.equal(await ensurePgmq(url, 'auto', (l) => lines.push(l)), 'compat');
     assert.equal(lines.length, 1);
-    assert.match(lines[0], /PGMQ is not installed on .*: loaded the kit's PGMQ-compatible layer \(pgmq_compat\/pgmq\.sql; for local runs and tests, never for Supabase\)/);
+    assert.match(
+      lines[0],
+      /PGMQ is not installed on .*: loaded the kit's PGMQ-compatible layer \(pgmq_compat\/pgmq\.sql; for local runs and tests, never for Supabase\)/,
+    );
   } finally {
     await admin.unsafe(`drop database if exists "${name}" with (force)`);
     await admin.end();
@@ -472,16 +561,25 @@ Deno.test('errors: one RunNotFoundError for a missing run everywhere; a cancelle
   }
   // NUL in a reason is refused by name before anything is sent.
   hostile += 2;
-  await assert.rejects(() => cancelRun(client, missing, 'a\0b'), /cancel: reason is invalid: it contains a NUL character/);
-  await assert.rejects(() => pauseFunction(client, 'a-worker', 'a\0b'), /pause: reason is invalid: it contains a NUL character/);
+  await assert.rejects(
+    () => cancelRun(client, missing, 'a\0b'),
+    /cancel: reason is invalid: it contains a NUL character/,
+  );
+  await assert.rejects(
+    () => pauseFunction(client, 'a-worker', 'a\0b'),
+    /pause: reason is invalid: it contains a NUL character/,
+  );
 });
 
-Deno.test('errors: a handler\'s error is stored with its stack (bounded)', async () => {
+Deno.test("errors: a handler's error is stored with its stack (bounded)", async () => {
   function deepInside(depth: number): never {
     if (depth > 0) deepInside(depth - 1);
     throw new TypeError('the record has no id');
   }
-  const flow = new Flow({ slug: 'stackV1', maxAttempts: 1 }).step({ slug: 'a' }, () => deepInside(40));
+  const flow = new Flow({ slug: 'stackV1', maxAttempts: 1 }).step(
+    { slug: 'a' },
+    () => deepInside(40),
+  );
   const worker = await startWorker(flow, { connectionString: db.url, logger: SILENT, ...FAST });
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 60; // deeper than what is kept
@@ -496,7 +594,10 @@ Deno.test('errors: a handler\'s error is stored with its stack (bounded)', async
     assert.match(lines[1], /^ {4}at deepInside \(.*hardening_test\.ts:\d+:\d+\)$/);
     assert.equal(lines.length, 13, 'the message and at most 12 frames');
     assert.ok(lines.slice(1).every((l) => l.startsWith('    at ') && l.length <= 204));
-    assert.match(status.error ?? '', /step a failed after 1 attempt\(s\): TypeError: the record has no id\n {4}at deepInside/);
+    assert.match(
+      status.error ?? '',
+      /step a failed after 1 attempt\(s\): TypeError: the record has no id\n {4}at deepInside/,
+    );
   } finally {
     Error.stackTraceLimit = limit;
     await worker.stop();
