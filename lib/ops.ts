@@ -69,6 +69,7 @@ export {
   PGMQ_REMEDY,
   type PgmqMode,
   pgmqModeFromEnv,
+  pgmqProvider,
   SUPABASE_CLI,
   withLocalSslMode,
 } from './sql/migrate.ts';

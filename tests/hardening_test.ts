@@ -16,9 +16,9 @@ import {
   DatabaseConnectionError,
   ensurePgmq,
   isLocalDatabase,
-  MigrationError,
   OperationError,
   pauseFunction,
+  pgmqProvider,
   retryRun,
   RunFailedError,
   RunNotFoundError,
@@ -512,16 +512,20 @@ Deno.test('errors: a database without the SQL core says to run supabase db push,
     assert.ok(
       !isLocalDatabase('postgresql://postgres@db.abcdefghijklmnopqrst.supabase.co:5432/postgres'),
     );
-    const remote = new URL(url);
-    remote.hostname = '0.0.0.0'; // reaches this machine, but is no local name
-    const refused = await ensurePgmq(remote.toString(), 'auto').then(() => null, (e) => e);
-    assert.ok(refused instanceof MigrationError, String(refused));
-    assert.match(
-      refused.message,
+    const remote = 'postgresql://postgres@db.abcdefghijklmnopqrst.supabase.co:5432/postgres';
+    const none = { hasSchema: false, hasExtension: false };
+    assert.throws(
+      () => pgmqProvider('auto', none, remote),
       /has no pgmq extension, and it is not local: enable the pgmq extension \(1\.5 or later.*set PGMQ_MODE=compat/,
     );
+    assert.equal(pgmqProvider('compat', none, remote), 'compat', 'asked for explicitly');
+    assert.equal(
+      pgmqProvider('auto', { hasSchema: false, hasExtension: true }, remote),
+      'extension',
+    );
+    assert.equal(pgmqProvider('auto', none, url), 'compat');
     const lines: string[] = [];
-    assert.equal(await ensurePgmq(url, 'auto', (l) => lines.push(l)), 'compat');
+    assert.equal(await ensurePgmq(url, 'compat', (l) => lines.push(l)), 'compat');
     assert.equal(lines.length, 1);
     assert.match(
       lines[0],

@@ -72,15 +72,50 @@ export const PGMQ_REMEDY: string =
   "a local test database, run `deno task db:push`, which loads the kit's PGMQ-compatible layer";
 
 /**
- * Makes PGMQ available before the migrations run.
+ * How PGMQ is provided on a server, from the mode and what the server has; throws the refusal
+ * of a server that is not local ({@linkcode isLocalDatabase}) and has no PGMQ in `auto` mode.
  *
  * - `extension`: the real extension must be installable (it is created by the first migration);
  * - `compat`: the local compatible layer is loaded when the `pgmq` schema is absent;
  * - `auto`: nothing when the schema exists or the extension is available, else the compat layer,
- *   on a local server only ({@linkcode isLocalDatabase}): another server without PGMQ is
- *   refused with the remedy, unless the layer is asked for with `compat`.
+ *   on a local server only: another server without PGMQ is refused with the remedy, unless the
+ *   layer is asked for with `compat`.
  *
- * Loading the layer is said in one line through `log` (it is for tests, never for Supabase).
+ * @example
+ * ```ts
+ * import { pgmqProvider } from './migrate.ts';
+ * const local = 'postgres://postgres@127.0.0.1:5432/app';
+ * console.assert(pgmqProvider('auto', { hasSchema: false, hasExtension: false }, local) === 'compat');
+ * ```
+ */
+export function pgmqProvider(
+  mode: PgmqMode,
+  server: { hasSchema: boolean; hasExtension: boolean },
+  connectionString: string,
+): 'existing' | 'extension' | 'compat' {
+  if (mode === 'extension') {
+    if (!server.hasExtension && !server.hasSchema) {
+      throw new MigrationError(
+        'PGMQ_MODE=extension but the pgmq extension is not available on this server',
+      );
+    }
+    return server.hasSchema ? 'existing' : 'extension';
+  }
+  if (server.hasSchema) return 'existing';
+  if (mode === 'auto' && server.hasExtension) return 'extension';
+  if (mode === 'auto' && !isLocalDatabase(connectionString)) {
+    throw new MigrationError(
+      `the server of ${redact(connectionString)} has no pgmq extension, and it is not local: ` +
+        `${PGMQ_REMEDY}; to load that layer on this server anyway (a test server, never ` +
+        'Supabase), set PGMQ_MODE=compat',
+    );
+  }
+  return 'compat';
+}
+
+/**
+ * Makes PGMQ available before the migrations run, as {@linkcode pgmqProvider} decides. Loading
+ * the compatible layer is said in one line through `log` (it is for tests, never for Supabase).
  *
  * @returns which provider is in use.
  */
@@ -94,35 +129,22 @@ export async function ensurePgmq(
     const [{ has_schema, has_ext }] = await sql<{ has_schema: boolean; has_ext: boolean }[]>`
       select exists (select 1 from pg_namespace where nspname = 'pgmq') as has_schema,
              exists (select 1 from pg_available_extensions where name = 'pgmq') as has_ext`;
-    if (mode === 'extension') {
-      if (!has_ext && !has_schema) {
-        throw new MigrationError(
-          'PGMQ_MODE=extension but the pgmq extension is not available on this server',
-        );
-      }
-      if (!has_schema) await sql`create extension if not exists pgmq`;
-      return has_schema ? 'existing' : 'extension';
-    }
-    if (has_schema) return 'existing';
-    if (mode === 'auto' && has_ext) {
-      await sql`create extension if not exists pgmq`;
-      return 'extension';
-    }
-    const where = redact(connectionString);
-    if (mode === 'auto' && !isLocalDatabase(connectionString)) {
-      throw new MigrationError(
-        `the server of ${where} has no pgmq extension, and it is not local: ${PGMQ_REMEDY}; ` +
-          'to load that layer on this server anyway (a test server, never Supabase), set ' +
-          'PGMQ_MODE=compat',
+    const provider = pgmqProvider(
+      mode,
+      { hasSchema: has_schema, hasExtension: has_ext },
+      connectionString,
+    );
+    if (provider === 'extension') await sql`create extension if not exists pgmq`;
+    if (provider === 'compat') {
+      const file = new URL('../../pgmq_compat/pgmq.sql', import.meta.url);
+      await sql.unsafe(await Deno.readTextFile(file));
+      log(
+        `PGMQ is not installed on ${redact(connectionString)}: loaded the kit's ` +
+          'PGMQ-compatible layer (pgmq_compat/pgmq.sql; for local runs and tests, never for ' +
+          'Supabase)',
       );
     }
-    const file = new URL('../../pgmq_compat/pgmq.sql', import.meta.url);
-    await sql.unsafe(await Deno.readTextFile(file));
-    log(
-      `PGMQ is not installed on ${where}: loaded the kit's PGMQ-compatible layer ` +
-        '(pgmq_compat/pgmq.sql; for local runs and tests, never for Supabase)',
-    );
-    return 'compat';
+    return provider;
   } finally {
     await sql.end();
   }
