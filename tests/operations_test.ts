@@ -252,8 +252,8 @@ Deno.test('keep_alive refuses bad arguments with the rule', async () => {
     /debounce_seconds -5 is invalid/,
   );
   assert.equal(
-    await keepAliveCommand(client, { baseUrl: 'https://h.example/o', debounceSeconds: 45 }),
-    `select count(*) from switchyard.keep_alive(base_url => 'https://h.example/o', debounce_seconds => 45)`,
+    await keepAliveCommand(client, { baseUrl: 'https://h.supabase.co/o', debounceSeconds: 45 }),
+    `select count(*) from switchyard.keep_alive(base_url => 'https://h.supabase.co/o', debounce_seconds => 45)`,
   );
 });
 
