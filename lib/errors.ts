@@ -296,6 +296,95 @@ export class ConnectionStringError extends SwitchyardError {
 }
 
 /**
+ * The database could not be reached or refused the login: the message names where the
+ * connection string came from (`SWITCHYARD_DB_URL`, `SUPABASE_DB_URL`, `DATABASE_URL` or the
+ * option), the host and port (never the password), the server's or the network's words, and
+ * what to check. The original error is its `cause`.
+ *
+ * @example
+ * ```ts
+ * import { DatabaseConnectionError } from './errors.ts';
+ * const e = new DatabaseConnectionError('DATABASE_URL', '127.0.0.1', 1, 'connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED');
+ * console.assert(e.message.includes('DATABASE_URL') && e.port === 1);
+ * ```
+ */
+export class DatabaseConnectionError extends SwitchyardError {
+  /** Where the connection string came from: an environment variable's name, or the option. */
+  readonly origin: string;
+  /** The host it names. */
+  readonly host: string;
+  /** The port it names. */
+  readonly port: number;
+  /** The code of the failure (`ECONNREFUSED`, `ENOTFOUND`, `28P01`, `3D000`, ...). */
+  readonly code: string;
+  /** Creates the error for a connection string's origin, host and port, and what went wrong. */
+  constructor(
+    origin: string,
+    host: string,
+    port: number,
+    reason: string,
+    code: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `cannot use the database at ${host.includes(':') ? `[${host}]` : host}:${port} ` +
+        `(connection string from ${origin}): ${reason}; ${connectionAdvice(code)}`,
+      options,
+    );
+    this.name = 'DatabaseConnectionError';
+    this.origin = origin;
+    this.host = host;
+    this.port = port;
+    this.code = code;
+  }
+}
+
+function connectionAdvice(code: string): string {
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'check that the server runs and that the host and port are right';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'check the host name (on Supabase: Project Settings -> Database -> Connection string)';
+    case '28P01':
+    case '28000':
+      return 'check the user name and the password (percent-encode special characters)';
+    case '3D000':
+      return 'check the database name at the end of the URL (Supabase: postgres)';
+    case '53300':
+      return 'the server has no connection to spare: use the pooler, or fewer connections';
+    default:
+      return 'check that the server is reachable from here and that the URL is right';
+  }
+}
+
+/**
+ * The database has no Switchyard SQL core (schema `switchyard`), or an older one that lacks a
+ * function this version calls: apply the migrations.
+ *
+ * @example
+ * ```ts
+ * import { SqlCoreMissingError } from './errors.ts';
+ * const e = new SqlCoreMissingError('schema "switchyard" does not exist');
+ * console.assert(e.message.includes('supabase db push'));
+ * ```
+ */
+export class SqlCoreMissingError extends SwitchyardError {
+  /** Creates the error from the server's words. */
+  constructor(serverMessage: string, options?: ErrorOptions) {
+    super(
+      /schema "switchyard" does not exist/.test(serverMessage)
+        ? 'the Switchyard SQL core is not installed here: run `supabase db push` (or ' +
+          '`deno task db:push`) to apply its migrations'
+        : `the Switchyard SQL core here is older than this kit (${serverMessage}): apply the ` +
+          "kit's newer migrations with `supabase db push` (or `deno task db:push`)",
+      options,
+    );
+    this.name = 'SqlCoreMissingError';
+  }
+}
+
+/**
  * Start-up refused: work on the queue needs (flow, step) pairs the registry lacks.
  *
  * @example
@@ -625,7 +714,10 @@ export class RunFailedError extends SwitchyardError {
       status === 'failed'
         ? `run ${runId} failed: ${error ?? 'no error recorded'}` +
           ' (retry it with client.retry(runId) or deno task retry)'
-        : `run ${runId} was cancelled: ${error ?? 'no reason recorded'}`,
+        // The stored error is `cancelled: <reason>`: the reason once.
+        : `run ${runId} was cancelled: ${
+          error?.replace(/^cancelled: /, '') || 'no reason recorded'
+        }`,
     );
     this.name = 'RunFailedError';
     this.runId = runId;
@@ -644,12 +736,20 @@ export class RunFailedError extends SwitchyardError {
  * console.assert(e.runId.startsWith('0000'));
  * ```
  */
-export class RunNotFoundError extends SwitchyardError {
+export class RunNotFoundError extends OperationError {
   /** The id that names no run. */
   readonly runId: string;
-  /** Creates the error for a run id. */
-  constructor(runId: string) {
-    super(`run ${runId} does not exist: start it first, or it was deleted with its flow`);
+  /**
+   * Creates the error for a run id. The client's reads throw it, and so do cancel and retry
+   * (the SQL core's `run_unknown`, code `22023`): one class for a missing run everywhere.
+   */
+  constructor(runId: string, options?: ErrorOptions) {
+    super(
+      `run ${runId} does not exist: start it first, or it was deleted with its flow or by a prune`,
+      '22023',
+      undefined,
+      { ...options, detail: { rule: 'run_unknown', argument: 'run_id', value: runId } },
+    );
     this.name = 'RunNotFoundError';
     this.runId = runId;
   }
@@ -750,9 +850,19 @@ const SQL_ERRORS: Readonly<
  */
 export function fromSqlError(e: unknown): unknown {
   if (e instanceof SwitchyardError || !isServerError(e)) return e;
+  // No SQL core, or an older one: what to run, not the server's words alone.
+  if (
+    (e.code === '3F000' && /"switchyard"/.test(e.message)) ||
+    ((e.code === '42883' || e.code === '42P01') && /\bswitchyard\./.test(e.message))
+  ) {
+    return new SqlCoreMissingError(e.message, { cause: e });
+  }
   const detail = detailOf(e);
   const make = SQL_ERRORS[e.code];
   if (make) return make(e, detail ?? {});
   if (detail === null) return e;
+  if (detail.rule === 'run_unknown' && typeof detail.value === 'string') {
+    return new RunNotFoundError(detail.value, { cause: e });
+  }
   return new OperationError(e.message, e.code, e.hint || undefined, { cause: e, detail });
 }

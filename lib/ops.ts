@@ -42,7 +42,9 @@ export * from './sql/runs.ts';
 export type * from './dsl/types.ts';
 export {
   CONNECTION_ENV_VARS,
+  connectionFailure,
   type ConnectionKind,
+  connectionOrigin,
   type ConnectionSettings,
   type EnvReader,
   parseConnectionString,
@@ -62,10 +64,13 @@ export * from './sql/prune.ts';
 export * from './sql/dashboard.ts';
 export {
   ensurePgmq,
+  isLocalDatabase,
   migrate,
   type MigrateOptions,
+  PGMQ_REMEDY,
   type PgmqMode,
   pgmqModeFromEnv,
+  pgmqProvider,
   SUPABASE_CLI,
   withLocalSslMode,
 } from './sql/migrate.ts';

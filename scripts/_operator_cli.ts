@@ -10,8 +10,8 @@
  */
 import type postgres from 'postgres';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { OperationError, resolveConnectionString } from '../lib/ops.ts';
-import { openSql } from '../lib/sql/connection.ts';
+import { fromSqlError, OperationError, resolveConnectionString } from '../lib/ops.ts';
+import { connectionFailure, connectionOrigin, openSql } from '../lib/sql/connection.ts';
 
 /**
  * Bad arguments or environment: printed with the usage, exit code 2.
@@ -138,10 +138,10 @@ export async function runCommand(
       Deno.exit(0);
     }
     const url = databaseUrl();
-    sql = openSql(url, { max: 1 });
+    sql = openSql(url, { max: 1, origin: connectionOrigin() });
     code = (await main(sql, Deno.args)) ?? 0;
   } catch (e) {
-    code = report(e, usage);
+    code = report(sql ? connectionFailure(fromSqlError(e), sql) : e, usage);
   } finally {
     await sql?.end({ timeout: 2 }).catch(() => {});
   }

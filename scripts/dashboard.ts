@@ -9,6 +9,11 @@
  * API request without the bearer. The port is `--port`, else `PORT`, else 8787; the hostname
  * `127.0.0.1` unless `--hostname` says otherwise.
  *
+ * It answers only for its own host names (`127.0.0.1`, `localhost`, `[::1]`, `--hostname`, and
+ * `SWITCHYARD_DASHBOARD_HOSTS`): a request naming another host gets 421 (DNS rebinding). Its
+ * server (scripts/_http_server.ts) closes a connection whose request head takes more than 10 s,
+ * whose request takes more than 30 s, or that is idle for 30 s.
+ *
  * Exit codes: 0 stopped by a signal; 1 the server could not start; 2 bad usage (arguments,
  * `DATABASE_URL`, `SWITCHYARD_DASHBOARD_AUTH`).
  *
@@ -16,6 +21,7 @@
  */
 import { join } from 'node:path';
 import { connect, createDashboard } from '../lib/ops.ts';
+import { serveWithTimeouts } from './_http_server.ts';
 import { parse, UsageError } from './_operator_cli.ts';
 import { readEnvFile } from './serve.ts';
 
@@ -56,16 +62,19 @@ async function main(args: string[]): Promise<number> {
       'DATABASE_URL is not set: export the connection string of the project database',
     );
   }
-  const client = connect(url, { max: 4 });
+  const client = connect(url, {
+    max: 4,
+    origin: env('DATABASE_URL') ? 'DATABASE_URL' : 'SUPABASE_DB_URL',
+  });
+  const hostname = (values.hostname as string | undefined) ?? '127.0.0.1';
   let dashboard;
   try {
-    dashboard = createDashboard({ source: client, env });
+    dashboard = createDashboard({ source: client, env, hostnames: [hostname] });
   } catch (e) {
     await client.close();
     throw new UsageError((e as Error).message);
   }
-  const hostname = (values.hostname as string | undefined) ?? '127.0.0.1';
-  const server = Deno.serve({ hostname, port, onListen: () => {} }, dashboard.fetch);
+  const server = await serveWithTimeouts(dashboard.fetch, { hostname, port });
   const shown = hostname === '0.0.0.0' ? '127.0.0.1' : hostname;
   const hasSecret = env('SWITCHYARD_WORKER_SECRET') || env('SUPABASE_SERVICE_ROLE_KEY');
   console.log(`Switchyard dashboard: http://${shown}:${port}/`);

@@ -25,7 +25,8 @@ type Row = Record<string, unknown>;
 
 async function steps(runId: string): Promise<Row[]> {
   return (await db.sql`
-    select ss.step_slug, ss.status, ss.skip_reason,
+    -- The reason's first line: a handler's error is followed by its stack on the next lines.
+    select ss.step_slug, ss.status, split_part(ss.skip_reason, E'\n', 1) as skip_reason,
            (select count(*)::int from switchyard.step_tasks t
              where t.run_id = ss.run_id and t.step_slug = ss.step_slug) as tasks
       from switchyard.step_states ss

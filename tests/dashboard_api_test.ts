@@ -90,7 +90,7 @@ Deno.test('empty database: the overview answers with nothing in it, the page loa
   const emptyClient = connect(empty.url);
   const dashboard = createDashboard({ source: emptyClient, env: () => undefined });
   try {
-    const response = await dashboard.fetch(new Request('http://x/api/overview'));
+    const response = await dashboard.fetch(new Request('http://localhost/api/overview'));
     assert.equal(response.status, 200);
     const o: DashboardOverview = await response.json();
     assert.deepEqual(o.queues, []);
@@ -99,7 +99,7 @@ Deno.test('empty database: the overview answers with nothing in it, the page loa
     assert.equal(o.access.mode, 'actions');
     assert.equal(o.access.authorized, false);
     assert.match(String(o.access.problem), /no secret is configured/);
-    const page = await dashboard.fetch(new Request('http://x/'));
+    const page = await dashboard.fetch(new Request('http://localhost/'));
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type')!, /text\/html/);
     const html = await page.text();
@@ -372,7 +372,7 @@ Deno.test('cancel: a started run ends cancelled with its reason, a second cancel
   assert.equal(await visible(), ARCHIVE_RUNS);
   const byDefault = await runAction(base, archived.run_id, 'cancel', { bearer: SECRET });
   assert.equal(byDefault.status, 200);
-  assert.equal((await runRow(archived.run_id)).error, 'cancelled: cancelled from the dashboard');
+  assert.equal((await runRow(archived.run_id)).error, 'cancelled: from the dashboard');
   assert.equal(await visible(), ARCHIVE_RUNS - 1);
 
   const detail = await call(`${base}/api/runs/${run}`);
@@ -658,7 +658,7 @@ Deno.test('on the hosted runtime reads need the bearer by default, and disabled 
   }
   // Locally, disabled auth still opens the actions (deno task serve, the demo).
   const local = createDashboard({ source: client, env: () => undefined, auth: 'disabled' });
-  const o = await (await local.fetch(new Request('http://x/api/overview'))).json();
+  const o = await (await local.fetch(new Request('http://localhost/api/overview'))).json();
   assert.deepEqual([o.access.mode, o.access.authorized], ['actions', true]);
 });
 

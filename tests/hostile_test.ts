@@ -649,7 +649,7 @@ Deno.test('an output or error PostgreSQL cannot store fails each attempt once, n
     const run = await client.startFlow('storable', { kind: 'badError' });
     const status = await client.waitForRun(run, { timeoutMs: 20_000 });
     assert.equal(status.status, 'failed');
-    assert.match(status.error ?? '', /Error: half \ufffd and a nul \\u0000 here$/);
+    assert.match(status.error ?? '', /Error: half \ufffd and a nul \\u0000 here\n {4}at /);
     assert.deepEqual(executions.filter((e) => e.startsWith('badError#')), [
       'badError#1',
       'badError#2',

@@ -147,6 +147,8 @@ Deno.test('a flow input over max_input_bytes is refused at start_flow with its s
       max_output_bytes: MiB,
       max_function_name_chars: 63,
       max_reason_chars: 1000,
+      max_map_output_bytes: 16 * MiB,
+      user_runs_per_minute: 60,
     });
   } finally {
     await sql`select switchyard.set_setting('max_input_bytes', null)`;
@@ -435,7 +437,12 @@ Deno.test('fuzzed function names and pause reasons: each refused with its rule o
 const URLS: [string, RegExp | null][] = [
   ['https://abcd.supabase.co', null],
   ['https://abcd.supabase.co/', null],
-  ['https://functions.example.com:8443/prefix', null],
+  ['https://abcd.supabase.co:8443/prefix', null],
+  // Another host only once an operator lists it (functions_hosts; tests/hardening_test.ts).
+  [
+    'https://functions.example.com:8443/prefix',
+    /host functions\.example\.com is not the project's own functions host/,
+  ],
   ['http://127.0.0.1:54321', null],
   ['http://localhost:8000', null],
   ['http://[::1]:9000', null],
@@ -468,7 +475,7 @@ const URLS: [string, RegExp | null][] = [
   ['https://abcd.supabase.co#frag', /use https:\/\/host/],
   ['https://abcd.supabase.co\\@evil.example', /contains "@"/],
   ['https://abcd.supabase.co\\evil', /use https:\/\/host/],
-  ['https://xn--caf-dma.example/ok', null],
+  ['https://xn--caf-dma.supabase.co/ok', null],
   ['https://café.example', /use https:\/\/host/],
   ['https://abcd.supabase.co:99999', /port 99999 is out of range/],
   ["https://h.example/o'k", /use https:\/\/host/],
@@ -499,7 +506,11 @@ Deno.test('keep-alive base URLs: https:// only (http:// for loopback and local n
   }
   const [row] = await sql<{ value: string }[]>`
     select value from switchyard.settings where name = 'functions_base_url'`;
-  assert.equal(row.value, 'https://xn--caf-dma.example/ok', 'the last accepted; no refused one');
+  assert.equal(
+    row.value,
+    'https://xn--caf-dma.supabase.co/ok',
+    'the last accepted; no refused one',
+  );
   // A bearer with a line break could add headers: refused, and never echoed.
   const bearer = await refusal(() =>
     sql`select switchyard.set_setting('functions_bearer', ${'secret-value\r\nX-Evil: 1'})`
@@ -538,10 +549,16 @@ Deno.test('with pg_net the bearer goes to the configured host only', async () =>
     assert.match((await refusal(() => wake())).message, /no bearer is configured/);
     await sql`select switchyard.set_setting('functions_bearer', 'kit-bearer-123')`;
 
+    // A host that is not the project's own is refused by the host allow-list first
+    // (functions_hosts, tests/hardening_test.ts).
+    for (const other of ['https://evil.example', 'https://proj.supabase.co.evil.example']) {
+      const r = await refusal(() => wake(other));
+      assert.equal(r.code, '22023');
+      assert.match(r.message, /is invalid: host .* is not the project's own functions host/);
+      assert.equal(r.detail.rule, 'url_format');
+    }
     for (
       const other of [
-        'https://evil.example',
-        'https://proj.supabase.co.evil.example',
         'https://proj.supabase.co:444',
         'http://127.0.0.1:54321',
       ]
@@ -592,7 +609,9 @@ Deno.test('sync_alias with a null version and case-colliding aliases are refused
     assert.equal(r.code, '22023');
     assert.equal(
       r.message,
-      `alias "a": version ${position} of ${versions} is null: list the concrete flow slugs of ` +
+      `alias "a": version ${position} of ${
+        JSON.stringify(versions)
+      } is null: list the concrete flow slugs of ` +
         'the alias, oldest first',
     );
     assert.equal(r.detail.rule, 'version_null');

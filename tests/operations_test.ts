@@ -245,15 +245,15 @@ Deno.test('keep_alive refuses bad arguments with the rule', async () => {
   );
   await assert.rejects(
     db.sql`select switchyard.set_setting('functions_url', 'http://x')`,
-    /setting "functions_url" is unknown: use functions_base_url, functions_bearer, max_input_bytes or max_output_bytes/,
+    /setting "functions_url" is unknown: use functions_base_url, functions_bearer, functions_hosts, max_input_bytes, max_output_bytes, max_map_output_bytes or user_runs_per_minute/,
   );
   await assert.rejects(
     keepAliveCommand(client, { debounceSeconds: -5 }),
     /debounce_seconds -5 is invalid/,
   );
   assert.equal(
-    await keepAliveCommand(client, { baseUrl: 'https://h.example/o', debounceSeconds: 45 }),
-    `select count(*) from switchyard.keep_alive(base_url => 'https://h.example/o', debounce_seconds => 45)`,
+    await keepAliveCommand(client, { baseUrl: 'https://h.supabase.co/o', debounceSeconds: 45 }),
+    `select count(*) from switchyard.keep_alive(base_url => 'https://h.supabase.co/o', debounce_seconds => 45)`,
   );
 });
 

@@ -27,16 +27,34 @@
  * its rule), 401 `unauthorized`, 403 `cross_origin`, 404 `not_found`, 405
  * `method_not_allowed`, 409 `conflict` (with `rule` and the run's `status`: cancelling a run
  * that is not started, `run_not_started`, or retrying one that is not failed,
- * `run_not_failed`), 415 `unsupported_media_type` (actions take `application/json`, which a
- * cross-site form cannot send), 503 `database`.
+ * `run_not_failed`), 413 `body_too_large`, 415 `unsupported_media_type` (actions take
+ * `application/json`, which a cross-site form cannot send), 421 `misdirected_request` (a host
+ * the dashboard is not served as), 503 `database` (the database's own words only with the
+ * bearer, or with the check disabled).
+ *
+ * Hosts. Every request names its host (`Host`, or an absolute-form target): only the names
+ * the dashboard is served as are answered, so a page of another site whose name resolves to
+ * this address (DNS rebinding) reaches nothing. By default: `127.0.0.1`, `localhost`, `[::1]`,
+ * the host of `SUPABASE_URL` and {@linkcode DashboardOptions.hostnames} (`deno task dashboard
+ * --hostname H` adds `H`); `SWITCHYARD_DASHBOARD_HOSTS` (host names separated by commas) adds
+ * more. Actions come only from the origin of an accepted host.
+ *
+ * Bodies. An action's body is at most {@linkcode MAX_BODY_BYTES} bytes: a larger
+ * `content-length` is refused before reading, and reading stops there.
  *
  * Cancelling a run that is already cancelled answers 200 with `changed: false` and keeps the
- * first reason. A reason (pause, cancel) is at most 1000 characters; without one the
- * dashboard gives `paused from the dashboard` or `cancelled from the dashboard`.
+ * first reason. A reason (pause, cancel) is at most 1000 characters, without NUL; without one
+ * the dashboard gives `paused from the dashboard` or `from the dashboard` (a cancelled run's
+ * error reads `cancelled: from the dashboard`).
  *
  * @module
  */
-import { OperationError, SwitchyardError, UnknownFunctionError } from '../errors.ts';
+import {
+  OperationError,
+  RunNotFoundError,
+  SwitchyardError,
+  UnknownFunctionError,
+} from '../errors.ts';
 import { isValidQueueName, QUEUE_NAME_RULE } from '../dsl/queue_names.ts';
 import { authProblem, disabledAuthRefusal, type EdgeAuth } from '../platform/auth.ts';
 import { hostedRuntimeSignal } from '../platform/platform.ts';
@@ -93,6 +111,28 @@ export type DashboardAccess = 'actions' | 'required';
 export const DASHBOARD_AUTH_ENV: string = 'SWITCHYARD_DASHBOARD_AUTH';
 
 /**
+ * The environment variable with more host names the dashboard answers as (comma-separated).
+ *
+ * @example
+ * ```ts
+ * import { DASHBOARD_HOSTS_ENV } from './dashboard.ts';
+ * console.log(Deno.env.get(DASHBOARD_HOSTS_ENV) ?? '(only the defaults)');
+ * ```
+ */
+export const DASHBOARD_HOSTS_ENV: string = 'SWITCHYARD_DASHBOARD_HOSTS';
+
+/**
+ * The largest body an action takes, in bytes (a reason of 1000 characters fits many times).
+ *
+ * @example
+ * ```ts
+ * import { MAX_BODY_BYTES } from './dashboard.ts';
+ * console.assert(MAX_BODY_BYTES === 16384);
+ * ```
+ */
+export const MAX_BODY_BYTES = 16384;
+
+/**
  * Options of {@linkcode createDashboard}.
  *
  * @example
@@ -113,6 +153,12 @@ export interface DashboardOptions {
   env?: EnvReader;
   /** Where the page lives, e.g. `/dashboard` (default: the root). */
   basePath?: string;
+  /**
+   * More host names it answers as, besides `127.0.0.1`, `localhost`, `[::1]`, the host of
+   * `SUPABASE_URL` and those of `SWITCHYARD_DASHBOARD_HOSTS` (e.g. the `--hostname` it listens
+   * on). A request for any other host is answered 421 (DNS rebinding).
+   */
+  hostnames?: readonly string[];
   /** How often the page refreshes itself, in milliseconds (default 3000). */
   refreshMs?: number;
   /**
@@ -215,6 +261,46 @@ class BadRequest extends Error {
   }
 }
 
+/** A body over {@linkcode MAX_BODY_BYTES}: 413. */
+class BodyTooLarge extends Error {}
+
+/** The body as text, refused (413) past `max` bytes by its declared and its actual size. */
+async function boundedText(request: Request, max: number): Promise<string> {
+  const declared = request.headers.get('content-length');
+  const tooLarge = (size: string) =>
+    new BodyTooLarge(
+      `the body is ${size}, over the limit of ${max} bytes: send {"reason": "..."} or {}`,
+    );
+  if (declared !== null && (!/^\d+$/.test(declared) || Number(declared) > max)) {
+    throw tooLarge(
+      /^\d+$/.test(declared)
+        ? `${declared} bytes`
+        : `of length ${JSON.stringify(declared.slice(0, 40))}`,
+    );
+  }
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(`more than ${max} bytes`);
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
     status,
@@ -302,7 +388,7 @@ async function jsonBody(request: Request, allowed: readonly string[]) {
       } is refused: send "application/json"`,
     });
   }
-  const text = await request.text();
+  const text = await boundedText(request, MAX_BODY_BYTES);
   if (text.trim() === '') return {};
   let body: unknown;
   try {
@@ -335,6 +421,13 @@ function reasonField(body: Record<string, unknown>, fallback: string): string {
       'field "reason" is invalid: use a non-empty string, or leave it out',
     );
   }
+  if (body.reason.includes('\0')) {
+    throw new BadRequest(
+      'reason',
+      'field "reason" is invalid: it contains a NUL character (\\u0000), which PostgreSQL ' +
+        'text cannot hold; leave it out',
+    );
+  }
   if (body.reason.length > MAX_REASON_CHARS) {
     throw new BadRequest(
       'reason',
@@ -364,16 +457,24 @@ function runIdParam(text: string): string {
   return id;
 }
 
-function errorResponse(e: unknown): Response {
+/**
+ * The answer to what a request threw. The database's own words (a connection refused, a role
+ * that does not exist) go only to a caller the bearer check accepted (`authorized`); anyone
+ * else learns that the database failed and where to look.
+ */
+function errorResponse(e: unknown, authorized: boolean): Response {
   if (e instanceof BadRequest) {
     return json(400, { error: 'bad_request', parameter: e.parameter, message: e.message });
+  }
+  if (e instanceof BodyTooLarge) {
+    return json(413, { error: 'body_too_large', message: e.message }, { connection: 'close' });
   }
   if (e instanceof UnknownFunctionError) {
     return json(404, { error: 'not_found', message: e.message });
   }
   // The refusals of cancel_run and retry_run (docs/ARCHITECTURE.md §10): an unknown run, and a
   // run in a status the action does not apply to.
-  if (e instanceof OperationError && e.detail.rule === 'run_unknown') {
+  if (e instanceof RunNotFoundError) {
     return json(404, { error: 'not_found', message: e.message });
   }
   if (e instanceof OperationError && e.code === '55000') {
@@ -384,11 +485,38 @@ function errorResponse(e: unknown): Response {
       message: e.message,
     });
   }
+  if (!authorized) {
+    return json(503, {
+      error: 'database',
+      message: 'the database refused or is unreachable: its words are shown with the bearer ' +
+        '(and in the log of the process serving the dashboard)',
+    });
+  }
   const message = e instanceof Error ? e.message : String(e);
   return json(503, {
     error: 'database',
-    message: `the database refused or is unreachable: ${message}`,
+    message: e instanceof SwitchyardError
+      ? message
+      : `the database refused or is unreachable: ${message}`,
   });
+}
+
+/** A host name as compared: lower-case, IPv6 in brackets, no trailing dot or port. */
+function hostKey(host: string): string {
+  let h = host.trim().toLowerCase();
+  if (h.startsWith('[')) {
+    const end = h.indexOf(']');
+    return end < 0 ? h : h.slice(0, end + 1);
+  }
+  if ((h.match(/:/g) ?? []).length > 1) return `[${h}]`; // a bare IPv6 address
+  h = h.replace(/:\d*$/, '');
+  return h.replace(/\.$/, '');
+}
+
+/** The host of `Host: name[:port]`, or null when the header is missing or malformed. */
+function hostHeader(value: string | null): string | null {
+  if (value === null || value === '' || /[\s/@?#\\]/.test(value)) return null;
+  return hostKey(value);
 }
 
 /**
@@ -429,6 +557,49 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const heartbeatWindowSeconds = options.heartbeatWindowSeconds ?? DEFAULT_HEARTBEAT_WINDOW_SECONDS;
   const source = options.source;
   const page = DASHBOARD_PAGE.replace('__BASE_PATH__', JSON.stringify(base));
+  const hosts = new Set(['127.0.0.1', 'localhost', '[::1]']);
+  const supabaseUrl = env('SUPABASE_URL');
+  if (supabaseUrl) {
+    try {
+      hosts.add(hostKey(new URL(supabaseUrl).host));
+    } catch { /* not a URL: nothing to add */ }
+  }
+  for (
+    const name of [...(options.hostnames ?? []), ...(env(DASHBOARD_HOSTS_ENV) ?? '').split(',')]
+  ) {
+    // 0.0.0.0 and :: are where it listens, never a name a browser asks for.
+    if (name.trim() !== '' && !['0.0.0.0', '::', '[::]'].includes(name.trim())) {
+      hosts.add(hostKey(name));
+    }
+  }
+  const hostList = [...hosts].join(', ');
+  /** Why this request's host is refused, or null: `Host` and the target must both be ours. */
+  const hostProblem = (request: Request, url: URL): string | null => {
+    const header = hostHeader(request.headers.get('host'));
+    const target = hostKey(url.host);
+    if (header !== null && !hosts.has(header)) {
+      return `host ${
+        JSON.stringify(header.slice(0, 100))
+      } is not one this dashboard is served as (${hostList}): ` +
+        `open it at one of them, or add the name to ${DASHBOARD_HOSTS_ENV}`;
+    }
+    if (!hosts.has(target)) {
+      return `host ${
+        JSON.stringify(target.slice(0, 100))
+      } is not one this dashboard is served as (${hostList}): ` +
+        `open it at one of them, or add the name to ${DASHBOARD_HOSTS_ENV}`;
+    }
+    return null;
+  };
+  /** Whether an Origin header names an accepted host (any scheme and port: the host is ours). */
+  const ownOrigin = (origin: string, url: URL): boolean => {
+    try {
+      const o = new URL(origin);
+      return o.protocol === url.protocol && hosts.has(hostKey(o.host)) && o.port === url.port;
+    } catch {
+      return false;
+    }
+  };
 
   const unauthorized = (problem: string) =>
     json(401, { error: 'unauthorized', message: problem }, { 'www-authenticate': 'Bearer' });
@@ -447,7 +618,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         });
       }
       const origin = request.headers.get('origin');
-      if (origin !== null && origin !== url.origin) {
+      if (origin !== null && !ownOrigin(origin, url)) {
         return json(403, {
           error: 'cross_origin',
           message: `origin ${JSON.stringify(origin)} is refused: actions come from the page itself`,
@@ -462,7 +633,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       const body = await jsonBody(request, cancel ? ['reason'] : []);
       if (body instanceof Response) return body;
       const result: CancelResult | RetryResult = cancel
-        ? await cancelRun(source, id, reasonField(body, 'cancelled from the dashboard'))
+        ? await cancelRun(source, id, reasonField(body, 'from the dashboard'))
         : await retryRun(source, id);
       return json(200, { result });
     }
@@ -554,6 +725,12 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 
   const fetch = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
+    const misdirected = hostProblem(request, url);
+    if (misdirected !== null) {
+      return json(421, { error: 'misdirected_request', message: misdirected }, {
+        connection: 'close',
+      });
+    }
     if (url.pathname !== base && !url.pathname.startsWith(`${base}/`)) {
       return json(404, { error: 'not_found', message: `the dashboard is at ${base || '/'}` });
     }
@@ -582,7 +759,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       try {
         return await api(request, path, url);
       } catch (e) {
-        return errorResponse(e);
+        const authorized = (await authProblem(request, options.auth, env)) === null;
+        if (!authorized && !(e instanceof BadRequest || e instanceof BodyTooLarge)) {
+          console.error(`dashboard: ${request.method} ${path}: ${(e as Error)?.message ?? e}`);
+        }
+        return errorResponse(e, authorized);
       }
     }
     return json(404, { error: 'not_found', message: `no such page ${JSON.stringify(path)}` });

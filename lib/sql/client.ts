@@ -12,6 +12,7 @@
 import { RunFailedError, RunNotFoundError, RunTimeoutError, SwitchyardError } from '../errors.ts';
 import type { AliasInput, AliasOf, AliasOutput, AliasStepSlugs, Registry } from '../dsl/aliases.ts';
 import {
+  connectionOrigin,
   NO_CONNECTION_MESSAGE,
   openSql,
   parseConnectionString,
@@ -241,7 +242,10 @@ export function createClient<R extends Registry>(
         'not deliver notifications: use the direct connection or the session pooler (port ' +
         '5432) to wait, or set fallbackPollMs';
     }
-    sql = openSql(url, { max: connection.max ?? 5 });
+    sql = openSql(url, {
+      max: connection.max ?? 5,
+      origin: connectionOrigin(connection.connectionString),
+    });
   }
   const pollMs = connection.fallbackPollMs;
   if (pollMs !== undefined && (!Number.isInteger(pollMs) || pollMs < 10)) {
@@ -472,6 +476,8 @@ export interface Client {
 /**
  * Connects to the database (`connectionString`, else `SWITCHYARD_DB_URL`, else `SUPABASE_DB_URL`,
  * else `DATABASE_URL`).
+ * `opts.origin` names where the URL came from in a {@linkcode DatabaseConnectionError}
+ * (default: the variable it was read from, or the option).
  *
  * @deprecated use {@linkcode createClient} (`switchyard/client.ts`): typed starts and outputs,
  * events, cancel and retry. Operator calls accept either client.
@@ -489,10 +495,16 @@ export interface Client {
  * await client.close();
  * ```
  */
-export function connect(connectionString?: string, opts: { max?: number } = {}): Client {
+export function connect(
+  connectionString?: string,
+  opts: { max?: number; origin?: string } = {},
+): Client {
   const url = resolveConnectionString(connectionString);
   if (!url) throw new SwitchyardError(NO_CONNECTION_MESSAGE);
-  const sql = openSql(url, { max: opts.max ?? 5 });
+  const sql = openSql(url, {
+    max: opts.max ?? 5,
+    origin: opts.origin ?? connectionOrigin(connectionString),
+  });
   const notifications = new RunNotifications(sql);
   return {
     sql,
@@ -506,7 +518,10 @@ export function connect(connectionString?: string, opts: { max?: number } = {}):
           : { waiting: status?.status ?? 'missing' };
       }, (status) => new SwitchyardError(`run ${runId} still ${status} after ${timeoutMs} ms`)),
     async activateAlias(alias, flowSlug) {
-      await call(() => sql`select switchyard.activate_alias(${alias}::text, ${flowSlug}::text)`);
+      await call(
+        sql,
+        () => sql`select switchyard.activate_alias(${alias}::text, ${flowSlug}::text)`,
+      );
     },
     async close() {
       await notifications.close();

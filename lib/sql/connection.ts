@@ -11,7 +11,7 @@
  * @module
  */
 import postgres from 'postgres';
-import { ConnectionStringError } from '../errors.ts';
+import { ConnectionStringError, DatabaseConnectionError } from '../errors.ts';
 
 export { ConnectionStringError };
 
@@ -75,6 +75,26 @@ export function resolveConnectionString(
     if (value) return value;
   }
   return undefined;
+}
+
+/**
+ * Where {@linkcode resolveConnectionString} takes the URL from: `the connectionString option`
+ * when one is given, else the name of the first set variable of
+ * {@linkcode CONNECTION_ENV_VARS}; undefined when there is none. Errors name it.
+ *
+ * @example
+ * ```ts
+ * import { connectionOrigin } from './connection.ts';
+ * const env = (name: string) => (name === 'DATABASE_URL' ? 'postgres://localhost/app' : undefined);
+ * console.assert(connectionOrigin(undefined, env) === 'DATABASE_URL');
+ * ```
+ */
+export function connectionOrigin(
+  option?: string,
+  env: EnvReader = denoEnv,
+): string | undefined {
+  if (option) return 'the connectionString option';
+  return CONNECTION_ENV_VARS.find((name) => env(name));
 }
 
 /**
@@ -343,6 +363,60 @@ export interface OpenSqlOptions {
    * `switchyard`.
    */
   applicationName?: string;
+  /**
+   * Where the URL came from (a variable's name, or the option), named by a
+   * {@linkcode DatabaseConnectionError}; default `the connection string`.
+   */
+  origin?: string;
+}
+
+/** Where each pool's URL came from, and its host and port, for the errors of its calls. */
+const ORIGINS = new WeakMap<object, { origin: string; host: string; port: number }>();
+
+/** Failures to reach the server or to log in (network codes, postgres.js' and SQLSTATEs). */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  'EPIPE',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  '28P01', // password authentication failed
+  '28000', // role does not exist, no pg_hba.conf entry
+  '3D000', // database does not exist
+  '53300', // too many connections
+  '57P03', // the database system is starting up
+  '08001',
+  '08006',
+]);
+
+/**
+ * `e` as a {@linkcode DatabaseConnectionError} naming where the pool's URL came from, its host
+ * and port, when it is a failure to reach the server or to log in; else `e` unchanged.
+ *
+ * @example
+ * ```ts
+ * import { connectionFailure, openSql } from './connection.ts';
+ * const sql = openSql('postgres://u:secret@127.0.0.1:1/app', { max: 1, origin: 'DATABASE_URL' });
+ * const e = await sql`select 1`.catch((e) => connectionFailure(e, sql));
+ * console.assert(!String((e as Error).message).includes('secret'));
+ * await sql.end();
+ * ```
+ */
+export function connectionFailure(e: unknown, sql: object): unknown {
+  const where = ORIGINS.get(sql);
+  const code = (e as { code?: unknown } | null)?.code;
+  if (!where || typeof code !== 'string' || !CONNECTION_CODES.has(code)) return e;
+  const message = String((e as Error).message ?? e);
+  return new DatabaseConnectionError(where.origin, where.host, where.port, message, code, {
+    cause: e,
+  });
 }
 
 /**
@@ -359,9 +433,12 @@ export interface OpenSqlOptions {
  * await sql.end();
  * ```
  */
-export function openSql(url: string, { max, applicationName }: OpenSqlOptions): postgres.Sql {
+export function openSql(
+  url: string,
+  { max, applicationName, origin }: OpenSqlOptions,
+): postgres.Sql {
   const s = parseConnectionString(url);
-  return postgres({
+  const sql = postgres({
     host: s.host,
     port: s.port,
     user: s.user,
@@ -375,4 +452,6 @@ export function openSql(url: string, { max, applicationName }: OpenSqlOptions): 
     idle_timeout: 30,
     connection: { application_name: applicationName ?? s.applicationName ?? 'switchyard' },
   });
+  ORIGINS.set(sql, { origin: origin ?? 'the connection string', host: s.host, port: s.port });
+  return sql;
 }

@@ -55,7 +55,7 @@ export interface QueueDepth {
  */
 export async function queueDepths(source: SqlSource): Promise<QueueDepth[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         queue_name: string;
@@ -69,8 +69,7 @@ export async function queueDepths(source: SqlSource): Promise<QueueDepth[]> {
     >`
       select queue_name, pgmq_name, ownership, owner_flow, visible::int, hidden::int,
              oldest_enqueued_at
-        from switchyard.dashboard_queues()`
-  );
+        from switchyard.dashboard_queues()`);
   return rows.map((r) => ({
     queueName: r.queue_name,
     pgmqName: r.pgmq_name,
@@ -139,7 +138,7 @@ export async function functionOverviews(
   { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FunctionOverview[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         function_name: string;
@@ -160,8 +159,7 @@ export async function functionOverviews(
     >`
       select function_name, queue_name, enabled, paused_at, pause_reason, last_woken_at,
              live_workers, workers
-        from switchyard.dashboard_functions(${heartbeatWindowSeconds}::int)`
-  );
+        from switchyard.dashboard_functions(${heartbeatWindowSeconds}::int)`);
   return rows.map((r) => ({
     functionName: r.function_name,
     queueName: r.queue_name,
@@ -285,7 +283,7 @@ export async function recentRuns(
   { limit = 25, status, queueName, runId }: RecentRunsOptions = {},
 ): Promise<RunOverview[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         run_id: string;
@@ -315,8 +313,7 @@ export async function recentRuns(
       select run_id, flow_slug, started_as, status, started_at, finished_at,
              duration_ms::float8 as duration_ms, error, failed_step, steps
         from switchyard.dashboard_runs(${limit}::int, ${status ?? null}::text,
-                                       ${queueName ?? null}::text, ${runId ?? null}::uuid)`
-  );
+                                       ${queueName ?? null}::text, ${runId ?? null}::uuid)`);
   return rows.map((r) => ({
     runId: r.run_id,
     flowSlug: r.flow_slug,
@@ -379,11 +376,10 @@ export async function throughput(
   { minutes = 60 } = {},
 ): Promise<QueueThroughput[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<{ queue_name: string; minute: Date; completed: number }[]>`
       select queue_name, minute, completed
-        from switchyard.dashboard_throughput(${minutes}::int)`
-  );
+        from switchyard.dashboard_throughput(${minutes}::int)`);
   const out = new Map<string, QueueThroughput>();
   for (const r of rows) {
     let t = out.get(r.queue_name);

@@ -39,7 +39,7 @@ export interface DrainState {
  */
 export async function drainStatus(source: SqlSource, queueName?: string): Promise<DrainState[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         queue_name: string;
@@ -53,8 +53,7 @@ export async function drainStatus(source: SqlSource, queueName?: string): Promis
     >`
       select queue_name, flow_slug, alias, state, started_runs::int, queued_tasks::int,
              started_tasks::int
-        from switchyard.drain_status(${queueName ?? null}::text)`
-  );
+        from switchyard.drain_status(${queueName ?? null}::text)`);
   return rows.map((r) => ({
     queueName: r.queue_name,
     flowSlug: r.flow_slug,

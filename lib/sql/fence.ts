@@ -46,7 +46,7 @@ export async function fenceBegin(
   functionNames: readonly string[],
 ): Promise<FenceMember[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         fence_id: string;
@@ -57,8 +57,7 @@ export async function fenceBegin(
     >`
       select fence_id::text, function_name, was_enabled, deprecated_workers
         from switchyard.fence_begin(array(
-          select jsonb_array_elements_text(${sql.json([...functionNames])}::jsonb)))`
-  );
+          select jsonb_array_elements_text(${sql.json([...functionNames])}::jsonb)))`);
   return rows.map((r) => ({
     fenceId: Number(r.fence_id),
     functionName: r.function_name,
@@ -86,7 +85,7 @@ export async function fenceStatus(
   { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FenceStatus | null> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         fence_id: string;
@@ -104,8 +103,7 @@ export async function fenceStatus(
     >`
       select fence_id::text, opened_at, function_name, queue_name, was_enabled, enabled, paused,
              live_workers, started_tasks, stalled_tasks, quiet
-        from switchyard.fence_status(${heartbeatWindowSeconds}::int)`
-  );
+        from switchyard.fence_status(${heartbeatWindowSeconds}::int)`);
   if (rows.length === 0) return null;
   const functions = rows.map((r) => ({
     functionName: r.function_name,
@@ -212,9 +210,11 @@ export interface FenceEndResult {
  */
 export async function fenceEnd(source: SqlSource): Promise<FenceEndResult[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
-    sql<{ fence_id: string; function_name: string; was_enabled: boolean; enabled: boolean }[]>`
-      select fence_id::text, function_name, was_enabled, enabled from switchyard.fence_end()`
+  const rows = await call(
+    sql,
+    () =>
+      sql<{ fence_id: string; function_name: string; was_enabled: boolean; enabled: boolean }[]>`
+      select fence_id::text, function_name, was_enabled, enabled from switchyard.fence_end()`,
   );
   return rows.map((r) => ({
     fenceId: Number(r.fence_id),

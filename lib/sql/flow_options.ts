@@ -10,7 +10,9 @@ import { call, sqlOf, type SqlSource } from './source.ts';
 
 /** The runtime options of one flow: the flow's own and each step's (`null`: inherited). */
 export interface FlowRuntimeOptions {
+  /** The flow's own options. */
   flow: { maxAttempts?: number; baseDelay?: number; maxDelay?: number; timeout?: number };
+  /** Each step's options by step slug. */
   steps: Record<
     string,
     {
@@ -25,14 +27,19 @@ export interface FlowRuntimeOptions {
 
 /** One recorded change of a flow's runtime options. */
 export interface FlowOptionChange {
+  /** The change's id, increasing. */
   changeId: number;
+  /** The concrete flow. */
   flowSlug: string;
+  /** When the change was compiled. */
   changedAt: Date;
   /** The database session user that compiled the change (a worker's role, or an operator). */
   changedBy: string;
   /** The session's `application_name` (a worker names itself there), or null. */
   applicationName: string | null;
+  /** The options before. */
   oldOptions: FlowRuntimeOptions;
+  /** The options after. */
   newOptions: FlowRuntimeOptions;
   /** The changes in words, e.g. `step "fetch" option timeout null -> 120`. */
   differences: string[];
@@ -57,7 +64,7 @@ export async function flowOptionHistory(
   { flowSlug, limit = 100 }: { flowSlug?: string; limit?: number } = {},
 ): Promise<FlowOptionChange[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         change_id: string;
@@ -72,8 +79,7 @@ export async function flowOptionHistory(
     >`
       select change_id::text, flow_slug, changed_at, changed_by, application_name, old_options,
              new_options, differences
-        from switchyard.flow_option_history(${flowSlug ?? null}::text, ${limit}::int)`
-  );
+        from switchyard.flow_option_history(${flowSlug ?? null}::text, ${limit}::int)`);
   return rows.map((r) => ({
     changeId: Number(r.change_id),
     flowSlug: r.flow_slug,

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { SwitchyardError } from '../errors.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
@@ -20,6 +21,25 @@ import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
  * ```
  */
 export const MAX_REASON_CHARS = 1000;
+
+/**
+ * Refuses a pause or cancel reason PostgreSQL text cannot hold (a NUL character), naming the
+ * call and the rule, before anything is sent.
+ *
+ * @example
+ * ```ts
+ * import { assertStorableReason } from './function_state.ts';
+ * assertStorableReason('pause', 'maintenance');
+ * ```
+ */
+export function assertStorableReason(what: string, reason: unknown): void {
+  if (typeof reason === 'string' && reason.includes('\0')) {
+    throw new SwitchyardError(
+      `${what}: reason is invalid: it contains a NUL character (\\u0000), which PostgreSQL ` +
+        'text cannot hold; leave it out',
+    );
+  }
+}
 
 /** The durable flags of one queue function (`switchyard.worker_functions`). */
 export interface FunctionState {
@@ -88,7 +108,7 @@ async function functionStates(
   heartbeatWindowSeconds: number,
 ): Promise<FunctionState[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         function_name: string;
@@ -102,8 +122,7 @@ async function functionStates(
     >`
       select function_name, queue_name, enabled, paused_at, pause_reason, last_woken_at,
              live_workers
-        from switchyard.function_states(${functionName}::text, ${heartbeatWindowSeconds}::int)`
-  );
+        from switchyard.function_states(${functionName}::text, ${heartbeatWindowSeconds}::int)`);
   return rows.map((r) => ({
     functionName: r.function_name,
     queueName: r.queue_name,
@@ -149,8 +168,9 @@ export async function pauseFunction(
   functionName: string,
   reason: string,
 ): Promise<PauseResult> {
+  assertStorableReason('pause', reason);
   const sql = sqlOf(source);
-  return await call(() =>
+  return await call(sql, () =>
     sql.begin(async (tx) => {
       const [{ changed }] = await tx<{ changed: boolean }[]>`
         select switchyard.pause_function(${functionName}::text, ${reason}::text) as changed`;
@@ -158,8 +178,7 @@ export async function pauseFunction(
         select paused_at, pause_reason from switchyard.worker_functions
          where function_name = ${functionName}`;
       return { functionName, changed, pausedAt: row.paused_at, reason: row.pause_reason };
-    })
-  );
+    }));
 }
 
 /** What {@linkcode resumeFunction} did. */
@@ -192,7 +211,7 @@ export async function resumeFunction(
   functionName: string,
 ): Promise<ResumeResult> {
   const sql = sqlOf(source);
-  return await call(() =>
+  return await call(sql, () =>
     sql.begin(async (tx) => {
       const before = await tx<{ pause_reason: string | null }[]>`
         select pause_reason from switchyard.worker_functions
@@ -200,6 +219,5 @@ export async function resumeFunction(
       const [{ changed }] = await tx<{ changed: boolean }[]>`
         select switchyard.resume_function(${functionName}::text) as changed`;
       return { functionName, changed, previousReason: before[0]?.pause_reason ?? null };
-    })
-  );
+    }));
 }

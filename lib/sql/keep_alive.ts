@@ -55,7 +55,7 @@ export async function keepAlive(
     KeepAliveOptions = {},
 ): Promise<WakeRequest[]> {
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         function_name: string;
@@ -68,8 +68,7 @@ export async function keepAlive(
       select function_name, queue_name, url, via, request_id::text as request_id
         from switchyard.keep_alive(${baseUrl ?? null}::text, ${debounceSeconds}::int,
                                    ${heartbeatWindowSeconds}::int)
-       order by function_name`
-  );
+       order by function_name`);
   return rows.map((r) => ({
     functionName: r.function_name,
     queueName: r.queue_name,
@@ -96,12 +95,11 @@ export async function keepAliveCommand(
   { baseUrl, debounceSeconds = 30 }: Omit<KeepAliveOptions, 'heartbeatWindowSeconds'> = {},
 ): Promise<string> {
   const sql = sqlOf(source);
-  const [row] = await call(() =>
+  const [row] = await call(sql, () =>
     sql<{ command: string }[]>`
       select switchyard.keep_alive_command(${
       baseUrl ?? null
-    }::text, ${debounceSeconds}::int) as command`
-  );
+    }::text, ${debounceSeconds}::int) as command`);
   return row.command;
 }
 
@@ -129,11 +127,10 @@ export async function scheduleKeepAlive(
   } = {},
 ): Promise<number> {
   const sql = sqlOf(source);
-  const [row] = await call(() =>
+  const [row] = await call(sql, () =>
     sql<{ job: string }[]>`
       select switchyard.schedule_keep_alive(${schedule}::text, ${baseUrl ?? null}::text,
-                                            ${debounceSeconds}::int)::text as job`
-  );
+                                            ${debounceSeconds}::int)::text as job`);
   return Number(row.job);
 }
 
@@ -150,14 +147,19 @@ export async function scheduleKeepAlive(
  */
 export async function unscheduleKeepAlive(source: SqlSource): Promise<boolean> {
   const sql = sqlOf(source);
-  const [row] = await call(() =>
-    sql<{ removed: boolean }[]>`select switchyard.unschedule_keep_alive() as removed`
+  const [row] = await call(
+    sql,
+    () => sql<{ removed: boolean }[]>`select switchyard.unschedule_keep_alive() as removed`,
   );
   return row.removed;
 }
 
-/** Settings the keep-alive reads. The bearer is better kept in Supabase Vault. */
-export type KeepAliveSetting = 'functions_base_url' | 'functions_bearer';
+/**
+ * Settings the keep-alive reads. The bearer is better kept in Supabase Vault.
+ * `functions_hosts` lists the hosts the base URL may name (comma-separated); without it, a
+ * Supabase project's own host (`<ref>.supabase.co`) or a local one (docs/ARCHITECTURE.md §6).
+ */
+export type KeepAliveSetting = 'functions_base_url' | 'functions_bearer' | 'functions_hosts';
 
 /**
  * Sets (or with `null` removes) a keep-alive setting. On Supabase prefer a Vault
@@ -177,5 +179,5 @@ export async function setKeepAliveSetting(
   value: string | null,
 ): Promise<void> {
   const sql = sqlOf(source);
-  await call(() => sql`select switchyard.set_setting(${name}::text, ${value}::text)`);
+  await call(sql, () => sql`select switchyard.set_setting(${name}::text, ${value}::text)`);
 }

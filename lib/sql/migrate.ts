@@ -45,40 +45,106 @@ export function pgmqModeFromEnv(): PgmqMode {
 }
 
 /**
- * Makes PGMQ available before the migrations run.
+ * Whether a connection string names a local server: a loopback address, `localhost`, a name
+ * without a dot (a Docker network's service) or `host.docker.internal`.
+ *
+ * @example
+ * ```ts
+ * import { isLocalDatabase } from './migrate.ts';
+ * console.assert(isLocalDatabase('postgres://postgres@127.0.0.1:5432/app'));
+ * console.assert(!isLocalDatabase('postgresql://postgres@db.abcd.supabase.co:5432/postgres'));
+ * ```
+ */
+export function isLocalDatabase(connectionString: string): boolean {
+  let host: string;
+  try {
+    host = new URL(connectionString).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  return ['127.0.0.1', 'localhost', '[::1]', '::1', 'host.docker.internal'].includes(host) ||
+    /^127(\.\d{1,3}){3}$/.test(host) || /^[a-z][a-z0-9_-]*$/.test(host);
+}
+
+/** The remedy for a server without PGMQ (docs/ARCHITECTURE.md §7, PGMQ). */
+export const PGMQ_REMEDY: string =
+  'enable the pgmq extension (1.5 or later; Supabase: Database -> Extensions -> pgmq), or, for ' +
+  "a local test database, run `deno task db:push`, which loads the kit's PGMQ-compatible layer";
+
+/**
+ * How PGMQ is provided on a server, from the mode and what the server has; throws the refusal
+ * of a server that is not local ({@linkcode isLocalDatabase}) and has no PGMQ in `auto` mode.
  *
  * - `extension`: the real extension must be installable (it is created by the first migration);
  * - `compat`: the local compatible layer is loaded when the `pgmq` schema is absent;
- * - `auto`: nothing when the schema exists or the extension is available, else the compat layer.
+ * - `auto`: nothing when the schema exists or the extension is available, else the compat layer,
+ *   on a local server only: another server without PGMQ is refused with the remedy, unless the
+ *   layer is asked for with `compat`.
+ *
+ * @example
+ * ```ts
+ * import { pgmqProvider } from './migrate.ts';
+ * const local = 'postgres://postgres@127.0.0.1:5432/app';
+ * console.assert(pgmqProvider('auto', { hasSchema: false, hasExtension: false }, local) === 'compat');
+ * ```
+ */
+export function pgmqProvider(
+  mode: PgmqMode,
+  server: { hasSchema: boolean; hasExtension: boolean },
+  connectionString: string,
+): 'existing' | 'extension' | 'compat' {
+  if (mode === 'extension') {
+    if (!server.hasExtension && !server.hasSchema) {
+      throw new MigrationError(
+        'PGMQ_MODE=extension but the pgmq extension is not available on this server',
+      );
+    }
+    return server.hasSchema ? 'existing' : 'extension';
+  }
+  if (server.hasSchema) return 'existing';
+  if (mode === 'auto' && server.hasExtension) return 'extension';
+  if (mode === 'auto' && !isLocalDatabase(connectionString)) {
+    throw new MigrationError(
+      `the server of ${redact(connectionString)} has no pgmq extension, and it is not local: ` +
+        `${PGMQ_REMEDY}; to load that layer on this server anyway (a test server, never ` +
+        'Supabase), set PGMQ_MODE=compat',
+    );
+  }
+  return 'compat';
+}
+
+/**
+ * Makes PGMQ available before the migrations run, as {@linkcode pgmqProvider} decides. Loading
+ * the compatible layer is said in one line through `log` (it is for tests, never for Supabase).
  *
  * @returns which provider is in use.
  */
 export async function ensurePgmq(
   connectionString: string,
   mode: PgmqMode = pgmqModeFromEnv(),
+  log: (line: string) => void = () => {},
 ): Promise<'existing' | 'extension' | 'compat'> {
   const sql = postgres(connectionString, { max: 1, onnotice: () => {}, prepare: false });
   try {
     const [{ has_schema, has_ext }] = await sql<{ has_schema: boolean; has_ext: boolean }[]>`
       select exists (select 1 from pg_namespace where nspname = 'pgmq') as has_schema,
              exists (select 1 from pg_available_extensions where name = 'pgmq') as has_ext`;
-    if (mode === 'extension') {
-      if (!has_ext && !has_schema) {
-        throw new MigrationError(
-          'PGMQ_MODE=extension but the pgmq extension is not available on this server',
-        );
-      }
-      if (!has_schema) await sql`create extension if not exists pgmq`;
-      return has_schema ? 'existing' : 'extension';
+    const provider = pgmqProvider(
+      mode,
+      { hasSchema: has_schema, hasExtension: has_ext },
+      connectionString,
+    );
+    if (provider === 'extension') await sql`create extension if not exists pgmq`;
+    if (provider === 'compat') {
+      const file = new URL('../../pgmq_compat/pgmq.sql', import.meta.url);
+      await sql.unsafe(await Deno.readTextFile(file));
+      log(
+        `PGMQ is not installed on ${redact(connectionString)}: loaded the kit's ` +
+          'PGMQ-compatible layer (pgmq_compat/pgmq.sql; for local runs and tests, never for ' +
+          'Supabase)',
+      );
     }
-    if (has_schema) return 'existing';
-    if (mode === 'auto' && has_ext) {
-      await sql`create extension if not exists pgmq`;
-      return 'extension';
-    }
-    const file = new URL('../../pgmq_compat/pgmq.sql', import.meta.url);
-    await sql.unsafe(await Deno.readTextFile(file));
-    return 'compat';
+    return provider;
   } finally {
     await sql.end();
   }
@@ -106,7 +172,7 @@ export async function migrate(connectionString: string, opts: MigrateOptions = {
     );
   }
   try {
-    await ensurePgmq(connectionString, opts.pgmqMode ?? pgmqModeFromEnv());
+    await ensurePgmq(connectionString, opts.pgmqMode ?? pgmqModeFromEnv(), opts.log);
   } catch (e) {
     if (e instanceof MigrationError) throw e;
     throw new MigrationError(
@@ -128,8 +194,9 @@ export async function migrate(connectionString: string, opts: MigrateOptions = {
       /Applying migration (\S+)\.\.\./,
       '$1',
     );
-    const reason = text.split('\n').filter((l) => /error|ERROR|failed/i.test(l)).join('\n') ||
+    let reason = text.split('\n').filter((l) => /error|ERROR|failed/i.test(l)).join('\n') ||
       text.trim();
+    if (/extension "pgmq" is not available/.test(text)) reason += `\nremedy: ${PGMQ_REMEDY}`;
     throw new MigrationError(
       `supabase db push failed${failing ? ` in ${failing}` : ''} on ${
         redact(connectionString)

@@ -88,12 +88,11 @@ export async function prune(
   { olderThan, batchSize = 1000 }: PruneOptions,
 ): Promise<PruneResult> {
   const sql = sqlOf(source);
-  const [r] = await call(() =>
+  const [r] = await call(sql, () =>
     sql<PruneRow[]>`
       select runs::text, step_states::text, step_tasks::text, archive_rows::text,
              queue_messages::text, held_runs::text, wake_requests::text, workers::text
-        from switchyard.prune(${olderThan}::interval, ${batchSize}::int)`
-  );
+        from switchyard.prune(${olderThan}::interval, ${batchSize}::int)`);
   return {
     runs: Number(r.runs),
     stepStates: Number(r.step_states),
@@ -176,10 +175,9 @@ export async function pruneCommand(
   { olderThan = '7 days', batchSize = 1000 }: Omit<SchedulePruneOptions, 'schedule'> = {},
 ): Promise<string> {
   const sql = sqlOf(source);
-  const [row] = await call(() =>
+  const [row] = await call(sql, () =>
     sql<{ command: string }[]>`
-      select switchyard.prune_command(${olderThan}::interval, ${batchSize}::int) as command`
-  );
+      select switchyard.prune_command(${olderThan}::interval, ${batchSize}::int) as command`);
   return row.command;
 }
 
@@ -204,11 +202,10 @@ export async function schedulePrune(
   { olderThan = '7 days', schedule = '* * * * *', batchSize = 1000 }: SchedulePruneOptions = {},
 ): Promise<number> {
   const sql = sqlOf(source);
-  const [row] = await call(() =>
+  const [row] = await call(sql, () =>
     sql<{ job: string }[]>`
       select switchyard.schedule_prune(${olderThan}::interval, ${schedule}::text,
-                                       ${batchSize}::int)::text as job`
-  );
+                                       ${batchSize}::int)::text as job`);
   return Number(row.job);
 }
 
@@ -225,8 +222,9 @@ export async function schedulePrune(
  */
 export async function unschedulePrune(source: SqlSource): Promise<boolean> {
   const sql = sqlOf(source);
-  const [row] = await call(() =>
-    sql<{ removed: boolean }[]>`select switchyard.unschedule_prune() as removed`
+  const [row] = await call(
+    sql,
+    () => sql<{ removed: boolean }[]>`select switchyard.unschedule_prune() as removed`,
   );
   return row.removed;
 }

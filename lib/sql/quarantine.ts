@@ -46,7 +46,7 @@ export async function quarantineMessages(
   functionName: string,
 ): Promise<QuarantineResult> {
   const sql = sqlOf(source);
-  const [{ r }] = await call(() =>
+  const [{ r }] = await call(sql, () =>
     sql<
       {
         r: {
@@ -58,8 +58,7 @@ export async function quarantineMessages(
           resumed: boolean;
         };
       }[]
-    >`select switchyard.quarantine_messages(${functionName}::text) as r`
-  );
+    >`select switchyard.quarantine_messages(${functionName}::text) as r`);
   return {
     functionName: r.function_name,
     queueName: r.queue,

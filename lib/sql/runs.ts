@@ -10,6 +10,7 @@
 import { describeValue, SwitchyardError } from '../errors.ts';
 import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
+import { assertStorableReason } from './function_state.ts';
 
 /**
  * Where a run is: `started` (steps may still run), `completed` (its output is set),
@@ -264,11 +265,10 @@ export async function startRun(
   assertUuid(what, 'runId', runId);
   assertUuid(what, 'owner', owner);
   const sql = sqlOf(source);
-  const [row] = await call(() =>
+  const [row] = await call(sql, () =>
     sql<{ id: string }[]>`
       select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
-        ${runId ?? null}::uuid, ${owner ?? null}::uuid) as id`
-  );
+        ${runId ?? null}::uuid, ${owner ?? null}::uuid) as id`);
   return row.id;
 }
 
@@ -292,8 +292,9 @@ export async function runStatus<Output = unknown>(
 ): Promise<RunStatus<Output> | null> {
   assertUuid('runStatus', 'runId', runId);
   const sql = sqlOf(source);
-  const [row] = await call(() =>
-    sql<{ s: RunStatus<Output> | null }[]>`select switchyard.run_status(${runId}::uuid) as s`
+  const [row] = await call(
+    sql,
+    () => sql<{ s: RunStatus<Output> | null }[]>`select switchyard.run_status(${runId}::uuid) as s`,
   );
   return row.s;
 }
@@ -332,10 +333,9 @@ export interface RunResult {
  */
 export async function runResult(source: SqlSource, runId: string): Promise<RunResult | null> {
   const sql = sqlOf(source);
-  const [row] = await call(() =>
+  const [row] = await call(sql, () =>
     sql<RunResult[]>`
-      select r.status, r.output, r.error from switchyard.runs r where r.run_id = ${runId}::uuid`
-  );
+      select r.status, r.output, r.error from switchyard.runs r where r.run_id = ${runId}::uuid`);
   return row ?? null;
 }
 
@@ -381,7 +381,7 @@ export async function runEvents(
 ): Promise<RunEvent[]> {
   assertUuid('runEvents', 'runId', runId);
   const sql = sqlOf(source);
-  const rows = await call(() =>
+  const rows = await call(sql, () =>
     sql<
       {
         event_id: string;
@@ -396,8 +396,7 @@ export async function runEvents(
         from switchyard.run_events e
        where e.run_id = ${runId}::uuid and e.event_id > ${after}::bigint
        order by e.event_id ${newest ? sql`desc` : sql`asc`}
-       limit ${limit}::int`
-  );
+       limit ${limit}::int`);
   if (newest) rows.reverse();
   return rows.map((r) => ({
     eventId: Number(r.event_id),
@@ -450,13 +449,13 @@ export async function cancelRun(
   reason: string,
 ): Promise<CancelResult> {
   assertUuid('cancel', 'runId', runId);
+  assertStorableReason('cancel', reason);
   const sql = sqlOf(source);
-  const [row] = await call(() =>
+  const [row] = await call(sql, () =>
     repeatable(() =>
       sql<{ changed: boolean }[]>`
         select switchyard.cancel_run(${runId}::uuid, ${reason ?? null}::text) as changed`
-    )
-  );
+    ));
   return { runId, changed: row.changed };
 }
 
@@ -496,10 +495,12 @@ export interface RetryResult {
 export async function retryRun(source: SqlSource, runId: string): Promise<RetryResult> {
   assertUuid('retry', 'runId', runId);
   const sql = sqlOf(source);
-  const [row] = await call(() =>
-    repeatable(() =>
-      sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
-    )
+  const [row] = await call(
+    sql,
+    () =>
+      repeatable(() =>
+        sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
+      ),
   );
   return { runId, requeued: row.requeued };
 }

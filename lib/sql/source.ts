@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Sql } from './connection.ts';
+import { connectionFailure, type Sql } from './connection.ts';
 import { fromSqlError } from '../errors.ts';
 
 /** A postgres.js client, or an object that carries one (such as the client of `connect()`). */
@@ -16,11 +16,15 @@ export function sqlOf(source: SqlSource): Sql {
   return typeof source === 'function' ? source : source.sql;
 }
 
-/** Runs one call of the SQL core; its refusals become Switchyard errors (lib/errors.ts). */
-export async function call<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * Runs one call of the SQL core on `sql`; its refusals become Switchyard errors (lib/errors.ts),
+ * a missing SQL core says what to run, and a failure to reach the server names where the URL
+ * came from, its host and port.
+ */
+export async function call<T>(sql: Sql, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    throw fromSqlError(e);
+    throw connectionFailure(fromSqlError(e), sql);
   }
 }

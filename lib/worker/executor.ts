@@ -17,7 +17,7 @@ import type { TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';
 import type { CompletionWriter } from './completion_writer.ts';
 import type { DispatchIndex } from './dispatch_index.ts';
 import type { HandlerResources } from './handler_resources.ts';
-import { errorText, persist, type WorkerLogger } from './persist.ts';
+import { errorText, handlerErrorText, persist, type WorkerLogger } from './persist.ts';
 
 /** One running handler. */
 interface Running {
@@ -196,7 +196,7 @@ export class Executor {
       const result = await persist(
         this.log,
         'fail_task',
-        () => this.q.failTask(runId, stepSlug, attempt, errorText(e), taskIndex),
+        () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex),
       );
       const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
       this.log.warn(

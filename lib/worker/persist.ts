@@ -30,6 +30,33 @@ export function errorText(e: unknown): string {
   return storableText(formatThrown(e));
 }
 
+/** At most this many stack frames are kept with a handler's error. */
+export const MAX_STACK_FRAMES = 12;
+
+/**
+ * A handler's error for `fail_task`: {@linkcode errorText} (its first 2000 characters), then,
+ * for an `Error` with a stack, its first {@linkcode MAX_STACK_FRAMES} frames (`    at ...`, each
+ * at most 200 characters) on the lines below, so the stored error says where it was thrown and
+ * stays within the 4000 characters `fail_task` keeps. Never throws.
+ *
+ * @example
+ * ```ts
+ * import { handlerErrorText } from './persist.ts';
+ * const text = handlerErrorText(new Error('boom'));
+ * console.assert(text.startsWith('Error: boom\n    at '));
+ * ```
+ */
+export function handlerErrorText(e: unknown): string {
+  const head = errorText(e);
+  const first = head.length > 2000 ? `${head.slice(0, 2000)}... (${head.length} characters)` : head;
+  const stack = attempt(() => (e instanceof Error ? String(e.stack ?? '') : ''), '');
+  const frames = stack.split('\n')
+    .filter((line) => /^\s+at /.test(line))
+    .slice(0, MAX_STACK_FRAMES)
+    .map((line) => `    ${line.trim().slice(0, 200)}`);
+  return frames.length > 0 ? storableText(`${first}\n${frames.join('\n')}`) : first;
+}
+
 function formatThrown(e: unknown): string {
   try {
     if (e instanceof Error) {

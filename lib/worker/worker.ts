@@ -22,6 +22,8 @@ import {
   WorkerConfigError,
 } from '../errors.ts';
 import {
+  connectionFailure,
+  connectionOrigin,
   NO_CONNECTION_MESSAGE,
   openSql,
   resolveConnectionString,
@@ -218,8 +220,13 @@ export async function startWorkerImpl(
   if (sql === undefined) {
     url = resolveConnectionString(options.connectionString, options.env);
     if (!url) throw new WorkerConfigError(NO_CONNECTION_MESSAGE);
-    sql = openSql(url, { max: settings.maxConnections });
-    heartbeatSql = openSql(url, { max: 1, applicationName: `switchyard heartbeat ${workerId}` });
+    const origin = connectionOrigin(options.connectionString, options.env);
+    sql = openSql(url, { max: settings.maxConnections, origin });
+    heartbeatSql = openSql(url, {
+      max: 1,
+      applicationName: `switchyard heartbeat ${workerId}`,
+      origin,
+    });
   }
   const q = new WorkerQueries(sql);
   const closeHeartbeat = () =>
@@ -283,7 +290,7 @@ export async function startWorkerImpl(
   } catch (e) {
     if (ownsClient) await sql.end({ timeout: 1 }).catch(() => {});
     await closeHeartbeat();
-    throw fromSqlError(e);
+    throw connectionFailure(fromSqlError(e), sql);
   }
   lifecycle.started();
   log.info(`worker ${workerId} polling "${queueName}" for ${pairs.length} flow/step pair(s)`);
