@@ -7,7 +7,7 @@ import { Flow, startWorker, type StepContext, WorkerShutdownError } from '../lib
 import { connect } from '../lib/ops.ts';
 import { startWorkerImpl } from '../lib/worker/worker.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
@@ -153,7 +153,7 @@ Deno.test('ctx.signal aborts with WorkerShutdownError when the worker stops; the
       }));
   const worker = await startWorker(flow, base);
   const runId = await client.startFlow('ctxShutdown', {});
-  await inHandler;
+  await within(30_000, 'the handler to start', inHandler);
   await worker.stop();
   assert.ok(abortReason instanceof WorkerShutdownError, String(abortReason));
   assert.match(String(abortReason), /the worker is shutting down \(stop requested\)/);

@@ -13,7 +13,7 @@ import {
 } from '../lib/mod.ts';
 import { connect } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
@@ -176,7 +176,7 @@ Deno.test('a worker stops by itself when its row is deprecated; done resolves', 
   const flow = new Flow({ slug: 'deprecated' }).step({ slug: 'x' }, () => 1);
   const worker = await startWorker(flow, { connectionString: db.url, ...FAST });
   await db.sql`select switchyard.deprecate_workers(${worker.functionName})`;
-  await worker.done;
+  await within(30_000, 'the deprecated worker to stop (worker.done)', worker.done);
   const [row] = await db
     .sql`select stopped_at from switchyard.workers where worker_id = ${worker.workerId}`;
   assert.ok(row.stopped_at, 'the stop is recorded');
@@ -340,21 +340,6 @@ Deno.test('a run whose queued message was deleted with pgmq.delete completes: th
   }
 });
 
-/** Settles when `p` does, or throws after `ms` (a deadline, not a timed assertion). */
-async function within<T>(what: string, p: Promise<T>, ms = 15_000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what}: not settled after ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, the rest are released with their attempt refunded', async () => {
   const signals = new Map<string, AbortSignal>();
   let firstWorker = true;
@@ -389,7 +374,7 @@ Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, 
   try {
     for (const kind of kinds) runs.set(kind, await client.startFlow('shutdown', { kind }));
     await waitFor('three handlers running', () => signals.size === 3);
-    await within('stop()', worker.stop());
+    await within(15_000, 'stop() to settle', worker.stop());
     for (const kind of kinds) {
       const signal = signals.get(kind)!;
       assert.equal(signal.aborted, true, `${kind}: signal aborted by the stop`);
@@ -454,7 +439,7 @@ Deno.test('beforeunload aborts the signal of a running handler and releases its 
   assert.equal(response.status, 200, await response.text());
   const run = await client.startFlow('unloading', { n: 1 });
   await waitFor('the handler to run', () => signal !== undefined);
-  await within('unload', platform.unload());
+  await within(15_000, 'the unload to settle', platform.unload());
   assert.equal(signal!.aborted, true);
   assert.ok(signal!.reason instanceof WorkerShutdownError);
   const [t] = await db.sql`select status, attempts_count from switchyard.step_tasks

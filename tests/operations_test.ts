@@ -40,7 +40,7 @@ import {
 import { migrate } from '../lib/ops.ts';
 import { startCluster } from '../scripts/_cluster.ts';
 import { adminUrl, createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
@@ -392,7 +392,7 @@ Deno.test('pause stops the workers and blocks starts; only resume brings the fun
       count(db.sql`select count(*) as n from switchyard.workers
                   where worker_id = ${worker.workerId} and stopped_at is not null`),
   );
-  await worker.done;
+  await within(30_000, 'the paused worker to stop (worker.done)', worker.done);
   const [stopped] = await db
     .sql`select stop_reason from switchyard.workers where worker_id = ${worker.workerId}`;
   assert.equal(stopped.stop_reason, 'function paused');
@@ -591,7 +591,7 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
     open();
     const quiet = await waitForFence(client, { timeoutMs: 20_000, heartbeatWindowSeconds: 1 });
     assert.equal(quiet.quiet, true);
-    await worker.done;
+    await within(30_000, 'the deprecated worker to stop (worker.done)', worker.done);
     assert.equal(
       (await client.waitForRun(runId)).status,
       'completed',

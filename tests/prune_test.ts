@@ -20,7 +20,7 @@ import {
 import { ageInterval } from '../scripts/prune.ts';
 import { startCluster } from '../scripts/_cluster.ts';
 import { createTestDatabase, type TestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const quiet = { info() {}, warn() {}, error() {} };
@@ -263,7 +263,7 @@ Deno.test('prune under load with workers running loses no open work', async () =
     const [{ archived }] = await t.db.sql<{ archived: number }[]>`
       select count(*)::int as archived from pgmq.a_churn`;
     assert.equal(archived, remaining.length * 2);
-    for (const w of workers) await w.done;
+    for (const w of workers) await within(30_000, 'a churn worker to stop (worker.done)', w.done);
   } finally {
     await t.close();
   }
