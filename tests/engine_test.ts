@@ -417,6 +417,49 @@ Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, 
   }
 });
 
+Deno.test('a message read after a stop request is made visible again at once, its task left queued', async () => {
+  let ran = 0;
+  const flow = new Flow({ slug: 'lateRead', maxAttempts: 1 }).step({ slug: 'work' }, () => ran++);
+  const url = new URL(db.url);
+  url.searchParams.set('application_name', 'late_read_worker');
+  // A long poll and a long visibility timeout: a read message not handed back stays hidden
+  // for 10 minutes, which nothing below waits for.
+  const worker = await startWorker(flow, {
+    ...FAST,
+    connectionString: url.toString(),
+    maxPollSeconds: 30,
+    visibilityTimeout: 600,
+    logger: SILENT,
+  });
+  let stopping: Promise<void> | undefined;
+  try {
+    // The poller is inside read_with_poll; the stop request comes now, the message after it,
+    // so the poll returns it to a stopping worker.
+    await waitFor(
+      'the poller to wait in read_with_poll',
+      async () =>
+        (await db.sql`select 1 from pg_stat_activity
+                     where application_name = 'late_read_worker' and state = 'active'
+                       and query like '%read_with_poll%'`).length > 0,
+    );
+    stopping = worker.stop();
+    const runId = await client.startFlow('lateRead', {});
+    await within(30_000, 'the stopping worker to finish (stop())', stopping);
+    const [task] = await db.sql`
+      select t.status, t.attempts_count, t.worker_id, q.read_ct, q.vt <= clock_timestamp() as visible
+        from switchyard.step_tasks t join pgmq.q_lateread q on q.msg_id = t.message_id
+       where t.run_id = ${runId}`;
+    assert.deepEqual(
+      { ...task },
+      { status: 'queued', attempts_count: 0, worker_id: null, read_ct: 1, visible: true },
+      'read once by the stopping poller, not claimed, visible again at once',
+    );
+    assert.equal(ran, 0, 'no handler ran');
+  } finally {
+    await worker.stop();
+  }
+});
+
 Deno.test('beforeunload aborts the signal of a running handler and releases its task', async () => {
   let signal: AbortSignal | undefined;
   const flow = new Flow<{ n: number }>({ slug: 'unloading', maxAttempts: 2, timeout: 600 })

@@ -179,6 +179,46 @@ Deno.test('a pruned run is gone with all its rows and archive rows; other runs a
   }
 });
 
+Deno.test('prune never picks an open run, however old: a run started 30 days ago keeps every row and its message', async () => {
+  const t = await fresh();
+  try {
+    const flow = new Flow<{ n: number }>({ slug: 'agedOpen' })
+      .step({ slug: 'one' }, (input) => ({ n: input.n }))
+      .step({ slug: 'two', dependsOn: ['one'] }, (input) => ({ n: input.one.n + 1 }));
+    await (await startWorker(flow, t.base)).stop(); // compiles the flow
+    const open = await t.client.startFlow('agedOpen', { n: 1 });
+    const ended = await t.client.startFlow('agedOpen', { n: 2 });
+    await t.db.sql`select switchyard.cancel_run(${ended}::uuid, 'ended on purpose')`;
+    // Both 30 days old in every timestamp they have: only the ended one may go.
+    const both = [open, ended];
+    await t.db.sql`update switchyard.runs set started_at = started_at - interval '30 days',
+                          cancelled_at = cancelled_at - interval '30 days'
+                    where run_id = any(${both}::uuid[])`;
+    await t.db.sql`update switchyard.step_states set created_at = created_at - interval '30 days'
+                    where run_id = any(${both}::uuid[])`;
+    await t.db.sql`update switchyard.step_tasks set queued_at = queued_at - interval '30 days'
+                    where run_id = any(${both}::uuid[])`;
+    const [message] = await messagesOf(t.db, [open]);
+    const removed = await prune(t.client, { olderThan: '7 days' });
+    assert.equal(removed.runs, 1, 'the cancelled run only');
+    assert.equal(removed.heldRuns, 0, 'the open run was never a candidate');
+    assert.equal(removed.queueMessages, 0, 'no queued message was deleted');
+    assert.deepEqual(await rowsOf(t.db, [ended]), { runs: 0, states: 0, tasks: 0 });
+    assert.deepEqual(await rowsOf(t.db, [open]), { runs: 1, states: 2, tasks: 1 });
+    assert.ok((await idsIn(t.db, 'q_agedopen')).has(message.split(':')[1]), 'its message waits');
+    // And the open run still finishes.
+    const worker = await startWorker(flow, t.base);
+    try {
+      const status = await t.client.waitForRun(open);
+      assert.deepEqual([status.status, status.output], ['completed', { two: { n: 2 } }]);
+    } finally {
+      await worker.stop();
+    }
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test('prune under load with workers running loses no open work', async () => {
   const t = await fresh();
   // Records every run prune deletes, with the status it had.
