@@ -19,7 +19,8 @@ import { KIT_ROOT } from './_project.ts';
 import { ensurePostgresBinaries } from './_provision.ts';
 import { type Mutant, MUTANTS } from './mutants.ts';
 
-helpOption(`usage: deno task mutate [--only NAME,...] [--list] [--no-baseline] [--bound-minutes N]
+helpOption(`usage: deno task mutate [--only NAME,...] [--tests FILE,...] [--list] [--no-baseline]
+                        [--bound-minutes N]
 
 Plants each mutant of scripts/mutants.ts in a scratch copy of the kit, one at a time, runs the
 test files named for it and prints "N killed, M survived" with the survivors named (exit code 1
@@ -28,6 +29,8 @@ when one survives or a mutant no longer applies).
   --only NAME,...     only these mutants
   --list              list the mutants and their tests, run nothing
   --no-baseline       skip the unmutated run of the named test files
+  --tests FILE,...    run these test files instead of the ones named for each mutant (to show
+                      that a second test kills a mutant on its own)
   --bound-minutes N   stop one mutant's tests after N minutes (default 10): counted as killed`);
 
 const log = (line: string) => console.error(`[mutate] ${line}`);
@@ -153,7 +156,9 @@ if (import.meta.main) {
     console.error(`error: unknown mutant(s): ${unknown.join(', ')} (see --list)`);
     Deno.exit(1);
   }
-  const mutants = MUTANTS.filter((m) => !only || only.includes(m.name));
+  const tests = option('--tests')?.split(',').map((s) => s.trim()).filter(Boolean);
+  const mutants = MUTANTS.filter((m) => !only || only.includes(m.name))
+    .map((m) => (tests ? { ...m, tests } : m));
   if (Deno.args.includes('--list')) {
     for (const m of MUTANTS) {
       console.log(`${m.name}: ${m.bug}\n  ${m.file} -> ${m.tests.join(' ')}`);
