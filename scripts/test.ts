@@ -59,15 +59,53 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
+// Interrupted (Ctrl-C, or a bound such as .ci/bounded's `timeout -s INT`): deno test gets
+// SIGINT, on which it lists the tests still running ("The following tests were pending"),
+// file and line (with --parallel it prints a test's name only with its result); then the
+// cluster goes.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   Deno.addSignalListener(signal, async () => {
-    log(`${signal}: stopping`);
-    try {
-      child?.kill('SIGTERM');
-    } catch { /* exited */ }
+    log(`${signal}: stopping; deno test lists the tests still running`);
+    if (child) {
+      try {
+        child.kill('SIGINT');
+      } catch { /* exited */ }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const exited = await Promise.race([
+        child.status.then(() => true),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 10_000))),
+      ]);
+      clearTimeout(timer);
+      if (!exited) {
+        log('deno test did not stop within 10 s of SIGINT: killing it');
+        try {
+          child.kill('SIGKILL');
+        } catch { /* exited */ }
+      }
+    }
     await cleanup();
     Deno.exit(130);
   });
+}
+
+/**
+ * Whether the server has pg_cron where the cron tests need it: `'1'`, or why not (the tests
+ * that need it fail with this reason; they are never skipped).
+ */
+async function pgCronOnServer(url: string): Promise<string> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ db: string; cron_db: string | null; version: string | null }[]>`
+      select current_database() as db, current_setting('cron.database_name', true) as cron_db,
+             (select extversion from pg_extension where extname = 'pg_cron') as version`;
+    if (row.version) return '1';
+    return `pg_cron is not created in database "${row.db}" of DATABASE_URL` +
+      (row.cron_db ? ` (cron.database_name is "${row.cron_db}")` : ' (pg_cron is not preloaded)') +
+      ": preload it (shared_preload_libraries = 'pg_cron'), set cron.database_name to that " +
+      'database and create extension pg_cron there';
+  } finally {
+    await sql.end();
+  }
 }
 
 let code = 1;
@@ -81,6 +119,11 @@ try {
   } else {
     log('using DATABASE_URL');
   }
+  const pgCron = cluster
+    ? (cluster.pgCron ? '1' : 'pg_cron.so is missing next to the server binaries: install ' +
+      'postgresql-15-cron (scripts/_provision.ts does as root)')
+    : await pgCronOnServer(adminUrl);
+  if (pgCron !== '1') log(`the pg_cron tests will fail: ${pgCron}`);
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database "${template}"`);
@@ -129,7 +172,7 @@ try {
     env: {
       SWITCHYARD_TEST_ADMIN_URL: adminUrl,
       SWITCHYARD_TEST_TEMPLATE: template,
-      SWITCHYARD_TEST_PG_CRON: cluster?.pgCron ? '1' : '',
+      SWITCHYARD_TEST_PG_CRON: pgCron,
     },
     stdin: 'null',
   }).spawn();

@@ -27,7 +27,7 @@ import { migrate, runEvents } from '../lib/ops.ts';
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import { startCluster } from '../scripts/_cluster.ts';
 import { adminUrl, createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -187,7 +187,8 @@ Deno.test('output() reads once, then once after the completion notification (cou
   const client = createClient(registry, { sql });
   try {
     const run = await client.start('once', { n: 21 });
-    await started.wait(); // the claim changed no step: no notification
+    // The claim changed no step: no notification.
+    await within(30_000, 'the handler to start', started.wait());
     const output = run.output({ timeoutMs: 30_000 });
     await waitFor('the first read', () => counter.reads === 1);
     release.open();
@@ -365,7 +366,7 @@ Deno.test('cancel mid-flight: queued work archived, the running step finishes un
   const client = createClient(registry, { connectionString: db.url });
   try {
     const run = await client.start('cancellable', { n: 1 });
-    await started.wait();
+    await within(30_000, 'the handler to start', started.wait());
     const ending = run.output({ timeoutMs: 30_000 });
     const result = await client.cancel(run.runId, 'the customer withdrew');
     assert.deepEqual(result, { runId: run.runId, changed: true });
@@ -903,6 +904,7 @@ Deno.test('README: "Starting flows from your app" runs as written', async () => 
   }
 });
 
-Deno.test('teardown', async () => {
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await db.close();
 });

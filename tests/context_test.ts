@@ -1,13 +1,14 @@
 /**
  * The handler context (issue 12): runId, flowSlug, stepSlug, taskIndex, attempt, flowInput,
- * signal (timeout or shutdown), env, sql and supabase — with real workers on real PostgreSQL.
+ * signal (aborted on the step's timeout and on shutdown), env, sql (closed when the worker
+ * stops) and supabase — with real workers on real PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import { Flow, startWorker, type StepContext, WorkerShutdownError } from '../lib/mod.ts';
 import { connect } from '../lib/ops.ts';
 import { startWorkerImpl } from '../lib/worker/worker.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
@@ -17,6 +18,8 @@ Deno.test('ctx carries the task identity, the flow input, env and a working sql 
   Deno.env.set('SWITCHYARD_CTX_TEST', 'from-env');
   await db.sql`create table public.ctx_log (run_id uuid, step text, note text)`;
   const seen: Record<string, unknown>[] = [];
+  let handlerSql: StepContext<unknown>['sql'] | undefined;
+  let handlerPid = 0;
   const flow = new Flow<{ label: string }>({ slug: 'ctxFlow', maxAttempts: 2, baseDelay: 0 })
     .step({ slug: 'first' }, async (input, ctx) => {
       if (ctx.attempt === 1) throw new Error('first attempt fails on purpose');
@@ -43,17 +46,23 @@ Deno.test('ctx carries the task identity, the flow input, env and a working sql 
       return note;
     })
     .step({ slug: 'second', dependsOn: ['first'] }, async (input, ctx) => {
-      const [{ db: name }] = await ctx.sql<{ db: string }[]>`select current_database() as db`;
+      handlerSql = ctx.sql;
+      const [{ db: name, pid }] = await ctx.sql<{ db: string; pid: number }[]>`
+        select current_database() as db, pg_backend_pid() as pid`;
+      handlerPid = pid;
       return { echo: input.first, db: name, taskIndex: ctx.taskIndex };
     });
+  // The worker's pools and the handlers' pool carry the URL's application_name (the
+  // heartbeat its own): the client's connections, which may idle on, are not counted.
+  const url = new URL(db.url);
+  url.searchParams.set('application_name', 'ctx_worker');
+  const worker = await startWorker(flow, { ...base, connectionString: url.toString() });
   const backends = async () => {
     const [{ n }] = await db.sql<{ n: number }[]>`
-      select count(*)::int as n from pg_stat_activity where datname = current_database()`;
+      select count(*)::int as n from pg_stat_activity
+       where application_name in ('ctx_worker', ${`switchyard heartbeat ${worker.workerId}`})`;
     return n;
   };
-  await client.runStatus(crypto.randomUUID()); // the client's connection is open before
-  const before = await backends();
-  const worker = await startWorker(flow, base);
   try {
     const runId = await client.startFlow('ctxFlow', { label: 'hello' });
     const status = await client.waitForRun(runId);
@@ -81,8 +90,27 @@ Deno.test('ctx carries the task identity, the flow input, env and a working sql 
     await worker.stop();
     Deno.env.delete('SWITCHYARD_CTX_TEST');
   }
-  // Stopping the worker closed its pool and the handlers' pool: no connection is left.
-  await waitFor('the worker and handler pools to close', async () => (await backends()) === before);
+  // Stopping the worker closed the handlers' pool: ended, not merely idle (postgres.js closes
+  // idle connections after 30 s but reconnects on the next query), so a query on it fails.
+  assert.ok(handlerSql && handlerPid, 'the second handler used ctx.sql');
+  await assert.rejects(
+    within(10_000, "a query on the stopped handlers' pool", handlerSql`select 1`),
+    (e: Error & { code?: string }) => e.code === 'CONNECTION_ENDED',
+  );
+  // And its connection is gone well before the 30 s idle timeout could have closed it (10 s
+  // of room for a loaded machine), as are the worker's own: no connection is left.
+  const alive = async () =>
+    (await db.sql`select 1 from pg_stat_activity where pid = ${handlerPid}`).length > 0;
+  await waitFor("the handlers' connection to close", async () => !(await alive()), {
+    timeoutMs: 10_000,
+  });
+  await waitFor(
+    'the worker and handler pools to close',
+    async () => (await backends()) === 0,
+    {
+      timeoutMs: 10_000,
+    },
+  );
 });
 
 Deno.test('ctx.supabase is a service-role supabase-js client when SUPABASE_URL and the key are set', async () => {
@@ -153,7 +181,7 @@ Deno.test('ctx.signal aborts with WorkerShutdownError when the worker stops; the
       }));
   const worker = await startWorker(flow, base);
   const runId = await client.startFlow('ctxShutdown', {});
-  await inHandler;
+  await within(30_000, 'the handler to start', inHandler);
   await worker.stop();
   assert.ok(abortReason instanceof WorkerShutdownError, String(abortReason));
   assert.match(String(abortReason), /the worker is shutting down \(stop requested\)/);
@@ -163,7 +191,40 @@ Deno.test('ctx.signal aborts with WorkerShutdownError when the worker stops; the
   assert.deepEqual({ ...task }, { status: 'queued', attempts_count: 0 });
 });
 
-Deno.test('teardown', async () => {
+Deno.test('ctx.signal aborts on the step timeout with the timeout error, which fails the attempt', async () => {
+  let seen: { reason: unknown; aborted: boolean } | undefined;
+  const flow = new Flow({ slug: 'ctxTimeout', maxAttempts: 1 })
+    .step(
+      { slug: 'slow', timeout: 1 },
+      (_input, ctx: StepContext<unknown>) =>
+        new Promise((_, reject) => {
+          ctx.signal.addEventListener('abort', () => {
+            seen = { reason: ctx.signal.reason, aborted: ctx.signal.aborted };
+            reject(ctx.signal.reason);
+          });
+        }),
+    );
+  const silent = { info() {}, warn() {}, error() {} };
+  const worker = await startWorker(flow, { ...base, logger: silent });
+  try {
+    const runId = await client.startFlow('ctxTimeout', {});
+    const status = await client.waitForRun(runId);
+    assert.equal(status.status, 'failed');
+    assert.match(status.error ?? '', /step "slow" timed out after 1s/);
+    // The handler heard it from its signal (not from the worker stopping: that comes later).
+    const heard = await waitFor('the handler to see its signal abort on the timeout', () => seen, {
+      timeoutMs: 10_000,
+    });
+    assert.equal(heard.aborted, true);
+    assert.ok(!(heard.reason instanceof WorkerShutdownError), String(heard.reason));
+    assert.match(String(heard.reason), /step "slow" timed out after 1s/);
+  } finally {
+    await worker.stop();
+  }
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await client.close();
   await db.close();
 });

@@ -724,7 +724,8 @@ Deno.test('privileges: the service role may call the dashboard functions, anon a
   );
 });
 
-Deno.test('teardown', async () => {
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await work?.stop();
   await main.close();
   await client.close();

@@ -8,6 +8,7 @@ import {
   InvalidSlugError,
   RouteError,
   SwitchyardError,
+  UnstorableValueError,
 } from '../lib/errors.ts';
 import { type AnyFlow, Flow, type StepContext } from '../lib/dsl/flow.ts';
 import { flowShape, toPlacement } from '../lib/dsl/placement.ts';
@@ -842,6 +843,25 @@ Deno.test('assertJson rejects non-JSON values and names their path', () => {
       return true;
     });
   }
+});
+
+Deno.test('assertJson refuses U+0000 wherever it sits, with the path and the index', () => {
+  const cases: [unknown, string, string][] = [
+    ['\u0000', 'input', 'the string holds U+0000 at index 0'],
+    [{ a: 'ab\u0000' }, 'input.a', 'the string holds U+0000 at index 2'],
+    [{ list: [1, ['x', 'y\u0000z']] }, 'input.list[1][1]', 'the string holds U+0000 at index 1'],
+    [{ ['k\u0000']: 1 }, 'input["k\\u0000"]', 'the property name holds U+0000 at index 1'],
+  ];
+  for (const [value, path, rule] of cases) {
+    assert.throws(() => assertJson(value), (error: unknown) => {
+      assert.ok(error instanceof UnstorableValueError, String(error));
+      assert.equal(error.path, path);
+      assert.ok(error.message.includes(rule), `"${error.message}" lacks "${rule}"`);
+      return true;
+    });
+  }
+  // Text around it is fine, and so is the six-character escape written out.
+  assertJson({ a: 'before after', b: '\\u0000' });
 });
 
 Deno.test('assertJson names the root as told', () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Flow, routeFlow, startWorker } from '../lib/mod.ts';
 import { connect } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST } from './_helpers/wait.ts';
+import { FAST, waitFor } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
@@ -60,7 +60,60 @@ Deno.test('the lost-message search leaves the queued tasks of a failed run alone
   assert.deepEqual(queued.map((r) => r.msg_id), [after.get(started)]);
 });
 
-Deno.test('teardown', async () => {
+Deno.test('a task that completes after its run ended (failed or cancelled) is recorded and starts nothing', async () => {
+  // `slow` runs while its run ends; `after` depends on it and must never start.
+  const gates = new Map<string, () => void>();
+  const flow = new Flow<{ fail: boolean }>({ slug: 'endedLate', maxAttempts: 1, timeout: 120 })
+    .step({ slug: 'slow' }, async (_input, ctx) => {
+      await new Promise<void>((r) => gates.set(ctx.runId, r));
+      return 'late';
+    })
+    .step({ slug: 'boom' }, async (input, ctx) => {
+      // Only once slow runs, so the run ends with slow started, never with it still queued.
+      while (!gates.has(ctx.runId) && !ctx.signal.aborted) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      if (input.fail) throw new Error('boom ends the run');
+      return 'held';
+    })
+    .step({ slug: 'after', dependsOn: ['slow'] }, (input) => input.slow);
+  const worker = await startWorker(flow, {
+    connectionString: db.url,
+    logger: quiet,
+    maxConcurrent: 4,
+    ...FAST,
+  });
+  try {
+    const failed = await client.startFlow('endedLate', { fail: true });
+    assert.equal((await client.waitForRun(failed)).status, 'failed');
+    const cancelled = await client.startFlow('endedLate', { fail: false });
+    await waitFor('slow to run in the second run', () => gates.has(cancelled));
+    await db.sql`select switchyard.cancel_run(${cancelled}::uuid, 'ended on purpose')`;
+    for (const open of gates.values()) open();
+    for (const [run, status] of [[failed, 'failed'], [cancelled, 'cancelled']]) {
+      await waitFor(
+        `the late completion of ${status} run's slow to be recorded`,
+        async () =>
+          (await db.sql`select 1 from switchyard.step_tasks where run_id = ${run}
+                        and step_slug = 'slow' and status <> 'started'`).length > 0,
+      );
+      const states = await db.sql<{ step_slug: string; status: string }[]>`
+        select step_slug, status from switchyard.step_states
+         where run_id = ${run} and step_slug = 'after'`;
+      assert.notEqual(states[0].status, 'started', `${status}: after never started`);
+      const tasks = await db.sql`select 1 from switchyard.step_tasks
+                                  where run_id = ${run} and step_slug = 'after'`;
+      assert.equal(tasks.length, 0, `${status}: no task for after`);
+      assert.equal((await client.runStatus(run))?.status, status, `${status}: stays ${status}`);
+    }
+  } finally {
+    for (const open of gates.values()) open();
+    await worker.stop();
+  }
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await client.close();
   await db.close();
 });

@@ -13,7 +13,7 @@ import {
 } from '../lib/mod.ts';
 import { connect } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
@@ -176,7 +176,7 @@ Deno.test('a worker stops by itself when its row is deprecated; done resolves', 
   const flow = new Flow({ slug: 'deprecated' }).step({ slug: 'x' }, () => 1);
   const worker = await startWorker(flow, { connectionString: db.url, ...FAST });
   await db.sql`select switchyard.deprecate_workers(${worker.functionName})`;
-  await worker.done;
+  await within(30_000, 'the deprecated worker to stop (worker.done)', worker.done);
   const [row] = await db
     .sql`select stopped_at from switchyard.workers where worker_id = ${worker.workerId}`;
   assert.ok(row.stopped_at, 'the stop is recorded');
@@ -343,21 +343,6 @@ Deno.test('a run whose queued message was deleted with pgmq.delete completes: th
   }
 });
 
-/** Settles when `p` does, or throws after `ms` (a deadline, not a timed assertion). */
-async function within<T>(what: string, p: Promise<T>, ms = 15_000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what}: not settled after ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, the rest are released with their attempt refunded', async () => {
   const signals = new Map<string, AbortSignal>();
   let firstWorker = true;
@@ -392,7 +377,7 @@ Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, 
   try {
     for (const kind of kinds) runs.set(kind, await client.startFlow('shutdown', { kind }));
     await waitFor('three handlers running', () => signals.size === 3);
-    await within('stop()', worker.stop());
+    await within(15_000, 'stop() to settle', worker.stop());
     for (const kind of kinds) {
       const signal = signals.get(kind)!;
       assert.equal(signal.aborted, true, `${kind}: signal aborted by the stop`);
@@ -435,6 +420,49 @@ Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, 
   }
 });
 
+Deno.test('a message read after a stop request is made visible again at once, its task left queued', async () => {
+  let ran = 0;
+  const flow = new Flow({ slug: 'lateRead', maxAttempts: 1 }).step({ slug: 'work' }, () => ran++);
+  const url = new URL(db.url);
+  url.searchParams.set('application_name', 'late_read_worker');
+  // A long poll and a long visibility timeout: a read message not handed back stays hidden
+  // for 10 minutes, which nothing below waits for.
+  const worker = await startWorker(flow, {
+    ...FAST,
+    connectionString: url.toString(),
+    maxPollSeconds: 30,
+    visibilityTimeout: 600,
+    logger: SILENT,
+  });
+  let stopping: Promise<void> | undefined;
+  try {
+    // The poller is inside read_with_poll; the stop request comes now, the message after it,
+    // so the poll returns it to a stopping worker.
+    await waitFor(
+      'the poller to wait in read_with_poll',
+      async () =>
+        (await db.sql`select 1 from pg_stat_activity
+                     where application_name = 'late_read_worker' and state = 'active'
+                       and query like '%read_with_poll%'`).length > 0,
+    );
+    stopping = worker.stop();
+    const runId = await client.startFlow('lateRead', {});
+    await within(30_000, 'the stopping worker to finish (stop())', stopping);
+    const [task] = await db.sql`
+      select t.status, t.attempts_count, t.worker_id, q.read_ct, q.vt <= clock_timestamp() as visible
+        from switchyard.step_tasks t join pgmq.q_lateread q on q.msg_id = t.message_id
+       where t.run_id = ${runId}`;
+    assert.deepEqual(
+      { ...task },
+      { status: 'queued', attempts_count: 0, worker_id: null, read_ct: 1, visible: true },
+      'read once by the stopping poller, not claimed, visible again at once',
+    );
+    assert.equal(ran, 0, 'no handler ran');
+  } finally {
+    await worker.stop();
+  }
+});
+
 Deno.test('beforeunload aborts the signal of a running handler and releases its task', async () => {
   let signal: AbortSignal | undefined;
   const flow = new Flow<{ n: number }>({ slug: 'unloading', maxAttempts: 2, timeout: 600 })
@@ -457,7 +485,7 @@ Deno.test('beforeunload aborts the signal of a running handler and releases its 
   assert.equal(response.status, 200, await response.text());
   const run = await client.startFlow('unloading', { n: 1 });
   await waitFor('the handler to run', () => signal !== undefined);
-  await within('unload', platform.unload());
+  await within(15_000, 'the unload to settle', platform.unload());
   assert.equal(signal!.aborted, true);
   assert.ok(signal!.reason instanceof WorkerShutdownError);
   const [t] = await db.sql`select status, attempts_count from switchyard.step_tasks
@@ -505,7 +533,8 @@ Deno.test('handlers get their input and the flow input from a claim that carries
   }
 });
 
-Deno.test('teardown', async () => {
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await client.close();
   await db.close();
 });

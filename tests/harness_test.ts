@@ -7,7 +7,7 @@ import postgres from 'postgres';
 import { migrate, MigrationError, pgmqModeFromEnv } from '../lib/ops.ts';
 import { freePort } from '../scripts/_cluster.ts';
 import { adminUrl } from './_helpers/db.ts';
-import { waitFor } from './_helpers/wait.ts';
+import { waitFor, within } from './_helpers/wait.ts';
 import { exists } from '../scripts/_util.ts';
 
 const root = new URL('../', import.meta.url).pathname;
@@ -41,6 +41,10 @@ function spawnHarness(file: string, env: Record<string, string>) {
   }).spawn();
 }
 
+/** Text without the terminal colours deno test prints. */
+// deno-lint-ignore no-control-regex
+const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
+
 async function collect(stream: ReadableStream<Uint8Array>, sink: { text: string }) {
   for await (const chunk of stream.pipeThrough(new TextDecoderStream())) sink.text += chunk;
 }
@@ -51,7 +55,11 @@ const harnessEnv = () =>
 Deno.test('a failing run exits non-zero and leaves no PostgreSQL process or directory behind', async () => {
   const child = spawnHarness('tests/fixtures/harness_failing.ts', harnessEnv());
   const out = { text: '' }, err = { text: '' };
-  await Promise.all([collect(child.stdout, out), collect(child.stderr, err), child.status]);
+  await within(
+    120_000,
+    'the failing harness run to exit',
+    Promise.all([collect(child.stdout, out), collect(child.stderr, err), child.status]),
+  );
   const status = await child.status;
   assert.notEqual(status.code, 0, 'a failing test fails the run');
   const dir = err.text.match(/cluster dir: (\S+)/)?.[1];
@@ -72,11 +80,68 @@ Deno.test('an interrupted run stops the cluster and removes its directory', asyn
   assert.ok(dir);
   assert.equal(await exists(dir), true);
   child.kill('SIGINT');
-  const status = await child.status;
+  const status = await within(60_000, 'the interrupted harness to exit', child.status);
   await reading;
   assert.notEqual(status.code, 0);
+  // The harness passed the SIGINT on: deno test named the test that was still running.
+  assert.match(
+    plain(out.text + err.text),
+    /The following tests were pending:\s+this test waits until the run is interrupted => \.\/tests\/fixtures\/harness_hanging\.ts:\d+/,
+  );
   assert.equal(await exists(dir), false, `${dir} was removed`);
   assert.equal(await processMentions(dir), false, 'no server process is left');
+});
+
+Deno.test('a hung test ends a bounded run (.ci/bounded, as in .ci/run) within the bound, naming the test', async () => {
+  // The suite's own server (DATABASE_URL) spares a cluster start. The bound covers the
+  // template migration and the fixture's type check (a few seconds) with room for a loaded
+  // machine (load average 8 on 2 cores); the run must end within it plus the clean-up grace
+  // (.ci/bounded kills what is left 30 s after the bound).
+  const BOUND_S = 25;
+  const env: Record<string, string> = { ...harnessEnv(), DATABASE_URL: adminUrl() };
+  env.SWITCHYARD_CI_DEADLINE = String(Math.floor(Date.now() / 1000) + BOUND_S);
+  const started = Date.now();
+  const child = new Deno.Command('bash', {
+    args: [
+      '.ci/bounded',
+      Deno.execPath(),
+      'run',
+      '-A',
+      'scripts/test.ts',
+      'tests/fixtures/harness_hanging.ts',
+    ],
+    cwd: root,
+    env,
+    clearEnv: true,
+    stdout: 'piped',
+    stderr: 'piped',
+  }).spawn();
+  const out = { text: '' }, err = { text: '' };
+  const [, , status] = await within(
+    (BOUND_S + 60) * 1000,
+    'the bounded run to end',
+    Promise.all([collect(child.stdout, out), collect(child.stderr, err), child.status]),
+  );
+  const seconds = (Date.now() - started) / 1000;
+  const text = plain(out.text + err.text);
+  assert.equal(status.code, 124, text);
+  assert.ok(out.text.includes('HANGING'), `the hung test had started:\n${text}`);
+  assert.match(
+    text,
+    /The following tests were pending:\s+this test waits until the run is interrupted => \.\/tests\/fixtures\/harness_hanging\.ts:\d+/,
+  );
+  assert.match(err.text, /\[ci\] TIMED OUT: the test run passed its bound/);
+  assert.ok(seconds < BOUND_S + 45, `ended ${seconds} s after the start (bound ${BOUND_S} s)`);
+  // The harness still cleaned up: its template database is gone.
+  const template = err.text.match(/migrated template (\S+)/)?.[1];
+  assert.ok(template, err.text);
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    const rows = await admin`select 1 from pg_database where datname = ${template}`;
+    assert.equal(rows.length, 0, `${template} was dropped`);
+  } finally {
+    await admin.end();
+  }
 });
 
 Deno.test('missing server binaries: the harness says which package to install', async () => {

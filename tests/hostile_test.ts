@@ -26,7 +26,7 @@ import { assertQueueName } from '../lib/dsl/queue_names.ts';
 import { connect, quarantineMessages, UnknownFunctionError } from '../lib/ops.ts';
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
@@ -469,7 +469,11 @@ Deno.test('forged messages are refused as unsupported, never executed, and never
     lines.length = 0;
 
     const worker = await startWorker([deployed], options);
-    const err = await worker.done.then(() => null, (e) => e);
+    const err = await within(
+      30_000,
+      'the worker to stop on the unsupported batch (worker.done)',
+      worker.done.then(() => null, (e) => e),
+    );
     assert.ok(err instanceof UnsupportedWorkError, `${m.what}: ${err}`);
     assert.deepEqual(err.messageIds, [msgId], m.what);
     assert.deepEqual(err.unsupportedPairs, ['(no task)'], m.what);
@@ -519,7 +523,11 @@ Deno.test('forged messages are refused as unsupported, never executed, and never
   assert.deepEqual(classes.map((c) => c.class), again.map(() => 'unsupported'));
   lines.length = 0;
   const worker = await startWorker([deployed], options);
-  const err = await worker.done.then(() => null, (e) => e);
+  const err = await within(
+    30_000,
+    'the worker to stop on the unsupported batch (worker.done)',
+    worker.done.then(() => null, (e) => e),
+  );
   assert.ok(err instanceof UnsupportedWorkError);
   assert.deepEqual(err.messageIds, again);
   assert.deepEqual(executions, [realRun]);
@@ -777,7 +785,11 @@ Deno.test('deno task quarantine moves exactly the foreign messages named in the 
     insert into pgmq.q_quar_q (vt, message, headers) values (now(), null, '{"h": 1}')
     returning msg_id::text as id`;
   const worker = await startWorker([deployed], options);
-  const err = await worker.done.then(() => null, (e) => e);
+  const err = await within(
+    30_000,
+    'the worker to stop on the unsupported batch (worker.done)',
+    worker.done.then(() => null, (e) => e),
+  );
   assert.ok(err instanceof UnsupportedWorkError, String(err));
   assert.deepEqual(err.messageIds, [BigInt(a), BigInt(b)]);
   // Never automatic: both are still in the queue, and the pause names them structurally.
@@ -906,6 +918,7 @@ Deno.test("quarantine never moves a real task's message: a registry lacking a ve
   }
 });
 
-Deno.test('teardown', async () => {
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await db.close();
 });

@@ -22,7 +22,7 @@ import { connect, keepAlive, keepAliveCommand, pauseFunction } from '../lib/ops.
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import { resolveSettings } from '../lib/worker/settings.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
@@ -707,7 +707,7 @@ Deno.test('a worker pool has maxConnections connections (plus the heartbeat), an
       locked();
       await unlocked;
     });
-    await isLocked;
+    await within(30_000, 'the locker to lock every task', isLocked);
     release();
     await waitFor(
       'the failures to wait on the locks',
@@ -753,7 +753,8 @@ Deno.test('a worker pool has maxConnections connections (plus the heartbeat), an
   await waitFor('every connection to close at stop', async () => (await connections()) === 0);
 });
 
-Deno.test('teardown', async () => {
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await client.close();
   await db.close();
 });

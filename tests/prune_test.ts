@@ -20,7 +20,7 @@ import {
 import { ageInterval } from '../scripts/prune.ts';
 import { startCluster } from '../scripts/_cluster.ts';
 import { createTestDatabase, type TestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const quiet = { info() {}, warn() {}, error() {} };
@@ -179,6 +179,46 @@ Deno.test('a pruned run is gone with all its rows and archive rows; other runs a
   }
 });
 
+Deno.test('prune never picks an open run, however old: a run started 30 days ago keeps every row and its message', async () => {
+  const t = await fresh();
+  try {
+    const flow = new Flow<{ n: number }>({ slug: 'agedOpen' })
+      .step({ slug: 'one' }, (input) => ({ n: input.n }))
+      .step({ slug: 'two', dependsOn: ['one'] }, (input) => ({ n: input.one.n + 1 }));
+    await (await startWorker(flow, t.base)).stop(); // compiles the flow
+    const open = await t.client.startFlow('agedOpen', { n: 1 });
+    const ended = await t.client.startFlow('agedOpen', { n: 2 });
+    await t.db.sql`select switchyard.cancel_run(${ended}::uuid, 'ended on purpose')`;
+    // Both 30 days old in every timestamp they have: only the ended one may go.
+    const both = [open, ended];
+    await t.db.sql`update switchyard.runs set started_at = started_at - interval '30 days',
+                          cancelled_at = cancelled_at - interval '30 days'
+                    where run_id = any(${both}::uuid[])`;
+    await t.db.sql`update switchyard.step_states set created_at = created_at - interval '30 days'
+                    where run_id = any(${both}::uuid[])`;
+    await t.db.sql`update switchyard.step_tasks set queued_at = queued_at - interval '30 days'
+                    where run_id = any(${both}::uuid[])`;
+    const [message] = await messagesOf(t.db, [open]);
+    const removed = await prune(t.client, { olderThan: '7 days' });
+    assert.equal(removed.runs, 1, 'the cancelled run only');
+    assert.equal(removed.heldRuns, 0, 'the open run was never a candidate');
+    assert.equal(removed.queueMessages, 0, 'no queued message was deleted');
+    assert.deepEqual(await rowsOf(t.db, [ended]), { runs: 0, states: 0, tasks: 0 });
+    assert.deepEqual(await rowsOf(t.db, [open]), { runs: 1, states: 2, tasks: 1 });
+    assert.ok((await idsIn(t.db, 'q_agedopen')).has(message.split(':')[1]), 'its message waits');
+    // And the open run still finishes.
+    const worker = await startWorker(flow, t.base);
+    try {
+      const status = await t.client.waitForRun(open);
+      assert.deepEqual([status.status, status.output], ['completed', { two: { n: 2 } }]);
+    } finally {
+      await worker.stop();
+    }
+  } finally {
+    await t.close();
+  }
+});
+
 Deno.test('prune under load with workers running loses no open work', async () => {
   const t = await fresh();
   // Records every run prune deletes, with the status it had.
@@ -263,7 +303,7 @@ Deno.test('prune under load with workers running loses no open work', async () =
     const [{ archived }] = await t.db.sql<{ archived: number }[]>`
       select count(*)::int as archived from pgmq.a_churn`;
     assert.equal(archived, remaining.length * 2);
-    for (const w of workers) await w.done;
+    for (const w of workers) await within(30_000, 'a churn worker to stop (worker.done)', w.done);
   } finally {
     await t.close();
   }
@@ -414,15 +454,18 @@ Deno.test('prune refuses bad arguments with the rule', async () => {
     // Without pg_cron in the database (test databases are clones): the way out.
     const [{ here }] = await t.db
       .sql`select exists (select 1 from pg_extension where extname = 'pg_cron') as here`;
-    if (!here) {
-      await assert.rejects(schedulePrune(t.client), (e) => {
-        assert.ok(e instanceof PgCronMissingError);
-        assert.match(e.message, /schedule_prune: pg_cron is not installed in database/);
-        assert.match(e.hint ?? '', /switchyard\.prune_command\(\)/);
-        return true;
-      });
-      assert.equal(await unschedulePrune(t.client), false);
-    }
+    assert.equal(
+      here,
+      false,
+      'test databases are clones of a template made from template1, and pg_cron can only be created in cron.database_name',
+    );
+    await assert.rejects(schedulePrune(t.client), (e) => {
+      assert.ok(e instanceof PgCronMissingError);
+      assert.match(e.message, /schedule_prune: pg_cron is not installed in database/);
+      assert.match(e.hint ?? '', /switchyard\.prune_command\(\)/);
+      return true;
+    });
+    assert.equal(await unschedulePrune(t.client), false);
     // Only the service role may prune.
     const [grants] = await t.db.sql`
       select has_function_privilege('service_role', 'switchyard.prune(interval, int)', 'execute')
@@ -546,12 +589,15 @@ Deno.test('prune skips runs another session holds instead of waiting for them', 
 
 Deno.test({
   name: 'schedule_prune creates, updates and removes the pg_cron job where pg_cron lives',
-  ignore: Deno.env.get('SWITCHYARD_TEST_PG_CRON') !== '1',
   fn: async () => {
     // pg_cron can only be created in cron.database_name: a cluster of its own, as on Supabase.
     const cluster = await startCluster();
     const sql = postgres(cluster.url, { max: 1, onnotice: () => {}, prepare: false });
     try {
+      assert.ok(
+        cluster.pgCron,
+        'pg_cron.so is missing next to the server binaries: install postgresql-15-cron',
+      );
       for (const role of ['anon', 'authenticated', 'service_role']) {
         await sql.unsafe(`create role ${role} nologin`);
       }

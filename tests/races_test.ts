@@ -19,7 +19,9 @@ import {
 import { connect } from '../lib/ops.ts';
 import { pgArray } from '../lib/sql/worker_queries.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
+
+const SILENT = { info() {}, warn() {}, error() {} };
 
 const ITERATIONS = Number(Deno.env.get('SWITCHYARD_RACE_ITERATIONS') ?? '12');
 if (!Number.isInteger(ITERATIONS) || ITERATIONS < 1) {
@@ -409,7 +411,51 @@ Deno.test('a started task made visible again is a benign duplicate for every oth
   }
 });
 
-Deno.test('teardown', async () => {
+Deno.test('a completion from a superseded attempt, arriving while the next attempt runs, is refused', async () => {
+  const gates = new Map<number, () => void>();
+  const entered = new Set<number>();
+  const flow = new Flow<Record<string, never>>({ slug: 'supersededV1', maxAttempts: 3 })
+    .step({ slug: 'work', baseDelay: 0, timeout: 120 }, async (_input, ctx) => {
+      entered.add(ctx.attempt);
+      await new Promise<void>((r) => gates.set(ctx.attempt, r));
+      return { by: ctx.attempt };
+    });
+  const options = { ...FAST, connectionString: db.url, logger: SILENT };
+  // maxConcurrent 1: while its handler holds attempt 1, the first worker reads nothing else.
+  const first = await startWorker(flow, { ...options, maxConcurrent: 1 });
+  let second: Worker | undefined;
+  try {
+    const run = await client.startFlow('supersededV1', {});
+    await waitFor('attempt 1 to run on the first worker', () => gates.has(1));
+    // Attempt 1 is superseded (as a stall recovery or a failure report would): attempt 2 is
+    // claimed by another worker and is still running when attempt 1's output comes in.
+    const [{ r }] = await sql`
+      select switchyard.fail_task(${run}::uuid, 'work', 1, 'superseded on purpose') as r`;
+    assert.ok(r, 'attempt 1 failed, to be retried');
+    second = await startWorker(flow, options);
+    await waitFor('attempt 2 to run on the second worker', () => gates.has(2));
+    gates.get(1)!();
+    await within(30_000, 'the first worker to write its late completion and stop', first.stop());
+    const [held] = await sql`select status, attempts_count, output, worker_id::text
+                               from switchyard.step_tasks where run_id = ${run}`;
+    assert.deepEqual(
+      { ...held },
+      { status: 'started', attempts_count: 2, output: null, worker_id: second.workerId },
+      "attempt 1's completion changed nothing",
+    );
+    gates.get(2)!();
+    const status = await client.waitForRun(run);
+    assert.deepEqual([status.status, status.output], ['completed', { work: { by: 2 } }]);
+    assert.deepEqual([...entered].sort(), [1, 2]);
+  } finally {
+    for (const open of gates.values()) open();
+    await first.stop();
+    await second?.stop();
+  }
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await client.close();
   await db.close();
 });

@@ -20,7 +20,7 @@ import {
 } from '../lib/mod.ts';
 import { connect, drainStatus, pauseFunction, resumeFunction } from '../lib/ops.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, waitFor, within } from './_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
@@ -199,7 +199,11 @@ Deno.test('unsupported batch: nothing claimed, no attempt used, batch visible ag
     await compile(v2);
     await client.activateAlias('unsThreads', 'unsThreadsV2');
     const run = await client.startFlow('unsThreads', { text: 'x' });
-    const err = await old.done.then(() => null, (e) => e);
+    const err = await within(
+      30_000,
+      'the v1-only worker to stop on v2 work (worker.done)',
+      old.done.then(() => null, (e) => e),
+    );
     assert.ok(err instanceof UnsupportedWorkError, String(err));
     assert.equal(err.queueName, 'uns_q');
     assert.deepEqual(err.unsupportedPairs, ['unsThreadsV2/classify']);
@@ -309,7 +313,11 @@ Deno.test('a batch mixing an unsupported message and a still-started duplicate i
     await db.sql`update pgmq.q_mix_q set vt = (select t.vt from pgmq.q_mix_q t
       join switchyard.step_tasks s on s.message_id = t.msg_id and s.run_id = ${r2})
       where msg_id = ${t1.message_id}`;
-    const err = await probe.done.then(() => null, (e) => e);
+    const err = await within(
+      30_000,
+      'the probe worker to stop on the mixed batch (worker.done)',
+      probe.done.then(() => null, (e) => e),
+    );
     assert.ok(err instanceof UnsupportedWorkError);
     assert.deepEqual(err.unsupportedPairs, ['mixV2/hold']);
     assert.equal(err.messageIds.length, 1, 'only the unsupported message is reported');
@@ -695,7 +703,8 @@ Deno.test('privileges: nothing in switchyard is reachable by anon or authenticat
   assert.deepEqual([...unpinned], [], 'every definer-rights function pins its search_path');
 });
 
-Deno.test('teardown', async () => {
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await client.close();
   await db.close();
 });

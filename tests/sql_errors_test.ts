@@ -113,7 +113,11 @@ Deno.test('SY010 / SY011: a second fence names the open one; fence_end without o
 Deno.test('SY020: schedule_keep_alive without pg_cron names the database', async () => {
   const [{ db: name, cron }] = await sql`select current_database() as db,
     exists (select 1 from pg_extension where extname = 'pg_cron') as cron`;
-  if (cron) return; // only the test database without pg_cron can show the refusal
+  assert.equal(
+    cron,
+    false,
+    'test databases are clones of a template made from template1, and pg_cron can only be created in cron.database_name',
+  );
   const r = await refusal(sql`select switchyard.schedule_keep_alive()`);
   assert.equal(r.code, 'SY020');
   assert.deepEqual(r.detail, { database: name });
@@ -227,6 +231,47 @@ Deno.test('every raise in the SQL core sets a SQLSTATE and a jsonb_build_object 
   assert.deepEqual(missing, []);
 });
 
-Deno.test('teardown', async () => {
+Deno.test('42501: start_user_run starts an alias on the allow-list only, for the signed-in user', async () => {
+  // auth.uid() as on Supabase, from the request's JWT claim (test databases have no auth).
+  await sql.unsafe(`create schema auth;
+    create function auth.uid() returns uuid language sql stable as $$
+      select nullif(current_setting('request.jwt.claim.sub', true), '')::uuid $$`);
+  const user = crypto.randomUUID();
+  const asUser = <T>(query: (tx: typeof sql) => PromiseLike<T>) =>
+    sql.begin(async (tx) => {
+      await tx`select set_config('request.jwt.claim.sub', ${user}, true)`;
+      return await query(tx as unknown as typeof sql);
+    });
+  const runs = async () =>
+    (await sql<{ n: number }[]>`select count(*)::int as n from switchyard.runs`)[0].n;
+  const start = (n: number) => (tx: typeof sql) =>
+    tx<{ id: string }[]>`select switchyard.start_user_run('errs', ${sql.json({ n })}::jsonb) as id`;
+  try {
+    const before = await runs();
+    const notListed = await refusal(asUser(start(1)));
+    assert.equal(notListed.code, '42501');
+    assert.deepEqual(notListed.detail, {
+      rule: 'alias_not_allowed',
+      argument: 'alias',
+      value: 'errs',
+    });
+    assert.equal(await runs(), before, 'nothing started');
+    // Listed: started, owned by the user.
+    await sql`insert into switchyard.user_start_aliases (alias) values ('errs')`;
+    const [{ id }] = await asUser(start(2));
+    const [run] = await sql`select owner::text, flow_slug from switchyard.runs
+                             where run_id = ${id}::uuid`;
+    assert.deepEqual({ ...run }, { owner: user, flow_slug: 'errs' });
+    // Taken off the list: refused again.
+    await sql`delete from switchyard.user_start_aliases where alias = 'errs'`;
+    assert.equal((await refusal(asUser(start(3)))).detail.rule, 'alias_not_allowed');
+    assert.equal(await runs(), before + 1);
+  } finally {
+    await sql.unsafe('drop schema auth cascade');
+  }
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
   await db.close();
 });

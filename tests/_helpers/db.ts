@@ -72,3 +72,19 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/**
+ * Throws, with the reason, unless the test server has pg_cron in its admin database
+ * (scripts/test.ts probes it and passes `1` or why not): the tests that need pg_cron run or
+ * fail, never skip.
+ */
+export function requirePgCron(): void {
+  const found = Deno.env.get('SWITCHYARD_TEST_PG_CRON');
+  if (found !== '1') {
+    throw new Error(
+      `this test needs pg_cron on the test server: ${
+        found || 'SWITCHYARD_TEST_PG_CRON is not set (run the suite with `deno task test`)'
+      }`,
+    );
+  }
+}

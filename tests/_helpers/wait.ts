@@ -1,4 +1,8 @@
-/** Polling helpers: tests wait for a condition with a deadline, never blindly. */
+/**
+ * Waiting helpers: a test waits for a condition, a worker, a gate or a notification with a
+ * deadline and says what it waited for, never blindly (a regression fails the test, it cannot
+ * hang the run).
+ */
 
 /** Polls `check` until it returns a truthy value; throws with `what` after `timeoutMs`. */
 export async function waitFor<T>(
@@ -22,6 +26,22 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+/**
+ * Settles as `promise` does, or rejects after `ms` with an error naming `what` it waited for
+ * (a worker's `done`, a gate a handler opens, a notification). The timer never outlives the
+ * wait.
+ */
+export function within<T>(ms: number, what: string, promise: PromiseLike<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)),
+      ms,
+    );
+  });
+  return Promise.race([Promise.resolve(promise), deadline]).finally(() => clearTimeout(timer));
 }
 
 /** Fast polling settings for workers in tests. */

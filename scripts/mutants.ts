@@ -1,0 +1,272 @@
+/**
+ * The mutants `deno task mutate` (scripts/mutate.ts) plants, one at a time, in a scratch copy
+ * of the kit: each is a deliberate bug that a test must catch. One search/replace in one file —
+ * a `lib/` or `scripts/` module, or the migration holding the latest definition of an SQL
+ * function (`fn` names it; the check refuses a mutant whose file is no longer the latest, as
+ * a released migration's function is redefined in a new one) — and the test files that should
+ * kill it. The search text must occur exactly once.
+ *
+ * Add a mutant with every guard that matters (a safety property, a limit, a capability), and
+ * name the tests that are meant to catch it: a mutant that survives is a missing test.
+ *
+ * @module
+ */
+
+/** One deliberate bug. */
+export interface Mutant {
+  /** A short name (kebab case) for the report and `--only`. */
+  name: string;
+  /** What the bug does, in words. */
+  bug: string;
+  /** The file it is planted in, relative to the kit root. */
+  file: string;
+  /** The SQL function whose latest definition `file` must hold (SQL mutants). */
+  fn?: string;
+  /** The exact text replaced (must occur once in `file`). */
+  search: string;
+  /** What it is replaced with. */
+  replace: string;
+  /** The test files that should catch it, relative to the kit root. */
+  tests: string[];
+}
+
+const CANCEL_RETRY = 'supabase/migrations/20261202001000_function_cancel_retry.sql';
+const DSL_FEATURES = 'supabase/migrations/20261202000700_dsl_features.sql';
+const HOT_PATH = 'supabase/migrations/20261202001600_hot_path.sql';
+const MAP_CLAIM = 'supabase/migrations/20261202001200_map_claim.sql';
+const RUNS_FOR_CALLERS = 'supabase/migrations/20261202000800_runs_for_callers.sql';
+
+/** The list; see the module documentation. */
+export const MUTANTS: readonly Mutant[] = [
+  // --- the three the audit of issue 29 found surviving --------------------------------------
+  {
+    name: 'prune-picks-open-runs',
+    bug: 'prune also deletes started runs whose started_at is past the cutoff',
+    file: RUNS_FOR_CALLERS,
+    fn: 'prune',
+    search: `           where r.status in ('completed', 'failed', 'cancelled')
+             and coalesce(r.completed_at, r.failed_at, r.cancelled_at) < cutoff`,
+    replace: `           where (r.status in ('completed', 'failed', 'cancelled')
+             and coalesce(r.completed_at, r.failed_at, r.cancelled_at) < cutoff)
+              or (r.status = 'started' and r.started_at < cutoff)`,
+    tests: ['tests/prune_test.ts'],
+  },
+  {
+    name: 'poller-keeps-messages-read-after-stop',
+    bug: 'messages read after a stop request stay hidden until their visibility timeout',
+    file: 'lib/worker/poller.ts',
+    search: '        await q.releaseMessages(o.queueName, ids);\n',
+    replace: '',
+    tests: ['tests/engine_test.ts'],
+  },
+  {
+    name: 'stop-leaves-handler-pool-open',
+    bug: "stopping a worker does not close the handlers' ctx.sql pool",
+    file: 'lib/worker/worker.ts',
+    search: '      await resources.close();\n',
+    replace: '',
+    tests: ['tests/context_test.ts'],
+  },
+  // --- the claim -----------------------------------------------------------------------------
+  {
+    name: 'claim-ignores-supported-pairs',
+    bug: 'start_tasks treats every pair of the batch as supported, not the registered set',
+    file: MAP_CLAIM,
+    fn: 'start_tasks',
+    search: `  support := case when supported_pairs is null then worker.pair_set
+                  else switchyard.pair_set(supported_pairs) end;`,
+    replace:
+      `  support := (select switchyard.pair_set(coalesce(array_agg(t.flow_slug || '/' || t.step_slug), '{}'))
+                from switchyard.step_tasks t
+               where t.queue_name = queue and t.message_id = any (message_ids));`,
+    tests: ['tests/shared_queues_test.ts', 'tests/map_test.ts'],
+  },
+  {
+    name: 'unsupported-batch-uses-attempts',
+    bug: 'a refused (unsupported) batch still counts an attempt on its tasks',
+    file: MAP_CLAIM,
+    fn: 'start_tasks',
+    search: '    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing\n',
+    replace: `    update switchyard.step_tasks t set attempts_count = t.attempts_count + 1
+     where t.queue_name = queue and t.message_id = any (message_ids);
+    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing\n`,
+    tests: ['tests/shared_queues_test.ts', 'tests/hostile_test.ts'],
+  },
+  {
+    name: 'unsupported-pause-not-persisted',
+    bug: 'a refused batch does not pause the queue function',
+    file: MAP_CLAIM,
+    fn: 'start_tasks',
+    search: '     where wf.function_name = worker.function_name and wf.paused_at is null;\n',
+    replace: '     where false;\n',
+    tests: ['tests/hostile_test.ts', 'tests/shared_queues_test.ts'],
+  },
+  // --- completion, failure, recovery ---------------------------------------------------------
+  {
+    name: 'late-completion-accepted',
+    bug: 'a completion from a superseded attempt is accepted',
+    file: HOT_PATH,
+    fn: 'complete_tasks',
+    search: "   where x.status = 'started' and x.attempts_count = x.attempt;\n",
+    replace: "   where x.status = 'started';\n",
+    tests: ['tests/sql_core_test.ts', 'tests/races_test.ts'],
+  },
+  {
+    name: 'retry-backoff-constant',
+    bug: 'every retry waits baseDelay instead of doubling',
+    file: DSL_FEATURES,
+    fn: 'fail_task',
+    search: '(1::bigint << least(task.attempts_count - 1, 40))',
+    replace: '(1::bigint << least(task.attempts_count - 1, 0))',
+    tests: ['tests/sql_core_test.ts', 'tests/engine_test.ts'],
+  },
+  {
+    name: 'stall-recovery-takes-live-tasks',
+    bug: 'stall recovery re-queues the started tasks of a live, heart-beating worker',
+    file: CANCEL_RETRY,
+    fn: 'recover_stalled',
+    search: '            or w.worker_id is null\n',
+    replace: '            or w.worker_id is not null\n',
+    tests: ['tests/engine_test.ts', 'tests/sql_core_test.ts'],
+  },
+  // --- the handler context -------------------------------------------------------------------
+  {
+    name: 'timeout-does-not-abort-signal',
+    bug: "a step's timeout fails the attempt without aborting ctx.signal",
+    file: 'lib/worker/executor.ts',
+    search: '          this.#abort(controller, e);\n          reject(e);\n',
+    replace: '          reject(e);\n',
+    tests: ['tests/context_test.ts', 'tests/hostile_test.ts'],
+  },
+  // --- inputs and limits ---------------------------------------------------------------------
+  {
+    name: 'nul-accepted',
+    bug: 'strings and property names holding U+0000 pass the JSON check',
+    file: 'lib/dsl/json.ts',
+    search: '  if (nul >= 0) {\n',
+    replace: '  if (nul < -1) {\n',
+    tests: ['tests/dsl_test.ts', 'tests/hostile_test.ts'],
+  },
+  {
+    name: 'output-limit-unchecked',
+    bug: 'the worker sends outputs over max_output_bytes instead of failing the attempt',
+    file: 'lib/worker/executor.ts',
+    search: '      if (size > max) {\n',
+    replace: '      if (size < 0) {\n',
+    tests: ['tests/limits_test.ts'],
+  },
+  {
+    name: 'map-element-limit-doubled',
+    bug: 'a map accepts twice max_map_elements() elements',
+    file: DSL_FEATURES,
+    fn: '_start_ready_steps',
+    search: '        if element_count > switchyard.max_map_elements() then\n',
+    replace: '        if element_count > 2 * switchyard.max_map_elements() then\n',
+    tests: ['tests/map_test.ts', 'tests/limits_test.ts'],
+  },
+  // --- the DSL features ----------------------------------------------------------------------
+  {
+    name: 'map-aggregation-reversed',
+    bug: "a map step's outputs are aggregated in reverse element order",
+    file: HOT_PATH,
+    fn: 'complete_tasks',
+    search: '(select jsonb_agg(t.output order by t.task_index)\n',
+    replace: '(select jsonb_agg(t.output order by t.task_index desc)\n',
+    tests: ['tests/map_test.ts'],
+  },
+  {
+    name: 'condition-ignored',
+    bug: "a step's if/ifNot condition is never checked: the step always runs",
+    file: DSL_FEATURES,
+    fn: '_start_ready_steps',
+    search: '        if not ((ready.cond_if is null or step_input @> ready.cond_if)\n',
+    replace: '        if false and not ((ready.cond_if is null or step_input @> ready.cond_if)\n',
+    tests: ['tests/conditions_test.ts'],
+  },
+  // --- cancellation --------------------------------------------------------------------------
+  {
+    // For a cancelled run this guard has a twin (cancel_run cancels the run's step states,
+    // so none can complete); for a failed run it is the only one.
+    name: 'ended-run-starts-successors',
+    bug: "a task completing after its run failed (or was cancelled) starts the run's successors",
+    file: HOT_PATH,
+    fn: 'complete_tasks',
+    search: '               where g.run_id = any (live_runs)\n',
+    replace: '               where true\n',
+    tests: ['tests/ended_runs_test.ts'],
+  },
+  {
+    name: 'cancel-leaves-queued-messages',
+    bug: "cancel_run leaves the run's queued messages on their queues",
+    file: CANCEL_RETRY,
+    fn: 'cancel_run',
+    search: '  perform switchyard._archive_queued(run.run_id);\n',
+    replace: '',
+    tests: ['tests/client_test.ts', 'tests/ended_runs_test.ts', 'tests/dashboard_api_test.ts'],
+  },
+  // --- retention and schedules ---------------------------------------------------------------
+  {
+    name: 'prune-ignores-held-messages',
+    bug: 'prune deletes a finished run whose message a worker still holds (hidden on its queue)',
+    file: RUNS_FOR_CALLERS,
+    fn: 'prune',
+    search: '         and not t.message_id = any (free);\n',
+    replace: '         and false;\n',
+    tests: ['tests/prune_test.ts'],
+  },
+  {
+    name: 'schedule-prune-drops-batch-size',
+    bug: "schedule_prune's job ignores the batch size it was given",
+    file: 'supabase/migrations/20261202000600_function_prune.sql',
+    fn: 'schedule_prune',
+    search:
+      "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, batch_size);",
+    replace: "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, 1000);",
+    tests: ['tests/prune_test.ts'],
+  },
+  // --- versions and start-up -----------------------------------------------------------------
+  {
+    name: 'alias-moves-backwards',
+    bug: 'a worker whose registry lacks the current target moves the alias back to its own',
+    file: 'supabase/migrations/20261202000400_function_alias_rules.sql',
+    fn: 'sync_alias',
+    search: '  elsif current_target = any (versions) then\n',
+    replace: '  elsif true then\n',
+    tests: ['tests/shared_queues_test.ts', 'tests/races_test.ts'],
+  },
+  {
+    name: 'coverage-check-skipped',
+    bug: 'a worker starts although its registry does not cover the work on its queue',
+    file: 'lib/worker/worker.ts',
+    search: '    if (gaps.length > 0) {\n',
+    replace: '    if (gaps.length < 0) {\n',
+    tests: ['tests/shared_queues_test.ts'],
+  },
+  // --- callers -------------------------------------------------------------------------------
+  {
+    name: 'user-start-allow-list-ignored',
+    bug: 'start_user_run starts any alias for a signed-in user',
+    file: CANCEL_RETRY,
+    fn: 'start_user_run',
+    search: '  if not exists (select 1 from switchyard.user_start_aliases a\n',
+    replace: '  if false and not exists (select 1 from switchyard.user_start_aliases a\n',
+    tests: ['tests/sql_errors_test.ts', 'tests/run_events_rls_test.ts'],
+  },
+  {
+    name: 'wait-ignores-notifications',
+    bug: "a client's wait for a run ignores its notifications (only the deadline ends it)",
+    file: 'lib/sql/client.ts',
+    search: "        wakeUp = () => done('woken');\n",
+    replace: '        wakeUp = () => {};\n',
+    tests: ['tests/client_test.ts'],
+  },
+  // --- upgrades ------------------------------------------------------------------------------
+  {
+    name: 'release-hash-unchecked',
+    bug: 'the release check accepts a released migration edited in place',
+    file: 'scripts/release_manifest.ts',
+    search: '      if (now !== released) {\n',
+    replace: '      if (now !== now) {\n',
+    tests: ['tests/release_test.ts'],
+  },
+];
