@@ -30,10 +30,10 @@ export interface Mutant {
   tests: string[];
 }
 
+const FLOW_OPTIONS = 'supabase/migrations/20261202001700_flow_options.sql';
+const HARDENING = 'supabase/migrations/20261202002000_hardening.sql';
 const CANCEL_RETRY = 'supabase/migrations/20261202001000_function_cancel_retry.sql';
 const DSL_FEATURES = 'supabase/migrations/20261202000700_dsl_features.sql';
-const HOT_PATH = 'supabase/migrations/20261202001600_hot_path.sql';
-const MAP_CLAIM = 'supabase/migrations/20261202001200_map_claim.sql';
 const RUNS_FOR_CALLERS = 'supabase/migrations/20261202000800_runs_for_callers.sql';
 
 /** The list; see the module documentation. */
@@ -71,7 +71,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'claim-ignores-supported-pairs',
     bug: 'start_tasks treats every pair of the batch as supported, not the registered set',
-    file: MAP_CLAIM,
+    file: HARDENING,
     fn: 'start_tasks',
     search: `  support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;`,
@@ -84,7 +84,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'unsupported-batch-uses-attempts',
     bug: 'a refused (unsupported) batch still counts an attempt on its tasks',
-    file: MAP_CLAIM,
+    file: HARDENING,
     fn: 'start_tasks',
     search: '    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing\n',
     replace: `    update switchyard.step_tasks t set attempts_count = t.attempts_count + 1
@@ -95,7 +95,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'unsupported-pause-not-persisted',
     bug: 'a refused batch does not pause the queue function',
-    file: MAP_CLAIM,
+    file: HARDENING,
     fn: 'start_tasks',
     search: '     where wf.function_name = worker.function_name and wf.paused_at is null;\n',
     replace: '     where false;\n',
@@ -105,7 +105,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'late-completion-accepted',
     bug: 'a completion from a superseded attempt is accepted',
-    file: HOT_PATH,
+    file: HARDENING,
     fn: 'complete_tasks',
     search: "   where x.status = 'started' and x.attempts_count = x.attempt;\n",
     replace: "   where x.status = 'started';\n",
@@ -168,7 +168,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'map-aggregation-reversed',
     bug: "a map step's outputs are aggregated in reverse element order",
-    file: HOT_PATH,
+    file: HARDENING,
     fn: 'complete_tasks',
     search: '(select jsonb_agg(t.output order by t.task_index)\n',
     replace: '(select jsonb_agg(t.output order by t.task_index desc)\n',
@@ -189,7 +189,7 @@ export const MUTANTS: readonly Mutant[] = [
     // so none can complete); for a failed run it is the only one.
     name: 'ended-run-starts-successors',
     bug: "a task completing after its run failed (or was cancelled) starts the run's successors",
-    file: HOT_PATH,
+    file: HARDENING,
     fn: 'complete_tasks',
     search: '               where g.run_id = any (live_runs)\n',
     replace: '               where true\n',
@@ -228,7 +228,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'alias-moves-backwards',
     bug: 'a worker whose registry lacks the current target moves the alias back to its own',
-    file: 'supabase/migrations/20261202000400_function_alias_rules.sql',
+    file: HARDENING,
     fn: 'sync_alias',
     search: '  elsif current_target = any (versions) then\n',
     replace: '  elsif true then\n',
@@ -246,7 +246,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'user-start-allow-list-ignored',
     bug: 'start_user_run starts any alias for a signed-in user',
-    file: CANCEL_RETRY,
+    file: HARDENING,
     fn: 'start_user_run',
     search: '  if not exists (select 1 from switchyard.user_start_aliases a\n',
     replace: '  if false and not exists (select 1 from switchyard.user_start_aliases a\n',
@@ -268,5 +268,41 @@ export const MUTANTS: readonly Mutant[] = [
     search: '      if (now !== released) {\n',
     replace: '      if (now !== now) {\n',
     tests: ['tests/release_test.ts'],
+  },
+  {
+    name: 'shape-compared-raw',
+    bug:
+      'ensure_flow compares the stored shape as stored: a key an older release did not know differs',
+    file: FLOW_OPTIONS,
+    fn: 'ensure_flow',
+    search: '    existing_canonical := switchyard._canonical_shape(existing.shape);\n',
+    replace: '    existing_canonical := existing.shape;\n',
+    tests: ['tests/flow_options_test.ts'],
+  },
+  {
+    name: 'runtime-options-are-shape',
+    bug: 'ensure_flow refuses a change of runtime options only as a shape change (SY004)',
+    file: FLOW_OPTIONS,
+    fn: 'ensure_flow',
+    search: '    if switchyard._shape_structure(existing_canonical) is distinct from ' +
+      'switchyard._shape_structure(canonical) then\n',
+    replace: '    if existing_canonical is distinct from canonical then\n',
+    tests: ['tests/flow_options_test.ts'],
+  },
+  {
+    name: 'older-core-accepted',
+    bug: 'a runtime starts against an SQL core older than it needs instead of refusing',
+    file: 'lib/worker/worker.ts',
+    search: '    if (coreProblem) throw new WorkerConfigError(coreProblem);\n',
+    replace: '',
+    tests: ['tests/upgrade_test.ts'],
+  },
+  {
+    name: 'scaffold-rewrites-registration',
+    bug: 'scaffold-queue --force rewrites a registration migration a database may have applied',
+    file: 'scripts/scaffold_queue.ts',
+    search: '  if (mine.length > 0) {\n',
+    replace: '  if (mine.length > 0 && mine.some(() => false)) {\n',
+    tests: ['tests/scaffold_test.ts'],
   },
 ];

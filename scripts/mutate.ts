@@ -195,7 +195,16 @@ if (import.meta.main) {
     }
     scratch = await scratchCopy();
     log(`scratch copy: ${scratch}`);
-    const env = { ...Deno.env.toObject(), DATABASE_URL: url };
+    // The copy has no .git: tests that read releases from history (upgrade, release) use the
+    // kit's own repository through GIT_DIR; they read commits, never the work tree.
+    const gitDir = new TextDecoder().decode(
+      (await new Deno.Command('git', {
+        args: ['rev-parse', '--absolute-git-dir'],
+        cwd: KIT_ROOT,
+        stdout: 'piped',
+      }).output()).stdout,
+    ).trim();
+    const env = { ...Deno.env.toObject(), DATABASE_URL: url, GIT_DIR: gitDir };
 
     if (!Deno.args.includes('--no-baseline')) {
       const files = [...new Set(mutants.flatMap((m) => m.tests))].sort();
