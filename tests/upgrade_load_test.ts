@@ -6,7 +6,7 @@
  * no lock timeout), and nothing is lost or run twice: every run completes, every step's
  * handler ran exactly once.
  *
- * `SWITCHYARD_UPGRADE_ITERATIONS` (default 2) sets the iterations per release; the suite is
+ * `SWITCHYARD_UPGRADE_ITERATIONS` (default 1) sets the iterations per release; the suite is
  * meant to be run with 100 on demand:
  * `SWITCHYARD_UPGRADE_ITERATIONS=100 deno task test tests/upgrade_load_test.ts`.
  */
@@ -21,7 +21,7 @@ import { extractRelease, kitTask } from './_helpers/releases.ts';
 import { KIT_ROOT } from '../scripts/_project.ts';
 import { waitFor } from './_helpers/wait.ts';
 
-const ITERATIONS = Number(Deno.env.get('SWITCHYARD_UPGRADE_ITERATIONS') ?? '2');
+const ITERATIONS = Number(Deno.env.get('SWITCHYARD_UPGRADE_ITERATIONS') ?? '1');
 const WORKERS = 4;
 const current = await coreMigrations();
 /** Releases this kit has migrations to add to. */
