@@ -1,8 +1,10 @@
 /**
- * `deno task release-manifest [--version X.Y.Z] [--check]`: (re)writes the release snapshot
- * `releases/<version>/`: `manifest.json` (every SQL core migration of `supabase/migrations/`
- * with its SHA-256) and `migrations/`, a copy of those files, so the upgrade test can apply a
- * previous release exactly as users installed it. docs/ARCHITECTURE.md §8.
+ * `deno task release-manifest [--version X.Y.Z] [--commit REV] [--check]`: (re)writes the
+ * release record `releases/<version>/manifest.json`: the release's git commit and every SQL
+ * core migration of `supabase/migrations/` with its SHA-256. A release is that record, never a
+ * copy of files: the upgrade tests take a release's SQL and runtime from its commit
+ * (docs/ARCHITECTURE.md §8). A copy left by an earlier kit (`releases/<version>/migrations/`)
+ * is removed.
  *
  * From a release on, its migrations never change: `tests/release_test.ts` fails when a file
  * listed in a manifest differs from it (and says to add a new migration instead). Run this
@@ -101,8 +103,11 @@ export async function releaseProblems(
           `supabase/migrations/${file} changed after it was released in ${release.version} ` +
             `(sha256 ${now.slice(0, 12)}…, released ${released.slice(0, 12)}…): released ` +
             'migrations never change, because a database that applied one never runs it again. ' +
-            'Restore the released file (releases/' + release.version + '/migrations/' + file +
-            ') and add a new migration with a later timestamp instead',
+            `Restore the released file (git show ${
+              release.commit.slice(0, 12)
+            }:supabase/migrations/` +
+            `${file} > supabase/migrations/${file}) and add a new migration with a later timestamp ` +
+            'instead',
         );
       }
     }
@@ -123,8 +128,8 @@ export async function releaseProblems(
 }
 
 /**
- * The snapshot of `version` as it would be written now: file path (relative to
- * `releases/<version>/`) → content.
+ * The record of `version` as it would be written now: file path (relative to
+ * `releases/<version>/`, only `manifest.json`) → content.
  *
  * @example
  * ```ts
@@ -142,7 +147,6 @@ export async function snapshot(
   for (const file of await coreMigrations(kitDir)) {
     const text = await Deno.readTextFile(join(kitDir, 'supabase', 'migrations', file));
     manifest.migrations.push({ file, sha256: await sha256(text) });
-    files.set(`migrations/${file}`, text);
   }
   files.set('manifest.json', `${JSON.stringify(manifest, null, 2)}\n`);
   return files;
@@ -151,7 +155,7 @@ export async function snapshot(
 const USAGE = `usage: deno task release-manifest [--version X.Y.Z] [--commit REV] [--check]
 
 (Re)writes releases/<version>/manifest.json (the release's commit and the SHA-256 of every SQL
-core migration) and releases/<version>/migrations/ (their copy) from supabase/migrations.
+core migration of supabase/migrations); a copy an earlier kit left there is removed.
 Default version: ${KIT_VERSION}. Cutting a release: commit the release, then record its commit
 with --commit and tag it (git tag -a v<version> <commit>).
 
@@ -226,7 +230,8 @@ async function main(args: string[]): Promise<number> {
   const changed = [...wanted].filter(([p, text]) => present.get(p) !== text).map(([p]) => p);
   const removed = [...present.keys()].filter((p) => !wanted.has(p));
   if (changed.length === 0 && removed.length === 0) {
-    console.log(`releases/${version}/ is up to date (${wanted.size - 1} migrations)`);
+    const n = (JSON.parse(wanted.get('manifest.json')!) as ReleaseManifest).migrations.length;
+    console.log(`releases/${version}/ is up to date (${n} migrations)`);
     return 0;
   }
   if (values.check) {
@@ -236,8 +241,9 @@ async function main(args: string[]): Promise<number> {
     );
     return 1;
   }
-  await Deno.mkdir(join(dir, 'migrations'), { recursive: true });
+  await Deno.mkdir(dir, { recursive: true });
   for (const p of removed) await Deno.remove(join(dir, p));
+  if (removed.length > 0) await Deno.remove(join(dir, 'migrations')).catch(() => {});
   for (const p of changed) await Deno.writeTextFile(join(dir, p), wanted.get(p)!);
   for (const p of changed) {
     console.log(`${present.has(p) ? 'updated' : 'created'}  releases/${version}/${p}`);
