@@ -1,9 +1,10 @@
 -- Before the migration itself (added by `deno task install`): take every lock it may need at
--- once, all or none. Every table of the switchyard and pgmq schemas is locked in one statement
--- that waits at most 100 ms (less than deadlock_timeout); when it cannot get them all, it
--- releases what it got, waits a moment and tries again. So the migration never waits while it
--- holds a lock that a running worker needs, and never deadlocks with workers: they wait for it
--- (milliseconds) and carry on against the new SQL.
+-- once, all or none. Every table of the switchyard schema is locked in one statement that waits
+-- at most 100 ms (less than deadlock_timeout); when it cannot get them all, it releases what it
+-- got, waits a moment and tries again. So the migration never waits while it holds a lock that a
+-- running worker needs, and never deadlocks with workers: they wait for it (milliseconds) and
+-- carry on against the new SQL. PGMQ's tables are left alone: the SQL core's migrations never
+-- touch them, and a long poll (pgmq.read_with_poll) holds its queue table for seconds.
 do $switchyard_locks$
 declare
   saved text := current_setting('lock_timeout');
@@ -13,7 +14,7 @@ begin
   select string_agg(format('%I.%I', schemaname, tablename), ', ' order by schemaname, tablename)
     into tables
     from pg_catalog.pg_tables
-   where schemaname in ('switchyard', 'pgmq');
+   where schemaname = 'switchyard';
   if tables is null then
     return;
   end if;
