@@ -164,6 +164,19 @@ with --commit and tag it (git tag -a v<version> <commit>).
   --check          write nothing; exit 1 when the snapshot differs from supabase/migrations
   -h, --help       this text`;
 
+/** The SQL core migrations (file names, sorted) in the tree of a commit. */
+async function commitMigrations(commit: string): Promise<string[]> {
+  const out = await new Deno.Command('git', {
+    args: ['ls-tree', '--name-only', commit, 'supabase/migrations/'],
+    cwd: KIT_ROOT,
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output();
+  return new TextDecoder().decode(out.stdout).split('\n')
+    .map((p) => p.replace('supabase/migrations/', ''))
+    .filter((f) => /^\d{14}_.*\.sql$/.test(f) && !f.includes('_register_')).sort();
+}
+
 /** The full hash of a git revision of the kit's checkout. */
 async function resolveCommit(rev: string): Promise<string> {
   const out = await new Deno.Command('git', {
@@ -218,6 +231,19 @@ async function main(args: string[]): Promise<number> {
     commit = '';
   }
   const wanted = await snapshot(version, KIT_ROOT, commit);
+  if (values.commit !== undefined) {
+    // The commit must be the release: its SQL core is exactly what the record lists.
+    const listed = (JSON.parse(wanted.get('manifest.json')!) as ReleaseManifest).migrations;
+    const atCommit = await commitMigrations(commit);
+    if (atCommit.join('\n') !== listed.map((m) => m.file).join('\n')) {
+      console.error(
+        `error: commit ${commit.slice(0, 12)} has ${atCommit.length} SQL core migrations, ` +
+          `supabase/migrations has ${listed.length}: record the commit the release was cut from, ` +
+          'from a checkout whose supabase/migrations is that release',
+      );
+      return 1;
+    }
+  }
   const present = new Map<string, string>();
   try {
     present.set('manifest.json', await Deno.readTextFile(join(dir, 'manifest.json')));
