@@ -29,6 +29,21 @@ export const KIT_VERSION = '0.3.0';
 const SCAFFOLD_MIGRATION = /_register_[a-z0-9_]+_worker\.sql$/;
 
 /**
+ * Whether a file name in `supabase/migrations/` is a migration of the SQL core
+ * (`<14-digit timestamp>_<name>.sql`, not one of the scaffold's registrations).
+ *
+ * @example
+ * ```ts
+ * import { isCoreMigration } from './_kit.ts';
+ * console.assert(isCoreMigration('20261201000300_tables.sql'));
+ * console.assert(!isCoreMigration('20261201093422_register_greetings_worker.sql'));
+ * ```
+ */
+export function isCoreMigration(name: string): boolean {
+  return /^\d{14}_.+\.sql$/.test(name) && !SCAFFOLD_MIGRATION.test(name);
+}
+
+/**
  * The file names of the kit's SQL core in `supabase/migrations/`, in the order they run
  * (`<14-digit timestamp>_<name>.sql`, without the scaffold's registration migrations).
  *
@@ -41,9 +56,7 @@ const SCAFFOLD_MIGRATION = /_register_[a-z0-9_]+_worker\.sql$/;
 export async function coreMigrations(kitDir: string = KIT_ROOT): Promise<string[]> {
   const names: string[] = [];
   for await (const entry of Deno.readDir(join(kitDir, 'supabase', 'migrations'))) {
-    if (!entry.isFile || !/^\d{14}_.+\.sql$/.test(entry.name)) continue;
-    if (SCAFFOLD_MIGRATION.test(entry.name)) continue;
-    names.push(entry.name);
+    if (entry.isFile && isCoreMigration(entry.name)) names.push(entry.name);
   }
   return names.sort();
 }

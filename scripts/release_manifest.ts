@@ -16,7 +16,7 @@
  */
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
-import { coreMigrations, KIT_VERSION, sha256 } from './_kit.ts';
+import { coreMigrations, isCoreMigration, KIT_VERSION, sha256 } from './_kit.ts';
 import { KIT_ROOT } from './_project.ts';
 
 /**
@@ -164,31 +164,46 @@ with --commit and tag it (git tag -a v<version> <commit>).
   --check          write nothing; exit 1 when the snapshot differs from supabase/migrations
   -h, --help       this text`;
 
-/** The SQL core migrations (file names, sorted) in the tree of a commit. */
-async function commitMigrations(commit: string): Promise<string[]> {
+/**
+ * Runs git in the kit's checkout: whether it succeeded, and what it printed.
+ *
+ * @example
+ * ```ts
+ * import { git } from './release_manifest.ts';
+ * console.log((await git(['rev-parse', 'HEAD'])).out.trim());
+ * ```
+ */
+export async function git(args: string[]): Promise<{ ok: boolean; out: string; err: string }> {
   const out = await new Deno.Command('git', {
-    args: ['ls-tree', '--name-only', commit, 'supabase/migrations/'],
+    args,
     cwd: KIT_ROOT,
     stdout: 'piped',
     stderr: 'piped',
   }).output();
-  return new TextDecoder().decode(out.stdout).split('\n')
-    .map((p) => p.replace('supabase/migrations/', ''))
-    .filter((f) => /^\d{14}_.*\.sql$/.test(f) && !f.includes('_register_')).sort();
+  const dec = new TextDecoder();
+  return { ok: out.success, out: dec.decode(out.stdout), err: dec.decode(out.stderr) };
+}
+
+/**
+ * The SQL core migrations (file names, sorted) in the tree of a commit.
+ *
+ * @example
+ * ```ts
+ * import { commitMigrations } from './release_manifest.ts';
+ * console.log((await commitMigrations('HEAD')).length);
+ * ```
+ */
+export async function commitMigrations(commit: string): Promise<string[]> {
+  const { out } = await git(['ls-tree', '--name-only', commit, 'supabase/migrations/']);
+  return out.split('\n').map((p) => p.replace('supabase/migrations/', '')).filter(isCoreMigration)
+    .sort();
 }
 
 /** The full hash of a git revision of the kit's checkout. */
 async function resolveCommit(rev: string): Promise<string> {
-  const out = await new Deno.Command('git', {
-    args: ['rev-parse', '--verify', `${rev}^{commit}`],
-    cwd: KIT_ROOT,
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  if (!out.success) {
-    throw new Error(`--commit "${rev}" is not a commit of this checkout`);
-  }
-  return new TextDecoder().decode(out.stdout).trim();
+  const { ok, out } = await git(['rev-parse', '--verify', `${rev}^{commit}`]);
+  if (!ok) throw new Error(`--commit "${rev}" is not a commit of this checkout`);
+  return out.trim();
 }
 
 async function main(args: string[]): Promise<number> {

@@ -12,7 +12,7 @@ import { migrate } from '../lib/ops.ts';
 import { copyProject, KIT_ROOT } from '../scripts/_project.ts';
 import { type ServedFunctions, serveFunctions } from '../scripts/serve.ts';
 import { createTestDatabase } from './_helpers/db.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST_ENV, waitFor } from './_helpers/wait.ts';
 
 const SECRET = 'kit-e2e-secret-9f2c4d';
 const CLASSIFY = 'classify-threads-worker';
@@ -41,10 +41,7 @@ const serveEnv = {
   DATABASE_URL: db.url,
   SWITCHYARD_WORKER_SECRET: SECRET,
   SWITCHYARD_LOG: 'warn',
-  SWITCHYARD_MAX_POLL_SECONDS: String(FAST.maxPollSeconds),
-  SWITCHYARD_POLL_INTERVAL_MS: String(FAST.pollIntervalMs),
-  SWITCHYARD_HEARTBEAT_INTERVAL_MS: String(FAST.heartbeatIntervalMs),
-  SWITCHYARD_STALL_CHECK_INTERVAL_MS: String(FAST.stallCheckIntervalMs),
+  ...FAST_ENV,
 };
 
 async function run(

@@ -9,7 +9,13 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { KIT_VERSION, sha256 } from '../scripts/_kit.ts';
 import { KIT_ROOT } from '../scripts/_project.ts';
-import { releaseProblems, releases, RELEASES_DIR } from '../scripts/release_manifest.ts';
+import {
+  commitMigrations,
+  git,
+  releaseProblems,
+  releases,
+  RELEASES_DIR,
+} from '../scripts/release_manifest.ts';
 
 const all = await releases();
 
@@ -65,16 +71,6 @@ Deno.test('an edited, a removed and an early migration each fail with what to do
 });
 
 Deno.test('each release names its commit, whose SQL core is the release, and its tag marks it', async () => {
-  const git = async (args: string[]) => {
-    const out = await new Deno.Command('git', {
-      args,
-      cwd: KIT_ROOT,
-      stdout: 'piped',
-      stderr: 'piped',
-    })
-      .output();
-    return { ok: out.success, text: new TextDecoder().decode(out.stdout) };
-  };
   for (const release of all) {
     assert.match(release.commit ?? '', /^[0-9a-f]{40}$/, `releases/${release.version} commit`);
     assert.ok(
@@ -82,12 +78,13 @@ Deno.test('each release names its commit, whose SQL core is the release, and its
       `release ${release.version}'s commit ${release.commit} is not in this checkout's history ` +
         '(a shallow clone?): run `git fetch --unshallow`',
     );
-    const listed = (await git(['ls-tree', '--name-only', release.commit, 'supabase/migrations/']))
-      .text.split('\n').map((p) => p.replace('supabase/migrations/', ''))
-      .filter((f) => /^\d{14}_.*\.sql$/.test(f) && !f.includes('_register_'));
-    assert.deepEqual(listed, release.migrations.map((m) => m.file), release.version);
+    assert.deepEqual(
+      await commitMigrations(release.commit),
+      release.migrations.map((m) => m.file),
+      release.version,
+    );
     for (const { file, sha256: hash } of release.migrations) {
-      const text = (await git(['show', `${release.commit}:supabase/migrations/${file}`])).text;
+      const text = (await git(['show', `${release.commit}:supabase/migrations/${file}`])).out;
       assert.equal(await sha256(text), hash, `${release.version}: ${file} at ${release.commit}`);
     }
     // The tag is there when the clone fetched tags; then it marks the recorded commit.
@@ -97,6 +94,6 @@ Deno.test('each release names its commit, whose SQL core is the release, and its
       '--quiet',
       `refs/tags/v${release.version}^{commit}`,
     ]);
-    if (tag.ok) assert.equal(tag.text.trim(), release.commit, `tag v${release.version}`);
+    if (tag.ok) assert.equal(tag.out.trim(), release.commit, `tag v${release.version}`);
   }
 });

@@ -21,7 +21,7 @@ import { KIT_ROOT } from '../scripts/_project.ts';
 import { releases } from '../scripts/release_manifest.ts';
 import { adminUrl, createTestDatabase, urlFor } from './_helpers/db.ts';
 import { extractRelease, kitTask as task } from './_helpers/releases.ts';
-import { FAST, waitFor } from './_helpers/wait.ts';
+import { FAST, FAST_ENV, waitFor } from './_helpers/wait.ts';
 
 const all = await releases();
 const SECRET = 'upgrade-secret-51c0';
@@ -196,10 +196,7 @@ for (const release of all) {
       DATABASE_URL: url,
       SWITCHYARD_WORKER_SECRET: SECRET,
       SWITCHYARD_LOG: 'warn',
-      SWITCHYARD_MAX_POLL_SECONDS: String(FAST.maxPollSeconds),
-      SWITCHYARD_POLL_INTERVAL_MS: String(FAST.pollIntervalMs),
-      SWITCHYARD_HEARTBEAT_INTERVAL_MS: String(FAST.heartbeatIntervalMs),
-      SWITCHYARD_STALL_CHECK_INTERVAL_MS: String(FAST.stallCheckIntervalMs),
+      ...FAST_ENV,
       PGMQ_MODE: pgmqModeFromEnv(),
     };
     const setGate = (gate: string, open: boolean) =>

@@ -7,18 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { sha256 } from '../../scripts/_kit.ts';
 import { KIT_ROOT } from '../../scripts/_project.ts';
-import type { ReleaseManifest } from '../../scripts/release_manifest.ts';
-
-async function git(args: string[]): Promise<{ ok: boolean; out: string; err: string }> {
-  const out = await new Deno.Command('git', {
-    args,
-    cwd: KIT_ROOT,
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  return { ok: out.success, out: dec.decode(out.stdout), err: dec.decode(out.stderr) };
-}
+import { commitMigrations, git, type ReleaseManifest } from '../../scripts/release_manifest.ts';
 
 /**
  * Writes the kit as it was at `release.commit` into `dir` (created when missing) and checks
@@ -55,9 +44,7 @@ export async function extractRelease(release: ReleaseManifest, dir: string): Pro
       `git archive ${release.commit} | tar -x failed: ${new TextDecoder().decode(a.stderr)}`,
     );
   }
-  const core = [...Deno.readDirSync(join(dir, 'supabase', 'migrations'))]
-    .map((e) => e.name).filter((f) => /^\d{14}_.*\.sql$/.test(f) && !/_register_/.test(f))
-    .sort();
+  const core = await commitMigrations(release.commit);
   const listed = release.migrations.map((m) => m.file);
   if (core.join('\n') !== listed.join('\n')) {
     throw new Error(

@@ -51,3 +51,11 @@ export const FAST = {
   heartbeatIntervalMs: 200,
   stallCheckIntervalMs: 300,
 } as const;
+
+/** {@link FAST} as the environment of a served queue function (`deno task serve`). */
+export const FAST_ENV: Readonly<Record<string, string>> = {
+  SWITCHYARD_MAX_POLL_SECONDS: String(FAST.maxPollSeconds),
+  SWITCHYARD_POLL_INTERVAL_MS: String(FAST.pollIntervalMs),
+  SWITCHYARD_HEARTBEAT_INTERVAL_MS: String(FAST.heartbeatIntervalMs),
+  SWITCHYARD_STALL_CHECK_INTERVAL_MS: String(FAST.stallCheckIntervalMs),
+};
