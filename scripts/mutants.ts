@@ -30,11 +30,8 @@ export interface Mutant {
   tests: string[];
 }
 
-const FLOW_OPTIONS = 'supabase/migrations/20261202001700_flow_options.sql';
-const HARDENING = 'supabase/migrations/20261202002000_hardening.sql';
-const CANCEL_RETRY = 'supabase/migrations/20261202001000_function_cancel_retry.sql';
-const DSL_FEATURES = 'supabase/migrations/20261202000700_dsl_features.sql';
-const RUNS_FOR_CALLERS = 'supabase/migrations/20261202000800_runs_for_callers.sql';
+/** The source file of an SQL function (supabase/schemas/functions/<name>.sql). */
+const fn = (name: string) => `supabase/schemas/functions/${name}.sql`;
 
 /** The list; see the module documentation. */
 export const MUTANTS: readonly Mutant[] = [
@@ -42,7 +39,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'prune-picks-open-runs',
     bug: 'prune also deletes started runs whose started_at is past the cutoff',
-    file: RUNS_FOR_CALLERS,
+    file: fn('prune'),
     fn: 'prune',
     search: `           where r.status in ('completed', 'failed', 'cancelled')
              and coalesce(r.completed_at, r.failed_at, r.cancelled_at) < cutoff`,
@@ -71,7 +68,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'claim-ignores-supported-pairs',
     bug: 'start_tasks treats every pair of the batch as supported, not the registered set',
-    file: HARDENING,
+    file: fn('start_tasks'),
     fn: 'start_tasks',
     search: `  support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;`,
@@ -84,7 +81,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'unsupported-batch-uses-attempts',
     bug: 'a refused (unsupported) batch still counts an attempt on its tasks',
-    file: HARDENING,
+    file: fn('start_tasks'),
     fn: 'start_tasks',
     search: '    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing\n',
     replace: `    update switchyard.step_tasks t set attempts_count = t.attempts_count + 1
@@ -95,7 +92,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'unsupported-pause-not-persisted',
     bug: 'a refused batch does not pause the queue function',
-    file: HARDENING,
+    file: fn('start_tasks'),
     fn: 'start_tasks',
     search: '     where wf.function_name = worker.function_name and wf.paused_at is null;\n',
     replace: '     where false;\n',
@@ -105,7 +102,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'late-completion-accepted',
     bug: 'a completion from a superseded attempt is accepted',
-    file: HARDENING,
+    file: fn('complete_tasks'),
     fn: 'complete_tasks',
     search: "   where x.status = 'started' and x.attempts_count = x.attempt;\n",
     replace: "   where x.status = 'started';\n",
@@ -114,7 +111,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'retry-backoff-constant',
     bug: 'every retry waits baseDelay instead of doubling',
-    file: DSL_FEATURES,
+    file: fn('fail_task'),
     fn: 'fail_task',
     search: '(1::bigint << least(task.attempts_count - 1, 40))',
     replace: '(1::bigint << least(task.attempts_count - 1, 0))',
@@ -123,7 +120,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'stall-recovery-takes-live-tasks',
     bug: 'stall recovery re-queues the started tasks of a live, heart-beating worker',
-    file: CANCEL_RETRY,
+    file: fn('recover_stalled'),
     fn: 'recover_stalled',
     search: '            or w.worker_id is null\n',
     replace: '            or w.worker_id is not null\n',
@@ -158,7 +155,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'map-element-limit-doubled',
     bug: 'a map accepts twice max_map_elements() elements',
-    file: DSL_FEATURES,
+    file: fn('_start_ready_steps'),
     fn: '_start_ready_steps',
     search: '        if element_count > switchyard.max_map_elements() then\n',
     replace: '        if element_count > 2 * switchyard.max_map_elements() then\n',
@@ -168,7 +165,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'map-aggregation-reversed',
     bug: "a map step's outputs are aggregated in reverse element order",
-    file: HARDENING,
+    file: fn('complete_tasks'),
     fn: 'complete_tasks',
     search: '(select jsonb_agg(t.output order by t.task_index)\n',
     replace: '(select jsonb_agg(t.output order by t.task_index desc)\n',
@@ -177,7 +174,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'condition-ignored',
     bug: "a step's if/ifNot condition is never checked: the step always runs",
-    file: DSL_FEATURES,
+    file: fn('_start_ready_steps'),
     fn: '_start_ready_steps',
     search: '        if not ((ready.cond_if is null or step_input @> ready.cond_if)\n',
     replace: '        if false and not ((ready.cond_if is null or step_input @> ready.cond_if)\n',
@@ -189,7 +186,7 @@ export const MUTANTS: readonly Mutant[] = [
     // so none can complete); for a failed run it is the only one.
     name: 'ended-run-starts-successors',
     bug: "a task completing after its run failed (or was cancelled) starts the run's successors",
-    file: HARDENING,
+    file: fn('complete_tasks'),
     fn: 'complete_tasks',
     search: '               where g.run_id = any (live_runs)\n',
     replace: '               where true\n',
@@ -198,7 +195,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'cancel-leaves-queued-messages',
     bug: "cancel_run leaves the run's queued messages on their queues",
-    file: CANCEL_RETRY,
+    file: fn('cancel_run'),
     fn: 'cancel_run',
     search: '  perform switchyard._archive_queued(run.run_id);\n',
     replace: '',
@@ -208,7 +205,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'prune-ignores-held-messages',
     bug: 'prune deletes a finished run whose message a worker still holds (hidden on its queue)',
-    file: RUNS_FOR_CALLERS,
+    file: fn('prune'),
     fn: 'prune',
     search: '         and not t.message_id = any (free);\n',
     replace: '         and false;\n',
@@ -217,7 +214,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'schedule-prune-drops-batch-size',
     bug: "schedule_prune's job ignores the batch size it was given",
-    file: 'supabase/migrations/20261202000600_function_prune.sql',
+    file: fn('schedule_prune'),
     fn: 'schedule_prune',
     search:
       "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, batch_size);",
@@ -228,7 +225,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'alias-moves-backwards',
     bug: 'a worker whose registry lacks the current target moves the alias back to its own',
-    file: HARDENING,
+    file: fn('sync_alias'),
     fn: 'sync_alias',
     search: '  elsif current_target = any (versions) then\n',
     replace: '  elsif true then\n',
@@ -246,7 +243,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'user-start-allow-list-ignored',
     bug: 'start_user_run starts any alias for a signed-in user',
-    file: HARDENING,
+    file: fn('start_user_run'),
     fn: 'start_user_run',
     search: '  if not exists (select 1 from switchyard.user_start_aliases a\n',
     replace: '  if false and not exists (select 1 from switchyard.user_start_aliases a\n',
@@ -273,7 +270,7 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'shape-compared-raw',
     bug:
       'ensure_flow compares the stored shape as stored: a key an older release did not know differs',
-    file: FLOW_OPTIONS,
+    file: fn('ensure_flow'),
     fn: 'ensure_flow',
     search: '    existing_canonical := switchyard._canonical_shape(existing.shape);\n',
     replace: '    existing_canonical := existing.shape;\n',
@@ -282,7 +279,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'runtime-options-are-shape',
     bug: 'ensure_flow refuses a change of runtime options only as a shape change (SY004)',
-    file: FLOW_OPTIONS,
+    file: fn('ensure_flow'),
     fn: 'ensure_flow',
     search: '    if switchyard._shape_structure(existing_canonical) is distinct from ' +
       'switchyard._shape_structure(canonical) then\n',

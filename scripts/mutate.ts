@@ -5,8 +5,11 @@
  * --fail-fast <files>` and reports `N killed, M survived`, the survivors named. A mutant is
  * killed when its tests fail (or pass their time bound); it survives when they pass.
  *
- * First it checks every mutant still applies (its text occurs once; an SQL mutant's file holds
- * the latest definition of its function) and runs the named files unmutated: a kill only counts
+ * An SQL mutant is planted in its function's source file (supabase/schemas/functions/) and
+ * reaches the database through the unreleased migration, assembled again in the copy.
+ *
+ * First it checks every mutant still applies (its text occurs once; an SQL mutant's file is its
+ * function's source file) and runs the named files unmutated: a kill only counts
  * against a baseline that passes. One throwaway PostgreSQL cluster (or `DATABASE_URL`) serves
  * every run; each run migrates a template of its own from the mutated copy.
  *
@@ -18,6 +21,7 @@ import { helpOption } from './_help.ts';
 import { KIT_ROOT } from './_project.ts';
 import { ensurePostgresBinaries } from './_provision.ts';
 import { type Mutant, MUTANTS } from './mutants.ts';
+import { assemble, coreMigrationFiles, SCHEMAS } from './sql_source.ts';
 
 helpOption(`usage: deno task mutate [--only NAME,...] [--tests FILE,...] [--list] [--no-baseline]
                         [--bound-minutes N]
@@ -50,15 +54,8 @@ export async function staleness(root: string, m: Mutant): Promise<string | undef
   }
   const count = text.split(m.search).length - 1;
   if (count !== 1) return `its text occurs ${count} times in ${m.file} (expected once)`;
-  if (m.fn) {
-    const dir = join(root, 'supabase/migrations');
-    const files = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) => n.endsWith('.sql'))
-      .sort();
-    const pattern = new RegExp(`create or replace function switchyard\\.${m.fn}\\(`);
-    const latest = files.filter((f) => pattern.test(Deno.readTextFileSync(join(dir, f)))).at(-1);
-    if (`supabase/migrations/${latest}` !== m.file) {
-      return `the latest definition of switchyard.${m.fn} is in ${latest}, not ${m.file}`;
-    }
+  if (m.fn && m.file !== `${SCHEMAS}/functions/${m.fn}.sql`) {
+    return `switchyard.${m.fn} is defined in ${SCHEMAS}/functions/${m.fn}.sql, not ${m.file}`;
   }
   for (const t of m.tests) {
     try {
@@ -68,6 +65,25 @@ export async function staleness(root: string, m: Mutant): Promise<string | undef
     }
   }
   return undefined;
+}
+
+/**
+ * Writes `root`'s unreleased migration as `deno task sql:assemble` would; returns what puts the
+ * previous one back.
+ */
+async function reassemble(root: string): Promise<() => Promise<void>> {
+  const { unreleased } = await coreMigrationFiles(root);
+  if (unreleased.length !== 1) {
+    throw new Error(
+      `expected one unreleased migration in the scratch copy, found ${unreleased.length}`,
+    );
+  }
+  const path = join(root, 'supabase/migrations', unreleased[0]);
+  const before = await Deno.readTextFile(path);
+  const text = await assemble(root);
+  if (text === null) throw new Error('the mutated source assembles to no migration');
+  await Deno.writeTextFile(path, text);
+  return () => Deno.writeTextFile(path, before);
 }
 
 /** Copies the files git knows (tracked and untracked, not ignored) into a new directory. */
@@ -222,11 +238,15 @@ if (import.meta.main) {
       const path = join(scratch, m.file);
       const original = await Deno.readTextFile(path);
       await Deno.writeTextFile(path, original.replace(m.search, () => m.replace));
+      // A mutant of the SQL source reaches the database as an edit would: through the
+      // unreleased migration, assembled again.
+      const restoreMigration = m.file.startsWith(`${SCHEMAS}/`) ? await reassemble(scratch) : null;
       let r: RunResult;
       try {
         r = await runTests(scratch, m.tests, env, boundMs);
       } finally {
         await Deno.writeTextFile(path, original);
+        await restoreMigration?.();
       }
       rows.push({ m, r });
       const verdict = r.passed ? 'SURVIVED' : r.timedOut ? 'killed (bound)' : 'killed';

@@ -206,6 +206,23 @@ async function resolveCommit(rev: string): Promise<string> {
   return out.trim();
 }
 
+/**
+ * The upgrade steps of the release being cut (`supabase/upgrades/unreleased/`, already in its
+ * assembled migration) move to `supabase/upgrades/<version>/`, a record: the next release's
+ * steps start empty (docs/ARCHITECTURE.md §12.1).
+ */
+async function releaseUpgradeSteps(version: string): Promise<void> {
+  const from = join(KIT_ROOT, 'supabase', 'upgrades', 'unreleased');
+  const to = join(KIT_ROOT, 'supabase', 'upgrades', version);
+  try {
+    await Deno.stat(from);
+  } catch {
+    return;
+  }
+  await Deno.rename(from, to);
+  console.log(`moved    supabase/upgrades/unreleased/ to supabase/upgrades/${version}/`);
+}
+
 async function main(args: string[]): Promise<number> {
   let values;
   try {
@@ -268,6 +285,7 @@ async function main(args: string[]): Promise<number> {
   } catch (e) {
     if (!(e instanceof Deno.errors.NotFound)) throw e;
   }
+  if (!values.check) await releaseUpgradeSteps(version);
   const changed = [...wanted].filter(([p, text]) => present.get(p) !== text).map(([p]) => p);
   const removed = [...present.keys()].filter((p) => !wanted.has(p));
   if (changed.length === 0 && removed.length === 0) {

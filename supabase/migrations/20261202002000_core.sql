@@ -1,0 +1,1810 @@
+-- The SQL core, unreleased: assembled by `deno task sql:assemble` from
+-- supabase/upgrades/unreleased/ and the files of supabase/schemas/ whose definitions differ from what the
+-- released migrations leave (docs/ARCHITECTURE.md §12.1). Do not edit: edit the source and
+-- assemble again. Released migrations are never edited.
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/runs_owner_started.sql
+
+-- The user rate limit of start_user_run counts a user's runs of the last minute through this
+-- index.
+create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/settings_names.sql
+
+-- Settings the hardening added (issue 21): functions_hosts, max_map_output_bytes and
+-- user_runs_per_minute.
+alter table switchyard.settings drop constraint settings_name_check;
+
+alter table switchyard.settings add constraint settings_name_check
+  check (name in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
+                  'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute'));
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_ensure_private_queue.sql
+
+-- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped
+create or replace function switchyard._ensure_private_queue(queue text, owner text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  existing switchyard.queues;
+begin
+  perform switchyard.assert_queue_name(queue, false);
+  perform switchyard._lock_queue_name(queue);
+  select * into existing from switchyard.queues q where q.queue_name = queue;
+  if found then
+    if existing.ownership = 'shared' then
+      raise exception using errcode = '23505', message = format(
+        'queue %s is shared; flow %s cannot use it as its private queue',
+        switchyard._clip(queue), switchyard._clip(owner)),
+        detail = jsonb_build_object(
+          'rule', 'queue_is_shared', 'argument', 'queue_name', 'value', left(queue, 200),
+          'flow_slug', left(owner, 200))::text;
+    elsif existing.owner_flow <> owner then
+      raise exception using errcode = '23505', message = format(
+        'queue %s is the private queue of flow %s; flow %s cannot own it too',
+        switchyard._clip(queue), switchyard._clip(existing.owner_flow), switchyard._clip(owner)),
+        detail = jsonb_build_object(
+          'rule', 'queue_owned_by_other_flow', 'argument', 'queue_name',
+          'value', left(queue, 200), 'flow_slug', left(owner, 200),
+          'owner_flow', existing.owner_flow)::text;
+    end if;
+    return;
+  end if;
+  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
+    raise exception using errcode = '23505', message = format(
+      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
+      'a private queue is never adopted: rename the flow or drop that queue',
+      switchyard._clip(queue), array_to_string(switchyard._pgmq_spellings(queue), ', ')),
+      detail = jsonb_build_object(
+        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
+        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+  end if;
+  perform pgmq.create(queue);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
+  values (queue, queue, 'private', owner);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_hosts_problem.sql
+
+-- Why a functions_hosts value is refused, or null: host names separated by commas (spaces
+-- around them allowed), each letters, digits, "." and "-" (or a bracketed IPv6 address), no
+-- scheme, port, path or wildcard; at most 50 of them.
+create or replace function switchyard._hosts_problem(hosts text)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  host text;
+  n int := 0;
+begin
+  if char_length(hosts) > 4096 then
+    return format('it is %s characters long; the limit is 4096', char_length(hosts));
+  end if;
+  foreach host in array string_to_array(hosts, ',') loop
+    host := btrim(host, ' ');
+    n := n + 1;
+    if host !~ '^([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])$' then
+      return format('host %s is invalid: list host names (letters, digits, ".", "-") separated '
+                    'by commas, without scheme, port, path or wildcard', switchyard._clip(host));
+    end if;
+  end loop;
+  if n = 0 then
+    return 'list at least one host name (null restores the default)';
+  elsif n > 50 then
+    return format('it lists %s hosts; the limit is 50', n);
+  end if;
+  return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_int_option.sql
+
+-- ---- _int_option (latest: 20261201000500_function_ensure_flow.sql): the values it echoes clipped
+create or replace function switchyard._int_option(
+  obj jsonb, key text, what text, min_value int, max_value int, nullable boolean
+)
+returns int
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v jsonb := obj -> key;
+begin
+  if v is null or v = 'null'::jsonb then
+    if nullable then
+      return null;
+    end if;
+    raise exception using errcode = '22023', message = format('%s %s is missing', left(what, 200), left(key, 80)),
+      detail = jsonb_build_object(
+        'rule', 'option_missing', 'argument', left(key, 200), 'value', null, 'context', left(what, 200))::text;
+  end if;
+  if jsonb_typeof(v) <> 'number' or (v::text)::numeric <> trunc((v::text)::numeric)
+     or (v::text)::numeric < min_value or (v::text)::numeric > max_value then
+    raise exception using errcode = '22023', message = format(
+      '%s %s %s is invalid: use an integer from %s to %s', left(what, 200), left(key, 80),
+      left(v::text, 80), min_value, max_value),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', left(key, 200), 'value', left(v::text, 200),
+        'min', min_value, 'max', max_value, 'context', left(what, 200))::text;
+  end if;
+  return (v::text)::int;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_queue_plain_tasks.sql
+
+-- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
+-- to started: one task each (task index 0), its queue an immutable snapshot of the step's, its
+-- message sent with the step's start delay. The one implementation of successor start for plain
+-- steps (docs/ARCHITECTURE.md §5.9): complete_tasks calls it for a batch's runs together,
+-- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
+-- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
+-- every queue numbers the messages as one send per step would. Returns the number of tasks.
+create or replace function switchyard._queue_plain_tasks(runs uuid[], flows text[], steps text[])
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  q record;
+begin
+  if cardinality(runs) = 0 then
+    return 0;
+  end if;
+  for q in
+    select g.queue_name, g.start_delay, array_agg(g.ord::int order by g.ord) as ords,
+           array_agg(jsonb_build_object('run_id', g.run_id, 'flow_slug', g.flow_slug,
+                                        'step_slug', g.step_slug) order by g.ord) as bodies
+      from (select st.queue_name, st.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
+                   row_number() over (partition by st.queue_name order by u.ord)
+                     - row_number() over (partition by st.queue_name, st.start_delay
+                                          order by u.ord) as stretch
+              from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
+              join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug) g
+     group by g.queue_name, g.start_delay, g.stretch
+     order by g.queue_name, min(g.ord)
+  loop
+    -- PGMQ numbers a batch's messages in the order given. The body is a hint for humans;
+    -- claiming trusts only (queue_name, message_id).
+    insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
+                                       max_attempts, base_delay, max_delay, timeout)
+    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id,
+           coalesce(st.max_attempts, f.max_attempts), coalesce(st.base_delay, f.base_delay),
+           coalesce(st.max_delay, f.max_delay), coalesce(st.timeout, f.timeout)
+      from (select m.msg_id, row_number() over (order by m.msg_id) as i
+              from pgmq.send_batch(q.queue_name, q.bodies, q.start_delay) as m(msg_id)) b
+      join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i
+      join switchyard.steps st on st.flow_slug = flows[o.ord] and st.step_slug = steps[o.ord]
+      join switchyard.flows f on f.flow_slug = flows[o.ord];
+  end loop;
+  return cardinality(runs);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_run_output.sql
+
+-- A run's output: the outputs of its completed leaf steps (no step depends on them); a
+-- skipped leaf is absent. The one definition: complete_tasks (a batch's runs), and
+-- _complete_run_if_done (a run that ended by a skip or an empty map) call it. PL/pgSQL, so its
+-- statement is planned once per session, not once per call as a SQL function's would be.
+create or replace function switchyard._run_output(run uuid, flow text)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return (select coalesce(jsonb_object_agg(ss.step_slug, ss.output), '{}'::jsonb)
+            from switchyard.step_states ss
+           where ss.run_id = run and ss.status = 'completed'
+             and not exists (select 1 from switchyard.deps d
+                              where d.flow_slug = flow and d.dep_slug = ss.step_slug));
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_start_ready_steps.sql
+
+-- Moves every created step of a run whose dependencies are done (completed or skipped) to
+-- started, then per step, in index order:
+--   - a condition (docs/ARCHITECTURE.md §5.9) is evaluated here, in SQL only, over the step's
+--     input (the run input for a root step, else _dependency_outputs): met when the input
+--     contains cond_if and does not contain cond_if_not (jsonb @>). Unmet: 'skip' skips the
+--     step, 'skip-cascade' also every step depending on it, 'fail' fails the run;
+--   - a map step (docs/ARCHITECTURE.md §5.10) reads its array (the run input, or its one
+--     dependency's output): not an array fails the run naming the step and the value's type;
+--     more than max_map_elements() elements fails it with the count and the limit; an empty
+--     array completes the step with [] and no task; else one task per element, task_index
+--     0..n-1, every message sent in one pgmq.send_batch;
+--   - otherwise (a plain step) its task is created by _queue_plain_tasks, the one path of plain
+--     successor start that complete_tasks takes too: plain steps are queued together, in index
+--     order, before each condition or map step and after the last step.
+-- A skip or an empty map can make dependents ready, so it repeats until nothing moves; a run
+-- whose steps are then all completed or skipped completes here. Returns the number of tasks
+-- created.
+create or replace function switchyard._start_ready_steps(target_run uuid)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  ready record;
+  started int := 0;
+  step_input jsonb;
+  elements jsonb;
+  element_count int;
+  source_slug text;
+  moved_any boolean;
+  skipped_any boolean := false;
+  plain_flows text[] := '{}';   -- plain ready steps not queued yet (parallel arrays)
+  plain_steps text[] := '{}';
+begin
+  loop
+    moved_any := false;
+    for ready in
+      with moved as (
+        update switchyard.step_states ss
+           set status = 'started', started_at = now()
+         where ss.run_id = target_run and ss.status = 'created' and ss.remaining_deps = 0
+        returning ss.run_id, ss.flow_slug, ss.step_slug
+      )
+      select m.run_id, m.flow_slug, m.step_slug, st.queue_name, st.start_delay, st.deps_count,
+             st.step_type, st.cond_if, st.cond_if_not, st.when_unmet,
+             coalesce(st.max_attempts, f.max_attempts) as max_attempts,
+             coalesce(st.base_delay, f.base_delay) as base_delay,
+             coalesce(st.max_delay, f.max_delay) as max_delay,
+             coalesce(st.timeout, f.timeout) as timeout
+        from moved m
+        join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug
+        join switchyard.flows f on f.flow_slug = m.flow_slug
+       order by st.step_index
+    loop
+      if ready.step_type <> 'map' and ready.cond_if is null and ready.cond_if_not is null then
+        plain_flows := plain_flows || ready.flow_slug;
+        plain_steps := plain_steps || ready.step_slug;
+        continue;
+      end if;
+      started := started + switchyard._queue_plain_tasks(
+        array_fill(target_run, array[cardinality(plain_steps)]), plain_flows, plain_steps);
+      plain_flows := '{}';
+      plain_steps := '{}';
+      if ready.cond_if is not null or ready.cond_if_not is not null then
+        if ready.deps_count = 0 then
+          select r.input into step_input from switchyard.runs r where r.run_id = target_run;
+        else
+          step_input := switchyard._dependency_outputs(target_run, ready.flow_slug, ready.step_slug);
+        end if;
+        if not ((ready.cond_if is null or step_input @> ready.cond_if)
+                and (ready.cond_if_not is null or not step_input @> ready.cond_if_not)) then
+          if ready.when_unmet = 'fail' then
+            perform switchyard._fail_run_step(target_run, ready.step_slug, format(
+              'step %s condition is not met (if %s, ifNot %s) and whenUnmet is fail',
+              to_json(ready.step_slug)::text, coalesce(ready.cond_if::text, 'none'),
+              coalesce(ready.cond_if_not::text, 'none')));
+            return started;
+          end if;
+          perform switchyard._skip_step(target_run, ready.flow_slug, ready.step_slug,
+            format('condition not met (if %s, ifNot %s)', coalesce(ready.cond_if::text, 'none'),
+                   coalesce(ready.cond_if_not::text, 'none')),
+            ready.when_unmet = 'skip-cascade');
+          moved_any := true;
+          skipped_any := true;
+          continue;
+        end if;
+      end if;
+      if ready.step_type = 'map' then
+        if ready.deps_count = 0 then
+          select r.input into elements from switchyard.runs r where r.run_id = target_run;
+          source_slug := null;
+        else
+          select d.dep_slug, ds.output into source_slug, elements
+            from switchyard.deps d
+            join switchyard.step_states ds on ds.run_id = target_run and ds.step_slug = d.dep_slug
+           where d.flow_slug = ready.flow_slug and d.step_slug = ready.step_slug;
+        end if;
+        if elements is null or jsonb_typeof(elements) <> 'array' then
+          perform switchyard._fail_run_step(target_run, ready.step_slug, format(
+            'map step %s needs an array from %s, got %s', to_json(ready.step_slug)::text,
+            case when source_slug is null then 'the flow input'
+                 else format('step %s', to_json(source_slug)::text) end,
+            coalesce(jsonb_typeof(elements), 'no value (the step was skipped)')));
+          return started;
+        end if;
+        element_count := jsonb_array_length(elements);
+        if element_count > switchyard.max_map_elements() then
+          perform switchyard._fail_run_step(target_run, ready.step_slug, format(
+            'map step %s refused %s elements from %s: at most %s elements per map',
+            to_json(ready.step_slug)::text, element_count,
+            case when source_slug is null then 'the flow input'
+                 else format('step %s', to_json(source_slug)::text) end,
+            switchyard.max_map_elements()));
+          return started;
+        end if;
+        if element_count = 0 then
+          perform switchyard._complete_without_tasks(target_run, ready.flow_slug, ready.step_slug, '[]');
+          moved_any := true;
+          skipped_any := true;
+          continue;
+        end if;
+        -- One task per element; PGMQ numbers a batch's messages in the order given.
+        insert into switchyard.step_tasks (run_id, step_slug, task_index, flow_slug, queue_name,
+                                           message_id, max_attempts, base_delay, max_delay, timeout)
+        select ready.run_id, ready.step_slug, (b.ord - 1)::int, ready.flow_slug, ready.queue_name,
+               b.msg_id, ready.max_attempts, ready.base_delay, ready.max_delay, ready.timeout
+          from (select m.msg_id, row_number() over (order by m.msg_id) as ord
+                  from pgmq.send_batch(
+                         ready.queue_name,
+                         array(select jsonb_build_object(
+                                        'run_id', ready.run_id, 'flow_slug', ready.flow_slug,
+                                        'step_slug', ready.step_slug, 'task_index', g.i)
+                                 from generate_series(0, element_count - 1) g(i) order by g.i),
+                         ready.start_delay) as m(msg_id)) b;
+        update switchyard.step_states ss set remaining_tasks = element_count
+         where ss.run_id = target_run and ss.step_slug = ready.step_slug;
+        started := started + element_count;
+        continue;
+      end if;
+      -- A plain step whose condition is met.
+      plain_flows := plain_flows || ready.flow_slug;
+      plain_steps := plain_steps || ready.step_slug;
+    end loop;
+    started := started + switchyard._queue_plain_tasks(
+      array_fill(target_run, array[cardinality(plain_steps)]), plain_flows, plain_steps);
+    plain_flows := '{}';
+    plain_steps := '{}';
+    exit when not moved_any;
+  end loop;
+  if skipped_any then  -- a skip or an empty map may have finished the run
+    perform switchyard._complete_run_if_done(target_run);
+  end if;
+  return started;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/activate_alias.sql
+
+-- ---- activate_alias (latest: 20261202000400_function_alias_rules.sql): the values it echoes clipped
+create or replace function switchyard.activate_alias(alias_name text, target_flow text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  previous text;
+  other_alias text;
+begin
+  perform switchyard.assert_slug('alias', alias_name);
+  perform switchyard._assert_alias_case(alias_name);
+  if not exists (select 1 from switchyard.flows f where f.flow_slug = target_flow) then
+    raise exception using errcode = '22023', message = format(
+      'cannot activate alias %s: flow %s is not compiled', switchyard._clip(alias_name),
+      switchyard._clip(target_flow)),
+      detail = jsonb_build_object(
+        'rule', 'flow_not_compiled', 'argument', 'target_flow', 'value', left(target_flow, 200),
+        'alias', alias_name)::text;
+  end if;
+  select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = target_flow;
+  if other_alias is not null and other_alias <> alias_name then
+    raise exception using errcode = '23505', message = format(
+      'cannot activate alias %s: flow %s belongs to alias %s',
+      switchyard._clip(alias_name), switchyard._clip(target_flow), switchyard._clip(other_alias)),
+      detail = jsonb_build_object(
+        'rule', 'flow_in_other_alias', 'argument', 'target_flow', 'value', target_flow,
+        'alias', alias_name, 'other_alias', other_alias)::text;
+  end if;
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+  insert into switchyard.alias_members (alias, flow_slug) values (alias_name, target_flow)
+  on conflict do nothing;
+  select a.flow_slug into previous from switchyard.aliases a where a.alias = alias_name for update;
+  perform switchyard._record_activation(alias_name, target_flow, previous, 'operator');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/assert_slug.sql
+
+-- ---- assert_slug (latest: 20261201000200_queue_names.sql): the values it echoes clipped
+create or replace function switchyard.assert_slug(kind text, slug text)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  if slug is null or slug !~ '^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$' or length(slug) > 47 then
+    raise exception using errcode = '22023', message = format(
+      '%s slug %s is invalid: start with a letter, then letters, digits and single underscores '
+      '(at most 47 characters)', kind, switchyard._clip(slug)),
+      detail = jsonb_build_object(
+        'rule', 'slug_format',
+        'argument', case kind when 'alias' then 'alias_name' else kind || '_slug' end,
+        'value', left(slug, 200), 'kind', kind)::text;
+  end if;
+  if kind = 'step' and lower(slug) = 'run' then
+    raise exception using errcode = '22023', message = format(
+      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)),
+      detail = jsonb_build_object(
+        'rule', 'step_slug_reserved', 'argument', 'step_slug', 'value', left(slug, 200))::text;
+  end if;
+  return slug;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/base_url_problem.sql
+
+-- ---- base_url_problem (latest: 20261202001500_keep_alive_local_hosts.sql)
+-- The host must be one of functions_hosts (a setting: host names separated by commas); without
+-- it, a Supabase project's own host (<ref>.supabase.co, https) or a local one (localhost,
+-- 127.x.x.x, [::1], kong, host.docker.internal). It reads that setting, so it is stable now.
+create or replace function switchyard.base_url_problem(url text)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  parts text[];
+  host text;
+  allowed text;
+  local_host boolean;
+begin
+  if url is null then
+    return 'it is missing';
+  elsif char_length(url) > 2048 then
+    return format('it is %s characters long; the limit is 2048', char_length(url));
+  elsif url ~ '[[:space:][:cntrl:]]' then
+    return 'it contains whitespace or a control character';
+  elsif position('@' in url) > 0 then
+    return 'it contains "@" (a user name or password, or a host in disguise)';
+  end if;
+  parts := regexp_match(url,
+    '^(https?)://([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(:([0-9]{1,5}))?(/[A-Za-z0-9._~%/-]*)?$');
+  if parts is null then
+    return 'use https://host[:port][/path] (letters, digits, ".", "-" in the host; no query or fragment)';
+  end if;
+  if coalesce(parts[5]::int, 0) > 65535 then
+    return format('port %s is out of range', parts[5]);
+  end if;
+  host := lower(parts[2]);
+  -- A name without a dot resolves only on the local network (a Docker network's service
+  -- names). It must start with a letter: a number without dots (2130706433, 0x7f000001) is an
+  -- IPv4 address to many resolvers, and could be any host.
+  if parts[1] = 'http'
+     and not (host = 'localhost' or host = '[::1]' or host ~ '^127(\.[0-9]{1,3}){3}$'
+              or host = 'host.docker.internal' or host ~ '^[a-z]([a-z0-9-]*[a-z0-9])?$') then
+    return 'plain http:// is allowed only for a loopback or local network host (localhost, '
+      '127.0.0.1, [::1], host.docker.internal, a name without a dot such as kong): use https://';
+  end if;
+  -- The bearer goes to this host: only hosts the operator lists, by default the project's own.
+  select s.value into allowed from switchyard.settings s where s.name = 'functions_hosts';
+  local_host := host = 'localhost' or host = '[::1]' or host ~ '^127(\.[0-9]{1,3}){3}$'
+                or host = 'host.docker.internal' or host = 'kong';
+  if allowed is null then
+    if not (local_host or (parts[1] = 'https' and host ~ '^[a-z0-9]([a-z0-9-]*[a-z0-9])?\.supabase\.co$')) then
+      return format('host %s is not the project''s own functions host (<project-ref>.supabase.co) '
+        'or a local one (localhost, 127.0.0.1, [::1], kong, host.docker.internal): list it first '
+        'with select switchyard.set_setting(''functions_hosts'', ''%s'')', host, host);
+    end if;
+  elsif not (host = any (select lower(btrim(h, ' ')) from unnest(string_to_array(allowed, ',')) h)) then
+    return format('host %s is not in functions_hosts (%s): add it with '
+      'select switchyard.set_setting(''functions_hosts'', ''<hosts, comma-separated>'')',
+      host, left(allowed, 200));
+  end if;
+  return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/complete_tasks.sql
+
+-- ---- complete_tasks (latest: 20261202001600_hot_path.sql)
+create or replace function switchyard.complete_tasks(completions jsonb)
+returns table (ok boolean)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
+as $$
+declare
+  acc_ords bigint[];      -- accepted items (parallel arrays)
+  acc_runs uuid[];
+  acc_steps text[];
+  acc_idxs int[];
+  acc_flows text[];
+  acc_outputs jsonb[];
+  acc_queues text[];
+  acc_messages bigint[];
+  live_runs uuid[];       -- runs of accepted items that are still started
+  done_runs uuid[];       -- steps completed by this call (parallel arrays)
+  done_steps text[];
+  done_flows text[];
+  advancing uuid[];       -- runs that may have steps to start now
+  seg record;             -- consecutive advancing runs, plain or not
+  new_runs uuid[];        -- the tasks of plain runs' ready steps (parallel arrays)
+  new_flows text[];
+  new_steps text[];
+  q record;
+  next_run uuid;
+  big record;             -- a map whose aggregate is over max_map_output_bytes
+  map_limit bigint;
+begin
+  if completions is null or jsonb_typeof(completions) <> 'array' then
+    raise exception using errcode = '22023', message =
+      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}',
+      detail = jsonb_build_object(
+        'rule', 'completions_not_array', 'argument', 'completions',
+        'value', left(completions::text, 200))::text;
+  end if;
+
+  -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
+  -- Two probes per item, each a LATERAL (... LIMIT 1) on a unique key: the task's message
+  -- key by its primary key, then, in message order, the lock by that key. A join filtered on
+  -- the status instead let the planner read every started task of every queue through the
+  -- partial index step_tasks_worker (dead entries included), so the cost grew with the
+  -- history (docs/ARCHITECTURE.md §5.7).
+  select coalesce(array_agg(x.ord order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.run_id order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.step_slug order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.task_index order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.flow_slug order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.output order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.queue_name order by x.run_id, x.step_slug, x.task_index), '{}'),
+         coalesce(array_agg(x.message_id order by x.run_id, x.step_slug, x.task_index), '{}')
+    into acc_ords, acc_runs, acc_steps, acc_idxs, acc_flows, acc_outputs, acc_queues, acc_messages
+    from (
+      select k.ord, l.run_id, l.step_slug, l.task_index, l.flow_slug, k.output, l.queue_name,
+             l.message_id, l.status, l.attempts_count, k.attempt
+        from (select i.ord, i.output, i.attempt, m.queue_name, m.message_id
+                from (select distinct on (e.run_id, e.step_slug, e.task_index) e.*
+                        from (select c.ord, (c.value ->> 'run_id')::uuid as run_id,
+                                     c.value ->> 'step_slug' as step_slug,
+                                     coalesce((c.value ->> 'task_index')::int, 0) as task_index,
+                                     (c.value ->> 'attempt')::int as attempt,
+                                     coalesce(c.value -> 'output', 'null') as output
+                                from jsonb_array_elements(completions) with ordinality as c(value, ord)) e
+                       order by e.run_id, e.step_slug, e.task_index, e.ord) i
+                cross join lateral (select t.queue_name, t.message_id from switchyard.step_tasks t
+                                     where t.run_id = i.run_id and t.step_slug = i.step_slug
+                                       and t.task_index = i.task_index
+                                     limit 1) m
+               order by m.queue_name, m.message_id) k
+        cross join lateral (select t.run_id, t.step_slug, t.task_index, t.flow_slug, t.queue_name,
+                                   t.message_id, t.status, t.attempts_count
+                              from switchyard.step_tasks t
+                             where t.queue_name = k.queue_name and t.message_id = k.message_id
+                             limit 1 for update) l
+    ) x
+   where x.status = 'started' and x.attempts_count = x.attempt;
+
+  if cardinality(acc_ords) > 0 then
+    select coalesce(array_agg(x.run_id) filter (where x.status = 'started'), '{}') into live_runs
+      from (select r.run_id, r.status from switchyard.runs r
+             where r.run_id = any (acc_runs) order by r.run_id for update) x;
+
+    update switchyard.step_tasks t
+       set status = 'completed', completed_at = now(), output = a.output
+      from unnest(acc_runs, acc_steps, acc_idxs, acc_outputs) as a(run_id, step_slug, idx, output)
+     where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx;
+    for q in
+      select a.queue_name, array_agg(a.message_id order by a.message_id) as ids
+        from unnest(acc_queues, acc_messages) as a(queue_name, message_id)
+       group by a.queue_name order by a.queue_name
+    loop
+      perform pgmq.archive(q.queue_name, q.ids);
+    end loop;
+
+    -- A map step whose last elements complete here gets its outputs in one array, which its
+    -- dependents receive whole. When that array would be more than max_map_output_bytes of
+    -- JSON text ('[' + the outputs joined by ', ' + ']'), the step and its run fail here,
+    -- before the array is built, naming the map, the size and the limit. Every element keeps
+    -- its output and none is re-run for it (a retry of the run runs them again). Only batches
+    -- with a map element look, and only a map's last completion sums its outputs.
+    if exists (select 1 from unnest(acc_flows, acc_steps) as a(flow_slug, step_slug)
+                 join switchyard.steps st
+                   on st.flow_slug = a.flow_slug and st.step_slug = a.step_slug
+                where st.step_type = 'map') then
+      map_limit := switchyard.limit_value('max_map_output_bytes');
+      for big in
+        select g.run_id, g.step_slug, g.flow_slug, x.tasks, x.bytes
+          from (select a.run_id, a.step_slug, a.flow_slug
+                  from unnest(acc_runs, acc_steps, acc_flows) as a(run_id, step_slug, flow_slug)
+                  join switchyard.steps st
+                    on st.flow_slug = a.flow_slug and st.step_slug = a.step_slug
+                   and st.step_type = 'map'
+                  join switchyard.step_states ss
+                    on ss.run_id = a.run_id and ss.step_slug = a.step_slug and ss.status = 'started'
+                 where a.run_id = any (live_runs)
+                 group by a.run_id, a.step_slug, a.flow_slug, ss.remaining_tasks
+                having ss.remaining_tasks = count(*)) g
+          cross join lateral (select count(*)::int as tasks,
+                                     coalesce(sum(octet_length(t.output::text)), 0)
+                                       + 2 * count(*) as bytes
+                                from switchyard.step_tasks t
+                               where t.run_id = g.run_id and t.step_slug = g.step_slug) x
+         where x.bytes > map_limit
+         order by g.run_id, g.step_slug
+      loop
+        update switchyard.step_states ss
+           set status = 'failed', failed_at = now()
+         where ss.run_id = big.run_id and ss.step_slug = big.step_slug;
+        update switchyard.runs r
+           set status = 'failed', failed_at = now(),
+               error = format(
+                 'map step %s: its %s outputs are %s bytes of JSON text together, over the limit '
+                 'of %s bytes (setting max_map_output_bytes); no element is run again: return '
+                 'smaller outputs (store large data elsewhere and return a reference) and retry '
+                 'the run, or raise the limit with select switchyard.set_setting('
+                 '''max_map_output_bytes'', ''<bytes>'')',
+                 big.step_slug, big.tasks, big.bytes, map_limit)
+         where r.run_id = big.run_id;
+        perform switchyard._archive_queued(big.run_id);
+        live_runs := array_remove(live_runs, big.run_id);
+      end loop;
+    end if;
+
+    -- A run that ended meanwhile records the task and starts nothing. A step's state counts
+    -- its tasks down (one for an ordinary step, one per element for a map) and completes
+    -- with its last one: the output of an ordinary step's task, or a map's outputs in
+    -- element order.
+    with done as (
+      update switchyard.step_states ss
+         set remaining_tasks = ss.remaining_tasks - a.n,
+             status = case when ss.remaining_tasks = a.n then 'completed' else ss.status end,
+             completed_at = case when ss.remaining_tasks = a.n then now() end,
+             output = case when ss.remaining_tasks = a.n then
+                        case when a.step_type = 'map' then
+                               (select jsonb_agg(t.output order by t.task_index)
+                                  from switchyard.step_tasks t
+                                 where t.run_id = ss.run_id and t.step_slug = ss.step_slug)
+                             else a.output end
+                      end
+        from (select g.run_id, g.step_slug, count(*)::int as n, (array_agg(g.output))[1] as output,
+                     min(st.step_type) as step_type
+                from unnest(acc_runs, acc_steps, acc_flows, acc_outputs)
+                       as g(run_id, step_slug, flow_slug, output)
+                join switchyard.steps st on st.flow_slug = g.flow_slug and st.step_slug = g.step_slug
+               where g.run_id = any (live_runs)
+               group by g.run_id, g.step_slug) a
+       where ss.run_id = a.run_id and ss.step_slug = a.step_slug and ss.status = 'started'
+      returning ss.run_id, ss.step_slug, ss.flow_slug, ss.status
+    )
+    select coalesce(array_agg(d.run_id) filter (where d.status = 'completed'), '{}'),
+           coalesce(array_agg(d.step_slug) filter (where d.status = 'completed'), '{}'),
+           coalesce(array_agg(d.flow_slug) filter (where d.status = 'completed'), '{}')
+      into done_runs, done_steps, done_flows
+      from done d;
+    update switchyard.step_states ss
+       set remaining_deps = ss.remaining_deps - d.n
+      from (select a.run_id, d.step_slug, count(*)::int as n
+              from unnest(done_runs, done_steps, done_flows) as a(run_id, step_slug, flow_slug)
+              join switchyard.deps d on d.flow_slug = a.flow_slug and d.dep_slug = a.step_slug
+             group by a.run_id, d.step_slug) d
+     where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
+    -- Count the steps down; a run whose last step completed here completes in the same
+    -- update, with the outputs of its completed leaf steps (no step depends on them; a
+    -- skipped leaf is absent) as its output.
+    with counted as (
+      update switchyard.runs r
+         set remaining_steps = r.remaining_steps - c.n,
+             status = case when r.remaining_steps = c.n then 'completed' else r.status end,
+             completed_at = case when r.remaining_steps = c.n then now() end,
+             output = case when r.remaining_steps = c.n then
+                        switchyard._run_output(r.run_id, r.flow_slug)
+                      end
+        from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
+               group by a.run_id) c
+       where r.run_id = c.run_id
+      returning r.run_id, r.remaining_steps
+    )
+    select coalesce(array_agg(c.run_id order by c.run_id) filter (where c.remaining_steps > 0), '{}')
+      into advancing
+      from counted c;
+    -- Successors. A run whose ready steps (created, no dependency left) are all plain (no
+    -- condition, not a map) has them started here together with its neighbours in run order
+    -- that are plain too: one update of their states, then _queue_plain_tasks for all of them
+    -- (one pgmq.send_batch per queue and start delay, one insert of their tasks), the path
+    -- _start_ready_steps takes for plain steps too. Every other run (a condition, a map) goes
+    -- through _start_ready_steps. Runs are taken in run order and each queue's messages are
+    -- sent in (run, step index) order, so every queue numbers them as the calls per run did.
+    -- (Only with something to start: over an empty array the custom plan is so much cheaper
+    -- than the generic one that the plan cache would plan these statements on every call.)
+    if cardinality(advancing) > 0 then
+      for seg in
+        select x.special, array_agg(x.run_id order by x.run_id) as runs
+          from (select y.run_id, y.special, row_number() over (order by y.run_id) as n,
+                       row_number() over (order by y.run_id)
+                         - row_number() over (partition by y.special order by y.run_id) as island
+                  from (select a.run_id,
+                               coalesce(bool_or(st.step_type = 'map' or st.cond_if is not null
+                                                or st.cond_if_not is not null), false) as special
+                          from unnest(advancing) as a(run_id)
+                          left join switchyard.step_states ss
+                            on ss.run_id = a.run_id and ss.status = 'created'
+                           and ss.remaining_deps = 0
+                          left join switchyard.steps st
+                            on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+                         group by a.run_id) y) x
+         group by x.special, x.island
+         order by min(x.n)
+      loop
+        if seg.special then
+          foreach next_run in array seg.runs loop
+            perform switchyard._start_ready_steps(next_run);
+          end loop;
+          continue;
+        end if;
+        with moved as (
+          update switchyard.step_states ss
+             set status = 'started', started_at = now()
+            from unnest(seg.runs) as a(run_id)
+           where ss.run_id = a.run_id and ss.status = 'created' and ss.remaining_deps = 0
+          returning ss.run_id, ss.flow_slug, ss.step_slug
+        )
+        select coalesce(array_agg(m.run_id order by m.run_id, st.step_index), '{}'),
+               coalesce(array_agg(m.flow_slug order by m.run_id, st.step_index), '{}'),
+               coalesce(array_agg(m.step_slug order by m.run_id, st.step_index), '{}')
+          into new_runs, new_flows, new_steps
+          from moved m
+          join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug;
+        perform switchyard._queue_plain_tasks(new_runs, new_flows, new_steps);
+      end loop;
+    end if;
+  end if;
+
+  return query
+    select c.ord = any (acc_ords)
+      from jsonb_array_elements(completions) with ordinality as c(value, ord)
+     order by c.ord;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/delete_flow.sql
+
+-- ---- delete_flow (latest: 20261201001200_function_delete_flow_run_status.sql): the values it echoes clipped
+create or replace function switchyard.delete_flow(flow_slug text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  task record;
+  q record;
+  target_alias text;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(delete_flow.flow_slug), 0));
+  if not exists (select 1 from switchyard.flows f where f.flow_slug = delete_flow.flow_slug) then
+    raise exception using errcode = '22023', message = format(
+      'cannot delete flow %s: it is not compiled', switchyard._clip(delete_flow.flow_slug)),
+      detail = jsonb_build_object(
+        'rule', 'flow_not_compiled', 'argument', 'flow_slug',
+        'value', left(delete_flow.flow_slug, 200))::text;
+  end if;
+  select a.alias into target_alias from switchyard.aliases a where a.flow_slug = delete_flow.flow_slug;
+  if target_alias is not null then
+    raise exception using errcode = '55000', message = format(
+      'cannot delete flow %s: it is the active target of alias %s; activate another version first',
+      switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
+      detail = jsonb_build_object(
+        'rule', 'flow_is_alias_target', 'argument', 'flow_slug',
+        'value', delete_flow.flow_slug, 'alias', target_alias)::text;
+  end if;
+  for task in
+    select t.queue_name, t.message_id from switchyard.step_tasks t
+     where t.flow_slug = delete_flow.flow_slug and t.status in ('queued', 'started')
+     order by t.queue_name, t.message_id
+     for update
+  loop
+    perform pgmq.archive(task.queue_name, task.message_id);
+  end loop;
+  delete from switchyard.runs r where r.flow_slug = delete_flow.flow_slug;
+  delete from switchyard.alias_members m where m.flow_slug = delete_flow.flow_slug;
+  delete from switchyard.flows f where f.flow_slug = delete_flow.flow_slug;
+  for q in
+    select x.queue_name, x.pgmq_name from switchyard.queues x
+     where x.ownership = 'private' and x.owner_flow = delete_flow.flow_slug
+  loop
+    delete from switchyard.queues x where x.queue_name = q.queue_name;
+    perform pgmq.drop_queue(q.pgmq_name);
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/fence_begin.sql
+
+-- ---- fence_begin (latest: 20261201001400_function_fence.sql): the values it echoes clipped
+create or replace function switchyard.fence_begin(function_names text[])
+returns table (fence_id bigint, function_name text, was_enabled boolean, deprecated_workers int)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  names text[];
+  unknown text[];
+  open_fence switchyard.fences;
+  new_fence bigint;
+  fn text;
+  previous boolean;
+  deprecated int;
+begin
+  if function_names is null or cardinality(function_names) = 0 then
+    raise exception using errcode = '22023', message =
+      'fence_begin: no functions given: list every queue function the rollout affects',
+      detail = jsonb_build_object(
+        'rule', 'function_names_missing', 'argument', 'function_names',
+        'value', function_names::text)::text;
+  end if;
+  if array_position(function_names, null) is not null then
+    raise exception using errcode = '22023', message =
+      'fence_begin: a function name is null: list function names only',
+      detail = jsonb_build_object(
+        'rule', 'function_name_null', 'argument', 'function_names',
+        'value', left(function_names::text, 200))::text;
+  end if;
+  perform switchyard._lock_fences();
+
+  select * into open_fence from switchyard.fences f where f.closed_at is null;
+  if found then
+    raise exception using errcode = 'SY010', message = format(
+      'fence_begin: fence %s is already open since %s over functions %s; fences do not nest',
+      open_fence.fence_id, open_fence.opened_at,
+      (select string_agg(switchyard._clip(m.function_name), ', ' order by m.function_name)
+         from switchyard.fence_members m where m.fence_id = open_fence.fence_id)),
+      detail = jsonb_build_object('fence_id', open_fence.fence_id)::text,
+      hint = 'finish that rollout with select * from switchyard.fence_end() first';
+  end if;
+
+  -- Sorted and distinct, so concurrent callers lock rows in one order.
+  select array_agg(distinct n order by n) into names from unnest(function_names) n;
+  select array_agg(n order by n) into unknown
+    from unnest(names) n
+   where not exists (select 1 from switchyard.worker_functions f where f.function_name = n);
+  if unknown is not null then
+    raise exception using errcode = 'SY003', message = format(
+      'fence_begin: unknown function(s) %s: register a function with its scaffold migration '
+      '(switchyard.register_function) or start its worker once',
+      (select string_agg(switchyard._clip(u), ', ') from unnest(unknown) u)),
+      detail = jsonb_build_object(
+        'function_names', (select jsonb_agg(left(u, 200) order by u) from unnest(unknown) u))::text;
+  end if;
+
+  insert into switchyard.fences as fe default values returning fe.fence_id into new_fence;
+  foreach fn in array names loop
+    -- The row lock waits for a worker registering right now (register_worker
+    -- holds a share lock); that worker is then live and deprecated below.
+    select f.enabled into previous from switchyard.worker_functions f
+     where f.function_name = fn for update;
+    update switchyard.worker_functions f set enabled = false where f.function_name = fn;
+    deprecated := switchyard.deprecate_workers(fn);
+    insert into switchyard.fence_members (fence_id, function_name, was_enabled, deprecated_workers)
+    values (new_fence, fn, previous, deprecated);
+  end loop;
+
+  return query
+    select m.fence_id, m.function_name, m.was_enabled, m.deprecated_workers
+      from switchyard.fence_members m
+     where m.fence_id = new_fence
+     order by m.function_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/keep_alive_command.sql
+
+-- ---- keep_alive_command (latest: 20261202000300_function_keep_alive_urls.sql)
+create or replace function switchyard.keep_alive_command(
+  base_url text default null,
+  debounce_seconds int default 30
+)
+returns text
+language plpgsql
+stable      -- base_url_problem reads functions_hosts
+security definer
+set search_path = ''
+as $$
+declare
+  problem text := case when nullif(base_url, '') is not null then switchyard.base_url_problem(base_url) end;
+begin
+  if problem is not null then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive_command: base URL %s is invalid: %s', switchyard._clip(base_url), problem),
+      detail = jsonb_build_object(
+        'rule', 'url_format', 'argument', 'base_url', 'value', left(base_url, 200),
+        'problem', problem)::text;
+  end if;
+  if debounce_seconds is null or debounce_seconds < 0 then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive_command: debounce_seconds %s is invalid: use an integer of at least 0',
+      coalesce(debounce_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'debounce_seconds',
+        'value', debounce_seconds::text, 'min', 0)::text;
+  end if;
+  return format('select count(*) from switchyard.keep_alive(base_url => %s, debounce_seconds => %s)',
+                coalesce(quote_literal(base_url), 'null'), debounce_seconds);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/limit_value.sql
+
+-- ---- limit_value (latest: 20261202000200_function_limits.sql)
+create or replace function switchyard.limit_value(name text)
+returns int
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  setting text;
+begin
+  case name
+    when 'max_function_name_chars' then
+      return 63;      -- a DNS label; the longest generated name (47 + '-worker') is 54
+    when 'max_reason_chars' then
+      return 1000;
+    when 'max_input_bytes', 'max_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 1048576);
+    -- A map step's outputs together (its aggregate, what its dependents get), 16 MiB.
+    when 'max_map_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 16777216);
+    -- New runs per signed-in user per minute (start_user_run).
+    when 'user_runs_per_minute' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
+    else
+      raise exception using errcode = '22023', message = format(
+        'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
+        'user_runs_per_minute, max_function_name_chars or max_reason_chars', switchyard._clip(name)),
+        detail = jsonb_build_object(
+          'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+  end case;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/limits.sql
+
+-- ---- limits (latest: 20261202000200_function_limits.sql)
+create or replace function switchyard.limits()
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'max_input_bytes', switchyard.limit_value('max_input_bytes'),
+    'max_output_bytes', switchyard.limit_value('max_output_bytes'),
+    'max_map_output_bytes', switchyard.limit_value('max_map_output_bytes'),
+    'user_runs_per_minute', switchyard.limit_value('user_runs_per_minute'),
+    'max_function_name_chars', switchyard.limit_value('max_function_name_chars'),
+    'max_reason_chars', switchyard.limit_value('max_reason_chars'))
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/pause_function.sql
+
+-- ---- pause_function (latest: 20261202000200_function_limits.sql): the values it echoes clipped
+create or replace function switchyard.pause_function(function_name text, reason text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  max_chars int := switchyard.limit_value('max_reason_chars');
+begin
+  if coalesce(trim(reason), '') = '' then
+    raise exception using errcode = '22023', message = 'pause_function: a reason is required',
+      detail = jsonb_build_object(
+        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200))::text;
+  end if;
+  if char_length(reason) > max_chars then
+    raise exception using errcode = '22023', message = format(
+      'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
+      'say why in fewer words and keep the details elsewhere',
+      switchyard._clip(pause_function.function_name), char_length(reason), max_chars),
+      detail = jsonb_build_object(
+        'rule', 'max_reason_chars', 'argument', 'reason', 'value', left(reason, 200),
+        'size', char_length(reason), 'limit', max_chars)::text;
+  end if;
+  update switchyard.worker_functions f
+     set paused_at = now(), pause_reason = reason
+   where f.function_name = pause_function.function_name and f.paused_at is null;
+  if found then
+    return true;
+  end if;
+  if not exists (select 1 from switchyard.worker_functions f where f.function_name = pause_function.function_name) then
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', switchyard._clip(pause_function.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(pause_function.function_name, 200)))::text;
+  end if;
+  return false;      -- already paused: the first reason is kept
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/quarantine_messages.sql
+
+-- ---- quarantine_messages (latest: 20261201001500_function_quarantine.sql): the values it echoes clipped
+create or replace function switchyard.quarantine_messages(function_name text)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  fn switchyard.worker_functions;
+  queue text;
+  named bigint[];
+  moved bigint[];
+  with_task jsonb;
+  present bigint[];
+  gone bigint[];
+begin
+  select * into fn from switchyard.worker_functions f
+   where f.function_name = quarantine_messages.function_name for update;
+  if not found then
+    raise exception using errcode = 'SY003', message = format(
+      'quarantine: unknown function %s', switchyard._clip(quarantine_messages.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(quarantine_messages.function_name, 200)))::text;
+  end if;
+  if fn.paused_at is null then
+    raise exception using errcode = '55000', message = format(
+      'quarantine: function %s is not paused: nothing to quarantine', switchyard._clip(fn.function_name)),
+      detail = jsonb_build_object('rule', 'function_not_paused', 'argument', 'function_name',
+        'value', left(fn.function_name, 200))::text;
+  end if;
+  if fn.pause_detail is null or jsonb_typeof(fn.pause_detail -> 'message_ids') is distinct from 'array' then
+    raise exception using errcode = '55000', message = format(
+      'quarantine: function %s was paused by an operator (%s), naming no messages: resume it with deno task resume',
+      switchyard._clip(fn.function_name), left(fn.pause_reason, 200)),
+      detail = jsonb_build_object('rule', 'pause_names_no_messages', 'argument', 'function_name',
+        'value', left(fn.function_name, 200), 'reason', fn.pause_reason)::text;
+  end if;
+  queue := fn.pause_detail ->> 'queue';
+  select coalesce(array_agg(distinct (e #>> '{}')::bigint), '{}') into named
+    from jsonb_array_elements(fn.pause_detail -> 'message_ids') e;
+
+  -- Named messages that belong to a task: left alone.
+  select coalesce(jsonb_agg(jsonb_build_object('message_id', t.message_id::text,
+                                               'pair', t.flow_slug || '/' || t.step_slug)
+                            order by t.message_id), '[]')
+    into with_task
+    from switchyard.step_tasks t
+   where t.queue_name = queue and t.message_id = any (named);
+
+  -- The rest, while still in the queue: locked, copied with their bodies, then deleted.
+  execute format(
+    'with foreign_rows as (
+       select m.msg_id, m.read_ct, m.enqueued_at, m.message, m.headers from pgmq.%I m
+        where m.msg_id = any ($1)
+          and not exists (select 1 from switchyard.step_tasks t
+                           where t.queue_name = $2 and t.message_id = m.msg_id)
+        order by m.msg_id
+          for update of m
+     ), kept as (
+       insert into switchyard.quarantined_messages
+         (queue_name, msg_id, read_ct, enqueued_at, message, headers, function_name, pause_reason)
+       select $2, f.msg_id, f.read_ct, f.enqueued_at, f.message, f.headers, $3, $4
+         from foreign_rows f
+       returning msg_id
+     )
+     select coalesce(array_agg(k.msg_id order by k.msg_id), ''{}'') from kept k',
+    pgmq.format_table_name(queue, 'q'))
+    into moved
+    using named, queue, fn.function_name, fn.pause_reason;
+  if cardinality(moved) > 0 then
+    perform pgmq.delete(queue, moved);
+  end if;
+
+  execute format('select coalesce(array_agg(m.msg_id), ''{}'') from pgmq.%I m where m.msg_id = any ($1)',
+                 pgmq.format_table_name(queue, 'q'))
+    into present using named;
+  select coalesce(array_agg(n order by n), '{}') into gone
+    from unnest(named) n
+   where not (n = any (moved)) and not (n = any (present))
+     and not exists (select 1 from switchyard.step_tasks t where t.queue_name = queue and t.message_id = n);
+
+  if jsonb_array_length(with_task) = 0 then
+    update switchyard.worker_functions f
+       set paused_at = null, pause_reason = null, pause_detail = null
+     where f.function_name = fn.function_name;
+  end if;
+  return jsonb_build_object(
+    'function_name', fn.function_name,
+    'queue', queue,
+    'quarantined', (select coalesce(jsonb_agg(x::text order by x), '[]') from unnest(moved) x),
+    'with_task', with_task,
+    'gone', (select coalesce(jsonb_agg(x::text order by x), '[]') from unnest(gone) x),
+    'resumed', jsonb_array_length(with_task) = 0);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/queue_name_problem.sql
+
+-- ---- queue_name_problem (latest: 20261201000200_queue_names.sql)
+create or replace function switchyard.queue_name_problem(name text, explicit boolean)
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when name is null then 'queue name is missing'
+    when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then
+      format('queue name %s is invalid: use lower-case letters, digits and single underscores '
+        '(^[a-z][a-z0-9_]*$, at most 47 characters)', switchyard._clip(name))
+    when explicit and position('__' in name) > 0 then
+      format('queue name %s is invalid: explicit queue names must not contain "__" '
+        '(reserved for generated private step queues)', switchyard._clip(name))
+    else null
+  end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/register_function.sql
+
+-- ---- register_function (latest: 20261201001000_function_workers.sql): the values it echoes clipped
+create or replace function switchyard.register_function(function_name text, queue_name text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
+    raise exception using errcode = '22023', message = format(
+      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
+      switchyard._clip(function_name)),
+      detail = jsonb_build_object(
+        'rule', 'function_name_format', 'argument', 'function_name',
+        'value', left(function_name, 200))::text;
+  end if;
+  perform switchyard.assert_queue_name(queue_name, false);
+  insert into switchyard.worker_functions (function_name, queue_name)
+  values (register_function.function_name, register_function.queue_name)
+  on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/resolve_flow.sql
+
+-- ---- resolve_flow (latest: 20261201000600_function_aliases.sql): the values it echoes clipped
+create or replace function switchyard.resolve_flow(flow_or_alias text)
+returns text
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  found_slug text;
+begin
+  select a.flow_slug into found_slug from switchyard.aliases a where a.alias = flow_or_alias;
+  if found_slug is null then
+    select f.flow_slug into found_slug from switchyard.flows f where f.flow_slug = flow_or_alias;
+  end if;
+  if found_slug is null then
+    raise exception using errcode = '22023', message = format(
+      'unknown flow or alias %s: compile it (start a worker that lists it) first',
+      switchyard._clip(flow_or_alias)),
+      detail = jsonb_build_object(
+        'rule', 'flow_or_alias_unknown', 'argument', 'flow_or_alias',
+        'value', left(flow_or_alias, 200))::text;
+  end if;
+  return found_slug;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/resume_function.sql
+
+-- ---- resume_function (latest: 20261201001000_function_workers.sql): the values it echoes clipped
+create or replace function switchyard.resume_function(function_name text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if not exists (select 1 from switchyard.worker_functions f where f.function_name = resume_function.function_name) then
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', switchyard._clip(resume_function.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(resume_function.function_name, 200)))::text;
+  end if;
+  update switchyard.worker_functions f
+     set paused_at = null, pause_reason = null, pause_detail = null
+   where f.function_name = resume_function.function_name and f.paused_at is not null;
+  return found;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/set_function_enabled.sql
+
+-- ---- set_function_enabled (latest: 20261201001000_function_workers.sql): the values it echoes clipped
+create or replace function switchyard.set_function_enabled(function_name text, enabled boolean)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  previous boolean;
+begin
+  select f.enabled into previous from switchyard.worker_functions f
+   where f.function_name = set_function_enabled.function_name for update;
+  if not found then
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', switchyard._clip(set_function_enabled.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(set_function_enabled.function_name, 200)))::text;
+  end if;
+  update switchyard.worker_functions f set enabled = set_function_enabled.enabled
+   where f.function_name = set_function_enabled.function_name;
+  return previous;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/set_setting.sql
+
+-- ---- set_setting (latest: 20261202000300_function_keep_alive_urls.sql)
+create or replace function switchyard.set_setting(name text, value text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  problem text;
+begin
+  if name is null
+     or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
+                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute') then
+    raise exception using errcode = '22023', message = format(
+      'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
+      'max_input_bytes, max_output_bytes, max_map_output_bytes or user_runs_per_minute',
+      switchyard._clip(name)),
+      detail = jsonb_build_object(
+        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+  end if;
+  if value is not null then
+    if name = 'functions_base_url' then
+      problem := switchyard.base_url_problem(value);
+    elsif name = 'functions_bearer' and value ~ '[[:space:][:cntrl:]]' then
+      problem := 'a bearer contains no whitespace or control characters';
+    elsif name = 'functions_bearer' and char_length(value) > 8192 then
+      problem := format('it is %s characters long; the limit is 8192', char_length(value));
+    elsif name in ('max_input_bytes', 'max_output_bytes')
+          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 104857600
+                    else true end) then
+      problem := 'use a number of bytes from 65536 (64 KiB) to 104857600 (100 MiB)';
+    elsif name = 'max_map_output_bytes'
+          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 209715200
+                    else true end) then
+      -- jsonb holds at most 255 MB; an aggregate near that fails in PostgreSQL itself.
+      problem := 'use a number of bytes from 65536 (64 KiB) to 209715200 (200 MiB)';
+    elsif name = 'user_runs_per_minute'
+          and (case when value ~ '^[0-9]{1,7}$' then value::int not between 1 and 1000000
+                    else true end) then
+      problem := 'use a number of runs from 1 to 1000000 (revoke start_user_run to allow none)';
+    elsif name = 'functions_hosts' then
+      problem := switchyard._hosts_problem(value);
+    end if;
+    if problem is not null then
+      raise exception using errcode = '22023', message = format(
+        'setting %s %s is invalid: %s', name,
+        case when name = 'functions_bearer' then '(value not shown)' else switchyard._clip(value) end,
+        problem),
+        detail = jsonb_build_object(
+          'rule', case when name = 'functions_base_url' then 'url_format' else 'setting_value' end,
+          'argument', 'value',
+          'value', case when name = 'functions_bearer' then null else left(value, 200) end,
+          'setting', name, 'problem', problem)::text;
+    end if;
+  end if;
+  if value is null then
+    delete from switchyard.settings s where s.name = set_setting.name;
+  else
+    insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
+    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = now();
+  end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/start_tasks.sql
+
+-- ---- start_tasks (latest: 20261202001200_map_claim.sql)
+create or replace function switchyard.start_tasks(
+  queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
+)
+returns setof switchyard.task_claim
+language plpgsql
+volatile
+security definer
+set search_path = ''
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
+as $$
+declare
+  queue alias for queue_name;
+  worker record;
+  unsupported_ids bigint[];
+  unsupported_pairs text[];
+  stale_ids bigint[];
+  eligible_ids bigint[];
+  duplicate_ids bigint[];
+  claimed_ids bigint[];
+  claimed_secs int[];
+  reason text;
+  support text;
+  task_ids bigint[];      -- the batch's tasks (parallel arrays, in message order)
+  task_runs uuid[];
+  task_steps text[];
+  task_idxs int[];
+begin
+  if message_ids is null or cardinality(message_ids) = 0 then
+    return;
+  end if;
+  select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
+    from switchyard.workers w where w.worker_id = start_tasks.worker_id;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'start_tasks: worker %s is not registered', start_tasks.worker_id),
+      detail = jsonb_build_object(
+        'rule', 'worker_not_registered', 'argument', 'worker_id',
+        'value', start_tasks.worker_id::text)::text;
+  end if;
+  if worker.queue_name <> queue then
+    raise exception using errcode = '22023', message = format(
+      'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
+      switchyard._clip(worker.queue_name), switchyard._clip(queue)),
+      detail = jsonb_build_object(
+        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
+        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
+  end if;
+  support := case when supported_pairs is null then worker.pair_set
+                  else switchyard.pair_set(supported_pairs) end;
+
+  -- The batch's runs first, in run order, FOR KEY SHARE (claims do not block each other): a
+  -- failure, a cancel or a completion holds its run FOR UPDATE until it commits, so a claim
+  -- that overlaps one waits for it, and the classification below (a statement of its own, so
+  -- a newer snapshot) sees the run's new status: a task of a run that is no longer started is
+  -- stale, never claimed. Without this lock a claim could start an element of a map after a
+  -- sibling's failure had failed the run (the failure was not committed when the claim read the
+  -- run). Runs before tasks, as cancel_run locks them; a task's run never changes, so the
+  -- unlocked probe that finds it is exact.
+  perform 1
+     from switchyard.runs r
+    where r.run_id in (select l.run_id
+                         from (select distinct u.id from unnest(message_ids) as u(id)) b
+                         cross join lateral (select t.run_id from switchyard.step_tasks t
+                                              where t.queue_name = queue and t.message_id = b.id
+                                              limit 1) l)
+    order by r.run_id
+      for key share of r;
+
+  -- Lock every task of the batch, in message order, before deciding anything, so the
+  -- classification holds until the claim commits. One unique-index probe per message:
+  -- the LIMIT keeps the planner from replacing the probes with a scan of the whole queue
+  -- when its statistics are stale (as they are right after a burst of new work), which
+  -- would make every claim cost as much as the backlog.
+  select coalesce(array_agg(b.id order by b.id), '{}'),
+         coalesce(array_agg(l.run_id order by b.id), '{}'),
+         coalesce(array_agg(l.step_slug order by b.id), '{}'),
+         coalesce(array_agg(l.task_index order by b.id), '{}')
+    into task_ids, task_runs, task_steps, task_idxs
+    from (select distinct u.id from unnest(message_ids) as u(id) order by u.id) b
+    cross join lateral (select t.run_id, t.step_slug, t.task_index from switchyard.step_tasks t
+                         where t.queue_name = queue and t.message_id = b.id
+                         limit 1 for update) l;
+
+  select array_agg(c.message_id order by c.message_id) filter (where c.class = 'unsupported'),
+         array_agg(distinct coalesce(c.flow_slug || '/' || c.step_slug, '(no task)'))
+           filter (where c.class = 'unsupported'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'stale'),
+         coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
+    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
+    from switchyard.classify_batch(queue, message_ids, support) c;
+
+  if unsupported_ids is not null then
+    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
+    -- archived; every message visible again; the queue function pauses durably.
+    perform switchyard._hide_messages(
+      queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
+    reason := format(
+      'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
+      queue, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+      array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
+    update switchyard.worker_functions wf
+       set paused_at = now(), pause_reason = reason,
+           pause_detail = jsonb_build_object(
+             'queue', queue,
+             'message_ids', (select jsonb_agg(u.id::text order by u.id)
+                               from unnest(unsupported_ids) u(id)),
+             'pairs', to_jsonb(unsupported_pairs))
+     where wf.function_name = worker.function_name and wf.paused_at is null;
+    update switchyard.workers w
+       set deprecated_at = coalesce(w.deprecated_at, now()), stop_reason = reason
+     where w.worker_id = worker.worker_id;
+    return query
+      select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
+             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int
+        from switchyard.classify_batch(queue, message_ids, support) c
+       where c.class = 'unsupported';
+    return;
+  end if;
+
+  if stale_ids is not null then
+    perform pgmq.archive(queue, stale_ids);
+  end if;
+
+  with claimed as (
+    update switchyard.step_tasks t
+       set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
+           worker_id = worker.worker_id
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+     where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
+       and t.task_index = k.idx
+    returning t.message_id, t.timeout
+  )
+  select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
+         coalesce(array_agg(c.timeout + switchyard.claim_margin_seconds() order by c.message_id), '{}')
+    into claimed_ids, claimed_secs
+    from claimed c;
+  if cardinality(claimed_ids) > 0 then
+    perform switchyard._hide_messages(queue, claimed_ids, claimed_secs);
+  end if;
+
+  return query
+    select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
+           t.attempts_count, t.timeout,
+           case
+             -- A map task: its element of the run input (root map) or of the one
+             -- dependency's output (docs/ARCHITECTURE.md §5.10). Never SQL NULL (a JSON
+             -- null element is 'null'), so the worker never mistakes it for a root step.
+             when st.step_type = 'map' then
+               case when st.deps_count = 0 then r.input
+                    else (select ds.output from switchyard.deps d
+                            join switchyard.step_states ds
+                              on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                           limit 1)
+               end -> t.task_index
+             -- As switchyard._dependency_outputs, inline: a skipped dependency is absent.
+             when st.deps_count > 0 then
+               coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
+                           from switchyard.deps d
+                           join switchyard.step_states ds
+                             on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                          where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                            and ds.status = 'completed'), '{}'::jsonb)
+           end,
+           case when row_number() over (partition by t.run_id order by t.message_id) = 1
+                then r.input end,
+           t.task_index
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+      -- One probe of the whole key per claimed task: a join here let the plan probe by
+      -- run_id alone and filter the rest, reading every task of a map run up to the element.
+      cross join lateral (select x.message_id, x.queue_name, x.flow_slug, x.step_slug,
+                                 x.run_id, x.attempts_count, x.timeout, x.task_index
+                            from switchyard.step_tasks x
+                           where x.run_id = k.run_id and x.step_slug = k.step_slug
+                             and x.task_index = k.idx
+                           limit 1) t
+      join switchyard.runs r on r.run_id = t.run_id
+      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
+     where k.id = any (claimed_ids)
+    union all
+    select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
+           null, null, null, null, null, t.task_index
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+      cross join lateral (select x.flow_slug, x.step_slug, x.task_index
+                            from switchyard.step_tasks x
+                           where x.run_id = k.run_id and x.step_slug = k.step_slug
+                             and x.task_index = k.idx
+                           limit 1) t
+     where k.id = any (duplicate_ids)
+    union all
+    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null
+      from unnest(stale_ids) s;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/start_user_run.sql
+
+-- ---- start_user_run (latest: 20261202001000_function_cancel_retry.sql): the values it echoes clipped
+create or replace function switchyard.start_user_run(
+  alias text, input jsonb, run_id uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  user_id uuid;
+  per_minute int;
+  recent int;
+begin
+  if to_regprocedure('auth.uid()') is not null then
+    execute 'select auth.uid()' into user_id;
+  end if;
+  if user_id is null then
+    raise exception using errcode = '42501', message = format(
+      'start_user_run(%s): no signed-in user (auth.uid() is null): '
+      'sign in, or start the run from a trusted server with start_flow',
+      switchyard._clip(start_user_run.alias)),
+      detail = jsonb_build_object(
+        'rule', 'not_signed_in', 'argument', 'alias',
+        'value', left(start_user_run.alias, 200))::text;
+  end if;
+  if not exists (select 1 from switchyard.user_start_aliases a
+                  where a.alias = start_user_run.alias) then
+    raise exception using errcode = '42501', message = format(
+      'start_user_run(%s): signed-in users may not start this alias: '
+      'an operator allows it with insert into switchyard.user_start_aliases',
+      switchyard._clip(start_user_run.alias)),
+      detail = jsonb_build_object(
+        'rule', 'alias_not_allowed', 'argument', 'alias',
+        'value', left(start_user_run.alias, 200))::text;
+  end if;
+  -- A user's run id is random (version 4, as crypto.randomUUID() gives): the other versions,
+  -- which a trusted server may derive from names or times (v3, v5, v7, ...) and so a user
+  -- could predict, are never a user's, and a server's id can never be taken first by a user.
+  if start_user_run.run_id is not null
+     and start_user_run.run_id::text !~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' then
+    raise exception using errcode = '22023', message = format(
+      'start_user_run(%s): run id %s is invalid: a signed-in user''s run id is a random '
+      '(version 4) UUID, such as crypto.randomUUID() gives; other versions are kept for '
+      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id),
+      detail = jsonb_build_object(
+        'rule', 'run_id_not_random', 'argument', 'run_id',
+        'value', start_user_run.run_id::text)::text;
+  end if;
+  -- The same start again (a resubscription) returns the run and counts nothing.
+  if start_user_run.run_id is not null
+     and exists (select 1 from switchyard.runs r
+                  where r.run_id = start_user_run.run_id and r.owner = user_id) then
+    return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+  end if;
+  -- At most user_runs_per_minute new runs per user in any minute; one user's starts are
+  -- counted one at a time (a transaction-scoped lock per user), so concurrent calls cannot
+  -- all pass the count.
+  per_minute := switchyard.limit_value('user_runs_per_minute');
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.start_user_run ' || user_id::text, 0));
+  select count(*) into recent from switchyard.runs r
+   where r.owner = user_id and r.started_at > clock_timestamp() - interval '1 minute';
+  if recent >= per_minute then
+    -- PT429: PostgREST answers HTTP 429 Too Many Requests.
+    raise exception using errcode = 'PT429', message = format(
+      'start_user_run(%s): user %s started %s runs in the last minute, the limit '
+      '(setting user_runs_per_minute): wait a minute and try again',
+      switchyard._clip(start_user_run.alias), user_id, recent),
+      detail = jsonb_build_object(
+        'rule', 'user_runs_per_minute', 'argument', 'alias',
+        'value', left(start_user_run.alias, 200), 'limit', per_minute)::text,
+      hint = 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')';
+  end if;
+  return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/step_queue_name.sql
+
+-- ---- step_queue_name (latest: 20261201000200_queue_names.sql): the values it echoes clipped
+create or replace function switchyard.step_queue_name(flow_slug text, step_slug text, step_index int)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  if length(flow_slug) + 2 + length(step_slug) <= 47 then
+    return lower(flow_slug || '__' || step_slug);
+  elsif length(flow_slug) + 2 + length(step_index::text) <= 47 then
+    return lower(flow_slug || '__' || step_index::text);
+  end if;
+  raise exception using errcode = '22023', message = format(
+    'no private queue name fits for step %s of flow %s: both %s and %s exceed 47 characters',
+    switchyard._clip(step_slug), switchyard._clip(flow_slug),
+    switchyard._clip(lower(flow_slug || '__' || step_slug)),
+    switchyard._clip(lower(flow_slug || '__' || step_index::text))),
+    detail = jsonb_build_object(
+      'rule', 'private_queue_name_too_long', 'argument', 'step_slug',
+      'value', left(step_slug, 200), 'flow_slug', left(flow_slug, 200),
+      'step_index', step_index)::text;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/sync_alias.sql
+
+-- ---- sync_alias (latest: 20261202000400_function_alias_rules.sql): the values it echoes clipped
+create or replace function switchyard.sync_alias(alias_name text, versions text[])
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  target text;
+  current_target text;
+  v text;
+  other_alias text;
+begin
+  perform switchyard.assert_slug('alias', alias_name);
+  if versions is null or cardinality(versions) = 0 then
+    raise exception using errcode = '22023', message = format(
+      'alias %s lists no versions', switchyard._clip(alias_name)),
+      detail = jsonb_build_object(
+        'rule', 'versions_missing', 'argument', 'versions', 'value', left(versions::text, 200),
+        'alias', alias_name)::text;
+  end if;
+  if array_position(versions, null) is not null then
+    raise exception using errcode = '22023', message = format(
+      'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
+      switchyard._clip(alias_name), array_position(versions, null), switchyard._clip(versions::text, 200)),
+      detail = jsonb_build_object(
+        'rule', 'version_null', 'argument', 'versions', 'value', left(versions::text, 200),
+        'alias', alias_name, 'position', array_position(versions, null))::text;
+  end if;
+  perform switchyard._assert_alias_case(alias_name);
+  target := versions[cardinality(versions)];
+  foreach v in array versions loop
+    if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
+      raise exception using errcode = '22023', message = format(
+        'alias %s: flow %s is not compiled', switchyard._clip(alias_name), switchyard._clip(v)),
+        detail = jsonb_build_object(
+          'rule', 'flow_not_compiled', 'argument', 'versions', 'value', left(v, 200),
+          'alias', alias_name)::text;
+    end if;
+    select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = v;
+    if other_alias is not null and other_alias <> alias_name then
+      raise exception using errcode = '23505', message = format(
+        'flow %s already belongs to alias %s; it cannot join alias %s',
+        switchyard._clip(v), switchyard._clip(other_alias), switchyard._clip(alias_name)),
+        detail = jsonb_build_object(
+          'rule', 'flow_in_other_alias', 'argument', 'versions', 'value', v,
+          'alias', alias_name, 'other_alias', other_alias)::text;
+    end if;
+    insert into switchyard.alias_members (alias, flow_slug) values (alias_name, v)
+    on conflict do nothing;
+  end loop;
+
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
+  if not found then
+    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+    perform switchyard._record_activation(alias_name, target, null, 'worker');
+    return 'activated';
+  elsif current_target = target then
+    return 'current';
+  elsif current_target = any (versions) then
+    perform switchyard._record_activation(alias_name, target, current_target, 'worker');
+    return 'activated';
+  end if;
+  return 'unchanged';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/privileges.sql
+
+-- Privileges: one rule for the whole schema (docs/ARCHITECTURE.md §7, Privileges), applied
+-- last in a fresh build and again at the end of every migration, so a database upgraded from
+-- any release has exactly the privileges of a fresh one.
+--
+--   - PUBLIC, anon and authenticated (PostgREST's roles): nothing. The opt-ins of
+--     docs/ARCHITECTURE.md §14 (run events, start_user_run) are granted by the operator.
+--   - service_role: USAGE on the schema, SELECT on every table and view, INSERT and DELETE on
+--     user_start_aliases, and EXECUTE on the API: every function whose name does not start
+--     with "_". Functions named "_..." are the SQL core's own and no role but the owner runs
+--     them.
+revoke all on schema switchyard from public;
+
+revoke all on all tables in schema switchyard from public;
+
+revoke all on all sequences in schema switchyard from public;
+
+revoke execute on all functions in schema switchyard from public;
+
+-- Functions get EXECUTE for PUBLIC from PostgreSQL's global default privileges; this per-schema
+-- revoke cannot take that away (the event trigger in triggers.sql does), it keeps per-schema
+-- grants from giving it.
+alter default privileges in schema switchyard revoke execute on functions from public;
+
+do $$
+declare
+  role_name text;
+  fn regprocedure;
+begin
+  foreach role_name in array array['anon', 'authenticated'] loop
+    if exists (select 1 from pg_roles where rolname = role_name) then
+      execute format('revoke all on schema switchyard from %I', role_name);
+      execute format('revoke all on all tables in schema switchyard from %I', role_name);
+      execute format('revoke all on all sequences in schema switchyard from %I', role_name);
+      execute format('revoke execute on all functions in schema switchyard from %I', role_name);
+      -- Supabase grants per schema: the migration role's per-schema defaults take it back.
+      execute format('alter default privileges in schema switchyard revoke all on functions from %I', role_name);
+      execute format('alter default privileges in schema switchyard revoke all on tables from %I', role_name);
+      execute format('alter default privileges in schema switchyard revoke all on sequences from %I', role_name);
+    end if;
+  end loop;
+  if exists (select 1 from pg_roles where rolname = 'service_role') then
+    grant usage on schema switchyard to service_role;
+    revoke all on all tables in schema switchyard from service_role;
+    revoke all on all sequences in schema switchyard from service_role;
+    revoke execute on all functions in schema switchyard from service_role;
+    grant select on all tables in schema switchyard to service_role;
+    grant insert, delete on switchyard.user_start_aliases to service_role;
+    for fn in
+      select p.oid::regprocedure from pg_proc p
+       where p.pronamespace = 'switchyard'::regnamespace and left(p.proname, 1) <> '_'
+       order by p.oid
+    loop
+      execute format('grant execute on function %s to service_role', fn);
+    end loop;
+  end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/exposure.sql
+
+-- Run events for signed-in users and Supabase Realtime (docs/ARCHITECTURE.md §14): the
+-- policy where the auth schema exists, the publication where supabase_realtime exists. Safe to
+-- run again; every migration ends with it.
+select switchyard.expose_run_events();

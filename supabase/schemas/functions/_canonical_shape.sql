@@ -1,0 +1,28 @@
+-- Every option a shape can carry, with the value an absent key means.
+create or replace function switchyard._canonical_shape(shape jsonb)
+returns jsonb
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when jsonb_typeof(shape) is distinct from 'object'
+      or jsonb_typeof(shape -> 'steps') is distinct from 'array'
+      or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
+    else shape || jsonb_build_object(
+      'options', '{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
+                 || coalesce(shape -> 'options', '{}'),
+      'steps', coalesce((
+        select jsonb_agg(case
+                 when jsonb_typeof(s) = 'object'
+                  and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
+                   '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
+                     'options',
+                     '{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
+                       "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
+                       "whenExhausted": "fail"}'::jsonb || coalesce(s -> 'options', '{}'))
+                 else s end
+               order by o)
+          from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))
+  end
+$$;

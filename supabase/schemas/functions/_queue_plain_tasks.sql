@@ -1,0 +1,48 @@
+-- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
+-- to started: one task each (task index 0), its queue an immutable snapshot of the step's, its
+-- message sent with the step's start delay. The one implementation of successor start for plain
+-- steps (docs/ARCHITECTURE.md §5.9): complete_tasks calls it for a batch's runs together,
+-- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
+-- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
+-- every queue numbers the messages as one send per step would. Returns the number of tasks.
+create or replace function switchyard._queue_plain_tasks(runs uuid[], flows text[], steps text[])
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  q record;
+begin
+  if cardinality(runs) = 0 then
+    return 0;
+  end if;
+  for q in
+    select g.queue_name, g.start_delay, array_agg(g.ord::int order by g.ord) as ords,
+           array_agg(jsonb_build_object('run_id', g.run_id, 'flow_slug', g.flow_slug,
+                                        'step_slug', g.step_slug) order by g.ord) as bodies
+      from (select st.queue_name, st.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
+                   row_number() over (partition by st.queue_name order by u.ord)
+                     - row_number() over (partition by st.queue_name, st.start_delay
+                                          order by u.ord) as stretch
+              from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
+              join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug) g
+     group by g.queue_name, g.start_delay, g.stretch
+     order by g.queue_name, min(g.ord)
+  loop
+    -- PGMQ numbers a batch's messages in the order given. The body is a hint for humans;
+    -- claiming trusts only (queue_name, message_id).
+    insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
+                                       max_attempts, base_delay, max_delay, timeout)
+    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id,
+           coalesce(st.max_attempts, f.max_attempts), coalesce(st.base_delay, f.base_delay),
+           coalesce(st.max_delay, f.max_delay), coalesce(st.timeout, f.timeout)
+      from (select m.msg_id, row_number() over (order by m.msg_id) as i
+              from pgmq.send_batch(q.queue_name, q.bodies, q.start_delay) as m(msg_id)) b
+      join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i
+      join switchyard.steps st on st.flow_slug = flows[o.ord] and st.step_slug = steps[o.ord]
+      join switchyard.flows f on f.flow_slug = flows[o.ord];
+  end loop;
+  return cardinality(runs);
+end
+$$;

@@ -1,0 +1,42 @@
+-- A shared (explicit, routed) queue: validated and provisioned when absent; never
+-- adopted implicitly and never dropped with a flow.
+create or replace function switchyard.ensure_shared_queue(queue text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  existing switchyard.queues;
+begin
+  perform switchyard.assert_queue_name(queue, true);
+  perform switchyard._lock_queue_name(queue);
+  select * into existing from switchyard.queues q where q.queue_name = queue;
+  if found then
+    if existing.ownership = 'private' then
+      raise exception using errcode = '23505', message = format(
+        'queue %s is the private queue of flow %s; it cannot be used as a shared queue',
+        to_json(queue)::text, to_json(existing.owner_flow)::text),
+        detail = jsonb_build_object(
+          'rule', 'queue_is_private', 'argument', 'queue_name', 'value', left(queue, 200),
+          'owner_flow', existing.owner_flow)::text;
+    end if;
+    return 'registered';
+  end if;
+  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
+    raise exception using errcode = '23505', message = format(
+      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
+      'routed flows never adopt it implicitly: run select switchyard.adopt_queue(%L) first',
+      to_json(queue)::text, array_to_string(switchyard._pgmq_spellings(queue), ', '),
+      (switchyard._pgmq_spellings(queue))[1]),
+      detail = jsonb_build_object(
+        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
+        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+  end if;
+  perform pgmq.create(queue);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
+  values (queue, queue, 'shared', null);
+  return 'created';
+end
+$$;

@@ -1,0 +1,35 @@
+-- ---- limit_value (latest: 20261202000200_function_limits.sql)
+create or replace function switchyard.limit_value(name text)
+returns int
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  setting text;
+begin
+  case name
+    when 'max_function_name_chars' then
+      return 63;      -- a DNS label; the longest generated name (47 + '-worker') is 54
+    when 'max_reason_chars' then
+      return 1000;
+    when 'max_input_bytes', 'max_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 1048576);
+    -- A map step's outputs together (its aggregate, what its dependents get), 16 MiB.
+    when 'max_map_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 16777216);
+    -- New runs per signed-in user per minute (start_user_run).
+    when 'user_runs_per_minute' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
+    else
+      raise exception using errcode = '22023', message = format(
+        'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
+        'user_runs_per_minute, max_function_name_chars or max_reason_chars', switchyard._clip(name)),
+        detail = jsonb_build_object(
+          'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+  end case;
+end
+$$;

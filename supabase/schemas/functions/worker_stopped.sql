@@ -1,0 +1,11 @@
+create or replace function switchyard.worker_stopped(worker_id uuid, reason text default null)
+returns void
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  update switchyard.workers w
+     set stopped_at = coalesce(w.stopped_at, now()), stop_reason = coalesce(w.stop_reason, reason)
+   where w.worker_id = worker_stopped.worker_id;
+$$;

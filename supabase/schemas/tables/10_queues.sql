@@ -1,0 +1,13 @@
+-- The queue catalog (docs/ARCHITECTURE.md §3): every physical PGMQ queue the kit uses.
+create table switchyard.queues (
+  queue_name text primary key
+    check (switchyard.queue_name_problem(queue_name, false) is null),
+  pgmq_name text not null,                 -- exact spelling in pgmq.meta
+  ownership text not null check (ownership in ('private', 'shared')),
+  owner_flow text,                         -- the flow that owns a private queue
+  created_at timestamptz not null default now(),
+  adopted_at timestamptz,                  -- set when an existing PGMQ queue was adopted
+  lost_checked_at timestamptz,             -- the stall sweep's last look for lost messages
+  check ((ownership = 'private') = (owner_flow is not null)),
+  check (ownership = 'private' or position('__' in queue_name) = 0)
+);

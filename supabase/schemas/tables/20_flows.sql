@@ -1,0 +1,69 @@
+-- Compiled flows, their steps and dependencies (docs/ARCHITECTURE.md §1, §2).
+create table switchyard.flows (
+  flow_slug text primary key,
+  placement text not null check (placement in ('plain', 'step_queues', 'routed')),
+  max_attempts int not null,
+  base_delay int not null,
+  max_delay int not null,                  -- cap of the retry delay (seconds)
+  timeout int not null,
+  shape jsonb not null,                    -- the exact shape it was compiled from
+  created_at timestamptz not null default now()
+);
+
+-- Slugs are unique case-insensitively.
+create unique index flows_slug_ci on switchyard.flows (lower(flow_slug));
+
+create table switchyard.steps (
+  flow_slug text not null references switchyard.flows on delete cascade,
+  step_slug text not null,
+  step_index int not null,
+  queue_name text not null references switchyard.queues,
+  deps_count int not null,
+  max_attempts int,                        -- null: the flow's value
+  base_delay int,
+  max_delay int,
+  timeout int,
+  start_delay int not null default 0,
+  -- 'map' (docs/ARCHITECTURE.md §5.10): one task per element of an array, the run input (a
+  -- root map) or the output of its one dependency.
+  step_type text not null default 'single' check (step_type in ('single', 'map')),
+  -- Condition (docs/ARCHITECTURE.md §5.9): the step runs when its input contains cond_if and
+  -- does not contain cond_if_not (jsonb @>); null means no pattern.
+  cond_if jsonb,
+  cond_if_not jsonb,
+  when_unmet text not null default 'skip'
+    check (when_unmet in ('skip', 'skip-cascade', 'fail')),
+  -- What a task out of attempts does.
+  when_exhausted text not null default 'fail'
+    check (when_exhausted in ('fail', 'skip', 'skip-cascade')),
+  primary key (flow_slug, step_slug),
+  unique (flow_slug, step_index)
+);
+
+create index steps_queue on switchyard.steps (queue_name);
+
+create table switchyard.deps (
+  flow_slug text not null,
+  dep_slug text not null,
+  step_slug text not null,
+  primary key (flow_slug, step_slug, dep_slug),
+  foreign key (flow_slug, dep_slug) references switchyard.steps on delete cascade,
+  foreign key (flow_slug, step_slug) references switchyard.steps on delete cascade
+);
+
+create index deps_by_dep on switchyard.deps (flow_slug, dep_slug);
+
+-- Every change of a flow's runtime options: who (session user and application name), when,
+-- the options before and after, and the differences in words.
+create table switchyard.flow_option_changes (
+  change_id bigint generated always as identity primary key,
+  flow_slug text not null references switchyard.flows on delete cascade,
+  changed_at timestamptz not null default now(),
+  changed_by text not null,
+  application_name text,
+  old_options jsonb not null,
+  new_options jsonb not null,
+  differences text[] not null
+);
+
+create index flow_option_changes_flow on switchyard.flow_option_changes (flow_slug, change_id);

@@ -1,0 +1,27 @@
+-- Aliases: a stable name over one active concrete version (docs/ARCHITECTURE.md §6).
+create table switchyard.aliases (
+  alias text primary key,
+  flow_slug text not null references switchyard.flows,
+  activated_at timestamptz not null default now()
+);
+
+create unique index aliases_ci on switchyard.aliases (lower(alias));
+
+-- Which concrete versions a deployment declared under an alias (kept for drain status).
+create table switchyard.alias_members (
+  alias text not null,
+  flow_slug text not null references switchyard.flows on delete cascade,
+  added_at timestamptz not null default now(),
+  primary key (alias, flow_slug)
+);
+
+create unique index alias_members_one_alias on switchyard.alias_members (flow_slug);
+
+create table switchyard.alias_activations (
+  activation_id bigint generated always as identity primary key,
+  alias text not null,
+  flow_slug text not null,
+  previous_flow_slug text,
+  activated_at timestamptz not null default now(),
+  source text not null                     -- 'worker' (registry order) or 'operator'
+);

@@ -1,0 +1,122 @@
+-- Runs, their step states and tasks, and their events (docs/ARCHITECTURE.md §5, §14).
+create table switchyard.runs (
+  run_id uuid primary key default gen_random_uuid(),
+  flow_slug text not null references switchyard.flows,
+  started_as text not null,                -- the alias or slug the caller used
+  status text not null default 'started'
+    check (status in ('started', 'completed', 'failed', 'cancelled')),
+  input jsonb not null,
+  output jsonb,
+  error text,                              -- the failure, or the reason of a cancelled run
+  remaining_steps int not null,
+  started_at timestamptz not null default now(),
+  completed_at timestamptz,
+  failed_at timestamptz,
+  owner uuid,                              -- who the run is for (start_flow's owner)
+  cancelled_at timestamptz
+);
+
+create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
+
+-- Recent runs first, for dashboard_runs.
+create index runs_started_at on switchyard.runs (started_at desc);
+
+-- Finished runs by the time they finished: prune's candidates, oldest first. Keyed by a
+-- column the hot path never filters on, so it cannot be picked for a claim or completion.
+create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at, cancelled_at)))
+  where status in ('completed', 'failed', 'cancelled');
+
+-- The user rate limit counts a user's runs of the last minute through this index.
+create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;
+
+-- No index of open step states by (flow, step): _start_ready_steps finds a run's created
+-- states by the primary key's run_id prefix (docs/ARCHITECTURE.md §5.7); coverage and drain
+-- reach open states from the started runs (the view open_run_steps).
+create table switchyard.step_states (
+  run_id uuid not null references switchyard.runs on delete cascade,
+  flow_slug text not null,
+  step_slug text not null,
+  status text not null default 'created'
+    check (status in ('created', 'started', 'completed', 'failed', 'skipped', 'cancelled')),
+  remaining_deps int not null,
+  output jsonb,
+  created_at timestamptz not null default now(),
+  started_at timestamptz,
+  completed_at timestamptz,
+  failed_at timestamptz,
+  remaining_tasks int not null default 1,  -- a map step: its elements not yet completed
+  skip_reason text,                        -- why a skipped step was skipped
+  skipped_at timestamptz,
+  primary key (run_id, step_slug),
+  foreign key (flow_slug, step_slug) references switchyard.steps on delete cascade
+);
+
+-- One task per (run, step, task index): index 0 for an ordinary step, one per element for a
+-- map step. Its queue is a snapshot taken when the task is created; every queue operation
+-- uses it, never a name recomputed from the flow. 'skipped': the other tasks of a map step
+-- skipped after one element exhausted its attempts; 'cancelled': queued when its run was
+-- cancelled (its message is archived).
+create table switchyard.step_tasks (
+  run_id uuid not null,
+  step_slug text not null,
+  flow_slug text not null,
+  queue_name text not null references switchyard.queues,
+  message_id bigint not null,
+  status text not null default 'queued'
+    check (status in ('queued', 'started', 'completed', 'failed', 'skipped', 'cancelled')),
+  attempts_count int not null default 0,
+  max_attempts int not null,
+  base_delay int not null,
+  max_delay int not null,
+  timeout int not null,
+  worker_id uuid,
+  error text,
+  output jsonb,
+  queued_at timestamptz not null default now(),
+  started_at timestamptz,
+  completed_at timestamptz,
+  failed_at timestamptz,
+  task_index int not null default 0,
+  primary key (run_id, step_slug, task_index),
+  foreign key (run_id, step_slug) references switchyard.step_states on delete cascade,
+  check (attempts_count <= max_attempts)
+);
+
+-- Message identity is (queue_name, message_id).
+create unique index step_tasks_message on switchyard.step_tasks (queue_name, message_id);
+
+create index step_tasks_live on switchyard.step_tasks (queue_name, flow_slug, step_slug)
+  where status in ('queued', 'started');
+
+create index step_tasks_worker on switchyard.step_tasks (worker_id) where status = 'started';
+
+-- One row per transition of a run or one of its steps, numbered in commit order within a
+-- run: the triggers (triggers.sql) lock the run's row before numbering its events, and every
+-- writer keeps that lock until it commits, so a reader that saw event n of a run never later
+-- finds a smaller number for that run. Deleted with its run.
+create table switchyard.run_events (
+  event_id bigint generated always as identity,
+  run_id uuid not null references switchyard.runs on delete cascade,
+  owner uuid,                              -- the run's owner, copied for row-level security
+  flow_slug text not null,
+  step_slug text,                          -- null: an event of the run itself
+  event text not null check (event in
+    ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried')),
+  created_at timestamptz not null default now(),
+  -- One index: a reader always names the run (event_id > n within it), and so does the
+  -- cascade from runs.
+  primary key (run_id, event_id)
+);
+
+-- Rows are readable only through row-level security: the table owner (the migration role)
+-- and roles with BYPASSRLS (Supabase's service_role) read every row; a signed-in user reads
+-- the events of the runs they own, once the opt-in grant of docs/ARCHITECTURE.md §14 gives
+-- them SELECT (nothing is granted here).
+alter table switchyard.run_events enable row level security;
+
+-- Aliases a signed-in user may start through start_user_run. Empty: nobody may, until an
+-- operator inserts an alias (the opt-in of docs/ARCHITECTURE.md §14).
+create table switchyard.user_start_aliases (
+  alias text primary key,
+  added_at timestamptz not null default now()
+);

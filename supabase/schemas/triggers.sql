@@ -1,0 +1,53 @@
+-- Triggers (they name functions, so they come after them).
+
+-- Limits (docs/ARCHITECTURE.md §13): flow input and step output in bytes of their JSON text,
+-- function names in characters. Checked by triggers, so every path that writes them
+-- (start_flow, complete_tasks and complete_task, register_function and register_worker) is
+-- covered without a second copy of those SQL functions.
+create trigger runs_input_limit before insert or update of input on switchyard.runs
+  for each row execute function switchyard._check_run_input();
+
+create trigger step_tasks_output_limit before update of output on switchyard.step_tasks
+  for each row when (pg_column_size(new.output) > 65536 / 6)
+  execute function switchyard._check_task_output();
+
+create trigger worker_functions_rules before insert or update of function_name, queue_name
+  on switchyard.worker_functions
+  for each row execute function switchyard._check_worker_function();
+
+-- Run and step events (docs/ARCHITECTURE.md §14): every transition of a run or of one of its
+-- steps is a row in switchyard.run_events and a NOTIFY, written here so no SQL function that
+-- moves a run or a step has to remember to write them.
+create trigger runs_event_insert after insert on switchyard.runs
+  for each row execute function switchyard._run_event();
+
+create trigger runs_event_status after update of status on switchyard.runs
+  for each row when (old.status is distinct from new.status)
+  execute function switchyard._run_event();
+
+create trigger step_states_event_insert after insert on switchyard.step_states
+  for each row when (new.status <> 'created')
+  execute function switchyard._step_event();
+
+create trigger step_states_event_status after update of status on switchyard.step_states
+  for each row when (old.status is distinct from new.status and new.status <> 'created')
+  execute function switchyard._step_event();
+
+-- Routines created later in schema switchyard stay private (docs/ARCHITECTURE.md §7,
+-- Privileges): an event trigger takes EXECUTE from PUBLIC, anon and authenticated on every
+-- routine created in schema switchyard, whoever creates it. Creating an event trigger needs a
+-- superuser, or Supabase's postgres role (supautils); elsewhere this notes that it is skipped,
+-- and anon and authenticated still have no USAGE on the schema.
+do $$
+begin
+  if not exists (select 1 from pg_event_trigger where evtname = 'switchyard_keep_routines_private') then
+    create event trigger switchyard_keep_routines_private on ddl_command_end
+      when tag in ('CREATE FUNCTION', 'CREATE PROCEDURE', 'CREATE AGGREGATE')
+      execute function switchyard._keep_routines_private();
+  end if;
+exception when insufficient_privilege then
+  raise notice 'switchyard: no event trigger (creating one needs a superuser or Supabase''s '
+    'postgres role); routines created later in schema switchyard keep PostgreSQL''s default '
+    'EXECUTE for PUBLIC, but anon and authenticated have no USAGE on the schema';
+end
+$$;

@@ -1,0 +1,283 @@
+/**
+ * The SQL core's one source (docs/ARCHITECTURE.md §12.1): a database built from
+ * `supabase/schemas/` equals one built by applying every migration (normalized `pg_dump`,
+ * column order named per column, event triggers, rows); the unreleased migration is what
+ * `deno task sql:assemble` writes; every function is defined once, in the file of its name.
+ * Each check is also shown failing on a one-character drift of a scratch copy.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { ensurePgmq, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
+import { DEFAULT_PG_BIN } from '../../scripts/_cluster.ts';
+import { KIT_ROOT } from '../../scripts/_project.ts';
+import {
+  assemble,
+  assemblyProblems,
+  freshBuild,
+  layoutProblems,
+  SCHEMAS,
+} from '../../scripts/sql_source.ts';
+import { adminUrl, createTestDatabase, urlFor } from '../_helpers/db.ts';
+
+const PG_BIN = Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN;
+
+/** A scratch copy of what the source checks read: the source, upgrades, migrations, releases. */
+async function scratchKit(): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: 'switchyard-source-' });
+  for (const part of ['supabase/schemas', 'supabase/upgrades', 'supabase/migrations', 'releases']) {
+    await Deno.mkdir(join(dir, part), { recursive: true });
+    const out = await new Deno.Command('cp', {
+      args: ['-R', `${join(KIT_ROOT, part)}/.`, join(dir, part)],
+    }).output();
+    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  }
+  return dir;
+}
+
+async function edit(path: string, from: string, to: string): Promise<void> {
+  const text = await Deno.readTextFile(path);
+  assert.equal(text.split(from).length, 2, `${from} occurs once in ${path}`);
+  await Deno.writeTextFile(path, text.replace(from, to));
+}
+
+/** A fresh database with PGMQ as the suite has it, and the SQL core built from `kitDir`'s source. */
+async function freshDatabase(kitDir: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `sy_fresh_${crypto.randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = urlFor(name);
+  const drop = async () => {
+    const a = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+    try {
+      await a.unsafe(`drop database if exists "${name}" with (force)`);
+    } finally {
+      await a.end();
+    }
+  };
+  try {
+    await ensurePgmq(url, pgmqModeFromEnv());
+    const sql = postgres(url, { max: 1, onnotice: () => {}, prepare: false });
+    try {
+      await sql.unsafe(await freshBuild(kitDir));
+    } finally {
+      await sql.end();
+    }
+  } catch (e) {
+    await drop();
+    throw e;
+  }
+  return { url, drop };
+}
+
+async function pgDump(url: string, what: '--schema-only' | '--data-only'): Promise<string> {
+  const out = await new Deno.Command(`${PG_BIN}/pg_dump`, {
+    args: [what, '--schema=switchyard', '--no-owner', url],
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  return new TextDecoder().decode(out.stdout).split('\n')
+    .filter((l) =>
+      l.trim() !== '' && !l.startsWith('--') && !l.startsWith('SET ') &&
+      !l.startsWith('SELECT pg_catalog.set_config') && !/^\\(un)?restrict /.test(l)
+    )
+    .join('\n');
+}
+
+/** Every column of the schema's tables and types in order, one line each. */
+async function columns(url: string): Promise<string[]> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await sql<{ line: string }[]>`
+      select format('%s.%s #%s %s %s%s', c.relname, a.attname,
+                    row_number() over (partition by c.oid order by a.attnum),
+                    format_type(a.atttypid, a.atttypmod),
+                    case when a.attnotnull then 'not null' else 'null' end,
+                    coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '')) as line
+        from pg_attribute a
+        join pg_class c on c.oid = a.attrelid
+        left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+       where c.relnamespace = 'switchyard'::regnamespace and c.relkind in ('r', 'v', 'c')
+         and a.attnum > 0 and not a.attisdropped
+       order by c.relname, a.attnum`;
+    const events = await sql<{ line: string }[]>`
+      select format('event trigger %s on %s %s %s', evtname, evtevent, evtfoid::regproc,
+                    evttags) as line
+        from pg_event_trigger order by evtname`;
+    return [...rows.map((r) => r.line), ...events.map((r) => r.line)];
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Why two databases' SQL cores differ, or [] when they are equal. */
+async function differences(migrated: string, fresh: string): Promise<string[]> {
+  const problems: string[] = [];
+  const [a, b] = [await columns(migrated), await columns(fresh)];
+  const position = (lines: string[]) =>
+    new Map(lines.map((l) => {
+      const [name, at] = l.split(' ');
+      return [name, at] as const;
+    }));
+  const [pa, pb] = [position(a), position(b)];
+  for (const [name, at] of pa) {
+    if (!pb.has(name)) problems.push(`column ${name} is in the migrated database only`);
+    else if (pb.get(name) !== at) {
+      problems.push(
+        `column ${name} is out of order: ${at} in the migrated database, ${
+          pb.get(name)
+        } in the source`,
+      );
+    }
+  }
+  for (const name of pb.keys()) {
+    if (!pa.has(name)) problems.push(`column ${name} is in the source only`);
+  }
+  for (const line of a) {
+    if (!b.includes(line) && pb.get(line.split(' ')[0]) === line.split(' ')[1]) {
+      problems.push(
+        `migrated: ${line}\n   source: ${b.find((l) => l.startsWith(`${line.split(' ')[0]} `))}`,
+      );
+    }
+  }
+  for (const what of ['--schema-only', '--data-only'] as const) {
+    const [da, db] = [await pgDump(migrated, what), await pgDump(fresh, what)];
+    if (da === db) continue;
+    const la = da.split('\n');
+    const lb = db.split('\n');
+    let i = 0;
+    while (i < la.length && la[i] === lb[i]) i++;
+    problems.push(
+      `pg_dump ${what} differs at line ${i + 1}:\n  migrated: ${la[i] ?? '(end)'}\n  source:   ${
+        lb[i] ?? '(end)'
+      }`,
+    );
+  }
+  return problems;
+}
+
+Deno.test('a database built from supabase/schemas/ equals one built by every migration', async () => {
+  const migrated = await createTestDatabase();
+  const fresh = await freshDatabase(KIT_ROOT);
+  try {
+    assert.deepEqual(await differences(migrated.url, fresh.url), []);
+    assert.ok((await columns(fresh.url)).length > 150, 'the comparison sees the tables');
+  } finally {
+    await fresh.drop();
+    await migrated.close();
+  }
+});
+
+Deno.test('one character of drift in the source is named: a column type, a column order', async () => {
+  const migrated = await createTestDatabase();
+  const kit = await scratchKit();
+  try {
+    const runs = join(kit, SCHEMAS, 'tables/40_runs.sql');
+    await edit(runs, '  remaining_steps int not null,', '  remaining_steps int8 not null,');
+    let fresh = await freshDatabase(kit);
+    try {
+      const found = await differences(migrated.url, fresh.url);
+      assert.ok(
+        found.some((p) => /runs\.remaining_steps/.test(p) && /bigint/.test(p)),
+        found.join('\n'),
+      );
+      assert.ok(found.some((p) => /pg_dump --schema-only differs/.test(p)), found.join('\n'));
+    } finally {
+      await fresh.drop();
+    }
+    await edit(runs, '  remaining_steps int8 not null,', '  remaining_steps int not null,');
+    // Two columns swapped: the same columns, another order.
+    await edit(
+      runs,
+      "  owner uuid,                              -- who the run is for (start_flow's owner)\n  cancelled_at timestamptz\n",
+      '  cancelled_at timestamptz,\n  owner uuid                               -- who the run is for\n',
+    );
+    fresh = await freshDatabase(kit);
+    try {
+      const found = await differences(migrated.url, fresh.url);
+      assert.ok(
+        found.some((p) => p.includes('column runs.owner is out of order: #12 in the migrated')),
+        found.join('\n'),
+      );
+    } finally {
+      await fresh.drop();
+    }
+  } finally {
+    await migrated.close();
+    await Deno.remove(kit, { recursive: true });
+  }
+});
+
+Deno.test('the unreleased migration is what sql:assemble writes, and each function is defined once in its file', async () => {
+  assert.deepEqual(await layoutProblems(), []);
+  assert.deepEqual(await assemblyProblems(), []);
+});
+
+Deno.test('one character of drift between the source and the unreleased migration fails the check', async () => {
+  const kit = await scratchKit();
+  try {
+    // A function changed in the source and not assembled again.
+    const fn = join(kit, SCHEMAS, 'functions/start_user_run.sql');
+    const text = await Deno.readTextFile(fn);
+    await edit(
+      fn,
+      'no signed-in user (auth.uid() is null)',
+      'no signed-in user (auth.uid() is nul)',
+    );
+    let problems = await assemblyProblems(kit);
+    assert.equal(problems.length, 1, problems.join('\n'));
+    assert.match(problems[0], /is not what `deno task sql:assemble` writes: line \d+/);
+    // A function not changed since the last release, edited: it joins the unreleased migration.
+    const released = join(kit, SCHEMAS, 'functions/core_version.sql');
+    await edit(released, "'0.3.0'", "'0.3.1'");
+    const assembled = await assemble(kit);
+    assert.ok(assembled?.includes(`-- ${SCHEMAS}/functions/core_version.sql`));
+    assert.ok(!(await assemble(KIT_ROOT))?.includes(`-- ${SCHEMAS}/functions/core_version.sql`));
+    // The unreleased migration edited by hand.
+    const [name] = [...Deno.readDirSync(join(kit, 'supabase/migrations'))]
+      .map((e) => e.name).filter((n) => n.endsWith('_core.sql'));
+    await Deno.writeTextFile(fn, text);
+    await Deno.writeTextFile(join(kit, 'supabase/migrations', name), (await assemble(kit))!);
+    assert.deepEqual(await assemblyProblems(kit), []);
+    const migration = join(kit, 'supabase/migrations', name);
+    await Deno.writeTextFile(migration, (await Deno.readTextFile(migration)).replace(';', ' ;'));
+    problems = await assemblyProblems(kit);
+    assert.equal(problems.length, 1, problems.join('\n'));
+    // A second unreleased migration.
+    await Deno.writeTextFile(join(kit, 'supabase/migrations/20991231000000_core.sql'), '');
+    assert.ok((await assemblyProblems(kit)).some((p) => /2 unreleased migrations/.test(p)));
+  } finally {
+    await Deno.remove(kit, { recursive: true });
+  }
+});
+
+Deno.test('a function defined twice, or away from the file of its name, is refused', async () => {
+  const kit = await scratchKit();
+  try {
+    const copy = await Deno.readTextFile(join(kit, SCHEMAS, 'functions/limits.sql'));
+    await Deno.writeTextFile(join(kit, SCHEMAS, 'views.sql'), `${copy}\n`, { append: true });
+    await Deno.writeTextFile(join(kit, SCHEMAS, 'functions/limit.sql'), copy);
+    const problems = await layoutProblems(kit);
+    assert.ok(
+      problems.some((p) => /function limits is defined twice/.test(p)),
+      problems.join('\n'),
+    );
+    assert.ok(
+      problems.some((p) => p.includes(`function limits is defined in ${SCHEMAS}/views.sql`)),
+      problems.join('\n'),
+    );
+    assert.ok(
+      problems.some((p) =>
+        p.includes(`function limits is defined in ${SCHEMAS}/functions/limit.sql`)
+      ),
+      problems.join('\n'),
+    );
+  } finally {
+    await Deno.remove(kit, { recursive: true });
+  }
+});
