@@ -255,7 +255,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'wait-ignores-notifications',
     bug: "a client's wait for a run ignores its notifications (only the deadline ends it)",
-    file: 'lib/sql/client.ts',
+    file: 'lib/sql/client_queries.ts',
     search: "        wakeUp = () => done('woken');\n",
     replace: '        wakeUp = () => {};\n',
     tests: ['tests/client_test.ts'],

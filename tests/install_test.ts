@@ -115,7 +115,7 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     assert.deepEqual(manifest.migrations.map((m) => m.kit), await coreMigrations());
     assert.ok(await Deno.stat(join(project, 'supabase/functions/_switchyard/mod.ts')));
     // The client for apps (createClient) is runtime: a function may start and follow runs.
-    assert.ok(manifest.runtime['client.ts'] && manifest.runtime['sql/client.ts']);
+    assert.ok(manifest.runtime['client.ts'] && manifest.runtime['sql/client_queries.ts']);
     for (const devOnly of ['ops.ts', 'sql/migrate.ts', 'ops/format.ts']) {
       assert.equal(manifest.runtime[devOnly], undefined, `${devOnly} is not part of the runtime`);
     }

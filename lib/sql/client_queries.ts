@@ -42,7 +42,7 @@ import { call } from './source.ts';
  *
  * @example
  * ```ts
- * import type { ClientConnection } from './client.ts';
+ * import type { ClientConnection } from './client_queries.ts';
  *
  * const byUrl: ClientConnection = { connectionString: 'postgres://localhost/app', max: 4 };
  * ```
@@ -67,7 +67,7 @@ export type ClientConnection =
  *
  * @example
  * ```ts
- * import type { WaitOptions } from './client.ts';
+ * import type { WaitOptions } from './client_queries.ts';
  *
  * const options: WaitOptions = { timeoutMs: 30_000, signal: AbortSignal.timeout(60_000) };
  * ```
@@ -84,7 +84,7 @@ export interface WaitOptions {
  *
  * @example
  * ```ts
- * import type { EventsOptions } from './client.ts';
+ * import type { EventsOptions } from './client_queries.ts';
  *
  * const options: EventsOptions = { after: 41 }; // resume after event 41
  * ```
@@ -104,7 +104,7 @@ export interface EventsOptions {
  *
  * @example
  * ```ts
- * import type { RunHandle } from './client.ts';
+ * import type { RunHandle } from './client_queries.ts';
  *
  * async function follow(run: RunHandle<{ notify: boolean }>) {
  *   for await (const e of run.events()) console.log(e.stepSlug ?? 'run', e.event);
@@ -145,7 +145,7 @@ export interface RunHandle<Output = unknown, StepSlug extends string = string> {
  * @example
  * ```ts
  * import { defineDeployedFlow, Flow } from '../mod.ts';
- * import { createClient, type SwitchyardClient } from './client.ts';
+ * import { createClient, type SwitchyardClient } from './client_queries.ts';
  *
  * const v1 = new Flow<{ id: string }>({ slug: 'threadsV1' }).step({ slug: 'a' }, () => 1);
  * const registry = [defineDeployedFlow(v1, { alias: 'threads' })] as const;
@@ -196,7 +196,7 @@ export interface SwitchyardClient<R extends Registry> {
  * @example
  * ```ts
  * import { defineDeployedFlow, Flow, routeFlow } from '../mod.ts';
- * import { createClient } from './client.ts';
+ * import { createClient } from './client_queries.ts';
  *
  * const threadsV1 = new Flow<{ threadId: string }>({ slug: 'threadsV1' })
  *   .step({ slug: 'classify' }, (input) => ({ urgent: input.threadId.startsWith('!') }))
@@ -432,7 +432,7 @@ async function* followEvents(
  *
  * @example
  * ```ts
- * import type { StartFlowOptions } from './client.ts';
+ * import type { StartFlowOptions } from './client_queries.ts';
  *
  * const options: StartFlowOptions = { runId: crypto.randomUUID() };
  * ```
@@ -446,7 +446,7 @@ export type StartFlowOptions = StartRunOptions;
  *
  * @example
  * ```ts
- * import { type Client, connect } from './client.ts';
+ * import { type Client, connect } from './client_queries.ts';
  *
  * const client: Client = connect(Deno.env.get('DATABASE_URL'));
  * await client.close();
@@ -484,7 +484,7 @@ export interface Client {
  *
  * @example
  * ```ts
- * import { connect } from './client.ts';
+ * import { connect } from './client_queries.ts';
  * const client = connect(Deno.env.get('DATABASE_URL'));
  * const runId = await client.startFlow('threads', { text: 'hello' });
  * console.log((await client.waitForRun(runId)).output);

@@ -21,7 +21,7 @@ import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
  *
  * @example
  * ```ts
- * import type { QueueDepth } from './dashboard.ts';
+ * import type { QueueDepth } from './dashboard_queries.ts';
  * const backlog = (d: QueueDepth) => (d.visible ?? 0) + (d.hidden ?? 0);
  * ```
  */
@@ -86,7 +86,7 @@ export async function queueDepths(source: SqlSource): Promise<QueueDepth[]> {
  *
  * @example
  * ```ts
- * import type { FunctionWorker } from './dashboard.ts';
+ * import type { FunctionWorker } from './dashboard_queries.ts';
  * const silentFor = (w: FunctionWorker) => Date.now() - Date.parse(w.lastHeartbeatAt);
  * ```
  */
@@ -111,7 +111,7 @@ export interface FunctionWorker {
  *
  * @example
  * ```ts
- * import type { FunctionOverview } from './dashboard.ts';
+ * import type { FunctionOverview } from './dashboard_queries.ts';
  * const line = (f: FunctionOverview) => `${f.functionName}: ${f.pauseReason ?? 'running'}`;
  * ```
  */
@@ -183,7 +183,7 @@ export async function functionOverviews(
  *
  * @example
  * ```ts
- * import type { RunStepOverview } from './dashboard.ts';
+ * import type { RunStepOverview } from './dashboard_queries.ts';
  * const ran = (s: RunStepOverview) =>
  *   s.startedAt && s.finishedAt ? Date.parse(s.finishedAt) - Date.parse(s.startedAt) : null;
  * ```
@@ -218,7 +218,7 @@ export interface RunStepOverview {
  *
  * @example
  * ```ts
- * import type { RunOverview } from './dashboard.ts';
+ * import type { RunOverview } from './dashboard_queries.ts';
  * const why = (r: RunOverview) => (r.status === 'failed' ? `${r.failedStep}: ${r.error}` : null);
  * ```
  */
@@ -250,7 +250,7 @@ export interface RunOverview {
  *
  * @example
  * ```ts
- * import type { RecentRunsOptions } from './dashboard.ts';
+ * import type { RecentRunsOptions } from './dashboard_queries.ts';
  * const failedOnClassify: RecentRunsOptions = { status: 'failed', queueName: 'classify_threads' };
  * ```
  */
@@ -345,7 +345,7 @@ export async function recentRuns(
  *
  * @example
  * ```ts
- * import type { QueueThroughput } from './dashboard.ts';
+ * import type { QueueThroughput } from './dashboard_queries.ts';
  * const lastMinute = (t: QueueThroughput) => t.perMinute.at(-1) ?? 0;
  * ```
  */
@@ -398,7 +398,7 @@ export async function throughput(
  *
  * @example
  * ```ts
- * import type { QueueOverview } from './dashboard.ts';
+ * import type { QueueOverview } from './dashboard_queries.ts';
  * const draining = (q: QueueOverview) => q.versions.filter((v) => v.state === 'draining');
  * ```
  */
@@ -422,7 +422,7 @@ export interface QueueOverview {
  *
  * @example
  * ```ts
- * import type { DashboardSnapshot } from './dashboard.ts';
+ * import type { DashboardSnapshot } from './dashboard_queries.ts';
  * const fenced = (s: DashboardSnapshot) => s.fence?.functions.map((f) => f.functionName) ?? [];
  * ```
  */
@@ -444,7 +444,7 @@ export interface DashboardSnapshot {
  *
  * @example
  * ```ts
- * import type { DashboardSnapshotOptions } from './dashboard.ts';
+ * import type { DashboardSnapshotOptions } from './dashboard_queries.ts';
  * const options: DashboardSnapshotOptions = { minutes: 30, runs: { limit: 10 } };
  * ```
  */
