@@ -10,7 +10,8 @@ import {
   SwitchyardError,
   UnstorableValueError,
 } from '../lib/errors.ts';
-import { type AnyFlow, Flow, type StepContext } from '../lib/dsl/flow.ts';
+import { type AnyFlow, Flow } from '../lib/dsl/flow.ts';
+import type { StepContext } from '../lib/dsl/context.ts';
 import { flowShape, toPlacement } from '../lib/dsl/placement.ts';
 import { routeFlow } from '../lib/dsl/route_flow.ts';
 import { assertFlowSlug, assertStepSlug } from '../lib/dsl/slugs.ts';

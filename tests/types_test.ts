@@ -8,16 +8,8 @@ import type postgres from 'postgres';
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 
 import { defineDeployedFlow } from '../lib/dsl/deployed_flow.ts';
-import {
-  Flow,
-  type FlowInput,
-  type HandlerEnv,
-  type HandlerSql,
-  type HandlerSupabase,
-  type StepContext,
-  type StepOutputs,
-  type StepSlugs,
-} from '../lib/dsl/flow.ts';
+import { Flow, type FlowInput, type StepOutputs, type StepSlugs } from '../lib/dsl/flow.ts';
+import type { HandlerEnv, HandlerSql, HandlerSupabase, StepContext } from '../lib/dsl/context.ts';
 import { type QueueNamesOf, toPlacement, type WorkerTarget } from '../lib/dsl/placement.ts';
 import type {
   InvalidQueueNameMessage,
