@@ -35,7 +35,7 @@ export {
   type RunHandle,
   type SwitchyardClient,
   type WaitOptions,
-} from './sql/client.ts';
+} from './sql/client_queries.ts';
 export {
   type CancelResult,
   type RetryResult,

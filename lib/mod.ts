@@ -28,6 +28,8 @@
 export * from './errors.ts';
 export type { FenceFunctionStatus, FenceStatus } from './sql/fence_status.ts';
 export * from './dsl/flow.ts';
+export type * from './dsl/flow_types.ts';
+export type * from './dsl/context.ts';
 export * from './dsl/slugs.ts';
 export * from './dsl/json.ts';
 export * from './dsl/queue_names.ts';

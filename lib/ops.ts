@@ -36,7 +36,7 @@ export {
   type StartFlowOptions,
   type SwitchyardClient,
   type WaitOptions,
-} from './sql/client.ts';
+} from './sql/client_queries.ts';
 export * from './sql/runs.ts';
 // The DSL's types the client's signatures name (no DSL code is imported for them).
 export type * from './dsl/types.ts';
@@ -61,7 +61,7 @@ export * from './sql/fence.ts';
 export * from './sql/drain.ts';
 export * from './sql/flow_options.ts';
 export * from './sql/prune.ts';
-export * from './sql/dashboard.ts';
+export * from './sql/dashboard_queries.ts';
 export {
   ensurePgmq,
   isLocalDatabase,

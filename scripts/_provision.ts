@@ -96,7 +96,7 @@ export async function ensurePostgresBinaries(
   binDir: string,
   log: (line: string) => void,
 ): Promise<void> {
-  // In Debian's location the suite also needs plpgsql_check (tests/plpgsql_check_test.ts).
+  // In Debian's location the suite also needs plpgsql_check (tests/sql/plpgsql_check_test.ts).
   const have = async () =>
     (await exists(`${binDir}/initdb`)) && (await exists(`${binDir}/postgres`)) &&
     (binDir.replace(/\/$/, '') !== DEFAULT_PG_BIN || await exists(PLPGSQL_CHECK_CONTROL));

@@ -38,7 +38,13 @@ import {
   sha256,
 } from './_kit.ts';
 import { KIT_ROOT } from './_project.ts';
-import { migrationTimestamp, parseMigrationTimestamp } from './_util.ts';
+import {
+  migrationTimestamp,
+  parseMigrationTimestamp,
+  type Planned as PlannedFile,
+  readOrNull,
+  sqlFileNames,
+} from './_util.ts';
 
 /** Where the runtime goes, relative to the project. */
 export const RUNTIME_DIR = 'supabase/functions/_switchyard';
@@ -160,21 +166,8 @@ export interface InstallResult {
   notes: string[];
 }
 
-interface Planned {
-  path: string;
-  /** null: remove the file. */
-  content: string | null;
-  existing: string | null;
-}
-
-async function readOrNull(path: string): Promise<string | null> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return null;
-    throw e;
-  }
-}
+/** A planned write; null content: remove the file. */
+type Planned = PlannedFile<string | null>;
 
 /** `20261201000300_tables.sql` → `switchyard_tables.sql` (no doubled prefix). */
 function installedName(kitName: string): string {
@@ -297,15 +290,7 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
   const manifestText = await readOrNull(abs(MANIFEST_PATH));
   const previous = manifestText === null ? null : parseManifest(manifestText);
   const migrationsDir = abs('supabase/migrations');
-  const projectMigrations: string[] = [];
-  try {
-    for await (const entry of Deno.readDir(migrationsDir)) {
-      if (entry.isFile && entry.name.endsWith('.sql')) projectMigrations.push(entry.name);
-    }
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  }
-  projectMigrations.sort();
+  const projectMigrations = await sqlFileNames(migrationsDir);
   if (previous === null) {
     let runtimeDirExists = true;
     try {

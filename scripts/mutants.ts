@@ -46,7 +46,7 @@ export const MUTANTS: readonly Mutant[] = [
     replace: `           where (r.status in ('completed', 'failed', 'cancelled')
              and coalesce(r.completed_at, r.failed_at, r.cancelled_at) < cutoff)
               or (r.status = 'started' and r.started_at < cutoff)`,
-    tests: ['tests/prune_test.ts'],
+    tests: ['tests/sql/prune_test.ts'],
   },
   {
     name: 'poller-keeps-messages-read-after-stop',
@@ -54,7 +54,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/worker/poller.ts',
     search: '        await q.releaseMessages(o.queueName, ids);\n',
     replace: '',
-    tests: ['tests/engine_test.ts'],
+    tests: ['tests/worker/engine_test.ts'],
   },
   {
     name: 'stop-leaves-handler-pool-open',
@@ -62,7 +62,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/worker/worker.ts',
     search: '      await resources.close();\n',
     replace: '',
-    tests: ['tests/context_test.ts'],
+    tests: ['tests/dsl/context_test.ts'],
   },
   // --- the claim -----------------------------------------------------------------------------
   {
@@ -76,7 +76,7 @@ export const MUTANTS: readonly Mutant[] = [
       `  support := (select switchyard.pair_set(coalesce(array_agg(t.flow_slug || '/' || t.step_slug), '{}'))
                 from switchyard.step_tasks t
                where t.queue_name = queue and t.message_id = any (message_ids));`,
-    tests: ['tests/shared_queues_test.ts', 'tests/map_test.ts'],
+    tests: ['tests/worker/shared_queues_test.ts', 'tests/dsl/map_test.ts'],
   },
   {
     name: 'unsupported-batch-uses-attempts',
@@ -87,7 +87,7 @@ export const MUTANTS: readonly Mutant[] = [
     replace: `    update switchyard.step_tasks t set attempts_count = t.attempts_count + 1
      where t.queue_name = queue and t.message_id = any (message_ids);
     -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing\n`,
-    tests: ['tests/shared_queues_test.ts', 'tests/hostile_test.ts'],
+    tests: ['tests/worker/shared_queues_test.ts', 'tests/sql/hostile_test.ts'],
   },
   {
     name: 'unsupported-pause-not-persisted',
@@ -96,7 +96,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'start_tasks',
     search: '     where wf.function_name = worker.function_name and wf.paused_at is null;\n',
     replace: '     where false;\n',
-    tests: ['tests/hostile_test.ts', 'tests/shared_queues_test.ts'],
+    tests: ['tests/sql/hostile_test.ts', 'tests/worker/shared_queues_test.ts'],
   },
   // --- completion, failure, recovery ---------------------------------------------------------
   {
@@ -106,7 +106,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'complete_tasks',
     search: "   where x.status = 'started' and x.attempts_count = x.attempt;\n",
     replace: "   where x.status = 'started';\n",
-    tests: ['tests/sql_core_test.ts', 'tests/races_test.ts'],
+    tests: ['tests/sql/sql_core_test.ts', 'tests/worker/races_test.ts'],
   },
   {
     name: 'retry-backoff-constant',
@@ -115,7 +115,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'fail_task',
     search: '(1::bigint << least(task.attempts_count - 1, 40))',
     replace: '(1::bigint << least(task.attempts_count - 1, 0))',
-    tests: ['tests/sql_core_test.ts', 'tests/engine_test.ts'],
+    tests: ['tests/sql/sql_core_test.ts', 'tests/worker/engine_test.ts'],
   },
   {
     name: 'stall-recovery-takes-live-tasks',
@@ -124,7 +124,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'recover_stalled',
     search: '            or w.worker_id is null\n',
     replace: '            or w.worker_id is not null\n',
-    tests: ['tests/engine_test.ts', 'tests/sql_core_test.ts'],
+    tests: ['tests/worker/engine_test.ts', 'tests/sql/sql_core_test.ts'],
   },
   // --- the handler context -------------------------------------------------------------------
   {
@@ -133,7 +133,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/worker/executor.ts',
     search: '          this.#abort(controller, e);\n          reject(e);\n',
     replace: '          reject(e);\n',
-    tests: ['tests/context_test.ts', 'tests/hostile_test.ts'],
+    tests: ['tests/dsl/context_test.ts', 'tests/sql/hostile_test.ts'],
   },
   // --- inputs and limits ---------------------------------------------------------------------
   {
@@ -142,7 +142,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/dsl/json.ts',
     search: '  if (nul >= 0) {\n',
     replace: '  if (nul < -1) {\n',
-    tests: ['tests/dsl_test.ts', 'tests/hostile_test.ts'],
+    tests: ['tests/unit/dsl/dsl_test.ts', 'tests/sql/hostile_test.ts'],
   },
   {
     name: 'output-limit-unchecked',
@@ -150,7 +150,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/worker/executor.ts',
     search: '      if (size > max) {\n',
     replace: '      if (size < 0) {\n',
-    tests: ['tests/limits_test.ts'],
+    tests: ['tests/sql/limits_test.ts'],
   },
   {
     name: 'map-element-limit-doubled',
@@ -159,7 +159,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: '_start_ready_steps',
     search: '        if element_count > switchyard.max_map_elements() then\n',
     replace: '        if element_count > 2 * switchyard.max_map_elements() then\n',
-    tests: ['tests/map_test.ts', 'tests/limits_test.ts'],
+    tests: ['tests/dsl/map_test.ts', 'tests/sql/limits_test.ts'],
   },
   // --- the DSL features ----------------------------------------------------------------------
   {
@@ -169,7 +169,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'complete_tasks',
     search: '(select jsonb_agg(t.output order by t.task_index)\n',
     replace: '(select jsonb_agg(t.output order by t.task_index desc)\n',
-    tests: ['tests/map_test.ts'],
+    tests: ['tests/dsl/map_test.ts'],
   },
   {
     name: 'condition-ignored',
@@ -178,7 +178,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: '_start_ready_steps',
     search: '        if not ((ready.cond_if is null or step_input @> ready.cond_if)\n',
     replace: '        if false and not ((ready.cond_if is null or step_input @> ready.cond_if)\n',
-    tests: ['tests/conditions_test.ts'],
+    tests: ['tests/dsl/conditions_test.ts'],
   },
   // --- cancellation --------------------------------------------------------------------------
   {
@@ -190,7 +190,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'complete_tasks',
     search: '               where g.run_id = any (live_runs)\n',
     replace: '               where true\n',
-    tests: ['tests/ended_runs_test.ts'],
+    tests: ['tests/sql/ended_runs_test.ts'],
   },
   {
     name: 'cancel-leaves-queued-messages',
@@ -199,7 +199,11 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'cancel_run',
     search: '  perform switchyard._archive_queued(run.run_id);\n',
     replace: '',
-    tests: ['tests/client_test.ts', 'tests/ended_runs_test.ts', 'tests/dashboard_api_test.ts'],
+    tests: [
+      'tests/sql/client_test.ts',
+      'tests/sql/ended_runs_test.ts',
+      'tests/ops/dashboard_api_test.ts',
+    ],
   },
   // --- retention and schedules ---------------------------------------------------------------
   {
@@ -209,7 +213,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'prune',
     search: '         and not t.message_id = any (free);\n',
     replace: '         and false;\n',
-    tests: ['tests/prune_test.ts'],
+    tests: ['tests/sql/prune_test.ts'],
   },
   {
     name: 'schedule-prune-drops-batch-size',
@@ -219,7 +223,7 @@ export const MUTANTS: readonly Mutant[] = [
     search:
       "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, batch_size);",
     replace: "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, 1000);",
-    tests: ['tests/prune_test.ts'],
+    tests: ['tests/sql/prune_test.ts'],
   },
   // --- versions and start-up -----------------------------------------------------------------
   {
@@ -229,7 +233,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'sync_alias',
     search: '  elsif current_target = any (versions) then\n',
     replace: '  elsif true then\n',
-    tests: ['tests/shared_queues_test.ts', 'tests/races_test.ts'],
+    tests: ['tests/worker/shared_queues_test.ts', 'tests/worker/races_test.ts'],
   },
   {
     name: 'coverage-check-skipped',
@@ -237,7 +241,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/worker/worker.ts',
     search: '    if (gaps.length > 0) {\n',
     replace: '    if (gaps.length < 0) {\n',
-    tests: ['tests/shared_queues_test.ts'],
+    tests: ['tests/worker/shared_queues_test.ts'],
   },
   // --- callers -------------------------------------------------------------------------------
   {
@@ -247,15 +251,15 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'start_user_run',
     search: '  if not exists (select 1 from switchyard.user_start_aliases a\n',
     replace: '  if false and not exists (select 1 from switchyard.user_start_aliases a\n',
-    tests: ['tests/sql_errors_test.ts', 'tests/run_events_rls_test.ts'],
+    tests: ['tests/sql/sql_errors_test.ts', 'tests/sql/run_events_rls_test.ts'],
   },
   {
     name: 'wait-ignores-notifications',
     bug: "a client's wait for a run ignores its notifications (only the deadline ends it)",
-    file: 'lib/sql/client.ts',
+    file: 'lib/sql/client_queries.ts',
     search: "        wakeUp = () => done('woken');\n",
     replace: '        wakeUp = () => {};\n',
-    tests: ['tests/client_test.ts'],
+    tests: ['tests/sql/client_test.ts'],
   },
   // --- upgrades ------------------------------------------------------------------------------
   {
@@ -264,7 +268,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'scripts/release_manifest.ts',
     search: '      if (now !== released) {\n',
     replace: '      if (now !== now) {\n',
-    tests: ['tests/release_test.ts'],
+    tests: ['tests/unit/scripts/release_test.ts'],
   },
   {
     name: 'shape-compared-raw',
@@ -274,7 +278,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: 'ensure_flow',
     search: '    existing_canonical := switchyard._canonical_shape(existing.shape);\n',
     replace: '    existing_canonical := existing.shape;\n',
-    tests: ['tests/flow_options_test.ts'],
+    tests: ['tests/dsl/flow_options_test.ts'],
   },
   {
     name: 'runtime-options-are-shape',
@@ -284,7 +288,7 @@ export const MUTANTS: readonly Mutant[] = [
     search: '    if switchyard._shape_structure(existing_canonical) is distinct from ' +
       'switchyard._shape_structure(canonical) then\n',
     replace: '    if existing_canonical is distinct from canonical then\n',
-    tests: ['tests/flow_options_test.ts'],
+    tests: ['tests/dsl/flow_options_test.ts'],
   },
   {
     name: 'older-core-accepted',
@@ -292,7 +296,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/worker/worker.ts',
     search: '    if (coreProblem) throw new WorkerConfigError(coreProblem);\n',
     replace: '',
-    tests: ['tests/upgrade_test.ts'],
+    tests: ['tests/scripts/upgrade_test.ts'],
   },
   {
     name: 'scaffold-rewrites-registration',
@@ -300,6 +304,6 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'scripts/scaffold_queue.ts',
     search: '  if (mine.length > 0) {\n',
     replace: '  if (mine.length > 0 && mine.some(() => false)) {\n',
-    tests: ['tests/scaffold_test.ts'],
+    tests: ['tests/unit/scripts/scaffold_test.ts'],
   },
 ];

@@ -6,7 +6,7 @@
  * (docs/ARCHITECTURE.md §8). A copy left by an earlier kit (`releases/<version>/migrations/`)
  * is removed.
  *
- * From a release on, its migrations never change: `tests/release_test.ts` fails when a file
+ * From a release on, its migrations never change: `tests/unit/scripts/release_test.ts` fails when a file
  * listed in a manifest differs from it (and says to add a new migration instead). Run this
  * when cutting a release (the default version is the kit's, `KIT_VERSION`), or to refresh the
  * current release's snapshot before it is published. `--check` writes nothing and exits 1 when
@@ -71,7 +71,7 @@ export async function releases(dir: string = RELEASES_DIR): Promise<ReleaseManif
 /**
  * Everything that breaks the release discipline in a kit checkout, one message each: a released
  * migration that changed or is gone, and an unreleased one that sorts before a released one.
- * Empty when the discipline holds. CI runs it in `tests/release_test.ts`.
+ * Empty when the discipline holds. CI runs it in `tests/unit/scripts/release_test.ts`.
  *
  * @example
  * ```ts

@@ -46,7 +46,15 @@ import { defaultFunctionName } from '../lib/worker/worker.ts';
 import { DispatchIndex } from '../lib/worker/dispatch_index.ts';
 import type { WorkerTarget } from '../lib/dsl/placement.ts';
 import { functionSection, setFunctionSection } from './_functions_config.ts';
-import { exists, migrationTimestamp, parseMigrationTimestamp } from './_util.ts';
+import {
+  exists,
+  migrationTimestamp,
+  parseMigrationTimestamp,
+  type Planned as PlannedFile,
+  readOrNull,
+  sqlFileNames,
+} from './_util.ts';
+import { KIT_ROOT } from './_project.ts';
 import { lockedSpecifiers, moduleGraph, pinned, projectPath } from './_kit.ts';
 import type { ProbeResult } from './_registry_probe.ts';
 
@@ -61,9 +69,6 @@ import type { ProbeResult } from './_registry_probe.ts';
  * ```
  */
 export const REGISTRY_PATH = 'supabase/functions/_shared/registry.ts';
-
-/** The kit's root directory (its `lib/` serves a project without a `lib/mod.ts` of its own). */
-const KIT_ROOT = decodeURIComponent(new URL('../', import.meta.url).pathname);
 
 /**
  * The templates' directory: real files that `deno fmt`, `deno lint` and (the index.ts)
@@ -157,21 +162,9 @@ export interface ScaffoldResult {
   files: { path: string; action: 'created' | 'updated' | 'unchanged' | 'kept' }[];
 }
 
-interface Planned {
-  path: string;
-  content: string;
-  existing: string | null;
+interface Planned extends PlannedFile {
   /** An existing migration that differs from what the scaffold writes now, kept as it is. */
   kept?: boolean;
-}
-
-async function readOrNull(path: string): Promise<string | null> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return null;
-    throw e;
-  }
 }
 
 /** A relative import specifier from `fromDir` to `target` (always starting with `.`). */
@@ -563,15 +556,7 @@ async function planMigration(
 ): Promise<Planned> {
   const content = migrationSource(template, functionName, queueName);
   const suffix = `_register_${queueName}_worker.sql`;
-  const names: string[] = [];
-  try {
-    for await (const entry of Deno.readDir(migrationsDir)) {
-      if (entry.isFile && entry.name.endsWith('.sql')) names.push(entry.name);
-    }
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  }
-  names.sort();
+  const names = await sqlFileNames(migrationsDir);
   const mine = names.filter((n) => n.endsWith(suffix) && /^\d{14}_/.test(n));
   // A registration migration that exists may have been applied by a database: it is never
   // rewritten, not even with --force, whichever kit wrote it (an earlier kit's registration ran

@@ -22,10 +22,11 @@ Runs the suites (default tests/) against a throwaway PostgreSQL 15 cluster, remo
 or against DATABASE_URL when it is set. Missing server binaries are installed with apt-get
 (postgresql-15, postgresql-15-cron, postgresql-15-plpgsql-check) when run as root; otherwise it says what to install.
 
-  deno task test                              every suite
-  deno task test tests/install_test.ts        one file
-  deno task test --filter upgrade tests/      deno test options pass through
-  PG_BIN=/path/to/bin deno task test          other server binaries`);
+  deno task test                                every suite (tests/, its folders included)
+  deno task test tests/scripts/install_test.ts  one file
+  deno task test tests/unit/                    the database-free tests
+  deno task test --filter upgrade tests/        deno test options pass through
+  PG_BIN=/path/to/bin deno task test            other server binaries`);
 
 const log = (line: string) => console.error(`[test] ${line}`);
 

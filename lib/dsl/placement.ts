@@ -12,7 +12,8 @@
  */
 
 import { describeValue, RouteError } from '../errors.ts';
-import { type AnyFlow, Flow, type StepKind, type WhenExhausted, type WhenUnmet } from './flow.ts';
+import { type AnyFlow, Flow } from './flow.ts';
+import type { StepKind, WhenExhausted, WhenUnmet } from './flow_types.ts';
 import type { JsonValue } from './json.ts';
 import type { DeployedFlow } from './deployed_flow.ts';
 import { plainQueueName } from './queue_names.ts';

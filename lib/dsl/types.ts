@@ -15,6 +15,8 @@
  */
 export type * from './aliases.ts';
 export type * from './flow.ts';
+export type * from './flow_types.ts';
+export type * from './context.ts';
 export type * from './slugs.ts';
 export type * from './json.ts';
 export type * from './queue_names.ts';

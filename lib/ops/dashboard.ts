@@ -64,7 +64,7 @@ import {
   dashboardSnapshot,
   recentRuns,
   type RunOverview,
-} from '../sql/dashboard.ts';
+} from '../sql/dashboard_queries.ts';
 import {
   functionState,
   MAX_REASON_CHARS,

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { StepDefinition } from '../dsl/flow.ts';
+import type { StepDefinition } from '../dsl/flow_types.ts';
 import { type Placement, toPlacement, type WorkerTarget } from '../dsl/placement.ts';
 import { WorkerConfigError } from '../errors.ts';
 

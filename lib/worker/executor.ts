@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { StepContext } from '../dsl/flow.ts';
+import type { StepContext } from '../dsl/context.ts';
 import { assertJson, jsonTextBytes } from '../dsl/json.ts';
 import { SwitchyardError, WorkerShutdownError } from '../errors.ts';
 import type { TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';

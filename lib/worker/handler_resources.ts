@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { HandlerEnv, HandlerSql, HandlerSupabase } from '../dsl/flow.ts';
+import type { HandlerEnv, HandlerSql, HandlerSupabase } from '../dsl/context.ts';
 import { openSql, type Sql } from '../sql/connection.ts';
 
 /** The shared, per-worker part of every handler context. */

@@ -1,0 +1,466 @@
+/**
+ * The flow DSL's type-level machinery: flow and step options, the step configurations
+ * `Flow.step()` and `Flow.map()` accept, and the types that compute a step's input, a map's
+ * element and a new slug's checks from the steps before it. `lib/dsl/flow.ts` builds flows
+ * with them; nothing here runs.
+ *
+ * @module
+ */
+
+import type { JsonValue } from './json.ts';
+import type { ValidSlug } from './slugs.ts';
+import type { StepContext } from './context.ts';
+
+/**
+ * Options of a flow: its slug and the defaults its steps inherit.
+ *
+ * @example
+ * ```ts
+ * import type { FlowOptions } from './flow_types.ts';
+ *
+ * const options: FlowOptions = { slug: 'threads', maxAttempts: 5, timeout: 120 };
+ * ```
+ */
+export interface FlowOptions {
+  /** The concrete flow slug (the version): letters, digits, single underscores. */
+  slug: string;
+  /** Attempts per task, 1 to 1000. Default 3. */
+  maxAttempts?: number;
+  /** Base of the exponential retry backoff, in seconds, 0 to 86400. Default 1. */
+  baseDelay?: number;
+  /**
+   * The longest retry delay, in seconds, 0 to 604800 (7 days): a retry waits
+   * `min(baseDelay * 2^(attempt - 1), maxDelay)`. Default 86400 (1 day).
+   */
+  maxDelay?: number;
+  /** Time a task may run before it is considered stalled, in seconds, 1 to 86400. Default 60. */
+  timeout?: number;
+}
+
+/**
+ * The resolved options of a flow, defaults applied.
+ *
+ * @example
+ * ```ts
+ * import { Flow } from './flow.ts';
+ * import type { ResolvedFlowOptions } from './flow_types.ts';
+ *
+ * const options: ResolvedFlowOptions = new Flow({ slug: 'f' }).options;
+ * // { maxAttempts: 3, baseDelay: 1, maxDelay: 86400, timeout: 60 }
+ * ```
+ */
+export interface ResolvedFlowOptions {
+  /** Attempts per task. */
+  readonly maxAttempts: number;
+  /** Base of the exponential retry backoff, in seconds. */
+  readonly baseDelay: number;
+  /** The longest retry delay, in seconds. */
+  readonly maxDelay: number;
+  /** Task timeout, in seconds. */
+  readonly timeout: number;
+}
+
+/**
+ * What happens when a step's condition (`if` / `ifNot`) is not met (docs/ARCHITECTURE.md §5.9):
+ * `skip` skips the step (dependents run without its output), `skip-cascade` skips it and every
+ * step that depends on it, `fail` fails the run.
+ *
+ * @example
+ * ```ts
+ * import type { WhenUnmet } from './flow_types.ts';
+ *
+ * const mode: WhenUnmet = 'skip-cascade';
+ * ```
+ */
+export type WhenUnmet = 'skip' | 'skip-cascade' | 'fail';
+
+/**
+ * What happens when a task used its last attempt (docs/ARCHITECTURE.md §5.9): `fail` fails the
+ * run, `skip` skips the step (dependents run without its output), `skip-cascade` skips it and
+ * every step that depends on it, and the run goes on without them.
+ *
+ * @example
+ * ```ts
+ * import type { WhenExhausted } from './flow_types.ts';
+ *
+ * const mode: WhenExhausted = 'skip-cascade';
+ * ```
+ */
+export type WhenExhausted = 'fail' | 'skip' | 'skip-cascade';
+
+/**
+ * A JSON containment pattern over `T`, as PostgreSQL's `jsonb @>` reads it: any subset of the
+ * object's keys, nested; arrays hold patterns of their elements (an array pattern matches when
+ * every pattern element is contained in some element of the array).
+ *
+ * @example
+ * ```ts
+ * import type { ContainmentPattern } from './flow_types.ts';
+ *
+ * type Ticket = { plan: 'free' | 'pro'; tags: string[]; user: { id: string } };
+ * const pro: ContainmentPattern<Ticket> = { plan: 'pro' };
+ * const tagged: ContainmentPattern<Ticket> = { tags: ['urgent'], user: { id: 'u1' } };
+ * ```
+ */
+export type ContainmentPattern<T> = T extends readonly (infer E)[]
+  ? readonly ContainmentPattern<E>[]
+  : T extends object ? { readonly [K in keyof T]?: ContainmentPattern<T[K]> }
+  : T;
+
+/**
+ * Type-level check that pattern `P` names only keys its step input `S` has (at every depth);
+ * an unknown key becomes `never`, so a misspelt condition key fails type checking. An input of
+ * type `unknown` accepts any pattern. For a union input, the keys of every member count, and a
+ * key's pattern is checked against the members that have it.
+ *
+ * @example
+ * ```ts
+ * import type { ExactPattern } from './flow_types.ts';
+ *
+ * type Ok = ExactPattern<{ plan: 'pro' }, { plan?: 'free' | 'pro' }>;
+ * type Typo = ExactPattern<{ plann: 'pro' }, { plan?: 'free' | 'pro' }>; // { plann: never }
+ * ```
+ */
+export type ExactPattern<P, S> = unknown extends S ? unknown
+  : P extends readonly unknown[] ? unknown
+  : P extends object ?
+      & { readonly [K in Exclude<keyof P, S extends unknown ? keyof S : never>]: never }
+      & {
+        readonly [K in keyof P & (S extends unknown ? keyof S : never)]?: ExactPattern<
+          P[K],
+          NonNullable<S extends unknown ? K extends keyof S ? S[K] : never : never>
+        >;
+      }
+  : unknown;
+
+/**
+ * Whether a step may end `skipped` while its dependents still run: a condition with
+ * `whenUnmet: 'skip'` (the default), or `whenExhausted: 'skip'`. With `skip-cascade` (either
+ * option) its dependents are skipped too, so when one runs the output is there.
+ *
+ * @example
+ * ```ts
+ * import type { MaySkip } from './flow_types.ts';
+ *
+ * type A = MaySkip<{ plan: 'pro' }, never, 'skip', 'fail'>; // true
+ * type B = MaySkip<{ plan: 'pro' }, never, 'skip-cascade', 'fail'>; // false
+ * type C = MaySkip<never, never, 'skip', 'skip'>; // true
+ * type D = MaySkip<never, never, 'skip', 'skip-cascade'>; // false
+ * ```
+ */
+export type MaySkip<If, IfNot, Unmet extends WhenUnmet, Exhausted extends WhenExhausted> =
+  [Exhausted] extends ['fail' | 'skip-cascade'] ? [If | IfNot] extends [never] ? false
+    : [Unmet] extends ['skip'] ? true
+    : false
+    : true;
+
+/**
+ * The output type a step's dependents see: `Out`, or `Out | undefined` when the step may be
+ * skipped (see {@linkcode MaySkip}): a skipped step's output is absent.
+ *
+ * @example
+ * ```ts
+ * import type { SeenOutput } from './flow_types.ts';
+ *
+ * type Always = SeenOutput<number, never, never, 'skip', 'fail'>; // number
+ * type Maybe = SeenOutput<number, { plan: 'pro' }, never, 'skip', 'fail'>; // number | undefined
+ * ```
+ */
+export type SeenOutput<
+  Out,
+  If,
+  IfNot,
+  Unmet extends WhenUnmet,
+  Exhausted extends WhenExhausted,
+> = MaySkip<If, IfNot, Unmet, Exhausted> extends true ? Out | undefined : Out;
+
+/**
+ * The resolved options of a step: `null` means "inherit from the flow" (or, for `if` and
+ * `ifNot`, no pattern).
+ *
+ * @example
+ * ```ts
+ * import type { StepOptions } from './flow_types.ts';
+ *
+ * const options: StepOptions = {
+ *   maxAttempts: null,
+ *   baseDelay: null,
+ *   maxDelay: null,
+ *   timeout: 30,
+ *   startDelay: 0,
+ *   if: { plan: 'pro' },
+ *   ifNot: null,
+ *   whenUnmet: 'skip',
+ *   whenExhausted: 'fail',
+ * };
+ * ```
+ */
+export interface StepOptions {
+  /** Attempts per task, or `null` to inherit. */
+  readonly maxAttempts: number | null;
+  /** Retry backoff base in seconds, or `null` to inherit. */
+  readonly baseDelay: number | null;
+  /** The longest retry delay in seconds, or `null` to inherit. */
+  readonly maxDelay: number | null;
+  /** Task timeout in seconds, or `null` to inherit. */
+  readonly timeout: number | null;
+  /** Seconds to wait before the step's first task becomes visible. */
+  readonly startDelay: number;
+  /** The step runs only when its input contains this JSON pattern (`@>`); `null`: no pattern. */
+  readonly if: JsonValue | null;
+  /** The step runs only when its input does not contain this pattern; `null`: no pattern. */
+  readonly ifNot: JsonValue | null;
+  /** What an unmet condition does. */
+  readonly whenUnmet: WhenUnmet;
+  /** What a task out of attempts does. */
+  readonly whenExhausted: WhenExhausted;
+}
+
+/**
+ * One step as the worker sees it: slug, position, dependencies, options and handler.
+ *
+ * @example
+ * ```ts
+ * import { Flow } from './flow.ts';
+ * import type { StepDefinition } from './flow_types.ts';
+ *
+ * const flow = new Flow<{ n: number }>({ slug: 'f' }).step({ slug: 'a' }, (input) => input.n);
+ * const step: StepDefinition | undefined = flow.getStep('a');
+ * console.assert(step?.index === 0);
+ * ```
+ */
+export interface StepDefinition {
+  /** The step slug. */
+  readonly slug: string;
+  /** 0-based position in the order the steps were added. */
+  readonly index: number;
+  /**
+   * `single`: one task; `map`: one task per element of an array (docs/ARCHITECTURE.md §5.10),
+   * the flow input when `dependsOn` is empty, else the output of its one dependency.
+   */
+  readonly kind: StepKind;
+  /** Slugs of the steps this one depends on, in the order given. */
+  readonly dependsOn: readonly string[];
+  /** Step options; `null` means inherit from the flow. */
+  readonly options: StepOptions;
+  /**
+   * The handler, untyped: the worker builds the input from the flow input or dependencies (a
+   * map step: one element).
+   */
+  readonly handler: (input: unknown, context: StepContext<unknown>) => unknown;
+}
+
+/**
+ * How a step runs: `single` (one task) or `map` (one task per array element).
+ *
+ * @example
+ * ```ts
+ * import type { StepKind } from './flow_types.ts';
+ *
+ * const kind: StepKind = 'map';
+ * ```
+ */
+export type StepKind = 'single' | 'map';
+
+/**
+ * Options of `Flow.step()`.
+ *
+ * @example
+ * ```ts
+ * import type { StepConfig } from './flow_types.ts';
+ *
+ * const config: StepConfig<'summarize', readonly ['fetch']> = {
+ *   slug: 'summarize',
+ *   dependsOn: ['fetch'],
+ *   timeout: 300,
+ * };
+ * ```
+ */
+export interface StepConfig<Slug extends string, Deps extends readonly string[]> {
+  /** The step slug, unique (case-insensitively) within the flow; `run` is reserved. */
+  slug: Slug;
+  /** Slugs of earlier steps whose outputs this step receives. Empty or absent: a root step. */
+  dependsOn?: Deps;
+  /** Attempts per task, 1 to 1000. Absent: inherit from the flow. */
+  maxAttempts?: number;
+  /** Retry backoff base in seconds, 0 to 86400. Absent: inherit from the flow. */
+  baseDelay?: number;
+  /** The longest retry delay in seconds, 0 to 604800. Absent: inherit from the flow. */
+  maxDelay?: number;
+  /** Task timeout in seconds, 1 to 86400. Absent: inherit from the flow. */
+  timeout?: number;
+  /** Seconds before the step's first task becomes visible, 0 to 86400. Default 0. */
+  startDelay?: number;
+  /**
+   * Run the step only when its input contains this JSON pattern (PostgreSQL `@>`, evaluated in
+   * SQL when the step becomes ready; docs/ARCHITECTURE.md §5.9). The input is the flow input
+   * for a root step, else the object of dependency outputs.
+   */
+  if?: JsonValue;
+  /** Run the step only when its input does not contain this JSON pattern. */
+  ifNot?: JsonValue;
+  /** What an unmet condition does: `skip` (default), `skip-cascade` or `fail`. Needs if/ifNot. */
+  whenUnmet?: WhenUnmet;
+  /**
+   * What a task out of attempts does: `fail` (default) fails the run, `skip` skips the step,
+   * `skip-cascade` skips it and its dependents.
+   */
+  whenExhausted?: WhenExhausted;
+}
+
+/**
+ * The condition options of a step, typed against its input `SI`: patterns of the input's own
+ * keys (see {@linkcode ContainmentPattern} and {@linkcode ExactPattern}) and the two modes as
+ * literals, which decide the output type dependents see ({@linkcode SeenOutput}).
+ *
+ * @example
+ * ```ts
+ * import type { ConditionConfig } from './flow_types.ts';
+ *
+ * type In = { plan: 'free' | 'pro' };
+ * const config: ConditionConfig<In, { plan: 'pro' }, never, 'fail', 'fail'> = {
+ *   if: { plan: 'pro' },
+ *   whenUnmet: 'fail',
+ * };
+ * ```
+ */
+export interface ConditionConfig<
+  SI,
+  If,
+  IfNot,
+  Unmet extends WhenUnmet,
+  Exhausted extends WhenExhausted,
+> {
+  /** See {@linkcode StepConfig.if}. */
+  if?: If & ExactPattern<If, ContainmentPattern<SI>>;
+  /** See {@linkcode StepConfig.ifNot}. */
+  ifNot?: IfNot & ExactPattern<IfNot, ContainmentPattern<SI>>;
+  /** See {@linkcode StepConfig.whenUnmet}. */
+  whenUnmet?: Unmet;
+  /** See {@linkcode StepConfig.whenExhausted}. */
+  whenExhausted?: Exhausted;
+}
+
+/**
+ * The input of a step handler: the flow input for a root step, else an object keyed by
+ * dependency slug holding each dependency's output.
+ *
+ * @example
+ * ```ts
+ * import type { StepInput } from './flow_types.ts';
+ *
+ * type Root = StepInput<{ url: string }, { fetch: string }, readonly []>; // { url: string }
+ * type Dep = StepInput<{ url: string }, { fetch: string }, readonly ['fetch']>; // { fetch: string }
+ * ```
+ */
+export type StepInput<
+  Input,
+  Steps extends Record<string, unknown>,
+  Deps extends readonly (keyof Steps)[],
+> = [Deps[number]] extends [never] ? Input : { [K in Deps[number]]: Steps[K] };
+
+/**
+ * The slugs of a flow's steps whose output is an array: what a map step's `array` may name.
+ *
+ * @example
+ * ```ts
+ * import type { ArrayStepSlugs } from './flow_types.ts';
+ *
+ * type Outputs = { urls: string[]; count: number; pages: { n: number }[] };
+ * type S = ArrayStepSlugs<Outputs>; // 'urls' | 'pages'
+ * ```
+ */
+export type ArrayStepSlugs<Steps extends Record<string, unknown>> = {
+  [K in keyof Steps & string]: Steps[K] extends readonly unknown[] ? K : never;
+}[keyof Steps & string];
+
+/**
+ * The element type a map step's handler receives: an element of the named step's output, or,
+ * for a root map (`Source` is `never`), of the flow input.
+ *
+ * @example
+ * ```ts
+ * import type { MapItem } from './flow_types.ts';
+ *
+ * type FromStep = MapItem<unknown, { urls: string[] }, 'urls'>; // string
+ * type FromInput = MapItem<{ id: number }[], {}, never>; // { id: number }
+ * ```
+ */
+export type MapItem<Input, Steps extends Record<string, unknown>, Source extends keyof Steps> =
+  [Source] extends [never] ? Input extends readonly (infer E)[] ? E : never
+    : Steps[Source] extends readonly (infer E)[] ? E
+    : never;
+
+/**
+ * The input a map step's condition is evaluated over: `{ [source]: array }`, or the flow input
+ * for a root map.
+ *
+ * @example
+ * ```ts
+ * import type { MapInput } from './flow_types.ts';
+ *
+ * type I = MapInput<unknown, { urls: string[] }, 'urls'>; // { urls: string[] }
+ * ```
+ */
+export type MapInput<Input, Steps extends Record<string, unknown>, Source extends keyof Steps> =
+  [Source] extends [never] ? Input : { [K in Source]: Steps[K] };
+
+/**
+ * Options of `Flow.map()`: those of a step, with `array` in place of `dependsOn`.
+ *
+ * @example
+ * ```ts
+ * import type { MapConfig } from './flow_types.ts';
+ *
+ * const config: MapConfig<'fetch', 'urls'> = { slug: 'fetch', array: 'urls', maxAttempts: 5 };
+ * ```
+ */
+export interface MapConfig<Slug extends string, Source extends string>
+  extends Omit<StepConfig<Slug, readonly []>, 'dependsOn'> {
+  /**
+   * The earlier step whose output (an array) is mapped, one task per element. Absent: a root
+   * map over the flow input, which must then be an array.
+   */
+  array?: Source;
+}
+
+/**
+ * Type-level check for a root map (no `array`): the flow input must be an array, else the
+ * `array` key is demanded with this message.
+ *
+ * @example
+ * ```ts
+ * import type { RootMapCheck } from './flow_types.ts';
+ *
+ * type Ok = RootMapCheck<string[], never>; // unknown
+ * type NotArray = RootMapCheck<{ urls: string[] }, never>; // { array: '...' }
+ * ```
+ */
+export type RootMapCheck<Input, Source> = [Source] extends [never]
+  ? Input extends readonly unknown[] ? unknown
+  : {
+    array: 'a map without array maps the flow input, which is not an array: name an array step';
+  }
+  : unknown;
+
+/**
+ * Type-level step slug check: `Slug` when it is well-formed, new to the flow (case-insensitively)
+ * and not reserved, else an error message string type, so the slug literal fails type checking
+ * with that message. Every rule is checked again at runtime.
+ *
+ * @example
+ * ```ts
+ * import type { NewStepSlug } from './flow_types.ts';
+ *
+ * type Ok = NewStepSlug<'b', { a: number }>; // 'b'
+ * type Dup = NewStepSlug<'A', { a: number }>; // 'step slug "A" is already used ...'
+ * ```
+ */
+export type NewStepSlug<Slug extends string, Steps extends Record<string, unknown>> = string extends
+  Slug ? Slug
+  : ValidSlug<Slug, 'step slug'> extends Slug
+    ? Lowercase<Slug> extends 'run' ? `step slug "${Slug}" is invalid: "run" is reserved`
+    : Lowercase<Slug> extends Lowercase<keyof Steps & string>
+      ? `step slug "${Slug}" is already used in this flow (step slugs are unique case-insensitively)`
+    : Slug
+  : ValidSlug<Slug, 'step slug'>;

@@ -1,0 +1,676 @@
+// The dashboard page's script, inlined into the page by `deno task dashboard-page` (without these
+// first comment lines). Plain JavaScript, no build step; `deno task check` type-checks it with
+// check.json (the DOM's types) against page_types.d.ts (the JSON API's answers).
+/** @typedef {import('./page_types.d.ts').Overview} Overview */
+/** @typedef {import('./page_types.d.ts').Queue} Queue */
+/** @typedef {import('./page_types.d.ts').QueueFunction} QueueFunction */
+/** @typedef {import('./page_types.d.ts').Run} Run */
+/** @typedef {import('./page_types.d.ts').Fence} Fence */
+/** @typedef {import('./page_types.d.ts').Throughput} Throughput */
+/** @typedef {import('./page_types.d.ts').RunDetail} RunDetail */
+/** @typedef {import('./page_types.d.ts').DetailEntry} DetailEntry */
+(() => {
+  'use strict';
+  const BASE = __BASE_PATH__;
+  const TOKEN_KEY = 'switchyard.dashboard.bearer';
+  /**
+   * @type {{ data: Overview | null, open: Set<string>, details: Map<string, DetailEntry>,
+   *   skew: number, timer: ReturnType<typeof setTimeout> | null, busy: boolean }}
+   */
+  const state = {
+    data: null,
+    open: new Set(),
+    details: new Map(),
+    skew: 0,
+    timer: null,
+    busy: false,
+  };
+  /** @param {string} id an element of page.html */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+  /** @param {string} id an input of page.html */
+  const $input = (id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
+  /** @param {string} id a select of page.html */
+  const $select = (id) => /** @type {HTMLSelectElement} */ (document.getElementById(id));
+
+  // A bearer in the fragment (#token=...) is taken once and removed from the address bar;
+  // fragments never reach the server.
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.get('token')) {
+    sessionStorage.setItem(TOKEN_KEY, /** @type {string} */ (fragment.get('token')));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
+
+  /** @type {Record<string, string>} */
+  const ENTITIES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+  /** @param {unknown} v */
+  const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c]);
+  const now = () => Date.now() - state.skew;
+  /** @param {string | null | undefined} t */
+  const ms = (t) => (t ? new Date(t).getTime() : null);
+  /** @param {string} t a time the API sent */
+  const msOf = (t) => /** @type {number} */ (ms(t));
+  /** @param {number | null | undefined} d milliseconds */
+  function duration(d) {
+    if (d === null || d === undefined || !isFinite(d)) return '–';
+    if (d < 1000) return Math.max(0, Math.round(d)) + ' ms';
+    const s = d / 1000;
+    if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + 'm ' + Math.floor(s % 60) + 's';
+    const h = Math.floor(m / 60);
+    if (h < 48) return h + 'h ' + (m % 60) + 'm';
+    return Math.floor(h / 24) + 'd ' + (h % 24) + 'h';
+  }
+  /** @param {string | null | undefined} t */
+  const ago = (t) => (t ? duration(now() - msOf(t)) + ' ago' : '–');
+  /** @param {string | null | undefined} t */
+  const clock = (t) => (t ? new Date(t).toLocaleTimeString() : '–');
+  /**
+   * @param {string} cls
+   * @param {unknown} text
+   * @param {string} [title]
+   */
+  const pill = (cls, text, title) =>
+    '<span class="pill ' + cls + '"' + (title ? ' title="' + esc(title) + '"' : '') + '>' +
+    esc(text) + '</span>';
+  /** @type {Record<string, string>} */
+  const STATE_CLASS = {
+    active: 'ok',
+    draining: 'warn',
+    drained: 'idle',
+    completed: 'ok',
+    failed: 'bad',
+    started: 'info',
+    created: 'idle',
+    skipped: 'idle',
+    cancelled: 'cancelled',
+    retried: 'warn',
+  };
+  /**
+   * @param {Overview} data
+   * @param {Overview['access']['actions'][number]} action
+   */
+  const can = (data, action) => data.access.actions.includes(action);
+
+  /**
+   * A request to the JSON API with the bearer, if one is kept; its status and parsed body.
+   * @param {string} path
+   * @param {{ method?: string, headers?: Record<string, string>, body?: string }} [init]
+   * @returns {Promise<{ status: number, ok: boolean, body: any }>} any: the body's shape is the
+   *   answer's to that path, typed where it is used
+   */
+  async function api(path, init = {}) {
+    /** @type {Record<string, string>} */
+    const headers = Object.assign({ accept: 'application/json' }, init.headers || {});
+    if (token()) headers.authorization = 'Bearer ' + token();
+    const response = await fetch(BASE + path, Object.assign({}, init, { headers }));
+    let body = null;
+    try {
+      body = await response.json();
+    } catch { /* not JSON */ }
+    return { status: response.status, ok: response.ok, body };
+  }
+
+  /**
+   * @param {string} kind
+   * @param {string} text
+   */
+  function show(kind, text) {
+    $('message').innerHTML = text ? '<div class="note ' + kind + '">' + esc(text) + '</div>' : '';
+  }
+
+  /**
+   * @param {Throughput | null} t
+   * @param {number} minutes
+   */
+  function chart(t, minutes) {
+    if (!t) return '<div class="muted">no throughput: the queue is not in the catalog yet</div>';
+    const values = t.perMinute;
+    const peak = Math.max(1, ...values);
+    const w = 600, h = 56, n = values.length, gap = 1, bw = w / n;
+    let bars = '';
+    values.forEach((v, i) => {
+      const bh = v === 0 ? 0 : Math.max(2, (v / peak) * (h - 8));
+      bars += '<rect x="' + (i * bw + gap / 2).toFixed(2) + '" y="' + (h - bh).toFixed(2) +
+        '" width="' + Math.max(1, bw - gap).toFixed(2) + '" height="' + bh.toFixed(2) +
+        '" fill="var(--bar)"><title>' + esc(v + ' completed, ' + (n - 1 - i) + ' min ago') +
+        '</title></rect>';
+    });
+    return '<div class="chart"><svg viewBox="0 0 ' + w + ' ' + h +
+      '" preserveAspectRatio="none" role="img" aria-label="completed tasks per minute">' + bars +
+      '</svg><div class="legend"><span>' + minutes + ' min ago</span><span>' + t.total +
+      ' completed · peak ' + Math.max(0, ...values) + '/min</span><span>now</span></div></div>';
+  }
+
+  /**
+   * @param {QueueFunction} f
+   * @param {boolean} canAct
+   */
+  function functionRow(f, canAct) {
+    const flags = [];
+    flags.push(f.enabled ? pill('ok', 'enabled') : pill('bad', 'disabled', 'disabled by a fence'));
+    if (f.pausedAt) flags.push(pill('warn', 'paused'));
+    let flagsHtml = flags.join(' ');
+    if (f.pausedAt) {
+      flagsHtml += '<div class="reason" data-pause-reason="' + esc(f.functionName) + '">' +
+        esc(f.pauseReason) + ' <span class="muted">· since ' + esc(clock(f.pausedAt)) + ' (' +
+        esc(ago(f.pausedAt)) + ')</span></div>';
+    }
+    const workers = f.workers.length === 0
+      ? '<span class="muted">none</span>'
+      : f.workers.map((w) =>
+        '<div title="' + esc(w.workerId) + '"><span class="mono">' + esc(w.workerId.slice(0, 8)) +
+        '</span> ' + (w.live
+          ? pill('ok', 'live')
+          : w.deprecatedAt
+          ? pill('warn', 'stopping')
+          : pill('bad', 'silent')) +
+        ' <span class="workers">♥ ' + esc(ago(w.lastHeartbeatAt)) +
+        '</span></div>'
+      ).join('');
+    let action = '';
+    if (canAct) {
+      action = f.pausedAt
+        ? '<div class="act"><button class="primary" data-action="resume" data-function="' +
+          esc(f.functionName) + '">Resume</button></div>'
+        : '<div class="act"><input data-reason-for="' + esc(f.functionName) +
+          '" placeholder="reason" aria-label="pause reason for ' + esc(f.functionName) +
+          '"><button class="danger" data-action="pause" data-function="' + esc(f.functionName) +
+          '">Pause</button></div>';
+    }
+    return '<tr data-function-row="' + esc(f.functionName) + '"><td><b>' + esc(f.functionName) +
+      '</b></td><td>' + flagsHtml + '</td><td class="num">' + f.liveWorkers + '</td><td>' +
+      workers + '</td>' + (canAct ? '<td>' + action + '</td>' : '') + '</tr>';
+  }
+
+  /**
+   * @param {Queue} q
+   * @param {Overview} data
+   */
+  function queueCard(q, data) {
+    const canAct = data.access.authorized;
+    const d = q.depth;
+    // A catalogued queue has its depth: the branches after the first read it.
+    const known = /** @type {NonNullable<typeof d>} */ (d);
+    let depth;
+    if (!q.catalogued) {
+      depth = 'not in the queue catalog yet: no compiled flow routes a step here';
+    } else if (known.visible === null) {
+      depth = 'PGMQ has no table for this queue';
+    } else {
+      depth = '<b>' + known.visible + '</b> visible · <b>' + known.hidden + '</b> hidden' +
+        (known.oldestEnqueuedAt ? ' · oldest sent ' + esc(ago(known.oldestEnqueuedAt)) : '');
+    }
+    const functions = q.functions.length === 0
+      ? '<div class="muted">no queue function registered for this queue</div>'
+      : '<table><tr><th>function</th><th>state</th><th class="num">live</th><th>workers · last heartbeat</th>' +
+        (canAct ? '<th>action</th>' : '') + '</tr>' +
+        q.functions.map((f) => functionRow(f, canAct)).join('') + '</table>';
+    const versions = q.versions.length === 0
+      ? '<div class="muted">no compiled version has a step on this queue</div>'
+      : '<table><tr><th>version</th><th>alias</th><th>state</th><th class="num">started runs</th>' +
+        '<th class="num">queued tasks</th><th class="num">started tasks</th></tr>' +
+        q.versions.map((v) =>
+          '<tr data-version="' + esc(v.flowSlug) + '"><td><b>' + esc(v.flowSlug) + '</b></td><td>' +
+          esc(v.alias ?? '–') + '</td><td>' + pill(STATE_CLASS[v.state] || 'idle', v.state) +
+          '</td><td class="num">' + v.startedRuns + '</td><td class="num">' + v.queuedTasks +
+          '</td><td class="num">' + v.startedTasks + '</td></tr>'
+        ).join('') + '</table>';
+    const owner = d && d.ownership === 'private'
+      ? pill('idle', 'private · ' + (d.ownerFlow || ''))
+      : d
+      ? pill('info', 'shared')
+      : pill('idle', 'uncatalogued');
+    return '<section class="card" data-queue="' + esc(q.queueName) + '"><h2><span class="mono">' +
+      esc(q.queueName) + '</span> ' + owner + '</h2><div class="depth">' + depth + '</div>' +
+      '<h3>completed tasks per minute</h3>' + chart(q.throughput, data.minutes) +
+      '<h3>queue functions</h3>' + functions + '<h3>versions</h3>' + versions + '</section>';
+  }
+
+  /**
+   * @param {Run} run
+   * @param {Overview} data
+   */
+  function timeline(run, data) {
+    const t0 = msOf(run.startedAt);
+    const end = run.finishedAt ? msOf(run.finishedAt) : msOf(data.generatedAt);
+    const span = Math.max(1, end - t0);
+    const rowH = 22, labelW = 210, statusW = 170, w = 1000, h = run.steps.length * rowH + 18;
+    const right = w - statusW;
+    /** @param {number} t */
+    const x = (t) => labelW + ((Math.min(Math.max(t, t0), end) - t0) / span) * (right - labelW);
+    let svg = '';
+    run.steps.forEach((s, i) => {
+      const y = i * rowH + 4;
+      svg += '<text x="0" y="' + (y + 13) + '" font-size="12" fill="#1d2330">' + esc(s.stepSlug) +
+        '</text><text x="' + (labelW - 8) + '" y="' + (y + 13) +
+        '" font-size="11" fill="#667085" text-anchor="end">' + esc(s.queueName) + '</text>';
+      const q = ms(s.queuedAt), st = ms(s.startedAt);
+      const fin = s.finishedAt
+        ? ms(s.finishedAt)
+        : (s.status === 'started' || s.status === 'created' || s.status === 'cancelled') && q
+        ? end
+        : null;
+      const color = s.status === 'failed'
+        ? '#d92d20'
+        : s.status === 'completed'
+        ? '#12805c'
+        : s.status === 'cancelled'
+        ? '#8f7bd0'
+        : '#3b6fd8';
+      if (q !== null && st !== null && st > q) {
+        svg += '<rect x="' + x(q) + '" y="' + (y + 4) + '" width="' + Math.max(1, x(st) - x(q)) +
+          '" height="10" fill="#d0d5dd"><title>waiting ' + esc(duration(st - q)) +
+          '</title></rect>';
+      }
+      const from = st ?? q;
+      if (from !== null && fin !== null) {
+        svg += '<rect x="' + x(from) + '" y="' + (y + 2) + '" width="' +
+          Math.max(2, x(fin) - x(from)) +
+          '" height="14" rx="3" fill="' + color + '"><title>' + esc(
+            s.status + ' · ' +
+              duration(fin - from) + ' · attempt ' + s.attempts + '/' + (s.maxAttempts ?? '?'),
+          ) +
+          '</title></rect>';
+      }
+      svg += '<text x="' + (w - 4) + '" y="' + (y + 13) +
+        '" font-size="11" fill="#667085" text-anchor="end">' +
+        esc(
+          s.status +
+            (s.attempts ? ' · attempt ' + s.attempts + ' of ' + (s.maxAttempts ?? '?') : ''),
+        ) +
+        '</text>';
+    });
+    svg += '<text x="' + labelW + '" y="' + (h - 2) + '" font-size="10" fill="#667085">0</text>' +
+      '<text x="' + right + '" y="' + (h - 2) +
+      '" font-size="10" fill="#667085" text-anchor="end">' +
+      esc(duration(span)) + '</text>';
+    // A completed step's error is an earlier attempt's (a retry, or attempts left).
+    const errors = run.steps.filter((s) => s.error).map((s) =>
+      '<pre class="error">' +
+      esc(
+        s.stepSlug +
+          (s.status === 'completed' ? ' (an earlier attempt)' : ' (attempt ' + s.attempts + ')') +
+          ': ' + s.error,
+      ) + '</pre>'
+    ).join('');
+    const cancelled = run.status === 'cancelled';
+    return '<div class="timeline"><svg viewBox="0 0 ' + w + ' ' + h + '" height="' + h +
+      '">' + svg + '</svg></div>' +
+      (run.error && (!errors || cancelled)
+        ? '<pre class="error' + (cancelled ? ' cancelled' : '') + '">' + esc(run.error) + '</pre>'
+        : '') +
+      errors + eventList(run) + '<div class="muted mono">run ' + esc(run.runId) + '</div>';
+  }
+
+  // The run's latest events, from api/runs/<id> (loaded when the run opens and on each refresh).
+  /** @param {Run} run */
+  function eventList(run) {
+    const entry = state.details.get(run.runId);
+    if (!entry) return '<h3>events</h3><div class="muted">loading…</div>';
+    if ('problem' in entry) {
+      return '<h3>events</h3><div class="muted">' + esc(entry.problem) + '</div>';
+    }
+    const d = entry;
+    const t0 = msOf(run.startedAt);
+    return '<h3>events' + (d.eventsTruncated ? ' · the latest ' + d.events.length : '') + '</h3>' +
+      '<ol class="events" data-events="' + esc(run.runId) + '">' +
+      d.events.map((e) =>
+        '<li data-event="' + esc(e.event) + '"><span class="at mono" title="' + esc(e.at) + '">' +
+        esc(clock(e.at)) + ' · +' + esc(duration(msOf(e.at) - t0)) + '</span>' +
+        (e.stepSlug ? '<b>' + esc(e.stepSlug) + '</b>' : '<span class="muted">run</span>') + ' ' +
+        pill(STATE_CLASS[e.event] || 'idle', e.event) + '</li>'
+      ).join('') + '</ol>';
+  }
+
+  /** @param {string} id */
+  async function loadDetail(id) {
+    const { status, body } = await api('/api/runs/' + encodeURIComponent(id));
+    state.details.set(
+      id,
+      status === 200
+        ? body
+        : { problem: 'events unavailable (' + status + '): ' + ((body && body.message) || '') },
+    );
+  }
+
+  /** @param {Overview} data */
+  function runsTable(data) {
+    if (data.runs.length === 0) {
+      return '<div class="empty">No runs' +
+        ($select('run-status').value || $select('run-queue').value
+          ? ' match the filter.'
+          : " yet. Start one with <code>select switchyard.start_flow('&lt;alias&gt;', '{}')</code> or <code>connect().startFlow(alias, input)</code>.") +
+        '</div>';
+    }
+    const canAct = can(data, 'cancel') || can(data, 'retry');
+    let rows = '';
+    for (const r of data.runs) {
+      const open = state.open.has(r.runId);
+      let outcome;
+      if (r.status === 'failed') {
+        outcome = '<div class="err" data-run-error="' + esc(r.runId) + '" title="' + esc(r.error) +
+          '">' +
+          (r.failedStep ? '<b>' + esc(r.failedStep) + '</b>: ' : '') + esc(r.error) + '</div>';
+      } else if (r.status === 'cancelled') {
+        outcome = '<div class="err why-cancelled" data-run-error="' + esc(r.runId) + '" title="' +
+          esc(r.error) + '">' + esc(r.error) + '</div>';
+      } else {
+        outcome = '<span class="muted">' + r.steps.filter((s) => s.status === 'completed').length +
+          '/' + r.steps.length + ' steps</span>';
+      }
+      let action = '';
+      if (r.status === 'started' && can(data, 'cancel')) {
+        action = '<button class="danger" data-action="cancel" data-run-id="' + esc(r.runId) +
+          '">Cancel</button>';
+      } else if (r.status === 'failed' && can(data, 'retry')) {
+        action = '<button class="primary" data-action="retry" data-run-id="' + esc(r.runId) +
+          '">Retry</button>';
+      }
+      rows += '<tr class="run" data-run="' + esc(r.runId) + '"><td>' +
+        pill(STATE_CLASS[r.status] || 'idle', r.status) + '</td><td><b>' + esc(r.startedAs) +
+        '</b></td><td class="mono">' + esc(r.flowSlug) + '</td><td title="' + esc(r.startedAt) +
+        '">' +
+        esc(ago(r.startedAt)) + '</td><td class="num">' + esc(duration(r.durationMs)) +
+        '</td><td>' + outcome + '</td>' + (canAct ? '<td>' + action + '</td>' : '') + '</tr>';
+      if (open) {
+        rows += '<tr class="detail"><td colspan="' + (canAct ? 7 : 6) + '">' + timeline(r, data) +
+          '</td></tr>';
+      }
+    }
+    return '<table><tr><th>status</th><th>alias (started as)</th><th>version</th><th>started</th>' +
+      '<th class="num">duration</th><th>steps · failing step: error</th>' +
+      (canAct ? '<th>action</th>' : '') + '</tr>' + rows + '</table>';
+  }
+
+  /** @param {Overview} data */
+  function summary(data) {
+    const fns = data.queues.flatMap((q) => q.functions);
+    const live = fns.reduce((n, f) => n + f.liveWorkers, 0);
+    const paused = fns.filter((f) => f.pausedAt).length;
+    const draining = data.queues.flatMap((q) => q.versions).filter((v) => v.state === 'draining');
+    const completed = data.queues.reduce((n, q) => n + (q.throughput ? q.throughput.total : 0), 0);
+    const visible = data.queues.reduce((n, q) => n + ((q.depth && q.depth.visible) || 0), 0);
+    const failed = data.runs.filter((r) => r.status === 'failed').length;
+    /**
+     * @param {unknown} v
+     * @param {string} label
+     */
+    const stat = (v, label) =>
+      '<div class="stat"><b>' + esc(v) + '</b><span>' + esc(label) + '</span></div>';
+    return stat(data.queues.length, 'queues') +
+      stat(fns.length + ' / ' + live, 'functions / live workers') +
+      stat(paused, 'paused functions') +
+      stat(new Set(draining.map((v) => v.flowSlug)).size, 'draining versions') +
+      stat(visible, 'visible messages') +
+      stat(completed, 'tasks completed, last ' + data.minutes + ' min') +
+      stat(failed + ' / ' + data.runs.length, 'failed / recent runs');
+  }
+
+  /** @param {Fence | null} f */
+  function fenceBanner(f) {
+    if (!f) return '';
+    const quiet = f.functions.filter((x) => x.quiet).length;
+    const pct = f.functions.length ? Math.round((quiet / f.functions.length) * 100) : 100;
+    return '<div class="banner" data-fence="' + f.fenceId + '"><h2>Fence #' + f.fenceId +
+      ' open since ' +
+      esc(clock(f.openedAt)) + ' (' + esc(ago(f.openedAt)) + ') · ' + quiet + ' of ' +
+      f.functions.length + ' functions quiet' +
+      (f.quiet ? ' — deploy, then <code>deno task fence end</code>' : '') +
+      '</h2><div class="progress"><div data-width="' + pct +
+      '"></div></div><table><tr><th>function</th>' +
+      '<th>queue</th><th>was enabled</th><th class="num">live workers</th><th class="num">started tasks</th>' +
+      '<th class="num">stalled tasks</th><th>state</th></tr>' +
+      f.functions.map((x) =>
+        '<tr><td><b>' + esc(x.functionName) + '</b></td><td class="mono">' + esc(x.queueName) +
+        '</td><td>' +
+        (x.wasEnabled ? 'yes' : 'no') + '</td><td class="num">' + x.liveWorkers +
+        '</td><td class="num">' +
+        x.startedTasks + '</td><td class="num">' + x.stalledTasks + '</td><td>' +
+        (x.quiet ? pill('ok', 'quiet') : pill('warn', 'waiting')) + '</td></tr>'
+      ).join('') + '</table></div>';
+  }
+
+  function emptyQueues() {
+    return '<section class="card empty">No queues yet. A queue appears when a worker compiles a flow ' +
+      'that routes a step to it: <code>deno task scaffold-queue &lt;queue&gt;</code>, then ' +
+      '<code>deno task serve</code> (or <code>startWorker(registry, { queueName })</code>).</section>';
+  }
+
+  /** @param {Overview} data */
+  function optionChanges(data) {
+    const changes = data.optionChanges || [];
+    if (changes.length === 0) {
+      return '<div class="empty">None. A registry that changes only maxAttempts, baseDelay, ' +
+        'maxDelay, timeout or startDelay of a flow is applied here, for tasks created afterwards.</div>';
+    }
+    return '<table><thead><tr><th>when</th><th>flow</th><th>by</th><th>changes</th></tr></thead><tbody>' +
+      changes.map((c) =>
+        '<tr data-option-change="' + esc(String(c.changeId)) + '"><td title="' +
+        esc(String(c.changedAt)) + '">' + esc(ago(c.changedAt)) + '</td><td class="mono">' +
+        esc(c.flowSlug) + '</td><td class="mono">' + esc(c.changedBy) +
+        (c.applicationName ? ' <span class="muted">' + esc(c.applicationName) + '</span>' : '') +
+        '</td><td>' + c.differences.map((d) => esc(d)).join('<br>') + '</td></tr>'
+      ).join('') +
+      '</tbody></table>';
+  }
+
+  /** @param {Overview} data */
+  function render(data) {
+    // Keep typed pause reasons and focus across refreshes.
+    /** @type {Record<string, string>} */
+    const typed = {};
+    /** The pause reason inputs (`data-reason-for`: the function's name). */
+    const reasonInputs =
+      () => /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll(
+        '[data-reason-for]',
+      ));
+    /** @param {HTMLElement} el */
+    const reasonFor = (el) => /** @type {string} */ (el.dataset.reasonFor);
+    reasonInputs().forEach((el) => (typed[reasonFor(el)] = el.value));
+    const active = /** @type {HTMLElement | null} */ (document.activeElement);
+    const focused = active && active.dataset ? active.dataset.reasonFor : undefined;
+    $('fence').innerHTML = fenceBanner(data.fence);
+    /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('.progress div[data-width]'))
+      .forEach((el) => (el.style.width = el.dataset.width + '%'));
+    $('summary').innerHTML = summary(data);
+    $('queues').innerHTML = data.queues.length
+      ? data.queues.map((q) => queueCard(q, data)).join('')
+      : emptyQueues();
+    reasonInputs().forEach((el) => {
+      if (typed[reasonFor(el)] !== undefined) el.value = typed[reasonFor(el)];
+      if (el.dataset.reasonFor === focused) el.focus();
+    });
+    $('runs').innerHTML = runsTable(data);
+    $('option-changes').innerHTML = optionChanges(data);
+    const queueSelect = $select('run-queue');
+    const selected = queueSelect.value;
+    const names = data.queues.map((q) => q.queueName);
+    if (
+      queueSelect.options.length - 1 !== names.length ||
+      names.some((n, i) => queueSelect.options[i + 1].value !== n)
+    ) {
+      queueSelect.innerHTML = '<option value="">all</option>' +
+        names.map((n) => '<option value="' + esc(n) + '">' + esc(n) + '</option>').join('');
+      queueSelect.value = names.includes(selected) ? selected : '';
+    }
+    const a = data.access;
+    $('access').className = 'pill ' + (a.authorized ? 'ok' : 'warn');
+    $('access').textContent = a.authorized ? 'actions enabled' : 'read-only';
+    $('access').title = a.problem || '';
+  }
+
+  async function refresh() {
+    if (state.busy) return;
+    state.busy = true;
+    clearTimeout(state.timer ?? undefined);
+    let delay = 3000;
+    try {
+      const params = new URLSearchParams();
+      if ($select('run-status').value) params.set('status', $select('run-status').value);
+      if ($select('run-queue').value) params.set('queue', $select('run-queue').value);
+      // The open runs' events come with the overview, so both render together.
+      const shown = state.data ? state.data.runs.filter((r) => state.open.has(r.runId)) : [];
+      const [{ status, body }] = await Promise.all([
+        api('/api/overview' + (params.size ? '?' + params : '')),
+        ...shown.map((r) => loadDetail(r.runId)),
+      ]);
+      if (status === 401) {
+        $('status').className = 'pill bad';
+        $('status').textContent = 'bearer required';
+        $('access').className = 'pill bad';
+        $('access').textContent = 'refused';
+        show(
+          'bad',
+          'This dashboard requires the bearer (SWITCHYARD_DASHBOARD_AUTH=required): ' +
+            ((body && body.message) || 'unauthorized') + '. Enter it above.',
+        );
+        $('queues').innerHTML = '';
+        $('summary').innerHTML = '';
+        $('fence').innerHTML = '';
+        $('runs').innerHTML = '';
+        return;
+      }
+      if (status !== 200) throw new Error((body && body.message) || 'HTTP ' + status);
+      state.data = body;
+      state.skew = Date.now() - new Date(body.generatedAt).getTime();
+      delay = body.refreshMs || delay;
+      render(body);
+      if ($('message').dataset.sticky !== '1') show('', '');
+      $('status').className = 'pill ok';
+      $('status').textContent = 'live · ' + new Date().toLocaleTimeString();
+      document.body.dataset.loaded = '1';
+    } catch (e) {
+      $('status').className = 'pill bad';
+      $('status').textContent = 'error';
+      show('bad', 'Refresh failed: ' + /** @type {Error} */ (e).message);
+    } finally {
+      state.busy = false;
+      state.timer = setTimeout(refresh, delay);
+    }
+  }
+
+  // An action's POST and its message: okText(result) when it was done, else the refusal.
+  /**
+   * @param {string} path
+   * @param {{ reason?: string }} body
+   * @param {HTMLButtonElement} button
+   * @param {string} label
+   * @param {(result: any) => string} okText any: the action's result (PauseResult, CancelResult…)
+   */
+  async function postAction(path, body, button, label, okText) {
+    button.disabled = true;
+    const { status, body: answer } = await api(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    $('message').dataset.sticky = '1';
+    if (status === 200) {
+      show('ok', okText(answer.result));
+    } else {
+      show('bad', label + ' refused (' + status + '): ' + ((answer && answer.message) || ''));
+    }
+    setTimeout(() => ($('message').dataset.sticky = ''), 4000);
+    await refresh();
+  }
+
+  /**
+   * @param {string} action pause or resume
+   * @param {string} fn the function
+   * @param {HTMLButtonElement} button
+   */
+  async function act(action, fn, button) {
+    /** @type {{ reason?: string }} */
+    const body = {};
+    if (action === 'pause') {
+      const input = /** @type {HTMLInputElement | null} */ (
+        document.querySelector('[data-reason-for="' + CSS.escape(fn) + '"]')
+      );
+      if (input && input.value.trim()) body.reason = input.value.trim();
+    }
+    await postAction(
+      '/api/functions/' + encodeURIComponent(fn) + '/' + action,
+      body,
+      button,
+      action + ' ' + fn,
+      (r) =>
+        action === 'pause'
+          ? (r.changed ? 'Paused ' + fn + ': ' + r.reason : fn + ' was already paused: ' + r.reason)
+          : (r.changed ? 'Resumed ' + fn : fn + ' was not paused'),
+    );
+  }
+
+  /**
+   * @param {string} action cancel or retry
+   * @param {string} id the run
+   * @param {HTMLButtonElement} button
+   */
+  async function actOnRun(action, id, button) {
+    /** @type {{ reason?: string }} */
+    const body = {};
+    if (action === 'cancel') {
+      // Cancelling cannot be undone: the prompt is the confirmation, and asks for the reason.
+      const reason = prompt(
+        'Cancel run ' + id + '? Its queued tasks are archived and no further ' +
+          'step starts; this cannot be undone.\nReason (optional):',
+        '',
+      );
+      if (reason === null) return;
+      if (reason.trim()) body.reason = reason.trim();
+    }
+    const run = 'run ' + id.slice(0, 8);
+    await postAction(
+      '/api/runs/' + encodeURIComponent(id) + '/' + action,
+      body,
+      button,
+      action + ' ' + run,
+      (r) =>
+        action === 'cancel'
+          ? (r.changed
+            ? 'Cancelled ' + run
+            : run + ' was already cancelled (the first reason is kept)')
+          : 'Retried ' + run + ': ' + r.requeued + ' task(s) queued again',
+    );
+  }
+
+  document.addEventListener('click', (event) => {
+    const target = /** @type {Element} */ (event.target);
+    /** @type {HTMLButtonElement | null} */
+    const button = target.closest('button[data-action]');
+    if (button) {
+      event.stopPropagation();
+      const action = /** @type {string} */ (button.dataset.action);
+      if (button.dataset.runId) actOnRun(action, button.dataset.runId, button);
+      else act(action, /** @type {string} */ (button.dataset.function), button);
+      return;
+    }
+    /** @type {HTMLTableRowElement | null} */
+    const row = target.closest('tr.run');
+    if (row) {
+      const id = /** @type {string} */ (row.dataset.run);
+      if (state.open.has(id)) {
+        state.open.delete(id);
+        state.details.delete(id);
+      } else {
+        state.open.add(id);
+        loadDetail(id).then(() => state.data && ($('runs').innerHTML = runsTable(state.data)));
+      }
+      if (state.data) $('runs').innerHTML = runsTable(state.data);
+    }
+  });
+  $('token-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    if ($input('token').value) sessionStorage.setItem(TOKEN_KEY, $input('token').value);
+    $input('token').value = '';
+    refresh();
+  });
+  $('token-forget').addEventListener('click', () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    refresh();
+  });
+  $('run-status').addEventListener('change', refresh);
+  $('run-queue').addEventListener('change', refresh);
+  refresh();
+})();

@@ -1,0 +1,336 @@
+/**
+ * The dashboard page in a real headless browser (Debian's chromium, driven over CDP by
+ * playwright-core) against real PostgreSQL with running work: served by the real
+ * `deno task dashboard` command, it shows a paused function's reason, the draining version
+ * and a failed run's error; read-only without the bearer; its Pause button pauses the function,
+ * Cancel cancels a started run (shown cancelled, with its events) and Retry makes a failed run
+ * complete (checked in the database). The screenshot goes to a temporary file; with
+ * `SWITCHYARD_SCREENSHOT=docs` it replaces docs/dashboard.png (the README's image).
+ */
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { connect, createDashboard } from '../../lib/ops.ts';
+import { freePort } from '../../scripts/_cluster.ts';
+import { canConnect, exists } from '../../scripts/_util.ts';
+import { createTestDatabase } from '../_helpers/db.ts';
+import {
+  BILLING_FUNCTION,
+  FAILURE,
+  PAUSE_REASON,
+  PAUSED_FUNCTION,
+  startDashboardWork,
+} from '../_helpers/dashboard_work.ts';
+import { waitFor } from '../_helpers/wait.ts';
+
+const CHROMIUM = Deno.env.get('CHROMIUM') ?? '/usr/bin/chromium';
+const SECRET = 'dashboard-browser-test-secret';
+const SCREENSHOT = Deno.env.get('SWITCHYARD_SCREENSHOT') === 'docs'
+  ? new URL('../../docs/dashboard.png', import.meta.url)
+  : new URL(`file://${await Deno.makeTempFile({ suffix: '.png' })}`);
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+/** Starts chromium headless with remote debugging on a free port; returns its CDP URL. */
+async function startChromium() {
+  if (!(await exists(CHROMIUM))) {
+    throw new Error(
+      `chromium is missing at ${CHROMIUM}: install it with \`apt-get install -y chromium\` ` +
+        '(.ci/run does), or point CHROMIUM at a Chromium binary',
+    );
+  }
+  const port = freePort();
+  const profile = await Deno.makeTempDir({ prefix: 'switchyard-chromium-' });
+  const child = new Deno.Command(CHROMIUM, {
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--hide-scrollbars',
+      `--user-data-dir=${profile}`,
+      `--remote-debugging-port=${port}`,
+      'about:blank',
+    ],
+    stdin: 'null',
+    stdout: 'null',
+    stderr: 'null',
+  }).spawn();
+  const cdp = `http://127.0.0.1:${port}`;
+  await waitFor('chromium to listen for CDP', async () => {
+    const r = await fetch(`${cdp}/json/version`);
+    await r.body?.cancel();
+    return r.ok;
+  }, {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+  });
+  return {
+    cdp,
+    async stop() {
+      try {
+        child.kill('SIGTERM');
+      } catch { /* exited */ }
+      await child.status;
+      await Deno.remove(profile, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** Runs `deno task dashboard --port N` (same permissions as the task) until `stop()`. */
+async function startDashboardCommand(databaseUrl: string) {
+  const port = freePort();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      'run',
+      '--allow-env',
+      '--allow-net',
+      '--allow-read',
+      'scripts/dashboard.ts',
+      '--port',
+      String(port),
+    ],
+    cwd: ROOT,
+    env: { DATABASE_URL: databaseUrl, SWITCHYARD_WORKER_SECRET: SECRET },
+    stdin: 'null',
+    stdout: 'piped',
+    stderr: 'piped',
+  }).spawn();
+  const output = Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ]);
+  let exited = false;
+  child.status.then(() => (exited = true));
+  await waitFor('deno task dashboard to listen', async () => {
+    if (exited) throw new Error(`deno task dashboard exited: ${(await output).join('\n')}`);
+    return await canConnect(port);
+  }, { timeoutMs: 60_000, intervalMs: 100 });
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    async stop() {
+      if (!exited) child.kill('SIGTERM');
+      const status = await child.status;
+      return { code: status.code, output: (await output).join('\n') };
+    },
+  };
+}
+
+Deno.test({
+  name:
+    'dashboard page in headless chromium: running work, read-only, pause, cancel, retry, screenshot',
+  // playwright keeps its CDP socket and timers across steps; everything is closed in finally.
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    // Cleanups run in reverse order whatever fails, from here on.
+    const cleanups: (() => Promise<unknown>)[] = [];
+    const problems: string[] = [];
+    try {
+      const browserProcess = await startChromium(); // fails (never skips) without chromium
+      cleanups.push(() => browserProcess.stop());
+      const db = await createTestDatabase();
+      cleanups.push(() => db.close());
+      const client = connect(db.url);
+      cleanups.push(() => client.close());
+      const work = await startDashboardWork(db.url, db.sql, client);
+      cleanups.push(() => work.stop());
+      const dashboard = await startDashboardCommand(db.url);
+      cleanups.push(async () => {
+        const { output } = await dashboard.stop();
+        if (problems.length) console.error(output);
+      });
+      const browser = await chromium.connectOverCDP(browserProcess.cdp);
+      cleanups.push(() => browser.close().catch(() => {}));
+
+      const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+      const watched = async () => {
+        const p = await context.newPage();
+        p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+        p.on('console', (m) => {
+          if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+        });
+        return p;
+      };
+      const page = await watched();
+      await page.goto(dashboard.url);
+      // Selectors, not string predicates: the page's CSP forbids eval, which those need.
+      await page.waitForSelector('body[data-loaded="1"]');
+
+      await t.step('shows the running work', async () => {
+        const paused = page.locator(`[data-pause-reason="${PAUSED_FUNCTION}"]`);
+        assert.match(await paused.innerText(), new RegExp(PAUSE_REASON));
+        const v1 = page.locator('[data-queue="dash_fetch"] tr[data-version="reportsV1"]');
+        assert.match(await v1.innerText(), /draining/);
+        const v2 = page.locator('[data-queue="dash_fetch"] tr[data-version="reportsV2"]');
+        assert.match(await v2.innerText(), /active/);
+        const error = page.locator(`[data-run-error="${work.failedRun}"]`);
+        assert.match(await error.innerText(), new RegExp(`^charge: .*${FAILURE}`));
+        const fetchQueue = await page.locator('[data-queue="dash_fetch"]').innerText();
+        assert.match(fetchQueue, /0 visible · 2 hidden/);
+        assert.match(fetchQueue, /dash-fetch-worker/);
+        assert.match(fetchQueue, /live/);
+        assert.equal(await page.locator('[data-queue="dash_fetch"] svg rect').count(), 60);
+      });
+
+      await t.step('read-only without the bearer: no action buttons', async () => {
+        assert.equal(await page.locator('#access').innerText(), 'read-only');
+        assert.equal(await page.locator('button[data-action]').count(), 0);
+        assert.equal(await page.locator('button[data-run-id]').count(), 0, 'no Cancel, no Retry');
+        assert.doesNotMatch(await page.locator('#runs tr').first().innerText(), /action/);
+      });
+
+      await t.step('with the bearer, Pause pauses the function in the database', async () => {
+        await page.fill('#token', SECRET);
+        await page.click('#token-use');
+        await page.waitForSelector(
+          `button[data-action="pause"][data-function="${BILLING_FUNCTION}"]`,
+        );
+        assert.equal(await page.locator('#access').innerText(), 'actions enabled');
+        await page.fill(`[data-reason-for="${BILLING_FUNCTION}"]`, 'declines under review');
+        await page.click(`button[data-action="pause"][data-function="${BILLING_FUNCTION}"]`);
+        const row = await waitFor('the function to be paused', async () => {
+          const [r] = await db.sql`select paused_at, pause_reason from switchyard.worker_functions
+            where function_name = ${BILLING_FUNCTION} and paused_at is not null`;
+          return r;
+        });
+        assert.equal(row.pause_reason, 'declines under review');
+        await page.waitForSelector(`[data-pause-reason="${BILLING_FUNCTION}"]`);
+        assert.match(
+          await page.locator(`[data-pause-reason="${BILLING_FUNCTION}"]`).innerText(),
+          /declines under review/,
+        );
+        await page.waitForSelector(
+          `button[data-action="resume"][data-function="${BILLING_FUNCTION}"]`,
+        );
+      });
+
+      await t.step('a run opens as a timeline of its steps', async () => {
+        await page.click(`tr[data-run="${work.failedRun}"]`);
+        const failed = page.locator('tr.detail pre.error').first();
+        assert.match(await failed.innerText(), new RegExp(FAILURE));
+        await page.click(`tr[data-run="${work.v2Runs.at(-1)}"]`);
+        assert.equal(await page.locator('tr.detail').count(), 2);
+        assert.ok((await page.locator('tr.detail .timeline svg rect').count()) >= 3);
+      });
+
+      await t.step('a full-page screenshot of the live page is a non-trivial PNG', async () => {
+        // The last refresh succeeded: the shot shows live data.
+        await page.waitForSelector('#status.ok');
+        await page.screenshot({ path: SCREENSHOT.pathname, fullPage: true });
+        const { size } = await Deno.stat(SCREENSHOT);
+        assert.ok(size > 40_000, `screenshot is ${size} bytes`);
+        const png = await Deno.readFile(SCREENSHOT);
+        assert.deepEqual([...png.slice(1, 4)], [0x50, 0x4e, 0x47], 'a PNG');
+        const view = new DataView(png.buffer);
+        assert.ok(view.getUint32(16) >= 1400 && view.getUint32(20) >= 900, 'full-page size');
+      });
+
+      const runStatus = async (run: string) =>
+        (await db.sql`select status, error from switchyard.runs where run_id = ${run}`)[0];
+
+      await t.step(
+        'Cancel on a started run cancels it: shown cancelled, with its events',
+        async () => {
+          const run = work.v1Runs[0];
+          const cancel = page.locator(`button[data-action="cancel"][data-run-id="${run}"]`);
+          await cancel.waitFor();
+          assert.equal(await page.locator(`button[data-run-id="${work.v2Runs[0]}"]`).count(), 0);
+          // The prompt is the confirmation: dismissed, nothing is sent.
+          page.once('dialog', (d) => d.dismiss());
+          await cancel.click();
+          assert.equal(await cancel.isEnabled(), true, 'nothing was sent');
+          assert.equal((await runStatus(run)).status, 'started');
+          page.once('dialog', (d) => d.accept('the customer withdrew'));
+          await cancel.click();
+          await waitFor(
+            'the run to be cancelled',
+            async () => (await runStatus(run)).status === 'cancelled',
+          );
+          assert.equal((await runStatus(run)).error, 'cancelled: the customer withdrew');
+          const status = page.locator(`tr[data-run="${run}"] .pill.cancelled`);
+          await status.waitFor();
+          assert.equal(await status.innerText(), 'cancelled');
+          const started = page.locator(`tr[data-run="${work.v1Runs[1]}"] .pill`);
+          const colors = await Promise.all([status, started].map((l) =>
+            l.evaluate((el) => {
+              const style = el.ownerDocument.defaultView!.getComputedStyle(el);
+              return `${style.color} on ${style.backgroundColor}`;
+            })
+          ));
+          assert.notEqual(colors[0], colors[1], 'cancelled is styled apart from started');
+          assert.match(
+            await page.locator(`[data-run-error="${run}"]`).innerText(),
+            /cancelled: the customer withdrew/,
+          );
+          assert.equal(await cancel.count(), 0, 'a cancelled run offers no Cancel');
+          assert.match(await page.locator('#message').innerText(), /Cancelled run/);
+          await page.click(`tr[data-run="${run}"] td >> nth=1`);
+          const events = page.locator(`[data-events="${run}"] li`);
+          await events.first().waitFor();
+          assert.match(await events.first().innerText(), /run\s+started/);
+          assert.match(await events.last().innerText(), /run\s+cancelled/);
+          const [{ n }] = await db.sql`select count(*)::int as n from switchyard.run_events
+            where run_id = ${run}`;
+          assert.equal(await events.count(), n, 'every event of the run is listed');
+        },
+      );
+
+      await t.step('after a resume, Retry on the failed run makes it complete', async () => {
+        // The pause above stopped the billing function's worker: resume it from the page and
+        // start a worker, as the next request would on Supabase.
+        await page.click(`button[data-action="resume"][data-function="${BILLING_FUNCTION}"]`);
+        await waitFor('the function to be resumed', async () => {
+          const [r] = await db.sql`select 1 from switchyard.worker_functions
+            where function_name = ${BILLING_FUNCTION} and paused_at is null`;
+          return r;
+        });
+        await work.startWorker('dash_billing');
+        const retry = page.locator(
+          `button[data-action="retry"][data-run-id="${work.failedRun}"]`,
+        );
+        await retry.click();
+        await waitFor(
+          'the retried run to complete',
+          async () => (await runStatus(work.failedRun)).status === 'completed',
+        );
+        const status = page.locator(`tr[data-run="${work.failedRun}"] .pill.ok`);
+        await status.waitFor();
+        assert.equal(await status.innerText(), 'completed');
+        assert.equal(await retry.count(), 0, 'a completed run offers no Retry');
+        // Its detail, open since the timeline step, lists the retry.
+        await page.waitForSelector(`[data-events="${work.failedRun}"] li[data-event="retried"]`);
+        assert.match(
+          await page.locator(`[data-events="${work.failedRun}"] li`).last().innerText(),
+          /run\s+completed/,
+        );
+      });
+
+      await t.step('an empty database shows where to start', async () => {
+        const empty = await createTestDatabase();
+        cleanups.push(() => empty.close());
+        const emptyClient = connect(empty.url);
+        cleanups.push(() => emptyClient.close());
+        const port = freePort();
+        const server = Deno.serve(
+          { hostname: '127.0.0.1', port, onListen: () => {} },
+          createDashboard({ source: emptyClient, env: () => undefined }).fetch,
+        );
+        cleanups.push(() => server.shutdown());
+        const blank = await watched();
+        await blank.goto(`http://127.0.0.1:${port}/`);
+        await blank.waitForSelector('body[data-loaded="1"]');
+        assert.match(await blank.locator('#queues').innerText(), /No queues yet.*scaffold-queue/s);
+        assert.match(await blank.locator('#runs').innerText(), /No runs yet.*start_flow/s);
+        assert.equal(await blank.locator('#access').innerText(), 'read-only');
+        await blank.close();
+      });
+
+      assert.deepEqual(problems, [], 'no script errors or CSP violations');
+    } finally {
+      for (const cleanup of cleanups.reverse()) await cleanup();
+    }
+  },
+});

@@ -1,0 +1,269 @@
+/**
+ * Run events on Supabase (issue 14, docs/ARCHITECTURE.md §14): in a database laid out as a
+ * Supabase project (the roles, an `auth` schema whose `auth.uid()` reads
+ * `request.jwt.claim.sub`, the `supabase_realtime` publication) before the migrations run,
+ * the events table joins the publication and a policy on `auth.uid()`; nothing is exposed
+ * by default; after the README's opt-in grants a signed-in user starts an allowed alias and
+ * reads their own run's events and not another user's.
+ */
+import assert from 'node:assert/strict';
+import postgres from 'postgres';
+import { startWorker } from '../../lib/mod.ts';
+import { createClient, migrate } from '../../lib/ops.ts';
+import { registry } from '../../supabase/functions/_shared/registry.ts';
+import { adminUrl, urlFor } from '../_helpers/db.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const name = `sy_rls_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
+const admin = postgres(adminUrl(), { max: 1, onnotice: () => {}, prepare: false });
+await admin.unsafe(`create database "${name}"`);
+const url = urlFor(name);
+const sql = postgres(url, { max: 2, onnotice: () => {}, prepare: false });
+
+/** What a Supabase project has before any migration of ours. */
+async function supabaseLayout() {
+  // Roles are per cluster: the harness made them already (nologin, as on Supabase).
+  for (const role of ['anon', 'authenticated', 'service_role']) {
+    await admin.unsafe(
+      `do $$ begin create role ${role} nologin noinherit; exception when duplicate_object then null; end $$`,
+    );
+  }
+  await sql.unsafe(`
+    create schema auth;
+    grant usage on schema auth to anon, authenticated, service_role;
+    create function auth.uid() returns uuid language sql stable as $$
+      select coalesce(
+        nullif(current_setting('request.jwt.claim.sub', true), ''),
+        (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')
+      )::uuid
+    $$;
+    grant execute on function auth.uid() to anon, authenticated, service_role;
+    create publication supabase_realtime;
+  `);
+}
+
+/** Runs `fn` in a transaction as `role`, signed in as `sub` (what PostgREST does per request). */
+function as<T>(
+  role: 'anon' | 'authenticated',
+  sub: string | null,
+  fn: (tx: postgres.TransactionSql) => Promise<T>,
+) {
+  return sql.begin(async (tx) => {
+    await tx.unsafe(`set local role ${role}`);
+    await tx`select set_config('request.jwt.claim.sub', ${sub ?? ''}, true)`;
+    return await fn(tx);
+  }) as Promise<T>;
+}
+
+async function refusal(promise: Promise<unknown>): Promise<{ code: string; rule?: string }> {
+  try {
+    await promise;
+  } catch (e) {
+    const err = e as { code: string; detail?: string };
+    const detail = err.detail?.startsWith('{') ? JSON.parse(err.detail) : {};
+    return { code: err.code, rule: detail.rule };
+  }
+  return assert.fail('expected a refusal');
+}
+
+Deno.test('migrations on a Supabase layout: publication membership and the owner policy', async () => {
+  await supabaseLayout();
+  await migrate(url);
+  const published = await sql`select schemaname, tablename from pg_publication_tables
+    where pubname = 'supabase_realtime'`;
+  assert.deepEqual(published.map((r) => `${r.schemaname}.${r.tablename}`), [
+    'switchyard.run_events',
+  ]);
+  const [policy] = await sql`select roles::text[] as roles, cmd, qual from pg_policies
+    where schemaname = 'switchyard' and tablename = 'run_events'`;
+  assert.deepEqual(policy.roles, ['authenticated']);
+  assert.equal(policy.cmd, 'SELECT');
+  assert.match(policy.qual, /owner = \( SELECT auth\.uid\(\)/);
+  const [{ rls }] = await sql`select relrowsecurity as rls from pg_class
+    where oid = 'switchyard.run_events'::regclass`;
+  assert.equal(rls, true);
+  // Running it again changes nothing.
+  const [{ done }] = await sql`select switchyard.expose_run_events() as done`;
+  assert.deepEqual(done, []);
+});
+
+Deno.test('expose_run_events skips with a notice what its role may not do, and never fails', async () => {
+  // As a role that owns neither the table nor the publication: both steps are refused to it.
+  await sql`drop policy run_events_owner_read on switchyard.run_events`;
+  await sql`alter publication supabase_realtime drop table switchyard.run_events`;
+  await sql.unsafe(`drop role if exists sy_not_owner; create role sy_not_owner;
+    grant usage on schema switchyard to sy_not_owner;
+    grant execute on function switchyard.expose_run_events() to sy_not_owner`);
+  let exposed: string[] = [];
+  const notices: string[] = [];
+  const limited = postgres(url, {
+    max: 1,
+    onnotice: (n) => notices.push(String(n.message)),
+  });
+  try {
+    const done = await limited.begin(async (tx) => {
+      await tx`set local role sy_not_owner`;
+      const [row] = await tx`select switchyard.expose_run_events() as done`;
+      return row.done;
+    });
+    assert.deepEqual(done, []);
+    assert.equal(notices.length, 2, notices.join('\n'));
+    assert.match(notices[0], /sy_not_owner may not create the policy run_events_owner_read/);
+    assert.match(notices[0], /as the owner of switchyard\.run_events/);
+    assert.match(
+      notices[1],
+      /may not add switchyard\.run_events to the publication supabase_realtime/,
+    );
+  } finally {
+    await limited.end();
+    // The owner then exposes it (also when an assertion above failed).
+    exposed = (await sql`select switchyard.expose_run_events() as done`)[0].done;
+  }
+  assert.deepEqual(exposed, ['policy run_events_owner_read', 'publication supabase_realtime']);
+  await sql.unsafe(`revoke all on schema switchyard from sy_not_owner;
+    revoke execute on function switchyard.expose_run_events() from sy_not_owner;
+    drop role sy_not_owner`);
+});
+
+const alice = crypto.randomUUID();
+const bob = crypto.randomUUID();
+const thread = { id: 't1', title: 'Checkout is down', body: 'since 9:00' };
+
+Deno.test('nothing is exposed by default: no reads, no starts for anon or authenticated', async () => {
+  // Compile the shipped flows and their aliases (a worker start does), then stop.
+  const worker = await startWorker(registry, {
+    connectionString: url,
+    queueName: 'classify_threads',
+  });
+  await worker.stop();
+  for (const role of ['anon', 'authenticated'] as const) {
+    assert.equal(
+      (await refusal(as(role, alice, (tx) => tx`select * from switchyard.run_events`))).code,
+      '42501',
+    );
+    assert.equal(
+      (await refusal(
+        as(
+          role,
+          alice,
+          (tx) =>
+            tx`select switchyard.start_user_run('communityThreads', ${tx.json(thread)}::jsonb)`,
+        ),
+      )).code,
+      '42501',
+    );
+    assert.equal(
+      (await refusal(
+        as(
+          role,
+          alice,
+          (tx) => tx`select switchyard.start_flow('communityThreads', ${tx.json(thread)}::jsonb)`,
+        ),
+      )).code,
+      '42501',
+    );
+  }
+});
+
+Deno.test("after the README's opt-in a user starts an allowed alias and sees only their own run's events", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  const optIn = [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1])
+    .find((block) => block.includes('user_start_aliases'));
+  assert.ok(optIn, 'the README has the opt-in block');
+  await sql.unsafe(optIn);
+
+  const aliceRun = await as('authenticated', alice, async (tx) =>
+    (await tx<{ id: string }[]>`
+      select switchyard.start_user_run('communityThreads', ${tx.json(thread)}::jsonb) as id`)[0]
+      .id);
+  const bobRun = await as('authenticated', bob, async (tx) =>
+    (await tx<{ id: string }[]>`
+      select switchyard.start_user_run('communityThreads', ${tx.json(thread)}::jsonb) as id`)[0]
+      .id);
+  // A trusted server starts a run for alice with the client.
+  const client = createClient(registry, { connectionString: url });
+  const serverRun = await client.start('communityThreads', thread, { owner: alice });
+  await client.close();
+
+  const visible = (sub: string | null) =>
+    as(
+      'authenticated',
+      sub,
+      (tx) =>
+        tx<{ run_id: string; step_slug: string | null; event: string }[]>`
+        select run_id, step_slug, event from switchyard.run_events order by event_id`,
+    );
+  const aliceSees = await visible(alice);
+  assert.deepEqual(
+    [...new Set(aliceSees.map((e) => e.run_id))].sort(),
+    [aliceRun, serverRun.runId].sort(),
+  );
+  assert.deepEqual(
+    aliceSees.filter((e) => e.run_id === aliceRun).map((e) => `${e.step_slug ?? 'run'} ${e.event}`),
+    ['run started', 'classify started'],
+  );
+  const bobSees = await visible(bob);
+  assert.deepEqual([...new Set(bobSees.map((e) => e.run_id))], [bobRun]);
+  assert.equal((await visible(crypto.randomUUID())).length, 0);
+  assert.equal((await visible(null)).length, 0);
+  // The run rows themselves stay private.
+  assert.equal(
+    (await refusal(as('authenticated', alice, (tx) => tx`select * from switchyard.runs`))).code,
+    '42501',
+  );
+  const [owner] = await sql`select owner from switchyard.runs where run_id = ${aliceRun}`;
+  assert.equal(owner.owner, alice);
+
+  // Refusals: no signed-in user; an alias that is not allowed; alice's run id in bob's start
+  // (with another input: the refusal names the owner, so nothing of alice's input shows).
+  const noUser = await refusal(
+    as(
+      'authenticated',
+      null,
+      (tx) => tx`select switchyard.start_user_run('communityThreads', ${tx.json(thread)}::jsonb)`,
+    ),
+  );
+  assert.deepEqual(noUser, { code: '42501', rule: 'not_signed_in' });
+  const notAllowed = await refusal(
+    as(
+      'authenticated',
+      alice,
+      (tx) => tx`select switchyard.start_user_run('supportTickets', '{}'::jsonb)`,
+    ),
+  );
+  assert.deepEqual(notAllowed, { code: '42501', rule: 'alias_not_allowed' });
+  const stolen = await refusal(
+    as(
+      'authenticated',
+      bob,
+      (tx) =>
+        tx`select switchyard.start_user_run('communityThreads', ${
+          tx.json({ ...thread, id: 'b' })
+        }::jsonb,
+          ${aliceRun}::uuid)`,
+    ),
+  );
+  assert.deepEqual(stolen, { code: '23505', rule: 'run_id_other_owner' });
+  // Still no direct start_flow, and nothing for anon.
+  assert.equal(
+    (await refusal(
+      as(
+        'authenticated',
+        alice,
+        (tx) => tx`select switchyard.start_flow('communityThreads', ${tx.json(thread)}::jsonb)`,
+      ),
+    )).code,
+    '42501',
+  );
+  assert.equal(
+    (await refusal(as('anon', alice, (tx) => tx`select * from switchyard.run_events`))).code,
+    '42501',
+  );
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
+  await sql.end();
+  await admin.unsafe(`drop database if exists "${name}" with (force)`);
+  await admin.end();
+});

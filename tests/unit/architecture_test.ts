@@ -1,0 +1,119 @@
+/**
+ * The layout's rules (docs/ARCHITECTURE.md §12), checked on the module graph that
+ * `deno info --json` reports (type-only imports included): no import circles among the kit's modules; the DSL imports
+ * nothing of the database, worker or platform layers; only `lib/sql/` imports postgres.js or
+ * sends SQL; `lib/mod.ts` (what a queue function loads) reaches no development tooling.
+ */
+import assert from 'node:assert/strict';
+
+const root = new URL('../../', import.meta.url);
+const libDir = decodeURIComponent(new URL('lib/', root).pathname);
+
+interface Info {
+  modules: {
+    specifier: string;
+    dependencies?: { code?: { specifier: string }; type?: { specifier: string } }[];
+  }[];
+}
+
+async function graph(entry: string): Promise<Map<string, string[]>> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ['info', '--json', entry],
+    cwd: decodeURIComponent(root.pathname),
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const info: Info = JSON.parse(new TextDecoder().decode(out.stdout));
+  const edges = new Map<string, string[]>();
+  for (const m of info.modules) {
+    if (!m.specifier.startsWith('file://')) continue;
+    const from = decodeURIComponent(new URL(m.specifier).pathname);
+    edges.set(
+      from,
+      (m.dependencies ?? [])
+        .flatMap((d) => [d.code?.specifier, d.type?.specifier])
+        .filter((s): s is string => typeof s === 'string')
+        .map((s) => (s.startsWith('file://') ? decodeURIComponent(new URL(s).pathname) : s)),
+    );
+  }
+  return edges;
+}
+
+const rel = (path: string) => path.startsWith(libDir) ? `lib/${path.slice(libDir.length)}` : path;
+
+for (const entry of ['lib/mod.ts', 'lib/ops.ts', 'lib/client.ts']) {
+  Deno.test(`${entry}: the kit's modules import each other without a circle`, async () => {
+    const edges = await graph(entry);
+    const state = new Map<string, 'open' | 'done'>();
+    const cycles: string[] = [];
+    const visit = (node: string, path: string[]) => {
+      if (state.get(node) === 'done') return;
+      if (state.get(node) === 'open') {
+        cycles.push([...path.slice(path.indexOf(node)), node].map(rel).join(' -> '));
+        return;
+      }
+      state.set(node, 'open');
+      for (const next of edges.get(node) ?? []) {
+        if (next.startsWith(libDir)) visit(next, [...path, node]);
+      }
+      state.set(node, 'done');
+    };
+    for (const node of edges.keys()) if (node.startsWith(libDir)) visit(node, []);
+    assert.deepEqual(cycles, []);
+  });
+}
+
+Deno.test('the layers import only downwards: dsl nothing of sql/worker/platform, sql no worker/platform', async () => {
+  const edges = await graph('lib/ops.ts');
+  for (const [from, deps] of await graph('lib/mod.ts')) edges.set(from, deps);
+  for (const [from, deps] of await graph('lib/client.ts')) edges.set(from, deps);
+  const forbidden: Record<string, string[]> = {
+    'lib/dsl/': ['lib/sql/', 'lib/worker/', 'lib/platform/', 'lib/ops/', 'npm:'],
+    'lib/sql/': ['lib/worker/', 'lib/platform/', 'lib/ops/'],
+    'lib/worker/': ['lib/platform/', 'lib/ops/'],
+  };
+  const broken: string[] = [];
+  for (const [from, deps] of edges) {
+    const layer = Object.keys(forbidden).find((l) => rel(from).startsWith(l));
+    if (!layer) continue;
+    for (const dep of deps) {
+      if (forbidden[layer].some((f) => rel(dep).startsWith(f))) {
+        broken.push(`${rel(from)} -> ${rel(dep)}`);
+      }
+    }
+  }
+  assert.deepEqual(broken, []);
+});
+
+Deno.test('only lib/sql/ imports postgres.js or writes SQL', async () => {
+  const offenders: string[] = [];
+  for await (const path of walk(libDir)) {
+    if (path.startsWith(`${libDir}sql/`)) continue;
+    const text = await Deno.readTextFile(path);
+    // Code, not documentation: drop comment lines before looking.
+    const code = text.split('\n').filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l)).join('\n');
+    if (/from 'postgres'|npm:postgres|\bsql`|\.unsafe\(/.test(code)) offenders.push(rel(path));
+  }
+  assert.deepEqual(offenders, []);
+});
+
+for (const entry of ['lib/mod.ts', 'lib/client.ts']) {
+  Deno.test(`${entry} reaches no development tooling (migrate, the Supabase CLI)`, async () => {
+    const reached = [...(await graph(entry)).keys()].map(rel);
+    assert.deepEqual(reached.filter((p) => /lib\/sql\/migrate\.ts|npm:supabase/.test(p)), []);
+  });
+}
+
+Deno.test('lib/client.ts reaches no worker or platform code', async () => {
+  const reached = [...(await graph('lib/client.ts')).keys()].map(rel);
+  assert.deepEqual(reached.filter((p) => /^lib\/(worker|platform)\//.test(p)), []);
+});
+
+async function* walk(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}${entry.name}`;
+    if (entry.isDirectory) yield* walk(`${path}/`);
+    else if (entry.name.endsWith('.ts')) yield path;
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * `deno task` explains itself: every task is a Deno 2 task object with a description, every
+ * command answers `--help` with its usage (and starts nothing), and a fresh machine without
+ * PostgreSQL server binaries gets them installed (root with apt-get) or exact instructions.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { KIT_ROOT } from '../../../scripts/_project.ts';
+import { DEFAULT_PG_BIN } from '../../../scripts/_cluster.ts';
+import { PG_PACKAGES, provisionPlan } from '../../../scripts/_provision.ts';
+
+const config = JSON.parse(await Deno.readTextFile(join(KIT_ROOT, 'deno.json'))) as {
+  tasks: Record<string, string | { description?: string; command?: string }>;
+};
+
+Deno.test('every task has a description', () => {
+  for (const [name, task] of Object.entries(config.tasks)) {
+    assert.equal(typeof task, 'object', `task ${name} is a task object`);
+    const { description, command } = task as { description?: string; command?: string };
+    assert.ok(description && description.length > 20, `task ${name} has a description`);
+    assert.ok(command, `task ${name} has a command`);
+  }
+});
+
+async function task(args: string[], env?: Record<string, string>) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ['task', '-q', ...args],
+    cwd: KIT_ROOT,
+    // With env: exactly that environment (no DATABASE_URL inherited).
+    env: { NO_COLOR: '1', ...env },
+    clearEnv: env !== undefined,
+    stdin: 'null',
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+Deno.test('every command answers --help with its usage', async () => {
+  // check and ci are chains of deno subcommands, whose --help is Deno's own.
+  const commands = Object.keys(config.tasks).filter((name) => !['check', 'ci'].includes(name));
+  const results = await Promise.all(commands.map((name) => task([name, '--help'])));
+  commands.forEach((name, i) => {
+    const { code, stdout, stderr } = results[i];
+    assert.equal(code, 0, `deno task ${name} --help: ${stdout}${stderr}`);
+    assert.match(stdout, /usage: /, `deno task ${name} --help prints its usage`);
+    assert.ok(stdout.includes(name === 'db:push' ? 'db:push' : name), `usage names ${name}`);
+  });
+});
+
+Deno.test('missing server binaries: installed as root with apt-get, else exact instructions', () => {
+  assert.deepEqual(
+    provisionPlan({ binDir: DEFAULT_PG_BIN, haveBinaries: true, root: false, aptGet: false }),
+    { action: 'ready' },
+  );
+  const install = provisionPlan({
+    binDir: DEFAULT_PG_BIN,
+    haveBinaries: false,
+    root: true,
+    aptGet: true,
+  });
+  assert.equal(install.action, 'install');
+  assert.deepEqual(
+    install.action === 'install' ? install.commands.at(-1)?.slice(-PG_PACKAGES.length) : [],
+    [...PG_PACKAGES],
+  );
+  const user = provisionPlan({
+    binDir: DEFAULT_PG_BIN,
+    haveBinaries: false,
+    root: false,
+    aptGet: true,
+  });
+  assert.equal(user.action, 'instruct');
+  assert.match(
+    user.action === 'instruct' ? user.message : '',
+    /apt-get install -y postgresql-15 postgresql-15-cron/,
+  );
+  // Binaries expected elsewhere (PG_BIN) are never installed by apt-get.
+  const custom = provisionPlan({
+    binDir: '/opt/pg/bin',
+    haveBinaries: false,
+    root: true,
+    aptGet: true,
+  });
+  assert.equal(custom.action, 'instruct');
+  assert.match(custom.action === 'instruct' ? custom.message : '', /\/opt\/pg\/bin/);
+});
+
+Deno.test('deno task test without server binaries says exactly what to install', async () => {
+  const missing = await Deno.makeTempDir({ prefix: 'switchyard-no-pg-' });
+  try {
+    const env = Deno.env.toObject();
+    delete env.DATABASE_URL;
+    const { code, stderr } = await task(['test', 'tests/unit/scripts/release_test.ts'], {
+      ...env,
+      PG_BIN: missing,
+    });
+    assert.equal(code, 1);
+    assert.match(stderr, new RegExp(`PostgreSQL server binaries not found in ${missing}`));
+    assert.match(stderr, /apt-get install -y postgresql-15 postgresql-15-cron/);
+  } finally {
+    await Deno.remove(missing, { recursive: true });
+  }
+});
