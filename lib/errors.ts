@@ -497,6 +497,40 @@ export class WorkerShutdownError extends SwitchyardError {
 }
 
 /**
+ * The run of a running handler ended while it ran: cancelled (`cancel_run`, by an operator or
+ * the client), or failed by another of its tasks. The worker learns it from its heartbeat and
+ * aborts the handler's `ctx.signal` with this error within one heartbeat interval; whatever the
+ * handler then returns or throws is reported, and the SQL core records it without reviving the
+ * run (docs/ARCHITECTURE.md §9).
+ *
+ * @example
+ * ```ts
+ * import { RunCancelledError } from './errors.ts';
+ * const e = new RunCancelledError('3f0c…', 'cancelled', 'customer left');
+ * console.assert(e.message.includes('cancelled'));
+ * ```
+ */
+export class RunCancelledError extends SwitchyardError {
+  /** The run whose handler is aborted. */
+  readonly runId: string;
+  /** What the run became: `cancelled` or `failed`. */
+  readonly status: string;
+  /** The cancel reason or the run's error, if any. */
+  readonly reason: string | null;
+  /** Creates the error for run `runId`, which is now `status` (for `reason`). */
+  constructor(runId: string, status: string, reason: string | null) {
+    super(
+      `run ${runId} is ${status}${reason ? ` (${reason.split('\n')[0].slice(0, 200)})` : ''}: ` +
+        'stop and return, or throw',
+    );
+    this.name = 'RunCancelledError';
+    this.runId = runId;
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+/**
  * The worker's function is paused; it starts nothing until resumed.
  *
  * @example

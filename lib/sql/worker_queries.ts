@@ -68,6 +68,21 @@ export function pgArray(values: readonly (string | bigint | number)[]): string {
   }}`;
 }
 
+/** A run that ended while this worker held one of its tasks started. */
+export interface EndedRun {
+  run_id: string;
+  /** `cancelled` or `failed`. */
+  status: string;
+  /** The cancel reason or the run's error (at most 1,000 characters), or null. */
+  reason: string | null;
+}
+
+/** What `switchyard.worker_heartbeat` answers. */
+export interface HeartbeatAnswer {
+  state: 'ok' | 'deprecated' | 'paused' | 'disabled';
+  ended_runs: EndedRun[];
+}
+
 /** Typed wrappers over the SQL core for one worker's client. */
 export class WorkerQueries {
   constructor(readonly sql: postgres.Sql) {}
@@ -249,6 +264,16 @@ export class WorkerQueries {
     const [row] = await this.sql<{ state: 'ok' | 'deprecated' | 'paused' | 'disabled' }[]>`
       select switchyard.heartbeat(${workerId}::uuid) as state`;
     return row.state;
+  }
+
+  /**
+   * The heartbeat of a 0.4.0 core (`switchyard.worker_heartbeat`): the state, and the runs of
+   * this worker's started tasks that ended (cancelled, or failed by another task).
+   */
+  async heartbeatWithRuns(workerId: string): Promise<HeartbeatAnswer> {
+    const [row] = await this.sql<{ answer: HeartbeatAnswer }[]>`
+      select switchyard.worker_heartbeat(${workerId}::uuid) as answer`;
+    return row.answer;
   }
 
   /** Stall recovery of a queue; each worker is judged by the window it registered with. */

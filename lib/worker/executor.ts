@@ -3,7 +3,9 @@
  * timeout and an `AbortSignal`, then hands the output to the completion writer or records
  * the failure (`fail_task`: the SQL core decides about retries and backoff).
  *
- * On shutdown it aborts every handler's signal with a {@linkcode WorkerShutdownError}.
+ * On shutdown it aborts every handler's signal with a {@linkcode WorkerShutdownError}; when
+ * the heartbeat finds a running handler's run cancelled or failed, that handler's signal with a
+ * {@linkcode RunCancelledError}.
  * A handler that returns afterwards still completes; one that throws after that abort is
  * not failed, and one still running when the grace period ends is released: its outcome is
  * dropped here, and the worker hands the task back (`release_tasks`, attempt refunded).
@@ -12,8 +14,8 @@
  */
 import type { StepContext } from '../dsl/context.ts';
 import { assertJson, jsonTextBytes } from '../dsl/json.ts';
-import { SwitchyardError, WorkerShutdownError } from '../errors.ts';
-import type { TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';
+import { RunCancelledError, SwitchyardError, WorkerShutdownError } from '../errors.ts';
+import type { EndedRun, TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';
 import type { CompletionWriter } from './completion_writer.ts';
 import type { DispatchIndex } from './dispatch_index.ts';
 import type { HandlerResources } from './handler_resources.ts';
@@ -21,6 +23,8 @@ import { errorText, handlerErrorText, persist, type WorkerLogger } from './persi
 
 /** One running handler. */
 interface Running {
+  /** The task's run. */
+  runId: string;
   controller: AbortController;
   /** Released at the end of the grace period: whatever it returns or throws is dropped. */
   released: boolean;
@@ -55,6 +59,7 @@ export class Executor {
     // A task claimed while the worker stops is not started: the release hands it back.
     if (this.#shutdown) return;
     const running: Running = {
+      runId: task.run_id ?? '',
       controller: new AbortController(),
       released: false,
       stopWaiting: () => {},
@@ -77,6 +82,21 @@ export class Executor {
     this.#shutdown ??= new WorkerShutdownError(reason);
     for (const r of this.#running.values()) {
       if (!r.controller.signal.aborted) this.#abort(r.controller, this.#shutdown);
+    }
+  }
+
+  /**
+   * Aborts the signal of every running handler of these runs with a {@linkcode RunCancelledError}
+   * (the heartbeat found them cancelled, or failed by another task). What such a handler then
+   * returns or throws is still reported: the SQL core records it and revives nothing.
+   */
+  cancelRuns(runs: readonly EndedRun[]): void {
+    const ended = new Map(runs.map((r) => [r.run_id, r]));
+    for (const r of this.#running.values()) {
+      const run = ended.get(r.runId);
+      if (!run || r.released || r.controller.signal.aborted) continue;
+      this.log.info(`run ${run.run_id} is ${run.status}: aborting its handler`);
+      this.#abort(r.controller, new RunCancelledError(run.run_id, run.status, run.reason));
     }
   }
 
@@ -141,7 +161,8 @@ export class Executor {
       taskIndex,
       attempt,
       flowInput: task.flow_input,
-      // Aborted on the task's timeout, or by shutdown() when the worker stops.
+      // Aborted on the task's timeout, by shutdown() when the worker stops, or by cancelRuns()
+      // when the heartbeat finds the run cancelled or failed.
       signal: controller.signal,
       env: resources.env,
       get sql() {
@@ -199,6 +220,13 @@ export class Executor {
         () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex),
       );
       const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
+      if (controller.signal.reason instanceof RunCancelledError) {
+        this.log.info(
+          `${flowSlug}/${stepSlug}${task} of run ${runId} stopped: the run is ` +
+            `${controller.signal.reason.status} (${result})`,
+        );
+        return;
+      }
       this.log.warn(
         `${flowSlug}/${stepSlug}${task} attempt ${attempt} of run ${runId} failed (${result}): ${
           errorText(e)

@@ -1,6 +1,7 @@
 /**
  * The worker's timers (docs/ARCHITECTURE.md §9): the heartbeat, whose answer also tells
  * the worker to stop when it was deprecated or its queue function paused or disabled, and
+ * names the runs of its running handlers that were cancelled or failed meanwhile, and
  * the stall sweep, which requeues started tasks of workers that went silent.
  *
  * The heartbeat has its own queries object (its own connection when the worker opened its
@@ -10,7 +11,7 @@
  *
  * @module
  */
-import type { WorkerQueries } from '../sql/worker_queries.ts';
+import type { EndedRun, WorkerQueries } from '../sql/worker_queries.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { errorText, type WorkerLogger } from './persist.ts';
 
@@ -27,6 +28,8 @@ export interface MaintenanceOptions {
   heartbeatIntervalMs: number;
   stallCheckIntervalMs: number;
   heartbeatWindowSeconds: number;
+  /** Runs of this worker's started tasks that ended (cancelled or failed): abort their handlers. */
+  onEndedRuns: (runs: EndedRun[]) => void;
 }
 
 /** Runs `fn` every `ms`, skipping a tick while the previous run is still going. */
@@ -55,8 +58,9 @@ export function startMaintenance(o: MaintenanceOptions): () => void {
       );
     }
     try {
-      const state = await o.heartbeatQ.heartbeat(o.workerId);
+      const { state, ended_runs } = await o.heartbeatQ.heartbeatWithRuns(o.workerId);
       lastBeat = Date.now();
+      if (ended_runs.length > 0) o.onEndedRuns(ended_runs);
       if (state !== 'ok' && o.lifecycle.requestStop(`function ${state}`)) {
         o.log.info(`stopping: function ${state}`);
       }

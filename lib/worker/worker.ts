@@ -308,6 +308,7 @@ export async function startWorkerImpl(
     workerId,
     queueName,
     ...settings,
+    onEndedRuns: (runs) => executor.cancelRuns(runs),
   });
   const client = sql;
 

@@ -783,6 +783,36 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/core_version.sql
+
+-- Upgrades keep existing flows (docs/ARCHITECTURE.md §8.3):
+--
+-- 1. Shapes compare in their canonical form: every key at its value, a key a release did not
+--    know at its default (0.1.0 runtimes send no step kind, conditions, whenUnmet or
+--    whenExhausted; a 0.2.0 database holds such shapes). A new release never makes an existing
+--    flow's shape differ.
+-- 2. Runtime options (maxAttempts, baseDelay, maxDelay, timeout, startDelay) are not shape: a
+--    change of options only is applied to the flow and its steps (tasks created afterwards use
+--    it; tasks keep the options they were created with) and recorded in
+--    switchyard.flow_option_changes. Structure (steps, order, dependencies, kinds, conditions,
+--    whenUnmet, whenExhausted, queues, placement) stays strict: SY004.
+-- 3. switchyard.core_version(): the release of the SQL core, which a runtime checks at start so
+--    that a runtime deployed before its migrations refuses with "apply the migrations".
+--
+-- Safe under load: it creates one table and replaces functions; the only rows it writes are the
+-- stored shapes of switchyard.flows (no lock a worker's claim or completion takes).
+
+-- The release of this database's SQL core. A runtime refuses a database older than it needs.
+create or replace function switchyard.core_version()
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select '0.4.0'::text
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/delete_flow.sql
 
 -- ---- delete_flow (latest: 20261201001200_function_delete_flow_run_status.sql): the values it echoes clipped
@@ -1737,6 +1767,38 @@ begin
     return 'activated';
   end if;
   return 'unchanged';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/worker_heartbeat.sql
+
+-- The heartbeat of a 0.4.0 runtime (docs/ARCHITECTURE.md §9, "Cancellation reaches handlers"):
+-- switchyard.heartbeat's state ('ok', 'deprecated', 'paused' or 'disabled'), and the runs of the
+-- tasks this worker holds started that are no longer started (cancelled, or failed by another
+-- task), each with its status and error, so the worker aborts those handlers' signals. One
+-- probe of the worker's started tasks (index step_tasks_worker) per heartbeat: no extra round
+-- trip per task. switchyard.heartbeat stays for older runtimes.
+create or replace function switchyard.worker_heartbeat(worker_id uuid)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  state text := switchyard.heartbeat(worker_heartbeat.worker_id);
+begin
+  return jsonb_build_object(
+    'state', state,
+    'ended_runs', coalesce((
+      select jsonb_agg(jsonb_build_object('run_id', r.run_id, 'status', r.status,
+                                          'reason', left(r.error, 1000))
+                       order by r.run_id)
+        from (select distinct t.run_id from switchyard.step_tasks t
+               where t.worker_id = worker_heartbeat.worker_id and t.status = 'started') held
+        join switchyard.runs r on r.run_id = held.run_id
+       where r.status <> 'started'), '[]'::jsonb));
 end
 $$;
 

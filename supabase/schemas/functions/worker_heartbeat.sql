@@ -1,0 +1,28 @@
+-- The heartbeat of a 0.4.0 runtime (docs/ARCHITECTURE.md §9, "Cancellation reaches handlers"):
+-- switchyard.heartbeat's state ('ok', 'deprecated', 'paused' or 'disabled'), and the runs of the
+-- tasks this worker holds started that are no longer started (cancelled, or failed by another
+-- task), each with its status and error, so the worker aborts those handlers' signals. One
+-- probe of the worker's started tasks (index step_tasks_worker) per heartbeat: no extra round
+-- trip per task. switchyard.heartbeat stays for older runtimes.
+create or replace function switchyard.worker_heartbeat(worker_id uuid)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  state text := switchyard.heartbeat(worker_heartbeat.worker_id);
+begin
+  return jsonb_build_object(
+    'state', state,
+    'ended_runs', coalesce((
+      select jsonb_agg(jsonb_build_object('run_id', r.run_id, 'status', r.status,
+                                          'reason', left(r.error, 1000))
+                       order by r.run_id)
+        from (select distinct t.run_id from switchyard.step_tasks t
+               where t.worker_id = worker_heartbeat.worker_id and t.status = 'started') held
+        join switchyard.runs r on r.run_id = held.run_id
+       where r.status <> 'started'), '[]'::jsonb));
+end
+$$;

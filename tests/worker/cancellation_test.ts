@@ -1,0 +1,147 @@
+/**
+ * Cancellation reaches running handlers (docs/ARCHITECTURE.md §9): when a run is cancelled, or
+ * failed by another of its tasks, the heartbeat (`switchyard.worker_heartbeat`) names it and the
+ * worker aborts `ctx.signal` of every handler of that run with a `RunCancelledError`; what the
+ * handler answers afterwards is recorded without reviving the run. Real workers, real PostgreSQL;
+ * map elements on a shared queue included.
+ */
+import assert from 'node:assert/strict';
+import { Flow, routeFlow, RunCancelledError, startWorker } from '../../lib/mod.ts';
+import { cancelRun, connect } from '../../lib/ops.ts';
+import { createTestDatabase } from '../_helpers/db.ts';
+import { FAST, waitFor, within } from '../_helpers/wait.ts';
+
+const db = await createTestDatabase();
+const client = connect(db.url);
+const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
+const base = { connectionString: db.url, ...FAST, log: SILENT };
+
+/** A handler that runs until its signal aborts, then says why and returns `answer`. */
+function untilAborted(seen: { started: number; reasons: unknown[] }, answer: () => unknown) {
+  return (_input: unknown, ctx: { signal: AbortSignal }) => {
+    seen.started++;
+    return new Promise((resolve) => {
+      ctx.signal.addEventListener('abort', () => {
+        seen.reasons.push(ctx.signal.reason);
+        resolve(answer());
+      }, { once: true });
+    });
+  };
+}
+
+async function runRow(runId: string) {
+  const [row] = await db.sql<{ status: string; output: unknown; error: string | null }[]>`
+    select status, output, error from switchyard.runs where run_id = ${runId}::uuid`;
+  return row;
+}
+
+Deno.test('cancel_run aborts the running handler with RunCancelledError; its late output is recorded, the run stays cancelled', async () => {
+  const seen = { started: 0, reasons: [] as unknown[] };
+  const flow = new Flow<{ n: number }>({ slug: 'cancelReachV1', timeout: 120 })
+    .step({ slug: 'long' }, untilAborted(seen, () => 'late answer'))
+    .step({ slug: 'after', dependsOn: ['long'] }, () => 'must not run');
+  const worker = await startWorker(flow, base);
+  try {
+    const runId = await client.startFlow('cancelReachV1', { n: 1 });
+    await waitFor('the handler to start', () => seen.started === 1);
+    await cancelRun(client, runId, 'customer left');
+    await waitFor('the handler to be aborted', () => seen.reasons.length === 1);
+    const reason = seen.reasons[0] as RunCancelledError;
+    assert.ok(reason instanceof RunCancelledError, String(reason));
+    assert.equal(reason.runId, runId);
+    assert.equal(reason.status, 'cancelled');
+    assert.equal(reason.reason, 'cancelled: customer left', 'the error of the run');
+    // The late answer reaches SQL, which records the task and starts nothing.
+    await waitFor('the late completion to be recorded', async () => {
+      const [t] = await db.sql<{ status: string }[]>`
+        select status from switchyard.step_tasks where run_id = ${runId}::uuid and step_slug = 'long'`;
+      return t.status !== 'started';
+    });
+    const run = await runRow(runId);
+    assert.equal(run.status, 'cancelled');
+    assert.equal(run.output, null);
+    const after = await db.sql`
+      select 1 from switchyard.step_tasks where run_id = ${runId}::uuid and step_slug = 'after'`;
+    assert.equal(after.length, 0, 'nothing after the cancelled step starts');
+  } finally {
+    await within(30_000, 'the worker to stop', worker.stop());
+  }
+});
+
+Deno.test('every map element of a cancelled run is aborted, on a shared queue with another flow running on', async () => {
+  const seen = { started: 0, reasons: [] as unknown[] };
+  const other = { started: 0, reasons: [] as unknown[] };
+  let otherDone = 0;
+  const map = new Flow<number[]>({ slug: 'cancelMapV1', timeout: 120 })
+    .map({ slug: 'each' }, untilAborted(seen, () => null));
+  const bystander = new Flow<{ ms: number }>({ slug: 'cancelBystanderV1', timeout: 120 })
+    .step({ slug: 'work' }, async (input, ctx) => {
+      other.started++;
+      ctx.signal.addEventListener('abort', () => other.reasons.push(ctx.signal.reason));
+      await new Promise((r) => setTimeout(r, input.ms));
+      otherDone++;
+      return 'done';
+    });
+  const registry = [
+    routeFlow(map, { queues: { each: 'cancel_shared' } }),
+    routeFlow(bystander, { queues: { work: 'cancel_shared' } }),
+  ] as const;
+  const worker = await startWorker(registry, { ...base, queueName: 'cancel_shared' });
+  try {
+    const mapRun = await client.startFlow('cancelMapV1', [1, 2, 3]);
+    const otherRun = await client.startFlow('cancelBystanderV1', { ms: 1500 });
+    await waitFor(
+      'three elements and the bystander to start',
+      () => seen.started === 3 && other.started === 1,
+    );
+    await cancelRun(client, mapRun, 'not needed');
+    await waitFor('all three elements to be aborted', () => seen.reasons.length === 3);
+    for (const r of seen.reasons) {
+      assert.ok(r instanceof RunCancelledError && r.runId === mapRun, String(r));
+    }
+    const status = await client.waitForRun(otherRun);
+    assert.equal(status.status, 'completed', 'the other run on the queue goes on');
+    assert.equal(otherDone, 1);
+    assert.deepEqual(other.reasons, [], "the other run's handler was never aborted");
+    assert.equal((await runRow(mapRun)).status, 'cancelled');
+  } finally {
+    await within(30_000, 'the worker to stop', worker.stop());
+  }
+});
+
+Deno.test("a sibling's failure fails the run and aborts its running handler with status failed", async () => {
+  const seen = { started: 0, reasons: [] as unknown[] };
+  const flow = new Flow<{ n: number }>({ slug: 'cancelSiblingV1', timeout: 120, maxAttempts: 1 })
+    .step({ slug: 'slow' }, untilAborted(seen, () => 'late'))
+    .step({ slug: 'boom' }, async () => {
+      await waitFor('the slow sibling to start', () => seen.started === 1);
+      throw new Error('card declined');
+    });
+  const worker = await startWorker(flow, base);
+  try {
+    const runId = await client.startFlow('cancelSiblingV1', { n: 1 });
+    await waitFor('the slow handler to be aborted', () => seen.reasons.length === 1);
+    const reason = seen.reasons[0] as RunCancelledError;
+    assert.ok(reason instanceof RunCancelledError, String(reason));
+    assert.equal(reason.status, 'failed');
+    assert.match(reason.reason ?? '', /card declined/);
+    assert.match(reason.message, /is failed \(.*card declined/);
+    const run = await runRow(runId);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error ?? '', /card declined/);
+  } finally {
+    await within(30_000, 'the worker to stop', worker.stop());
+  }
+});
+
+Deno.test('worker_heartbeat names only ended runs of the tasks this worker holds', async () => {
+  const [{ answer }] = await db.sql<{ answer: { state: string; ended_runs: unknown[] } }[]>`
+    select switchyard.worker_heartbeat(${crypto.randomUUID()}::uuid) as answer`;
+  assert.deepEqual(answer, { state: 'deprecated', ended_runs: [] });
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
+  await client.close();
+  await db.close();
+});
