@@ -11,6 +11,50 @@
 create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/schedules.sql
+
+-- Schedules (issue 24): the two tables, as supabase/schemas/tables/80_schedules.sql creates them.
+
+create table switchyard.schedules (
+  name text primary key check (name ~ '^[a-z][a-z0-9_-]{0,62}$'),
+  alias text not null,                     -- what a tick starts: an alias (or a flow slug)
+  cron text not null,                      -- five fields: minute hour day-of-month month day-of-week
+  time_zone text not null default 'UTC',   -- the cron's fields are local times of this zone
+  input jsonb not null default '{}',       -- the input of every run it starts
+  overlap text not null default 'skip'
+    check (overlap in ('skip', 'queue', 'cancel_previous')),
+  catch_up text not null default 'latest'
+    check (catch_up in ('none', 'latest', 'all')),
+  catch_up_limit int not null default 10 check (catch_up_limit between 1 and 1000),
+  enabled boolean not null default true,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  checked_until timestamptz,               -- ticks up to here were considered (null: none yet)
+  last_run_id uuid,                        -- the run of the latest started tick: the overlap test
+  missed_ticks bigint not null default 0,  -- ticks the catch-up policy did not run
+  skipped_ticks bigint not null default 0  -- ticks the overlap policy skipped
+);
+
+-- One row per considered tick that started, queued, skipped or could not start a run. The run id
+-- is derived from (schedule, tick), so a second fire of the same tick is a no-op.
+create table switchyard.schedule_ticks (
+  schedule_name text not null references switchyard.schedules on delete cascade,
+  tick_at timestamptz not null,
+  run_id uuid not null,
+  outcome text not null check (outcome in ('started', 'queued', 'skipped', 'failed')),
+  error text,
+  recorded_at timestamptz not null default now(),
+  primary key (schedule_name, tick_at)
+);
+
+-- Queued ticks (overlap 'queue') of a schedule, oldest first.
+create index schedule_ticks_queued on switchyard.schedule_ticks (schedule_name, tick_at)
+  where outcome = 'queued';
+
+-- Ticks by age, for their retention (30 days).
+create index schedule_ticks_recorded on switchyard.schedule_ticks (recorded_at);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/settings_names.sql
 
 -- Settings the hardening added (issue 21): functions_hosts, max_map_output_bytes and
@@ -20,6 +64,162 @@ alter table switchyard.settings drop constraint settings_name_check;
 alter table switchyard.settings add constraint settings_name_check
   check (name in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
                   'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute'));
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_cron_parse.sql
+
+-- A cron expression (five fields: minute hour day-of-month month day-of-week) as the sets it
+-- allows: {"minute": [...], "hour": [...], "dom": [...], "month": [...], "dow": [...],
+-- "dom_star", "dow_star"}. A field is *, a value, a range a-b, a step */n or a-b/n, or a list
+-- of those separated by commas; months may be jan-dec, days of the week sun-sat, and 7 is
+-- Sunday as 0 is. When both day fields are restricted, a day matches either (as cron does).
+-- An invalid expression is refused with the field, the part and the rule (22023 cron_invalid).
+create or replace function switchyard._cron_parse(expr text)
+returns jsonb
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  fields text[] := regexp_split_to_array(trim(coalesce(expr, '')), '\s+');
+  names constant text[] := array['minute', 'hour', 'day of month', 'month', 'day of week'];
+  keys constant text[] := array['minute', 'hour', 'dom', 'month', 'dow'];
+  lows constant int[] := array[0, 0, 1, 1, 0];
+  highs constant int[] := array[59, 23, 31, 12, 7];
+  months constant text[] := array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep',
+                                  'oct', 'nov', 'dec'];
+  days constant text[] := array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+  result jsonb := '{}';
+  part text;
+  m text[];
+  lo int;
+  hi int;
+  step int;
+  val int;
+  allowed int[];
+  problem text;
+  f int;
+begin
+  if array_length(fields, 1) is distinct from 5 or fields[1] = '' then
+    problem := format('it has %s fields, cron needs five (minute hour day-of-month month '
+                      'day-of-week), e.g. ''0 3 * * *''',
+                      case when fields[1] = '' then 0 else array_length(fields, 1) end);
+  end if;
+  f := 1;
+  while problem is null and f <= 5 loop
+    allowed := '{}';
+    foreach part in array string_to_array(lower(fields[f]), ',') loop
+      m := regexp_match(part, '^(\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:/([0-9]+))?$');
+      if m is null then
+        problem := format('%s field part %s is not a value, a range a-b, * or a step /n',
+                          names[f], to_json(part)::text);
+        exit;
+      end if;
+      step := coalesce(m[3]::int, 1);
+      if step < 1 then
+        problem := format('%s field part %s has step 0', names[f], to_json(part)::text);
+        exit;
+      end if;
+      if m[1] = '*' then
+        if m[2] is not null then
+          problem := format('%s field part %s: * takes no range', names[f], to_json(part)::text);
+          exit;
+        end if;
+        lo := lows[f];
+        hi := case when f = 5 then 6 else highs[f] end;
+      else
+        for i in 1..2 loop
+          continue when m[i] is null;
+          if m[i] ~ '^[0-9]+$' and length(m[i]) <= 4 then
+            val := m[i]::int;
+          elsif f = 4 and array_position(months, m[i]) is not null then
+            val := array_position(months, m[i]);
+          elsif f = 5 and array_position(days, m[i]) is not null then
+            val := array_position(days, m[i]) - 1;
+          else
+            problem := format('%s field part %s: %s is not a %s', names[f], to_json(part)::text,
+                              to_json(m[i])::text, names[f]);
+            exit;
+          end if;
+          if val < lows[f] or val > highs[f] then
+            problem := format('%s field part %s: %s is out of range %s-%s', names[f],
+                              to_json(part)::text, val, lows[f], highs[f]);
+            exit;
+          end if;
+          if i = 1 then lo := val; else hi := val; end if;
+        end loop;
+        exit when problem is not null;
+        if m[2] is null then
+          hi := case when m[3] is null then lo else highs[f] end;
+        end if;
+        if hi < lo then
+          problem := format('%s field part %s: the range runs backwards', names[f],
+                            to_json(part)::text);
+          exit;
+        end if;
+      end if;
+      allowed := allowed || array(select g from generate_series(lo, hi, step) g);
+    end loop;
+    if problem is null then
+      if f = 5 then
+        allowed := array(select case when v = 7 then 0 else v end from unnest(allowed) v);
+      end if;
+      result := result || jsonb_build_object(keys[f],
+        (select jsonb_agg(distinct v order by v) from unnest(allowed) v));
+    end if;
+    f := f + 1;
+  end loop;
+  if problem is not null then
+    raise exception using errcode = '22023', message = format(
+      'cron expression %s is invalid: %s', to_json(left(coalesce(expr, ''), 200))::text, problem),
+      detail = jsonb_build_object('rule', 'cron_invalid', 'argument', 'cron',
+                                  'value', left(expr, 200))::text;
+  end if;
+  return result || jsonb_build_object('dom_star', fields[3] like '*%',
+                                      'dow_star', fields[5] like '*%');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_cron_ticks.sql
+
+-- The instants after `after` and at most `until` that the cron expression names in time zone
+-- `tz`, in order, at most `max_ticks`. Each matching local time is one instant: a local time in
+-- a daylight-saving gap (it does not exist) is taken with the offset before the change, so it
+-- falls the gap's length later (02:30 in Europe/Berlin on the last Sunday of March runs at
+-- 03:30 CEST); a repeated local time (the hour that occurs twice in autumn) with the offset
+-- after the change, so it runs once. Two local times that name the same instant run once.
+create or replace function switchyard._cron_ticks(
+  expr text, tz text, after timestamptz, until timestamptz, max_ticks int
+)
+returns setof timestamptz
+language sql
+stable
+set search_path = ''
+as $$
+  with spec as (select switchyard._cron_parse(expr) as s)
+  select distinct x.t
+    from spec,
+         generate_series(((after at time zone tz)::date)::timestamp,
+                         ((until at time zone tz)::date)::timestamp, interval '1 day') as d(day)
+   cross join lateral (select (d.day + make_interval(hours => h::int, mins => mi::int))
+                                at time zone tz as t
+                         from jsonb_array_elements_text(spec.s -> 'hour') h,
+                              jsonb_array_elements_text(spec.s -> 'minute') mi) x
+   where (spec.s -> 'month') @> to_jsonb(extract(month from d.day)::int)
+     and case
+           when (spec.s ->> 'dom_star')::boolean and (spec.s ->> 'dow_star')::boolean then true
+           when (spec.s ->> 'dom_star')::boolean then
+             (spec.s -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+           when (spec.s ->> 'dow_star')::boolean then
+             (spec.s -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+           else (spec.s -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+             or (spec.s -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+         end
+     and x.t > after and x.t <= until
+   order by x.t
+   limit max_ticks
+$$;
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_ensure_private_queue.sql
@@ -218,6 +418,144 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_schedule_json.sql
+
+-- A schedule as the API answers it: its fields, its next tick, and its latest tick's run.
+create or replace function switchyard._schedule_json(schedule_name text)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  next_at timestamptz;
+  last jsonb;
+begin
+  select * into s from switchyard.schedules x where x.name = schedule_name;
+  if not found then
+    return null;
+  end if;
+  -- The next tick: searched a day ahead, then a month, then a year.
+  select min(t) into next_at
+    from (select switchyard._cron_ticks(s.cron, s.time_zone, greatest(now(), s.checked_until),
+                                        greatest(now(), s.checked_until) + w, 1) as t
+            from unnest(array[interval '1 day', interval '31 days', interval '366 days']) w) x;
+  select jsonb_build_object('tick_at', st.tick_at, 'outcome', st.outcome, 'run_id', st.run_id,
+                            'run_status', r.status, 'error', st.error)
+    into last
+    from switchyard.schedule_ticks st
+    left join switchyard.runs r on r.run_id = st.run_id
+   where st.schedule_name = s.name
+   order by st.tick_at desc
+   limit 1;
+  return jsonb_build_object(
+    'name', s.name, 'alias', s.alias, 'cron', s.cron, 'time_zone', s.time_zone,
+    'input', s.input, 'overlap', s.overlap, 'catch_up', s.catch_up,
+    'catch_up_limit', s.catch_up_limit, 'enabled', s.enabled, 'next_tick_at', next_at,
+    'checked_until', s.checked_until, 'last_tick', last, 'missed_ticks', s.missed_ticks,
+    'skipped_ticks', s.skipped_ticks, 'created_at', s.created_at, 'updated_at', s.updated_at);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_schedule_problem.sql
+
+-- Checks a schedule's fields and raises the first refusal (22023, rule named): the name, the
+-- cron expression, the time zone, the target alias (it must resolve now), the input (JSON, at
+-- most max_input_bytes), the overlap and catch-up policies and the catch-up bound.
+create or replace function switchyard._schedule_problem(
+  name text, alias text, cron text, time_zone text, input jsonb, overlap text, catch_up text,
+  catch_up_limit int
+)
+returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  too_big jsonb;
+begin
+  if name is null or name !~ '^[a-z][a-z0-9_-]{0,62}$' then
+    raise exception using errcode = '22023', message = format(
+      'schedule name %s is invalid: 1-63 characters, lower-case letters, digits, _ and -, '
+      'starting with a letter', coalesce(switchyard._clip(name), 'null')),
+      detail = jsonb_build_object('rule', 'schedule_name_invalid', 'argument', 'name',
+                                  'value', left(name, 200))::text;
+  end if;
+  perform switchyard._cron_parse(cron);
+  begin
+    perform now() at time zone time_zone;
+  exception when others then
+    time_zone := coalesce(time_zone, 'null');
+    raise exception using errcode = '22023', message = format(
+      'time zone %s is unknown: use an IANA name such as ''Europe/Berlin'' or ''UTC''',
+      switchyard._clip(time_zone)),
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', left(time_zone, 200))::text;
+  end;
+  if time_zone is null then
+    raise exception using errcode = '22023', message =
+      'time zone is null: use an IANA name such as ''Europe/Berlin'' or ''UTC''',
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', null)::text;
+  end if;
+  perform switchyard.resolve_flow(alias);
+  if input is null then
+    raise exception using errcode = '22023', message =
+      'schedule input is null: give a JSON value (''{}'' for none)',
+      detail = jsonb_build_object('rule', 'input_null', 'argument', 'input', 'value', null)::text;
+  end if;
+  too_big := switchyard._json_size_problem(input, 'max_input_bytes');
+  if too_big is not null then
+    raise exception using errcode = '22023', message = format(
+      'schedule input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
+      too_big ->> 'size', too_big ->> 'limit'),
+      detail = jsonb_build_object('rule', 'input_too_large', 'argument', 'input',
+                                  'value', too_big ->> 'excerpt', 'size', too_big -> 'size',
+                                  'limit', too_big -> 'limit')::text;
+  end if;
+  if overlap is null or overlap not in ('skip', 'queue', 'cancel_previous') then
+    raise exception using errcode = '22023', message = format(
+      'overlap %s is invalid: skip, queue or cancel_previous',
+      coalesce(to_json(left(overlap, 200))::text, 'null')),
+      detail = jsonb_build_object('rule', 'overlap_invalid', 'argument', 'overlap',
+                                  'value', left(overlap, 200))::text;
+  end if;
+  if catch_up is null or catch_up not in ('none', 'latest', 'all') then
+    raise exception using errcode = '22023', message = format(
+      'catch_up %s is invalid: none, latest or all',
+      coalesce(to_json(left(catch_up, 200))::text, 'null')),
+      detail = jsonb_build_object('rule', 'catch_up_invalid', 'argument', 'catch_up',
+                                  'value', left(catch_up, 200))::text;
+  end if;
+  if catch_up_limit is null or catch_up_limit not between 1 and 1000 then
+    raise exception using errcode = '22023', message = format(
+      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')),
+      detail = jsonb_build_object('rule', 'catch_up_limit_range', 'argument', 'catch_up_limit',
+                                  'value', catch_up_limit::text)::text;
+  end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_schedule_run_id.sql
+
+-- The run id of a schedule's tick: derived from (schedule, tick instant), so the tick's run is
+-- started at most once however often the tick fires, and a backfill of a tick that ran is a
+-- no-op. A version-5-shaped UUID from an MD5 of the pair; it can never be a user's (v4) id.
+create or replace function switchyard._schedule_run_id(schedule_name text, tick_at timestamptz)
+returns uuid
+language sql
+immutable
+set search_path = ''
+as $$
+  select (substr(h, 1, 12) || '5' || substr(h, 14, 3) || '8' || substr(h, 18, 15))::uuid
+    from (select md5('switchyard schedule ' || schedule_name || ' '
+                     || extract(epoch from tick_at)::bigint::text) as h) x
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_start_ready_steps.sql
 
 -- Moves every created step of a run whose dependencies are done (completed or skipped) to
@@ -378,6 +716,42 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_start_schedule_run.sql
+
+-- Starts the run of a schedule's tick with its derived id and records the tick (a queued
+-- tick's record is updated). A failed start is recorded as 'failed' with its error, inside a
+-- subtransaction, so one broken schedule never stops the others. Returns whether it started.
+create or replace function switchyard._start_schedule_run(
+  schedule_name text, alias text, input jsonb, tick_at timestamptz, run uuid
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  message text;
+begin
+  begin
+    perform switchyard.start_flow(alias, input, run);
+  exception when others then
+    get stacked diagnostics message = message_text;
+    insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome, error)
+    values (schedule_name, tick_at, run, 'failed', left(message, 1000))
+    on conflict on constraint schedule_ticks_pkey do update
+      set outcome = 'failed', error = excluded.error, recorded_at = now();
+    return false;
+  end;
+  insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
+  values (schedule_name, tick_at, run, 'started')
+  on conflict on constraint schedule_ticks_pkey do update
+    set outcome = 'started', recorded_at = now();
+  update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
+  return true;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/activate_alias.sql
 
 -- ---- activate_alias (latest: 20261202000400_function_alias_rules.sql): the values it echoes clipped
@@ -447,6 +821,62 @@ begin
         'rule', 'step_slug_reserved', 'argument', 'step_slug', 'value', left(slug, 200))::text;
   end if;
   return slug;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/backfill_schedule.sql
+
+-- Starts the runs of a schedule's ticks from `from_at` to `to_at` (both included) on purpose,
+-- at most 1000, each with its tick's derived run id: a tick that already ran is a no-op, so a
+-- backfill can be repeated. The overlap policy does not apply (a backfill is an explicit
+-- catch-up). Returns the number of runs started.
+create or replace function switchyard.backfill_schedule(
+  name text, from_at timestamptz, to_at timestamptz
+)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  t timestamptz;
+  started int := 0;
+  ticks int := 0;
+begin
+  select * into s from switchyard.schedules x where x.name = backfill_schedule.name for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
+      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
+                                  'value', left(name, 200))::text;
+  end if;
+  if from_at is null or to_at is null or to_at < from_at then
+    raise exception using errcode = '22023', message = format(
+      'backfill_schedule(%s): the range %s to %s is empty: from_at must be at most to_at',
+      to_json(name)::text, coalesce(from_at::text, 'null'), coalesce(to_at::text, 'null')),
+      detail = jsonb_build_object('rule', 'backfill_range', 'argument', 'to_at',
+                                  'value', to_at::text)::text;
+  end if;
+  for t in select switchyard._cron_ticks(s.cron, s.time_zone, from_at - interval '1 microsecond',
+                                         to_at, 1001) loop
+    ticks := ticks + 1;
+    if ticks > 1000 then
+      raise exception using errcode = '22023', message = format(
+        'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
+        to_json(name)::text, from_at, to_at),
+        detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
+                                    'value', to_at::text)::text;
+    end if;
+    if not exists (select 1 from switchyard.schedule_ticks st
+                    where st.schedule_name = s.name and st.tick_at = t and st.outcome = 'started')
+       and switchyard._start_schedule_run(s.name, s.alias, s.input, t,
+                                          switchyard._schedule_run_id(s.name, t)) then
+      started := started + 1;
+    end if;
+  end loop;
+  return started;
 end
 $$;
 
@@ -813,6 +1243,46 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/create_schedule.sql
+
+-- Creates a schedule (docs/ARCHITECTURE.md §15): from now on every tick of `cron` in
+-- `time_zone` starts `alias` with `input`, exactly once. Refuses bad fields with their rule
+-- (see _schedule_problem) and an existing name (23505 schedule_exists). Returns the schedule.
+create or replace function switchyard.create_schedule(
+  name text,
+  alias text,
+  cron text,
+  input jsonb default '{}',
+  time_zone text default 'UTC',
+  overlap text default 'skip',
+  catch_up text default 'latest',
+  catch_up_limit int default 10,
+  enabled boolean default true
+)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  perform switchyard._schedule_problem(name, alias, cron, time_zone, input, overlap, catch_up,
+                                       catch_up_limit);
+  insert into switchyard.schedules (name, alias, cron, time_zone, input, overlap, catch_up,
+                                    catch_up_limit, enabled, checked_until)
+  values (name, alias, cron, time_zone, input, overlap, catch_up, catch_up_limit,
+          coalesce(enabled, true), now())
+  on conflict do nothing;
+  if not found then
+    raise exception using errcode = '23505', message = format(
+      'schedule %s exists: change it with update_schedule', to_json(name)::text),
+      detail = jsonb_build_object('rule', 'schedule_exists', 'argument', 'name',
+                                  'value', name)::text;
+  end if;
+  return switchyard._schedule_json(name);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/delete_flow.sql
 
 -- ---- delete_flow (latest: 20261201001200_function_delete_flow_run_status.sql): the values it echoes clipped
@@ -863,6 +1333,62 @@ begin
     delete from switchyard.queues x where x.queue_name = q.queue_name;
     perform pgmq.drop_queue(q.pgmq_name);
   end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/delete_schedule.sql
+
+-- Deletes a schedule and its tick records; the runs it started are kept. Returns whether it
+-- existed.
+create or replace function switchyard.delete_schedule(name text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  delete from switchyard.schedules x where x.name = delete_schedule.name;
+  return found;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/ensure_schedule.sql
+
+-- A schedule as declared (in a migration, so every environment gets it): created when missing,
+-- updated when a field differs, else left alone. Returns 'created', 'updated' or 'unchanged'.
+create or replace function switchyard.ensure_schedule(
+  name text,
+  alias text,
+  cron text,
+  input jsonb default '{}',
+  time_zone text default 'UTC',
+  overlap text default 'skip',
+  catch_up text default 'latest',
+  catch_up_limit int default 10
+)
+returns text
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+begin
+  select * into s from switchyard.schedules x where x.name = ensure_schedule.name for update;
+  if not found then
+    perform switchyard.create_schedule(name, alias, cron, input, time_zone, overlap, catch_up,
+                                       catch_up_limit);
+    return 'created';
+  end if;
+  if (s.alias, s.cron, s.input, s.time_zone, s.overlap, s.catch_up, s.catch_up_limit)
+     is not distinct from (alias, cron, input, time_zone, overlap, catch_up, catch_up_limit) then
+    return 'unchanged';
+  end if;
+  perform switchyard.update_schedule(name, alias, cron, input, time_zone, overlap, catch_up,
+                                     catch_up_limit);
+  return 'updated';
 end
 $$;
 
@@ -944,6 +1470,156 @@ begin
       from switchyard.fence_members m
      where m.fence_id = new_fence
      order by m.function_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/keep_alive.sql
+
+-- Ticks the scheduler (run_schedules), then wakes every queue function that is enabled, unpaused, has no live worker and was not woken
+-- within debounce_seconds (20261201001300_function_keep_alive.sql has the full description);
+-- the base URL as in 20261202000300_function_keep_alive_urls.sql. A live worker
+-- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
+-- window, or within heartbeat_window_seconds when that is larger (switchyard._heartbeat_window).
+create or replace function switchyard.keep_alive(
+  base_url text default null,
+  debounce_seconds int default 30,
+  heartbeat_window_seconds int default 15
+)
+returns table (function_name text, queue_name text, url text, via text, request_id bigint)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  use_net boolean := switchyard._pg_net_available();
+  configured text := (select s.value from switchyard.settings s where s.name = 'functions_base_url');
+  given text := nullif(keep_alive.base_url, '');
+  base text := coalesce(given, configured);
+  problem text := case when base is not null then switchyard.base_url_problem(base) end;
+  bearer text;
+  woken record;
+  target text;
+  req bigint;
+begin
+  -- The scheduler ticks with the keep-alive too (docs/ARCHITECTURE.md §15), so schedules run
+  -- where only the keep-alive's pg_cron job is installed; a failure there never stops a wake.
+  begin
+    perform switchyard.run_schedules();
+  exception when others then
+    raise warning 'switchyard.keep_alive: run_schedules failed: %', sqlerrm;
+  end;
+  if debounce_seconds is null or debounce_seconds < 0 then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
+      coalesce(debounce_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'debounce_seconds',
+        'value', debounce_seconds::text, 'min', 0)::text;
+  end if;
+  if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
+      coalesce(heartbeat_window_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
+        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+  end if;
+  -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
+  if problem is not null then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: base URL %s%s is invalid: %s', switchyard._clip(base),
+      case when given is null then ' (setting functions_base_url)' else '' end, problem),
+      detail = jsonb_build_object(
+        'rule', 'url_format',
+        'argument', case when given is null then 'functions_base_url' else 'base_url' end,
+        'value', left(base, 200), 'problem', problem)::text;
+  end if;
+  if given is not null and configured is not null
+     and switchyard._url_origin(given) <> switchyard._url_origin(configured) then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: base URL %s is refused: the bearer goes only to the configured host %s '
+      '(setting functions_base_url); pass no base_url, or change the setting',
+      switchyard._clip(given), to_json(switchyard._url_origin(configured))::text),
+      detail = jsonb_build_object(
+        'rule', 'bearer_host', 'argument', 'base_url', 'value', left(given, 200),
+        'configured', switchyard._url_origin(configured))::text;
+  end if;
+  base := rtrim(base, '/');
+  if use_net then
+    bearer := switchyard._functions_bearer();
+    if bearer ~ '[[:space:][:cntrl:]]' then
+      raise exception using errcode = '22023', message =
+        'keep_alive: the bearer (Vault secret switchyard_functions_bearer or setting '
+        'functions_bearer) contains whitespace or a control character; store it without them',
+        detail = jsonb_build_object(
+          'rule', 'bearer_characters', 'argument', null, 'value', null,
+          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+    end if;
+    if base is null then
+      raise exception using errcode = '22023', message =
+        'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
+        'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')',
+        detail = jsonb_build_object(
+          'rule', 'base_url_missing', 'argument', 'base_url', 'value', null,
+          'setting', 'functions_base_url')::text;
+    end if;
+    if bearer is null then
+      raise exception using errcode = '22023', message =
+        'keep_alive: pg_net is installed but no bearer is configured: store the service role key '
+        '(or the kit secret) in Vault as switchyard_functions_bearer, or run '
+        'select switchyard.set_setting(''functions_bearer'', ''<key>'')',
+        detail = jsonb_build_object(
+          'rule', 'bearer_missing', 'argument', null, 'value', null,
+          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+    end if;
+  end if;
+
+  for woken in
+    with due as (
+      select f.function_name
+        from switchyard.worker_functions f
+       where f.enabled
+         and f.paused_at is null
+         and (f.last_woken_at is null
+              or f.last_woken_at <= now() - make_interval(secs => keep_alive.debounce_seconds))
+         and not exists (
+           select 1 from switchyard.workers w
+            where w.function_name = f.function_name
+              and switchyard._worker_live(
+                    w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                    switchyard._heartbeat_window(w.heartbeat_window_seconds,
+                                                 keep_alive.heartbeat_window_seconds)))
+       order by f.function_name
+       for update of f skip locked
+    )
+    update switchyard.worker_functions f
+       set last_woken_at = now()
+      from due
+     where f.function_name = due.function_name
+    returning f.function_name, f.queue_name
+  loop
+    target := coalesce(base, '') || '/functions/v1/' || woken.function_name;
+    req := null;
+    if use_net then
+      execute 'select net.http_post(url := $1, body := $2, headers := $3)'
+        into req
+        using target,
+              jsonb_build_object('source', 'switchyard.keep_alive', 'function', woken.function_name),
+              jsonb_build_object('Content-Type', 'application/json',
+                                 'Authorization', 'Bearer ' || bearer);
+    end if;
+    insert into switchyard.wake_requests (function_name, queue_name, url, via, request_id)
+    values (woken.function_name, woken.queue_name, target,
+            case when use_net then 'pg_net' else 'recorded' end, req);
+    function_name := woken.function_name;
+    queue_name := woken.queue_name;
+    url := target;
+    via := case when use_net then 'pg_net' else 'recorded' end;
+    request_id := req;
+    return next;
+  end loop;
 end
 $$;
 
@@ -1044,6 +1720,21 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/list_schedules.sql
+
+-- Every schedule as the API answers one (_schedule_json: fields, next tick, latest tick and its
+-- run's status, missed and skipped ticks), by name. For the dashboard and `deno task schedule`.
+create or replace function switchyard.list_schedules()
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(jsonb_agg(switchyard._schedule_json(s.name) order by s.name), '[]'::jsonb)
+    from switchyard.schedules s
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/pause_function.sql
 
 -- ---- pause_function (latest: 20261202000200_function_limits.sql): the values it echoes clipped
@@ -1084,6 +1775,33 @@ begin
         'function_names', jsonb_build_array(left(pause_function.function_name, 200)))::text;
   end if;
   return false;      -- already paused: the first reason is kept
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/pause_schedule.sql
+
+-- Pauses a schedule: no tick starts a run until resume_schedule. Ticks while paused are
+-- not run later (resuming looks at ticks from then on). Returns the schedule.
+create or replace function switchyard.pause_schedule(name text)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  update switchyard.schedules x
+     set enabled = false, updated_at = now(),
+         checked_until = case when x.enabled then x.checked_until
+                              else greatest(x.checked_until, now()) end
+   where x.name = pause_schedule.name;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
+      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
+                                  'value', left(name, 200))::text;
+  end if;
+  return switchyard._schedule_json(name);
 end
 $$;
 
@@ -1288,6 +2006,134 @@ begin
      set paused_at = null, pause_reason = null, pause_detail = null
    where f.function_name = resume_function.function_name and f.paused_at is not null;
   return found;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/resume_schedule.sql
+
+-- Resumes a paused schedule: ticks from now on start runs (the ticks while it was paused
+-- are not run; backfill_schedule starts them on purpose). Returns the schedule.
+create or replace function switchyard.resume_schedule(name text)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  update switchyard.schedules x
+     set enabled = true, updated_at = now(),
+         checked_until = case when x.enabled then x.checked_until
+                              else greatest(x.checked_until, now()) end
+   where x.name = resume_schedule.name;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
+      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
+                                  'value', left(name, 200))::text;
+  end if;
+  return switchyard._schedule_json(name);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/run_schedules.sql
+
+-- The scheduler's tick (docs/ARCHITECTURE.md §15): for every enabled schedule, the ticks of its
+-- cron after the last look and at most `now_at`, chosen by its catch-up policy, fire
+-- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
+-- job (schedule_schedules), from every keep-alive tick, or by hand; `now_at` lets a test drive
+-- the clock. Each schedule is locked while it is looked at, so concurrent ticks start each
+-- tick's run once. At most 31 days are looked back; older ticks count as missed. Also removes
+-- tick records older than 30 days, at most 1000 per call. Returns the number of runs started.
+create or replace function switchyard.run_schedules(now_at timestamptz default now())
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  due timestamptz[];
+  chosen timestamptz[];
+  t timestamptz;
+  q record;
+  started int := 0;
+  from_at timestamptz;
+begin
+  for s in select * from switchyard.schedules x where x.enabled order by x.name for update loop
+    from_at := coalesce(s.checked_until, s.created_at);
+    if from_at < now_at then
+      due := array(select switchyard._cron_ticks(s.cron, s.time_zone,
+                                                 greatest(from_at, now_at - interval '31 days'),
+                                                 now_at, 100000));
+      chosen := case s.catch_up
+        when 'all' then due[greatest(1, cardinality(due) - s.catch_up_limit + 1):]
+        when 'latest' then due[cardinality(due):]
+        else case when cardinality(due) > 0 and now_at - due[cardinality(due)] < interval '60 seconds'
+                  then due[cardinality(due):] else '{}' end
+      end;
+      foreach t in array chosen loop
+        if switchyard._fire_schedule(s, t) then
+          started := started + 1;
+          select * into s from switchyard.schedules x where x.name = s.name;
+        end if;
+      end loop;
+      update switchyard.schedules x
+         set checked_until = now_at,
+             missed_ticks = x.missed_ticks + cardinality(due) - cardinality(chosen)
+       where x.name = s.name;
+      select * into s from switchyard.schedules x where x.name = s.name;
+    end if;
+    -- A queued tick (overlap 'queue') starts once its schedule has no open run, oldest first.
+    if not exists (select 1 from switchyard.runs r
+                    where r.run_id = s.last_run_id and r.status = 'started') then
+      select st.tick_at, st.run_id into q from switchyard.schedule_ticks st
+       where st.schedule_name = s.name and st.outcome = 'queued'
+       order by st.tick_at limit 1;
+      if found and switchyard._start_schedule_run(s.name, s.alias, s.input, q.tick_at, q.run_id)
+      then
+        started := started + 1;
+      end if;
+    end if;
+  end loop;
+  delete from switchyard.schedule_ticks st
+   where (st.schedule_name, st.tick_at) in (
+     select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
+      where x.recorded_at < now_at - interval '30 days' and x.outcome <> 'queued'
+      order by x.recorded_at limit 1000);
+  return started;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedule_schedules.sql
+
+-- Installs the scheduler's own pg_cron job 'switchyard_schedules' in this database (every minute
+-- by default: select switchyard.run_schedules()) and returns its job id. Without it the
+-- keep-alive's job ticks the scheduler too; both may run, a tick is never started twice.
+create or replace function switchyard.schedule_schedules(cron_schedule text default '* * * * *')
+returns bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  job bigint;
+begin
+  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
+    raise exception using errcode = 'SY020', message = format(
+      'schedule_schedules: pg_cron is not installed in database %s',
+      to_json(current_database())::text),
+      detail = jsonb_build_object('database', current_database())::text,
+      hint = 'on Supabase enable pg_cron (Database > Extensions); or call '
+             'select switchyard.run_schedules() every minute from elsewhere';
+  end if;
+  perform switchyard._cron_parse(cron_schedule);
+  execute 'select cron.schedule($1, $2, $3)' into job
+    using 'switchyard_schedules', cron_schedule, 'select switchyard.run_schedules()';
+  return job;
 end
 $$;
 
@@ -1771,6 +2617,84 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/unschedule_schedules.sql
+
+-- Removes the pg_cron job 'switchyard_schedules'; returns whether there was one.
+create or replace function switchyard.unschedule_schedules()
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  removed boolean := false;
+begin
+  if exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
+    execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
+      using 'switchyard_schedules';
+    if removed then
+      execute 'select cron.unschedule($1)' using 'switchyard_schedules';
+    end if;
+  end if;
+  return removed;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/update_schedule.sql
+
+-- Changes a schedule: every argument left null keeps its value. The next tick follows the new
+-- cron from now on (ticks before now are not run again). Refuses an unknown name
+-- (22023 schedule_unknown) and bad fields as create_schedule does. Returns the schedule.
+create or replace function switchyard.update_schedule(
+  name text,
+  alias text default null,
+  cron text default null,
+  input jsonb default null,
+  time_zone text default null,
+  overlap text default null,
+  catch_up text default null,
+  catch_up_limit int default null,
+  enabled boolean default null
+)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+begin
+  select * into s from switchyard.schedules x where x.name = update_schedule.name for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
+      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
+                                  'value', left(name, 200))::text;
+  end if;
+  s.alias := coalesce(alias, s.alias);
+  s.cron := coalesce(cron, s.cron);
+  s.input := coalesce(input, s.input);
+  s.time_zone := coalesce(time_zone, s.time_zone);
+  s.overlap := coalesce(overlap, s.overlap);
+  s.catch_up := coalesce(catch_up, s.catch_up);
+  s.catch_up_limit := coalesce(catch_up_limit, s.catch_up_limit);
+  perform switchyard._schedule_problem(s.name, s.alias, s.cron, s.time_zone, s.input, s.overlap,
+                                       s.catch_up, s.catch_up_limit);
+  update switchyard.schedules x
+     set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
+         overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
+         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = now(),
+         checked_until = case when x.cron is distinct from s.cron
+                                or x.time_zone is distinct from s.time_zone
+                              then greatest(x.checked_until, now()) else x.checked_until end
+   where x.name = s.name;
+  return switchyard._schedule_json(s.name);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/worker_heartbeat.sql
 
 -- The heartbeat of a 0.4.0 runtime (docs/ARCHITECTURE.md §9, "Cancellation reaches handlers"):
@@ -1799,6 +2723,51 @@ begin
                where t.worker_id = worker_heartbeat.worker_id and t.status = 'started') held
         join switchyard.runs r on r.run_id = held.run_id
        where r.status <> 'started'), '[]'::jsonb));
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_fire_schedule.sql
+
+-- Fires one tick of a locked schedule: records it and, as the overlap policy says, starts its
+-- run (id derived from the schedule and the tick), queues it behind the open run ('queue'),
+-- skips it ('skip') or cancels the open run first ('cancel_previous'). A tick already recorded
+-- is a no-op. A start that fails (the alias was deleted, the input no longer fits) is recorded
+-- as 'failed' with its error and ends nothing else. Returns whether a run started.
+create or replace function switchyard._fire_schedule(s switchyard.schedules, tick_at timestamptz)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  run uuid := switchyard._schedule_run_id(s.name, tick_at);
+  open_run boolean;
+begin
+  if exists (select 1 from switchyard.schedule_ticks st
+              where st.schedule_name = s.name and st.tick_at = _fire_schedule.tick_at) then
+    return false;
+  end if;
+  open_run := exists (select 1 from switchyard.runs r
+                       where r.run_id = s.last_run_id and r.status = 'started');
+  if open_run and s.overlap = 'skip' then
+    insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
+    values (s.name, tick_at, run, 'skipped');
+    update switchyard.schedules x set skipped_ticks = x.skipped_ticks + 1 where x.name = s.name;
+    return false;
+  end if;
+  if (open_run or exists (select 1 from switchyard.schedule_ticks st
+                           where st.schedule_name = s.name and st.outcome = 'queued'))
+     and s.overlap = 'queue' then
+    insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
+    values (s.name, tick_at, run, 'queued');
+    return false;
+  end if;
+  if open_run and s.overlap = 'cancel_previous' then
+    perform switchyard.cancel_run(s.last_run_id,
+      format('schedule %s: replaced by the tick of %s', s.name, tick_at));
+  end if;
+  return switchyard._start_schedule_run(s.name, s.alias, s.input, tick_at, run);
 end
 $$;
 

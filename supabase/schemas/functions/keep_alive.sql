@@ -1,4 +1,4 @@
--- Wakes every queue function that is enabled, unpaused, has no live worker and was not woken
+-- Ticks the scheduler (run_schedules), then wakes every queue function that is enabled, unpaused, has no live worker and was not woken
 -- within debounce_seconds (20261201001300_function_keep_alive.sql has the full description);
 -- the base URL as in 20261202000300_function_keep_alive_urls.sql. A live worker
 -- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
@@ -25,6 +25,13 @@ declare
   target text;
   req bigint;
 begin
+  -- The scheduler ticks with the keep-alive too (docs/ARCHITECTURE.md §15), so schedules run
+  -- where only the keep-alive's pg_cron job is installed; a failure there never stops a wake.
+  begin
+    perform switchyard.run_schedules();
+  exception when others then
+    raise warning 'switchyard.keep_alive: run_schedules failed: %', sqlerrm;
+  end;
   if debounce_seconds is null or debounce_seconds < 0 then
     raise exception using errcode = '22023', message = format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',

@@ -1,0 +1,32 @@
+-- Starts the run of a schedule's tick with its derived id and records the tick (a queued
+-- tick's record is updated). A failed start is recorded as 'failed' with its error, inside a
+-- subtransaction, so one broken schedule never stops the others. Returns whether it started.
+create or replace function switchyard._start_schedule_run(
+  schedule_name text, alias text, input jsonb, tick_at timestamptz, run uuid
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  message text;
+begin
+  begin
+    perform switchyard.start_flow(alias, input, run);
+  exception when others then
+    get stacked diagnostics message = message_text;
+    insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome, error)
+    values (schedule_name, tick_at, run, 'failed', left(message, 1000))
+    on conflict on constraint schedule_ticks_pkey do update
+      set outcome = 'failed', error = excluded.error, recorded_at = now();
+    return false;
+  end;
+  insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
+  values (schedule_name, tick_at, run, 'started')
+  on conflict on constraint schedule_ticks_pkey do update
+    set outcome = 'started', recorded_at = now();
+  update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
+  return true;
+end
+$$;

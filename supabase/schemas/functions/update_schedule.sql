@@ -1,0 +1,49 @@
+-- Changes a schedule: every argument left null keeps its value. The next tick follows the new
+-- cron from now on (ticks before now are not run again). Refuses an unknown name
+-- (22023 schedule_unknown) and bad fields as create_schedule does. Returns the schedule.
+create or replace function switchyard.update_schedule(
+  name text,
+  alias text default null,
+  cron text default null,
+  input jsonb default null,
+  time_zone text default null,
+  overlap text default null,
+  catch_up text default null,
+  catch_up_limit int default null,
+  enabled boolean default null
+)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+begin
+  select * into s from switchyard.schedules x where x.name = update_schedule.name for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
+      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
+                                  'value', left(name, 200))::text;
+  end if;
+  s.alias := coalesce(alias, s.alias);
+  s.cron := coalesce(cron, s.cron);
+  s.input := coalesce(input, s.input);
+  s.time_zone := coalesce(time_zone, s.time_zone);
+  s.overlap := coalesce(overlap, s.overlap);
+  s.catch_up := coalesce(catch_up, s.catch_up);
+  s.catch_up_limit := coalesce(catch_up_limit, s.catch_up_limit);
+  perform switchyard._schedule_problem(s.name, s.alias, s.cron, s.time_zone, s.input, s.overlap,
+                                       s.catch_up, s.catch_up_limit);
+  update switchyard.schedules x
+     set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
+         overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
+         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = now(),
+         checked_until = case when x.cron is distinct from s.cron
+                                or x.time_zone is distinct from s.time_zone
+                              then greatest(x.checked_until, now()) else x.checked_until end
+   where x.name = s.name;
+  return switchyard._schedule_json(s.name);
+end
+$$;
