@@ -61,6 +61,7 @@ export * from './sql/fence.ts';
 export * from './sql/drain.ts';
 export * from './sql/flow_options.ts';
 export * from './sql/prune.ts';
+export * from './sql/schedules.ts';
 export * from './sql/dashboard_queries.ts';
 export {
   ensurePgmq,

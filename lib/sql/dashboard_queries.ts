@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { listSchedules, type Schedule } from './schedules.ts';
 import { type DrainState, drainStatus } from './drain.ts';
 import { fenceStatus } from './fence.ts';
 import { type FlowOptionChange, flowOptionHistory } from './flow_options.ts';
@@ -437,6 +438,8 @@ export interface DashboardSnapshot {
   runs: RunOverview[];
   /** The latest changes of flows' runtime options (at most 20), newest first. */
   optionChanges: FlowOptionChange[];
+  /** Every schedule with its next tick and its latest tick's run (docs/ARCHITECTURE.md §15). */
+  schedules: Schedule[];
 }
 
 /**
@@ -480,15 +483,18 @@ export async function dashboardSnapshot(
     runs = {},
   }: DashboardSnapshotOptions = {},
 ): Promise<DashboardSnapshot> {
-  const [depths, functions, versions, rates, fence, recent, optionChanges] = await Promise.all([
-    queueDepths(source),
-    functionOverviews(source, { heartbeatWindowSeconds }),
-    drainStatus(source),
-    throughput(source, { minutes }),
-    fenceStatus(source, { heartbeatWindowSeconds }),
-    recentRuns(source, runs),
-    flowOptionHistory(source, { limit: 20 }),
-  ]);
+  const [depths, functions, versions, rates, fence, recent, optionChanges, schedules] =
+    await Promise
+      .all([
+        queueDepths(source),
+        functionOverviews(source, { heartbeatWindowSeconds }),
+        drainStatus(source),
+        throughput(source, { minutes }),
+        fenceStatus(source, { heartbeatWindowSeconds }),
+        recentRuns(source, runs),
+        flowOptionHistory(source, { limit: 20 }),
+        listSchedules(source),
+      ]);
   const names = new Set([...depths.map((d) => d.queueName), ...functions.map((f) => f.queueName)]);
   const queues = [...names].sort().map((queueName): QueueOverview => {
     const depth = depths.find((d) => d.queueName === queueName) ?? null;
@@ -501,5 +507,5 @@ export async function dashboardSnapshot(
       throughput: rates.find((t) => t.queueName === queueName) ?? null,
     };
   });
-  return { generatedAt: new Date(), queues, fence, runs: recent, optionChanges };
+  return { generatedAt: new Date(), queues, fence, runs: recent, optionChanges, schedules };
 }

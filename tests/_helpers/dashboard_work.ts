@@ -25,6 +25,8 @@ export const FAILURE = 'card declined for customer 42';
 export const PAUSE_REASON = 'maintenance window: archive storage migration';
 export const PAUSED_FUNCTION = 'dash-archive-worker';
 export const BILLING_FUNCTION = 'dash-billing-worker';
+/** A schedule of archiveV1 (never ticked here: it starts no run). */
+export const SCHEDULE = 'nightly-archive';
 
 /** What {@linkcode startDashboardWork} left running. */
 export interface DashboardWork {
@@ -110,6 +112,8 @@ export async function startDashboardWork(
     v2Runs.push(await client.startFlow('reports', { report: `daily-${i}` }));
   }
   const failedRun = await client.startFlow('billing', { amount: 42 });
+  await sql`select switchyard.create_schedule(${SCHEDULE}, 'archiveV1', '0 3 * * *',
+              '{"day": "yesterday"}'::jsonb, 'Europe/Berlin')`;
   for (const id of v2Runs) await client.waitForRun(id);
   await client.waitForRun(failedRun);
   await waitFor('both v1 runs held in fetch', async () => {

@@ -18,6 +18,7 @@ import {
   FAILURE,
   PAUSE_REASON,
   PAUSED_FUNCTION,
+  SCHEDULE,
   startDashboardWork,
 } from '../_helpers/dashboard_work.ts';
 import { waitFor } from '../_helpers/wait.ts';
@@ -173,6 +174,11 @@ Deno.test({
         assert.match(fetchQueue, /dash-fetch-worker/);
         assert.match(fetchQueue, /live/);
         assert.equal(await page.locator('[data-queue="dash_fetch"] svg rect').count(), 60);
+        const schedule = await page.locator(`[data-schedule="${SCHEDULE}"]`).innerText();
+        assert.match(schedule, /archiveV1/);
+        assert.match(schedule, /0 3 \* \* \*\s+Europe\/Berlin/);
+        assert.match(schedule, /none yet/, 'never ticked');
+        assert.match(schedule, /T0[12]:00:00/, 'the next tick is 03:00 Berlin time, in UTC');
       });
 
       await t.step('read-only without the bearer: no action buttons', async () => {

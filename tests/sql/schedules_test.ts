@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { Flow, toPlacement } from '../../lib/mod.ts';
+import { KIT_ROOT } from '../../scripts/_project.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const db = await createTestDatabase();
@@ -344,6 +345,58 @@ Deno.test('bad input is refused with its rule and creates nothing', async () => 
     (e) => e.message,
   );
   assert.match(cronMessage, /hour field part "25": 25 is out of range 0-23/);
+});
+
+async function cli(args: string[]) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ['task', '-q', 'schedule', ...args],
+    cwd: KIT_ROOT,
+    env: { DATABASE_URL: db.url, NO_COLOR: '1' },
+    stdin: 'null',
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+Deno.test('deno task schedule: create, list, pause, tick and delete; a bad cron exits 1 with the rule', async () => {
+  const created = await cli([
+    'create',
+    'cli-nightly',
+    '--alias',
+    'report',
+    '--cron',
+    '0 3 * * *',
+    '--time-zone',
+    'Europe/Berlin',
+    '--input',
+    '{"n": 7}',
+    '--overlap',
+    'queue',
+  ]);
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(
+    created.stdout,
+    /^created cli-nightly {2}enabled {2}report {2}'0 3 \* \* \*' Europe\/Berlin/,
+  );
+  const [{ input }] = await sql`select input from switchyard.schedules where name = 'cli-nightly'`;
+  assert.deepEqual(input, { n: 7 });
+  const list = await cli(['list']);
+  assert.match(list.stdout, /cli-nightly {2}enabled/);
+  const paused = await cli(['pause', 'cli-nightly']);
+  assert.match(paused.stdout, /^paused cli-nightly {2}paused/);
+  const ticked = await cli(['tick']);
+  assert.equal(ticked.code, 0, ticked.stderr);
+  assert.match(ticked.stdout, /^started \d+ run\(s\)/);
+  const bad = await cli(['create', 'cli-bad', '--alias', 'report', '--cron', '0 0 31 2 * *']);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /cron expression "0 0 31 2 \* \*" is invalid: it has 6 fields/);
+  const usage = await cli(['create', 'cli-bad', '--cron', '0 * * * *']);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /create needs --alias and --cron/);
+  const deleted = await cli(['delete', 'cli-nightly']);
+  assert.equal(deleted.stdout.trim(), 'deleted schedule cli-nightly');
 });
 
 // Not a test: it asserts nothing.

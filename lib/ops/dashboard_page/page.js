@@ -457,6 +457,42 @@
   }
 
   /** @param {Overview} data */
+  function schedules(data) {
+    const list = data.schedules || [];
+    if (list.length === 0) {
+      return '<div class="empty">None. Create one with <code>deno task schedule create &lt;name&gt; ' +
+        "--alias &lt;alias&gt; --cron '0 3 * * *'</code> or <code>switchyard.ensure_schedule</code> " +
+        'in a migration.</div>';
+    }
+    return '<table><thead><tr><th>schedule</th><th>alias</th><th>cron</th><th>next tick</th>' +
+      '<th>last tick</th><th class="num">skipped</th><th class="num">missed</th></tr></thead><tbody>' +
+      list.map((s) => {
+        const last = s.lastTick;
+        const lastCell = last
+          ? esc(last.outcome) + (last.runStatus
+            ? ' ' + pill(
+              last.runStatus === 'completed'
+                ? 'ok'
+                : last.runStatus === 'started'
+                ? 'info'
+                : 'warn',
+              last.runStatus,
+            )
+            : '') +
+            ' <span class="muted" title="' + esc(String(last.tickAt)) + '">' +
+            esc(ago(last.tickAt)) + '</span>'
+          : '<span class="muted">none yet</span>';
+        return '<tr data-schedule="' + esc(s.name) + '"><td class="mono">' + esc(s.name) +
+          (s.enabled ? '' : ' ' + pill('warn', 'paused')) + '</td><td class="mono">' +
+          esc(s.alias) + '</td><td class="mono">' + esc(s.cron) + ' <span class="muted">' +
+          esc(s.timeZone) + '</span></td><td>' +
+          (s.nextTickAt ? esc(String(s.nextTickAt)) : '<span class="muted">none</span>') +
+          '</td><td>' + lastCell + '</td><td class="num">' + s.skippedTicks +
+          '</td><td class="num">' + s.missedTicks + '</td></tr>';
+      }).join('') + '</tbody></table>';
+  }
+
+  /** @param {Overview} data */
   function render(data) {
     // Keep typed pause reasons and focus across refreshes.
     /** @type {Record<string, string>} */
@@ -484,6 +520,7 @@
     });
     $('runs').innerHTML = runsTable(data);
     $('option-changes').innerHTML = optionChanges(data);
+    $('schedules').innerHTML = schedules(data);
     const queueSelect = $select('run-queue');
     const selected = queueSelect.value;
     const names = data.queues.map((q) => q.queueName);
