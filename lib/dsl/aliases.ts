@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { AnyFlow, FlowInput, FlowOutput, StepSlugs } from './flow.ts';
+import type { AnyFlow, FlowInput, FlowOutput, StepOutputs, StepSlugs } from './flow.ts';
 import type { DeployedFlow } from './deployed_flow.ts';
 import type { WorkerTarget } from './placement.ts';
 
@@ -114,6 +114,25 @@ export type AliasInput<R extends Registry, A extends AliasOf<R>> = FlowInput<Ali
  * ```
  */
 export type AliasOutput<R extends Registry, A extends AliasOf<R>> = FlowOutput<AliasFlows<R, A>>;
+
+/**
+ * Every step's output of an alias's run, by step slug: the union over its versions (a run keeps
+ * the version it started on).
+ *
+ * @example
+ * ```ts
+ * import { type AliasStepOutputs, defineDeployedFlow, Flow } from '../mod.ts';
+ *
+ * const v1 = new Flow<{ id: string }>({ slug: 'threadsV1' })
+ *   .step({ slug: 'fetch' }, (input) => input.id)
+ *   .step({ slug: 'label', dependsOn: ['fetch'] }, () => 'spam' as const);
+ * const registry = [defineDeployedFlow(v1, { alias: 'threads' })] as const;
+ * const outputs: AliasStepOutputs<typeof registry, 'threads'> = { fetch: 'id-1', label: 'spam' };
+ * ```
+ */
+export type AliasStepOutputs<R extends Registry, A extends AliasOf<R>> =
+  // Distributes over the versions.
+  AliasFlows<R, A> extends infer F ? F extends AnyFlow ? StepOutputs<F> : never : never;
 
 /**
  * The step slugs of an alias: the union over its versions (a step of any version).

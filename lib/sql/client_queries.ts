@@ -10,7 +10,14 @@
  */
 
 import { RunFailedError, RunNotFoundError, RunTimeoutError, SwitchyardError } from '../errors.ts';
-import type { AliasInput, AliasOf, AliasOutput, AliasStepSlugs, Registry } from '../dsl/aliases.ts';
+import type {
+  AliasInput,
+  AliasOf,
+  AliasOutput,
+  AliasStepOutputs,
+  AliasStepSlugs,
+  Registry,
+} from '../dsl/aliases.ts';
 import {
   connectionOrigin,
   NO_CONNECTION_MESSAGE,
@@ -30,6 +37,7 @@ import {
   runResult,
   type RunStatus,
   runStatus,
+  runStepOutputs,
   startRun,
   type StartRunOptions,
 } from './runs.ts';
@@ -92,6 +100,12 @@ export interface WaitOptions {
 export interface EventsOptions {
   /** Yield only events after this event id (0, the default: from the run's start). */
   after?: number;
+  /**
+   * Follow a failed run through its retries (`retried`, then the retry's steps): end only at
+   * the run's `completed` or `cancelled`, or when `signal` aborts. Default false: end at the
+   * run's first `completed`, `failed` or `cancelled`.
+   */
+  throughRetries?: boolean;
   /** Aborting it ends the iteration with the signal's reason. */
   signal?: AbortSignal;
 }
@@ -101,6 +115,7 @@ export interface EventsOptions {
  *
  * @typeParam Output the run's output once completed: its leaf steps' outputs by slug
  * @typeParam StepSlug the run's step slugs
+ * @typeParam Steps each step's output by slug
  *
  * @example
  * ```ts
@@ -112,7 +127,11 @@ export interface EventsOptions {
  * }
  * ```
  */
-export interface RunHandle<Output = unknown, StepSlug extends string = string> {
+export interface RunHandle<
+  Output = unknown,
+  StepSlug extends string = string,
+  Steps extends Record<string, unknown> = Record<StepSlug, unknown>,
+> {
   /** The run id. */
   readonly runId: string;
   /** The run's status with its steps, or null when there is no such run. */
@@ -127,10 +146,18 @@ export interface RunHandle<Output = unknown, StepSlug extends string = string> {
   /**
    * The run's events in order, as they happen: the run's `started`, each step's
    * `started`/`completed`/`failed`/`skipped`/`cancelled`, a `retried`, and the run's end. Ends
-   * after the run's `completed`, `failed` or `cancelled` event (resume with `after` to follow
-   * a retry). Throws `RunNotFoundError` when there is no such run.
+   * after the run's `completed`, `failed` or `cancelled` event; with `throughRetries` a failed
+   * run is followed through its retries until it completes or is cancelled (or `signal`
+   * aborts). Throws `RunNotFoundError` when there is no such run.
    */
   events(options?: EventsOptions): AsyncIterableIterator<RunEvent<StepSlug>>;
+  /**
+   * The output of every step that completed so far, by step slug (a map step's is its elements'
+   * outputs in order; a skipped or unfinished step is absent), typed per step. Unlike
+   * `output()`, which holds the leaf steps only, this reads any step, and does not wait:
+   * `await run.output()` first for a finished run's. Null when there is no such run.
+   */
+  stepOutputs(): Promise<Partial<Steps> | null>;
   /** Cancels the run (see {@linkcode SwitchyardClient.cancel}). */
   cancel(reason: string): Promise<CancelResult>;
   /** Retries the failed run (see {@linkcode SwitchyardClient.retry}). */
@@ -166,11 +193,11 @@ export interface SwitchyardClient<R extends Registry> {
     alias: A,
     input: AliasInput<R, A>,
     options?: StartRunOptions,
-  ): Promise<RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>>>;
+  ): Promise<RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasStepOutputs<R, A>>>;
   /** A handle on an existing run, typed as a run of alias `A` (all aliases by default). */
   run<A extends AliasOf<R> = AliasOf<R>>(
     runId: string,
-  ): RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>>;
+  ): RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasStepOutputs<R, A>>;
   /**
    * Cancels a started run (`switchyard.cancel_run`): its queued tasks are archived, tasks a
    * worker is running finish but their answers change nothing, and the run ends
@@ -259,7 +286,8 @@ export function createClient<R extends Registry>(
     pollMs,
     pollMs === undefined ? cannotListen : undefined,
   );
-  const handle = (runId: string): RunHandle<never, never> => runHandle(sql, notifications, runId);
+  const handle = (runId: string): RunHandle<never, never, never> =>
+    runHandle(sql, notifications, runId);
   return {
     sql,
     async start(alias, input, options) {
@@ -275,11 +303,11 @@ export function createClient<R extends Registry>(
   };
 }
 
-function runHandle<Output, StepSlug extends string>(
+function runHandle<Output, StepSlug extends string, Steps extends Record<string, unknown>>(
   sql: Sql,
   notifications: RunNotifications,
   runId: string,
-): RunHandle<Output, StepSlug> {
+): RunHandle<Output, StepSlug, Steps> {
   return {
     runId,
     status: () => runStatus<Output>(sql, runId) as Promise<RunStatus<Output, StepSlug> | null>,
@@ -288,6 +316,7 @@ function runHandle<Output, StepSlug extends string>(
       followEvents(sql, notifications, runId, options) as AsyncIterableIterator<
         RunEvent<StepSlug>
       >,
+    stepOutputs: () => runStepOutputs(sql, runId) as Promise<Partial<Steps> | null>,
     cancel: (reason) => cancelRun(sql, runId, reason),
     retry: () => retryRun(sql, runId),
   };
@@ -387,13 +416,16 @@ async function waitForEnd<Output>(
 }
 
 const RUN_ENDS = new Set(['completed', 'failed', 'cancelled']);
+/** The ends a retry cannot undo. */
+const FOR_GOOD = new Set(['completed', 'cancelled']);
 
 async function* followEvents(
   sql: Sql,
   notifications: RunNotifications,
   runId: string,
-  { after = 0, signal }: EventsOptions = {},
+  { after = 0, signal, throughRetries = false }: EventsOptions = {},
 ): AsyncGenerator<RunEvent> {
+  const ends = throughRetries ? FOR_GOOD : RUN_ENDS;
   signal?.throwIfAborted();
   const wakes = await subscribe(notifications, runId);
   try {
@@ -405,14 +437,15 @@ async function* followEvents(
       if (events.length === 0 && !checkedExists) {
         const result = await runResult(sql, runId);
         if (result === null) throw new RunNotFoundError(runId);
-        // A run that ended before `after` (or before events were recorded): nothing comes.
-        if (result.status !== 'started') return;
+        // A run that ended before `after` (or before events were recorded): nothing comes,
+        // unless a failed run is followed through a retry that may come.
+        if (result.status !== 'started' && (!throughRetries || result.status !== 'failed')) return;
       }
       checkedExists = true;
       for (const event of events) {
         last = event.eventId;
         yield event;
-        if (event.stepSlug === null && RUN_ENDS.has(event.event)) return;
+        if (event.stepSlug === null && ends.has(event.event)) return;
       }
       if (events.length > 0 || wakes.version() !== seen) continue;
       await wakes.next(Infinity, signal);

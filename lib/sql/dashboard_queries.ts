@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { pgArray } from './worker_queries.ts';
 import { listSchedules, type Schedule } from './schedules.ts';
 import { type DrainState, drainStatus } from './drain.ts';
 import { fenceStatus } from './fence.ts';
@@ -242,6 +243,8 @@ export interface RunOverview {
   error: string | null;
   /** The step that failed it. */
   failedStep: string | null;
+  /** How often it was retried (`retry_run`); 0 when never. */
+  retries: number;
   /** Every step in step order. */
   steps: RunStepOverview[];
 }
@@ -315,7 +318,16 @@ export async function recentRuns(
              duration_ms::float8 as duration_ms, error, failed_step, steps
         from switchyard.dashboard_runs(${limit}::int, ${status ?? null}::text,
                                        ${queueName ?? null}::text, ${runId ?? null}::uuid)`);
+  const retried = rows.length === 0
+    ? []
+    : await call(sql, () =>
+      sql<{ run_id: string; retries: number }[]>`
+      select run_id, retries from switchyard.dashboard_run_retries(${
+        pgArray(rows.map((r) => r.run_id))
+      }::uuid[])`);
+  const retries = new Map(retried.map((r) => [r.run_id, r.retries]));
   return rows.map((r) => ({
+    retries: retries.get(r.run_id) ?? 0,
     runId: r.run_id,
     flowSlug: r.flow_slug,
     startedAs: r.started_as,

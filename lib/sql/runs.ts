@@ -52,24 +52,22 @@ export type StepStatusValue =
  * ```ts
  * import type { StepStatus } from './runs.ts';
  *
- * const step: StepStatus = {
- *   step_slug: 'classify',
+ * const step: Pick<StepStatus, 'stepSlug' | 'status' | 'queueName' | 'attempts' | 'skipReason'> = {
+ *   stepSlug: 'classify',
  *   status: 'started',
- *   queue_name: 'classify_threads',
+ *   queueName: 'classify_threads',
  *   attempts: 1,
- *   tasks: 1,
- *   error: null,
- *   skip_reason: null,
+ *   skipReason: null,
  * };
  * ```
  */
 export interface StepStatus<StepSlug extends string = string> {
   /** The step. */
-  step_slug: StepSlug;
+  stepSlug: StepSlug;
   /** Where it is. */
   status: StepStatusValue;
   /** The queue its task was sent to (null before it started). */
-  queue_name: string | null;
+  queueName: string | null;
   /** Attempts its task used so far (a map step: the most any element used). */
   attempts: number;
   /** Its tasks: one for an ordinary step, one per element for a map step. */
@@ -77,6 +75,12 @@ export interface StepStatus<StepSlug extends string = string> {
   /** The first error of its tasks, if any. */
   error: string | null;
   /** Why it was skipped, if it was. */
+  skipReason: string | null;
+  /** @deprecated The snake_case shape of 0.3.0: use `stepSlug`. */
+  step_slug: StepSlug;
+  /** @deprecated The snake_case shape of 0.3.0: use `queueName`. */
+  queue_name: string | null;
+  /** @deprecated The snake_case shape of 0.3.0: use `skipReason`. */
   skip_reason: string | null;
 }
 
@@ -97,11 +101,11 @@ export interface StepStatus<StepSlug extends string = string> {
  */
 export interface RunStatus<Output = unknown, StepSlug extends string = string> {
   /** The run. */
-  run_id: string;
+  runId: string;
   /** Its concrete flow. */
-  flow_slug: string;
+  flowSlug: string;
   /** The alias or slug it was started as. */
-  started_as: string;
+  startedAs: string;
   /** Where the run is. */
   status: RunStatusValue;
   /** The run's output once completed: the outputs of its leaf steps, by step slug. */
@@ -111,15 +115,29 @@ export interface RunStatus<Output = unknown, StepSlug extends string = string> {
   /** Who the run is for (the `owner` of the start), or null. */
   owner: string | null;
   /** When it started (ISO 8601). */
-  started_at: string;
+  startedAt: string;
   /** When it completed, or null. */
-  completed_at: string | null;
+  completedAt: string | null;
   /** When it failed, or null (a retry clears it). */
-  failed_at: string | null;
+  failedAt: string | null;
   /** When it was cancelled, or null. */
-  cancelled_at: string | null;
+  cancelledAt: string | null;
   /** Every step with its state, queue and attempts, in the order they were added. */
   steps: StepStatus<StepSlug>[];
+  /** @deprecated The snake_case shape of 0.3.0: use `runId`. */
+  run_id: string;
+  /** @deprecated The snake_case shape of 0.3.0: use `flowSlug`. */
+  flow_slug: string;
+  /** @deprecated The snake_case shape of 0.3.0: use `startedAs`. */
+  started_as: string;
+  /** @deprecated The snake_case shape of 0.3.0: use `startedAt`. */
+  started_at: string;
+  /** @deprecated The snake_case shape of 0.3.0: use `completedAt`. */
+  completed_at: string | null;
+  /** @deprecated The snake_case shape of 0.3.0: use `failedAt`. */
+  failed_at: string | null;
+  /** @deprecated The snake_case shape of 0.3.0: use `cancelledAt`. */
+  cancelled_at: string | null;
 }
 
 /**
@@ -294,9 +312,53 @@ export async function runStatus<Output = unknown>(
   const sql = sqlOf(source);
   const [row] = await call(
     sql,
-    () => sql<{ s: RunStatus<Output> | null }[]>`select switchyard.run_status(${runId}::uuid) as s`,
+    () =>
+      sql<{ s: Record<string, unknown> | null }[]>`
+        select switchyard.run_status(${runId}::uuid) as s`,
   );
-  return row.s;
+  return row.s === null ? null : camelStatus<Output>(row.s);
+}
+
+/** The SQL core's snake_case status document with the camelCase names (the old ones kept). */
+function camelStatus<Output>(s: Record<string, unknown>): RunStatus<Output> {
+  const camel = (o: Record<string, unknown>) => {
+    const out: Record<string, unknown> = { ...o };
+    for (const [k, v] of Object.entries(o)) {
+      if (k.includes('_')) out[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = v;
+    }
+    return out;
+  };
+  const run = camel(s);
+  run.steps = ((s.steps ?? []) as Record<string, unknown>[]).map(camel);
+  return run as unknown as RunStatus<Output>;
+}
+
+/**
+ * The output of every step of a run that completed so far, by step slug
+ * (`switchyard.run_step_outputs`): a map step's is its elements' outputs in order; skipped and
+ * unfinished steps are absent. Null when there is no such run.
+ *
+ * @example
+ * ```ts
+ * import { connect, runStepOutputs } from '../ops.ts';
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * console.log(await runStepOutputs(client, crypto.randomUUID())); // null: no such run
+ * await client.close();
+ * ```
+ */
+export async function runStepOutputs(
+  source: SqlSource,
+  runId: string,
+): Promise<Record<string, unknown> | null> {
+  assertUuid('runStepOutputs', 'runId', runId);
+  const sql = sqlOf(source);
+  const [row] = await call(
+    sql,
+    () =>
+      sql<{ o: Record<string, unknown> | null }[]>`
+        select switchyard.run_step_outputs(${runId}::uuid) as o`,
+  );
+  return row.o;
 }
 
 /**

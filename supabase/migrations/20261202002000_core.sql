@@ -1283,6 +1283,24 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard_run_retries.sql
+
+-- How often each of these runs was retried (its 'retried' events), for the dashboard's runs
+-- table: a run that completed after a retry says so. Runs never retried are absent.
+create or replace function switchyard.dashboard_run_retries(run_ids uuid[])
+returns table (run_id uuid, retries int)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select e.run_id, count(*)::int
+    from switchyard.run_events e
+   where e.run_id = any (run_ids) and e.step_slug is null and e.event = 'retried'
+   group by e.run_id
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/delete_flow.sql
 
 -- ---- delete_flow (latest: 20261201001200_function_delete_flow_run_status.sql): the values it echoes clipped
@@ -2104,6 +2122,27 @@ begin
       order by x.recorded_at limit 1000);
   return started;
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/run_step_outputs.sql
+
+-- Every completed step's output of a run, by step slug (a map step's: its elements' outputs in
+-- element order), whatever the run's status; skipped and unfinished steps are absent. Null when
+-- there is no such run. The client's stepOutputs() (docs/ARCHITECTURE.md §14).
+create or replace function switchyard.run_step_outputs(run_id uuid)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select case when exists (select 1 from switchyard.runs r where r.run_id = run_step_outputs.run_id)
+              then coalesce((select jsonb_object_agg(ss.step_slug, ss.output)
+                               from switchyard.step_states ss
+                              where ss.run_id = run_step_outputs.run_id
+                                and ss.status = 'completed'), '{}'::jsonb)
+         end
 $$;
 
 -- --------------------------------------------------------------------------------------------

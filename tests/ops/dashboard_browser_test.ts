@@ -306,6 +306,10 @@ Deno.test({
         await status.waitFor();
         assert.equal(await status.innerText(), 'completed');
         assert.equal(await retry.count(), 0, 'a completed run offers no Retry');
+        // The table says it completed after a retry, and counts its steps as completed.
+        const row = await page.locator(`tr[data-run="${work.failedRun}"]`).innerText();
+        assert.match(row, /1 step completed/);
+        assert.match(row, /retried/);
         // Its detail, open since the timeline step, lists the retry.
         await page.waitForSelector(`[data-events="${work.failedRun}"] li[data-event="retried"]`);
         assert.match(

@@ -14,7 +14,7 @@ import { FAST, waitFor, within } from '../_helpers/wait.ts';
 const db = await createTestDatabase();
 const client = connect(db.url);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
-const base = { connectionString: db.url, ...FAST, log: SILENT };
+const base = { connectionString: db.url, ...FAST, logger: SILENT };
 
 /** A handler that runs until its signal aborts, then says why and returns `answer`. */
 function untilAborted(seen: { started: number; reasons: unknown[] }, answer: () => unknown) {

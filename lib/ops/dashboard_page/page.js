@@ -15,7 +15,8 @@
   const TOKEN_KEY = 'switchyard.dashboard.bearer';
   /**
    * @type {{ data: Overview | null, open: Set<string>, details: Map<string, DetailEntry>,
-   *   skew: number, timer: ReturnType<typeof setTimeout> | null, busy: boolean }}
+   *   skew: number, timer: ReturnType<typeof setTimeout> | null, busy: boolean,
+   *   messageToken: number }}
    */
   const state = {
     data: null,
@@ -24,6 +25,7 @@
     skew: 0,
     timer: null,
     busy: false,
+    messageToken: 0,
   };
   /** @param {string} id an element of page.html */
   const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -356,9 +358,24 @@
       } else if (r.status === 'cancelled') {
         outcome = '<div class="err why-cancelled" data-run-error="' + esc(r.runId) + '" title="' +
           esc(r.error) + '">' + esc(r.error) + '</div>';
+      } else if (r.status === 'completed') {
+        // Completed with skips is completed: say how many ran and how many were skipped.
+        const skipped = r.steps.filter((s) => s.status === 'skipped').length;
+        outcome = '<span class="muted" data-run-steps="' + esc(r.runId) + '">' +
+          (r.steps.length - skipped) + ' step' + (r.steps.length - skipped === 1 ? '' : 's') +
+          ' completed' + (skipped ? ' · ' + skipped + ' skipped' : '') + '</span>';
       } else {
-        outcome = '<span class="muted">' + r.steps.filter((s) => s.status === 'completed').length +
-          '/' + r.steps.length + ' steps</span>';
+        outcome = '<span class="muted" data-run-steps="' + esc(r.runId) + '">' +
+          r.steps.filter((s) => s.status === 'completed' || s.status === 'skipped').length + '/' +
+          r.steps.length + ' steps done</span>';
+      }
+      if (r.retries > 0) {
+        outcome += ' ' +
+          pill(
+            'warn',
+            r.retries === 1 ? 'retried' : 'retried ×' + r.retries,
+            'retried ' + r.retries + ' time' + (r.retries === 1 ? '' : 's') + ' (retry_run)',
+          );
       }
       let action = '';
       if (r.status === 'started' && can(data, 'cancel')) {
@@ -603,13 +620,19 @@
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
+    // The message stays 4 s through refreshes; only the latest action's timer ends that (an
+    // earlier action's must not clear a newer message).
+    const token = ++state.messageToken;
     $('message').dataset.sticky = '1';
     if (status === 200) {
       show('ok', okText(answer.result));
     } else {
       show('bad', label + ' refused (' + status + '): ' + ((answer && answer.message) || ''));
     }
-    setTimeout(() => ($('message').dataset.sticky = ''), 4000);
+    const unstick = () => {
+      if (token === state.messageToken) $('message').dataset.sticky = '';
+    };
+    setTimeout(unstick, 4000);
     await refresh();
   }
 
