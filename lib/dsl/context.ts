@@ -143,6 +143,23 @@ export interface StepContext<Input> {
    * `shutdownGraceMs` to complete, or throw to hand the task back with the attempt refunded.
    */
   readonly signal: AbortSignal;
+  /**
+   * Milliseconds left in this runtime instance: until the worker's `wallClockMs` runs out, or
+   * until the grace period of a stop (`beforeunload`) ends; `Infinity` with neither. A long
+   * handler checks it between chunks of work and checkpoints before it runs out.
+   */
+  readonly deadline: number;
+  /**
+   * Saves the task's position in its work (bounded JSON, at most 256 KiB of text:
+   * `switchyard.max_checkpoint_bytes()`), and keeps its message hidden for another timeout. The
+   * next attempt, on any worker, reads it with {@linkcode StepContext.resume}: after this
+   * instance ends (the task handed back with its attempt refunded) or after a crash (stall
+   * recovery). Rejects, naming the size and the limit, for a larger state; a handler that does
+   * not catch that fails its attempt with it.
+   */
+  checkpoint(state: unknown): Promise<void>;
+  /** The state the last {@linkcode StepContext.checkpoint} of this task saved, or undefined. */
+  resume<T = unknown>(): Promise<T | undefined>;
   /** Read-only environment variables of the worker. */
   readonly env: HandlerEnv;
   /**

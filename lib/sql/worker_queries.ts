@@ -276,6 +276,32 @@ export class WorkerQueries {
     return row.answer;
   }
 
+  /** Saves a running task's checkpoint (`switchyard.checkpoint_task`); its size in bytes. */
+  async checkpointTask(
+    runId: string,
+    stepSlug: string,
+    taskIndex: number,
+    attempt: number,
+    state: unknown,
+  ): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`
+      select switchyard.checkpoint_task(${runId}::uuid, ${stepSlug}::text, ${taskIndex}::int,
+        ${attempt}::int, ${this.sql.json(state as never)}::jsonb) as n`;
+    return row.n;
+  }
+
+  /** A task's last checkpoint, or null (`switchyard.task_checkpoint`). */
+  async taskCheckpoint(
+    runId: string,
+    stepSlug: string,
+    taskIndex: number,
+  ): Promise<{ state: unknown; attempt: number } | null> {
+    const [row] = await this.sql<{ c: { state: unknown; attempt: number } | null }[]>`
+      select switchyard.task_checkpoint(${runId}::uuid, ${stepSlug}::text, ${taskIndex}::int)
+        as c`;
+    return row.c;
+  }
+
   /** Stall recovery of a queue; each worker is judged by the window it registered with. */
   async recoverStalled(queue: string): Promise<number> {
     const [row] = await this.sql<{ n: number }[]>`

@@ -47,6 +47,8 @@ export class Executor {
     private readonly resources: HandlerResources,
     /** The SQL core's limits that apply to outputs (docs/ARCHITECTURE.md §13); 0: no check. */
     private readonly limits: { maxOutputBytes: number } = { maxOutputBytes: 0 },
+    /** When this runtime instance ends (`Date.now()` ms), as handlers read it (`ctx.deadline`). */
+    private readonly endsAt: () => number = () => Infinity,
   ) {}
 
   /** Handlers running now (released ones included until they settle). */
@@ -154,6 +156,7 @@ export class Executor {
     const step = this.index.step(flowSlug, stepSlug)!;
     const { controller } = running;
     const resources = this.resources;
+    const endsAt = this.endsAt;
     const context: StepContext<unknown> = {
       runId,
       flowSlug,
@@ -164,6 +167,17 @@ export class Executor {
       // Aborted on the task's timeout, by shutdown() when the worker stops, or by cancelRuns()
       // when the heartbeat finds the run cancelled or failed.
       signal: controller.signal,
+      get deadline() {
+        return Math.max(0, endsAt() - Date.now());
+      },
+      checkpoint: async (state: unknown) => {
+        assertJson(state, `checkpoint of ${flowSlug}/${stepSlug}`);
+        await this.q.checkpointTask(runId, stepSlug, taskIndex, attempt, state);
+      },
+      resume: async <T>() => {
+        const saved = await this.q.taskCheckpoint(runId, stepSlug, taskIndex);
+        return saved === null ? undefined : saved.state as T;
+      },
       env: resources.env,
       get sql() {
         return resources.sql();

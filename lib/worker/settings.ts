@@ -43,6 +43,13 @@ export interface WorkerSettings {
    * their attempt refunded.
    */
   shutdownGraceMs: number;
+  /**
+   * The wall clock of this runtime instance in milliseconds (default 0: none). With one, the
+   * worker stops itself `shutdownGraceMs` before it ends, as on `beforeunload`, and handlers
+   * read what is left as `ctx.deadline`: set it to the hosted limit of the Supabase plan (e.g.
+   * 150000 or 400000) so checkpointed work is handed over before the runtime kills it.
+   */
+  wallClockMs: number;
 }
 
 /** One row of {@linkcode WORKER_SETTINGS}. */
@@ -110,6 +117,13 @@ export const WORKER_SETTINGS: Readonly<Record<keyof WorkerSettings, WorkerSettin
     min: 0,
     max: 600_000,
   },
+  wallClockMs: {
+    env: 'SWITCHYARD_WALL_CLOCK_MS',
+    default: 0,
+    min: 0,
+    max: 86_400_000,
+    note: '0: no wall clock; else at least shutdownGraceMs + 1000',
+  },
   maxConnections: {
     env: 'SWITCHYARD_MAX_CONNECTIONS',
     default: 4,
@@ -165,6 +179,13 @@ export function resolveSettings(
       `heartbeatWindowSeconds ${out.heartbeatWindowSeconds} is invalid with heartbeatIntervalMs ` +
         `${out.heartbeatIntervalMs}: the window must be at least ${HEARTBEAT_WINDOW_INTERVALS} ` +
         `heartbeat intervals (${shortest} s); raise the window or shorten the interval`,
+    );
+  }
+  if (out.wallClockMs > 0 && out.wallClockMs < out.shutdownGraceMs + 1000) {
+    throw new WorkerConfigError(
+      `wallClockMs ${out.wallClockMs} is invalid with shutdownGraceMs ${out.shutdownGraceMs}: ` +
+        `the wall clock must leave at least 1000 ms of work before the grace period ` +
+        `(${out.shutdownGraceMs + 1000} ms or more), or be 0 for none`,
     );
   }
   return out;

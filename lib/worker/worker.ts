@@ -297,9 +297,27 @@ export async function startWorkerImpl(
 
   const wake = () => lifecycle.wake();
   const writer = new CompletionWriter(q, log, wake);
-  const executor = new Executor(q, index, writer, log, wake, resources, { maxOutputBytes });
+  // When this instance ends: its wall clock (wallClockMs), or the end of a stop's grace period.
+  const startedAt = Date.now();
+  const endsAt = () =>
+    Math.min(
+      settings.wallClockMs > 0 ? startedAt + settings.wallClockMs : Infinity,
+      lifecycle.stopRequestedAt === null
+        ? Infinity
+        : lifecycle.stopRequestedAt + settings.shutdownGraceMs,
+    );
+  const executor = new Executor(q, index, writer, log, wake, resources, { maxOutputBytes }, endsAt);
   // A stop request, whatever its cause, reaches the handlers at once through ctx.signal.
   lifecycle.onStopRequested((reason) => executor.shutdown(reason));
+  // The wall clock stops the worker as beforeunload would, a grace period before it ends.
+  const wallClock = settings.wallClockMs > 0
+    ? setTimeout(() => {
+      if (lifecycle.requestStop('wall clock')) {
+        log.info(`stopping: the wall clock of ${settings.wallClockMs} ms is nearly over`);
+      }
+    }, settings.wallClockMs - settings.shutdownGraceMs)
+    : undefined;
+  lifecycle.onStopRequested(() => clearTimeout(wallClock));
   const stopMaintenance = startMaintenance({
     q,
     heartbeatQ: new WorkerQueries(heartbeatSql!),

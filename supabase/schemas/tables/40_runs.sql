@@ -120,3 +120,16 @@ create table switchyard.user_start_aliases (
   alias text primary key,
   added_at timestamptz not null default now()
 );
+
+-- A long handler's checkpoint (docs/ARCHITECTURE.md §9, "Checkpoints"): the last state it saved
+-- with ctx.checkpoint, read back by the next attempt with ctx.resume(). Deleted with its task.
+create table switchyard.task_checkpoints (
+  run_id uuid not null,
+  step_slug text not null,
+  task_index int not null,
+  state jsonb not null,
+  attempt int not null,                    -- the attempt that saved it
+  saved_at timestamptz not null default now(),
+  primary key (run_id, step_slug, task_index),
+  foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
+);

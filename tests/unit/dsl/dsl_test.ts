@@ -46,6 +46,9 @@ function context(stepSlug: string, flowInput: unknown): StepContext<unknown> {
     attempt: 1,
     flowInput,
     signal: new AbortController().signal,
+    deadline: Infinity,
+    checkpoint: () => Promise.reject(new Error('no database in DSL tests')),
+    resume: () => Promise.resolve(undefined),
     env: { get: () => undefined },
     sql: (() => {
       throw new Error('no database in DSL tests');

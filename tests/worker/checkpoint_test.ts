@@ -1,0 +1,154 @@
+/**
+ * Checkpoints for long handlers (issue 25; docs/ARCHITECTURE.md §9, "Checkpoints"), with real
+ * workers on real PostgreSQL: a loop on a simulated wall clock hands its task over at each
+ * instance's end and finishes in several instances with its attempt count unchanged; a
+ * SIGKILLed worker's task resumes from its checkpoint on another worker; a checkpoint over the
+ * limit fails the attempt naming the size and the limit; ctx.deadline counts down.
+ */
+import assert from 'node:assert/strict';
+import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
+import { connect } from '../../lib/ops.ts';
+import { type Resumed, summing } from '../fixtures/checkpoint_worker.ts';
+import { createTestDatabase } from '../_helpers/db.ts';
+import { FAST, waitFor, within } from '../_helpers/wait.ts';
+
+const db = await createTestDatabase();
+const client = connect(db.url);
+const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
+const base = { connectionString: db.url, ...FAST, logger: SILENT };
+
+const N = 5000;
+
+async function compile(flow: Parameters<typeof toPlacement>[0]) {
+  await db.sql`select switchyard.ensure_flow(${
+    db.sql.json(toPlacement(flow).shape as never)
+  }::jsonb)`;
+}
+const SUM = (N * (N - 1)) / 2;
+
+Deno.test('a checkpointed loop on a 3 s wall clock finishes in several instances, attempt count unchanged', async () => {
+  const resumed: Resumed[] = [];
+  const flow = summing('wallLoopV1', 25, (r) => resumed.push(r));
+  await compile(flow);
+  const runId = await client.startFlow('wallLoopV1', { n: N });
+  let instances = 0;
+  for (; instances < 12; instances++) {
+    // 5000 numbers in chunks of 25, 25 ms each: at least 5 s of work; each instance stops
+    // itself after 3000 - 1000 ms, a grace period before its wall clock ends.
+    const worker = await startWorker(flow, { ...base, wallClockMs: 3000, shutdownGraceMs: 1000 });
+    // Every instance ends by its wall clock, the last one too (after the run completed).
+    await within(20_000, 'the instance to end by its wall clock', worker.done);
+    await worker.stop();
+    const [{ status }] = await db.sql`select status from switchyard.runs where run_id = ${runId}`;
+    if (status === 'completed') break;
+  }
+  instances++;
+  const [run] = await db.sql`select status, output from switchyard.runs where run_id = ${runId}`;
+  assert.equal(run.status, 'completed');
+  assert.deepEqual(run.output, { sum: { sum: SUM } });
+  assert.ok(instances >= 3, `${instances} instances`);
+  const [task] = await db.sql`select attempts_count from switchyard.step_tasks
+                               where run_id = ${runId}`;
+  assert.equal(task.attempts_count, 1, 'every hand-over refunded its attempt');
+  assert.ok(resumed.every((r) => r.attempt === 1), JSON.stringify(resumed));
+  assert.equal(resumed[0].from, 0);
+  for (let k = 1; k < resumed.length; k++) {
+    assert.ok(
+      resumed[k].from > resumed[k - 1].from,
+      `each instance went on: ${JSON.stringify(resumed)}`,
+    );
+  }
+  assert.ok(resumed.length >= 3);
+});
+
+Deno.test('ctx.deadline counts down with a wall clock and is Infinity without one', async () => {
+  const seen: number[] = [];
+  const flow = new Flow<{ n: number }>({ slug: 'deadlineReadV1' })
+    .step({ slug: 'look' }, async (_input, ctx) => {
+      seen.push(ctx.deadline);
+      await new Promise((r) => setTimeout(r, 100));
+      seen.push(ctx.deadline);
+      return null;
+    });
+  let worker = await startWorker(flow, { ...base, wallClockMs: 60_000 });
+  try {
+    await client.waitForRun(await client.startFlow('deadlineReadV1', { n: 1 }));
+  } finally {
+    await worker.stop();
+  }
+  assert.ok(seen[0] <= 60_000 && seen[0] > 50_000, String(seen));
+  assert.ok(seen[1] < seen[0], 'it counts down');
+  worker = await startWorker(flow, base);
+  try {
+    await client.waitForRun(await client.startFlow('deadlineReadV1', { n: 2 }));
+  } finally {
+    await worker.stop();
+  }
+  assert.equal(seen[2], Infinity);
+});
+
+Deno.test('a checkpoint over 256 KiB fails the attempt with its size and the limit', async () => {
+  const flow = new Flow<{ n: number }>({ slug: 'bigCheckpointV1', maxAttempts: 1 })
+    .step({ slug: 'save' }, async (_input, ctx) => {
+      await ctx.checkpoint({ blob: 'x'.repeat(300_000) });
+      return 'unreachable';
+    });
+  const worker = await startWorker(flow, base);
+  try {
+    const runId = await client.startFlow('bigCheckpointV1', { n: 1 });
+    const status = await client.waitForRun(runId);
+    assert.equal(status.status, 'failed');
+    assert.match(status.error ?? '', /300012 bytes of JSON, over the limit of 262144 bytes/);
+    const [{ n }] = await db.sql`select count(*)::int as n from switchyard.task_checkpoints
+                                  where run_id = ${runId}`;
+    assert.equal(n, 0, 'nothing was saved');
+  } finally {
+    await worker.stop();
+  }
+});
+
+Deno.test('a SIGKILLed worker: its task resumes from the last checkpoint on another worker', async () => {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ['run', '-A', new URL('../fixtures/checkpoint_worker.ts', import.meta.url).pathname],
+    env: { DATABASE_URL: db.url, CHUNK_MS: '20' },
+    stdout: 'null',
+    stderr: 'null',
+  }).spawn();
+  await compile(summing('killLoopV1', 1));
+  const runId = await client.startFlow('killLoopV1', { n: N });
+  let killed = false;
+  try {
+    const saved = await waitFor('a checkpoint past 1000', async () => {
+      const [c] = await db.sql`select (state ->> 'i')::int as i from switchyard.task_checkpoints
+                                where run_id = ${runId}`;
+      return c && c.i >= 1000 ? c.i : null;
+    }, { timeoutMs: 60_000 });
+    child.kill('SIGKILL');
+    await child.status;
+    killed = true;
+    const [last] = await db.sql`select (state ->> 'i')::int as i, attempt
+                                  from switchyard.task_checkpoints where run_id = ${runId}`;
+    assert.ok(last.i >= saved);
+    const resumed: Resumed[] = [];
+    const worker = await startWorker(summing('killLoopV1', 1, (r) => resumed.push(r)), base);
+    try {
+      const status = await client.waitForRun(runId, { timeoutMs: 60_000 });
+      assert.equal(status.status, 'completed');
+      assert.deepEqual(status.output, { sum: { sum: SUM } });
+    } finally {
+      await worker.stop();
+    }
+    assert.deepEqual(resumed, [{ attempt: 2, from: last.i }], 'resumed where it was killed');
+  } finally {
+    if (!killed) {
+      child.kill('SIGKILL');
+      await child.status;
+    }
+  }
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
+  await client.close();
+  await db.close();
+});
