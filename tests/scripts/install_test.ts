@@ -28,7 +28,7 @@ import {
   MANIFEST_PATH,
 } from '../../scripts/install.ts';
 import { ScaffoldError, scaffoldQueue } from '../../scripts/scaffold_queue.ts';
-import { canConnect } from '../../scripts/_util.ts';
+import { canConnect, migrationTimestamp } from '../../scripts/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
@@ -386,7 +386,15 @@ Deno.test("a newer kit updates the runtime and adds only its new migrations, aft
     const manifest = (): Promise<InstallManifest> =>
       Deno.readTextFile(join(project, MANIFEST_PATH)).then(JSON.parse);
     const installed = (await manifest()).migrations;
-    assert.equal(installed[0].installedAs, '20270105120000_switchyard_schema.sql');
+    // One second apart, the last the second before the run's (never after now).
+    assert.equal(installed.at(-1)?.installedAs.slice(0, 14), '20270105115959');
+    assert.equal(
+      installed[0].installedAs,
+      `${
+        migrationTimestamp(new Date(Date.parse('2027-01-05T12:00:00Z') - installed.length * 1000))
+      }` +
+        '_switchyard_schema.sql',
+    );
     assert.ok(first.changed);
     // The project's own work lands after the kit's.
     await Deno.writeTextFile(
@@ -395,10 +403,22 @@ Deno.test("a newer kit updates the runtime and adds only its new migrations, aft
     );
     const migrationsBefore = [...Deno.readDirSync(join(project, 'supabase/migrations'))].length;
     const kit = await newerKit();
+    // A clock before the project's newest migration: the kit's would be named after now.
+    await assert.rejects(
+      install({ projectDir: project, kitDir: kit, now: new Date('2027-01-10T00:00:00Z') }),
+      (e: Error) =>
+        e instanceof InstallError &&
+        e.message.includes('supabase/migrations/20270201000000_my_table.sql') &&
+        /nothing was written/.test(e.message),
+    );
+    assert.equal(
+      [...Deno.readDirSync(join(project, 'supabase/migrations'))].length,
+      migrationsBefore,
+    );
     const result = await install({
       projectDir: project,
       kitDir: kit,
-      now: new Date('2027-01-10T00:00:00Z'),
+      now: new Date('2027-02-01T00:00:02Z'),
     });
     const changed = result.files.filter((f) => f.action !== 'unchanged' && f.action !== 'kept');
     assert.deepEqual(changed.map((f) => `${f.action} ${f.path}`).sort(), [
