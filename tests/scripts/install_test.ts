@@ -465,3 +465,59 @@ Deno.test('scaffold-queue in a project without the kit says to install it first'
     await Deno.remove(project, { recursive: true });
   }
 });
+
+/** Copies a directory tree (the kit's example flows into a project). */
+async function copyTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const e of Deno.readDir(from)) {
+    if (e.isDirectory) await copyTree(join(from, e.name), join(to, e.name));
+    else await Deno.copyFile(join(from, e.name), join(to, e.name));
+  }
+}
+
+Deno.test('README: "Starting flows from your app" runs as written from an installed project\'s root', async () => {
+  const readme = await Deno.readTextFile(join(KIT_ROOT, 'README.md'));
+  const section = readme.split('## Starting flows from your app')[1]?.split('\n## ')[0] ?? '';
+  const code = section.match(/```ts\n([\s\S]*?)```/)?.[1];
+  assert.ok(code, 'the section has a TypeScript example');
+  const command = section.match(/```sh\n(npx -y deno@2 run [^\n]*app\.ts)\n```/)?.[1];
+  assert.ok(command, 'the section shows the command that runs app.ts');
+  const project = await supabaseInit('switchyard-readme-app-');
+  const database = `sy_app_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    ok(await run(['task', '-q', 'install', '--project', project], KIT_ROOT), 'install');
+    // "copy the kit's supabase/functions/_shared/ into your project to try it as is"
+    await copyTree(
+      join(KIT_ROOT, 'supabase/functions/_shared'),
+      join(project, 'supabase/functions/_shared'),
+    );
+    await admin.unsafe(`create database "${database}"`);
+    const url = urlFor(database);
+    await ensurePgmq(url, pgmqModeFromEnv());
+    ok(
+      await run(
+        ['run', '-A', SUPABASE_CLI, 'db', 'push', '--db-url', withLocalSslMode(url), '--yes'],
+        project,
+      ),
+      'supabase db push',
+    );
+    await Deno.writeTextFile(join(project, 'app.ts'), code);
+    // Without the README's --config the import map is not found (what the issue reported).
+    const bare = await run(['run', '-A', 'app.ts'], project, { DATABASE_URL: url });
+    assert.notEqual(bare.code, 0);
+    assert.match(bare.stderr, /"switchyard(\/client\.ts)?"/, bare.stderr);
+    // The command as written, `npx -y deno@2` being this Deno.
+    const args = command.replace(/^npx -y deno@2 /, '').split(/\s+/);
+    const out = await run(args, project, { DATABASE_URL: url, SWITCHYARD_LOG: 'error' });
+    assert.equal(out.code, 0, `${command}\n${out.stdout}\n${out.stderr}`);
+    assert.match(out.stdout, /run started/);
+    assert.match(out.stdout, /classify completed/);
+    assert.match(out.stdout, /run completed/);
+    assert.match(out.stdout, /posted: false/);
+  } finally {
+    await admin.unsafe(`drop database if exists "${database}" with (force)`);
+    await admin.end();
+    await Deno.remove(project, { recursive: true });
+  }
+});
