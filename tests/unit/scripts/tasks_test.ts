@@ -176,3 +176,15 @@ Deno.test('deno task test of the browser test without chromium says exactly what
     await Deno.remove(join(missing, '..'), { recursive: true });
   }
 });
+
+Deno.test('deno.json is a package: its version is the kit version, its exports the entry points', async () => {
+  const { KIT_VERSION } = await import('../../../scripts/_kit.ts');
+  const pkg = config as unknown as { name: string; version: string; exports: unknown };
+  assert.equal(pkg.version, KIT_VERSION);
+  assert.equal(pkg.name, '@switchyard/switchyard');
+  assert.deepEqual(pkg.exports, {
+    '.': './lib/mod.ts',
+    './client': './lib/client.ts',
+    './ops': './lib/ops.ts',
+  });
+});
