@@ -3,11 +3,15 @@
  * keep-alive suites). When they are missing from Debian's default location and the command
  * runs as root on a machine with `apt-get`, they are installed (`postgresql-15`,
  * `postgresql-15-cron`, `postgresql-15-plpgsql-check`) with a progress line; otherwise the error says exactly what to install.
+ * The dashboard's browser test (tests/ops/dashboard_browser_test.ts) needs Debian's `chromium`
+ * the same way: installed as root with apt-get when the run includes that test, otherwise a line
+ * saying exactly what to install (that test then fails with the same words, never skips).
  * docs/ARCHITECTURE.md §8.
  *
  * @module
  */
 import { DEFAULT_PG_BIN, PostgresBinariesMissingError } from './_cluster.ts';
+import { relative, resolve } from 'node:path';
 import { exists } from './_util.ts';
 
 /** The Debian packages of the server, of pg_cron and of plpgsql_check. */
@@ -115,7 +119,20 @@ export async function ensurePostgresBinaries(
       '(once; about a minute)',
   );
   const started = performance.now();
-  for (const [command, ...args] of plan.commands) {
+  await runApt(
+    plan.commands,
+    log,
+    `Install ${PG_PACKAGES.join(' ')} yourself (on Ubuntu and older Debian from the ` +
+      'PostgreSQL apt repository, apt.postgresql.org), set PG_BIN to their directory, or set ' +
+      'DATABASE_URL to a running server',
+  );
+  if (!(await have())) throw new Error(new PostgresBinariesMissingError(binDir).message);
+  log(`installed PostgreSQL 15 in ${Math.round((performance.now() - started) / 1000)} s`);
+}
+
+/** Runs apt-get commands with progress lines on `log`; a failure names `help`. */
+async function runApt(commands: string[][], log: (line: string) => void, help: string) {
+  for (const [command, ...args] of commands) {
     const child = new Deno.Command(command, {
       args,
       stdin: 'null',
@@ -140,12 +157,117 @@ export async function ensurePostgresBinaries(
       throw new Error(
         `\`${command} ${args.join(' ')}\` failed (exit ${status.code}): ${
           ((await errText) + tail).trim().slice(-1500)
-        }\nInstall ${PG_PACKAGES.join(' ')} yourself (on Ubuntu and older Debian from the ` +
-          'PostgreSQL apt repository, apt.postgresql.org), set PG_BIN to their directory, or set ' +
-          'DATABASE_URL to a running server',
+        }\n${help}`,
       );
     }
   }
-  if (!(await have())) throw new Error(new PostgresBinariesMissingError(binDir).message);
-  log(`installed PostgreSQL 15 in ${Math.round((performance.now() - started) / 1000)} s`);
+}
+
+/** Where the dashboard's browser test finds Chromium unless `CHROMIUM` names another binary. */
+export const DEFAULT_CHROMIUM = '/usr/bin/chromium';
+
+/** The Debian package of Chromium (the browser test drives it over CDP with playwright-core). */
+export const CHROMIUM_PACKAGES = ['chromium'] as const;
+
+/** The one test that needs Chromium, relative to the kit. */
+export const BROWSER_TEST = 'tests/ops/dashboard_browser_test.ts';
+
+/**
+ * Whether `deno test` with these arguments (run in `cwd`, the kit) runs {@linkcode BROWSER_TEST}:
+ * no path argument (the default `tests/`), or a path that is that file or a folder holding it.
+ *
+ * @example
+ * ```ts
+ * import { runsBrowserTest } from './_provision.ts';
+ * console.assert(runsBrowserTest(['tests/sql/'], '/kit') === false);
+ * console.assert(runsBrowserTest(['--filter', 'dashboard', 'tests/ops/'], '/kit'));
+ * ```
+ */
+export function runsBrowserTest(args: string[], cwd: string): boolean {
+  const paths = args.filter((a) => !a.startsWith('-') && (a.includes('/') || a.endsWith('.ts')));
+  if (paths.length === 0) return true;
+  const test = resolve(cwd, BROWSER_TEST);
+  return paths.some((p) => {
+    const rel = relative(resolve(cwd, p), test);
+    return rel === '' || (!rel.startsWith('..') && !rel.startsWith('/'));
+  });
+}
+
+/**
+ * What the browser test needs, as a pure decision like {@linkcode provisionPlan}: ready when the
+ * binary exists; `apt-get` install of `chromium` when it is missing from Debian's location
+ * ({@linkcode DEFAULT_CHROMIUM}) and the process is root with `apt-get`; otherwise instructions
+ * (a `CHROMIUM` elsewhere is never installed).
+ *
+ * @example
+ * ```ts
+ * import { chromiumPlan } from './_provision.ts';
+ * const plan = chromiumPlan({ path: '/usr/bin/chromium', have: false, root: false, aptGet: true });
+ * console.assert(plan.action === 'instruct');
+ * ```
+ */
+export function chromiumPlan(
+  { path, have, root, aptGet }: { path: string; have: boolean; root: boolean; aptGet: boolean },
+): ProvisionPlan {
+  if (have) return { action: 'ready' };
+  if (path === DEFAULT_CHROMIUM && root && aptGet) {
+    return {
+      action: 'install',
+      commands: [
+        ['apt-get', 'update', '-qq'],
+        ['apt-get', 'install', '-y', '-q', '--no-install-recommends', ...CHROMIUM_PACKAGES],
+      ],
+    };
+  }
+  let message = `chromium not found at ${path} (the dashboard's browser test, ${BROWSER_TEST}, ` +
+    'needs it): ';
+  message += path === DEFAULT_CHROMIUM
+    ? `install it with \`sudo apt-get install -y ${CHROMIUM_PACKAGES.join(' ')}\`${
+      root ? '' : ' (as root this command installs it itself)'
+    }, or point CHROMIUM at a Chromium binary`
+    : "point CHROMIUM at a Chromium binary, or unset it to use Debian's /usr/bin/chromium";
+  return { action: 'instruct', message };
+}
+
+/**
+ * Makes sure Chromium exists at `path`, installing it per {@linkcode chromiumPlan}; answers null
+ * when it does, else why not (exact instructions). The suite still runs: only the browser test
+ * fails, with the same words.
+ *
+ * @example
+ * ```ts
+ * import { ensureChromium } from './_provision.ts';
+ * const missing = await ensureChromium('/usr/bin/chromium', (line) => console.error(line));
+ * if (missing) console.error(missing);
+ * ```
+ */
+export async function ensureChromium(
+  path: string,
+  log: (line: string) => void,
+): Promise<string | null> {
+  const plan = chromiumPlan({
+    path,
+    have: await exists(path),
+    root: Deno.uid?.() === 0,
+    aptGet: await onPath('apt-get'),
+  });
+  if (plan.action === 'ready') return null;
+  if (plan.action === 'instruct') return plan.message;
+  log(
+    `chromium (for ${BROWSER_TEST}) is missing: installing ${CHROMIUM_PACKAGES.join(', ')} ` +
+      'with apt-get (once; about a minute)',
+  );
+  const started = performance.now();
+  try {
+    await runApt(
+      plan.commands,
+      log,
+      `Install ${CHROMIUM_PACKAGES.join(' ')} yourself or point CHROMIUM at a Chromium binary`,
+    );
+  } catch (e) {
+    return (e as Error).message;
+  }
+  if (!(await exists(path))) return `apt-get installed chromium but ${path} is still missing`;
+  log(`installed chromium in ${Math.round((performance.now() - started) / 1000)} s`);
+  return null;
 }

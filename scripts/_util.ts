@@ -120,3 +120,87 @@ export function parseMigrationTimestamp(ts: string): Date {
     Number(ts.slice(12, 14)),
   ));
 }
+
+/** How long {@linkcode migrationSlots} lets a command wait for the clock before it refuses. */
+export const MAX_MIGRATION_WAIT_MS = 60_000;
+
+/**
+ * Where `count` new migrations go, one second apart: after the project's `newest` migration
+ * (its 14-digit timestamp) and never after now. The last one is at most the second before the
+ * current one, so a `supabase migration new` run afterwards (it names its file after the
+ * current UTC time) always sorts after them. `waitMs` is how long the clock must run until the
+ * last slot is in the past (0 almost always; up to `count` seconds right after a
+ * `supabase migration new`; more when the newest migration is named after a future time).
+ *
+ * @example
+ * ```ts
+ * import { migrationSlots, migrationTimestamp } from './_util.ts';
+ * const { first, waitMs } = migrationSlots('20261201090000', 3, new Date('2026-12-01T10:00:00Z'));
+ * console.assert(migrationTimestamp(first) === '20261201095957' && waitMs === 0);
+ * ```
+ */
+export function migrationSlots(
+  newest: string | undefined,
+  count: number,
+  now: Date,
+): { first: Date; waitMs: number } {
+  const second = Math.floor(now.getTime() / 1000) * 1000;
+  let first = second - count * 1000; // the last slot is the second before the current one
+  if (newest) first = Math.max(first, parseMigrationTimestamp(newest).getTime() + 1000);
+  const last = first + (count - 1) * 1000;
+  return { first: new Date(first), waitMs: Math.max(0, last + 1000 - now.getTime()) };
+}
+
+/**
+ * {@linkcode migrationSlots}, waiting for the clock when that takes at most
+ * {@linkcode MAX_MIGRATION_WAIT_MS} (saying so on stderr), refusing with `refuse(message)`
+ * otherwise: the newest migration is named after a future time, and a timestamp after now would
+ * sort after the next `supabase migration new`.
+ *
+ * @example
+ * ```ts
+ * import { migrationTimestamp, timestampsAfter } from './_util.ts';
+ * const first = await timestampsAfter({
+ *   newest: undefined,
+ *   newestName: undefined,
+ *   count: 1,
+ *   now: new Date(),
+ *   what: 'the registration migration',
+ *   refuse: (m) => new Error(m),
+ * });
+ * console.log(migrationTimestamp(first));
+ * ```
+ */
+export async function timestampsAfter(options: {
+  newest: string | undefined;
+  /** The newest migration's file name, for the messages. */
+  newestName: string | undefined;
+  count: number;
+  now: Date;
+  /** What is written, for the messages: "the kit's 34 migrations". */
+  what: string;
+  refuse: (message: string) => Error;
+}): Promise<Date> {
+  const { first, waitMs } = migrationSlots(options.newest, options.count, options.now);
+  if (waitMs === 0) return first;
+  const last = new Date(first.getTime() + (options.count - 1) * 1000);
+  if (waitMs > MAX_MIGRATION_WAIT_MS) {
+    throw options.refuse(
+      `the newest migration, supabase/migrations/${options.newestName}, is named after ` +
+        `${parseMigrationTimestamp(options.newest!).toISOString()}, ${
+          Math.ceil(waitMs / 60_000)
+        } min from now (${options.now.toISOString()}): ${options.what} must sort after it, and ` +
+        'a timestamp after now would also sort after the next `supabase migration new` (it ' +
+        'names files after the current UTC time), so nothing was written. Rename that ' +
+        'migration to a timestamp not after now (if a database applied it, also ' +
+        '`supabase migration repair` its version), or rerun after ' +
+        `${new Date(last.getTime() + 1000).toISOString()}`,
+    );
+  }
+  console.error(
+    `waiting ${Math.ceil(waitMs / 1000)} s for the clock: ${options.what} must sort after ` +
+      `${options.newestName} (one second apart), and none may be named after now`,
+  );
+  await new Promise((resolve) => setTimeout(resolve, waitMs));
+  return first;
+}

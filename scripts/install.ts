@@ -9,8 +9,10 @@
  *   installer wrote: the kit version, a SHA-256 per runtime file, each SQL core migration with
  *   the file name it was installed as, and the import-map entries it added;
  * - `migrations/<timestamp>_switchyard_<name>.sql`: the kit's SQL core, timestamped after the
- *   project's newest migration (one second apart, in the kit's order), each with a header
- *   naming the kit file;
+ *   project's newest migration (one second apart, in the kit's order) and never after now (the
+ *   last is the second before the run, so a later `supabase migration new` sorts after it; right
+ *   after one it waits for the clock, saying so; a newest migration named after a future time
+ *   is refused), each with a header naming the kit file;
  * - `functions/_shared/registry.ts`, the empty registry, only when absent;
  * - `functions/deno.json`: the import-map entries shared code (`_shared/`) and editors resolve
  *   with: `switchyard` → `./_switchyard/mod.ts`, `switchyard/` → `./_switchyard/`, and the npm
@@ -40,10 +42,10 @@ import {
 import { KIT_ROOT } from './_project.ts';
 import {
   migrationTimestamp,
-  parseMigrationTimestamp,
   type Planned as PlannedFile,
   readOrNull,
   sqlFileNames,
+  timestampsAfter,
 } from './_util.ts';
 
 /** Where the runtime goes, relative to the project. */
@@ -424,17 +426,21 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
 
   // 4. Migrations: recorded ones stay as they are; new ones go after the project's newest.
   const installed: InstalledMigration[] = [];
-  const newest = projectMigrations.map((n) => /^(\d{14})_/.exec(n)?.[1]).filter(Boolean).pop();
-  const now = options.now ?? new Date();
-  let at = new Date(Math.floor(now.getTime() / 1000) * 1000);
-  if (newest) {
-    const after = new Date(parseMigrationTimestamp(newest).getTime() + 1000);
-    if (after > at) at = after;
-  }
+  const newestName = projectMigrations.filter((n) => /^\d{14}_/.test(n)).pop();
+  const kitMigrations = await coreMigrations(kitDir);
+  const toInstall = kitMigrations.filter((n) => !previous?.migrations.some((m) => m.kit === n));
+  let at = toInstall.length === 0 ? new Date() : await timestampsAfter({
+    newest: newestName?.slice(0, 14),
+    newestName,
+    count: toInstall.length,
+    now: options.now ?? new Date(),
+    what: `the kit's ${toInstall.length} new migration(s)`,
+    refuse: (message) => new InstallError(message),
+  });
   const locks = await Deno.readTextFile(
     join(kitDir, 'scripts', 'templates', 'migration_locks.sql'),
   );
-  for (const name of await coreMigrations(kitDir)) {
+  for (const name of kitMigrations) {
     const text = await Deno.readTextFile(join(kitDir, 'supabase', 'migrations', name));
     const hash = await sha256(text);
     const recorded = previous?.migrations.find((m) => m.kit === name);

@@ -18,8 +18,10 @@
  *   `verify_jwt = false`: the function checks its own bearer);
  * - `migrations/<timestamp>_register_classify_threads_worker.sql`, which calls
  *   `switchyard.register_function()` (a new function starts enabled and unpaused; an existing
- *   one keeps its flags). Its timestamp is now, or one second after the newest migration if
- *   that is later, so it always runs after the kit's SQL core.
+ *   one keeps its flags). Its timestamp is one second after the newest migration, so it runs
+ *   after the kit's SQL core, and never after now (at most the second before the run, so a
+ *   later `supabase migration new` sorts after it; right after another migration it waits up
+ *   to a second for the clock; a newest migration named after a future time is refused).
  *
  * It refuses an invalid queue name (with the rule) and a queue that no deployment in the
  * registry routes a step to (the registry module is imported to find out). It is idempotent:
@@ -49,10 +51,10 @@ import { functionSection, setFunctionSection } from './_functions_config.ts';
 import {
   exists,
   migrationTimestamp,
-  parseMigrationTimestamp,
   type Planned as PlannedFile,
   readOrNull,
   sqlFileNames,
+  timestampsAfter,
 } from './_util.ts';
 import { KIT_ROOT } from './_project.ts';
 import { lockedSpecifiers, moduleGraph, pinned, projectPath } from './_kit.ts';
@@ -572,12 +574,15 @@ async function planMigration(
       kept: text !== content,
     };
   }
-  const newest = names.map((n) => /^(\d{14})_/.exec(n)?.[1]).filter(Boolean).pop();
-  let at = new Date(Math.floor(now.getTime() / 1000) * 1000);
-  if (newest) {
-    const after = new Date(parseMigrationTimestamp(newest).getTime() + 1000);
-    if (after > at) at = after;
-  }
+  const newestName = names.filter((n) => /^\d{14}_/.test(n)).pop();
+  const at = await timestampsAfter({
+    newest: newestName?.slice(0, 14),
+    newestName,
+    count: 1,
+    now,
+    what: 'the registration migration',
+    refuse: (message) => new ScaffoldError(message),
+  });
   const path = join(migrationsDir, `${migrationTimestamp(at)}${suffix}`);
   return { path: relative(projectDir, path), content, existing: null };
 }

@@ -3,7 +3,8 @@
  *
  * With `DATABASE_URL` set, that server is used; otherwise a throwaway cluster is
  * started from the local server binaries, which are installed first when they are missing
- * and this runs as root with apt-get (scripts/_provision.ts). A template database is migrated once
+ * and this runs as root with apt-get (scripts/_provision.ts), and so is Chromium when the run
+ * includes the dashboard's browser test. A template database is migrated once
  * (PGMQ per `PGMQ_MODE`, then `supabase db push`), every test file clones it, and
  * the cluster and its directory are always removed — on success, on failure and
  * on SIGINT/SIGTERM.
@@ -14,13 +15,20 @@ import postgres from 'postgres';
 import { type Cluster, DEFAULT_PG_BIN, startCluster } from './_cluster.ts';
 import { migrate } from '../lib/ops.ts';
 import { helpOption } from './_help.ts';
-import { ensurePostgresBinaries } from './_provision.ts';
+import {
+  DEFAULT_CHROMIUM,
+  ensureChromium,
+  ensurePostgresBinaries,
+  runsBrowserTest,
+} from './_provision.ts';
 
 helpOption(`usage: deno task test [deno test arguments…]
 
 Runs the suites (default tests/) against a throwaway PostgreSQL 15 cluster, removed afterwards,
 or against DATABASE_URL when it is set. Missing server binaries are installed with apt-get
 (postgresql-15, postgresql-15-cron, postgresql-15-plpgsql-check) when run as root; otherwise it says what to install.
+So is Debian's chromium when the run includes the dashboard's browser test (CHROMIUM=/path/to/binary
+uses another one; it is never installed).
 
   deno task test                                every suite (tests/, its folders included)
   deno task test tests/scripts/install_test.ts  one file
@@ -125,6 +133,10 @@ try {
       'postgresql-15-cron (scripts/_provision.ts does as root)')
     : await pgCronOnServer(adminUrl);
   if (pgCron !== '1') log(`the pg_cron tests will fail: ${pgCron}`);
+  if (runsBrowserTest(Deno.args, Deno.cwd())) {
+    const missing = await ensureChromium(Deno.env.get('CHROMIUM') ?? DEFAULT_CHROMIUM, log);
+    if (missing) log(`the browser test will fail: ${missing}`);
+  }
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database "${template}"`);

@@ -35,7 +35,7 @@ async function startChromium() {
   if (!(await exists(CHROMIUM))) {
     throw new Error(
       `chromium is missing at ${CHROMIUM}: install it with \`apt-get install -y chromium\` ` +
-        '(.ci/run does), or point CHROMIUM at a Chromium binary',
+        '(`deno task test` does as root), or point CHROMIUM at a Chromium binary',
     );
   }
   const port = freePort();

@@ -28,7 +28,7 @@ import {
   MANIFEST_PATH,
 } from '../../scripts/install.ts';
 import { ScaffoldError, scaffoldQueue } from '../../scripts/scaffold_queue.ts';
-import { canConnect } from '../../scripts/_util.ts';
+import { canConnect, migrationTimestamp } from '../../scripts/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
@@ -386,7 +386,15 @@ Deno.test("a newer kit updates the runtime and adds only its new migrations, aft
     const manifest = (): Promise<InstallManifest> =>
       Deno.readTextFile(join(project, MANIFEST_PATH)).then(JSON.parse);
     const installed = (await manifest()).migrations;
-    assert.equal(installed[0].installedAs, '20270105120000_switchyard_schema.sql');
+    // One second apart, the last the second before the run's (never after now).
+    assert.equal(installed.at(-1)?.installedAs.slice(0, 14), '20270105115959');
+    assert.equal(
+      installed[0].installedAs,
+      `${
+        migrationTimestamp(new Date(Date.parse('2027-01-05T12:00:00Z') - installed.length * 1000))
+      }` +
+        '_switchyard_schema.sql',
+    );
     assert.ok(first.changed);
     // The project's own work lands after the kit's.
     await Deno.writeTextFile(
@@ -395,10 +403,22 @@ Deno.test("a newer kit updates the runtime and adds only its new migrations, aft
     );
     const migrationsBefore = [...Deno.readDirSync(join(project, 'supabase/migrations'))].length;
     const kit = await newerKit();
+    // A clock before the project's newest migration: the kit's would be named after now.
+    await assert.rejects(
+      install({ projectDir: project, kitDir: kit, now: new Date('2027-01-10T00:00:00Z') }),
+      (e: Error) =>
+        e instanceof InstallError &&
+        e.message.includes('supabase/migrations/20270201000000_my_table.sql') &&
+        /nothing was written/.test(e.message),
+    );
+    assert.equal(
+      [...Deno.readDirSync(join(project, 'supabase/migrations'))].length,
+      migrationsBefore,
+    );
     const result = await install({
       projectDir: project,
       kitDir: kit,
-      now: new Date('2027-01-10T00:00:00Z'),
+      now: new Date('2027-02-01T00:00:02Z'),
     });
     const changed = result.files.filter((f) => f.action !== 'unchanged' && f.action !== 'kept');
     assert.deepEqual(changed.map((f) => `${f.action} ${f.path}`).sort(), [
@@ -442,6 +462,62 @@ Deno.test('scaffold-queue in a project without the kit says to install it first'
         /Switchyard is not installed in .*: run `deno task install --project/.test(e.message),
     );
   } finally {
+    await Deno.remove(project, { recursive: true });
+  }
+});
+
+/** Copies a directory tree (the kit's example flows into a project). */
+async function copyTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const e of Deno.readDir(from)) {
+    if (e.isDirectory) await copyTree(join(from, e.name), join(to, e.name));
+    else await Deno.copyFile(join(from, e.name), join(to, e.name));
+  }
+}
+
+Deno.test('README: "Starting flows from your app" runs as written from an installed project\'s root', async () => {
+  const readme = await Deno.readTextFile(join(KIT_ROOT, 'README.md'));
+  const section = readme.split('## Starting flows from your app')[1]?.split('\n## ')[0] ?? '';
+  const code = section.match(/```ts\n([\s\S]*?)```/)?.[1];
+  assert.ok(code, 'the section has a TypeScript example');
+  const command = section.match(/```sh\n(npx -y deno@2 run [^\n]*app\.ts)\n```/)?.[1];
+  assert.ok(command, 'the section shows the command that runs app.ts');
+  const project = await supabaseInit('switchyard-readme-app-');
+  const database = `sy_app_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    ok(await run(['task', '-q', 'install', '--project', project], KIT_ROOT), 'install');
+    // "copy the kit's supabase/functions/_shared/ into your project to try it as is"
+    await copyTree(
+      join(KIT_ROOT, 'supabase/functions/_shared'),
+      join(project, 'supabase/functions/_shared'),
+    );
+    await admin.unsafe(`create database "${database}"`);
+    const url = urlFor(database);
+    await ensurePgmq(url, pgmqModeFromEnv());
+    ok(
+      await run(
+        ['run', '-A', SUPABASE_CLI, 'db', 'push', '--db-url', withLocalSslMode(url), '--yes'],
+        project,
+      ),
+      'supabase db push',
+    );
+    await Deno.writeTextFile(join(project, 'app.ts'), code);
+    // Without the README's --config the import map is not found (what the issue reported).
+    const bare = await run(['run', '-A', 'app.ts'], project, { DATABASE_URL: url });
+    assert.notEqual(bare.code, 0);
+    assert.match(bare.stderr, /"switchyard(\/client\.ts)?"/, bare.stderr);
+    // The command as written, `npx -y deno@2` being this Deno.
+    const args = command.replace(/^npx -y deno@2 /, '').split(/\s+/);
+    const out = await run(args, project, { DATABASE_URL: url, SWITCHYARD_LOG: 'error' });
+    assert.equal(out.code, 0, `${command}\n${out.stdout}\n${out.stderr}`);
+    assert.match(out.stdout, /run started/);
+    assert.match(out.stdout, /classify completed/);
+    assert.match(out.stdout, /run completed/);
+    assert.match(out.stdout, /posted: false/);
+  } finally {
+    await admin.unsafe(`drop database if exists "${database}" with (force)`);
+    await admin.end();
     await Deno.remove(project, { recursive: true });
   }
 });

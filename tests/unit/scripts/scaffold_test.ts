@@ -82,22 +82,33 @@ Deno.test('config.toml: a hand-edited section is refused; --force replaces only 
   });
 });
 
-Deno.test('the registration migration sorts after the newest migration even with an early clock', async () => {
+Deno.test('the registration migration sorts after the newest migration and is never named after now', async () => {
   await withProject(async (dir) => {
-    const result = await scaffoldQueue({
-      projectDir: dir,
-      queueName: 'deliver_slack_alerts',
-      now: new Date('2001-01-01T00:00:00Z'),
-    });
-    const migration = result.files.find((f) => f.path.includes('migrations/'))!;
-    const names = [...Deno.readDirSync(join(dir, 'supabase/migrations'))].map((e) => e.name).sort();
-    assert.equal(
-      join(dir, 'supabase/migrations', names[names.length - 1]),
-      join(dir, migration.path),
+    const migrations = join(dir, 'supabase/migrations');
+    const before = [...Deno.readDirSync(migrations)].map((e) => e.name).sort();
+    const newest = before[before.length - 1];
+    // A clock before the newest migration: a timestamp after it would lie in the future (and
+    // sort after the next `supabase migration new`), so nothing is written.
+    await assert.rejects(
+      scaffoldQueue({
+        projectDir: dir,
+        queueName: 'deliver_slack_alerts',
+        now: new Date('2001-01-01T00:00:00Z'),
+      }),
+      (e: Error) =>
+        e instanceof ScaffoldError && e.message.includes(`supabase/migrations/${newest}`) &&
+        /named after .*from now/.test(e.message) && /Rename that migration/.test(e.message) &&
+        /nothing was written/.test(e.message),
     );
-    const previous = names[names.length - 2].slice(0, 14);
-    const mine = names[names.length - 1].slice(0, 14);
-    assert.ok(mine > previous, `${mine} sorts after ${previous}`);
+    assert.deepEqual([...Deno.readDirSync(migrations)].map((e) => e.name).sort(), before);
+    const now = new Date('2031-03-04T05:06:07.890Z');
+    const result = await scaffoldQueue({ projectDir: dir, queueName: 'deliver_slack_alerts', now });
+    const migration = result.files.find((f) => f.path.includes('migrations/'))!;
+    const names = [...Deno.readDirSync(migrations)].map((e) => e.name).sort();
+    assert.equal(join(migrations, names[names.length - 1]), join(dir, migration.path));
+    assert.equal(names[names.length - 2], newest);
+    // The second before the run's: a `supabase migration new` now sorts after it.
+    assert.equal(names[names.length - 1].slice(0, 14), '20310304050606');
   });
 });
 
