@@ -10,7 +10,15 @@
  */
 
 import { RunFailedError, RunNotFoundError, RunTimeoutError, SwitchyardError } from '../errors.ts';
-import type { AliasInput, AliasOf, AliasOutput, AliasStepSlugs, Registry } from '../dsl/aliases.ts';
+import type {
+  AliasInput,
+  AliasOf,
+  AliasOutput,
+  AliasSignals,
+  AliasStepSlugs,
+  Registry,
+  RegistrySignals,
+} from '../dsl/aliases.ts';
 import {
   connectionOrigin,
   NO_CONNECTION_MESSAGE,
@@ -30,6 +38,8 @@ import {
   runResult,
   type RunStatus,
   runStatus,
+  type SignalResult,
+  signalRun,
   startRun,
   type StartRunOptions,
 } from './runs.ts';
@@ -112,7 +122,11 @@ export interface EventsOptions {
  * }
  * ```
  */
-export interface RunHandle<Output = unknown, StepSlug extends string = string> {
+export interface RunHandle<
+  Output = unknown,
+  StepSlug extends string = string,
+  Signals extends Record<string, unknown> = Record<string, unknown>,
+> {
   /** The run id. */
   readonly runId: string;
   /** The run's status with its steps, or null when there is no such run. */
@@ -135,6 +149,27 @@ export interface RunHandle<Output = unknown, StepSlug extends string = string> {
   cancel(reason: string): Promise<CancelResult>;
   /** Retries the failed run (see {@linkcode SwitchyardClient.retry}). */
   retry(): Promise<RetryResult>;
+  /** Signals one of the run's wait steps (see {@linkcode SwitchyardClient.signal}). */
+  signal<S extends keyof Signals & string>(
+    step: S,
+    payload: Signals[S],
+    options?: SignalOptions,
+  ): Promise<SignalResult>;
+}
+
+/**
+ * Options of a signal.
+ *
+ * @example
+ * ```ts
+ * import type { SignalOptions } from './client_queries.ts';
+ *
+ * const options: SignalOptions = { key: 'approval-42' };
+ * ```
+ */
+export interface SignalOptions {
+  /** Makes the signal idempotent: a signal with the same key again is a no-op. */
+  key?: string;
 }
 
 /**
@@ -166,11 +201,26 @@ export interface SwitchyardClient<R extends Registry> {
     alias: A,
     input: AliasInput<R, A>,
     options?: StartRunOptions,
-  ): Promise<RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>>>;
+  ): Promise<RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasSignals<R, A>>>;
   /** A handle on an existing run, typed as a run of alias `A` (all aliases by default). */
   run<A extends AliasOf<R> = AliasOf<R>>(
     runId: string,
-  ): RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>>;
+  ): RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasSignals<R, A>>;
+  /**
+   * Signals a wait step of a run (`switchyard.signal_run`, docs/ARCHITECTURE.md §5.11): the
+   * step is one of the registry's wait steps and the payload its type. The payload becomes
+   * the step's output and the run goes on; a signal sent before the step is ready is kept
+   * until it is, and with `key` a repeat is a no-op (`outcome` `duplicate`). Refused
+   * (`OperationError`, nothing changed): an unknown run, a step that is not a wait step, a
+   * payload over `max_output_bytes`, a run that ended, a step already signalled, a wait
+   * that timed out.
+   */
+  signal<S extends keyof RegistrySignals<R> & string>(
+    runId: string,
+    step: S,
+    payload: RegistrySignals<R>[S],
+    options?: SignalOptions,
+  ): Promise<SignalResult>;
   /**
    * Cancels a started run (`switchyard.cancel_run`): its queued tasks are archived, tasks a
    * worker is running finish but their answers change nothing, and the run ends
@@ -259,7 +309,8 @@ export function createClient<R extends Registry>(
     pollMs,
     pollMs === undefined ? cannotListen : undefined,
   );
-  const handle = (runId: string): RunHandle<never, never> => runHandle(sql, notifications, runId);
+  const handle = (runId: string): RunHandle<never, never, never> =>
+    runHandle(sql, notifications, runId);
   return {
     sql,
     async start(alias, input, options) {
@@ -268,6 +319,7 @@ export function createClient<R extends Registry>(
     run: (runId) => handle(runId),
     cancel: (runId, reason) => cancelRun(sql, runId, reason),
     retry: (runId) => retryRun(sql, runId),
+    signal: (runId, step, payload, options) => signalRun(sql, runId, step, payload, options),
     async close() {
       await notifications.close();
       if (own) await sql.end({ timeout: 5 });
@@ -275,11 +327,11 @@ export function createClient<R extends Registry>(
   };
 }
 
-function runHandle<Output, StepSlug extends string>(
+function runHandle<Output, StepSlug extends string, Signals extends Record<string, unknown>>(
   sql: Sql,
   notifications: RunNotifications,
   runId: string,
-): RunHandle<Output, StepSlug> {
+): RunHandle<Output, StepSlug, Signals> {
   return {
     runId,
     status: () => runStatus<Output>(sql, runId) as Promise<RunStatus<Output, StepSlug> | null>,
@@ -290,6 +342,7 @@ function runHandle<Output, StepSlug extends string>(
       >,
     cancel: (reason) => cancelRun(sql, runId, reason),
     retry: () => retryRun(sql, runId),
+    signal: (step, payload, options) => signalRun(sql, runId, step, payload, options),
   };
 }
 

@@ -16,7 +16,7 @@
  * console.log(`needs the SQL core ${REQUIRED_CORE_VERSION} or later`);
  * ```
  */
-export const REQUIRED_CORE_VERSION = '0.3.0';
+export const REQUIRED_CORE_VERSION = '0.4.0';
 
 /** `X.Y.Z` as three numbers, or null for anything else. */
 function parts(version: string): [number, number, number] | null {

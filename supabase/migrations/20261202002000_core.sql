@@ -22,6 +22,118 @@ alter table switchyard.settings add constraint settings_name_check
                   'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute'));
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/wait_steps.sql
+
+-- Wait and sleep steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no handler and no
+-- queue; its timeout and what the timeout does; a waiting step's deadline; the signals, kept
+-- from the moment they arrive; the three run events of a wait.
+alter table switchyard.steps drop constraint steps_step_type_check;
+
+alter table switchyard.steps add constraint steps_step_type_check
+  check (step_type in ('single', 'map', 'wait', 'sleep'));
+
+alter table switchyard.steps alter column queue_name drop not null;
+
+alter table switchyard.steps add column wait_timeout int;
+
+alter table switchyard.steps add column on_timeout text not null default 'fail'
+  check (on_timeout in ('fail', 'skip'));
+
+alter table switchyard.steps add constraint steps_queue_by_type
+  check ((queue_name is null) = (step_type in ('wait', 'sleep')));
+
+alter table switchyard.step_states add column wait_deadline timestamptz;
+
+create index step_states_wait_deadline on switchyard.step_states (wait_deadline)
+  where status = 'started' and wait_deadline is not null;
+
+create table switchyard.run_signals (
+  run_id uuid not null,
+  step_slug text not null,
+  signal_key text,
+  payload jsonb not null,
+  signalled_at timestamptz not null default now(),
+  delivered_at timestamptz,
+  primary key (run_id, step_slug),
+  foreign key (run_id, step_slug) references switchyard.step_states on delete cascade
+);
+
+alter table switchyard.run_events drop constraint run_events_event_check;
+
+alter table switchyard.run_events add constraint run_events_event_check
+  check (event in ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried',
+                   'waiting', 'signalled', 'timed out'));
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_begin_wait.sql
+
+-- A wait or sleep step just moved to started (by _start_ready_steps): a wait whose signal
+-- arrived early gets it now (returns true: the step is done, its dependents may be ready);
+-- else the step waits (returns false): its deadline is set from its timeout (a wait without
+-- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
+-- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+create or replace function switchyard._begin_wait(run uuid, flow text, step text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if st.step_type = 'wait'
+     and exists (select 1 from switchyard.run_signals rs where rs.run_id = run and rs.step_slug = step) then
+    perform switchyard._finish_wait(run, flow, step, 'signalled');
+    return true;
+  end if;
+  update switchyard.step_states ss
+     set wait_deadline = now() + make_interval(secs => st.wait_timeout), remaining_tasks = 0
+   where ss.run_id = run and ss.step_slug = step;
+  perform switchyard._wait_event(run, flow, step, 'waiting');
+  return false;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_canonical_shape.sql
+
+-- Every option a shape can carry, with the value an absent key means (a wait or sleep step's
+-- waitTimeout and onTimeout: only on such a step, which older runtimes never send).
+create or replace function switchyard._canonical_shape(shape jsonb)
+returns jsonb
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when jsonb_typeof(shape) is distinct from 'object'
+      or jsonb_typeof(shape -> 'steps') is distinct from 'array'
+      or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
+    else shape || jsonb_build_object(
+      'options', '{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
+                 || coalesce(shape -> 'options', '{}'),
+      'steps', coalesce((
+        select jsonb_agg(case
+                 when jsonb_typeof(s) = 'object'
+                  and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
+                   '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
+                     'options',
+                     '{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
+                       "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
+                       "whenExhausted": "fail"}'::jsonb
+                     -- A wait or sleep step's own options (docs/ARCHITECTURE.md §5.11).
+                     || case when s ->> 'kind' in ('wait', 'sleep')
+                             then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
+                             else '{}'::jsonb end
+                     || coalesce(s -> 'options', '{}'))
+                 else s end
+               order by o)
+          from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))
+  end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_ensure_private_queue.sql
 
 -- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped
@@ -68,6 +180,49 @@ begin
   perform pgmq.create(queue);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
   values (queue, queue, 'private', owner);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_finish_wait.sql
+
+-- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
+--   - 'signalled': its kept signal is marked delivered and its payload becomes the output;
+--   - 'slept': a sleep's time is up, its output is null;
+--   - 'timed out': a wait's timeout, as its on_timeout says: 'skip' skips the step (its
+--     dependents run without its output), 'fail' fails the step and the run.
+-- The caller holds the run's row lock, and starts the ready steps after (_start_ready_steps
+-- when it is not that function itself) and completes the run when none is left.
+create or replace function switchyard._finish_wait(run uuid, flow text, step text, outcome text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  signal_payload jsonb;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if outcome = 'signalled' then
+    update switchyard.run_signals rs set delivered_at = now()
+     where rs.run_id = run and rs.step_slug = step
+    returning rs.payload into signal_payload;
+    perform switchyard._wait_event(run, flow, step, 'signalled');
+    perform switchyard._complete_without_tasks(run, flow, step, signal_payload);
+  elsif outcome = 'slept' then
+    perform switchyard._complete_without_tasks(run, flow, step, 'null');
+  elsif st.on_timeout = 'skip' then
+    perform switchyard._wait_event(run, flow, step, 'timed out');
+    perform switchyard._skip_step(run, flow, step, format(
+      'wait timed out: no signal within %s seconds (onTimeout skip)', st.wait_timeout), false);
+  else
+    perform switchyard._wait_event(run, flow, step, 'timed out');
+    perform switchyard._fail_run_step(run, step, format(
+      'wait step %s timed out: no signal within %s seconds (onTimeout fail); signal it with '
+      'switchyard.signal_run before its timeout, or give it onTimeout ''skip''',
+      to_json(step)::text, st.wait_timeout));
+  end if;
 end
 $$;
 
@@ -231,6 +386,8 @@ $$;
 --     more than max_map_elements() elements fails it with the count and the limit; an empty
 --     array completes the step with [] and no task; else one task per element, task_index
 --     0..n-1, every message sent in one pgmq.send_batch;
+--   - a wait or sleep step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait delivers a
+--     signal kept for it, else the step waits (until signal_run or expire_waits ends it);
 --   - otherwise (a plain step) its task is created by _queue_plain_tasks, the one path of plain
 --     successor start that complete_tasks takes too: plain steps are queued together, in index
 --     order, before each condition or map step and after the last step.
@@ -275,7 +432,7 @@ begin
         join switchyard.flows f on f.flow_slug = m.flow_slug
        order by st.step_index
     loop
-      if ready.step_type <> 'map' and ready.cond_if is null and ready.cond_if_not is null then
+      if ready.step_type = 'single' and ready.cond_if is null and ready.cond_if_not is null then
         plain_flows := plain_flows || ready.flow_slug;
         plain_steps := plain_steps || ready.step_slug;
         continue;
@@ -307,6 +464,13 @@ begin
           skipped_any := true;
           continue;
         end if;
+      end if;
+      if ready.step_type in ('wait', 'sleep') then
+        if switchyard._begin_wait(target_run, ready.flow_slug, ready.step_slug) then
+          moved_any := true;
+          skipped_any := true;
+        end if;
+        continue;
       end if;
       if ready.step_type = 'map' then
         if ready.deps_count = 0 then
@@ -375,6 +539,23 @@ begin
   end if;
   return started;
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_wait_event.sql
+
+-- Records one of a wait step's own run events (docs/ARCHITECTURE.md §5.11): 'waiting' (no
+-- signal yet, the step waits), 'signalled' (its signal is delivered) or 'timed out', next to
+-- the status events the triggers write. The caller holds the run's row lock.
+create or replace function switchyard._wait_event(run uuid, flow text, step text, event text)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
+  select r.run_id, r.owner, flow, step, event from switchyard.runs r where r.run_id = run;
+  select pg_notify('switchyard_run_events', run::text);
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -724,11 +905,11 @@ begin
       into advancing
       from counted c;
     -- Successors. A run whose ready steps (created, no dependency left) are all plain (no
-    -- condition, not a map) has them started here together with its neighbours in run order
-    -- that are plain too: one update of their states, then _queue_plain_tasks for all of them
-    -- (one pgmq.send_batch per queue and start delay, one insert of their tasks), the path
-    -- _start_ready_steps takes for plain steps too. Every other run (a condition, a map) goes
-    -- through _start_ready_steps. Runs are taken in run order and each queue's messages are
+    -- condition, not a map, a wait or a sleep) has them started here together with its
+    -- neighbours in run order that are plain too: one update of their states, then
+    -- _queue_plain_tasks for all of them (one pgmq.send_batch per queue and start delay, one
+    -- insert of their tasks), the path _start_ready_steps takes for plain steps too. Every
+    -- other run (a condition, a map, a wait) goes through _start_ready_steps. Runs are taken in run order and each queue's messages are
     -- sent in (run, step index) order, so every queue numbers them as the calls per run did.
     -- (Only with something to start: over an empty array the custom plan is so much cheaper
     -- than the generic one that the plan cache would plan these statements on every call.)
@@ -739,7 +920,7 @@ begin
                        row_number() over (order by y.run_id)
                          - row_number() over (partition by y.special order by y.run_id) as island
                   from (select a.run_id,
-                               coalesce(bool_or(st.step_type = 'map' or st.cond_if is not null
+                               coalesce(bool_or(st.step_type <> 'single' or st.cond_if is not null
                                                 or st.cond_if_not is not null), false) as special
                           from unnest(advancing) as a(run_id)
                           left join switchyard.step_states ss
@@ -780,6 +961,36 @@ begin
       from jsonb_array_elements(completions) with ordinality as c(value, ord)
      order by c.ord;
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/core_version.sql
+
+-- Upgrades keep existing flows (docs/ARCHITECTURE.md §8.3):
+--
+-- 1. Shapes compare in their canonical form: every key at its value, a key a release did not
+--    know at its default (0.1.0 runtimes send no step kind, conditions, whenUnmet or
+--    whenExhausted; a 0.2.0 database holds such shapes). A new release never makes an existing
+--    flow's shape differ.
+-- 2. Runtime options (maxAttempts, baseDelay, maxDelay, timeout, startDelay) are not shape: a
+--    change of options only is applied to the flow and its steps (tasks created afterwards use
+--    it; tasks keep the options they were created with) and recorded in
+--    switchyard.flow_option_changes. Structure (steps, order, dependencies, kinds, conditions,
+--    whenUnmet, whenExhausted, queues, placement) stays strict: SY004.
+-- 3. switchyard.core_version(): the release of the SQL core, which a runtime checks at start so
+--    that a runtime deployed before its migrations refuses with "apply the migrations".
+--
+-- Safe under load: it creates one table and replaces functions; the only rows it writes are the
+-- stored shapes of switchyard.flows (no lock a worker's claim or completion takes).
+
+-- The release of this database's SQL core. A runtime refuses a database older than it needs.
+create or replace function switchyard.core_version()
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select '0.4.0'::text
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -833,6 +1044,323 @@ begin
     delete from switchyard.queues x where x.queue_name = q.queue_name;
     perform pgmq.drop_queue(q.pgmq_name);
   end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/ensure_flow.sql
+
+-- Compiles or verifies a flow's shape (from 20261202001400): shapes compare canonically; a
+-- change of runtime options only is applied and recorded ('updated'); any other change is
+-- SY004. New flows store their canonical shape.
+create or replace function switchyard.ensure_flow(shape jsonb)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  slug text;
+  placement text;
+  existing switchyard.flows;
+  canonical jsonb;
+  existing_canonical jsonb;
+  step jsonb;
+  step_slug text;
+  step_queue text;
+  step_kind text;
+  expected_queue text;
+  dep jsonb;
+  seen_steps text[] := '{}';
+  deps_seen text[];
+  diffs text[];
+  i int := 0;
+begin
+  if shape is null or jsonb_typeof(shape) <> 'object' then
+    raise exception using errcode = '22023', message = 'flow shape must be a JSON object',
+      detail = jsonb_build_object(
+        'rule', 'shape_not_object', 'argument', 'shape', 'value', left(shape::text, 200))::text;
+  end if;
+  slug := switchyard.assert_slug('flow', shape ->> 'slug');
+  placement := shape ->> 'placement';
+  if placement is null or placement not in ('plain', 'step_queues', 'routed') then
+    raise exception using errcode = '22023', message = format(
+      'flow %s placement %s is invalid: use plain, step_queues or routed',
+      to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text),
+      detail = jsonb_build_object(
+        'rule', 'placement_invalid', 'argument', 'placement',
+        'value', left(shape ->> 'placement', 200), 'flow_slug', slug)::text;
+  end if;
+  if jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then
+    raise exception using errcode = '22023', message = format(
+      'flow %s options must be a JSON object', to_json(slug)::text),
+      detail = jsonb_build_object(
+        'rule', 'options_not_object', 'argument', 'options',
+        'value', left((shape -> 'options')::text, 200), 'flow_slug', slug)::text;
+  end if;
+  if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
+    raise exception using errcode = '22023', message = format(
+      'flow %s has no steps: add at least one step', to_json(slug)::text),
+      detail = jsonb_build_object(
+        'rule', 'steps_missing', 'argument', 'steps',
+        'value', left((shape -> 'steps')::text, 200), 'flow_slug', slug)::text;
+  end if;
+  canonical := switchyard._canonical_shape(shape);
+
+  -- Concurrent workers compiling the same flow serialize here.
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(slug), 0));
+
+  select * into existing from switchyard.flows f where lower(f.flow_slug) = lower(slug);
+  if found then
+    if existing.flow_slug <> slug then
+      raise exception using errcode = '23505', message = format(
+        'flow slug %s collides with compiled flow %s: slugs are unique case-insensitively',
+        to_json(slug)::text, to_json(existing.flow_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'flow_slug_case_collision', 'argument', 'flow_slug', 'value', slug,
+          'existing_flow_slug', existing.flow_slug)::text;
+    end if;
+    existing_canonical := switchyard._canonical_shape(existing.shape);
+    if existing_canonical = canonical then
+      return 'verified';
+    end if;
+    if switchyard._shape_structure(existing_canonical) is distinct from switchyard._shape_structure(canonical) then
+      diffs := switchyard._shape_diff(switchyard._shape_structure(existing_canonical),
+                                      switchyard._shape_structure(canonical));
+      raise exception using errcode = 'SY004', message = format(
+        'flow %s is already compiled with a different shape (%s); the steps, dependencies, '
+        'kinds, conditions and queues of a concrete flow never change (its runtime options '
+        'may): deploy the change under a new slug (for example %s)',
+        to_json(slug)::text, array_to_string(diffs, '; '), to_json(slug || 'V2')::text),
+        detail = jsonb_build_object(
+          'flow_slug', slug,
+          'differences', (select jsonb_agg(left(d, 200) order by o)
+                            from unnest(diffs) with ordinality as x(d, o)))::text;
+    end if;
+    -- Runtime options only: applied for tasks created from now on, and recorded.
+    diffs := switchyard._shape_diff(existing_canonical, canonical);
+    perform switchyard._apply_flow_options(slug, canonical);
+    update switchyard.flows f set shape = canonical where f.flow_slug = slug;
+    insert into switchyard.flow_option_changes
+      (flow_slug, changed_by, application_name, old_options, new_options, differences)
+    values (slug, session_user, nullif(current_setting('application_name', true), ''),
+            switchyard._shape_options(existing_canonical), switchyard._shape_options(canonical),
+            diffs);
+    return 'updated';
+  end if;
+
+  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape)
+  values (slug, placement,
+    switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
+    switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
+    coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
+    switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
+    canonical);
+
+  for step in select value from jsonb_array_elements(canonical -> 'steps') loop
+    if jsonb_typeof(step) <> 'object' then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step #%s must be a JSON object', to_json(slug)::text, i),
+        detail = jsonb_build_object(
+          'rule', 'step_not_object', 'argument', 'steps', 'value', left(step::text, 200),
+          'flow_slug', slug)::text;
+    end if;
+    step_slug := switchyard.assert_slug('step', step ->> 'slug');
+    if lower(step_slug) = any (select lower(s) from unnest(seen_steps) s) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s lists step %s twice: step slugs are unique case-insensitively',
+        to_json(slug)::text, to_json(step_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'step_slug_duplicate', 'argument', 'step_slug', 'value', step_slug,
+          'flow_slug', slug)::text;
+    end if;
+    if (step -> 'index') is distinct from to_jsonb(i) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s has index %s: steps must be listed in index order from 0',
+        to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb)),
+        detail = jsonb_build_object(
+          'rule', 'step_index_order', 'argument', 'index',
+          'value', left((step -> 'index')::text, 200), 'expected', i,
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    step_queue := step ->> 'queue';
+    step_kind := step ->> 'kind';
+    if step_kind in ('wait', 'sleep') then
+      -- A wait or sleep step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
+      if step_queue is not null then
+        raise exception using errcode = '22023', message = format(
+          'flow %s step %s: a %s step uses no queue, not %s',
+          to_json(slug)::text, to_json(step_slug)::text, step_kind, to_json(step_queue)::text),
+          detail = jsonb_build_object(
+            'rule', 'wait_queue', 'argument', 'queue', 'value', left(step_queue, 200),
+            'flow_slug', slug, 'step_slug', step_slug)::text;
+      end if;
+      expected_queue := null;
+    elsif placement = 'plain' then
+      expected_queue := lower(slug);
+    elsif placement = 'step_queues' then
+      expected_queue := switchyard.step_queue_name(slug, step_slug, i);
+    else
+      expected_queue := null;
+    end if;
+    if expected_queue is not null and step_queue is distinct from expected_queue then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s: a %s flow must use queue %s, not %s',
+        to_json(slug)::text, to_json(step_slug)::text, placement, to_json(expected_queue)::text,
+        coalesce(to_json(step_queue)::text, 'null')),
+        detail = jsonb_build_object(
+          'rule', 'placement_queue', 'argument', 'queue', 'value', left(step_queue, 200),
+          'expected', expected_queue, 'placement', placement,
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    if step_kind in ('wait', 'sleep') then
+      null;
+    elsif placement = 'routed' then
+      perform switchyard.ensure_shared_queue(step_queue);
+    else
+      perform switchyard._ensure_private_queue(step_queue, slug);
+    end if;
+
+    if jsonb_typeof(step -> 'dependsOn') <> 'array' then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'depends_on_not_array', 'argument', 'dependsOn',
+          'value', left((step -> 'dependsOn')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    if jsonb_typeof(step -> 'options') <> 'object' then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'options_not_object', 'argument', 'options',
+          'value', left((step -> 'options')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
+    -- dependency) or from its one dependency.
+    if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep') then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s kind %s is invalid: use single, map, wait or sleep',
+        to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
+        detail = jsonb_build_object(
+          'rule', 'step_kind_invalid', 'argument', 'kind', 'value', left((step -> 'kind')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    if step_kind = 'map' and jsonb_array_length(step -> 'dependsOn') > 1 then
+      raise exception using errcode = '22023', message = format(
+        'flow %s map step %s depends on %s steps: a map reads one array, from the flow input '
+        '(no dependency) or from one step', to_json(slug)::text, to_json(step_slug)::text,
+        jsonb_array_length(step -> 'dependsOn')),
+        detail = jsonb_build_object(
+          'rule', 'map_dependencies', 'argument', 'dependsOn',
+          'value', left((step -> 'dependsOn')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    -- Runtime options are set below by _apply_flow_options, with their ranges.
+    insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
+                                  step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
+                                  wait_timeout, on_timeout)
+    values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
+      step_kind,
+      -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
+      nullif(step -> 'options' -> 'if', 'null'::jsonb),
+      nullif(step -> 'options' -> 'ifNot', 'null'::jsonb),
+      switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
+                                array['skip', 'skip-cascade', 'fail'], 'skip'),
+      switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip', 'skip-cascade'], 'fail'),
+      -- A wait's timeout (none: null) and what it does; a sleep's length, required.
+      switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
+                             1, 31536000, step_kind <> 'sleep'),
+      switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip'], 'fail'));
+
+    deps_seen := '{}';
+    for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
+      if jsonb_typeof(dep) <> 'string' or not ((dep #>> '{}') = any (seen_steps)) then
+        raise exception using errcode = '22023', message = format(
+          'flow %s step %s depends on %s, which is not an earlier step of the flow',
+          to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          detail = jsonb_build_object(
+            'rule', 'dependency_not_earlier_step', 'argument', 'dependsOn',
+            'value', left(coalesce(dep #>> '{}', dep::text), 200),
+            'flow_slug', slug, 'step_slug', step_slug)::text;
+      end if;
+      if (dep #>> '{}') = any (deps_seen) then
+        raise exception using errcode = '22023', message = format(
+          'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          detail = jsonb_build_object(
+            'rule', 'dependency_duplicate', 'argument', 'dependsOn',
+            'value', left(dep #>> '{}', 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+      end if;
+      deps_seen := deps_seen || (dep #>> '{}');
+      insert into switchyard.deps (flow_slug, dep_slug, step_slug) values (slug, dep #>> '{}', step_slug);
+    end loop;
+    seen_steps := seen_steps || step_slug;
+    i := i + 1;
+  end loop;
+  perform switchyard._apply_flow_options(slug, canonical);
+  return 'created';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/expire_waits.sql
+
+-- Ends the wait and sleep steps whose time is up (docs/ARCHITECTURE.md §5.11), oldest
+-- deadline first, at most max_steps: a sleep completes, a wait times out as its onTimeout
+-- says ('fail' fails the run, 'skip' skips the step), and the ready steps after them start.
+-- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs §6), so waits end
+-- with no worker alive; call it from any scheduler, or a test. A run another transaction
+-- holds (a signal being sent) is left for the next call. Returns the number of steps ended.
+create or replace function switchyard.expire_waits(max_steps int default 1000)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  due record;
+  ended int := 0;
+  step_type text;
+begin
+  if max_steps is null or max_steps < 1 then
+    raise exception using errcode = '22023', message = format(
+      'expire_waits: max_steps %s is invalid: use an integer of at least 1',
+      coalesce(max_steps::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
+  end if;
+  for due in
+    select ss.run_id, ss.flow_slug, ss.step_slug
+      from switchyard.step_states ss
+     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= now()
+     order by ss.wait_deadline
+     limit max_steps
+  loop
+    perform 1 from switchyard.runs r
+     where r.run_id = due.run_id and r.status = 'started'
+       for update skip locked;
+    continue when not found;
+    -- Still due once the run is held: a signal may have ended it meanwhile.
+    select st.step_type into step_type
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+     where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
+       and ss.wait_deadline <= now();
+    continue when not found;
+    perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
+                                    case when step_type = 'sleep' then 'slept' else 'timed out' end);
+    if exists (select 1 from switchyard.runs r where r.run_id = due.run_id and r.status = 'started') then
+      perform switchyard._start_ready_steps(due.run_id);
+      perform switchyard._complete_run_if_done(due.run_id);
+    end if;
+    ended := ended + 1;
+  end loop;
+  return ended;
 end
 $$;
 
@@ -914,6 +1442,151 @@ begin
       from switchyard.fence_members m
      where m.fence_id = new_fence
      order by m.function_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/keep_alive.sql
+
+-- Wakes every queue function that is enabled, unpaused, has no live worker and was not woken
+-- within debounce_seconds (20261201001300_function_keep_alive.sql has the full description);
+-- the base URL as in 20261202000300_function_keep_alive_urls.sql. A live worker
+-- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
+-- window, or within heartbeat_window_seconds when that is larger (switchyard._heartbeat_window).
+create or replace function switchyard.keep_alive(
+  base_url text default null,
+  debounce_seconds int default 30,
+  heartbeat_window_seconds int default 15
+)
+returns table (function_name text, queue_name text, url text, via text, request_id bigint)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  use_net boolean := switchyard._pg_net_available();
+  configured text := (select s.value from switchyard.settings s where s.name = 'functions_base_url');
+  given text := nullif(keep_alive.base_url, '');
+  base text := coalesce(given, configured);
+  problem text := case when base is not null then switchyard.base_url_problem(base) end;
+  bearer text;
+  woken record;
+  target text;
+  req bigint;
+begin
+  if debounce_seconds is null or debounce_seconds < 0 then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
+      coalesce(debounce_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'debounce_seconds',
+        'value', debounce_seconds::text, 'min', 0)::text;
+  end if;
+  if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
+      coalesce(heartbeat_window_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
+        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+  end if;
+  -- The tick ends the waits and sleeps whose time is up (docs/ARCHITECTURE.md §5.11).
+  perform switchyard.expire_waits();
+  -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
+  if problem is not null then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: base URL %s%s is invalid: %s', switchyard._clip(base),
+      case when given is null then ' (setting functions_base_url)' else '' end, problem),
+      detail = jsonb_build_object(
+        'rule', 'url_format',
+        'argument', case when given is null then 'functions_base_url' else 'base_url' end,
+        'value', left(base, 200), 'problem', problem)::text;
+  end if;
+  if given is not null and configured is not null
+     and switchyard._url_origin(given) <> switchyard._url_origin(configured) then
+    raise exception using errcode = '22023', message = format(
+      'keep_alive: base URL %s is refused: the bearer goes only to the configured host %s '
+      '(setting functions_base_url); pass no base_url, or change the setting',
+      switchyard._clip(given), to_json(switchyard._url_origin(configured))::text),
+      detail = jsonb_build_object(
+        'rule', 'bearer_host', 'argument', 'base_url', 'value', left(given, 200),
+        'configured', switchyard._url_origin(configured))::text;
+  end if;
+  base := rtrim(base, '/');
+  if use_net then
+    bearer := switchyard._functions_bearer();
+    if bearer ~ '[[:space:][:cntrl:]]' then
+      raise exception using errcode = '22023', message =
+        'keep_alive: the bearer (Vault secret switchyard_functions_bearer or setting '
+        'functions_bearer) contains whitespace or a control character; store it without them',
+        detail = jsonb_build_object(
+          'rule', 'bearer_characters', 'argument', null, 'value', null,
+          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+    end if;
+    if base is null then
+      raise exception using errcode = '22023', message =
+        'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
+        'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')',
+        detail = jsonb_build_object(
+          'rule', 'base_url_missing', 'argument', 'base_url', 'value', null,
+          'setting', 'functions_base_url')::text;
+    end if;
+    if bearer is null then
+      raise exception using errcode = '22023', message =
+        'keep_alive: pg_net is installed but no bearer is configured: store the service role key '
+        '(or the kit secret) in Vault as switchyard_functions_bearer, or run '
+        'select switchyard.set_setting(''functions_bearer'', ''<key>'')',
+        detail = jsonb_build_object(
+          'rule', 'bearer_missing', 'argument', null, 'value', null,
+          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+    end if;
+  end if;
+
+  for woken in
+    with due as (
+      select f.function_name
+        from switchyard.worker_functions f
+       where f.enabled
+         and f.paused_at is null
+         and (f.last_woken_at is null
+              or f.last_woken_at <= now() - make_interval(secs => keep_alive.debounce_seconds))
+         and not exists (
+           select 1 from switchyard.workers w
+            where w.function_name = f.function_name
+              and switchyard._worker_live(
+                    w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                    switchyard._heartbeat_window(w.heartbeat_window_seconds,
+                                                 keep_alive.heartbeat_window_seconds)))
+       order by f.function_name
+       for update of f skip locked
+    )
+    update switchyard.worker_functions f
+       set last_woken_at = now()
+      from due
+     where f.function_name = due.function_name
+    returning f.function_name, f.queue_name
+  loop
+    target := coalesce(base, '') || '/functions/v1/' || woken.function_name;
+    req := null;
+    if use_net then
+      execute 'select net.http_post(url := $1, body := $2, headers := $3)'
+        into req
+        using target,
+              jsonb_build_object('source', 'switchyard.keep_alive', 'function', woken.function_name),
+              jsonb_build_object('Content-Type', 'application/json',
+                                 'Authorization', 'Bearer ' || bearer);
+    end if;
+    insert into switchyard.wake_requests (function_name, queue_name, url, via, request_id)
+    values (woken.function_name, woken.queue_name, target,
+            case when use_net then 'pg_net' else 'recorded' end, req);
+    function_name := woken.function_name;
+    queue_name := woken.queue_name;
+    url := target;
+    via := case when use_net then 'pg_net' else 'recorded' end;
+    request_id := req;
+    return next;
+  end loop;
 end
 $$;
 
@@ -1354,6 +2027,131 @@ begin
     insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
     on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = now();
   end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/signal_run.sql
+
+-- Signals a wait step of a run (docs/ARCHITECTURE.md §5.11): the payload becomes the step's
+-- output. Callable inside the application's own transaction (a trigger on its table, say):
+-- the signal exists only once that transaction commits. Holding the run's row lock:
+--   - the step waits: the signal is delivered now, its dependents start ('delivered');
+--   - the step is not ready yet: the signal is kept and delivered when it is ('kept');
+--   - the step already has a signal with this key: nothing changes ('duplicate').
+-- Refused, changing nothing: an unknown run or step, a step that is not a wait step
+-- (22023), a payload over max_output_bytes (22023), a run that is not started, a step that
+-- already has a signal under another key or none, a wait that ended without one or whose
+-- timeout is due (55000). The timeout is compared with now(), this transaction's start.
+create or replace function switchyard.signal_run(
+  run_id uuid, step_slug text, payload jsonb, key text default null
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  st switchyard.steps;
+  state switchyard.step_states;
+  kept switchyard.run_signals;
+  value jsonb := coalesce(payload, 'null');
+  problem jsonb;
+  timed_out boolean;
+begin
+  select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_unknown', 'argument', 'run_id', 'value', signal_run.run_id::text)::text;
+  end if;
+  select * into st from switchyard.steps s
+   where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
+  if not found or st.step_type <> 'wait' then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
+      coalesce(to_json(signal_run.step_slug)::text, 'null'), run.run_id, to_json(run.flow_slug)::text,
+      case when st.step_slug is null then 'does not exist'
+           else format('is a %s step, not a wait step', st.step_type) end,
+      coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
+                  from switchyard.steps w
+                 where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
+      detail = jsonb_build_object(
+        'rule', case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end,
+        'argument', 'step_slug', 'value', left(signal_run.step_slug, 200),
+        'step_type', st.step_type, 'run_id', run.run_id, 'flow_slug', run.flow_slug)::text;
+  end if;
+  if key is not null and btrim(key) = '' then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: key %s is invalid: pass null or a non-empty string', to_json(key)::text),
+      detail = jsonb_build_object(
+        'rule', 'key_empty', 'argument', 'key', 'value', key, 'run_id', run.run_id,
+        'step_slug', st.step_slug)::text;
+  end if;
+  problem := switchyard._json_size_problem(value, 'max_output_bytes');
+  if problem is not null then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
+      'bytes (setting max_output_bytes)',
+      to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
+      detail = jsonb_build_object(
+        'rule', 'max_output_bytes', 'argument', 'payload', 'value', problem ->> 'excerpt',
+        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
+        'run_id', run.run_id, 'step_slug', st.step_slug)::text,
+      hint = 'send a smaller payload (store large data elsewhere and send a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
+  end if;
+  select * into kept from switchyard.run_signals rs
+   where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
+  if found and key is not null and kept.signal_key = key then
+    return 'duplicate';
+  end if;
+  if run.status <> 'started' then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
+      detail = jsonb_build_object(
+        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
+        'status', run.status, 'step_slug', st.step_slug)::text;
+  end if;
+  if kept.run_id is not null then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
+      'signal: repeat it with the same key to make the repeat a no-op',
+      to_json(st.step_slug)::text, run.run_id,
+      case when kept.signal_key is null then 'no key' else format('key %s', to_json(kept.signal_key)) end,
+      kept.signalled_at),
+      detail = jsonb_build_object(
+        'rule', 'step_already_signalled', 'argument', 'key', 'value', key,
+        'signal_key', kept.signal_key, 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
+  end if;
+  select * into state from switchyard.step_states ss
+   where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
+  timed_out := coalesce(state.wait_deadline <= now() and state.status <> 'created', false);
+  if state.status not in ('created', 'started') or timed_out then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
+      case when timed_out
+           then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
+                       st.wait_timeout, st.on_timeout)
+           else format('is %s; only a step that waits or is not ready yet takes a signal',
+                       state.status) end),
+      detail = jsonb_build_object(
+        'rule', case when timed_out then 'wait_timed_out' else 'wait_not_open' end,
+        'argument', 'step_slug', 'value', st.step_slug, 'status', state.status,
+        'deadline', state.wait_deadline, 'run_id', run.run_id)::text;
+  end if;
+  insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
+  values (run.run_id, st.step_slug, key, value);
+  if state.status = 'created' then
+    return 'kept';
+  end if;
+  perform switchyard._finish_wait(run.run_id, run.flow_slug, st.step_slug, 'signalled');
+  perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
+  return 'delivered';
 end
 $$;
 

@@ -1,0 +1,54 @@
+-- Ends the wait and sleep steps whose time is up (docs/ARCHITECTURE.md §5.11), oldest
+-- deadline first, at most max_steps: a sleep completes, a wait times out as its onTimeout
+-- says ('fail' fails the run, 'skip' skips the step), and the ready steps after them start.
+-- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs §6), so waits end
+-- with no worker alive; call it from any scheduler, or a test. A run another transaction
+-- holds (a signal being sent) is left for the next call. Returns the number of steps ended.
+create or replace function switchyard.expire_waits(max_steps int default 1000)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  due record;
+  ended int := 0;
+  step_type text;
+begin
+  if max_steps is null or max_steps < 1 then
+    raise exception using errcode = '22023', message = format(
+      'expire_waits: max_steps %s is invalid: use an integer of at least 1',
+      coalesce(max_steps::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
+  end if;
+  for due in
+    select ss.run_id, ss.flow_slug, ss.step_slug
+      from switchyard.step_states ss
+     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= now()
+     order by ss.wait_deadline
+     limit max_steps
+  loop
+    perform 1 from switchyard.runs r
+     where r.run_id = due.run_id and r.status = 'started'
+       for update skip locked;
+    continue when not found;
+    -- Still due once the run is held: a signal may have ended it meanwhile.
+    select st.step_type into step_type
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+     where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
+       and ss.wait_deadline <= now();
+    continue when not found;
+    perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
+                                    case when step_type = 'sleep' then 'slept' else 'timed out' end);
+    if exists (select 1 from switchyard.runs r where r.run_id = due.run_id and r.status = 'started') then
+      perform switchyard._start_ready_steps(due.run_id);
+      perform switchyard._complete_run_if_done(due.run_id);
+    end if;
+    ended := ended + 1;
+  end loop;
+  return ended;
+end
+$$;

@@ -1,0 +1,39 @@
+-- Wait and sleep steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no handler and no
+-- queue; its timeout and what the timeout does; a waiting step's deadline; the signals, kept
+-- from the moment they arrive; the three run events of a wait.
+alter table switchyard.steps drop constraint steps_step_type_check;
+
+alter table switchyard.steps add constraint steps_step_type_check
+  check (step_type in ('single', 'map', 'wait', 'sleep'));
+
+alter table switchyard.steps alter column queue_name drop not null;
+
+alter table switchyard.steps add column wait_timeout int;
+
+alter table switchyard.steps add column on_timeout text not null default 'fail'
+  check (on_timeout in ('fail', 'skip'));
+
+alter table switchyard.steps add constraint steps_queue_by_type
+  check ((queue_name is null) = (step_type in ('wait', 'sleep')));
+
+alter table switchyard.step_states add column wait_deadline timestamptz;
+
+create index step_states_wait_deadline on switchyard.step_states (wait_deadline)
+  where status = 'started' and wait_deadline is not null;
+
+create table switchyard.run_signals (
+  run_id uuid not null,
+  step_slug text not null,
+  signal_key text,
+  payload jsonb not null,
+  signalled_at timestamptz not null default now(),
+  delivered_at timestamptz,
+  primary key (run_id, step_slug),
+  foreign key (run_id, step_slug) references switchyard.step_states on delete cascade
+);
+
+alter table switchyard.run_events drop constraint run_events_event_check;
+
+alter table switchyard.run_events add constraint run_events_event_check
+  check (event in ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried',
+                   'waiting', 'signalled', 'timed out'));
