@@ -205,6 +205,13 @@ export interface StartRunOptions {
    * security lets that user read the run's events (docs/ARCHITECTURE.md §14).
    */
   owner?: string;
+  /**
+   * A delayed start (`switchyard.start_flow_at`, docs/ARCHITECTURE.md §5.11): the run exists
+   * at once (with the version its alias names now) and its steps start at this time, on the
+   * SQL core's next tick after it (up to a minute late with the keep-alive job). A time not in
+   * the future starts at once; at most 365 days ahead.
+   */
+  startAt?: Date;
 }
 
 /**
@@ -267,13 +274,26 @@ export async function startRun(
   source: SqlSource,
   flowOrAlias: string,
   input: unknown,
-  { runId, owner }: StartRunOptions = {},
+  { runId, owner, startAt }: StartRunOptions = {},
 ): Promise<string> {
   const what = `start(${JSON.stringify(flowOrAlias)})`;
   assertJson(input, 'input');
   assertUuid(what, 'runId', runId);
   assertUuid(what, 'owner', owner);
+  if (startAt !== undefined && !(startAt instanceof Date && Number.isFinite(startAt.getTime()))) {
+    throw new SwitchyardError(
+      `${what}: startAt ${describeValue(startAt)} is invalid: pass a Date (at most 365 days ahead)`,
+    );
+  }
   const sql = sqlOf(source);
+  if (startAt !== undefined) {
+    const [delayed] = await call(sql, () =>
+      sql<{ id: string }[]>`
+        select switchyard.start_flow_at(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
+          ${startAt.toISOString()}::timestamptz, ${runId ?? null}::uuid,
+          ${owner ?? null}::uuid) as id`);
+    return delayed.id;
+  }
   const [row] = await call(sql, () =>
     sql<{ id: string }[]>`
       select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,

@@ -64,6 +64,14 @@ alter table switchyard.run_events add constraint run_events_event_check
   check (event in ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried',
                    'waiting', 'signalled', 'timed out'));
 
+-- Delayed starts (start_flow_at) not begun yet: expire_waits begins them when due.
+create table switchyard.delayed_starts (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  start_at timestamptz not null
+);
+
+create index delayed_starts_due on switchyard.delayed_starts (start_at);
+
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_begin_wait.sql
 
@@ -1309,12 +1317,14 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/expire_waits.sql
 
--- Ends the wait and sleep steps whose time is up (docs/ARCHITECTURE.md §5.11), oldest
--- deadline first, at most max_steps: a sleep completes, a wait times out as its onTimeout
+-- Begins the delayed starts that are due (start_flow_at), then ends the wait and sleep steps
+-- whose time is up (docs/ARCHITECTURE.md §5.11), oldest first, at most max_steps of each: a
+-- delayed run's ready steps start; a sleep completes, a wait times out as its onTimeout
 -- says ('fail' fails the run, 'skip' skips the step), and the ready steps after them start.
 -- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs §6), so waits end
 -- with no worker alive; call it from any scheduler, or a test. A run another transaction
--- holds (a signal being sent) is left for the next call. Returns the number of steps ended.
+-- holds (a signal being sent) is left for the next call. Returns the number of runs begun and
+-- steps ended.
 create or replace function switchyard.expire_waits(max_steps int default 1000)
 returns int
 language plpgsql
@@ -1323,6 +1333,7 @@ security definer
 set search_path = ''
 as $$
 declare
+  delayed record;
   due record;
   ended int := 0;
   step_type text;
@@ -1334,6 +1345,23 @@ begin
       detail = jsonb_build_object(
         'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
   end if;
+  -- Delayed starts that are due (start_flow_at): their first steps start now.
+  for delayed in
+    select d.run_id from switchyard.delayed_starts d
+     where d.start_at <= now()
+     order by d.start_at
+     limit max_steps
+  loop
+    perform 1 from switchyard.runs r
+     where r.run_id = delayed.run_id for update skip locked;
+    continue when not found;
+    delete from switchyard.delayed_starts d where d.run_id = delayed.run_id;
+    continue when not found;
+    if exists (select 1 from switchyard.runs r where r.run_id = delayed.run_id and r.status = 'started') then
+      perform switchyard._start_ready_steps(delayed.run_id);
+      ended := ended + 1;
+    end if;
+  end loop;
   for due in
     select ss.run_id, ss.flow_slug, ss.step_slug
       from switchyard.step_states ss
@@ -2152,6 +2180,139 @@ begin
   perform switchyard._start_ready_steps(run.run_id);
   perform switchyard._complete_run_if_done(run.run_id);
   return 'delivered';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/start_flow.sql
+
+-- Starts a run of a concrete flow or of an alias's active version.
+--
+-- `run_id` (optional) makes the start idempotent: the caller chooses the id, and a second
+-- start with the same id returns the existing run and starts nothing. The same id with
+-- another input, naming another flow, or for another owner, is refused (23505). Two concurrent
+-- starts with one id create one run: the second insert waits for the first on the primary key
+-- and then finds its row (docs/ARCHITECTURE.md §5.8).
+--
+-- `owner` (optional) records who the run is for: its events carry it for row-level security
+-- (docs/ARCHITECTURE.md §14).
+create or replace function switchyard.start_flow(
+  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  concrete text;
+  new_run uuid;
+  existing record;
+begin
+  if input is null then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
+      coalesce(to_json(flow_or_alias)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
+        'flow_or_alias', left(flow_or_alias, 200))::text;
+  end if;
+  concrete := switchyard.resolve_flow(flow_or_alias);
+  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner)
+  select coalesce(start_flow.run_id, gen_random_uuid()), concrete, flow_or_alias, input, count(*),
+         start_flow.owner
+    from switchyard.steps st where st.flow_slug = concrete
+  on conflict on constraint runs_pkey do nothing
+  returning runs.run_id into new_run;
+  if new_run is null then
+    -- The id exists (committed, or committed while this insert waited for it): the same
+    -- start again returns it; anything else under that id is refused.
+    select r.flow_slug, r.started_as, r.input, r.owner into existing
+      from switchyard.runs r where r.run_id = start_flow.run_id;
+    -- Another owner's run is refused first, so the caller learns nothing else of it.
+    if existing.owner is distinct from start_flow.owner then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s was started for another owner: '
+        'a run id names one start; use a new id for another owner',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
+          'run_id', start_flow.run_id)::text;
+    end if;
+    if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
+        'a run id names one start; use a new id for another flow',
+        to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
+        to_json(existing.started_as)::text),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_flow', 'argument', 'run_id', 'value', start_flow.run_id::text,
+          'flow_or_alias', left(flow_or_alias, 200), 'existing_flow_slug', existing.flow_slug,
+          'existing_started_as', existing.started_as)::text;
+    end if;
+    if existing.input <> input then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s was started with another input: '
+        'a run id names one start; use a new id for another input',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_input', 'argument', 'input', 'value', left(input::text, 200),
+          'run_id', start_flow.run_id, 'existing_input', left(existing.input::text, 200))::text;
+    end if;
+    return start_flow.run_id;
+  end if;
+  insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
+  select new_run, st.flow_slug, st.step_slug, st.deps_count
+    from switchyard.steps st where st.flow_slug = concrete;
+  -- A delayed start (start_flow_at sets the setting for this call, docs/ARCHITECTURE.md §5.11):
+  -- the steps start when expire_waits finds the run due.
+  if nullif(current_setting('switchyard.start_at', true), '') is null then
+    perform switchyard._start_ready_steps(new_run);
+  else
+    insert into switchyard.delayed_starts (run_id, start_at)
+    values (new_run, current_setting('switchyard.start_at')::timestamptz);
+  end if;
+  return new_run;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/start_flow_at.sql
+
+-- Starts a run as start_flow does (the same idempotent run_id, owner and refusals), whose
+-- steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
+-- once (it keeps the version the alias names now, and counts as open for drain), its steps
+-- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
+-- to one tick late. A time not in the future starts at once; at most 365 days ahead.
+create or replace function switchyard.start_flow_at(
+  flow_or_alias text, input jsonb, start_at timestamptz, run_id uuid default null,
+  owner uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  new_run uuid;
+begin
+  if start_at is null or start_at > now() + interval '365 days' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
+      coalesce(to_json(flow_or_alias)::text, 'null'), coalesce(start_at::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
+        'max', (now() + interval '365 days')::text)::text;
+  end if;
+  if start_at <= now() then
+    return switchyard.start_flow(flow_or_alias, input, run_id, owner);
+  end if;
+  perform set_config('switchyard.start_at', start_at::text, true);
+  new_run := switchyard.start_flow(flow_or_alias, input, run_id, owner);
+  perform set_config('switchyard.start_at', '', true);
+  return new_run;
 end
 $$;
 

@@ -508,6 +508,53 @@ Deno.test("a sleep ends on the SQL core's tick, across a worker restart, with no
   assert.equal(r.detail.rule, 'step_not_wait');
 });
 
+Deno.test("startAt: the run exists at once, its steps start on the SQL core's tick after startAt", async () => {
+  const flow = new Flow<{ n: number }>({ slug: 'laterV1' })
+    .step({ slug: 'a' }, (input) => input.n + 1);
+  const deployed = defineDeployedFlow(flow, { alias: 'later' });
+  await compile(deployed);
+  await client.activateAlias('later', 'laterV1');
+  const typed = createClient([deployed], { connectionString: db.url });
+  try {
+    const runId = crypto.randomUUID();
+    const startAt = new Date(Date.now() + 1500);
+    const run = await typed.start('later', { n: 1 }, { runId, startAt });
+    assert.equal(run.runId, runId);
+    // The same id again is the same run (idempotent, as start_flow).
+    assert.equal((await typed.start('later', { n: 1 }, { runId, startAt })).runId, runId);
+    assert.deepEqual((await stepRows(runId)).map((r) => [r.status, r.tasks]), [['created', 0]]);
+    const [row] = await db.sql`select r.status, exists (select 1 from switchyard.delayed_starts d
+      where d.run_id = r.run_id) as delayed from switchyard.runs r where r.run_id = ${runId}`;
+    assert.deepEqual({ ...row }, { status: 'started', delayed: true });
+    // Open for drain: its version stays needed though nothing is queued yet.
+    const [drain] = await db.sql`select state, started_runs::int as n
+      from switchyard.drain_status('laterv1') where flow_slug = 'laterV1'`;
+    assert.deepEqual({ ...drain }, { state: 'active', n: 1 });
+    const refused = await refusal(
+      typed.start('later', { n: 1 }, { startAt: new Date(Date.now() + 400 * 86400_000) }),
+    );
+    assert.equal(refused.code, '22023');
+    assert.equal(refused.detail.rule, 'start_at_range');
+    await tickUntil(
+      'the delayed start to begin',
+      async () => (await stepRows(runId))[0].status === 'started',
+    );
+    const begun = await db.sql`select 1 from switchyard.delayed_starts where run_id = ${runId}`;
+    assert.equal(begun.length, 0);
+    const worker = await startWorker([deployed], { ...base, queueName: 'laterv1' });
+    try {
+      assert.deepEqual(await run.output({ timeoutMs: 30_000 }), { a: 2 });
+    } finally {
+      await worker.stop();
+    }
+    // A time not in the future starts at once.
+    const now = await typed.start('later', { n: 5 }, { startAt: new Date(Date.now() - 1000) });
+    assert.equal((await stepRows(now.runId))[0].status, 'started');
+  } finally {
+    await typed.close();
+  }
+});
+
 Deno.test('README: "Waiting for a signal" runs as written', async () => {
   const root = decodeURIComponent(new URL('../../', import.meta.url).pathname);
   const readme = await Deno.readTextFile(`${root}README.md`);

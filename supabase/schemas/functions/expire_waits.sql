@@ -1,9 +1,11 @@
--- Ends the wait and sleep steps whose time is up (docs/ARCHITECTURE.md §5.11), oldest
--- deadline first, at most max_steps: a sleep completes, a wait times out as its onTimeout
+-- Begins the delayed starts that are due (start_flow_at), then ends the wait and sleep steps
+-- whose time is up (docs/ARCHITECTURE.md §5.11), oldest first, at most max_steps of each: a
+-- delayed run's ready steps start; a sleep completes, a wait times out as its onTimeout
 -- says ('fail' fails the run, 'skip' skips the step), and the ready steps after them start.
 -- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs §6), so waits end
 -- with no worker alive; call it from any scheduler, or a test. A run another transaction
--- holds (a signal being sent) is left for the next call. Returns the number of steps ended.
+-- holds (a signal being sent) is left for the next call. Returns the number of runs begun and
+-- steps ended.
 create or replace function switchyard.expire_waits(max_steps int default 1000)
 returns int
 language plpgsql
@@ -12,6 +14,7 @@ security definer
 set search_path = ''
 as $$
 declare
+  delayed record;
   due record;
   ended int := 0;
   step_type text;
@@ -23,6 +26,23 @@ begin
       detail = jsonb_build_object(
         'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
   end if;
+  -- Delayed starts that are due (start_flow_at): their first steps start now.
+  for delayed in
+    select d.run_id from switchyard.delayed_starts d
+     where d.start_at <= now()
+     order by d.start_at
+     limit max_steps
+  loop
+    perform 1 from switchyard.runs r
+     where r.run_id = delayed.run_id for update skip locked;
+    continue when not found;
+    delete from switchyard.delayed_starts d where d.run_id = delayed.run_id;
+    continue when not found;
+    if exists (select 1 from switchyard.runs r where r.run_id = delayed.run_id and r.status = 'started') then
+      perform switchyard._start_ready_steps(delayed.run_id);
+      ended := ended + 1;
+    end if;
+  end loop;
   for due in
     select ss.run_id, ss.flow_slug, ss.step_slug
       from switchyard.step_states ss

@@ -71,6 +71,15 @@ create table switchyard.run_signals (
   foreign key (run_id, step_slug) references switchyard.step_states on delete cascade
 );
 
+-- Delayed starts (start_flow_at, docs/ARCHITECTURE.md §5.11) not begun yet: the run exists,
+-- its steps start when switchyard.expire_waits finds it due, and the row goes.
+create table switchyard.delayed_starts (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  start_at timestamptz not null
+);
+
+create index delayed_starts_due on switchyard.delayed_starts (start_at);
+
 -- One task per (run, step, task index): index 0 for an ordinary step, one per element for a
 -- map step. Its queue is a snapshot taken when the task is created; every queue operation
 -- uses it, never a name recomputed from the flow. 'skipped': the other tasks of a map step

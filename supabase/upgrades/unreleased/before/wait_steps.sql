@@ -37,3 +37,11 @@ alter table switchyard.run_events drop constraint run_events_event_check;
 alter table switchyard.run_events add constraint run_events_event_check
   check (event in ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried',
                    'waiting', 'signalled', 'timed out'));
+
+-- Delayed starts (start_flow_at) not begun yet: expire_waits begins them when due.
+create table switchyard.delayed_starts (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  start_at timestamptz not null
+);
+
+create index delayed_starts_due on switchyard.delayed_starts (start_at);
