@@ -17,6 +17,8 @@ import { assertFlowSlug, assertStepSlug } from './slugs.ts';
 import type { StepContext } from './context.ts';
 import type {
   ArrayStepSlugs,
+  ChildFlowConfig,
+  ChildInputCheck,
   ConditionConfig,
   ContainmentPattern,
   FlowOptions,
@@ -230,9 +232,12 @@ const OPTION_RULES = {
 
 const WAIT_OPTION_KEYS = new Set(['slug', 'dependsOn', 'payload', 'timeout', 'onTimeout']);
 const SLEEP_OPTION_KEYS = new Set(['slug', 'dependsOn', 'seconds']);
+const FLOW_STEP_KEYS = new Set(['slug', 'dependsOn']);
 const ON_TIMEOUT: readonly OnTimeout[] = ['fail', 'skip'];
 const NO_HANDLER = (): never => {
-  throw new FlowDefinitionError('a wait or sleep step has no handler: it never runs on a worker');
+  throw new FlowDefinitionError(
+    'a wait, sleep or flow step has no handler: it never runs on a worker',
+  );
 };
 
 function checkOption(
@@ -647,7 +652,65 @@ export class Flow<
     return next;
   }
 
-  #defineWait(config: unknown, kind: 'wait' | 'sleep'): StepDefinition {
+  /**
+   * Returns a new flow with one more flow step (docs/ARCHITECTURE.md §5.11): no handler, no
+   * queue. When ready it starts a child run of `flow` (a deployment: the active version of its
+   * alias), with the step's input (the flow input for a root step, else its dependencies'
+   * outputs, which must be the child's input type) and the parent's owner, and waits — no
+   * worker held — until the child ends: completed, the step's output is the child's output
+   * (typed); failed, the step and the run fail naming it; cancelled, the parent is cancelled.
+   * The child's run id is derived from the parent run and the step, so a retry of the parent
+   * never starts a second child (it retries a failed one); cancelling the parent cancels its
+   * children.
+   *
+   * @example
+   * ```ts
+   * import { defineDeployedFlow, Flow } from '../mod.ts';
+   *
+   * const enrich = defineDeployedFlow(
+   *   new Flow<{ id: string }>({ slug: 'enrichV1' }).step({ slug: 'lookup' }, (i) => i.id.length),
+   *   { alias: 'enrich' },
+   * );
+   * const order = new Flow<{ id: string }>({ slug: 'orderV1' })
+   *   .childFlow({ slug: 'enriched', flow: enrich })
+   *   .step({ slug: 'ship', dependsOn: ['enriched'] }, (input) => input.enriched.lookup > 0);
+   * console.assert(order.getStep('enriched')?.childAlias === 'enrich');
+   * ```
+   */
+  childFlow<
+    const Slug extends string,
+    const D extends { readonly kind: 'deployed'; readonly alias: string; readonly flow: AnyFlow },
+    const Deps extends readonly (keyof Steps & string)[] = readonly [],
+  >(
+    config:
+      & Omit<ChildFlowConfig<Slug, Deps, D>, 'slug'>
+      & { slug: NewStepSlug<Slug, Steps> }
+      & ChildInputCheck<StepInput<Input, Steps, Deps>, FlowInput<D['flow']>>,
+  ): Flow<
+    Input,
+    { [K in keyof Steps | Slug]: K extends Slug ? FlowOutput<D['flow']> : Steps[K] },
+    Exclude<Leaves, Deps[number]> | Slug,
+    { [K in keyof Waits | Slug]: K extends Slug ? never : Waits[K] }
+  > {
+    const flow = (config as { flow?: { kind?: unknown; alias?: unknown } } | null)?.flow;
+    if (flow?.kind !== 'deployed' || typeof flow.alias !== 'string') {
+      throw new FlowDefinitionError(
+        `flow "${this.#slug}" flow step option flow ${describeValue(flow)} is invalid: pass ` +
+          "defineDeployedFlow(...) (its alias names the child run's flow)",
+      );
+    }
+    const { flow: _flow, ...rest } = config as unknown as Record<string, unknown>;
+    const definition = Object.freeze({
+      ...this.#defineWait(rest, 'flow'),
+      childAlias: flow.alias,
+    });
+    // deno-lint-ignore no-explicit-any
+    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    next.#steps = Object.freeze([...this.#steps, definition]);
+    return next;
+  }
+
+  #defineWait(config: unknown, kind: 'wait' | 'sleep' | 'flow'): StepDefinition {
     if (typeof config !== 'object' || config === null) {
       throw new FlowDefinitionError(
         `flow "${this.#slug}" ${kind} options ${describeValue(config)} are invalid: pass an ` +
@@ -665,7 +728,11 @@ export class Flow<
     const slug = step.slug;
     assertStepSlug(slug);
     const owner = `flow "${this.#slug}" ${kind} step "${slug}"`;
-    checkKnownKeys(owner, step, kind === 'wait' ? WAIT_OPTION_KEYS : SLEEP_OPTION_KEYS);
+    checkKnownKeys(
+      owner,
+      step,
+      kind === 'wait' ? WAIT_OPTION_KEYS : kind === 'sleep' ? SLEEP_OPTION_KEYS : FLOW_STEP_KEYS,
+    );
     const clash = this.#steps.find((s) => s.slug.toLowerCase() === slug.toLowerCase());
     if (clash !== undefined) {
       throw new FlowDefinitionError(
@@ -681,7 +748,9 @@ export class Flow<
       );
     }
     let timeout: number | null;
-    if (kind === 'sleep') {
+    if (kind === 'flow') {
+      timeout = null;
+    } else if (kind === 'sleep') {
       if (step.seconds === undefined) {
         throw new FlowDefinitionError(
           `${owner} option seconds is missing: say how long the step sleeps, 1 to 31536000`,
@@ -713,7 +782,7 @@ export class Flow<
         whenUnmet: 'skip' as const,
         whenExhausted: 'fail' as const,
       }),
-      wait: Object.freeze({ timeout, onTimeout }),
+      wait: kind === 'flow' ? null : Object.freeze({ timeout, onTimeout }),
       handler: NO_HANDLER,
     });
   }

@@ -246,6 +246,8 @@ export interface StepDefinition {
   readonly options: StepOptions;
   /** A wait or sleep step's timeout and what it does; `null` for a step with a handler. */
   readonly wait: WaitStepOptions | null;
+  /** A flow step's alias: the deployed flow whose active version its child run runs. */
+  readonly childAlias?: string;
   /**
    * The handler, untyped (a wait or sleep step has none: this one throws): the worker builds the input from the flow input or dependencies (a
    * map step: one element).
@@ -255,7 +257,8 @@ export interface StepDefinition {
 
 /**
  * How a step runs: `single` (one task), `map` (one task per array element), `wait` (no task:
- * until a signal or its timeout) or `sleep` (no task: for a number of seconds).
+ * until a signal or its timeout), `sleep` (no task: for a number of seconds) or `flow` (no
+ * task: a child run of another deployed flow).
  *
  * @example
  * ```ts
@@ -264,7 +267,7 @@ export interface StepDefinition {
  * const kind: StepKind = 'map';
  * ```
  */
-export type StepKind = 'single' | 'map' | 'wait' | 'sleep';
+export type StepKind = 'single' | 'map' | 'wait' | 'sleep' | 'flow';
 
 /**
  * What a wait step's timeout does (docs/ARCHITECTURE.md §5.11): `fail` fails the run, `skip`
@@ -353,13 +356,57 @@ export interface WaitConfig<
 }
 
 /**
+ * Options of `Flow.childFlow()`.
+ *
+ * @example
+ * ```ts
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { ChildFlowConfig } from './flow_types.ts';
+ *
+ * const child = defineDeployedFlow(new Flow({ slug: 'childV1' }).step({ slug: 'a' }, () => 1), {
+ *   alias: 'child',
+ * });
+ * const config: ChildFlowConfig<'sub', readonly [], typeof child> = { slug: 'sub', flow: child };
+ * ```
+ */
+export interface ChildFlowConfig<
+  Slug extends string,
+  Deps extends readonly string[],
+  D extends { readonly kind: 'deployed'; readonly alias: string },
+> {
+  /** The step slug, unique (case-insensitively) within the flow; `run` is reserved. */
+  slug: Slug;
+  /** Slugs of earlier steps whose outputs are the child run's input. Absent: the flow input. */
+  dependsOn?: Deps;
+  /** The deployed flow the child run runs: the active version of its alias when it starts. */
+  flow: D;
+}
+
+/**
+ * Type-level check that a flow step's input can be its child flow's input: `unknown` when it
+ * can, else the `flow` key is demanded with this message.
+ *
+ * @example
+ * ```ts
+ * import type { ChildInputCheck } from './flow_types.ts';
+ *
+ * type Ok = ChildInputCheck<{ id: string }, { id: string }>; // unknown
+ * ```
+ */
+export type ChildInputCheck<StepIn, ChildIn> = [StepIn] extends [ChildIn] ? unknown
+  : {
+    flow:
+      "the step's input (the flow input, or its dependencies' outputs) is not the child flow's input";
+  };
+
+/**
  * Options of `Flow.sleep()`.
  *
  * @example
  * ```ts
  * import type { SleepConfig } from './flow_types.ts';
  *
- * const config: SleepConfig<'cool_off', readonly []> = { slug: 'cool_off', seconds: 600 };
+ * const config: SleepConfig<'nap', readonly []> = { slug: 'nap', seconds: 60 };
  * ```
  */
 export interface SleepConfig<Slug extends string, Deps extends readonly string[]> {

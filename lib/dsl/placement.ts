@@ -84,7 +84,7 @@ export interface FlowShapeStep {
   readonly kind: StepKind;
   /** Dependency slugs, in the order given (a map step: none, or the step it maps). */
   readonly dependsOn: readonly string[];
-  /** The step's physical queue; `null` for a wait or sleep step, which has no task. */
+  /** The step's physical queue; `null` for a wait, sleep or flow step, which has no task. */
   readonly queue: string | null;
   /** Step options; `null` means inherit from the flow (for `if` / `ifNot`: no pattern). */
   readonly options: {
@@ -101,6 +101,8 @@ export interface FlowShapeStep {
     readonly waitTimeout?: number | null;
     /** A wait or sleep step only: what the timeout does. */
     readonly onTimeout?: OnTimeout;
+    /** A flow step only: the alias its child run starts. */
+    readonly childAlias?: string;
   };
 }
 
@@ -305,6 +307,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
           ...(step.wait === null
             ? {}
             : { waitTimeout: step.wait.timeout, onTimeout: step.wait.onTimeout }),
+          ...(step.childAlias === undefined ? {} : { childAlias: step.childAlias }),
         }),
       })
     )),

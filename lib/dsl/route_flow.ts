@@ -118,12 +118,14 @@ export function routeFlow<F extends AnyFlow, const Q extends RouteQueues<F, Q>>(
         'step slug to a queue name',
     );
   }
-  const waiting = flow.steps.filter((step) => step.kind === 'wait' || step.kind === 'sleep');
+  const waiting = flow.steps.filter((step) =>
+    step.kind === 'wait' || step.kind === 'sleep' || step.kind === 'flow'
+  );
   const routedWait = waiting.find((step) => Object.hasOwn(queues, step.slug));
   if (routedWait !== undefined) {
     throw new RouteError(
-      `${where}: queues lists ${routedWait.kind} step "${routedWait.slug}": a wait or sleep ` +
-        'step has no task and uses no queue, leave it out',
+      `${where}: queues lists ${routedWait.kind} step "${routedWait.slug}": a wait, sleep or ` +
+        'flow step has no task and uses no queue, leave it out',
     );
   }
   const stepSlugs = flow.steps.filter((step) => !waiting.includes(step)).map((step) => step.slug);

@@ -24,13 +24,13 @@ alter table switchyard.settings add constraint settings_name_check
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/wait_steps.sql
 
--- Wait and sleep steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no handler and no
--- queue; its timeout and what the timeout does; a waiting step's deadline; the signals, kept
+-- Wait, sleep and child-flow steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no
+-- handler and no queue (a child-flow step: the alias it starts); its timeout and what the timeout does; a waiting step's deadline; the signals, kept
 -- from the moment they arrive; the three run events of a wait.
 alter table switchyard.steps drop constraint steps_step_type_check;
 
 alter table switchyard.steps add constraint steps_step_type_check
-  check (step_type in ('single', 'map', 'wait', 'sleep'));
+  check (step_type in ('single', 'map', 'wait', 'sleep', 'flow'));
 
 alter table switchyard.steps alter column queue_name drop not null;
 
@@ -40,7 +40,9 @@ alter table switchyard.steps add column on_timeout text not null default 'fail'
   check (on_timeout in ('fail', 'skip'));
 
 alter table switchyard.steps add constraint steps_queue_by_type
-  check ((queue_name is null) = (step_type in ('wait', 'sleep')));
+  check ((queue_name is null) = (step_type in ('wait', 'sleep', 'flow')));
+
+alter table switchyard.steps add column child_alias text;
 
 alter table switchyard.step_states add column wait_deadline timestamptz;
 
@@ -72,10 +74,89 @@ create table switchyard.delayed_starts (
 
 create index delayed_starts_due on switchyard.delayed_starts (start_at);
 
+-- Child runs (a 'flow' step): the run a parent's step started, found by the parent's step.
+create table switchyard.child_runs (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  parent_run_id uuid not null,
+  parent_step text not null,
+  unique (parent_run_id, parent_step),
+  foreign key (parent_run_id, parent_step) references switchyard.step_states on delete cascade
+);
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_begin_child.sql
+
+-- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
+-- of the active version of the step's alias whose input is the step's input (the run input for
+-- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
+-- is derived from the parent's run and step, and the link is kept in child_runs, so a retry of
+-- the parent finds the same child instead of starting a second: a failed child is retried, a
+-- completed one gives its output again. Returns true when the step is done already (the child
+-- completed at once, or the step failed with the run: a child that could not start, one that
+-- ended failed or cancelled); else the step waits for the child (_child_run_ended ends it).
+create or replace function switchyard._begin_child(run uuid, flow text, step text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  parent switchyard.runs;
+  child uuid;
+  child_run switchyard.runs;
+  step_input jsonb;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  select * into parent from switchyard.runs r where r.run_id = run;
+  select c.run_id into child from switchyard.child_runs c
+   where c.parent_run_id = run and c.parent_step = step;
+  if child is null then
+    if st.deps_count = 0 then
+      step_input := parent.input;
+    else
+      step_input := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    begin
+      child := switchyard.start_flow(st.child_alias, step_input,
+                                     md5(run::text || '/' || step)::uuid, parent.owner);
+    exception when others then
+      -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
+      if sqlstate like '40%' or sqlstate like '57%' then
+        raise;
+      end if;
+      perform switchyard._fail_run_step(run, step, format(
+        'flow step %s could not start a run of alias %s: %s', to_json(step)::text,
+        to_json(st.child_alias)::text, sqlerrm));
+      return true;
+    end;
+    insert into switchyard.child_runs (run_id, parent_run_id, parent_step) values (child, run, step);
+  end if;
+  select * into child_run from switchyard.runs r where r.run_id = child for update;
+  if child_run.status = 'failed' then
+    perform switchyard.retry_run(child);
+    child_run.status := 'started';
+  end if;
+  if child_run.status = 'completed' then
+    perform switchyard._complete_without_tasks(run, flow, step, child_run.output);
+    return true;
+  end if;
+  if child_run.status = 'cancelled' then
+    perform switchyard._fail_run_step(run, step, format(
+      'flow step %s: its child run %s was cancelled (%s)', to_json(step)::text, child,
+      child_run.error));
+    return true;
+  end if;
+  perform switchyard._wait_event(run, flow, step, 'waiting');
+  return false;
+end
+$$;
+
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_begin_wait.sql
 
--- A wait or sleep step just moved to started (by _start_ready_steps): a wait whose signal
+-- A wait or sleep step just moved to started (by _start_ready_steps; a 'flow' step goes to
+-- _begin_child): a wait whose signal
 -- arrived early gets it now (returns true: the step is done, its dependents may be ready);
 -- else the step waits (returns false): its deadline is set from its timeout (a wait without
 -- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
@@ -90,6 +171,9 @@ declare
   st switchyard.steps;
 begin
   select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if st.step_type = 'flow' then
+    return switchyard._begin_child(run, flow, step);
+  end if;
   if st.step_type = 'wait'
      and exists (select 1 from switchyard.run_signals rs where rs.run_id = run and rs.step_slug = step) then
     perform switchyard._finish_wait(run, flow, step, 'signalled');
@@ -139,6 +223,53 @@ as $$
                order by o)
           from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))
   end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_child_run_ended.sql
+
+-- A run ended (trigger on runs): when it is the child run of a 'flow' step (child_runs), that
+-- step ends with it (docs/ARCHITECTURE.md §5.11), holding the parent's row lock (taken after
+-- the child's, which the ending transaction holds): completed, the step completes with the
+-- child's output and the parent goes on; failed, the step and the parent fail naming the
+-- child's error; cancelled, the parent is cancelled too. A parent that is not started, or a
+-- step no longer waiting (a retry moved it), is left alone.
+create or replace function switchyard._child_run_ended()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  link switchyard.child_runs;
+  parent switchyard.runs;
+  state switchyard.step_states;
+begin
+  select * into link from switchyard.child_runs c where c.run_id = new.run_id;
+  if not found then
+    return null;
+  end if;
+  select * into parent from switchyard.runs r where r.run_id = link.parent_run_id for update;
+  select * into state from switchyard.step_states ss
+   where ss.run_id = link.parent_run_id and ss.step_slug = link.parent_step;
+  if parent.status <> 'started' or state.status <> 'started' then
+    return null;
+  end if;
+  if new.status = 'completed' then
+    perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug, link.parent_step,
+                                               new.output);
+    perform switchyard._start_ready_steps(parent.run_id);
+    perform switchyard._complete_run_if_done(parent.run_id);
+  elsif new.status = 'failed' then
+    perform switchyard._fail_run_step(parent.run_id, link.parent_step, format(
+      'flow step %s: its child run %s failed: %s', to_json(link.parent_step)::text, new.run_id,
+      new.error));
+  else
+    perform switchyard.cancel_run(parent.run_id, format(
+      'its child run %s (step %s) was cancelled', new.run_id, to_json(link.parent_step)::text));
+  end if;
+  return null;
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -394,8 +525,9 @@ $$;
 --     more than max_map_elements() elements fails it with the count and the limit; an empty
 --     array completes the step with [] and no task; else one task per element, task_index
 --     0..n-1, every message sent in one pgmq.send_batch;
---   - a wait or sleep step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait delivers a
---     signal kept for it, else the step waits (until signal_run or expire_waits ends it);
+--   - a wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait
+--     delivers a signal kept for it, else the step waits (until signal_run or expire_waits
+--     ends it); a flow step starts its child run (_begin_child);
 --   - otherwise (a plain step) its task is created by _queue_plain_tasks, the one path of plain
 --     successor start that complete_tasks takes too: plain steps are queued together, in index
 --     order, before each condition or map step and after the last step.
@@ -473,7 +605,7 @@ begin
           continue;
         end if;
       end if;
-      if ready.step_type in ('wait', 'sleep') then
+      if ready.step_type in ('wait', 'sleep', 'flow') then
         if switchyard._begin_wait(target_run, ready.flow_slug, ready.step_slug) then
           moved_any := true;
           skipped_any := true;
@@ -701,6 +833,94 @@ begin
       host, left(allowed, 200));
   end if;
   return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/cancel_run.sql
+
+-- Cancelling and retrying runs, and the opt-in start for signed-in users
+-- (docs/ARCHITECTURE.md §14). The 'cancelled' statuses and runs.owner are in
+-- 20261202000800; every transition here is a run event (20261202000900).
+
+-- Cancels a started run. In one transaction, holding the run's row lock (which
+-- complete_tasks and fail_task take too, so none of them interleaves):
+--   - the messages of its queued tasks are archived (nothing of the run stays visible) and
+--     those tasks become 'cancelled';
+--   - its created and started steps become 'cancelled';
+--   - the run becomes 'cancelled' with the reason in `error`.
+-- Tasks a worker is running finish: complete_tasks archives their message and records the
+-- task but, the run being no longer started, changes no step and starts no successor;
+-- fail_task archives it and leaves the cancelled step alone. A cancelled run never starts
+-- another step. Returns true when it cancelled the run, false when it already was
+-- cancelled (the first reason is kept). A completed or failed run is refused (55000).
+create or replace function switchyard.cancel_run(run_id uuid, reason text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  child uuid;
+begin
+  if reason is null or btrim(reason) = '' then
+    raise exception using errcode = '22023', message = format(
+      'cancel_run(%s): reason %s is invalid: say why the run is cancelled',
+      coalesce(cancel_run.run_id::text, 'null'), coalesce(to_json(reason)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200),
+        'run_id', cancel_run.run_id)::text;
+  end if;
+  select * into run from switchyard.runs r where r.run_id = cancel_run.run_id for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_unknown', 'argument', 'run_id', 'value', cancel_run.run_id::text)::text;
+  end if;
+  if run.status = 'cancelled' then
+    return false;
+  end if;
+  if run.status <> 'started' then
+    raise exception using errcode = '55000', message = format(
+      'cancel_run: run %s is %s; only a started run can be cancelled',
+      run.run_id, run.status),
+      detail = jsonb_build_object(
+        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
+        'status', run.status)::text;
+  end if;
+  -- The queued tasks before their messages, in (queue, message id) order, as start_tasks
+  -- locks them (a task, then its message): a claim in flight cannot deadlock with this.
+  perform 1 from switchyard.step_tasks t
+   where t.run_id = run.run_id and t.status = 'queued'
+   order by t.queue_name, t.message_id
+     for update;
+  -- Their messages, one archive per queue (as a failure archives them, 20261202000700).
+  perform switchyard._archive_queued(run.run_id);
+  -- Cancelled, not queued: nothing that looks for queued work (a sweep that re-sends a
+  -- queued task's missing message, drain counts) finds them.
+  update switchyard.step_tasks t
+     set status = 'cancelled', worker_id = null
+   where t.run_id = run.run_id and t.status = 'queued';
+  update switchyard.step_states ss
+     set status = 'cancelled'
+   where ss.run_id = run.run_id and ss.status in ('created', 'started');
+  update switchyard.runs r
+     set status = 'cancelled', cancelled_at = now(),
+         error = format('cancelled: %s', left(reason, 4000))
+   where r.run_id = run.run_id;
+  -- Its child runs (flow steps, docs/ARCHITECTURE.md §5.11) that are still started, and theirs.
+  for child in
+    select c.run_id from switchyard.child_runs c
+      join switchyard.runs r on r.run_id = c.run_id and r.status = 'started'
+     where c.parent_run_id = run.run_id
+     order by c.run_id
+  loop
+    perform switchyard.cancel_run(child, format('its parent run %s was cancelled', run.run_id));
+  end loop;
+  return true;
 end
 $$;
 
@@ -1194,8 +1414,8 @@ begin
     end if;
     step_queue := step ->> 'queue';
     step_kind := step ->> 'kind';
-    if step_kind in ('wait', 'sleep') then
-      -- A wait or sleep step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
+    if step_kind in ('wait', 'sleep', 'flow') then
+      -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
       if step_queue is not null then
         raise exception using errcode = '22023', message = format(
           'flow %s step %s: a %s step uses no queue, not %s',
@@ -1222,7 +1442,7 @@ begin
           'expected', expected_queue, 'placement', placement,
           'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
-    if step_kind in ('wait', 'sleep') then
+    if step_kind in ('wait', 'sleep', 'flow') then
       null;
     elsif placement = 'routed' then
       perform switchyard.ensure_shared_queue(step_queue);
@@ -1248,9 +1468,9 @@ begin
     end if;
     -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
     -- dependency) or from its one dependency.
-    if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep') then
+    if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
       raise exception using errcode = '22023', message = format(
-        'flow %s step %s kind %s is invalid: use single, map, wait or sleep',
+        'flow %s step %s kind %s is invalid: use single, map, wait, sleep or flow',
         to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
         detail = jsonb_build_object(
           'rule', 'step_kind_invalid', 'argument', 'kind', 'value', left((step -> 'kind')::text, 200),
@@ -1269,7 +1489,7 @@ begin
     -- Runtime options are set below by _apply_flow_options, with their ranges.
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
                                   step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
-                                  wait_timeout, on_timeout)
+                                  wait_timeout, on_timeout, child_alias)
     values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
       step_kind,
       -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
@@ -1283,7 +1503,10 @@ begin
       switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
                              1, 31536000, step_kind <> 'sleep'),
       switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
-                                array['fail', 'skip'], 'fail'));
+                                array['fail', 'skip'], 'fail'),
+      -- A flow step's alias (checked as an alias slug; it need not exist yet).
+      case when step_kind = 'flow'
+           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end);
 
     deps_seen := '{}';
     for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
@@ -2698,6 +2921,14 @@ begin
   return 'unchanged';
 end
 $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/child_runs_trigger.sql
+
+-- A child run's end ends its parent's flow step (issue 22, docs/ARCHITECTURE.md §5.11).
+create trigger runs_child_ended after update of status on switchyard.runs
+  for each row when (old.status = 'started' and new.status in ('completed', 'failed', 'cancelled'))
+  execute function switchyard._child_run_ended();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql

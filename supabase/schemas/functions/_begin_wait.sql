@@ -1,4 +1,5 @@
--- A wait or sleep step just moved to started (by _start_ready_steps): a wait whose signal
+-- A wait or sleep step just moved to started (by _start_ready_steps; a 'flow' step goes to
+-- _begin_child): a wait whose signal
 -- arrived early gets it now (returns true: the step is done, its dependents may be ready);
 -- else the step waits (returns false): its deadline is set from its timeout (a wait without
 -- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
@@ -13,6 +14,9 @@ declare
   st switchyard.steps;
 begin
   select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if st.step_type = 'flow' then
+    return switchyard._begin_child(run, flow, step);
+  end if;
   if st.step_type = 'wait'
      and exists (select 1 from switchyard.run_signals rs where rs.run_id = run and rs.step_slug = step) then
     perform switchyard._finish_wait(run, flow, step, 'signalled');

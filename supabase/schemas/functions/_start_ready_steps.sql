@@ -9,8 +9,9 @@
 --     more than max_map_elements() elements fails it with the count and the limit; an empty
 --     array completes the step with [] and no task; else one task per element, task_index
 --     0..n-1, every message sent in one pgmq.send_batch;
---   - a wait or sleep step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait delivers a
---     signal kept for it, else the step waits (until signal_run or expire_waits ends it);
+--   - a wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait
+--     delivers a signal kept for it, else the step waits (until signal_run or expire_waits
+--     ends it); a flow step starts its child run (_begin_child);
 --   - otherwise (a plain step) its task is created by _queue_plain_tasks, the one path of plain
 --     successor start that complete_tasks takes too: plain steps are queued together, in index
 --     order, before each condition or map step and after the last step.
@@ -88,7 +89,7 @@ begin
           continue;
         end if;
       end if;
-      if ready.step_type in ('wait', 'sleep') then
+      if ready.step_type in ('wait', 'sleep', 'flow') then
         if switchyard._begin_wait(target_run, ready.flow_slug, ready.step_slug) then
           moved_any := true;
           skipped_any := true;

@@ -26,7 +26,8 @@ create table switchyard.steps (
   start_delay int not null default 0,
   -- 'map' (docs/ARCHITECTURE.md §5.10): one task per element of an array, the run input (a
   -- root map) or the output of its one dependency. 'wait' and 'sleep' (§5.11): no task and no
-  -- queue; a wait ends with a signal or its timeout, a sleep after wait_timeout seconds.
+  -- queue; a wait ends with a signal or its timeout, a sleep after wait_timeout seconds; a 'flow'
+  -- step starts a child run and ends with it.
   step_type text not null default 'single',
   -- Condition (docs/ARCHITECTURE.md §5.9): the step runs when its input contains cond_if and
   -- does not contain cond_if_not (jsonb @>); null means no pattern.
@@ -43,8 +44,11 @@ create table switchyard.steps (
   wait_timeout int,
   -- What a wait's timeout does: fail the run, or skip the step.
   on_timeout text not null default 'fail' check (on_timeout in ('fail', 'skip')),
-  constraint steps_step_type_check check (step_type in ('single', 'map', 'wait', 'sleep')),
-  constraint steps_queue_by_type check ((queue_name is null) = (step_type in ('wait', 'sleep')))
+  constraint steps_step_type_check check (step_type in ('single', 'map', 'wait', 'sleep', 'flow')),
+  constraint steps_queue_by_type
+    check ((queue_name is null) = (step_type in ('wait', 'sleep', 'flow'))),
+  -- A 'flow' step (docs/ARCHITECTURE.md §5.11): the alias whose active version it starts.
+  child_alias text
 );
 
 create index steps_queue on switchyard.steps (queue_name);

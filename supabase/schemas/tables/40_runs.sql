@@ -80,6 +80,16 @@ create table switchyard.delayed_starts (
 
 create index delayed_starts_due on switchyard.delayed_starts (start_at);
 
+-- Child runs (docs/ARCHITECTURE.md §5.11): the run a parent's 'flow' step started, its id
+-- derived from the parent's run and step, so starting it again finds the same run.
+create table switchyard.child_runs (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  parent_run_id uuid not null,
+  parent_step text not null,
+  unique (parent_run_id, parent_step),
+  foreign key (parent_run_id, parent_step) references switchyard.step_states on delete cascade
+);
+
 -- One task per (run, step, task index): index 0 for an ordinary step, one per element for a
 -- map step. Its queue is a snapshot taken when the task is created; every queue operation
 -- uses it, never a name recomputed from the flow. 'skipped': the other tasks of a map step

@@ -106,7 +106,28 @@ async function typeTests(): Promise<void> {
   await run.signal('legal', { approved: true });
 }
 
+function childFlowTypes(): void {
+  const enrich = defineDeployedFlow(
+    new Flow<{ id: string }>({ slug: 'enrichTypes' }).step({ slug: 'lookup' }, (i) => i.id.length),
+    { alias: 'enrichTypes' },
+  );
+  const order = new Flow<{ id: string }>({ slug: 'orderTypes' })
+    .childFlow({ slug: 'enriched', flow: enrich })
+    .step({ slug: 'ship', dependsOn: ['enriched'] }, (input) => input.enriched.lookup > 0);
+  expectType<Equal<StepOutputs<typeof order>['enriched'], { lookup: number }>>();
+  expectType<Equal<WaitSlugs<typeof order>, 'enriched'>>();
+  expectType<Equal<SignalSlugs<typeof order>, never>>();
+  routeFlow(order, { queues: { ship: 'io' } });
+  // @ts-expect-error a flow step uses no queue
+  routeFlow(order, { queues: { ship: 'io', enriched: 'io' } });
+  // @ts-expect-error the step's input must be the child flow's input
+  new Flow<{ other: number }>({ slug: 'bad' }).childFlow({ slug: 'c', flow: enrich });
+  // @ts-expect-error a flow step needs a deployment, not a bare flow
+  new Flow<{ id: string }>({ slug: 'bad2' }).childFlow({ slug: 'c', flow: enrich.flow });
+}
+
 Deno.test('wait and sleep steps: the types above check; the same rules hold at runtime', () => {
+  assert.equal(typeof childFlowTypes, 'function');
   assert.equal(typeof typeTests, 'function');
   const placement = toPlacement(routeFlow(review, { queues: { draft: 'io', publish: 'io' } }));
   assert.deepEqual(

@@ -1,10 +1,10 @@
--- Wait and sleep steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no handler and no
--- queue; its timeout and what the timeout does; a waiting step's deadline; the signals, kept
+-- Wait, sleep and child-flow steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no
+-- handler and no queue (a child-flow step: the alias it starts); its timeout and what the timeout does; a waiting step's deadline; the signals, kept
 -- from the moment they arrive; the three run events of a wait.
 alter table switchyard.steps drop constraint steps_step_type_check;
 
 alter table switchyard.steps add constraint steps_step_type_check
-  check (step_type in ('single', 'map', 'wait', 'sleep'));
+  check (step_type in ('single', 'map', 'wait', 'sleep', 'flow'));
 
 alter table switchyard.steps alter column queue_name drop not null;
 
@@ -14,7 +14,9 @@ alter table switchyard.steps add column on_timeout text not null default 'fail'
   check (on_timeout in ('fail', 'skip'));
 
 alter table switchyard.steps add constraint steps_queue_by_type
-  check ((queue_name is null) = (step_type in ('wait', 'sleep')));
+  check ((queue_name is null) = (step_type in ('wait', 'sleep', 'flow')));
+
+alter table switchyard.steps add column child_alias text;
 
 alter table switchyard.step_states add column wait_deadline timestamptz;
 
@@ -45,3 +47,12 @@ create table switchyard.delayed_starts (
 );
 
 create index delayed_starts_due on switchyard.delayed_starts (start_at);
+
+-- Child runs (a 'flow' step): the run a parent's step started, found by the parent's step.
+create table switchyard.child_runs (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  parent_run_id uuid not null,
+  parent_step text not null,
+  unique (parent_run_id, parent_step),
+  foreign key (parent_run_id, parent_step) references switchyard.step_states on delete cascade
+);
