@@ -38,7 +38,7 @@ begin
   if not found or st.step_type <> 'wait' then
     raise exception using errcode = '22023', message = format(
       'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
-      coalesce(to_json(signal_run.step_slug)::text, 'null'), run.run_id, to_json(run.flow_slug)::text,
+      switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
       case when st.step_slug is null then 'does not exist'
            else format('is a %s step, not a wait step', st.step_type) end,
       coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
@@ -51,9 +51,9 @@ begin
   end if;
   if key is not null and btrim(key) = '' then
     raise exception using errcode = '22023', message = format(
-      'signal_run: key %s is invalid: pass null or a non-empty string', to_json(key)::text),
+      'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
       detail = jsonb_build_object(
-        'rule', 'key_empty', 'argument', 'key', 'value', key, 'run_id', run.run_id,
+        'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
         'step_slug', st.step_slug)::text;
   end if;
   problem := switchyard._json_size_problem(value, 'max_output_bytes');
@@ -86,11 +86,12 @@ begin
       'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
       'signal: repeat it with the same key to make the repeat a no-op',
       to_json(st.step_slug)::text, run.run_id,
-      case when kept.signal_key is null then 'no key' else format('key %s', to_json(kept.signal_key)) end,
+      case when kept.signal_key is null then 'no key'
+           else format('key %s', switchyard._clip(kept.signal_key)) end,
       kept.signalled_at),
       detail = jsonb_build_object(
-        'rule', 'step_already_signalled', 'argument', 'key', 'value', key,
-        'signal_key', kept.signal_key, 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
+        'rule', 'step_already_signalled', 'argument', 'key', 'value', left(key, 200),
+        'signal_key', left(kept.signal_key, 200), 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
   end if;
   select * into state from switchyard.step_states ss
    where ss.run_id = run.run_id and ss.step_slug = st.step_slug;

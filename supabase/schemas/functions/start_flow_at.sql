@@ -19,7 +19,7 @@ begin
   if start_at is null or start_at > now() + interval '365 days' then
     raise exception using errcode = '22023', message = format(
       'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
-      coalesce(to_json(flow_or_alias)::text, 'null'), coalesce(start_at::text, 'null')),
+      switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
       detail = jsonb_build_object(
         'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
         'max', (now() + interval '365 days')::text)::text;
