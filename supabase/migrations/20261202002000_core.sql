@@ -1653,8 +1653,11 @@ begin
     end if;
   end loop;
   for due in
+    -- Of started runs only: a run another step failed keeps its waiting step 'started' (a
+    -- retry goes on with it), and such steps must not fill the limit.
     select ss.run_id, ss.flow_slug, ss.step_slug
       from switchyard.step_states ss
+      join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
      where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= now()
      order by ss.wait_deadline
      limit max_steps

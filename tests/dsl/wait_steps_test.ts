@@ -387,6 +387,37 @@ Deno.test('cancel while waiting; expire_waits and signals leave the cancelled ru
   assert.equal(r.detail.rule, 'run_not_started');
 });
 
+Deno.test('a run another step failed keeps its wait out of the tick; a retry makes it due again', async () => {
+  let fail = true;
+  const flow = new Flow({ slug: 'failedWaitV1', maxAttempts: 1 })
+    .step({ slug: 'boom' }, () => {
+      if (fail) throw new Error('boom');
+      return 1;
+    })
+    .wait({ slug: 'approval', timeout: 3600, onTimeout: 'skip' });
+  await compile(flow);
+  const runId = await client.startFlow('failedWaitV1', {});
+  const worker = await startWorker(flow, base);
+  try {
+    assert.equal((await client.waitForRun(runId)).status, 'failed');
+    assert.equal((await stepRows(runId))[1].status, 'started', 'the wait still waits');
+    await db.sql`update switchyard.step_states set wait_deadline = now() - interval '1 second'
+      where run_id = ${runId} and step_slug = 'approval'`;
+    const [none] = await db.sql`select switchyard.expire_waits(1) as n`;
+    assert.equal(none.n, 0, "a failed run is not the tick's");
+    assert.ok(!(await events(runId)).includes('approval:timed out'));
+    fail = false;
+    await db.sql`select switchyard.retry_run(${runId}::uuid)`;
+    await tickUntil(
+      'the retried run to finish',
+      async () => (await client.runStatus(runId))?.status === 'completed',
+    );
+    assert.deepEqual((await stepRows(runId)).map((r) => r.status), ['completed', 'skipped']);
+  } finally {
+    await worker.stop();
+  }
+});
+
 Deno.test('an alias moved while a run waits: the run keeps its version, counts as open, finishes on it', async () => {
   const version = (n: number): AnyFlow =>
     new Flow<{ id: string }>({ slug: `reviewAliasV${n}` })
