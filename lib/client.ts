@@ -33,6 +33,7 @@ export {
   createClient,
   type EventsOptions,
   type RunHandle,
+  type SignalOptions,
   type SwitchyardClient,
   type WaitOptions,
 } from './sql/client_queries.ts';
@@ -44,6 +45,7 @@ export {
   type RunEventName,
   type RunStatus,
   type RunStatusValue,
+  type SignalResult,
   type StartRunOptions,
   type StepStatus,
   type StepStatusValue,

@@ -12,8 +12,16 @@
  * @module
  */
 
-import type { AnyFlow, FlowInput, FlowOutput, StepOutputs, StepSlugs } from './flow.ts';
-import type { DeployedFlow } from './deployed_flow.ts';
+import type {
+  AnyFlow,
+  FlowInput,
+  FlowOutput,
+  SignalPayloadOf,
+  SignalSlugs,
+  StepOutputs,
+  StepSlugs,
+} from './flow.ts';
+import type { DeployedFlow, FlowOf } from './deployed_flow.ts';
 import type { WorkerTarget } from './placement.ts';
 
 /**
@@ -149,3 +157,39 @@ export type AliasStepOutputs<R extends Registry, A extends AliasOf<R>> =
 export type AliasStepSlugs<R extends Registry, A extends AliasOf<R>> =
   // Distributes over the versions (keyof of a union would keep only the common keys).
   AliasFlows<R, A> extends infer F ? F extends AnyFlow ? StepSlugs<F> : never : never;
+
+/**
+ * The wait steps of an alias (over its versions) and each one's signal payload type: what
+ * `run.signal()` accepts on a handle of that alias (docs/ARCHITECTURE.md §5.11).
+ *
+ * @example
+ * ```ts
+ * import { type AliasSignals, defineDeployedFlow, Flow, signalPayload } from '../mod.ts';
+ *
+ * const v1 = new Flow({ slug: 'reviewV1' })
+ *   .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>() });
+ * const registry = [defineDeployedFlow(v1, { alias: 'review' })] as const;
+ * const signals: AliasSignals<typeof registry, 'review'> = { approval: { approved: true } };
+ * ```
+ */
+export type AliasSignals<R extends Registry, A extends AliasOf<R>> = {
+  [S in SignalSlugs<AliasFlows<R, A>>]: SignalPayloadOf<AliasFlows<R, A>, S>;
+};
+
+/**
+ * The wait steps of every flow a registry lists, with their signal payload types (a slug
+ * several flows use: the union of theirs): what `client.signal()` accepts.
+ *
+ * @example
+ * ```ts
+ * import { defineDeployedFlow, Flow, type RegistrySignals, signalPayload } from '../mod.ts';
+ *
+ * const v1 = new Flow({ slug: 'reviewV1' })
+ *   .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>() });
+ * const registry = [defineDeployedFlow(v1, { alias: 'review' })] as const;
+ * const signals: RegistrySignals<typeof registry> = { approval: { approved: false } };
+ * ```
+ */
+export type RegistrySignals<R extends Registry> = {
+  [S in SignalSlugs<FlowOf<R[number]>>]: SignalPayloadOf<FlowOf<R[number]>, S>;
+};

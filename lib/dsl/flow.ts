@@ -17,6 +17,8 @@ import { assertFlowSlug, assertStepSlug } from './slugs.ts';
 import type { StepContext } from './context.ts';
 import type {
   ArrayStepSlugs,
+  ChildFlowConfig,
+  ChildInputCheck,
   ConditionConfig,
   ContainmentPattern,
   FlowOptions,
@@ -24,12 +26,16 @@ import type {
   MapInput,
   MapItem,
   NewStepSlug,
+  OnTimeout,
   ResolvedFlowOptions,
   RootMapCheck,
   SeenOutput,
+  SignalPayload,
+  SleepConfig,
   StepConfig,
   StepDefinition,
   StepInput,
+  WaitConfig,
   WhenExhausted,
   WhenUnmet,
 } from './flow_types.ts';
@@ -49,7 +55,7 @@ declare const flowTypes: unique symbol;
  * ```
  */
 // deno-lint-ignore no-explicit-any
-export type AnyFlow = Flow<any, Record<string, any>, string>;
+export type AnyFlow = Flow<any, Record<string, any>, string, Record<string, any>>;
 
 /**
  * The input type of a flow.
@@ -130,6 +136,83 @@ export type FlowOutput<F extends AnyFlow> = F extends Flow<unknown, infer Steps,
   ? { [K in L & keyof Steps]: Steps[K] }
   : never;
 
+/**
+ * The slugs of a flow's wait and sleep steps: the steps with no handler and no queue
+ * (docs/ARCHITECTURE.md §5.11), which `routeFlow()` does not route.
+ *
+ * @example
+ * ```ts
+ * import { Flow, type WaitSlugs } from './flow.ts';
+ *
+ * const flow = new Flow({ slug: 'f' })
+ *   .step({ slug: 'draft' }, () => 'text')
+ *   .wait({ slug: 'approval', dependsOn: ['draft'] })
+ *   .sleep({ slug: 'pause', seconds: 60 });
+ * const slug: WaitSlugs<typeof flow> = 'pause'; // 'approval' | 'pause'
+ * ```
+ */
+export type WaitSlugs<F extends AnyFlow> = F extends // deno-lint-ignore no-explicit-any
+Flow<any, Record<string, any>, string, infer W>
+  // Any flow (its waits unknown): none, so a placement of AnyFlow routes every step.
+  ? string extends keyof W ? never : keyof W & string
+  : never;
+
+/**
+ * The slugs of a flow's wait steps, the ones `switchyard.signal_run` signals (a sleep takes
+ * no signal). Distributes over a union of flows.
+ *
+ * @example
+ * ```ts
+ * import { Flow, type SignalSlugs } from './flow.ts';
+ *
+ * const flow = new Flow({ slug: 'f' }).wait({ slug: 'approval' }).sleep({ slug: 'pause', seconds: 1 });
+ * const slug: SignalSlugs<typeof flow> = 'approval';
+ * ```
+ */
+export type SignalSlugs<F extends AnyFlow> = F extends // deno-lint-ignore no-explicit-any
+Flow<any, Record<string, any>, string, infer W>
+  ? { [K in keyof W & string]: [W[K]] extends [never] ? never : K }[keyof W & string]
+  : never;
+
+/**
+ * The payload type of wait step `S` of a flow (a union of flows: the union of theirs).
+ *
+ * @example
+ * ```ts
+ * import { Flow, signalPayload, type SignalPayloadOf } from './flow.ts';
+ *
+ * const flow = new Flow({ slug: 'f' })
+ *   .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>() });
+ * const payload: SignalPayloadOf<typeof flow, 'approval'> = { approved: true };
+ * ```
+ */
+export type SignalPayloadOf<F extends AnyFlow, S extends string> = F extends // deno-lint-ignore no-explicit-any
+Flow<any, Record<string, any>, string, infer W> ? S extends keyof W ? W[S] : never
+  : never;
+
+/**
+ * The marker of a wait step's payload type (docs/ARCHITECTURE.md §5.11):
+ * `.wait({ slug, payload: signalPayload<{ approved: boolean }>() })` types the step's output,
+ * what its dependents receive and what `client.signal` accepts. (A marker value rather than a
+ * type argument: TypeScript infers either all of a call's type arguments or none, and the
+ * step's slug must stay an inferred literal.)
+ *
+ * @example
+ * ```ts
+ * import { Flow, signalPayload } from './flow.ts';
+ *
+ * const flow = new Flow<{ text: string }>({ slug: 'review' })
+ *   .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>(), timeout: 3600 })
+ *   .step({ slug: 'publish', dependsOn: ['approval'] }, (input) => input.approval.approved);
+ * console.assert(flow.getStep('approval')?.kind === 'wait');
+ * ```
+ */
+export function signalPayload<P extends JsonValue>(): SignalPayload<P> {
+  return SIGNAL_PAYLOAD as SignalPayload<P>;
+}
+
+const SIGNAL_PAYLOAD: SignalPayload<never> = Object.freeze({ kind: 'signal_payload' as const });
+
 const FLOW_DEFAULTS: ResolvedFlowOptions = Object.freeze({
   maxAttempts: 3,
   baseDelay: 1,
@@ -144,18 +227,30 @@ const OPTION_RULES = {
   maxDelay: { min: 0, max: 604800, unit: ' seconds' },
   timeout: { min: 1, max: 86400, unit: ' seconds' },
   startDelay: { min: 0, max: 86400, unit: ' seconds' },
+  timeoutSeconds: { min: 1, max: 31536000, unit: ' seconds' },
 } as const;
+
+const WAIT_OPTION_KEYS = new Set(['slug', 'dependsOn', 'payload', 'timeout', 'onTimeout']);
+const SLEEP_OPTION_KEYS = new Set(['slug', 'dependsOn', 'seconds']);
+const FLOW_STEP_KEYS = new Set(['slug', 'dependsOn']);
+const ON_TIMEOUT: readonly OnTimeout[] = ['fail', 'skip'];
+const NO_HANDLER = (): never => {
+  throw new FlowDefinitionError(
+    'a wait, sleep or flow step has no handler: it never runs on a worker',
+  );
+};
 
 function checkOption(
   owner: string,
   name: keyof typeof OPTION_RULES,
   value: unknown,
+  label: string = name,
 ): number | null {
   if (value === undefined) return null;
   const { min, max, unit } = OPTION_RULES[name];
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new FlowDefinitionError(
-      `${owner} option ${name} ${describeValue(value)} is invalid: use an integer from ` +
+      `${owner} option ${label} ${describeValue(value)} is invalid: use an integer from ` +
         `${min} to ${max}${unit}`,
     );
   }
@@ -268,6 +363,8 @@ export class Flow<
   // deno-lint-ignore ban-types
   Steps extends Record<string, unknown> = {},
   Leaves extends string = keyof Steps & string,
+  // deno-lint-ignore ban-types
+  Waits extends Record<string, unknown> = {},
 > {
   /** Discriminates a bare flow from placements and deployments. */
   readonly kind = 'flow' as const;
@@ -277,6 +374,7 @@ export class Flow<
     readonly input: Input;
     readonly steps: Steps;
     readonly leaves: Leaves;
+    readonly waits: Waits;
   };
 
   #slug: string;
@@ -392,11 +490,12 @@ export class Flow<
         ? SeenOutput<Awaited<Out>, If, IfNot, Unmet, Exhausted>
         : Steps[K];
     },
-    Exclude<Leaves, Deps[number]> | Slug
+    Exclude<Leaves, Deps[number]> | Slug,
+    Waits
   > {
     const definition = this.#defineStep(config, handler);
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }
@@ -458,13 +557,234 @@ export class Flow<
         ? SeenOutput<Awaited<Out>[], If, IfNot, Unmet, Exhausted>
         : Steps[K];
     },
-    Exclude<Leaves, Source> | Slug
+    Exclude<Leaves, Source> | Slug,
+    Waits
   > {
     const definition = this.#defineMap(config, handler);
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
+  }
+
+  /**
+   * Returns a new flow with one more wait step (docs/ARCHITECTURE.md §5.11): no handler, no
+   * queue, no task. When its dependencies are done it waits — nothing runs, no worker is
+   * needed — until `switchyard.signal_run(run_id, slug, payload, key)` (or `client.signal`)
+   * delivers its signal, whose payload becomes its output, typed with `payload:
+   * signalPayload<T>()`. A signal sent before the step is ready is kept until it is. With
+   * `timeout` (seconds) the SQL core ends the wait when no signal came in time: `onTimeout:
+   * 'fail'` (default) fails the run, `'skip'` skips the step, so dependents see its output as
+   * `T | undefined`. `routeFlow()` takes no queue for it.
+   *
+   * @example
+   * ```ts
+   * import { Flow, signalPayload } from './flow.ts';
+   *
+   * const review = new Flow<{ text: string }>({ slug: 'reviewV1' })
+   *   .step({ slug: 'draft' }, (input) => input.text.trim())
+   *   .wait({
+   *     slug: 'approval',
+   *     dependsOn: ['draft'],
+   *     payload: signalPayload<{ approved: boolean }>(),
+   *     timeout: 86400,
+   *     onTimeout: 'skip',
+   *   })
+   *   .step({ slug: 'publish', dependsOn: ['draft', 'approval'] }, (input) =>
+   *     input.approval?.approved === true ? `published: ${input.draft}` : 'not approved');
+   * console.assert(review.getStep('approval')?.wait?.onTimeout === 'skip');
+   * ```
+   */
+  wait<
+    const Slug extends string,
+    const Deps extends readonly (keyof Steps & string)[] = readonly [],
+    P = JsonValue,
+    const T extends OnTimeout = 'fail',
+  >(
+    config: Omit<WaitConfig<Slug, Deps, P, T>, 'slug'> & { slug: NewStepSlug<Slug, Steps> },
+  ): Flow<
+    Input,
+    {
+      [K in keyof Steps | Slug]: K extends Slug ? [T] extends ['fail'] ? P : P | undefined
+        : Steps[K];
+    },
+    Exclude<Leaves, Deps[number]> | Slug,
+    { [K in keyof Waits | Slug]: K extends Slug ? P : Waits[K] }
+  > {
+    const definition = this.#defineWait(config, 'wait');
+    // deno-lint-ignore no-explicit-any
+    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    next.#steps = Object.freeze([...this.#steps, definition]);
+    return next;
+  }
+
+  /**
+   * Returns a new flow with one more sleep step (docs/ARCHITECTURE.md §5.11): once its
+   * dependencies are done it completes after `seconds` (output `null`), with no worker held
+   * and nothing running meanwhile; the SQL core's clock ends it (`switchyard.expire_waits`,
+   * run by the keep-alive tick), so it may end up to a tick late. No queue, no signal.
+   *
+   * @example
+   * ```ts
+   * import { Flow } from './flow.ts';
+   *
+   * const remind = new Flow<{ email: string }>({ slug: 'remindV1' })
+   *   .sleep({ slug: 'one_day', seconds: 86400 })
+   *   .step({ slug: 'send', dependsOn: ['one_day'] }, () => 'sent');
+   * console.assert(remind.getStep('one_day')?.kind === 'sleep');
+   * ```
+   */
+  sleep<
+    const Slug extends string,
+    const Deps extends readonly (keyof Steps & string)[] = readonly [],
+  >(
+    config: Omit<SleepConfig<Slug, Deps>, 'slug'> & { slug: NewStepSlug<Slug, Steps> },
+  ): Flow<
+    Input,
+    { [K in keyof Steps | Slug]: K extends Slug ? null : Steps[K] },
+    Exclude<Leaves, Deps[number]> | Slug,
+    { [K in keyof Waits | Slug]: K extends Slug ? never : Waits[K] }
+  > {
+    const definition = this.#defineWait(config, 'sleep');
+    // deno-lint-ignore no-explicit-any
+    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    next.#steps = Object.freeze([...this.#steps, definition]);
+    return next;
+  }
+
+  /**
+   * Returns a new flow with one more flow step (docs/ARCHITECTURE.md §5.11): no handler, no
+   * queue. When ready it starts a child run of `flow` (a deployment: the active version of its
+   * alias), with the step's input (the flow input for a root step, else its dependencies'
+   * outputs, which must be the child's input type) and the parent's owner, and waits — no
+   * worker held — until the child ends: completed, the step's output is the child's output
+   * (typed); failed, the step and the run fail naming it; cancelled, the parent is cancelled.
+   * The child's run id is derived from the parent run and the step, so a retry of the parent
+   * never starts a second child (it retries a failed one); cancelling the parent cancels its
+   * children.
+   *
+   * @example
+   * ```ts
+   * import { defineDeployedFlow, Flow } from '../mod.ts';
+   *
+   * const enrich = defineDeployedFlow(
+   *   new Flow<{ id: string }>({ slug: 'enrichV1' }).step({ slug: 'lookup' }, (i) => i.id.length),
+   *   { alias: 'enrich' },
+   * );
+   * const order = new Flow<{ id: string }>({ slug: 'orderV1' })
+   *   .childFlow({ slug: 'enriched', flow: enrich })
+   *   .step({ slug: 'ship', dependsOn: ['enriched'] }, (input) => input.enriched.lookup > 0);
+   * console.assert(order.getStep('enriched')?.childAlias === 'enrich');
+   * ```
+   */
+  childFlow<
+    const Slug extends string,
+    const D extends { readonly kind: 'deployed'; readonly alias: string; readonly flow: AnyFlow },
+    const Deps extends readonly (keyof Steps & string)[] = readonly [],
+  >(
+    config:
+      & Omit<ChildFlowConfig<Slug, Deps, D>, 'slug'>
+      & { slug: NewStepSlug<Slug, Steps> }
+      & ChildInputCheck<StepInput<Input, Steps, Deps>, FlowInput<D['flow']>>,
+  ): Flow<
+    Input,
+    { [K in keyof Steps | Slug]: K extends Slug ? FlowOutput<D['flow']> : Steps[K] },
+    Exclude<Leaves, Deps[number]> | Slug,
+    { [K in keyof Waits | Slug]: K extends Slug ? never : Waits[K] }
+  > {
+    const flow = (config as { flow?: { kind?: unknown; alias?: unknown } } | null)?.flow;
+    if (flow?.kind !== 'deployed' || typeof flow.alias !== 'string') {
+      throw new FlowDefinitionError(
+        `flow "${this.#slug}" flow step option flow ${describeValue(flow)} is invalid: pass ` +
+          "defineDeployedFlow(...) (its alias names the child run's flow)",
+      );
+    }
+    const { flow: _flow, ...rest } = config as unknown as Record<string, unknown>;
+    const definition = Object.freeze({
+      ...this.#defineWait(rest, 'flow'),
+      childAlias: flow.alias,
+    });
+    // deno-lint-ignore no-explicit-any
+    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    next.#steps = Object.freeze([...this.#steps, definition]);
+    return next;
+  }
+
+  #defineWait(config: unknown, kind: 'wait' | 'sleep' | 'flow'): StepDefinition {
+    if (typeof config !== 'object' || config === null) {
+      throw new FlowDefinitionError(
+        `flow "${this.#slug}" ${kind} options ${describeValue(config)} are invalid: pass an ` +
+          'object with a slug',
+      );
+    }
+    const step = config as {
+      slug?: unknown;
+      dependsOn?: unknown;
+      payload?: unknown;
+      timeout?: unknown;
+      onTimeout?: unknown;
+      seconds?: unknown;
+    };
+    const slug = step.slug;
+    assertStepSlug(slug);
+    const owner = `flow "${this.#slug}" ${kind} step "${slug}"`;
+    checkKnownKeys(
+      owner,
+      step,
+      kind === 'wait' ? WAIT_OPTION_KEYS : kind === 'sleep' ? SLEEP_OPTION_KEYS : FLOW_STEP_KEYS,
+    );
+    const clash = this.#steps.find((s) => s.slug.toLowerCase() === slug.toLowerCase());
+    if (clash !== undefined) {
+      throw new FlowDefinitionError(
+        `${owner} is a duplicate of step "${clash.slug}": step slugs must be unique ` +
+          'case-insensitively within a flow',
+      );
+    }
+    const dependsOn = this.#checkDependencies(owner, step.dependsOn);
+    if (step.payload !== undefined && step.payload !== SIGNAL_PAYLOAD) {
+      throw new FlowDefinitionError(
+        `${owner} option payload ${describeValue(step.payload)} is invalid: pass ` +
+          'signalPayload<YourType>(), or leave it out for any JSON',
+      );
+    }
+    let timeout: number | null;
+    if (kind === 'flow') {
+      timeout = null;
+    } else if (kind === 'sleep') {
+      if (step.seconds === undefined) {
+        throw new FlowDefinitionError(
+          `${owner} option seconds is missing: say how long the step sleeps, 1 to 31536000`,
+        );
+      }
+      timeout = checkOption(owner, 'timeoutSeconds', step.seconds, 'seconds');
+    } else {
+      timeout = checkOption(owner, 'timeoutSeconds', step.timeout, 'timeout');
+    }
+    const onTimeout = checkChoice(owner, 'onTimeout', step.onTimeout, ON_TIMEOUT, 'fail');
+    if (step.onTimeout !== undefined && timeout === null) {
+      throw new FlowDefinitionError(
+        `${owner} option onTimeout needs a timeout: add timeout (seconds), or leave onTimeout out`,
+      );
+    }
+    return Object.freeze({
+      slug,
+      index: this.#steps.length,
+      kind,
+      dependsOn,
+      options: Object.freeze({
+        maxAttempts: null,
+        baseDelay: null,
+        maxDelay: null,
+        timeout: null,
+        startDelay: 0,
+        if: null,
+        ifNot: null,
+        whenUnmet: 'skip' as const,
+        whenExhausted: 'fail' as const,
+      }),
+      wait: kind === 'flow' ? null : Object.freeze({ timeout, onTimeout }),
+      handler: NO_HANDLER,
+    });
   }
 
   #defineMap(config: unknown, handler: unknown): StepDefinition {
@@ -562,6 +882,7 @@ export class Flow<
         whenUnmet: condition.whenUnmet,
         whenExhausted: condition.whenExhausted,
       }),
+      wait: null,
       handler: handler as StepDefinition['handler'],
     });
   }

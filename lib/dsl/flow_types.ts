@@ -236,22 +236,29 @@ export interface StepDefinition {
   readonly index: number;
   /**
    * `single`: one task; `map`: one task per element of an array (docs/ARCHITECTURE.md §5.10),
-   * the flow input when `dependsOn` is empty, else the output of its one dependency.
+   * the flow input when `dependsOn` is empty, else the output of its one dependency; `wait`
+   * and `sleep`: no task (§5.11).
    */
   readonly kind: StepKind;
   /** Slugs of the steps this one depends on, in the order given. */
   readonly dependsOn: readonly string[];
   /** Step options; `null` means inherit from the flow. */
   readonly options: StepOptions;
+  /** A wait or sleep step's timeout and what it does; `null` for a step with a handler. */
+  readonly wait: WaitStepOptions | null;
+  /** A flow step's alias: the deployed flow whose active version its child run runs. */
+  readonly childAlias?: string;
   /**
-   * The handler, untyped: the worker builds the input from the flow input or dependencies (a
+   * The handler, untyped (a wait or sleep step has none: this one throws): the worker builds the input from the flow input or dependencies (a
    * map step: one element).
    */
   readonly handler: (input: unknown, context: StepContext<unknown>) => unknown;
 }
 
 /**
- * How a step runs: `single` (one task) or `map` (one task per array element).
+ * How a step runs: `single` (one task), `map` (one task per array element), `wait` (no task:
+ * until a signal or its timeout), `sleep` (no task: for a number of seconds) or `flow` (no
+ * task: a child run of another deployed flow).
  *
  * @example
  * ```ts
@@ -260,7 +267,156 @@ export interface StepDefinition {
  * const kind: StepKind = 'map';
  * ```
  */
-export type StepKind = 'single' | 'map';
+export type StepKind = 'single' | 'map' | 'wait' | 'sleep' | 'flow';
+
+/**
+ * What a wait step's timeout does (docs/ARCHITECTURE.md §5.11): `fail` fails the run, `skip`
+ * skips the step (its dependents run without its output).
+ *
+ * @example
+ * ```ts
+ * import type { OnTimeout } from './flow_types.ts';
+ *
+ * const mode: OnTimeout = 'skip';
+ * ```
+ */
+export type OnTimeout = 'fail' | 'skip';
+
+/**
+ * The options of a wait or sleep step (docs/ARCHITECTURE.md §5.11): its timeout (a sleep's
+ * length) in seconds, `null` for a wait without timeout, and what the timeout does.
+ *
+ * @example
+ * ```ts
+ * import type { WaitStepOptions } from './flow_types.ts';
+ *
+ * const wait: WaitStepOptions = { timeout: 3600, onTimeout: 'skip' };
+ * ```
+ */
+export interface WaitStepOptions {
+  /** Seconds until the timeout (a sleep: its length); `null`: a wait that waits until signalled. */
+  readonly timeout: number | null;
+  /** What the timeout of a wait does (a sleep completes). */
+  readonly onTimeout: OnTimeout;
+}
+
+/**
+ * The type of a wait step's signal payload, carried by a value: see {@linkcode signalPayload}
+ * in `lib/dsl/flow.ts`. Nothing is checked at runtime: the payload is whatever JSON
+ * `switchyard.signal_run` receives.
+ *
+ * @example
+ * ```ts
+ * import { signalPayload } from './flow.ts';
+ * import type { SignalPayload } from './flow_types.ts';
+ *
+ * const approval: SignalPayload<{ approved: boolean }> = signalPayload<{ approved: boolean }>();
+ * ```
+ */
+export interface SignalPayload<P> {
+  /** Discriminates the marker. */
+  readonly kind: 'signal_payload';
+  /** Type-only carrier of the payload type; absent at runtime. */
+  readonly payload?: P;
+}
+
+/**
+ * Options of `Flow.wait()`.
+ *
+ * @example
+ * ```ts
+ * import { signalPayload } from './flow.ts';
+ * import type { WaitConfig } from './flow_types.ts';
+ *
+ * const config: WaitConfig<'approval', readonly ['draft'], { approved: boolean }, 'skip'> = {
+ *   slug: 'approval',
+ *   dependsOn: ['draft'],
+ *   payload: signalPayload<{ approved: boolean }>(),
+ *   timeout: 86400,
+ *   onTimeout: 'skip',
+ * };
+ * ```
+ */
+export interface WaitConfig<
+  Slug extends string,
+  Deps extends readonly string[],
+  P,
+  T extends OnTimeout,
+> {
+  /** The step slug, unique (case-insensitively) within the flow; `run` is reserved. */
+  slug: Slug;
+  /** Slugs of earlier steps that must be done before the step waits. Absent: it waits at once. */
+  dependsOn?: Deps;
+  /** The payload's type (the step's output), as `signalPayload<T>()`. Absent: any JSON. */
+  payload?: SignalPayload<P>;
+  /** Seconds the step waits for its signal once ready, 1 to 31536000. Absent: no timeout. */
+  timeout?: number;
+  /** What the timeout does: `fail` (default) fails the run, `skip` skips the step. */
+  onTimeout?: T;
+}
+
+/**
+ * Options of `Flow.childFlow()`.
+ *
+ * @example
+ * ```ts
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { ChildFlowConfig } from './flow_types.ts';
+ *
+ * const child = defineDeployedFlow(new Flow({ slug: 'childV1' }).step({ slug: 'a' }, () => 1), {
+ *   alias: 'child',
+ * });
+ * const config: ChildFlowConfig<'sub', readonly [], typeof child> = { slug: 'sub', flow: child };
+ * ```
+ */
+export interface ChildFlowConfig<
+  Slug extends string,
+  Deps extends readonly string[],
+  D extends { readonly kind: 'deployed'; readonly alias: string },
+> {
+  /** The step slug, unique (case-insensitively) within the flow; `run` is reserved. */
+  slug: Slug;
+  /** Slugs of earlier steps whose outputs are the child run's input. Absent: the flow input. */
+  dependsOn?: Deps;
+  /** The deployed flow the child run runs: the active version of its alias when it starts. */
+  flow: D;
+}
+
+/**
+ * Type-level check that a flow step's input can be its child flow's input: `unknown` when it
+ * can, else the `flow` key is demanded with this message.
+ *
+ * @example
+ * ```ts
+ * import type { ChildInputCheck } from './flow_types.ts';
+ *
+ * type Ok = ChildInputCheck<{ id: string }, { id: string }>; // unknown
+ * ```
+ */
+export type ChildInputCheck<StepIn, ChildIn> = [StepIn] extends [ChildIn] ? unknown
+  : {
+    flow:
+      "the step's input (the flow input, or its dependencies' outputs) is not the child flow's input";
+  };
+
+/**
+ * Options of `Flow.sleep()`.
+ *
+ * @example
+ * ```ts
+ * import type { SleepConfig } from './flow_types.ts';
+ *
+ * const config: SleepConfig<'nap', readonly []> = { slug: 'nap', seconds: 60 };
+ * ```
+ */
+export interface SleepConfig<Slug extends string, Deps extends readonly string[]> {
+  /** The step slug, unique (case-insensitively) within the flow; `run` is reserved. */
+  slug: Slug;
+  /** Slugs of earlier steps that must be done before the sleep starts. */
+  dependsOn?: Deps;
+  /** How long the step sleeps once ready, in seconds, 1 to 31536000. */
+  seconds: number;
+}
 
 /**
  * Options of `Flow.step()`.

@@ -13,7 +13,7 @@
 
 import { describeValue, RouteError } from '../errors.ts';
 import { type AnyFlow, Flow } from './flow.ts';
-import type { StepKind, WhenExhausted, WhenUnmet } from './flow_types.ts';
+import type { OnTimeout, StepKind, WhenExhausted, WhenUnmet } from './flow_types.ts';
 import type { JsonValue } from './json.ts';
 import type { DeployedFlow } from './deployed_flow.ts';
 import { plainQueueName } from './queue_names.ts';
@@ -84,8 +84,8 @@ export interface FlowShapeStep {
   readonly kind: StepKind;
   /** Dependency slugs, in the order given (a map step: none, or the step it maps). */
   readonly dependsOn: readonly string[];
-  /** The step's physical queue. */
-  readonly queue: string;
+  /** The step's physical queue; `null` for a wait, sleep or flow step, which has no task. */
+  readonly queue: string | null;
   /** Step options; `null` means inherit from the flow (for `if` / `ifNot`: no pattern). */
   readonly options: {
     readonly maxAttempts: number | null;
@@ -97,6 +97,12 @@ export interface FlowShapeStep {
     readonly ifNot: JsonValue | null;
     readonly whenUnmet: WhenUnmet;
     readonly whenExhausted: WhenExhausted;
+    /** A wait or sleep step only: its timeout (a sleep's length) in seconds, or `null`. */
+    readonly waitTimeout?: number | null;
+    /** A wait or sleep step only: what the timeout does. */
+    readonly onTimeout?: OnTimeout;
+    /** A flow step only: the alias its child run starts. */
+    readonly childAlias?: string;
   };
 }
 
@@ -153,7 +159,10 @@ export interface Placement {
   readonly kind: PlacementKind;
   /** The alias of a deployment, else `null`. */
   readonly alias: string | null;
-  /** The physical queue of a step; throws `RouteError` for a step the flow does not have. */
+  /**
+   * The physical queue of a step; throws `RouteError` for a step the flow does not have and
+   * for a wait or sleep step (it has no queue).
+   */
   queueOf(stepSlug: string): string;
   /** The distinct queue names the flow uses, sorted. */
   queues(): string[];
@@ -203,7 +212,7 @@ function buildPlacement(
     flow = placed;
     kind = 'plain';
     const queue = plainQueueName(flow.slug);
-    queueByStep = new Map(flow.steps.map((step) => [step.slug, queue]));
+    queueByStep = new Map(flow.steps.filter(hasTask).map((step) => [step.slug, queue]));
   } else if (
     (placed?.kind === 'step_queues' || placed?.kind === 'routed') && placed.flow instanceof Flow
   ) {
@@ -213,7 +222,9 @@ function buildPlacement(
     const queues: Readonly<Record<string, string>> = placed.kind === 'routed'
       ? routeFlow(placed.flow, { queues: placed.queues }).queues
       : withStepQueues(placed.flow).queues;
-    queueByStep = new Map(flow.steps.map((step) => [step.slug, queues[step.slug]]));
+    queueByStep = new Map(
+      flow.steps.filter(hasTask).map((step) => [step.slug, queues[step.slug]]),
+    );
   } else {
     throw new RouteError(
       `toPlacement(${describeValue(placed)}) is invalid: pass a Flow, withStepQueues(flow), ` +
@@ -227,6 +238,13 @@ function buildPlacement(
     alias,
     queueOf(stepSlug: string): string {
       const queue = queueByStep.get(stepSlug);
+      const step = flow.getStep(stepSlug);
+      if (queue === undefined && step !== undefined) {
+        throw new RouteError(
+          `step "${stepSlug}" of flow "${flow.slug}" is a ${step.kind} step: it has no task ` +
+            'and no queue',
+        );
+      }
       if (queue === undefined) {
         throw new RouteError(
           `step ${describeValue(stepSlug)} is not a step of flow "${flow.slug}": use one of ` +
@@ -275,7 +293,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
         index: step.index,
         kind: step.kind,
         dependsOn: Object.freeze([...step.dependsOn]),
-        queue: placement.queueOf(step.slug),
+        queue: hasTask(step) ? placement.queueOf(step.slug) : null,
         options: Object.freeze({
           maxAttempts: step.options.maxAttempts,
           baseDelay: step.options.baseDelay,
@@ -286,10 +304,19 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
           ifNot: step.options.ifNot,
           whenUnmet: step.options.whenUnmet,
           whenExhausted: step.options.whenExhausted,
+          ...(step.wait === null
+            ? {}
+            : { waitTimeout: step.wait.timeout, onTimeout: step.wait.onTimeout }),
+          ...(step.childAlias === undefined ? {} : { childAlias: step.childAlias }),
         }),
       })
     )),
   });
+}
+
+/** Whether a step runs tasks on a queue (not a wait or sleep step). */
+export function hasTask(step: { readonly kind: StepKind }): boolean {
+  return step.kind === 'single' || step.kind === 'map';
 }
 
 /**

@@ -14,7 +14,7 @@
  */
 
 import { describeValue, RouteError } from '../errors.ts';
-import { type AnyFlow, Flow, type StepSlugs } from './flow.ts';
+import { type AnyFlow, Flow, type StepSlugs, type WaitSlugs } from './flow.ts';
 import { assertQueueName, type ValidQueueName } from './queue_names.ts';
 
 /**
@@ -33,12 +33,18 @@ import { assertQueueName, type ValidQueueName } from './queue_names.ts';
  */
 export type RouteQueues<F extends AnyFlow, Q> =
   & {
-    readonly [K in StepSlugs<F>]: K extends keyof Q ? Q[K] extends string ? ValidQueueName<Q[K]>
+    readonly [K in Exclude<StepSlugs<F>, WaitSlugs<F>>]: K extends keyof Q
+      ? Q[K] extends string ? ValidQueueName<Q[K]>
       : string
       : string;
   }
   & {
     readonly [K in Exclude<keyof Q, StepSlugs<F>>]: `"${K & string}" is not a step of this flow`;
+  }
+  & {
+    readonly [K in Extract<keyof Q, WaitSlugs<F>>]: `"${
+      & K
+      & string}" is a wait or sleep step: it uses no queue`;
   };
 
 /**
@@ -112,7 +118,17 @@ export function routeFlow<F extends AnyFlow, const Q extends RouteQueues<F, Q>>(
         'step slug to a queue name',
     );
   }
-  const stepSlugs = flow.steps.map((step) => step.slug);
+  const waiting = flow.steps.filter((step) =>
+    step.kind === 'wait' || step.kind === 'sleep' || step.kind === 'flow'
+  );
+  const routedWait = waiting.find((step) => Object.hasOwn(queues, step.slug));
+  if (routedWait !== undefined) {
+    throw new RouteError(
+      `${where}: queues lists ${routedWait.kind} step "${routedWait.slug}": a wait, sleep or ` +
+        'flow step has no task and uses no queue, leave it out',
+    );
+  }
+  const stepSlugs = flow.steps.filter((step) => !waiting.includes(step)).map((step) => step.slug);
   const listed = Object.keys(queues);
   const unknown = listed.filter((key) => !stepSlugs.includes(key));
   if (unknown.length > 0) {

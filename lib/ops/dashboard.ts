@@ -22,12 +22,15 @@
  * | POST   | `/api/functions/<name>/resume` | `{ result }`                                                 |
  * | POST   | `/api/runs/<run id>/cancel`    | `{ result }` ({@linkcode CancelResult}); JSON body `{ "reason"?: string }` |
  * | POST   | `/api/runs/<run id>/retry`     | `{ result }` ({@linkcode RetryResult})                        |
+ * | POST   | `/api/runs/<run id>/signal`    | `{ result }` ({@linkcode SignalResult}); JSON body `{ "step": string, "payload"?: JSON, "key"?: string }` |
  *
  * Errors are JSON `{ error, message }`: 400 `bad_request` (with `parameter`, naming it and
  * its rule), 401 `unauthorized`, 403 `cross_origin`, 404 `not_found`, 405
  * `method_not_allowed`, 409 `conflict` (with `rule` and the run's `status`: cancelling a run
  * that is not started, `run_not_started`, or retrying one that is not failed,
- * `run_not_failed`), 413 `body_too_large`, 415 `unsupported_media_type` (actions take
+ * `run_not_failed`; a signal the SQL core refuses for the state of the run or step, such as
+ * `step_already_signalled`), 422 `signal_refused` (with `rule`: a signal for a step that is
+ * not a wait step, a payload over the output limit), 413 `body_too_large`, 415 `unsupported_media_type` (actions take
  * `application/json`, which a cross-site form cannot send), 421 `misdirected_request` (a host
  * the dashboard is not served as), 503 `database` (the database's own words only with the
  * bearer, or with the check disabled).
@@ -81,6 +84,8 @@ import {
   retryRun,
   type RunEvent,
   runEvents,
+  type SignalResult,
+  signalRun,
 } from '../sql/runs.ts';
 import type { SqlSource } from '../sql/source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
@@ -198,7 +203,8 @@ export interface DashboardOverview extends DashboardSnapshot {
 }
 
 /**
- * An action of the dashboard: pause or resume a queue function, cancel or retry a run.
+ * An action of the dashboard: pause or resume a queue function, cancel or retry a run, signal
+ * a run's wait step.
  *
  * @example
  * ```ts
@@ -206,7 +212,7 @@ export interface DashboardOverview extends DashboardSnapshot {
  * const onRuns: DashboardAction[] = ['cancel', 'retry'];
  * ```
  */
-export type DashboardAction = 'pause' | 'resume' | 'cancel' | 'retry';
+export type DashboardAction = 'pause' | 'resume' | 'cancel' | 'retry' | 'signal';
 
 /**
  * What `GET /api/runs/<run id>` answers: the run with its steps, and its latest events.
@@ -315,7 +321,7 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 const RUN_STATUSES = ['started', 'completed', 'failed', 'cancelled'] as const;
 const FUNCTION_NAME = /^[a-z][a-z0-9_-]*$/;
 const RUN_EVENTS = 200;
-const ACTIONS: DashboardAction[] = ['pause', 'resume', 'cancel', 'retry'];
+const ACTIONS: DashboardAction[] = ['pause', 'resume', 'cancel', 'retry', 'signal'];
 
 function checkParams(params: URLSearchParams, allowed: readonly string[]): void {
   for (const key of new Set(params.keys())) {
@@ -609,7 +615,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     if (access === 'required' && problem !== null) return unauthorized(problem);
     const params = url.searchParams;
     const fn = /^\/api\/functions\/([^/]+)\/(pause|resume)$/.exec(path);
-    const runAction = /^\/api\/runs\/([^/]+)\/(cancel|retry)$/.exec(path);
+    const runAction = /^\/api\/runs\/([^/]+)\/(cancel|retry|signal)$/.exec(path);
     if (fn || runAction) {
       // Every action: POST, from the page's origin, with the bearer.
       if (request.method !== 'POST') {
@@ -629,6 +635,39 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
     if (runAction) {
       const id = runIdParam(runAction[1]);
+      if (runAction[2] === 'signal') {
+        const body = await jsonBody(request, ['step', 'payload', 'key']);
+        if (body instanceof Response) return body;
+        if (typeof body.step !== 'string' || body.step === '') {
+          throw new BadRequest('step', 'field "step" is invalid: name a wait step of the run');
+        }
+        if (body.key !== undefined && (typeof body.key !== 'string' || body.key.trim() === '')) {
+          throw new BadRequest(
+            'key',
+            'field "key" is invalid: use a non-empty string, or leave it out',
+          );
+        }
+        try {
+          const result: SignalResult = await signalRun(
+            source,
+            id,
+            body.step,
+            body.payload ?? null,
+            {
+              key: body.key as string | undefined,
+            },
+          );
+          return json(200, { result });
+        } catch (e) {
+          // The SQL core's refusals of the signal itself (docs/ARCHITECTURE.md §5.11).
+          if (
+            e instanceof OperationError && e.code === '22023' && !(e instanceof RunNotFoundError)
+          ) {
+            return json(422, { error: 'signal_refused', rule: e.detail.rule, message: e.message });
+          }
+          throw e;
+        }
+      }
       const cancel = runAction[2] === 'cancel';
       const body = await jsonBody(request, cancel ? ['reason'] : []);
       if (body instanceof Response) return body;

@@ -14,9 +14,11 @@ import type {
   AliasInput,
   AliasOf,
   AliasOutput,
+  AliasSignals,
   AliasStepOutputs,
   AliasStepSlugs,
   Registry,
+  RegistrySignals,
 } from '../dsl/aliases.ts';
 import {
   connectionOrigin,
@@ -38,6 +40,8 @@ import {
   type RunStatus,
   runStatus,
   runStepOutputs,
+  type SignalResult,
+  signalRun,
   startRun,
   type StartRunOptions,
 } from './runs.ts';
@@ -115,6 +119,7 @@ export interface EventsOptions {
  *
  * @typeParam Output the run's output once completed: its leaf steps' outputs by slug
  * @typeParam StepSlug the run's step slugs
+ * @typeParam Signals each wait step's payload by slug
  * @typeParam Steps each step's output by slug
  *
  * @example
@@ -130,6 +135,7 @@ export interface EventsOptions {
 export interface RunHandle<
   Output = unknown,
   StepSlug extends string = string,
+  Signals extends Record<string, unknown> = Record<string, unknown>,
   Steps extends Record<string, unknown> = Record<StepSlug, unknown>,
 > {
   /** The run id. */
@@ -162,6 +168,27 @@ export interface RunHandle<
   cancel(reason: string): Promise<CancelResult>;
   /** Retries the failed run (see {@linkcode SwitchyardClient.retry}). */
   retry(): Promise<RetryResult>;
+  /** Signals one of the run's wait steps (see {@linkcode SwitchyardClient.signal}). */
+  signal<S extends keyof Signals & string>(
+    step: S,
+    payload: Signals[S],
+    options?: SignalOptions,
+  ): Promise<SignalResult>;
+}
+
+/**
+ * Options of a signal.
+ *
+ * @example
+ * ```ts
+ * import type { SignalOptions } from './client_queries.ts';
+ *
+ * const options: SignalOptions = { key: 'approval-42' };
+ * ```
+ */
+export interface SignalOptions {
+  /** Makes the signal idempotent: a signal with the same key again is a no-op. */
+  key?: string;
 }
 
 /**
@@ -193,11 +220,28 @@ export interface SwitchyardClient<R extends Registry> {
     alias: A,
     input: AliasInput<R, A>,
     options?: StartRunOptions,
-  ): Promise<RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasStepOutputs<R, A>>>;
+  ): Promise<
+    RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasSignals<R, A>, AliasStepOutputs<R, A>>
+  >;
   /** A handle on an existing run, typed as a run of alias `A` (all aliases by default). */
   run<A extends AliasOf<R> = AliasOf<R>>(
     runId: string,
-  ): RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasStepOutputs<R, A>>;
+  ): RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasSignals<R, A>, AliasStepOutputs<R, A>>;
+  /**
+   * Signals a wait step of a run (`switchyard.signal_run`, docs/ARCHITECTURE.md §5.11): the
+   * step is one of the registry's wait steps and the payload its type. The payload becomes
+   * the step's output and the run goes on; a signal sent before the step is ready is kept
+   * until it is, and with `key` a repeat is a no-op (`outcome` `duplicate`). Refused
+   * (`OperationError`, nothing changed): an unknown run, a step that is not a wait step, a
+   * payload over `max_output_bytes`, a run that ended, a step already signalled, a wait
+   * that timed out.
+   */
+  signal<S extends keyof RegistrySignals<R> & string>(
+    runId: string,
+    step: S,
+    payload: RegistrySignals<R>[S],
+    options?: SignalOptions,
+  ): Promise<SignalResult>;
   /**
    * Cancels a started run (`switchyard.cancel_run`): its queued tasks are archived, tasks a
    * worker is running finish but their answers change nothing, and the run ends
@@ -286,7 +330,7 @@ export function createClient<R extends Registry>(
     pollMs,
     pollMs === undefined ? cannotListen : undefined,
   );
-  const handle = (runId: string): RunHandle<never, never, never> =>
+  const handle = (runId: string): RunHandle<never, never, never, never> =>
     runHandle(sql, notifications, runId);
   return {
     sql,
@@ -296,6 +340,7 @@ export function createClient<R extends Registry>(
     run: (runId) => handle(runId),
     cancel: (runId, reason) => cancelRun(sql, runId, reason),
     retry: (runId) => retryRun(sql, runId),
+    signal: (runId, step, payload, options) => signalRun(sql, runId, step, payload, options),
     async close() {
       await notifications.close();
       if (own) await sql.end({ timeout: 5 });
@@ -303,11 +348,16 @@ export function createClient<R extends Registry>(
   };
 }
 
-function runHandle<Output, StepSlug extends string, Steps extends Record<string, unknown>>(
+function runHandle<
+  Output,
+  StepSlug extends string,
+  Signals extends Record<string, unknown>,
+  Steps extends Record<string, unknown>,
+>(
   sql: Sql,
   notifications: RunNotifications,
   runId: string,
-): RunHandle<Output, StepSlug, Steps> {
+): RunHandle<Output, StepSlug, Signals, Steps> {
   return {
     runId,
     status: () => runStatus<Output>(sql, runId) as Promise<RunStatus<Output, StepSlug> | null>,
@@ -319,6 +369,7 @@ function runHandle<Output, StepSlug extends string, Steps extends Record<string,
     stepOutputs: () => runStepOutputs(sql, runId) as Promise<Partial<Steps> | null>,
     cancel: (reason) => cancelRun(sql, runId, reason),
     retry: () => retryRun(sql, runId),
+    signal: (step, payload, options) => signalRun(sql, runId, step, payload, options),
   };
 }
 

@@ -213,6 +213,13 @@ export interface RunStepOverview {
   finishedAt: string | null;
   /** The task's last error (a map step: the first element's with one), or null. */
   error: string | null;
+  /**
+   * How the step runs: `single`, `map`, or one with no task that waits (docs/ARCHITECTURE.md
+   * §5.11): `wait` (for a signal), `sleep`, `flow` (a child run). Its `queueName` is then `''`.
+   */
+  kind: 'single' | 'map' | 'wait' | 'sleep' | 'flow';
+  /** A started wait or sleep step: when its timeout is due (null: none, or not waiting). */
+  waitDeadline: string | null;
 }
 
 /**
@@ -303,7 +310,7 @@ export async function recentRuns(
           step_slug: string;
           step_index: number;
           status: RunStepOverview['status'];
-          queue_name: string;
+          queue_name: string | null;
           tasks: number;
           attempts: number;
           max_attempts: number | null;
@@ -311,6 +318,8 @@ export async function recentRuns(
           started_at: string | null;
           finished_at: string | null;
           error: string | null;
+          kind: RunStepOverview['kind'];
+          wait_deadline: string | null;
         }[];
       }[]
     >`
@@ -341,7 +350,7 @@ export async function recentRuns(
       stepSlug: s.step_slug,
       stepIndex: s.step_index,
       status: s.status,
-      queueName: s.queue_name,
+      queueName: s.queue_name ?? '',
       tasks: s.tasks,
       attempts: s.attempts,
       maxAttempts: s.max_attempts,
@@ -349,6 +358,8 @@ export async function recentRuns(
       startedAt: s.started_at,
       finishedAt: s.finished_at,
       error: s.error,
+      kind: s.kind,
+      waitDeadline: s.wait_deadline,
     })),
   }));
 }

@@ -152,7 +152,16 @@ export interface RunStatus<Output = unknown, StepSlug extends string = string> {
  * const name: RunEventName = 'completed';
  * ```
  */
-export type RunEventName = 'started' | 'completed' | 'failed' | 'skipped' | 'cancelled' | 'retried';
+export type RunEventName =
+  | 'started'
+  | 'completed'
+  | 'failed'
+  | 'skipped'
+  | 'cancelled'
+  | 'retried'
+  | 'waiting'
+  | 'signalled'
+  | 'timed out';
 
 /**
  * One transition of a run or of one of its steps (a row of `switchyard.run_events`). Events
@@ -214,6 +223,13 @@ export interface StartRunOptions {
    * security lets that user read the run's events (docs/ARCHITECTURE.md §14).
    */
   owner?: string;
+  /**
+   * A delayed start (`switchyard.start_flow_at`, docs/ARCHITECTURE.md §5.11): the run exists
+   * at once (with the version its alias names now) and its steps start at this time, on the
+   * SQL core's next tick after it (up to a minute late with the keep-alive job). A time not in
+   * the future starts at once; at most 365 days ahead.
+   */
+  startAt?: Date;
 }
 
 /**
@@ -276,13 +292,26 @@ export async function startRun(
   source: SqlSource,
   flowOrAlias: string,
   input: unknown,
-  { runId, owner }: StartRunOptions = {},
+  { runId, owner, startAt }: StartRunOptions = {},
 ): Promise<string> {
   const what = `start(${JSON.stringify(flowOrAlias)})`;
   assertJson(input, 'input');
   assertUuid(what, 'runId', runId);
   assertUuid(what, 'owner', owner);
+  if (startAt !== undefined && !(startAt instanceof Date && Number.isFinite(startAt.getTime()))) {
+    throw new SwitchyardError(
+      `${what}: startAt ${describeValue(startAt)} is invalid: pass a Date (at most 365 days ahead)`,
+    );
+  }
   const sql = sqlOf(source);
+  if (startAt !== undefined) {
+    const [delayed] = await call(sql, () =>
+      sql<{ id: string }[]>`
+        select switchyard.start_flow_at(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
+          ${startAt.toISOString()}::timestamptz, ${runId ?? null}::uuid,
+          ${owner ?? null}::uuid) as id`);
+    return delayed.id;
+  }
   const [row] = await call(sql, () =>
     sql<{ id: string }[]>`
       select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
@@ -565,4 +594,74 @@ export async function retryRun(source: SqlSource, runId: string): Promise<RetryR
       ),
   );
   return { runId, requeued: row.requeued };
+}
+
+/**
+ * What {@linkcode signalRun} did: `delivered` (the wait step was waiting: the payload is its
+ * output now and its dependents start), `kept` (the step is not ready yet: the signal is
+ * delivered when it is) or `duplicate` (a signal with this key was already sent: nothing
+ * changed).
+ *
+ * @example
+ * ```ts
+ * import type { SignalResult } from './runs.ts';
+ *
+ * const result: SignalResult = { runId: crypto.randomUUID(), outcome: 'kept' };
+ * ```
+ */
+export interface SignalResult {
+  /** The run. */
+  runId: string;
+  /** What happened to the signal. */
+  outcome: 'delivered' | 'kept' | 'duplicate';
+}
+
+/**
+ * Signals a wait step of a run (`switchyard.signal_run`, docs/ARCHITECTURE.md §5.11): the
+ * payload becomes the step's output. With `key`, sending the same signal again is a no-op.
+ * Untyped: the client of `lib/client.ts` types the step and payload from the registry. In
+ * an application's own transaction, call the SQL function there instead (or pass the
+ * transaction's `sql`): the signal then exists only if that transaction commits.
+ *
+ * @throws {OperationError} `22023` (`run_unknown`, `step_unknown`, `step_not_wait`,
+ *   `key_empty`, `max_output_bytes`) or `55000` (`run_not_started`, `step_already_signalled`,
+ *   `wait_not_open`, `wait_timed_out`)
+ *
+ * @example
+ * ```ts
+ * import { connect, signalRun } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const { outcome } = await signalRun(client, crypto.randomUUID(), 'approval', {
+ *   approved: true,
+ * }, { key: 'approval-42' });
+ * console.log(outcome);
+ * await client.close();
+ * ```
+ */
+export async function signalRun(
+  source: SqlSource,
+  runId: string,
+  stepSlug: string,
+  payload: unknown,
+  { key }: { key?: string } = {},
+): Promise<SignalResult> {
+  assertUuid('signal', 'runId', runId);
+  if (typeof stepSlug !== 'string' || stepSlug === '') {
+    throw new SwitchyardError(
+      `signal: step ${describeValue(stepSlug)} is invalid: name a wait step of the run`,
+    );
+  }
+  if (key !== undefined && (typeof key !== 'string' || key.trim() === '')) {
+    throw new SwitchyardError(
+      `signal: key ${describeValue(key)} is invalid: pass a non-empty string, or no key`,
+    );
+  }
+  assertJson(payload, 'payload');
+  const sql = sqlOf(source);
+  const [row] = await call(sql, () =>
+    sql<{ outcome: SignalResult['outcome'] }[]>`
+      select switchyard.signal_run(${runId}::uuid, ${stepSlug}::text,
+        ${sql.json(payload as never)}::jsonb, ${key ?? null}::text) as outcome`);
+  return { runId, outcome: row.outcome };
 }

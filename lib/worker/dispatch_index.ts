@@ -7,7 +7,8 @@
  * @module
  */
 import type { StepDefinition } from '../dsl/flow_types.ts';
-import { type Placement, toPlacement, type WorkerTarget } from '../dsl/placement.ts';
+import { hasTask, type Placement, toPlacement, type WorkerTarget } from '../dsl/placement.ts';
+import { plainQueueName } from '../dsl/queue_names.ts';
 import { WorkerConfigError } from '../errors.ts';
 
 /** The deployments of one worker, keyed by concrete flow slug. */
@@ -67,7 +68,8 @@ export class DispatchIndex {
     const pairs: string[] = [];
     for (const p of this.placements) {
       for (const s of p.flow.steps) {
-        if (p.queueOf(s.slug) === queue) pairs.push(`${p.flow.slug}/${s.slug}`);
+        // A wait or sleep step has no task, so no worker serves it.
+        if (hasTask(s) && p.queueOf(s.slug) === queue) pairs.push(`${p.flow.slug}/${s.slug}`);
       }
     }
     return pairs;
@@ -85,10 +87,11 @@ export function selectQueue(
     if (selector.queueName !== undefined || selector.stepSlug !== undefined) {
       throw new WorkerConfigError(
         `a plain flow's worker takes no queueName or stepSlug: flow "${only.flow.slug}" ` +
-          `always uses its own queue "${only.queueOf(only.flow.steps[0].slug)}"`,
+          `always uses its own queue "${plainQueueName(only.flow.slug)}"`,
       );
     }
-    return only.queueOf(only.flow.steps[0]?.slug ?? '');
+    // (A flow without steps is refused by queueOf, naming its steps: none.)
+    return only.flow.steps.length === 0 ? only.queueOf('') : plainQueueName(only.flow.slug);
   }
   if (only?.kind === 'step_queues' && only.alias === null) {
     if (selector.stepSlug === undefined) {

@@ -81,6 +81,257 @@ create table switchyard.task_checkpoints (
 );
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/wait_steps.sql
+
+-- Wait, sleep and child-flow steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no
+-- handler and no queue (a child-flow step: the alias it starts); its timeout and what the timeout does; a waiting step's deadline; the signals, kept
+-- from the moment they arrive; the three run events of a wait.
+alter table switchyard.steps drop constraint steps_step_type_check;
+
+alter table switchyard.steps add constraint steps_step_type_check
+  check (step_type in ('single', 'map', 'wait', 'sleep', 'flow'));
+
+alter table switchyard.steps alter column queue_name drop not null;
+
+alter table switchyard.steps add column wait_timeout int;
+
+alter table switchyard.steps add column on_timeout text not null default 'fail'
+  check (on_timeout in ('fail', 'skip'));
+
+alter table switchyard.steps add constraint steps_queue_by_type
+  check ((queue_name is null) = (step_type in ('wait', 'sleep', 'flow')));
+
+alter table switchyard.steps add column child_alias text;
+
+alter table switchyard.step_states add column wait_deadline timestamptz;
+
+create index step_states_wait_deadline on switchyard.step_states (wait_deadline)
+  where status = 'started' and wait_deadline is not null;
+
+create table switchyard.run_signals (
+  run_id uuid not null,
+  step_slug text not null,
+  signal_key text,
+  payload jsonb not null,
+  signalled_at timestamptz not null default now(),
+  delivered_at timestamptz,
+  primary key (run_id, step_slug),
+  foreign key (run_id, step_slug) references switchyard.step_states on delete cascade
+);
+
+alter table switchyard.run_events drop constraint run_events_event_check;
+
+alter table switchyard.run_events add constraint run_events_event_check
+  check (event in ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried',
+                   'waiting', 'signalled', 'timed out'));
+
+-- Delayed starts (start_flow_at) not begun yet: expire_waits begins them when due.
+create table switchyard.delayed_starts (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  start_at timestamptz not null
+);
+
+create index delayed_starts_due on switchyard.delayed_starts (start_at);
+
+-- Child runs (a 'flow' step): the run a parent's step started, found by the parent's step.
+create table switchyard.child_runs (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  parent_run_id uuid not null,
+  parent_step text not null,
+  unique (parent_run_id, parent_step),
+  foreign key (parent_run_id, parent_step) references switchyard.step_states on delete cascade
+);
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_begin_child.sql
+
+-- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
+-- of the active version of the step's alias whose input is the step's input (the run input for
+-- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
+-- is derived from the parent's run and step, and the link is kept in child_runs, so a retry of
+-- the parent finds the same child instead of starting a second: a failed child is retried, a
+-- completed one gives its output again. Returns true when the step is done already (the child
+-- completed at once, or the step failed with the run: a child that could not start, one that
+-- ended failed or cancelled); else the step waits for the child (_child_run_ended ends it).
+create or replace function switchyard._begin_child(run uuid, flow text, step text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  parent switchyard.runs;
+  child uuid;
+  child_run switchyard.runs;
+  step_input jsonb;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  select * into parent from switchyard.runs r where r.run_id = run;
+  select c.run_id into child from switchyard.child_runs c
+   where c.parent_run_id = run and c.parent_step = step;
+  if child is null then
+    if st.deps_count = 0 then
+      step_input := parent.input;
+    else
+      step_input := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    begin
+      child := switchyard.start_flow(st.child_alias, step_input,
+                                     md5(run::text || '/' || step)::uuid, parent.owner);
+    exception when others then
+      -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
+      if sqlstate like '40%' or sqlstate like '57%' then
+        raise;
+      end if;
+      perform switchyard._fail_run_step(run, step, format(
+        'flow step %s could not start a run of alias %s: %s', to_json(step)::text,
+        to_json(st.child_alias)::text, sqlerrm));
+      return true;
+    end;
+    insert into switchyard.child_runs (run_id, parent_run_id, parent_step) values (child, run, step);
+  end if;
+  select * into child_run from switchyard.runs r where r.run_id = child for update;
+  if child_run.status = 'failed' then
+    perform switchyard.retry_run(child);
+    child_run.status := 'started';
+  end if;
+  if child_run.status = 'completed' then
+    perform switchyard._complete_without_tasks(run, flow, step, child_run.output);
+    return true;
+  end if;
+  if child_run.status = 'cancelled' then
+    perform switchyard._fail_run_step(run, step, format(
+      'flow step %s: its child run %s was cancelled (%s)', to_json(step)::text, child,
+      child_run.error));
+    return true;
+  end if;
+  perform switchyard._wait_event(run, flow, step, 'waiting');
+  return false;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_begin_wait.sql
+
+-- A wait or sleep step just moved to started (by _start_ready_steps; a 'flow' step goes to
+-- _begin_child): a wait whose signal
+-- arrived early gets it now (returns true: the step is done, its dependents may be ready);
+-- else the step waits (returns false): its deadline is set from its timeout (a wait without
+-- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
+-- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+create or replace function switchyard._begin_wait(run uuid, flow text, step text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if st.step_type = 'flow' then
+    return switchyard._begin_child(run, flow, step);
+  end if;
+  if st.step_type = 'wait'
+     and exists (select 1 from switchyard.run_signals rs where rs.run_id = run and rs.step_slug = step) then
+    perform switchyard._finish_wait(run, flow, step, 'signalled');
+    return true;
+  end if;
+  update switchyard.step_states ss
+     set wait_deadline = now() + make_interval(secs => st.wait_timeout), remaining_tasks = 0
+   where ss.run_id = run and ss.step_slug = step;
+  perform switchyard._wait_event(run, flow, step, 'waiting');
+  return false;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_canonical_shape.sql
+
+-- Every option a shape can carry, with the value an absent key means (a wait or sleep step's
+-- waitTimeout and onTimeout: only on such a step, which older runtimes never send).
+create or replace function switchyard._canonical_shape(shape jsonb)
+returns jsonb
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when jsonb_typeof(shape) is distinct from 'object'
+      or jsonb_typeof(shape -> 'steps') is distinct from 'array'
+      or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
+    else shape || jsonb_build_object(
+      'options', '{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
+                 || coalesce(shape -> 'options', '{}'),
+      'steps', coalesce((
+        select jsonb_agg(case
+                 when jsonb_typeof(s) = 'object'
+                  and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
+                   '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
+                     'options',
+                     '{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
+                       "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
+                       "whenExhausted": "fail"}'::jsonb
+                     -- A wait or sleep step's own options (docs/ARCHITECTURE.md §5.11).
+                     || case when s ->> 'kind' in ('wait', 'sleep')
+                             then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
+                             else '{}'::jsonb end
+                     || coalesce(s -> 'options', '{}'))
+                 else s end
+               order by o)
+          from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))
+  end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_child_run_ended.sql
+
+-- A run ended (trigger on runs): when it is the child run of a 'flow' step (child_runs), that
+-- step ends with it (docs/ARCHITECTURE.md §5.11), holding the parent's row lock (taken after
+-- the child's, which the ending transaction holds): completed, the step completes with the
+-- child's output and the parent goes on; failed, the step and the parent fail naming the
+-- child's error; cancelled, the parent is cancelled too. A parent that is not started, or a
+-- step no longer waiting (a retry moved it), is left alone.
+create or replace function switchyard._child_run_ended()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  link switchyard.child_runs;
+  parent switchyard.runs;
+  state switchyard.step_states;
+begin
+  select * into link from switchyard.child_runs c where c.run_id = new.run_id;
+  if not found then
+    return null;
+  end if;
+  select * into parent from switchyard.runs r where r.run_id = link.parent_run_id for update;
+  select * into state from switchyard.step_states ss
+   where ss.run_id = link.parent_run_id and ss.step_slug = link.parent_step;
+  if parent.status <> 'started' or state.status <> 'started' then
+    return null;
+  end if;
+  if new.status = 'completed' then
+    perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug, link.parent_step,
+                                               new.output);
+    perform switchyard._start_ready_steps(parent.run_id);
+    perform switchyard._complete_run_if_done(parent.run_id);
+  elsif new.status = 'failed' then
+    perform switchyard._fail_run_step(parent.run_id, link.parent_step, format(
+      'flow step %s: its child run %s failed: %s', to_json(link.parent_step)::text, new.run_id,
+      new.error));
+  else
+    perform switchyard.cancel_run(parent.run_id, format(
+      'its child run %s (step %s) was cancelled', new.run_id, to_json(link.parent_step)::text));
+  end if;
+  return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_cron_parse.sql
 
 -- A cron expression (five fields: minute hour day-of-month month day-of-week) as the sets it
@@ -283,6 +534,49 @@ begin
   perform pgmq.create(queue);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
   values (queue, queue, 'private', owner);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_finish_wait.sql
+
+-- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
+--   - 'signalled': its kept signal is marked delivered and its payload becomes the output;
+--   - 'slept': a sleep's time is up, its output is null;
+--   - 'timed out': a wait's timeout, as its on_timeout says: 'skip' skips the step (its
+--     dependents run without its output), 'fail' fails the step and the run.
+-- The caller holds the run's row lock, and starts the ready steps after (_start_ready_steps
+-- when it is not that function itself) and completes the run when none is left.
+create or replace function switchyard._finish_wait(run uuid, flow text, step text, outcome text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  signal_payload jsonb;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if outcome = 'signalled' then
+    update switchyard.run_signals rs set delivered_at = now()
+     where rs.run_id = run and rs.step_slug = step
+    returning rs.payload into signal_payload;
+    perform switchyard._wait_event(run, flow, step, 'signalled');
+    perform switchyard._complete_without_tasks(run, flow, step, signal_payload);
+  elsif outcome = 'slept' then
+    perform switchyard._complete_without_tasks(run, flow, step, 'null');
+  elsif st.on_timeout = 'skip' then
+    perform switchyard._wait_event(run, flow, step, 'timed out');
+    perform switchyard._skip_step(run, flow, step, format(
+      'wait timed out: no signal within %s seconds (onTimeout skip)', st.wait_timeout), false);
+  else
+    perform switchyard._wait_event(run, flow, step, 'timed out');
+    perform switchyard._fail_run_step(run, step, format(
+      'wait step %s timed out: no signal within %s seconds (onTimeout fail); signal it with '
+      'switchyard.signal_run before its timeout, or give it onTimeout ''skip''',
+      to_json(step)::text, st.wait_timeout));
+  end if;
 end
 $$;
 
@@ -584,6 +878,9 @@ $$;
 --     more than max_map_elements() elements fails it with the count and the limit; an empty
 --     array completes the step with [] and no task; else one task per element, task_index
 --     0..n-1, every message sent in one pgmq.send_batch;
+--   - a wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait
+--     delivers a signal kept for it, else the step waits (until signal_run or expire_waits
+--     ends it); a flow step starts its child run (_begin_child);
 --   - otherwise (a plain step) its task is created by _queue_plain_tasks, the one path of plain
 --     successor start that complete_tasks takes too: plain steps are queued together, in index
 --     order, before each condition or map step and after the last step.
@@ -628,7 +925,7 @@ begin
         join switchyard.flows f on f.flow_slug = m.flow_slug
        order by st.step_index
     loop
-      if ready.step_type <> 'map' and ready.cond_if is null and ready.cond_if_not is null then
+      if ready.step_type = 'single' and ready.cond_if is null and ready.cond_if_not is null then
         plain_flows := plain_flows || ready.flow_slug;
         plain_steps := plain_steps || ready.step_slug;
         continue;
@@ -660,6 +957,13 @@ begin
           skipped_any := true;
           continue;
         end if;
+      end if;
+      if ready.step_type in ('wait', 'sleep', 'flow') then
+        if switchyard._begin_wait(target_run, ready.flow_slug, ready.step_slug) then
+          moved_any := true;
+          skipped_any := true;
+        end if;
+        continue;
       end if;
       if ready.step_type = 'map' then
         if ready.deps_count = 0 then
@@ -764,6 +1068,23 @@ begin
   update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
   return true;
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_wait_event.sql
+
+-- Records one of a wait step's own run events (docs/ARCHITECTURE.md §5.11): 'waiting' (no
+-- signal yet, the step waits), 'signalled' (its signal is delivered) or 'timed out', next to
+-- the status events the triggers write. The caller holds the run's row lock.
+create or replace function switchyard._wait_event(run uuid, flow text, step text, event text)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
+  select r.run_id, r.owner, flow, step, event from switchyard.runs r where r.run_id = run;
+  select pg_notify('switchyard_run_events', run::text);
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -961,6 +1282,94 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/cancel_run.sql
+
+-- Cancelling and retrying runs, and the opt-in start for signed-in users
+-- (docs/ARCHITECTURE.md §14). The 'cancelled' statuses and runs.owner are in
+-- 20261202000800; every transition here is a run event (20261202000900).
+
+-- Cancels a started run. In one transaction, holding the run's row lock (which
+-- complete_tasks and fail_task take too, so none of them interleaves):
+--   - the messages of its queued tasks are archived (nothing of the run stays visible) and
+--     those tasks become 'cancelled';
+--   - its created and started steps become 'cancelled';
+--   - the run becomes 'cancelled' with the reason in `error`.
+-- Tasks a worker is running finish: complete_tasks archives their message and records the
+-- task but, the run being no longer started, changes no step and starts no successor;
+-- fail_task archives it and leaves the cancelled step alone. A cancelled run never starts
+-- another step. Returns true when it cancelled the run, false when it already was
+-- cancelled (the first reason is kept). A completed or failed run is refused (55000).
+create or replace function switchyard.cancel_run(run_id uuid, reason text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  child uuid;
+begin
+  if reason is null or btrim(reason) = '' then
+    raise exception using errcode = '22023', message = format(
+      'cancel_run(%s): reason %s is invalid: say why the run is cancelled',
+      coalesce(cancel_run.run_id::text, 'null'), coalesce(to_json(reason)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200),
+        'run_id', cancel_run.run_id)::text;
+  end if;
+  select * into run from switchyard.runs r where r.run_id = cancel_run.run_id for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_unknown', 'argument', 'run_id', 'value', cancel_run.run_id::text)::text;
+  end if;
+  if run.status = 'cancelled' then
+    return false;
+  end if;
+  if run.status <> 'started' then
+    raise exception using errcode = '55000', message = format(
+      'cancel_run: run %s is %s; only a started run can be cancelled',
+      run.run_id, run.status),
+      detail = jsonb_build_object(
+        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
+        'status', run.status)::text;
+  end if;
+  -- The queued tasks before their messages, in (queue, message id) order, as start_tasks
+  -- locks them (a task, then its message): a claim in flight cannot deadlock with this.
+  perform 1 from switchyard.step_tasks t
+   where t.run_id = run.run_id and t.status = 'queued'
+   order by t.queue_name, t.message_id
+     for update;
+  -- Their messages, one archive per queue (as a failure archives them, 20261202000700).
+  perform switchyard._archive_queued(run.run_id);
+  -- Cancelled, not queued: nothing that looks for queued work (a sweep that re-sends a
+  -- queued task's missing message, drain counts) finds them.
+  update switchyard.step_tasks t
+     set status = 'cancelled', worker_id = null
+   where t.run_id = run.run_id and t.status = 'queued';
+  update switchyard.step_states ss
+     set status = 'cancelled'
+   where ss.run_id = run.run_id and ss.status in ('created', 'started');
+  update switchyard.runs r
+     set status = 'cancelled', cancelled_at = now(),
+         error = format('cancelled: %s', left(reason, 4000))
+   where r.run_id = run.run_id;
+  -- Its child runs (flow steps, docs/ARCHITECTURE.md §5.11) that are still started, and theirs.
+  for child in
+    select c.run_id from switchyard.child_runs c
+      join switchyard.runs r on r.run_id = c.run_id and r.status = 'started'
+     where c.parent_run_id = run.run_id
+     order by c.run_id
+  loop
+    perform switchyard.cancel_run(child, format('its parent run %s was cancelled', run.run_id));
+  end loop;
+  return true;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/checkpoint_task.sql
 
 -- Saves a running task's checkpoint (ctx.checkpoint; docs/ARCHITECTURE.md §9, "Checkpoints"):
@@ -990,7 +1399,7 @@ begin
   if size > switchyard.max_checkpoint_bytes() then
     raise exception using errcode = '22023', message = format(
       'checkpoint of step %s is %s bytes of JSON, over the limit of %s bytes: checkpoint a '
-      'position (a cursor, counters), not the data', to_json(step_slug)::text, size,
+      'position (a cursor, counters), not the data', switchyard._clip(step_slug), size,
       switchyard.max_checkpoint_bytes()),
       detail = jsonb_build_object('rule', 'checkpoint_too_large', 'argument', 'state',
                                   'value', left(state::text, 200), 'size', size,
@@ -1003,7 +1412,7 @@ begin
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
     raise exception using errcode = '55000', message = format(
       'checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
-      attempt, to_json(step_slug)::text, task_index, run_id,
+      attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
            else format('%s, attempt %s', task.status, task.attempts_count) end),
       detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
@@ -1228,11 +1637,11 @@ begin
       into advancing
       from counted c;
     -- Successors. A run whose ready steps (created, no dependency left) are all plain (no
-    -- condition, not a map) has them started here together with its neighbours in run order
-    -- that are plain too: one update of their states, then _queue_plain_tasks for all of them
-    -- (one pgmq.send_batch per queue and start delay, one insert of their tasks), the path
-    -- _start_ready_steps takes for plain steps too. Every other run (a condition, a map) goes
-    -- through _start_ready_steps. Runs are taken in run order and each queue's messages are
+    -- condition, not a map, a wait or a sleep) has them started here together with its
+    -- neighbours in run order that are plain too: one update of their states, then
+    -- _queue_plain_tasks for all of them (one pgmq.send_batch per queue and start delay, one
+    -- insert of their tasks), the path _start_ready_steps takes for plain steps too. Every
+    -- other run (a condition, a map, a wait) goes through _start_ready_steps. Runs are taken in run order and each queue's messages are
     -- sent in (run, step index) order, so every queue numbers them as the calls per run did.
     -- (Only with something to start: over an empty array the custom plan is so much cheaper
     -- than the generic one that the plan cache would plan these statements on every call.)
@@ -1243,7 +1652,7 @@ begin
                        row_number() over (order by y.run_id)
                          - row_number() over (partition by y.special order by y.run_id) as island
                   from (select a.run_id,
-                               coalesce(bool_or(st.step_type = 'map' or st.cond_if is not null
+                               coalesce(bool_or(st.step_type <> 'single' or st.cond_if is not null
                                                 or st.cond_if_not is not null), false) as special
                           from unnest(advancing) as a(run_id)
                           left join switchyard.step_states ss
@@ -1375,6 +1784,73 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard_runs.sql
+
+-- Recent runs, newest first (at most 200), optionally of one status, of flows with a step on
+-- one queue, or one run. Each with its duration (so far, for a started run), its error and
+-- failing step, and its steps in step order with their task's queue snapshot, attempts and
+-- times: queued (the step became ready), started (the latest attempt), finished. A map step
+-- (docs/ARCHITECTURE.md §5.10) has one task per element: its row sums them up (the most
+-- attempts any element used, the first error in element order, `tasks` the element count).
+create or replace function switchyard.dashboard_runs(
+  max_runs int default 25, run_status text default null, queue_name text default null,
+  run_id uuid default null
+)
+returns table (
+  run_id uuid, flow_slug text, started_as text, status text, started_at timestamptz,
+  finished_at timestamptz, duration_ms bigint, error text, failed_step text, steps jsonb
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, r.flow_slug, r.started_as, r.status, r.started_at,
+         coalesce(r.completed_at, r.failed_at, r.cancelled_at),
+         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, now()) - r.started_at)
+           * 1000)::bigint,
+         r.error,
+         (select ss.step_slug from switchyard.step_states ss
+           where ss.run_id = r.run_id and ss.status = 'failed'
+           order by ss.failed_at nulls last, ss.step_slug limit 1),
+         (select coalesce(jsonb_agg(jsonb_build_object(
+                   'step_slug', ss.step_slug, 'step_index', st.step_index, 'status', ss.status,
+                   'queue_name', coalesce(t.queue_name, st.queue_name),
+                   'attempts', coalesce(t.attempts_count, 0),
+                   'max_attempts', coalesce(t.max_attempts, st.max_attempts),
+                   'queued_at', t.queued_at, 'started_at', t.started_at,
+                   'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
+                                           t.completed_at, t.failed_at),
+                   'error', t.error, 'tasks', t.tasks,
+                   -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11): its kind, and
+                   -- when its timeout is due while it waits.
+                   'kind', st.step_type,
+                   'wait_deadline', case when ss.status = 'started' then ss.wait_deadline end)
+                 order by st.step_index), '[]'::jsonb)
+            from switchyard.step_states ss
+            join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+            left join lateral (
+              select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts_count,
+                     max(x.max_attempts) as max_attempts, min(x.queued_at) as queued_at,
+                     max(x.started_at) as started_at, max(x.completed_at) as completed_at,
+                     max(x.failed_at) as failed_at, count(*)::int as tasks,
+                     (array_agg(x.error order by x.task_index)
+                        filter (where x.error is not null))[1] as error
+                from switchyard.step_tasks x
+               where x.run_id = ss.run_id and x.step_slug = ss.step_slug
+            ) t on true
+           where ss.run_id = r.run_id)
+    from switchyard.runs r
+   where (dashboard_runs.run_id is null or r.run_id = dashboard_runs.run_id)
+     and (dashboard_runs.run_status is null or r.status = dashboard_runs.run_status)
+     and (dashboard_runs.queue_name is null or exists (
+           select 1 from switchyard.steps st
+            where st.flow_slug = r.flow_slug and st.queue_name = dashboard_runs.queue_name))
+   order by r.started_at desc, r.run_id
+   limit least(greatest(coalesce(dashboard_runs.max_runs, 25), 1), 200)
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/delete_flow.sql
 
 -- ---- delete_flow (latest: 20261201001200_function_delete_flow_run_status.sql): the values it echoes clipped
@@ -1446,6 +1922,268 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/ensure_flow.sql
+
+-- Compiles or verifies a flow's shape (from 20261202001400): shapes compare canonically; a
+-- change of runtime options only is applied and recorded ('updated'); any other change is
+-- SY004. New flows store their canonical shape.
+create or replace function switchyard.ensure_flow(shape jsonb)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  slug text;
+  placement text;
+  existing switchyard.flows;
+  canonical jsonb;
+  existing_canonical jsonb;
+  step jsonb;
+  step_slug text;
+  step_queue text;
+  step_kind text;
+  expected_queue text;
+  dep jsonb;
+  seen_steps text[] := '{}';
+  deps_seen text[];
+  diffs text[];
+  i int := 0;
+begin
+  if shape is null or jsonb_typeof(shape) <> 'object' then
+    raise exception using errcode = '22023', message = 'flow shape must be a JSON object',
+      detail = jsonb_build_object(
+        'rule', 'shape_not_object', 'argument', 'shape', 'value', left(shape::text, 200))::text;
+  end if;
+  slug := switchyard.assert_slug('flow', shape ->> 'slug');
+  placement := shape ->> 'placement';
+  if placement is null or placement not in ('plain', 'step_queues', 'routed') then
+    raise exception using errcode = '22023', message = format(
+      'flow %s placement %s is invalid: use plain, step_queues or routed',
+      to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text),
+      detail = jsonb_build_object(
+        'rule', 'placement_invalid', 'argument', 'placement',
+        'value', left(shape ->> 'placement', 200), 'flow_slug', slug)::text;
+  end if;
+  if jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then
+    raise exception using errcode = '22023', message = format(
+      'flow %s options must be a JSON object', to_json(slug)::text),
+      detail = jsonb_build_object(
+        'rule', 'options_not_object', 'argument', 'options',
+        'value', left((shape -> 'options')::text, 200), 'flow_slug', slug)::text;
+  end if;
+  if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
+    raise exception using errcode = '22023', message = format(
+      'flow %s has no steps: add at least one step', to_json(slug)::text),
+      detail = jsonb_build_object(
+        'rule', 'steps_missing', 'argument', 'steps',
+        'value', left((shape -> 'steps')::text, 200), 'flow_slug', slug)::text;
+  end if;
+  canonical := switchyard._canonical_shape(shape);
+
+  -- Concurrent workers compiling the same flow serialize here.
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(slug), 0));
+
+  select * into existing from switchyard.flows f where lower(f.flow_slug) = lower(slug);
+  if found then
+    if existing.flow_slug <> slug then
+      raise exception using errcode = '23505', message = format(
+        'flow slug %s collides with compiled flow %s: slugs are unique case-insensitively',
+        to_json(slug)::text, to_json(existing.flow_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'flow_slug_case_collision', 'argument', 'flow_slug', 'value', slug,
+          'existing_flow_slug', existing.flow_slug)::text;
+    end if;
+    existing_canonical := switchyard._canonical_shape(existing.shape);
+    if existing_canonical = canonical then
+      return 'verified';
+    end if;
+    if switchyard._shape_structure(existing_canonical) is distinct from switchyard._shape_structure(canonical) then
+      diffs := switchyard._shape_diff(switchyard._shape_structure(existing_canonical),
+                                      switchyard._shape_structure(canonical));
+      raise exception using errcode = 'SY004', message = format(
+        'flow %s is already compiled with a different shape (%s); the steps, dependencies, '
+        'kinds, conditions and queues of a concrete flow never change (its runtime options '
+        'may): deploy the change under a new slug (for example %s)',
+        to_json(slug)::text, array_to_string(diffs, '; '), to_json(slug || 'V2')::text),
+        detail = jsonb_build_object(
+          'flow_slug', slug,
+          'differences', (select jsonb_agg(left(d, 200) order by o)
+                            from unnest(diffs) with ordinality as x(d, o)))::text;
+    end if;
+    -- Runtime options only: applied for tasks created from now on, and recorded.
+    diffs := switchyard._shape_diff(existing_canonical, canonical);
+    perform switchyard._apply_flow_options(slug, canonical);
+    update switchyard.flows f set shape = canonical where f.flow_slug = slug;
+    insert into switchyard.flow_option_changes
+      (flow_slug, changed_by, application_name, old_options, new_options, differences)
+    values (slug, session_user, nullif(current_setting('application_name', true), ''),
+            switchyard._shape_options(existing_canonical), switchyard._shape_options(canonical),
+            diffs);
+    return 'updated';
+  end if;
+
+  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape)
+  values (slug, placement,
+    switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
+    switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
+    coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
+    switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
+    canonical);
+
+  for step in select value from jsonb_array_elements(canonical -> 'steps') loop
+    if jsonb_typeof(step) <> 'object' then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step #%s must be a JSON object', to_json(slug)::text, i),
+        detail = jsonb_build_object(
+          'rule', 'step_not_object', 'argument', 'steps', 'value', left(step::text, 200),
+          'flow_slug', slug)::text;
+    end if;
+    step_slug := switchyard.assert_slug('step', step ->> 'slug');
+    if lower(step_slug) = any (select lower(s) from unnest(seen_steps) s) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s lists step %s twice: step slugs are unique case-insensitively',
+        to_json(slug)::text, to_json(step_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'step_slug_duplicate', 'argument', 'step_slug', 'value', step_slug,
+          'flow_slug', slug)::text;
+    end if;
+    if (step -> 'index') is distinct from to_jsonb(i) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s has index %s: steps must be listed in index order from 0',
+        to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb)),
+        detail = jsonb_build_object(
+          'rule', 'step_index_order', 'argument', 'index',
+          'value', left((step -> 'index')::text, 200), 'expected', i,
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    step_queue := step ->> 'queue';
+    step_kind := step ->> 'kind';
+    if step_kind in ('wait', 'sleep', 'flow') then
+      -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
+      if step_queue is not null then
+        raise exception using errcode = '22023', message = format(
+          'flow %s step %s: a %s step uses no queue, not %s',
+          to_json(slug)::text, to_json(step_slug)::text, step_kind, to_json(step_queue)::text),
+          detail = jsonb_build_object(
+            'rule', 'wait_queue', 'argument', 'queue', 'value', left(step_queue, 200),
+            'flow_slug', slug, 'step_slug', step_slug)::text;
+      end if;
+      expected_queue := null;
+    elsif placement = 'plain' then
+      expected_queue := lower(slug);
+    elsif placement = 'step_queues' then
+      expected_queue := switchyard.step_queue_name(slug, step_slug, i);
+    else
+      expected_queue := null;
+    end if;
+    if expected_queue is not null and step_queue is distinct from expected_queue then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s: a %s flow must use queue %s, not %s',
+        to_json(slug)::text, to_json(step_slug)::text, placement, to_json(expected_queue)::text,
+        coalesce(to_json(step_queue)::text, 'null')),
+        detail = jsonb_build_object(
+          'rule', 'placement_queue', 'argument', 'queue', 'value', left(step_queue, 200),
+          'expected', expected_queue, 'placement', placement,
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    if step_kind in ('wait', 'sleep', 'flow') then
+      null;
+    elsif placement = 'routed' then
+      perform switchyard.ensure_shared_queue(step_queue);
+    else
+      perform switchyard._ensure_private_queue(step_queue, slug);
+    end if;
+
+    if jsonb_typeof(step -> 'dependsOn') <> 'array' then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'depends_on_not_array', 'argument', 'dependsOn',
+          'value', left((step -> 'dependsOn')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    if jsonb_typeof(step -> 'options') <> 'object' then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
+        detail = jsonb_build_object(
+          'rule', 'options_not_object', 'argument', 'options',
+          'value', left((step -> 'options')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
+    -- dependency) or from its one dependency.
+    if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s kind %s is invalid: use single, map, wait, sleep or flow',
+        to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
+        detail = jsonb_build_object(
+          'rule', 'step_kind_invalid', 'argument', 'kind', 'value', left((step -> 'kind')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    if step_kind = 'map' and jsonb_array_length(step -> 'dependsOn') > 1 then
+      raise exception using errcode = '22023', message = format(
+        'flow %s map step %s depends on %s steps: a map reads one array, from the flow input '
+        '(no dependency) or from one step', to_json(slug)::text, to_json(step_slug)::text,
+        jsonb_array_length(step -> 'dependsOn')),
+        detail = jsonb_build_object(
+          'rule', 'map_dependencies', 'argument', 'dependsOn',
+          'value', left((step -> 'dependsOn')::text, 200),
+          'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
+    -- Runtime options are set below by _apply_flow_options, with their ranges.
+    insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
+                                  step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
+                                  wait_timeout, on_timeout, child_alias)
+    values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
+      step_kind,
+      -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
+      nullif(step -> 'options' -> 'if', 'null'::jsonb),
+      nullif(step -> 'options' -> 'ifNot', 'null'::jsonb),
+      switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
+                                array['skip', 'skip-cascade', 'fail'], 'skip'),
+      switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip', 'skip-cascade'], 'fail'),
+      -- A wait's timeout (none: null) and what it does; a sleep's length, required.
+      switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
+                             1, 31536000, step_kind <> 'sleep'),
+      switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip'], 'fail'),
+      -- A flow step's alias (checked as an alias slug; it need not exist yet).
+      case when step_kind = 'flow'
+           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end);
+
+    deps_seen := '{}';
+    for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
+      if jsonb_typeof(dep) <> 'string' or not ((dep #>> '{}') = any (seen_steps)) then
+        raise exception using errcode = '22023', message = format(
+          'flow %s step %s depends on %s, which is not an earlier step of the flow',
+          to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          detail = jsonb_build_object(
+            'rule', 'dependency_not_earlier_step', 'argument', 'dependsOn',
+            'value', left(coalesce(dep #>> '{}', dep::text), 200),
+            'flow_slug', slug, 'step_slug', step_slug)::text;
+      end if;
+      if (dep #>> '{}') = any (deps_seen) then
+        raise exception using errcode = '22023', message = format(
+          'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          detail = jsonb_build_object(
+            'rule', 'dependency_duplicate', 'argument', 'dependsOn',
+            'value', left(dep #>> '{}', 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+      end if;
+      deps_seen := deps_seen || (dep #>> '{}');
+      insert into switchyard.deps (flow_slug, dep_slug, step_slug) values (slug, dep #>> '{}', step_slug);
+    end loop;
+    seen_steps := seen_steps || step_slug;
+    i := i + 1;
+  end loop;
+  perform switchyard._apply_flow_options(slug, canonical);
+  return 'created';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/ensure_schedule.sql
 
 -- A schedule as declared (in a migration, so every environment gets it): created when missing,
@@ -1481,6 +2219,87 @@ begin
   perform switchyard.update_schedule(name, alias, cron, input, time_zone, overlap, catch_up,
                                      catch_up_limit);
   return 'updated';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/expire_waits.sql
+
+-- Begins the delayed starts that are due (start_flow_at), then ends the wait and sleep steps
+-- whose time is up (docs/ARCHITECTURE.md §5.11), oldest first, at most max_steps of each: a
+-- delayed run's ready steps start; a sleep completes, a wait times out as its onTimeout
+-- says ('fail' fails the run, 'skip' skips the step), and the ready steps after them start.
+-- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs §6), so waits end
+-- with no worker alive; call it from any scheduler, or a test. A run another transaction
+-- holds (a signal being sent) is left for the next call. Returns the number of runs begun and
+-- steps ended.
+create or replace function switchyard.expire_waits(max_steps int default 1000)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  delayed record;
+  due record;
+  ended int := 0;
+  step_type text;
+begin
+  if max_steps is null or max_steps < 1 then
+    raise exception using errcode = '22023', message = format(
+      'expire_waits: max_steps %s is invalid: use an integer of at least 1',
+      coalesce(max_steps::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
+  end if;
+  -- Delayed starts that are due (start_flow_at): their first steps start now.
+  for delayed in
+    select d.run_id from switchyard.delayed_starts d
+     where d.start_at <= now()
+     order by d.start_at
+     limit max_steps
+  loop
+    perform 1 from switchyard.runs r
+     where r.run_id = delayed.run_id for update skip locked;
+    continue when not found;
+    delete from switchyard.delayed_starts d where d.run_id = delayed.run_id;
+    continue when not found;
+    if exists (select 1 from switchyard.runs r where r.run_id = delayed.run_id and r.status = 'started') then
+      perform switchyard._start_ready_steps(delayed.run_id);
+      ended := ended + 1;
+    end if;
+  end loop;
+  for due in
+    -- Of started runs only: a run another step failed keeps its waiting step 'started' (a
+    -- retry goes on with it), and such steps must not fill the limit.
+    select ss.run_id, ss.flow_slug, ss.step_slug
+      from switchyard.step_states ss
+      join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
+     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= now()
+     order by ss.wait_deadline
+     limit max_steps
+  loop
+    perform 1 from switchyard.runs r
+     where r.run_id = due.run_id and r.status = 'started'
+       for update skip locked;
+    continue when not found;
+    -- Still due once the run is held: a signal may have ended it meanwhile.
+    select st.step_type into step_type
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+     where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
+       and ss.wait_deadline <= now();
+    continue when not found;
+    perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
+                                    case when step_type = 'sleep' then 'slept' else 'timed out' end);
+    if exists (select 1 from switchyard.runs r where r.run_id = due.run_id and r.status = 'started') then
+      perform switchyard._start_ready_steps(due.run_id);
+      perform switchyard._complete_run_if_done(due.run_id);
+    end if;
+    ended := ended + 1;
+  end loop;
+  return ended;
 end
 $$;
 
@@ -1618,6 +2437,8 @@ begin
         'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
         'value', heartbeat_window_seconds::text, 'min', 1)::text;
   end if;
+  -- The tick ends the waits and sleeps whose time is up (docs/ARCHITECTURE.md §5.11).
+  perform switchyard.expire_waits();
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
     raise exception using errcode = '22023', message = format(
@@ -2361,6 +3182,265 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/signal_run.sql
+
+-- Signals a wait step of a run (docs/ARCHITECTURE.md §5.11): the payload becomes the step's
+-- output. Callable inside the application's own transaction (a trigger on its table, say):
+-- the signal exists only once that transaction commits. Holding the run's row lock:
+--   - the step waits: the signal is delivered now, its dependents start ('delivered');
+--   - the step is not ready yet: the signal is kept and delivered when it is ('kept');
+--   - the step already has a signal with this key: nothing changes ('duplicate').
+-- Refused, changing nothing: an unknown run or step, a step that is not a wait step
+-- (22023), a payload over max_output_bytes (22023), a run that is not started, a step that
+-- already has a signal under another key or none, a wait that ended without one or whose
+-- timeout is due (55000). The timeout is compared with now(), this transaction's start.
+create or replace function switchyard.signal_run(
+  run_id uuid, step_slug text, payload jsonb, key text default null
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  st switchyard.steps;
+  state switchyard.step_states;
+  kept switchyard.run_signals;
+  value jsonb := coalesce(payload, 'null');
+  problem jsonb;
+  timed_out boolean;
+begin
+  select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_unknown', 'argument', 'run_id', 'value', signal_run.run_id::text)::text;
+  end if;
+  select * into st from switchyard.steps s
+   where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
+  if not found or st.step_type <> 'wait' then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
+      switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
+      case when st.step_slug is null then 'does not exist'
+           else format('is a %s step, not a wait step', st.step_type) end,
+      coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
+                  from switchyard.steps w
+                 where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
+      detail = jsonb_build_object(
+        'rule', case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end,
+        'argument', 'step_slug', 'value', left(signal_run.step_slug, 200),
+        'step_type', st.step_type, 'run_id', run.run_id, 'flow_slug', run.flow_slug)::text;
+  end if;
+  if key is not null and btrim(key) = '' then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
+      detail = jsonb_build_object(
+        'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
+        'step_slug', st.step_slug)::text;
+  end if;
+  problem := switchyard._json_size_problem(value, 'max_output_bytes');
+  if problem is not null then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
+      'bytes (setting max_output_bytes)',
+      to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
+      detail = jsonb_build_object(
+        'rule', 'max_output_bytes', 'argument', 'payload', 'value', problem ->> 'excerpt',
+        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
+        'run_id', run.run_id, 'step_slug', st.step_slug)::text,
+      hint = 'send a smaller payload (store large data elsewhere and send a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
+  end if;
+  select * into kept from switchyard.run_signals rs
+   where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
+  if found and key is not null and kept.signal_key = key then
+    return 'duplicate';
+  end if;
+  if run.status <> 'started' then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
+      detail = jsonb_build_object(
+        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
+        'status', run.status, 'step_slug', st.step_slug)::text;
+  end if;
+  if kept.run_id is not null then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
+      'signal: repeat it with the same key to make the repeat a no-op',
+      to_json(st.step_slug)::text, run.run_id,
+      case when kept.signal_key is null then 'no key'
+           else format('key %s', switchyard._clip(kept.signal_key)) end,
+      kept.signalled_at),
+      detail = jsonb_build_object(
+        'rule', 'step_already_signalled', 'argument', 'key', 'value', left(key, 200),
+        'signal_key', left(kept.signal_key, 200), 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
+  end if;
+  select * into state from switchyard.step_states ss
+   where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
+  timed_out := coalesce(state.wait_deadline <= now() and state.status <> 'created', false);
+  if state.status not in ('created', 'started') or timed_out then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
+      case when timed_out
+           then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
+                       st.wait_timeout, st.on_timeout)
+           else format('is %s; only a step that waits or is not ready yet takes a signal',
+                       state.status) end),
+      detail = jsonb_build_object(
+        'rule', case when timed_out then 'wait_timed_out' else 'wait_not_open' end,
+        'argument', 'step_slug', 'value', st.step_slug, 'status', state.status,
+        'deadline', state.wait_deadline, 'run_id', run.run_id)::text;
+  end if;
+  insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
+  values (run.run_id, st.step_slug, key, value);
+  if state.status = 'created' then
+    return 'kept';
+  end if;
+  perform switchyard._finish_wait(run.run_id, run.flow_slug, st.step_slug, 'signalled');
+  perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
+  return 'delivered';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/start_flow.sql
+
+-- Starts a run of a concrete flow or of an alias's active version.
+--
+-- `run_id` (optional) makes the start idempotent: the caller chooses the id, and a second
+-- start with the same id returns the existing run and starts nothing. The same id with
+-- another input, naming another flow, or for another owner, is refused (23505). Two concurrent
+-- starts with one id create one run: the second insert waits for the first on the primary key
+-- and then finds its row (docs/ARCHITECTURE.md §5.8).
+--
+-- `owner` (optional) records who the run is for: its events carry it for row-level security
+-- (docs/ARCHITECTURE.md §14).
+create or replace function switchyard.start_flow(
+  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  concrete text;
+  new_run uuid;
+  existing record;
+begin
+  if input is null then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
+      coalesce(to_json(flow_or_alias)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
+        'flow_or_alias', left(flow_or_alias, 200))::text;
+  end if;
+  concrete := switchyard.resolve_flow(flow_or_alias);
+  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner)
+  select coalesce(start_flow.run_id, gen_random_uuid()), concrete, flow_or_alias, input, count(*),
+         start_flow.owner
+    from switchyard.steps st where st.flow_slug = concrete
+  on conflict on constraint runs_pkey do nothing
+  returning runs.run_id into new_run;
+  if new_run is null then
+    -- The id exists (committed, or committed while this insert waited for it): the same
+    -- start again returns it; anything else under that id is refused.
+    select r.flow_slug, r.started_as, r.input, r.owner into existing
+      from switchyard.runs r where r.run_id = start_flow.run_id;
+    -- Another owner's run is refused first, so the caller learns nothing else of it.
+    if existing.owner is distinct from start_flow.owner then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s was started for another owner: '
+        'a run id names one start; use a new id for another owner',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
+          'run_id', start_flow.run_id)::text;
+    end if;
+    if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
+        'a run id names one start; use a new id for another flow',
+        to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
+        to_json(existing.started_as)::text),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_flow', 'argument', 'run_id', 'value', start_flow.run_id::text,
+          'flow_or_alias', left(flow_or_alias, 200), 'existing_flow_slug', existing.flow_slug,
+          'existing_started_as', existing.started_as)::text;
+    end if;
+    if existing.input <> input then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s was started with another input: '
+        'a run id names one start; use a new id for another input',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_input', 'argument', 'input', 'value', left(input::text, 200),
+          'run_id', start_flow.run_id, 'existing_input', left(existing.input::text, 200))::text;
+    end if;
+    return start_flow.run_id;
+  end if;
+  insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
+  select new_run, st.flow_slug, st.step_slug, st.deps_count
+    from switchyard.steps st where st.flow_slug = concrete;
+  -- A delayed start (start_flow_at sets the setting for this call, docs/ARCHITECTURE.md §5.11):
+  -- the steps start when expire_waits finds the run due.
+  if nullif(current_setting('switchyard.start_at', true), '') is null then
+    perform switchyard._start_ready_steps(new_run);
+  else
+    insert into switchyard.delayed_starts (run_id, start_at)
+    values (new_run, current_setting('switchyard.start_at')::timestamptz);
+  end if;
+  return new_run;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/start_flow_at.sql
+
+-- Starts a run as start_flow does (the same idempotent run_id, owner and refusals), whose
+-- steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
+-- once (it keeps the version the alias names now, and counts as open for drain), its steps
+-- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
+-- to one tick late. A time not in the future starts at once; at most 365 days ahead.
+create or replace function switchyard.start_flow_at(
+  flow_or_alias text, input jsonb, start_at timestamptz, run_id uuid default null,
+  owner uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  new_run uuid;
+begin
+  if start_at is null or start_at > now() + interval '365 days' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
+      switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
+        'max', (now() + interval '365 days')::text)::text;
+  end if;
+  if start_at <= now() then
+    return switchyard.start_flow(flow_or_alias, input, run_id, owner);
+  end if;
+  perform set_config('switchyard.start_at', start_at::text, true);
+  new_run := switchyard.start_flow(flow_or_alias, input, run_id, owner);
+  perform set_config('switchyard.start_at', '', true);
+  return new_run;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/start_tasks.sql
 
 -- ---- start_tasks (latest: 20261202001200_map_claim.sql)
@@ -2914,6 +3994,14 @@ begin
   return switchyard._start_schedule_run(s.name, s.alias, s.input, tick_at, run);
 end
 $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/child_runs_trigger.sql
+
+-- A child run's end ends its parent's flow step (issue 22, docs/ARCHITECTURE.md §5.11).
+create trigger runs_child_ended after update of status on switchyard.runs
+  for each row when (old.status = 'started' and new.status in ('completed', 'failed', 'cancelled'))
+  execute function switchyard._child_run_ended();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql

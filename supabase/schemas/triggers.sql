@@ -33,6 +33,12 @@ create trigger step_states_event_status after update of status on switchyard.ste
   for each row when (old.status is distinct from new.status and new.status <> 'created')
   execute function switchyard._step_event();
 
+-- A child run's end ends its parent's flow step (docs/ARCHITECTURE.md §5.11): the function
+-- looks the run up in child_runs by key, and returns at once for every other run.
+create trigger runs_child_ended after update of status on switchyard.runs
+  for each row when (old.status = 'started' and new.status in ('completed', 'failed', 'cancelled'))
+  execute function switchyard._child_run_ended();
+
 -- Routines created later in schema switchyard stay private (docs/ARCHITECTURE.md §7,
 -- Privileges): an event trigger takes EXECUTE from PUBLIC, anon and authenticated on every
 -- routine created in schema switchyard, whoever creates it. Creating an event trigger needs a

@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { defineDeployedFlow, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
 import { migrate, pgmqModeFromEnv } from '../../lib/ops.ts';
-import { DEFAULT_PG_BIN, freePort } from '../../scripts/_cluster.ts';
 import { REQUIRED_CORE_VERSION } from '../../lib/sql/core_version.ts';
+import { DEFAULT_PG_BIN, freePort } from '../../scripts/_cluster.ts';
 import { KIT_VERSION } from '../../scripts/_kit.ts';
 import { KIT_ROOT } from '../../scripts/_project.ts';
 import { releases } from '../../scripts/release_manifest.ts';
@@ -426,6 +426,7 @@ Deno.test('this runtime on an older SQL core refuses to start: apply the migrati
         startWorker(registry, { queueName: 'old_core_q', connectionString: urlFor(name), ...FAST }),
       (e: Error) => {
         assert.equal(e.name, 'WorkerConfigError');
+        // The runtime's requirement (0.4.0 since wait steps), whatever it is now.
         assert.ok(
           e.message.includes(`SQL core in this database is older than ${REQUIRED_CORE_VERSION}`),
           e.message,

@@ -247,7 +247,8 @@
       const y = i * rowH + 4;
       svg += '<text x="0" y="' + (y + 13) + '" font-size="12" fill="#1d2330">' + esc(s.stepSlug) +
         '</text><text x="' + (labelW - 8) + '" y="' + (y + 13) +
-        '" font-size="11" fill="#667085" text-anchor="end">' + esc(s.queueName) + '</text>';
+        '" font-size="11" fill="#667085" text-anchor="end">' +
+        esc(s.queueName || '(' + s.kind + ', no queue)') + '</text>';
       const q = ms(s.queuedAt), st = ms(s.startedAt);
       const fin = s.finishedAt
         ? ms(s.finishedAt)
@@ -279,11 +280,18 @@
       svg += '<text x="' + (w - 4) + '" y="' + (y + 13) +
         '" font-size="11" fill="#667085" text-anchor="end">' +
         esc(
-          s.status +
+          (waits(s) ? 'waiting' + (s.waitDeadline ? ' until ' + s.waitDeadline : '') : s.status) +
             (s.attempts ? ' · attempt ' + s.attempts + ' of ' + (s.maxAttempts ?? '?') : ''),
         ) +
         '</text>';
     });
+    // A wait step that waits takes a signal (docs/ARCHITECTURE.md §5.11), with the bearer.
+    const signals = run.status === 'started' && can(data, 'signal')
+      ? run.steps.filter((s) => s.kind === 'wait' && waits(s)).map((s) =>
+        '<button class="primary" data-action="signal" data-run-id="' + esc(run.runId) +
+        '" data-step="' + esc(s.stepSlug) + '">Send signal to ' + esc(s.stepSlug) + '</button>'
+      ).join(' ')
+      : '';
     svg += '<text x="' + labelW + '" y="' + (h - 2) + '" font-size="10" fill="#667085">0</text>' +
       '<text x="' + right + '" y="' + (h - 2) +
       '" font-size="10" fill="#667085" text-anchor="end">' +
@@ -303,7 +311,16 @@
       (run.error && (!errors || cancelled)
         ? '<pre class="error' + (cancelled ? ' cancelled' : '') + '">' + esc(run.error) + '</pre>'
         : '') +
+      (signals ? '<div class="signals">' + signals + '</div>' : '') +
       errors + eventList(run) + '<div class="muted mono">run ' + esc(run.runId) + '</div>';
+  }
+
+  /**
+   * Whether a step waits with nothing running: a started wait, sleep or flow step.
+   * @param {Run['steps'][number]} s
+   */
+  function waits(s) {
+    return s.status === 'started' && (s.kind === 'wait' || s.kind === 'sleep' || s.kind === 'flow');
   }
 
   // The run's latest events, from api/runs/<id> (loaded when the run opens and on each refresh).
@@ -608,7 +625,7 @@
   // An action's POST and its message: okText(result) when it was done, else the refusal.
   /**
    * @param {string} path
-   * @param {{ reason?: string }} body
+   * @param {{ reason?: string } | { step: string, payload: unknown }} body
    * @param {HTMLButtonElement} button
    * @param {string} label
    * @param {(result: any) => string} okText any: the action's result (PauseResult, CancelResult…)
@@ -663,11 +680,37 @@
   }
 
   /**
-   * @param {string} action cancel or retry
+   * @param {string} action cancel, retry or signal (the button names the step)
    * @param {string} id the run
    * @param {HTMLButtonElement} button
    */
   async function actOnRun(action, id, button) {
+    const run = 'run ' + id.slice(0, 8);
+    if (action === 'signal') {
+      const step = /** @type {string} */ (button.dataset.step);
+      const text = prompt(
+        'Signal step ' + step + ' of ' + run + ': its payload, as JSON (it becomes the ' +
+          "step's output and the run goes on):",
+        '{}',
+      );
+      if (text === null) return;
+      /** @type {unknown} */
+      let payload;
+      try {
+        payload = JSON.parse(text);
+      } catch {
+        show('bad', 'the payload is not JSON: ' + text.slice(0, 80));
+        return;
+      }
+      await postAction(
+        '/api/runs/' + encodeURIComponent(id) + '/signal',
+        { step, payload },
+        button,
+        'signal ' + run,
+        (r) => 'Signal for ' + step + ' of ' + run + ': ' + r.outcome,
+      );
+      return;
+    }
     /** @type {{ reason?: string }} */
     const body = {};
     if (action === 'cancel') {
@@ -680,7 +723,6 @@
       if (reason === null) return;
       if (reason.trim()) body.reason = reason.trim();
     }
-    const run = 'run ' + id.slice(0, 8);
     await postAction(
       '/api/runs/' + encodeURIComponent(id) + '/' + action,
       body,

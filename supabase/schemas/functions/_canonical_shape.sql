@@ -1,4 +1,5 @@
--- Every option a shape can carry, with the value an absent key means.
+-- Every option a shape can carry, with the value an absent key means (a wait or sleep step's
+-- waitTimeout and onTimeout: only on such a step, which older runtimes never send).
 create or replace function switchyard._canonical_shape(shape jsonb)
 returns jsonb
 language sql
@@ -20,7 +21,12 @@ as $$
                      'options',
                      '{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
                        "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
-                       "whenExhausted": "fail"}'::jsonb || coalesce(s -> 'options', '{}'))
+                       "whenExhausted": "fail"}'::jsonb
+                     -- A wait or sleep step's own options (docs/ARCHITECTURE.md §5.11).
+                     || case when s ->> 'kind' in ('wait', 'sleep')
+                             then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
+                             else '{}'::jsonb end
+                     || coalesce(s -> 'options', '{}'))
                  else s end
                order by o)
           from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))

@@ -9,6 +9,9 @@
 --     more than max_map_elements() elements fails it with the count and the limit; an empty
 --     array completes the step with [] and no task; else one task per element, task_index
 --     0..n-1, every message sent in one pgmq.send_batch;
+--   - a wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait
+--     delivers a signal kept for it, else the step waits (until signal_run or expire_waits
+--     ends it); a flow step starts its child run (_begin_child);
 --   - otherwise (a plain step) its task is created by _queue_plain_tasks, the one path of plain
 --     successor start that complete_tasks takes too: plain steps are queued together, in index
 --     order, before each condition or map step and after the last step.
@@ -53,7 +56,7 @@ begin
         join switchyard.flows f on f.flow_slug = m.flow_slug
        order by st.step_index
     loop
-      if ready.step_type <> 'map' and ready.cond_if is null and ready.cond_if_not is null then
+      if ready.step_type = 'single' and ready.cond_if is null and ready.cond_if_not is null then
         plain_flows := plain_flows || ready.flow_slug;
         plain_steps := plain_steps || ready.step_slug;
         continue;
@@ -85,6 +88,13 @@ begin
           skipped_any := true;
           continue;
         end if;
+      end if;
+      if ready.step_type in ('wait', 'sleep', 'flow') then
+        if switchyard._begin_wait(target_run, ready.flow_slug, ready.step_slug) then
+          moved_any := true;
+          skipped_any := true;
+        end if;
+        continue;
       end if;
       if ready.step_type = 'map' then
         if ready.deps_count = 0 then

@@ -22,6 +22,7 @@ set search_path = ''
 as $$
 declare
   run switchyard.runs;
+  child uuid;
 begin
   if reason is null or btrim(reason) = '' then
     raise exception using errcode = '22023', message = format(
@@ -69,6 +70,15 @@ begin
      set status = 'cancelled', cancelled_at = now(),
          error = format('cancelled: %s', left(reason, 4000))
    where r.run_id = run.run_id;
+  -- Its child runs (flow steps, docs/ARCHITECTURE.md §5.11) that are still started, and theirs.
+  for child in
+    select c.run_id from switchyard.child_runs c
+      join switchyard.runs r on r.run_id = c.run_id and r.status = 'started'
+     where c.parent_run_id = run.run_id
+     order by c.run_id
+  loop
+    perform switchyard.cancel_run(child, format('its parent run %s was cancelled', run.run_id));
+  end loop;
   return true;
 end
 $$;

@@ -25,7 +25,7 @@ begin
   if size > switchyard.max_checkpoint_bytes() then
     raise exception using errcode = '22023', message = format(
       'checkpoint of step %s is %s bytes of JSON, over the limit of %s bytes: checkpoint a '
-      'position (a cursor, counters), not the data', to_json(step_slug)::text, size,
+      'position (a cursor, counters), not the data', switchyard._clip(step_slug), size,
       switchyard.max_checkpoint_bytes()),
       detail = jsonb_build_object('rule', 'checkpoint_too_large', 'argument', 'state',
                                   'value', left(state::text, 200), 'size', size,
@@ -38,7 +38,7 @@ begin
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
     raise exception using errcode = '55000', message = format(
       'checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
-      attempt, to_json(step_slug)::text, task_index, run_id,
+      attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
            else format('%s, attempt %s', task.status, task.attempts_count) end),
       detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',

@@ -204,11 +204,11 @@ begin
       into advancing
       from counted c;
     -- Successors. A run whose ready steps (created, no dependency left) are all plain (no
-    -- condition, not a map) has them started here together with its neighbours in run order
-    -- that are plain too: one update of their states, then _queue_plain_tasks for all of them
-    -- (one pgmq.send_batch per queue and start delay, one insert of their tasks), the path
-    -- _start_ready_steps takes for plain steps too. Every other run (a condition, a map) goes
-    -- through _start_ready_steps. Runs are taken in run order and each queue's messages are
+    -- condition, not a map, a wait or a sleep) has them started here together with its
+    -- neighbours in run order that are plain too: one update of their states, then
+    -- _queue_plain_tasks for all of them (one pgmq.send_batch per queue and start delay, one
+    -- insert of their tasks), the path _start_ready_steps takes for plain steps too. Every
+    -- other run (a condition, a map, a wait) goes through _start_ready_steps. Runs are taken in run order and each queue's messages are
     -- sent in (run, step index) order, so every queue numbers them as the calls per run did.
     -- (Only with something to start: over an empty array the custom plan is so much cheaper
     -- than the generic one that the plan cache would plan these statements on every call.)
@@ -219,7 +219,7 @@ begin
                        row_number() over (order by y.run_id)
                          - row_number() over (partition by y.special order by y.run_id) as island
                   from (select a.run_id,
-                               coalesce(bool_or(st.step_type = 'map' or st.cond_if is not null
+                               coalesce(bool_or(st.step_type <> 'single' or st.cond_if is not null
                                                 or st.cond_if_not is not null), false) as special
                           from unnest(advancing) as a(run_id)
                           left join switchyard.step_states ss

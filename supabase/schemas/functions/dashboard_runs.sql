@@ -33,7 +33,12 @@ as $$
                    'queued_at', t.queued_at, 'started_at', t.started_at,
                    'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
                                            t.completed_at, t.failed_at),
-                   'error', t.error, 'tasks', t.tasks) order by st.step_index), '[]'::jsonb)
+                   'error', t.error, 'tasks', t.tasks,
+                   -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11): its kind, and
+                   -- when its timeout is due while it waits.
+                   'kind', st.step_type,
+                   'wait_deadline', case when ss.status = 'started' then ss.wait_deadline end)
+                 order by st.step_index), '[]'::jsonb)
             from switchyard.step_states ss
             join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
             left join lateral (

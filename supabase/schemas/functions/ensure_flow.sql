@@ -133,7 +133,19 @@ begin
           'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
     step_queue := step ->> 'queue';
-    if placement = 'plain' then
+    step_kind := step ->> 'kind';
+    if step_kind in ('wait', 'sleep', 'flow') then
+      -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
+      if step_queue is not null then
+        raise exception using errcode = '22023', message = format(
+          'flow %s step %s: a %s step uses no queue, not %s',
+          to_json(slug)::text, to_json(step_slug)::text, step_kind, to_json(step_queue)::text),
+          detail = jsonb_build_object(
+            'rule', 'wait_queue', 'argument', 'queue', 'value', left(step_queue, 200),
+            'flow_slug', slug, 'step_slug', step_slug)::text;
+      end if;
+      expected_queue := null;
+    elsif placement = 'plain' then
       expected_queue := lower(slug);
     elsif placement = 'step_queues' then
       expected_queue := switchyard.step_queue_name(slug, step_slug, i);
@@ -150,7 +162,9 @@ begin
           'expected', expected_queue, 'placement', placement,
           'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
-    if placement = 'routed' then
+    if step_kind in ('wait', 'sleep', 'flow') then
+      null;
+    elsif placement = 'routed' then
       perform switchyard.ensure_shared_queue(step_queue);
     else
       perform switchyard._ensure_private_queue(step_queue, slug);
@@ -174,10 +188,9 @@ begin
     end if;
     -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
     -- dependency) or from its one dependency.
-    step_kind := step ->> 'kind';
-    if step_kind is null or step_kind not in ('single', 'map') then
+    if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
       raise exception using errcode = '22023', message = format(
-        'flow %s step %s kind %s is invalid: use single or map',
+        'flow %s step %s kind %s is invalid: use single, map, wait, sleep or flow',
         to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
         detail = jsonb_build_object(
           'rule', 'step_kind_invalid', 'argument', 'kind', 'value', left((step -> 'kind')::text, 200),
@@ -195,7 +208,8 @@ begin
     end if;
     -- Runtime options are set below by _apply_flow_options, with their ranges.
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
-                                  step_type, cond_if, cond_if_not, when_unmet, when_exhausted)
+                                  step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
+                                  wait_timeout, on_timeout, child_alias)
     values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
       step_kind,
       -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
@@ -204,7 +218,15 @@ begin
       switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
                                 array['skip', 'skip-cascade', 'fail'], 'skip'),
       switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
-                                array['fail', 'skip', 'skip-cascade'], 'fail'));
+                                array['fail', 'skip', 'skip-cascade'], 'fail'),
+      -- A wait's timeout (none: null) and what it does; a sleep's length, required.
+      switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
+                             1, 31536000, step_kind <> 'sleep'),
+      switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip'], 'fail'),
+      -- A flow step's alias (checked as an alias slug; it need not exist yet).
+      case when step_kind = 'flow'
+           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end);
 
     deps_seen := '{}';
     for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop

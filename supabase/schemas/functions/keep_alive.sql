@@ -48,6 +48,8 @@ begin
         'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
         'value', heartbeat_window_seconds::text, 'min', 1)::text;
   end if;
+  -- The tick ends the waits and sleeps whose time is up (docs/ARCHITECTURE.md §5.11).
+  perform switchyard.expire_waits();
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
     raise exception using errcode = '22023', message = format(

@@ -77,7 +77,14 @@ begin
   insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
   select new_run, st.flow_slug, st.step_slug, st.deps_count
     from switchyard.steps st where st.flow_slug = concrete;
-  perform switchyard._start_ready_steps(new_run);
+  -- A delayed start (start_flow_at sets the setting for this call, docs/ARCHITECTURE.md §5.11):
+  -- the steps start when expire_waits finds the run due.
+  if nullif(current_setting('switchyard.start_at', true), '') is null then
+    perform switchyard._start_ready_steps(new_run);
+  else
+    insert into switchyard.delayed_starts (run_id, start_at)
+    values (new_run, current_setting('switchyard.start_at')::timestamptz);
+  end if;
   return new_run;
 end
 $$;

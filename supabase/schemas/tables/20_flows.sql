@@ -17,7 +17,7 @@ create table switchyard.steps (
   flow_slug text not null references switchyard.flows on delete cascade,
   step_slug text not null,
   step_index int not null,
-  queue_name text not null references switchyard.queues,
+  queue_name text references switchyard.queues,   -- null: a wait or sleep step (no task)
   deps_count int not null,
   max_attempts int,                        -- null: the flow's value
   base_delay int,
@@ -25,8 +25,10 @@ create table switchyard.steps (
   timeout int,
   start_delay int not null default 0,
   -- 'map' (docs/ARCHITECTURE.md §5.10): one task per element of an array, the run input (a
-  -- root map) or the output of its one dependency.
-  step_type text not null default 'single' check (step_type in ('single', 'map')),
+  -- root map) or the output of its one dependency. 'wait' and 'sleep' (§5.11): no task and no
+  -- queue; a wait ends with a signal or its timeout, a sleep after wait_timeout seconds; a 'flow'
+  -- step starts a child run and ends with it.
+  step_type text not null default 'single',
   -- Condition (docs/ARCHITECTURE.md §5.9): the step runs when its input contains cond_if and
   -- does not contain cond_if_not (jsonb @>); null means no pattern.
   cond_if jsonb,
@@ -37,7 +39,16 @@ create table switchyard.steps (
   when_exhausted text not null default 'fail'
     check (when_exhausted in ('fail', 'skip', 'skip-cascade')),
   primary key (flow_slug, step_slug),
-  unique (flow_slug, step_index)
+  unique (flow_slug, step_index),
+  -- A wait step's timeout (a sleep's length) in seconds; null: a wait without timeout.
+  wait_timeout int,
+  -- What a wait's timeout does: fail the run, or skip the step.
+  on_timeout text not null default 'fail' check (on_timeout in ('fail', 'skip')),
+  constraint steps_step_type_check check (step_type in ('single', 'map', 'wait', 'sleep', 'flow')),
+  constraint steps_queue_by_type
+    check ((queue_name is null) = (step_type in ('wait', 'sleep', 'flow'))),
+  -- A 'flow' step (docs/ARCHITECTURE.md §5.11): the alias whose active version it starts.
+  child_alias text
 );
 
 create index steps_queue on switchyard.steps (queue_name);

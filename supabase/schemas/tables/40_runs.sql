@@ -48,7 +48,46 @@ create table switchyard.step_states (
   skip_reason text,                        -- why a skipped step was skipped
   skipped_at timestamptz,
   primary key (run_id, step_slug),
+  -- A started wait or sleep step: when its timeout is due (null: none). Kept after it ends.
+  wait_deadline timestamptz,
   foreign key (flow_slug, step_slug) references switchyard.steps on delete cascade
+);
+
+-- The started wait and sleep steps by deadline: what switchyard.expire_waits reads.
+create index step_states_wait_deadline on switchyard.step_states (wait_deadline)
+  where status = 'started' and wait_deadline is not null;
+
+-- The signal of a wait step (docs/ARCHITECTURE.md §5.11), kept from the moment
+-- switchyard.signal_run's transaction commits: delivered (the step's output) when the step is
+-- waiting, else when it becomes ready. At most one per step; its key makes a repeat a no-op.
+create table switchyard.run_signals (
+  run_id uuid not null,
+  step_slug text not null,
+  signal_key text,
+  payload jsonb not null,
+  signalled_at timestamptz not null default now(),
+  delivered_at timestamptz,
+  primary key (run_id, step_slug),
+  foreign key (run_id, step_slug) references switchyard.step_states on delete cascade
+);
+
+-- Delayed starts (start_flow_at, docs/ARCHITECTURE.md §5.11) not begun yet: the run exists,
+-- its steps start when switchyard.expire_waits finds it due, and the row goes.
+create table switchyard.delayed_starts (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  start_at timestamptz not null
+);
+
+create index delayed_starts_due on switchyard.delayed_starts (start_at);
+
+-- Child runs (docs/ARCHITECTURE.md §5.11): the run a parent's 'flow' step started, its id
+-- derived from the parent's run and step, so starting it again finds the same run.
+create table switchyard.child_runs (
+  run_id uuid primary key references switchyard.runs on delete cascade,
+  parent_run_id uuid not null,
+  parent_step text not null,
+  unique (parent_run_id, parent_step),
+  foreign key (parent_run_id, parent_step) references switchyard.step_states on delete cascade
 );
 
 -- One task per (run, step, task index): index 0 for an ordinary step, one per element for a
@@ -100,12 +139,15 @@ create table switchyard.run_events (
   owner uuid,                              -- the run's owner, copied for row-level security
   flow_slug text not null,
   step_slug text,                          -- null: an event of the run itself
-  event text not null check (event in
-    ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried')),
+  event text not null,
   created_at timestamptz not null default now(),
   -- One index: a reader always names the run (event_id > n within it), and so does the
   -- cascade from runs.
-  primary key (run_id, event_id)
+  primary key (run_id, event_id),
+  -- 'waiting', 'signalled' and 'timed out': a wait step's (docs/ARCHITECTURE.md §5.11).
+  constraint run_events_event_check check (event in
+    ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried', 'waiting',
+     'signalled', 'timed out'))
 );
 
 -- Rows are readable only through row-level security: the table owner (the migration role)
