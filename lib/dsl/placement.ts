@@ -13,7 +13,13 @@
 
 import { describeValue, RouteError } from '../errors.ts';
 import { type AnyFlow, Flow } from './flow.ts';
-import type { StepKind, WhenExhausted, WhenUnmet } from './flow_types.ts';
+import type {
+  ConcurrencyOption,
+  RateLimitOption,
+  StepKind,
+  WhenExhausted,
+  WhenUnmet,
+} from './flow_types.ts';
 import type { JsonValue } from './json.ts';
 import type { DeployedFlow } from './deployed_flow.ts';
 import { plainQueueName } from './queue_names.ts';
@@ -97,6 +103,10 @@ export interface FlowShapeStep {
     readonly ifNot: JsonValue | null;
     readonly whenUnmet: WhenUnmet;
     readonly whenExhausted: WhenExhausted;
+    /** Present only when the step has one (docs/ARCHITECTURE.md §5.11). */
+    readonly rateLimit?: RateLimitOption;
+    /** Present only when the step has one. */
+    readonly concurrency?: ConcurrencyOption;
   };
 }
 
@@ -286,6 +296,9 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
           ifNot: step.options.ifNot,
           whenUnmet: step.options.whenUnmet,
           whenExhausted: step.options.whenExhausted,
+          // Only when set: a shape without flow control is the shape of earlier releases.
+          ...(step.options.rateLimit ? { rateLimit: step.options.rateLimit } : {}),
+          ...(step.options.concurrency ? { concurrency: step.options.concurrency } : {}),
         }),
       })
     )),

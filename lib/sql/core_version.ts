@@ -16,7 +16,7 @@
  * console.log(`needs the SQL core ${REQUIRED_CORE_VERSION} or later`);
  * ```
  */
-export const REQUIRED_CORE_VERSION = '0.3.0';
+export const REQUIRED_CORE_VERSION = '0.4.0';
 
 /** `X.Y.Z` as three numbers, or null for anything else. */
 function parts(version: string): [number, number, number] | null {
@@ -31,7 +31,7 @@ function parts(version: string): [number, number, number] | null {
  * @example
  * ```ts
  * import { coreVersionProblem } from './core_version.ts';
- * console.assert(coreVersionProblem('0.3.0') === null);
+ * console.assert(coreVersionProblem('0.4.0') === null);
  * console.assert(coreVersionProblem(null)?.includes('apply the migrations'));
  * ```
  */

@@ -12,7 +12,7 @@
  */
 import type { StepContext } from '../dsl/context.ts';
 import { assertJson, jsonTextBytes } from '../dsl/json.ts';
-import { SwitchyardError, WorkerShutdownError } from '../errors.ts';
+import { NonRetriable, RetryAfter, SwitchyardError, WorkerShutdownError } from '../errors.ts';
 import type { TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';
 import type { CompletionWriter } from './completion_writer.ts';
 import type { DispatchIndex } from './dispatch_index.ts';
@@ -196,7 +196,11 @@ export class Executor {
       const result = await persist(
         this.log,
         'fail_task',
-        () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex),
+        () =>
+          this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex, {
+            retryAfterSeconds: e instanceof RetryAfter ? e.seconds : null,
+            nonRetriable: e instanceof NonRetriable,
+          }),
       );
       const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
       this.log.warn(

@@ -22,5 +22,5 @@ language sql
 immutable
 set search_path = ''
 as $$
-  select '0.3.0'::text
+  select '0.4.0'::text
 $$;
