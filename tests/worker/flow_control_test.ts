@@ -14,7 +14,14 @@ import {
   toPlacement,
   type Worker,
 } from '../../lib/mod.ts';
-import { connect, pauseFunction, resumeFunction } from '../../lib/ops.ts';
+import {
+  connect,
+  createDashboard,
+  type DashboardOverview,
+  pauseFunction,
+  rateLimits,
+  resumeFunction,
+} from '../../lib/ops.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
@@ -362,6 +369,38 @@ Deno.test('flow control options: checked in the DSL and in SQL, runtime options 
   assert.deepEqual(set.r, { name: 'fc-new', rate: 10, per_seconds: 1, burst: 10, tokens: 10 });
   const [del] = await db.sql`select switchyard.delete_rate_limit('fc-new') as r`;
   assert.equal(del.r, true);
+});
+
+Deno.test('the dashboard shows the rate limits: rate, tokens and the steps naming each', async () => {
+  await db.sql`select switchyard.set_rate_limit('fc-dash', 7, 60, 3)`;
+  const flow = new Flow<{ n: number }>({ slug: 'fcDash' })
+    .step({ slug: 'a', rateLimit: { name: 'fc-dash' } }, () => 1)
+    .step({ slug: 'b', rateLimit: { name: 'fc-unset' } }, () => 1);
+  await db.sql`select switchyard.ensure_flow(${
+    db.sql.json(toPlacement(flow).shape as never)
+  }::jsonb)`;
+  const dashboard = createDashboard({ source: client, env: () => undefined });
+  const response = await dashboard.fetch(new Request('http://localhost/api/overview'));
+  assert.equal(response.status, 200);
+  const o: DashboardOverview = await response.json();
+  const dash = o.rateLimits.find((l) => l.name === 'fc-dash')!;
+  assert.deepEqual(
+    { rate: dash.rate, perSeconds: dash.perSeconds, burst: dash.burst, steps: dash.steps },
+    { rate: 7, perSeconds: 60, burst: 3, steps: ['fcDash/a'] },
+  );
+  assert.ok(dash.tokens !== null && dash.tokens >= 3 - 1e-9 && dash.tokens <= 3);
+  const unset = (await rateLimits(client)).find((l) => l.name === 'fc-unset')!;
+  assert.deepEqual({ ...unset, updatedAt: null }, {
+    name: 'fc-unset',
+    rate: null,
+    perSeconds: null,
+    burst: null,
+    tokens: null,
+    updatedAt: null,
+    steps: ['fcDash/b'],
+  });
+  const page = await (await dashboard.fetch(new Request('http://localhost/'))).text();
+  assert.match(page, /id="rate-limits"/);
 });
 
 // Not a test: it asserts nothing.
