@@ -196,11 +196,7 @@ export class Executor {
       const result = await persist(
         this.log,
         'fail_task',
-        () =>
-          this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex, {
-            retryAfterSeconds: e instanceof RetryAfter ? e.seconds : null,
-            nonRetriable: e instanceof NonRetriable,
-          }),
+        () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex, failure(e)),
       );
       const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
       this.log.warn(
@@ -211,5 +207,18 @@ export class Executor {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/**
+ * What a handler's throw asks of the retry: `RetryAfter`'s delay, or `NonRetriable`. Never
+ * throws: `instanceof` on a hostile value (a proxy whose prototype trap throws) counts as neither.
+ */
+function failure(e: unknown): { retryAfterSeconds: number | null; nonRetriable: boolean } {
+  try {
+    if (e instanceof RetryAfter) return { retryAfterSeconds: e.seconds, nonRetriable: false };
+    return { retryAfterSeconds: null, nonRetriable: e instanceof NonRetriable };
+  } catch {
+    return { retryAfterSeconds: null, nonRetriable: false };
   }
 }
