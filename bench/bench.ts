@@ -32,7 +32,10 @@
  *    against the engine on the same server (bench/_pgflow.ts);
  * 10. map fan-out: tasks/s of one run of a map step over N elements (a root map over the flow
  *    input, and a map over a step's output) vs N runs of a 1-step flow, one worker on one
- *    shared queue (issue 12: target >= 0.8x).
+ *    shared queue (issue 12: target >= 0.8x);
+ * 11. flow control in the claim (issue 23): `start_tasks` per batch of 10 tasks of a step with
+ *    `concurrency` over 1,000 keys and a shared `rateLimit` (generous, so nothing is held) vs
+ *    the same step without flow control; the time per claim, side by side.
  *
  * `--baseline=<rev>` also runs figures 7 and 8 on the migrations of that git revision, in
  * databases of their own on the same server: before and after, side by side.
@@ -48,7 +51,7 @@
  * @module
  */
 import postgres from 'postgres';
-import { toPlacement } from '../lib/mod.ts';
+import { defineDeployedFlow, Flow, routeFlow, toPlacement } from '../lib/mod.ts';
 import type { DeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import { startWorker, startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
 import { pgArray, WorkerQueries } from '../lib/sql/worker_queries.ts';
@@ -69,7 +72,7 @@ import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
 
 /** Every figure, by number. */
-const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
 
 interface Options {
   quick: boolean;
@@ -420,6 +423,78 @@ async function claimScaling(
     }
     if (o.explain) await explainClaim(db, scenarios[scenarios.length - 1]);
     return { registered: samples, explicit: explicitSamples };
+  } finally {
+    await timed.end({ timeout: 2 });
+  }
+}
+
+/**
+ * Figure 11: the claim of a batch under flow control (1,000 concurrency keys, one shared rate
+ * limit that holds nothing back) vs the same claim without flow control, batches alternating.
+ */
+async function flowControlClaim(
+  db: BenchDatabase,
+  o: Options,
+): Promise<{ controlled: number[]; plain: number[] }> {
+  const { sql } = db;
+  const batches = o.quick ? 40 : 150;
+  const perBatch = o.batch;
+  const timed = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
+  const q = new WorkerQueries(timed);
+  const make = (slug: string, queue: string, controlled: boolean) =>
+    defineDeployedFlow(
+      routeFlow(
+        new Flow<{ k: number }>({ slug }).step(
+          controlled
+            ? {
+              slug: 's',
+              concurrency: { key: 'k', limit: 1000 },
+              rateLimit: { name: 'bench-fc' },
+            }
+            : { slug: 's' },
+          (i) => i.k,
+        ),
+        { queues: { s: queue } },
+      ),
+      { alias: slug },
+    );
+  try {
+    await sql`select switchyard.set_rate_limit('bench-fc', 1000000, 1, 1000000)`;
+    const sides = [
+      {
+        name: 'controlled',
+        queue: 'bench_fc_on',
+        deployed: make('benchFcOn', 'bench_fc_on', true),
+      },
+      { name: 'plain', queue: 'bench_fc_off', deployed: make('benchFcOff', 'bench_fc_off', false) },
+    ];
+    const samples: Record<string, number[]> = { controlled: [], plain: [] };
+    const workers: Record<string, string> = {};
+    for (const side of sides) {
+      await compile(sql, [side.deployed as never]);
+      const workerId = crypto.randomUUID();
+      await q.registerWorker(workerId, side.queue, `bench-${side.queue.replaceAll('_', '-')}`, [
+        `${side.deployed.flow.slug}/s`,
+      ]);
+      workers[side.name] = workerId;
+      await sql`select count(switchyard.start_flow(${side.deployed.flow.slug},
+                  jsonb_build_object('k', floor(random() * 1000)::int)))
+                  from generate_series(1, ${(batches + 10) * perBatch}::int)`;
+    }
+    for (let b = 0; b < batches + 5; b++) {
+      for (const side of b % 2 === 0 ? sides : [...sides].reverse()) {
+        const ids = (await timed<{ msg_id: string }[]>`
+          select msg_id::text as msg_id from pgmq.read(${side.queue}::text, 600, ${perBatch}::int)`)
+          .map((r) => BigInt(r.msg_id));
+        const t0 = performance.now();
+        const claims = await q.startTasks(side.queue, ids, workers[side.name], null);
+        const ms = since(t0);
+        const claimed = claims.filter((c) => c.disposition === 'claimed').length;
+        if (claimed !== ids.length) throw new Error(`claimed ${claimed} of ${ids.length} tasks`);
+        if (b >= 5) samples[side.name].push(ms);
+      }
+    }
+    return { controlled: samples.controlled, plain: samples.plain };
   } finally {
     await timed.end({ timeout: 2 });
   }
@@ -1034,6 +1109,18 @@ async function main() {
           verdict(r.ratio >= 0.8),
         ]);
       }
+    }
+    if (o.only.has(11)) {
+      const f = await flowControlClaim(db, o);
+      const ratio = median(f.controlled) / median(f.plain);
+      rows.push([
+        '11 claim under flow control: 1,000 keys + 1 shared limit, batch of 10',
+        `${fmt(median(f.controlled), 3)} ms per claim`,
+        `no flow control ${fmt(median(f.plain), 3)} ms per claim`,
+        `${fmt(ratio)}x`,
+        '(none)',
+        '-',
+      ]);
     }
   } finally {
     await cleanup();

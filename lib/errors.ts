@@ -531,6 +531,57 @@ export class RunCancelledError extends SwitchyardError {
 }
 
 /**
+ * Thrown by a step handler: the attempt fails and is retried after `seconds` (0 to 604800,
+ * rounded up to whole seconds) instead of the step's backoff; the retry still uses an attempt,
+ * so `maxAttempts` bounds it. When the step has a `rateLimit`, the limit's tokens are drained
+ * too, so every step sharing it waits as long (an HTTP 429's `Retry-After`;
+ * docs/ARCHITECTURE.md §5.5, §5.12).
+ *
+ * @example
+ * ```ts
+ * import { RetryAfter } from './errors.ts';
+ * const e = new RetryAfter(30, 'HTTP 429 from the API');
+ * console.assert(e.seconds === 30 && e.message.includes('429'));
+ * ```
+ */
+export class RetryAfter extends SwitchyardError {
+  /** Whole seconds until the retry. */
+  readonly seconds: number;
+  /** Creates the error; throws `RangeError` for a delay outside 0 to 604800 seconds. */
+  constructor(seconds: number, message?: string) {
+    if (typeof seconds !== 'number' || !(seconds >= 0 && seconds <= 604800)) {
+      throw new RangeError(
+        `RetryAfter seconds ${describeValue(seconds)} is invalid: use 0 to 604800 (7 days)`,
+      );
+    }
+    const whole = Math.ceil(seconds);
+    super(message ?? `retry after ${whole}s`);
+    this.name = 'RetryAfter';
+    this.seconds = whole;
+  }
+}
+
+/**
+ * Thrown by a step handler: the task fails now, its remaining attempts unused, as a task out of
+ * attempts does (the run fails, or the step's `whenExhausted` skips it; docs/ARCHITECTURE.md
+ * §5.5). For an error no retry can fix, such as an HTTP 400.
+ *
+ * @example
+ * ```ts
+ * import { NonRetriable } from './errors.ts';
+ * const e = new NonRetriable('HTTP 400: the prompt is empty');
+ * console.assert(e.name === 'NonRetriable');
+ * ```
+ */
+export class NonRetriable extends SwitchyardError {
+  /** Creates the error with its message. */
+  constructor(message: string) {
+    super(message);
+    this.name = 'NonRetriable';
+  }
+}
+
+/**
  * The worker's function is paused; it starts nothing until resumed.
  *
  * @example

@@ -19,6 +19,8 @@ import type {
   ArrayStepSlugs,
   ChildFlowConfig,
   ChildInputCheck,
+  ConcurrencyConfig,
+  ConcurrencyOption,
   ConditionConfig,
   ContainmentPattern,
   FlowOptions,
@@ -27,6 +29,7 @@ import type {
   MapItem,
   NewStepSlug,
   OnTimeout,
+  RateLimitOption,
   ResolvedFlowOptions,
   RootMapCheck,
   SeenOutput,
@@ -270,6 +273,8 @@ const STEP_OPTION_KEYS = new Set([
   'ifNot',
   'whenUnmet',
   'whenExhausted',
+  'rateLimit',
+  'concurrency',
 ]);
 
 const MAP_OPTION_KEYS = new Set(
@@ -298,6 +303,69 @@ function checkChoice<T extends string>(
     );
   }
   return value as T;
+}
+
+const RATE_LIMIT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/;
+const KEY_SEGMENT = /^[^.]+$/;
+
+/** A step's `rateLimit` as compiled, or null; docs/ARCHITECTURE.md §5.12. */
+function checkRateLimit(owner: string, value: unknown): RateLimitOption | null {
+  if (value === undefined) return null;
+  const v = value as { name?: unknown; cost?: unknown };
+  const extra = typeof value === 'object' && value !== null
+    ? Object.keys(value).filter((k) => k !== 'name' && k !== 'cost')
+    : [];
+  if (
+    typeof value !== 'object' || value === null || Array.isArray(value) || extra.length > 0 ||
+    typeof v.name !== 'string' || !RATE_LIMIT_NAME.test(v.name)
+  ) {
+    throw new FlowDefinitionError(
+      `${owner} option rateLimit ${describeValue(value)} is invalid: pass { name, cost? } with ` +
+        'a name of a letter or digit, then letters, digits, "_", ".", ":" or "-" (at most 100)',
+    );
+  }
+  const cost = v.cost ?? 1;
+  if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 1 || cost > 1000) {
+    throw new FlowDefinitionError(
+      `${owner} option rateLimit.cost ${describeValue(v.cost)} is invalid: use an integer from ` +
+        '1 to 1000',
+    );
+  }
+  return Object.freeze({ name: v.name, cost });
+}
+
+/** A step's `concurrency` as compiled, or null; docs/ARCHITECTURE.md §5.12. */
+function checkConcurrency(owner: string, value: unknown): ConcurrencyOption | null {
+  if (value === undefined) return null;
+  const v = value as { key?: unknown; limit?: unknown; input?: unknown };
+  const extra = typeof value === 'object' && value !== null
+    ? Object.keys(value).filter((k) => k !== 'key' && k !== 'limit' && k !== 'input')
+    : [];
+  const key = typeof v?.key === 'string' ? v.key.split('.') : [];
+  if (
+    typeof value !== 'object' || value === null || Array.isArray(value) || extra.length > 0 ||
+    key.length === 0 || key.length > 8 || !key.every((k) => KEY_SEGMENT.test(k))
+  ) {
+    throw new FlowDefinitionError(
+      `${owner} option concurrency ${describeValue(value)} is invalid: pass { key, limit, ` +
+        "input? } with key a dotted path of one to 8 keys such as 'tenant' or 'customer.id'",
+    );
+  }
+  const limit = v.limit;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10000) {
+    throw new FlowDefinitionError(
+      `${owner} option concurrency.limit ${describeValue(limit)} is invalid: use an integer ` +
+        'from 1 to 10000',
+    );
+  }
+  const input = v.input ?? 'run';
+  if (input !== 'run' && input !== 'step') {
+    throw new FlowDefinitionError(
+      `${owner} option concurrency.input ${describeValue(v.input)} is invalid: use 'run' (the ` +
+        "run input, default) or 'step' (the task's input)",
+    );
+  }
+  return Object.freeze({ key: Object.freeze(key), input, limit });
 }
 
 function checkPattern(owner: string, name: string, value: unknown): JsonValue | null {
@@ -479,8 +547,12 @@ export class Flow<
     const Exhausted extends WhenExhausted = 'fail',
   >(
     config:
-      & Omit<StepConfig<Slug, Deps>, 'slug' | 'if' | 'ifNot' | 'whenUnmet' | 'whenExhausted'>
+      & Omit<
+        StepConfig<Slug, Deps>,
+        'slug' | 'if' | 'ifNot' | 'whenUnmet' | 'whenExhausted' | 'concurrency'
+      >
       & { slug: NewStepSlug<Slug, Steps> }
+      & { concurrency?: ConcurrencyConfig<Input, StepInput<Input, Steps, Deps>> }
       & ConditionConfig<StepInput<Input, Steps, Deps>, If, IfNot, Unmet, Exhausted>,
     handler: (input: StepInput<Input, Steps, Deps>, context: StepContext<Input>) => Out,
   ): Flow<
@@ -544,9 +616,10 @@ export class Flow<
     config:
       & Omit<
         MapConfig<Slug, Source>,
-        'slug' | 'array' | 'if' | 'ifNot' | 'whenUnmet' | 'whenExhausted'
+        'slug' | 'array' | 'if' | 'ifNot' | 'whenUnmet' | 'whenExhausted' | 'concurrency'
       >
       & { slug: NewStepSlug<Slug, Steps>; array?: Source }
+      & { concurrency?: ConcurrencyConfig<Input, MapItem<Input, Steps, Source>> }
       & RootMapCheck<Input, Source>
       & ConditionConfig<MapInput<Input, Steps, Source>, If, IfNot, Unmet, Exhausted>,
     handler: (item: MapItem<Input, Steps, Source>, context: StepContext<Input>) => Out,
@@ -866,6 +939,13 @@ export class Flow<
         `${owner} option whenUnmet needs a condition: add if or ifNot, or leave whenUnmet out`,
       );
     }
+    // Flow control (docs/ARCHITECTURE.md §5.12): keys present only when given.
+    const rateLimit = checkRateLimit(owner, step.rateLimit);
+    const concurrency = checkConcurrency(owner, step.concurrency);
+    const flowControl = {
+      ...(rateLimit ? { rateLimit } : {}),
+      ...(concurrency ? { concurrency } : {}),
+    };
     return Object.freeze({
       slug,
       index: this.#steps.length,
@@ -881,6 +961,7 @@ export class Flow<
         ifNot: deepFreeze(condition.ifNot),
         whenUnmet: condition.whenUnmet,
         whenExhausted: condition.whenExhausted,
+        ...flowControl,
       }),
       wait: null,
       handler: handler as StepDefinition['handler'],

@@ -214,7 +214,87 @@ export interface StepOptions {
   readonly whenUnmet: WhenUnmet;
   /** What a task out of attempts does. */
   readonly whenExhausted: WhenExhausted;
+  /** The shared rate limit the step's tasks draw from; absent: none. */
+  readonly rateLimit?: RateLimitOption;
+  /** The step's keyed concurrency; absent: none. */
+  readonly concurrency?: ConcurrencyOption;
 }
+
+/**
+ * A step's rate limit (docs/ARCHITECTURE.md §5.12): the name of a limit shared by every step
+ * that names it (set with SQL `switchyard.set_rate_limit`), and the tokens one start costs.
+ *
+ * @example
+ * ```ts
+ * import type { RateLimitOption } from './flow_types.ts';
+ *
+ * const limit: RateLimitOption = { name: 'openai', cost: 1 };
+ * ```
+ */
+export interface RateLimitOption {
+  /** The limit's name: a letter or digit, then letters, digits, `_ . : -`; at most 100. */
+  readonly name: string;
+  /** Tokens one start takes, 1 to 1000. Default 1. */
+  readonly cost: number;
+}
+
+/**
+ * A step's keyed concurrency as compiled (docs/ARCHITECTURE.md §5.12): at most `limit` started
+ * tasks per value at `key` (a JSON path, as keys) of the run input or the task's input.
+ *
+ * @example
+ * ```ts
+ * import type { ConcurrencyOption } from './flow_types.ts';
+ *
+ * const option: ConcurrencyOption = { key: ['tenant'], input: 'run', limit: 2 };
+ * ```
+ */
+export interface ConcurrencyOption {
+  /** The path of keys to the value. */
+  readonly key: readonly string[];
+  /** Where the path is read: the run input or the task's own input. */
+  readonly input: 'run' | 'step';
+  /** Started tasks per key value, 1 to 10000. */
+  readonly limit: number;
+}
+
+/**
+ * The dotted paths into `T` a concurrency key may name: its keys, and nested objects' keys
+ * joined with `.` (four levels), any of them when `T` is not known.
+ *
+ * @example
+ * ```ts
+ * import type { KeyPath } from './flow_types.ts';
+ *
+ * const path: KeyPath<{ tenant: { id: string } }> = 'tenant.id';
+ * ```
+ */
+export type KeyPath<T, Depth extends unknown[] = []> = unknown extends T ? string
+  : T extends readonly unknown[] ? never
+  : T extends object ? {
+      [K in keyof T & string]:
+        | K
+        | (Depth['length'] extends 3 ? never
+          : NonNullable<T[K]> extends object ? `${K}.${KeyPath<NonNullable<T[K]>, [...Depth, 1]>}`
+          : never);
+    }[keyof T & string]
+  : never;
+
+/**
+ * The `concurrency` option of a step, typed: `key` is a dotted path of the run input (the
+ * default, `input: 'run'`) or of the step's own input (`input: 'step'`), so a misspelt key fails
+ * `deno check`.
+ *
+ * @example
+ * ```ts
+ * import type { ConcurrencyConfig } from './flow_types.ts';
+ *
+ * const config: ConcurrencyConfig<{ tenant: string }, number> = { key: 'tenant', limit: 2 };
+ * ```
+ */
+export type ConcurrencyConfig<RunIn, StepIn> =
+  | { key: KeyPath<RunIn>; limit: number; input?: 'run' }
+  | { key: KeyPath<StepIn>; limit: number; input: 'step' };
 
 /**
  * One step as the worker sees it: slug, position, dependencies, options and handler.
@@ -462,6 +542,19 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
    * `skip-cascade` skips it and its dependents.
    */
   whenExhausted?: WhenExhausted;
+  /**
+   * A rate limit shared by name (docs/ARCHITECTURE.md §5.12): each start of a task takes
+   * `cost` (default 1) tokens of the limit `name`; a task the limit cannot pay for waits, with
+   * no attempt used. The limit's rate is a row the operator sets with
+   * `switchyard.set_rate_limit(name, rate, per_seconds, burst)`; no row: no limit.
+   */
+  rateLimit?: { name: string; cost?: number };
+  /**
+   * Keyed concurrency (docs/ARCHITECTURE.md §5.12): at most `limit` started tasks of this step
+   * per value at the dotted path `key` of the run input (or with `input: 'step'`, of the task's
+   * input), across every worker; the others wait, with no attempt used.
+   */
+  concurrency?: { key: string; limit: number; input?: 'run' | 'step' };
 }
 
 /**

@@ -13,7 +13,14 @@
 
 import { describeValue, RouteError } from '../errors.ts';
 import { type AnyFlow, Flow } from './flow.ts';
-import type { OnTimeout, StepKind, WhenExhausted, WhenUnmet } from './flow_types.ts';
+import type {
+  ConcurrencyOption,
+  OnTimeout,
+  RateLimitOption,
+  StepKind,
+  WhenExhausted,
+  WhenUnmet,
+} from './flow_types.ts';
 import type { JsonValue } from './json.ts';
 import type { DeployedFlow } from './deployed_flow.ts';
 import { plainQueueName } from './queue_names.ts';
@@ -103,6 +110,10 @@ export interface FlowShapeStep {
     readonly onTimeout?: OnTimeout;
     /** A flow step only: the alias its child run starts. */
     readonly childAlias?: string;
+    /** Present only when the step has one (docs/ARCHITECTURE.md §5.12). */
+    readonly rateLimit?: RateLimitOption;
+    /** Present only when the step has one. */
+    readonly concurrency?: ConcurrencyOption;
   };
 }
 
@@ -308,6 +319,9 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
             ? {}
             : { waitTimeout: step.wait.timeout, onTimeout: step.wait.onTimeout }),
           ...(step.childAlias === undefined ? {} : { childAlias: step.childAlias }),
+          // Only when set: a shape without flow control is the shape of earlier releases.
+          ...(step.options.rateLimit ? { rateLimit: step.options.rateLimit } : {}),
+          ...(step.options.concurrency ? { concurrency: step.options.concurrency } : {}),
         }),
       })
     )),

@@ -446,6 +446,10 @@ ol.events .at {
         <h2>Option changes <span class="muted">runtime options changed under the same slug</span></h2>
         <div id="option-changes"></div>
       </section>
+      <section class="card" id="rate-limits-card">
+        <h2>Rate limits <span class="muted">shared by name; set with switchyard.set_rate_limit</span></h2>
+        <div id="rate-limits"></div>
+      </section>
     </main>
     <script nonce="__NONCE__">
 (() => {
@@ -916,7 +920,8 @@ ol.events .at {
     const changes = data.optionChanges || [];
     if (changes.length === 0) {
       return '<div class="empty">None. A registry that changes only maxAttempts, baseDelay, ' +
-        'maxDelay, timeout or startDelay of a flow is applied here, for tasks created afterwards.</div>';
+        'maxDelay, timeout, startDelay, rateLimit or concurrency of a flow is applied here, for ' +
+        'tasks created afterwards.</div>';
     }
     return '<table><thead><tr><th>when</th><th>flow</th><th>by</th><th>changes</th></tr></thead><tbody>' +
       changes.map((c) =>
@@ -966,6 +971,28 @@ ol.events .at {
   }
 
   /** @param {Overview} data */
+  function rateLimits(data) {
+    const limits = data.rateLimits || [];
+    if (limits.length === 0) {
+      return '<div class="empty">None. A step with <code>rateLimit: { name }</code> draws from the ' +
+        'limit of that name: <code>select switchyard.set_rate_limit(name, rate, per_seconds, ' +
+        'burst)</code>.</div>';
+    }
+    return '<table><thead><tr><th>name</th><th class="num">rate</th><th class="num">burst</th>' +
+      '<th class="num">tokens now</th><th>steps</th></tr></thead><tbody>' +
+      limits.map((l) =>
+        '<tr data-rate-limit="' + esc(l.name) + '"><td class="mono">' + esc(l.name) + '</td>' +
+        (l.rate === null
+          ? '<td class="num" colspan="3">' + pill('warn', 'no row: no limit') + '</td>'
+          : '<td class="num">' + esc(l.rate + ' / ' + l.perSeconds + ' s') +
+            '</td><td class="num">' + esc(String(l.burst)) + '</td><td class="num">' +
+            esc(String(Math.floor(Number(l.tokens)))) + '</td>') +
+        '<td class="mono">' + l.steps.map((x) => esc(x)).join('<br>') + '</td></tr>'
+      ).join('') +
+      '</tbody></table>';
+  }
+
+  /** @param {Overview} data */
   function render(data) {
     // Keep typed pause reasons and focus across refreshes.
     /** @type {Record<string, string>} */
@@ -994,6 +1021,7 @@ ol.events .at {
     $('runs').innerHTML = runsTable(data);
     $('option-changes').innerHTML = optionChanges(data);
     $('schedules').innerHTML = schedules(data);
+    $('rate-limits').innerHTML = rateLimits(data);
     const queueSelect = $select('run-queue');
     const selected = queueSelect.value;
     const names = data.queues.map((q) => q.queueName);

@@ -418,6 +418,72 @@ export async function throughput(
 }
 
 /**
+ * A rate limit shared by name (docs/ARCHITECTURE.md §5.12), as `switchyard.rate_limit_status()`
+ * reads it: its rate and tokens now, and the steps naming it. `rate` is null for a name steps
+ * use that has no row (no limit).
+ *
+ * @example
+ * ```ts
+ * import type { RateLimitState } from './dashboard_queries.ts';
+ * const full = (l: RateLimitState) => l.tokens !== null && l.tokens >= (l.burst ?? 0);
+ * ```
+ */
+export interface RateLimitState {
+  /** The limit's name. */
+  name: string;
+  /** Tokens per `perSeconds`, or null: no row, no limit. */
+  rate: number | null;
+  /** The refill period in seconds. */
+  perSeconds: number | null;
+  /** The most tokens saved up. */
+  burst: number | null;
+  /** Tokens now (below 0 after a `RetryAfter` drained it). */
+  tokens: number | null;
+  /** When the operator last set it. */
+  updatedAt: Date | null;
+  /** The steps naming it, `flow/step`. */
+  steps: string[];
+}
+
+/**
+ * The rate limits (docs/ARCHITECTURE.md §5.12): every row of `switchyard.rate_limits` and every
+ * name a step uses, by name.
+ *
+ * @example
+ * ```ts
+ * import { connect, rateLimits } from '../ops.ts';
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * for (const l of await rateLimits(client)) console.log(l.name, l.tokens, l.steps);
+ * await client.close();
+ * ```
+ */
+export async function rateLimits(source: SqlSource): Promise<RateLimitState[]> {
+  const sql = sqlOf(source);
+  const rows = await call(sql, () =>
+    sql<
+      {
+        name: string;
+        rate: number | null;
+        per_seconds: number | null;
+        burst: number | null;
+        tokens: number | null;
+        updated_at: Date | null;
+        steps: string[];
+      }[]
+    >`select name, rate, per_seconds, burst, tokens, updated_at, steps
+        from switchyard.rate_limit_status()`);
+  return rows.map((r) => ({
+    name: r.name,
+    rate: r.rate,
+    perSeconds: r.per_seconds,
+    burst: r.burst,
+    tokens: r.tokens === null ? null : Number(r.tokens),
+    updatedAt: r.updated_at,
+    steps: r.steps,
+  }));
+}
+
+/**
  * One queue as the dashboard shows it.
  *
  * @example
@@ -463,6 +529,8 @@ export interface DashboardSnapshot {
   optionChanges: FlowOptionChange[];
   /** Every schedule with its next tick and its latest tick's run (docs/ARCHITECTURE.md §15). */
   schedules: Schedule[];
+  /** The rate limits by name (docs/ARCHITECTURE.md §5.12). */
+  rateLimits: RateLimitState[];
 }
 
 /**
@@ -506,18 +574,18 @@ export async function dashboardSnapshot(
     runs = {},
   }: DashboardSnapshotOptions = {},
 ): Promise<DashboardSnapshot> {
-  const [depths, functions, versions, rates, fence, recent, optionChanges, schedules] =
-    await Promise
-      .all([
-        queueDepths(source),
-        functionOverviews(source, { heartbeatWindowSeconds }),
-        drainStatus(source),
-        throughput(source, { minutes }),
-        fenceStatus(source, { heartbeatWindowSeconds }),
-        recentRuns(source, runs),
-        flowOptionHistory(source, { limit: 20 }),
-        listSchedules(source),
-      ]);
+  const [depths, functions, versions, rates, fence, recent, optionChanges, schedules, limits] =
+    await Promise.all([
+      queueDepths(source),
+      functionOverviews(source, { heartbeatWindowSeconds }),
+      drainStatus(source),
+      throughput(source, { minutes }),
+      fenceStatus(source, { heartbeatWindowSeconds }),
+      recentRuns(source, runs),
+      flowOptionHistory(source, { limit: 20 }),
+      listSchedules(source),
+      rateLimits(source),
+    ]);
   const names = new Set([...depths.map((d) => d.queueName), ...functions.map((f) => f.queueName)]);
   const queues = [...names].sort().map((queueName): QueueOverview => {
     const depth = depths.find((d) => d.queueName === queueName) ?? null;
@@ -530,5 +598,13 @@ export async function dashboardSnapshot(
       throughput: rates.find((t) => t.queueName === queueName) ?? null,
     };
   });
-  return { generatedAt: new Date(), queues, fence, runs: recent, optionChanges, schedules };
+  return {
+    generatedAt: new Date(),
+    queues,
+    fence,
+    runs: recent,
+    optionChanges,
+    schedules,
+    rateLimits: limits,
+  };
 }

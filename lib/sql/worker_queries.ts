@@ -15,7 +15,7 @@ import type { FlowShape } from '../dsl/placement.ts';
  * both, as one shared value per run (docs/ARCHITECTURE.md §5.2).
  */
 export interface TaskClaim {
-  disposition: 'claimed' | 'duplicate' | 'stale' | 'unsupported';
+  disposition: 'claimed' | 'duplicate' | 'stale' | 'throttled' | 'unsupported';
   message_id: bigint;
   queue_name: string;
   flow_slug: string | null;
@@ -253,10 +253,12 @@ export class WorkerQueries {
     attempt: number,
     error: string,
     taskIndex = 0,
+    how: { retryAfterSeconds?: number | null; nonRetriable?: boolean } = {},
   ) {
     const [row] = await this.sql<{ result: string }[]>`
-      select switchyard.fail_task(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
-        ${error}::text, ${taskIndex}::int) as result`;
+      select switchyard.fail_task_with(${runId}::uuid, ${stepSlug}::text, ${attempt}::int,
+        ${error}::text, ${taskIndex}::int, ${how.retryAfterSeconds ?? null}::int,
+        ${how.nonRetriable ?? false}::boolean) as result`;
     return row.result;
   }
 

@@ -14,7 +14,13 @@
  */
 import type { StepContext } from '../dsl/context.ts';
 import { assertJson, jsonTextBytes } from '../dsl/json.ts';
-import { RunCancelledError, SwitchyardError, WorkerShutdownError } from '../errors.ts';
+import {
+  NonRetriable,
+  RetryAfter,
+  RunCancelledError,
+  SwitchyardError,
+  WorkerShutdownError,
+} from '../errors.ts';
 import type { EndedRun, TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';
 import type { CompletionWriter } from './completion_writer.ts';
 import type { DispatchIndex } from './dispatch_index.ts';
@@ -231,7 +237,7 @@ export class Executor {
       const result = await persist(
         this.log,
         'fail_task',
-        () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex),
+        () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex, failure(e)),
       );
       const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
       if (controller.signal.reason instanceof RunCancelledError) {
@@ -249,5 +255,18 @@ export class Executor {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/**
+ * What a handler's throw asks of the retry: `RetryAfter`'s delay, or `NonRetriable`. Never
+ * throws: `instanceof` on a hostile value (a proxy whose prototype trap throws) counts as neither.
+ */
+function failure(e: unknown): { retryAfterSeconds: number | null; nonRetriable: boolean } {
+  try {
+    if (e instanceof RetryAfter) return { retryAfterSeconds: e.seconds, nonRetriable: false };
+    return { retryAfterSeconds: null, nonRetriable: e instanceof NonRetriable };
+  } catch {
+    return { retryAfterSeconds: null, nonRetriable: false };
   }
 }

@@ -4,6 +4,37 @@
 -- assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/flow_control.sql
+
+-- Flow control in the claim (issue 23, docs/ARCHITECTURE.md §5.12): rate limits shared by
+-- name, the steps' rate limit and keyed concurrency, the concurrency slot of a started task.
+create table switchyard.rate_limits (
+  name text primary key check (name ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$'),
+  rate int not null check (rate between 1 and 1000000),
+  per_seconds int not null check (per_seconds between 1 and 86400),
+  burst int not null check (burst between 1 and 1000000),
+  tokens double precision not null,        -- tokens at refilled_at
+  refilled_at timestamptz not null default now(),  -- may be ahead: a RetryAfter's drain
+  updated_at timestamptz not null default now()
+);
+
+alter table switchyard.steps
+  add column rate_limit text,
+  add column rate_cost int not null default 1,
+  add column concurrency_path text[],
+  add column concurrency_input text not null default 'run'
+    check (concurrency_input in ('run', 'step')),
+  add column concurrency_limit int;
+
+create index steps_flow_control on switchyard.steps (queue_name)
+  where rate_limit is not null or concurrency_limit is not null;
+
+alter table switchyard.step_tasks add column concurrency_key text;
+
+create index step_tasks_concurrency on switchyard.step_tasks (concurrency_key)
+  where status = 'started' and concurrency_key is not null;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/runs_owner_started.sql
 
 -- The user rate limit of start_user_run counts a user's runs of the last minute through this
@@ -143,6 +174,78 @@ create table switchyard.child_runs (
 );
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_apply_flow_options.sql
+
+-- Sets a compiled flow's runtime options (flows and steps rows) from a canonical shape, with
+-- the ranges ensure_flow has always checked. Tasks created afterwards copy them.
+create or replace function switchyard._apply_flow_options(slug text, canonical jsonb)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  what text := format('flow %s option', to_json(slug));
+  step jsonb;
+  step_what text;
+  rate jsonb;
+  conc jsonb;
+begin
+  update switchyard.flows f
+     set max_attempts = switchyard._int_option(canonical -> 'options', 'maxAttempts', what, 1, 1000, false),
+         base_delay = switchyard._int_option(canonical -> 'options', 'baseDelay', what, 0, 86400, false),
+         max_delay = coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', what, 0, 604800, true), 86400),
+         timeout = switchyard._int_option(canonical -> 'options', 'timeout', what, 1, 86400, false)
+   where f.flow_slug = slug;
+  for step in select value from jsonb_array_elements(canonical -> 'steps') loop
+    step_what := format('step %s option', to_json(step ->> 'slug'));
+    -- Flow control (docs/ARCHITECTURE.md §5.12): JSON null means none.
+    rate := nullif(step -> 'options' -> 'rateLimit', 'null'::jsonb);
+    if rate is not null and (jsonb_typeof(rate) <> 'object'
+        or jsonb_typeof(rate -> 'name') is distinct from 'string'
+        or (rate ->> 'name') !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$'
+        or (rate - array['name', 'cost']) <> '{}'::jsonb) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s %s rateLimit %s is invalid: use {"name": ..., "cost": 1} with a name of a '
+        'letter or digit, then letters, digits, _ . : or - (at most 100)',
+        to_json(slug)::text, step_what, left(rate::text, 200)),
+        detail = jsonb_build_object(
+          'rule', 'rate_limit_invalid', 'argument', 'rateLimit', 'value', left(rate::text, 200),
+          'flow_slug', slug, 'step_slug', step ->> 'slug')::text;
+    end if;
+    conc := nullif(step -> 'options' -> 'concurrency', 'null'::jsonb);
+    if conc is not null and (jsonb_typeof(conc) <> 'object'
+        or jsonb_typeof(conc -> 'key') is distinct from 'array'
+        or jsonb_array_length(conc -> 'key') not between 1 and 8
+        or exists (select 1 from jsonb_array_elements(conc -> 'key') k
+                    where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
+        or coalesce(conc ->> 'input', 'run') not in ('run', 'step')
+        or (conc - array['key', 'input', 'limit']) <> '{}'::jsonb) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s %s concurrency %s is invalid: use {"key": [1 to 8 keys], "input": "run" or '
+        '"step", "limit": 1 to 10000}', to_json(slug)::text, step_what, left(conc::text, 200)),
+        detail = jsonb_build_object(
+          'rule', 'concurrency_invalid', 'argument', 'concurrency', 'value', left(conc::text, 200),
+          'flow_slug', slug, 'step_slug', step ->> 'slug')::text;
+    end if;
+    update switchyard.steps st
+       set max_attempts = switchyard._int_option(step -> 'options', 'maxAttempts', step_what, 1, 1000, true),
+           base_delay = switchyard._int_option(step -> 'options', 'baseDelay', step_what, 0, 86400, true),
+           max_delay = switchyard._int_option(step -> 'options', 'maxDelay', step_what, 0, 604800, true),
+           timeout = switchyard._int_option(step -> 'options', 'timeout', step_what, 1, 86400, true),
+           start_delay = coalesce(switchyard._int_option(step -> 'options', 'startDelay', step_what, 0, 86400, true), 0),
+           rate_limit = rate ->> 'name',
+           rate_cost = coalesce(switchyard._int_option(rate, 'cost', step_what || ' rateLimit', 1, 1000, true), 1),
+           concurrency_path = case when conc is not null then
+             array(select k #>> '{}' from jsonb_array_elements(conc -> 'key') with ordinality e(k, o) order by o) end,
+           concurrency_input = coalesce(conc ->> 'input', 'run'),
+           concurrency_limit = switchyard._int_option(conc, 'limit', step_what || ' concurrency', 1, 10000, conc is null)
+     where st.flow_slug = slug and st.step_slug = step ->> 'slug';
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_begin_child.sql
 
 -- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
@@ -270,14 +373,19 @@ as $$
                   and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
                    '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
                      'options',
-                     '{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
-                       "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
-                       "whenExhausted": "fail"}'::jsonb
-                     -- A wait or sleep step's own options (docs/ARCHITECTURE.md §5.11).
-                     || case when s ->> 'kind' in ('wait', 'sleep')
-                             then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
-                             else '{}'::jsonb end
-                     || coalesce(s -> 'options', '{}'))
+                     -- The flow control options (rateLimit, concurrency; 0.4.0) are absent
+                     -- when none: a JSON null is their default, canonically left out, so the
+                     -- shapes of earlier releases stay as they were stored.
+                     ('{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
+                        "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
+                        "whenExhausted": "fail"}'::jsonb
+                      -- A wait or sleep step's own options (docs/ARCHITECTURE.md §5.11).
+                      || case when s ->> 'kind' in ('wait', 'sleep')
+                              then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
+                              else '{}'::jsonb end
+                      || coalesce(s -> 'options', '{}'))
+                     - array(select k from unnest(array['rateLimit', 'concurrency']) as k
+                              where s -> 'options' -> k = 'null'::jsonb))
                  else s end
                order by o)
           from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))
@@ -581,6 +689,143 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_flow_control.sql
+
+-- Flow control in the claim (docs/ARCHITECTURE.md §5.12): for the eligible messages of a batch
+-- whose steps have a rate limit or a keyed concurrency, in message order, whether each may start
+-- now (wait_seconds null; slot: the concurrency slot it takes, or null) or waits (wait_seconds:
+-- when it may run: the next tokens of its limit, at most 5 s so that a limit the operator
+-- raises takes effect by the message's next claim; or 1 s for a full concurrency key, whose
+-- slot frees when a started task of the key ends). Messages of steps without flow control are not
+-- returned. Called by start_tasks with the batch's tasks locked; it takes the concurrency keys'
+-- advisory locks (sorted), then the rate limits' rows (sorted), so two claims cannot deadlock and
+-- a key's started tasks are counted after the claim before this one committed. The tokens taken
+-- are written here; a task waiting takes none.
+create or replace function switchyard._flow_control(queue text, ids bigint[])
+returns table (message_id bigint, wait_seconds int, slot text)
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  t record;
+  lim record;
+  m_ids bigint[] := '{}';
+  m_slots text[] := '{}';
+  m_limits int[] := '{}';
+  m_rates text[] := '{}';
+  m_costs int[] := '{}';
+  granted text[] := '{}';
+  src jsonb;
+  v text;
+  key text;
+  used bigint;
+  per_second double precision;
+  avail double precision;
+  wait int;
+begin
+  for t in
+    select x.message_id, x.run_id, x.flow_slug, x.step_slug, x.task_index, st.rate_limit,
+           st.rate_cost, st.concurrency_path, st.concurrency_input, st.concurrency_limit,
+           st.step_type, st.deps_count
+      from (select distinct u.id from unnest(ids) as u(id)) b
+      cross join lateral (select y.message_id, y.run_id, y.flow_slug, y.step_slug, y.task_index
+                            from switchyard.step_tasks y
+                           where y.queue_name = queue and y.message_id = b.id
+                           limit 1) x
+      join switchyard.steps st on st.flow_slug = x.flow_slug and st.step_slug = x.step_slug
+     where st.rate_limit is not null or st.concurrency_limit is not null
+     order by x.message_id
+  loop
+    key := null;
+    if t.concurrency_limit is not null then
+      select r.input into src from switchyard.runs r where r.run_id = t.run_id;
+      if t.concurrency_input = 'step' then
+        -- The task's input, as start_tasks hands it to the handler.
+        if t.step_type = 'map' then
+          if t.deps_count > 0 then
+            select ds.output into src from switchyard.deps d
+              join switchyard.step_states ds on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+             where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+             limit 1;
+          end if;
+          src := src -> t.task_index;
+        elsif t.deps_count > 0 then
+          select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into src
+            from switchyard.deps d
+            join switchyard.step_states ds on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+             and ds.status = 'completed';
+        end if;
+      end if;
+      -- The value as JSON text ("acme" and 1 stay apart); absent: null, one key of its own.
+      v := coalesce((src #> t.concurrency_path)::text, 'null');
+      if length(v) > 200 then
+        v := 'md5:' || md5(v);
+      end if;
+      key := t.flow_slug || '/' || t.step_slug || ':' || v;
+    end if;
+    m_ids := m_ids || t.message_id;
+    m_slots := m_slots || key;
+    m_limits := m_limits || t.concurrency_limit;
+    m_rates := m_rates || t.rate_limit;
+    m_costs := m_costs || t.rate_cost;
+  end loop;
+  if cardinality(m_ids) = 0 then
+    return;
+  end if;
+
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.concurrency:' || k.slot, 0))
+     from (select distinct s.slot from unnest(m_slots) as s(slot)
+            where s.slot is not null order by s.slot) k;
+  perform 1 from switchyard.rate_limits l
+    where l.name = any (m_rates)
+    order by l.name
+      for update;
+
+  for i in 1 .. cardinality(m_ids) loop
+    wait := null;
+    if m_slots[i] is not null then
+      -- Started tasks holding the key (committed; the lock above orders the claims), and the
+      -- ones this batch gave it.
+      select count(*) into used from switchyard.step_tasks y
+       where y.concurrency_key = m_slots[i] and y.status = 'started';
+      used := used + (select count(*) from unnest(granted) g where g = m_slots[i]);
+      if used >= m_limits[i] then
+        wait := 1;
+      end if;
+    end if;
+    if wait is null and m_rates[i] is not null then
+      select l.rate, l.per_seconds, l.burst, l.tokens, l.refilled_at into lim
+        from switchyard.rate_limits l where l.name = m_rates[i];
+      if found then
+        per_second := lim.rate::double precision / lim.per_seconds;
+        avail := least(greatest(lim.burst, m_costs[i]),
+                       lim.tokens + greatest(0, extract(epoch from now() - lim.refilled_at))
+                                    * per_second);
+        if avail >= m_costs[i] then
+          update switchyard.rate_limits l
+             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, now())
+           where l.name = m_rates[i];
+        else
+          wait := least(5, greatest(1, ceil(
+            greatest(0, extract(epoch from lim.refilled_at - now()))
+            + (m_costs[i] - avail) / per_second)))::int;
+        end if;
+      end if;
+    end if;
+    if wait is null and m_slots[i] is not null then
+      granted := granted || m_slots[i];
+    end if;
+    message_id := m_ids[i];
+    wait_seconds := wait;
+    slot := m_slots[i];
+    return next;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_hosts_problem.sql
 
 -- Why a functions_hosts value is refused, or null: host names separated by commas (spaces
@@ -862,6 +1107,52 @@ as $$
   select (substr(h, 1, 12) || '5' || substr(h, 14, 3) || '8' || substr(h, 18, 15))::uuid
     from (select md5('switchyard schedule ' || schedule_name || ' '
                      || extract(epoch from tick_at)::bigint::text) as h) x
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_shape_options.sql
+
+-- The runtime options of a canonical shape: {"flow": {...}, "steps": {"<slug>": {...}}}.
+create or replace function switchyard._shape_options(canonical jsonb)
+returns jsonb
+language sql
+immutable
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'flow', (select coalesce(jsonb_object_agg(k, canonical -> 'options' -> k), '{}')
+               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout']) as k
+              where canonical -> 'options' ? k),
+    'steps', coalesce((
+      select jsonb_object_agg(s ->> 'slug', (
+               select coalesce(jsonb_object_agg(k, s -> 'options' -> k), '{}')
+                 from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout',
+                                   'startDelay', 'rateLimit', 'concurrency']) as k
+                where s -> 'options' ? k))
+        from jsonb_array_elements(canonical -> 'steps') as e(s)
+       where jsonb_typeof(s) = 'object'), '{}'))
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_shape_structure.sql
+
+-- A canonical shape without its runtime options: what must never change under one slug.
+create or replace function switchyard._shape_structure(canonical jsonb)
+returns jsonb
+language sql
+immutable
+set search_path = ''
+as $$
+  select canonical || jsonb_build_object(
+    'options', coalesce(canonical -> 'options', '{}')
+               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout'],
+    'steps', coalesce((
+      select jsonb_agg(case when jsonb_typeof(s) = 'object' then
+                 s || jsonb_build_object('options', coalesce(s -> 'options', '{}')
+                   - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'startDelay',
+                           'rateLimit', 'concurrency'])
+               else s end order by o)
+        from jsonb_array_elements(canonical -> 'steps') with ordinality as e(s, o)), '[]'))
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -1905,6 +2196,24 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/delete_rate_limit.sql
+
+-- Removes a rate limit (docs/ARCHITECTURE.md §5.12): steps naming it start unlimited from the
+-- next claim. Returns whether it existed.
+create or replace function switchyard.delete_rate_limit(name text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  delete from switchyard.rate_limits l where l.name = delete_rate_limit.name;
+  return found;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/delete_schedule.sql
 
 -- Deletes a schedule and its tick records; the runs it started are kept. Returns whether it
@@ -2300,6 +2609,99 @@ begin
     ended := ended + 1;
   end loop;
   return ended;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/fail_task.sql
+
+-- A failed attempt: retried after min(base_delay * 2^(attempt - 1), max_delay) seconds
+-- while attempts remain (the same message becomes visible again), else the run fails, or with
+-- whenExhausted 'skip' the step is skipped (_exhaust_task). The signature released runtimes
+-- call; fail_task_with is the same with the handler's RetryAfter and NonRetriable.
+create or replace function switchyard.fail_task(
+  run_id uuid, step_slug text, attempt int, error_message text, task_index int default 0
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return switchyard.fail_task_with(
+    fail_task.run_id, fail_task.step_slug, fail_task.attempt, fail_task.error_message,
+    fail_task.task_index, null, false);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/fail_task_with.sql
+
+-- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
+-- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
+-- step's rate limit named, it also empties that limit's bucket until the retry is due, so every
+-- step sharing the limit backs off (an HTTP 429). non_retriable (NonRetriable) fails the task
+-- now, its remaining attempts unused, as an exhausted task does (_exhaust_task: whenExhausted
+-- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
+-- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
+-- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
+-- (at most 604800), so the cap is unchanged by it.
+create or replace function switchyard.fail_task_with(
+  run_id uuid, step_slug text, attempt int, error_message text, task_index int,
+  retry_after_seconds int, non_retriable boolean
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+  run_status text;
+  delay_seconds int;
+  limit_name text;
+  error_text text := left(coalesce(error_message, 'unknown error'), 4000);
+begin
+  if retry_after_seconds is not null and (retry_after_seconds < 0 or retry_after_seconds > 604800) then
+    raise exception using errcode = '22023', message = format(
+      'fail_task_with: retry_after_seconds %s is out of range: use 0 to 604800 (7 days)',
+      retry_after_seconds),
+      detail = jsonb_build_object(
+        'rule', 'retry_after_range', 'argument', 'retry_after_seconds',
+        'value', retry_after_seconds, 'min', 0, 'max', 604800)::text;
+  end if;
+  select * into task from switchyard.step_tasks t
+   where t.run_id = fail_task_with.run_id and t.step_slug = fail_task_with.step_slug
+     and t.task_index = fail_task_with.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    return 'ignored';
+  end if;
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  if task.attempts_count < task.max_attempts and run_status = 'started'
+     and not coalesce(non_retriable, false) then
+    delay_seconds := coalesce(retry_after_seconds,
+      least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
+            task.max_delay)::int);
+    update switchyard.step_tasks t
+       set status = 'queued', error = error_text, worker_id = null
+     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+    perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
+    if retry_after_seconds is not null then
+      select st.rate_limit into limit_name from switchyard.steps st
+       where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
+      if limit_name is not null then
+        update switchyard.rate_limits l
+           set tokens = least(l.tokens, 0),
+               refilled_at = greatest(l.refilled_at, now() + make_interval(secs => retry_after_seconds))
+         where l.name = limit_name;
+      end if;
+    end if;
+    return 'retrying';
+  end if;
+  return switchyard._exhaust_task(task, error_text);
 end
 $$;
 
@@ -2855,6 +3257,38 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/rate_limit_status.sql
+
+-- The rate limits for operators and the dashboard (docs/ARCHITECTURE.md §5.12): each limit
+-- with its tokens now, and the steps (flow/step) that name it; a name steps use without a row
+-- (no limit) is listed with null rate.
+create or replace function switchyard.rate_limit_status()
+returns table (
+  name text, rate int, per_seconds int, burst int, tokens double precision,
+  updated_at timestamptz, steps text[]
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select n.name, l.rate, l.per_seconds, l.burst,
+         case when l.name is not null then
+           case when l.refilled_at > now() then l.tokens
+                else least(l.burst, l.tokens + extract(epoch from now() - l.refilled_at)
+                                          * l.rate::double precision / l.per_seconds) end end,
+         l.updated_at,
+         coalesce((select array_agg(s.flow_slug || '/' || s.step_slug
+                                    order by s.flow_slug, s.step_slug)
+                     from switchyard.steps s where s.rate_limit = n.name), '{}')
+    from (select r.name from switchyard.rate_limits r
+          union
+          select s.rate_limit from switchyard.steps s where s.rate_limit is not null) n
+    left join switchyard.rate_limits l on l.name = n.name
+   order by n.name
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/register_function.sql
 
 -- ---- register_function (latest: 20261201001000_function_workers.sql): the values it echoes clipped
@@ -3110,6 +3544,70 @@ begin
   update switchyard.worker_functions f set enabled = set_function_enabled.enabled
    where f.function_name = set_function_enabled.function_name;
   return previous;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/set_rate_limit.sql
+
+-- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
+-- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
+-- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
+-- new one starts full. Returns the limit as JSON.
+create or replace function switchyard.set_rate_limit(
+  name text, rate int, per_seconds int default 1, burst int default null
+)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  cap int := coalesce(burst, rate);
+  result jsonb;
+begin
+  if name is null or name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
+    raise exception using errcode = '22023', message = format(
+      'set_rate_limit: name %s is invalid: use a letter or digit, then letters, digits, _ . : '
+      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'rate_limit_name', 'argument', 'name', 'value', left(name, 200))::text;
+  end if;
+  if rate is null or rate not between 1 and 1000000 then
+    raise exception using errcode = '22023', message = format(
+      'set_rate_limit: rate %s is out of range: use 1 to 1000000 tokens per period',
+      coalesce(rate::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', 'rate', 'value', rate, 'min', 1, 'max', 1000000)::text;
+  end if;
+  if per_seconds is null or per_seconds not between 1 and 86400 then
+    raise exception using errcode = '22023', message = format(
+      'set_rate_limit: per_seconds %s is out of range: use 1 to 86400',
+      coalesce(per_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', 'per_seconds', 'value', per_seconds,
+        'min', 1, 'max', 86400)::text;
+  end if;
+  if cap not between 1 and 1000000 then
+    raise exception using errcode = '22023', message = format(
+      'set_rate_limit: burst %s is out of range: use 1 to 1000000', cap),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', 'burst', 'value', cap, 'min', 1, 'max', 1000000)::text;
+  end if;
+  insert into switchyard.rate_limits as l (name, rate, per_seconds, burst, tokens)
+  values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
+  on conflict on constraint rate_limits_pkey do update
+     set tokens = least(excluded.burst,
+                        l.tokens + greatest(0, extract(epoch from now() - l.refilled_at))
+                                   * l.rate::double precision / l.per_seconds),
+         refilled_at = greatest(l.refilled_at, now()),
+         rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
+         updated_at = now()
+  returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
+                               'burst', l.burst, 'tokens', l.tokens)
+    into result;
+  return result;
 end
 $$;
 
@@ -3472,6 +3970,10 @@ declare
   task_runs uuid[];
   task_steps text[];
   task_idxs int[];
+  held_ids bigint[];      -- eligible, but held back by flow control (§5.12), and their waits
+  held_secs int[];
+  slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
+  slot_keys text[];
 begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
@@ -3570,10 +4072,33 @@ begin
     perform pgmq.archive(queue, stale_ids);
   end if;
 
+  -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
+  -- or a keyed concurrency (one probe of a partial index that is empty otherwise). A task held
+  -- back is not started and uses no attempt; its same message is visible again when it may run.
+  if cardinality(eligible_ids) > 0
+     and exists (select 1 from switchyard.steps s
+                  where s.queue_name = queue
+                    and (s.rate_limit is not null or s.concurrency_limit is not null)) then
+    select coalesce(array_agg(f.message_id order by f.message_id)
+                      filter (where f.wait_seconds is not null), '{}'),
+           coalesce(array_agg(f.wait_seconds order by f.message_id)
+                      filter (where f.wait_seconds is not null), '{}'),
+           array_agg(f.message_id) filter (where f.wait_seconds is null and f.slot is not null),
+           array_agg(f.slot) filter (where f.wait_seconds is null and f.slot is not null)
+      into held_ids, held_secs, slot_ids, slot_keys
+      from switchyard._flow_control(queue, eligible_ids) f;
+    if cardinality(held_ids) > 0 then
+      eligible_ids := array(select e from unnest(eligible_ids) e where e <> all (held_ids));
+      perform switchyard._hide_messages(queue, held_ids, held_secs);
+    end if;
+  end if;
+
   with claimed as (
     update switchyard.step_tasks t
        set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
-           worker_id = worker.worker_id
+           worker_id = worker.worker_id,
+           concurrency_key = case when slot_ids is not null
+                                  then slot_keys[array_position(slot_ids, t.message_id)] end
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
        and t.task_index = k.idx
@@ -3638,7 +4163,10 @@ begin
      where k.id = any (duplicate_ids)
     union all
     select 'stale'::text, s, queue, null, null, null, null, null, null, null, null
-      from unnest(stale_ids) s;
+      from unnest(stale_ids) s
+    union all
+    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null
+      from unnest(held_ids) h;
 end
 $$;
 

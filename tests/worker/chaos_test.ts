@@ -1,6 +1,7 @@
 /**
  * Chaos: N runs x 3 steps over two shared queues, four worker processes, random SIGKILLs
- * (each victim is replaced) and one PostgreSQL restart in the middle.
+ * (each victim is replaced) and one PostgreSQL restart in the middle, with flow control on every
+ * step (a concurrency key on the first, a shared rate limit on the others).
  *
  * The suite starts its own throwaway cluster (the shared harness cluster serves other files
  * in parallel and must not be restarted) and always stops it. N is 200 by default; set
@@ -112,6 +113,9 @@ Deno.test({
       await sql`create table public.chaos_executions (
         run_id uuid not null, step_slug text not null, attempt int not null,
         worker_id uuid not null, pid int not null, at timestamptz not null default now())`;
+      // Flow control under chaos: second and third share this limit (below the start rate
+      // of their tasks, so some are held back), first is limited per tenant (4 of them).
+      await sql`select switchyard.set_rate_limit('chaos', 60, 1, 10)`;
 
       // Two workers per queue; the first of each is a survivor.
       procs.push(
@@ -138,7 +142,7 @@ Deno.test({
           }
           const n = Math.min(chunk, limit - started);
           try {
-            await sql!`select count(switchyard.start_flow('chaos', jsonb_build_object('n', i)))
+            await sql!`select count(switchyard.start_flow('chaos', jsonb_build_object('n', i, 'tenant', i % 4)))
                          from generate_series(${started}::int, ${started + n - 1}::int) i`;
             started += n;
           } catch (e) {
@@ -266,6 +270,13 @@ Deno.test({
                  where e.attempt > t.attempts_count) as beyond,
                (select count(*)::int from switchyard.step_tasks where attempts_count > 1) as repeated`;
       assert.ok(ex.executions >= RUNS * 3, `${ex.executions} executions for ${RUNS * 3} tasks`);
+      const [fc] = await sql<{ keyed: number; limit: number }[]>`select
+          (select count(*)::int from switchyard.step_tasks
+            where step_slug = 'first' and concurrency_key = 'chaosV1/first:' || (
+              select (r.input -> 'tenant')::text from switchyard.runs r
+               where r.run_id = step_tasks.run_id)) as keyed,
+          (select count(*)::int from switchyard.rate_limits where name = 'chaos') as limit`;
+      assert.deepEqual({ ...fc }, { keyed: RUNS, limit: 1 }, 'every first task took its slot');
       assert.equal(ex.unmatched, 0, 'every completed attempt was executed');
       assert.equal(ex.beyond, 0, 'no execution of an attempt that was never claimed');
 

@@ -411,6 +411,94 @@ Deno.test('a started task made visible again is a benign duplicate for every oth
   }
 });
 
+Deno.test('flow control under racing workers: one key limit 1, a shared rate limit, duplicates, retries and cancels', async () => {
+  let active = 0;
+  let overlap = 0;
+  const flow = new Flow<{ n: number; tenant?: string }>({
+    slug: 'fcRaceV1',
+    maxAttempts: 3,
+    baseDelay: 0,
+  })
+    .step({ slug: 'one', concurrency: { key: 'tenant', limit: 1 } }, async (input, ctx) => {
+      // No run's input has a tenant: they all share the one key of an absent value.
+      active++;
+      overlap = Math.max(overlap, active);
+      try {
+        await sleep(Math.random() * 8);
+        if (ctx.attempt === 1 && input.n % 5 === 0) throw new Error('transient');
+        return input.n;
+      } finally {
+        active--;
+      }
+    })
+    .step({ slug: 'two', dependsOn: ['one'], rateLimit: { name: 'fc-race' } }, (i) => i.one);
+  await sql`select switchyard.set_rate_limit('fc-race', 200, 1, 5)`;
+  const deployed = defineDeployedFlow(
+    routeFlow(flow as never, { queues: { one: 'fc_race_q', two: 'fc_race_q' } } as never),
+    { alias: 'fcRace' },
+  );
+  const workers = await Promise.all(
+    [3, 4, 5, 6].map((maxConcurrent, i) =>
+      startWorker([deployed], {
+        ...FAST,
+        connectionString: db.url,
+        queueName: 'fc_race_q',
+        functionName: `fc-race-${i}`,
+        maxConcurrent,
+        visibilityTimeout: 1,
+        logger: SILENT,
+      })
+    ),
+  );
+  const states = workers.map(track);
+  try {
+    const ids: string[] = [];
+    for (let n = 0; n < 40; n++) ids.push(await client.startFlow('fcRace', { n }));
+    const cancelled = new Set<string>();
+    let open = true;
+    // Meanwhile: started tasks' messages made visible again (benign duplicates for the claim,
+    // which must not count them twice) and a few runs cancelled.
+    const storm = (async () => {
+      while (open) {
+        await sql`select pgmq.set_vt('fc_race_q', t.message_id, 0) from switchyard.step_tasks t
+          where t.flow_slug = 'fcRaceV1' and t.status = 'started'`;
+        if (cancelled.size < 5) {
+          const id = pick(ids);
+          const [r] = await sql`select status from switchyard.runs where run_id = ${id}`;
+          if (r.status === 'started' && !cancelled.has(id)) {
+            // The run may finish between the read and the cancel: then it is not cancelled.
+            try {
+              await sql`select switchyard.cancel_run(${id}::uuid, 'race')`;
+              cancelled.add(id);
+            } catch (e) {
+              if ((e as { code?: string }).code !== '55000') throw e;
+            }
+          }
+        }
+        await sleep(10);
+      }
+    })();
+    try {
+      for (const id of ids) {
+        const s = await client.waitForRun(id);
+        assert.equal(s.status, cancelled.has(id) ? 'cancelled' : 'completed', id);
+      }
+    } finally {
+      open = false;
+      await storm;
+    }
+    assert.equal(overlap, 1, 'one handler of the key at a time');
+    const [t] = await sql<{ open: number; beyond: number }[]>`select
+        count(*) filter (where status in ('queued', 'started'))::int as open,
+        count(*) filter (where step_slug = 'one' and attempts_count > 2)::int as beyond
+      from switchyard.step_tasks where flow_slug = 'fcRaceV1'`;
+    assert.deepEqual({ ...t }, { open: 0, beyond: 0 });
+    assert.ok(states.every((s) => !s.settled), 'no worker stopped');
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+  }
+});
+
 Deno.test('a completion from a superseded attempt, arriving while the next attempt runs, is refused', async () => {
   const gates = new Map<number, () => void>();
   const entered = new Set<number>();

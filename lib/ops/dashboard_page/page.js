@@ -477,7 +477,8 @@
     const changes = data.optionChanges || [];
     if (changes.length === 0) {
       return '<div class="empty">None. A registry that changes only maxAttempts, baseDelay, ' +
-        'maxDelay, timeout or startDelay of a flow is applied here, for tasks created afterwards.</div>';
+        'maxDelay, timeout, startDelay, rateLimit or concurrency of a flow is applied here, for ' +
+        'tasks created afterwards.</div>';
     }
     return '<table><thead><tr><th>when</th><th>flow</th><th>by</th><th>changes</th></tr></thead><tbody>' +
       changes.map((c) =>
@@ -527,6 +528,28 @@
   }
 
   /** @param {Overview} data */
+  function rateLimits(data) {
+    const limits = data.rateLimits || [];
+    if (limits.length === 0) {
+      return '<div class="empty">None. A step with <code>rateLimit: { name }</code> draws from the ' +
+        'limit of that name: <code>select switchyard.set_rate_limit(name, rate, per_seconds, ' +
+        'burst)</code>.</div>';
+    }
+    return '<table><thead><tr><th>name</th><th class="num">rate</th><th class="num">burst</th>' +
+      '<th class="num">tokens now</th><th>steps</th></tr></thead><tbody>' +
+      limits.map((l) =>
+        '<tr data-rate-limit="' + esc(l.name) + '"><td class="mono">' + esc(l.name) + '</td>' +
+        (l.rate === null
+          ? '<td class="num" colspan="3">' + pill('warn', 'no row: no limit') + '</td>'
+          : '<td class="num">' + esc(l.rate + ' / ' + l.perSeconds + ' s') +
+            '</td><td class="num">' + esc(String(l.burst)) + '</td><td class="num">' +
+            esc(String(Math.floor(Number(l.tokens)))) + '</td>') +
+        '<td class="mono">' + l.steps.map((x) => esc(x)).join('<br>') + '</td></tr>'
+      ).join('') +
+      '</tbody></table>';
+  }
+
+  /** @param {Overview} data */
   function render(data) {
     // Keep typed pause reasons and focus across refreshes.
     /** @type {Record<string, string>} */
@@ -555,6 +578,7 @@
     $('runs').innerHTML = runsTable(data);
     $('option-changes').innerHTML = optionChanges(data);
     $('schedules').innerHTML = schedules(data);
+    $('rate-limits').innerHTML = rateLimits(data);
     const queueSelect = $select('run-queue');
     const selected = queueSelect.value;
     const names = data.queues.map((q) => q.queueName);

@@ -19,14 +19,19 @@ as $$
                   and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
                    '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
                      'options',
-                     '{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
-                       "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
-                       "whenExhausted": "fail"}'::jsonb
-                     -- A wait or sleep step's own options (docs/ARCHITECTURE.md §5.11).
-                     || case when s ->> 'kind' in ('wait', 'sleep')
-                             then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
-                             else '{}'::jsonb end
-                     || coalesce(s -> 'options', '{}'))
+                     -- The flow control options (rateLimit, concurrency; 0.4.0) are absent
+                     -- when none: a JSON null is their default, canonically left out, so the
+                     -- shapes of earlier releases stay as they were stored.
+                     ('{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
+                        "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
+                        "whenExhausted": "fail"}'::jsonb
+                      -- A wait or sleep step's own options (docs/ARCHITECTURE.md §5.11).
+                      || case when s ->> 'kind' in ('wait', 'sleep')
+                              then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
+                              else '{}'::jsonb end
+                      || coalesce(s -> 'options', '{}'))
+                     - array(select k from unnest(array['rateLimit', 'concurrency']) as k
+                              where s -> 'options' -> k = 'null'::jsonb))
                  else s end
                order by o)
           from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))

@@ -13,7 +13,7 @@ as $$
       select jsonb_object_agg(s ->> 'slug', (
                select coalesce(jsonb_object_agg(k, s -> 'options' -> k), '{}')
                  from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout',
-                                   'startDelay']) as k
+                                   'startDelay', 'rateLimit', 'concurrency']) as k
                 where s -> 'options' ? k))
         from jsonb_array_elements(canonical -> 'steps') as e(s)
        where jsonb_typeof(s) = 'object'), '{}'))

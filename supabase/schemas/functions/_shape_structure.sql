@@ -11,7 +11,8 @@ as $$
     'steps', coalesce((
       select jsonb_agg(case when jsonb_typeof(s) = 'object' then
                  s || jsonb_build_object('options', coalesce(s -> 'options', '{}')
-                   - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'startDelay'])
+                   - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'startDelay',
+                           'rateLimit', 'concurrency'])
                else s end order by o)
         from jsonb_array_elements(canonical -> 'steps') with ordinality as e(s, o)), '[]'))
 $$;

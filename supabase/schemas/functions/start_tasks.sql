@@ -27,6 +27,10 @@ declare
   task_runs uuid[];
   task_steps text[];
   task_idxs int[];
+  held_ids bigint[];      -- eligible, but held back by flow control (§5.12), and their waits
+  held_secs int[];
+  slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
+  slot_keys text[];
 begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
@@ -125,10 +129,33 @@ begin
     perform pgmq.archive(queue, stale_ids);
   end if;
 
+  -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
+  -- or a keyed concurrency (one probe of a partial index that is empty otherwise). A task held
+  -- back is not started and uses no attempt; its same message is visible again when it may run.
+  if cardinality(eligible_ids) > 0
+     and exists (select 1 from switchyard.steps s
+                  where s.queue_name = queue
+                    and (s.rate_limit is not null or s.concurrency_limit is not null)) then
+    select coalesce(array_agg(f.message_id order by f.message_id)
+                      filter (where f.wait_seconds is not null), '{}'),
+           coalesce(array_agg(f.wait_seconds order by f.message_id)
+                      filter (where f.wait_seconds is not null), '{}'),
+           array_agg(f.message_id) filter (where f.wait_seconds is null and f.slot is not null),
+           array_agg(f.slot) filter (where f.wait_seconds is null and f.slot is not null)
+      into held_ids, held_secs, slot_ids, slot_keys
+      from switchyard._flow_control(queue, eligible_ids) f;
+    if cardinality(held_ids) > 0 then
+      eligible_ids := array(select e from unnest(eligible_ids) e where e <> all (held_ids));
+      perform switchyard._hide_messages(queue, held_ids, held_secs);
+    end if;
+  end if;
+
   with claimed as (
     update switchyard.step_tasks t
        set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
-           worker_id = worker.worker_id
+           worker_id = worker.worker_id,
+           concurrency_key = case when slot_ids is not null
+                                  then slot_keys[array_position(slot_ids, t.message_id)] end
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
        and t.task_index = k.idx
@@ -193,6 +220,9 @@ begin
      where k.id = any (duplicate_ids)
     union all
     select 'stale'::text, s, queue, null, null, null, null, null, null, null, null
-      from unnest(stale_ids) s;
+      from unnest(stale_ids) s
+    union all
+    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null
+      from unnest(held_ids) h;
 end
 $$;

@@ -40,6 +40,15 @@ create table switchyard.steps (
     check (when_exhausted in ('fail', 'skip', 'skip-cascade')),
   primary key (flow_slug, step_slug),
   unique (flow_slug, step_index),
+  -- Flow control (docs/ARCHITECTURE.md §5.12), runtime options: the rate limit the step's
+  -- tasks draw from (switchyard.rate_limits by name; cost tokens per start), and the keyed
+  -- concurrency: at most concurrency_limit started tasks per value of the key at the JSON
+  -- path concurrency_path in the run input ('run') or the task's input ('step').
+  rate_limit text,
+  rate_cost int not null default 1,
+  concurrency_path text[],
+  concurrency_input text not null default 'run' check (concurrency_input in ('run', 'step')),
+  concurrency_limit int,
   -- A wait step's timeout (a sleep's length) in seconds; null: a wait without timeout.
   wait_timeout int,
   -- What a wait's timeout does: fail the run, or skip the step.
@@ -52,6 +61,11 @@ create table switchyard.steps (
 );
 
 create index steps_queue on switchyard.steps (queue_name);
+
+-- The steps under flow control, by queue: start_tasks asks it once per batch, so a queue with
+-- none pays one probe of an empty index (docs/ARCHITECTURE.md §5.12).
+create index steps_flow_control on switchyard.steps (queue_name)
+  where rate_limit is not null or concurrency_limit is not null;
 
 create table switchyard.deps (
   flow_slug text not null,

@@ -118,7 +118,10 @@ create table switchyard.step_tasks (
   task_index int not null default 0,
   primary key (run_id, step_slug, task_index),
   foreign key (run_id, step_slug) references switchyard.step_states on delete cascade,
-  check (attempts_count <= max_attempts)
+  check (attempts_count <= max_attempts),
+  -- The keyed concurrency slot a claim gave the task (docs/ARCHITECTURE.md §5.12): the step's
+  -- scope and the key's value; the task holds it while it is started.
+  concurrency_key text
 );
 
 -- Message identity is (queue_name, message_id).
@@ -128,6 +131,10 @@ create index step_tasks_live on switchyard.step_tasks (queue_name, flow_slug, st
   where status in ('queued', 'started');
 
 create index step_tasks_worker on switchyard.step_tasks (worker_id) where status = 'started';
+
+-- The started tasks holding a keyed concurrency slot, counted by the claim (§5.12).
+create index step_tasks_concurrency on switchyard.step_tasks (concurrency_key)
+  where status = 'started' and concurrency_key is not null;
 
 -- One row per transition of a run or one of its steps, numbered in commit order within a
 -- run: the triggers (triggers.sql) lock the run's row before numbering its events, and every

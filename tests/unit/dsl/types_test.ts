@@ -342,7 +342,47 @@ function contextTypeTests(): void {
   });
 }
 
+function flowControlTypeTests(): void {
+  const f = new Flow<{ tenant: string; customer: { id: number; region?: string } }>({
+    slug: 'fc',
+  });
+  // The key is a dotted path of the run input (the default) ...
+  const g = f
+    .step({ slug: 'a', concurrency: { key: 'tenant', limit: 2 } }, () => ({ shard: 1 }))
+    .step({ slug: 'b', concurrency: { key: 'customer.id', limit: 1, input: 'run' } }, () => 1)
+    .step({ slug: 'c', concurrency: { key: 'customer.region', limit: 1 } }, () => 1)
+    // ... or, with input: 'step', of the step's own input.
+    .step(
+      { slug: 'd', dependsOn: ['a'], concurrency: { key: 'a.shard', limit: 1, input: 'step' } },
+      () => 1,
+    )
+    .step({ slug: 'e', rateLimit: { name: 'openai' } }, () => 1)
+    .step({ slug: 'h', rateLimit: { name: 'openai', cost: 5 } }, () => 1);
+  // @ts-expect-error tenantt is not a key of the run input
+  f.step({ slug: 'x', concurrency: { key: 'tenantt', limit: 2 } }, () => 1);
+  // @ts-expect-error customer.name is not a path of the run input
+  f.step({ slug: 'x', concurrency: { key: 'customer.name', limit: 2 } }, () => 1);
+  // @ts-expect-error the step input of a root step is the run input: no a.shard in it
+  f.step({ slug: 'x', concurrency: { key: 'a.shard', limit: 2, input: 'step' } }, () => 1);
+  // @ts-expect-error a limit is required
+  f.step({ slug: 'x', concurrency: { key: 'tenant' } }, () => 1);
+  // @ts-expect-error input is 'run' or 'step'
+  f.step({ slug: 'x', concurrency: { key: 'tenant', limit: 1, input: 'flow' } }, () => 1);
+  // @ts-expect-error a rate limit needs its name
+  f.step({ slug: 'x', rateLimit: { cost: 1 } }, () => 1);
+  // @ts-expect-error cost is a number
+  f.step({ slug: 'x', rateLimit: { name: 'openai', cost: '1' } }, () => 1);
+  // A map's step input is its element.
+  new Flow<{ region: string }[]>({ slug: 'fcMap' })
+    .map({ slug: 'm', concurrency: { key: 'region', limit: 1, input: 'step' } }, (e) => e.region);
+  new Flow<{ region: string }[]>({ slug: 'fcMap' })
+    // @ts-expect-error the element has no zone
+    .map({ slug: 'm', concurrency: { key: 'zone', limit: 1, input: 'step' } }, (e) => e.region);
+  void g;
+}
+
 Deno.test('type tests compile (see deno check tests/unit/dsl/types_test.ts)', () => {
+  assert.equal(typeof flowControlTypeTests, 'function');
   assert.equal(typeof typeTests, 'function');
   assert.equal(typeof contextTypeTests, 'function');
   assert.equal(typeof conditionTypeTests, 'function');

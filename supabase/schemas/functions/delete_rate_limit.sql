@@ -1,0 +1,14 @@
+-- Removes a rate limit (docs/ARCHITECTURE.md §5.12): steps naming it start unlimited from the
+-- next claim. Returns whether it existed.
+create or replace function switchyard.delete_rate_limit(name text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  delete from switchyard.rate_limits l where l.name = delete_rate_limit.name;
+  return found;
+end
+$$;
