@@ -231,6 +231,7 @@ const OPTION_RULES = {
   timeout: { min: 1, max: 86400, unit: ' seconds' },
   startDelay: { min: 0, max: 86400, unit: ' seconds' },
   timeoutSeconds: { min: 1, max: 31536000, unit: ' seconds' },
+  runTimeout: { min: 1, max: 31536000, unit: ' seconds' },
 } as const;
 
 const WAIT_OPTION_KEYS = new Set(['slug', 'dependsOn', 'payload', 'timeout', 'onTimeout']);
@@ -260,7 +261,14 @@ function checkOption(
   return value;
 }
 
-const FLOW_OPTION_KEYS = new Set(['slug', 'maxAttempts', 'baseDelay', 'maxDelay', 'timeout']);
+const FLOW_OPTION_KEYS = new Set([
+  'slug',
+  'maxAttempts',
+  'baseDelay',
+  'maxDelay',
+  'timeout',
+  'runTimeout',
+]);
 const STEP_OPTION_KEYS = new Set([
   'slug',
   'dependsOn',
@@ -469,6 +477,9 @@ export class Flow<
       baseDelay: checkOption(owner, 'baseDelay', options.baseDelay) ?? FLOW_DEFAULTS.baseDelay,
       maxDelay: checkOption(owner, 'maxDelay', options.maxDelay) ?? FLOW_DEFAULTS.maxDelay,
       timeout: checkOption(owner, 'timeout', options.timeout) ?? FLOW_DEFAULTS.timeout,
+      ...(options.runTimeout === undefined
+        ? {}
+        : { runTimeout: checkOption(owner, 'runTimeout', options.runTimeout)! }),
     });
     this.#steps = Object.freeze([]);
     Object.freeze(this);

@@ -35,6 +35,13 @@ export interface FlowOptions {
   maxDelay?: number;
   /** Time a task may run before it is considered stalled, in seconds, 1 to 86400. Default 60. */
   timeout?: number;
+  /**
+   * The whole run's time limit in seconds, 1 to 31536000 (365 days): a run still going that long
+   * after it started is cancelled by the SQL core with the reason `deadline`, whether a worker is
+   * alive or not (docs/ARCHITECTURE.md §14). A start may set an earlier `deadlineAt`. Default
+   * none.
+   */
+  runTimeout?: number;
 }
 
 /**
@@ -58,6 +65,8 @@ export interface ResolvedFlowOptions {
   readonly maxDelay: number;
   /** Task timeout, in seconds. */
   readonly timeout: number;
+  /** The whole run's time limit in seconds; absent when the flow has none. */
+  readonly runTimeout?: number;
 }
 
 /**

@@ -146,6 +146,8 @@ export interface FlowShape {
     readonly baseDelay: number;
     readonly maxDelay: number;
     readonly timeout: number;
+    /** Present only when the flow has one (shapes without it are those of earlier releases). */
+    readonly runTimeout?: number;
   };
   /** The steps, in index order. */
   readonly steps: readonly FlowShapeStep[];
@@ -297,6 +299,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
       baseDelay: flow.options.baseDelay,
       maxDelay: flow.options.maxDelay,
       timeout: flow.options.timeout,
+      ...(flow.options.runTimeout === undefined ? {} : { runTimeout: flow.options.runTimeout }),
     }),
     steps: Object.freeze(flow.steps.map((step) =>
       Object.freeze({

@@ -11,6 +11,7 @@ import { describeValue, SwitchyardError } from '../errors.ts';
 import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { assertStorableReason } from './function_state.ts';
+import type { Sql } from './connection.ts';
 
 /**
  * Where a run is: `started` (steps may still run), `completed` (its output is set),
@@ -230,6 +231,12 @@ export interface StartRunOptions {
    * the future starts at once; at most 365 days ahead.
    */
   startAt?: Date;
+  /**
+   * When the run must have finished: still going then, it is cancelled by the SQL core with the
+   * reason `deadline` (docs/ARCHITECTURE.md §14), whether a worker is alive or not. The flow's
+   * `runTimeout`, when it has one, may make it earlier. Must be in the future.
+   */
+  deadlineAt?: Date;
 }
 
 /**
@@ -292,7 +299,7 @@ export async function startRun(
   source: SqlSource,
   flowOrAlias: string,
   input: unknown,
-  { runId, owner, startAt }: StartRunOptions = {},
+  { runId, owner, startAt, deadlineAt }: StartRunOptions = {},
 ): Promise<string> {
   const what = `start(${JSON.stringify(flowOrAlias)})`;
   assertJson(input, 'input');
@@ -303,20 +310,36 @@ export async function startRun(
       `${what}: startAt ${describeValue(startAt)} is invalid: pass a Date (at most 365 days ahead)`,
     );
   }
+  if (
+    deadlineAt !== undefined &&
+    !(deadlineAt instanceof Date && Number.isFinite(deadlineAt.getTime()) &&
+      deadlineAt.getTime() > Date.now())
+  ) {
+    throw new SwitchyardError(
+      `${what}: deadlineAt ${describeValue(deadlineAt)} is invalid: pass a Date in the future`,
+    );
+  }
   const sql = sqlOf(source);
-  if (startAt !== undefined) {
-    const [delayed] = await call(sql, () =>
-      sql<{ id: string }[]>`
+  const start = async (q: Sql): Promise<string> => {
+    if (startAt !== undefined) {
+      const [delayed] = await q<{ id: string }[]>`
         select switchyard.start_flow_at(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
           ${startAt.toISOString()}::timestamptz, ${runId ?? null}::uuid,
-          ${owner ?? null}::uuid) as id`);
-    return delayed.id;
-  }
-  const [row] = await call(sql, () =>
-    sql<{ id: string }[]>`
+          ${owner ?? null}::uuid) as id`;
+      return delayed.id;
+    }
+    const [row] = await q<{ id: string }[]>`
       select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
-        ${runId ?? null}::uuid, ${owner ?? null}::uuid) as id`);
-  return row.id;
+        ${runId ?? null}::uuid, ${owner ?? null}::uuid) as id`;
+    return row.id;
+  };
+  if (deadlineAt === undefined) return await call(sql, () => start(sql));
+  // start_flow reads the deadline from a transaction-local setting.
+  return await call(sql, () =>
+    sql.begin(async (tx) => {
+      await tx`select set_config('switchyard.deadline_at', ${deadlineAt.toISOString()}, true)`;
+      return await start(tx as unknown as Sql);
+    }) as Promise<string>);
 }
 
 /**

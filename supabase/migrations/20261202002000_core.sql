@@ -35,6 +35,18 @@ create index step_tasks_concurrency on switchyard.step_tasks (concurrency_key)
   where status = 'started' and concurrency_key is not null;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/run_deadlines.sql
+
+-- Run deadlines (issue 25): a flow's runTimeout and a run's deadline, as the table files have them.
+alter table switchyard.flows add column run_timeout int
+  check (run_timeout between 1 and 31536000);
+
+alter table switchyard.runs add column deadline_at timestamptz;
+
+create index runs_deadline on switchyard.runs (deadline_at)
+  where status = 'started' and deadline_at is not null;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/runs_owner_started.sql
 
 -- The user rate limit of start_user_run counts a user's runs of the last minute through this
@@ -195,7 +207,8 @@ begin
      set max_attempts = switchyard._int_option(canonical -> 'options', 'maxAttempts', what, 1, 1000, false),
          base_delay = switchyard._int_option(canonical -> 'options', 'baseDelay', what, 0, 86400, false),
          max_delay = coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', what, 0, 604800, true), 86400),
-         timeout = switchyard._int_option(canonical -> 'options', 'timeout', what, 1, 86400, false)
+         timeout = switchyard._int_option(canonical -> 'options', 'timeout', what, 1, 86400, false),
+         run_timeout = switchyard._int_option(canonical -> 'options', 'runTimeout', what, 1, 31536000, true)
    where f.flow_slug = slug;
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     step_what := format('step %s option', to_json(step ->> 'slug'));
@@ -365,8 +378,11 @@ as $$
       or jsonb_typeof(shape -> 'steps') is distinct from 'array'
       or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
     else shape || jsonb_build_object(
-      'options', '{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
-                 || coalesce(shape -> 'options', '{}'),
+      -- runTimeout (0.4.0) is absent when none, as the flow control options are.
+      'options', ('{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
+                  || coalesce(shape -> 'options', '{}'))
+                 - case when shape -> 'options' -> 'runTimeout' = 'null'::jsonb
+                        then array['runTimeout'] else '{}'::text[] end,
       'steps', coalesce((
         select jsonb_agg(case
                  when jsonb_typeof(s) = 'object'
@@ -1121,7 +1137,8 @@ set search_path = ''
 as $$
   select jsonb_build_object(
     'flow', (select coalesce(jsonb_object_agg(k, canonical -> 'options' -> k), '{}')
-               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout']) as k
+               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'])
+                      as k
               where canonical -> 'options' ? k),
     'steps', coalesce((
       select jsonb_object_agg(s ->> 'slug', (
@@ -1145,7 +1162,7 @@ set search_path = ''
 as $$
   select canonical || jsonb_build_object(
     'options', coalesce(canonical -> 'options', '{}')
-               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout'],
+               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'],
     'steps', coalesce((
       select jsonb_agg(case when jsonb_typeof(s) = 'object' then
                  s || jsonb_build_object('options', coalesce(s -> 'options', '{}')
@@ -1569,6 +1586,41 @@ begin
       host, left(allowed, 200));
   end if;
   return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/cancel_overdue_runs.sql
+
+-- Cancels the started runs whose deadline passed (docs/ARCHITECTURE.md §14, "Deadlines"), at
+-- most max_runs, soonest deadline first, through cancel_run with the reason 'deadline' (so the
+-- run's error reads "cancelled: deadline", its queued tasks are archived and its running
+-- handlers hear of it at their next heartbeat). Runs from every stall sweep, every keep-alive
+-- tick and by hand, so deadlines hold with no worker alive. A run another transaction holds is
+-- left for the next call. Returns the number cancelled.
+create or replace function switchyard.cancel_overdue_runs(
+  now_at timestamptz default now(), max_runs int default 1000
+)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  overdue uuid;
+  n int := 0;
+begin
+  for overdue in
+    select r.run_id from switchyard.runs r
+     where r.status = 'started' and r.deadline_at is not null and r.deadline_at <= now_at
+     order by r.deadline_at
+     limit greatest(coalesce(max_runs, 1000), 1)
+     for update skip locked
+  loop
+    perform switchyard.cancel_run(overdue, 'deadline');
+    n := n + 1;
+  end loop;
+  return n;
 end
 $$;
 
@@ -2333,13 +2385,15 @@ begin
     return 'updated';
   end if;
 
-  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape)
+  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape,
+                                run_timeout)
   values (slug, placement,
     switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
     switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
     coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
     switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
-    canonical);
+    canonical,
+    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true));
 
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     if jsonb_typeof(step) <> 'object' then
@@ -2841,6 +2895,8 @@ begin
   end if;
   -- The tick ends the waits and sleeps whose time is up (docs/ARCHITECTURE.md §5.11).
   perform switchyard.expire_waits();
+  -- Run deadlines hold with no worker alive (docs/ARCHITECTURE.md §14).
+  perform switchyard.cancel_overdue_runs();
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
     raise exception using errcode = '22023', message = format(
@@ -3286,6 +3342,107 @@ as $$
           select s.rate_limit from switchyard.steps s where s.rate_limit is not null) n
     left join switchyard.rate_limits l on l.name = n.name
    order by n.name
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/recover_stalled.sql
+
+-- Stall recovery (docs/ARCHITECTURE.md §5.6), as in 20261202000700, except that a stalled task
+-- of a cancelled run (its worker died while the run was cancelled) is cancelled instead of
+-- queued again. The run is read by its key.
+create or replace function switchyard.recover_stalled(queue_name text)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  queue alias for queue_name;
+  task switchyard.step_tasks;
+  recovered int := 0;
+  grace int := switchyard.lost_message_grace_seconds();
+  new_id bigint;
+begin
+  for task in
+    select t.* from switchyard.step_tasks t
+      left join switchyard.workers w on w.worker_id = t.worker_id
+     where t.queue_name = queue and t.status = 'started'
+       and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
+            or w.worker_id is null
+            or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
+                                              w.heartbeat_window_seconds))
+     for update of t skip locked
+  loop
+    -- A task of a cancelled run is not run again: its message is archived, the task is
+    -- cancelled like the run's queued tasks (cancel_run), and nothing of the run stays visible.
+    -- The run is locked (task, then run: the order of fail_task), so a cancel cannot commit
+    -- between this test and the requeue below.
+    if (select r.status from switchyard.runs r where r.run_id = task.run_id for update)
+         = 'cancelled' then
+      update switchyard.step_tasks t
+         set status = 'cancelled', worker_id = null
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.task_index = task.task_index;
+      perform pgmq.archive(queue, task.message_id);
+      recovered := recovered + 1;
+      continue;
+    end if;
+    if task.attempts_count >= task.max_attempts then
+      perform switchyard._exhaust_task(task, format('stalled on attempt %s (worker %s stopped or timed out)',
+                                                    task.attempts_count, task.worker_id));
+    else
+      update switchyard.step_tasks t
+         set status = 'queued', worker_id = null,
+             error = format('stalled on attempt %s; recovered', task.attempts_count)
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.task_index = task.task_index;
+      perform pgmq.set_vt(queue, task.message_id, 0);
+    end if;
+    recovered := recovered + 1;
+  end loop;
+
+  -- No key update: taking the row does not block the foreign-key checks of tasks being
+  -- queued on this queue meanwhile.
+  perform 1 from switchyard.queues q
+   where q.queue_name = queue
+     and (q.lost_checked_at is null or q.lost_checked_at <= now() - make_interval(secs => grace))
+     for no key update skip locked;
+  if found then
+    update switchyard.queues q set lost_checked_at = now() where q.queue_name = queue;
+    -- Only tasks of started runs: when a run fails, _fail_run archives its other queued tasks'
+    -- messages and leaves the tasks queued, and a new message would be archived as stale and
+    -- sent again every period. The run's status is read by its key (§5.7).
+    for task in execute format(
+      'select t.* from switchyard.step_tasks t
+        where t.queue_name = $1 and t.status = ''queued''
+          and greatest(t.queued_at, coalesce(t.started_at, t.queued_at))
+                <= now() - make_interval(secs => $2)
+          and (select r.status from switchyard.runs r where r.run_id = t.run_id) = ''started''
+          and not exists (select 1 from pgmq.%I m where m.msg_id = t.message_id)
+        order by t.message_id
+          for update of t skip locked',
+      pgmq.format_table_name(queue, 'q'))
+      using queue, grace
+    loop
+      select s into new_id from pgmq.send(
+        queue,
+        jsonb_build_object('run_id', task.run_id, 'flow_slug', task.flow_slug,
+                           'step_slug', task.step_slug)
+          || case when task.task_index > 0 then jsonb_build_object('task_index', task.task_index)
+                  else '{}'::jsonb end,
+        0) s;
+      update switchyard.step_tasks t set message_id = new_id
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.task_index = task.task_index;
+      recovered := recovered + 1;
+    end loop;
+  end if;
+  -- Run deadlines, on the same sweep (docs/ARCHITECTURE.md §14): one probe of an index of
+  -- started runs with a deadline, empty when no flow or start sets one.
+  perform switchyard.cancel_overdue_runs();
+  return recovered;
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -3841,9 +3998,15 @@ begin
         'flow_or_alias', left(flow_or_alias, 200))::text;
   end if;
   concrete := switchyard.resolve_flow(flow_or_alias);
-  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner)
+  -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
+  -- start's deadlineAt (a transaction-local setting switchyard.deadline_at), whichever is first.
+  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
+                               deadline_at)
   select coalesce(start_flow.run_id, gen_random_uuid()), concrete, flow_or_alias, input, count(*),
-         start_flow.owner
+         start_flow.owner,
+         least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
+                       * interval '1 second',
+               nullif(current_setting('switchyard.deadline_at', true), '')::timestamptz)
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;

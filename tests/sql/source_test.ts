@@ -194,14 +194,16 @@ Deno.test('one character of drift in the source is named: a column type, a colum
     // Two columns swapped: the same columns, another order.
     await edit(
       runs,
-      "  owner uuid,                              -- who the run is for (start_flow's owner)\n  cancelled_at timestamptz\n",
-      '  cancelled_at timestamptz,\n  owner uuid                               -- who the run is for\n',
+      '  remaining_steps int not null,\n  started_at timestamptz not null default now(),\n',
+      '  started_at timestamptz not null default now(),\n  remaining_steps int not null,\n',
     );
     fresh = await freshDatabase(kit);
     try {
       const found = await differences(migrated.url, fresh.url);
       assert.ok(
-        found.some((p) => p.includes('column runs.owner is out of order: #12 in the migrated')),
+        found.some((p) =>
+          p.includes('column runs.remaining_steps is out of order: #8 in the migrated')
+        ),
         found.join('\n'),
       );
     } finally {

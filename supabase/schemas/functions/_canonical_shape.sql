@@ -11,8 +11,11 @@ as $$
       or jsonb_typeof(shape -> 'steps') is distinct from 'array'
       or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
     else shape || jsonb_build_object(
-      'options', '{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
-                 || coalesce(shape -> 'options', '{}'),
+      -- runTimeout (0.4.0) is absent when none, as the flow control options are.
+      'options', ('{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
+                  || coalesce(shape -> 'options', '{}'))
+                 - case when shape -> 'options' -> 'runTimeout' = 'null'::jsonb
+                        then array['runTimeout'] else '{}'::text[] end,
       'steps', coalesce((
         select jsonb_agg(case
                  when jsonb_typeof(s) = 'object'

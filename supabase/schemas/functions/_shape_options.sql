@@ -7,7 +7,8 @@ set search_path = ''
 as $$
   select jsonb_build_object(
     'flow', (select coalesce(jsonb_object_agg(k, canonical -> 'options' -> k), '{}')
-               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout']) as k
+               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'])
+                      as k
               where canonical -> 'options' ? k),
     'steps', coalesce((
       select jsonb_object_agg(s ->> 'slug', (

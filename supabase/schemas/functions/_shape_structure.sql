@@ -7,7 +7,7 @@ set search_path = ''
 as $$
   select canonical || jsonb_build_object(
     'options', coalesce(canonical -> 'options', '{}')
-               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout'],
+               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'],
     'steps', coalesce((
       select jsonb_agg(case when jsonb_typeof(s) = 'object' then
                  s || jsonb_build_object('options', coalesce(s -> 'options', '{}')

@@ -50,6 +50,8 @@ begin
   end if;
   -- The tick ends the waits and sleeps whose time is up (docs/ARCHITECTURE.md §5.11).
   perform switchyard.expire_waits();
+  -- Run deadlines hold with no worker alive (docs/ARCHITECTURE.md §14).
+  perform switchyard.cancel_overdue_runs();
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
     raise exception using errcode = '22023', message = format(

@@ -89,6 +89,9 @@ begin
       recovered := recovered + 1;
     end loop;
   end if;
+  -- Run deadlines, on the same sweep (docs/ARCHITECTURE.md §14): one probe of an index of
+  -- started runs with a deadline, empty when no flow or start sets one.
+  perform switchyard.cancel_overdue_runs();
   return recovered;
 end
 $$;

@@ -31,9 +31,15 @@ begin
         'flow_or_alias', left(flow_or_alias, 200))::text;
   end if;
   concrete := switchyard.resolve_flow(flow_or_alias);
-  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner)
+  -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
+  -- start's deadlineAt (a transaction-local setting switchyard.deadline_at), whichever is first.
+  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
+                               deadline_at)
   select coalesce(start_flow.run_id, gen_random_uuid()), concrete, flow_or_alias, input, count(*),
-         start_flow.owner
+         start_flow.owner,
+         least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
+                       * interval '1 second',
+               nullif(current_setting('switchyard.deadline_at', true), '')::timestamptz)
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;

@@ -7,7 +7,9 @@ create table switchyard.flows (
   max_delay int not null,                  -- cap of the retry delay (seconds)
   timeout int not null,
   shape jsonb not null,                    -- the exact shape it was compiled from
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  run_timeout int                          -- a run's time limit in seconds (runTimeout), or null
+    check (run_timeout between 1 and 31536000)
 );
 
 -- Slugs are unique case-insensitively.

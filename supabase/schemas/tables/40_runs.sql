@@ -13,10 +13,15 @@ create table switchyard.runs (
   completed_at timestamptz,
   failed_at timestamptz,
   owner uuid,                              -- who the run is for (start_flow's owner)
-  cancelled_at timestamptz
+  cancelled_at timestamptz,
+  deadline_at timestamptz                  -- cancelled with reason 'deadline' when still started
 );
 
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
+
+-- Started runs with a deadline, soonest first: cancel_overdue_runs' probe (empty when unused).
+create index runs_deadline on switchyard.runs (deadline_at)
+  where status = 'started' and deadline_at is not null;
 
 -- Recent runs first, for dashboard_runs.
 create index runs_started_at on switchyard.runs (started_at desc);

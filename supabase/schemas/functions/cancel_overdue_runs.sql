@@ -1,0 +1,31 @@
+-- Cancels the started runs whose deadline passed (docs/ARCHITECTURE.md §14, "Deadlines"), at
+-- most max_runs, soonest deadline first, through cancel_run with the reason 'deadline' (so the
+-- run's error reads "cancelled: deadline", its queued tasks are archived and its running
+-- handlers hear of it at their next heartbeat). Runs from every stall sweep, every keep-alive
+-- tick and by hand, so deadlines hold with no worker alive. A run another transaction holds is
+-- left for the next call. Returns the number cancelled.
+create or replace function switchyard.cancel_overdue_runs(
+  now_at timestamptz default now(), max_runs int default 1000
+)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  overdue uuid;
+  n int := 0;
+begin
+  for overdue in
+    select r.run_id from switchyard.runs r
+     where r.status = 'started' and r.deadline_at is not null and r.deadline_at <= now_at
+     order by r.deadline_at
+     limit greatest(coalesce(max_runs, 1000), 1)
+     for update skip locked
+  loop
+    perform switchyard.cancel_run(overdue, 'deadline');
+    n := n + 1;
+  end loop;
+  return n;
+end
+$$;
