@@ -6,7 +6,7 @@
  * limit fails the attempt naming the size and the limit; ctx.deadline counts down.
  */
 import assert from 'node:assert/strict';
-import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
+import { type AnyFlow, Flow, startWorker, toPlacement } from '../../lib/mod.ts';
 import { connect } from '../../lib/ops.ts';
 import { type Resumed, summing } from '../fixtures/checkpoint_worker.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
@@ -144,6 +144,43 @@ Deno.test('a SIGKILLed worker: its task resumes from the last checkpoint on anot
       child.kill('SIGKILL');
       await child.status;
     }
+  }
+});
+
+Deno.test("the README's checkpoint example runs as written, across instances", async () => {
+  const readme = await Deno.readTextFile(new URL('../../README.md', import.meta.url));
+  const section = readme.slice(readme.indexOf('## Long handlers: checkpoints'));
+  const start = section.indexOf('```ts\n') + 6;
+  const code = section.slice(start, section.indexOf('\n```\n', start));
+  const dir = await Deno.makeTempDir({ prefix: 'switchyard-readme-' });
+  try {
+    const file = `${dir}/importer.ts`;
+    await Deno.writeTextFile(
+      file,
+      code.replace("from 'switchyard'", `from '${new URL('../../lib/mod.ts', import.meta.url)}'`),
+    );
+    const { importer } = await import(`file://${file}`) as {
+      importer: AnyFlow;
+    };
+    await compile(importer);
+    const runId = await client.startFlow('importRowsV1', { rows: 2000 });
+    for (let i = 0; i < 12; i++) {
+      const worker = await startWorker(importer, {
+        ...base,
+        wallClockMs: 2000,
+        shutdownGraceMs: 1000,
+      });
+      await within(20_000, 'the instance to end by its wall clock', worker.done);
+      const [{ status }] = await db.sql`select status from switchyard.runs where run_id = ${runId}`;
+      if (status === 'completed') break;
+    }
+    const [run] = await db.sql`select r.status, r.output, t.attempts_count from switchyard.runs r
+                                join switchyard.step_tasks t using (run_id) where r.run_id = ${runId}`;
+    assert.equal(run.status, 'completed');
+    assert.deepEqual(run.output, { import: { done: 2000 } });
+    assert.equal(run.attempts_count, 1);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

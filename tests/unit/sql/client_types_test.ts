@@ -95,6 +95,28 @@ async function typeTests(): Promise<void> {
   // @ts-expect-error score exists only in v2's output
   out.score.toFixed();
 
+  // Every step's output (stepOutputs), of either version, each key optional.
+  const steps = await run.stepOutputs();
+  if (steps !== null) {
+    const label: 'spam' | 'ham' | undefined = steps.classify?.label;
+    void label;
+    if ('score' in steps) {
+      const score: number | undefined = steps.score;
+      void score;
+    }
+    // @ts-expect-error a step output may be absent (skipped or not finished)
+    steps.classify.label;
+    // @ts-expect-error no step is called 'nope'
+    steps.nope;
+  }
+  // The status in camelCase.
+  const runStatus = await run.status();
+  const startedAs: string | undefined = runStatus?.startedAs;
+  const stepSlug: 'classify' | 'score' | undefined = runStatus?.steps[0].stepSlug;
+  void startedAs, stepSlug;
+  // @ts-expect-error there is no startedas: camelCase is startedAs
+  runStatus?.startedas;
+
   const ticketOut = await (await client.start('tickets', { ticket: 1 })).output();
   expectType<Equal<typeof ticketOut, { triage: 'sev1' }>>(true);
   // @ts-expect-error triage is the literal 'sev1'
