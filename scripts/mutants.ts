@@ -111,8 +111,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'retry-backoff-constant',
     bug: 'every retry waits baseDelay instead of doubling',
-    file: fn('fail_task'),
-    fn: 'fail_task',
+    file: fn('fail_task_with'),
+    fn: 'fail_task_with',
     search: '(1::bigint << least(task.attempts_count - 1, 40))',
     replace: '(1::bigint << least(task.attempts_count - 1, 0))',
     tests: ['tests/sql/sql_core_test.ts', 'tests/worker/engine_test.ts'],
