@@ -24,9 +24,11 @@
  */
 import { join } from 'node:path';
 import { helpOption } from './_help.ts';
-import { isCoreMigration } from './_kit.ts';
+import { coreMigrations } from './_kit.ts';
 import { KIT_ROOT } from './_project.ts';
 import { definesOf, splitStatements } from './_sql_text.ts';
+import { sqlFileNames } from './_util.ts';
+import { releases } from './release_manifest.ts';
 
 /** The source folder, relative to the kit. */
 export const SCHEMAS = 'supabase/schemas';
@@ -40,18 +42,6 @@ export interface SourceFile {
   /** Its path relative to the kit, e.g. `supabase/schemas/functions/start_flow.sql`. */
   readonly path: string;
   readonly text: string;
-}
-
-async function readDir(dir: string): Promise<string[]> {
-  const names: string[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) {
-      if (e.isFile && e.name.endsWith('.sql')) names.push(e.name);
-    }
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-  }
-  return names.sort();
 }
 
 async function readSource(kitDir: string, rel: string): Promise<SourceFile> {
@@ -88,10 +78,10 @@ function usesRowType(functionText: string, tables: Set<string>): boolean {
 export async function sourceFiles(kitDir: string = KIT_ROOT): Promise<SourceFile[]> {
   const at = (rel: string) => readSource(kitDir, `${SCHEMAS}/${rel}`);
   const tables = await Promise.all(
-    (await readDir(join(kitDir, SCHEMAS, 'tables'))).map((n) => at(`tables/${n}`)),
+    (await sqlFileNames(join(kitDir, SCHEMAS, 'tables'))).map((n) => at(`tables/${n}`)),
   );
   const functions = await Promise.all(
-    (await readDir(join(kitDir, SCHEMAS, 'functions'))).map((n) => at(`functions/${n}`)),
+    (await sqlFileNames(join(kitDir, SCHEMAS, 'functions'))).map((n) => at(`functions/${n}`)),
   );
   const names = tableNames(tables);
   const late = functions.filter((f) => usesRowType(f.text, names));
@@ -120,29 +110,14 @@ export async function freshBuild(kitDir: string = KIT_ROOT): Promise<string> {
   return parts.join('\n');
 }
 
-/** A release record's file names (releases/<v>/manifest.json), newest release last. */
-async function releasedFiles(kitDir: string): Promise<Set<string>> {
-  const files = new Set<string>();
-  for await (const e of Deno.readDir(join(kitDir, 'releases'))) {
-    if (!e.isDirectory) continue;
-    const manifest = JSON.parse(
-      await Deno.readTextFile(join(kitDir, 'releases', e.name, 'manifest.json')),
-    ) as { migrations: { file: string }[] };
-    for (const m of manifest.migrations) files.add(m.file);
-  }
-  return files;
-}
-
 /** The migrations of the SQL core: released ones (in some release record) and the others. */
 export async function coreMigrationFiles(
   kitDir: string = KIT_ROOT,
 ): Promise<{ released: string[]; unreleased: string[] }> {
-  const all: string[] = [];
-  for await (const e of Deno.readDir(join(kitDir, 'supabase', 'migrations'))) {
-    if (e.isFile && isCoreMigration(e.name)) all.push(e.name);
-  }
-  all.sort();
-  const released = await releasedFiles(kitDir);
+  const all = await coreMigrations(kitDir);
+  const released = new Set(
+    (await releases(join(kitDir, 'releases'))).flatMap((r) => r.migrations.map((m) => m.file)),
+  );
   return {
     released: all.filter((n) => released.has(n)),
     unreleased: all.filter((n) => !released.has(n)),
@@ -190,7 +165,7 @@ export async function assemble(kitDir: string = KIT_ROOT): Promise<string | null
   }
   const steps = async (phase: string) =>
     await Promise.all(
-      (await readDir(join(kitDir, UPGRADES, phase))).map((n) =>
+      (await sqlFileNames(join(kitDir, UPGRADES, phase))).map((n) =>
         readSource(kitDir, `${UPGRADES}/${phase}/${n}`)
       ),
     );
