@@ -966,6 +966,24 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_refuse_unknown_schedule.sql
+
+-- Raises the refusal of a schedule name that names no schedule (22023 schedule_unknown).
+create or replace function switchyard._refuse_unknown_schedule(name text)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  raise exception using errcode = '22023', message = format(
+    'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
+    detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
+                                'value', left(name, 200))::text;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_run_output.sql
 
 -- A run's output: the outputs of its completed leaf steps (no step depends on them); a
@@ -1491,10 +1509,7 @@ declare
 begin
   select * into s from switchyard.schedules x where x.name = backfill_schedule.name for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                  'value', left(name, 200))::text;
+    perform switchyard._refuse_unknown_schedule(name);
   end if;
   if from_at is null or to_at is null or to_at < from_at then
     raise exception using errcode = '22023', message = format(
@@ -3175,18 +3190,7 @@ volatile
 set search_path = ''
 as $$
 begin
-  update switchyard.schedules x
-     set enabled = false, updated_at = now(),
-         checked_until = case when x.enabled then x.checked_until
-                              else greatest(x.checked_until, now()) end
-   where x.name = pause_schedule.name;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                  'value', left(name, 200))::text;
-  end if;
-  return switchyard._schedule_json(name);
+  return switchyard.update_schedule(pause_schedule.name, enabled => false);
 end
 $$;
 
@@ -3539,18 +3543,7 @@ volatile
 set search_path = ''
 as $$
 begin
-  update switchyard.schedules x
-     set enabled = true, updated_at = now(),
-         checked_until = case when x.enabled then x.checked_until
-                              else greatest(x.checked_until, now()) end
-   where x.name = resume_schedule.name;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                  'value', left(name, 200))::text;
-  end if;
-  return switchyard._schedule_json(name);
+  return switchyard.update_schedule(resume_schedule.name, enabled => true);
 end
 $$;
 
@@ -4560,7 +4553,8 @@ $$;
 -- supabase/schemas/functions/update_schedule.sql
 
 -- Changes a schedule: every argument left null keeps its value. The next tick follows the new
--- cron from now on (ticks before now are not run again). Refuses an unknown name
+-- cron from now on (ticks before now are not run again); `enabled` pauses or resumes it
+-- (pause_schedule and resume_schedule call this). Refuses an unknown name
 -- (22023 schedule_unknown) and bad fields as create_schedule does. Returns the schedule.
 create or replace function switchyard.update_schedule(
   name text,
@@ -4583,10 +4577,7 @@ declare
 begin
   select * into s from switchyard.schedules x where x.name = update_schedule.name for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                  'value', left(name, 200))::text;
+    perform switchyard._refuse_unknown_schedule(name);
   end if;
   s.alias := coalesce(alias, s.alias);
   s.cron := coalesce(cron, s.cron);
@@ -4595,14 +4586,21 @@ begin
   s.overlap := coalesce(overlap, s.overlap);
   s.catch_up := coalesce(catch_up, s.catch_up);
   s.catch_up_limit := coalesce(catch_up_limit, s.catch_up_limit);
-  perform switchyard._schedule_problem(s.name, s.alias, s.cron, s.time_zone, s.input, s.overlap,
-                                       s.catch_up, s.catch_up_limit);
+  -- Fields are checked when one is given: a pause or resume alone (enabled) is never refused,
+  -- even when the alias no longer resolves.
+  if num_nonnulls(alias, cron, input, time_zone, overlap, catch_up, catch_up_limit) > 0 then
+    perform switchyard._schedule_problem(s.name, s.alias, s.cron, s.time_zone, s.input,
+                                         s.overlap, s.catch_up, s.catch_up_limit);
+  end if;
   update switchyard.schedules x
      set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
          overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
          enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = now(),
+         -- A changed cron or zone applies from now; so does a resume (ticks while paused are
+         -- not run later).
          checked_until = case when x.cron is distinct from s.cron
                                 or x.time_zone is distinct from s.time_zone
+                                or (not x.enabled and coalesce(update_schedule.enabled, false))
                               then greatest(x.checked_until, now()) else x.checked_until end
    where x.name = s.name;
   return switchyard._schedule_json(s.name);

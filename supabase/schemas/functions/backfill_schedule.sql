@@ -18,10 +18,7 @@ declare
 begin
   select * into s from switchyard.schedules x where x.name = backfill_schedule.name for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                  'value', left(name, 200))::text;
+    perform switchyard._refuse_unknown_schedule(name);
   end if;
   if from_at is null or to_at is null or to_at < from_at then
     raise exception using errcode = '22023', message = format(

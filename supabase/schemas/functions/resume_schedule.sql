@@ -7,17 +7,6 @@ volatile
 set search_path = ''
 as $$
 begin
-  update switchyard.schedules x
-     set enabled = true, updated_at = now(),
-         checked_until = case when x.enabled then x.checked_until
-                              else greatest(x.checked_until, now()) end
-   where x.name = resume_schedule.name;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                  'value', left(name, 200))::text;
-  end if;
-  return switchyard._schedule_json(name);
+  return switchyard.update_schedule(resume_schedule.name, enabled => true);
 end
 $$;
