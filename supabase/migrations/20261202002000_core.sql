@@ -931,20 +931,37 @@ set search_path = ''
 as $$
 declare
   q record;
+  queues text[];
+  delays int[];
+  max_attempts int[];
+  base_delays int[];
+  max_delays int[];
+  timeouts int[];
 begin
   if cardinality(runs) = 0 then
     return 0;
   end if;
+  -- Each step's queue snapshot, start delay and attempt options, read once, by position.
+  select array_agg(st.queue_name order by u.ord), array_agg(st.start_delay order by u.ord),
+         array_agg(coalesce(st.max_attempts, f.max_attempts) order by u.ord),
+         array_agg(coalesce(st.base_delay, f.base_delay) order by u.ord),
+         array_agg(coalesce(st.max_delay, f.max_delay) order by u.ord),
+         array_agg(coalesce(st.timeout, f.timeout) order by u.ord)
+    into queues, delays, max_attempts, base_delays, max_delays, timeouts
+    from unnest(flows, steps) with ordinality as u(flow_slug, step_slug, ord)
+    join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug
+    join switchyard.flows f on f.flow_slug = u.flow_slug;
   for q in
     select g.queue_name, g.start_delay, array_agg(g.ord::int order by g.ord) as ords,
            array_agg(jsonb_build_object('run_id', g.run_id, 'flow_slug', g.flow_slug,
                                         'step_slug', g.step_slug) order by g.ord) as bodies
-      from (select st.queue_name, st.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
-                   row_number() over (partition by st.queue_name order by u.ord)
-                     - row_number() over (partition by st.queue_name, st.start_delay
+      from (select u.queue_name, u.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
+                   row_number() over (partition by u.queue_name order by u.ord)
+                     - row_number() over (partition by u.queue_name, u.start_delay
                                           order by u.ord) as stretch
-              from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
-              join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug) g
+              from unnest(queues, delays, runs, flows, steps)
+                     with ordinality as u(queue_name, start_delay, run_id, flow_slug, step_slug,
+                                          ord)) g
      group by g.queue_name, g.start_delay, g.stretch
      order by g.queue_name, min(g.ord)
   loop
@@ -952,14 +969,11 @@ begin
     -- claiming trusts only (queue_name, message_id).
     insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
                                        max_attempts, base_delay, max_delay, timeout)
-    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id,
-           coalesce(st.max_attempts, f.max_attempts), coalesce(st.base_delay, f.base_delay),
-           coalesce(st.max_delay, f.max_delay), coalesce(st.timeout, f.timeout)
+    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id, max_attempts[o.ord],
+           base_delays[o.ord], max_delays[o.ord], timeouts[o.ord]
       from (select m.msg_id, row_number() over (order by m.msg_id) as i
               from pgmq.send_batch(q.queue_name, q.bodies, q.start_delay) as m(msg_id)) b
-      join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i
-      join switchyard.steps st on st.flow_slug = flows[o.ord] and st.step_slug = steps[o.ord]
-      join switchyard.flows f on f.flow_slug = flows[o.ord];
+      join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i;
   end loop;
   return cardinality(runs);
 end
