@@ -46,7 +46,13 @@ export {
   type RunStatus,
   type RunStatusValue,
   type SignalResult,
+  type DebounceStart,
+  type DedupeStart,
+  type SingletonStart,
+  type StartKeyOptions,
+  type StartRunBaseOptions,
   type StartRunOptions,
+  type UnkeyedStart,
   type StepStatus,
   type StepStatusValue,
 } from './sql/runs.ts';
