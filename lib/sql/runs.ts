@@ -483,7 +483,9 @@ export async function startRun(
         select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
           ${runId ?? null}::uuid, ${owner ?? null}::uuid,
           ${startAt?.toISOString() ?? null}::timestamptz,
-          ${deadlineAt?.toISOString() ?? null}::timestamptz, ${(key as string | undefined) ?? null}::text,
+          ${deadlineAt?.toISOString() ?? null}::timestamptz, ${
+        (key as string | undefined) ?? null
+      }::text,
           ${(mode as string | undefined) ?? null}::text, ${seconds(ttl)}::int,
           ${seconds(delay)}::int, ${seconds(maxDelay)}::int) as id`,
   );
