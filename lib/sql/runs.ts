@@ -11,7 +11,6 @@ import { describeValue, SwitchyardError } from '../errors.ts';
 import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { assertStorableReason } from './function_state.ts';
-import type { Sql } from './connection.ts';
 
 /**
  * Where a run is: `started` (steps may still run), `completed` (its output is set),
