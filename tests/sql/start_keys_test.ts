@@ -189,6 +189,60 @@ Deno.test('debounce: a later start moves the start and gives its input (trailing
   assert.deepEqual(state.keys, [{ run_id: next.runId, mode: 'debounce' }]);
 });
 
+Deno.test('debounce racing the tick: a start waits for the tick that begins the run, then starts a new run', async () => {
+  const first = await client.start('keyed', { n: 1, k: 'b2' }, {
+    key: 'b2',
+    mode: 'debounce',
+    delay: 60,
+  });
+  await db.sql`update switchyard.delayed_starts set start_at = now() - interval '1 second'
+                 where run_id = ${first.runId}`;
+  const ticker = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
+  const starter = postgres(db.url, { max: 1, prepare: false, onnotice: () => {} });
+  let commit!: () => void;
+  const committed = new Promise<void>((r) => commit = r);
+  try {
+    // The tick begins the run and holds its row until it commits.
+    const tick = ticker.begin(async (tx) => {
+      await tx`select switchyard.expire_waits()`;
+      await committed;
+    });
+    await waitFor('the tick to hold the run', async () => {
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+         where datname = current_database() and state = 'idle in transaction'
+           and query like '%expire_waits%'`;
+      return n === 1;
+    });
+    const late = starter<{ id: string }[]>`select switchyard.start_flow('keyed',
+        '{"n": 2, "k": "b2"}'::jsonb, key => 'b2', mode => 'debounce', delay => 60)::text as id`
+      .then((rows) => rows[0].id); // sent now (a postgres.js query runs once awaited or then'd)
+    await waitFor('the start to wait on the run the tick holds', async () => {
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+         where datname = current_database() and wait_event_type = 'Lock'
+           and query like '%start_flow%'`;
+      return n === 1;
+    });
+    commit();
+    await tick;
+    const id = await late;
+    assert.notEqual(id, first.runId, 'the begun run is not moved');
+    const runs = (await runsOf('b2')).runs;
+    assert.deepEqual(runs.map((r) => [r.run_id, (r.input as { n: number }).n]), [
+      [first.runId, 1],
+      [id, 2],
+    ], 'the begun run kept its input; the late start is a new delayed run');
+    const [d] = await db.sql`select count(*)::int as n from switchyard.delayed_starts
+                               where run_id = ${id}`;
+    assert.equal(d.n, 1);
+  } finally {
+    commit();
+    await ticker.end({ timeout: 5 });
+    await starter.end({ timeout: 5 });
+  }
+});
+
 Deno.test('a rolled back start leaves no key, and a trigger on an application table starts keyed runs', async () => {
   await db.sql.begin(async (tx) => {
     await tx`select switchyard.start_flow('keyed', '{"n": 1, "k": "r1"}'::jsonb,
