@@ -39,6 +39,8 @@ export {
 } from './sql/client_queries.ts';
 export {
   type CancelResult,
+  type DebounceStart,
+  type DedupeStart,
   type RetryResult,
   RUN_EVENTS_CHANNEL,
   type RunEvent,
@@ -46,9 +48,13 @@ export {
   type RunStatus,
   type RunStatusValue,
   type SignalResult,
+  type SingletonStart,
+  type StartKeyOptions,
+  type StartRunBaseOptions,
   type StartRunOptions,
   type StepStatus,
   type StepStatusValue,
+  type UnkeyedStart,
 } from './sql/runs.ts';
 // The DSL's types the client's signatures name (no DSL code is imported for them).
 export type * from './dsl/types.ts';

@@ -11,7 +11,6 @@ import { describeValue, SwitchyardError } from '../errors.ts';
 import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { assertStorableReason } from './function_state.ts';
-import type { Sql } from './connection.ts';
 
 /**
  * Where a run is: `started` (steps may still run), `completed` (its output is set),
@@ -202,16 +201,16 @@ export interface RunEvent<StepSlug extends string = string> {
 export const RUN_EVENTS_CHANNEL = 'switchyard_run_events';
 
 /**
- * Options of {@linkcode startRun}.
+ * The options of every start of {@linkcode startRun}: idempotency, owner, delay and deadline.
  *
  * @example
  * ```ts
- * import type { StartRunOptions } from './runs.ts';
+ * import type { StartRunBaseOptions } from './runs.ts';
  *
- * const options: StartRunOptions = { runId: crypto.randomUUID(), owner: crypto.randomUUID() };
+ * const options: StartRunBaseOptions = { owner: crypto.randomUUID() };
  * ```
  */
-export interface StartRunOptions {
+export interface StartRunBaseOptions {
   /**
    * A run id the caller chooses, making the start idempotent (docs/ARCHITECTURE.md §5.8): a
    * second start with the same id returns the existing run and starts nothing; the same id
@@ -238,6 +237,133 @@ export interface StartRunOptions {
    */
   deadlineAt?: Date;
 }
+
+/**
+ * A start without a key (the options of {@linkcode StartKeyOptions} absent).
+ *
+ * @example
+ * ```ts
+ * import type { UnkeyedStart } from './runs.ts';
+ *
+ * const options: UnkeyedStart = {};
+ * ```
+ */
+export interface UnkeyedStart {
+  /** No key. */
+  key?: undefined;
+  /** No mode. */
+  mode?: undefined;
+  /** Only a dedupe start has a TTL. */
+  ttl?: undefined;
+  /** Only a debounce start has a delay. */
+  delay?: undefined;
+  /** Only a debounce start has a maximum delay. */
+  maxDelay?: undefined;
+}
+
+/**
+ * A start with a key (docs/ARCHITECTURE.md §5.13), in the scope of the alias started: at most
+ * one open run per key. A second start with the key returns the key's run while it is open
+ * (the input of the second start is not used). The key takes no `runId` (each names the run).
+ *
+ * @example
+ * ```ts
+ * import type { SingletonStart } from './runs.ts';
+ *
+ * const options: SingletonStart = { key: 'tenant-42', mode: 'singleton' };
+ * ```
+ */
+export interface SingletonStart {
+  /** The start key: 1 to 200 characters, in the scope of the alias (or slug) started. */
+  key: string;
+  /** One open run per key; a start after it ended starts a new run. */
+  mode: 'singleton';
+  /** A keyed start takes no run id. */
+  runId?: undefined;
+  /** Only a dedupe start has a TTL. */
+  ttl?: undefined;
+  /** Only a debounce start has a delay. */
+  delay?: undefined;
+  /** Only a debounce start has a maximum delay. */
+  maxDelay?: undefined;
+}
+
+/**
+ * A start with a key that is remembered after its run ended (docs/ARCHITECTURE.md §5.13): a
+ * start with the key returns the key's run while it is open and for `ttl` seconds after it
+ * ended (completed, failed or cancelled); then the key starts a new run.
+ *
+ * @example
+ * ```ts
+ * import type { DedupeStart } from './runs.ts';
+ *
+ * const options: DedupeStart = { key: 'order-1001', mode: 'dedupe', ttl: 3600 };
+ * ```
+ */
+export interface DedupeStart {
+  /** The start key: 1 to 200 characters, in the scope of the alias (or slug) started. */
+  key: string;
+  /** The key names its run until `ttl` seconds after the run ended. */
+  mode: 'dedupe';
+  /** Seconds the key is kept after its run ended: 1 to 31536000, default 86400 (a day). */
+  ttl?: number;
+  /** A keyed start takes no run id. */
+  runId?: undefined;
+  /** Only a debounce start has a delay. */
+  delay?: undefined;
+  /** Only a debounce start has a maximum delay. */
+  maxDelay?: undefined;
+}
+
+/**
+ * A debounced start (docs/ARCHITECTURE.md §5.13): the run's steps start `delay` seconds after
+ * the last start with the key. A start with the key before then gives the waiting run its
+ * input (the trailing payload wins) and moves its start to `delay` seconds from now, never
+ * past `maxDelay` seconds after the first start. The start begins on the SQL core's tick
+ * (`switchyard.expire_waits`, up to a minute late with the keep-alive job), as a `startAt` does.
+ *
+ * @example
+ * ```ts
+ * import type { DebounceStart } from './runs.ts';
+ *
+ * const options: DebounceStart = { key: 'doc-7', mode: 'debounce', delay: 5, maxDelay: 60 };
+ * ```
+ */
+export interface DebounceStart {
+  /** The start key: 1 to 200 characters, in the scope of the alias (or slug) started. */
+  key: string;
+  /** Delay the start; a later start with the key moves it and replaces its input. */
+  mode: 'debounce';
+  /** Seconds after the last start with the key: 1 to 31536000. */
+  delay: number;
+  /** Seconds after the first start at which the run starts at the latest: delay to 31536000. */
+  maxDelay?: number;
+  /** A debounce sets its own start. */
+  startAt?: undefined;
+  /** A keyed start takes no run id. */
+  runId?: undefined;
+  /** Only a dedupe start has a TTL. */
+  ttl?: undefined;
+}
+
+/**
+ * The start keys of {@linkcode startRun} (docs/ARCHITECTURE.md §5.13): none, or a key with its
+ * mode.
+ */
+export type StartKeyOptions = UnkeyedStart | SingletonStart | DedupeStart | DebounceStart;
+
+/**
+ * Options of {@linkcode startRun}: the base options and, optionally, a start key.
+ *
+ * @example
+ * ```ts
+ * import type { StartRunOptions } from './runs.ts';
+ *
+ * const options: StartRunOptions = { runId: crypto.randomUUID(), owner: crypto.randomUUID() };
+ * const keyed: StartRunOptions = { key: 'tenant-42', mode: 'singleton' };
+ * ```
+ */
+export type StartRunOptions = StartRunBaseOptions & StartKeyOptions;
 
 /**
  * Runs one transaction again after a deadlock (`40P01`) or a serialization failure (`40001`),
@@ -299,8 +425,16 @@ export async function startRun(
   source: SqlSource,
   flowOrAlias: string,
   input: unknown,
-  { runId, owner, startAt, deadlineAt }: StartRunOptions = {},
+  options: StartRunOptions = {},
 ): Promise<string> {
+  const { runId, owner, startAt, deadlineAt } = options;
+  const { key, mode, ttl, delay, maxDelay } = options as {
+    key?: unknown;
+    mode?: unknown;
+    ttl?: unknown;
+    delay?: unknown;
+    maxDelay?: unknown;
+  };
   const what = `start(${JSON.stringify(flowOrAlias)})`;
   assertJson(input, 'input');
   assertUuid(what, 'runId', runId);
@@ -319,27 +453,42 @@ export async function startRun(
       `${what}: deadlineAt ${describeValue(deadlineAt)} is invalid: pass a Date in the future`,
     );
   }
-  const sql = sqlOf(source);
-  const start = async (q: Sql): Promise<string> => {
-    if (startAt !== undefined) {
-      const [delayed] = await q<{ id: string }[]>`
-        select switchyard.start_flow_at(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
-          ${startAt.toISOString()}::timestamptz, ${runId ?? null}::uuid,
-          ${owner ?? null}::uuid) as id`;
-      return delayed.id;
+  // The types of the key options; how they fit together is the SQL core's rule (22023, with
+  // detail.rule), so a trigger calling start_flow gets the same answer.
+  if (key !== undefined && typeof key !== 'string') {
+    throw new SwitchyardError(
+      `${what}: key ${describeValue(key)} is invalid: pass a string of 1 to 200 characters`,
+    );
+  }
+  if (mode !== undefined && typeof mode !== 'string') {
+    throw new SwitchyardError(
+      `${what}: mode ${describeValue(mode)} is invalid: pass 'singleton', 'dedupe' or 'debounce'`,
+    );
+  }
+  for (const [name, value] of [['ttl', ttl], ['delay', delay], ['maxDelay', maxDelay]] as const) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) >= 1)) {
+      throw new SwitchyardError(
+        `${what}: ${name} ${describeValue(value)} is invalid: pass a whole number of seconds ` +
+          '(at least 1)',
+      );
     }
-    const [row] = await q<{ id: string }[]>`
-      select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
-        ${runId ?? null}::uuid, ${owner ?? null}::uuid) as id`;
-    return row.id;
-  };
-  if (deadlineAt === undefined) return await call(sql, () => start(sql));
-  // start_flow reads the deadline from a transaction-local setting.
-  return await call(sql, () =>
-    sql.begin(async (tx) => {
-      await tx`select set_config('switchyard.deadline_at', ${deadlineAt.toISOString()}, true)`;
-      return await start(tx as unknown as Sql);
-    }) as Promise<string>);
+  }
+  const seconds = (value: unknown) => (value as number | undefined) ?? null;
+  const sql = sqlOf(source);
+  const [row] = await call(
+    sql,
+    () =>
+      sql<{ id: string }[]>`
+        select switchyard.start_flow(${flowOrAlias}::text, ${sql.json(input as never)}::jsonb,
+          ${runId ?? null}::uuid, ${owner ?? null}::uuid,
+          ${startAt?.toISOString() ?? null}::timestamptz,
+          ${deadlineAt?.toISOString() ?? null}::timestamptz, ${
+        (key as string | undefined) ?? null
+      }::text,
+          ${(mode as string | undefined) ?? null}::text, ${seconds(ttl)}::int,
+          ${seconds(delay)}::int, ${seconds(maxDelay)}::int) as id`,
+  );
+  return row.id;
 }
 
 /**

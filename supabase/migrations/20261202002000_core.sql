@@ -109,6 +109,35 @@ alter table switchyard.settings add constraint settings_name_check
                   'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute'));
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/start_keys.sql
+
+-- Start keys (issue 23, docs/ARCHITECTURE.md §5.13): the table, and start_flow's new signature
+-- (key, mode, ttl, delay, max_delay, and start_at and deadline_at as arguments instead of
+-- transaction-local settings), every new argument defaulted, so the call of released
+-- runtimes, start_flow(flow_or_alias, input, run_id, owner), resolves to it. The old
+-- signature goes first: with both, that call would be ambiguous. The new definition follows
+-- in this migration, in the same transaction, so no caller sees start_flow missing.
+create table switchyard.start_keys (
+  started_as text not null,
+  key text not null check (length(key) between 1 and 200),
+  mode text not null check (mode in ('singleton', 'dedupe', 'debounce')),
+  run_id uuid not null,
+  owner uuid,
+  ttl int check (ttl between 1 and 31536000),
+  delay int check (delay between 1 and 31536000),
+  max_delay int check (max_delay between 1 and 31536000),
+  first_at timestamptz not null default now(),
+  expires_at timestamptz,
+  primary key (started_as, key)
+);
+
+create index start_keys_run on switchyard.start_keys (run_id);
+
+create index start_keys_expires on switchyard.start_keys (expires_at) where expires_at is not null;
+
+drop function switchyard.start_flow(text, jsonb, uuid, uuid);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/task_checkpoints.sql
 
 -- Checkpoints of long handlers (issue 25), as supabase/schemas/tables/40_runs.sql creates them.
@@ -406,6 +435,78 @@ as $$
                order by o)
           from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))
   end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_check_start_key.sql
+
+-- Refuses (22023) a start_flow whose start key arguments do not fit together
+-- (docs/ARCHITECTURE.md §5.13): mode, ttl, delay and max_delay need a key; a key needs a mode
+-- and no run_id (each names the run); ttl is dedupe's, delay and max_delay debounce's, and a
+-- debounce sets its own start, so it takes no start_at.
+create or replace function switchyard._check_start_key(
+  flow_or_alias text, run_id uuid, start_at timestamptz, key text, mode text, ttl int,
+  delay int, max_delay int
+)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  problem text;
+  argument text;
+  value text;
+  hint text;
+begin
+  if key is null then
+    select a.name, a.value into argument, value
+      from (values (1, 'mode', mode), (2, 'ttl', ttl::text), (3, 'delay', delay::text),
+                   (4, 'max_delay', max_delay::text)) as a(n, name, value)
+     where a.value is not null order by a.n limit 1;
+    if argument is null then
+      return;
+    end if;
+    problem := 'key_required';
+    hint := 'it applies to a start with a key: pass key too';
+  elsif char_length(key) not between 1 and 200 then
+    problem := 'key_length'; argument := 'key'; value := key;
+    hint := 'use a key of 1 to 200 characters';
+  elsif run_id is not null then
+    problem := 'key_with_run_id'; argument := 'run_id'; value := run_id::text;
+    hint := 'a key and a run id each name the run: pass one of them';
+  elsif mode is null or mode not in ('singleton', 'dedupe', 'debounce') then
+    problem := 'mode_unknown'; argument := 'mode'; value := mode;
+    hint := 'use mode ''singleton'', ''dedupe'' or ''debounce'' with a key';
+  elsif ttl is not null and mode <> 'dedupe' then
+    problem := 'ttl_dedupe_only'; argument := 'ttl'; value := ttl::text;
+    hint := 'ttl is how long a dedupe key is kept after its run ended: use it with mode ''dedupe''';
+  elsif ttl not between 1 and 31536000 then
+    problem := 'ttl_range'; argument := 'ttl'; value := ttl::text;
+    hint := 'use a ttl of 1 to 31536000 seconds';
+  elsif mode <> 'debounce' and (delay is not null or max_delay is not null) then
+    problem := 'delay_debounce_only';
+    argument := case when delay is not null then 'delay' else 'max_delay' end;
+    value := coalesce(delay, max_delay)::text;
+    hint := 'delay and max_delay are a debounce''s: use them with mode ''debounce''';
+  elsif mode = 'debounce' and (delay is null or delay not between 1 and 31536000) then
+    problem := 'delay_range'; argument := 'delay'; value := delay::text;
+    hint := 'a debounce needs a delay of 1 to 31536000 seconds after the last start';
+  elsif mode = 'debounce' and max_delay not between delay and 31536000 then
+    problem := 'max_delay_range'; argument := 'max_delay'; value := max_delay::text;
+    hint := format('use a max_delay from delay (%s) to 31536000 seconds', delay);
+  elsif mode = 'debounce' and start_at is not null then
+    problem := 'debounce_start_at'; argument := 'start_at'; value := start_at::text;
+    hint := 'a debounce starts delay seconds after the last start: pass no start_at';
+  else
+    return;
+  end if;
+  raise exception using errcode = '22023', message = format(
+    'start_flow(%s): %s %s is invalid: %s',
+    switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint),
+    detail = jsonb_build_object(
+      'rule', problem, 'argument', argument, 'value', left(value, 200))::text;
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -3209,6 +3310,187 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/prune.sql
+
+-- Retention (20261202000600): finished runs are completed, failed or cancelled ones.
+create or replace function switchyard.prune(older_than interval, batch_size int default 1000)
+returns switchyard.prune_result
+language plpgsql
+volatile
+security definer
+set search_path = ''
+-- Key probes only, as on the claim path (docs/ARCHITECTURE.md §5.7): a long prune loop
+-- runs in one session, and a cached generic plan must not turn into a scan of the history.
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
+as $$
+declare
+  cutoff timestamptz;
+  picked uuid[];          -- candidate runs, locked
+  held uuid[] := '{}';    -- candidates left for a later call
+  kept uuid[];            -- the runs this call deletes
+  t_runs uuid[];          -- the candidates' tasks (parallel arrays)
+  t_queues text[];
+  t_messages bigint[];
+  t_locked boolean[];     -- whether this call holds the task's lock
+  q record;
+  present bigint[];
+  free bigint[];
+  table_name text;
+  n bigint;
+  result switchyard.prune_result := row(0, 0, 0, 0, 0, 0, 0, 0);
+begin
+  if older_than is null or older_than < interval '1 hour' then
+    raise exception using errcode = '22023', message = format(
+      'prune: older_than %s is invalid: use an interval of at least 1 hour (a worker may '
+      'claim a message up to its visibility timeout, at most 3600 s, after reading it)',
+      coalesce(older_than::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'interval_min', 'argument', 'older_than', 'value', older_than::text,
+        'min', '1 hour')::text;
+  end if;
+  if batch_size is null or batch_size < 1 or batch_size > 10000 then
+    raise exception using errcode = '22023', message = format(
+      'prune: batch_size %s is invalid: use an integer from 1 to 10000',
+      coalesce(batch_size::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', 'batch_size', 'value', batch_size::text,
+        'min', 1, 'max', 10000)::text;
+  end if;
+  cutoff := now() - older_than;
+
+  -- The oldest finished runs nobody holds.
+  select coalesce(array_agg(c.run_id), '{}') into picked
+    from (select r.run_id from switchyard.runs r
+           where r.status in ('completed', 'failed', 'cancelled')
+             and coalesce(r.completed_at, r.failed_at, r.cancelled_at) < cutoff
+           order by coalesce(r.completed_at, r.failed_at, r.cancelled_at)
+           limit batch_size
+             for update skip locked) c;
+
+  if cardinality(picked) > 0 then
+    -- Their tasks, by key (parallel arrays). A run with a task someone holds is held back.
+    select coalesce(array_agg(t.run_id), '{}'), coalesce(array_agg(t.queue_name), '{}'),
+           coalesce(array_agg(t.message_id), '{}'), coalesce(array_agg(l.run_id is not null), '{}')
+      into t_runs, t_queues, t_messages, t_locked
+      from unnest(picked) as p(run_id)
+      cross join lateral (select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id
+                            from switchyard.step_tasks x where x.run_id = p.run_id) t
+      left join lateral (select x.run_id from switchyard.step_tasks x
+                          where x.run_id = t.run_id and x.step_slug = t.step_slug
+                            and x.task_index = t.task_index
+                          limit 1 for update skip locked) l on true;
+    select coalesce(array_agg(distinct t.run_id), '{}') into held
+      from unnest(t_runs, t_locked) as t(run_id, locked) where not t.locked;
+
+    -- Messages still on their queue: free (nobody holds them; locked here) or held.
+    for q in
+      select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
+        from unnest(t_runs, t_queues, t_messages) as t(run_id, queue_name, message_id)
+       where not t.run_id = any (held)
+       group by t.queue_name order by t.queue_name
+    loop
+      table_name := pgmq.format_table_name(q.queue_name, 'q');
+      continue when to_regclass('pgmq.' || quote_ident(table_name)) is null;
+      execute format('select coalesce(array_agg(m.msg_id), ''{}'') from pgmq.%I m
+                       where m.msg_id = any ($1)', table_name)
+        into present using q.ids;
+      continue when cardinality(present) = 0;
+      execute format('select coalesce(array_agg(m.msg_id), ''{}'') from (
+                        select m.msg_id from pgmq.%I m
+                         where m.msg_id = any ($1) and m.vt <= clock_timestamp()
+                         order by m.msg_id for update skip locked) m', table_name)
+        into free using present;
+      select held || coalesce(array_agg(distinct t.run_id), '{}') into held
+        from unnest(t_runs, t_queues, t_messages) as t(run_id, queue_name, message_id)
+       where t.queue_name = q.queue_name and t.message_id = any (present)
+         and not t.message_id = any (free);
+    end loop;
+
+    select coalesce(array_agg(p.run_id), '{}') into kept
+      from unnest(picked) as p(run_id) where not p.run_id = any (held);
+    result.held_runs := cardinality(picked) - cardinality(kept);
+
+    -- Their messages: the stale ones still on a queue (locked above), then the archive rows.
+    for q in
+      select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
+        from unnest(t_runs, t_queues, t_messages) as t(run_id, queue_name, message_id)
+       where t.run_id = any (kept)
+       group by t.queue_name order by t.queue_name
+    loop
+      table_name := pgmq.format_table_name(q.queue_name, 'q');
+      if to_regclass('pgmq.' || quote_ident(table_name)) is not null then
+        execute format('with d as (delete from pgmq.%I m where m.msg_id = any ($1) returning 1)
+                        select count(*) from d', table_name)
+          into n using q.ids;
+        result.queue_messages := result.queue_messages + n;
+      end if;
+      table_name := pgmq.format_table_name(q.queue_name, 'a');
+      if to_regclass('pgmq.' || quote_ident(table_name)) is not null then
+        execute format('with d as (delete from pgmq.%I m where m.msg_id = any ($1) returning 1)
+                        select count(*) from d', table_name)
+          into n using q.ids;
+        result.archive_rows := result.archive_rows + n;
+      end if;
+    end loop;
+
+    with d as (delete from switchyard.step_tasks t
+                where t.run_id = any (kept) returning 1)
+    select count(*) into result.step_tasks from d;
+    with d as (delete from switchyard.step_states ss
+                where ss.run_id = any (kept) returning 1)
+    select count(*) into result.step_states from d;
+    -- Their start keys (docs/ARCHITECTURE.md §5.13): a dedupe key still within its TTL
+    -- outlives its run, with the expiry it has; the others go with the run.
+    update switchyard.start_keys k
+       set expires_at = coalesce(r.completed_at, r.failed_at, r.cancelled_at)
+                        + k.ttl * interval '1 second'
+      from switchyard.runs r
+     where k.run_id = any (kept) and r.run_id = k.run_id and k.mode = 'dedupe'
+       and coalesce(r.completed_at, r.failed_at, r.cancelled_at) + k.ttl * interval '1 second'
+           > now();
+    delete from switchyard.start_keys k where k.run_id = any (kept) and k.expires_at is null;
+    with d as (delete from switchyard.runs r
+                where r.run_id = any (kept) returning 1)
+    select count(*) into result.runs from d;
+  end if;
+
+  -- Dedupe keys of pruned runs whose TTL is over.
+  delete from switchyard.start_keys k
+   where (k.started_as, k.key) in (select x.started_as, x.key from switchyard.start_keys x
+                                    where x.expires_at <= now()
+                                    order by x.expires_at
+                                    limit batch_size
+                                      for update skip locked);
+
+  with d as (
+    delete from switchyard.wake_requests w
+     where w.wake_id in (select x.wake_id from switchyard.wake_requests x
+                          where x.requested_at < cutoff
+                          order by x.requested_at
+                          limit batch_size
+                            for update skip locked)
+    returning 1)
+  select count(*) into result.wake_requests from d;
+
+  -- A worker row whose worker stopped, or has not heart-beat, since before the cutoff: not
+  -- live by any window (§6), and stall recovery treats a missing worker as a stopped one.
+  with d as (
+    delete from switchyard.workers w
+     where w.worker_id in (select x.worker_id from switchyard.workers x
+                            where x.last_heartbeat_at < cutoff
+                              and coalesce(x.stopped_at, x.last_heartbeat_at) < cutoff
+                            limit batch_size
+                              for update skip locked)
+    returning 1)
+  select count(*) into result.workers from d;
+
+  return result;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/quarantine_messages.sql
 
 -- ---- quarantine_messages (latest: 20261201001500_function_quarantine.sql): the values it echoes clipped
@@ -3981,9 +4263,24 @@ $$;
 -- and then finds its row (docs/ARCHITECTURE.md §5.8).
 --
 -- `owner` (optional) records who the run is for: its events carry it for row-level security
--- (docs/ARCHITECTURE.md §14).
+-- (docs/ARCHITECTURE.md §14). `start_at` (optional) delays the steps (§5.11, start_flow_at);
+-- `deadline_at` (optional) is the run's deadline, or the flow's runTimeout if that is sooner.
+--
+-- `key` with `mode` (optional, docs/ARCHITECTURE.md §5.13) names the start in the scope of
+-- `flow_or_alias`, in the caller's transaction (a rolled back start leaves no key):
+-- 'singleton' returns the open run of the key, if any; 'dedupe' returns the key's run while it
+-- is open and `ttl` seconds (default 86400) after it ended; 'debounce' starts the run `delay`
+-- seconds later, and a start with the key before then gives the run its input and moves its
+-- start to `delay` seconds from now, but never past `max_delay` seconds after the first start.
+-- Concurrent starts with one key wait for each other on the key's row: one run per key.
+--
+-- Every argument after `owner` is defaulted, so the four-argument call of released runtimes
+-- resolves to this function.
 create or replace function switchyard.start_flow(
-  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null
+  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
+  start_at timestamptz default null, deadline_at timestamptz default null,
+  key text default null, mode text default null, ttl int default null, delay int default null,
+  max_delay int default null
 )
 returns uuid
 language plpgsql
@@ -3994,7 +4291,12 @@ as $$
 declare
   concrete text;
   new_run uuid;
+  id uuid;
   existing record;
+  held switchyard.start_keys;
+  kept record;
+  live boolean;
+  begins timestamptz := start_flow.start_at;
 begin
   if input is null then
     raise exception using errcode = '22023', message = format(
@@ -4004,16 +4306,114 @@ begin
         'rule', 'input_sql_null', 'argument', 'input', 'value', null,
         'flow_or_alias', left(flow_or_alias, 200))::text;
   end if;
+  if begins > now() + interval '365 days' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
+      switchyard._clip(flow_or_alias), begins),
+      detail = jsonb_build_object(
+        'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
+        'max', (now() + interval '365 days')::text)::text;
+  end if;
+  perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
+                                      start_flow.key, start_flow.mode, start_flow.ttl,
+                                      start_flow.delay, start_flow.max_delay);
+  if start_flow.mode = 'dedupe' then
+    ttl := coalesce(start_flow.ttl, 86400);
+  end if;
   concrete := switchyard.resolve_flow(flow_or_alias);
+  id := coalesce(start_flow.run_id, gen_random_uuid());
+
+  if start_flow.key is not null then
+    -- The key's row, locked; or a new one. A concurrent start with the key waits for this
+    -- transaction on the primary key, then finds the row (or, if this one rolled back, none).
+    loop
+      select k.* into held from switchyard.start_keys k
+       where k.started_as = flow_or_alias and k.key = start_flow.key
+         for update;
+      if not found then
+        insert into switchyard.start_keys (started_as, key, mode, run_id, owner, ttl, delay,
+                                           max_delay)
+        values (flow_or_alias, start_flow.key, start_flow.mode, id, start_flow.owner,
+                start_flow.ttl, start_flow.delay, start_flow.max_delay)
+        on conflict on constraint start_keys_pkey do nothing;
+        exit when found;
+        continue;
+      end if;
+      select r.status, coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
+             exists (select 1 from switchyard.delayed_starts d where d.run_id = r.run_id)
+               as delayed
+        into kept
+        from switchyard.runs r where r.run_id = held.run_id;
+      live := case held.mode
+        when 'singleton' then kept.status = 'started'
+        when 'dedupe' then kept.status = 'started'
+                        or kept.ended_at + held.ttl * interval '1 second' > now()
+                        or (kept.status is null and held.expires_at > now())
+        else kept.status = 'started' and kept.delayed
+      end;
+      if coalesce(live, false) then
+        -- Another owner's key is refused first, so the caller learns nothing else of it.
+        if held.owner is distinct from start_flow.owner then
+          raise exception using errcode = '23505', message = format(
+            'start_flow(%s): key %s names a run of another owner: '
+            'a key names one run at a time; use another key for another owner',
+            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key)),
+            detail = jsonb_build_object(
+              'rule', 'key_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
+              'key', left(start_flow.key, 200))::text;
+        end if;
+        if held.mode <> start_flow.mode then
+          raise exception using errcode = '23505', message = format(
+            'start_flow(%s): key %s is held in mode %s, not %s: '
+            'start with the mode the key has, or use another key',
+            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key),
+            held.mode, switchyard._clip(start_flow.mode)),
+            detail = jsonb_build_object(
+              'rule', 'key_other_mode', 'argument', 'mode', 'value', left(start_flow.mode, 200),
+              'key', left(start_flow.key, 200), 'key_mode', held.mode)::text;
+        end if;
+        if held.mode <> 'debounce' then
+          return held.run_id;
+        end if;
+        -- Debounce: the run's row (expire_waits begins a delayed run holding it), then its
+        -- delayed start, if it has not begun meanwhile.
+        perform 1 from switchyard.runs r
+         where r.run_id = held.run_id and r.status = 'started' for update;
+        if found then
+          update switchyard.delayed_starts d
+             set start_at = least(now() + start_flow.delay * interval '1 second',
+                                  held.first_at + start_flow.max_delay * interval '1 second')
+           where d.run_id = held.run_id;
+          if found then
+            update switchyard.runs r set input = start_flow.input where r.run_id = held.run_id;
+            update switchyard.start_keys k
+               set delay = start_flow.delay, max_delay = start_flow.max_delay
+             where k.started_as = held.started_as and k.key = held.key;
+            return held.run_id;
+          end if;
+        end if;
+      end if;
+      -- The key's run ended, began (debounce) or expired (dedupe): the key names a new run.
+      update switchyard.start_keys k
+         set mode = start_flow.mode, run_id = id, owner = start_flow.owner, ttl = start_flow.ttl,
+             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = now(),
+             expires_at = null
+       where k.started_as = held.started_as and k.key = held.key;
+      exit;
+    end loop;
+    if start_flow.mode = 'debounce' then
+      begins := now() + start_flow.delay * interval '1 second';
+    end if;
+  end if;
+
   -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
-  -- start's deadlineAt (a transaction-local setting switchyard.deadline_at), whichever is first.
+  -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
                                deadline_at)
-  select coalesce(start_flow.run_id, gen_random_uuid()), concrete, flow_or_alias, input, count(*),
-         start_flow.owner,
+  select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
          least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
-               nullif(current_setting('switchyard.deadline_at', true), '')::timestamptz)
+               start_flow.deadline_at)
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;
@@ -4021,7 +4421,7 @@ begin
     -- The id exists (committed, or committed while this insert waited for it): the same
     -- start again returns it; anything else under that id is refused.
     select r.flow_slug, r.started_as, r.input, r.owner into existing
-      from switchyard.runs r where r.run_id = start_flow.run_id;
+      from switchyard.runs r where r.run_id = id;
     -- Another owner's run is refused first, so the caller learns nothing else of it.
     if existing.owner is distinct from start_flow.owner then
       raise exception using errcode = '23505', message = format(
@@ -4057,13 +4457,12 @@ begin
   insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
   select new_run, st.flow_slug, st.step_slug, st.deps_count
     from switchyard.steps st where st.flow_slug = concrete;
-  -- A delayed start (start_flow_at sets the setting for this call, docs/ARCHITECTURE.md §5.11):
-  -- the steps start when expire_waits finds the run due.
-  if nullif(current_setting('switchyard.start_at', true), '') is null then
+  -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
+  -- steps start when expire_waits finds the run due.
+  if begins is null or begins <= now() then
     perform switchyard._start_ready_steps(new_run);
   else
-    insert into switchyard.delayed_starts (run_id, start_at)
-    values (new_run, current_setting('switchyard.start_at')::timestamptz);
+    insert into switchyard.delayed_starts (run_id, start_at) values (new_run, begins);
   end if;
   return new_run;
 end
@@ -4072,8 +4471,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/start_flow_at.sql
 
--- Starts a run as start_flow does (the same idempotent run_id, owner and refusals), whose
--- steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
+-- Starts a run as start_flow does with start_at (the same idempotent run_id, owner and
+-- refusals), whose steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
 -- once (it keeps the version the alias names now, and counts as open for drain), its steps
 -- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
 -- to one tick late. A time not in the future starts at once; at most 365 days ahead.
@@ -4087,8 +4486,6 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  new_run uuid;
 begin
   if start_at is null or start_at > now() + interval '365 days' then
     raise exception using errcode = '22023', message = format(
@@ -4098,13 +4495,7 @@ begin
         'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
         'max', (now() + interval '365 days')::text)::text;
   end if;
-  if start_at <= now() then
-    return switchyard.start_flow(flow_or_alias, input, run_id, owner);
-  end if;
-  perform set_config('switchyard.start_at', start_at::text, true);
-  new_run := switchyard.start_flow(flow_or_alias, input, run_id, owner);
-  perform set_config('switchyard.start_at', '', true);
-  return new_run;
+  return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
 end
 $$;
 

@@ -5,8 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import {
+  defineDeployedFlow,
   Flow,
   FlowDefinitionError,
+  FunctionDisabledError,
   NonRetriable,
   RetryAfter,
   routeFlow,
@@ -18,12 +20,15 @@ import {
   connect,
   createDashboard,
   type DashboardOverview,
+  fenceBegin,
+  fenceEnd,
   pauseFunction,
   rateLimits,
   resumeFunction,
+  waitForFence,
 } from '../../lib/ops.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
-import { FAST, waitFor } from '../_helpers/wait.ts';
+import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const client = connect(db.url);
@@ -302,6 +307,80 @@ Deno.test('throttling with pause and cancel loses nothing', async () => {
     assert.equal(t.open, 0);
     assert.ok((t.a as number) <= 1);
     const [q] = await db.sql`select count(*)::int as n from pgmq.q_fc_pause`;
+    assert.equal(q.n, 0, 'no message left behind');
+  } finally {
+    await Promise.all(ws.map((w) => w.stop()));
+  }
+});
+
+Deno.test('throttling across a fenced rollout loses nothing: held tasks keep their attempts and finish on v2 workers', async () => {
+  // v1 and v2 on one shared queue, both steps throttled: a key limit of 1 per tenant and a
+  // shared rate limit. The fence stops the v1 workers while tasks are held back (their
+  // messages hidden, not started); the [v1, v2] workers after it finish every run.
+  const make = (slug: 'fenceFcV1' | 'fenceFcV2') =>
+    defineDeployedFlow(
+      routeFlow(
+        new Flow<{ tenant: string; n: number }>({ slug })
+          .step({ slug: 'a', concurrency: { key: 'tenant', limit: 1 } }, async (i) => {
+            await sleep(5);
+            return i.n;
+          })
+          .step({ slug: 'b', dependsOn: ['a'], rateLimit: { name: 'fc-fence' } }, (i) => i.a),
+        { queues: { a: 'fc_fence', b: 'fc_fence' } },
+      ),
+      { alias: 'fenceFc' },
+    );
+  const v1 = make('fenceFcV1');
+  const v2 = make('fenceFcV2');
+  await db.sql`select switchyard.set_rate_limit('fc-fence', 40, 1, 4)`;
+  let ws = await workers(2, [v1], 'fc_fence');
+  try {
+    const ids: string[] = [];
+    for (let n = 0; n < 12; n++) {
+      for (const tenant of ['t1', 't2', 't3']) {
+        ids.push(await client.startFlow('fenceFc', { tenant, n }));
+      }
+    }
+    // Some held back (a message read again without an attempt) before the fence begins.
+    await waitFor('some tasks to be held back', async () => {
+      const [r] = await db.sql`select
+          (select count(*) from pgmq.q_fc_fence where read_ct > 1)::int
+          + (select count(*) from pgmq.a_fc_fence where read_ct > 1)::int as n`;
+      return (r.n as number) > 0;
+    });
+    await fenceBegin(client, ['fc-fence-worker']);
+    const quiet = await waitForFence(client, { timeoutMs: 20_000, intervalMs: 50 });
+    assert.equal(quiet.quiet, true);
+    await Promise.all(ws.map((w) => within(20_000, 'a deprecated worker to stop', w.done)));
+    // Fenced: nothing started, every open task queued with its message still on the queue.
+    const [open] = await db.sql`select
+        count(*) filter (where t.status = 'started')::int as started,
+        count(*) filter (where t.status = 'queued')::int as queued,
+        count(*) filter (where t.status = 'queued' and m.msg_id is null)::int as lost
+      from switchyard.step_tasks t left join pgmq.q_fc_fence m on m.msg_id = t.message_id
+     where t.flow_slug = 'fenceFcV1'`;
+    assert.equal(open.started, 0);
+    assert.equal(open.lost, 0, 'every queued task keeps its message');
+    assert.ok((open.queued as number) > 0, 'the fence caught work in flight');
+    // Runs started while fenced wait in the queue too.
+    for (let n = 100; n < 103; n++) {
+      ids.push(await client.startFlow('fenceFc', { tenant: 't1', n }));
+    }
+    // The replacement registry refuses to start while fenced; after the fence it runs.
+    await assert.rejects(workers(1, [v1, v2], 'fc_fence'), FunctionDisabledError);
+    await fenceEnd(client);
+    ws = await workers(2, [v1, v2], 'fc_fence');
+    for (let n = 200; n < 206; n++) {
+      ids.push(await client.startFlow('fenceFc', { tenant: 't2', n }));
+    }
+    for (const id of ids) assert.equal((await client.waitForRun(id)).status, 'completed', id);
+    const [t] = await db.sql`select count(*)::int as n, max(attempts_count)::int as a,
+        count(*) filter (where flow_slug = 'fenceFcV2')::int as v2
+      from switchyard.step_tasks where flow_slug in ('fenceFcV1', 'fenceFcV2')`;
+    assert.equal(t.n, ids.length * 2, 'two tasks per run');
+    assert.equal(t.a, 1, 'held tasks used no attempt, through the fence too');
+    assert.equal(t.v2, 12, 'the runs started after the rollout ran on v2');
+    const [q] = await db.sql`select count(*)::int as n from pgmq.q_fc_fence`;
     assert.equal(q.n, 0, 'no message left behind');
   } finally {
     await Promise.all(ws.map((w) => w.stop()));

@@ -127,10 +127,28 @@ begin
     with d as (delete from switchyard.step_states ss
                 where ss.run_id = any (kept) returning 1)
     select count(*) into result.step_states from d;
+    -- Their start keys (docs/ARCHITECTURE.md §5.13): a dedupe key still within its TTL
+    -- outlives its run, with the expiry it has; the others go with the run.
+    update switchyard.start_keys k
+       set expires_at = coalesce(r.completed_at, r.failed_at, r.cancelled_at)
+                        + k.ttl * interval '1 second'
+      from switchyard.runs r
+     where k.run_id = any (kept) and r.run_id = k.run_id and k.mode = 'dedupe'
+       and coalesce(r.completed_at, r.failed_at, r.cancelled_at) + k.ttl * interval '1 second'
+           > now();
+    delete from switchyard.start_keys k where k.run_id = any (kept) and k.expires_at is null;
     with d as (delete from switchyard.runs r
                 where r.run_id = any (kept) returning 1)
     select count(*) into result.runs from d;
   end if;
+
+  -- Dedupe keys of pruned runs whose TTL is over.
+  delete from switchyard.start_keys k
+   where (k.started_as, k.key) in (select x.started_as, x.key from switchyard.start_keys x
+                                    where x.expires_at <= now()
+                                    order by x.expires_at
+                                    limit batch_size
+                                      for update skip locked);
 
   with d as (
     delete from switchyard.wake_requests w

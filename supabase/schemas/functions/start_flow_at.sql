@@ -1,5 +1,5 @@
--- Starts a run as start_flow does (the same idempotent run_id, owner and refusals), whose
--- steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
+-- Starts a run as start_flow does with start_at (the same idempotent run_id, owner and
+-- refusals), whose steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
 -- once (it keeps the version the alias names now, and counts as open for drain), its steps
 -- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
 -- to one tick late. A time not in the future starts at once; at most 365 days ahead.
@@ -13,8 +13,6 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  new_run uuid;
 begin
   if start_at is null or start_at > now() + interval '365 days' then
     raise exception using errcode = '22023', message = format(
@@ -24,12 +22,6 @@ begin
         'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
         'max', (now() + interval '365 days')::text)::text;
   end if;
-  if start_at <= now() then
-    return switchyard.start_flow(flow_or_alias, input, run_id, owner);
-  end if;
-  perform set_config('switchyard.start_at', start_at::text, true);
-  new_run := switchyard.start_flow(flow_or_alias, input, run_id, owner);
-  perform set_config('switchyard.start_at', '', true);
-  return new_run;
+  return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
 end
 $$;

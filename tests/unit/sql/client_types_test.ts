@@ -78,6 +78,41 @@ async function typeTests(): Promise<void> {
   await client.start('tickets', { threadId: 't1' });
   // @ts-expect-error the input is required
   await client.start('tickets');
+
+  // Start keys (docs/ARCHITECTURE.md §5.13): typed per mode.
+  await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'singleton' });
+  await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'dedupe', ttl: 3600 });
+  await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'debounce', delay: 5 });
+  await client.start('tickets', { ticket: 7 }, {
+    key: 't-7',
+    mode: 'debounce',
+    delay: 5,
+    maxDelay: 60,
+    owner: crypto.randomUUID(),
+  });
+  // @ts-expect-error a key needs its mode
+  await client.start('tickets', { ticket: 7 }, { key: 't-7' });
+  // @ts-expect-error not a mode
+  await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'once' });
+  // @ts-expect-error a mode needs a key
+  await client.start('tickets', { ticket: 7 }, { mode: 'singleton' });
+  // @ts-expect-error a ttl is dedupe's
+  await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'singleton', ttl: 5 });
+  // @ts-expect-error a debounce needs its delay
+  await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'debounce' });
+  await client.start('tickets', { ticket: 7 }, {
+    key: 'k',
+    mode: 'debounce',
+    delay: 5,
+    // @ts-expect-error a debounce sets its own start
+    startAt: new Date(),
+  });
+  await client.start('tickets', { ticket: 7 }, {
+    key: 'k',
+    mode: 'dedupe',
+    // @ts-expect-error a key takes no run id
+    runId: crypto.randomUUID(),
+  });
   // @ts-expect-error lang is 'en' | 'de'
   await client.start('threads', { threadId: 't1', lang: 'fr' });
   // @ts-expect-error runId is a string
