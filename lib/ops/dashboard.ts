@@ -15,6 +15,7 @@
  * | method | path (under `basePath`)        | answers                                                      |
  * | ------ | ------------------------------ | ------------------------------------------------------------ |
  * | GET    | `/`                            | the page                                                     |
+ * | GET    | `/browser.js`                  | `lib/browser.js` (`followRun`), for pages of one's own        |
  * | GET    | `/api/overview`                | {@linkcode DashboardOverview} (`runs`, `status`, `queue`, `minutes`) |
  * | GET    | `/api/runs`                    | `{ runs }` (`limit` 1-200, `status`, `queue`)                 |
  * | GET    | `/api/runs/<run id>`           | {@linkcode DashboardRunDetail} (latest 200 events, latest progress); 404 for an unknown run |
@@ -619,6 +620,28 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
   };
 
+  // lib/browser.js as it is, for pages of one's own (`import { followRun } from '<base>/browser.js'`).
+  let browserJs: Promise<string | null> | undefined;
+  const browserModule = async (): Promise<Response> => {
+    browserJs ??= fetch(new URL('../browser.js', import.meta.url))
+      .then((r) => r.ok ? r.text() : null)
+      .catch(() => null);
+    const text = await browserJs;
+    if (text === null) {
+      return json(404, {
+        error: 'not_found',
+        message: 'lib/browser.js is not beside this module here: import it from the kit instead',
+      });
+    }
+    return new Response(text, {
+      headers: {
+        'content-type': 'text/javascript; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+      },
+    });
+  };
+
   const unauthorized = (problem: string) =>
     json(401, { error: 'unauthorized', message: problem }, { 'www-authenticate': 'Bearer' });
 
@@ -828,6 +851,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         },
       });
     }
+    if (path === '/browser.js') return await browserModule();
     if (path.startsWith('/api/')) {
       try {
         return await api(request, path, url);
