@@ -623,7 +623,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   // lib/browser.js as it is, for pages of one's own (`import { followRun } from '<base>/browser.js'`).
   let browserJs: Promise<string | null> | undefined;
   const browserModule = async (): Promise<Response> => {
-    browserJs ??= fetch(new URL('../browser.js', import.meta.url))
+    browserJs ??= globalThis.fetch(new URL('../browser.js', import.meta.url))
       .then((r) => r.ok ? r.text() : null)
       .catch(() => null);
     const text = await browserJs;
