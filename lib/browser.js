@@ -239,15 +239,21 @@ export function followRun(runId, options) {
         const headers = { accept: 'text/event-stream' };
         const t = await token();
         if (t) headers.authorization = `Bearer ${t}`;
-        const response = await fetcher(url, { headers, signal: controller.signal, cache: 'no-store' });
+        const response = await fetcher(url, {
+          headers,
+          signal: controller.signal,
+          cache: 'no-store',
+        });
         if (!response.ok || !response.body) {
           const text = await response.text().catch(() => '');
           let message = text;
           try {
             message = JSON.parse(text).message ?? text;
           } catch { /* not JSON */ }
-          if (response.status >= 400 && response.status < 500 && response.status !== 408 &&
-            response.status !== 429) {
+          if (
+            response.status >= 400 && response.status < 500 && response.status !== 408 &&
+            response.status !== 429
+          ) {
             throw new FollowRefusedError(response.status, `following run ${runId}: ${message}`);
           }
           throw new Error(`following run ${runId}: ${response.status} ${message}`);
@@ -313,7 +319,9 @@ export function followRun(runId, options) {
       /** @type {(reason: string) => void} */
       let lost = () => {};
       const gone = new Promise((resolve) => (lost = resolve));
-      const channel = supabase.channel(`switchyard-run-${runId}-${Math.random().toString(36).slice(2)}`)
+      const channel = supabase.channel(
+        `switchyard-run-${runId}-${Math.random().toString(36).slice(2)}`,
+      )
         .on('postgres_changes', {
           event: 'INSERT',
           schema: 'switchyard',

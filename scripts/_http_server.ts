@@ -88,7 +88,9 @@ async function send(res: http.ServerResponse, response: Response): Promise<void>
   }
   // A run's events (text/event-stream) are sent as they come, until the handler ends the stream
   // or the client goes away.
-  if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream') && response.body) {
+  if (
+    (response.headers.get('content-type') ?? '').startsWith('text/event-stream') && response.body
+  ) {
     res.writeHead(response.status, headers);
     res.flushHeaders();
     const reader = response.body.getReader();

@@ -227,7 +227,7 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
     if (options.verifyUser) {
       const id = await options.verifyUser(match[1]);
       if (id !== null && isUuid(id)) return { owner: id };
-      return { problem: 'the bearer is neither an accepted secret nor a signed-in user\'s token' };
+      return { problem: "the bearer is neither an accepted secret nor a signed-in user's token" };
     }
     if (!jwtSecret || match[1].split('.').length !== 3) return { problem: bearerProblem };
     const user = await verifyUserJwt(match[1], jwtSecret);
@@ -236,7 +236,7 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
 
   const stream = async (request: Request, runId: string): Promise<Response> => {
     if (request.method !== 'GET') {
-      return json(405, { error: 'method_not_allowed', message: 'use GET for a run\'s events' }, {
+      return json(405, { error: 'method_not_allowed', message: "use GET for a run's events" }, {
         allow: 'GET',
       });
     }
@@ -256,8 +256,10 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
         error: 'bad_request',
         parameter: 'after',
         message: `cursor ${
-          JSON.stringify((url.searchParams.get('after') ?? request.headers.get('last-event-id'))
-            ?.slice(0, 40))
+          JSON.stringify(
+            (url.searchParams.get('after') ?? request.headers.get('last-event-id'))
+              ?.slice(0, 40),
+          )
         } is invalid: use an event id (an integer >= 0) in "after" or Last-Event-ID`,
       });
     }
@@ -309,7 +311,11 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
               dirty = false;
               let batch: RunEvent[];
               do {
-                batch = await runEvents(options.source, runId, { after: cursor, limit: BATCH, owner });
+                batch = await runEvents(options.source, runId, {
+                  after: cursor,
+                  limit: BATCH,
+                  owner,
+                });
                 for (const e of batch) {
                   if (done) break;
                   cursor = e.eventId;

@@ -59,7 +59,9 @@ Deno.test('ctx.progress appends progress events in order with the run and step e
     const events = await runEvents(client, runId);
     assert.deepEqual(
       events.map((e) =>
-        `${e.stepSlug ?? 'run'} ${e.event}${e.event === 'progress' ? ` ${JSON.stringify(e.data)}` : ''}`
+        `${e.stepSlug ?? 'run'} ${e.event}${
+          e.event === 'progress' ? ` ${JSON.stringify(e.data)}` : ''
+        }`
       ),
       [
         'run started',
@@ -116,7 +118,10 @@ Deno.test('progress over 8 KiB or over 20 a second per task is refused with its 
     assert.equal(big.code, '22023');
     assert.equal(big.rule, 'progress_too_large');
     assert.equal(big.limit, 8192);
-    assert.match(big.message, /progress of step "big" is 9012 bytes of JSON, over the limit of 8192 bytes/);
+    assert.match(
+      big.message,
+      /progress of step "big" is 9012 bytes of JSON, over the limit of 8192 bytes/,
+    );
     const chatty = seen.chatty as Awaited<ReturnType<typeof refusal>> & { passed: number };
     assert.equal(chatty.code, '54000');
     assert.equal(chatty.rule, 'progress_rate');
@@ -241,7 +246,7 @@ Deno.test('row-level security with real roles: a signed-in user reads the progre
   assert.deepEqual(
     runs.map((id) => owners.find((r) => r.run_id === id)?.owner),
     [alice, bob, null],
-    'each progress row carries its run\'s owner',
+    "each progress row carries its run's owner",
   );
   // anon reads nothing at all.
   const anon = await refusal(db.sql.begin(async (tx) => {
