@@ -843,7 +843,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         headers: {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',
-          'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; ` +
+          // 'self': the page imports browser.js (followRun) for live progress.
+          'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}' 'self'; ` +
             `style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; ` +
             `base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
           'x-content-type-options': 'nosniff',

@@ -146,12 +146,15 @@ Deno.test({
       const client = connect(db.url);
       cleanups.push(() => client.close());
 
-      let openGate!: () => void;
+      let openGate!: () => void, openSecondGate!: () => void;
       const gate = new Promise<void>((r) => (openGate = r));
+      const secondGate = new Promise<void>((r) => (openSecondGate = r));
       const flow = new Flow<{ n: number }>({ slug: 'followProgressV1' })
         .step({ slug: 'work' }, async (input, ctx) => {
           await within(60_000, 'the page to follow', gate);
           for (let i = 1; i <= input.n; i++) {
+            // Held at 60 until the dashboard shows the run (its live update comes after).
+            if (i === 61) await within(60_000, 'the dashboard to show the run', secondGate);
             await ctx.progress({ i });
             // Paced under progress_per_second (20 per task per second).
             await new Promise((r) => setTimeout(r, 55));
@@ -175,7 +178,8 @@ Deno.test({
       cleanups.push(() => site.close());
       const browser = await chromium.connectOverCDP(browserProcess.cdp);
       cleanups.push(() => browser.close().catch(() => {}));
-      const page = await (await browser.newContext()).newPage();
+      const context = await browser.newContext();
+      const page = await context.newPage();
       page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
       // The signed-in user's own token, as a Supabase page would pass it.
       await page.goto(`${site.url}#run=${runId}&token=${await userJwt(alice)}`);
@@ -191,6 +195,49 @@ Deno.test({
         return n >= 40;
       }, { timeoutMs: 60_000, intervalMs: 20 });
       assert.equal(site.drop(), 1, 'one stream was open');
+
+      // The dashboard's timeline of the open run shows its latest progress, and then moves
+      // live: the page refreshes only every 10 minutes here, so only the stream can move it.
+      const dashboard = createDashboard({
+        source: client,
+        env: () => undefined,
+        refreshMs: 600_000,
+      });
+      const dashPort = freePort();
+      const dashServer = Deno.serve(
+        { hostname: '127.0.0.1', port: dashPort, onListen: () => {} },
+        dashboard.fetch,
+      );
+      cleanups.push(async () => {
+        await dashboard.close();
+        await dashServer.shutdown();
+      });
+      await waitFor('the handler to hold at 60', async () => {
+        const [{ n }] = await db.sql`select count(*)::int as n from switchyard.run_events
+          where run_id = ${runId} and event = 'progress'`;
+        return n === 60;
+      }, { timeoutMs: 60_000, intervalMs: 20 });
+      const dash = await context.newPage();
+      dash.on('pageerror', (e) => problems.push(`dashboard page error: ${e.message}`));
+      await dash.goto(`http://127.0.0.1:${dashPort}/`);
+      await dash.waitForSelector('body[data-loaded="1"]');
+      await dash.click(`tr.run[data-run="${runId}"]`);
+      const line = dash.locator(`[data-progress-of="${runId}"][data-step="work"]`);
+      await line.waitFor({ timeout: 30_000 });
+      assert.match(await line.innerText(), /^work \{"i":60\}/);
+      const shownFirst = Number(await line.getAttribute('data-event-id'));
+      openSecondGate();
+      await waitFor(
+        'the timeline to show a later progress event live',
+        async () => Number(await line.getAttribute('data-event-id')) > shownFirst + 5,
+        { timeoutMs: 30_000 },
+      );
+      const shown = await line.innerText();
+      assert.match(shown, /^work \{"i":(6[6-9]|[7-9]\d|100)\}/, `shown: ${shown}`);
+      assert.equal(
+        await dash.locator(`[data-progress-head="${runId}"]`).innerText(),
+        'PROGRESS · LIVE',
+      );
 
       await page.waitForFunction(
         () => {
