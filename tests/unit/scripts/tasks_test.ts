@@ -187,5 +187,6 @@ Deno.test('deno.json is a package: its version is the kit version, its exports t
     '.': './lib/mod.ts',
     './client': './lib/client.ts',
     './ops': './lib/ops.ts',
+    './browser': './lib/browser.ts',
   });
 });
