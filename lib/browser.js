@@ -1,4 +1,5 @@
 // @ts-check
+// @ts-self-types="./browser.d.ts"
 /**
  * Following a run from a browser (docs/ARCHITECTURE.md §16): `followRun(runId, { onEvent })`
  * delivers every event of the run once, in order, across dropped connections. Plain JavaScript
@@ -31,62 +32,11 @@
  * @module
  */
 
-/**
- * One event of a run, as both transports deliver it.
- *
- * @typedef {object} FollowedEvent
- * @property {number} eventId Increasing within the run, in commit order.
- * @property {string} runId The run.
- * @property {string} flowSlug Its concrete flow.
- * @property {string | null} stepSlug The step, or null for an event of the run itself.
- * @property {string} event `started`, `completed`, `progress`, ... (docs/ARCHITECTURE.md §14).
- * @property {string} at When, as an ISO timestamp.
- * @property {number} [taskIndex] A `progress` event's task.
- * @property {unknown} [data] A `progress` event's JSON.
- */
-
-/**
- * The part of a supabase-js client the Realtime transport uses.
- *
- * @typedef {object} RealtimeClient
- * @property {(name: string) => any} channel supabase-js `channel()`.
- * @property {(channel: any) => unknown} removeChannel supabase-js `removeChannel()`.
- * @property {(schema: string) => any} schema supabase-js `schema()`, for the backlog.
- */
-
-/**
- * Options of {@linkcode followRun}.
- *
- * @typedef {object} FollowOptions
- * @property {(event: FollowedEvent) => void} onEvent Called once per event, in order.
- * @property {string | ((runId: string) => string)} [url] The server-sent events endpoint of the
- *   run (default `api/runs/<id>/events` relative to the page); the cursor is added as `after`.
- * @property {string | (() => string | Promise<string>)} [token] The bearer or the signed-in
- *   user's access token; a function is asked again at every connection (refreshed tokens).
- * @property {RealtimeClient} [supabase] Follow through Supabase Realtime with this client.
- * @property {number} [after] Start after this event id (default 0: from the first).
- * @property {boolean} [untilEnd] End after the run's last event (default true).
- * @property {(status: FollowStatus, detail?: string) => void} [onStatus] Connection changes.
- * @property {number} [retryMs] First wait before reconnecting (default 500; doubled up to 10 s).
- * @property {typeof fetch} [fetch] The fetch to use (default the global one).
- */
-
-/**
- * `connecting` (a connection is being made), `live` (caught up and listening), `reconnecting`
- * (the connection was lost; it starts again from the cursor), `ended`.
- *
- * @typedef {'connecting' | 'live' | 'reconnecting' | 'ended'} FollowStatus
- */
-
-/**
- * What {@linkcode followRun} returns.
- *
- * @typedef {object} Following
- * @property {() => void} stop Ends the follow (no more events).
- * @property {() => number} cursor The id of the last event delivered.
- * @property {Promise<number>} done Resolves with the cursor when the follow ends; rejects on a
- *   refusal (unauthorized, unknown run).
- */
+/** @typedef {import('./browser.d.ts').FollowedEvent} FollowedEvent */
+/** @typedef {import('./browser.d.ts').RealtimeClient} RealtimeClient */
+/** @typedef {import('./browser.d.ts').FollowOptions} FollowOptions */
+/** @typedef {import('./browser.d.ts').FollowStatus} FollowStatus */
+/** @typedef {import('./browser.d.ts').Following} Following */
 
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 

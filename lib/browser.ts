@@ -1,7 +1,8 @@
 /**
  * Following a run from a browser (docs/ARCHITECTURE.md §16), for TypeScript and bundlers:
  * the code is `browser.js` beside this module, plain JavaScript with no imports that a page
- * loads as it is (`<script type="module">`; the dashboard serves it at `browser.js`).
+ * loads as it is (`<script type="module">`; the dashboard serves it at `browser.js`), with its
+ * types in `browser.d.ts`.
  *
  * @example
  * ```ts

@@ -344,8 +344,10 @@
     const f = progressFraction(p.data);
     return '<li data-progress-of="' + esc(p.runId) + '" data-step="' + esc(p.stepSlug) +
       '" data-task="' + esc(p.taskIndex ?? 0) + '" data-event-id="' + esc(p.eventId) + '"><b>' +
-      esc(p.stepSlug) + '</b>' + (p.taskIndex ? ' <span class="muted">task ' +
-        esc(p.taskIndex) + '</span>' : '') +
+      esc(p.stepSlug) + '</b>' + (p.taskIndex
+        ? ' <span class="muted">task ' +
+          esc(p.taskIndex) + '</span>'
+        : '') +
       (f === null ? '' : ' <meter min="0" max="1" value="' + f + '"></meter> ' +
         esc(Math.round(f * 100)) + '%') +
       ' <span class="mono">' + esc(progressText(p.data)) + '</span> <span class="at mono" title="' +
