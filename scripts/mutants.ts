@@ -306,4 +306,22 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '  if (mine.length > 0 && mine.some(() => false)) {\n',
     tests: ['tests/unit/scripts/scaffold_test.ts'],
   },
+  // --- progress and following a run (issue 26) ------------------------------------------------
+  {
+    name: 'progress-without-owner',
+    bug: "a progress event does not carry its run's owner, so row-level security hides it",
+    file: fn('report_progress'),
+    fn: 'report_progress',
+    search: "  values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',",
+    replace: "  values (run.run_id, null, task.flow_slug, task.step_slug, 'progress',",
+    tests: ['tests/sql/progress_test.ts'],
+  },
+  {
+    name: 'follow-run-delivers-repeats',
+    bug: 'followRun delivers an event at or below its cursor again after a resume',
+    file: 'lib/browser.js',
+    search: '    if (stopped || !(e.eventId > cursor)) return false;\n',
+    replace: '    if (stopped) return false;\n',
+    tests: ['tests/ops/follow_run_browser_test.ts'],
+  },
 ];
