@@ -322,6 +322,14 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/browser.js',
     search: '    if (stopped || !(e.eventId > cursor)) return false;\n',
     replace: '    if (stopped) return false;\n',
-    tests: ['tests/ops/follow_run_browser_test.ts'],
+    tests: ['tests/ops/follow_run_browser_test.ts', 'tests/ops/follow_run_realtime_test.ts'],
+  },
+  {
+    name: 'follow-run-realtime-skips-backlog',
+    bug: "followRun's Realtime transport delivers only what the subscription sends, not the backlog",
+    file: 'lib/browser.js',
+    search: '          for (const row of data ?? []) if (deliver(fromRow(row))) return;\n',
+    replace: '',
+    tests: ['tests/ops/follow_run_realtime_test.ts'],
   },
 ];
