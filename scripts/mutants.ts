@@ -326,7 +326,8 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'follow-run-realtime-skips-backlog',
-    bug: "followRun's Realtime transport delivers only what the subscription sends, not the backlog",
+    bug:
+      "followRun's Realtime transport delivers only what the subscription sends, not the backlog",
     file: 'lib/browser.js',
     search: '          for (const row of data ?? []) if (deliver(fromRow(row))) return;\n',
     replace: '',

@@ -123,7 +123,7 @@ Deno.test('progress over 8 KiB or over 20 a second per task is refused with its 
       /progress of step "big" is 9012 bytes of JSON, over the limit of 8192 bytes/,
     );
     const chatty = seen.chatty as Awaited<ReturnType<typeof refusal>> & { passed: number };
-    assert.equal(chatty.code, '54000');
+    assert.equal(chatty.code, 'PT429');
     assert.equal(chatty.rule, 'progress_rate');
     assert.equal(chatty.limit, 20);
     assert.match(chatty.message, /over the limit of 20 events per second \(progress_per_second\)/);

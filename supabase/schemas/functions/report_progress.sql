@@ -5,7 +5,8 @@
 -- attempt_not_current or run_not_started. The JSON text is at most limit_value
 -- ('max_progress_bytes') (22023 progress_too_large), and a task reports at most limit_value
 -- ('progress_per_second') events in any window of one second from the window's first event
--- (54000 progress_rate). A refusal records nothing. Returns the event's id.
+-- (PT429 progress_rate, the SQLSTATE of start_user_run's rate). A refusal records nothing.
+-- Returns the event's id.
 --
 -- Locks the task and then its run, the order of complete_tasks: the run's lock numbers the event
 -- after every event committed before it, as the triggers do.
@@ -71,7 +72,7 @@ begin
                             then p.window_count + 1 else 1 end
   returning p.window_count into counted;
   if counted > per_second then
-    raise exception using errcode = '54000', message = format(
+    raise exception using errcode = 'PT429', message = format(
       'progress of step %s (task %s) of run %s is over the limit of %s events per second '
       '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
       task_index, run_id, per_second),
