@@ -333,4 +333,12 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '',
     tests: ['tests/ops/follow_run_realtime_test.ts'],
   },
+  {
+    name: 'dashboard-server-buffers-streams',
+    bug: "the dashboard command's server sends a run's event stream only when it ends",
+    file: 'scripts/_http_server.ts',
+    search: "startsWith('text/event-stream') && response.body",
+    replace: "startsWith('text/event-stream; never') && response.body",
+    tests: ['tests/ops/follow_run_browser_test.ts'],
+  },
 ];
