@@ -229,7 +229,13 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
       if (id !== null && isUuid(id)) return { owner: id };
       return { problem: "the bearer is neither an accepted secret nor a signed-in user's token" };
     }
-    if (!jwtSecret || match[1].split('.').length !== 3) return { problem: bearerProblem };
+    if (match[1].split('.').length !== 3) return { problem: bearerProblem };
+    if (!jwtSecret) {
+      return {
+        problem: "a signed-in user's JWT is not accepted here: set SWITCHYARD_JWT_SECRET (the " +
+          "project's JWT secret) or pass verifyUser; else send the bearer of the queue functions",
+      };
+    }
     const user = await verifyUserJwt(match[1], jwtSecret);
     return 'userId' in user ? { owner: user.userId } : user;
   };

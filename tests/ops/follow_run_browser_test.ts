@@ -385,6 +385,24 @@ Deno.test("the event stream follows a user's own run only: 401 without a token, 
       'only completed',
       'run completed',
     ]);
+    // Without a JWT secret a user's token is refused, saying what to set.
+    const noSecret = createRunEventStream({
+      source: client,
+      auth: { secrets: [SECRET] },
+      env: () => undefined,
+    });
+    try {
+      const refused = await noSecret.stream(
+        new Request('http://127.0.0.1/', {
+          headers: { authorization: `Bearer ${await userJwt(alice)}` },
+        }),
+        aliceRun,
+      );
+      assert.equal(refused.status, 401);
+      assert.match((await refused.json()).message, /set SWITCHYARD_JWT_SECRET/);
+    } finally {
+      await noSecret.close();
+    }
     // The bearer follows any run, from a cursor.
     const fromCursor = await follow(bobRun, SECRET);
     const bobFrames = await readFrames(fromCursor, runEnd);
