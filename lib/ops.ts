@@ -87,6 +87,12 @@ export {
   type DashboardRunDetail,
 } from './ops/dashboard.ts';
 export {
+  createRunEventStream,
+  type RunEventStream,
+  type RunEventStreamOptions,
+  verifyUserJwt,
+} from './ops/run_event_stream.ts';
+export {
   authProblem,
   BEARER_SECRET_ENV_VARS,
   type EdgeAuth,

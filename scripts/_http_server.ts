@@ -13,7 +13,8 @@
  * The handler sees a `Request` whose URL is the absolute-form target when the client sent one
  * (`GET http://other.example/ HTTP/1.1`), else `http://<Host><target>`; its body streams with
  * backpressure, so a handler that stops reading stops the socket too. Answers are sent whole,
- * with their `content-length` (the dashboard's are small).
+ * with their `content-length` (the dashboard's are small), except `text/event-stream` ones (a
+ * run's events), which are written as the handler produces them.
  *
  * @module
  */
@@ -85,7 +86,26 @@ async function send(res: http.ServerResponse, response: Response): Promise<void>
   for (const [name, value] of response.headers) {
     headers[name] = name === 'set-cookie' ? response.headers.getSetCookie() : value;
   }
-  // The dashboard's answers are small and whole (JSON, the page): sent with their length.
+  // A run's events (text/event-stream) are sent as they come, until the handler ends the stream
+  // or the client goes away.
+  if (
+    (response.headers.get('content-type') ?? '').startsWith('text/event-stream') && response.body
+  ) {
+    res.writeHead(response.status, headers);
+    res.flushHeaders();
+    const reader = response.body.getReader();
+    res.on('close', () => reader.cancel().catch(() => {}));
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done || res.destroyed) break;
+        res.write(value);
+      }
+    } catch { /* cancelled: the client went away */ }
+    res.end();
+    return;
+  }
+  // The dashboard's other answers are small and whole (JSON, the page): sent with their length.
   const body = new Uint8Array(await response.arrayBuffer());
   headers['content-length'] = String(body.byteLength);
   res.writeHead(response.status, headers);

@@ -169,12 +169,19 @@ export const DEFAULT_CHROMIUM = '/usr/bin/chromium';
 /** The Debian package of Chromium (the browser test drives it over CDP with playwright-core). */
 export const CHROMIUM_PACKAGES = ['chromium'] as const;
 
-/** The one test that needs Chromium, relative to the kit. */
+/** The dashboard's browser test, the first that needs Chromium, relative to the kit. */
 export const BROWSER_TEST = 'tests/ops/dashboard_browser_test.ts';
 
+/** Every test that needs Chromium, relative to the kit. */
+export const BROWSER_TESTS: readonly string[] = [
+  BROWSER_TEST,
+  'tests/ops/follow_run_browser_test.ts',
+];
+
 /**
- * Whether `deno test` with these arguments (run in `cwd`, the kit) runs {@linkcode BROWSER_TEST}:
- * no path argument (the default `tests/`), or a path that is that file or a folder holding it.
+ * Whether `deno test` with these arguments (run in `cwd`, the kit) runs one of
+ * {@linkcode BROWSER_TESTS}: no path argument (the default `tests/`), or a path that is such a
+ * file or a folder holding one.
  *
  * @example
  * ```ts
@@ -186,10 +193,12 @@ export const BROWSER_TEST = 'tests/ops/dashboard_browser_test.ts';
 export function runsBrowserTest(args: string[], cwd: string): boolean {
   const paths = args.filter((a) => !a.startsWith('-') && (a.includes('/') || a.endsWith('.ts')));
   if (paths.length === 0) return true;
-  const test = resolve(cwd, BROWSER_TEST);
-  return paths.some((p) => {
-    const rel = relative(resolve(cwd, p), test);
-    return rel === '' || (!rel.startsWith('..') && !rel.startsWith('/'));
+  return BROWSER_TESTS.some((file) => {
+    const test = resolve(cwd, file);
+    return paths.some((p) => {
+      const rel = relative(resolve(cwd, p), test);
+      return rel === '' || (!rel.startsWith('..') && !rel.startsWith('/'));
+    });
   });
 }
 

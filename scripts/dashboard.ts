@@ -90,6 +90,7 @@ async function main(args: string[]): Promise<number> {
   await new Promise<void>((done) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) Deno.addSignalListener(signal, done);
   });
+  await dashboard.close();
   await server.shutdown();
   await client.close();
   return 0;

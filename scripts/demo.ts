@@ -125,6 +125,7 @@ function serveDashboard(url: string, secret: string, port: number) {
   return {
     url: `http://127.0.0.1:${port}/#token=${secret}`,
     async close() {
+      await dashboard.close();
       await server.shutdown();
       await client.close();
     },

@@ -306,4 +306,39 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '  if (mine.length > 0 && mine.some(() => false)) {\n',
     tests: ['tests/unit/scripts/scaffold_test.ts'],
   },
+  // --- progress and following a run (issue 26) ------------------------------------------------
+  {
+    name: 'progress-without-owner',
+    bug: "a progress event does not carry its run's owner, so row-level security hides it",
+    file: fn('report_progress'),
+    fn: 'report_progress',
+    search: "  values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',",
+    replace: "  values (run.run_id, null, task.flow_slug, task.step_slug, 'progress',",
+    tests: ['tests/sql/progress_test.ts'],
+  },
+  {
+    name: 'follow-run-delivers-repeats',
+    bug: 'followRun delivers an event at or below its cursor again after a resume',
+    file: 'lib/browser.js',
+    search: '    if (stopped || !(e.eventId > cursor)) return false;\n',
+    replace: '    if (stopped) return false;\n',
+    tests: ['tests/ops/follow_run_browser_test.ts', 'tests/ops/follow_run_realtime_test.ts'],
+  },
+  {
+    name: 'follow-run-realtime-skips-backlog',
+    bug:
+      "followRun's Realtime transport delivers only what the subscription sends, not the backlog",
+    file: 'lib/browser.js',
+    search: '          for (const row of data ?? []) if (deliver(fromRow(row))) return;\n',
+    replace: '',
+    tests: ['tests/ops/follow_run_realtime_test.ts'],
+  },
+  {
+    name: 'dashboard-server-buffers-streams',
+    bug: "the dashboard command's server sends a run's event stream only when it ends",
+    file: 'scripts/_http_server.ts',
+    search: "startsWith('text/event-stream') && response.body",
+    replace: "startsWith('text/event-stream; never') && response.body",
+    tests: ['tests/ops/follow_run_browser_test.ts'],
+  },
 ];

@@ -460,6 +460,7 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
     },
     close() {
       closed ??= (async () => {
+        await dashboard?.close();
         await server.shutdown();
         await Promise.all([...starting.values()].map((p) => p.catch(() => {})));
         await Promise.all([...running.keys()].map(stopOne));

@@ -160,6 +160,16 @@ export interface StepContext<Input> {
   checkpoint(state: unknown): Promise<void>;
   /** The state the last {@linkcode StepContext.checkpoint} of this task saved, or undefined. */
   resume<T = unknown>(): Promise<T | undefined>;
+  /**
+   * Reports progress to whoever follows the run (docs/ARCHITECTURE.md §16): appends a
+   * `progress` event to the run's events (`switchyard.report_progress`), in order with its
+   * transitions, readable under the same row-level security, with `data` and this task's index;
+   * resolves with the event's id. `data` is JSON of at most 8 KiB of text (`max_progress_bytes`)
+   * and a task reports at most 20 events in any second (`progress_per_second`): beyond either it
+   * rejects naming the value and the limit, as it does once the attempt no longer holds the task
+   * or the run ended. Nothing is written for a handler that never calls it.
+   */
+  progress(data: unknown): Promise<number>;
   /** Read-only environment variables of the worker. */
   readonly env: HandlerEnv;
   /**

@@ -15,9 +15,11 @@
  * | method | path (under `basePath`)        | answers                                                      |
  * | ------ | ------------------------------ | ------------------------------------------------------------ |
  * | GET    | `/`                            | the page                                                     |
+ * | GET    | `/browser.js`                  | `lib/browser.js` (`followRun`), for pages of one's own        |
  * | GET    | `/api/overview`                | {@linkcode DashboardOverview} (`runs`, `status`, `queue`, `minutes`) |
  * | GET    | `/api/runs`                    | `{ runs }` (`limit` 1-200, `status`, `queue`)                 |
- * | GET    | `/api/runs/<run id>`           | {@linkcode DashboardRunDetail} (latest 200 events); 404 for an unknown run |
+ * | GET    | `/api/runs/<run id>`           | {@linkcode DashboardRunDetail} (latest 200 events, latest progress); 404 for an unknown run |
+ * | GET    | `/api/runs/<run id>/events`    | the run's events as server-sent events (`lib/ops/run_event_stream.ts`) |
  * | POST   | `/api/functions/<name>/pause`  | `{ result }`; JSON body `{ "reason"?: string }`               |
  * | POST   | `/api/functions/<name>/resume` | `{ result }`                                                 |
  * | POST   | `/api/runs/<run id>/cancel`    | `{ result }` ({@linkcode CancelResult}); JSON body `{ "reason"?: string }` |
@@ -80,6 +82,7 @@ import {
   type CancelResult,
   cancelRun,
   isUuid,
+  latestProgress,
   type RetryResult,
   retryRun,
   type RunEvent,
@@ -90,6 +93,7 @@ import {
 import type { SqlSource } from '../sql/source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 import { DASHBOARD_PAGE } from './dashboard_page.ts';
+import { createRunEventStream, type RunEventStream } from './run_event_stream.ts';
 
 /**
  * Who may read: `actions` (the default locally) lets anyone read and needs the bearer for
@@ -171,6 +175,11 @@ export interface DashboardOptions {
    * widens each worker's own window, never narrows it (docs/ARCHITECTURE.md §6).
    */
   heartbeatWindowSeconds?: number;
+  /**
+   * The secret of signed-in users' JWTs (HS256) for `GET /api/runs/<id>/events` with `required`
+   * access; default `SWITCHYARD_JWT_SECRET`, else `SUPABASE_JWT_SECRET`.
+   */
+  jwtSecret?: string;
 }
 
 /**
@@ -230,6 +239,8 @@ export interface DashboardRunDetail {
   events: RunEvent[];
   /** Whether it has earlier events than these. */
   eventsTruncated: boolean;
+  /** The latest `progress` event of each of its tasks that reported any, in event order. */
+  progress: RunEvent[];
 }
 
 /**
@@ -250,6 +261,8 @@ export interface Dashboard {
   fetch(request: Request): Promise<Response>;
   /** The configured access. */
   readonly access: DashboardAccess;
+  /** Ends the open run event streams and their `LISTEN`. */
+  close(): Promise<void>;
 }
 
 function denoEnv(name: string): string | undefined {
@@ -607,10 +620,49 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
   };
 
+  // lib/browser.js as it is, for pages of one's own (`import { followRun } from '<base>/browser.js'`).
+  let browserJs: Promise<string | null> | undefined;
+  const browserModule = async (): Promise<Response> => {
+    browserJs ??= globalThis.fetch(new URL('../browser.js', import.meta.url))
+      .then((r) => r.ok ? r.text() : null)
+      .catch(() => null);
+    const text = await browserJs;
+    if (text === null) {
+      return json(404, {
+        error: 'not_found',
+        message: 'lib/browser.js is not beside this module here: import it from the kit instead',
+      });
+    }
+    return new Response(text, {
+      headers: {
+        'content-type': 'text/javascript; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+      },
+    });
+  };
+
   const unauthorized = (problem: string) =>
     json(401, { error: 'unauthorized', message: problem }, { 'www-authenticate': 'Bearer' });
 
+  // A run's events as server-sent events (docs/ARCHITECTURE.md §16), for the page's timeline
+  // and lib/browser.js: with `actions` access open like the other reads; with `required`, the
+  // bearer follows every run and a signed-in user's JWT only their own.
+  let eventStream: RunEventStream | undefined;
+  const followRun = (request: Request, runId: string) => {
+    eventStream ??= createRunEventStream({
+      source,
+      auth: options.auth,
+      env,
+      jwtSecret: options.jwtSecret,
+      open: access === 'actions',
+    });
+    return eventStream.stream(request, runId);
+  };
+
   const api = async (request: Request, path: string, url: URL): Promise<Response> => {
+    const follow = /^\/api\/runs\/([^/]+)\/events$/.exec(path);
+    if (follow) return await followRun(request, decodeSegment(follow[1]));
     const problem = await authProblem(request, options.auth, env);
     if (access === 'required' && problem !== null) return unauthorized(problem);
     const params = url.searchParams;
@@ -747,12 +799,17 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       const [found] = await recentRuns(source, { runId: id, limit: 1 });
       if (!found) return json(404, { error: 'not_found', message: `unknown run ${id}` });
       // One more than shown tells whether there are earlier ones.
-      const events = await runEvents(source, id, { limit: RUN_EVENTS + 1, newest: true });
+      const events = await runEvents(source, id, {
+        limit: RUN_EVENTS + 1,
+        newest: true,
+        withoutProgress: true,
+      });
       const eventsTruncated = events.length > RUN_EVENTS;
       const detail: DashboardRunDetail = {
         run: found,
         events: eventsTruncated ? events.slice(1) : events,
         eventsTruncated,
+        progress: await latestProgress(source, id),
       };
       return json(200, detail);
     }
@@ -786,7 +843,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         headers: {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',
-          'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; ` +
+          // 'self': the page imports browser.js (followRun) for live progress.
+          'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}' 'self'; ` +
             `style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; ` +
             `base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
           'x-content-type-options': 'nosniff',
@@ -794,6 +852,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         },
       });
     }
+    if (path === '/browser.js') return await browserModule();
     if (path.startsWith('/api/')) {
       try {
         return await api(request, path, url);
@@ -808,5 +867,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return json(404, { error: 'not_found', message: `no such page ${JSON.stringify(path)}` });
   };
 
-  return { fetch, access };
+  return {
+    fetch,
+    access,
+    async close() {
+      await eventStream?.close();
+    },
+  };
 }

@@ -402,6 +402,21 @@ ol.events .at {
   border-radius: 8px;
   padding: 8px 12px;
 }
+
+/* Live progress of an open run (docs/ARCHITECTURE.md §16). */
+.step-progress {
+  list-style: none;
+  margin: 0 0 8px;
+  padding: 0;
+  font-size: 12px;
+}
+.step-progress li {
+  padding: 2px 0;
+}
+.step-progress meter {
+  width: 120px;
+  vertical-align: middle;
+}
 </style>
   </head>
   <body>
@@ -755,7 +770,151 @@ ol.events .at {
         ? '<pre class="error' + (cancelled ? ' cancelled' : '') + '">' + esc(run.error) + '</pre>'
         : '') +
       (signals ? '<div class="signals">' + signals + '</div>' : '') +
-      errors + eventList(run) + '<div class="muted mono">run ' + esc(run.runId) + '</div>';
+      errors + progressList(run) + eventList(run) + '<div class="muted mono">run ' +
+      esc(run.runId) + '</div>';
+  }
+
+  // Live progress (docs/ARCHITECTURE.md §16): each task's latest \`progress\` event, from
+  // api/runs/<id> and then, while the run is open and started, from its event stream.
+  /** @param {unknown} data a progress event's JSON */
+  function progressText(data) {
+    const text = typeof data === 'string' ? data : JSON.stringify(data);
+    return text.length > 120 ? text.slice(0, 119) + '…' : text;
+  }
+
+  /**
+   * A fraction from 0 to 1 when the JSON says one (\`percent\`, or \`done\` of \`total\`), else null.
+   * @param {unknown} data
+   */
+  function progressFraction(data) {
+    if (typeof data !== 'object' || data === null) return null;
+    const d = /** @type {Record<string, unknown>} */ (data);
+    const f = typeof d.percent === 'number'
+      ? d.percent / 100
+      : typeof d.done === 'number' && typeof d.total === 'number' && d.total > 0
+      ? d.done / d.total
+      : null;
+    return f === null || !Number.isFinite(f) ? null : Math.min(1, Math.max(0, f));
+  }
+
+  /** @param {RunDetail['progress'][number]} p */
+  function progressItem(p) {
+    const f = progressFraction(p.data);
+    return '<li data-progress-of="' + esc(p.runId) + '" data-step="' + esc(p.stepSlug) +
+      '" data-task="' + esc(p.taskIndex ?? 0) + '" data-event-id="' + esc(p.eventId) + '"><b>' +
+      esc(p.stepSlug) + '</b>' + (p.taskIndex
+        ? ' <span class="muted">task ' +
+          esc(p.taskIndex) + '</span>'
+        : '') +
+      (f === null ? '' : ' <meter min="0" max="1" value="' + f + '"></meter> ' +
+        esc(Math.round(f * 100)) + '%') +
+      ' <span class="mono">' + esc(progressText(p.data)) + '</span> <span class="at mono" title="' +
+      esc(p.at) + '">' + esc(clock(p.at)) + '</span></li>';
+  }
+
+  /** @param {Run} run */
+  function progressList(run) {
+    const entry = state.details.get(run.runId);
+    if (!entry || 'problem' in entry || !entry.progress || entry.progress.length === 0) return '';
+    return '<h3 data-progress-head="' + esc(run.runId) + '">progress' +
+      (follows.has(run.runId) && follows.get(run.runId) !== pendingFollow ? ' · live' : '') +
+      '</h3>' +
+      '<ul class="step-progress" data-progress="' + esc(run.runId) + '">' +
+      entry.progress.map(progressItem).join('') + '</ul>';
+  }
+
+  /** @type {Map<string, { stop(): void }>} the open started runs followed */
+  const follows = new Map();
+  /** Stands in a run's place in \`follows\` while browser.js loads. */
+  const pendingFollow = { stop() {} };
+  /**
+   * The progress heading of a run, marked live while its stream is followed.
+   * @param {string} id
+   * @param {boolean} live
+   */
+  function markLive(id, live) {
+    const head = document.querySelector('[data-progress-head="' + CSS.escape(id) + '"]');
+    if (head) head.textContent = live ? 'progress · live' : 'progress';
+  }
+  /** @type {Promise<typeof import('../../browser.js')> | undefined} */
+  let browserModule;
+
+  /**
+   * Follows each open started run with followRun (lib/browser.js, served at browser.js) from the
+   * latest event its detail holds; stops following runs that closed or ended.
+   * @param {Overview} data
+   */
+  function followOpenRuns(data) {
+    const followed = (/** @type {Run} */ r) => r.status === 'started' && state.open.has(r.runId);
+    for (const [id, f] of follows) {
+      const run = data.runs.find((r) => r.runId === id);
+      if (!run || !followed(run)) {
+        f.stop();
+        follows.delete(id);
+      }
+    }
+    for (const run of data.runs) {
+      const id = run.runId;
+      const entry = state.details.get(id);
+      if (!followed(run) || follows.has(id) || !entry || 'problem' in entry) continue;
+      const after = Math.max(
+        0,
+        ...entry.events.map((e) => e.eventId),
+        ...(entry.progress ?? []).map((e) => e.eventId),
+      );
+      follows.set(id, pendingFollow);
+      browserModule ??= import(BASE + '/browser.js');
+      browserModule.then((m) => {
+        if (follows.get(id) !== pendingFollow) return;
+        const following = m.followRun(id, {
+          url: BASE + '/api/runs/' + encodeURIComponent(id) + '/events',
+          after,
+          token: token,
+          onEvent: (e) => showProgress(id, e),
+        });
+        follows.set(id, following);
+        markLive(id, true);
+        // Ended (the run's last event) or refused: the next refresh shows the run as it is.
+        const forget = () => {
+          if (follows.get(id) !== following) return;
+          follows.delete(id);
+          markLive(id, false);
+        };
+        following.done.then(forget, forget);
+      }, () => follows.delete(id));
+    }
+  }
+
+  /**
+   * One followed event: a progress event replaces its task's line in place.
+   * @param {string} id
+   * @param {import('../../browser.js').FollowedEvent} e
+   */
+  function showProgress(id, e) {
+    const entry = state.details.get(id);
+    if (e.event !== 'progress' || e.stepSlug === null || !entry || 'problem' in entry) return;
+    /** @type {RunDetail['progress'][number]} */
+    const p = {
+      eventId: e.eventId,
+      runId: e.runId,
+      flowSlug: e.flowSlug,
+      stepSlug: e.stepSlug,
+      event: 'progress',
+      at: e.at,
+      taskIndex: e.taskIndex ?? 0,
+      data: /** @type {any} */ (e.data),
+    };
+    const rest = (entry.progress ?? []).filter((q) =>
+      !(q.stepSlug === p.stepSlug && (q.taskIndex ?? 0) === p.taskIndex)
+    );
+    entry.progress = [...rest, p];
+    const list = document.querySelector('[data-progress="' + CSS.escape(id) + '"]');
+    const line = list && list.querySelector(
+      '[data-step="' + CSS.escape(e.stepSlug) + '"][data-task="' + p.taskIndex + '"]',
+    );
+    if (line) line.outerHTML = progressItem(p);
+    else if (list) list.insertAdjacentHTML('beforeend', progressItem(p));
+    else if (state.data) $('runs').innerHTML = runsTable(state.data); // its first progress
   }
 
   /**
@@ -1075,6 +1234,7 @@ ol.events .at {
       state.skew = Date.now() - new Date(body.generatedAt).getTime();
       delay = body.refreshMs || delay;
       render(body);
+      followOpenRuns(body);
       if ($('message').dataset.sticky !== '1') show('', '');
       $('status').className = 'pill ok';
       $('status').textContent = 'live · ' + new Date().toLocaleTimeString();
@@ -1224,7 +1384,11 @@ ol.events .at {
         state.details.delete(id);
       } else {
         state.open.add(id);
-        loadDetail(id).then(() => state.data && ($('runs').innerHTML = runsTable(state.data)));
+        loadDetail(id).then((_) => {
+          if (!state.data) return;
+          $('runs').innerHTML = runsTable(state.data);
+          followOpenRuns(state.data);
+        });
       }
       if (state.data) $('runs').innerHTML = runsTable(state.data);
     }

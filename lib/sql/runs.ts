@@ -161,11 +161,13 @@ export type RunEventName =
   | 'retried'
   | 'waiting'
   | 'signalled'
-  | 'timed out';
+  | 'timed out'
+  | 'progress';
 
 /**
  * One transition of a run or of one of its steps (a row of `switchyard.run_events`). Events
- * carry ids and names only, never inputs or outputs.
+ * carry ids and names, never inputs or outputs; a `progress` event carries the JSON its handler
+ * reported (`ctx.progress`, docs/ARCHITECTURE.md §16).
  *
  * @example
  * ```ts
@@ -187,6 +189,10 @@ export interface RunEvent<StepSlug extends string = string> {
   event: RunEventName;
   /** When. */
   at: Date;
+  /** A `progress` event's task index (0 for an ordinary step); absent on other events. */
+  taskIndex?: number;
+  /** A `progress` event's JSON, what the handler gave `ctx.progress`; absent on other events. */
+  data?: unknown;
 }
 
 /**
@@ -622,6 +628,13 @@ export interface RunEventsOptions {
    * come in order, oldest first.
    */
   newest?: boolean;
+  /**
+   * Only if the run is this user's (`runs.owner`, as the row-level security policy of
+   * `run_events` has it): another user's run, or one without an owner, has no events here.
+   */
+  owner?: string;
+  /** Leave out `progress` events (default false). */
+  withoutProgress?: boolean;
 }
 
 /**
@@ -640,9 +653,16 @@ export interface RunEventsOptions {
 export async function runEvents(
   source: SqlSource,
   runId: string,
-  { after = 0, limit = 1000, newest = false }: RunEventsOptions = {},
+  { after = 0, limit = 1000, newest = false, owner, withoutProgress = false }: RunEventsOptions =
+    {},
 ): Promise<RunEvent[]> {
   assertUuid('runEvents', 'runId', runId);
+  if (owner !== undefined) assertUuid('runEvents', 'owner', owner);
+  if (!Number.isSafeInteger(after) || after < 0) {
+    throw new SwitchyardError(
+      `runEvents: after ${describeValue(after)} is invalid: use an event id (an integer >= 0)`,
+    );
+  }
   const sql = sqlOf(source);
   const rows = await call(sql, () =>
     sql<
@@ -653,11 +673,16 @@ export async function runEvents(
         step_slug: string | null;
         event: RunEventName;
         created_at: Date;
+        task_index: number | null;
+        data: unknown;
       }[]
     >`
-      select e.event_id::text, e.run_id, e.flow_slug, e.step_slug, e.event, e.created_at
+      select e.event_id::text, e.run_id, e.flow_slug, e.step_slug, e.event, e.created_at,
+             e.task_index, e.data
         from switchyard.run_events e
        where e.run_id = ${runId}::uuid and e.event_id > ${after}::bigint
+         ${owner === undefined ? sql`` : sql`and e.owner = ${owner}::uuid`}
+         ${withoutProgress ? sql`and e.event <> 'progress'` : sql``}
        order by e.event_id ${newest ? sql`desc` : sql`asc`}
        limit ${limit}::int`);
   if (newest) rows.reverse();
@@ -668,7 +693,80 @@ export async function runEvents(
     stepSlug: r.step_slug,
     event: r.event,
     at: r.created_at,
+    ...(r.event === 'progress' ? { taskIndex: r.task_index ?? 0, data: r.data } : {}),
   }));
+}
+
+/**
+ * The latest `progress` event of each task of the run that reported progress, in event order
+ * (what the dashboard's timeline shows beside a step).
+ *
+ * @example
+ * ```ts
+ * import { connect, latestProgress } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * for (const p of await latestProgress(client, crypto.randomUUID())) console.log(p.data);
+ * await client.close();
+ * ```
+ */
+export async function latestProgress(source: SqlSource, runId: string): Promise<RunEvent[]> {
+  assertUuid('latestProgress', 'runId', runId);
+  const sql = sqlOf(source);
+  const rows = await call(sql, () =>
+    sql<
+      {
+        event_id: string;
+        run_id: string;
+        flow_slug: string;
+        step_slug: string;
+        created_at: Date;
+        task_index: number;
+        data: unknown;
+      }[]
+    >`
+      select * from (
+        select distinct on (e.step_slug, e.task_index) e.event_id::text, e.run_id, e.flow_slug,
+               e.step_slug, e.created_at, e.task_index, e.data
+          from switchyard.run_events e
+         where e.run_id = ${runId}::uuid and e.event = 'progress'
+         order by e.step_slug, e.task_index, e.event_id desc) latest
+       order by latest.event_id::bigint`);
+  return rows.map((r) => ({
+    eventId: Number(r.event_id),
+    runId: r.run_id,
+    flowSlug: r.flow_slug,
+    stepSlug: r.step_slug,
+    event: 'progress',
+    at: r.created_at,
+    taskIndex: r.task_index,
+    data: r.data,
+  }));
+}
+
+/**
+ * Who a run is for (`runs.owner`: null for a run started without one), or null for an unknown
+ * run: what the run event stream checks a signed-in user's JWT against.
+ *
+ * @example
+ * ```ts
+ * import { connect, runOwner } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * console.log(await runOwner(client, crypto.randomUUID())); // null: no such run
+ * await client.close();
+ * ```
+ */
+export async function runOwner(
+  source: SqlSource,
+  runId: string,
+): Promise<{ owner: string | null } | null> {
+  assertUuid('runOwner', 'runId', runId);
+  const sql = sqlOf(source);
+  const [row] = await call(sql, () =>
+    sql<{ owner: string | null }[]>`
+      select r.owner from switchyard.runs r where r.run_id = ${runId}::uuid`);
+  return row ?? null;
 }
 
 /**

@@ -292,6 +292,20 @@ export class WorkerQueries {
     return row.n;
   }
 
+  /** Records a running task's progress (`switchyard.report_progress`); the event's id. */
+  async reportProgress(
+    runId: string,
+    stepSlug: string,
+    taskIndex: number,
+    attempt: number,
+    data: unknown,
+  ): Promise<number> {
+    const [row] = await this.sql<{ id: string }[]>`
+      select switchyard.report_progress(${runId}::uuid, ${stepSlug}::text, ${taskIndex}::int,
+        ${attempt}::int, ${this.sql.json(data as never)}::jsonb)::text as id`;
+    return Number(row.id);
+  }
+
   /** A task's last checkpoint, or null (`switchyard.task_checkpoint`). */
   async taskCheckpoint(
     runId: string,

@@ -180,6 +180,10 @@ export class Executor {
         assertJson(state, `checkpoint of ${flowSlug}/${stepSlug}`);
         await this.q.checkpointTask(runId, stepSlug, taskIndex, attempt, state);
       },
+      progress: (data: unknown) => {
+        assertJson(data, `progress of ${flowSlug}/${stepSlug}`);
+        return this.q.reportProgress(runId, stepSlug, taskIndex, attempt, data);
+      },
       resume: async <T>() => {
         const saved = await this.q.taskCheckpoint(runId, stepSlug, taskIndex);
         return saved === null ? undefined : saved.state as T;

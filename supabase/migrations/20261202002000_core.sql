@@ -215,6 +215,36 @@ create table switchyard.child_runs (
 );
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/wait_steps_progress_events.sql
+
+-- Progress events (issue 26, docs/ARCHITECTURE.md §16), as supabase/schemas/tables/40_runs.sql
+-- has them: the event name 'progress', its task and data on run_events, and the tasks' rate
+-- windows. Adding nullable columns without a default rewrites nothing. The check constraint is
+-- added NOT VALID and validated afterwards, so the table is scanned under a lock that lets
+-- readers and writers go on. Named to run after wait_steps.sql, which sets the constraint too.
+alter table switchyard.run_events drop constraint run_events_event_check;
+
+alter table switchyard.run_events add constraint run_events_event_check
+  check (event in ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried',
+                   'waiting', 'signalled', 'timed out', 'progress')) not valid;
+
+alter table switchyard.run_events validate constraint run_events_event_check;
+
+alter table switchyard.run_events add column task_index int;
+
+alter table switchyard.run_events add column data jsonb;
+
+create table switchyard.task_progress (
+  run_id uuid not null,
+  step_slug text not null,
+  task_index int not null,
+  window_started_at timestamptz not null,
+  window_count int not null,
+  primary key (run_id, step_slug, task_index),
+  foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
+);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_apply_flow_options.sql
 
 -- Sets a compiled flow's runtime options (flows and steps rows) from a canonical shape, with
@@ -3190,10 +3220,17 @@ begin
     when 'user_runs_per_minute' then
       select s.value into setting from switchyard.settings s where s.name = limit_value.name;
       return coalesce(setting::int, 60);
+    -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
+    when 'max_progress_bytes' then
+      return 8192;
+    -- Progress events per task in any window of one second from its first (report_progress).
+    when 'progress_per_second' then
+      return 20;
     else
       raise exception using errcode = '22023', message = format(
         'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
-        'user_runs_per_minute, max_function_name_chars or max_reason_chars', switchyard._clip(name)),
+        'user_runs_per_minute, max_function_name_chars, max_reason_chars, max_progress_bytes or '
+        'progress_per_second', switchyard._clip(name)),
         detail = jsonb_build_object(
           'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
   end case;
@@ -3217,7 +3254,9 @@ as $$
     'max_map_output_bytes', switchyard.limit_value('max_map_output_bytes'),
     'user_runs_per_minute', switchyard.limit_value('user_runs_per_minute'),
     'max_function_name_chars', switchyard.limit_value('max_function_name_chars'),
-    'max_reason_chars', switchyard.limit_value('max_reason_chars'))
+    'max_reason_chars', switchyard.limit_value('max_reason_chars'),
+    'max_progress_bytes', switchyard.limit_value('max_progress_bytes'),
+    'progress_per_second', switchyard.limit_value('progress_per_second'))
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -3769,6 +3808,99 @@ begin
   insert into switchyard.worker_functions (function_name, queue_name)
   values (register_function.function_name, register_function.queue_name)
   on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/report_progress.sql
+
+-- Records a running task's progress (ctx.progress; docs/ARCHITECTURE.md §16): one 'progress'
+-- event of its run, in the run's event order, with the owner copied for row-level security and
+-- the task's index and the JSON as its data, and a NOTIFY like every other event. Only while
+-- `attempt` holds the task (started, that attempt) of a started run, else 55000
+-- attempt_not_current or run_not_started. The JSON text is at most limit_value
+-- ('max_progress_bytes') (22023 progress_too_large), and a task reports at most limit_value
+-- ('progress_per_second') events in any window of one second from the window's first event
+-- (PT429 progress_rate, the SQLSTATE of start_user_run's rate). A refusal records nothing.
+-- Returns the event's id.
+--
+-- Locks the task and then its run, the order of complete_tasks: the run's lock numbers the event
+-- after every event committed before it, as the triggers do.
+create or replace function switchyard.report_progress(
+  run_id uuid, step_slug text, task_index int, attempt int, data jsonb
+)
+returns bigint
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+  run switchyard.runs;
+  size int := octet_length(data::text);
+  max_bytes int := switchyard.limit_value('max_progress_bytes');
+  per_second int := switchyard.limit_value('progress_per_second');
+  counted int;
+  id bigint;
+begin
+  if data is null then
+    raise exception using errcode = '22023', message =
+      'progress: the data is null: give a JSON value',
+      detail = jsonb_build_object('rule', 'progress_null', 'argument', 'data',
+                                  'value', null)::text;
+  end if;
+  if size > max_bytes then
+    raise exception using errcode = '22023', message = format(
+      'progress of step %s is %s bytes of JSON, over the limit of %s bytes (max_progress_bytes): '
+      'report counters or a short message, not the data', switchyard._clip(step_slug), size,
+      max_bytes),
+      detail = jsonb_build_object('rule', 'progress_too_large', 'argument', 'data',
+                                  'value', left(data::text, 200), 'size', size,
+                                  'limit', max_bytes)::text;
+  end if;
+  select * into task from switchyard.step_tasks t
+   where t.run_id = report_progress.run_id and t.step_slug = report_progress.step_slug
+     and t.task_index = report_progress.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    raise exception using errcode = '55000', message = format(
+      'progress: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
+      attempt, switchyard._clip(step_slug), task_index, run_id,
+      case when not found then 'no such task'
+           else format('%s, attempt %s', task.status, task.attempts_count) end),
+      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
+                                  'value', attempt::text)::text;
+  end if;
+  select * into run from switchyard.runs r where r.run_id = report_progress.run_id for update;
+  if run.status <> 'started' then
+    raise exception using errcode = '55000', message = format(
+      'progress: run %s is %s, not started: its events ended', run_id, run.status),
+      detail = jsonb_build_object('rule', 'run_not_started', 'argument', 'run_id',
+                                  'value', run_id::text, 'status', run.status)::text;
+  end if;
+  insert into switchyard.task_progress as p
+         (run_id, step_slug, task_index, window_started_at, window_count)
+  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, now(), 1)
+  on conflict on constraint task_progress_pkey do update
+    set window_started_at = case when p.window_started_at > now() - interval '1 second'
+                                 then p.window_started_at else now() end,
+        window_count = case when p.window_started_at > now() - interval '1 second'
+                            then p.window_count + 1 else 1 end
+  returning p.window_count into counted;
+  if counted > per_second then
+    raise exception using errcode = 'PT429', message = format(
+      'progress of step %s (task %s) of run %s is over the limit of %s events per second '
+      '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
+      task_index, run_id, per_second),
+      detail = jsonb_build_object('rule', 'progress_rate', 'argument', 'data',
+                                  'value', left(data::text, 200), 'limit', per_second)::text;
+  end if;
+  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event, task_index, data)
+  values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',
+          report_progress.task_index, data)
+  returning event_id into id;
+  perform pg_notify('switchyard_run_events', run_id::text);
+  return id;
 end
 $$;
 

@@ -150,6 +150,8 @@ Deno.test('a flow input over max_input_bytes is refused at start_flow with its s
       max_reason_chars: 1000,
       max_map_output_bytes: 16 * MiB,
       user_runs_per_minute: 60,
+      max_progress_bytes: 8192,
+      progress_per_second: 20,
     });
   } finally {
     await sql`select switchyard.set_setting('max_input_bytes', null)`;

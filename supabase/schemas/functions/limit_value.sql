@@ -24,10 +24,17 @@ begin
     when 'user_runs_per_minute' then
       select s.value into setting from switchyard.settings s where s.name = limit_value.name;
       return coalesce(setting::int, 60);
+    -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
+    when 'max_progress_bytes' then
+      return 8192;
+    -- Progress events per task in any window of one second from its first (report_progress).
+    when 'progress_per_second' then
+      return 20;
     else
       raise exception using errcode = '22023', message = format(
         'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
-        'user_runs_per_minute, max_function_name_chars or max_reason_chars', switchyard._clip(name)),
+        'user_runs_per_minute, max_function_name_chars, max_reason_chars, max_progress_bytes or '
+        'progress_per_second', switchyard._clip(name)),
         detail = jsonb_build_object(
           'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
   end case;

@@ -12,5 +12,7 @@ as $$
     'max_map_output_bytes', switchyard.limit_value('max_map_output_bytes'),
     'user_runs_per_minute', switchyard.limit_value('user_runs_per_minute'),
     'max_function_name_chars', switchyard.limit_value('max_function_name_chars'),
-    'max_reason_chars', switchyard.limit_value('max_reason_chars'))
+    'max_reason_chars', switchyard.limit_value('max_reason_chars'),
+    'max_progress_bytes', switchyard.limit_value('max_progress_bytes'),
+    'progress_per_second', switchyard.limit_value('progress_per_second'))
 $$;

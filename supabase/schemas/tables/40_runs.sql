@@ -159,7 +159,11 @@ create table switchyard.run_events (
   -- 'waiting', 'signalled' and 'timed out': a wait step's (docs/ARCHITECTURE.md §5.11).
   constraint run_events_event_check check (event in
     ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried', 'waiting',
-     'signalled', 'timed out'))
+     'signalled', 'timed out', 'progress')),
+  -- A 'progress' event's task (its index) and the JSON its handler reported with ctx.progress
+  -- (switchyard.report_progress, docs/ARCHITECTURE.md §16); null for every other event.
+  task_index int,
+  data jsonb
 );
 
 -- Rows are readable only through row-level security: the table owner (the migration role)
@@ -184,6 +188,19 @@ create table switchyard.task_checkpoints (
   state jsonb not null,
   attempt int not null,                    -- the attempt that saved it
   saved_at timestamptz not null default now(),
+  primary key (run_id, step_slug, task_index),
+  foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
+);
+
+-- The progress rate window of a task (switchyard.report_progress, docs/ARCHITECTURE.md §16):
+-- when its current one-second window began and how many progress events it holds. A row exists
+-- only for a task that reported progress. Deleted with its task.
+create table switchyard.task_progress (
+  run_id uuid not null,
+  step_slug text not null,
+  task_index int not null,
+  window_started_at timestamptz not null,
+  window_count int not null,
   primary key (run_id, step_slug, task_index),
   foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
 );

@@ -48,6 +48,7 @@ function context(stepSlug: string, flowInput: unknown): StepContext<unknown> {
     signal: new AbortController().signal,
     deadline: Infinity,
     checkpoint: () => Promise.reject(new Error('no database in DSL tests')),
+    progress: () => Promise.reject(new Error('no database in DSL tests')),
     resume: () => Promise.resolve(undefined),
     env: { get: () => undefined },
     sql: (() => {

@@ -133,6 +133,7 @@ Deno.test('missing chromium: installed as root with apt-get when the browser tes
   assert.ok(runsBrowserTest(['tests/'], kit));
   assert.ok(runsBrowserTest(['tests/ops'], kit));
   assert.ok(runsBrowserTest([BROWSER_TEST], kit));
+  assert.ok(runsBrowserTest(['tests/ops/follow_run_browser_test.ts'], kit), 'the follow test');
   assert.ok(runsBrowserTest([`./${BROWSER_TEST}`, 'tests/sql/'], kit));
   assert.ok(runsBrowserTest(['/kit/tests/ops/'], kit));
   assert.ok(!runsBrowserTest(['tests/sql/'], kit));
@@ -186,5 +187,6 @@ Deno.test('deno.json is a package: its version is the kit version, its exports t
     '.': './lib/mod.ts',
     './client': './lib/client.ts',
     './ops': './lib/ops.ts',
+    './browser': './lib/browser.ts',
   });
 });

@@ -1,0 +1,395 @@
+/**
+ * A run's events as server-sent events (docs/ARCHITECTURE.md §16): the endpoint that
+ * `followRun` of `lib/browser.js` reads, served by the dashboard at
+ * `GET /api/runs/<run id>/events` and mountable in an Edge Function of one's own.
+ *
+ * For each stream it first subscribes to the run's notifications (one `LISTEN` per handler,
+ * `RunNotifications`), then reads the events after the cursor (`?after=N`, or the
+ * `Last-Event-ID` header a reconnecting client sends) and sends each as
+ * `id: <event id>` / `data: <RunEvent as JSON>`, reading again on each notification for the run.
+ * Event ids increase within a run in commit order, so the last id sent is a complete cursor: a
+ * client that reconnects with it misses nothing and receives nothing twice. The stream ends after
+ * the run's `completed`, `failed` or `cancelled` event, and after `maxStreamMs` (then the
+ * client reconnects from its cursor); a comment line every `keepAliveMs` keeps proxies from
+ * closing it.
+ *
+ * Who may follow which run:
+ * - the bearer of the queue functions (`authProblem`: the service role key, a secret key, or
+ *   `SWITCHYARD_WORKER_SECRET`) follows every run;
+ * - a signed-in user's Supabase JWT (`Authorization: Bearer <access token>`), verified with
+ *   `jwtSecret` (HS256, the project's JWT secret; default `SWITCHYARD_JWT_SECRET` or
+ *   `SUPABASE_JWT_SECRET`) or by `verifyUser`, follows only runs whose `owner` is the token's
+ *   `sub`, as the row-level security policy of `run_events` lets them read: another user's run
+ *   answers 404 exactly as an unknown run does;
+ * - anyone else gets 401.
+ *
+ * @module
+ */
+import { authProblem, type EdgeAuth } from '../platform/auth.ts';
+import type { EnvReader } from '../sql/connection.ts';
+import { RunNotifications } from '../sql/notifications.ts';
+import { isUuid, type RunEvent, runEvents, runOwner } from '../sql/runs.ts';
+import { sqlOf, type SqlSource } from '../sql/source.ts';
+
+/**
+ * Options of {@linkcode createRunEventStream}.
+ *
+ * @example
+ * ```ts
+ * import { connect } from '../ops.ts';
+ * import type { RunEventStreamOptions } from './run_event_stream.ts';
+ *
+ * const options: RunEventStreamOptions = {
+ *   source: connect(Deno.env.get('DATABASE_URL')),
+ *   jwtSecret: Deno.env.get('SUPABASE_JWT_SECRET'),
+ * };
+ * ```
+ */
+export interface RunEventStreamOptions {
+  /** The database, on a direct or session connection (notifications need one). */
+  source: SqlSource;
+  /** Accepted bearers that follow every run; default the queue functions' secrets from `env`. */
+  auth?: EdgeAuth;
+  /**
+   * The secret signed-in users' JWTs are signed with (HS256); default `SWITCHYARD_JWT_SECRET`,
+   * else `SUPABASE_JWT_SECRET`. Without it (and without `verifyUser`) only the bearer follows.
+   */
+  jwtSecret?: string;
+  /**
+   * Verifies a user's access token another way (asymmetric signing keys: e.g. supabase-js
+   * `auth.getUser(token)`): the user's id, or null to refuse. Used instead of `jwtSecret`.
+   */
+  verifyUser?: (token: string) => Promise<string | null>;
+  /** Reads the environment (default `Deno.env.get`). */
+  env?: EnvReader;
+  /**
+   * Anyone follows every run, no bearer asked (the dashboard's `actions` access, for local runs
+   * only, whose reads are open too). Default false.
+   */
+  open?: boolean;
+  /** A comment line this often, in milliseconds (default 10000). */
+  keepAliveMs?: number;
+  /** A stream ends after this many milliseconds; the client resumes (default 240000). */
+  maxStreamMs?: number;
+}
+
+/**
+ * The stream handler: {@linkcode RunEventStream.stream} answers one request for one run.
+ *
+ * @example
+ * ```ts
+ * import { connect, createRunEventStream } from '../ops.ts';
+ *
+ * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const events = createRunEventStream({ source: client });
+ * Deno.serve((request) => events.fetch(request)); // GET /<anything>/runs/<run id>/events
+ * ```
+ */
+export interface RunEventStream {
+  /**
+   * Answers `GET` for the run named by the path's `runs/<run id>/events` (or `?run=<run id>`).
+   */
+  fetch(request: Request): Promise<Response>;
+  /** Answers `GET` for `runId`: the stream, or a JSON error (400, 401, 404, 405). */
+  stream(request: Request, runId: string): Promise<Response>;
+  /** Ends every open stream and stops listening. */
+  close(): Promise<void>;
+}
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+const BATCH = 500;
+
+function denoEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      ...headers,
+    },
+  });
+}
+
+function base64UrlBytes(text: string): Uint8Array {
+  const b64 = text.replaceAll('-', '+').replaceAll('_', '/');
+  const raw = atob(b64 + '='.repeat((4 - (b64.length % 4)) % 4));
+  return Uint8Array.from(raw, (c) => c.charCodeAt(0));
+}
+
+/**
+ * A Supabase access token's user id (`sub`), or why it is refused: an HS256 JWT signed with
+ * `secret`, not expired (`exp`), whose `sub` is a UUID and whose `role` is `authenticated`.
+ *
+ * @example
+ * ```ts
+ * import { verifyUserJwt } from './run_event_stream.ts';
+ *
+ * const result = await verifyUserJwt('not.a.jwt', 'secret');
+ * console.assert('problem' in result);
+ * ```
+ */
+export async function verifyUserJwt(
+  token: string,
+  secret: string,
+  nowSeconds: number = Date.now() / 1000,
+): Promise<{ userId: string } | { problem: string }> {
+  const parts = token.split('.');
+  if (parts.length !== 3) return { problem: 'the bearer is not a JWT (three dot-separated parts)' };
+  let header: { alg?: unknown }, claims: { sub?: unknown; exp?: unknown; role?: unknown };
+  try {
+    const decode = (p: string) => JSON.parse(new TextDecoder().decode(base64UrlBytes(p)));
+    header = decode(parts[0]);
+    claims = decode(parts[1]);
+  } catch {
+    return { problem: 'the bearer is not a JWT (its header or claims are not base64url JSON)' };
+  }
+  if (header.alg !== 'HS256') {
+    return {
+      problem: `the JWT's alg ${
+        JSON.stringify(header.alg)
+      } is not accepted: only HS256 with the JWT secret (pass verifyUser for other keys)`,
+    };
+  }
+  const key = await crypto.subtle.importKey(
+    'raw',
+    new TextEncoder().encode(secret),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['verify'],
+  );
+  let signature: Uint8Array;
+  try {
+    signature = base64UrlBytes(parts[2]);
+  } catch {
+    return { problem: 'the JWT signature is not base64url' };
+  }
+  const signed = await crypto.subtle.verify(
+    'HMAC',
+    key,
+    signature as Uint8Array<ArrayBuffer>,
+    new TextEncoder().encode(`${parts[0]}.${parts[1]}`),
+  );
+  if (!signed) return { problem: 'the JWT signature does not match the JWT secret' };
+  if (typeof claims.exp !== 'number' || claims.exp <= nowSeconds) {
+    return { problem: 'the JWT has expired (or has no exp): sign in again' };
+  }
+  if (claims.role !== 'authenticated' || !isUuid(claims.sub)) {
+    return {
+      problem: 'the JWT is not a signed-in user\'s (role "authenticated" with a UUID sub)',
+    };
+  }
+  return { userId: claims.sub };
+}
+
+/** The cursor: `?after=N`, else `Last-Event-ID`, else 0; null when malformed. */
+function cursorOf(request: Request, url: URL): number | null {
+  const text = url.searchParams.get('after') ?? request.headers.get('last-event-id') ?? '0';
+  if (!/^\d{1,15}$/.test(text)) return null;
+  return Number(text);
+}
+
+/**
+ * Creates the run event stream handler. In an Edge Function of one's own:
+ *
+ * @example
+ * ```ts
+ * import { connect, createRunEventStream } from '../ops.ts';
+ *
+ * // supabase/functions/run-events/index.ts: GET /functions/v1/run-events/runs/<id>/events
+ * const client = connect(Deno.env.get('SUPABASE_DB_URL'));
+ * const events = createRunEventStream({ source: client });
+ * Deno.serve((request) => events.fetch(request));
+ * ```
+ */
+export function createRunEventStream(options: RunEventStreamOptions): RunEventStream {
+  const env = options.env ?? denoEnv;
+  const keepAliveMs = options.keepAliveMs ?? 10_000;
+  const maxStreamMs = options.maxStreamMs ?? 240_000;
+  const jwtSecret = options.jwtSecret ?? env('SWITCHYARD_JWT_SECRET') ??
+    env('SUPABASE_JWT_SECRET');
+  const notifications = new RunNotifications(sqlOf(options.source));
+  const streams = new Set<() => void>();
+
+  /** Every run (null), one user's runs (their id), or why not. */
+  const who = async (request: Request): Promise<{ owner: string | null } | { problem: string }> => {
+    const bearerProblem = await authProblem(request, options.auth, env);
+    if (bearerProblem === null || options.open) return { owner: null };
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get('authorization') ?? '');
+    if (!match) return { problem: bearerProblem };
+    if (options.verifyUser) {
+      const id = await options.verifyUser(match[1]);
+      if (id !== null && isUuid(id)) return { owner: id };
+      return { problem: "the bearer is neither an accepted secret nor a signed-in user's token" };
+    }
+    if (match[1].split('.').length !== 3) return { problem: bearerProblem };
+    if (!jwtSecret) {
+      return {
+        problem: "a signed-in user's JWT is not accepted here: set SWITCHYARD_JWT_SECRET (the " +
+          "project's JWT secret) or pass verifyUser; else send the bearer of the queue functions",
+      };
+    }
+    const user = await verifyUserJwt(match[1], jwtSecret);
+    return 'userId' in user ? { owner: user.userId } : user;
+  };
+
+  const stream = async (request: Request, runId: string): Promise<Response> => {
+    if (request.method !== 'GET') {
+      return json(405, { error: 'method_not_allowed', message: "use GET for a run's events" }, {
+        allow: 'GET',
+      });
+    }
+    if (!isUuid(runId)) {
+      return json(400, {
+        error: 'bad_request',
+        parameter: 'run',
+        message: `run id ${
+          JSON.stringify(String(runId).slice(0, 100))
+        } is invalid: use a UUID (8-4-4-4-12 hex digits)`,
+      });
+    }
+    const url = new URL(request.url);
+    const after = cursorOf(request, url);
+    if (after === null) {
+      return json(400, {
+        error: 'bad_request',
+        parameter: 'after',
+        message: `cursor ${
+          JSON.stringify(
+            (url.searchParams.get('after') ?? request.headers.get('last-event-id'))
+              ?.slice(0, 40),
+          )
+        } is invalid: use an event id (an integer >= 0) in "after" or Last-Event-ID`,
+      });
+    }
+    const caller = await who(request);
+    if ('problem' in caller) {
+      return json(401, { error: 'unauthorized', message: caller.problem }, {
+        'www-authenticate': 'Bearer',
+      });
+    }
+    const run = await runOwner(options.source, runId);
+    // Another user's run is answered as an unknown one: its existence is not shown either.
+    if (run === null || (caller.owner !== null && run.owner !== caller.owner)) {
+      return json(404, { error: 'not_found', message: `unknown run ${runId}` });
+    }
+    const owner = caller.owner ?? undefined;
+    let cursor = after;
+    let wake: () => void = () => {};
+    let dirty = true;
+    let done = false;
+    const encoder = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      start: async (controller) => {
+        const finish = () => {
+          if (done) return;
+          done = true;
+          wake();
+          try {
+            controller.close();
+          } catch { /* cancelled */ }
+        };
+        streams.add(finish);
+        // Subscribed before the first read: a transition committed after that read notifies.
+        let unsubscribe: () => void = () => {};
+        try {
+          unsubscribe = await notifications.subscribe(runId, () => {
+            dirty = true;
+            wake();
+          });
+        } catch (e) {
+          controller.error(e);
+          streams.delete(finish);
+          return;
+        }
+        const endAt = Date.now() + maxStreamMs;
+        controller.enqueue(encoder.encode(`retry: 1000\n: following run ${runId}\n\n`));
+        try {
+          while (!done && Date.now() < endAt) {
+            if (dirty) {
+              dirty = false;
+              let batch: RunEvent[];
+              do {
+                batch = await runEvents(options.source, runId, {
+                  after: cursor,
+                  limit: BATCH,
+                  owner,
+                });
+                for (const e of batch) {
+                  if (done) break;
+                  cursor = e.eventId;
+                  controller.enqueue(
+                    encoder.encode(`id: ${e.eventId}\ndata: ${JSON.stringify(e)}\n\n`),
+                  );
+                  if (e.stepSlug === null && TERMINAL.has(e.event)) done = true;
+                }
+              } while (!done && batch.length === BATCH);
+              continue;
+            }
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, Math.min(keepAliveMs, endAt - Date.now()));
+              wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
+            wake = () => {};
+            if (!dirty && !done) {
+              controller.enqueue(encoder.encode(': keep-alive\n\n'));
+              // Reads again now and then too: a connection that delivers no notifications
+              // (PGlite's single session) still moves, if later.
+              dirty = true;
+            }
+          }
+        } catch (e) {
+          if (!done) console.error(`run event stream ${runId}: ${(e as Error)?.message ?? e}`);
+        } finally {
+          unsubscribe();
+          streams.delete(finish);
+          finish();
+        }
+      },
+      cancel: () => {
+        done = true;
+        wake();
+      },
+    });
+    return new Response(body, {
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+      },
+    });
+  };
+
+  return {
+    stream,
+    fetch(request: Request): Promise<Response> {
+      const url = new URL(request.url);
+      const match = /\/runs\/([^/]+)\/events\/?$/.exec(url.pathname);
+      let runId = match ? match[1] : url.searchParams.get('run');
+      try {
+        if (match) runId = decodeURIComponent(match[1]);
+      } catch { /* malformed: refused as an invalid run id */ }
+      if (runId === null) {
+        return Promise.resolve(json(404, {
+          error: 'not_found',
+          message: 'follow a run at .../runs/<run id>/events (or ?run=<run id>)',
+        }));
+      }
+      return stream(request, runId);
+    },
+    async close() {
+      for (const finish of [...streams]) finish();
+      await notifications.close();
+    },
+  };
+}
