@@ -7,8 +7,42 @@
  *
  * @module
  */
-import { hostedRuntimeSignal } from '../platform/platform.ts';
 import { parseConnectionString } from '../sql/connection.ts';
+
+/**
+ * Environment variables that Supabase's hosted Edge Runtime sets and local runs do not
+ * (docs/ARCHITECTURE.md §7, Auth): `SB_REGION` (the region the function runs in) and
+ * `DENO_DEPLOYMENT_ID` (the deployed version, `<project-ref>_<function-id>_<version>`; Deno
+ * Deploy sets it too). `SB_EXECUTION_ID` is not one of them (the local edge runtime sets it as
+ * well), nor are the `SUPABASE_INTERNAL_*` variables, which only the CLI's local serve sets.
+ *
+ * @example
+ * ```ts
+ * import { HOSTED_RUNTIME_ENV_VARS } from './development.ts';
+ *
+ * console.log(HOSTED_RUNTIME_ENV_VARS.join(', ')); // SB_REGION, DENO_DEPLOYMENT_ID
+ * ```
+ */
+export const HOSTED_RUNTIME_ENV_VARS: readonly string[] = ['SB_REGION', 'DENO_DEPLOYMENT_ID'];
+
+/**
+ * The first of {@linkcode HOSTED_RUNTIME_ENV_VARS} that the platform's environment sets (the
+ * function runs on a hosted runtime), or `null` (a local run: `deno task serve`, `supabase
+ * functions serve`, a plain `deno run`, a test).
+ *
+ * @example
+ * ```ts
+ * import { hostedRuntimeSignal } from './development.ts';
+ *
+ * console.assert(hostedRuntimeSignal({ env: () => undefined }) === null);
+ * console.assert(hostedRuntimeSignal({ env: (n) => n === 'SB_REGION' ? 'eu-west-1' : undefined }) === 'SB_REGION');
+ * ```
+ */
+export function hostedRuntimeSignal(
+  platform: { env(name: string): string | undefined },
+): string | null {
+  return HOSTED_RUNTIME_ENV_VARS.find((name) => (platform.env(name) ?? '') !== '') ?? null;
+}
 
 /**
  * Whether a database host is local: loopback (`localhost`, `127.0.0.0/8`, `::1`), a Unix socket
