@@ -1,6 +1,8 @@
 /**
- * `deno task install --project DIR [--force]`: adds the kit to a Supabase project (one made by
- * `supabase init`, or any project with `supabase/config.toml`). docs/ARCHITECTURE.md §8.
+ * `deno task install --project DIR [--force] [--example]`: adds the kit to a Supabase project
+ * (one made by `supabase init`, or any project with `supabase/config.toml`).
+ * docs/ARCHITECTURE.md §8. `--example` adds an example flow, its queue function, its compiled
+ * migration and a client script (`scripts/_example.ts`).
  *
  * It writes, inside `DIR/supabase/`:
  *
@@ -40,6 +42,7 @@ import {
   sha256,
 } from './_kit.ts';
 import { KIT_ROOT } from './_project.ts';
+import { installExample } from './_example.ts';
 import {
   migrationTimestamp,
   type Planned as PlannedFile,
@@ -528,7 +531,7 @@ async function scaffoldedQueues(projectDir: string): Promise<string[]> {
   return queues.sort();
 }
 
-const USAGE = `usage: deno task install --project DIR [--force]
+const USAGE = `usage: deno task install --project DIR [--force] [--example]
 
 Adds Switchyard to the Supabase project in DIR (made by \`supabase init\`): the runtime in
 supabase/functions/_switchyard/, the SQL core in supabase/migrations/ (after the project's own),
@@ -537,6 +540,9 @@ supabase/functions/deno.json. Rerun it after updating the kit: it adds only new 
 
   --project DIR  the project root (holds supabase/config.toml)
   --force        overwrite kit files edited in the project and import-map entries mapped elsewhere
+  --example      also an example: the flow greet (supabase/functions/_shared/flows/greet.ts) in
+                 the registry, its queue function greetings-worker, its compiled migration, and
+                 example.ts, a client script that starts it and prints its typed output
   -h, --help     this text`;
 
 async function main(args: string[]): Promise<number> {
@@ -547,6 +553,7 @@ async function main(args: string[]): Promise<number> {
       options: {
         project: { type: 'string' },
         force: { type: 'boolean', default: false },
+        example: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -566,6 +573,22 @@ async function main(args: string[]): Promise<number> {
     const projectDir = projectPath(parsed.values.project);
     const result = await install({ projectDir, force: parsed.values.force });
     for (const note of result.notes) console.error(`note: ${note}`);
+    if (parsed.values.example) {
+      const example = await installExample(projectDir, (m) => new InstallError(m));
+      const project = parsed.values.project;
+      if (result.changed) console.log(`Switchyard ${result.version} -> ${projectDir}`);
+      const written = example.files.filter((f) => f.action !== 'unchanged');
+      for (const f of written) console.log(`${f.action.padEnd(9)} ${f.path}`);
+      if (!result.changed && written.length === 0) {
+        console.log(`nothing to do: Switchyard ${result.version} and its example are installed`);
+      }
+      console.log(
+        `\nnext, against a PostgreSQL (DATABASE_URL):\n` +
+          `  npx -y deno@2 task db:push --project ${project}\n` +
+          `  cd ${project} && npx -y deno@2 run -A --config supabase/functions/deno.json example.ts`,
+      );
+      return 0;
+    }
     if (!result.changed) {
       console.log(`nothing to do: Switchyard ${result.version} is installed in ${projectDir}`);
       return 0;

@@ -163,7 +163,11 @@ Deno.test('install → compile → db push → a start before any worker ran →
       const stdout = dec.decode(out.stdout);
       assert.equal(out.code, 0, `${stdout}\n${dec.decode(out.stderr)}`);
       assert.match(stdout, new RegExp(`^started ${started.run_id}$`, 'm'));
-      assert.match(stdout, /^deliver: 11 number$/m, 'the typed output: the length of "Hello, Ada!"');
+      assert.match(
+        stdout,
+        /^deliver: 11 number$/m,
+        'the typed output: the length of "Hello, Ada!"',
+      );
     } finally {
       await sql.end();
     }
