@@ -43,6 +43,10 @@ import {
 } from './_kit.ts';
 import { KIT_ROOT } from './_project.ts';
 import { installExample } from './_example.ts';
+import { runKeepAlive } from './keep_alive.ts';
+import { databaseUrl, UsageError } from './_operator_cli.ts';
+import { fromSqlError } from '../lib/ops.ts';
+import { connectionFailure, connectionOrigin, openSql } from '../lib/sql/connection.ts';
 import {
   migrationTimestamp,
   type Planned as PlannedFile,
@@ -543,6 +547,10 @@ supabase/functions/deno.json. Rerun it after updating the kit: it adds only new 
   --example      also an example: the flow greet (supabase/functions/_shared/flows/greet.ts) in
                  the registry, its queue function greetings-worker, its compiled migration, and
                  example.ts, a client script that starts it and prints its typed output
+  --keep-alive   then set up the keep-alive in the database of DATABASE_URL, as
+                 \`deno task keep-alive\` does (its options: --url URL [--bearer-from-env NAME]
+                 [--debounce N] [--schedule CRON] [--without-pg-net]); the migrations must be
+                 applied first (it checks, and says what is missing)
   -h, --help     this text`;
 
 async function main(args: string[]): Promise<number> {
@@ -554,6 +562,12 @@ async function main(args: string[]): Promise<number> {
         project: { type: 'string' },
         force: { type: 'boolean', default: false },
         example: { type: 'boolean', default: false },
+        'keep-alive': { type: 'boolean', default: false },
+        url: { type: 'string' },
+        'bearer-from-env': { type: 'string' },
+        debounce: { type: 'string' },
+        schedule: { type: 'string' },
+        'without-pg-net': { type: 'boolean' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -569,13 +583,51 @@ async function main(args: string[]): Promise<number> {
     console.error(`error: give the project with --project DIR\n\n${USAGE}`);
     return 2;
   }
+  const v = parsed.values;
+  const keepAliveArgs = [
+    ...(v.url === undefined ? [] : ['--url', v.url]),
+    ...(v['bearer-from-env'] === undefined ? [] : ['--bearer-from-env', v['bearer-from-env']]),
+    ...(v.debounce === undefined ? [] : ['--debounce', v.debounce]),
+    ...(v.schedule === undefined ? [] : ['--schedule', v.schedule]),
+    ...(v['without-pg-net'] ? ['--without-pg-net'] : []),
+  ];
+  if (!v['keep-alive'] && keepAliveArgs.length > 0) {
+    console.error(`error: ${keepAliveArgs[0]} is an option of --keep-alive\n\n${USAGE}`);
+    return 2;
+  }
+  const code = await installAndReport(parsed.values.project, v.force, v.example);
+  if (code !== 0 || !v['keep-alive']) return code;
+  return await keepAlive(keepAliveArgs);
+}
+
+/** `--keep-alive`: the keep-alive command's own work, on DATABASE_URL (scripts/keep_alive.ts). */
+async function keepAlive(args: string[]): Promise<number> {
+  console.log('\nkeep-alive:');
+  let sql: ReturnType<typeof openSql> | undefined;
   try {
-    const projectDir = projectPath(parsed.values.project);
-    const result = await install({ projectDir, force: parsed.values.force });
+    sql = openSql(databaseUrl(), { max: 1, origin: connectionOrigin() });
+    await runKeepAlive(sql, args);
+    return 0;
+  } catch (e) {
+    const err = sql ? connectionFailure(fromSqlError(e), sql) as Error : e as Error;
+    console.error(`error: ${err.message}`);
+    return e instanceof UsageError ? 2 : 1;
+  } finally {
+    await sql?.end({ timeout: 2 }).catch(() => {});
+  }
+}
+
+async function installAndReport(
+  project: string,
+  force: boolean,
+  withExample: boolean,
+): Promise<number> {
+  try {
+    const projectDir = projectPath(project);
+    const result = await install({ projectDir, force });
     for (const note of result.notes) console.error(`note: ${note}`);
-    if (parsed.values.example) {
+    if (withExample) {
       const example = await installExample(projectDir, (m) => new InstallError(m));
-      const project = parsed.values.project;
       if (result.changed) console.log(`Switchyard ${result.version} -> ${projectDir}`);
       const written = example.files.filter((f) => f.action !== 'unchanged');
       for (const f of written) console.log(`${f.action.padEnd(9)} ${f.path}`);
@@ -609,7 +661,6 @@ async function main(args: string[]): Promise<number> {
       if (f.action === 'unchanged') continue;
       console.log(`${f.action.padEnd(9)} ${f.path}`);
     }
-    const project = parsed.values.project;
     if (result.previousVersion === null) {
       console.log(
         `\nnext: define flows in ${REGISTRY}, then \`deno task scaffold-queue <queue> --project ` +
