@@ -7,8 +7,10 @@
  * project with the project's import map, against the installed runtime) and writes
  * `supabase/migrations/<timestamp>_switchyard_flows.sql` with what a worker's start-up compiles:
  * `select switchyard.ensure_flow(<shape>)` for each concrete flow, then
- * `select switchyard.sync_alias(<alias>, <versions>)` for each alias, in registry order. The
- * same SQL functions, so a worker started later verifies what the migration compiled, and a
+ * `select switchyard.sync_alias(<alias>, <versions>)` for each alias that the database does not
+ * have yet, in registry order (an existing alias moves when the first worker with the new
+ * registry starts, as before, so running workers deployed earlier are never handed a version
+ * they lack). The same SQL functions, so a worker started later verifies what the migration compiled, and a
  * migration whose shape a database already holds differently is refused at push as a worker
  * would be refused (SY004: a concrete flow never changes; a change of runtime options only is
  * applied).
@@ -58,7 +60,7 @@ function literal(text: string): string {
 }
 
 const ENSURE = /^select switchyard\.ensure_flow\('((?:[^']|'')*)'::jsonb\);$/;
-const SYNC = /^select switchyard\.sync_alias\('((?:[^']|'')*)', array\[(.*)\]::text\[\]\);$/;
+const SYNC = /^select switchyard\.sync_alias\('((?:[^']|'')*)', array\[(.*)\]::text\[\]\)$/;
 
 /** What the earlier flows migrations compiled: slug → [shape JSON, file]; alias → versions. */
 async function compiledSoFar(migrationsDir: string, names: string[]) {
@@ -125,8 +127,12 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
   for (const [alias, versions] of plan.aliases) {
     if (earlier.aliases.get(alias) === versionsSql(versions)) continue;
     result.aliases.push([alias, versions]);
+    // Only an alias no database has yet is activated at push. An existing one moves when the
+    // first worker with this registry starts, as before: workers deployed earlier, still
+    // polling, must never be handed a version they lack (an unsupported batch pauses them).
     statements.push(
-      `select switchyard.sync_alias(${literal(alias)}, array[${versionsSql(versions)}]::text[]);`,
+      `select switchyard.sync_alias(${literal(alias)}, array[${versionsSql(versions)}]::text[])`,
+      `  where not exists (select 1 from switchyard.aliases a where a.alias = ${literal(alias)});`,
     );
   }
   if (statements.length === 0) return result;
@@ -146,8 +152,9 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
   const header = [
     `-- The flows of ${REGISTRY_PATH}, written by \`deno task compile\`: what a`,
     "-- worker's start-up compiles (ensure_flow for each concrete flow, then sync_alias for each",
-    '-- alias), so a flow can be started right after `supabase db push`. Never edit or rewrite it',
-    '-- (a database may have applied it); a changed registry gets a new migration.',
+    '-- alias the database does not have yet: an existing alias moves when the first worker with',
+    '-- this registry starts), so a flow can be started right after `supabase db push`. Never',
+    '-- edit or rewrite it (a database may have applied it); a changed registry gets a new one.',
     ...result.flows.map((f) =>
       f.change === 'new' ? `-- new flow ${f.slug}` : `-- flow ${f.slug} differs from ${f.earlier}`
     ),
@@ -210,7 +217,10 @@ async function main(args: string[]): Promise<number> {
       );
     }
     for (const [alias, versions] of result.aliases) {
-      console.log(`  alias ${alias} -> ${versions[versions.length - 1]}`);
+      console.log(
+        `  alias ${alias} -> ${versions[versions.length - 1]} (when new; an existing alias ` +
+          'moves when the first worker with this registry starts)',
+      );
     }
     if (values.check) return 1;
     console.log('\nnext: apply it (supabase db push, or deno task db:push); flows start at once');

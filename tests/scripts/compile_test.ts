@@ -72,12 +72,12 @@ Deno.test('install → compile → db push → a start before any worker ran →
     );
     assert.ok(written, compiled.stdout);
     assert.match(compiled.stdout, /^ {2}flow greetV1$/m);
-    assert.match(compiled.stdout, /^ {2}alias greet -> greetV1$/m);
+    assert.match(compiled.stdout, /^ {2}alias greet -> greetV1 \(when new;/m);
     const migration = await Deno.readTextFile(join(project, written[1]));
     assert.match(migration, /^select switchyard\.ensure_flow\('\{"slug":"greetV1",.*'::jsonb\);$/m);
     assert.match(
       migration,
-      /^select switchyard\.sync_alias\('greet', array\['greetV1'\]::text\[\]\);$/m,
+      /^select switchyard\.sync_alias\('greet', array\['greetV1'\]::text\[\]\)\n {2}where not exists \(select 1 from switchyard\.aliases a where a\.alias = 'greet'\);$/m,
     );
     const names = [...Deno.readDirSync(join(project, 'supabase/migrations'))].map((e) => e.name)
       .sort();
@@ -168,6 +168,47 @@ Deno.test('install → compile → db push → a start before any worker ran →
         /^deliver: 11 number$/m,
         'the typed output: the length of "Hello, Ada!"',
       );
+
+      // A new version: compiled at push, but the existing alias stays until a worker with the
+      // new registry starts (the running worker lacks greetV2 and must never be handed it).
+      await Deno.writeTextFile(
+        join(project, 'supabase/functions/_shared/flows/greet.ts'),
+        FLOW.replace(
+          'export const greet =',
+          `const greetV2 = new Flow<{ name: string }>({ slug: 'greetV2' })
+  .step({ slug: 'compose' }, (input) => ({ text: \`Hi, \${input.name}!\` }));
+
+export const greet2 = defineDeployedFlow(
+  routeFlow(greetV2, { queues: { compose: 'greetings' } }),
+  { alias: 'greet' },
+);
+
+export const greet =`,
+        ),
+      );
+      await Deno.writeTextFile(
+        join(project, 'supabase/functions/_shared/registry.ts'),
+        REGISTRY.replace('import { greet }', 'import { greet, greet2 }').replace(
+          '[greet]',
+          '[greet, greet2]',
+        ),
+      );
+      const v2 = await run(['task', '-q', 'compile', '--project', project], KIT_ROOT);
+      ok(v2, 'compile of v2');
+      assert.match(v2.stdout, /^ {2}flow greetV2$/m);
+      assert.doesNotMatch(v2.stdout, /flow greetV1/, 'greetV1 is compiled already');
+      ok(
+        await run(
+          ['run', '-A', SUPABASE_CLI, 'db', 'push', '--db-url', withLocalSslMode(url), '--yes'],
+          project,
+        ),
+        'supabase db push of v2',
+      );
+      const [alias] = await sql`select flow_slug from switchyard.aliases where alias = 'greet'`;
+      assert.equal(alias.flow_slug, 'greetV1', 'the push moves no existing alias');
+      const [compiledV2] = await sql`select count(*)::int as n from switchyard.steps
+        where flow_slug = 'greetV2'`;
+      assert.equal(compiledV2.n, 1, 'greetV2 is compiled');
     } finally {
       await sql.end();
     }
