@@ -6,6 +6,13 @@
  * `key = "string"` and `key = true|false` lines, comments). Everything else in the file is
  * kept byte for byte, so a scaffold never reformats a user's config.
  *
+ * Why not a TOML library from npm: the file is the user's, with the Supabase CLI's comments and
+ * layout, and the npm TOML libraries parse it into values and stringify values anew (smol-toml,
+ * the one the Deno ecosystem reaches for: `stringify(parse(text))` drops every comment of a
+ * `supabase init` config), so none keeps the rest of the file as it is. Editing lines of the
+ * kit's own sections does; tests/scripts/config_toml_test.ts checks it on the files
+ * `supabase init` of CLI 2 and 3 writes.
+ *
  * @module
  */
 

@@ -2,13 +2,15 @@
  * `deno run --config <functions deno.json> scripts/_registry_probe.ts <registry.ts>`: loads a
  * project's registry against the project's own copy of the kit (`switchyard` as the project's
  * import map resolves it, so the installed runtime and the project's own bare imports) and
- * prints, as one JSON line, the queues its deployments use: `{ "placements": [{ "kind",
- * "flow", "queues" }] }`, or `{ "error": "…" }`. The scaffold runs it for installed projects.
+ * prints, as one JSON line, the queues its deployments use and what a worker's start-up compiles:
+ * `{ "placements": [{ "kind", "flow", "queues", "shape" }], "aliases": [[alias, versions]] }`, or
+ * `{ "error": "…" }`. The scaffold and `deno task compile` run it for installed projects.
  *
  * @module
  */
 import { pathToFileURL } from 'node:url';
 import { DispatchIndex } from 'switchyard/worker/dispatch_index.ts';
+import type { FlowShape } from 'switchyard/dsl/placement.ts';
 
 /**
  * What the probe prints.
@@ -17,12 +19,18 @@ import { DispatchIndex } from 'switchyard/worker/dispatch_index.ts';
  * ```ts
  * import type { ProbeResult } from './_registry_probe.ts';
  * const result: ProbeResult = {
- *   placements: [{ kind: 'routed', flow: 'greetV1', queues: ['greetings'] }],
+ *   placements: [{ kind: 'routed', flow: 'greetV1', queues: ['greetings'], shape: {} as never }],
+ *   aliases: [['greet', ['greetV1']]],
  * };
  * ```
  */
 export type ProbeResult =
-  | { placements: { kind: string; flow: string; queues: string[] }[] }
+  | {
+    /** The deployments in registry order, each with the shape `ensure_flow` compiles. */
+    placements: { kind: string; flow: string; queues: string[]; shape: FlowShape }[];
+    /** Alias → its versions in registry order (the last is the target), as `sync_alias` takes. */
+    aliases: [string, string[]][];
+  }
   | { error: string };
 
 async function probe(path: string): Promise<ProbeResult> {
@@ -46,7 +54,9 @@ async function probe(path: string): Promise<ProbeResult> {
         kind: p.kind,
         flow: p.flow.slug,
         queues: p.queues(),
+        shape: p.shape,
       })),
+      aliases: [...index.aliases()],
     };
   } catch (e) {
     return { error: (e as Error).message };

@@ -297,10 +297,16 @@ async function main(args: string[]): Promise<number> {
         started.push(run.runId);
       }
     };
+    // Said before each wait, so the demo is never silent while the workers start up and work.
+    await sayAbove(
+      `starting ${V1_RUNS / 2} communityThreads and ${TICKET_RUNS / 2} supportTickets runs ` +
+        "(on PGlite each start waits its turn behind the workers' first polls)",
+    );
     await startRuns('communityThreads', V1_RUNS / 2, 0);
     await startRuns('supportTickets', TICKET_RUNS / 2, 0);
     const deadline = Date.now() + DEADLINE_MS;
     const waitUntil = async (what: string, check: () => Promise<boolean>) => {
+      await sayAbove(`waiting for ${what}`);
       while (!(await check())) {
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
         await new Promise((r) => setTimeout(r, 500));
@@ -310,7 +316,10 @@ async function main(args: string[]): Promise<number> {
       (await sql!<{ n: number }[]>`
         select count(*)::int as n from switchyard.runs
          where flow_slug = ${flow} and status = 'completed'`)[0].n;
-    await waitUntil('the first v1 runs', async () => (await completed('communityThreadsV1')) >= 2);
+    await waitUntil(
+      'the first two communityThreadsV1 runs to complete (classify, then deliver)',
+      async () => (await completed('communityThreadsV1')) >= 2,
+    );
     await startRuns('communityThreads', V1_RUNS / 2, V1_RUNS / 2);
     await startRuns('supportTickets', TICKET_RUNS / 2, TICKET_RUNS / 2);
 

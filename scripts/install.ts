@@ -1,6 +1,8 @@
 /**
- * `deno task install --project DIR [--force]`: adds the kit to a Supabase project (one made by
- * `supabase init`, or any project with `supabase/config.toml`). docs/ARCHITECTURE.md §8.
+ * `deno task install --project DIR [--force] [--example]`: adds the kit to a Supabase project
+ * (one made by `supabase init`, or any project with `supabase/config.toml`).
+ * docs/ARCHITECTURE.md §8. `--example` adds an example flow, its queue function, its compiled
+ * migration and a client script (`scripts/_example.ts`).
  *
  * It writes, inside `DIR/supabase/`:
  *
@@ -40,6 +42,11 @@ import {
   sha256,
 } from './_kit.ts';
 import { KIT_ROOT } from './_project.ts';
+import { installExample } from './_example.ts';
+import { runKeepAlive } from './keep_alive.ts';
+import { databaseUrl, UsageError } from './_operator_cli.ts';
+import { fromSqlError } from '../lib/ops.ts';
+import { connectionFailure, connectionOrigin, openSql } from '../lib/sql/connection.ts';
 import {
   migrationTimestamp,
   type Planned as PlannedFile,
@@ -528,7 +535,7 @@ async function scaffoldedQueues(projectDir: string): Promise<string[]> {
   return queues.sort();
 }
 
-const USAGE = `usage: deno task install --project DIR [--force]
+const USAGE = `usage: deno task install --project DIR [--force] [--example]
 
 Adds Switchyard to the Supabase project in DIR (made by \`supabase init\`): the runtime in
 supabase/functions/_switchyard/, the SQL core in supabase/migrations/ (after the project's own),
@@ -537,6 +544,13 @@ supabase/functions/deno.json. Rerun it after updating the kit: it adds only new 
 
   --project DIR  the project root (holds supabase/config.toml)
   --force        overwrite kit files edited in the project and import-map entries mapped elsewhere
+  --example      also an example: the flow greet (supabase/functions/_shared/flows/greet.ts) in
+                 the registry, its queue function greetings-worker, its compiled migration, and
+                 example.ts, a client script that starts it and prints its typed output
+  --keep-alive   then set up the keep-alive in the database of DATABASE_URL, as
+                 \`deno task keep-alive\` does (its options: --url URL [--bearer-from-env NAME]
+                 [--debounce N] [--schedule CRON] [--without-pg-net]); the migrations must be
+                 applied first (it checks, and says what is missing)
   -h, --help     this text`;
 
 async function main(args: string[]): Promise<number> {
@@ -547,6 +561,13 @@ async function main(args: string[]): Promise<number> {
       options: {
         project: { type: 'string' },
         force: { type: 'boolean', default: false },
+        example: { type: 'boolean', default: false },
+        'keep-alive': { type: 'boolean', default: false },
+        url: { type: 'string' },
+        'bearer-from-env': { type: 'string' },
+        debounce: { type: 'string' },
+        schedule: { type: 'string' },
+        'without-pg-net': { type: 'boolean' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -562,10 +583,64 @@ async function main(args: string[]): Promise<number> {
     console.error(`error: give the project with --project DIR\n\n${USAGE}`);
     return 2;
   }
+  const v = parsed.values;
+  const keepAliveArgs = [
+    ...(v.url === undefined ? [] : ['--url', v.url]),
+    ...(v['bearer-from-env'] === undefined ? [] : ['--bearer-from-env', v['bearer-from-env']]),
+    ...(v.debounce === undefined ? [] : ['--debounce', v.debounce]),
+    ...(v.schedule === undefined ? [] : ['--schedule', v.schedule]),
+    ...(v['without-pg-net'] ? ['--without-pg-net'] : []),
+  ];
+  if (!v['keep-alive'] && keepAliveArgs.length > 0) {
+    console.error(`error: ${keepAliveArgs[0]} is an option of --keep-alive\n\n${USAGE}`);
+    return 2;
+  }
+  const code = await installAndReport(parsed.values.project, v.force, v.example);
+  if (code !== 0 || !v['keep-alive']) return code;
+  return await keepAlive(keepAliveArgs);
+}
+
+/** `--keep-alive`: the keep-alive command's own work, on DATABASE_URL (scripts/keep_alive.ts). */
+async function keepAlive(args: string[]): Promise<number> {
+  console.log('\nkeep-alive:');
+  let sql: ReturnType<typeof openSql> | undefined;
   try {
-    const projectDir = projectPath(parsed.values.project);
-    const result = await install({ projectDir, force: parsed.values.force });
+    sql = openSql(databaseUrl(), { max: 1, origin: connectionOrigin() });
+    await runKeepAlive(sql, args);
+    return 0;
+  } catch (e) {
+    const err = sql ? connectionFailure(fromSqlError(e), sql) as Error : e as Error;
+    console.error(`error: ${err.message}`);
+    return e instanceof UsageError ? 2 : 1;
+  } finally {
+    await sql?.end({ timeout: 2 }).catch(() => {});
+  }
+}
+
+async function installAndReport(
+  project: string,
+  force: boolean,
+  withExample: boolean,
+): Promise<number> {
+  try {
+    const projectDir = projectPath(project);
+    const result = await install({ projectDir, force });
     for (const note of result.notes) console.error(`note: ${note}`);
+    if (withExample) {
+      const example = await installExample(projectDir, (m) => new InstallError(m));
+      if (result.changed) console.log(`Switchyard ${result.version} -> ${projectDir}`);
+      const written = example.files.filter((f) => f.action !== 'unchanged');
+      for (const f of written) console.log(`${f.action.padEnd(9)} ${f.path}`);
+      if (!result.changed && written.length === 0) {
+        console.log(`nothing to do: Switchyard ${result.version} and its example are installed`);
+      }
+      console.log(
+        `\nnext, against a PostgreSQL (DATABASE_URL):\n` +
+          `  npx -y deno@2 task db:push --project ${project}\n` +
+          `  cd ${project} && npx -y deno@2 run -A --config supabase/functions/deno.json example.ts`,
+      );
+      return 0;
+    }
     if (!result.changed) {
       console.log(`nothing to do: Switchyard ${result.version} is installed in ${projectDir}`);
       return 0;
@@ -586,7 +661,6 @@ async function main(args: string[]): Promise<number> {
       if (f.action === 'unchanged') continue;
       console.log(`${f.action.padEnd(9)} ${f.path}`);
     }
-    const project = parsed.values.project;
     if (result.previousVersion === null) {
       console.log(
         `\nnext: define flows in ${REGISTRY}, then \`deno task scaffold-queue <queue> --project ` +

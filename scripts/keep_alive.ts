@@ -248,62 +248,77 @@ export async function setUpKeepAlive(
   });
 }
 
-if (import.meta.main) {
-  await runCommand(USAGE, async (sql, args) => {
-    const { values, positionals } = parse(args, {
-      url: { type: 'string' },
-      'bearer-from-env': { type: 'string' },
-      debounce: { type: 'string' },
-      schedule: { type: 'string' },
-      'without-pg-net': { type: 'boolean' },
-    });
-    if (positionals.length > 0) {
-      throw new UsageError(
-        `keep-alive takes no positional arguments, got: ${positionals.join(' ')}`,
-      );
-    }
-    const url = values.url;
-    if (typeof url !== 'string' || url === '') {
-      throw new UsageError(
-        '--url is required: the functions base URL, e.g. https://<project-ref>.supabase.co',
-      );
-    }
-    const debounce = values.debounce ?? '30';
-    if (!/^\d{1,9}$/.test(debounce)) {
-      throw new UsageError(
-        `--debounce ${JSON.stringify(debounce)} is invalid: use whole seconds of at least 0`,
-      );
-    }
-    const schedule = values.schedule ?? '* * * * *';
-    if (schedule.trim() === '') {
-      throw new UsageError("--schedule is empty: use cron syntax such as '* * * * *'");
-    }
-    let bearer: string | undefined;
-    const name = values['bearer-from-env'];
-    if (name !== undefined) {
-      bearer = Deno.env.get(name);
-      if (!bearer) {
-        throw new UsageError(
-          `--bearer-from-env ${name}: the environment variable ${name} is ${
-            bearer === '' ? 'empty' : 'not set'
-          }: export it (e.g. ${name}=<the worker secret>) and run again`,
-        );
-      }
-    }
-    const report = await setUpKeepAlive(sql, {
-      url,
-      bearer,
-      bearerSource: name === undefined ? undefined : `environment variable ${name}`,
-      debounceSeconds: Number(debounce),
-      schedule,
-      withoutPgNet: values['without-pg-net'] ?? false,
-    });
-    for (const line of report.lines) console.log(line);
-    console.log(
-      report.changed
-        ? 'keep-alive set up: check its runs with `select * from cron.job_run_details ' +
-          `where jobid = ${report.jobId} order by start_time desc limit 5`
-        : 'nothing to do: the keep-alive is set up as asked',
-    );
+/**
+ * The command's work after connecting: parses the keep-alive options in `args` (`--url`,
+ * `--bearer-from-env`, `--debounce`, `--schedule`, `--without-pg-net`), sets the keep-alive up
+ * and prints the report. `deno task install --keep-alive` calls it too.
+ *
+ * @throws {UsageError} for bad options; {@linkcode KeepAliveMissingError} when a check fails
+ * @example
+ * ```ts
+ * import postgres from 'postgres';
+ * import { runKeepAlive } from "./keep_alive.ts";
+ * const sql = postgres(Deno.env.get('DATABASE_URL')!);
+ * await runKeepAlive(sql, ['--url', 'https://abcdefghijklmnop.supabase.co']);
+ * await sql.end();
+ * ```
+ */
+export async function runKeepAlive(sql: postgres.Sql, args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, {
+    url: { type: 'string' },
+    'bearer-from-env': { type: 'string' },
+    debounce: { type: 'string' },
+    schedule: { type: 'string' },
+    'without-pg-net': { type: 'boolean' },
   });
+  if (positionals.length > 0) {
+    throw new UsageError(
+      `keep-alive takes no positional arguments, got: ${positionals.join(' ')}`,
+    );
+  }
+  const url = values.url;
+  if (typeof url !== 'string' || url === '') {
+    throw new UsageError(
+      '--url is required: the functions base URL, e.g. https://<project-ref>.supabase.co',
+    );
+  }
+  const debounce = values.debounce ?? '30';
+  if (!/^\d{1,9}$/.test(debounce)) {
+    throw new UsageError(
+      `--debounce ${JSON.stringify(debounce)} is invalid: use whole seconds of at least 0`,
+    );
+  }
+  const schedule = values.schedule ?? '* * * * *';
+  if (schedule.trim() === '') {
+    throw new UsageError("--schedule is empty: use cron syntax such as '* * * * *'");
+  }
+  let bearer: string | undefined;
+  const name = values['bearer-from-env'];
+  if (name !== undefined) {
+    bearer = Deno.env.get(name);
+    if (!bearer) {
+      throw new UsageError(
+        `--bearer-from-env ${name}: the environment variable ${name} is ${
+          bearer === '' ? 'empty' : 'not set'
+        }: export it (e.g. ${name}=<the worker secret>) and run again`,
+      );
+    }
+  }
+  const report = await setUpKeepAlive(sql, {
+    url,
+    bearer,
+    bearerSource: name === undefined ? undefined : `environment variable ${name}`,
+    debounceSeconds: Number(debounce),
+    schedule,
+    withoutPgNet: values['without-pg-net'] ?? false,
+  });
+  for (const line of report.lines) console.log(line);
+  console.log(
+    report.changed
+      ? 'keep-alive set up: check its runs with `select * from cron.job_run_details ' +
+        `where jobid = ${report.jobId} order by start_time desc limit 5`
+      : 'nothing to do: the keep-alive is set up as asked',
+  );
 }
+
+if (import.meta.main) await runCommand(USAGE, runKeepAlive);

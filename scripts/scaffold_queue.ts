@@ -352,17 +352,34 @@ async function runtimeOnly(
 }
 
 /**
- * The queues of the registry's deployments. In the kit's checkout the registry is imported
- * here; in an installed project it is loaded in a subprocess with the project's import map
- * (the installed runtime, the project's own bare imports).
+ * The registry's deployments (their queues and shapes) and aliases, as a worker's start-up
+ * derives them. In the kit's checkout the registry is imported here; in an installed project it
+ * is loaded in a subprocess with the project's import map (the installed runtime, the project's
+ * own bare imports).
+ *
+ * @example
+ * ```ts
+ * import { registryPlan } from './scaffold_queue.ts';
+ *
+ * const { placements, aliases } = await registryPlan('.');
+ * console.log(placements.map((p) => p.flow), aliases);
+ * ```
  */
-async function registryPlacements(
+export async function registryPlan(
   projectDir: string,
-  copy: KitCopy,
-): Promise<{ kind: string; flow: string; queues: string[] }[]> {
+): Promise<Extract<ProbeResult, { placements: unknown }>> {
+  const copy = await kitCopy(projectDir);
   if (copy.kind === 'checkout') {
     const index = new DispatchIndex(await loadRegistry(projectDir));
-    return index.placements.map((p) => ({ kind: p.kind, flow: p.flow.slug, queues: p.queues() }));
+    return {
+      placements: index.placements.map((p) => ({
+        kind: p.kind,
+        flow: p.flow.slug,
+        queues: p.queues(),
+        shape: p.shape,
+      })),
+      aliases: [...index.aliases()],
+    };
   }
   const path = resolve(projectDir, REGISTRY_PATH);
   if (!(await exists(path))) await loadRegistry(projectDir); // the missing-registry message
@@ -392,7 +409,7 @@ async function registryPlacements(
     );
   }
   if ('error' in result) throw new ScaffoldError(`${REGISTRY_PATH} ${result.error}`);
-  return result.placements;
+  return result;
 }
 
 /**
@@ -619,7 +636,7 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
 
   const templates = await readTemplates(options.templatesDir ?? TEMPLATES_DIR);
   const copy = await kitCopy(projectDir);
-  const placements = await registryPlacements(projectDir, copy);
+  const { placements } = await registryPlan(projectDir);
   const routed = [
     ...new Set(placements.filter((p) => p.kind === 'routed').flatMap((p) => p.queues)),
   ].sort();

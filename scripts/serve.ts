@@ -13,7 +13,9 @@
  *
  * Environment of every function: this process's environment, then `supabase/functions/.env`
  * (or `--env-file`), then the `env` option; `PORT` and `HOSTNAME` are set per function, and
- * `SUPABASE_URL` is the gateway's URL unless the env file or option sets it. The port is `--port`, else `PORT`, else a free
+ * `SUPABASE_URL` is the gateway's URL unless the env file or option sets it;
+ * `SWITCHYARD_DEVELOPMENT=true` (a changed flow shape recompiles, docs/ARCHITECTURE.md §4.1)
+ * unless this process's environment, the env file or the option sets it. The port is `--port`, else `PORT`, else a free
  * one.
  *
  * The gateway also serves the dashboard (`lib/ops/dashboard.ts`) at `/dashboard/`, on the
@@ -27,6 +29,7 @@ import { join, resolve } from 'node:path';
 import { freePort } from './_cluster.ts';
 import { readFunctionConfigs } from './_functions_config.ts';
 import { canConnect, exists } from './_util.ts';
+import { DEVELOPMENT_ENV } from '../lib/worker/development.ts';
 import {
   type Client,
   connect,
@@ -293,6 +296,9 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
       cwd: projectDir,
       env: {
         SUPABASE_URL: url,
+        // Local development: a changed shape recompiles (docs/ARCHITECTURE.md §4.1), unless the
+        // environment says otherwise.
+        [DEVELOPMENT_ENV]: Deno.env.get(DEVELOPMENT_ENV) ?? 'true',
         ...fileEnv,
         ...options.env,
         PORT: String(port),

@@ -539,6 +539,17 @@ function hostHeader(value: string | null): string | null {
 }
 
 /**
+ * The API's routes with a parameter, matched on the path after the base with `URLPattern` (the
+ * web standard; each `:name` is one path segment, still percent-encoded). Fixed paths
+ * (`/api/overview`, `/api/runs`) are compared as strings.
+ */
+const ROUTES = {
+  functionAction: new URLPattern({ pathname: '/api/functions/:name/:action(pause|resume)' }),
+  runAction: new URLPattern({ pathname: '/api/runs/:id/:action(cancel|retry|signal)' }),
+  run: new URLPattern({ pathname: '/api/runs/:id' }),
+};
+
+/**
  * Creates the dashboard handler. Throws when `SWITCHYARD_DASHBOARD_AUTH` holds neither
  * `actions` nor `required`, and on Supabase's hosted runtime (`SB_REGION` or
  * `DENO_DEPLOYMENT_ID` set) when auth is disabled; there the default access is `required`.
@@ -666,8 +677,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const problem = await authProblem(request, options.auth, env);
     if (access === 'required' && problem !== null) return unauthorized(problem);
     const params = url.searchParams;
-    const fn = /^\/api\/functions\/([^/]+)\/(pause|resume)$/.exec(path);
-    const runAction = /^\/api\/runs\/([^/]+)\/(cancel|retry|signal)$/.exec(path);
+    const fn = ROUTES.functionAction.exec({ pathname: path })?.pathname.groups;
+    const runAction = ROUTES.runAction.exec({ pathname: path })?.pathname.groups;
     if (fn || runAction) {
       // Every action: POST, from the page's origin, with the bearer.
       if (request.method !== 'POST') {
@@ -686,8 +697,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       checkParams(params, []);
     }
     if (runAction) {
-      const id = runIdParam(runAction[1]);
-      if (runAction[2] === 'signal') {
+      const id = runIdParam(runAction.id!);
+      if (runAction.action === 'signal') {
         const body = await jsonBody(request, ['step', 'payload', 'key']);
         if (body instanceof Response) return body;
         if (typeof body.step !== 'string' || body.step === '') {
@@ -720,7 +731,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
           throw e;
         }
       }
-      const cancel = runAction[2] === 'cancel';
+      const cancel = runAction.action === 'cancel';
       const body = await jsonBody(request, cancel ? ['reason'] : []);
       if (body instanceof Response) return body;
       const result: CancelResult | RetryResult = cancel
@@ -729,7 +740,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       return json(200, { result });
     }
     if (fn) {
-      const name = decodeSegment(fn[1]);
+      const name = decodeSegment(fn.name!);
       if (!FUNCTION_NAME.test(name) || name.length > 100) {
         throw new BadRequest(
           'function',
@@ -738,7 +749,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
           } is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$, at most 100 characters)`,
         );
       }
-      const body = await jsonBody(request, fn[2] === 'pause' ? ['reason'] : []);
+      const body = await jsonBody(request, fn.action === 'pause' ? ['reason'] : []);
       if (body instanceof Response) return body;
       const reason = reasonField(body, 'paused from the dashboard');
       if (!(await functionState(source, name, { heartbeatWindowSeconds }))) {
@@ -747,7 +758,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
           message: `unknown function ${JSON.stringify(name)}`,
         });
       }
-      const result: PauseResult | ResumeResult = fn[2] === 'pause'
+      const result: PauseResult | ResumeResult = fn.action === 'pause'
         ? await pauseFunction(source, name, reason)
         : await resumeFunction(source, name);
       return json(200, { result });
@@ -792,10 +803,10 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       });
       return json(200, { runs });
     }
-    const run = /^\/api\/runs\/([^/]+)$/.exec(path);
+    const run = ROUTES.run.exec({ pathname: path })?.pathname.groups;
     if (run) {
       checkParams(params, []);
-      const id = runIdParam(run[1]);
+      const id = runIdParam(run.id!);
       const [found] = await recentRuns(source, { runId: id, limit: 1 });
       if (!found) return json(404, { error: 'not_found', message: `unknown run ${id}` });
       // One more than shown tells whether there are earlier ones.

@@ -63,38 +63,9 @@ export interface Platform {
   env(name: string): string | undefined;
 }
 
-/**
- * Environment variables that Supabase's hosted Edge Runtime sets and local runs do not
- * (docs/ARCHITECTURE.md §7, Auth): `SB_REGION` (the region the function runs in) and
- * `DENO_DEPLOYMENT_ID` (the deployed version, `<project-ref>_<function-id>_<version>`; Deno
- * Deploy sets it too). `SB_EXECUTION_ID` is not one of them (the local edge runtime sets it as
- * well), nor are the `SUPABASE_INTERNAL_*` variables, which only the CLI's local serve sets.
- *
- * @example
- * ```ts
- * import { HOSTED_RUNTIME_ENV_VARS } from './platform.ts';
- *
- * console.log(HOSTED_RUNTIME_ENV_VARS.join(', ')); // SB_REGION, DENO_DEPLOYMENT_ID
- * ```
- */
-export const HOSTED_RUNTIME_ENV_VARS: readonly string[] = ['SB_REGION', 'DENO_DEPLOYMENT_ID'];
-
-/**
- * The first of {@linkcode HOSTED_RUNTIME_ENV_VARS} that the platform's environment sets (the
- * function runs on a hosted runtime), or `null` (a local run: `deno task serve`, `supabase
- * functions serve`, a plain `deno run`, a test).
- *
- * @example
- * ```ts
- * import { createMemoryPlatform, hostedRuntimeSignal } from './platform.ts';
- *
- * console.assert(hostedRuntimeSignal(createMemoryPlatform()) === null);
- * console.assert(hostedRuntimeSignal(createMemoryPlatform({ SB_REGION: 'eu-west-1' })) === 'SB_REGION');
- * ```
- */
-export function hostedRuntimeSignal(platform: Pick<Platform, 'env'>): string | null {
-  return HOSTED_RUNTIME_ENV_VARS.find((name) => (platform.env(name) ?? '') !== '') ?? null;
-}
+// The hosted runtime's signal lives with the worker, which needs it too (local development,
+// docs/ARCHITECTURE.md §4.1) and may not import this layer.
+export { HOSTED_RUNTIME_ENV_VARS, hostedRuntimeSignal } from '../worker/development.ts';
 
 /** The part of Supabase's `EdgeRuntime` global the kit uses. */
 interface EdgeRuntimeGlobal {

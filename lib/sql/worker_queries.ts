@@ -128,6 +128,18 @@ export class WorkerQueries {
     return row.result;
   }
 
+  /**
+   * {@linkcode ensureFlow} for local development: a changed shape replaces the compiled flow
+   * (its runs deleted) and answers `recompiled` (`switchyard.recompile_flow`).
+   */
+  async recompileFlow(
+    shape: FlowShape,
+  ): Promise<'created' | 'verified' | 'updated' | 'recompiled'> {
+    const [row] = await this.sql<{ result: 'created' | 'verified' | 'updated' | 'recompiled' }[]>`
+      select switchyard.recompile_flow(${this.sql.json(shape as never)}::jsonb) as result`;
+    return row.result;
+  }
+
   async syncAlias(alias: string, versions: string[]): Promise<string> {
     const [row] = await this.sql<{ result: string }[]>`
       select switchyard.sync_alias(${alias}::text, ${pgArray(versions)}::text[]) as result`;

@@ -31,6 +31,7 @@ import {
 } from '../sql/connection.ts';
 import { WorkerQueries } from '../sql/worker_queries.ts';
 import { coreVersionProblem } from '../sql/core_version.ts';
+import { localDevelopment } from './development.ts';
 import { CompletionWriter } from './completion_writer.ts';
 import { DispatchIndex, selectQueue } from './dispatch_index.ts';
 import { Executor } from './executor.ts';
@@ -52,6 +53,13 @@ export interface CommonWorkerOptions extends Partial<WorkerSettings> {
   connectionString?: string;
   /** Log sink; default console at the level in `SWITCHYARD_LOG` (info, warn, error, silent; default warn). */
   logger?: WorkerLogger;
+  /**
+   * Local development: a changed shape of a concrete flow is recompiled (its runs deleted, a log
+   * line says so) instead of refused with SY004. Default: `SWITCHYARD_DEVELOPMENT=true` (which
+   * `deno task serve` sets). Only against a local database (loopback, a dotless container name)
+   * and never on the hosted runtime, whatever is given (docs/ARCHITECTURE.md §4.1).
+   */
+  development?: boolean;
 }
 
 /** Options of a plain-flow worker: the queue is the flow's own; no selector. */
@@ -256,12 +264,25 @@ export async function startWorkerImpl(
     // before they are sent.
     maxOutputBytes = (await q.limits()).max_output_bytes;
 
-    // 3: compile or verify every complete deployment, then move aliases.
+    // 3: compile or verify every complete deployment, then move aliases. In local development
+    // a changed shape is recompiled instead of refused (docs/ARCHITECTURE.md §4.1).
+    const development = localDevelopment({
+      env: options.env ?? readDenoEnv,
+      url,
+      option: options.development,
+    });
     for (const p of index.placements) {
-      if ((await q.ensureFlow(p.shape)) === 'updated') {
+      const result = development ? await q.recompileFlow(p.shape) : await q.ensureFlow(p.shape);
+      if (result === 'updated') {
         log.info(
           `flow "${p.flow.slug}": runtime options updated for tasks created from now on ` +
             '(switchyard.flow_option_history() lists the change)',
+        );
+      } else if (result === 'recompiled') {
+        log.warn(
+          `flow "${p.flow.slug}": its shape changed, recompiled because this is local ` +
+            'development (SWITCHYARD_DEVELOPMENT, a local database); its earlier runs were ' +
+            'deleted. In production a changed shape is refused (SY004): deploy it under a new slug',
         );
       }
     }

@@ -28,6 +28,9 @@ Deno.test('deno task demo on embedded PGlite finishes by itself with every run c
 
   assert.match(stdout, /database: PostgreSQL [\d.]+ \(PGlite [\d.]+\) on 127\.0\.0\.1:\d+/);
   assert.match(stdout, /functions\.invoke\('classify-threads-worker'\) → started/);
+  // Never silent while the workers start up: it says what it waits for.
+  assert.match(stdout, /starting \d+ communityThreads and \d+ supportTickets runs/);
+  assert.match(stdout, /waiting for the first two communityThreadsV1 runs to complete/);
   assert.match(stdout, /phase 2: deploying registry/);
   assert.match(stdout, /alias communityThreads → communityThreadsV2/);
   // One v2 run's live events, in order, then its typed output.

@@ -31,39 +31,10 @@ import { ScaffoldError, scaffoldQueue } from '../../scripts/scaffold_queue.ts';
 import { canConnect, migrationTimestamp } from '../../scripts/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
+import { ok, run, supabaseInit } from '../_helpers/project.ts';
 
 const SECRET = 'install-test-secret-5b7d';
 const FUNCTION = 'greetings-worker';
-
-interface Output {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function run(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Output> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args,
-    cwd,
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-    env: { NO_COLOR: '1', DO_NOT_TRACK: '1', SUPABASE_TELEMETRY_DISABLED: '1', ...env },
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
-
-const ok = (o: Output, what: string) =>
-  assert.equal(o.code, 0, `${what} failed:\n${o.stdout}\n${o.stderr}`);
-
-/** `supabase init` in a new temp dir, with the real CLI. */
-async function supabaseInit(prefix: string): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix });
-  const init = await run(['run', '-A', SUPABASE_CLI, 'init'], dir);
-  ok(init, 'supabase init');
-  return dir;
-}
 
 /** Every file under `dir`, path → content. */
 async function snapshot(dir: string): Promise<Map<string, string>> {

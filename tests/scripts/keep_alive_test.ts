@@ -4,7 +4,8 @@
  * nothing; in a cluster of its own with the kit migrated into `postgres` (where pg_cron lives,
  * as on Supabase) it sets the base URL and the bearer, creates the real pg_cron job through
  * switchyard.schedule_keep_alive, and a rerun changes nothing. This server has no pg_net: that
- * is named, and `--without-pg-net` sets up a job that records its wakes.
+ * is named, and `--without-pg-net` sets up a job that records its wakes. `deno task install
+ * --keep-alive` runs the same set-up after installing.
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
@@ -15,13 +16,17 @@ import { createTestDatabase } from '../_helpers/db.ts';
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SECRET = 'keep-alive-test-secret-7f3a';
 
-async function keepAlive(args: string[], env: Record<string, string>) {
+async function keepAlive(
+  args: string[],
+  env: Record<string, string>,
+  task: string[] = ['keep-alive'],
+) {
   const inherited = Deno.env.toObject();
   for (const name of ['DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL']) {
     delete inherited[name];
   }
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', 'keep-alive', ...args],
+    args: ['task', '-q', ...task, ...args],
     cwd: ROOT,
     clearEnv: true,
     env: { ...inherited, NO_COLOR: '1', ...env },
@@ -62,6 +67,33 @@ Deno.test('keep-alive in a database without pg_cron and pg_net names both, and h
     });
     assert.equal(noEnv.code, 2);
     assert.match(noEnv.stderr, /the environment variable KA_UNSET is not set/);
+
+    // The installer's option runs the same checks after installing, with the same words.
+    const project = await Deno.makeTempDir({ prefix: 'switchyard-install-keep-alive-' });
+    try {
+      await Deno.mkdir(`${project}/supabase`);
+      await Deno.writeTextFile(`${project}/supabase/config.toml`, 'project_id = "ka"\n');
+      const bareUrl = await keepAlive(['--url', URL_], { DATABASE_URL: db.url }, [
+        'install',
+        '--project',
+        project,
+      ]);
+      assert.equal(bareUrl.code, 2, bareUrl.stderr);
+      assert.match(bareUrl.stderr, /--url is an option of --keep-alive/);
+      const installed = await keepAlive(
+        ['--keep-alive', '--url', URL_, '--bearer-from-env', 'KA_SECRET'],
+        { DATABASE_URL: db.url, KA_SECRET: SECRET },
+        ['install', '--project', project],
+      );
+      assert.equal(installed.code, 1, installed.stderr);
+      assert.match(installed.stdout, /^created\s+supabase\/functions\/_shared\/registry\.ts$/m);
+      assert.match(installed.stdout, /^keep-alive:$/m);
+      assert.match(installed.stderr, /the keep-alive cannot be set up; nothing was written/);
+      assert.match(installed.stderr, /pg_net is not available on this server/);
+      assert.doesNotMatch(installed.stderr + installed.stdout, new RegExp(SECRET));
+    } finally {
+      await Deno.remove(project, { recursive: true });
+    }
   } finally {
     await db.close();
   }
