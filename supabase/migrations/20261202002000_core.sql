@@ -186,6 +186,20 @@ create table switchyard.child_runs (
 );
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/wait_until.sql
+
+-- Sleeps until a time read from the input (issue 22, docs/ARCHITECTURE.md §5.11): the path to
+-- the timestamp and which input it is read from.
+alter table switchyard.steps add column sleep_until text[];
+
+alter table switchyard.steps add column sleep_until_input text
+  check (sleep_until_input in ('run', 'step'));
+
+alter table switchyard.steps add constraint steps_sleep_until check (
+  (sleep_until is null) = (sleep_until_input is null)
+  and (sleep_until is null or (step_type = 'sleep' and wait_timeout is null)));
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_apply_flow_options.sql
 
 -- Sets a compiled flow's runtime options (flows and steps rows) from a canonical shape, with
@@ -336,6 +350,10 @@ $$;
 -- else the step waits (returns false): its deadline is set from its timeout (a wait without
 -- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
 -- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+-- A sleep until a time reads it now, at the step's path of the run input or of the step's
+-- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
+-- fails the step and the run naming the path, the value and the rule (returns true); a time
+-- already past completes the sleep at once (true); else it is the deadline.
 create or replace function switchyard._begin_wait(run uuid, flow text, step text)
 returns boolean
 language plpgsql
@@ -344,6 +362,10 @@ set search_path = ''
 as $$
 declare
   st switchyard.steps;
+  deadline timestamptz;
+  source jsonb;
+  v jsonb;
+  problem text;
 begin
   select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
   if st.step_type = 'flow' then
@@ -354,8 +376,47 @@ begin
     perform switchyard._finish_wait(run, flow, step, 'signalled');
     return true;
   end if;
+  if st.sleep_until is null then
+    deadline := now() + make_interval(secs => st.wait_timeout);
+  else
+    if st.sleep_until_input = 'run' or st.deps_count = 0 then
+      select r.input into source from switchyard.runs r where r.run_id = run;
+    else
+      source := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    v := source #> st.sleep_until;
+    if v is null then
+      problem := 'is missing';
+    elsif jsonb_typeof(v) <> 'string' then
+      problem := format('is a JSON %s (%s), not a string', jsonb_typeof(v), switchyard._clip(v::text));
+    -- A date, a time and a zone: PostgreSQL would also read 'now', 'epoch' or a local time.
+    elsif (v #>> '{}') !~ '^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d(:?\d\d)?)$' then
+      problem := format('%s is not an ISO 8601 timestamp with a time zone', switchyard._clip(v #>> '{}'));
+    else
+      begin
+        deadline := (v #>> '{}')::timestamptz;
+      exception when invalid_datetime_format or datetime_field_overflow then
+        problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
+      end;
+      if problem is null and deadline > now() + interval '365 days' then
+        problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
+      end if;
+    end if;
+    if problem is not null then
+      perform switchyard._fail_run_step(run, step, format(
+        'sleep step %s until: the value at %s of the %s input %s: use an ISO 8601 timestamp '
+        'with a time zone such as "2026-12-24T09:00:00Z", at most 365 days ahead',
+        to_json(step)::text, to_json(array_to_string(st.sleep_until, '.'))::text,
+        st.sleep_until_input, problem));
+      return true;
+    end if;
+    if deadline <= now() then
+      perform switchyard._finish_wait(run, flow, step, 'slept');
+      return true;
+    end if;
+  end if;
   update switchyard.step_states ss
-     set wait_deadline = now() + make_interval(secs => st.wait_timeout), remaining_tasks = 0
+     set wait_deadline = deadline, remaining_tasks = 0
    where ss.run_id = run and ss.step_slug = step;
   perform switchyard._wait_event(run, flow, step, 'waiting');
   return false;
@@ -389,9 +450,10 @@ as $$
                   and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
                    '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
                      'options',
-                     -- The flow control options (rateLimit, concurrency; 0.4.0) are absent
-                     -- when none: a JSON null is their default, canonically left out, so the
-                     -- shapes of earlier releases stay as they were stored.
+                     -- The flow control options (rateLimit, concurrency; 0.4.0) and a sleep's
+                     -- sleepUntil are absent when none: a JSON null is their default,
+                     -- canonically left out, so the shapes of earlier releases stay as they
+                     -- were stored.
                      ('{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
                         "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
                         "whenExhausted": "fail"}'::jsonb
@@ -400,7 +462,7 @@ as $$
                               then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
                               else '{}'::jsonb end
                       || coalesce(s -> 'options', '{}'))
-                     - array(select k from unnest(array['rateLimit', 'concurrency']) as k
+                     - array(select k from unnest(array['rateLimit', 'concurrency', 'sleepUntil']) as k
                               where s -> 'options' -> k = 'null'::jsonb))
                  else s end
                order by o)
@@ -1300,6 +1362,12 @@ begin
       end if;
       if ready.step_type in ('wait', 'sleep', 'flow') then
         if switchyard._begin_wait(target_run, ready.flow_slug, ready.step_slug) then
+          -- Done at once, or failed with the run (a child that could not start, a sleep's
+          -- time that is not one): a failed run starts nothing more.
+          if not exists (select 1 from switchyard.runs r
+                          where r.run_id = target_run and r.status = 'started') then
+            return started;
+          end if;
           moved_any := true;
           skipped_any := true;
         end if;
@@ -2335,6 +2403,7 @@ declare
   step_queue text;
   step_kind text;
   expected_queue text;
+  sleep_until jsonb;
   dep jsonb;
   seen_steps text[] := '{}';
   deps_seen text[];
@@ -2524,10 +2593,30 @@ begin
           'value', left((step -> 'dependsOn')::text, 200),
           'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
+    -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
+    -- 8 keys and the input it is read from, instead of a length in seconds.
+    sleep_until := nullif(step -> 'options' -> 'sleepUntil', 'null'::jsonb);
+    if sleep_until is not null and (step_kind <> 'sleep' or jsonb_typeof(sleep_until) <> 'object'
+        or jsonb_typeof(sleep_until -> 'key') is distinct from 'array'
+        or jsonb_array_length(sleep_until -> 'key') not between 1 and 8
+        or exists (select 1 from jsonb_array_elements(sleep_until -> 'key') k
+                    where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
+        or coalesce(sleep_until ->> 'input', 'run') not in ('run', 'step')
+        or (sleep_until - array['key', 'input']) <> '{}'::jsonb
+        or nullif(step -> 'options' -> 'waitTimeout', 'null'::jsonb) is not null) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s sleepUntil %s is invalid: a sleep step takes {"key": [1 to 8 keys], '
+        '"input": "run" or "step"} instead of a waitTimeout (no other kind takes one)',
+        to_json(slug)::text, to_json(step_slug)::text, left(sleep_until::text, 200)),
+        detail = jsonb_build_object(
+          'rule', 'sleep_until_invalid', 'argument', 'sleepUntil',
+          'value', left(sleep_until::text, 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
     -- Runtime options are set below by _apply_flow_options, with their ranges.
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
                                   step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
-                                  wait_timeout, on_timeout, child_alias)
+                                  wait_timeout, on_timeout, child_alias, sleep_until,
+                                  sleep_until_input)
     values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
       step_kind,
       -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
@@ -2537,14 +2626,19 @@ begin
                                 array['skip', 'skip-cascade', 'fail'], 'skip'),
       switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
                                 array['fail', 'skip', 'skip-cascade'], 'fail'),
-      -- A wait's timeout (none: null) and what it does; a sleep's length, required.
+      -- A wait's timeout (none: null) and what it does; a sleep's length, required unless it
+      -- sleeps until a time.
       switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
-                             1, 31536000, step_kind <> 'sleep'),
+                             1, 31536000, step_kind <> 'sleep' or sleep_until is not null),
       switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
                                 array['fail', 'skip'], 'fail'),
       -- A flow step's alias (checked as an alias slug; it need not exist yet).
       case when step_kind = 'flow'
-           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end);
+           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end,
+      case when sleep_until is not null then
+        array(select k #>> '{}' from jsonb_array_elements(sleep_until -> 'key') with ordinality e(k, o)
+               order by o) end,
+      case when sleep_until is not null then coalesce(sleep_until ->> 'input', 'run') end);
 
     deps_seen := '{}';
     for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
