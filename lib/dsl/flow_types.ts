@@ -433,8 +433,7 @@ export type TimePath<T, Depth extends unknown[] = []> = unknown extends T ? stri
         | (Depth['length'] extends 3 ? never
           : unknown extends T[K] ? never
           : NonNullable<T[K]> extends string ? never
-          : NonNullable<T[K]> extends object
-            ? `${K}.${TimePath<NonNullable<T[K]>, [...Depth, 1]>}`
+          : NonNullable<T[K]> extends object ? `${K}.${TimePath<NonNullable<T[K]>, [...Depth, 1]>}`
           : never);
     }[keyof T & string]
   : never;

@@ -124,6 +124,18 @@ create table switchyard.task_checkpoints (
 );
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/user_signal_steps.sql
+
+-- Signals from a browser (issue 22, docs/ARCHITECTURE.md §14): the wait steps, by alias, that a
+-- signed-in user may signal in their own runs through signal_user_run.
+create table switchyard.user_signal_steps (
+  alias text not null,
+  step_slug text not null,
+  added_at timestamptz not null default now(),
+  primary key (alias, step_slug)
+);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/wait_steps.sql
 
 -- Wait, sleep and child-flow steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no
@@ -4064,6 +4076,73 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/signal_user_run.sql
+
+-- Signals a wait step of a run from a browser (docs/ARCHITECTURE.md §14): what signal_run does,
+-- for a signed-in user (auth.uid()) and only in a run they own (runs.owner), and only for a
+-- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
+-- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
+-- or is not theirs, alike so that another user's run ids are not revealed (run_not_owned); a
+-- step not listed (step_not_allowed). Then signal_run's own refusals and outcomes apply
+-- ('delivered', 'kept', 'duplicate'). Granted to no one: the operator grants EXECUTE to
+-- authenticated (the opt-in).
+create or replace function switchyard.signal_user_run(
+  run_id uuid, step_slug text, payload jsonb, key text default null
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  user_id uuid;
+  run_flow text;
+  run_alias text;
+begin
+  if to_regprocedure('auth.uid()') is not null then
+    execute 'select auth.uid()' into user_id;
+  end if;
+  if user_id is null then
+    raise exception using errcode = '42501', message = format(
+      'signal_user_run(%s, %s): no signed-in user (auth.uid() is null): sign in, or signal '
+      'from a trusted server with signal_run', coalesce(signal_user_run.run_id::text, 'null'),
+      switchyard._clip(signal_user_run.step_slug)),
+      detail = jsonb_build_object(
+        'rule', 'not_signed_in', 'argument', 'run_id',
+        'value', signal_user_run.run_id::text)::text;
+  end if;
+  select r.flow_slug into run_flow from switchyard.runs r
+   where r.run_id = signal_user_run.run_id and r.owner = user_id;
+  if not found then
+    raise exception using errcode = '42501', message = format(
+      'signal_user_run(%s, %s): run %s is not one of your runs: a signed-in user signals only '
+      'runs whose owner they are (runs.owner = auth.uid())',
+      coalesce(signal_user_run.run_id::text, 'null'), switchyard._clip(signal_user_run.step_slug),
+      coalesce(signal_user_run.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_not_owned', 'argument', 'run_id',
+        'value', signal_user_run.run_id::text)::text;
+  end if;
+  select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
+  if not exists (select 1 from switchyard.user_signal_steps u
+                  where u.alias = coalesce(run_alias, run_flow)
+                    and u.step_slug = signal_user_run.step_slug) then
+    raise exception using errcode = '42501', message = format(
+      'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
+      'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
+      signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug),
+      switchyard._clip(signal_user_run.step_slug), to_json(coalesce(run_alias, run_flow))::text),
+      detail = jsonb_build_object(
+        'rule', 'step_not_allowed', 'argument', 'step_slug',
+        'value', left(signal_user_run.step_slug, 200),
+        'alias', coalesce(run_alias, run_flow))::text;
+  end if;
+  return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/start_flow.sql
 
 -- Starts a run of a concrete flow or of an alias's active version.
@@ -4808,11 +4887,12 @@ create trigger runs_child_ended after update of status on switchyard.runs
 -- any release has exactly the privileges of a fresh one.
 --
 --   - PUBLIC, anon and authenticated (PostgREST's roles): nothing. The opt-ins of
---     docs/ARCHITECTURE.md §14 (run events, start_user_run) are granted by the operator.
+--     docs/ARCHITECTURE.md §14 (run events, start_user_run, signal_user_run) are granted by
+--     the operator.
 --   - service_role: USAGE on the schema, SELECT on every table and view, INSERT and DELETE on
---     user_start_aliases, and EXECUTE on the API: every function whose name does not start
---     with "_". Functions named "_..." are the SQL core's own and no role but the owner runs
---     them.
+--     user_start_aliases and user_signal_steps, and EXECUTE on the API: every function whose
+--     name does not start with "_". Functions named "_..." are the SQL core's own and no role
+--     but the owner runs them.
 revoke all on schema switchyard from public;
 
 revoke all on all tables in schema switchyard from public;
@@ -4850,6 +4930,7 @@ begin
     revoke execute on all functions in schema switchyard from service_role;
     grant select on all tables in schema switchyard to service_role;
     grant insert, delete on switchyard.user_start_aliases to service_role;
+    grant insert, delete on switchyard.user_signal_steps to service_role;
     for fn in
       select p.oid::regprocedure from pg_proc p
        where p.pronamespace = 'switchyard'::regnamespace and left(p.proname, 1) <> '_'

@@ -565,8 +565,15 @@ Deno.test('a sleep until a time read from the input: the deadline is that time; 
   );
   assert.ok(Date.now() >= Date.parse(sendAt), 'not before its time');
   // A time already past (from the step's input, here the signal's payload) ends it at once.
-  assert.equal(await signalSql(runId, 'approval', { at: '2020-01-01T00:00:00+02:00' }), 'delivered');
-  assert.deepEqual((await stepRows(runId)).map((r) => r.status), ['completed', 'completed', 'completed']);
+  assert.equal(
+    await signalSql(runId, 'approval', { at: '2020-01-01T00:00:00+02:00' }),
+    'delivered',
+  );
+  assert.deepEqual((await stepRows(runId)).map((r) => r.status), [
+    'completed',
+    'completed',
+    'completed',
+  ]);
   const [done] = await db.sql`select status from switchyard.runs where run_id = ${runId}`;
   assert.equal(done.status, 'completed');
 
