@@ -41,6 +41,10 @@
  *    used (tasks started, from `step_tasks.started_at`) against the clock: the rate observed
  *    after the burst, side by side with the limit (target 0.8x to 1.05x with burst 20), and
  *    the most starts ever ahead of the bucket (`burst + rate x elapsed`; target 0).
+ * 13. waiting runs (issue 22): an `expire_waits` tick, a `keep_alive` tick (time and shared
+ *    buffers) and a claim of a batch of another flow's tasks, with 20,000 runs waiting on a
+ *    signal (half with a timeout a day away) vs none, in two databases side by side
+ *    (bench/_waiting.ts).
  *
  * `--baseline=<rev>` also runs figures 7 and 8 on the migrations of that git revision, in
  * databases of their own on the same server: before and after, side by side.
@@ -75,9 +79,10 @@ import {
 import { history } from './_history.ts';
 import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
+import { waitingRuns } from './_waiting.ts';
 
 /** Every figure, by number. */
-const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
 
 interface Options {
   quick: boolean;
@@ -902,7 +907,7 @@ async function rateLimitHeld(db: BenchDatabase, o: Options, burst: number) {
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
     console.log(
-      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,9]\n' +
+      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,13]\n' +
         '                       [--batch=N] [--concurrency=N] [--connections=N]\n' +
         '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n\n' +
         'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
@@ -1217,6 +1222,48 @@ async function main() {
           verdict(ahead === 0 && (!met || (ratio >= 0.8 && ratio <= 1.05))),
         ]);
       }
+    }
+    if (o.only.has(13)) {
+      const w = await waitingRuns(db, {
+        rounds: o.rounds,
+        calls: o.quick ? 10 : 30,
+        batch: o.batch,
+        waiting: 10_000,
+      });
+      const count = w.count.toLocaleString('en');
+      const figure = (
+        what: string,
+        key: 'expireMs' | 'keepAliveMs' | 'claimMs',
+        buffers?: 'expireBuffers' | 'keepAliveBuffers',
+      ) => {
+        const r = roundRatio(w.waiting[key], w.none[key]);
+        const b = buffers
+          ? `, ${fmt(median(w.waiting[buffers]), 0)} vs ${fmt(median(w.none[buffers]), 0)} buffers`
+          : '';
+        rows.push([
+          `13 ${what}, ${count} runs waiting vs none`,
+          `${fmt(median(w.waiting[key]), 3)} ms` +
+          (buffers ? ` (${fmt(median(w.waiting[buffers]), 0)} shared buffers)` : ''),
+          `none waiting ${fmt(median(w.none[key]), 3)} ms` +
+          (buffers ? ` (${fmt(median(w.none[buffers]), 0)} shared buffers)` : ''),
+          `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})${b}`,
+          // An index probe may go one level deeper with 20,000 entries (a few buffers, not
+          // one per waiting run: a scan of them would touch the pages noted below).
+          buffers ? 'buffers <= none + 3' : '<= 1.2x',
+          verdict(
+            buffers ? median(w.waiting[buffers]) <= median(w.none[buffers]) + 3 : r.ratio <= 1.2,
+          ),
+        ]);
+      };
+      figure('expire_waits tick', 'expireMs', 'expireBuffers');
+      figure('keep_alive tick', 'keepAliveMs', 'keepAliveBuffers');
+      figure(`claim of ${o.batch} tasks of another flow`, 'claimMs');
+      notes.push(
+        `figure 13: the ${count} waiting runs' step_states and runs fill ` +
+          `${w.pages.toLocaleString('en')} pages (8 KiB): what one read per waiting run, or a ` +
+          'scan, would touch; the ticks touch the buffers in the table. Tick times are ' +
+          'dominated by the round trip and EXPLAIN, and noisy on a shared machine.',
+      );
     }
   } finally {
     await cleanup();

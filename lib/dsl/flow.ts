@@ -34,7 +34,8 @@ import type {
   RootMapCheck,
   SeenOutput,
   SignalPayload,
-  SleepConfig,
+  SleepOptions,
+  SleepUntilOption,
   StepConfig,
   StepDefinition,
   StepInput,
@@ -235,7 +236,7 @@ const OPTION_RULES = {
 } as const;
 
 const WAIT_OPTION_KEYS = new Set(['slug', 'dependsOn', 'payload', 'timeout', 'onTimeout']);
-const SLEEP_OPTION_KEYS = new Set(['slug', 'dependsOn', 'seconds']);
+const SLEEP_OPTION_KEYS = new Set(['slug', 'dependsOn', 'seconds', 'until']);
 const FLOW_STEP_KEYS = new Set(['slug', 'dependsOn']);
 const ON_TIMEOUT: readonly OnTimeout[] = ['fail', 'skip'];
 const NO_HANDLER = (): never => {
@@ -374,6 +375,28 @@ function checkConcurrency(owner: string, value: unknown): ConcurrencyOption | nu
     );
   }
   return Object.freeze({ key: Object.freeze(key), input, limit });
+}
+
+/** A sleep step's `until` as compiled; docs/ARCHITECTURE.md §5.11. */
+function checkSleepUntil(owner: string, value: unknown): SleepUntilOption {
+  const v = value as { key?: unknown; input?: unknown };
+  const extra = typeof value === 'object' && value !== null
+    ? Object.keys(value).filter((k) => k !== 'key' && k !== 'input')
+    : [];
+  const key = typeof v?.key === 'string' ? v.key.split('.') : [];
+  const input = v?.input ?? 'run';
+  if (
+    typeof value !== 'object' || value === null || Array.isArray(value) || extra.length > 0 ||
+    key.length === 0 || key.length > 8 || !key.every((k) => KEY_SEGMENT.test(k)) ||
+    (input !== 'run' && input !== 'step')
+  ) {
+    throw new FlowDefinitionError(
+      `${owner} option until ${describeValue(value)} is invalid: pass { key, input? } with key ` +
+        "a dotted path of one to 8 keys such as 'sendAt' or 'draft.sendAt', and input 'run' " +
+        "(the run input, default) or 'step' (the step's input)",
+    );
+  }
+  return Object.freeze({ key: Object.freeze(key), input });
 }
 
 function checkPattern(owner: string, name: string, value: unknown): JsonValue | null {
@@ -707,6 +730,11 @@ export class Flow<
    * dependencies are done it completes after `seconds` (output `null`), with no worker held
    * and nothing running meanwhile; the SQL core's clock ends it (`switchyard.expire_waits`,
    * run by the keep-alive tick), so it may end up to a tick late. No queue, no signal.
+   * With `until: { key, input? }` instead of `seconds` it sleeps until the ISO 8601 time (with
+   * a time zone, at most 365 days ahead) at that dotted path of the run input (`input: 'run'`,
+   * the default) or of the step's input (`'step'`), read in SQL when the step becomes ready: a
+   * time past ends it at once; a value missing or not such a time fails the step and the run,
+   * naming the path, the value and the rule. The path is typed: it must name a string.
    *
    * @example
    * ```ts
@@ -716,13 +744,20 @@ export class Flow<
    *   .sleep({ slug: 'one_day', seconds: 86400 })
    *   .step({ slug: 'send', dependsOn: ['one_day'] }, () => 'sent');
    * console.assert(remind.getStep('one_day')?.kind === 'sleep');
+   *
+   * const scheduled = new Flow<{ sendAt: string }>({ slug: 'scheduledV1' })
+   *   .sleep({ slug: 'until_send', until: { key: 'sendAt' } })
+   *   .step({ slug: 'send', dependsOn: ['until_send'] }, () => 'sent');
+   * console.assert(scheduled.getStep('until_send')?.wait?.until?.key[0] === 'sendAt');
    * ```
    */
   sleep<
     const Slug extends string,
     const Deps extends readonly (keyof Steps & string)[] = readonly [],
   >(
-    config: Omit<SleepConfig<Slug, Deps>, 'slug'> & { slug: NewStepSlug<Slug, Steps> },
+    config:
+      & SleepOptions<Deps, Input, StepInput<Input, Steps, Deps>>
+      & { slug: NewStepSlug<Slug, Steps> },
   ): Flow<
     Input,
     { [K in keyof Steps | Slug]: K extends Slug ? null : Steps[K] },
@@ -808,6 +843,7 @@ export class Flow<
       timeout?: unknown;
       onTimeout?: unknown;
       seconds?: unknown;
+      until?: unknown;
     };
     const slug = step.slug;
     assertStepSlug(slug);
@@ -832,15 +868,20 @@ export class Flow<
       );
     }
     let timeout: number | null;
+    let until: SleepUntilOption | null = null;
     if (kind === 'flow') {
       timeout = null;
     } else if (kind === 'sleep') {
-      if (step.seconds === undefined) {
+      if ((step.seconds === undefined) === (step.until === undefined)) {
         throw new FlowDefinitionError(
-          `${owner} option seconds is missing: say how long the step sleeps, 1 to 31536000`,
+          `${owner} needs exactly one of seconds and until: say how long the step sleeps ` +
+            '(seconds, 1 to 31536000) or where its end time is ({ key, input? })',
         );
       }
-      timeout = checkOption(owner, 'timeoutSeconds', step.seconds, 'seconds');
+      timeout = step.seconds === undefined
+        ? null
+        : checkOption(owner, 'timeoutSeconds', step.seconds, 'seconds');
+      if (step.until !== undefined) until = checkSleepUntil(owner, step.until);
     } else {
       timeout = checkOption(owner, 'timeoutSeconds', step.timeout, 'timeout');
     }
@@ -866,7 +907,9 @@ export class Flow<
         whenUnmet: 'skip' as const,
         whenExhausted: 'fail' as const,
       }),
-      wait: kind === 'flow' ? null : Object.freeze({ timeout, onTimeout }),
+      wait: kind === 'flow'
+        ? null
+        : Object.freeze(until === null ? { timeout, onTimeout } : { timeout, onTimeout, until }),
       handler: NO_HANDLER,
     });
   }

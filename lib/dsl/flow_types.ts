@@ -383,11 +383,80 @@ export type OnTimeout = 'fail' | 'skip';
  * ```
  */
 export interface WaitStepOptions {
-  /** Seconds until the timeout (a sleep: its length); `null`: a wait that waits until signalled. */
+  /**
+   * Seconds until the timeout (a sleep: its length); `null`: a wait that waits until signalled,
+   * or a sleep until a time read from the input (`until`).
+   */
   readonly timeout: number | null;
   /** What the timeout of a wait does (a sleep completes). */
   readonly onTimeout: OnTimeout;
+  /** A sleep until a time only: where the time is read. */
+  readonly until?: SleepUntilOption;
 }
+
+/**
+ * A sleep step's `until` as compiled (docs/ARCHITECTURE.md §5.11): the SQL core reads an ISO
+ * 8601 timestamp at `key` (a JSON path, as keys) of the run input or of the step's input when
+ * the step becomes ready, and the sleep ends then.
+ *
+ * @example
+ * ```ts
+ * import type { SleepUntilOption } from './flow_types.ts';
+ *
+ * const until: SleepUntilOption = { key: ['sendAt'], input: 'run' };
+ * ```
+ */
+export interface SleepUntilOption {
+  /** The path of keys to the timestamp. */
+  readonly key: readonly string[];
+  /** Where the path is read: the run input or the step's own input. */
+  readonly input: 'run' | 'step';
+}
+
+/**
+ * The dotted paths into `T` whose value is a string (four levels): what a sleep's `until` may
+ * name (the string must be an ISO 8601 timestamp with a time zone, checked when the step
+ * becomes ready); any path when `T` is not known.
+ *
+ * @example
+ * ```ts
+ * import type { TimePath } from './flow_types.ts';
+ *
+ * const path: TimePath<{ reminder: { at: string; count: number } }> = 'reminder.at';
+ * ```
+ */
+export type TimePath<T, Depth extends unknown[] = []> = unknown extends T ? string
+  : T extends readonly unknown[] ? never
+  : T extends object ? {
+      [K in keyof T & string]:
+        | (unknown extends T[K] ? K : NonNullable<T[K]> extends string ? K : never)
+        | (Depth['length'] extends 3 ? never
+          : unknown extends T[K] ? never
+          : NonNullable<T[K]> extends string ? never
+          : NonNullable<T[K]> extends object ? `${K}.${TimePath<NonNullable<T[K]>, [...Depth, 1]>}`
+          : never);
+    }[keyof T & string]
+  : never;
+
+/**
+ * The `until` option of a sleep step, typed: `key` is a dotted path to a string of the run
+ * input (the default, `input: 'run'`) or of the step's own input (`input: 'step'`: the flow
+ * input for a root step, else its dependencies' outputs by slug), so a misspelt key or one
+ * naming a number fails `deno check`.
+ *
+ * @example
+ * ```ts
+ * import type { SleepUntilConfig } from './flow_types.ts';
+ *
+ * const config: SleepUntilConfig<{ sendAt: string }, { draft: { at: string } }> = {
+ *   key: 'draft.at',
+ *   input: 'step',
+ * };
+ * ```
+ */
+export type SleepUntilConfig<RunIn, StepIn> =
+  | { key: TimePath<RunIn>; input?: 'run' }
+  | { key: TimePath<StepIn>; input: 'step' };
 
 /**
  * The type of a wait step's signal payload, carried by a value: see {@linkcode signalPayload}
@@ -489,23 +558,61 @@ export type ChildInputCheck<StepIn, ChildIn> = [StepIn] extends [ChildIn] ? unkn
   };
 
 /**
- * Options of `Flow.sleep()`.
+ * Options of `Flow.sleep()`: its slug and {@linkcode SleepOptions}.
  *
  * @example
  * ```ts
  * import type { SleepConfig } from './flow_types.ts';
  *
  * const config: SleepConfig<'nap', readonly []> = { slug: 'nap', seconds: 60 };
+ * const until: SleepConfig<'wake', readonly [], { at: string }> = {
+ *   slug: 'wake',
+ *   until: { key: 'at' },
+ * };
  * ```
  */
-export interface SleepConfig<Slug extends string, Deps extends readonly string[]> {
+export type SleepConfig<
+  Slug extends string,
+  Deps extends readonly string[],
+  RunIn = unknown,
+  StepIn = unknown,
+> = {
   /** The step slug, unique (case-insensitively) within the flow; `run` is reserved. */
   slug: Slug;
-  /** Slugs of earlier steps that must be done before the sleep starts. */
-  dependsOn?: Deps;
-  /** How long the step sleeps once ready, in seconds, 1 to 31536000. */
-  seconds: number;
-}
+} & SleepOptions<Deps, RunIn, StepIn>;
+
+/**
+ * How long a sleep step sleeps once ready: `seconds`, or `until` a time read from the run input
+ * or the step's input (exactly one of them).
+ *
+ * @example
+ * ```ts
+ * import type { SleepOptions } from './flow_types.ts';
+ *
+ * const options: SleepOptions<readonly [], { sendAt: string }> = { until: { key: 'sendAt' } };
+ * ```
+ */
+export type SleepOptions<Deps extends readonly string[], RunIn = unknown, StepIn = unknown> =
+  | {
+    /** Slugs of earlier steps that must be done before the sleep starts. */
+    dependsOn?: Deps;
+    /** How long the step sleeps once ready, in seconds, 1 to 31536000. */
+    seconds: number;
+    /** Not with `seconds`. */
+    until?: never;
+  }
+  | {
+    /** Slugs of earlier steps that must be done before the sleep starts. */
+    dependsOn?: Deps;
+    /**
+     * Sleep until the ISO 8601 time (with a time zone, at most 365 days ahead) at this path
+     * of the run input or the step's input, read when the step becomes ready; a time past
+     * ends the sleep at once, a value that is not such a time fails the step and the run.
+     */
+    until: SleepUntilConfig<RunIn, StepIn>;
+    /** Not with `until`. */
+    seconds?: never;
+  };
 
 /**
  * Options of `Flow.step()`.

@@ -17,6 +17,7 @@ import type {
   ConcurrencyOption,
   OnTimeout,
   RateLimitOption,
+  SleepUntilOption,
   StepKind,
   WhenExhausted,
   WhenUnmet,
@@ -108,6 +109,8 @@ export interface FlowShapeStep {
     readonly waitTimeout?: number | null;
     /** A wait or sleep step only: what the timeout does. */
     readonly onTimeout?: OnTimeout;
+    /** A sleep until a time only: where the time is read (docs/ARCHITECTURE.md §5.11). */
+    readonly sleepUntil?: SleepUntilOption;
     /** A flow step only: the alias its child run starts. */
     readonly childAlias?: string;
     /** Present only when the step has one (docs/ARCHITECTURE.md §5.12). */
@@ -321,6 +324,8 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
           ...(step.wait === null
             ? {}
             : { waitTimeout: step.wait.timeout, onTimeout: step.wait.onTimeout }),
+          // Only on a sleep until a time (absent otherwise, as in earlier shapes).
+          ...(step.wait?.until ? { sleepUntil: step.wait.until } : {}),
           ...(step.childAlias === undefined ? {} : { childAlias: step.childAlias }),
           // Only when set: a shape without flow control is the shape of earlier releases.
           ...(step.options.rateLimit ? { rateLimit: step.options.rateLimit } : {}),

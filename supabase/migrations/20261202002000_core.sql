@@ -153,6 +153,18 @@ create table switchyard.task_checkpoints (
 );
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/user_signal_steps.sql
+
+-- Signals from a browser (issue 22, docs/ARCHITECTURE.md §14): the wait steps, by alias, that a
+-- signed-in user may signal in their own runs through signal_user_run.
+create table switchyard.user_signal_steps (
+  alias text not null,
+  step_slug text not null,
+  added_at timestamptz not null default now(),
+  primary key (alias, step_slug)
+);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/wait_steps.sql
 
 -- Wait, sleep and child-flow steps (issue 22, docs/ARCHITECTURE.md §5.11): a step with no
@@ -243,6 +255,20 @@ create table switchyard.task_progress (
   primary key (run_id, step_slug, task_index),
   foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
 );
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/wait_until.sql
+
+-- Sleeps until a time read from the input (issue 22, docs/ARCHITECTURE.md §5.11): the path to
+-- the timestamp and which input it is read from.
+alter table switchyard.steps add column sleep_until text[];
+
+alter table switchyard.steps add column sleep_until_input text
+  check (sleep_until_input in ('run', 'step'));
+
+alter table switchyard.steps add constraint steps_sleep_until check (
+  (sleep_until is null) = (sleep_until_input is null)
+  and (sleep_until is null or (step_type = 'sleep' and wait_timeout is null)));
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_apply_flow_options.sql
@@ -395,6 +421,10 @@ $$;
 -- else the step waits (returns false): its deadline is set from its timeout (a wait without
 -- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
 -- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+-- A sleep until a time reads it now, at the step's path of the run input or of the step's
+-- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
+-- fails the step and the run naming the path, the value and the rule (returns true); a time
+-- already past completes the sleep at once (true); else it is the deadline.
 create or replace function switchyard._begin_wait(run uuid, flow text, step text)
 returns boolean
 language plpgsql
@@ -403,6 +433,10 @@ set search_path = ''
 as $$
 declare
   st switchyard.steps;
+  deadline timestamptz;
+  source jsonb;
+  v jsonb;
+  problem text;
 begin
   select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
   if st.step_type = 'flow' then
@@ -413,8 +447,47 @@ begin
     perform switchyard._finish_wait(run, flow, step, 'signalled');
     return true;
   end if;
+  if st.sleep_until is null then
+    deadline := now() + make_interval(secs => st.wait_timeout);
+  else
+    if st.sleep_until_input = 'run' or st.deps_count = 0 then
+      select r.input into source from switchyard.runs r where r.run_id = run;
+    else
+      source := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    v := source #> st.sleep_until;
+    if v is null then
+      problem := 'is missing';
+    elsif jsonb_typeof(v) <> 'string' then
+      problem := format('is a JSON %s (%s), not a string', jsonb_typeof(v), switchyard._clip(v::text));
+    -- A date, a time and a zone: PostgreSQL would also read 'now', 'epoch' or a local time.
+    elsif (v #>> '{}') !~ '^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d(:?\d\d)?)$' then
+      problem := format('%s is not an ISO 8601 timestamp with a time zone', switchyard._clip(v #>> '{}'));
+    else
+      begin
+        deadline := (v #>> '{}')::timestamptz;
+      exception when invalid_datetime_format or datetime_field_overflow then
+        problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
+      end;
+      if problem is null and deadline > now() + interval '365 days' then
+        problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
+      end if;
+    end if;
+    if problem is not null then
+      perform switchyard._fail_run_step(run, step, format(
+        'sleep step %s until: the value at %s of the %s input %s: use an ISO 8601 timestamp '
+        'with a time zone such as "2026-12-24T09:00:00Z", at most 365 days ahead',
+        to_json(step)::text, to_json(array_to_string(st.sleep_until, '.'))::text,
+        st.sleep_until_input, problem));
+      return true;
+    end if;
+    if deadline <= now() then
+      perform switchyard._finish_wait(run, flow, step, 'slept');
+      return true;
+    end if;
+  end if;
   update switchyard.step_states ss
-     set wait_deadline = now() + make_interval(secs => st.wait_timeout), remaining_tasks = 0
+     set wait_deadline = deadline, remaining_tasks = 0
    where ss.run_id = run and ss.step_slug = step;
   perform switchyard._wait_event(run, flow, step, 'waiting');
   return false;
@@ -448,9 +521,10 @@ as $$
                   and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
                    '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
                      'options',
-                     -- The flow control options (rateLimit, concurrency; 0.4.0) are absent
-                     -- when none: a JSON null is their default, canonically left out, so the
-                     -- shapes of earlier releases stay as they were stored.
+                     -- The flow control options (rateLimit, concurrency; 0.4.0) and a sleep's
+                     -- sleepUntil are absent when none: a JSON null is their default,
+                     -- canonically left out, so the shapes of earlier releases stay as they
+                     -- were stored.
                      ('{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
                         "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
                         "whenExhausted": "fail"}'::jsonb
@@ -459,7 +533,7 @@ as $$
                               then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
                               else '{}'::jsonb end
                       || coalesce(s -> 'options', '{}'))
-                     - array(select k from unnest(array['rateLimit', 'concurrency']) as k
+                     - array(select k from unnest(array['rateLimit', 'concurrency', 'sleepUntil']) as k
                               where s -> 'options' -> k = 'null'::jsonb))
                  else s end
                order by o)
@@ -1045,6 +1119,95 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_lock_run_family.sql
+
+-- Takes the row locks of a run's family in the one order every writer of two runs of it
+-- follows (docs/ARCHITECTURE.md §5.11): bottom-up, deepest first (then by run id), the run's
+-- ancestors last. A child run's end holds the child's row (its writer took it) and the trigger
+-- runs_child_ended then takes its parent's; so cancel_run, which goes on to its children, takes
+-- them all here first instead of parent before child, and neither can wait for the other in a
+-- cycle. The family is the root ancestor (followed up child_runs) and its started descendants,
+-- and always the run and its ancestors (a cancelled child's trigger takes a parent of any
+-- status). A child started between reading the family and holding the last lock (by a
+-- transaction holding its parent) is found on a second read: the locks are let go (the
+-- subtransaction rolled back) and taken again, at most five times. A run with no family costs
+-- two index probes and its own lock. With no_wait, a row another transaction holds raises
+-- 55P03 (lock_not_available) instead of waiting, holding none of them.
+create or replace function switchyard._lock_run_family(run uuid, no_wait boolean default false)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  root uuid := run;
+  up uuid;
+  chain uuid[] := array[run];
+  locked uuid[];
+  tries int := 0;
+begin
+  loop
+    select c.parent_run_id into up from switchyard.child_runs c where c.run_id = root;
+    exit when not found;
+    root := up;
+    chain := chain || up;
+  end loop;
+  if root = run and not exists (select 1 from switchyard.child_runs c where c.parent_run_id = run) then
+    if no_wait then
+      perform 1 from switchyard.runs r where r.run_id = run for update nowait;
+    else
+      perform 1 from switchyard.runs r where r.run_id = run for update;
+    end if;
+    return;
+  end if;
+  loop
+    tries := tries + 1;
+    begin
+      if no_wait then
+        select array_agg(x.run_id) into locked from (
+          with recursive family(run_id, depth) as (
+            select root, 0
+            union all
+            select c.run_id, f.depth + 1 from switchyard.child_runs c
+              join family f on c.parent_run_id = f.run_id
+          )
+          select r.run_id from family f join switchyard.runs r on r.run_id = f.run_id
+           where r.status = 'started' or r.run_id = any (chain)
+           order by f.depth desc, f.run_id
+             for update of r nowait) x;
+      else
+        select array_agg(x.run_id) into locked from (
+          with recursive family(run_id, depth) as (
+            select root, 0
+            union all
+            select c.run_id, f.depth + 1 from switchyard.child_runs c
+              join family f on c.parent_run_id = f.run_id
+          )
+          select r.run_id from family f join switchyard.runs r on r.run_id = f.run_id
+           where r.status = 'started' or r.run_id = any (chain)
+           order by f.depth desc, f.run_id
+             for update of r) x;
+      end if;
+      -- Every member held now was held before any lock of a parent: done.
+      exit when tries >= 5 or not exists (
+        with recursive family(run_id) as (
+          select root
+          union all
+          select c.run_id from switchyard.child_runs c join family f on c.parent_run_id = f.run_id
+        )
+        select 1 from family f join switchyard.runs r on r.run_id = f.run_id
+         where r.status = 'started' and not (r.run_id = any (coalesce(locked, '{}'))));
+      -- Caught below, never seen by a caller: it rolls the locks back.
+      raise exception using errcode = 'SY090', message = 'the run family grew: lock it again',
+        detail = jsonb_build_object('rule', 'run_family_grew', 'run_id', run)::text;
+    exception when sqlstate 'SY090' then
+      null;
+    end;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_queue_plain_tasks.sql
 
 -- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
@@ -1431,6 +1594,12 @@ begin
       end if;
       if ready.step_type in ('wait', 'sleep', 'flow') then
         if switchyard._begin_wait(target_run, ready.flow_slug, ready.step_slug) then
+          -- Done at once, or failed with the run (a child that could not start, a sleep's
+          -- time that is not one): a failed run starts nothing more.
+          if not exists (select 1 from switchyard.runs r
+                          where r.run_id = target_run and r.status = 'started') then
+            return started;
+          end if;
           moved_any := true;
           skipped_any := true;
         end if;
@@ -1775,8 +1944,16 @@ begin
      where r.status = 'started' and r.deadline_at is not null and r.deadline_at <= now_at
      order by r.deadline_at
      limit greatest(coalesce(max_runs, 1000), 1)
-     for update skip locked
   loop
+    -- Its family's rows in cancel_run's order (child runs first), none waited for: a run or
+    -- child another transaction holds is left for the next call.
+    begin
+      perform switchyard._lock_run_family(overdue, true);
+    exception when lock_not_available then
+      continue;
+    end;
+    continue when not exists (select 1 from switchyard.runs r
+                               where r.run_id = overdue and r.status = 'started');
     perform switchyard.cancel_run(overdue, 'deadline');
     n := n + 1;
   end loop;
@@ -1821,6 +1998,9 @@ begin
         'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200),
         'run_id', cancel_run.run_id)::text;
   end if;
+  -- The run's family (a child flow's runs, its parent) bottom-up, before the run itself goes on
+  -- to lock its children: a child ending meanwhile locks child then parent too.
+  perform switchyard._lock_run_family(cancel_run.run_id);
   select * into run from switchyard.runs r where r.run_id = cancel_run.run_id for update;
   if not found then
     raise exception using errcode = '22023', message = format(
@@ -2466,6 +2646,7 @@ declare
   step_queue text;
   step_kind text;
   expected_queue text;
+  sleep_until jsonb;
   dep jsonb;
   seen_steps text[] := '{}';
   deps_seen text[];
@@ -2655,10 +2836,30 @@ begin
           'value', left((step -> 'dependsOn')::text, 200),
           'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
+    -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
+    -- 8 keys and the input it is read from, instead of a length in seconds.
+    sleep_until := nullif(step -> 'options' -> 'sleepUntil', 'null'::jsonb);
+    if sleep_until is not null and (step_kind <> 'sleep' or jsonb_typeof(sleep_until) <> 'object'
+        or jsonb_typeof(sleep_until -> 'key') is distinct from 'array'
+        or jsonb_array_length(sleep_until -> 'key') not between 1 and 8
+        or exists (select 1 from jsonb_array_elements(sleep_until -> 'key') k
+                    where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
+        or coalesce(sleep_until ->> 'input', 'run') not in ('run', 'step')
+        or (sleep_until - array['key', 'input']) <> '{}'::jsonb
+        or nullif(step -> 'options' -> 'waitTimeout', 'null'::jsonb) is not null) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s sleepUntil %s is invalid: a sleep step takes {"key": [1 to 8 keys], '
+        '"input": "run" or "step"} instead of a waitTimeout (no other kind takes one)',
+        to_json(slug)::text, to_json(step_slug)::text, left(sleep_until::text, 200)),
+        detail = jsonb_build_object(
+          'rule', 'sleep_until_invalid', 'argument', 'sleepUntil',
+          'value', left(sleep_until::text, 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
     -- Runtime options are set below by _apply_flow_options, with their ranges.
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
                                   step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
-                                  wait_timeout, on_timeout, child_alias)
+                                  wait_timeout, on_timeout, child_alias, sleep_until,
+                                  sleep_until_input)
     values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
       step_kind,
       -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
@@ -2668,14 +2869,19 @@ begin
                                 array['skip', 'skip-cascade', 'fail'], 'skip'),
       switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
                                 array['fail', 'skip', 'skip-cascade'], 'fail'),
-      -- A wait's timeout (none: null) and what it does; a sleep's length, required.
+      -- A wait's timeout (none: null) and what it does; a sleep's length, required unless it
+      -- sleeps until a time.
       switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
-                             1, 31536000, step_kind <> 'sleep'),
+                             1, 31536000, step_kind <> 'sleep' or sleep_until is not null),
       switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
                                 array['fail', 'skip'], 'fail'),
       -- A flow step's alias (checked as an alias slug; it need not exist yet).
       case when step_kind = 'flow'
-           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end);
+           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end,
+      case when sleep_until is not null then
+        array(select k #>> '{}' from jsonb_array_elements(sleep_until -> 'key') with ordinality e(k, o)
+               order by o) end,
+      case when sleep_until is not null then coalesce(sleep_until ->> 'input', 'run') end);
 
     deps_seen := '{}';
     for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
@@ -4428,6 +4634,73 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/signal_user_run.sql
+
+-- Signals a wait step of a run from a browser (docs/ARCHITECTURE.md §14): what signal_run does,
+-- for a signed-in user (auth.uid()) and only in a run they own (runs.owner), and only for a
+-- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
+-- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
+-- or is not theirs, alike so that another user's run ids are not revealed (run_not_owned); a
+-- step not listed (step_not_allowed). Then signal_run's own refusals and outcomes apply
+-- ('delivered', 'kept', 'duplicate'). Granted to no one: the operator grants EXECUTE to
+-- authenticated (the opt-in).
+create or replace function switchyard.signal_user_run(
+  run_id uuid, step_slug text, payload jsonb, key text default null
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  user_id uuid;
+  run_flow text;
+  run_alias text;
+begin
+  if to_regprocedure('auth.uid()') is not null then
+    execute 'select auth.uid()' into user_id;
+  end if;
+  if user_id is null then
+    raise exception using errcode = '42501', message = format(
+      'signal_user_run(%s, %s): no signed-in user (auth.uid() is null): sign in, or signal '
+      'from a trusted server with signal_run', coalesce(signal_user_run.run_id::text, 'null'),
+      switchyard._clip(signal_user_run.step_slug)),
+      detail = jsonb_build_object(
+        'rule', 'not_signed_in', 'argument', 'run_id',
+        'value', signal_user_run.run_id::text)::text;
+  end if;
+  select r.flow_slug into run_flow from switchyard.runs r
+   where r.run_id = signal_user_run.run_id and r.owner = user_id;
+  if not found then
+    raise exception using errcode = '42501', message = format(
+      'signal_user_run(%s, %s): run %s is not one of your runs: a signed-in user signals only '
+      'runs whose owner they are (runs.owner = auth.uid())',
+      coalesce(signal_user_run.run_id::text, 'null'), switchyard._clip(signal_user_run.step_slug),
+      coalesce(signal_user_run.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_not_owned', 'argument', 'run_id',
+        'value', signal_user_run.run_id::text)::text;
+  end if;
+  select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
+  if not exists (select 1 from switchyard.user_signal_steps u
+                  where u.alias = coalesce(run_alias, run_flow)
+                    and u.step_slug = signal_user_run.step_slug) then
+    raise exception using errcode = '42501', message = format(
+      'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
+      'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
+      signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug),
+      switchyard._clip(signal_user_run.step_slug), to_json(coalesce(run_alias, run_flow))::text),
+      detail = jsonb_build_object(
+        'rule', 'step_not_allowed', 'argument', 'step_slug',
+        'value', left(signal_user_run.step_slug, 200),
+        'alias', coalesce(run_alias, run_flow))::text;
+  end if;
+  return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/start_flow.sql
 
 -- Starts a run of a concrete flow or of an alias's active version.
@@ -5281,11 +5554,12 @@ create trigger runs_child_ended after update of status on switchyard.runs
 -- any release has exactly the privileges of a fresh one.
 --
 --   - PUBLIC, anon and authenticated (PostgREST's roles): nothing. The opt-ins of
---     docs/ARCHITECTURE.md §14 (run events, start_user_run) are granted by the operator.
+--     docs/ARCHITECTURE.md §14 (run events, start_user_run, signal_user_run) are granted by
+--     the operator.
 --   - service_role: USAGE on the schema, SELECT on every table and view, INSERT and DELETE on
---     user_start_aliases, and EXECUTE on the API: every function whose name does not start
---     with "_". Functions named "_..." are the SQL core's own and no role but the owner runs
---     them.
+--     user_start_aliases and user_signal_steps, and EXECUTE on the API: every function whose
+--     name does not start with "_". Functions named "_..." are the SQL core's own and no role
+--     but the owner runs them.
 revoke all on schema switchyard from public;
 
 revoke all on all tables in schema switchyard from public;
@@ -5323,6 +5597,7 @@ begin
     revoke execute on all functions in schema switchyard from service_role;
     grant select on all tables in schema switchyard to service_role;
     grant insert, delete on switchyard.user_start_aliases to service_role;
+    grant insert, delete on switchyard.user_signal_steps to service_role;
     for fn in
       select p.oid::regprocedure from pg_proc p
        where p.pronamespace = 'switchyard'::regnamespace and left(p.proname, 1) <> '_'

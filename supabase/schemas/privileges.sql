@@ -3,11 +3,12 @@
 -- any release has exactly the privileges of a fresh one.
 --
 --   - PUBLIC, anon and authenticated (PostgREST's roles): nothing. The opt-ins of
---     docs/ARCHITECTURE.md §14 (run events, start_user_run) are granted by the operator.
+--     docs/ARCHITECTURE.md §14 (run events, start_user_run, signal_user_run) are granted by
+--     the operator.
 --   - service_role: USAGE on the schema, SELECT on every table and view, INSERT and DELETE on
---     user_start_aliases, and EXECUTE on the API: every function whose name does not start
---     with "_". Functions named "_..." are the SQL core's own and no role but the owner runs
---     them.
+--     user_start_aliases and user_signal_steps, and EXECUTE on the API: every function whose
+--     name does not start with "_". Functions named "_..." are the SQL core's own and no role
+--     but the owner runs them.
 revoke all on schema switchyard from public;
 
 revoke all on all tables in schema switchyard from public;
@@ -45,6 +46,7 @@ begin
     revoke execute on all functions in schema switchyard from service_role;
     grant select on all tables in schema switchyard to service_role;
     grant insert, delete on switchyard.user_start_aliases to service_role;
+    grant insert, delete on switchyard.user_signal_steps to service_role;
     for fn in
       select p.oid::regprocedure from pg_proc p
        where p.pronamespace = 'switchyard'::regnamespace and left(p.proname, 1) <> '_'

@@ -539,6 +539,93 @@ Deno.test("a sleep ends on the SQL core's tick, across a worker restart, with no
   assert.equal(r.detail.rule, 'step_not_wait');
 });
 
+Deno.test('a sleep until a time read from the input: the deadline is that time; a past one ends it at once; a bad value fails the step naming the rule', async () => {
+  const flow = new Flow<{ sendAt: string }>({ slug: 'untilV1' })
+    .sleep({ slug: 'until_send', until: { key: 'sendAt' } })
+    .wait({ slug: 'approval', dependsOn: ['until_send'], payload: signalPayload<{ at: string }>() })
+    .sleep({ slug: 'hold', dependsOn: ['approval'], until: { key: 'approval.at', input: 'step' } });
+  await compile(flow);
+  const [row] = await db.sql`select sleep_until, sleep_until_input, wait_timeout
+    from switchyard.steps where flow_slug = 'untilV1' and step_slug = 'hold'`;
+  assert.deepEqual({ ...row }, {
+    sleep_until: ['approval', 'at'],
+    sleep_until_input: 'step',
+    wait_timeout: null,
+  });
+  // No worker at all: the SQL core reads the time, and its tick ends the sleep.
+  const sendAt = new Date(Date.now() + 1200).toISOString();
+  const runId = await client.startFlow('untilV1', { sendAt });
+  const [deadline] = await db.sql<{ ok: boolean }[]>`
+    select wait_deadline = ${sendAt}::timestamptz as ok from switchyard.step_states
+     where run_id = ${runId} and step_slug = 'until_send' and status = 'started'`;
+  assert.equal(deadline?.ok, true, 'the deadline is the input time');
+  await tickUntil(
+    'the sleep until sendAt to end',
+    async () => (await stepRows(runId))[1].status === 'started',
+  );
+  assert.ok(Date.now() >= Date.parse(sendAt), 'not before its time');
+  // A time already past (from the step's input, here the signal's payload) ends it at once.
+  assert.equal(
+    await signalSql(runId, 'approval', { at: '2020-01-01T00:00:00+02:00' }),
+    'delivered',
+  );
+  assert.deepEqual((await stepRows(runId)).map((r) => r.status), [
+    'completed',
+    'completed',
+    'completed',
+  ]);
+  const [done] = await db.sql`select status from switchyard.runs where run_id = ${runId}`;
+  assert.equal(done.status, 'completed');
+
+  // Bad values: the step and the run fail naming the path, the value and the rule; nothing starts.
+  const far = new Date(Date.now() + 400 * 86400_000).toISOString();
+  const bad: [unknown, RegExp][] = [
+    [{}, /is missing/],
+    [{ sendAt: 1766566800 }, /is a JSON number \("1766566800"\), not a string/],
+    [{ sendAt: 'tomorrow' }, /"tomorrow" is not an ISO 8601 timestamp with a time zone/],
+    [{ sendAt: 'now' }, /"now" is not an ISO 8601 timestamp/],
+    [{ sendAt: '2026-12-24T09:00:00' }, /is not an ISO 8601 timestamp with a time zone/],
+    [{ sendAt: '2026-02-30T09:00:00Z' }, /"2026-02-30T09:00:00Z" is not a valid time/],
+    [{ sendAt: far }, /is more than 365 days ahead/],
+  ];
+  for (const [input, reason] of bad) {
+    const id = await client.startFlow('untilV1', input as never);
+    const [run] = await db.sql`select status, error from switchyard.runs where run_id = ${id}`;
+    assert.equal(run.status, 'failed', JSON.stringify(input));
+    assert.match(
+      String(run.error),
+      /^sleep step "until_send" until: the value at "sendAt" of the run input /,
+    );
+    assert.match(String(run.error), reason);
+    assert.match(String(run.error), /use an ISO 8601 timestamp with a time zone/);
+    assert.deepEqual((await stepRows(id)).map((r) => r.status), ['failed', 'created', 'created']);
+  }
+  // A failed step's run is retried like any: with the same input it fails the same way.
+  const id = await client.startFlow('untilV1', { sendAt: 'soon' });
+  await db.sql`select switchyard.retry_run(${id}::uuid)`;
+  const [again] = await db.sql`select status, error from switchyard.runs where run_id = ${id}`;
+  assert.equal(again.status, 'failed');
+
+  // SQL checks the shape as the DSL does: sleepUntil is a sleep's, instead of its seconds.
+  const shape = JSON.parse(JSON.stringify(
+    toPlacement(new Flow({ slug: 'badUntilV1' }).sleep({ slug: 's', until: { key: 'at' } })).shape,
+  ));
+  for (
+    const options of [{ waitTimeout: 5 }, { sleepUntil: { key: [] } }, {
+      sleepUntil: { key: ['at'], input: 'flow' },
+    }]
+  ) {
+    const broken = structuredClone(shape);
+    Object.assign(broken.steps[0].options, options);
+    const e = await db.sql`select switchyard.ensure_flow(${db.sql.json(broken)}::jsonb)`.then(
+      () => assert.fail('accepted'),
+      (e) => e,
+    );
+    assert.equal(e.code, '22023');
+    assert.equal(JSON.parse(e.detail).rule, 'sleep_until_invalid', JSON.stringify(options));
+  }
+});
+
 Deno.test("startAt: the run exists at once, its steps start on the SQL core's tick after startAt", async () => {
   const flow = new Flow<{ n: number }>({ slug: 'laterV1' })
     .step({ slug: 'a' }, (input) => input.n + 1);

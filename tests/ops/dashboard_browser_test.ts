@@ -4,11 +4,13 @@
  * `deno task dashboard` command, it shows a paused function's reason, the draining version
  * and a failed run's error; read-only without the bearer; its Pause button pauses the function,
  * Cancel cancels a started run (shown cancelled, with its events) and Retry makes a failed run
- * complete (checked in the database). The screenshot goes to a temporary file; with
+ * complete (checked in the database); Send signal on a waiting run's wait step delivers the
+ * payload typed into its prompt and the run goes on to complete. The screenshot goes to a temporary file; with
  * `SWITCHYARD_SCREENSHOT=docs` it replaces docs/dashboard.png (the README's image).
  */
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
+import { Flow, signalPayload, startWorker, toPlacement } from '../../lib/mod.ts';
 import { connect, createDashboard } from '../../lib/ops.ts';
 import { freePort } from '../../scripts/_cluster.ts';
 import { canConnect } from '../../scripts/_util.ts';
@@ -21,7 +23,7 @@ import {
   SCHEDULE,
   startDashboardWork,
 } from '../_helpers/dashboard_work.ts';
-import { waitFor } from '../_helpers/wait.ts';
+import { FAST, waitFor } from '../_helpers/wait.ts';
 import { startChromium } from '../_helpers/chromium.ts';
 
 const SECRET = 'dashboard-browser-test-secret';
@@ -71,7 +73,7 @@ async function startDashboardCommand(databaseUrl: string) {
 
 Deno.test({
   name:
-    'dashboard page in headless chromium: running work, read-only, pause, cancel, retry, screenshot',
+    'dashboard page in headless chromium: running work, read-only, pause, cancel, retry, signal, screenshot',
   // playwright keeps its CDP socket and timers across steps; everything is closed in finally.
   sanitizeOps: false,
   sanitizeResources: false,
@@ -267,6 +269,55 @@ Deno.test({
           /run\s+completed/,
         );
       });
+
+      await t.step(
+        'Send signal on a waiting run delivers the payload and the run goes on',
+        async () => {
+          const flow = new Flow({ slug: 'approveDashV1' })
+            .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>() })
+            .step(
+              { slug: 'publish', dependsOn: ['approval'] },
+              (input) => (input.approval.approved ? 'published' : 'held back'),
+            );
+          await db.sql`select switchyard.ensure_flow(${
+            db.sql.json(toPlacement(flow).shape as never)
+          }::jsonb)`;
+          const worker = await startWorker(flow, { connectionString: db.url, ...FAST });
+          cleanups.push(() => worker.stop());
+          const run = await client.startFlow('approveDashV1', {});
+          await page.click(`tr[data-run="${run}"]`);
+          const send = page.locator(
+            `button[data-action="signal"][data-run-id="${run}"][data-step="approval"]`,
+          );
+          await send.waitFor();
+          assert.equal(await send.innerText(), 'Send signal to approval');
+          assert.match(
+            await page.locator(`tr[data-run="${run}"] + tr.detail`).innerText(),
+            /approval[\s\S]*waiting/,
+          );
+          // The prompt takes the payload; dismissed, nothing is sent.
+          page.once('dialog', (d) => d.dismiss());
+          await send.click();
+          assert.equal((await runStatus(run)).status, 'started');
+          page.once('dialog', (d) => d.accept('{"approved": true}'));
+          await send.click();
+          await waitFor(
+            'the signalled run to complete',
+            async () => (await runStatus(run)).status === 'completed',
+          );
+          const [row] = await db.sql`select output from switchyard.runs where run_id = ${run}`;
+          assert.deepEqual(row.output, { publish: 'published' });
+          const [signal] = await db.sql`select payload, delivered_at is not null as delivered
+            from switchyard.run_signals where run_id = ${run} and step_slug = 'approval'`;
+          assert.deepEqual({ ...signal }, { payload: { approved: true }, delivered: true });
+          assert.match(
+            await page.locator('#message').innerText(),
+            /Signal for approval.*delivered/,
+          );
+          await page.locator(`tr[data-run="${run}"] .pill.ok`).waitFor();
+          assert.equal(await send.count(), 0, 'a completed run offers no Send signal');
+        },
+      );
 
       await t.step('an empty database shows where to start', async () => {
         const empty = await createTestDatabase();

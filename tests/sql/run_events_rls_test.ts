@@ -4,11 +4,18 @@
  * `request.jwt.claim.sub`, the `supabase_realtime` publication) before the migrations run,
  * the events table joins the publication and a policy on `auth.uid()`; nothing is exposed
  * by default; after the README's opt-in grants a signed-in user starts an allowed alias and
- * reads their own run's events and not another user's.
+ * reads their own run's events and not another user's, and (the signal opt-in) signals the
+ * allowed wait steps of their own runs and no one else's (signal_user_run, issue 22).
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { startWorker } from '../../lib/mod.ts';
+import {
+  defineDeployedFlow,
+  Flow,
+  signalPayload,
+  startWorker,
+  toPlacement,
+} from '../../lib/mod.ts';
 import { createClient, migrate } from '../../lib/ops.ts';
 import { registry } from '../../supabase/functions/_shared/registry.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
@@ -259,6 +266,98 @@ Deno.test("after the README's opt-in a user starts an allowed alias and sees onl
     (await refusal(as('anon', alice, (tx) => tx`select * from switchyard.run_events`))).code,
     '42501',
   );
+});
+
+Deno.test("after the README's signal opt-in a user signals an allowed wait step of their own run only", async () => {
+  const flow = new Flow<{ title: string }>({ slug: 'approveUserV1' })
+    .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>() })
+    .wait({ slug: 'legal' });
+  await sql`select switchyard.ensure_flow(${
+    sql.json(toPlacement(defineDeployedFlow(flow, { alias: 'approveUser' })).shape as never)
+  }::jsonb)`;
+  await sql`select switchyard.activate_alias('approveUser', 'approveUserV1')`;
+  const start = async (owner: string) =>
+    (await sql<{ id: string }[]>`select switchyard.start_flow('approveUser',
+      '{"title": "t"}'::jsonb, null, ${owner}::uuid) as id`)[0].id;
+  const aliceRun = await start(alice);
+  const bobRun = await start(bob);
+  const signal = (
+    role: 'anon' | 'authenticated',
+    sub: string | null,
+    runId: string,
+    step: string,
+    key: string | null = null,
+  ) =>
+    as(
+      role,
+      sub,
+      async (tx) =>
+        (await tx<{ r: string }[]>`select switchyard.signal_user_run(${runId}::uuid, ${step},
+        '{"approved": true}'::jsonb, ${key}) as r`)[0].r,
+    );
+  const signals = async () =>
+    (await sql<{ n: number }[]>`select count(*)::int as n from switchyard.run_signals`)[0].n;
+
+  // Before the opt-in: not callable by anon or authenticated.
+  for (const role of ['anon', 'authenticated'] as const) {
+    assert.equal((await refusal(signal(role, alice, aliceRun, 'approval'))).code, '42501');
+  }
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  const optIn = [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1])
+    .find((block) => block.includes('user_signal_steps'));
+  assert.ok(optIn, 'the README has the signal opt-in block');
+  await sql.unsafe(optIn.replaceAll("'myFlow'", "'approveUser'"));
+
+  // Refused with the rule, changing nothing: no user; another user's run; an unknown run
+  // (alike, so ids of other users' runs are not revealed); a step not listed; anon.
+  assert.deepEqual(await refusal(signal('authenticated', null, aliceRun, 'approval')), {
+    code: '42501',
+    rule: 'not_signed_in',
+  });
+  assert.deepEqual(await refusal(signal('authenticated', bob, aliceRun, 'approval')), {
+    code: '42501',
+    rule: 'run_not_owned',
+  });
+  assert.deepEqual(await refusal(signal('authenticated', bob, crypto.randomUUID(), 'approval')), {
+    code: '42501',
+    rule: 'run_not_owned',
+  });
+  assert.deepEqual(await refusal(signal('authenticated', alice, aliceRun, 'legal')), {
+    code: '42501',
+    rule: 'step_not_allowed',
+  });
+  assert.equal((await refusal(signal('anon', alice, aliceRun, 'approval'))).code, '42501');
+  assert.equal(await signals(), 0);
+  // Still no direct signal_run for a user.
+  assert.equal(
+    (await refusal(
+      as(
+        'authenticated',
+        alice,
+        (tx) => tx`select switchyard.signal_run(${aliceRun}::uuid, 'approval', '{}'::jsonb)`,
+      ),
+    )).code,
+    '42501',
+  );
+
+  // The owner signals: delivered, the payload is the step's output; the same key is a no-op;
+  // signal_run's own rules still hold (a second signal under another key).
+  assert.equal(await signal('authenticated', alice, aliceRun, 'approval', 'k1'), 'delivered');
+  assert.equal(await signal('authenticated', alice, aliceRun, 'approval', 'k1'), 'duplicate');
+  assert.deepEqual(await refusal(signal('authenticated', alice, aliceRun, 'approval', 'k2')), {
+    code: '55000',
+    rule: 'step_already_signalled',
+  });
+  const states = await sql`select run_id, step_slug, status, output from switchyard.step_states
+    where run_id in (${aliceRun}, ${bobRun}) order by run_id = ${aliceRun} desc, step_slug`;
+  assert.deepEqual(states.map((r) => [r.run_id === aliceRun, r.step_slug, r.status, r.output]), [
+    [true, 'approval', 'completed', { approved: true }],
+    [true, 'legal', 'started', null],
+    [false, 'approval', 'started', null],
+    [false, 'legal', 'started', null],
+  ]);
+  // Bob's own run is his to signal.
+  assert.equal(await signal('authenticated', bob, bobRun, 'approval'), 'delivered');
 });
 
 // Not a test: it asserts nothing.

@@ -4,6 +4,10 @@
 -- else the step waits (returns false): its deadline is set from its timeout (a wait without
 -- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
 -- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+-- A sleep until a time reads it now, at the step's path of the run input or of the step's
+-- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
+-- fails the step and the run naming the path, the value and the rule (returns true); a time
+-- already past completes the sleep at once (true); else it is the deadline.
 create or replace function switchyard._begin_wait(run uuid, flow text, step text)
 returns boolean
 language plpgsql
@@ -12,6 +16,10 @@ set search_path = ''
 as $$
 declare
   st switchyard.steps;
+  deadline timestamptz;
+  source jsonb;
+  v jsonb;
+  problem text;
 begin
   select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
   if st.step_type = 'flow' then
@@ -22,8 +30,47 @@ begin
     perform switchyard._finish_wait(run, flow, step, 'signalled');
     return true;
   end if;
+  if st.sleep_until is null then
+    deadline := now() + make_interval(secs => st.wait_timeout);
+  else
+    if st.sleep_until_input = 'run' or st.deps_count = 0 then
+      select r.input into source from switchyard.runs r where r.run_id = run;
+    else
+      source := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    v := source #> st.sleep_until;
+    if v is null then
+      problem := 'is missing';
+    elsif jsonb_typeof(v) <> 'string' then
+      problem := format('is a JSON %s (%s), not a string', jsonb_typeof(v), switchyard._clip(v::text));
+    -- A date, a time and a zone: PostgreSQL would also read 'now', 'epoch' or a local time.
+    elsif (v #>> '{}') !~ '^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d(:?\d\d)?)$' then
+      problem := format('%s is not an ISO 8601 timestamp with a time zone', switchyard._clip(v #>> '{}'));
+    else
+      begin
+        deadline := (v #>> '{}')::timestamptz;
+      exception when invalid_datetime_format or datetime_field_overflow then
+        problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
+      end;
+      if problem is null and deadline > now() + interval '365 days' then
+        problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
+      end if;
+    end if;
+    if problem is not null then
+      perform switchyard._fail_run_step(run, step, format(
+        'sleep step %s until: the value at %s of the %s input %s: use an ISO 8601 timestamp '
+        'with a time zone such as "2026-12-24T09:00:00Z", at most 365 days ahead',
+        to_json(step)::text, to_json(array_to_string(st.sleep_until, '.'))::text,
+        st.sleep_until_input, problem));
+      return true;
+    end if;
+    if deadline <= now() then
+      perform switchyard._finish_wait(run, flow, step, 'slept');
+      return true;
+    end if;
+  end if;
   update switchyard.step_states ss
-     set wait_deadline = now() + make_interval(secs => st.wait_timeout), remaining_tasks = 0
+     set wait_deadline = deadline, remaining_tasks = 0
    where ss.run_id = run and ss.step_slug = step;
   perform switchyard._wait_event(run, flow, step, 'waiting');
   return false;

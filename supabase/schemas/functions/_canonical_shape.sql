@@ -22,9 +22,10 @@ as $$
                   and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
                    '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
                      'options',
-                     -- The flow control options (rateLimit, concurrency; 0.4.0) are absent
-                     -- when none: a JSON null is their default, canonically left out, so the
-                     -- shapes of earlier releases stay as they were stored.
+                     -- The flow control options (rateLimit, concurrency; 0.4.0) and a sleep's
+                     -- sleepUntil are absent when none: a JSON null is their default,
+                     -- canonically left out, so the shapes of earlier releases stay as they
+                     -- were stored.
                      ('{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
                         "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
                         "whenExhausted": "fail"}'::jsonb
@@ -33,7 +34,7 @@ as $$
                               then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
                               else '{}'::jsonb end
                       || coalesce(s -> 'options', '{}'))
-                     - array(select k from unnest(array['rateLimit', 'concurrency']) as k
+                     - array(select k from unnest(array['rateLimit', 'concurrency', 'sleepUntil']) as k
                               where s -> 'options' -> k = 'null'::jsonb))
                  else s end
                order by o)

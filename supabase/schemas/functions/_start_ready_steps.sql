@@ -91,6 +91,12 @@ begin
       end if;
       if ready.step_type in ('wait', 'sleep', 'flow') then
         if switchyard._begin_wait(target_run, ready.flow_slug, ready.step_slug) then
+          -- Done at once, or failed with the run (a child that could not start, a sleep's
+          -- time that is not one): a failed run starts nothing more.
+          if not exists (select 1 from switchyard.runs r
+                          where r.run_id = target_run and r.status = 'started') then
+            return started;
+          end if;
           moved_any := true;
           skipped_any := true;
         end if;

@@ -21,8 +21,16 @@ begin
      where r.status = 'started' and r.deadline_at is not null and r.deadline_at <= now_at
      order by r.deadline_at
      limit greatest(coalesce(max_runs, 1000), 1)
-     for update skip locked
   loop
+    -- Its family's rows in cancel_run's order (child runs first), none waited for: a run or
+    -- child another transaction holds is left for the next call.
+    begin
+      perform switchyard._lock_run_family(overdue, true);
+    exception when lock_not_available then
+      continue;
+    end;
+    continue when not exists (select 1 from switchyard.runs r
+                               where r.run_id = overdue and r.status = 'started');
     perform switchyard.cancel_run(overdue, 'deadline');
     n := n + 1;
   end loop;

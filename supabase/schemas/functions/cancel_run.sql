@@ -32,6 +32,9 @@ begin
         'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200),
         'run_id', cancel_run.run_id)::text;
   end if;
+  -- The run's family (a child flow's runs, its parent) bottom-up, before the run itself goes on
+  -- to lock its children: a child ending meanwhile locks child then parent too.
+  perform switchyard._lock_run_family(cancel_run.run_id);
   select * into run from switchyard.runs r where r.run_id = cancel_run.run_id for update;
   if not found then
     raise exception using errcode = '22023', message = format(

@@ -19,6 +19,7 @@ declare
   step_queue text;
   step_kind text;
   expected_queue text;
+  sleep_until jsonb;
   dep jsonb;
   seen_steps text[] := '{}';
   deps_seen text[];
@@ -208,10 +209,30 @@ begin
           'value', left((step -> 'dependsOn')::text, 200),
           'flow_slug', slug, 'step_slug', step_slug)::text;
     end if;
+    -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
+    -- 8 keys and the input it is read from, instead of a length in seconds.
+    sleep_until := nullif(step -> 'options' -> 'sleepUntil', 'null'::jsonb);
+    if sleep_until is not null and (step_kind <> 'sleep' or jsonb_typeof(sleep_until) <> 'object'
+        or jsonb_typeof(sleep_until -> 'key') is distinct from 'array'
+        or jsonb_array_length(sleep_until -> 'key') not between 1 and 8
+        or exists (select 1 from jsonb_array_elements(sleep_until -> 'key') k
+                    where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
+        or coalesce(sleep_until ->> 'input', 'run') not in ('run', 'step')
+        or (sleep_until - array['key', 'input']) <> '{}'::jsonb
+        or nullif(step -> 'options' -> 'waitTimeout', 'null'::jsonb) is not null) then
+      raise exception using errcode = '22023', message = format(
+        'flow %s step %s sleepUntil %s is invalid: a sleep step takes {"key": [1 to 8 keys], '
+        '"input": "run" or "step"} instead of a waitTimeout (no other kind takes one)',
+        to_json(slug)::text, to_json(step_slug)::text, left(sleep_until::text, 200)),
+        detail = jsonb_build_object(
+          'rule', 'sleep_until_invalid', 'argument', 'sleepUntil',
+          'value', left(sleep_until::text, 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+    end if;
     -- Runtime options are set below by _apply_flow_options, with their ranges.
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
                                   step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
-                                  wait_timeout, on_timeout, child_alias)
+                                  wait_timeout, on_timeout, child_alias, sleep_until,
+                                  sleep_until_input)
     values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
       step_kind,
       -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
@@ -221,14 +242,19 @@ begin
                                 array['skip', 'skip-cascade', 'fail'], 'skip'),
       switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
                                 array['fail', 'skip', 'skip-cascade'], 'fail'),
-      -- A wait's timeout (none: null) and what it does; a sleep's length, required.
+      -- A wait's timeout (none: null) and what it does; a sleep's length, required unless it
+      -- sleeps until a time.
       switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
-                             1, 31536000, step_kind <> 'sleep'),
+                             1, 31536000, step_kind <> 'sleep' or sleep_until is not null),
       switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
                                 array['fail', 'skip'], 'fail'),
       -- A flow step's alias (checked as an alias slug; it need not exist yet).
       case when step_kind = 'flow'
-           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end);
+           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end,
+      case when sleep_until is not null then
+        array(select k #>> '{}' from jsonb_array_elements(sleep_until -> 'key') with ordinality e(k, o)
+               order by o) end,
+      case when sleep_until is not null then coalesce(sleep_until ->> 'input', 'run') end);
 
     deps_seen := '{}';
     for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop

@@ -59,7 +59,15 @@ create table switchyard.steps (
   constraint steps_queue_by_type
     check ((queue_name is null) = (step_type in ('wait', 'sleep', 'flow'))),
   -- A 'flow' step (docs/ARCHITECTURE.md §5.11): the alias whose active version it starts.
-  child_alias text
+  child_alias text,
+  -- A sleep until a time (docs/ARCHITECTURE.md §5.11): the path of keys to an ISO 8601
+  -- timestamp in the run input ('run') or the step's input ('step'); null: a sleep of
+  -- wait_timeout seconds.
+  sleep_until text[],
+  sleep_until_input text check (sleep_until_input in ('run', 'step')),
+  constraint steps_sleep_until check (
+    (sleep_until is null) = (sleep_until_input is null)
+    and (sleep_until is null or (step_type = 'sleep' and wait_timeout is null)))
 );
 
 create index steps_queue on switchyard.steps (queue_name);

@@ -204,3 +204,13 @@ create table switchyard.task_progress (
   primary key (run_id, step_slug, task_index),
   foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
 );
+
+-- Wait steps a signed-in user may signal in the runs they own, through signal_user_run, by the
+-- alias whose versions the run's flow belongs to. Empty: nobody may, until an operator inserts
+-- a row (the opt-in of docs/ARCHITECTURE.md §14).
+create table switchyard.user_signal_steps (
+  alias text not null,
+  step_slug text not null,
+  added_at timestamptz not null default now(),
+  primary key (alias, step_slug)
+);

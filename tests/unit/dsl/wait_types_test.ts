@@ -69,6 +69,27 @@ async function typeTests(): Promise<void> {
   // @ts-expect-error a sleep needs its seconds
   new Flow({ slug: 'x' }).sleep({ slug: 's' });
 
+  // A sleep until a time: the path names a string of the run input, or of the step's input.
+  const timed = new Flow<{ sendAt: string; count: number; meta: { remindAt?: string } }>({
+    slug: 'timedTypes',
+  })
+    .sleep({ slug: 'until_send', until: { key: 'sendAt' } })
+    .sleep({ slug: 'until_remind', until: { key: 'meta.remindAt', input: 'run' } })
+    .wait({ slug: 'approval', payload: signalPayload<{ at: string; n: number }>() })
+    .sleep({ slug: 'hold', dependsOn: ['approval'], until: { key: 'approval.at', input: 'step' } });
+  expectType<Equal<StepOutputs<typeof timed>['hold'], null>>();
+  expectType<Equal<SignalSlugs<typeof timed>, 'approval'>>();
+  // @ts-expect-error until names a string: count is a number
+  timed.sleep({ slug: 's1', until: { key: 'count' } });
+  // @ts-expect-error a misspelt key
+  timed.sleep({ slug: 's2', until: { key: 'sendat' } });
+  // @ts-expect-error input 'step' reads the step's input: { approval }, not the run input
+  timed.sleep({ slug: 's3', dependsOn: ['approval'], until: { key: 'sendAt', input: 'step' } });
+  // @ts-expect-error approval.n is a number
+  timed.sleep({ slug: 's4', dependsOn: ['approval'], until: { key: 'approval.n', input: 'step' } });
+  // @ts-expect-error seconds or until, not both
+  timed.sleep({ slug: 's5', seconds: 5, until: { key: 'sendAt' } });
+
   // routeFlow: only the steps with a handler take a queue.
   const routed = routeFlow(review, { queues: { draft: 'io', publish: 'io' } });
   expectType<Equal<typeof routed.queues.publish, 'io'>>();
@@ -157,7 +178,37 @@ Deno.test('wait and sleep steps: the types above check; the same rules hold at r
   assert.throws(
     // deno-lint-ignore no-explicit-any
     () => new Flow({ slug: 'x' }).sleep({ slug: 's' } as any),
-    (e) => e instanceof FlowDefinitionError && /seconds is missing/.test(e.message),
+    (e) =>
+      e instanceof FlowDefinitionError && /needs exactly one of seconds and until/.test(e.message),
+  );
+  assert.throws(
+    // deno-lint-ignore no-explicit-any
+    () => new Flow({ slug: 'x' }).sleep({ slug: 's', seconds: 5, until: { key: 'at' } } as any),
+    (e) =>
+      e instanceof FlowDefinitionError && /needs exactly one of seconds and until/.test(e.message),
+  );
+  for (const bad of [{ key: '' }, { key: 'a..b' }, { key: 'at', input: 'flow' }, 'at', { at: 1 }]) {
+    assert.throws(
+      // deno-lint-ignore no-explicit-any
+      () => new Flow({ slug: 'x' }).sleep({ slug: 's', until: bad } as any),
+      (e) =>
+        e instanceof FlowDefinitionError &&
+        /flow "x" sleep step "s" option until .* is invalid: pass \{ key, input\? \}/.test(
+          e.message,
+        ),
+      JSON.stringify(bad),
+    );
+  }
+  // The shape carries the path as keys, and no waitTimeout.
+  const until = toPlacement(
+    new Flow<{ at: { time: string } }>({ slug: 'x' }).sleep({
+      slug: 's',
+      until: { key: 'at.time' },
+    }),
+  ).shape.steps[0].options;
+  assert.deepEqual(
+    [until.waitTimeout, until.sleepUntil],
+    [null, { key: ['at', 'time'], input: 'run' }],
   );
   assert.throws(
     () => new Flow({ slug: 'x' }).wait({ slug: 'w', timeout: 0 }),
