@@ -8,6 +8,10 @@
 --
 -- `owner` (optional) records who the run is for: its events carry it for row-level security
 -- (docs/ARCHITECTURE.md §14).
+--
+-- The caller's trace context (a W3C traceparent in the transaction-local setting
+-- switchyard.trace_context, docs/ARCHITECTURE.md §16) is stored with a new run, so the spans
+-- of its tasks join the caller's trace.
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null
 )
@@ -21,7 +25,19 @@ declare
   concrete text;
   new_run uuid;
   existing record;
+  trace_context text := nullif(current_setting('switchyard.trace_context', true), '');
 begin
+  if trace_context is not null
+     and trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
+      '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      switchyard._clip(flow_or_alias), switchyard._clip(trace_context)),
+      detail = jsonb_build_object(
+        'rule', 'trace_context_format', 'argument', 'trace_context',
+        'value', left(trace_context, 200))::text;
+  end if;
   if input is null then
     raise exception using errcode = '22023', message = format(
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
@@ -34,12 +50,13 @@ begin
   -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
   -- start's deadlineAt (a transaction-local setting switchyard.deadline_at), whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at)
+                               deadline_at, trace_context)
   select coalesce(start_flow.run_id, gen_random_uuid()), concrete, flow_or_alias, input, count(*),
          start_flow.owner,
          least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
-               nullif(current_setting('switchyard.deadline_at', true), '')::timestamptz)
+               nullif(current_setting('switchyard.deadline_at', true), '')::timestamptz),
+         trace_context
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;
