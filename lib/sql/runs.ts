@@ -12,6 +12,7 @@ import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { assertStorableReason } from './function_state.ts';
 import type { Sql } from './connection.ts';
+import { activeTraceparent, parseTraceparent } from '../tracing.ts';
 
 /**
  * Where a run is: `started` (steps may still run), `completed` (its output is set),
@@ -237,6 +238,12 @@ export interface StartRunOptions {
    * `runTimeout`, when it has one, may make it earlier. Must be in the future.
    */
   deadlineAt?: Date;
+  /**
+   * The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`), stored with the run so
+   * the spans of its tasks join that trace (docs/ARCHITECTURE.md §16). Default: the active
+   * OpenTelemetry span's, when the application has one; else none.
+   */
+  traceparent?: string;
 }
 
 /**
@@ -299,7 +306,7 @@ export async function startRun(
   source: SqlSource,
   flowOrAlias: string,
   input: unknown,
-  { runId, owner, startAt, deadlineAt }: StartRunOptions = {},
+  { runId, owner, startAt, deadlineAt, traceparent }: StartRunOptions = {},
 ): Promise<string> {
   const what = `start(${JSON.stringify(flowOrAlias)})`;
   assertJson(input, 'input');
@@ -319,6 +326,13 @@ export async function startRun(
       `${what}: deadlineAt ${describeValue(deadlineAt)} is invalid: pass a Date in the future`,
     );
   }
+  if (traceparent !== undefined && parseTraceparent(traceparent) === null) {
+    throw new SwitchyardError(
+      `${what}: traceparent ${describeValue(traceparent)} is invalid: use a W3C traceparent, ` +
+        '00-<32 hex trace id>-<16 hex span id>-<2 hex flags> in lower case, ids not all zero',
+    );
+  }
+  const trace = traceparent ?? activeTraceparent();
   const sql = sqlOf(source);
   const start = async (q: Sql): Promise<string> => {
     if (startAt !== undefined) {
@@ -333,11 +347,14 @@ export async function startRun(
         ${runId ?? null}::uuid, ${owner ?? null}::uuid) as id`;
     return row.id;
   };
-  if (deadlineAt === undefined) return await call(sql, () => start(sql));
-  // start_flow reads the deadline from a transaction-local setting.
+  if (deadlineAt === undefined && trace === null) return await call(sql, () => start(sql));
+  // start_flow reads the deadline and the trace context from transaction-local settings.
   return await call(sql, () =>
     sql.begin(async (tx) => {
-      await tx`select set_config('switchyard.deadline_at', ${deadlineAt.toISOString()}, true)`;
+      await tx`select set_config('switchyard.deadline_at', ${
+        deadlineAt?.toISOString() ?? ''
+      }, true),
+                      set_config('switchyard.trace_context', ${trace ?? ''}, true)`;
       return await start(tx as unknown as Sql);
     }) as Promise<string>);
 }
