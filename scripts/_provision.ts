@@ -169,12 +169,13 @@ export const DEFAULT_CHROMIUM = '/usr/bin/chromium';
 /** The Debian package of Chromium (the browser test drives it over CDP with playwright-core). */
 export const CHROMIUM_PACKAGES = ['chromium'] as const;
 
-/** The one test that needs Chromium, relative to the kit. */
+/** A test that needs Chromium, relative to the kit; the others sit beside it (`*_browser_test.ts`). */
 export const BROWSER_TEST = 'tests/ops/dashboard_browser_test.ts';
 
 /**
- * Whether `deno test` with these arguments (run in `cwd`, the kit) runs {@linkcode BROWSER_TEST}:
- * no path argument (the default `tests/`), or a path that is that file or a folder holding it.
+ * Whether `deno test` with these arguments (run in `cwd`, the kit) runs a browser test: no path
+ * argument (the default `tests/`), a `*_browser_test.ts` file, or a folder holding
+ * {@linkcode BROWSER_TEST}.
  *
  * @example
  * ```ts
@@ -188,6 +189,8 @@ export function runsBrowserTest(args: string[], cwd: string): boolean {
   if (paths.length === 0) return true;
   const test = resolve(cwd, BROWSER_TEST);
   return paths.some((p) => {
+    // Every browser test sits beside that one (tests/ops/*_browser_test.ts).
+    if (p.endsWith('_browser_test.ts')) return true;
     const rel = relative(resolve(cwd, p), test);
     return rel === '' || (!rel.startsWith('..') && !rel.startsWith('/'));
   });

@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { connect, createDashboard } from '../../lib/ops.ts';
 import { freePort } from '../../scripts/_cluster.ts';
-import { canConnect, exists } from '../../scripts/_util.ts';
+import { canConnect } from '../../scripts/_util.ts';
+import { startChromium } from '../_helpers/chromium.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import {
   BILLING_FUNCTION,
@@ -23,62 +24,11 @@ import {
 } from '../_helpers/dashboard_work.ts';
 import { waitFor } from '../_helpers/wait.ts';
 
-const CHROMIUM = Deno.env.get('CHROMIUM') ?? '/usr/bin/chromium';
 const SECRET = 'dashboard-browser-test-secret';
 const SCREENSHOT = Deno.env.get('SWITCHYARD_SCREENSHOT') === 'docs'
   ? new URL('../../docs/dashboard.png', import.meta.url)
   : new URL(`file://${await Deno.makeTempFile({ suffix: '.png' })}`);
 const ROOT = new URL('../..', import.meta.url).pathname;
-
-/** Starts chromium headless with remote debugging on a free port; returns its CDP URL. */
-async function startChromium() {
-  if (!(await exists(CHROMIUM))) {
-    throw new Error(
-      `chromium is missing at ${CHROMIUM}: install it with \`apt-get install -y chromium\` ` +
-        '(`deno task test` does as root), or point CHROMIUM at a Chromium binary',
-    );
-  }
-  const port = freePort();
-  const profile = await Deno.makeTempDir({ prefix: 'switchyard-chromium-' });
-  const child = new Deno.Command(CHROMIUM, {
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--hide-scrollbars',
-      `--user-data-dir=${profile}`,
-      `--remote-debugging-port=${port}`,
-      'about:blank',
-    ],
-    stdin: 'null',
-    stdout: 'null',
-    stderr: 'null',
-  }).spawn();
-  const cdp = `http://127.0.0.1:${port}`;
-  await waitFor('chromium to listen for CDP', async () => {
-    const r = await fetch(`${cdp}/json/version`);
-    await r.body?.cancel();
-    return r.ok;
-  }, {
-    timeoutMs: 60_000,
-    intervalMs: 100,
-  });
-  return {
-    cdp,
-    async stop() {
-      try {
-        child.kill('SIGTERM');
-      } catch { /* exited */ }
-      await child.status;
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
-    },
-  };
-}
 
 /** Runs `deno task dashboard --port N` (same permissions as the task) until `stop()`. */
 async function startDashboardCommand(databaseUrl: string) {
@@ -173,7 +123,7 @@ Deno.test({
         assert.match(fetchQueue, /0 visible · 2 hidden/);
         assert.match(fetchQueue, /dash-fetch-worker/);
         assert.match(fetchQueue, /live/);
-        assert.equal(await page.locator('[data-queue="dash_fetch"] svg rect').count(), 60);
+        assert.equal(await page.locator('[data-queue="dash_fetch"] .chart svg rect').count(), 60);
         const schedule = await page.locator(`[data-schedule="${SCHEDULE}"]`).innerText();
         assert.match(schedule, /archiveV1/);
         assert.match(schedule, /0 3 \* \* \*\s+Europe\/Berlin/);
