@@ -35,7 +35,10 @@
  *    shared queue (issue 12: target >= 0.8x);
  * 11. flow control in the claim (issue 23): `start_tasks` per batch of 10 tasks of a step with
  *    `concurrency` over 1,000 keys and a shared `rateLimit` (generous, so nothing is held) vs
- *    the same step without flow control; the time per claim, side by side.
+ *    the same step without flow control; the time per claim, side by side;
+ * 12. metrics (issue 26): `switchyard.metrics(60)` and the charts' `dashboard_metrics_history(60)`
+ *    with 1,000,000 completed tasks of history (100,000 with `--quick`) vs a fresh database, both
+ *    with the same recent work (bench/_metrics.ts; target: at most 50 ms per call).
  *
  * `--baseline=<rev>` also runs figures 7 and 8 on the migrations of that git revision, in
  * databases of their own on the same server: before and after, side by side.
@@ -70,9 +73,10 @@ import {
 import { history } from './_history.ts';
 import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
+import { metricsFigure } from './_metrics.ts';
 
 /** Every figure, by number. */
-const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
 
 interface Options {
   quick: boolean;
@@ -826,7 +830,7 @@ async function mapFanOut(db: BenchDatabase, o: Options) {
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
     console.log(
-      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,9]\n' +
+      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,12]\n' +
         '                       [--batch=N] [--concurrency=N] [--connections=N]\n' +
         '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n\n' +
         'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
@@ -1118,6 +1122,33 @@ async function main() {
         `${fmt(median(f.controlled), 3)} ms per claim`,
         `no flow control ${fmt(median(f.plain), 3)} ms per claim`,
         `${fmt(ratio)}x`,
+        '(none)',
+        '-',
+      ]);
+    }
+    if (o.only.has(12)) {
+      const f = await metricsFigure(db, {
+        historyTasks: o.quick ? 100_000 : 1_000_000,
+        recentTasks: 3000,
+        rounds: o.rounds,
+        calls: 10,
+      });
+      const history = `${f.historyTasks.toLocaleString('en')} completed tasks`;
+      const m = median(f.metrics.history), mf = median(f.metrics.fresh);
+      rows.push([
+        `12 metrics(60), ${history} (${f.recentTasks} in the window)`,
+        `${fmt(m, 2)} ms per call`,
+        `fresh database ${fmt(mf, 2)} ms`,
+        `${fmt(m / mf)}x`,
+        '<= 50 ms',
+        verdict(m <= 50),
+      ]);
+      const c = median(f.charts.history), cf = median(f.charts.fresh);
+      rows.push([
+        `12 charts: dashboard_metrics_history(60), ${history}`,
+        `${fmt(c, 2)} ms per call`,
+        `fresh database ${fmt(cf, 2)} ms`,
+        `${fmt(c / cf)}x`,
         '(none)',
         '-',
       ]);
