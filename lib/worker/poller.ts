@@ -73,7 +73,14 @@ export async function poll(o: PollerOptions): Promise<void> {
         const claimed = claims.filter((c) => c.disposition === 'claimed');
         span.setAttribute('switchyard.claimed', claimed.length);
         if (span.isRecording() && claimed.length > 0) {
-          traceContexts = await q.runTraceContexts([...new Set(claimed.map((c) => c.run_id!))]);
+          // The tasks are claimed now: a failed read loses their traces' parents, never them.
+          try {
+            traceContexts = await q.runTraceContexts([...new Set(claimed.map((c) => c.run_id!))]);
+          } catch (e) {
+            log.warn(
+              `reading the runs' trace contexts failed (spans start new traces): ${errorText(e)}`,
+            );
+          }
         }
         span.end();
       } catch (e) {
