@@ -45,6 +45,9 @@
  *    buffers) and a claim of a batch of another flow's tasks, with 20,000 runs waiting on a
  *    signal (half with a timeout a day away) vs none, in two databases side by side
  *    (bench/_waiting.ts).
+ * 14. metrics (issue 26): `switchyard.metrics(60)` and the charts' `dashboard_metrics_history(60)`
+ *    with 1,000,000 completed tasks of history (100,000 with `--quick`) vs a fresh database, both
+ *    with the same recent work (bench/_metrics.ts; target: at most 50 ms per call).
  *
  * `--baseline=<rev>` also runs figures 7 and 8 on the migrations of that git revision, in
  * databases of their own on the same server: before and after, side by side.
@@ -80,9 +83,10 @@ import { history } from './_history.ts';
 import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
 import { waitingRuns } from './_waiting.ts';
+import { metricsFigure } from './_metrics.ts';
 
 /** Every figure, by number. */
-const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
+const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
 
 interface Options {
   quick: boolean;
@@ -907,7 +911,7 @@ async function rateLimitHeld(db: BenchDatabase, o: Options, burst: number) {
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
     console.log(
-      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,13]\n' +
+      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,14]\n' +
         '                       [--batch=N] [--concurrency=N] [--connections=N]\n' +
         '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n\n' +
         'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
@@ -1264,6 +1268,33 @@ async function main() {
           'scan, would touch; the ticks touch the buffers in the table. Tick times are ' +
           'dominated by the round trip and EXPLAIN, and noisy on a shared machine.',
       );
+    }
+    if (o.only.has(14)) {
+      const f = await metricsFigure(db, {
+        historyTasks: o.quick ? 100_000 : 1_000_000,
+        recentTasks: 3000,
+        rounds: o.rounds,
+        calls: 10,
+      });
+      const history = `${f.historyTasks.toLocaleString('en')} completed tasks`;
+      const m = median(f.metrics.history), mf = median(f.metrics.fresh);
+      rows.push([
+        `14 metrics(60), ${history} (${f.recentTasks} in the window)`,
+        `${fmt(m, 2)} ms per call`,
+        `fresh database ${fmt(mf, 2)} ms`,
+        `${fmt(m / mf)}x`,
+        '<= 50 ms',
+        verdict(m <= 50),
+      ]);
+      const c = median(f.charts.history), cf = median(f.charts.fresh);
+      rows.push([
+        `14 charts: dashboard_metrics_history(60), ${history}`,
+        `${fmt(c, 2)} ms per call`,
+        `fresh database ${fmt(cf, 2)} ms`,
+        `${fmt(c / cf)}x`,
+        '(none)',
+        '-',
+      ]);
     }
   } finally {
     await cleanup();

@@ -63,6 +63,8 @@ export * from './sql/flow_options.ts';
 export * from './sql/prune.ts';
 export * from './sql/schedules.ts';
 export * from './sql/dashboard_queries.ts';
+export * from './sql/metrics.ts';
+export { PROMETHEUS_CONTENT_TYPE, prometheusText } from './ops/prometheus.ts';
 export {
   ensurePgmq,
   isLocalDatabase,
@@ -75,7 +77,7 @@ export {
   SUPABASE_CLI,
   withLocalSslMode,
 } from './sql/migrate.ts';
-export { formatDrainStatus, formatFenceStatus } from './ops/format.ts';
+export { formatDrainStatus, formatFenceStatus, formatMetrics } from './ops/format.ts';
 export {
   createDashboard,
   type Dashboard,

@@ -176,6 +176,7 @@ export const BROWSER_TEST = 'tests/ops/dashboard_browser_test.ts';
 export const BROWSER_TESTS: readonly string[] = [
   BROWSER_TEST,
   'tests/ops/follow_run_browser_test.ts',
+  'tests/ops/dashboard_charts_browser_test.ts',
 ];
 
 /**

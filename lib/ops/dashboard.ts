@@ -20,6 +20,7 @@
  * | GET    | `/api/runs`                    | `{ runs }` (`limit` 1-200, `status`, `queue`)                 |
  * | GET    | `/api/runs/<run id>`           | {@linkcode DashboardRunDetail} (latest 200 events, latest progress); 404 for an unknown run |
  * | GET    | `/api/runs/<run id>/events`    | the run's events as server-sent events (`lib/ops/run_event_stream.ts`) |
+ * | GET    | `/metrics`                     | Prometheus text ({@linkcode prometheusText}; `window` 1-86400 s, default 60); always needs the bearer |
  * | POST   | `/api/functions/<name>/pause`  | `{ result }`; JSON body `{ "reason"?: string }`               |
  * | POST   | `/api/functions/<name>/resume` | `{ result }`                                                 |
  * | POST   | `/api/runs/<run id>/cancel`    | `{ result }` ({@linkcode CancelResult}); JSON body `{ "reason"?: string }` |
@@ -90,10 +91,12 @@ import {
   type SignalResult,
   signalRun,
 } from '../sql/runs.ts';
+import { MAX_METRICS_WINDOW_SECONDS, metrics } from '../sql/metrics.ts';
 import type { SqlSource } from '../sql/source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 import { DASHBOARD_PAGE } from './dashboard_page.ts';
 import { createRunEventStream, type RunEventStream } from './run_event_stream.ts';
+import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
 
 /**
  * Who may read: `actions` (the default locally) lets anyone read and needs the bearer for
@@ -830,6 +833,24 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     });
   };
 
+  // Prometheus' scrape (docs/ARCHITECTURE.md §16): always behind the bearer, whatever `access`
+  // says, since a scraper is a service with a secret and the counts name every queue and step.
+  const prometheus = async (request: Request, url: URL): Promise<Response> => {
+    const problem = await authProblem(request, options.auth, env);
+    if (problem !== null) return unauthorized(problem);
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      return json(405, { error: 'method_not_allowed', message: 'use GET for /metrics' }, {
+        allow: 'GET, HEAD',
+      });
+    }
+    checkParams(url.searchParams, ['window']);
+    const windowSeconds = intParam(url.searchParams, 'window', 1, MAX_METRICS_WINDOW_SECONDS, 60);
+    const text = prometheusText(await metrics(source, { windowSeconds }));
+    return new Response(request.method === 'HEAD' ? null : text, {
+      headers: { 'content-type': PROMETHEUS_CONTENT_TYPE, 'cache-control': 'no-store' },
+    });
+  };
+
   const fetch = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     const misdirected = hostProblem(request, url);
@@ -864,6 +885,13 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       });
     }
     if (path === '/browser.js') return await browserModule();
+    if (path === '/metrics') {
+      try {
+        return await prometheus(request, url);
+      } catch (e) {
+        return errorResponse(e, (await authProblem(request, options.auth, env)) === null);
+      }
+    }
     if (path.startsWith('/api/')) {
       try {
         return await api(request, path, url);

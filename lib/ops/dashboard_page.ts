@@ -48,6 +48,8 @@ export const DASHBOARD_PAGE: string = `<!doctype html>
   --cancel: #5b3fa8;
   --cancel-bg: #efeafb;
   --bar: #3b6fd8;
+  --line-lag: #a15c00;
+  --line-p95: #5b3fa8;
 }
 * {
   box-sizing: border-box;
@@ -272,6 +274,29 @@ code,
   background: #fafbfc;
   border: 1px solid var(--line);
   border-radius: 6px;
+}
+.minis {
+  display: grid;
+  grid-template-columns: repeat(3, minmax(0, 1fr));
+  gap: 8px;
+  margin-top: 8px;
+}
+.mini-title {
+  color: var(--muted);
+  font-size: 11.5px;
+  font-weight: 600;
+}
+.mini svg {
+  width: 100%;
+  height: 48px;
+  display: block;
+  background: #fafbfc;
+  border: 1px solid var(--line);
+  border-radius: 6px;
+}
+.mini .legend {
+  color: var(--muted);
+  font-size: 11.5px;
 }
 .chart .legend {
   display: flex;
@@ -604,6 +629,84 @@ ol.events .at {
   }
 
   /**
+   * One small chart of a queue's history (docs/ARCHITECTURE.md §16): a line of \`values\` per
+   * minute (a gap where one is null), or bars; the newest minute on the right.
+   * @param {string} kind \`lag\`, \`p95\` or \`failures\` (data-chart, for tests and styles)
+   * @param {string} title
+   * @param {(number | null)[]} values
+   * @param {(v: number) => string} unit a value as the legend writes it
+   * @param {boolean} bars
+   */
+  function miniChart(kind, title, values, unit, bars) {
+    const w = 300, h = 48, n = values.length, top = 6;
+    const known = /** @type {number[]} */ (values.filter((v) => v !== null));
+    const peak = Math.max(0, ...known);
+    const scale = peak > 0 ? (h - top) / peak : 0;
+    const x = (/** @type {number} */ i) => n <= 1 ? w / 2 : (i / (n - 1)) * w;
+    const y = (/** @type {number} */ v) => h - v * scale;
+    let marks = '';
+    if (bars) {
+      const bw = w / Math.max(1, n);
+      values.forEach((v, i) => {
+        if (!v) return;
+        const bh = Math.max(2, v * scale);
+        marks += '<rect x="' + (i * bw).toFixed(2) + '" y="' + (h - bh).toFixed(2) + '" width="' +
+          Math.max(1, bw - 1).toFixed(2) + '" height="' + bh.toFixed(2) +
+          '" fill="var(--bad)"><title>' + esc(unit(v) + ', ' + (n - 1 - i) + ' min ago') +
+          '</title></rect>';
+      });
+    } else {
+      // One polyline per stretch of known values.
+      /** @type {string[]} */
+      let run = [];
+      const flush = () => {
+        if (run.length === 1) {
+          const [px, py] = run[0].split(',');
+          marks += '<circle cx="' + px + '" cy="' + py + '" r="2" fill="var(--line-' + kind +
+            ')"/>';
+        } else if (run.length > 1) {
+          marks += '<polyline fill="none" stroke="var(--line-' + kind +
+            ')" stroke-width="1.6" points="' + run.join(' ') + '"/>';
+        }
+        run = [];
+      };
+      values.forEach((v, i) => {
+        if (v === null) return flush();
+        run.push(x(i).toFixed(1) + ',' + y(v).toFixed(1));
+      });
+      flush();
+    }
+    const last = values.length ? values[values.length - 1] : null;
+    const total = known.reduce((a, b) => a + b, 0);
+    const summary = bars
+      ? total + ' in ' + n + ' min'
+      : 'now ' + (last === null ? '–' : unit(last)) + ' · peak ' + unit(peak);
+    return '<div class="mini" data-chart="' + kind + '" data-points="' + known.length +
+      '" data-peak="' + peak + '"><div class="mini-title">' + esc(title) +
+      '</div><svg viewBox="0 0 ' + w + ' ' + h + '" preserveAspectRatio="none" role="img" ' +
+      'aria-label="' + esc(title) + '">' + marks + '</svg><div class="legend"><span>' +
+      esc(summary) + '</span></div></div>';
+  }
+
+  /** @param {number} s seconds */
+  const secs = (s) => (s < 10 ? s.toFixed(1) : Math.round(s)) + ' s';
+  /** @param {number} v milliseconds */
+  const millis = (v) => (v < 1000 ? Math.round(v) + ' ms' : (v / 1000).toFixed(2) + ' s');
+
+  /**
+   * Lag, p95 step latency and failures per minute of a queue, beside its completed tasks.
+   * @param {History | null} hist
+   */
+  function historyCharts(hist) {
+    if (!hist) return '';
+    return '<div class="minis">' +
+      miniChart('lag', 'lag (longest wait)', hist.lagSeconds, secs, false) +
+      miniChart('p95', 'p95 step latency', hist.p95Ms, millis, false) +
+      miniChart('failures', 'failed attempts per minute', hist.failures, String, true) +
+      '</div>';
+  }
+
+  /**
    * @param {QueueFunction} f
    * @param {boolean} canAct
    */
@@ -685,6 +788,7 @@ ol.events .at {
     return '<section class="card" data-queue="' + esc(q.queueName) + '"><h2><span class="mono">' +
       esc(q.queueName) + '</span> ' + owner + '</h2><div class="depth">' + depth + '</div>' +
       '<h3>completed tasks per minute</h3>' + chart(q.throughput, data.minutes) +
+      historyCharts(q.history) +
       '<h3>queue functions</h3>' + functions + '<h3>versions</h3>' + versions + '</section>';
   }
 

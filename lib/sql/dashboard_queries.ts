@@ -15,6 +15,7 @@ import { fenceStatus } from './fence.ts';
 import { type FlowOptionChange, flowOptionHistory } from './flow_options.ts';
 import type { FunctionState } from './function_state.ts';
 import type { FenceStatus } from './fence_status.ts';
+import { metricsHistory, type QueueHistory } from './metrics.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
@@ -505,6 +506,8 @@ export interface QueueOverview {
   versions: DrainState[];
   /** Completed tasks per minute. */
   throughput: QueueThroughput | null;
+  /** Lag, p95 duration and failures per minute (docs/ARCHITECTURE.md §16); null: uncatalogued. */
+  history: QueueHistory | null;
 }
 
 /**
@@ -574,18 +577,29 @@ export async function dashboardSnapshot(
     runs = {},
   }: DashboardSnapshotOptions = {},
 ): Promise<DashboardSnapshot> {
-  const [depths, functions, versions, rates, fence, recent, optionChanges, schedules, limits] =
-    await Promise.all([
-      queueDepths(source),
-      functionOverviews(source, { heartbeatWindowSeconds }),
-      drainStatus(source),
-      throughput(source, { minutes }),
-      fenceStatus(source, { heartbeatWindowSeconds }),
-      recentRuns(source, runs),
-      flowOptionHistory(source, { limit: 20 }),
-      listSchedules(source),
-      rateLimits(source),
-    ]);
+  const [
+    depths,
+    functions,
+    versions,
+    rates,
+    fence,
+    recent,
+    optionChanges,
+    schedules,
+    limits,
+    histories,
+  ] = await Promise.all([
+    queueDepths(source),
+    functionOverviews(source, { heartbeatWindowSeconds }),
+    drainStatus(source),
+    throughput(source, { minutes }),
+    fenceStatus(source, { heartbeatWindowSeconds }),
+    recentRuns(source, runs),
+    flowOptionHistory(source, { limit: 20 }),
+    listSchedules(source),
+    rateLimits(source),
+    metricsHistory(source, { minutes }),
+  ]);
   const names = new Set([...depths.map((d) => d.queueName), ...functions.map((f) => f.queueName)]);
   const queues = [...names].sort().map((queueName): QueueOverview => {
     const depth = depths.find((d) => d.queueName === queueName) ?? null;
@@ -596,6 +610,7 @@ export async function dashboardSnapshot(
       functions: functions.filter((f) => f.queueName === queueName),
       versions: versions.filter((v) => v.queueName === queueName),
       throughput: rates.find((t) => t.queueName === queueName) ?? null,
+      history: histories.find((h) => h.queueName === queueName) ?? null,
     };
   });
   return {

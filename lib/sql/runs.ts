@@ -11,6 +11,7 @@ import { describeValue, SwitchyardError } from '../errors.ts';
 import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { assertStorableReason } from './function_state.ts';
+import { activeTraceparent, parseTraceparent } from '../tracing.ts';
 
 /**
  * Where a run is: `started` (steps may still run), `completed` (its output is set),
@@ -242,6 +243,12 @@ export interface StartRunBaseOptions {
    * `runTimeout`, when it has one, may make it earlier. Must be in the future.
    */
   deadlineAt?: Date;
+  /**
+   * The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`), stored with the run so
+   * the spans of its tasks join that trace (docs/ARCHITECTURE.md §16). Default: the active
+   * OpenTelemetry span's, when the application has one; else none.
+   */
+  traceparent?: string;
 }
 
 /**
@@ -433,7 +440,7 @@ export async function startRun(
   input: unknown,
   options: StartRunOptions = {},
 ): Promise<string> {
-  const { runId, owner, startAt, deadlineAt } = options;
+  const { runId, owner, startAt, deadlineAt, traceparent } = options;
   const { key, mode, ttl, delay, maxDelay } = options as {
     key?: unknown;
     mode?: unknown;
@@ -479,6 +486,13 @@ export async function startRun(
       );
     }
   }
+  if (traceparent !== undefined && parseTraceparent(traceparent) === null) {
+    throw new SwitchyardError(
+      `${what}: traceparent ${describeValue(traceparent)} is invalid: use a W3C traceparent, ` +
+        '00-<32 hex trace id>-<16 hex span id>-<2 hex flags> in lower case, ids not all zero',
+    );
+  }
+  const trace = traceparent ?? activeTraceparent();
   const seconds = (value: unknown) => (value as number | undefined) ?? null;
   const sql = sqlOf(source);
   const [row] = await call(
@@ -492,7 +506,7 @@ export async function startRun(
         (key as string | undefined) ?? null
       }::text,
           ${(mode as string | undefined) ?? null}::text, ${seconds(ttl)}::int,
-          ${seconds(delay)}::int, ${seconds(maxDelay)}::int) as id`,
+          ${seconds(delay)}::int, ${seconds(maxDelay)}::int, ${trace}::text) as id`,
   );
   return row.id;
 }

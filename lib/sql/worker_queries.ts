@@ -338,6 +338,17 @@ export class WorkerQueries {
   }
 
   /**
+   * The trace contexts stored with these runs (`switchyard.run_trace_contexts`), by run id; a
+   * run without one is absent. Read only while tracing records spans (docs/ARCHITECTURE.md §16).
+   */
+  async runTraceContexts(runIds: readonly string[]): Promise<Map<string, string>> {
+    const rows = await this.sql<{ run_id: string; trace_context: string }[]>`
+      select run_id, trace_context
+        from switchyard.run_trace_contexts(${pgArray(runIds)}::uuid[])`;
+    return new Map(rows.map((r) => [r.run_id, r.trace_context]));
+  }
+
+  /**
    * Makes messages visible again at once (a read that arrived after the worker was asked to
    * stop): nothing was claimed, so nothing else changes.
    */

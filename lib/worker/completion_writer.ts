@@ -9,6 +9,7 @@
  */
 import type { WorkerQueries } from '../sql/worker_queries.ts';
 import { errorText, persist, persistOutcome, type WorkerLogger } from './persist.ts';
+import { startCompleteSpan } from '../tracing.ts';
 
 /** One finished task. */
 export interface Completion {
@@ -43,8 +44,11 @@ export class CompletionWriter {
     return this.#writes.size;
   }
 
-  /** Queues a completion; it is written with the next batch. */
-  add(item: Completion): void {
+  /**
+   * Queues a completion; it is written with the next batch. Resolves once that write is done
+   * (never rejects: a write that failed leaves the task to the SQL core's stall recovery).
+   */
+  add(item: Completion): Promise<void> {
     const written: Promise<void> = new Promise<void>((settle) => {
       this.#pending.push({ item, settle });
       if (this.#flushing || this.#scheduled) return;
@@ -58,6 +62,7 @@ export class CompletionWriter {
       this.onWritten();
     });
     this.#writes.add(written);
+    return written;
   }
 
   /** Resolves when every queued completion is written. */
@@ -91,6 +96,15 @@ export class CompletionWriter {
   }
 
   async #write(items: Completion[]): Promise<void> {
+    const span = startCompleteSpan({ 'switchyard.tasks': items.length });
+    try {
+      await this.#writeBatch(items);
+    } finally {
+      span.end();
+    }
+  }
+
+  async #writeBatch(items: Completion[]): Promise<void> {
     const all = await persistOutcome(this.log, 'complete_tasks', () => this.q.completeTasks(items));
     if ('value' in all || !all.refused) return;
     // A batch the database refused: write each item on its own, so one bad completion cannot

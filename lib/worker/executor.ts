@@ -26,6 +26,18 @@ import type { CompletionWriter } from './completion_writer.ts';
 import type { DispatchIndex } from './dispatch_index.ts';
 import type { HandlerResources } from './handler_resources.ts';
 import { errorText, handlerErrorText, persist, type WorkerLogger } from './persist.ts';
+import { context, type SpanContext, trace } from '@opentelemetry/api';
+import { endWithError, startTaskSpan } from '../tracing.ts';
+
+/** Where a claimed task's span belongs (docs/ARCHITECTURE.md §16). */
+export interface TaskTrace {
+  /** The run's stored `traceparent` (read only while spans are recorded), or null. */
+  traceparent: string | null;
+  /** The span context of the claim that took the task, linked from the task's span. */
+  claim: SpanContext | null;
+}
+
+const NO_TRACE: TaskTrace = { traceparent: null, claim: null };
 
 /** One running handler. */
 interface Running {
@@ -55,6 +67,8 @@ export class Executor {
     private readonly limits: { maxOutputBytes: number } = { maxOutputBytes: 0 },
     /** When this runtime instance ends (`Date.now()` ms), as handlers read it (`ctx.deadline`). */
     private readonly endsAt: () => number = () => Infinity,
+    /** The worker's id, an attribute of every task span. */
+    private readonly workerId: string = '',
   ) {}
 
   /** Handlers running now (released ones included until they settle). */
@@ -63,7 +77,7 @@ export class Executor {
   }
 
   /** Starts a claimed task; it holds a slot until its handler settles. */
-  run(task: TaskClaim): void {
+  run(task: TaskClaim, taskTrace: TaskTrace = NO_TRACE): void {
     // A task claimed while the worker stops is not started: the release hands it back.
     if (this.#shutdown) return;
     const running: Running = {
@@ -74,7 +88,7 @@ export class Executor {
     };
     // Nothing may reject out of here: an unhandled rejection would end the process and leave
     // the worker row live and the task started.
-    const p: Promise<void> = this.#execute(task, running)
+    const p: Promise<void> = this.#execute(task, running, taskTrace)
       .catch((e) =>
         this.log.error(`executing ${task.flow_slug}/${task.step_slug}: ${errorText(e)}`)
       )
@@ -155,15 +169,35 @@ export class Executor {
     return [...this.#running].filter(([, r]) => !r.released).map(([p]) => p);
   }
 
-  async #execute(task: TaskClaim, running: Running): Promise<void> {
+  async #execute(task: TaskClaim, running: Running, taskTrace: TaskTrace): Promise<void> {
     const flowSlug = task.flow_slug!, stepSlug = task.step_slug!, runId = task.run_id!;
     const attempt = task.attempt!;
     const taskIndex = task.task_index ?? 0;
     const step = this.index.step(flowSlug, stepSlug)!;
+    // One span per task: flow (the alias, or the slug of a flow without one), version (the
+    // concrete slug), step, task index, attempt, queue, worker; its disposition when it ends.
+    const span = startTaskSpan(taskTrace.traceparent, taskTrace.claim, {
+      'switchyard.flow': this.index.get(flowSlug)?.alias ?? flowSlug,
+      'switchyard.flow.version': flowSlug,
+      'switchyard.step': stepSlug,
+      'switchyard.task_index': taskIndex,
+      'switchyard.attempt': attempt,
+      'switchyard.queue': task.queue_name,
+      'switchyard.worker_id': this.workerId,
+      'switchyard.run_id': runId,
+    });
+    let ended = false, sent = false;
+    const end = (disposition: string, error?: unknown) => {
+      if (ended) return;
+      ended = true;
+      span.setAttribute('switchyard.disposition', disposition);
+      if (error === undefined) span.end();
+      else endWithError(span, error);
+    };
     const { controller } = running;
     const resources = this.resources;
     const endsAt = this.endsAt;
-    const context: StepContext<unknown> = {
+    const handlerContext: StepContext<unknown> = {
       runId,
       flowSlug,
       stepSlug,
@@ -210,11 +244,15 @@ export class Executor {
           reject(new Error('released'));
         };
       });
+      // The handler runs inside the task's span: spans it makes are its children.
+      const active = trace.setSpan(context.active(), span);
       const output = await Promise.race([
-        Promise.resolve().then(() => step.handler(task.input, context)),
+        Promise.resolve().then(() =>
+          context.with(active, () => step.handler(task.input, handlerContext))
+        ),
         timedOut,
       ]);
-      if (running.released) return;
+      if (running.released) return end('released');
       const value = output === undefined ? null : output;
       assertJson(value, `output of ${flowSlug}/${stepSlug}`);
       // Over the limit: the attempt fails here instead of sending what SQL refuses.
@@ -229,10 +267,13 @@ export class Executor {
       }
       // The handler's slot is free once its completion is queued; the write goes with the
       // next batch while the worker claims more work.
-      this.writer.add({ runId, stepSlug, taskIndex, attempt, output: value });
+      sent = true;
+      this.writer.add({ runId, stepSlug, taskIndex, attempt, output: value })
+        .then(() => end('completed'));
     } catch (e) {
-      if (running.released) return;
+      if (running.released) return end('released');
       if (controller.signal.reason instanceof WorkerShutdownError) {
+        end('shutdown');
         // Thrown after the shutdown abort: the shutdown is not the handler's failure. The task
         // stays started until the worker releases it, with the attempt refunded.
         this.log.info(`${flowSlug}/${stepSlug} of run ${runId} stopped for the shutdown`);
@@ -244,6 +285,8 @@ export class Executor {
         () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex, failure(e)),
       );
       const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
+      // The SQL core's answer: retrying, failed, skipped or ignored.
+      end(result ?? 'unrecorded', e);
       if (controller.signal.reason instanceof RunCancelledError) {
         this.log.info(
           `${flowSlug}/${stepSlug}${task} of run ${runId} stopped: the run is ` +
@@ -258,6 +301,8 @@ export class Executor {
       );
     } finally {
       clearTimeout(timer);
+      // Whatever else happened (an error escaped above): the span does not stay open.
+      if (!ended && !sent) end('error');
     }
   }
 }

@@ -12,6 +12,7 @@ import type { CompletionWriter } from './completion_writer.ts';
 import type { Executor } from './executor.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { errorText, sleep, type WorkerLogger } from './persist.ts';
+import { endWithError, startClaimSpan } from '../tracing.ts';
 
 /** What {@linkcode poll} needs. */
 export interface PollerOptions {
@@ -59,7 +60,33 @@ export async function poll(o: PollerOptions): Promise<void> {
       // The supported pairs were stored at registration; the claim uses that exact set.
       // (Read and claim stay two transactions: a claim holding the read's row locks could
       // deadlock with a completion archiving a duplicate's message.)
-      const claims = await q.startTasks(o.queueName, ids, o.workerId, null);
+      const span = startClaimSpan({
+        'switchyard.queue': o.queueName,
+        'switchyard.worker_id': o.workerId,
+        'messaging.batch.message_count': ids.length,
+      });
+      let claims: Awaited<ReturnType<typeof q.startTasks>>;
+      // The runs' trace contexts are read only while spans are recorded (an SDK is enabled).
+      let traceContexts = new Map<string, string>();
+      try {
+        claims = await q.startTasks(o.queueName, ids, o.workerId, null);
+        const claimed = claims.filter((c) => c.disposition === 'claimed');
+        span.setAttribute('switchyard.claimed', claimed.length);
+        if (span.isRecording() && claimed.length > 0) {
+          // The tasks are claimed now: a failed read loses their traces' parents, never them.
+          try {
+            traceContexts = await q.runTraceContexts([...new Set(claimed.map((c) => c.run_id!))]);
+          } catch (e) {
+            log.warn(
+              `reading the runs' trace contexts failed (spans start new traces): ${errorText(e)}`,
+            );
+          }
+        }
+        span.end();
+      } catch (e) {
+        endWithError(span, e);
+        throw e;
+      }
       const unsupported = claims.filter((c) => c.disposition === 'unsupported');
       if (unsupported.length > 0) {
         const fatal = new UnsupportedWorkError(
@@ -78,7 +105,12 @@ export async function poll(o: PollerOptions): Promise<void> {
         break;
       }
       for (const claim of claims) {
-        if (claim.disposition === 'claimed') o.executor.run(claim);
+        if (claim.disposition === 'claimed') {
+          o.executor.run(claim, {
+            traceparent: traceContexts.get(claim.run_id!) ?? null,
+            claim: span.spanContext(),
+          });
+        }
       }
     } catch (e) {
       // Connection loss (a database restart) or a transient error: back off and retry.

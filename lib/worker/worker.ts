@@ -327,7 +327,17 @@ export async function startWorkerImpl(
         ? Infinity
         : lifecycle.stopRequestedAt + settings.shutdownGraceMs,
     );
-  const executor = new Executor(q, index, writer, log, wake, resources, { maxOutputBytes }, endsAt);
+  const executor = new Executor(
+    q,
+    index,
+    writer,
+    log,
+    wake,
+    resources,
+    { maxOutputBytes },
+    endsAt,
+    workerId,
+  );
   // A stop request, whatever its cause, reaches the handlers at once through ctx.signal.
   lifecycle.onStopRequested((reason) => executor.shutdown(reason));
   // The wall clock stops the worker as beforeunload would, a grace period before it ends.

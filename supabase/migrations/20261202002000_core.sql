@@ -153,6 +153,19 @@ create table switchyard.task_checkpoints (
 );
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/telemetry.sql
+
+-- Metrics and traces (issue 26, docs/ARCHITECTURE.md §16): the caller's trace context of a run,
+-- the time of a task's last failed attempt, and the index of recent task activity.
+alter table switchyard.runs add column trace_context text
+  check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$');
+
+alter table switchyard.step_tasks add column last_failed_at timestamptz;
+
+create index step_tasks_recent on switchyard.step_tasks
+  ((greatest(started_at, completed_at, last_failed_at))) where started_at is not null;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/user_signal_steps.sql
 
 -- Signals from a browser (issue 22, docs/ARCHITECTURE.md §14): the wait steps, by alias, that a
@@ -2449,6 +2462,87 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard_metrics_history.sql
+
+-- The dashboard's charts (docs/ARCHITECTURE.md §16): per queue and minute over the last
+-- `minutes` (1-1440, default 60), the current minute last, every minute present:
+--   lag_seconds  the longest wait of a ready task: of the first attempts claimed in the minute,
+--                from when their message became visible (queued, plus the step's startDelay)
+--                to the claim, and, for the tasks of started runs still waiting for their
+--                first claim, up to the minute's end (a queue no worker reads shows its lag);
+--   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
+--                completed in the minute, null when none;
+--   failures     the tasks whose latest failed attempt falls in the minute;
+--   completions  the tasks completed in the minute.
+-- The tasks of the window are read through step_tasks_recent, the waiting ones through
+-- step_tasks_live: no history is read.
+create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
+returns table (
+  queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
+  failures int, completions int
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  with span as (
+    select date_trunc('minute', now())
+             - make_interval(mins => least(greatest(coalesce(minutes, 60), 1), 1440) - 1)
+             as first_minute
+  ),
+  recent as materialized (
+    select t.queue_name, t.started_at, t.completed_at, t.last_failed_at, t.attempts_count,
+           t.queued_at, t.flow_slug, t.step_slug
+      from switchyard.step_tasks t, span
+     where t.started_at is not null
+       and greatest(t.started_at, t.completed_at, t.last_failed_at) >= span.first_minute
+  ),
+  done as (
+    select r.queue_name, date_trunc('minute', r.completed_at) as minute, count(*) as n,
+           percentile_cont(0.95) within group (
+             order by extract(epoch from r.completed_at - r.started_at) * 1000) as p95
+      from recent r, span where r.completed_at >= span.first_minute group by 1, 2
+  ),
+  failed as (
+    select r.queue_name, date_trunc('minute', r.last_failed_at) as minute, count(*) as n
+      from recent r, span where r.last_failed_at >= span.first_minute group by 1, 2
+  ),
+  waited as (
+    select r.queue_name, date_trunc('minute', r.started_at) as minute,
+           max(extract(epoch from r.started_at - r.queued_at) - st.start_delay) as secs
+      from recent r
+      join switchyard.steps st on st.flow_slug = r.flow_slug and st.step_slug = r.step_slug,
+           span
+     where r.started_at >= span.first_minute and r.attempts_count = 1
+     group by 1, 2
+  ),
+  waiting as (
+    select t.queue_name, min(t.queued_at + make_interval(secs => st.start_delay)) as since
+      from switchyard.step_tasks t
+      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
+      join switchyard.runs ru on ru.run_id = t.run_id and ru.status = 'started'
+     where t.status = 'queued' and t.attempts_count = 0
+     group by 1
+  )
+  select x.queue_name, m.minute,
+         greatest(coalesce(w.secs, 0),
+                  coalesce(extract(epoch from least(m.minute + interval '1 minute', now())
+                                             - wn.since), 0),
+                  0)::double precision,
+         d.p95::double precision, coalesce(f.n, 0)::int, coalesce(d.n, 0)::int
+    from switchyard.queues x
+    cross join span
+    cross join lateral generate_series(span.first_minute, date_trunc('minute', now()),
+                                       interval '1 minute') as m(minute)
+    left join done d on d.queue_name = x.queue_name and d.minute = m.minute
+    left join failed f on f.queue_name = x.queue_name and f.minute = m.minute
+    left join waited w on w.queue_name = x.queue_name and w.minute = m.minute
+    left join waiting wn on wn.queue_name = x.queue_name
+   order by x.queue_name, m.minute
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/dashboard_run_retries.sql
 
 -- How often each of these runs was retried (its 'retried' events), for the dashboard's runs
@@ -3106,7 +3200,7 @@ begin
       least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
             task.max_delay)::int);
     update switchyard.step_tasks t
-       set status = 'queued', error = error_text, worker_id = null
+       set status = 'queued', error = error_text, worker_id = null, last_failed_at = now()
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
     if retry_after_seconds is not null then
@@ -3121,6 +3215,9 @@ begin
     end if;
     return 'retrying';
   end if;
+  -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
+  update switchyard.step_tasks t set last_failed_at = now()
+   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   return switchyard._exhaust_task(task, error_text);
 end
 $$;
@@ -3492,6 +3589,126 @@ immutable
 set search_path = ''
 as $$
   select 262144
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/metrics.sql
+
+-- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last `window_seconds`
+-- (1 to 86400, default 60), as one JSON document:
+--
+--   { "at", "window_seconds",
+--     "queues": [{ queue_name, functions, depth, hidden, lag_seconds, oldest_age_seconds,
+--                  claims, completions, failures, retries, and the first three per second }],
+--     "steps":  [{ queue_name, flow_slug, step_slug, claims, completions, failures, retries,
+--                  p50_ms, p95_ms, p99_ms, attempts_avg, attempts_max }] }
+--
+-- depth is the messages visible now, hidden the others (claimed, or waiting for a delay);
+-- lag_seconds how long the oldest visible message has been visible (0 when none), and
+-- oldest_age_seconds the age of the oldest message, from PGMQ's queue table (O(depth), as
+-- dashboard_queues). The counts come from the tasks touched in the window, read through the
+-- index step_tasks_recent, so their cost grows with the window's activity, never with the
+-- history: claims are the tasks whose latest claim is in the window, retries those of them
+-- claimed again after a failed attempt, completions the tasks completed, failures the tasks
+-- whose latest failed attempt (a throw, a timeout, a stall; retried or not) is in it. A task
+-- claimed or failed twice in one window counts once. Durations are a completed task's last
+-- attempt, from its claim to its completion; attempts those of the tasks that finished
+-- (completed, or failed for good) in the window. A step or queue with no activity in the window
+-- has no step rows and zero counts.
+create or replace function switchyard.metrics(window_seconds int default 60)
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  since timestamptz;
+  q record;
+  tbl text;
+  depth bigint;
+  hidden bigint;
+  oldest_visible timestamptz;
+  oldest timestamptz;
+  steps jsonb;
+  queues jsonb := '[]'::jsonb;
+begin
+  if window_seconds is null or window_seconds < 1 or window_seconds > 86400 then
+    raise exception using errcode = '22023', message = format(
+      'metrics: window_seconds %s is out of range: use 1 to 86400 (one day)',
+      coalesce(window_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
+        'min', 1, 'max', 86400)::text;
+  end if;
+  since := now() - make_interval(secs => window_seconds);
+  -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
+  select coalesce(jsonb_agg(jsonb_build_object(
+           'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
+           'claims', s.claims, 'completions', s.completions, 'failures', s.failures,
+           'retries', s.retries, 'p50_ms', s.p[1], 'p95_ms', s.p[2], 'p99_ms', s.p[3],
+           'attempts_avg', s.attempts_avg, 'attempts_max', s.attempts_max)
+           order by s.queue_name, s.flow_slug, s.step_slug), '[]'::jsonb)
+    into steps
+    from (
+      select t.queue_name, t.flow_slug, t.step_slug,
+             count(*) filter (where t.started_at >= since) as claims,
+             count(*) filter (where t.completed_at >= since) as completions,
+             count(*) filter (where t.last_failed_at >= since) as failures,
+             count(*) filter (where t.started_at >= since and t.attempts_count > 1) as retries,
+             percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from
+               t.completed_at - t.started_at) * 1000) filter (where t.completed_at >= since)
+               as p,
+             (avg(t.attempts_count) filter (where t.completed_at >= since
+               or (t.status = 'failed' and t.last_failed_at >= since)))::double precision
+               as attempts_avg,
+             max(t.attempts_count) filter (where t.completed_at >= since
+               or (t.status = 'failed' and t.last_failed_at >= since)) as attempts_max
+        from switchyard.step_tasks t
+       where t.started_at is not null
+         and greatest(t.started_at, t.completed_at, t.last_failed_at) >= since
+       group by t.queue_name, t.flow_slug, t.step_slug
+    ) s;
+  for q in
+    select x.queue_name, x.pgmq_name,
+           coalesce((select jsonb_agg(f.function_name order by f.function_name)
+                       from switchyard.worker_functions f where f.queue_name = x.queue_name),
+                    '[]'::jsonb) as functions,
+           coalesce(sum((s.value ->> 'claims')::bigint), 0) as claims,
+           coalesce(sum((s.value ->> 'completions')::bigint), 0) as completions,
+           coalesce(sum((s.value ->> 'failures')::bigint), 0) as failures,
+           coalesce(sum((s.value ->> 'retries')::bigint), 0) as retries
+      from switchyard.queues x
+      left join jsonb_array_elements(steps) s on s.value ->> 'queue_name' = x.queue_name
+     group by x.queue_name, x.pgmq_name
+     order by x.queue_name
+  loop
+    depth := null;
+    hidden := null;
+    oldest_visible := null;
+    oldest := null;
+    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
+    if to_regclass(format('pgmq.%I', tbl)) is not null then
+      execute format(
+        'select count(*) filter (where vt <= now()), count(*) filter (where vt > now()),
+                min(vt) filter (where vt <= now()), min(enqueued_at)
+           from pgmq.%I', tbl)
+        into depth, hidden, oldest_visible, oldest;
+    end if;
+    queues := queues || jsonb_build_object(
+      'queue_name', q.queue_name, 'functions', q.functions,
+      'depth', depth, 'hidden', hidden,
+      'lag_seconds', coalesce(greatest(extract(epoch from now() - oldest_visible), 0), 0),
+      'oldest_age_seconds', coalesce(extract(epoch from now() - oldest), 0),
+      'claims', q.claims, 'completions', q.completions, 'failures', q.failures,
+      'retries', q.retries,
+      'claims_per_second', q.claims::double precision / window_seconds,
+      'completions_per_second', q.completions::double precision / window_seconds,
+      'failures_per_second', q.failures::double precision / window_seconds);
+  end loop;
+  return jsonb_build_object('at', now(), 'window_seconds', window_seconds, 'queues', queues,
+                            'steps', steps);
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -3977,12 +4194,16 @@ begin
       recovered := recovered + 1;
       continue;
     end if;
+    -- A stalled attempt is a failed attempt for the metrics (docs/ARCHITECTURE.md §16).
     if task.attempts_count >= task.max_attempts then
+      update switchyard.step_tasks t set last_failed_at = now()
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.task_index = task.task_index;
       perform switchyard._exhaust_task(task, format('stalled on attempt %s (worker %s stopped or timed out)',
                                                     task.attempts_count, task.worker_id));
     else
       update switchyard.step_tasks t
-         set status = 'queued', worker_id = null,
+         set status = 'queued', worker_id = null, last_failed_at = now(),
              error = format('stalled on attempt %s; recovered', task.attempts_count)
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
@@ -4314,6 +4535,23 @@ as $$
                               where ss.run_id = run_step_outputs.run_id
                                 and ss.status = 'completed'), '{}'::jsonb)
          end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/run_trace_contexts.sql
+
+-- The trace contexts stored with these runs (docs/ARCHITECTURE.md §16), one row per run that
+-- has one, by key: the worker reads them for a claimed batch only while tracing records spans.
+create or replace function switchyard.run_trace_contexts(run_ids uuid[])
+returns table (run_id uuid, trace_context text)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, r.trace_context
+    from switchyard.runs r
+   where r.run_id = any(run_ids) and r.trace_context is not null
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -4725,11 +4963,14 @@ $$;
 --
 -- Every argument after `owner` is defaulted, so the four-argument call of released runtimes
 -- resolves to this function.
+--
+-- `trace_context` (optional) is the caller's W3C traceparent, stored with a new run so the spans
+-- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
   key text default null, mode text default null, ttl int default null, delay int default null,
-  max_delay int default null
+  max_delay int default null, trace_context text default null
 )
 returns uuid
 language plpgsql
@@ -4747,6 +4988,17 @@ declare
   live boolean;
   begins timestamptz := start_flow.start_at;
 begin
+  if start_flow.trace_context is not null
+     and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
+      '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)),
+      detail = jsonb_build_object(
+        'rule', 'trace_context_format', 'argument', 'trace_context',
+        'value', left(start_flow.trace_context, 200))::text;
+  end if;
   if input is null then
     raise exception using errcode = '22023', message = format(
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
@@ -4858,11 +5110,12 @@ begin
   -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
   -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at)
+                               deadline_at, trace_context)
   select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
          least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
-               start_flow.deadline_at)
+               start_flow.deadline_at),
+         start_flow.trace_context
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;

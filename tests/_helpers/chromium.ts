@@ -6,7 +6,8 @@ import { freePort } from '../../scripts/_cluster.ts';
 import { exists } from '../../scripts/_util.ts';
 import { waitFor } from './wait.ts';
 
-const CHROMIUM = Deno.env.get('CHROMIUM') ?? '/usr/bin/chromium';
+/** The chromium binary: `CHROMIUM`, else Debian's. */
+export const CHROMIUM = Deno.env.get('CHROMIUM') ?? '/usr/bin/chromium';
 
 /** Starts chromium headless with remote debugging on a free port; returns its CDP URL. */
 export async function startChromium() {

@@ -717,6 +717,7 @@ Deno.test('privileges: the service role may call the dashboard functions, anon a
     rows.map((r) => [r.proname, r.service, r.anon, r.authenticated, r.provolatile]),
     [
       ['dashboard_functions', true, false, false, 's'],
+      ['dashboard_metrics_history', true, false, false, 's'],
       ['dashboard_queues', true, false, false, 's'],
       ['dashboard_run_retries', true, false, false, 's'],
       ['dashboard_runs', true, false, false, 's'],

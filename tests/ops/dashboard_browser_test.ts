@@ -125,7 +125,7 @@ Deno.test({
         assert.match(fetchQueue, /0 visible · 2 hidden/);
         assert.match(fetchQueue, /dash-fetch-worker/);
         assert.match(fetchQueue, /live/);
-        assert.equal(await page.locator('[data-queue="dash_fetch"] svg rect').count(), 60);
+        assert.equal(await page.locator('[data-queue="dash_fetch"] .chart svg rect').count(), 60);
         const schedule = await page.locator(`[data-schedule="${SCHEDULE}"]`).innerText();
         assert.match(schedule, /archiveV1/);
         assert.match(schedule, /0 3 \* \* \*\s+Europe\/Berlin/);

@@ -94,10 +94,12 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     assert.deepEqual([...installed].sort(), installed, 'installed in the kit order');
     const shared = JSON.parse(await Deno.readTextFile(join(project, FUNCTIONS_DENO_JSON)));
     const locked = await lockedSpecifiers(join(KIT_ROOT, 'deno.lock'));
-    // The runtime loads supabase-js (for a handler's ctx.supabase) besides postgres.js.
+    // The runtime loads supabase-js (for a handler's ctx.supabase) and the OpenTelemetry API
+    // (its spans, docs/ARCHITECTURE.md §16) besides postgres.js.
     assert.deepEqual(shared.imports, {
       switchyard: './_switchyard/mod.ts',
       'switchyard/': './_switchyard/',
+      '@opentelemetry/api': pinned('npm:@opentelemetry/api@1', locked),
       postgres: pinned('npm:postgres@3', locked),
       '@supabase/supabase-js': pinned('npm:@supabase/supabase-js@2', locked),
     });
@@ -121,6 +123,7 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     assert.deepEqual(denoJson, {
       imports: {
         switchyard: '../_switchyard/mod.ts',
+        '@opentelemetry/api': pinned('npm:@opentelemetry/api@1', locked),
         postgres: pinned('npm:postgres@3', locked),
         '@supabase/supabase-js': pinned('npm:@supabase/supabase-js@2', locked),
       },
@@ -154,7 +157,7 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     const packages = graph.filter((m) => m.local === null).map((m) => m.specifier);
     assert.deepEqual(
       packages.map((s) => s.replace(/^npm:\/?/, '').replace(/@[^@]*$/, '')),
-      ['@supabase/supabase-js', 'postgres'],
+      ['@opentelemetry/api', '@supabase/supabase-js', 'postgres'],
       `only runtime packages: ${packages.join(', ')}`,
     );
 

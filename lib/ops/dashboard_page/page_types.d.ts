@@ -25,6 +25,8 @@ export type Run = Overview['runs'][number];
 export type Fence = NonNullable<Overview['fence']>;
 /** A queue's completions per minute. */
 export type Throughput = NonNullable<Queue['throughput']>;
+/** A queue's lag, p95 latency and failures per minute. */
+export type History = NonNullable<Queue['history']>;
 /** `GET api/runs/<id>`. */
 export type RunDetail = Wire<DashboardRunDetail>;
 /** What the page keeps for an open run: its detail, or why it could not be read. */

@@ -39,12 +39,16 @@ begin
       recovered := recovered + 1;
       continue;
     end if;
+    -- A stalled attempt is a failed attempt for the metrics (docs/ARCHITECTURE.md §16).
     if task.attempts_count >= task.max_attempts then
+      update switchyard.step_tasks t set last_failed_at = now()
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.task_index = task.task_index;
       perform switchyard._exhaust_task(task, format('stalled on attempt %s (worker %s stopped or timed out)',
                                                     task.attempts_count, task.worker_id));
     else
       update switchyard.step_tasks t
-         set status = 'queued', worker_id = null,
+         set status = 'queued', worker_id = null, last_failed_at = now(),
              error = format('stalled on attempt %s; recovered', task.attempts_count)
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;

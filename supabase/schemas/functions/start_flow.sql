@@ -20,11 +20,14 @@
 --
 -- Every argument after `owner` is defaulted, so the four-argument call of released runtimes
 -- resolves to this function.
+--
+-- `trace_context` (optional) is the caller's W3C traceparent, stored with a new run so the spans
+-- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
   key text default null, mode text default null, ttl int default null, delay int default null,
-  max_delay int default null
+  max_delay int default null, trace_context text default null
 )
 returns uuid
 language plpgsql
@@ -42,6 +45,17 @@ declare
   live boolean;
   begins timestamptz := start_flow.start_at;
 begin
+  if start_flow.trace_context is not null
+     and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
+      '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)),
+      detail = jsonb_build_object(
+        'rule', 'trace_context_format', 'argument', 'trace_context',
+        'value', left(start_flow.trace_context, 200))::text;
+  end if;
   if input is null then
     raise exception using errcode = '22023', message = format(
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
@@ -153,11 +167,12 @@ begin
   -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
   -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at)
+                               deadline_at, trace_context)
   select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
          least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
-               start_flow.deadline_at)
+               start_flow.deadline_at),
+         start_flow.trace_context
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;

@@ -14,7 +14,11 @@ create table switchyard.runs (
   failed_at timestamptz,
   owner uuid,                              -- who the run is for (start_flow's owner)
   cancelled_at timestamptz,
-  deadline_at timestamptz                  -- cancelled with reason 'deadline' when still started
+  deadline_at timestamptz,                 -- cancelled with reason 'deadline' when still started
+  -- The caller's W3C trace context (a traceparent, docs/ARCHITECTURE.md §16): the run's task
+  -- spans join that trace. Null: none given.
+  trace_context text
+    check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$')
 );
 
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
@@ -126,7 +130,9 @@ create table switchyard.step_tasks (
   check (attempts_count <= max_attempts),
   -- The keyed concurrency slot a claim gave the task (docs/ARCHITECTURE.md §5.12): the step's
   -- scope and the key's value; the task holds it while it is started.
-  concurrency_key text
+  concurrency_key text,
+  -- When an attempt of the task last failed (retried or not): failures over time (§16).
+  last_failed_at timestamptz
 );
 
 -- Message identity is (queue_name, message_id).
@@ -134,6 +140,13 @@ create unique index step_tasks_message on switchyard.step_tasks (queue_name, mes
 
 create index step_tasks_live on switchyard.step_tasks (queue_name, flow_slug, step_slug)
   where status in ('queued', 'started');
+
+-- The tasks by their latest claim, completion or failed attempt: switchyard.metrics and the
+-- dashboard's charts read the tasks of a recent window through it, never the history
+-- (docs/ARCHITECTURE.md §16). A claim and a completion already update the row off the HOT path
+-- (its status is in step_tasks_live's predicate), so the key adds one index entry to each.
+create index step_tasks_recent on switchyard.step_tasks
+  ((greatest(started_at, completed_at, last_failed_at))) where started_at is not null;
 
 create index step_tasks_worker on switchyard.step_tasks (worker_id) where status = 'started';
 

@@ -130,6 +130,7 @@ Deno.test('missing chromium: installed as root with apt-get when the browser tes
   const kit = '/kit';
   assert.ok(runsBrowserTest([], kit), 'the whole suite');
   assert.ok(runsBrowserTest(['--filter', 'upgrade'], kit), 'options only: tests/');
+  assert.ok(runsBrowserTest(['tests/ops/dashboard_charts_browser_test.ts'], kit), 'another one');
   assert.ok(runsBrowserTest(['tests/'], kit));
   assert.ok(runsBrowserTest(['tests/ops'], kit));
   assert.ok(runsBrowserTest([BROWSER_TEST], kit));

@@ -1,0 +1,13 @@
+-- The trace contexts stored with these runs (docs/ARCHITECTURE.md §16), one row per run that
+-- has one, by key: the worker reads them for a claimed batch only while tracing records spans.
+create or replace function switchyard.run_trace_contexts(run_ids uuid[])
+returns table (run_id uuid, trace_context text)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, r.trace_context
+    from switchyard.runs r
+   where r.run_id = any(run_ids) and r.trace_context is not null
+$$;

@@ -1,0 +1,142 @@
+/**
+ * The dashboard's charts of lag, p95 step latency and failures per queue (issue 26;
+ * docs/ARCHITECTURE.md §16) in a real headless browser (Debian's chromium over CDP by
+ * playwright-core), drawn by the page from real data: tasks run by a real worker (spread over
+ * the last hour by moving their times back, as a busy hour would have left them) and a queue no
+ * worker reads. What the page draws is checked against `metricsHistory`, which the test reads
+ * itself. The screenshot of the cards goes to a temporary file; with
+ * `SWITCHYARD_SCREENSHOT=docs` it replaces docs/dashboard_charts.png (the README's image).
+ */
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
+import { connect, createDashboard, metricsHistory } from '../../lib/ops.ts';
+import { freePort } from '../../scripts/_cluster.ts';
+import { startChromium } from '../_helpers/chromium.ts';
+import { createTestDatabase } from '../_helpers/db.ts';
+import { FAST, waitFor, within } from '../_helpers/wait.ts';
+
+const SCREENSHOT = Deno.env.get('SWITCHYARD_SCREENSHOT') === 'docs'
+  ? new URL('../../docs/dashboard_charts.png', import.meta.url)
+  : new URL(`file://${await Deno.makeTempFile({ suffix: '.png' })}`);
+const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
+const RUNS = 48;
+
+Deno.test({
+  name: 'the charts draw lag, p95 latency and failures per minute from the database',
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const cleanups: (() => Promise<unknown>)[] = [];
+    const problems: string[] = [];
+    try {
+      const browserProcess = await startChromium(); // fails (never skips) without chromium
+      cleanups.push(() => browserProcess.stop());
+      const db = await createTestDatabase();
+      cleanups.push(() => db.close());
+      const sql = db.sql;
+      const client = connect(db.url);
+      cleanups.push(() => client.close());
+
+      // Real work: every fourth run's first attempt fails; durations vary with the input.
+      const flow = new Flow<{ n: number }>({ slug: 'chartsWorkV1', baseDelay: 0 })
+        .step({ slug: 'render' }, async (input, ctx) => {
+          await new Promise((r) => setTimeout(r, 5 + (input.n % 7) * 6));
+          if (input.n % 4 === 0 && ctx.attempt === 1) throw new Error('upstream timeout');
+          return input.n;
+        });
+      const worker = await startWorker(flow, {
+        connectionString: db.url,
+        ...FAST,
+        maxConcurrent: 8,
+        logger: SILENT,
+      });
+      try {
+        for (let n = 0; n < RUNS; n++) {
+          await sql`select switchyard.start_flow('chartsWorkV1', ${sql.json({ n })}::jsonb)`;
+        }
+        await waitFor('every run to complete', async () => {
+          const [{ done }] = await sql`select count(*)::int as done from switchyard.runs
+                                        where status = 'completed'`;
+          return done === RUNS;
+        });
+      } finally {
+        await within(30_000, 'the worker to stop', worker.stop());
+      }
+      // As an hour of work would have left them: run n moves to 20 s into the minute n + 1
+      // minutes ago (its durations, waits and failures unchanged, and within that minute).
+      await sql`with shift as (
+                   select t.run_id, date_trunc('minute', now())
+                            - make_interval(mins => (r.input ->> 'n')::int + 1, secs => -20)
+                            - min(t.queued_at) as d
+                     from switchyard.step_tasks t join switchyard.runs r using (run_id)
+                    where t.flow_slug = 'chartsWorkV1' group by t.run_id, r.input)
+                 update switchyard.step_tasks t
+                    set queued_at = t.queued_at + s.d, started_at = t.started_at + s.d,
+                        completed_at = t.completed_at + s.d,
+                        last_failed_at = t.last_failed_at + s.d
+                   from shift s where s.run_id = t.run_id`;
+      // A queue no worker reads: its oldest task has waited 4 minutes.
+      const idle = new Flow<{ n: number }>({ slug: 'chartsIdleV1' }).step({ slug: 'x' }, () => 1);
+      await sql`select switchyard.ensure_flow(${
+        sql.json(toPlacement(idle).shape as never)
+      }::jsonb)`;
+      for (let n = 0; n < 3; n++) {
+        await sql`select switchyard.start_flow('chartsIdleV1', ${sql.json({ n })}::jsonb)`;
+      }
+      await sql`update switchyard.step_tasks set queued_at = now() - interval '4 minutes'
+                 where flow_slug = 'chartsIdleV1'`;
+
+      const dashboard = createDashboard({ source: client, env: () => undefined });
+      const port = freePort();
+      const server = Deno.serve(
+        { hostname: '127.0.0.1', port, onListen: () => {} },
+        dashboard.fetch,
+      );
+      cleanups.push(() => server.shutdown());
+      const browser = await chromium.connectOverCDP(browserProcess.cdp);
+      cleanups.push(() => browser.close().catch(() => {}));
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } }))
+        .newPage();
+      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+      page.on('console', (m) => {
+        if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+      });
+      await page.goto(`http://127.0.0.1:${port}/`);
+      await page.waitForSelector('body[data-loaded="1"]');
+
+      const history = await metricsHistory(client);
+      const work = history.find((h) => h.queueName === 'chartsworkv1')!;
+      const card = page.locator('[data-queue="chartsworkv1"]');
+      const failures = card.locator('[data-chart="failures"]');
+      // One bar per minute with failures, as many as the database has.
+      const failedMinutes = work.failures.filter((n) => n > 0).length;
+      assert.equal(failedMinutes, RUNS / 4, 'the workload put one failure in each of 12 minutes');
+      assert.equal(await failures.locator('svg rect').count(), failedMinutes);
+      assert.equal(Number(await failures.getAttribute('data-peak')), Math.max(...work.failures));
+      assert.match(await failures.innerText(), new RegExp(`${RUNS / 4} in 60 min`));
+      const p95 = card.locator('[data-chart="p95"]');
+      const latencyMinutes = work.p95Ms.filter((v) => v !== null).length;
+      assert.equal(latencyMinutes, RUNS, 'one completion in each of 48 minutes');
+      assert.equal(Number(await p95.getAttribute('data-points')), latencyMinutes);
+      const peak = Math.max(...work.p95Ms.filter((v): v is number => v !== null));
+      assert.ok(Math.abs(Number(await p95.getAttribute('data-peak')) - peak) < 1e-6);
+      // Consecutive minutes with completions make one line.
+      assert.equal(await p95.locator('svg polyline').count(), 1);
+      const lag = page.locator('[data-queue="chartsidlev1"] [data-chart="lag"]');
+      const lagPeak = Number(await lag.getAttribute('data-peak'));
+      assert.ok(lagPeak >= 240 && lagPeak < 260, `the waiting tasks' lag ${lagPeak}`);
+      assert.match(await lag.innerText(), /now 24\d s · peak 24\d s/);
+      assert.equal(await lag.locator('svg polyline').count(), 1);
+
+      await page.waitForSelector('#status.ok');
+      await page.locator('#queues').screenshot({ path: SCREENSHOT.pathname });
+      const png = await Deno.readFile(SCREENSHOT);
+      assert.deepEqual([...png.slice(1, 4)], [0x50, 0x4e, 0x47], 'a PNG');
+      assert.ok(png.length > 10_000, `screenshot is ${png.length} bytes`);
+      assert.deepEqual(problems, []);
+    } finally {
+      for (const c of cleanups.reverse()) await c().catch((e) => problems.push(String(e)));
+    }
+  },
+});

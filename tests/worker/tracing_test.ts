@@ -1,0 +1,172 @@
+/**
+ * Traces (issue 26; docs/ARCHITECTURE.md §16): with an OpenTelemetry SDK registered (an
+ * in-memory exporter), a real worker on real PostgreSQL makes one span per task attempt with
+ * its attributes, a child of the trace context the caller gave at `client.start` (explicitly, or
+ * its active span), linked to the claim span of its batch; claim and completion batches have
+ * spans of their own. A malformed trace context is refused with the rule.
+ */
+import assert from 'node:assert/strict';
+import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { defineDeployedFlow, Flow, startWorker, toPlacement } from '../../lib/mod.ts';
+import { createClient } from '../../lib/client.ts';
+import { SwitchyardError } from '../../lib/errors.ts';
+import { formatTraceparent } from '../../lib/tracing.ts';
+import { createTestDatabase } from '../_helpers/db.ts';
+import { FAST, waitFor, within } from '../_helpers/wait.ts';
+
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+trace.setGlobalTracerProvider(provider);
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+const app = trace.getTracer('the-application');
+
+const db = await createTestDatabase();
+const sql = db.sql;
+const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
+
+const traced = new Flow<{ n: number }>({ slug: 'tracedV1', baseDelay: 0 })
+  .step({ slug: 'fetch' }, (input) => input.n)
+  .step({ slug: 'flaky', dependsOn: ['fetch'] }, (input, ctx) => {
+    if (ctx.attempt === 1) throw new Error(`first attempt of ${input.fetch}`);
+    // A span the handler makes is a child of its task's span.
+    app.startSpan('inside the handler').end();
+    return input.fetch + 1;
+  });
+const registry = [defineDeployedFlow(traced, { alias: 'traced' })] as const;
+const client = createClient(registry, { connectionString: db.url });
+await sql`select switchyard.ensure_flow(${sql.json(toPlacement(traced).shape as never)}::jsonb)`;
+await sql`select switchyard.sync_alias('traced', array['tracedV1'])`;
+
+const attr = (s: ReadableSpan, k: string) => s.attributes[k];
+const parentOf = (s: ReadableSpan) =>
+  (s as unknown as { parentSpanContext?: { spanId: string } }).parentSpanContext?.spanId;
+
+Deno.test('one span per task attempt with its attributes, in the trace the caller gave at start', async () => {
+  const caller = app.startSpan('checkout request');
+  const explicit = await client.start('traced', { n: 1 }, {
+    traceparent: formatTraceparent(caller.spanContext())!,
+  });
+  // Without the option: the caller's active span.
+  const active = app.startSpan('another request');
+  const implicit = await context.with(
+    trace.setSpan(ROOT_CONTEXT, active),
+    () => client.start('traced', { n: 2 }),
+  );
+  const untraced = await context.with(ROOT_CONTEXT, () => client.start('traced', { n: 3 }));
+  const [{ stored }] = await sql`select trace_context as stored from switchyard.runs
+                                  where run_id = ${explicit.runId}`;
+  assert.equal(stored, formatTraceparent(caller.spanContext()));
+  const worker = await startWorker(registry, {
+    queueName: 'tracedv1',
+    connectionString: db.url,
+    ...FAST,
+    logger: SILENT,
+  });
+  try {
+    for (const h of [explicit, implicit, untraced]) {
+      await within(30_000, 'the run to complete', h.output({ timeoutMs: 30_000 }));
+    }
+    // The last completion's span ends once its batch is written.
+    await waitFor(
+      'every task span',
+      () => exporter.getFinishedSpans().filter((s) => s.name === 'switchyard.task').length === 9,
+    );
+  } finally {
+    await within(30_000, 'the worker to stop', worker.stop());
+  }
+  caller.end();
+  active.end();
+  const spans = exporter.getFinishedSpans();
+  const tasks = spans.filter((s) => s.name === 'switchyard.task');
+  // 3 runs x (fetch, flaky twice): one span per attempt, each task's attempts numbered.
+  const key = (s: ReadableSpan) =>
+    `${attr(s, 'switchyard.run_id')}/${attr(s, 'switchyard.step')}/${
+      attr(s, 'switchyard.attempt')
+    }`;
+  assert.equal(new Set(tasks.map(key)).size, 9, 'no attempt has two spans');
+  for (const s of tasks) {
+    assert.equal(attr(s, 'switchyard.flow'), 'traced');
+    assert.equal(attr(s, 'switchyard.flow.version'), 'tracedV1');
+    assert.equal(attr(s, 'switchyard.task_index'), 0);
+    assert.equal(attr(s, 'switchyard.queue'), 'tracedv1');
+    assert.equal(attr(s, 'switchyard.worker_id'), worker.workerId);
+    const failedFirst = attr(s, 'switchyard.step') === 'flaky' &&
+      attr(s, 'switchyard.attempt') === 1;
+    assert.equal(attr(s, 'switchyard.disposition'), failedFirst ? 'retrying' : 'completed');
+    assert.equal(s.status.code, failedFirst ? 2 : 0, 'a failed attempt is an error span');
+    // Linked to the claim span of its batch.
+    const claims = spans.filter((c) => c.name === 'switchyard.claim');
+    assert.equal(s.links.length, 1);
+    assert.ok(claims.some((c) => c.spanContext().spanId === s.links[0].context.spanId));
+  }
+  const ofRun = (id: string) => tasks.filter((s) => attr(s, 'switchyard.run_id') === id);
+  for (const [handle, span] of [[explicit, caller], [implicit, active]] as const) {
+    const mine = ofRun(handle.runId);
+    assert.equal(mine.length, 3);
+    for (const s of mine) {
+      assert.equal(s.spanContext().traceId, span.spanContext().traceId, "the caller's trace");
+      assert.equal(parentOf(s), span.spanContext().spanId, "a child of the caller's span");
+    }
+  }
+  const loose = ofRun(untraced.runId);
+  assert.equal(loose.length, 3);
+  for (const s of loose) {
+    assert.equal(parentOf(s), undefined, 'a run without a trace context: a root span');
+    assert.notEqual(s.spanContext().traceId, caller.spanContext().traceId);
+  }
+  // The handler's own span is a child of its task's span.
+  const inner = spans.filter((s) => s.name === 'inside the handler');
+  assert.equal(inner.length, 3);
+  for (const s of inner) {
+    const task = tasks.find((t) => t.spanContext().spanId === parentOf(s));
+    assert.ok(task, 'its parent is a task span');
+    assert.equal(attr(task, 'switchyard.step'), 'flaky');
+  }
+  // Batches: the claims counted what they took, the completions what they wrote.
+  const claimed = spans.filter((s) => s.name === 'switchyard.claim')
+    .reduce((n, s) => n + Number(attr(s, 'switchyard.claimed') ?? 0), 0);
+  assert.equal(claimed, 9);
+  const written = spans.filter((s) => s.name === 'switchyard.complete')
+    .reduce((n, s) => n + Number(attr(s, 'switchyard.tasks')), 0);
+  assert.equal(written, 6, 'every accepted output was written in a completion batch');
+});
+
+Deno.test('a malformed trace context is refused with the rule, by the client and by SQL', async () => {
+  await assert.rejects(
+    client.start('traced', { n: 4 }, { traceparent: '00-abc-def-01' }),
+    (e) =>
+      e instanceof SwitchyardError &&
+      /traceparent "00-abc-def-01" is invalid: use a W3C traceparent/.test(e.message),
+  );
+  await assert.rejects(
+    client.start('traced', { n: 4 }, {
+      traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+    }),
+    /ids not all zero/,
+  );
+  const [{ before }] = await sql`select count(*)::int as before from switchyard.runs`;
+  await assert.rejects(
+    sql`select switchyard.start_flow('traced', '{"n": 5}', trace_context => 'not-a-traceparent')`,
+    (e) => {
+      const err = e as { code?: string; detail?: string; message?: string };
+      return err.code === '22023' && JSON.parse(err.detail!).rule === 'trace_context_format' &&
+        /trace context "not-a-traceparent" is invalid/.test(err.message!);
+    },
+  );
+  const [{ after }] = await sql`select count(*)::int as after from switchyard.runs`;
+  assert.equal(after, before, 'nothing was started');
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
+  await client.close();
+  await db.close();
+  await provider.shutdown();
+});
