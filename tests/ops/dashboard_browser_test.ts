@@ -26,6 +26,11 @@ import {
 import { FAST, waitFor } from '../_helpers/wait.ts';
 import { startChromium } from '../_helpers/chromium.ts';
 
+/** What the page functions below read of the page's window (the test has no DOM types). */
+type PageGlobals = {
+  document: { getElementById(id: string): { innerText: string } | null };
+};
+
 const SECRET = 'dashboard-browser-test-secret';
 const SCREENSHOT = Deno.env.get('SWITCHYARD_SCREENSHOT') === 'docs'
   ? new URL('../../docs/dashboard.png', import.meta.url)
@@ -203,6 +208,17 @@ Deno.test({
           assert.equal((await runStatus(run)).status, 'started');
           page.once('dialog', (d) => d.accept('the customer withdrew'));
           await cancel.click();
+          // The action's message stays 4 s (then a refresh may replace it): read it while it is
+          // shown, not after the checks below, which take longer than that on a loaded machine.
+          await page.waitForFunction(
+            () =>
+              /Cancelled run/.test(
+                (globalThis as unknown as PageGlobals).document.getElementById('message')
+                  ?.innerText ?? '',
+              ),
+            undefined,
+            { timeout: 15_000 },
+          );
           await waitFor(
             'the run to be cancelled',
             async () => (await runStatus(run)).status === 'cancelled',
@@ -224,7 +240,6 @@ Deno.test({
             /cancelled: the customer withdrew/,
           );
           assert.equal(await cancel.count(), 0, 'a cancelled run offers no Cancel');
-          assert.match(await page.locator('#message').innerText(), /Cancelled run/);
           await page.click(`tr[data-run="${run}"] td >> nth=1`);
           const events = page.locator(`[data-events="${run}"] li`);
           await events.first().waitFor();
@@ -301,6 +316,16 @@ Deno.test({
           assert.equal((await runStatus(run)).status, 'started');
           page.once('dialog', (d) => d.accept('{"approved": true}'));
           await send.click();
+          // Read the action's message while it is shown (4 s; the run's completion may take longer).
+          await page.waitForFunction(
+            () =>
+              /Signal for approval.*delivered/.test(
+                (globalThis as unknown as PageGlobals).document.getElementById('message')
+                  ?.innerText ?? '',
+              ),
+            undefined,
+            { timeout: 15_000 },
+          );
           await waitFor(
             'the signalled run to complete',
             async () => (await runStatus(run)).status === 'completed',
@@ -310,10 +335,6 @@ Deno.test({
           const [signal] = await db.sql`select payload, delivered_at is not null as delivered
             from switchyard.run_signals where run_id = ${run} and step_slug = 'approval'`;
           assert.deepEqual({ ...signal }, { payload: { approved: true }, delivered: true });
-          assert.match(
-            await page.locator('#message').innerText(),
-            /Signal for approval.*delivered/,
-          );
           await page.locator(`tr[data-run="${run}"] .pill.ok`).waitFor();
           assert.equal(await send.count(), 0, 'a completed run offers no Send signal');
         },
