@@ -59,7 +59,15 @@ export async function poll(o: PollerOptions): Promise<void> {
       // The supported pairs were stored at registration; the claim uses that exact set.
       // (Read and claim stay two transactions: a claim holding the read's row locks could
       // deadlock with a completion archiving a duplicate's message.)
-      const claims = await q.startTasks(o.queueName, ids, o.workerId, null);
+      let claims;
+      try {
+        claims = await q.startTasks(o.queueName, ids, o.workerId, null);
+      } catch (e) {
+        // The read hid the batch for as long as its claim needs (§5.1), and the failed claim
+        // changed nothing: make it visible again now, if the database still answers.
+        await q.releaseMessages(o.queueName, ids).catch(() => {});
+        throw e;
+      }
       const unsupported = claims.filter((c) => c.disposition === 'unsupported');
       if (unsupported.length > 0) {
         const fatal = new UnsupportedWorkError(

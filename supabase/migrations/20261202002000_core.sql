@@ -614,7 +614,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_ensure_private_queue.sql
 
--- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped
+-- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped;
+-- the queue table of the queue it creates tuned for churn (_tune_queue_table)
 create or replace function switchyard._ensure_private_queue(queue text, owner text)
 returns void
 language plpgsql
@@ -656,6 +657,7 @@ begin
         'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
   end if;
   perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
   values (queue, queue, 'private', owner);
 end
@@ -910,6 +912,34 @@ begin
         'min', min_value, 'max', max_value, 'context', left(what, 200))::text;
   end if;
   return (v::text)::int;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_keep_hidden.sql
+
+-- Keeps each claimed message hidden at least `seconds` from now (its task's timeout plus the
+-- margin), writing only the messages that would reappear sooner (docs/ARCHITECTURE.md §5.4).
+-- The worker reads with the visibility its queue's tasks need (read_visibility_seconds), so in
+-- the common case the read already hid each message long enough and this writes nothing: each
+-- message is then written twice in PGMQ's queue table (the read, the archive), not three times,
+-- and a queue table's dead rows grow a third slower. A message read with less (an older worker,
+-- a timeout raised after the read, a claim later than its window) is written as set_vt would,
+-- like _hide_messages; a message hidden longer stays so (stall recovery and the failure path
+-- set its visibility when it must reappear). Messages gone meanwhile are skipped.
+create or replace function switchyard._keep_hidden(queue text, ids bigint[], seconds int[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  execute format(
+    'update pgmq.%I q set vt = clock_timestamp() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::int[]) as v(id, secs)
+      where q.msg_id = v.id and q.vt < clock_timestamp() + make_interval(secs => v.secs)',
+    pgmq.format_table_name(queue, 'q'))
+  using ids, seconds;
 end
 $$;
 
@@ -1411,6 +1441,52 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_tune_queue_table.sql
+
+-- Tunes the queue table of a queue the kit creates or adopts for its churn (docs/ARCHITECTURE.md
+-- §3): every message is inserted, updated by the read and deleted by the archive, so a busy queue
+-- table holds few live rows and makes dead ones fast. PostgreSQL's defaults vacuum a table when its
+-- dead rows pass 50 + 20 % of its rows, throttled by the cost delay: a queue with a backlog waits
+-- for a fifth of it, and a vacuum of the small hot table queues behind the long throttled vacuums
+-- of the growing history tables (issue 27 measured an empty queue table with 224,610 dead rows
+-- vacuumed once in 33,000 runs). Here its dead rows alone decide (scale factor 0, threshold 1,000)
+-- and its vacuum is not throttled (cost delay 0: the table is small, the vacuum short). No
+-- fillfactor: PGMQ indexes vt, so its updates are never HOT and free space in a page would only
+-- make the table larger. A table that already has these settings is not altered again (the
+-- ALTER takes a SHARE UPDATE EXCLUSIVE lock, which waits for a running vacuum). A queue table this
+-- role does not own keeps its settings, with a warning naming the table and the statement to run.
+create or replace function switchyard._tune_queue_table(queue text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  tbl text := pgmq.format_table_name(queue, 'q');
+  wanted text[] := array['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=1000',
+                         'autovacuum_vacuum_cost_delay=0'];
+  statement text;
+  options text[];
+begin
+  select coalesce(c.reloptions, '{}') into options
+    from pg_catalog.pg_class c
+   where c.oid = to_regclass(format('pgmq.%I', tbl));
+  -- No table (a queue dropped outside the kit, seen by the upgrade step): nothing to tune.
+  if not found or options @> wanted then
+    return;
+  end if;
+  statement := format('alter table pgmq.%I set (%s)', tbl, array_to_string(wanted, ', '));
+  begin
+    execute statement;
+  exception when insufficient_privilege then
+    raise warning using message = format(
+      'queue table pgmq.%s keeps its autovacuum settings: this role does not own it; '
+      'its owner can run: %s', tbl, statement);
+  end;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_wait_event.sql
 
 -- Records one of a wait step's own run events (docs/ARCHITECTURE.md §5.11): 'waiting' (no
@@ -1467,6 +1543,85 @@ begin
   on conflict do nothing;
   select a.flow_slug into previous from switchyard.aliases a where a.alias = alias_name for update;
   perform switchyard._record_activation(alias_name, target_flow, previous, 'operator');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/adopt_queue.sql
+
+-- Administrative adoption of an existing PGMQ queue as a shared queue. Succeeds
+-- only when the queue is empty or every message in it belongs to a tracked task. The adopted
+-- queue's table is tuned for churn (_tune_queue_table).
+create or replace function switchyard.adopt_queue(pgmq_queue_name text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  canonical text := lower(pgmq_queue_name);
+  spellings text[];
+  existing switchyard.queues;
+  foreign_ids bigint[];
+  foreign_count bigint;
+begin
+  if pgmq_queue_name is null then
+    raise exception using errcode = '22023', message = 'adopt_queue: queue name is missing',
+      detail = jsonb_build_object(
+        'rule', 'argument_missing', 'argument', 'pgmq_queue_name', 'value', null)::text;
+  end if;
+  perform switchyard.assert_queue_name(canonical, true);
+  perform switchyard._lock_queue_name(canonical);
+  spellings := switchyard._pgmq_spellings(canonical);
+  if cardinality(spellings) = 0 then
+    raise exception using errcode = '22023', message = format(
+      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text),
+      detail = jsonb_build_object(
+        'rule', 'pgmq_queue_missing', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200))::text;
+  elsif cardinality(spellings) > 1 then
+    raise exception using errcode = '22023', message = format(
+      'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
+      to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
+      detail = jsonb_build_object(
+        'rule', 'pgmq_queue_ambiguous', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200), 'pgmq_spellings', to_jsonb(spellings))::text;
+  end if;
+  select * into existing from switchyard.queues q where q.queue_name = canonical;
+  if found then
+    if existing.ownership = 'private' then
+      raise exception using errcode = '23505', message = format(
+        'cannot adopt queue %s: it is the private queue of flow %s',
+        to_json(canonical)::text, to_json(existing.owner_flow)::text),
+        detail = jsonb_build_object(
+          'rule', 'queue_is_private', 'argument', 'pgmq_queue_name',
+          'value', left(pgmq_queue_name, 200), 'owner_flow', existing.owner_flow)::text;
+    end if;
+    return 'already registered';
+  end if;
+  -- Hold off writers while the messages are checked. PGMQ names the queue's table
+  -- (pgmq.format_table_name lower-cases the spelling).
+  execute format('lock table pgmq.%I in exclusive mode', pgmq.format_table_name(spellings[1], 'q'));
+  execute format(
+    'select array_agg(m.msg_id order by m.msg_id), count(*) from pgmq.%I m
+      where not exists (select 1 from switchyard.step_tasks t
+                        where t.queue_name = $1 and t.message_id = m.msg_id)',
+    pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
+  if foreign_count > 0 then
+    raise exception using errcode = '55000', message = format(
+      'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
+      'adoption requires an empty queue or only tracked messages',
+      to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
+      detail = jsonb_build_object(
+        'rule', 'queue_has_untracked_messages', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
+        'message_ids', to_jsonb(foreign_ids[1:20]))::text;
+  end if;
+  perform switchyard._tune_queue_table(spellings[1]);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
+  values (canonical, spellings[1], 'shared', null, now());
+  return 'adopted';
 end
 $$;
 
@@ -2615,6 +2770,54 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/ensure_shared_queue.sql
+
+-- A shared (explicit, routed) queue: validated and provisioned when absent; never
+-- adopted implicitly and never dropped with a flow. A queue it creates has its queue table
+-- tuned for churn (_tune_queue_table).
+create or replace function switchyard.ensure_shared_queue(queue text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  existing switchyard.queues;
+begin
+  perform switchyard.assert_queue_name(queue, true);
+  perform switchyard._lock_queue_name(queue);
+  select * into existing from switchyard.queues q where q.queue_name = queue;
+  if found then
+    if existing.ownership = 'private' then
+      raise exception using errcode = '23505', message = format(
+        'queue %s is the private queue of flow %s; it cannot be used as a shared queue',
+        to_json(queue)::text, to_json(existing.owner_flow)::text),
+        detail = jsonb_build_object(
+          'rule', 'queue_is_private', 'argument', 'queue_name', 'value', left(queue, 200),
+          'owner_flow', existing.owner_flow)::text;
+    end if;
+    return 'registered';
+  end if;
+  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
+    raise exception using errcode = '23505', message = format(
+      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
+      'routed flows never adopt it implicitly: run select switchyard.adopt_queue(%L) first',
+      to_json(queue)::text, array_to_string(switchyard._pgmq_spellings(queue), ', '),
+      (switchyard._pgmq_spellings(queue))[1]),
+      detail = jsonb_build_object(
+        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
+        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+  end if;
+  perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
+  values (queue, queue, 'shared', null);
+  return 'created';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/expire_waits.sql
 
 -- Begins the delayed starts that are due (start_flow_at), then ends the wait and sleep steps
@@ -3360,6 +3563,61 @@ as $$
           select s.rate_limit from switchyard.steps s where s.rate_limit is not null) n
     left join switchyard.rate_limits l on l.name = n.name
    order by n.name
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/read_visibility_cap_seconds.sql
+
+-- The longest visibility read_visibility_seconds gives a read (unless the worker's own claim
+-- window is longer): how long a batch stays hidden when its worker dies between read and claim.
+create or replace function switchyard.read_visibility_cap_seconds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 300 $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/read_visibility_seconds.sql
+
+-- The visibility a worker's read gives the messages it reads (docs/ARCHITECTURE.md §5.1): its
+-- claim window plus the longest task timeout of the steps on the queue plus the claim margin,
+-- so the claim that follows finds every message hidden long enough and writes none of them
+-- again (_keep_hidden). At most read_visibility_cap_seconds() (300) unless the window itself is
+-- longer: a worker that dies between its read and its claim leaves the batch hidden that long
+-- (its tasks are still queued, so stall recovery does not see them), and a task with a longer
+-- timeout is hidden further by its claim. A queue with no step: the window alone. The timeouts
+-- are read on every call (one probe of steps_queue per read), so a timeout changed live counts
+-- from the next read.
+create or replace function switchyard.read_visibility_seconds(queue_name text, claim_window int)
+returns int
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  longest int;
+begin
+  if claim_window is null or claim_window < 1 or claim_window > 3600 then
+    raise exception using errcode = '22023', message = format(
+      'read_visibility_seconds: claim window %s is invalid: use whole seconds from 1 to 3600',
+      coalesce(claim_window::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'claim_window_range', 'argument', 'claim_window',
+        'value', claim_window)::text;
+  end if;
+  select max(coalesce(st.timeout, f.timeout)) into longest
+    from switchyard.steps st
+    join switchyard.flows f on f.flow_slug = st.flow_slug
+   where st.queue_name = read_visibility_seconds.queue_name;
+  if longest is null then
+    return claim_window;
+  end if;
+  return greatest(claim_window,
+                  least(claim_window + longest + switchyard.claim_margin_seconds(),
+                        switchyard.read_visibility_cap_seconds()));
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -4279,7 +4537,8 @@ begin
     into claimed_ids, claimed_secs
     from claimed c;
   if cardinality(claimed_ids) > 0 then
-    perform switchyard._hide_messages(queue, claimed_ids, claimed_secs);
+    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
+    perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
   end if;
 
   return query
@@ -4705,6 +4964,14 @@ $$;
 create trigger runs_child_ended after update of status on switchyard.runs
   for each row when (old.status = 'started' and new.status in ('completed', 'failed', 'cancelled'))
   execute function switchyard._child_run_ended();
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/queue_table_tuning.sql
+
+-- Queues created or adopted before issue 27 get the queue-table settings of _tune_queue_table
+-- (docs/ARCHITECTURE.md §3): an ALTER of its storage options takes a SHARE UPDATE EXCLUSIVE
+-- lock, which reads, sends, claims and archives do not wait for.
+select switchyard._tune_queue_table(q.pgmq_name) from switchyard.queues q order by q.queue_name;
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql
