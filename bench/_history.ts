@@ -318,7 +318,52 @@ export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<
           ).join(', '),
       );
     }
-    const statements: string[] = [];
+    // The queue table of each long-lived queue after the rounds: what its churn left behind.
+    const queueTables: string[][] = [];
+    for (const side of sides.filter((x) => x.kind !== 'fresh')) {
+      const table = side.kind === 'raw' ? `q_${RAW_QUEUE}` : `q_${QUEUE}`;
+      const sql = postgres(side.db.url, { max: 1, prepare: false, onnotice: () => {} });
+      try {
+        await sql`select pg_stat_force_next_flush()`.catch(() => {});
+        const [t] = await sql<
+          { ins: string; upd: string; del: string; dead: string; vacuums: number; mb: number }[]
+        >`select n_tup_ins::text as ins, n_tup_upd::text as upd, n_tup_del::text as del,
+                 n_dead_tup::text as dead, autovacuum_count::int as vacuums,
+                 pg_total_relation_size(relid) / 1048576.0 as mb
+            from pg_stat_user_tables where schemaname = 'pgmq' and relname = ${table}`;
+        queueTables.push([
+          side.name,
+          `pgmq.${table}`,
+          t.ins,
+          t.upd,
+          fmt(Number(t.upd) / Math.max(1, Number(t.ins)), 2),
+          t.del,
+          t.dead,
+          String(t.vacuums),
+          fmt(t.mb, 1),
+        ]);
+      } finally {
+        await sql.end({ timeout: 2 });
+      }
+    }
+    const statements: string[] = [
+      `history: the queue tables after ${o.rounds} rounds (pg_stat_user_tables; counts since ` +
+      `each database was made, warm-up included)\n\n` +
+      table(
+        [
+          'side',
+          'table',
+          'inserted',
+          'updated',
+          'updates/message',
+          'deleted',
+          'dead now',
+          'autovacuums',
+          'MB',
+        ],
+        queueTables,
+      ),
+    ];
     if (o.profile) {
       for (const v of variants) {
         const fresh = sides.find((s) => s.kind === 'fresh' && s.baseline === v.baseline)!;

@@ -47,6 +47,12 @@ create index runs_deadline on switchyard.runs (deadline_at)
   where status = 'started' and deadline_at is not null;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/run_events_option.sql
+
+-- The flow option events (issue 27): false writes no run_events rows, as the table file has it.
+alter table switchyard.flows add column events boolean not null default true;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/runs_owner_started.sql
 
 -- The user rate limit of start_user_run counts a user's runs of the last minute through this
@@ -208,7 +214,8 @@ begin
          base_delay = switchyard._int_option(canonical -> 'options', 'baseDelay', what, 0, 86400, false),
          max_delay = coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', what, 0, 604800, true), 86400),
          timeout = switchyard._int_option(canonical -> 'options', 'timeout', what, 1, 86400, false),
-         run_timeout = switchyard._int_option(canonical -> 'options', 'runTimeout', what, 1, 31536000, true)
+         run_timeout = switchyard._int_option(canonical -> 'options', 'runTimeout', what, 1, 31536000, true),
+         events = switchyard._bool_option(canonical -> 'options', 'events', what, true)
    where f.flow_slug = slug;
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     step_what := format('step %s option', to_json(step ->> 'slug'));
@@ -363,6 +370,33 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_bool_option.sql
+
+-- A boolean option of a shape (the flow's events): absent or JSON null is the default.
+create or replace function switchyard._bool_option(obj jsonb, key text, what text, fallback boolean)
+returns boolean
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v jsonb := obj -> key;
+begin
+  if v is null or v = 'null'::jsonb then
+    return fallback;
+  end if;
+  if jsonb_typeof(v) <> 'boolean' then
+    raise exception using errcode = '22023', message = format(
+      '%s %s %s is invalid: use true or false', left(what, 200), left(key, 80), left(v::text, 80)),
+      detail = jsonb_build_object(
+        'rule', 'boolean', 'argument', left(key, 200), 'value', left(v::text, 200),
+        'context', left(what, 200))::text;
+  end if;
+  return v::text::boolean;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_canonical_shape.sql
 
 -- Every option a shape can carry, with the value an absent key means (a wait or sleep step's
@@ -378,11 +412,14 @@ as $$
       or jsonb_typeof(shape -> 'steps') is distinct from 'array'
       or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
     else shape || jsonb_build_object(
-      -- runTimeout (0.4.0) is absent when none, as the flow control options are.
+      -- runTimeout (0.4.0) is absent when none, as the flow control options are; events
+      -- (0.4.0) is absent when true (its default) or null.
       'options', ('{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
                   || coalesce(shape -> 'options', '{}'))
                  - case when shape -> 'options' -> 'runTimeout' = 'null'::jsonb
-                        then array['runTimeout'] else '{}'::text[] end,
+                        then array['runTimeout'] else '{}'::text[] end
+                 - case when shape -> 'options' -> 'events' in ('null'::jsonb, 'true'::jsonb)
+                        then array['events'] else '{}'::text[] end,
       'steps', coalesce((
         select jsonb_agg(case
                  when jsonb_typeof(s) = 'object'
@@ -1028,6 +1065,35 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_run_event.sql
+
+-- Row triggers whose WHEN condition is a status change: the many updates that change no
+-- status (a run's or step's counters) never call a function. A transaction's notifications
+-- are delivered at commit and identical ones are folded, so each run touched is notified once.
+
+-- A run was inserted ('started') or changed status ('retried' when a failed run starts again).
+create or replace function switchyard._run_event()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  -- A flow with events: false writes no row; the notification still wakes the client's waits.
+  if not (select f.events from switchyard.flows f where f.flow_slug = new.flow_slug) then
+    perform pg_notify('switchyard_run_events', new.run_id::text);
+    return null;
+  end if;
+  insert into switchyard.run_events (run_id, owner, flow_slug, event)
+  values (new.run_id, new.owner, new.flow_slug,
+          case when tg_op = 'UPDATE' and old.status = 'failed' and new.status = 'started'
+               then 'retried' else new.status end);
+  perform pg_notify('switchyard_run_events', new.run_id::text);
+  return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_run_output.sql
 
 -- A run's output: the outputs of its completed leaf steps (no step depends on them); a
@@ -1199,7 +1265,8 @@ set search_path = ''
 as $$
   select jsonb_build_object(
     'flow', (select coalesce(jsonb_object_agg(k, canonical -> 'options' -> k), '{}')
-               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'])
+               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout',
+                                   'events'])
                       as k
               where canonical -> 'options' ? k),
     'steps', coalesce((
@@ -1224,7 +1291,7 @@ set search_path = ''
 as $$
   select canonical || jsonb_build_object(
     'options', coalesce(canonical -> 'options', '{}')
-               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'],
+               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout', 'events'],
     'steps', coalesce((
       select jsonb_agg(case when jsonb_typeof(s) = 'object' then
                  s || jsonb_build_object('options', coalesce(s -> 'options', '{}')
@@ -1437,6 +1504,36 @@ begin
     set outcome = 'started', recorded_at = now();
   update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
   return true;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_step_event.sql
+
+-- A step changed status (or was inserted past 'created'). The run is locked before the event
+-- gets its number (see the table); every writer of a run's steps holds that lock already
+-- (complete_tasks, fail_task and stall recovery lock the run, cancel_run and retry_run lock
+-- it first, a run being started is new), so this costs a lookup by key.
+create or replace function switchyard._step_event()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  run_owner uuid;
+begin
+  -- A flow with events: false writes no row (and needs no lock for its number); the
+  -- notification still wakes the client's waits.
+  if not (select f.events from switchyard.flows f where f.flow_slug = new.flow_slug) then
+    perform pg_notify('switchyard_run_events', new.run_id::text);
+    return null;
+  end if;
+  select r.owner into run_owner from switchyard.runs r where r.run_id = new.run_id for update;
+  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
+  values (new.run_id, run_owner, new.flow_slug, new.step_slug, new.status);
+  perform pg_notify('switchyard_run_events', new.run_id::text);
+  return null;
 end
 $$;
 
@@ -2570,14 +2667,15 @@ begin
   end if;
 
   insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape,
-                                run_timeout)
+                                run_timeout, events)
   values (slug, placement,
     switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
     switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
     coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
     switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
     canonical,
-    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true));
+    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true),
+    switchyard._bool_option(canonical -> 'options', 'events', format('flow %s option', to_json(slug)), true));
 
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     if jsonb_typeof(step) <> 'object' then
