@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, routeFlow, toPlacement } from '../../lib/mod.ts';
+import { Flow, toPlacement } from '../../lib/mod.ts';
 import { pgArray, WorkerQueries } from '../../lib/sql/worker_queries.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
