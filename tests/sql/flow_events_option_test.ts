@@ -9,6 +9,7 @@ import {
   Flow,
   FlowDefinitionError,
   routeFlow,
+  signalPayload,
   startWorker,
   toPlacement,
 } from '../../lib/mod.ts';
@@ -61,6 +62,21 @@ Deno.test('a flow with events: false writes no run events; its runs notify and t
     await worker.stop();
     await listener.unlisten();
   }
+});
+
+Deno.test('a wait step of a flow with events: false writes none of its own events either', async () => {
+  const waiting = new Flow<{ n: number }>({ slug: 'quietWait', events: false })
+    .wait({ slug: 'approval', payload: signalPayload<{ ok: boolean }>() });
+  await sql`select switchyard.ensure_flow(${sql.json(toPlacement(waiting).shape as never)}::jsonb)`;
+  const [{ id }] = await sql`select switchyard.start_flow('quietWait', '{"n": 1}'::jsonb) as id`;
+  const [{ r }] = await sql`select switchyard.signal_run(${id}::uuid, 'approval',
+    '{"ok": true}'::jsonb) as r`;
+  assert.equal(typeof r, 'string');
+  const [run] = await sql`select status from switchyard.runs where run_id = ${id}`;
+  assert.equal(run.status, 'completed', 'the signal ended the wait and the run');
+  const [{ n }] = await sql`select count(*)::int as n from switchyard.run_events
+    where run_id = ${id}`;
+  assert.equal(n, 0, 'no waiting, signalled or status rows');
 });
 
 Deno.test('events is a runtime option: turning it on or off updates the flow, it is no new version', async () => {
