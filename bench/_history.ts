@@ -1,58 +1,96 @@
 /**
- * Figure 7, history: the 3-step end-to-end workload (2 shared queues, 2 workers) on a fresh
- * database, next to the same workload on a database preloaded with many completed runs (their
- * states, tasks and archived messages), and on one that grows round by round without a
- * manual ANALYZE (bulk history between rounds, plus every round's own work). The preloaded
- * database is analyzed once after its preload, as a system that was quiet; after that only
- * autovacuum updates statistics, so plans meet the same stale statistics as in production,
- * where a burst of work arrives faster than autoanalyze notices. The three
- * databases live on one server and run back to back every round, in an order that rotates;
- * the fresh one is emptied before each of its rounds so it stays fresh.
+ * Figure 7, history (issue 27): does a database that keeps everything it ever did run as fast as
+ * a fresh one? Every round runs three sides back to back, in an order that rotates:
+ *
+ * - **raw**: a raw PGMQ loop (`read` + `archive`, two loops) over as many messages as the engine
+ *   sides have tasks, on one long-lived queue that is never recreated;
+ * - **fresh**: the 3-step chain through two real workers on one shared queue, in a database
+ *   copied just before its round (`create database … template …`) from a migrated template;
+ * - **aged**: the same workload in one database that keeps every run, task and archived message
+ *   it ever processed: it grows only by the figure's own rounds (no bulk insert, no manual
+ *   ANALYZE; autovacuum only, as in production).
+ *
+ * The result is the per-round ratio aged/fresh, its median and its **worst 5-round median**
+ * (the lowest median of five consecutive rounds: one slow round is noise, five are not). The
+ * figure is designed for 100 rounds of 1,000 runs (100,000 runs of history, `--history-rounds`);
+ * fewer rounds show the start of the curve only. With a baseline, fresh and aged also run on that
+ * revision's SQL core, interleaved in the same rounds. With `--profile`, `pg_stat_statements`
+ * counts the last rounds and the figure prints the mean time per call of each statement, aged
+ * next to fresh.
  *
  * @module
  */
 import postgres from 'postgres';
 import type { DeployedFlow } from '../lib/dsl/deployed_flow.ts';
+import { defineDeployedFlow, Flow, routeFlow } from '../lib/mod.ts';
+import { pgArray } from '../lib/sql/worker_queries.ts';
 import { startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
 import type { BenchDatabase, ExtraDatabase } from './_db.ts';
-import { threeStepFlow } from './_flows.ts';
 import { benchWorkerOptions, compile, log, type Sample, timed, waitUntil } from './_common.ts';
-import { fmt } from './_stats.ts';
+import { fmt, median, table } from './_stats.ts';
 
-/** The steps of the history flow and the queue each is on. */
-const STEPS = [
-  { step: 'first', queue: 'hist_a' },
-  { step: 'second', queue: 'hist_b' },
-  { step: 'third', queue: 'hist_a' },
-] as const;
 const FLOW = 'hist';
+const QUEUE = 'hist_q';
+const RAW_QUEUE = 'hist_raw';
+
+/** The 3-step chain, every step on one shared queue. */
+function chain(): DeployedFlow {
+  const flow = new Flow<{ i: number }>({ slug: FLOW, maxAttempts: 3 })
+    .step({ slug: 'first' }, (input) => ({ n: input.i }))
+    .step({ slug: 'second', dependsOn: ['first'] }, (input) => ({ n: input.first.n + 1 }))
+    .step({ slug: 'third', dependsOn: ['second'] }, (input) => ({ n: input.second.n * 2 }));
+  return defineDeployedFlow(
+    routeFlow(flow, { queues: { first: QUEUE, second: QUEUE, third: QUEUE } }),
+    { alias: FLOW },
+  );
+}
 
 /** Settings of the history figure. */
 export interface HistoryOptions {
   /** Runs per round (3 tasks each). */
   runs: number;
   rounds: number;
-  /** Completed runs preloaded into the preloaded database. */
-  preload: number;
-  /** Completed runs added to the growing database before each round. */
-  growth: number;
   batch: number;
   concurrency: number;
   connections: number;
-  /** A project directory with baseline migrations: every side also runs on them. */
+  /** Count statements over the last rounds (the cluster preloads pg_stat_statements). */
+  profile: boolean;
+  /** A project directory with baseline migrations: fresh and aged also run on them. */
   baseline?: { workdir: string; label: string };
 }
 
-/** One database of the figure and its per-round samples. */
+/** One side of the figure and its per-round samples (tasks or messages per second). */
 export interface HistorySide {
-  /** `fresh`, `preloaded` or `growing`, with the baseline's label for baseline sides. */
+  /** `raw`, `fresh` or `aged`, with the baseline's label for baseline sides. */
   name: string;
-  kind: 'fresh' | 'preloaded' | 'growing';
+  kind: 'raw' | 'fresh' | 'aged';
   baseline: boolean;
   samples: Sample[];
-  /** Completed runs in the database when each round started. */
+  /** Runs the side's database held when each round started (0 for raw and fresh). */
   history: number[];
 }
+
+/** What the figure returns: every side, and with `profile` the statement tables. */
+export interface HistoryResult {
+  sides: HistorySide[];
+  statements: string[];
+}
+
+/** The lowest median of `window` consecutive values (all of them when there are fewer). */
+export function worstWindowMedian(values: readonly number[], window = 5): number {
+  if (values.length <= window) return median(values);
+  let worst = Infinity;
+  for (let i = 0; i + window <= values.length; i++) {
+    worst = Math.min(worst, median(values.slice(i, i + window)));
+  }
+  return worst;
+}
+
+/** Runs each engine side completes before its clock starts, on its new sessions. */
+const WARM_RUNS = 20;
+
+/** How many of the last rounds `pg_stat_statements` counts. */
+const PROFILED_ROUNDS = 3;
 
 /**
  * Inserts `count` completed runs of `flow` (its steps and their queues), finished `ago` before
@@ -107,21 +145,30 @@ export async function preloadCompleted(
   }
 }
 
-/** The history flow's completed runs (see {@linkcode preloadCompleted}). */
-export function preloadHistory(sql: postgres.Sql, count: number, ago = '2 hours') {
-  return preloadCompleted(sql, count, FLOW, STEPS, ago);
-}
-
 interface SideState extends HistorySide {
+  /** The side's database: the aged one, the raw one, or the template of the fresh copies. */
   db: ExtraDatabase;
   pools: postgres.Sql[];
   completed: number;
+  /** The fresh copies kept for the statement counts. */
+  copies: ExtraDatabase[];
+}
+
+/**
+ * The worker's read on a baseline core from before issue 27 reads with the claim window alone,
+ * as the worker of that core did (the claim then writes every message a second time).
+ */
+async function readAsBefore(sql: postgres.Sql) {
+  const [{ present }] = await sql<{ present: boolean }[]>`
+    select to_regprocedure('switchyard.read_visibility_seconds(text, int)') is not null as present`;
+  if (present) return;
+  await sql.unsafe(`create function switchyard.read_visibility_seconds(queue_name text,
+    claim_window int) returns int language sql immutable as 'select claim_window'`);
 }
 
 /** Runs figure 7 and returns every side's samples. */
-export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<HistorySide[]> {
-  const registry: DeployedFlow[] = [threeStepFlow(FLOW, 'hist_a', 'hist_b')];
-  const kinds = ['fresh', 'preloaded', 'growing'] as const;
+export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<HistoryResult> {
+  const registry: DeployedFlow[] = [chain()];
   const variants = [
     { baseline: false, label: '', workdir: undefined as string | undefined },
     ...(o.baseline
@@ -129,103 +176,260 @@ export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<
       : []),
   ];
   const sides: SideState[] = [];
+  const newPools = (url: string) =>
+    Array.from(
+      { length: 2 },
+      () => postgres(url, { max: o.connections, prepare: false, onnotice: () => {} }),
+    );
+  const base = (kind: SideState['kind'], v: typeof variants[number], db: ExtraDatabase) => ({
+    name: v.baseline ? `${kind} (${v.label})` : kind,
+    kind,
+    baseline: v.baseline,
+    samples: [],
+    history: [],
+    db,
+    pools: [] as postgres.Sql[],
+    completed: 0,
+    copies: [] as ExtraDatabase[],
+  });
   try {
+    const rawDb = await bench.createDatabase('hist_raw');
+    await rawDb.sql`select pgmq.create(${RAW_QUEUE}::text)`;
+    // The same queue-table settings the kit gives its queues: the ratio is about the work per
+    // task, not about a setting a raw PGMQ user can make too.
+    await rawDb.sql.unsafe(`alter table pgmq.q_${RAW_QUEUE} set (
+      autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000,
+      autovacuum_vacuum_cost_delay = 0)`);
+    const raw: SideState = { ...base('raw', variants[0], rawDb), pools: newPools(rawDb.url) };
+    sides.push(raw);
     for (const v of variants) {
-      for (const kind of kinds) {
-        const db = await bench.createDatabase(`${kind}${v.baseline ? '_base' : ''}`, {
-          workdir: v.workdir,
-        });
-        await compile(db.sql, registry);
-        const side: SideState = {
-          name: v.baseline ? `${kind} (${v.label})` : kind,
-          kind,
-          baseline: v.baseline,
-          samples: [],
-          history: [],
-          db,
-          pools: [],
-          completed: 0,
-        };
-        if (kind === 'preloaded') {
-          const t0 = performance.now();
-          await preloadHistory(db.sql, o.preload);
-          // Statistics as of a quiet system; from here on only autovacuum decides.
-          await db.sql`analyze`;
-          side.completed = o.preload;
-          log(
-            `history: preloaded ${o.preload} completed runs into ${side.name} in ` +
-              `${fmt((performance.now() - t0) / 1000, 1)} s`,
-          );
-        }
-        // Two workers (one per queue), each with its pool kept for the whole figure.
-        side.pools = Array.from(
-          { length: 2 },
-          () => postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} }),
-        );
-        sides.push(side);
-      }
+      const suffix = v.baseline ? '_base' : '';
+      const template = await bench.createDatabase(`hist_tpl${suffix}`, { workdir: v.workdir });
+      await compile(template.sql, registry);
+      if (v.baseline) await readAsBefore(template.sql);
+      await template.sql.end({ timeout: 2 });
+      sides.push(base('fresh', v, template));
+      const aged = await bench.createDatabase(`hist_aged${suffix}`, { workdir: v.workdir });
+      await compile(aged.sql, registry);
+      if (v.baseline) await readAsBefore(aged.sql);
+      sides.push(base('aged', v, aged));
     }
     const workerOptions = benchWorkerOptions(o);
-    const runSide = async (side: SideState) => {
+    const runRaw = async (side: SideState) => {
       const { sql } = side.db;
+      const messages = o.runs * 3;
+      await sql`select count(*) from generate_series(1, ${messages}::int) i,
+                  lateral pgmq.send(${RAW_QUEUE}::text, jsonb_build_object(
+                    'run_id', gen_random_uuid(), 'flow_slug', ${FLOW}::text, 'i', i))`;
+      await Promise.all(side.pools.map((p) => p`select 1`));
+      let archived = 0;
+      side.samples.push(
+        await timed(bench, messages, async () => {
+          await Promise.all(side.pools.map(async (pool) => {
+            for (;;) {
+              const rows = await pool<{ msg_id: string }[]>`
+                select msg_id::text as msg_id from pgmq.read(${RAW_QUEUE}::text, 60,
+                  ${o.batch}::int)`;
+              if (rows.length === 0) return;
+              await pool`select pgmq.archive(${RAW_QUEUE}::text, ${
+                pgArray(rows.map((r) => r.msg_id))
+              }::bigint[])`;
+              archived += rows.length;
+            }
+          }));
+        }),
+      );
+      if (archived !== messages) throw new Error(`raw loops archived ${archived} of ${messages}`);
+    };
+    const runEngine = async (side: SideState, round: number, keep: boolean) => {
+      let db = side.db;
       if (side.kind === 'fresh') {
-        // cascade: the run events of a newer SQL core go with their runs.
-        await sql`truncate switchyard.step_tasks, switchyard.step_states, switchyard.runs cascade`;
-        await sql`truncate pgmq.a_hist_a, pgmq.a_hist_b`;
-        side.completed = 0;
-      } else if (side.kind === 'growing' && o.growth > 0) {
-        await preloadHistory(sql, o.growth, '1 minute');
-        side.completed += o.growth;
+        // A fresh copy of the migrated template, made before its round, outside the clock.
+        db = await bench.cloneDatabase(
+          side.db,
+          `hist_fresh${side.baseline ? '_base' : ''}_${round < 0 ? 'warm' : round}`,
+        );
       }
+      // New sessions every round on both sides (a fresh copy cannot have old ones), warmed up
+      // by a few runs before the clock: session start-up (catalog caches, function compilation)
+      // is then outside the measurement on both sides alike.
+      const pools = newPools(db.url);
+      const { sql } = db;
       side.history.push(side.completed);
-      await sql`select count(switchyard.start_flow(${FLOW}, jsonb_build_object('i', i)))
+      await sql`select count(switchyard.start_flow(${FLOW}::text, jsonb_build_object('i', i)))
                   from generate_series(1, ${o.runs}::int) i`;
-      await sql`update pgmq.q_hist_a set vt = clock_timestamp() + interval '1 hour'`;
+      await sql.unsafe(`update pgmq.q_${QUEUE} set vt = clock_timestamp() + interval '1 hour'`);
       const workers: Worker[] = [];
       try {
-        for (const [i, queueName] of ['hist_a', 'hist_b'].entries()) {
+        for (const pool of pools) {
           workers.push(
-            await startWorkerImpl(registry, { ...workerOptions, queueName, sql: side.pools[i] }),
+            await startWorkerImpl(registry, { ...workerOptions, queueName: QUEUE, sql: pool }),
           );
         }
+        const warm = (await sql<{ id: string }[]>`
+          select switchyard.start_flow(${FLOW}::text, jsonb_build_object('i', i))::text as id
+            from generate_series(1, ${WARM_RUNS}::int) i`).map((r) => r.id);
+        await waitUntil(`the warm-up runs to complete in ${side.name}`, async () => {
+          const [{ open }] = await sql<{ open: boolean }[]>`
+            select exists (select 1 from switchyard.runs where run_id = any(${
+            pgArray(warm)
+          }::uuid[]) and status = 'started') as open`;
+          return !open;
+        });
         side.samples.push(
           await timed(bench, o.runs * 3, async () => {
-            await sql`update pgmq.q_hist_a set vt = clock_timestamp()`;
+            await sql.unsafe(`update pgmq.q_${QUEUE} set vt = clock_timestamp()`);
+            // Through the partial index of started runs: the check reads no history.
             await waitUntil(`the history runs to complete in ${side.name}`, async () => {
               const [{ open }] = await sql<{ open: boolean }[]>`
-                select exists (select 1 from switchyard.runs where status = 'started') as open`;
+                select exists (select 1 from switchyard.runs
+                                where flow_slug = ${FLOW} and status = 'started') as open`;
               return !open;
             });
           }),
         );
       } finally {
         await Promise.all(workers.map((w) => w.stop()));
+        await Promise.all(pools.map((p) => p.end({ timeout: 2 })));
+        if (side.kind === 'fresh') {
+          if (keep) side.copies.push(db);
+          else await bench.dropDatabase(db);
+        }
       }
-      side.completed += o.runs;
+      if (side.kind === 'aged') side.completed += o.runs + WARM_RUNS;
     };
+    const profileFrom = o.profile ? Math.max(0, o.rounds - PROFILED_ROUNDS) : Infinity;
+    const runSide = (side: SideState, round: number) =>
+      side.kind === 'raw' ? runRaw(side) : runEngine(side, round, round >= profileFrom);
     log('history: warm-up');
     for (const side of sides) {
-      await runSide(side);
+      await runSide(side, -1);
       side.samples.length = 0;
       side.history.length = 0;
     }
     for (let r = 0; r < o.rounds; r++) {
-      for (let k = 0; k < sides.length; k++) await runSide(sides[(r + k) % sides.length]);
+      if (r === profileFrom) await bench.sql`select pg_stat_statements_reset()`;
+      for (let k = 0; k < sides.length; k++) await runSide(sides[(r + k) % sides.length], r);
       log(
         `history round ${r + 1}/${o.rounds}: ` +
           sides.map((s) =>
-            `${s.name} ${fmt(s.samples[r].rate, 0)} tasks/s (${s.history[r]} completed runs)`
+            `${s.name} ${fmt(s.samples[r].rate, 0)}/s` +
+            (s.kind === 'aged' ? ` (${s.history[r].toLocaleString('en')} runs)` : '')
           ).join(', '),
       );
     }
-    return sides.map(({ name, kind, baseline, samples, history }) => ({
-      name,
-      kind,
-      baseline,
-      samples,
-      history,
-    }));
+    // The queue table of each long-lived queue after the rounds: what its churn left behind.
+    const queueTables: string[][] = [];
+    for (const side of sides.filter((x) => x.kind !== 'fresh')) {
+      const table = side.kind === 'raw' ? `q_${RAW_QUEUE}` : `q_${QUEUE}`;
+      const sql = postgres(side.db.url, { max: 1, prepare: false, onnotice: () => {} });
+      try {
+        await sql`select pg_stat_force_next_flush()`.catch(() => {});
+        const [t] = await sql<
+          { ins: string; upd: string; del: string; dead: string; vacuums: number; mb: number }[]
+        >`select n_tup_ins::text as ins, n_tup_upd::text as upd, n_tup_del::text as del,
+                 n_dead_tup::text as dead, autovacuum_count::int as vacuums,
+                 pg_total_relation_size(relid) / 1048576.0 as mb
+            from pg_stat_user_tables where schemaname = 'pgmq' and relname = ${table}`;
+        queueTables.push([
+          side.name,
+          `pgmq.${table}`,
+          t.ins,
+          t.upd,
+          fmt(Number(t.upd) / Math.max(1, Number(t.ins)), 2),
+          t.del,
+          t.dead,
+          String(t.vacuums),
+          fmt(t.mb, 1),
+        ]);
+      } finally {
+        await sql.end({ timeout: 2 });
+      }
+    }
+    const statements: string[] = [
+      `history: the queue tables after ${o.rounds} rounds (pg_stat_user_tables; counts since ` +
+      `each database was made, warm-up included)\n\n` +
+      table(
+        [
+          'side',
+          'table',
+          'inserted',
+          'updated',
+          'updates/message',
+          'deleted',
+          'dead now',
+          'autovacuums',
+          'MB',
+        ],
+        queueTables,
+      ),
+    ];
+    if (o.profile) {
+      for (const v of variants) {
+        const fresh = sides.find((s) => s.kind === 'fresh' && s.baseline === v.baseline)!;
+        const aged = sides.find((s) => s.kind === 'aged' && s.baseline === v.baseline)!;
+        statements.push(
+          await statementTable(bench, fresh.copies.map((c) => c.name), aged.db.name, v.label),
+        );
+      }
+    }
+    return {
+      sides: sides.map(({ name, kind, baseline, samples, history }) => ({
+        name,
+        kind,
+        baseline,
+        samples,
+        history,
+      })),
+      statements,
+    };
   } finally {
     await Promise.all(sides.flatMap((s) => s.pools.map((p) => p.end({ timeout: 2 }))));
   }
+}
+
+/**
+ * Mean time per call of the statements that took the most time in the aged database over the
+ * profiled rounds, next to the same statement (by its text) in the fresh copies of those rounds.
+ */
+async function statementTable(
+  bench: BenchDatabase,
+  freshNames: string[],
+  agedName: string,
+  label: string,
+): Promise<string> {
+  type Row = { query: string; calls: number; total: number };
+  const read = (names: string[]) =>
+    bench.sql<Row[]>`
+      select left(regexp_replace(s.query, '[[:space:]]+', ' ', 'g'), 100) as query,
+             sum(s.calls)::int as calls, sum(s.total_exec_time)::float as total
+        from pg_stat_statements s
+        join pg_database d on d.oid = s.dbid and d.datname = any(${pgArray(names)}::text[])
+       where s.query not like '%pg_stat_statements%' and s.query not like 'SELECT pg_sleep%'
+         and s.query not like '%read_with_poll%' -- its time is mostly its poll's sleeps
+       group by 1`;
+  const fresh = new Map((await read(freshNames)).map((r) => [r.query, r]));
+  // The statements taking the most time, and every write of a queue table's vt (the claim's).
+  const aged = (await read([agedName])).sort((a, b) => b.total - a.total)
+    .filter((r, i) => i < 14 || /^update pgmq\.(q_|%I)/i.test(r.query));
+  return `history${label ? ` [${label}]` : ''}: statements over the last ${PROFILED_ROUNDS} ` +
+    `rounds (pg_stat_statements, track = all: statements inside functions included), mean ms ` +
+    `per call, aged vs fresh
+
+` +
+    table(
+      ['statement', 'calls (aged)', 'fresh ms/call', 'aged ms/call', 'aged/fresh'],
+      aged.map((r) => {
+        const f = fresh.get(r.query);
+        const fm = f ? f.total / f.calls : NaN;
+        const am = r.total / r.calls;
+        return [
+          r.query.replaceAll('|', '/'),
+          String(r.calls),
+          fmt(fm, 3),
+          fmt(am, 3),
+          f ? `${fmt(am / fm, 1)}x` : '-',
+        ];
+      }),
+    );
 }

@@ -262,6 +262,17 @@ function checkOption(
   return value;
 }
 
+/** The flow option `events`: a boolean, default true. */
+function checkEvents(owner: string, value: unknown): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'boolean') {
+    throw new FlowDefinitionError(
+      `${owner} option events ${describeValue(value)} is invalid: use true or false`,
+    );
+  }
+  return value;
+}
+
 const FLOW_OPTION_KEYS = new Set([
   'slug',
   'maxAttempts',
@@ -269,6 +280,7 @@ const FLOW_OPTION_KEYS = new Set([
   'maxDelay',
   'timeout',
   'runTimeout',
+  'events',
 ]);
 const STEP_OPTION_KEYS = new Set([
   'slug',
@@ -503,6 +515,7 @@ export class Flow<
       ...(options.runTimeout === undefined
         ? {}
         : { runTimeout: checkOption(owner, 'runTimeout', options.runTimeout)! }),
+      ...(checkEvents(owner, options.events) ? {} : { events: false as const }),
     });
     this.#steps = Object.freeze([]);
     Object.freeze(this);

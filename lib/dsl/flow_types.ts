@@ -42,6 +42,13 @@ export interface FlowOptions {
    * none.
    */
   runTimeout?: number;
+  /**
+   * `false` for throughput-only work: the flow's runs and steps write no `run_events` rows (no
+   * `events()` stream, no Realtime rows); their transitions still notify, so `waitForRun` and the
+   * client's other waits work as before (docs/ARCHITECTURE.md §14). A runtime option: changing it
+   * is not a new version, and it applies from the next transition. Default `true`.
+   */
+  events?: boolean;
 }
 
 /**
@@ -67,6 +74,8 @@ export interface ResolvedFlowOptions {
   readonly timeout: number;
   /** The whole run's time limit in seconds; absent when the flow has none. */
   readonly runTimeout?: number;
+  /** `false` when the flow writes no run events; absent when it does (the default). */
+  readonly events?: false;
 }
 
 /**

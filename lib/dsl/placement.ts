@@ -151,6 +151,8 @@ export interface FlowShape {
     readonly timeout: number;
     /** Present only when the flow has one (shapes without it are those of earlier releases). */
     readonly runTimeout?: number;
+    /** Present (`false`) only when the flow writes no run events. */
+    readonly events?: false;
   };
   /** The steps, in index order. */
   readonly steps: readonly FlowShapeStep[];
@@ -303,6 +305,7 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
       maxDelay: flow.options.maxDelay,
       timeout: flow.options.timeout,
       ...(flow.options.runTimeout === undefined ? {} : { runTimeout: flow.options.runTimeout }),
+      ...(flow.options.events === false ? { events: false as const } : {}),
     }),
     steps: Object.freeze(flow.steps.map((step) =>
       Object.freeze({

@@ -166,7 +166,12 @@ export class WorkerQueries {
       ${functionName}::text, ${pgArray(pairs)}::text[], ${heartbeatWindowSeconds}::int)`;
   }
 
-  /** Message ids read from the queue (bodies are not needed: claims trust identity only). */
+  /**
+   * Message ids read from the queue (bodies are not needed: claims trust identity only). The
+   * read hides them for the claim window (`visibilityTimeout`) plus what their claim needs
+   * (`switchyard.read_visibility_seconds`: the queue's longest task timeout and the margin,
+   * capped), so the claim does not write them again (docs/ARCHITECTURE.md §5.1, §5.4).
+   */
   async readWithPoll(
     queue: string,
     visibilityTimeout: number,
@@ -176,7 +181,8 @@ export class WorkerQueries {
   ): Promise<bigint[]> {
     const rows = await this.sql<{ msg_id: string }[]>`
       select msg_id::text as msg_id from pgmq.read_with_poll(${queue}::text,
-        ${visibilityTimeout}::int, ${qty}::int, ${maxPollSeconds}::int, ${pollIntervalMs}::int)`;
+        switchyard.read_visibility_seconds(${queue}::text, ${visibilityTimeout}::int),
+        ${qty}::int, ${maxPollSeconds}::int, ${pollIntervalMs}::int)`;
     return rows.map((r) => BigInt(r.msg_id));
   }
 

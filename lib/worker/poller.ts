@@ -85,6 +85,9 @@ export async function poll(o: PollerOptions): Promise<void> {
         span.end();
       } catch (e) {
         endWithError(span, e);
+        // The read hid the batch for as long as its claim needs (§5.1), and the failed claim
+        // changed nothing: make it visible again now, if the database still answers.
+        await q.releaseMessages(o.queueName, ids).catch(() => {});
         throw e;
       }
       const unsupported = claims.filter((c) => c.disposition === 'unsupported');

@@ -16,7 +16,10 @@ export interface WorkerSettings {
   maxConcurrent: number;
   /** Messages read per poll (default `maxConcurrent`, never more than free slots). */
   batchSize: number;
-  /** Seconds a read message stays hidden before it is claimed (default 5). */
+  /**
+   * Seconds a read message may wait for its claim (default 5). The read hides it for this plus
+   * what its claim needs (`switchyard.read_visibility_seconds`), so the claim writes it no more.
+   */
   visibilityTimeout: number;
   /** Seconds one read waits for messages (default 2). */
   maxPollSeconds: number;

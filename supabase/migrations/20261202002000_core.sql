@@ -47,6 +47,12 @@ create index runs_deadline on switchyard.runs (deadline_at)
   where status = 'started' and deadline_at is not null;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/run_events_option.sql
+
+-- The flow option events (issue 27): false writes no run_events rows, as the table file has it.
+alter table switchyard.flows add column events boolean not null default true;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/runs_owner_started.sql
 
 -- The user rate limit of start_user_run counts a user's runs of the last minute through this
@@ -306,7 +312,8 @@ begin
          base_delay = switchyard._int_option(canonical -> 'options', 'baseDelay', what, 0, 86400, false),
          max_delay = coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', what, 0, 604800, true), 86400),
          timeout = switchyard._int_option(canonical -> 'options', 'timeout', what, 1, 86400, false),
-         run_timeout = switchyard._int_option(canonical -> 'options', 'runTimeout', what, 1, 31536000, true)
+         run_timeout = switchyard._int_option(canonical -> 'options', 'runTimeout', what, 1, 31536000, true),
+         events = switchyard._bool_option(canonical -> 'options', 'events', what, true)
    where f.flow_slug = slug;
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     step_what := format('step %s option', to_json(step ->> 'slug'));
@@ -508,6 +515,33 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_bool_option.sql
+
+-- A boolean option of a shape (the flow's events): absent or JSON null is the default.
+create or replace function switchyard._bool_option(obj jsonb, key text, what text, fallback boolean)
+returns boolean
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v jsonb := obj -> key;
+begin
+  if v is null or v = 'null'::jsonb then
+    return fallback;
+  end if;
+  if jsonb_typeof(v) <> 'boolean' then
+    raise exception using errcode = '22023', message = format(
+      '%s %s %s is invalid: use true or false', left(what, 200), left(key, 80), left(v::text, 80)),
+      detail = jsonb_build_object(
+        'rule', 'boolean', 'argument', left(key, 200), 'value', left(v::text, 200),
+        'context', left(what, 200))::text;
+  end if;
+  return v::text::boolean;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_canonical_shape.sql
 
 -- Every option a shape can carry, with the value an absent key means (a wait or sleep step's
@@ -523,11 +557,14 @@ as $$
       or jsonb_typeof(shape -> 'steps') is distinct from 'array'
       or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
     else shape || jsonb_build_object(
-      -- runTimeout (0.4.0) is absent when none, as the flow control options are.
+      -- runTimeout (0.4.0) is absent when none, as the flow control options are; events
+      -- (0.4.0) is absent when true (its default) or null.
       'options', ('{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
                   || coalesce(shape -> 'options', '{}'))
                  - case when shape -> 'options' -> 'runTimeout' = 'null'::jsonb
-                        then array['runTimeout'] else '{}'::text[] end,
+                        then array['runTimeout'] else '{}'::text[] end
+                 - case when shape -> 'options' -> 'events' in ('null'::jsonb, 'true'::jsonb)
+                        then array['events'] else '{}'::text[] end,
       'steps', coalesce((
         select jsonb_agg(case
                  when jsonb_typeof(s) = 'object'
@@ -832,7 +869,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_ensure_private_queue.sql
 
--- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped
+-- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped;
+-- the queue table of the queue it creates tuned for churn (_tune_queue_table)
 create or replace function switchyard._ensure_private_queue(queue text, owner text)
 returns void
 language plpgsql
@@ -874,6 +912,7 @@ begin
         'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
   end if;
   perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
   values (queue, queue, 'private', owner);
 end
@@ -1132,6 +1171,38 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_keep_hidden.sql
+
+-- Keeps each claimed message hidden at least `seconds` from now (its task's timeout plus the
+-- margin), writing only the messages that would reappear sooner (docs/ARCHITECTURE.md §5.4).
+-- The worker reads with the visibility its queue's tasks need (read_visibility_seconds), so in
+-- the common case the read already hid each message long enough and this writes nothing: each
+-- message is then written twice in PGMQ's queue table (the read, the archive), not three times,
+-- and a queue table's dead rows grow a third slower. A message read with less (an older worker,
+-- a timeout raised after the read, a claim later than its window) is written as set_vt would,
+-- like _hide_messages; a message hidden longer stays so (stall recovery and the failure path
+-- set its visibility when it must reappear). Messages gone meanwhile are skipped. The test of vt
+-- is written so that no index can answer it (vt minus the seconds, not vt alone): as a plain
+-- range on vt the planner read PGMQ's vt index, dead entries and all, instead of probing each
+-- message by its key, and in a long-lived queue the claim that wrote nothing took 5.6 ms where a
+-- fresh one took 0.3 ms (BENCHMARKS.md, issue 27).
+create or replace function switchyard._keep_hidden(queue text, ids bigint[], seconds int[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  execute format(
+    'update pgmq.%I q set vt = clock_timestamp() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::int[]) as v(id, secs)
+      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < clock_timestamp()',
+    pgmq.format_table_name(queue, 'q'))
+  using ids, seconds;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_lock_run_family.sql
 
 -- Takes the row locks of a run's family in the one order every writer of two runs of it
@@ -1301,6 +1372,35 @@ begin
     'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
     detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
                                 'value', left(name, 200))::text;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_run_event.sql
+
+-- Row triggers whose WHEN condition is a status change: the many updates that change no
+-- status (a run's or step's counters) never call a function. A transaction's notifications
+-- are delivered at commit and identical ones are folded, so each run touched is notified once.
+
+-- A run was inserted ('started') or changed status ('retried' when a failed run starts again).
+create or replace function switchyard._run_event()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  -- A flow with events: false writes no row; the notification still wakes the client's waits.
+  if not (select f.events from switchyard.flows f where f.flow_slug = new.flow_slug) then
+    perform pg_notify('switchyard_run_events', new.run_id::text);
+    return null;
+  end if;
+  insert into switchyard.run_events (run_id, owner, flow_slug, event)
+  values (new.run_id, new.owner, new.flow_slug,
+          case when tg_op = 'UPDATE' and old.status = 'failed' and new.status = 'started'
+               then 'retried' else new.status end);
+  perform pg_notify('switchyard_run_events', new.run_id::text);
+  return null;
 end
 $$;
 
@@ -1476,7 +1576,8 @@ set search_path = ''
 as $$
   select jsonb_build_object(
     'flow', (select coalesce(jsonb_object_agg(k, canonical -> 'options' -> k), '{}')
-               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'])
+               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout',
+                                   'events'])
                       as k
               where canonical -> 'options' ? k),
     'steps', coalesce((
@@ -1501,7 +1602,7 @@ set search_path = ''
 as $$
   select canonical || jsonb_build_object(
     'options', coalesce(canonical -> 'options', '{}')
-               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'],
+               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout', 'events'],
     'steps', coalesce((
       select jsonb_agg(case when jsonb_typeof(s) = 'object' then
                  s || jsonb_build_object('options', coalesce(s -> 'options', '{}')
@@ -1724,11 +1825,88 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_step_event.sql
+
+-- A step changed status (or was inserted past 'created'). The run is locked before the event
+-- gets its number (see the table); every writer of a run's steps holds that lock already
+-- (complete_tasks, fail_task and stall recovery lock the run, cancel_run and retry_run lock
+-- it first, a run being started is new), so this costs a lookup by key.
+create or replace function switchyard._step_event()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  run_owner uuid;
+begin
+  -- A flow with events: false writes no row (and needs no lock for its number); the
+  -- notification still wakes the client's waits.
+  if not (select f.events from switchyard.flows f where f.flow_slug = new.flow_slug) then
+    perform pg_notify('switchyard_run_events', new.run_id::text);
+    return null;
+  end if;
+  select r.owner into run_owner from switchyard.runs r where r.run_id = new.run_id for update;
+  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
+  values (new.run_id, run_owner, new.flow_slug, new.step_slug, new.status);
+  perform pg_notify('switchyard_run_events', new.run_id::text);
+  return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_tune_queue_table.sql
+
+-- Tunes the queue table of a queue the kit creates or adopts for its churn (docs/ARCHITECTURE.md
+-- §3): every message is inserted, updated by the read and deleted by the archive, so a busy queue
+-- table holds few live rows and makes dead ones fast. PostgreSQL's defaults vacuum a table when its
+-- dead rows pass 50 + 20 % of its rows, throttled by the cost delay: a queue with a backlog waits
+-- for a fifth of it, and a vacuum of the small hot table queues behind the long throttled vacuums
+-- of the growing history tables (issue 27 measured an empty queue table with 224,610 dead rows
+-- vacuumed once in 33,000 runs). Here its dead rows alone decide (scale factor 0, threshold 1,000)
+-- and its vacuum is not throttled (cost delay 0: the table is small, the vacuum short). No
+-- fillfactor: PGMQ indexes vt, so its updates are never HOT and free space in a page would only
+-- make the table larger. A table that already has these settings is not altered again (the
+-- ALTER takes a SHARE UPDATE EXCLUSIVE lock, which waits for a running vacuum). A queue table this
+-- role does not own keeps its settings, with a warning naming the table and the statement to run.
+create or replace function switchyard._tune_queue_table(queue text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  tbl text := pgmq.format_table_name(queue, 'q');
+  wanted text[] := array['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=1000',
+                         'autovacuum_vacuum_cost_delay=0'];
+  statement text;
+  options text[];
+begin
+  select coalesce(c.reloptions, '{}') into options
+    from pg_catalog.pg_class c
+   where c.oid = to_regclass(format('pgmq.%I', tbl));
+  -- No table (a queue dropped outside the kit, seen by the upgrade step): nothing to tune.
+  if not found or options @> wanted then
+    return;
+  end if;
+  statement := format('alter table pgmq.%I set (%s)', tbl, array_to_string(wanted, ', '));
+  begin
+    execute statement;
+  exception when insufficient_privilege then
+    raise warning using message = format(
+      'queue table pgmq.%s keeps its autovacuum settings: this role does not own it; '
+      'its owner can run: %s', tbl, statement);
+  end;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_wait_event.sql
 
 -- Records one of a wait step's own run events (docs/ARCHITECTURE.md §5.11): 'waiting' (no
 -- signal yet, the step waits), 'signalled' (its signal is delivered) or 'timed out', next to
--- the status events the triggers write. The caller holds the run's row lock.
+-- the status events the triggers write. The caller holds the run's row lock. A flow with
+-- events: false writes no row, and still notifies (§14).
 create or replace function switchyard._wait_event(run uuid, flow text, step text, event text)
 returns void
 language sql
@@ -1736,7 +1914,9 @@ volatile
 set search_path = ''
 as $$
   insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
-  select r.run_id, r.owner, flow, step, event from switchyard.runs r where r.run_id = run;
+  select r.run_id, r.owner, flow, step, event from switchyard.runs r
+   where r.run_id = run
+     and coalesce((select f.events from switchyard.flows f where f.flow_slug = flow), true);
   select pg_notify('switchyard_run_events', run::text);
 $$;
 
@@ -1780,6 +1960,85 @@ begin
   on conflict do nothing;
   select a.flow_slug into previous from switchyard.aliases a where a.alias = alias_name for update;
   perform switchyard._record_activation(alias_name, target_flow, previous, 'operator');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/adopt_queue.sql
+
+-- Administrative adoption of an existing PGMQ queue as a shared queue. Succeeds
+-- only when the queue is empty or every message in it belongs to a tracked task. The adopted
+-- queue's table is tuned for churn (_tune_queue_table).
+create or replace function switchyard.adopt_queue(pgmq_queue_name text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  canonical text := lower(pgmq_queue_name);
+  spellings text[];
+  existing switchyard.queues;
+  foreign_ids bigint[];
+  foreign_count bigint;
+begin
+  if pgmq_queue_name is null then
+    raise exception using errcode = '22023', message = 'adopt_queue: queue name is missing',
+      detail = jsonb_build_object(
+        'rule', 'argument_missing', 'argument', 'pgmq_queue_name', 'value', null)::text;
+  end if;
+  perform switchyard.assert_queue_name(canonical, true);
+  perform switchyard._lock_queue_name(canonical);
+  spellings := switchyard._pgmq_spellings(canonical);
+  if cardinality(spellings) = 0 then
+    raise exception using errcode = '22023', message = format(
+      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text),
+      detail = jsonb_build_object(
+        'rule', 'pgmq_queue_missing', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200))::text;
+  elsif cardinality(spellings) > 1 then
+    raise exception using errcode = '22023', message = format(
+      'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
+      to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
+      detail = jsonb_build_object(
+        'rule', 'pgmq_queue_ambiguous', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200), 'pgmq_spellings', to_jsonb(spellings))::text;
+  end if;
+  select * into existing from switchyard.queues q where q.queue_name = canonical;
+  if found then
+    if existing.ownership = 'private' then
+      raise exception using errcode = '23505', message = format(
+        'cannot adopt queue %s: it is the private queue of flow %s',
+        to_json(canonical)::text, to_json(existing.owner_flow)::text),
+        detail = jsonb_build_object(
+          'rule', 'queue_is_private', 'argument', 'pgmq_queue_name',
+          'value', left(pgmq_queue_name, 200), 'owner_flow', existing.owner_flow)::text;
+    end if;
+    return 'already registered';
+  end if;
+  -- Hold off writers while the messages are checked. PGMQ names the queue's table
+  -- (pgmq.format_table_name lower-cases the spelling).
+  execute format('lock table pgmq.%I in exclusive mode', pgmq.format_table_name(spellings[1], 'q'));
+  execute format(
+    'select array_agg(m.msg_id order by m.msg_id), count(*) from pgmq.%I m
+      where not exists (select 1 from switchyard.step_tasks t
+                        where t.queue_name = $1 and t.message_id = m.msg_id)',
+    pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
+  if foreign_count > 0 then
+    raise exception using errcode = '55000', message = format(
+      'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
+      'adoption requires an empty queue or only tracked messages',
+      to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
+      detail = jsonb_build_object(
+        'rule', 'queue_has_untracked_messages', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
+        'message_ids', to_jsonb(foreign_ids[1:20]))::text;
+  end if;
+  perform switchyard._tune_queue_table(spellings[1]);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
+  values (canonical, spellings[1], 'shared', null, now());
+  return 'adopted';
 end
 $$;
 
@@ -2821,14 +3080,15 @@ begin
   end if;
 
   insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape,
-                                run_timeout)
+                                run_timeout, events)
   values (slug, placement,
     switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
     switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
     coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
     switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
     canonical,
-    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true));
+    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true),
+    switchyard._bool_option(canonical -> 'options', 'events', format('flow %s option', to_json(slug)), true));
 
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     if jsonb_typeof(step) <> 'object' then
@@ -3042,6 +3302,54 @@ begin
   perform switchyard.update_schedule(name, alias, cron, input, time_zone, overlap, catch_up,
                                      catch_up_limit);
   return 'updated';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/ensure_shared_queue.sql
+
+-- A shared (explicit, routed) queue: validated and provisioned when absent; never
+-- adopted implicitly and never dropped with a flow. A queue it creates has its queue table
+-- tuned for churn (_tune_queue_table).
+create or replace function switchyard.ensure_shared_queue(queue text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  existing switchyard.queues;
+begin
+  perform switchyard.assert_queue_name(queue, true);
+  perform switchyard._lock_queue_name(queue);
+  select * into existing from switchyard.queues q where q.queue_name = queue;
+  if found then
+    if existing.ownership = 'private' then
+      raise exception using errcode = '23505', message = format(
+        'queue %s is the private queue of flow %s; it cannot be used as a shared queue',
+        to_json(queue)::text, to_json(existing.owner_flow)::text),
+        detail = jsonb_build_object(
+          'rule', 'queue_is_private', 'argument', 'queue_name', 'value', left(queue, 200),
+          'owner_flow', existing.owner_flow)::text;
+    end if;
+    return 'registered';
+  end if;
+  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
+    raise exception using errcode = '23505', message = format(
+      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
+      'routed flows never adopt it implicitly: run select switchyard.adopt_queue(%L) first',
+      to_json(queue)::text, array_to_string(switchyard._pgmq_spellings(queue), ', '),
+      (switchyard._pgmq_spellings(queue))[1]),
+      detail = jsonb_build_object(
+        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
+        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+  end if;
+  perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
+  values (queue, queue, 'shared', null);
+  return 'created';
 end
 $$;
 
@@ -4104,6 +4412,61 @@ as $$
           select s.rate_limit from switchyard.steps s where s.rate_limit is not null) n
     left join switchyard.rate_limits l on l.name = n.name
    order by n.name
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/read_visibility_cap_seconds.sql
+
+-- The longest visibility read_visibility_seconds gives a read (unless the worker's own claim
+-- window is longer): how long a batch stays hidden when its worker dies between read and claim.
+create or replace function switchyard.read_visibility_cap_seconds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 300 $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/read_visibility_seconds.sql
+
+-- The visibility a worker's read gives the messages it reads (docs/ARCHITECTURE.md §5.1): its
+-- claim window plus the longest task timeout of the steps on the queue plus the claim margin,
+-- so the claim that follows finds every message hidden long enough and writes none of them
+-- again (_keep_hidden). At most read_visibility_cap_seconds() (300) unless the window itself is
+-- longer: a worker that dies between its read and its claim leaves the batch hidden that long
+-- (its tasks are still queued, so stall recovery does not see them), and a task with a longer
+-- timeout is hidden further by its claim. A queue with no step: the window alone. The timeouts
+-- are read on every call (one probe of steps_queue per read), so a timeout changed live counts
+-- from the next read.
+create or replace function switchyard.read_visibility_seconds(queue_name text, claim_window int)
+returns int
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  longest int;
+begin
+  if claim_window is null or claim_window < 1 or claim_window > 3600 then
+    raise exception using errcode = '22023', message = format(
+      'read_visibility_seconds: claim window %s is invalid: use whole seconds from 1 to 3600',
+      coalesce(claim_window::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'claim_window_range', 'argument', 'claim_window',
+        'value', claim_window)::text;
+  end if;
+  select max(coalesce(st.timeout, f.timeout)) into longest
+    from switchyard.steps st
+    join switchyard.flows f on f.flow_slug = st.flow_slug
+   where st.queue_name = read_visibility_seconds.queue_name;
+  if longest is null then
+    return claim_window;
+  end if;
+  return greatest(claim_window,
+                  least(claim_window + longest + switchyard.claim_margin_seconds(),
+                        switchyard.read_visibility_cap_seconds()));
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -5372,7 +5735,8 @@ begin
     into claimed_ids, claimed_secs
     from claimed c;
   if cardinality(claimed_ids) > 0 then
-    perform switchyard._hide_messages(queue, claimed_ids, claimed_secs);
+    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
+    perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
   end if;
 
   return query
@@ -5798,6 +6162,14 @@ $$;
 create trigger runs_child_ended after update of status on switchyard.runs
   for each row when (old.status = 'started' and new.status in ('completed', 'failed', 'cancelled'))
   execute function switchyard._child_run_ended();
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/queue_table_tuning.sql
+
+-- Queues created or adopted before issue 27 get the queue-table settings of _tune_queue_table
+-- (docs/ARCHITECTURE.md §3): an ALTER of its storage options takes a SHARE UPDATE EXCLUSIVE
+-- lock, which reads, sends, claims and archives do not wait for.
+select switchyard._tune_queue_table(q.pgmq_name) from switchyard.queues q order by q.queue_name;
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql

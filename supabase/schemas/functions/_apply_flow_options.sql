@@ -18,7 +18,8 @@ begin
          base_delay = switchyard._int_option(canonical -> 'options', 'baseDelay', what, 0, 86400, false),
          max_delay = coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', what, 0, 604800, true), 86400),
          timeout = switchyard._int_option(canonical -> 'options', 'timeout', what, 1, 86400, false),
-         run_timeout = switchyard._int_option(canonical -> 'options', 'runTimeout', what, 1, 31536000, true)
+         run_timeout = switchyard._int_option(canonical -> 'options', 'runTimeout', what, 1, 31536000, true),
+         events = switchyard._bool_option(canonical -> 'options', 'events', what, true)
    where f.flow_slug = slug;
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     step_what := format('step %s option', to_json(step ->> 'slug'));

@@ -11,11 +11,14 @@ as $$
       or jsonb_typeof(shape -> 'steps') is distinct from 'array'
       or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
     else shape || jsonb_build_object(
-      -- runTimeout (0.4.0) is absent when none, as the flow control options are.
+      -- runTimeout (0.4.0) is absent when none, as the flow control options are; events
+      -- (0.4.0) is absent when true (its default) or null.
       'options', ('{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
                   || coalesce(shape -> 'options', '{}'))
                  - case when shape -> 'options' -> 'runTimeout' = 'null'::jsonb
-                        then array['runTimeout'] else '{}'::text[] end,
+                        then array['runTimeout'] else '{}'::text[] end
+                 - case when shape -> 'options' -> 'events' in ('null'::jsonb, 'true'::jsonb)
+                        then array['events'] else '{}'::text[] end,
       'steps', coalesce((
         select jsonb_agg(case
                  when jsonb_typeof(s) = 'object'

@@ -1,4 +1,5 @@
--- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped
+-- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped;
+-- the queue table of the queue it creates tuned for churn (_tune_queue_table)
 create or replace function switchyard._ensure_private_queue(queue text, owner text)
 returns void
 language plpgsql
@@ -40,6 +41,7 @@ begin
         'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
   end if;
   perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
   values (queue, queue, 'private', owner);
 end

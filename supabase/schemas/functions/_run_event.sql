@@ -10,6 +10,11 @@ security definer
 set search_path = ''
 as $$
 begin
+  -- A flow with events: false writes no row; the notification still wakes the client's waits.
+  if not (select f.events from switchyard.flows f where f.flow_slug = new.flow_slug) then
+    perform pg_notify('switchyard_run_events', new.run_id::text);
+    return null;
+  end if;
   insert into switchyard.run_events (run_id, owner, flow_slug, event)
   values (new.run_id, new.owner, new.flow_slug,
           case when tg_op = 'UPDATE' and old.status = 'failed' and new.status = 'started'

@@ -7,7 +7,8 @@ set search_path = ''
 as $$
   select jsonb_build_object(
     'flow', (select coalesce(jsonb_object_agg(k, canonical -> 'options' -> k), '{}')
-               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'])
+               from unnest(array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout',
+                                   'events'])
                       as k
               where canonical -> 'options' ? k),
     'steps', coalesce((

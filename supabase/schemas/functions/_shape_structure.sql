@@ -7,7 +7,7 @@ set search_path = ''
 as $$
   select canonical || jsonb_build_object(
     'options', coalesce(canonical -> 'options', '{}')
-               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout'],
+               - array['maxAttempts', 'baseDelay', 'maxDelay', 'timeout', 'runTimeout', 'events'],
     'steps', coalesce((
       select jsonb_agg(case when jsonb_typeof(s) = 'object' then
                  s || jsonb_build_object('options', coalesce(s -> 'options', '{}')

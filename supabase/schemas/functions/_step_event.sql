@@ -11,6 +11,12 @@ as $$
 declare
   run_owner uuid;
 begin
+  -- A flow with events: false writes no row (and needs no lock for its number); the
+  -- notification still wakes the client's waits.
+  if not (select f.events from switchyard.flows f where f.flow_slug = new.flow_slug) then
+    perform pg_notify('switchyard_run_events', new.run_id::text);
+    return null;
+  end if;
   select r.owner into run_owner from switchyard.runs r where r.run_id = new.run_id for update;
   insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
   values (new.run_id, run_owner, new.flow_slug, new.step_slug, new.status);

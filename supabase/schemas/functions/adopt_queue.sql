@@ -1,5 +1,6 @@
 -- Administrative adoption of an existing PGMQ queue as a shared queue. Succeeds
--- only when the queue is empty or every message in it belongs to a tracked task.
+-- only when the queue is empty or every message in it belongs to a tracked task. The adopted
+-- queue's table is tuned for churn (_tune_queue_table).
 create or replace function switchyard.adopt_queue(pgmq_queue_name text)
 returns text
 language plpgsql
@@ -66,6 +67,7 @@ begin
         'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
         'message_ids', to_jsonb(foreign_ids[1:20]))::text;
   end if;
+  perform switchyard._tune_queue_table(spellings[1]);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
   values (canonical, spellings[1], 'shared', null, now());
   return 'adopted';

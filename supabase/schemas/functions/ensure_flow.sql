@@ -100,14 +100,15 @@ begin
   end if;
 
   insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape,
-                                run_timeout)
+                                run_timeout, events)
   values (slug, placement,
     switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
     switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
     coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
     switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
     canonical,
-    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true));
+    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true),
+    switchyard._bool_option(canonical -> 'options', 'events', format('flow %s option', to_json(slug)), true));
 
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     if jsonb_typeof(step) <> 'object' then

@@ -1,5 +1,6 @@
 -- A shared (explicit, routed) queue: validated and provisioned when absent; never
--- adopted implicitly and never dropped with a flow.
+-- adopted implicitly and never dropped with a flow. A queue it creates has its queue table
+-- tuned for churn (_tune_queue_table).
 create or replace function switchyard.ensure_shared_queue(queue text)
 returns text
 language plpgsql
@@ -35,6 +36,7 @@ begin
         'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
   end if;
   perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
   values (queue, queue, 'shared', null);
   return 'created';

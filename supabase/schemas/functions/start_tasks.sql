@@ -166,7 +166,8 @@ begin
     into claimed_ids, claimed_secs
     from claimed c;
   if cardinality(claimed_ids) > 0 then
-    perform switchyard._hide_messages(queue, claimed_ids, claimed_secs);
+    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
+    perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
   end if;
 
   return query

@@ -9,7 +9,10 @@ create table switchyard.flows (
   shape jsonb not null,                    -- the exact shape it was compiled from
   created_at timestamptz not null default now(),
   run_timeout int                          -- a run's time limit in seconds (runTimeout), or null
-    check (run_timeout between 1 and 31536000)
+    check (run_timeout between 1 and 31536000),
+  -- false (the flow option events: false): its runs and steps write no run_events rows; their
+  -- transitions still notify (docs/ARCHITECTURE.md §14).
+  events boolean not null default true
 );
 
 -- Slugs are unique case-insensitively.
