@@ -273,6 +273,8 @@ export function isExact(value: string): boolean {
  */
 export function projectPath(dir: string): string {
   let base = Deno.cwd();
+  // The compiled command is not run by `deno task`: an INIT_CWD there is some outer tool's.
+  if (isCompiled()) return resolve(base, dir);
   try {
     base = Deno.env.get('INIT_CWD') || base;
   } catch { /* no env permission */ }

@@ -1,0 +1,164 @@
+/**
+ * The one `switchyard` command (scripts/cli.ts, docs/ARCHITECTURE.md §8.2): its help lists
+ * every command; from a checkout it installs into a project made by the real `supabase init`,
+ * pushes it and runs operator commands with their arguments; and `deno task build-cli` compiles
+ * a binary that, copied outside the checkout, installs into a fresh project with no Deno on
+ * PATH.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { COMMANDS } from '../../scripts/cli.ts';
+import { coreMigrations, KIT_VERSION, RUNTIME_LIST, runtimeModules } from '../../scripts/_kit.ts';
+import { KIT_ROOT } from '../../scripts/_project.ts';
+import { type InstallManifest, MANIFEST_PATH } from '../../scripts/install.ts';
+import { adminUrl, urlFor } from '../_helpers/db.ts';
+import { ok, type Output, run, supabaseInit } from '../_helpers/project.ts';
+
+const CLI = join(KIT_ROOT, 'scripts', 'cli.ts');
+
+/** What an install must have written into `project`. */
+async function assertInstalled(project: string, kitLib: (file: string) => Promise<string>) {
+  const manifest: InstallManifest = JSON.parse(
+    await Deno.readTextFile(join(project, MANIFEST_PATH)),
+  );
+  assert.equal(manifest.version, KIT_VERSION);
+  assert.deepEqual(manifest.migrations.map((m) => m.kit), await coreMigrations());
+  const migrations = [...Deno.readDirSync(join(project, 'supabase', 'migrations'))]
+    .map((e) => e.name);
+  for (const m of manifest.migrations) assert.ok(migrations.includes(m.installedAs), m.installedAs);
+  const { files } = await runtimeModules();
+  for (const file of files) {
+    assert.equal(
+      await Deno.readTextFile(join(project, 'supabase/functions/_switchyard', file)),
+      await kitLib(file),
+      `runtime file ${file}`,
+    );
+  }
+  assert.match(
+    await Deno.readTextFile(join(project, 'supabase/functions/_shared/registry.ts')),
+    /registry/,
+  );
+  const denoJson = JSON.parse(
+    await Deno.readTextFile(join(project, 'supabase/functions/deno.json')),
+  );
+  assert.equal(denoJson.imports.switchyard, './_switchyard/mod.ts');
+}
+
+const libFile = (file: string) => Deno.readTextFile(join(KIT_ROOT, 'lib', file));
+
+Deno.test('switchyard --help lists every command; --version; an unknown command exits 2', async () => {
+  const dir = await Deno.makeTempDir({ prefix: 'sy-cli-help-' });
+  try {
+    const help = await run(['run', '-A', CLI, '--help'], dir);
+    ok(help, 'switchyard --help');
+    for (const name of Object.keys(COMMANDS)) {
+      assert.match(help.stdout, new RegExp(`^  ${name.replace(':', '\\:')} +\\S`, 'm'), name);
+    }
+    for (const name of ['install', 'scaffold-queue', 'db:push', 'compile', 'pause', 'fence']) {
+      assert.ok(name in COMMANDS, name);
+    }
+    const version = await run(['run', '-A', CLI, '--version'], dir);
+    assert.equal(version.stdout.trim(), `switchyard ${KIT_VERSION}`);
+    const unknown = await run(['run', '-A', CLI, 'instal'], dir);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /unknown command "instal": use one of install, /);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test('switchyard from a checkout: install, db:push, operator commands with their arguments', async () => {
+  const project = await supabaseInit('sy-cli-project-');
+  const database = `sy_cli_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    ok(await run(['run', '-A', CLI, 'install', '--project', project], project), 'install');
+    await assertInstalled(project, libFile);
+
+    await admin.unsafe(`create database "${database}"`);
+    const env = { DATABASE_URL: urlFor(database) };
+    const push = await run(['run', '-A', CLI, 'db:push', '--project', project], project, env);
+    ok(push, 'switchyard db:push');
+    assert.match(push.stdout, /migrations applied/);
+    const db = postgres(urlFor(database), { max: 1, onnotice: () => {} });
+    try {
+      const [{ version }] = await db`select switchyard.core_version() as version`;
+      assert.ok(version, 'the SQL core is applied');
+    } finally {
+      await db.end();
+    }
+
+    // Operator commands get their own arguments (not the dispatcher's).
+    const pause = await run(['run', '-A', CLI, 'pause'], project, env);
+    assert.equal(pause.code, 2, pause.stderr);
+    assert.match(pause.stderr, /missing <function>: name the queue function to pause/);
+    const unknownFn = await run(['run', '-A', CLI, 'pause', 'nope-worker'], project, env);
+    assert.equal(unknownFn.code, 1, unknownFn.stdout + unknownFn.stderr);
+    assert.match(unknownFn.stderr, /nope-worker/);
+    ok(await run(['run', '-A', CLI, 'drain'], project, env), 'switchyard drain');
+  } finally {
+    await admin.unsafe(`drop database if exists "${database}" with (force)`);
+    await admin.end();
+    await Deno.remove(project, { recursive: true });
+  }
+});
+
+Deno.test('deno task build-cli: the binary, outside the checkout, installs into a fresh project', async () => {
+  const dir = await Deno.makeTempDir({ prefix: 'sy-cli-binary-' });
+  const binary = join(dir, 'bin', 'switchyard');
+  try {
+    const build = await run([
+      'run',
+      '-A',
+      join(KIT_ROOT, 'scripts', 'build_cli.ts'),
+      '--output',
+      binary,
+    ], dir);
+    // The list the binary reads instead of running `deno info` on its embedded files.
+    assert.deepEqual(
+      JSON.parse(await Deno.readTextFile(join(KIT_ROOT, RUNTIME_LIST))),
+      await runtimeModules(),
+    );
+    if (build.code !== 0) {
+      // deno compile needs its base runtime (denort): from Deno's server or DENORT_BIN. Where
+      // neither is to be had the build must say so; anything else is a failure.
+      assert.ok(!Deno.env.get('DENORT_BIN'), `build-cli failed with DENORT_BIN:\n${build.stderr}`);
+      assert.match(build.stderr, /denort/);
+      assert.match(build.stderr, /hint: .*set DENORT_BIN/);
+      console.warn('build-cli: no denort here (offline, no DENORT_BIN): the binary was not built');
+      return;
+    }
+    const project = await supabaseInit('sy-cli-binary-project-');
+    try {
+      const bin = (args: string[], env: Record<string, string> = {}): Promise<Output> =>
+        new Deno.Command(binary, {
+          args,
+          cwd: project,
+          stdin: 'null',
+          stdout: 'piped',
+          stderr: 'piped',
+          // No Deno on PATH: install needs none.
+          env: { NO_COLOR: '1', PATH: '/usr/bin:/bin', ...env },
+        }).output().then((o) => ({
+          code: o.code,
+          stdout: new TextDecoder().decode(o.stdout),
+          stderr: new TextDecoder().decode(o.stderr),
+        }));
+      const help = await bin(['--help']);
+      ok(help, 'switchyard --help');
+      for (const name of Object.keys(COMMANDS)) assert.match(help.stdout, new RegExp(`  ${name} `));
+      ok(await bin(['install', '--project', '.', '--example']), 'switchyard install');
+      await assertInstalled(project, libFile);
+      // compile loads the project's registry with a separate Deno: named when absent.
+      const without = await bin(['compile'], { SWITCHYARD_DENO: join(dir, 'no-deno') });
+      assert.equal(without.code, 1, without.stdout + without.stderr);
+      assert.match(without.stderr, /no Deno 2 found \(SWITCHYARD_DENO=.*no-deno\)/);
+      ok(await bin(['compile'], { SWITCHYARD_DENO: Deno.execPath() }), 'switchyard compile');
+    } finally {
+      await Deno.remove(project, { recursive: true });
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
