@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { COMMANDS } from '../../scripts/cli.ts';
+import { EMBEDDED } from '../../scripts/build_cli.ts';
 import { coreMigrations, KIT_VERSION, RUNTIME_LIST, runtimeModules } from '../../scripts/_kit.ts';
 import { KIT_ROOT } from '../../scripts/_project.ts';
 import { type InstallManifest, MANIFEST_PATH } from '../../scripts/install.ts';
@@ -120,6 +121,8 @@ Deno.test('deno task build-cli: the binary, outside the checkout, installs into 
       JSON.parse(await Deno.readTextFile(join(KIT_ROOT, RUNTIME_LIST))),
       await runtimeModules(),
     );
+    // Everything it embeds exists (deno compile would refuse a missing --include).
+    for (const entry of EMBEDDED) await Deno.stat(join(KIT_ROOT, entry));
     if (build.code !== 0) {
       // deno compile needs its base runtime (denort): from Deno's server or DENORT_BIN. Where
       // neither is to be had the build must say so; anything else is a failure.
