@@ -57,7 +57,7 @@ import {
   timestampsAfter,
 } from './_util.ts';
 import { KIT_ROOT } from './_project.ts';
-import { denoExecutable, isCompiled } from '../lib/sql/deno_executable.ts';
+import { denoExecutable } from '../lib/sql/deno_executable.ts';
 import { lockedSpecifiers, moduleGraph, pinned, projectPath } from './_kit.ts';
 import type { ProbeResult } from './_registry_probe.ts';
 
@@ -385,16 +385,15 @@ export async function registryPlan(
   const path = resolve(projectDir, REGISTRY_PATH);
   if (!(await exists(path))) await loadRegistry(projectDir); // the missing-registry message
   const deno = await denoExecutable(`the registry probe (it loads ${REGISTRY_PATH})`);
-  let probeFile = join(KIT_ROOT, 'scripts', '_registry_probe.ts');
-  let probeDir: string | null = null;
-  if (isCompiled()) {
-    // The compiled command's embedded files are readable only by itself: hand the probe (it
-    // imports only `switchyard/…`, resolved by the project) to the other deno as a file.
-    probeDir = await Deno.makeTempDir({ prefix: 'switchyard-probe-' });
-    const source = await Deno.readTextFile(probeFile);
-    probeFile = join(probeDir, '_registry_probe.ts');
-    await Deno.writeTextFile(probeFile, source);
-  }
+  // The probe runs from a temp copy: the compiled command's embedded files are readable only by
+  // itself, and the probe imports only `switchyard/…`, which the project's map resolves. One
+  // path for both, so the tests run the compiled command's.
+  const probeDir = await Deno.makeTempDir({ prefix: 'switchyard-probe-' });
+  const probeFile = join(probeDir, '_registry_probe.ts');
+  await Deno.writeTextFile(
+    probeFile,
+    await Deno.readTextFile(join(KIT_ROOT, 'scripts', '_registry_probe.ts')),
+  );
   let out: Deno.CommandOutput;
   try {
     out = await new Deno.Command(deno, {
@@ -414,7 +413,7 @@ export async function registryPlan(
       env: { NO_COLOR: '1' },
     }).output();
   } finally {
-    if (probeDir) await Deno.remove(probeDir, { recursive: true }).catch(() => {});
+    await Deno.remove(probeDir, { recursive: true }).catch(() => {});
   }
   const text = new TextDecoder().decode(out.stdout).trim().split('\n').pop() ?? '';
   let result: ProbeResult;
