@@ -9,6 +9,7 @@
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KIT_ROOT } from './_project.ts';
+import { denoExecutable, isCompiled } from '../lib/sql/deno_executable.ts';
 
 /**
  * The kit's release. `deno task release-manifest` snapshots the migrations under
@@ -123,6 +124,7 @@ function isBare(specifier: string): boolean {
  * ```ts
  * import { moduleGraph } from './_kit.ts';
  * import { KIT_ROOT } from './_project.ts';
+import { denoExecutable, isCompiled } from '../lib/sql/deno_executable.ts';
  * const graph = await moduleGraph(`${KIT_ROOT}lib/mod.ts`, { config: `${KIT_ROOT}deno.json` });
  * console.log(graph.filter((m) => m.local).length, 'local modules');
  * ```
@@ -136,7 +138,7 @@ export async function moduleGraph(
   else args.push('--no-config');
   if (options.importMap) args.push('--import-map', options.importMap);
   args.push(resolve(entry));
-  const out = await new Deno.Command(Deno.execPath(), {
+  const out = await new Deno.Command(await denoExecutable('`deno info`'), {
     args,
     stdout: 'piped',
     stderr: 'piped',
@@ -170,6 +172,9 @@ export async function moduleGraph(
   }));
 }
 
+/** Where `deno task build-cli` records {@linkcode runtimeModules} for the compiled command. */
+export const RUNTIME_LIST = 'dist/runtime_modules.json';
+
 /**
  * The runtime of the kit: the paths, relative to `lib/`, of every module `lib/mod.ts` loads
  * (what a queue function needs; operator and development modules are left out), and the bare
@@ -185,6 +190,11 @@ export async function moduleGraph(
 export async function runtimeModules(
   kitDir: string = KIT_ROOT,
 ): Promise<{ files: string[]; bare: string[] }> {
+  if (isCompiled() && resolve(kitDir) === resolve(KIT_ROOT)) {
+    // The compiled command embeds lib/ where no other process can read it: `deno task
+    // build-cli` wrote the list at build time (scripts/build_cli.ts).
+    return JSON.parse(await Deno.readTextFile(join(kitDir, RUNTIME_LIST)));
+  }
   const lib = join(kitDir, 'lib');
   const graph = await moduleGraph(join(lib, 'mod.ts'), { config: join(kitDir, 'deno.json') });
   const local = graph.filter((m) => m.local !== null);
@@ -263,6 +273,8 @@ export function isExact(value: string): boolean {
  */
 export function projectPath(dir: string): string {
   let base = Deno.cwd();
+  // The compiled command is not run by `deno task`: an INIT_CWD there is some outer tool's.
+  if (isCompiled()) return resolve(base, dir);
   try {
     base = Deno.env.get('INIT_CWD') || base;
   } catch { /* no env permission */ }

@@ -12,6 +12,7 @@ import type postgres from 'postgres';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { fromSqlError, OperationError, resolveConnectionString } from '../lib/ops.ts';
 import { connectionFailure, connectionOrigin, openSql } from '../lib/sql/connection.ts';
+import { commandArgs } from './_help.ts';
 
 /**
  * Bad arguments or environment: printed with the usage, exit code 2.
@@ -133,13 +134,14 @@ export async function runCommand(
   let code = 0;
   let sql: postgres.Sql | undefined;
   try {
-    if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
+    const args = commandArgs();
+    if (args.includes('--help') || args.includes('-h')) {
       console.log(usage);
       Deno.exit(0);
     }
     const url = databaseUrl();
     sql = openSql(url, { max: 1, origin: connectionOrigin() });
-    code = (await main(sql, Deno.args)) ?? 0;
+    code = (await main(sql, args)) ?? 0;
   } catch (e) {
     code = report(sql ? connectionFailure(fromSqlError(e), sql) : e, usage);
   } finally {

@@ -174,7 +174,8 @@ nothing new, nothing written.
   --check        write nothing; exit 1 when a migration is due
   -h, --help     this text`;
 
-async function main(args: string[]): Promise<number> {
+/** The command line of this script: its exit code. */
+export async function main(args: string[]): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({

@@ -96,10 +96,11 @@ async function main(args: string[]): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) {
+/** `deno task dashboard` (and `switchyard dashboard`) as a command: serves until stopped. */
+export async function dashboardCommand(args: string[]): Promise<never> {
   let code: number;
   try {
-    code = await main(Deno.args);
+    code = await main(args);
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`error: ${e.message}\n\n${USAGE}`);
@@ -111,3 +112,5 @@ if (import.meta.main) {
   }
   Deno.exit(code);
 }
+
+if (import.meta.main) await dashboardCommand(Deno.args);

@@ -9,6 +9,7 @@
 import { parseArgs } from 'node:util';
 import { migrate, MigrationError, resolveConnectionString } from '../lib/ops.ts';
 import { projectPath } from './_kit.ts';
+import { commandArgs } from './_help.ts';
 
 const USAGE = `usage: DATABASE_URL=postgres://… deno task db:push [--project DIR]
 
@@ -22,7 +23,7 @@ The database is SWITCHYARD_DB_URL, else SUPABASE_DB_URL, else DATABASE_URL.
 let values;
 try {
   ({ values } = parseArgs({
-    args: Deno.args,
+    args: commandArgs(),
     options: {
       project: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },

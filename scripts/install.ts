@@ -553,7 +553,8 @@ supabase/functions/deno.json. Rerun it after updating the kit: it adds only new 
                  applied first (it checks, and says what is missing)
   -h, --help     this text`;
 
-async function main(args: string[]): Promise<number> {
+/** The command line of this script: its exit code. */
+export async function main(args: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({

@@ -321,4 +321,9 @@ export async function runKeepAlive(sql: postgres.Sql, args: string[]): Promise<v
   );
 }
 
-if (import.meta.main) await runCommand(USAGE, runKeepAlive);
+/** `deno task keep-alive` (and `switchyard keep-alive`): {@linkcode runKeepAlive} as a command. */
+export function keepAliveCommand(): Promise<never> {
+  return runCommand(USAGE, runKeepAlive);
+}
+
+if (import.meta.main) await keepAliveCommand();

@@ -68,8 +68,9 @@ function counts(r: PruneResult): string {
   return `${plural(r.runs, 'run')} (${parts.join(', ')})`;
 }
 
-if (import.meta.main) {
-  await runCommand(USAGE, async (sql, args) => {
+/** `deno task prune` (and `switchyard prune`) as a command: parses, prunes, prints, exits. */
+export function pruneCommand(): Promise<never> {
+  return runCommand(USAGE, async (sql, args) => {
     const { values, positionals } = parse(args, {
       'older-than': { type: 'string' },
       'batch-size': { type: 'string' },
@@ -115,3 +116,5 @@ if (import.meta.main) {
     }
   });
 }
+
+if (import.meta.main) await pruneCommand();

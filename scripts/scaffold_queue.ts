@@ -57,6 +57,7 @@ import {
   timestampsAfter,
 } from './_util.ts';
 import { KIT_ROOT } from './_project.ts';
+import { denoExecutable } from '../lib/sql/deno_executable.ts';
 import { lockedSpecifiers, moduleGraph, pinned, projectPath } from './_kit.ts';
 import type { ProbeResult } from './_registry_probe.ts';
 
@@ -383,22 +384,37 @@ export async function registryPlan(
   }
   const path = resolve(projectDir, REGISTRY_PATH);
   if (!(await exists(path))) await loadRegistry(projectDir); // the missing-registry message
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      'run',
-      '--no-lock',
-      '--allow-read',
-      '--allow-env',
-      '--config',
-      join(projectDir, 'supabase', 'functions', 'deno.json'),
-      join(KIT_ROOT, 'scripts', '_registry_probe.ts'),
-      path,
-    ],
-    stdout: 'piped',
-    stderr: 'piped',
-    stdin: 'null',
-    env: { NO_COLOR: '1' },
-  }).output();
+  const deno = await denoExecutable(`the registry probe (it loads ${REGISTRY_PATH})`);
+  // The probe runs from a temp copy: the compiled command's embedded files are readable only by
+  // itself, and the probe imports only `switchyard/…`, which the project's map resolves. One
+  // path for both, so the tests run the compiled command's.
+  const probeDir = await Deno.makeTempDir({ prefix: 'switchyard-probe-' });
+  const probeFile = join(probeDir, '_registry_probe.ts');
+  await Deno.writeTextFile(
+    probeFile,
+    await Deno.readTextFile(join(KIT_ROOT, 'scripts', '_registry_probe.ts')),
+  );
+  let out: Deno.CommandOutput;
+  try {
+    out = await new Deno.Command(deno, {
+      args: [
+        'run',
+        '--no-lock',
+        '--allow-read',
+        '--allow-env',
+        '--config',
+        join(projectDir, 'supabase', 'functions', 'deno.json'),
+        probeFile,
+        path,
+      ],
+      stdout: 'piped',
+      stderr: 'piped',
+      stdin: 'null',
+      env: { NO_COLOR: '1' },
+    }).output();
+  } finally {
+    await Deno.remove(probeDir, { recursive: true }).catch(() => {});
+  }
   const text = new TextDecoder().decode(out.stdout).trim().split('\n').pop() ?? '';
   let result: ProbeResult;
   try {
@@ -732,7 +748,8 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
 const USAGE =
   'usage: deno task scaffold-queue <queue_name> [--max-concurrent N] [--force] [--project DIR]';
 
-async function main(args: string[]): Promise<number> {
+/** The command line of this script: its exit code. */
+export async function main(args: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({

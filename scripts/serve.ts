@@ -30,6 +30,7 @@ import { freePort } from './_cluster.ts';
 import { readFunctionConfigs } from './_functions_config.ts';
 import { canConnect, exists } from './_util.ts';
 import { DEVELOPMENT_ENV } from '../lib/worker/development.ts';
+import { denoExecutable } from '../lib/sql/deno_executable.ts';
 import {
   type Client,
   connect,
@@ -284,6 +285,7 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
     }
   }
 
+  const deno = await denoExecutable('the Edge Functions');
   const launch = async (fn: LocalFunction): Promise<Running> => {
     const port = freePort();
     const args = ['run', '-A', '--no-lock'];
@@ -291,7 +293,7 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
       args.push(/(^|\/)deno\.jsonc?$/.test(fn.config) ? '--config' : '--import-map', fn.config);
     }
     args.push(fn.entrypoint);
-    const child = new Deno.Command(Deno.execPath(), {
+    const child = new Deno.Command(deno, {
       args,
       cwd: projectDir,
       env: {
@@ -479,7 +481,8 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
 
 const USAGE = 'usage: deno task serve [--port N] [--project DIR] [--env-file FILE]';
 
-async function main(args: string[]): Promise<number> {
+/** The command line of this script: its exit code. */
+export async function main(args: string[]): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({

@@ -6,6 +6,7 @@
  */
 import postgres from 'postgres';
 import { MigrationError } from '../errors.ts';
+import { denoExecutable } from './deno_executable.ts';
 
 export { MigrationError };
 
@@ -180,7 +181,13 @@ export async function migrate(connectionString: string, opts: MigrateOptions = {
     );
   }
   const workdir = opts.workdir ?? decodeURIComponent(PROJECT_ROOT.pathname);
-  const out = await new Deno.Command(Deno.execPath(), {
+  let deno: string;
+  try {
+    deno = await denoExecutable(`the Supabase CLI (${SUPABASE_CLI})`);
+  } catch (e) {
+    throw new MigrationError((e as Error).message);
+  }
+  const out = await new Deno.Command(deno, {
     args: ['run', '-A', SUPABASE_CLI, 'db', 'push', '--db-url', url, '--yes', '--workdir', workdir],
     stdout: 'piped',
     stderr: 'piped',
