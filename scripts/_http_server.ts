@@ -7,7 +7,8 @@
  * - the request head (request line and headers) must arrive within `headersTimeoutMs`
  *   (default 10 s) of the connection or of the previous response;
  * - the whole request, body included, within `requestTimeoutMs` (default 30 s);
- * - a connection with no traffic at all is closed after `idleTimeoutMs` (default 15 s), and a
+ * - a connection with no traffic at all is closed after `idleTimeoutMs` (default 15 s), unless
+ *   the handler is still answering its request (a slow answer is sent, not dropped), and a
  *   kept-alive one after `keepAliveTimeoutMs` (default 5 s) without a new request.
  *
  * The handler sees a `Request` whose URL is the absolute-form target when the client sent one
@@ -130,7 +131,13 @@ export async function serveWithTimeouts(
   const hostname = options.hostname ?? '127.0.0.1';
   const fallbackHost = hostname.includes(':') ? `[${hostname}]` : hostname;
   // Timeouts are checked every second (node's default: every 30 s).
+  // Sockets whose request the handler is still answering: the idle timeout spares them (a
+  // slow answer, e.g. a database that is slow to refuse, still gets to the client).
+  const answering = new WeakSet<object>();
   const server = http.createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
+    const socket = req.socket;
+    answering.add(socket);
+    res.once('close', () => answering.delete(socket));
     let request: Request;
     try {
       request = requestOf(req, fallbackHost);
@@ -160,7 +167,9 @@ export async function serveWithTimeouts(
   server.headersTimeout = options.headersTimeoutMs ?? 10_000;
   server.requestTimeout = options.requestTimeoutMs ?? 30_000;
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5_000;
-  server.setTimeout(options.idleTimeoutMs ?? 15_000, (socket) => socket.destroy());
+  server.setTimeout(options.idleTimeoutMs ?? 15_000, (socket) => {
+    if (!answering.has(socket)) socket.destroy();
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, hostname, () => resolve());
