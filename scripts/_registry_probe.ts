@@ -33,6 +33,29 @@ export type ProbeResult =
   }
   | { error: string };
 
+/**
+ * What a registry's dispatch index compiles, as the probe prints it: the deployments with their
+ * queues and shapes, and each alias with its versions. The scaffold uses it in a checkout too.
+ *
+ * @example
+ * ```ts
+ * import { planOf } from './_registry_probe.ts';
+ * import { DispatchIndex } from '../lib/worker/dispatch_index.ts';
+ * console.log(planOf(new DispatchIndex([])).placements.length);
+ * ```
+ */
+export function planOf(index: DispatchIndex): Extract<ProbeResult, { placements: unknown }> {
+  return {
+    placements: index.placements.map((p) => ({
+      kind: p.kind,
+      flow: p.flow.slug,
+      queues: p.queues(),
+      shape: p.shape,
+    })),
+    aliases: [...index.aliases()],
+  };
+}
+
 async function probe(path: string): Promise<ProbeResult> {
   let mod: Record<string, unknown>;
   try {
@@ -48,16 +71,7 @@ async function probe(path: string): Promise<ProbeResult> {
     };
   }
   try {
-    const index = new DispatchIndex(list);
-    return {
-      placements: index.placements.map((p) => ({
-        kind: p.kind,
-        flow: p.flow.slug,
-        queues: p.queues(),
-        shape: p.shape,
-      })),
-      aliases: [...index.aliases()],
-    };
+    return planOf(new DispatchIndex(list));
   } catch (e) {
     return { error: (e as Error).message };
   }

@@ -59,7 +59,7 @@ import {
 import { KIT_ROOT } from './_project.ts';
 import { denoExecutable } from '../lib/sql/deno_executable.ts';
 import { lockedSpecifiers, moduleGraph, pinned, projectPath } from './_kit.ts';
-import type { ProbeResult } from './_registry_probe.ts';
+import { planOf, type ProbeResult } from './_registry_probe.ts';
 
 /**
  * The registry module every queue function imports, relative to the project directory.
@@ -371,16 +371,7 @@ export async function registryPlan(
 ): Promise<Extract<ProbeResult, { placements: unknown }>> {
   const copy = await kitCopy(projectDir);
   if (copy.kind === 'checkout') {
-    const index = new DispatchIndex(await loadRegistry(projectDir));
-    return {
-      placements: index.placements.map((p) => ({
-        kind: p.kind,
-        flow: p.flow.slug,
-        queues: p.queues(),
-        shape: p.shape,
-      })),
-      aliases: [...index.aliases()],
-    };
+    return planOf(new DispatchIndex(await loadRegistry(projectDir)));
   }
   const path = resolve(projectDir, REGISTRY_PATH);
   if (!(await exists(path))) await loadRegistry(projectDir); // the missing-registry message
