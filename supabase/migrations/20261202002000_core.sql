@@ -1229,6 +1229,8 @@ declare
   chain uuid[] := array[run];
   locked uuid[];
   tries int := 0;
+  -- One statement for both ways of taking the locks: waiting, or nowait (55P03).
+  wait_clause text := case when no_wait then ' nowait' else '' end;
 begin
   loop
     select c.parent_run_id into up from switchyard.child_runs c where c.run_id = root;
@@ -1237,41 +1239,26 @@ begin
     chain := chain || up;
   end loop;
   if root = run and not exists (select 1 from switchyard.child_runs c where c.parent_run_id = run) then
-    if no_wait then
-      perform 1 from switchyard.runs r where r.run_id = run for update nowait;
-    else
-      perform 1 from switchyard.runs r where r.run_id = run for update;
-    end if;
+    execute 'select 1 from switchyard.runs r where r.run_id = $1 for update' || wait_clause
+      using run;
     return;
   end if;
   loop
     tries := tries + 1;
     begin
-      if no_wait then
-        select array_agg(x.run_id) into locked from (
-          with recursive family(run_id, depth) as (
-            select root, 0
-            union all
-            select c.run_id, f.depth + 1 from switchyard.child_runs c
-              join family f on c.parent_run_id = f.run_id
-          )
-          select r.run_id from family f join switchyard.runs r on r.run_id = f.run_id
-           where r.status = 'started' or r.run_id = any (chain)
-           order by f.depth desc, f.run_id
-             for update of r nowait) x;
-      else
-        select array_agg(x.run_id) into locked from (
-          with recursive family(run_id, depth) as (
-            select root, 0
-            union all
-            select c.run_id, f.depth + 1 from switchyard.child_runs c
-              join family f on c.parent_run_id = f.run_id
-          )
-          select r.run_id from family f join switchyard.runs r on r.run_id = f.run_id
-           where r.status = 'started' or r.run_id = any (chain)
-           order by f.depth desc, f.run_id
-             for update of r) x;
-      end if;
+      execute
+        'select array_agg(x.run_id) from (
+           with recursive family(run_id, depth) as (
+             select $1, 0
+             union all
+             select c.run_id, f.depth + 1 from switchyard.child_runs c
+               join family f on c.parent_run_id = f.run_id
+           )
+           select r.run_id from family f join switchyard.runs r on r.run_id = f.run_id
+            where r.status = ''started'' or r.run_id = any ($2)
+            order by f.depth desc, f.run_id
+              for update of r' || wait_clause || ') x'
+        into locked using root, chain;
       -- Every member held now was held before any lock of a parent: done.
       exit when tries >= 5 or not exists (
         with recursive family(run_id) as (
