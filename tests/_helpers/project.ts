@@ -43,3 +43,22 @@ export async function supabaseInit(prefix: string): Promise<string> {
   ok(init, 'supabase init');
   return dir;
 }
+
+/** A two-step flow on the shared queue `greetings`, as a project's `_shared/flows/greet.ts`. */
+export const GREET_FLOW = `import { defineDeployedFlow, Flow, routeFlow } from 'switchyard';
+
+const greetV1 = new Flow<{ name: string }>({ slug: 'greetV1' })
+  .step({ slug: 'compose' }, (input) => ({ text: \`Hello, \${input.name}!\` }))
+  .step({ slug: 'deliver', dependsOn: ['compose'] }, (input) => input.compose.text.length);
+
+export const greet = defineDeployedFlow(
+  routeFlow(greetV1, { queues: { compose: 'greetings', deliver: 'greetings' } }),
+  { alias: 'greet' },
+);
+`;
+
+/** The registry of {@linkcode GREET_FLOW}, as a project's `_shared/registry.ts`. */
+export const GREET_REGISTRY = `import { greet } from './flows/greet.ts';
+
+export const registry = [greet] as const;
+`;

@@ -14,26 +14,9 @@ import { freePort } from '../../scripts/_cluster.ts';
 import { canConnect } from '../../scripts/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
-import { ok, run, supabaseInit } from '../_helpers/project.ts';
+import { GREET_FLOW, GREET_REGISTRY, ok, run, supabaseInit } from '../_helpers/project.ts';
 
 const SECRET = 'compile-test-secret-91c2';
-
-const FLOW = `import { defineDeployedFlow, Flow, routeFlow } from 'switchyard';
-
-const greetV1 = new Flow<{ name: string }>({ slug: 'greetV1' })
-  .step({ slug: 'compose' }, (input) => ({ text: \`Hello, \${input.name}!\` }))
-  .step({ slug: 'deliver', dependsOn: ['compose'] }, (input) => input.compose.text.length);
-
-export const greet = defineDeployedFlow(
-  routeFlow(greetV1, { queues: { compose: 'greetings', deliver: 'greetings' } }),
-  { alias: 'greet' },
-);
-`;
-
-const REGISTRY = `import { greet } from './flows/greet.ts';
-
-export const registry = [greet] as const;
-`;
 
 // Type-checked when run (--check): output() is typed from the registry, so the expect-error
 // line is an error only while the output really is typed (a number, not any).
@@ -59,8 +42,14 @@ Deno.test('install → compile → db push → a start before any worker ran →
   try {
     ok(await run(['task', '-q', 'install', '--project', project], KIT_ROOT), 'install');
     await Deno.mkdir(join(project, 'supabase/functions/_shared/flows'));
-    await Deno.writeTextFile(join(project, 'supabase/functions/_shared/flows/greet.ts'), FLOW);
-    await Deno.writeTextFile(join(project, 'supabase/functions/_shared/registry.ts'), REGISTRY);
+    await Deno.writeTextFile(
+      join(project, 'supabase/functions/_shared/flows/greet.ts'),
+      GREET_FLOW,
+    );
+    await Deno.writeTextFile(
+      join(project, 'supabase/functions/_shared/registry.ts'),
+      GREET_REGISTRY,
+    );
     ok(
       await run(['task', '-q', 'scaffold-queue', 'greetings', '--project', project], KIT_ROOT),
       'scaffold-queue',
@@ -173,7 +162,7 @@ Deno.test('install → compile → db push → a start before any worker ran →
       // new registry starts (the running worker lacks greetV2 and must never be handed it).
       await Deno.writeTextFile(
         join(project, 'supabase/functions/_shared/flows/greet.ts'),
-        FLOW.replace(
+        GREET_FLOW.replace(
           'export const greet =',
           `const greetV2 = new Flow<{ name: string }>({ slug: 'greetV2' })
   .step({ slug: 'compose' }, (input) => ({ text: \`Hi, \${input.name}!\` }));
@@ -188,7 +177,7 @@ export const greet =`,
       );
       await Deno.writeTextFile(
         join(project, 'supabase/functions/_shared/registry.ts'),
-        REGISTRY.replace('import { greet }', 'import { greet, greet2 }').replace(
+        GREET_REGISTRY.replace('import { greet }', 'import { greet, greet2 }').replace(
           '[greet]',
           '[greet, greet2]',
         ),

@@ -31,7 +31,7 @@ import { ScaffoldError, scaffoldQueue } from '../../scripts/scaffold_queue.ts';
 import { canConnect, migrationTimestamp } from '../../scripts/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
-import { ok, run, supabaseInit } from '../_helpers/project.ts';
+import { GREET_FLOW, GREET_REGISTRY, ok, run, supabaseInit } from '../_helpers/project.ts';
 
 const SECRET = 'install-test-secret-5b7d';
 const FUNCTION = 'greetings-worker';
@@ -49,23 +49,6 @@ async function snapshot(dir: string): Promise<Map<string, string>> {
   await walk(dir);
   return files;
 }
-
-const FLOW = `import { defineDeployedFlow, Flow, routeFlow } from 'switchyard';
-
-const greetV1 = new Flow<{ name: string }>({ slug: 'greetV1' })
-  .step({ slug: 'compose' }, (input) => ({ text: \`Hello, \${input.name}!\` }))
-  .step({ slug: 'deliver', dependsOn: ['compose'] }, (input) => input.compose.text.length);
-
-export const greet = defineDeployedFlow(
-  routeFlow(greetV1, { queues: { compose: 'greetings', deliver: 'greetings' } }),
-  { alias: 'greet' },
-);
-`;
-
-const REGISTRY = `import { greet } from './flows/greet.ts';
-
-export const registry = [greet] as const;
-`;
 
 Deno.test('supabase init → install → scaffold → type-check, files under the root → db push → a run completes', async () => {
   const project = await supabaseInit('switchyard-adopt-');
@@ -111,8 +94,14 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
 
     // A flow, then its queue function.
     await Deno.mkdir(join(project, 'supabase/functions/_shared/flows'));
-    await Deno.writeTextFile(join(project, 'supabase/functions/_shared/flows/greet.ts'), FLOW);
-    await Deno.writeTextFile(join(project, 'supabase/functions/_shared/registry.ts'), REGISTRY);
+    await Deno.writeTextFile(
+      join(project, 'supabase/functions/_shared/flows/greet.ts'),
+      GREET_FLOW,
+    );
+    await Deno.writeTextFile(
+      join(project, 'supabase/functions/_shared/registry.ts'),
+      GREET_REGISTRY,
+    );
     const scaffold = await run(
       ['task', '-q', 'scaffold-queue', 'greetings', '--project', project],
       KIT_ROOT,
@@ -428,7 +417,10 @@ Deno.test('scaffold-queue in a project without the kit says to install it first'
   const project = await supabaseInit('switchyard-no-kit-');
   try {
     await Deno.mkdir(join(project, 'supabase/functions/_shared'), { recursive: true });
-    await Deno.writeTextFile(join(project, 'supabase/functions/_shared/registry.ts'), REGISTRY);
+    await Deno.writeTextFile(
+      join(project, 'supabase/functions/_shared/registry.ts'),
+      GREET_REGISTRY,
+    );
     await assert.rejects(
       scaffoldQueue({ projectDir: project, queueName: 'greetings' }),
       (e: Error) =>
