@@ -249,6 +249,14 @@ export interface StartRunBaseOptions {
    * OpenTelemetry span's, when the application has one; else none.
    */
   traceparent?: string;
+  /**
+   * The order of the run's tasks on a shared queue (docs/ARCHITECTURE.md §5.14): a whole number
+   * from -10 (last) to 10 (first), default 0. Each level is worth `priority_ageing_seconds`
+   * (default 60) of waiting, so a task that waited longer than the levels between it and a
+   * newer one of higher priority goes first: low priority is delayed, never starved. Child runs
+   * inherit their parent's priority.
+   */
+  priority?: number;
 }
 
 /**
@@ -440,7 +448,7 @@ export async function startRun(
   input: unknown,
   options: StartRunOptions = {},
 ): Promise<string> {
-  const { runId, owner, startAt, deadlineAt, traceparent } = options;
+  const { runId, owner, startAt, deadlineAt, traceparent, priority } = options;
   const { key, mode, ttl, delay, maxDelay } = options as {
     key?: unknown;
     mode?: unknown;
@@ -492,6 +500,15 @@ export async function startRun(
         '00-<32 hex trace id>-<16 hex span id>-<2 hex flags> in lower case, ids not all zero',
     );
   }
+  if (
+    priority !== undefined &&
+    !(Number.isSafeInteger(priority) && priority >= -10 && priority <= 10)
+  ) {
+    throw new SwitchyardError(
+      `${what}: priority ${describeValue(priority)} is invalid: pass a whole number from -10 ` +
+        '(last) to 10 (first); 0 is the default',
+    );
+  }
   const trace = traceparent ?? activeTraceparent();
   const seconds = (value: unknown) => (value as number | undefined) ?? null;
   const sql = sqlOf(source);
@@ -506,7 +523,8 @@ export async function startRun(
         (key as string | undefined) ?? null
       }::text,
           ${(mode as string | undefined) ?? null}::text, ${seconds(ttl)}::int,
-          ${seconds(delay)}::int, ${seconds(maxDelay)}::int, ${trace}::text) as id`,
+          ${seconds(delay)}::int, ${seconds(maxDelay)}::int, ${trace}::text,
+          ${priority ?? null}::int) as id`,
   );
   return row.id;
 }

@@ -171,6 +171,13 @@ export class WorkerQueries {
    * read hides them for the claim window (`visibilityTimeout`) plus what their claim needs
    * (`switchyard.read_visibility_seconds`: the queue's longest task timeout and the margin,
    * capped), so the claim does not write them again (docs/ARCHITECTURE.md §5.1, §5.4).
+   *
+   * A plain queue is read by PGMQ's `read_with_poll`, which waits in the database. A queue that
+   * `switchyard.read_ordered` names (runs with priorities, or steps with keyed concurrency) is
+   * read by `switchyard.read_tasks` in priority order and keys in turn (§5.14), which does not
+   * wait: this polls it every `pollIntervalMs` for up to `maxPollSeconds`. Either way no
+   * statement that waits holds a lock on a switchyard table, so a migration's preamble (§7) is
+   * never held off by an idle worker.
    */
   async readWithPoll(
     queue: string,
@@ -179,11 +186,24 @@ export class WorkerQueries {
     maxPollSeconds: number,
     pollIntervalMs: number,
   ): Promise<bigint[]> {
-    const rows = await this.sql<{ msg_id: string }[]>`
-      select msg_id::text as msg_id from pgmq.read_with_poll(${queue}::text,
-        switchyard.read_visibility_seconds(${queue}::text, ${visibilityTimeout}::int),
-        ${qty}::int, ${maxPollSeconds}::int, ${pollIntervalMs}::int)`;
-    return rows.map((r) => BigInt(r.msg_id));
+    const [plan] = await this.sql<{ visibility: number; ordered: boolean }[]>`
+      select switchyard.read_visibility_seconds(${queue}::text, ${visibilityTimeout}::int)
+               as visibility,
+             switchyard.read_ordered(${queue}::text) as ordered`;
+    if (!plan.ordered) {
+      const rows = await this.sql<{ msg_id: string }[]>`
+        select msg_id::text as msg_id from pgmq.read_with_poll(${queue}::text,
+          ${plan.visibility}::int, ${qty}::int, ${maxPollSeconds}::int, ${pollIntervalMs}::int)`;
+      return rows.map((r) => BigInt(r.msg_id));
+    }
+    const deadline = Date.now() + maxPollSeconds * 1000;
+    for (;;) {
+      const rows = await this.sql<{ msg_id: string }[]>`
+        select m::text as msg_id from switchyard.read_tasks(${queue}::text,
+          ${plan.visibility}::int, ${qty}::int) m`;
+      if (rows.length > 0 || Date.now() >= deadline) return rows.map((r) => BigInt(r.msg_id));
+      await new Promise((resolve) => setTimeout(resolve, pollIntervalMs));
+    }
   }
 
   /**

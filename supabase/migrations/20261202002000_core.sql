@@ -107,12 +107,13 @@ create index schedule_ticks_recorded on switchyard.schedule_ticks (recorded_at);
 -- supabase/upgrades/unreleased/before/settings_names.sql
 
 -- Settings the hardening added (issue 21): functions_hosts, max_map_output_bytes and
--- user_runs_per_minute.
+-- user_runs_per_minute; and priority_ageing_seconds (issue 23).
 alter table switchyard.settings drop constraint settings_name_check;
 
 alter table switchyard.settings add constraint settings_name_check
   check (name in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
-                  'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute'));
+                  'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
+                  'priority_ageing_seconds'));
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/start_keys.sql
@@ -290,6 +291,16 @@ alter table switchyard.steps add constraint steps_sleep_until check (
   and (sleep_until is null or (step_type = 'sleep' and wait_timeout is null)));
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/work_priority.sql
+
+-- Run priority (issue 23, docs/ARCHITECTURE.md §5.14): a column with a constant default, so no
+-- table rewrite; the lock is held only for the catalog change.
+alter table switchyard.runs
+  add column priority smallint not null default 0 check (priority between -10 and 10);
+
+alter table switchyard.queues add column priority_used_at timestamptz;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_apply_flow_options.sql
 
 -- Sets a compiled flow's runtime options (flows and steps rows) from a canonical shape, with
@@ -398,8 +409,10 @@ begin
       step_input := switchyard._dependency_outputs(run, flow, step);
     end if;
     begin
+      -- The child runs at its parent's priority (§5.14).
       child := switchyard.start_flow(st.child_alias, step_input,
-                                     md5(run::text || '/' || step)::uuid, parent.owner);
+                                     md5(run::text || '/' || step)::uuid, parent.owner,
+                                     priority => parent.priority);
     exception when others then
       -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
       if sqlstate like '40%' or sqlstate like '57%' then
@@ -711,6 +724,65 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_concurrency_key.sql
+
+-- The keyed concurrency slot of a task (docs/ARCHITECTURE.md §5.12): `<flow>/<step>:<value>`,
+-- the value at the step's `concurrency.key` path of the run input (input 'run') or of the task's
+-- own input (input 'step': a map task's element, a dependent step's object of dependency
+-- outputs, a root step's run input), as JSON text ("acme" and 1 stay apart; absent: null, a key of
+-- its own; over 200 characters: its MD5). Null when the step has no keyed concurrency. The one
+-- computation of a key: the claim's _flow_control counts slots by it, and a task's message
+-- carries it (_task_message) so the read can serve keys in turn (§5.14).
+create or replace function switchyard._concurrency_key(
+  run_id uuid, flow_slug text, step_slug text, task_index int
+)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  st record;
+  src jsonb;
+  v text;
+begin
+  select s.concurrency_path, s.concurrency_input, s.step_type, s.deps_count into st
+    from switchyard.steps s
+   where s.flow_slug = _concurrency_key.flow_slug and s.step_slug = _concurrency_key.step_slug
+     and s.concurrency_limit is not null;
+  if not found then
+    return null;
+  end if;
+  select r.input into src from switchyard.runs r where r.run_id = _concurrency_key.run_id;
+  if st.concurrency_input = 'step' then
+    -- The task's input, as start_tasks hands it to the handler.
+    if st.step_type = 'map' then
+      if st.deps_count > 0 then
+        select ds.output into src from switchyard.deps d
+          join switchyard.step_states ds
+            on ds.run_id = _concurrency_key.run_id and ds.step_slug = d.dep_slug
+         where d.flow_slug = _concurrency_key.flow_slug and d.step_slug = _concurrency_key.step_slug
+         limit 1;
+      end if;
+      src := src -> task_index;
+    elsif st.deps_count > 0 then
+      select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into src
+        from switchyard.deps d
+        join switchyard.step_states ds
+          on ds.run_id = _concurrency_key.run_id and ds.step_slug = d.dep_slug
+       where d.flow_slug = _concurrency_key.flow_slug and d.step_slug = _concurrency_key.step_slug
+         and ds.status = 'completed';
+    end if;
+  end if;
+  v := coalesce((src #> st.concurrency_path)::text, 'null');
+  if length(v) > 200 then
+    v := 'md5:' || md5(v);
+  end if;
+  return _concurrency_key.flow_slug || '/' || _concurrency_key.step_slug || ':' || v;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_cron_parse.sql
 
 -- A cron expression (five fields: minute hour day-of-month month day-of-week) as the sets it
@@ -989,8 +1061,6 @@ declare
   m_rates text[] := '{}';
   m_costs int[] := '{}';
   granted text[] := '{}';
-  src jsonb;
-  v text;
   key text;
   used bigint;
   per_second double precision;
@@ -999,8 +1069,7 @@ declare
 begin
   for t in
     select x.message_id, x.run_id, x.flow_slug, x.step_slug, x.task_index, st.rate_limit,
-           st.rate_cost, st.concurrency_path, st.concurrency_input, st.concurrency_limit,
-           st.step_type, st.deps_count
+           st.rate_cost, st.concurrency_limit
       from (select distinct u.id from unnest(ids) as u(id)) b
       cross join lateral (select y.message_id, y.run_id, y.flow_slug, y.step_slug, y.task_index
                             from switchyard.step_tasks y
@@ -1010,34 +1079,7 @@ begin
      where st.rate_limit is not null or st.concurrency_limit is not null
      order by x.message_id
   loop
-    key := null;
-    if t.concurrency_limit is not null then
-      select r.input into src from switchyard.runs r where r.run_id = t.run_id;
-      if t.concurrency_input = 'step' then
-        -- The task's input, as start_tasks hands it to the handler.
-        if t.step_type = 'map' then
-          if t.deps_count > 0 then
-            select ds.output into src from switchyard.deps d
-              join switchyard.step_states ds on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-             where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-             limit 1;
-          end if;
-          src := src -> t.task_index;
-        elsif t.deps_count > 0 then
-          select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into src
-            from switchyard.deps d
-            join switchyard.step_states ds on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-             and ds.status = 'completed';
-        end if;
-      end if;
-      -- The value as JSON text ("acme" and 1 stay apart); absent: null, one key of its own.
-      v := coalesce((src #> t.concurrency_path)::text, 'null');
-      if length(v) > 200 then
-        v := 'md5:' || md5(v);
-      end if;
-      key := t.flow_slug || '/' || t.step_slug || ':' || v;
-    end if;
+    key := switchyard._concurrency_key(t.run_id, t.flow_slug, t.step_slug, t.task_index);
     m_ids := m_ids || t.message_id;
     m_slots := m_slots || key;
     m_limits := m_limits || t.concurrency_limit;
@@ -1302,6 +1344,8 @@ declare
   base_delays int[];
   max_delays int[];
   timeouts int[];
+  priorities int[];
+  keyed boolean[];
 begin
   if cardinality(runs) = 0 then
     return 0;
@@ -1311,27 +1355,34 @@ begin
          array_agg(coalesce(st.max_attempts, f.max_attempts) order by u.ord),
          array_agg(coalesce(st.base_delay, f.base_delay) order by u.ord),
          array_agg(coalesce(st.max_delay, f.max_delay) order by u.ord),
-         array_agg(coalesce(st.timeout, f.timeout) order by u.ord)
-    into queues, delays, max_attempts, base_delays, max_delays, timeouts
-    from unnest(flows, steps) with ordinality as u(flow_slug, step_slug, ord)
+         array_agg(coalesce(st.timeout, f.timeout) order by u.ord),
+         array_agg(r.priority order by u.ord),
+         array_agg(st.concurrency_limit is not null order by u.ord)
+    into queues, delays, max_attempts, base_delays, max_delays, timeouts, priorities, keyed
+    from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
     join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug
-    join switchyard.flows f on f.flow_slug = u.flow_slug;
+    join switchyard.flows f on f.flow_slug = u.flow_slug
+    join switchyard.runs r on r.run_id = u.run_id;
   for q in
     select g.queue_name, g.start_delay, array_agg(g.ord::int order by g.ord) as ords,
-           array_agg(jsonb_build_object('run_id', g.run_id, 'flow_slug', g.flow_slug,
-                                        'step_slug', g.step_slug) order by g.ord) as bodies
+           array_agg(switchyard._task_message(
+                       g.run_id, g.flow_slug, g.step_slug, null, g.priority, g.start_delay,
+                       case when g.keyed
+                            then switchyard._concurrency_key(g.run_id, g.flow_slug, g.step_slug, 0)
+                       end) order by g.ord) as bodies
       from (select u.queue_name, u.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
+                   u.priority, u.keyed,
                    row_number() over (partition by u.queue_name order by u.ord)
                      - row_number() over (partition by u.queue_name, u.start_delay
                                           order by u.ord) as stretch
-              from unnest(queues, delays, runs, flows, steps)
+              from unnest(queues, delays, runs, flows, steps, priorities, keyed)
                      with ordinality as u(queue_name, start_delay, run_id, flow_slug, step_slug,
-                                          ord)) g
+                                          priority, keyed, ord)) g
      group by g.queue_name, g.start_delay, g.stretch
      order by g.queue_name, min(g.ord)
   loop
-    -- PGMQ numbers a batch's messages in the order given. The body is a hint for humans;
-    -- claiming trusts only (queue_name, message_id).
+    -- PGMQ numbers a batch's messages in the order given. The body (_task_message) is for
+    -- humans and the read's order; claiming trusts only (queue_name, message_id).
     insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
                                        max_attempts, base_delay, max_delay, timeout)
     select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id, max_attempts[o.ord],
@@ -1654,7 +1705,8 @@ begin
              coalesce(st.max_attempts, f.max_attempts) as max_attempts,
              coalesce(st.base_delay, f.base_delay) as base_delay,
              coalesce(st.max_delay, f.max_delay) as max_delay,
-             coalesce(st.timeout, f.timeout) as timeout
+             coalesce(st.timeout, f.timeout) as timeout, st.concurrency_limit,
+             (select r.priority from switchyard.runs r where r.run_id = m.run_id) as priority
         from moved m
         join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug
         join switchyard.flows f on f.flow_slug = m.flow_slug
@@ -1748,9 +1800,14 @@ begin
           from (select m.msg_id, row_number() over (order by m.msg_id) as ord
                   from pgmq.send_batch(
                          ready.queue_name,
-                         array(select jsonb_build_object(
-                                        'run_id', ready.run_id, 'flow_slug', ready.flow_slug,
-                                        'step_slug', ready.step_slug, 'task_index', g.i)
+                         array(select switchyard._task_message(
+                                        ready.run_id, ready.flow_slug, ready.step_slug, g.i,
+                                        ready.priority, ready.start_delay,
+                                        case when ready.concurrency_limit is not null
+                                             then switchyard._concurrency_key(
+                                                    ready.run_id, ready.flow_slug,
+                                                    ready.step_slug, g.i)
+                                        end)
                                  from generate_series(0, element_count - 1) g(i) order by g.i),
                          ready.start_delay) as m(msg_id)) b;
         update switchyard.step_states ss set remaining_tasks = element_count
@@ -1842,6 +1899,39 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_task_message.sql
+
+-- The body of a task's message. Claiming trusts only (queue_name, message_id); the body is for
+-- humans and for the read's order (docs/ARCHITECTURE.md §5.14): `task_index` when given (a map
+-- task's element, a retried or re-sent task past index 0); `priority` and `ranked_at` (when the
+-- message may be read, in epoch seconds, less `priority` times priority_ageing_seconds) for a run
+-- of priority other than 0; `concurrency_key` for a step with keyed concurrency. A run of
+-- priority 0 on a step without keyed concurrency gets the body of every earlier release.
+create or replace function switchyard._task_message(
+  run_id uuid, flow_slug text, step_slug text, task_index int, priority int, delay_seconds int,
+  concurrency_key text
+)
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select jsonb_build_object('run_id', run_id, 'flow_slug', flow_slug, 'step_slug', step_slug)
+         || case when task_index is not null then jsonb_build_object('task_index', task_index)
+                 else '{}'::jsonb end
+         || case when coalesce(priority, 0) <> 0 then jsonb_build_object(
+                   'priority', priority,
+                   'ranked_at', round((extract(epoch from now())
+                                       + coalesce(delay_seconds, 0)
+                                       - priority * switchyard.limit_value('priority_ageing_seconds')
+                                      )::numeric, 6))
+                 else '{}'::jsonb end
+         || case when concurrency_key is not null
+                 then jsonb_build_object('concurrency_key', concurrency_key)
+                 else '{}'::jsonb end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_tune_queue_table.sql
 
 -- Tunes the queue table of a queue the kit creates or adopts for its churn (docs/ARCHITECTURE.md
@@ -1856,6 +1946,13 @@ $$;
 -- make the table larger. A table that already has these settings is not altered again (the
 -- ALTER takes a SHARE UPDATE EXCLUSIVE lock, which waits for a running vacuum). A queue table this
 -- role does not own keeps its settings, with a warning naming the table and the statement to run.
+--
+-- It also gives the table the partial index of ranked messages (those of runs with a priority,
+-- docs/ARCHITECTURE.md §5.14) that read_tasks reads them through, in rank order. The index holds
+-- no entry for any other message, so a queue without priorities pays only its predicate's test
+-- on each write. Created once (its name is checked first): building it takes a SHARE lock, which
+-- waits for the writes in progress on the table and holds off new ones until the transaction
+-- that builds it ends.
 create or replace function switchyard._tune_queue_table(queue text)
 returns void
 language plpgsql
@@ -1868,12 +1965,28 @@ declare
                          'autovacuum_vacuum_cost_delay=0'];
   statement text;
   options text[];
+  ranked text := tbl || '_ranked';
 begin
   select coalesce(c.reloptions, '{}') into options
     from pg_catalog.pg_class c
    where c.oid = to_regclass(format('pgmq.%I', tbl));
   -- No table (a queue dropped outside the kit, seen by the upgrade step): nothing to tune.
-  if not found or options @> wanted then
+  if not found then
+    return;
+  end if;
+  if to_regclass(format('pgmq.%I', ranked)) is null then
+    statement := format(
+      'create index %I on pgmq.%I (((message ->> ''ranked_at'')::numeric)) '
+      'where message ? ''ranked_at''', ranked, tbl);
+    begin
+      execute statement;
+    exception when insufficient_privilege then
+      raise warning using message = format(
+        'queue table pgmq.%s has no index of ranked messages: this role does not own it, so '
+        'its priority read scans the table; its owner can run: %s', tbl, statement);
+    end;
+  end if;
+  if options @> wanted then
     return;
   end if;
   statement := format('alter table pgmq.%I set (%s)', tbl, array_to_string(wanted, ', '));
@@ -3818,6 +3931,10 @@ begin
     when 'user_runs_per_minute' then
       select s.value into setting from switchyard.settings s where s.name = limit_value.name;
       return coalesce(setting::int, 60);
+    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
+    when 'priority_ageing_seconds' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
     -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
     when 'max_progress_bytes' then
       return 8192;
@@ -3827,8 +3944,8 @@ begin
     else
       raise exception using errcode = '22023', message = format(
         'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
-        'user_runs_per_minute, max_function_name_chars, max_reason_chars, max_progress_bytes or '
-        'progress_per_second', switchyard._clip(name)),
+        'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
+        'max_progress_bytes or progress_per_second', switchyard._clip(name)),
         detail = jsonb_build_object(
           'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
   end case;
@@ -4402,6 +4519,166 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/read_ordered.sql
+
+-- Whether the worker reads `queue_name` through read_tasks, in the order of docs/ARCHITECTURE.md
+-- §5.14 (true), or through PGMQ's own read_with_poll, in message order (false): true once a run
+-- with a priority had a step on the queue (start_flow sets queues.priority_used_at) or while a
+-- step on it has keyed concurrency. One probe of the queue's row and one of a partial index of
+-- steps (empty when no step has flow control). False for a queue the kit does not know, which
+-- PGMQ's read then names.
+create or replace function switchyard.read_ordered(queue_name text)
+returns boolean
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select coalesce((select q.priority_used_at is not null from switchyard.queues q
+                    where q.queue_name = read_ordered.queue_name), false)
+         or exists (select 1 from switchyard.steps s
+                     where s.queue_name = read_ordered.queue_name
+                       and s.concurrency_limit is not null)
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/read_tasks.sql
+
+-- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to `qty` message
+-- ids, hidden for `visibility_seconds`; none when no message may be read now. It does not wait:
+-- the worker polls, sleeping between reads outside any statement, so no lock on a switchyard table
+-- is held while it waits (a migration's preamble takes them all, §7). The worker calls it only for
+-- a queue that read_ordered(queue) names; any other it reads with PGMQ's own read_with_poll, in
+-- message order, as every earlier release did. Here a plain queue gets pgmq.read.
+--
+-- The order:
+--   - by rank: a message whose body has `ranked_at` (a run of priority p, _task_message) ranks
+--     as if it had become visible p x priority_ageing_seconds earlier; any other by its send time,
+--     in message order. Higher priority goes first, and a message that waited longer than the
+--     levels between them goes before one of higher priority: none is starved;
+--   - by turn: a message of a step with keyed concurrency (its body's `concurrency_key`) takes
+--     its key's next turn, so keys are served round-robin (the first message of every key, then
+--     the second, ...), and a key is given at most its free slots (the step's limit less its
+--     started tasks): messages of a full key are not read at all, so they are neither written
+--     nor counted as read while they wait.
+-- Each side (ranked, unranked) offers its first candidates through its own index (the partial
+-- index of ranked messages that _tune_queue_table gives every kit queue, and the primary key);
+-- the chosen ones are then locked, skipping those another reader holds, and hidden. The claim
+-- (start_tasks, _flow_control) still decides every start: the order is a hint, never a rule a
+-- claim trusts.
+create or replace function switchyard.read_tasks(
+  queue_name text, visibility_seconds int, qty int
+)
+returns setof bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  queue alias for queue_name;
+  ranked boolean;
+  keyed boolean;
+  window_size int;
+  used_keys text[];
+  used_counts int[];
+  full_keys text[];
+  statement text;
+begin
+  if qty is null or qty not between 1 and 1000 then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
+      switchyard._clip(queue), coalesce(qty::text, 'null')),
+      detail = jsonb_build_object('rule', 'read_qty', 'argument', 'qty', 'value', qty,
+                                  'min', 1, 'max', 1000)::text;
+  end if;
+  if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
+      switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
+      detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
+                                  'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
+  end if;
+  select q.priority_used_at is not null into ranked
+    from switchyard.queues q where q.queue_name = queue;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
+      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)),
+      detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
+                                  'value', left(queue, 200))::text;
+  end if;
+  keyed := exists (select 1 from switchyard.steps s
+                    where s.queue_name = queue and s.concurrency_limit is not null);
+  if not ranked and not keyed then
+    return query select r.msg_id from pgmq.read(queue, visibility_seconds, qty) r;
+    return;
+  end if;
+
+  window_size := least(greatest(qty * 4, 50), 2000);
+  statement := format($q$
+    with candidates as (
+      (select m.msg_id, (m.message ->> 'ranked_at')::numeric as rank,
+              m.message ->> 'concurrency_key' as slot, m.message ->> 'flow_slug' as flow_slug,
+              m.message ->> 'step_slug' as step_slug
+         from pgmq.%1$I m
+        where m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+          and not coalesce(m.message ->> 'concurrency_key' = any ($4), false)
+        order by (m.message ->> 'ranked_at')::numeric
+        limit $3)
+      union all
+      (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
+              m.message ->> 'flow_slug', m.message ->> 'step_slug'
+         from pgmq.%1$I m
+        where not m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+          and not coalesce(m.message ->> 'concurrency_key' = any ($4), false)
+        order by m.msg_id
+        limit $3)
+    ),
+    turns as (
+      select c.msg_id, c.rank, c.slot,
+             row_number() over (partition by coalesce(c.slot, c.msg_id::text)
+                                order by c.rank, c.msg_id) as turn,
+             s.concurrency_limit - coalesce(u.used, 0) as free
+        from candidates c
+        left join switchyard.steps s
+          on c.slot is not null and s.flow_slug = c.flow_slug and s.step_slug = c.step_slug
+        left join unnest($5::text[], $6::int[]) as u(slot, used) on u.slot = c.slot
+    ),
+    chosen as (
+      select t.msg_id from turns t
+       where t.slot is null or t.free is null or t.turn <= t.free
+       order by t.turn, t.rank, t.msg_id
+       limit $2
+    )
+    update pgmq.%1$I m
+       set vt = clock_timestamp() + make_interval(secs => $1), read_ct = m.read_ct + 1
+      from (select x.msg_id from pgmq.%1$I x
+             where x.msg_id in (select c.msg_id from chosen c) and x.vt <= clock_timestamp()
+               for update skip locked) l
+     where m.msg_id = l.msg_id
+    returning m.msg_id$q$, pgmq.format_table_name(queue, 'q'));
+  if keyed then
+    -- The keys holding slots now: every started task with a slot, through the partial index
+    -- of those (as many as the limits allow, however long the queue).
+    select coalesce(array_agg(k.slot), '{}'), coalesce(array_agg(k.used), '{}'),
+           coalesce(array_agg(k.slot) filter (where k.used >= k.lim), '{}')
+      into used_keys, used_counts, full_keys
+      from (select t.concurrency_key as slot, count(*)::int as used,
+                   min(s.concurrency_limit) as lim
+              from switchyard.step_tasks t
+              join switchyard.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+             where t.status = 'started' and t.concurrency_key is not null
+               and t.queue_name = queue
+             group by t.concurrency_key) k;
+  end if;
+  return query execute statement
+    using visibility_seconds, qty, window_size, coalesce(full_keys, '{}'),
+          coalesce(used_keys, '{}'), coalesce(used_counts, '{}');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/read_visibility_cap_seconds.sql
 
 -- The longest visibility read_visibility_seconds gives a read (unless the worker's own claim
@@ -4587,10 +4864,11 @@ begin
     loop
       select s into new_id from pgmq.send(
         queue,
-        jsonb_build_object('run_id', task.run_id, 'flow_slug', task.flow_slug,
-                           'step_slug', task.step_slug)
-          || case when task.task_index > 0 then jsonb_build_object('task_index', task.task_index)
-                  else '{}'::jsonb end,
+        switchyard._task_message(
+          task.run_id, task.flow_slug, task.step_slug, nullif(task.task_index, 0),
+          (select r.priority from switchyard.runs r where r.run_id = task.run_id), 0,
+          switchyard._concurrency_key(task.run_id, task.flow_slug, task.step_slug,
+                                      task.task_index)),
         0) s;
       update switchyard.step_tasks t set message_id = new_id
        where t.run_id = task.run_id and t.step_slug = task.step_slug
@@ -4793,6 +5071,118 @@ set search_path = ''
 as $$
 begin
   return switchyard.update_schedule(resume_schedule.name, enabled => true);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/retry_run.sql
+
+-- Retries a failed run: its failed steps are queued again with fresh attempts and the run
+-- is started again, so it continues where it stopped; completed steps are not run again.
+-- Holding the row locks of the run's tasks and then the run, in one transaction:
+--   - the run becomes 'started' again (its error and failed_at are cleared);
+--   - a failed step with tasks becomes 'started'; one that failed without a task (an unmet
+--     condition with whenUnmet 'fail', a map without an array) becomes 'created', so
+--     _start_ready_steps decides it again;
+--   - in every started step, each task no worker is running is queued again on its queue
+--     snapshot with a new message (an old message still in the queue is archived first):
+--     failed, skipped and queued tasks (the failure archived their messages). A completed
+--     task whose answer came after the run had failed was not counted: then the step's
+--     completed tasks run again too, and the step waits for all of its tasks;
+--   - each queued task gets a fresh budget of attempts: max_attempts becomes attempts_count
+--     plus the step's maxAttempts. Attempt numbers keep counting, so a late answer of an
+--     earlier attempt is still ignored;
+--   - tasks a worker is running are left alone: they complete as usual now that the run is
+--     started, or stall recovery requeues them.
+-- Returns the number of tasks queued again. A run that is not failed is refused (55000).
+create or replace function switchyard.retry_run(run_id uuid)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  step record;
+  task record;
+  msg_id bigint;
+  queued int := 0;
+begin
+  -- The run's tasks first, in (queue, message id) order, then the run: the order in which
+  -- start_tasks and complete_tasks lock them, so a retry cannot deadlock with either.
+  perform 1 from switchyard.step_tasks t where t.run_id = retry_run.run_id
+    order by t.queue_name, t.message_id for update;
+  select * into run from switchyard.runs r where r.run_id = retry_run.run_id for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_unknown', 'argument', 'run_id', 'value', retry_run.run_id::text)::text;
+  end if;
+  if run.status <> 'failed' then
+    raise exception using errcode = '55000', message = format(
+      'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
+      detail = jsonb_build_object(
+        'rule', 'run_not_failed', 'argument', 'run_id', 'value', run.run_id::text,
+        'status', run.status)::text;
+  end if;
+  update switchyard.runs r
+     set status = 'started', failed_at = null, error = null
+   where r.run_id = run.run_id;
+  update switchyard.step_states ss
+     set status = case when exists (select 1 from switchyard.step_tasks t
+                                     where t.run_id = ss.run_id and t.step_slug = ss.step_slug)
+                       then 'started' else 'created' end,
+         failed_at = null
+   where ss.run_id = run.run_id and ss.status = 'failed';
+  for step in
+    select ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index,
+           coalesce(st.max_attempts, f.max_attempts) as budget,
+           count(t.*)::int as total,
+           count(t.*) filter (where t.status = 'completed')::int as completed
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+      join switchyard.flows f on f.flow_slug = ss.flow_slug
+      join switchyard.step_tasks t on t.run_id = ss.run_id and t.step_slug = ss.step_slug
+     where ss.run_id = run.run_id and ss.status = 'started'
+     group by ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index, st.max_attempts,
+              f.max_attempts
+     order by st.step_index
+  loop
+    -- Answers accepted while the run was started counted the step down; more completed tasks
+    -- than that means some answer came too late: run the step's completed tasks again too.
+    if step.completed > step.total - step.remaining_tasks then
+      update switchyard.step_states ss set remaining_tasks = step.total
+       where ss.run_id = run.run_id and ss.step_slug = step.step_slug;
+    end if;
+    for task in
+      select t.task_index, t.queue_name, t.message_id, t.attempts_count
+        from switchyard.step_tasks t
+       where t.run_id = run.run_id and t.step_slug = step.step_slug and t.status <> 'started'
+         and (t.status <> 'completed' or step.completed > step.total - step.remaining_tasks)
+       order by t.task_index
+    loop
+      -- A message of the task may still be in the queue (a stalled task made visible after
+      -- the run failed, not read since): archive it, so only the new one names the task.
+      perform pgmq.archive(task.queue_name, task.message_id);
+      select s into msg_id from pgmq.send(
+        task.queue_name,
+        switchyard._task_message(
+          run.run_id, run.flow_slug, step.step_slug, nullif(task.task_index, 0), run.priority, 0,
+          switchyard._concurrency_key(run.run_id, run.flow_slug, step.step_slug, task.task_index)),
+        0) s;
+      update switchyard.step_tasks t
+         set status = 'queued', message_id = msg_id, worker_id = null,
+             max_attempts = task.attempts_count + step.budget,
+             queued_at = now(), failed_at = null, completed_at = null, output = null
+       where t.run_id = run.run_id and t.step_slug = step.step_slug
+         and t.task_index = task.task_index;
+      queued := queued + 1;
+    end loop;
+  end loop;
+  perform switchyard._start_ready_steps(run.run_id);
+  return queued;
 end
 $$;
 
@@ -5043,10 +5433,12 @@ declare
 begin
   if name is null
      or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
-                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute') then
+                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
+                     'priority_ageing_seconds') then
     raise exception using errcode = '22023', message = format(
       'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
-      'max_input_bytes, max_output_bytes, max_map_output_bytes or user_runs_per_minute',
+      'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
+      'priority_ageing_seconds',
       switchyard._clip(name)),
       detail = jsonb_build_object(
         'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
@@ -5071,6 +5463,10 @@ begin
           and (case when value ~ '^[0-9]{1,7}$' then value::int not between 1 and 1000000
                     else true end) then
       problem := 'use a number of runs from 1 to 1000000 (revoke start_user_run to allow none)';
+    elsif name = 'priority_ageing_seconds'
+          and (case when value ~ '^[0-9]{1,6}$' then value::int not between 1 and 86400
+                    else true end) then
+      problem := 'use a number of seconds from 1 to 86400 (what one priority level is worth)';
     elsif name = 'functions_hosts' then
       problem := switchyard._hosts_problem(value);
     end if;
@@ -5316,11 +5712,14 @@ $$;
 --
 -- `trace_context` (optional) is the caller's W3C traceparent, stored with a new run so the spans
 -- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
+--
+-- `priority` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
+-- first, each level worth priority_ageing_seconds of waiting (docs/ARCHITECTURE.md §5.14).
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
   key text default null, mode text default null, ttl int default null, delay int default null,
-  max_delay int default null, trace_context text default null
+  max_delay int default null, trace_context text default null, priority int default null
 )
 returns uuid
 language plpgsql
@@ -5348,6 +5747,14 @@ begin
       detail = jsonb_build_object(
         'rule', 'trace_context_format', 'argument', 'trace_context',
         'value', left(start_flow.trace_context, 200))::text;
+  end if;
+  if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
+      '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
+      detail = jsonb_build_object(
+        'rule', 'priority_range', 'argument', 'priority', 'value', start_flow.priority,
+        'min', -10, 'max', 10)::text;
   end if;
   if input is null then
     raise exception using errcode = '22023', message = format(
@@ -5460,12 +5867,12 @@ begin
   -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
   -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at, trace_context)
+                               deadline_at, trace_context, priority)
   select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
          least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
                start_flow.deadline_at),
-         start_flow.trace_context
+         start_flow.trace_context, coalesce(start_flow.priority, 0)
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;
@@ -5509,6 +5916,14 @@ begin
   insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
   select new_run, st.flow_slug, st.step_slug, st.deps_count
     from switchyard.steps st where st.flow_slug = concrete;
+  -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
+  -- row is written once, so later starts take no lock.
+  if coalesce(start_flow.priority, 0) <> 0 then
+    update switchyard.queues q set priority_used_at = now()
+     where q.priority_used_at is null
+       and q.queue_name in (select st.queue_name from switchyard.steps st
+                             where st.flow_slug = concrete and st.queue_name is not null);
+  end if;
   -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
   -- steps start when expire_waits finds the run due.
   if begins is null or begins <= now() then

@@ -30,8 +30,10 @@ begin
       step_input := switchyard._dependency_outputs(run, flow, step);
     end if;
     begin
+      -- The child runs at its parent's priority (§5.14).
       child := switchyard.start_flow(st.child_alias, step_input,
-                                     md5(run::text || '/' || step)::uuid, parent.owner);
+                                     md5(run::text || '/' || step)::uuid, parent.owner,
+                                     priority => parent.priority);
     exception when others then
       -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
       if sqlstate like '40%' or sqlstate like '57%' then

@@ -23,8 +23,6 @@ declare
   m_rates text[] := '{}';
   m_costs int[] := '{}';
   granted text[] := '{}';
-  src jsonb;
-  v text;
   key text;
   used bigint;
   per_second double precision;
@@ -33,8 +31,7 @@ declare
 begin
   for t in
     select x.message_id, x.run_id, x.flow_slug, x.step_slug, x.task_index, st.rate_limit,
-           st.rate_cost, st.concurrency_path, st.concurrency_input, st.concurrency_limit,
-           st.step_type, st.deps_count
+           st.rate_cost, st.concurrency_limit
       from (select distinct u.id from unnest(ids) as u(id)) b
       cross join lateral (select y.message_id, y.run_id, y.flow_slug, y.step_slug, y.task_index
                             from switchyard.step_tasks y
@@ -44,34 +41,7 @@ begin
      where st.rate_limit is not null or st.concurrency_limit is not null
      order by x.message_id
   loop
-    key := null;
-    if t.concurrency_limit is not null then
-      select r.input into src from switchyard.runs r where r.run_id = t.run_id;
-      if t.concurrency_input = 'step' then
-        -- The task's input, as start_tasks hands it to the handler.
-        if t.step_type = 'map' then
-          if t.deps_count > 0 then
-            select ds.output into src from switchyard.deps d
-              join switchyard.step_states ds on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-             where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-             limit 1;
-          end if;
-          src := src -> t.task_index;
-        elsif t.deps_count > 0 then
-          select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into src
-            from switchyard.deps d
-            join switchyard.step_states ds on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-             and ds.status = 'completed';
-        end if;
-      end if;
-      -- The value as JSON text ("acme" and 1 stay apart); absent: null, one key of its own.
-      v := coalesce((src #> t.concurrency_path)::text, 'null');
-      if length(v) > 200 then
-        v := 'md5:' || md5(v);
-      end if;
-      key := t.flow_slug || '/' || t.step_slug || ':' || v;
-    end if;
+    key := switchyard._concurrency_key(t.run_id, t.flow_slug, t.step_slug, t.task_index);
     m_ids := m_ids || t.message_id;
     m_slots := m_slots || key;
     m_limits := m_limits || t.concurrency_limit;

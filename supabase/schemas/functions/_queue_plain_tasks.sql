@@ -19,6 +19,8 @@ declare
   base_delays int[];
   max_delays int[];
   timeouts int[];
+  priorities int[];
+  keyed boolean[];
 begin
   if cardinality(runs) = 0 then
     return 0;
@@ -28,27 +30,34 @@ begin
          array_agg(coalesce(st.max_attempts, f.max_attempts) order by u.ord),
          array_agg(coalesce(st.base_delay, f.base_delay) order by u.ord),
          array_agg(coalesce(st.max_delay, f.max_delay) order by u.ord),
-         array_agg(coalesce(st.timeout, f.timeout) order by u.ord)
-    into queues, delays, max_attempts, base_delays, max_delays, timeouts
-    from unnest(flows, steps) with ordinality as u(flow_slug, step_slug, ord)
+         array_agg(coalesce(st.timeout, f.timeout) order by u.ord),
+         array_agg(r.priority order by u.ord),
+         array_agg(st.concurrency_limit is not null order by u.ord)
+    into queues, delays, max_attempts, base_delays, max_delays, timeouts, priorities, keyed
+    from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
     join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug
-    join switchyard.flows f on f.flow_slug = u.flow_slug;
+    join switchyard.flows f on f.flow_slug = u.flow_slug
+    join switchyard.runs r on r.run_id = u.run_id;
   for q in
     select g.queue_name, g.start_delay, array_agg(g.ord::int order by g.ord) as ords,
-           array_agg(jsonb_build_object('run_id', g.run_id, 'flow_slug', g.flow_slug,
-                                        'step_slug', g.step_slug) order by g.ord) as bodies
+           array_agg(switchyard._task_message(
+                       g.run_id, g.flow_slug, g.step_slug, null, g.priority, g.start_delay,
+                       case when g.keyed
+                            then switchyard._concurrency_key(g.run_id, g.flow_slug, g.step_slug, 0)
+                       end) order by g.ord) as bodies
       from (select u.queue_name, u.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
+                   u.priority, u.keyed,
                    row_number() over (partition by u.queue_name order by u.ord)
                      - row_number() over (partition by u.queue_name, u.start_delay
                                           order by u.ord) as stretch
-              from unnest(queues, delays, runs, flows, steps)
+              from unnest(queues, delays, runs, flows, steps, priorities, keyed)
                      with ordinality as u(queue_name, start_delay, run_id, flow_slug, step_slug,
-                                          ord)) g
+                                          priority, keyed, ord)) g
      group by g.queue_name, g.start_delay, g.stretch
      order by g.queue_name, min(g.ord)
   loop
-    -- PGMQ numbers a batch's messages in the order given. The body is a hint for humans;
-    -- claiming trusts only (queue_name, message_id).
+    -- PGMQ numbers a batch's messages in the order given. The body (_task_message) is for
+    -- humans and the read's order; claiming trusts only (queue_name, message_id).
     insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
                                        max_attempts, base_delay, max_delay, timeout)
     select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id, max_attempts[o.ord],

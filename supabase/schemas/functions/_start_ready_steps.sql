@@ -50,7 +50,8 @@ begin
              coalesce(st.max_attempts, f.max_attempts) as max_attempts,
              coalesce(st.base_delay, f.base_delay) as base_delay,
              coalesce(st.max_delay, f.max_delay) as max_delay,
-             coalesce(st.timeout, f.timeout) as timeout
+             coalesce(st.timeout, f.timeout) as timeout, st.concurrency_limit,
+             (select r.priority from switchyard.runs r where r.run_id = m.run_id) as priority
         from moved m
         join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug
         join switchyard.flows f on f.flow_slug = m.flow_slug
@@ -144,9 +145,14 @@ begin
           from (select m.msg_id, row_number() over (order by m.msg_id) as ord
                   from pgmq.send_batch(
                          ready.queue_name,
-                         array(select jsonb_build_object(
-                                        'run_id', ready.run_id, 'flow_slug', ready.flow_slug,
-                                        'step_slug', ready.step_slug, 'task_index', g.i)
+                         array(select switchyard._task_message(
+                                        ready.run_id, ready.flow_slug, ready.step_slug, g.i,
+                                        ready.priority, ready.start_delay,
+                                        case when ready.concurrency_limit is not null
+                                             then switchyard._concurrency_key(
+                                                    ready.run_id, ready.flow_slug,
+                                                    ready.step_slug, g.i)
+                                        end)
                                  from generate_series(0, element_count - 1) g(i) order by g.i),
                          ready.start_delay) as m(msg_id)) b;
         update switchyard.step_states ss set remaining_tasks = element_count

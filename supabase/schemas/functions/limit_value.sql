@@ -24,6 +24,10 @@ begin
     when 'user_runs_per_minute' then
       select s.value into setting from switchyard.settings s where s.name = limit_value.name;
       return coalesce(setting::int, 60);
+    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
+    when 'priority_ageing_seconds' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
     -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
     when 'max_progress_bytes' then
       return 8192;
@@ -33,8 +37,8 @@ begin
     else
       raise exception using errcode = '22023', message = format(
         'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
-        'user_runs_per_minute, max_function_name_chars, max_reason_chars, max_progress_bytes or '
-        'progress_per_second', switchyard._clip(name)),
+        'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
+        'max_progress_bytes or progress_per_second', switchyard._clip(name)),
         detail = jsonb_build_object(
           'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
   end case;

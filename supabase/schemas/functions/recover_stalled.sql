@@ -82,10 +82,11 @@ begin
     loop
       select s into new_id from pgmq.send(
         queue,
-        jsonb_build_object('run_id', task.run_id, 'flow_slug', task.flow_slug,
-                           'step_slug', task.step_slug)
-          || case when task.task_index > 0 then jsonb_build_object('task_index', task.task_index)
-                  else '{}'::jsonb end,
+        switchyard._task_message(
+          task.run_id, task.flow_slug, task.step_slug, nullif(task.task_index, 0),
+          (select r.priority from switchyard.runs r where r.run_id = task.run_id), 0,
+          switchyard._concurrency_key(task.run_id, task.flow_slug, task.step_slug,
+                                      task.task_index)),
         0) s;
       update switchyard.step_tasks t set message_id = new_id
        where t.run_id = task.run_id and t.step_slug = task.step_slug

@@ -89,10 +89,9 @@ begin
       perform pgmq.archive(task.queue_name, task.message_id);
       select s into msg_id from pgmq.send(
         task.queue_name,
-        jsonb_build_object('run_id', run.run_id, 'flow_slug', run.flow_slug,
-                           'step_slug', step.step_slug)
-          || case when task.task_index > 0 then jsonb_build_object('task_index', task.task_index)
-                  else '{}'::jsonb end,
+        switchyard._task_message(
+          run.run_id, run.flow_slug, step.step_slug, nullif(task.task_index, 0), run.priority, 0,
+          switchyard._concurrency_key(run.run_id, run.flow_slug, step.step_slug, task.task_index)),
         0) s;
       update switchyard.step_tasks t
          set status = 'queued', message_id = msg_id, worker_id = null,

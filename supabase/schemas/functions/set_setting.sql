@@ -11,10 +11,12 @@ declare
 begin
   if name is null
      or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
-                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute') then
+                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
+                     'priority_ageing_seconds') then
     raise exception using errcode = '22023', message = format(
       'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
-      'max_input_bytes, max_output_bytes, max_map_output_bytes or user_runs_per_minute',
+      'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
+      'priority_ageing_seconds',
       switchyard._clip(name)),
       detail = jsonb_build_object(
         'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
@@ -39,6 +41,10 @@ begin
           and (case when value ~ '^[0-9]{1,7}$' then value::int not between 1 and 1000000
                     else true end) then
       problem := 'use a number of runs from 1 to 1000000 (revoke start_user_run to allow none)';
+    elsif name = 'priority_ageing_seconds'
+          and (case when value ~ '^[0-9]{1,6}$' then value::int not between 1 and 86400
+                    else true end) then
+      problem := 'use a number of seconds from 1 to 86400 (what one priority level is worth)';
     elsif name = 'functions_hosts' then
       problem := switchyard._hosts_problem(value);
     end if;

@@ -23,11 +23,14 @@
 --
 -- `trace_context` (optional) is the caller's W3C traceparent, stored with a new run so the spans
 -- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
+--
+-- `priority` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
+-- first, each level worth priority_ageing_seconds of waiting (docs/ARCHITECTURE.md §5.14).
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
   key text default null, mode text default null, ttl int default null, delay int default null,
-  max_delay int default null, trace_context text default null
+  max_delay int default null, trace_context text default null, priority int default null
 )
 returns uuid
 language plpgsql
@@ -55,6 +58,14 @@ begin
       detail = jsonb_build_object(
         'rule', 'trace_context_format', 'argument', 'trace_context',
         'value', left(start_flow.trace_context, 200))::text;
+  end if;
+  if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
+      '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
+      detail = jsonb_build_object(
+        'rule', 'priority_range', 'argument', 'priority', 'value', start_flow.priority,
+        'min', -10, 'max', 10)::text;
   end if;
   if input is null then
     raise exception using errcode = '22023', message = format(
@@ -167,12 +178,12 @@ begin
   -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
   -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at, trace_context)
+                               deadline_at, trace_context, priority)
   select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
          least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
                start_flow.deadline_at),
-         start_flow.trace_context
+         start_flow.trace_context, coalesce(start_flow.priority, 0)
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;
@@ -216,6 +227,14 @@ begin
   insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
   select new_run, st.flow_slug, st.step_slug, st.deps_count
     from switchyard.steps st where st.flow_slug = concrete;
+  -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
+  -- row is written once, so later starts take no lock.
+  if coalesce(start_flow.priority, 0) <> 0 then
+    update switchyard.queues q set priority_used_at = now()
+     where q.priority_used_at is null
+       and q.queue_name in (select st.queue_name from switchyard.steps st
+                             where st.flow_slug = concrete and st.queue_name is not null);
+  end if;
   -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
   -- steps start when expire_waits finds the run due.
   if begins is null or begins <= now() then

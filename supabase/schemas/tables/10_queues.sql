@@ -8,6 +8,9 @@ create table switchyard.queues (
   created_at timestamptz not null default now(),
   adopted_at timestamptz,                  -- set when an existing PGMQ queue was adopted
   lost_checked_at timestamptz,             -- the stall sweep's last look for lost messages
+  -- When a run of priority other than 0 first had a step on this queue (start_flow): from then
+  -- on the queue is read in priority order (read_tasks, docs/ARCHITECTURE.md §5.14).
+  priority_used_at timestamptz,
   check ((ownership = 'private') = (owner_flow is not null)),
   check (ownership = 'private' or position('__' in queue_name) = 0)
 );

@@ -18,7 +18,9 @@ create table switchyard.runs (
   -- The caller's W3C trace context (a traceparent, docs/ARCHITECTURE.md §16): the run's task
   -- spans join that trace. Null: none given.
   trace_context text
-    check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$')
+    check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
+  -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
+  priority smallint not null default 0 check (priority between -10 and 10)
 );
 
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';

@@ -7,7 +7,8 @@
 create table switchyard.settings (
   name text primary key
     check (name in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
-                    'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute')),
+                    'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
+                    'priority_ageing_seconds')),
   value text not null,
   updated_at timestamptz not null default now()
 );

@@ -1,0 +1,133 @@
+-- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to `qty` message
+-- ids, hidden for `visibility_seconds`; none when no message may be read now. It does not wait:
+-- the worker polls, sleeping between reads outside any statement, so no lock on a switchyard table
+-- is held while it waits (a migration's preamble takes them all, §7). The worker calls it only for
+-- a queue that read_ordered(queue) names; any other it reads with PGMQ's own read_with_poll, in
+-- message order, as every earlier release did. Here a plain queue gets pgmq.read.
+--
+-- The order:
+--   - by rank: a message whose body has `ranked_at` (a run of priority p, _task_message) ranks
+--     as if it had become visible p x priority_ageing_seconds earlier; any other by its send time,
+--     in message order. Higher priority goes first, and a message that waited longer than the
+--     levels between them goes before one of higher priority: none is starved;
+--   - by turn: a message of a step with keyed concurrency (its body's `concurrency_key`) takes
+--     its key's next turn, so keys are served round-robin (the first message of every key, then
+--     the second, ...), and a key is given at most its free slots (the step's limit less its
+--     started tasks): messages of a full key are not read at all, so they are neither written
+--     nor counted as read while they wait.
+-- Each side (ranked, unranked) offers its first candidates through its own index (the partial
+-- index of ranked messages that _tune_queue_table gives every kit queue, and the primary key);
+-- the chosen ones are then locked, skipping those another reader holds, and hidden. The claim
+-- (start_tasks, _flow_control) still decides every start: the order is a hint, never a rule a
+-- claim trusts.
+create or replace function switchyard.read_tasks(
+  queue_name text, visibility_seconds int, qty int
+)
+returns setof bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  queue alias for queue_name;
+  ranked boolean;
+  keyed boolean;
+  window_size int;
+  used_keys text[];
+  used_counts int[];
+  full_keys text[];
+  statement text;
+begin
+  if qty is null or qty not between 1 and 1000 then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
+      switchyard._clip(queue), coalesce(qty::text, 'null')),
+      detail = jsonb_build_object('rule', 'read_qty', 'argument', 'qty', 'value', qty,
+                                  'min', 1, 'max', 1000)::text;
+  end if;
+  if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
+      switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
+      detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
+                                  'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
+  end if;
+  select q.priority_used_at is not null into ranked
+    from switchyard.queues q where q.queue_name = queue;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
+      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)),
+      detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
+                                  'value', left(queue, 200))::text;
+  end if;
+  keyed := exists (select 1 from switchyard.steps s
+                    where s.queue_name = queue and s.concurrency_limit is not null);
+  if not ranked and not keyed then
+    return query select r.msg_id from pgmq.read(queue, visibility_seconds, qty) r;
+    return;
+  end if;
+
+  window_size := least(greatest(qty * 4, 50), 2000);
+  statement := format($q$
+    with candidates as (
+      (select m.msg_id, (m.message ->> 'ranked_at')::numeric as rank,
+              m.message ->> 'concurrency_key' as slot, m.message ->> 'flow_slug' as flow_slug,
+              m.message ->> 'step_slug' as step_slug
+         from pgmq.%1$I m
+        where m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+          and not coalesce(m.message ->> 'concurrency_key' = any ($4), false)
+        order by (m.message ->> 'ranked_at')::numeric
+        limit $3)
+      union all
+      (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
+              m.message ->> 'flow_slug', m.message ->> 'step_slug'
+         from pgmq.%1$I m
+        where not m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+          and not coalesce(m.message ->> 'concurrency_key' = any ($4), false)
+        order by m.msg_id
+        limit $3)
+    ),
+    turns as (
+      select c.msg_id, c.rank, c.slot,
+             row_number() over (partition by coalesce(c.slot, c.msg_id::text)
+                                order by c.rank, c.msg_id) as turn,
+             s.concurrency_limit - coalesce(u.used, 0) as free
+        from candidates c
+        left join switchyard.steps s
+          on c.slot is not null and s.flow_slug = c.flow_slug and s.step_slug = c.step_slug
+        left join unnest($5::text[], $6::int[]) as u(slot, used) on u.slot = c.slot
+    ),
+    chosen as (
+      select t.msg_id from turns t
+       where t.slot is null or t.free is null or t.turn <= t.free
+       order by t.turn, t.rank, t.msg_id
+       limit $2
+    )
+    update pgmq.%1$I m
+       set vt = clock_timestamp() + make_interval(secs => $1), read_ct = m.read_ct + 1
+      from (select x.msg_id from pgmq.%1$I x
+             where x.msg_id in (select c.msg_id from chosen c) and x.vt <= clock_timestamp()
+               for update skip locked) l
+     where m.msg_id = l.msg_id
+    returning m.msg_id$q$, pgmq.format_table_name(queue, 'q'));
+  if keyed then
+    -- The keys holding slots now: every started task with a slot, through the partial index
+    -- of those (as many as the limits allow, however long the queue).
+    select coalesce(array_agg(k.slot), '{}'), coalesce(array_agg(k.used), '{}'),
+           coalesce(array_agg(k.slot) filter (where k.used >= k.lim), '{}')
+      into used_keys, used_counts, full_keys
+      from (select t.concurrency_key as slot, count(*)::int as used,
+                   min(s.concurrency_limit) as lim
+              from switchyard.step_tasks t
+              join switchyard.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+             where t.status = 'started' and t.concurrency_key is not null
+               and t.queue_name = queue
+             group by t.concurrency_key) k;
+  end if;
+  return query execute statement
+    using visibility_seconds, qty, window_size, coalesce(full_keys, '{}'),
+          coalesce(used_keys, '{}'), coalesce(used_counts, '{}');
+end
+$$;
