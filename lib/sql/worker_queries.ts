@@ -85,6 +85,9 @@ export interface HeartbeatAnswer {
 
 /** Typed wrappers over the SQL core for one worker's client. */
 export class WorkerQueries {
+  /** The read's plan per queue and window, and when it was asked (see {@linkcode readWithPoll}). */
+  #readPlans = new Map<string, { at: number; visibility: number; ordered: boolean }>();
+
   constructor(readonly sql: postgres.Sql) {}
 
   /** The pause/enabled flags of a function, or null when it has no row yet. */
@@ -177,7 +180,9 @@ export class WorkerQueries {
    * read by `switchyard.read_tasks` in priority order and keys in turn (§5.14), which does not
    * wait: this polls it every `pollIntervalMs` for up to `maxPollSeconds`. Either way no
    * statement that waits holds a lock on a switchyard table, so a migration's preamble (§7) is
-   * never held off by an idle worker.
+   * never held off by an idle worker. The plan (visibility, ordered) is asked at most once a
+   * second per queue, so a busy worker reads with one statement, as before; a timeout changed
+   * live, or a queue turned ordered, counts within a second.
    */
   async readWithPoll(
     queue: string,
@@ -186,10 +191,16 @@ export class WorkerQueries {
     maxPollSeconds: number,
     pollIntervalMs: number,
   ): Promise<bigint[]> {
-    const [plan] = await this.sql<{ visibility: number; ordered: boolean }[]>`
-      select switchyard.read_visibility_seconds(${queue}::text, ${visibilityTimeout}::int)
-               as visibility,
-             switchyard.read_ordered(${queue}::text) as ordered`;
+    const planKey = `${visibilityTimeout}/${queue}`;
+    let plan = this.#readPlans.get(planKey);
+    if (plan === undefined || Date.now() - plan.at >= 1000) {
+      const [row] = await this.sql<{ visibility: number; ordered: boolean }[]>`
+        select switchyard.read_visibility_seconds(${queue}::text, ${visibilityTimeout}::int)
+                 as visibility,
+               switchyard.read_ordered(${queue}::text) as ordered`;
+      plan = { at: Date.now(), ...row };
+      this.#readPlans.set(planKey, plan);
+    }
     if (!plan.ordered) {
       const rows = await this.sql<{ msg_id: string }[]>`
         select msg_id::text as msg_id from pgmq.read_with_poll(${queue}::text,

@@ -1,7 +1,8 @@
 /**
  * Chaos: N runs x 3 steps over two shared queues, four worker processes, random SIGKILLs
  * (each victim is replaced) and one PostgreSQL restart in the middle, with flow control on every
- * step (a concurrency key on the first, a shared rate limit on the others).
+ * step (a concurrency key on the first, a shared rate limit on the others) and runs of priorities
+ * -1, 0 and 1, so both queues are read by the ordered read (docs/ARCHITECTURE.md §5.14).
  *
  * The suite starts its own throwaway cluster (the shared harness cluster serves other files
  * in parallel and must not be restarted) and always stops it. N is 200 by default; set
@@ -142,7 +143,8 @@ Deno.test({
           }
           const n = Math.min(chunk, limit - started);
           try {
-            await sql!`select count(switchyard.start_flow('chaos', jsonb_build_object('n', i, 'tenant', i % 4)))
+            await sql!`select count(switchyard.start_flow('chaos', jsonb_build_object('n', i, 'tenant', i % 4),
+                                                   priority => i % 3 - 1))
                          from generate_series(${started}::int, ${started + n - 1}::int) i`;
             started += n;
           } catch (e) {
