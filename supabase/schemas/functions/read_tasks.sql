@@ -37,7 +37,12 @@ declare
   used_keys text[];
   used_counts int[];
   full_keys text[];
-  statement text;
+  tbl text := pgmq.format_table_name(read_tasks.queue_name, 'q');
+  c_ids bigint[];
+  c_ranks numeric[];
+  c_slots text[];
+  c_steps text[];
+  chosen bigint[];
 begin
   if qty is null or qty not between 1 and 1000 then
     raise exception using errcode = '22023', message = format(
@@ -70,48 +75,6 @@ begin
   end if;
 
   window_size := least(greatest(qty * 4, 50), 2000);
-  statement := format($q$
-    with candidates as (
-      (select m.msg_id, (m.message ->> 'ranked_at')::numeric as rank,
-              m.message ->> 'concurrency_key' as slot, m.message ->> 'flow_slug' as flow_slug,
-              m.message ->> 'step_slug' as step_slug
-         from pgmq.%1$I m
-        where m.message ? 'ranked_at' and m.vt <= clock_timestamp()
-          and not coalesce(m.message ->> 'concurrency_key' = any ($4), false)
-        order by (m.message ->> 'ranked_at')::numeric
-        limit $3)
-      union all
-      (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
-              m.message ->> 'flow_slug', m.message ->> 'step_slug'
-         from pgmq.%1$I m
-        where not m.message ? 'ranked_at' and m.vt <= clock_timestamp()
-          and not coalesce(m.message ->> 'concurrency_key' = any ($4), false)
-        order by m.msg_id
-        limit $3)
-    ),
-    turns as (
-      select c.msg_id, c.rank, c.slot,
-             row_number() over (partition by coalesce(c.slot, c.msg_id::text)
-                                order by c.rank, c.msg_id) as turn,
-             s.concurrency_limit - coalesce(u.used, 0) as free
-        from candidates c
-        left join switchyard.steps s
-          on c.slot is not null and s.flow_slug = c.flow_slug and s.step_slug = c.step_slug
-        left join unnest($5::text[], $6::int[]) as u(slot, used) on u.slot = c.slot
-    ),
-    chosen as (
-      select t.msg_id from turns t
-       where t.slot is null or t.free is null or t.turn <= t.free
-       order by t.turn, t.rank, t.msg_id
-       limit $2
-    )
-    update pgmq.%1$I m
-       set vt = clock_timestamp() + make_interval(secs => $1), read_ct = m.read_ct + 1
-      from (select x.msg_id from pgmq.%1$I x
-             where x.msg_id in (select c.msg_id from chosen c) and x.vt <= clock_timestamp()
-               for update skip locked) l
-     where m.msg_id = l.msg_id
-    returning m.msg_id$q$, pgmq.format_table_name(queue, 'q'));
   if keyed then
     -- The keys holding slots now: every started task with a slot, through the partial index
     -- of those (as many as the limits allow, however long the queue).
@@ -126,8 +89,58 @@ begin
                and t.queue_name = queue
              group by t.concurrency_key) k;
   end if;
-  return query execute statement
-    using visibility_seconds, qty, window_size, coalesce(full_keys, '{}'),
-          coalesce(used_keys, '{}'), coalesce(used_counts, '{}');
+  -- 1. The candidates, each side through its own index. Three statements rather than one: the
+  -- two on the queue table are dynamic (its name), so they are planned on every call, and kept
+  -- as small as PGMQ's own; the choice between them is static SQL, planned once per session.
+  execute format($q$
+    select coalesce(array_agg(c.msg_id), '{}'), coalesce(array_agg(c.rank), '{}'),
+           coalesce(array_agg(c.slot), '{}'), coalesce(array_agg(c.step), '{}')
+      from ((select m.msg_id, (m.message ->> 'ranked_at')::numeric as rank,
+                    m.message ->> 'concurrency_key' as slot,
+                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug') as step
+               from pgmq.%1$I m
+              where m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
+              order by (m.message ->> 'ranked_at')::numeric
+              limit $1)
+            union all
+            (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
+                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug')
+               from pgmq.%1$I m
+              where not m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
+              order by m.msg_id
+              limit $1)) c$q$, tbl)
+    into c_ids, c_ranks, c_slots, c_steps
+    using window_size, coalesce(full_keys, '{}');
+  if cardinality(c_ids) = 0 then
+    return;
+  end if;
+  -- 2. Turns: each key's candidates in rank order, at most its free slots (its step's limit less
+  -- its started tasks); then the first `qty` by (turn, rank, id).
+  select coalesce(array_agg(t.id order by t.turn, t.rank, t.id), '{}') into chosen
+    from (select x.id, x.rank, x.turn
+            from (select c.id, c.rank, c.slot,
+                         row_number() over (partition by coalesce(c.slot, c.id::text)
+                                            order by c.rank, c.id) as turn,
+                         (select s.concurrency_limit from switchyard.steps s
+                           where c.slot is not null
+                             and s.flow_slug = split_part(c.step, '/', 1)
+                             and s.step_slug = split_part(c.step, '/', 2))
+                           - coalesce(used_counts[array_position(used_keys, c.slot)], 0) as free
+                    from unnest(c_ids, c_ranks, c_slots, c_steps) as c(id, rank, slot, step)) x
+           where x.slot is null or x.free is null or x.turn <= x.free
+           order by x.turn, x.rank, x.id
+           limit qty) t;
+  -- 3. Lock the chosen (by key; one another reader holds is left to it) and hide them.
+  return query execute format($q$
+    update pgmq.%1$I m
+       set vt = clock_timestamp() + make_interval(secs => $1), read_ct = m.read_ct + 1
+      from (select x.msg_id from pgmq.%1$I x
+             where x.msg_id = any ($2) and x.vt <= clock_timestamp()
+               for update skip locked) l
+     where m.msg_id = l.msg_id
+    returning m.msg_id$q$, tbl)
+    using visibility_seconds, chosen;
 end
 $$;
