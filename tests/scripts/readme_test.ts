@@ -33,6 +33,8 @@ import { ok, run, SUPABASE_CLIS, supabaseInit } from '../_helpers/project.ts';
 import { waitFor } from '../_helpers/wait.ts';
 
 const README = await Deno.readTextFile(join(KIT_ROOT, 'README.md'));
+/** `SWITCHYARD_README_TRANSCRIPT=1` prints each README command (as written) and its output. */
+const TRANSCRIPT = Deno.env.get('SWITCHYARD_README_TRANSCRIPT') === '1';
 const ADD = '## Add Switchyard to your Supabase project';
 const APP = '## Starting flows from your app';
 
@@ -205,7 +207,7 @@ class Reader {
       }
       const command = this.substitute(line);
       if (/ task serve /.test(line)) {
-        await this.serve(command, where);
+        await this.serve(command, where, line);
         continue;
       }
       const out = await new Deno.Command('bash', {
@@ -220,13 +222,14 @@ class Reader {
       const dec = new TextDecoder();
       const stdout = dec.decode(out.stdout);
       this.outputs.push(stdout);
+      if (TRANSCRIPT) console.log(`$ ${line}\n${stdout}`);
       assert.equal(out.code, 0, `${where} failed:\n${stdout}\n${dec.decode(out.stderr)}`);
       await after(line);
     }
   }
 
   /** The serve line, left running as in its own terminal; its printed port is `<port>`. */
-  async serve(command: string, where: string): Promise<void> {
+  async serve(command: string, where: string, line: string): Promise<void> {
     const child = new Deno.Command('bash', {
       args: ['-c', command],
       cwd: KIT_ROOT,
@@ -247,6 +250,7 @@ class Reader {
       return seen.match(/http:\/\/127\.0\.0\.1:(\d+)\/functions\/v1\//)?.[1] ?? null;
     }, { timeoutMs: 90_000 });
     this.port = port;
+    if (TRANSCRIPT) console.log(`$ ${line}   (left running)\n${seen}`);
     (async () => {
       while (!(await reader.read()).done) { /* keep the pipe drained */ }
     })().catch(() => {});
