@@ -55,7 +55,8 @@ export async function writeRuntimeList(): Promise<string> {
 }
 
 /**
- * Builds the binary at `output`; throws with `deno compile`'s own words when it fails.
+ * Builds the binary at `output` and checks it answers `--help` as switchyard; throws with
+ * `deno compile`'s own words when it fails, and removes a binary that runs as something else.
  *
  * @example
  * ```ts
@@ -87,6 +88,31 @@ export async function buildCli(output: string): Promise<void> {
             'out of reach, set DENORT_BIN to a denort binary of this Deno version'
           : ''
       }`,
+    );
+  }
+  // A DENORT_BIN naming a full `deno` (npm's deno package ships only that) builds without a
+  // word, but the result ignores what it carries and runs as plain deno: refuse it.
+  const help = await new Deno.Command(output, {
+    args: ['--help'],
+    stdout: 'piped',
+    stderr: 'piped',
+    stdin: 'null',
+    env: { NO_COLOR: '1' },
+  }).output().catch((e: Error) => ({
+    success: false,
+    stdout: new TextEncoder().encode(e.message),
+  }));
+  const said = new TextDecoder().decode(help.stdout);
+  if (!help.success || !said.startsWith('switchyard ')) {
+    await Deno.remove(output).catch(() => {});
+    throw new Error(
+      `the built ${output} does not run as switchyard (its --help printed ` +
+        `${JSON.stringify(said.split('\n')[0])})${
+          Deno.env.get('DENORT_BIN')
+            ? `: DENORT_BIN=${Deno.env.get('DENORT_BIN')} is not a denort (a full deno ` +
+              'ignores what deno compile appends); point it at the denort of this Deno version'
+            : ''
+        }; it was removed`,
     );
   }
 }

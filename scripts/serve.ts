@@ -154,7 +154,7 @@ export async function discoverFunctions(projectDir: string): Promise<LocalFuncti
 
 /**
  * Reads `KEY=value` lines (optional quotes, `#` comments, optional `export `); a missing file
- * gives `{}`.
+ * gives `{}`. See {@linkcode parseEnvText} for the rules.
  *
  * @example
  * ```ts
@@ -165,22 +165,63 @@ export async function discoverFunctions(projectDir: string): Promise<LocalFuncti
  * ```
  */
 export async function readEnvFile(path: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
   let text: string;
   try {
     text = await Deno.readTextFile(path);
   } catch {
-    return out;
+    return {};
   }
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
+  return parseEnvText(text, path);
+}
+
+/**
+ * Parses a `.env` file's text: `KEY=value` lines, blank lines and `#` comment lines skipped, an
+ * optional `export ` before the key, spaces around `=` ignored; an unquoted value ends at a `#`
+ * that follows a space (so `ab#cd` stays whole: a secret may hold `#`), a quoted one (`"…"` or
+ * `'…'`) at its closing quote, on the same line or a later one (multi-line values), and may be
+ * followed by a comment; in double quotes `\n` and `\r` are a newline and a carriage return. A
+ * line without a valid key is skipped; the last of repeated keys wins. It is not npm's `dotenv`
+ * (nor Deno's `--env-file`) because both end an unquoted value at any `#` (tests/unit/scripts/
+ * env_file_test.ts shows where they differ). An unclosed quote is refused, naming the file, the
+ * line and the key (never the value).
+ *
+ * @example
+ * ```ts
+ * import { parseEnvText } from './serve.ts';
+ *
+ * const env = parseEnvText('export A="x\\ny" # two lines\nB=ab#cd', '.env');
+ * console.log(env.A.split('\n').length, env.B); // 2 ab#cd
+ * ```
+ */
+export function parseEnvText(text: string, path: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const lines = text.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
     if (!line || line.startsWith('#')) continue;
     const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
     if (!m) continue;
-    let value = m[2];
-    const quoted = /^"(.*)"$/.exec(value) ?? /^'(.*)'$/.exec(value);
-    value = quoted ? quoted[1] : value.replace(/\s+#.*$/, '');
-    out[m[1]] = value;
+    const [, key, raw] = m;
+    const quote = raw[0];
+    if (quote !== '"' && quote !== "'") {
+      out[key] = raw.replace(/\s+#.*$/, '');
+      continue;
+    }
+    const first = i + 1;
+    let rest = raw.slice(1);
+    let end = rest.indexOf(quote);
+    while (end < 0 && i + 1 < lines.length) {
+      rest += `\n${lines[++i]}`;
+      end = rest.indexOf(quote);
+    }
+    if (end < 0) {
+      throw new Error(
+        `${path}, line ${first}: the value of ${key} opens a ${quote} quote that never closes ` +
+          `(a quoted value ends at the same quote, on that line or a later one)`,
+      );
+    }
+    const value = rest.slice(0, end);
+    out[key] = quote === '"' ? value.replaceAll('\\n', '\n').replaceAll('\\r', '\r') : value;
   }
   return out;
 }

@@ -36,11 +36,42 @@ export async function run(
 export const ok = (o: Output, what: string): void =>
   assert.equal(o.code, 0, `${what} failed:\n${o.stdout}\n${o.stderr}`);
 
-/** `supabase init` in a new temp dir, with the real CLI; returns the directory. */
-export async function supabaseInit(prefix: string): Promise<string> {
+/** A Supabase CLI whose `supabase init` makes the adoption tests' projects. */
+export interface SupabaseCli {
+  name: string;
+  /** `supabase init`, as a program and its arguments. */
+  init: string[];
+}
+
+/**
+ * The Supabase CLIs a new project can come from: CLI 2 (the kit's pinned one, through Deno's npm
+ * support) and CLI 3 (`npx supabase@3.1.0`, the newest 3.x npm serves: Deno cannot install CLI
+ * 3's platform packages).
+ */
+export const SUPABASE_CLIS: readonly SupabaseCli[] = [
+  { name: 'CLI 2', init: [Deno.execPath(), 'run', '-A', SUPABASE_CLI, 'init'] },
+  { name: 'CLI 3', init: ['npx', '-y', 'supabase@3.1.0', 'init'] },
+];
+
+/** `supabase init` in a new temp dir, with the real CLI (default CLI 2); returns the directory. */
+export async function supabaseInit(
+  prefix: string,
+  cli: SupabaseCli = SUPABASE_CLIS[0],
+): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix });
-  const init = await run(['run', '-A', SUPABASE_CLI, 'init'], dir);
-  ok(init, 'supabase init');
+  const out = await new Deno.Command(cli.init[0], {
+    args: cli.init.slice(1),
+    cwd: dir,
+    stdin: 'null',
+    stdout: 'piped',
+    stderr: 'piped',
+    env: { NO_COLOR: '1', DO_NOT_TRACK: '1', SUPABASE_TELEMETRY_DISABLED: '1' },
+  }).output();
+  const dec = new TextDecoder();
+  ok(
+    { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) },
+    `supabase init (${cli.name})`,
+  );
   return dir;
 }
 

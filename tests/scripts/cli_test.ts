@@ -106,11 +106,34 @@ Deno.test('switchyard from a checkout: install, db:push, operator commands with 
 
 // The compiled binary itself is not run here: `deno compile` downloads its base runtime
 // (denort) from Deno's server, which this environment cannot reach and no registry offers
-// (docs/ARCHITECTURE.md §8.2). What the build embeds is checked without it.
+// (npm's deno packages carry the full deno only; docs/ARCHITECTURE.md §8.2). What the build
+// embeds is checked without it, and a build on a full deno is refused.
 Deno.test('deno task build-cli embeds files that exist, and the runtime list the binary reads', async () => {
   const list = await writeRuntimeList();
   assert.deepEqual(JSON.parse(await Deno.readTextFile(list)), await runtimeModules());
   assert.ok(list.endsWith(RUNTIME_LIST));
   // deno compile refuses a missing --include: every entry exists.
   for (const entry of EMBEDDED) await Deno.stat(join(KIT_ROOT, entry));
+});
+
+Deno.test('deno task build-cli refuses a DENORT_BIN that is a full deno (the binary would run as deno)', async () => {
+  const dir = await Deno.makeTempDir({ prefix: 'switchyard-build-cli-' });
+  try {
+    const output = join(dir, 'switchyard');
+    const out = await run(['task', '-q', 'build-cli', '--output', output], KIT_ROOT, {
+      DENORT_BIN: Deno.execPath(),
+    });
+    assert.equal(out.code, 1, out.stdout + out.stderr);
+    assert.match(
+      out.stderr,
+      new RegExp(
+        `does not run as switchyard \\(its --help printed "A modern JavaScript and TypeScript runtime"\\): DENORT_BIN=${
+          Deno.execPath().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+        } is not a denort`,
+      ),
+    );
+    await assert.rejects(Deno.stat(output), Deno.errors.NotFound, 'the clone of deno is removed');
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -1,40 +1,25 @@
 /**
  * The scaffold's edits of `supabase/config.toml` (`scripts/_functions_config.ts`) keep the rest of
  * the file byte for byte, in the files the real Supabase CLI writes: `supabase init` of CLI 2 (the
- * kit's pinned one, through Deno's npm support) and of CLI 3 (`npx supabase@3.1.0`: Deno cannot
- * install CLI 3's platform packages). Adding a queue function's section, rewriting it and adding a
+ * kit's pinned one) and of CLI 3 (tests/_helpers/project.ts, `SUPABASE_CLIS`). Adding a queue function's section, rewriting it and adding a
  * second leaves every other byte where it was, and the sections read back as written.
  */
 import assert from 'node:assert/strict';
-import { SUPABASE_CLI } from '../../lib/ops.ts';
 import {
   functionSection,
   readFunctionConfigs,
   setFunctionSection,
 } from '../../scripts/_functions_config.ts';
-
-const CLIS: { name: string; command: string[] }[] = [
-  { name: 'CLI 2', command: [Deno.execPath(), 'run', '-A', SUPABASE_CLI, 'init'] },
-  { name: 'CLI 3', command: ['npx', '-y', 'supabase@3.1.0', 'init'] },
-];
+import { SUPABASE_CLIS, supabaseInit } from '../_helpers/project.ts';
 
 const section = (name: string, note = '') =>
   `[functions.${name}]\nenabled = true\nverify_jwt = false${note}\n` +
   `import_map = "./functions/${name}/deno.json"\nentrypoint = "./functions/${name}/index.ts"`;
 
-for (const cli of CLIS) {
+for (const cli of SUPABASE_CLIS) {
   Deno.test(`config.toml of supabase init (${cli.name}) round-trips byte for byte except the kit's sections`, async () => {
-    const dir = await Deno.makeTempDir({ prefix: 'switchyard-config-toml-' });
+    const dir = await supabaseInit('switchyard-config-toml-', cli);
     try {
-      const out = await new Deno.Command(cli.command[0], {
-        args: cli.command.slice(1),
-        cwd: dir,
-        stdin: 'null',
-        stdout: 'piped',
-        stderr: 'piped',
-        env: { NO_COLOR: '1', DO_NOT_TRACK: '1', SUPABASE_TELEMETRY_DISABLED: '1' },
-      }).output();
-      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
       const original = await Deno.readTextFile(`${dir}/supabase/config.toml`);
       assert.ok(original.length > 5_000, 'a whole config.toml');
       assert.deepEqual(readFunctionConfigs(original), [], 'supabase init writes no function');
