@@ -245,7 +245,7 @@ Deno.test('keep_alive refuses bad arguments with the rule', async () => {
   );
   await assert.rejects(
     db.sql`select switchyard.set_setting('functions_url', 'http://x')`,
-    /setting "functions_url" is unknown: use functions_base_url, functions_bearer, functions_hosts, max_input_bytes, max_output_bytes, max_map_output_bytes or user_runs_per_minute/,
+    /setting "functions_url" is unknown: use functions_base_url, functions_bearer, functions_hosts, max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or priority_ageing_seconds/,
   );
   await assert.rejects(
     keepAliveCommand(client, { debounceSeconds: -5 }),
