@@ -437,6 +437,7 @@ export function openSql(
   url: string,
   { max, applicationName, origin }: OpenSqlOptions,
 ): postgres.Sql {
+  guardEndedSockets();
   const s = parseConnectionString(url);
   const sql = postgres({
     host: s.host,
@@ -454,4 +455,41 @@ export function openSql(
   });
   ORIGINS.set(sql, { origin: origin ?? 'the connection string', host: s.host, port: s.port });
   return sql;
+}
+
+/** The message of the EPIPE error Deno's `node:net` raises for a write after the server's FIN. */
+export const ENDED_SOCKET_MESSAGE = 'This socket has been ended by the other party';
+
+let endedSocketGuard = false;
+
+/**
+ * Keeps a database restart from killing the process (docs/ARCHITECTURE.md §9). When the server
+ * ends a connection while postgres.js is about to write to it, Deno's `node:net` raises EPIPE
+ * from the write (postgres.js's `nextWrite`), which postgres.js does not catch there, so the error
+ * escapes as an unhandled rejection, which ends a Deno process. The
+ * queries on that connection have already failed with CONNECTION_CLOSED, and the pool
+ * reconnects: nothing is lost but the process. Installed once, with the first pool the kit
+ * opens; it stops that one error (by its message and code) and nothing else, and says so on
+ * the console at most once a minute. The chaos suite (SIGKILLs and a PostgreSQL restart) found
+ * it when idle workers polled an ordered queue every 20 ms.
+ */
+export function guardEndedSockets(): void {
+  if (endedSocketGuard || typeof globalThis.addEventListener !== 'function') return;
+  endedSocketGuard = true;
+  let warnedAt = -Infinity;
+  globalThis.addEventListener('unhandledrejection', (event) => {
+    const reason = event.reason;
+    if (
+      !(reason instanceof Error) || reason.message !== ENDED_SOCKET_MESSAGE ||
+      ((reason as { code?: unknown }).code ?? 'EPIPE') !== 'EPIPE'
+    ) return;
+    event.preventDefault();
+    if (performance.now() - warnedAt >= 60_000) {
+      warnedAt = performance.now();
+      console.warn(
+        '[switchyard] a database connection ended while a query was being written to it ' +
+          '(EPIPE, a server restart?); its queries failed and the pool reconnects',
+      );
+    }
+  });
 }

@@ -1,0 +1,33 @@
+/**
+ * The guard against a database restart ending the process (lib/sql/connection.ts,
+ * docs/ARCHITECTURE.md §9): the EPIPE that Deno's node:net raises for a write after the server's
+ * FIN, escaping postgres.js as an unhandled rejection, is stopped; every other rejection is not.
+ */
+import assert from 'node:assert/strict';
+import { ENDED_SOCKET_MESSAGE, openSql } from '../../../lib/sql/connection.ts';
+
+Deno.test('openSql installs the guard: the ended-socket EPIPE is stopped, any other rejection is not', async () => {
+  // Opening a pool connects nothing until a query; it installs the guard.
+  const sql = openSql('postgresql://nobody@127.0.0.1:1/none', { max: 1 });
+  const seen: { message: string; stopped: boolean }[] = [];
+  // Listeners run in the order added: this one sees what the guard decided.
+  const observe = (e: PromiseRejectionEvent) => {
+    seen.push({ message: (e.reason as Error).message, stopped: e.defaultPrevented });
+    e.preventDefault(); // the test's own rejections must not fail the test
+  };
+  globalThis.addEventListener('unhandledrejection', observe);
+  try {
+    Promise.reject(Object.assign(new Error(ENDED_SOCKET_MESSAGE), { code: 'EPIPE' }));
+    Promise.reject(Object.assign(new Error(ENDED_SOCKET_MESSAGE), { code: 'ECONNRESET' }));
+    Promise.reject(new Error('something else'));
+    await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    globalThis.removeEventListener('unhandledrejection', observe);
+    await sql.end();
+  }
+  assert.deepEqual(seen, [
+    { message: ENDED_SOCKET_MESSAGE, stopped: true },
+    { message: ENDED_SOCKET_MESSAGE, stopped: false },
+    { message: 'something else', stopped: false },
+  ]);
+});
