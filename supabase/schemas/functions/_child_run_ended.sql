@@ -18,6 +18,12 @@ declare
   parent switchyard.runs;
   state switchyard.step_states;
 begin
+  -- No child run at all (a project without flow steps): one probe of an empty table. A link
+  -- is committed before its child run can end (the child's tasks appear with that commit).
+  perform from switchyard.child_runs limit 1;
+  if not found then
+    return null;
+  end if;
   for ended in
     select n.run_id, n.status, n.output, n.error, c.parent_run_id, c.parent_step
       from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
