@@ -1442,10 +1442,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_run_output.sql
 
--- A run's output: the outputs of its completed leaf steps (no step depends on them); a
--- skipped leaf is absent. The one definition: complete_tasks (a batch's runs), and
--- _complete_run_if_done (a run that ended by a skip or an empty map) call it. PL/pgSQL, so its
--- statement is planned once per session, not once per call as a SQL function's would be.
+-- A run's output (see _run_outputs, its one definition): _complete_run_if_done (a run that
+-- ended by a skip or an empty map) calls it.
 create or replace function switchyard._run_output(run uuid, flow text)
 returns jsonb
 language plpgsql
@@ -1453,11 +1451,36 @@ stable
 set search_path = ''
 as $$
 begin
-  return (select coalesce(jsonb_object_agg(ss.step_slug, ss.output), '{}'::jsonb)
-            from switchyard.step_states ss
-           where ss.run_id = run and ss.status = 'completed'
-             and not exists (select 1 from switchyard.deps d
-                              where d.flow_slug = flow and d.dep_slug = ss.step_slug));
+  return coalesce((select o.output from switchyard._run_outputs(array[run]) o), '{}'::jsonb);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_run_outputs.sql
+
+-- Runs' outputs, one row per run given: the outputs of its completed leaf steps (no step
+-- depends on them), '{}' when there is none; a skipped leaf is absent. The one definition:
+-- complete_tasks asks it once for a batch's runs (one query instead of a call per completed
+-- run), _run_output for one run. PL/pgSQL, so its query is planned once per session.
+create or replace function switchyard._run_outputs(runs uuid[])
+returns table (run_id uuid, output jsonb)
+rows 10
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return query
+    select r.run_id,
+           coalesce((select jsonb_object_agg(ss.step_slug, ss.output)
+                       from switchyard.step_states ss
+                      where ss.run_id = r.run_id and ss.status = 'completed'
+                        and not exists (select 1 from switchyard.deps d
+                                         where d.flow_slug = r.flow_slug
+                                           and d.dep_slug = ss.step_slug)),
+                    '{}'::jsonb)
+      from switchyard.runs r
+     where r.run_id = any (runs);
 end
 $$;
 
@@ -2643,17 +2666,18 @@ begin
      where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
     -- Count the steps down; a run whose last step completed here completes in the same
     -- update, with the outputs of its completed leaf steps (no step depends on them; a
-    -- skipped leaf is absent) as its output.
+    -- skipped leaf is absent) as its output: _run_outputs computes them for the batch's runs
+    -- in one query (for a run that does not complete yet, a probe of its step states).
     with counted as (
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
              completed_at = case when r.remaining_steps = c.n then now() end,
-             output = case when r.remaining_steps = c.n then
-                        switchyard._run_output(r.run_id, r.flow_slug)
-                      end
-        from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
-               group by a.run_id) c
+             output = case when r.remaining_steps = c.n then c.output end
+        from (select a.run_id, a.n, o.output
+                from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
+                       group by a.run_id) a
+                left join switchyard._run_outputs(done_runs) o on o.run_id = a.run_id) c
        where r.run_id = c.run_id
       returning r.run_id, r.remaining_steps
     )
