@@ -202,7 +202,7 @@ async function profiled(
                                                                      current_database())
      where s.query not like '%pg_stat_statements%'
        and s.query not like 'SELECT pg_sleep%'
-     order by s.total_exec_time desc limit 14`;
+     order by s.total_exec_time desc limit 30`;
   const [{ total }] = await db.sql<{ total: number }[]>`
     select coalesce(sum(s.total_exec_time) filter (where s.toplevel), 0)::float
            - coalesce(sum(s.total_exec_time) filter (where s.query like 'SELECT pg_sleep%'), 0)
