@@ -54,8 +54,10 @@
  * 16. scale on one database (issue 27): 1-step tasks through 1, 2, 4, 8 and 16 workers on one
  *    queue and on 4 queues: tasks/s and CPU per task, where the database saturates.
  *
- * `--baseline=<rev>` also runs figures 7 and 8 on the migrations of that git revision, in
- * databases of their own on the same server: before and after, side by side.
+ * `--baseline=<rev>` also runs figures 1, 2, 7 and 8 on the migrations of that git revision, in
+ * databases of their own on the same server: before and after, side by side (figures 1 and 2:
+ * the baseline's engine sides run in the same rounds as this core's and the raw loops, with
+ * this checkout's worker).
  *
  * `--quick` runs fewer and smaller rounds. `--explain` prints EXPLAIN ANALYZE of every
  * statement inside one `start_tasks` call (1000 flows). `--profile` (with figure 1) runs one
@@ -171,6 +173,8 @@ interface ThroughputResult {
   engine: Map<number, Sample[]>; // tasks
   raw: Map<number, Sample[]>; // messages
   e2e: Sample[]; // runs
+  /** With --baseline: the engine sides again on that revision's SQL core, in the same rounds. */
+  baseline?: { label: string; engine: Map<number, Sample[]>; e2e: Sample[] };
   /** With --profile: where the database time of one engine pass and one raw pass went. */
   profile?: string;
 }
@@ -183,6 +187,8 @@ async function profiled(
   db: BenchDatabase,
   items: number,
   pass: (reset: () => Promise<unknown>) => Promise<unknown>,
+  /** The database whose statements count (default: the bench database). */
+  datname?: string,
 ) {
   await pass(() => db.sql`select pg_stat_statements_reset()`);
   const rows = await db.sql<
@@ -192,16 +198,18 @@ async function profiled(
            s.total_exec_time / s.calls as mean,
            left(regexp_replace(s.query, '[[:space:]]+', ' ', 'g'), 90) as query
       from pg_stat_statements s
-      join pg_database d on d.oid = s.dbid and d.datname = current_database()
+      join pg_database d on d.oid = s.dbid and d.datname = coalesce(${datname ?? null}::text,
+                                                                     current_database())
      where s.query not like '%pg_stat_statements%'
        and s.query not like 'SELECT pg_sleep%'
-     order by s.total_exec_time desc limit 14`;
+     order by s.total_exec_time desc limit 30`;
   const [{ total }] = await db.sql<{ total: number }[]>`
     select coalesce(sum(s.total_exec_time) filter (where s.toplevel), 0)::float
            - coalesce(sum(s.total_exec_time) filter (where s.query like 'SELECT pg_sleep%'), 0)
              as total
       from pg_stat_statements s
-      join pg_database d on d.oid = s.dbid and d.datname = current_database()
+      join pg_database d on d.oid = s.dbid and d.datname = coalesce(${datname ?? null}::text,
+                                                                     current_database())
      where s.query not like '%pg_stat_statements%'`;
   return `${fmt(total / items, 3)} ms of statement time per item (top-level statements, ` +
     `without read_with_poll's sleeps)\n\n` +
@@ -220,12 +228,29 @@ async function profiled(
 /** Consumer counts compared: one worker vs one loop, and four of each (CPU-bound). */
 const CONSUMERS = [1, 4] as const;
 
-async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResult> {
+async function throughput(
+  db: BenchDatabase,
+  o: Options,
+  baseline?: { workdir: string; label: string },
+): Promise<ThroughputResult> {
   const { sql } = db;
   const messages = o.quick ? 1500 : 3000;
   const e2eRuns = o.quick ? 300 : 600;
   const registry = routedRegistry('tp', 10, 1, 'bench_tp');
-  await compile(sql, registry);
+  const e2eRegistry = [threeStepFlow('e2e', 'bench_e2e_a', 'bench_e2e_b')];
+  // The engine's databases: this checkout's SQL core, and with --baseline the same flows on a
+  // database of the same server migrated from that revision's (the worker code is this one's).
+  const targets: { label: 'engine' | 'base'; url: string; sql: postgres.Sql }[] = [
+    { label: 'engine', url: db.url, sql },
+  ];
+  if (baseline) {
+    const base = await db.createDatabase('tp_base', { workdir: baseline.workdir });
+    targets.push({ label: 'base', url: base.url, sql: base.sql });
+  }
+  for (const t of targets) {
+    await compile(t.sql, registry);
+    await compile(t.sql, e2eRegistry);
+  }
   await sql`select pgmq.create('bench_raw')`;
   // The raw queue is created once and kept across rounds, as the engine's is, with the
   // queue-table settings the kit gives its queues (switchyard._tune_queue_table): the ratio is
@@ -236,20 +261,29 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
     engine: new Map(CONSUMERS.map((n) => [n, []])),
     raw: new Map(CONSUMERS.map((n) => [n, []])),
     e2e: [],
+    ...(baseline
+      ? {
+        baseline: {
+          label: baseline.label,
+          engine: new Map(CONSUMERS.map((n) => [n, []])),
+          e2e: [],
+        },
+      }
+      : {}),
   };
   // Each side keeps its connection pools (one of `connections` per consumer) for the whole
   // figure: sessions stay warm as in a long-running worker, and the engine's larger number of
   // sessions (a worker uses its pool's connections at once) does not pay its per-session
   // start-up (function compilation, plan caches) again every round.
   const pools = new Map<string, postgres.Sql[]>();
-  const sessions = (side: 'engine' | 'raw', consumers: number) => {
+  const sessions = (side: 'engine' | 'base' | 'raw', consumers: number, url = db.url) => {
     const key = `${side}:${consumers}`;
     if (!pools.has(key)) {
       pools.set(
         key,
         Array.from(
           { length: consumers },
-          () => postgres(db.url, { max: o.connections, prepare: false, onnotice: () => {} }),
+          () => postgres(url, { max: o.connections, prepare: false, onnotice: () => {} }),
         ),
       );
     }
@@ -257,23 +291,28 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
   };
   // The seeded messages stay hidden until the clock starts: a worker that starts before the
   // others (or before the clock) must not process any of them early.
-  const hold = (queue: string) =>
-    sql.unsafe(`update pgmq.q_${queue} set vt = clock_timestamp() + interval '1 hour'`);
-  const release = (queue: string) =>
-    sql.unsafe(`update pgmq.q_${queue} set vt = clock_timestamp()`);
-  const drained = (table: string) => async () => {
-    const [{ n }] = await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from ${table}`);
+  const hold = (queue: string, on = sql) =>
+    on.unsafe(`update pgmq.q_${queue} set vt = clock_timestamp() + interval '1 hour'`);
+  const release = (queue: string, on = sql) =>
+    on.unsafe(`update pgmq.q_${queue} set vt = clock_timestamp()`);
+  const drained = (table: string, on = sql) => async () => {
+    const [{ n }] = await on.unsafe<{ n: number }[]>(`select count(*)::int as n from ${table}`);
     return n === 0;
   };
 
   // Workers start before the clock and stop after it; no worker idles during the raw side.
   const workerOptions = benchWorkerOptions(o);
   // `atClock` runs right before the clock starts (after the work is seeded).
-  const runEngine = async (consumers: number, atClock?: () => Promise<unknown>) => {
+  const runEngine = async (
+    consumers: number,
+    atClock?: () => Promise<unknown>,
+    target = targets[0],
+  ) => {
+    const sql = target.sql;
     await sql`select count(switchyard.start_flow('tp' || (i % 10), jsonb_build_object('i', i)))
                 from generate_series(1, ${messages}::int) i`;
-    await hold('bench_tp');
-    const pools = sessions('engine', consumers);
+    await hold('bench_tp', sql);
+    const pools = sessions(target.label, consumers, target.url);
     const workers: Worker[] = [];
     try {
       // startWorkerImpl accepts a pool, so the engine gets exactly `connections` per worker.
@@ -285,8 +324,8 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
       await atClock?.();
       // Releasing the messages is inside the clock (it costs the engine side a few ms).
       return await timed(db, messages, async () => {
-        await release('bench_tp');
-        await waitUntil('the engine to drain bench_tp', drained('pgmq.q_bench_tp'));
+        await release('bench_tp', sql);
+        await waitUntil('the engine to drain bench_tp', drained('pgmq.q_bench_tp', sql));
       });
     } finally {
       await Promise.all(workers.map((w) => w.stop()));
@@ -316,19 +355,18 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
     if (archived !== messages) throw new Error(`raw loops archived ${archived} of ${messages}`);
     return sample;
   };
-  const e2eRegistry = [threeStepFlow('e2e', 'bench_e2e_a', 'bench_e2e_b')];
-  await compile(sql, e2eRegistry);
-  const runE2e = async () => {
+  const runE2e = async (target = targets[0]) => {
+    const sql = target.sql;
     await sql`select count(switchyard.start_flow('e2e', jsonb_build_object('i', i)))
                 from generate_series(1, ${e2eRuns}::int) i`;
-    await hold('bench_e2e_a');
-    const options = { ...workerOptions, connectionString: db.url };
+    await hold('bench_e2e_a', sql);
+    const options = { ...workerOptions, connectionString: target.url };
     const workers: Worker[] = [];
     try {
       workers.push(await startWorker(e2eRegistry, { ...options, queueName: 'bench_e2e_a' }));
       workers.push(await startWorker(e2eRegistry, { ...options, queueName: 'bench_e2e_b' }));
       return await timed(db, e2eRuns, async () => {
-        await release('bench_e2e_a');
+        await release('bench_e2e_a', sql);
         // `exists`, not a count: the check must not read every open run 100 times a second.
         await waitUntil('the e2e runs to complete', async () => {
           const [{ open }] = await sql<{ open: boolean }[]>`
@@ -346,34 +384,47 @@ async function throughput(db: BenchDatabase, o: Options): Promise<ThroughputResu
     // One warm-up of each side, then rounds in an order that rotates every round.
     log('throughput: warm-up');
     for (const n of CONSUMERS) {
-      await runEngine(n);
+      for (const t of targets) await runEngine(n, undefined, t);
       await runRaw(n);
     }
-    await runE2e();
+    for (const t of targets) await runE2e(t);
+    const base = targets[1], b = out.baseline;
     const sides: (() => Promise<unknown>)[] = [
       ...CONSUMERS.flatMap((n) => [
         async () => out.engine.get(n)!.push(await runEngine(n)),
+        ...(base && b
+          ? [async () => b.engine.get(n)!.push(await runEngine(n, undefined, base))]
+          : []),
         async () => out.raw.get(n)!.push(await runRaw(n)),
       ]),
       async () => out.e2e.push(await runE2e()),
+      ...(base && b ? [async () => b.e2e.push(await runE2e(base))] : []),
     ];
     for (let r = 0; r < o.rounds; r++) {
       for (let k = 0; k < sides.length; k++) await sides[(r + k) % sides.length]();
       log(
         `throughput round ${r + 1}/${o.rounds}: ` +
           CONSUMERS.map((n) =>
-            `${n} consumer(s): engine ${fmt(out.engine.get(n)![r].rate, 0)} tasks/s, raw ${
-              fmt(out.raw.get(n)![r].rate, 0)
-            } msgs/s`
-          ).join('; ') + `; e2e ${fmt(out.e2e[r].rate, 0)} runs/s`,
+            `${n} consumer(s): engine ${fmt(out.engine.get(n)![r].rate, 0)} tasks/s, ` +
+            (b ? `baseline ${fmt(b.engine.get(n)![r].rate, 0)} tasks/s, ` : '') +
+            `raw ${fmt(out.raw.get(n)![r].rate, 0)} msgs/s`
+          ).join('; ') + `; e2e ${fmt(out.e2e[r].rate, 0)} runs/s` +
+          (b ? ` (baseline ${fmt(b.e2e[r].rate, 0)})` : ''),
       );
     }
     if (o.profile) {
       const raw = await profiled(db, messages, (reset) => runRaw(1, reset));
       const engine = await profiled(db, messages, (reset) => runEngine(1, reset));
+      const base = targets[1] && await profiled(
+        db,
+        messages,
+        (reset) => runEngine(1, reset, targets[1]),
+        new URL(targets[1].url).pathname.slice(1),
+      );
       out.profile = `where the database time goes (pg_stat_statements, one more pass of each ` +
         `side with 1 consumer, ${messages} items; "in" = a statement inside a function)\n\n` +
-        `raw PGMQ loop: ${raw}\n\nengine: ${engine}`;
+        `raw PGMQ loop: ${raw}\n\nengine: ${engine}` +
+        (base ? `\n\nengine on the baseline's SQL core (${baseline!.label}): ${base}` : '');
     }
   } finally {
     await Promise.all([...pools.values()].flat().map((p) => p.end({ timeout: 2 })));
@@ -1113,7 +1164,7 @@ async function main() {
         'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
         'registry size (3), start-up (4), memory (5), worker connections (6), history:\n' +
         'aged vs a fresh copy, 100 rounds (7), backlog: 10 vs 10,000 open runs (8), vs pgflow\n' +
-        "(9). --baseline also runs 7 and 8 on that revision's SQL core. A throwaway cluster unless\n" +
+        "(9). --baseline also runs 1, 2, 7 and 8 on that revision's SQL core. A throwaway cluster unless\n" +
         'DATABASE_URL is set (fresh databases are created there and dropped). Results: BENCHMARKS.md.',
     );
     return;
@@ -1152,13 +1203,13 @@ async function main() {
       cpu(xs) === null
         ? ''
         : `, ${fmt(cpu(xs)!, 3)} CPU ms/${unit} (${fmt(server(xs)!, 3)} in PostgreSQL)`;
-    const baseline = o.baseline && (o.only.has(7) || o.only.has(8))
+    const baseline = o.baseline && [1, 2, 7, 8].some((f) => o.only.has(f))
       ? await checkoutBaseline(o.baseline)
       : undefined;
     if (baseline) cleanups.push(baseline.remove);
 
     if (o.only.has(1) || o.only.has(2)) {
-      const t = await throughput(db, o);
+      const t = await throughput(db, o, baseline);
       for (const n of CONSUMERS) {
         const engine = t.engine.get(n)!, raw = t.raw.get(n)!;
         const r1 = roundRatio(rates(engine), rates(raw));
@@ -1185,6 +1236,32 @@ async function main() {
         '>= 0.25x',
         verdict(r2.ratio >= 0.25),
       ]);
+      if (t.baseline) {
+        const b = t.baseline;
+        for (const n of CONSUMERS) {
+          const base = b.engine.get(n)!, raw = t.raw.get(n)!, engine = t.engine.get(n)!;
+          const vsRaw = roundRatio(rates(base), rates(raw));
+          const vsBase = roundRatio(rates(engine), rates(base));
+          rows.push([
+            `1 ... ${n} worker(s) on the SQL core ${b.label}`,
+            `engine ${fmt(median(rates(base)), 0)} tasks/s` + cpuText(base, 'task'),
+            `raw PGMQ ${fmt(median(rates(raw)), 0)} msgs/s`,
+            `${fmt(vsRaw.ratio)}x (${fmt(vsRaw.low)}-${fmt(vsRaw.high)}); this core / it ` +
+            `${fmt(vsBase.ratio)}x (${fmt(vsBase.low)}-${fmt(vsBase.high)})`,
+            '(before/after)',
+            '-',
+          ]);
+        }
+        const vs = roundRatio(rates(t.e2e), rates(b.e2e));
+        rows.push([
+          `2 ... on the SQL core ${b.label}`,
+          `${fmt(median(rates(b.e2e)), 0)} runs/s` + cpuText(b.e2e, 'run'),
+          `this core ${fmt(median(rates(t.e2e)), 0)} runs/s`,
+          `this core / it ${fmt(vs.ratio)}x (${fmt(vs.low)}-${fmt(vs.high)})`,
+          '(before/after)',
+          '-',
+        ]);
+      }
       if (t.profile) notes.push(t.profile);
     }
     if (o.only.has(3)) {

@@ -679,46 +679,61 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_child_run_ended.sql
 
--- A run ended (trigger on runs): when it is the child run of a 'flow' step (child_runs), that
--- step ends with it (docs/ARCHITECTURE.md §5.11), holding the parent's row lock (taken after
--- the child's, which the ending transaction holds): completed, the step completes with the
--- child's output and the parent goes on; failed, the step and the parent fail naming the
--- child's error; cancelled, the parent is cancelled too. A parent that is not started, or a
--- step no longer waiting (a retry moved it), is left alone.
+-- Runs ended (a statement trigger on runs with transition tables: one call per statement, one
+-- join of its ended runs with child_runs by key). Each ended run that is the child run of a
+-- 'flow' step (child_runs), in the statement's order, ends that step with it (docs/
+-- ARCHITECTURE.md §5.11), holding the parent's row lock (taken after the child's, which the
+-- ending transaction holds): completed, the step completes with the child's output and the
+-- parent goes on; failed, the step and the parent fail naming the child's error; cancelled, the
+-- parent is cancelled too. A parent that is not started, or a step no longer waiting (a retry
+-- moved it), is left alone.
 create or replace function switchyard._child_run_ended()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
+set enable_hashjoin = on
 as $$
 declare
-  link switchyard.child_runs;
+  ended record;
   parent switchyard.runs;
   state switchyard.step_states;
 begin
-  select * into link from switchyard.child_runs c where c.run_id = new.run_id;
+  -- No child run at all (a project without flow steps): one probe of an empty table. A link
+  -- is committed before its child run can end (the child's tasks appear with that commit).
+  perform from switchyard.child_runs limit 1;
   if not found then
     return null;
   end if;
-  select * into parent from switchyard.runs r where r.run_id = link.parent_run_id for update;
-  select * into state from switchyard.step_states ss
-   where ss.run_id = link.parent_run_id and ss.step_slug = link.parent_step;
-  if parent.status <> 'started' or state.status <> 'started' then
-    return null;
-  end if;
-  if new.status = 'completed' then
-    perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug, link.parent_step,
-                                               new.output);
-    perform switchyard._start_ready_steps(parent.run_id);
-    perform switchyard._complete_run_if_done(parent.run_id);
-  elsif new.status = 'failed' then
-    perform switchyard._fail_run_step(parent.run_id, link.parent_step, format(
-      'flow step %s: its child run %s failed: %s', to_json(link.parent_step)::text, new.run_id,
-      new.error));
-  else
-    perform switchyard.cancel_run(parent.run_id, format(
-      'its child run %s (step %s) was cancelled', new.run_id, to_json(link.parent_step)::text));
-  end if;
+  for ended in
+    select n.run_id, n.status, n.output, n.error, c.parent_run_id, c.parent_step
+      from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
+      join switchyard_old_runs o on o.run_id = n.run_id
+      join switchyard.child_runs c on c.run_id = n.run_id
+     where o.status = 'started' and n.status in ('completed', 'failed', 'cancelled')
+     order by n.ord
+  loop
+    select * into parent from switchyard.runs r where r.run_id = ended.parent_run_id for update;
+    select * into state from switchyard.step_states ss
+     where ss.run_id = ended.parent_run_id and ss.step_slug = ended.parent_step;
+    if parent.status <> 'started' or state.status <> 'started' then
+      continue;
+    end if;
+    if ended.status = 'completed' then
+      perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug,
+                                                 ended.parent_step, ended.output);
+      perform switchyard._start_ready_steps(parent.run_id);
+      perform switchyard._complete_run_if_done(parent.run_id);
+    elsif ended.status = 'failed' then
+      perform switchyard._fail_run_step(parent.run_id, ended.parent_step, format(
+        'flow step %s: its child run %s failed: %s', to_json(ended.parent_step)::text,
+        ended.run_id, ended.error));
+    else
+      perform switchyard.cancel_run(parent.run_id, format(
+        'its child run %s (step %s) was cancelled', ended.run_id,
+        to_json(ended.parent_step)::text));
+    end if;
+  end loop;
   return null;
 end
 $$;
@@ -1416,28 +1431,61 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_run_event.sql
 
--- Row triggers whose WHEN condition is a status change: the many updates that change no
--- status (a run's or step's counters) never call a function. A transaction's notifications
--- are delivered at commit and identical ones are folded, so each run touched is notified once.
+-- Statement triggers with transition tables (triggers.sql): one call per statement that
+-- inserts runs or changes their status, one insert of that statement's events, whatever the
+-- number of rows. Rows whose status did not change (a run's counters) write nothing. A
+-- transaction's notifications are delivered at commit and identical ones are folded, so each
+-- run touched is notified once.
 
--- A run was inserted ('started') or changed status ('retried' when a failed run starts again).
+-- Runs were inserted ('started') or changed status ('retried' when a failed run starts again).
+-- A run's own transitions update its row, so the run is locked before its event is numbered.
+-- The events follow the statement's order of rows (the transition table's).
 create or replace function switchyard._run_event()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
+set enable_hashjoin = on
 as $$
+declare
+  notified bigint;
 begin
-  -- A flow with events: false writes no row; the notification still wakes the client's waits.
-  if not (select f.events from switchyard.flows f where f.flow_slug = new.flow_slug) then
-    perform pg_notify('switchyard_run_events', new.run_id::text);
+  -- A statement that wrote no row: nothing to do, and one probe instead of the query below.
+  perform from switchyard_new_runs limit 1;
+  if not found then
     return null;
   end if;
-  insert into switchyard.run_events (run_id, owner, flow_slug, event)
-  values (new.run_id, new.owner, new.flow_slug,
-          case when tg_op = 'UPDATE' and old.status = 'failed' and new.status = 'started'
-               then 'retried' else new.status end);
-  perform pg_notify('switchyard_run_events', new.run_id::text);
+  if tg_op = 'INSERT' then
+    with t as (select n.run_id, n.owner, n.flow_slug, n.status as event,
+                      row_number() over () as ord
+                 from switchyard_new_runs n),
+         written as (
+           -- A flow with events: false writes no row; the notification still wakes the
+           -- client's waits.
+           insert into switchyard.run_events (run_id, owner, flow_slug, event)
+           select t.run_id, t.owner, t.flow_slug, t.event
+             from t left join switchyard.flows f on f.flow_slug = t.flow_slug
+            where coalesce(f.events, true)
+            order by t.ord)
+    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
+      from t;
+  else
+    with t as (select n.run_id, n.owner, n.flow_slug,
+                      case when o.status = 'failed' and n.status = 'started' then 'retried'
+                           else n.status end as event,
+                      n.ord
+                 from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
+                 join switchyard_old_runs o on o.run_id = n.run_id
+                where o.status is distinct from n.status),
+         written as (
+           insert into switchyard.run_events (run_id, owner, flow_slug, event)
+           select t.run_id, t.owner, t.flow_slug, t.event
+             from t left join switchyard.flows f on f.flow_slug = t.flow_slug
+            where coalesce(f.events, true)
+            order by t.ord)
+    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
+      from t;
+  end if;
   return null;
 end
 $$;
@@ -1445,10 +1493,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_run_output.sql
 
--- A run's output: the outputs of its completed leaf steps (no step depends on them); a
--- skipped leaf is absent. The one definition: complete_tasks (a batch's runs), and
--- _complete_run_if_done (a run that ended by a skip or an empty map) call it. PL/pgSQL, so its
--- statement is planned once per session, not once per call as a SQL function's would be.
+-- A run's output (see _run_outputs, its one definition): _complete_run_if_done (a run that
+-- ended by a skip or an empty map) calls it.
 create or replace function switchyard._run_output(run uuid, flow text)
 returns jsonb
 language plpgsql
@@ -1456,11 +1502,36 @@ stable
 set search_path = ''
 as $$
 begin
-  return (select coalesce(jsonb_object_agg(ss.step_slug, ss.output), '{}'::jsonb)
-            from switchyard.step_states ss
-           where ss.run_id = run and ss.status = 'completed'
-             and not exists (select 1 from switchyard.deps d
-                              where d.flow_slug = flow and d.dep_slug = ss.step_slug));
+  return coalesce((select o.output from switchyard._run_outputs(array[run]) o), '{}'::jsonb);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_run_outputs.sql
+
+-- Runs' outputs, one row per run given: the outputs of its completed leaf steps (no step
+-- depends on them), '{}' when there is none; a skipped leaf is absent. The one definition:
+-- complete_tasks asks it once for a batch's runs (one query instead of a call per completed
+-- run), _run_output for one run. PL/pgSQL, so its query is planned once per session.
+create or replace function switchyard._run_outputs(runs uuid[])
+returns table (run_id uuid, output jsonb)
+rows 10
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return query
+    select r.run_id,
+           coalesce((select jsonb_object_agg(ss.step_slug, ss.output)
+                       from switchyard.step_states ss
+                      where ss.run_id = r.run_id and ss.status = 'completed'
+                        and not exists (select 1 from switchyard.deps d
+                                         where d.flow_slug = r.flow_slug
+                                           and d.dep_slug = ss.step_slug)),
+                    '{}'::jsonb)
+      from switchyard.runs r
+     where r.run_id = any (runs);
 end
 $$;
 
@@ -1871,29 +1942,63 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_step_event.sql
 
--- A step changed status (or was inserted past 'created'). The run is locked before the event
--- gets its number (see the table); every writer of a run's steps holds that lock already
--- (complete_tasks, fail_task and stall recovery lock the run, cancel_run and retry_run lock
--- it first, a run being started is new), so this costs a lookup by key.
+-- Steps were inserted past 'created' or changed status (a statement trigger, see _run_event).
+-- The statement's runs are locked, in run order, before their events get numbers (see the
+-- table); every writer of a run's steps holds those locks already (complete_tasks, fail_task
+-- and stall recovery lock the run, cancel_run and retry_run lock it first, a run being started
+-- is new), so this costs a lookup by key per run.
 create or replace function switchyard._step_event()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
+set enable_hashjoin = on
 as $$
 declare
-  run_owner uuid;
+  notified bigint;
 begin
-  -- A flow with events: false writes no row (and needs no lock for its number); the
-  -- notification still wakes the client's waits.
-  if not (select f.events from switchyard.flows f where f.flow_slug = new.flow_slug) then
-    perform pg_notify('switchyard_run_events', new.run_id::text);
+  -- A statement that wrote no row (the dependency count-down of a batch without successors):
+  -- nothing to do, and one probe instead of the query below.
+  perform from switchyard_new_steps limit 1;
+  if not found then
     return null;
   end if;
-  select r.owner into run_owner from switchyard.runs r where r.run_id = new.run_id for update;
-  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
-  values (new.run_id, run_owner, new.flow_slug, new.step_slug, new.status);
-  perform pg_notify('switchyard_run_events', new.run_id::text);
+  if tg_op = 'INSERT' then
+    with t as (select n.run_id, n.flow_slug, n.step_slug, n.status as event,
+                      row_number() over () as ord
+                 from switchyard_new_steps n
+                where n.status <> 'created'),
+         -- A flow with events: false writes no row (and needs no lock for its number); the
+         -- notification still wakes the client's waits.
+         e as (select t.* from t left join switchyard.flows f on f.flow_slug = t.flow_slug
+                where coalesce(f.events, true)),
+         r as (select r.run_id, r.owner from switchyard.runs r
+                where r.run_id in (select e.run_id from e)
+                order by r.run_id for update),
+         written as (
+           insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
+           select e.run_id, r.owner, e.flow_slug, e.step_slug, e.event
+             from e join r on r.run_id = e.run_id
+            order by e.ord)
+    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified from t;
+  else
+    with t as (select n.run_id, n.flow_slug, n.step_slug, n.status as event, n.ord
+                 from (select n.*, row_number() over () as ord from switchyard_new_steps n) n
+                 join switchyard_old_steps o
+                   on o.run_id = n.run_id and o.step_slug = n.step_slug
+                where o.status is distinct from n.status and n.status <> 'created'),
+         e as (select t.* from t left join switchyard.flows f on f.flow_slug = t.flow_slug
+                where coalesce(f.events, true)),
+         r as (select r.run_id, r.owner from switchyard.runs r
+                where r.run_id in (select e.run_id from e)
+                order by r.run_id for update),
+         written as (
+           insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
+           select e.run_id, r.owner, e.flow_slug, e.step_slug, e.event
+             from e join r on r.run_id = e.run_id
+            order by e.ord)
+    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified from t;
+  end if;
   return null;
 end
 $$;
@@ -2674,17 +2779,18 @@ begin
      where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
     -- Count the steps down; a run whose last step completed here completes in the same
     -- update, with the outputs of its completed leaf steps (no step depends on them; a
-    -- skipped leaf is absent) as its output.
+    -- skipped leaf is absent) as its output: _run_outputs computes them for the batch's runs
+    -- in one query (for a run that does not complete yet, a probe of its step states).
     with counted as (
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
              completed_at = case when r.remaining_steps = c.n then now() end,
-             output = case when r.remaining_steps = c.n then
-                        switchyard._run_output(r.run_id, r.flow_slug)
-                      end
-        from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
-               group by a.run_id) c
+             output = case when r.remaining_steps = c.n then c.output end
+        from (select a.run_id, a.n, o.output
+                from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
+                       group by a.run_id) a
+                left join switchyard._run_outputs(done_runs) o on o.run_id = a.run_id) c
        where r.run_id = c.run_id
       returning r.run_id, r.remaining_steps
     )
@@ -6573,10 +6679,11 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/after/child_runs_trigger.sql
 
--- A child run's end ends its parent's flow step (issue 22, docs/ARCHITECTURE.md §5.11).
-create trigger runs_child_ended after update of status on switchyard.runs
-  for each row when (old.status = 'started' and new.status in ('completed', 'failed', 'cancelled'))
-  execute function switchyard._child_run_ended();
+-- A child run's end ends its parent's flow step (issue 22, docs/ARCHITECTURE.md §5.11): a
+-- statement trigger with transition tables (issue 27), as triggers.sql creates it.
+create trigger runs_child_ended after update on switchyard.runs
+  referencing old table as switchyard_old_runs new table as switchyard_new_runs
+  for each statement execute function switchyard._child_run_ended();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/after/queue_table_tuning.sql
@@ -6585,6 +6692,34 @@ create trigger runs_child_ended after update of status on switchyard.runs
 -- (docs/ARCHITECTURE.md §3): an ALTER of its storage options takes a SHARE UPDATE EXCLUSIVE
 -- lock, which reads, sends, claims and archives do not wait for.
 select switchyard._tune_queue_table(q.pgmq_name) from switchyard.queues q order by q.queue_name;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/statement_event_triggers.sql
+
+-- Run and step events from statement triggers with transition tables (issue 27): one call and
+-- one insert per statement instead of a function call and an insert per row. _run_event and
+-- _step_event were redefined for them before this step, so the row triggers go and the
+-- statement triggers come in the same migration (docs/ARCHITECTURE.md §14).
+drop trigger runs_event_insert on switchyard.runs;
+drop trigger runs_event_status on switchyard.runs;
+drop trigger step_states_event_insert on switchyard.step_states;
+drop trigger step_states_event_status on switchyard.step_states;
+
+create trigger runs_event_insert after insert on switchyard.runs
+  referencing new table as switchyard_new_runs
+  for each statement execute function switchyard._run_event();
+
+create trigger runs_event_status after update on switchyard.runs
+  referencing old table as switchyard_old_runs new table as switchyard_new_runs
+  for each statement execute function switchyard._run_event();
+
+create trigger step_states_event_insert after insert on switchyard.step_states
+  referencing new table as switchyard_new_steps
+  for each statement execute function switchyard._step_event();
+
+create trigger step_states_event_status after update on switchyard.step_states
+  referencing old table as switchyard_old_steps new table as switchyard_new_steps
+  for each statement execute function switchyard._step_event();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql

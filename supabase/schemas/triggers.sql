@@ -17,27 +17,32 @@ create trigger worker_functions_rules before insert or update of function_name, 
 
 -- Run and step events (docs/ARCHITECTURE.md §14): every transition of a run or of one of its
 -- steps is a row in switchyard.run_events and a NOTIFY, written here so no SQL function that
--- moves a run or a step has to remember to write them.
+-- moves a run or a step has to remember to write them. Statement triggers with transition
+-- tables: one call and one insert per statement, whatever its number of rows (a completion
+-- batch moves ten steps and ten runs in two statements); rows whose status did not change
+-- write nothing. (Transition tables cannot be limited to a column, so every update of these
+-- tables calls them once.)
 create trigger runs_event_insert after insert on switchyard.runs
-  for each row execute function switchyard._run_event();
+  referencing new table as switchyard_new_runs
+  for each statement execute function switchyard._run_event();
 
-create trigger runs_event_status after update of status on switchyard.runs
-  for each row when (old.status is distinct from new.status)
-  execute function switchyard._run_event();
+create trigger runs_event_status after update on switchyard.runs
+  referencing old table as switchyard_old_runs new table as switchyard_new_runs
+  for each statement execute function switchyard._run_event();
 
 create trigger step_states_event_insert after insert on switchyard.step_states
-  for each row when (new.status <> 'created')
-  execute function switchyard._step_event();
+  referencing new table as switchyard_new_steps
+  for each statement execute function switchyard._step_event();
 
-create trigger step_states_event_status after update of status on switchyard.step_states
-  for each row when (old.status is distinct from new.status and new.status <> 'created')
-  execute function switchyard._step_event();
+create trigger step_states_event_status after update on switchyard.step_states
+  referencing old table as switchyard_old_steps new table as switchyard_new_steps
+  for each statement execute function switchyard._step_event();
 
--- A child run's end ends its parent's flow step (docs/ARCHITECTURE.md §5.11): the function
--- looks the run up in child_runs by key, and returns at once for every other run.
-create trigger runs_child_ended after update of status on switchyard.runs
-  for each row when (old.status = 'started' and new.status in ('completed', 'failed', 'cancelled'))
-  execute function switchyard._child_run_ended();
+-- A child run's end ends its parent's flow step (docs/ARCHITECTURE.md §5.11): one join of the
+-- statement's ended runs with child_runs by key; nothing more for every other run.
+create trigger runs_child_ended after update on switchyard.runs
+  referencing old table as switchyard_old_runs new table as switchyard_new_runs
+  for each statement execute function switchyard._child_run_ended();
 
 -- Routines created later in schema switchyard stay private (docs/ARCHITECTURE.md §7,
 -- Privileges): an event trigger takes EXECUTE from PUBLIC, anon and authenticated on every

@@ -38,20 +38,25 @@ Deno.test('plpgsql_check finds no error in any PL/pgSQL function of schema switc
   const findings = await db.sql<Finding[]>`
     with targets as (
       select p.oid, p.oid::regprocedure::text as routine,
-             coalesce((select t.tgrelid from pg_trigger t where t.tgfoid = p.oid limit 1), 0)
-               as relid,
+             coalesce(tg.tgrelid, 0) as relid, tg.tgoldtable as oldtable, tg.tgnewtable as newtable,
              p.prorettype = 'trigger'::regtype as is_trigger,
              p.prorettype = 'event_trigger'::regtype as is_event_trigger
         from pg_proc p
         join pg_namespace ns on ns.oid = p.pronamespace
         join pg_language l on l.oid = p.prolang
+        -- A statement trigger's transition tables (an update's old and new rows, the ones
+        -- every branch of the function may read) are checked under their names.
+        left join lateral (select t.tgrelid, t.tgoldtable, t.tgnewtable from pg_trigger t
+                            where t.tgfoid = p.oid
+                            order by t.tgoldtable is null, t.tgnewtable is null limit 1) tg on true
        where ns.nspname = 'switchyard' and l.lanname = 'plpgsql'
     )
     select t.routine, c.level, c.message, c.lineno, c.statement
       from targets t
      cross join lateral plpgsql_check_function_tb(
        t.oid, t.relid, fatal_errors => false, other_warnings => false,
-       performance_warnings => false, extra_warnings => false) c
+       performance_warnings => false, extra_warnings => false,
+       oldtable => t.oldtable, newtable => t.newtable) c
      where not t.is_event_trigger and (not t.is_trigger or t.relid <> 0)
        and c.level = 'error'
      order by t.routine, c.lineno`;

@@ -1,43 +1,58 @@
--- A run ended (trigger on runs): when it is the child run of a 'flow' step (child_runs), that
--- step ends with it (docs/ARCHITECTURE.md §5.11), holding the parent's row lock (taken after
--- the child's, which the ending transaction holds): completed, the step completes with the
--- child's output and the parent goes on; failed, the step and the parent fail naming the
--- child's error; cancelled, the parent is cancelled too. A parent that is not started, or a
--- step no longer waiting (a retry moved it), is left alone.
+-- Runs ended (a statement trigger on runs with transition tables: one call per statement, one
+-- join of its ended runs with child_runs by key). Each ended run that is the child run of a
+-- 'flow' step (child_runs), in the statement's order, ends that step with it (docs/
+-- ARCHITECTURE.md §5.11), holding the parent's row lock (taken after the child's, which the
+-- ending transaction holds): completed, the step completes with the child's output and the
+-- parent goes on; failed, the step and the parent fail naming the child's error; cancelled, the
+-- parent is cancelled too. A parent that is not started, or a step no longer waiting (a retry
+-- moved it), is left alone.
 create or replace function switchyard._child_run_ended()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
+set enable_hashjoin = on
 as $$
 declare
-  link switchyard.child_runs;
+  ended record;
   parent switchyard.runs;
   state switchyard.step_states;
 begin
-  select * into link from switchyard.child_runs c where c.run_id = new.run_id;
+  -- No child run at all (a project without flow steps): one probe of an empty table. A link
+  -- is committed before its child run can end (the child's tasks appear with that commit).
+  perform from switchyard.child_runs limit 1;
   if not found then
     return null;
   end if;
-  select * into parent from switchyard.runs r where r.run_id = link.parent_run_id for update;
-  select * into state from switchyard.step_states ss
-   where ss.run_id = link.parent_run_id and ss.step_slug = link.parent_step;
-  if parent.status <> 'started' or state.status <> 'started' then
-    return null;
-  end if;
-  if new.status = 'completed' then
-    perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug, link.parent_step,
-                                               new.output);
-    perform switchyard._start_ready_steps(parent.run_id);
-    perform switchyard._complete_run_if_done(parent.run_id);
-  elsif new.status = 'failed' then
-    perform switchyard._fail_run_step(parent.run_id, link.parent_step, format(
-      'flow step %s: its child run %s failed: %s', to_json(link.parent_step)::text, new.run_id,
-      new.error));
-  else
-    perform switchyard.cancel_run(parent.run_id, format(
-      'its child run %s (step %s) was cancelled', new.run_id, to_json(link.parent_step)::text));
-  end if;
+  for ended in
+    select n.run_id, n.status, n.output, n.error, c.parent_run_id, c.parent_step
+      from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
+      join switchyard_old_runs o on o.run_id = n.run_id
+      join switchyard.child_runs c on c.run_id = n.run_id
+     where o.status = 'started' and n.status in ('completed', 'failed', 'cancelled')
+     order by n.ord
+  loop
+    select * into parent from switchyard.runs r where r.run_id = ended.parent_run_id for update;
+    select * into state from switchyard.step_states ss
+     where ss.run_id = ended.parent_run_id and ss.step_slug = ended.parent_step;
+    if parent.status <> 'started' or state.status <> 'started' then
+      continue;
+    end if;
+    if ended.status = 'completed' then
+      perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug,
+                                                 ended.parent_step, ended.output);
+      perform switchyard._start_ready_steps(parent.run_id);
+      perform switchyard._complete_run_if_done(parent.run_id);
+    elsif ended.status = 'failed' then
+      perform switchyard._fail_run_step(parent.run_id, ended.parent_step, format(
+        'flow step %s: its child run %s failed: %s', to_json(ended.parent_step)::text,
+        ended.run_id, ended.error));
+    else
+      perform switchyard.cancel_run(parent.run_id, format(
+        'its child run %s (step %s) was cancelled', ended.run_id,
+        to_json(ended.parent_step)::text));
+    end if;
+  end loop;
   return null;
 end
 $$;
