@@ -690,9 +690,12 @@ Deno.test('a fenced rollout from v1 to v2 with runs in flight loses nothing and 
       `  ${INTAKE}: was enabled, now disabled; 1 worker(s) asked to stop`,
       `  ${LEGACY}: was disabled, stays disabled; 0 worker(s) asked to stop`,
     ]);
+    // Started in the database: up to 2 running handlers, and up to 2 more whose handlers ended
+    // but whose completions the worker's writer has not written yet (it reads again meanwhile;
+    // seen as 3 under CI load).
     assert.match(
       lines[5],
-      new RegExp(`^\\[\\d+\\.\\ds\\] ${FULFIL} 1 live worker\\(s\\), [12] started task\\(s\\);`),
+      new RegExp(`^\\[\\d+\\.\\ds\\] ${FULFIL} 1 live worker\\(s\\), [1-4] started task\\(s\\);`),
     );
     assert.match(
       fence.stdout,
