@@ -11,7 +11,8 @@ create or replace function switchyard._task_message(
 returns jsonb
 language sql
 stable
-set search_path = ''
+-- No SET clause (every name is qualified): PostgreSQL then inlines it into the successor start's
+-- query, which calls it once per task, instead of calling a function per task.
 as $$
   select jsonb_build_object('run_id', run_id, 'flow_slug', flow_slug, 'step_slug', step_slug)
          || case when task_index is not null then jsonb_build_object('task_index', task_index)

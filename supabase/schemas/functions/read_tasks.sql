@@ -31,7 +31,6 @@ set search_path = ''
 as $$
 declare
   queue alias for queue_name;
-  ranked boolean;
   keyed boolean;
   window_size int;
   used_keys text[];
@@ -58,8 +57,7 @@ begin
       detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
                                   'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
   end if;
-  select q.priority_used_at is not null into ranked
-    from switchyard.queues q where q.queue_name = queue;
+  perform from switchyard.queues q where q.queue_name = queue;
   if not found then
     raise exception using errcode = '22023', message = format(
       'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
@@ -67,12 +65,14 @@ begin
       detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
                                   'value', left(queue, 200))::text;
   end if;
-  keyed := exists (select 1 from switchyard.steps s
-                    where s.queue_name = queue and s.concurrency_limit is not null);
-  if not ranked and not keyed then
+  -- Which queues are read in order is read_ordered's rule, here as for the worker.
+  if not switchyard.read_ordered(queue) then
     return query select r.msg_id from pgmq.read(queue, visibility_seconds, qty) r;
     return;
   end if;
+  -- Whether the read counts the keys' slots (a queue may be ordered by priority alone).
+  keyed := exists (select 1 from switchyard.steps s
+                    where s.queue_name = queue and s.concurrency_limit is not null);
 
   window_size := least(greatest(qty * 4, 50), 2000);
   if keyed then
