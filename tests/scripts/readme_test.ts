@@ -210,15 +210,7 @@ class Reader {
         await this.serve(command, where, line);
         continue;
       }
-      const out = await new Deno.Command('bash', {
-        args: ['-c', `set -eo pipefail\n${command}`],
-        cwd: KIT_ROOT,
-        env: this.env,
-        clearEnv: true,
-        stdin: 'null',
-        stdout: 'piped',
-        stderr: 'piped',
-      }).output();
+      const out = await this.bash(`set -eo pipefail\n${command}`).output();
       const dec = new TextDecoder();
       const stdout = dec.decode(out.stdout);
       this.outputs.push(stdout);
@@ -228,17 +220,22 @@ class Reader {
     }
   }
 
-  /** The serve line, left running as in its own terminal; its printed port is `<port>`. */
-  async serve(command: string, where: string, line: string): Promise<void> {
-    const child = new Deno.Command('bash', {
-      args: ['-c', command],
+  /** A README line for bash, from the kit's root, in this run's environment only. */
+  bash(script: string): Deno.Command {
+    return new Deno.Command('bash', {
+      args: ['-c', script],
       cwd: KIT_ROOT,
       env: this.env,
       clearEnv: true,
       stdin: 'null',
       stdout: 'piped',
       stderr: 'piped',
-    }).spawn();
+    });
+  }
+
+  /** The serve line, left running as in its own terminal; its printed port is `<port>`. */
+  async serve(command: string, where: string, line: string): Promise<void> {
+    const child = this.bash(command).spawn();
     this.background.push(child);
     child.stderr.pipeTo(new WritableStream()).catch(() => {});
     const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
