@@ -86,6 +86,76 @@ export function worstWindowMedian(values: readonly number[], window = 5): number
   return worst;
 }
 
+/** The least-squares slope of `values` over their index (per position). */
+function slope(values: readonly number[]): number {
+  const n = values.length;
+  const mx = (n - 1) / 2;
+  const my = values.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  values.forEach((y, x) => {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  });
+  return den === 0 ? 0 : num / den;
+}
+
+/**
+ * Is there a trend in `values` (per-round ratios in round order), or only noise? The same values
+ * in `orders` random orders (a seeded shuffle, so a rerun of the same values prints the same
+ * numbers) give what the noise alone gives: the worst window median a random order reaches (on a
+ * noisy machine the lowest of ~100 five-round medians is well below their median even when
+ * nothing grows), and how often a random order slopes down more steeply than the run did. A real
+ * decline with the history makes the run's slope steeper than nearly every random order's.
+ */
+export function noiseCheck(
+  values: readonly number[],
+  orders = 2000,
+  window = 5,
+): { worstP5: number; worstMedian: number; worstP95: number; slopePer: number; steeper: number } {
+  let seed = 0x2710;
+  const random = () => { // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const observed = slope(values);
+  const worsts: number[] = [];
+  let steeper = 0;
+  for (let n = 0; n < orders; n++) {
+    const v = [...values];
+    for (let i = v.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [v[i], v[j]] = [v[j], v[i]];
+    }
+    worsts.push(worstWindowMedian(v, window));
+    if (slope(v) <= observed) steeper++;
+  }
+  worsts.sort((a, b) => a - b);
+  const at = (q: number) => worsts[Math.min(worsts.length - 1, Math.floor(q * worsts.length))];
+  return {
+    worstP5: at(0.05),
+    worstMedian: at(0.5),
+    worstP95: at(0.95),
+    slopePer: observed,
+    steeper: steeper / orders,
+  };
+}
+
+/** The medians of `parts` consecutive, nearly equal parts of `values`, in order. */
+export function partMedians(values: readonly number[], parts = 4): number[] {
+  const out: number[] = [];
+  for (let p = 0; p < parts; p++) {
+    const part = values.slice(
+      Math.floor((p * values.length) / parts),
+      Math.floor(((p + 1) * values.length) / parts),
+    );
+    if (part.length > 0) out.push(median(part));
+  }
+  return out;
+}
+
 /** Runs each engine side completes before its clock starts, on its new sessions. */
 const WARM_RUNS = 20;
 

@@ -86,7 +86,7 @@ import {
   timed,
   waitUntil,
 } from './_common.ts';
-import { history, worstWindowMedian } from './_history.ts';
+import { history, noiseCheck, partMedians, worstWindowMedian } from './_history.ts';
 import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
 import { waitingRuns } from './_waiting.ts';
@@ -1363,6 +1363,21 @@ async function main() {
           `round ${fmt(Math.min(...perRound))}x)`,
           '>= 0.9x',
           verdict(worst >= 0.9),
+        ]);
+        // Is the worst window a trend or the noise? The same ratios in random orders, the
+        // run's slope against theirs, and the medians of the run's quarters in order.
+        const chance = noiseCheck(perRound);
+        const quarters = partMedians(perRound);
+        rows.push([
+          `7 history${tag}: trend or noise? the per-round ratios against the same ratios in ` +
+          `2,000 random orders (no link to the history)`,
+          `quarters of the run ${quarters.map((q) => `${fmt(q)}x`).join(', ')}; slope ` +
+          `${fmt(chance.slopePer * 10, 3)} per 10 rounds`,
+          `random orders: worst 5-round median ${fmt(chance.worstMedian)}x ` +
+          `(5th-95th percentile ${fmt(chance.worstP5)}-${fmt(chance.worstP95)})`,
+          `${fmt(chance.steeper * 100, 0)} % of random orders slope down as steeply`,
+          '>= 5 %',
+          verdict(chance.steeper >= 0.05),
         ]);
         const vsRaw = roundRatio(rates(fresh.samples), rates(raw.samples));
         const agedRaw = roundRatio(rates(aged.samples), rates(raw.samples));
