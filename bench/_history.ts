@@ -27,7 +27,7 @@ import { pgArray } from '../lib/sql/worker_queries.ts';
 import { startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
 import type { BenchDatabase, ExtraDatabase } from './_db.ts';
 import { benchWorkerOptions, compile, log, type Sample, timed, waitUntil } from './_common.ts';
-import { fmt, median, table } from './_stats.ts';
+import { fmt, median, seededRandom, slope, table } from './_stats.ts';
 
 const FLOW = 'hist';
 const QUEUE = 'hist_q';
@@ -86,20 +86,6 @@ export function worstWindowMedian(values: readonly number[], window = 5): number
   return worst;
 }
 
-/** The least-squares slope of `values` over their index (per position). */
-function slope(values: readonly number[]): number {
-  const n = values.length;
-  const mx = (n - 1) / 2;
-  const my = values.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  values.forEach((y, x) => {
-    num += (x - mx) * (y - my);
-    den += (x - mx) ** 2;
-  });
-  return den === 0 ? 0 : num / den;
-}
-
 /**
  * Is there a trend in `values` (per-round ratios in round order), or only noise? The same values
  * in `orders` random orders (a seeded shuffle, so a rerun of the same values prints the same
@@ -113,13 +99,7 @@ export function noiseCheck(
   orders = 2000,
   window = 5,
 ): { worstP5: number; worstMedian: number; worstP95: number; slopePer: number; steeper: number } {
-  let seed = 0x2710;
-  const random = () => { // mulberry32
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = seededRandom(0x2710);
   const observed = slope(values);
   const worsts: number[] = [];
   let steeper = 0;
@@ -141,19 +121,6 @@ export function noiseCheck(
     slopePer: observed,
     steeper: steeper / orders,
   };
-}
-
-/** The medians of `parts` consecutive, nearly equal parts of `values`, in order. */
-export function partMedians(values: readonly number[], parts = 4): number[] {
-  const out: number[] = [];
-  for (let p = 0; p < parts; p++) {
-    const part = values.slice(
-      Math.floor((p * values.length) / parts),
-      Math.floor(((p + 1) * values.length) / parts),
-    );
-    if (part.length > 0) out.push(median(part));
-  }
-  return out;
 }
 
 /** Runs each engine side completes before its clock starts, on its new sessions. */

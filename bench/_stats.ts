@@ -24,6 +24,44 @@ export function roundRatio(
   return { ratio: median(perRound), low: Math.min(...perRound), high: Math.max(...perRound) };
 }
 
+/** mulberry32: a small seeded generator of numbers in [0, 1), so a rerun repeats its draws. */
+export function seededRandom(seed: number): () => number {
+  let a = seed | 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The least-squares slope of `values` over their index (per position). */
+export function slope(values: readonly number[]): number {
+  const n = values.length;
+  const mx = (n - 1) / 2;
+  const my = values.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  values.forEach((y, x) => {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  });
+  return den === 0 ? 0 : num / den;
+}
+
+/** The medians of `parts` consecutive, nearly equal parts of `values`, in order. */
+export function partMedians(values: readonly number[], parts = 4): number[] {
+  const out: number[] = [];
+  for (let p = 0; p < parts; p++) {
+    const part = values.slice(
+      Math.floor((p * values.length) / parts),
+      Math.floor(((p + 1) * values.length) / parts),
+    );
+    if (part.length > 0) out.push(median(part));
+  }
+  return out;
+}
+
 /** Formats a number with a fixed count of significant decimals. */
 export function fmt(value: number, decimals = 2): string {
   return Number.isFinite(value) ? value.toFixed(decimals) : String(value);

@@ -76,7 +76,7 @@ import { startWorker, startWorkerImpl, type Worker } from '../lib/worker/worker.
 import { pgArray, WorkerQueries } from '../lib/sql/worker_queries.ts';
 import { type BenchDatabase, openBenchDatabase } from './_db.ts';
 import { fanOutFlows, routedRegistry, threeStepFlow } from './_flows.ts';
-import { fmt, median, roundRatio, since, table } from './_stats.ts';
+import { fmt, median, partMedians, roundRatio, since, table } from './_stats.ts';
 import {
   benchWorkerOptions,
   compile,
@@ -86,7 +86,7 @@ import {
   timed,
   waitUntil,
 } from './_common.ts';
-import { history, noiseCheck, partMedians, worstWindowMedian } from './_history.ts';
+import { history, noiseCheck, worstWindowMedian } from './_history.ts';
 import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
 import { waitingRuns } from './_waiting.ts';
