@@ -359,4 +359,72 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "startsWith('text/event-stream; never') && response.body",
     tests: ['tests/ops/follow_run_browser_test.ts'],
   },
+  // --- one run's bad value is that run's problem (issue 36) -----------------------------------
+  {
+    name: 'begin-wait-misses-offset-errors',
+    bug: "a sleep-until time whose offset PostgreSQL refuses (22009) escapes _begin_wait's check",
+    file: fn('_begin_wait'),
+    fn: '_begin_wait',
+    search: '      exception when data_exception then',
+    replace: '      exception when invalid_datetime_format or datetime_field_overflow then',
+    tests: ['tests/sql/tick_isolation_test.ts'],
+  },
+  {
+    name: 'expire-waits-one-run-stops-the-tick',
+    bug: "an error in one run's ending wait is raised out of expire_waits (every timer stops)",
+    file: fn('expire_waits'),
+    fn: 'expire_waits',
+    search:
+      `      get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+      begin
+        if switchyard._fail_run_unforeseen(
+             due.run_id,`,
+    replace: `      raise;
+      begin
+        if switchyard._fail_run_unforeseen(
+             due.run_id,`,
+    tests: ['tests/sql/tick_isolation_test.ts'],
+  },
+  {
+    name: 'expire-waits-one-delayed-start-stops-the-tick',
+    bug: "an error in one run's delayed start is raised out of expire_waits",
+    file: fn('expire_waits'),
+    fn: 'expire_waits',
+    search: `        if switchyard._fail_run_unforeseen(delayed.run_id,`,
+    replace: `        raise exception 'mutant';
+        if switchyard._fail_run_unforeseen(delayed.run_id,`,
+    tests: ['tests/sql/tick_isolation_test.ts'],
+  },
+  {
+    name: 'overdue-run-stops-every-deadline',
+    bug: 'an error cancelling one overdue run is raised out of cancel_overdue_runs',
+    file: fn('cancel_overdue_runs'),
+    fn: 'cancel_overdue_runs',
+    search:
+      `      get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;`,
+    replace: `      raise;`,
+    tests: ['tests/sql/tick_isolation_test.ts'],
+  },
+  {
+    name: 'successor-failure-fails-the-completion',
+    bug:
+      "an error starting a completed step's successors fails the completion (the handler runs again)",
+    file: fn('complete_tasks'),
+    fn: 'complete_tasks',
+    search: `        foreach next_run in array advancing loop
+          begin`,
+    replace: `        raise;
+        foreach next_run in array advancing loop
+          begin`,
+    tests: ['tests/sql/tick_isolation_test.ts'],
+  },
+  {
+    name: 'retry-run-strands-ended-child',
+    bug: 'retry_run leaves a flow step whose child ended while the parent was failed started',
+    file: fn('retry_run'),
+    fn: 'retry_run',
+    search: '    perform switchyard._begin_child(run.run_id, step.flow_slug, step.step_slug);',
+    replace: '    null;',
+    tests: ['tests/sql/tick_isolation_test.ts'],
+  },
 ];

@@ -499,7 +499,10 @@ begin
     else
       begin
         deadline := (v #>> '{}')::timestamptz;
-      exception when invalid_datetime_format or datetime_field_overflow then
+      -- Any data exception: a bad format (22007), a field out of range (22008), an offset
+      -- PostgreSQL refuses (22009: +16:00, +15:60, -1599) although the pattern and
+      -- JavaScript's Date accept it.
+      exception when data_exception then
         problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
       end;
       if problem is null and deadline > now() + interval '365 days' then
@@ -698,6 +701,8 @@ declare
   ended record;
   parent switchyard.runs;
   state switchyard.step_states;
+  err_state text;
+  err_message text;
 begin
   -- No child run at all (a project without flow steps): one probe of an empty table. A link
   -- is committed before its child run can end (the child's tasks appear with that commit).
@@ -722,8 +727,21 @@ begin
     if ended.status = 'completed' then
       perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug,
                                                  ended.parent_step, ended.output);
-      perform switchyard._start_ready_steps(parent.run_id);
-      perform switchyard._complete_run_if_done(parent.run_id);
+      -- The parent's next steps start in a subtransaction: an error no rule foresaw there
+      -- fails the parent alone, never the child's ending (the completion of its last task).
+      begin
+        perform switchyard._start_ready_steps(parent.run_id);
+        perform switchyard._complete_run_if_done(parent.run_id);
+      exception when others then
+        if sqlstate like '40%' or sqlstate like '57%' then
+          raise;
+        end if;
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+        perform switchyard._fail_run_unforeseen(
+          parent.run_id, format('the steps ready after flow step %s could not start',
+                                to_json(ended.parent_step)::text),
+          err_state, err_message);
+      end;
     elsif ended.status = 'failed' then
       perform switchyard._fail_run_step(parent.run_id, ended.parent_step, format(
         'flow step %s: its child run %s failed: %s', to_json(ended.parent_step)::text,
@@ -1002,6 +1020,40 @@ begin
   perform switchyard._tune_queue_table(queue);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
   values (queue, queue, 'private', owner);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_fail_run_unforeseen.sql
+
+-- Fails a started run for an error no rule of the SQL core foresaw (a bug, a value that got past
+-- every check), raised while a tick or a completion worked on that run alone: the run fails
+-- naming what was being done, the error and its SQLSTATE, and its queued messages are
+-- archived, so the rest of the tick or the completion of a valid output goes on (docs/
+-- ARCHITECTURE.md §5.11, "One run's bad value is that run's problem"). Step states are left as
+-- they were: retry_run starts the run again where it stopped once the cause is fixed. The
+-- caller's subtransaction that raised is rolled back; the run's row lock is taken again here.
+-- Returns whether the run was failed (false: it is no longer started).
+create or replace function switchyard._fail_run_unforeseen(
+  run uuid, what text, err_state text, err_message text
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  perform 1 from switchyard.runs r where r.run_id = run and r.status = 'started' for update;
+  if not found then
+    return false;
+  end if;
+  update switchyard.runs r
+     set status = 'failed', failed_at = now(),
+         error = format('%s: %s (SQLSTATE %s); only this run failed: retry it once the cause is '
+                        'fixed', what, switchyard._clip(err_message, 500), err_state)
+   where r.run_id = run;
+  perform switchyard._archive_queued(run);
+  return true;
 end
 $$;
 
@@ -2416,6 +2468,8 @@ as $$
 declare
   overdue uuid;
   n int := 0;
+  err_state text;
+  err_message text;
 begin
   for overdue in
     select r.run_id from switchyard.runs r
@@ -2425,15 +2479,27 @@ begin
   loop
     -- Its family's rows in cancel_run's order (child runs first), none waited for: a run or
     -- child another transaction holds is left for the next call.
+    -- An error no rule foresaw fails that run alone (_fail_run_unforeseen), so one run can
+    -- never keep every other deadline from holding.
     begin
       perform switchyard._lock_run_family(overdue, true);
-    exception when lock_not_available then
-      continue;
+      continue when not exists (select 1 from switchyard.runs r
+                                 where r.run_id = overdue and r.status = 'started');
+      perform switchyard.cancel_run(overdue, 'deadline');
+      n := n + 1;
+    exception when others then
+      if sqlstate = '55P03' or sqlstate like '40%' or sqlstate like '57%' then
+        continue;
+      end if;
+      get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+      begin
+        perform switchyard._fail_run_unforeseen(overdue, 'its deadline passed and it could not be cancelled',
+                                                err_state, err_message);
+      exception when others then
+        raise warning 'switchyard.cancel_overdue_runs: run %: % (%); left for the next tick',
+          overdue, sqlerrm, sqlstate;
+      end;
     end;
-    continue when not exists (select 1 from switchyard.runs r
-                               where r.run_id = overdue and r.status = 'started');
-    perform switchyard.cancel_run(overdue, 'deadline');
-    n := n + 1;
   end loop;
   return n;
 end
@@ -2625,6 +2691,8 @@ declare
   next_run uuid;
   big record;             -- a map whose aggregate is over max_map_output_bytes
   map_limit bigint;
+  err_state text;
+  err_message text;
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
     raise exception using errcode = '22023', message =
@@ -2807,46 +2875,70 @@ begin
     -- sent in (run, step index) order, so every queue numbers them as the calls per run did.
     -- (Only with something to start: over an empty array the custom plan is so much cheaper
     -- than the generic one that the plan cache would plan these statements on every call.)
+    -- The successors start in a subtransaction: an error no rule foresaw there (a value that
+    -- got past every check) never fails the completion of a valid output, which would make
+    -- the finished handler run again. Then each advancing run starts its ready steps alone
+    -- (_start_ready_steps), and a run whose start fails again fails by itself
+    -- (_fail_run_unforeseen), naming the error. A deadlock or a cancel is the caller's to repeat.
     if cardinality(advancing) > 0 then
-      for seg in
-        select x.special, array_agg(x.run_id order by x.run_id) as runs
-          from (select y.run_id, y.special, row_number() over (order by y.run_id) as n,
-                       row_number() over (order by y.run_id)
-                         - row_number() over (partition by y.special order by y.run_id) as island
-                  from (select a.run_id,
-                               coalesce(bool_or(st.step_type <> 'single' or st.cond_if is not null
-                                                or st.cond_if_not is not null), false) as special
-                          from unnest(advancing) as a(run_id)
-                          left join switchyard.step_states ss
-                            on ss.run_id = a.run_id and ss.status = 'created'
-                           and ss.remaining_deps = 0
-                          left join switchyard.steps st
-                            on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-                         group by a.run_id) y) x
-         group by x.special, x.island
-         order by min(x.n)
-      loop
-        if seg.special then
-          foreach next_run in array seg.runs loop
-            perform switchyard._start_ready_steps(next_run);
-          end loop;
-          continue;
+      begin
+        for seg in
+          select x.special, array_agg(x.run_id order by x.run_id) as runs
+            from (select y.run_id, y.special, row_number() over (order by y.run_id) as n,
+                         row_number() over (order by y.run_id)
+                           - row_number() over (partition by y.special order by y.run_id) as island
+                    from (select a.run_id,
+                                 coalesce(bool_or(st.step_type <> 'single' or st.cond_if is not null
+                                                  or st.cond_if_not is not null), false) as special
+                            from unnest(advancing) as a(run_id)
+                            left join switchyard.step_states ss
+                              on ss.run_id = a.run_id and ss.status = 'created'
+                             and ss.remaining_deps = 0
+                            left join switchyard.steps st
+                              on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+                           group by a.run_id) y) x
+           group by x.special, x.island
+           order by min(x.n)
+        loop
+          if seg.special then
+            foreach next_run in array seg.runs loop
+              perform switchyard._start_ready_steps(next_run);
+            end loop;
+            continue;
+          end if;
+          with moved as (
+            update switchyard.step_states ss
+               set status = 'started', started_at = now()
+              from unnest(seg.runs) as a(run_id)
+             where ss.run_id = a.run_id and ss.status = 'created' and ss.remaining_deps = 0
+            returning ss.run_id, ss.flow_slug, ss.step_slug
+          )
+          select coalesce(array_agg(m.run_id order by m.run_id, st.step_index), '{}'),
+                 coalesce(array_agg(m.flow_slug order by m.run_id, st.step_index), '{}'),
+                 coalesce(array_agg(m.step_slug order by m.run_id, st.step_index), '{}')
+            into new_runs, new_flows, new_steps
+            from moved m
+            join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug;
+          perform switchyard._queue_plain_tasks(new_runs, new_flows, new_steps);
+        end loop;
+      exception when others then
+        if sqlstate like '40%' or sqlstate like '57%' then
+          raise;
         end if;
-        with moved as (
-          update switchyard.step_states ss
-             set status = 'started', started_at = now()
-            from unnest(seg.runs) as a(run_id)
-           where ss.run_id = a.run_id and ss.status = 'created' and ss.remaining_deps = 0
-          returning ss.run_id, ss.flow_slug, ss.step_slug
-        )
-        select coalesce(array_agg(m.run_id order by m.run_id, st.step_index), '{}'),
-               coalesce(array_agg(m.flow_slug order by m.run_id, st.step_index), '{}'),
-               coalesce(array_agg(m.step_slug order by m.run_id, st.step_index), '{}')
-          into new_runs, new_flows, new_steps
-          from moved m
-          join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug;
-        perform switchyard._queue_plain_tasks(new_runs, new_flows, new_steps);
-      end loop;
+        foreach next_run in array advancing loop
+          begin
+            perform switchyard._start_ready_steps(next_run);
+          exception when others then
+            if sqlstate like '40%' or sqlstate like '57%' then
+              raise;
+            end if;
+            get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+            perform switchyard._fail_run_unforeseen(
+              next_run, 'the steps ready after a completed step could not start',
+              err_state, err_message);
+          end;
+        end loop;
+      end;
     end if;
   end if;
 
@@ -3569,8 +3661,10 @@ $$;
 -- says ('fail' fails the run, 'skip' skips the step), and the ready steps after them start.
 -- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs §6), so waits end
 -- with no worker alive; call it from any scheduler, or a test. A run another transaction
--- holds (a signal being sent) is left for the next call. Returns the number of runs begun and
--- steps ended.
+-- holds (a signal being sent) is left for the next call. Each run is worked on in a
+-- subtransaction of its own: an error no rule foresaw fails that run alone
+-- (_fail_run_unforeseen) and the call goes on with the next; a deadlock or a cancel (40xxx,
+-- 57xxx) leaves it for the next call. Returns the number of runs begun and steps ended.
 create or replace function switchyard.expire_waits(max_steps int default 1000)
 returns int
 language plpgsql
@@ -3583,6 +3677,8 @@ declare
   due record;
   ended int := 0;
   step_type text;
+  err_state text;
+  err_message text;
 begin
   if max_steps is null or max_steps < 1 then
     raise exception using errcode = '22023', message = format(
@@ -3598,15 +3694,32 @@ begin
      order by d.start_at
      limit max_steps
   loop
-    perform 1 from switchyard.runs r
-     where r.run_id = delayed.run_id for update skip locked;
-    continue when not found;
-    delete from switchyard.delayed_starts d where d.run_id = delayed.run_id;
-    continue when not found;
-    if exists (select 1 from switchyard.runs r where r.run_id = delayed.run_id and r.status = 'started') then
-      perform switchyard._start_ready_steps(delayed.run_id);
-      ended := ended + 1;
-    end if;
+    begin
+      perform 1 from switchyard.runs r
+       where r.run_id = delayed.run_id for update skip locked;
+      continue when not found;
+      delete from switchyard.delayed_starts d where d.run_id = delayed.run_id;
+      continue when not found;
+      if exists (select 1 from switchyard.runs r where r.run_id = delayed.run_id and r.status = 'started') then
+        perform switchyard._start_ready_steps(delayed.run_id);
+        ended := ended + 1;
+      end if;
+    exception when others then
+      if sqlstate like '40%' or sqlstate like '57%' then
+        continue;
+      end if;
+      get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+      begin
+        if switchyard._fail_run_unforeseen(delayed.run_id, 'its delayed start could not begin',
+                                           err_state, err_message) then
+          delete from switchyard.delayed_starts d where d.run_id = delayed.run_id;
+          ended := ended + 1;
+        end if;
+      exception when others then
+        raise warning 'switchyard.expire_waits: run %: % (%); left for the next tick',
+          delayed.run_id, sqlerrm, sqlstate;
+      end;
+    end;
   end loop;
   for due in
     -- Of started runs only: a run another step failed keeps its waiting step 'started' (a
@@ -3618,24 +3731,42 @@ begin
      order by ss.wait_deadline
      limit max_steps
   loop
-    perform 1 from switchyard.runs r
-     where r.run_id = due.run_id and r.status = 'started'
-       for update skip locked;
-    continue when not found;
-    -- Still due once the run is held: a signal may have ended it meanwhile.
-    select st.step_type into step_type
-      from switchyard.step_states ss
-      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-     where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
-       and ss.wait_deadline <= now();
-    continue when not found;
-    perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
-                                    case when step_type = 'sleep' then 'slept' else 'timed out' end);
-    if exists (select 1 from switchyard.runs r where r.run_id = due.run_id and r.status = 'started') then
-      perform switchyard._start_ready_steps(due.run_id);
-      perform switchyard._complete_run_if_done(due.run_id);
-    end if;
-    ended := ended + 1;
+    begin
+      perform 1 from switchyard.runs r
+       where r.run_id = due.run_id and r.status = 'started'
+         for update skip locked;
+      continue when not found;
+      -- Still due once the run is held: a signal may have ended it meanwhile.
+      select st.step_type into step_type
+        from switchyard.step_states ss
+        join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+       where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
+         and ss.wait_deadline <= now();
+      continue when not found;
+      perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
+                                      case when step_type = 'sleep' then 'slept' else 'timed out' end);
+      if exists (select 1 from switchyard.runs r where r.run_id = due.run_id and r.status = 'started') then
+        perform switchyard._start_ready_steps(due.run_id);
+        perform switchyard._complete_run_if_done(due.run_id);
+      end if;
+      ended := ended + 1;
+    exception when others then
+      if sqlstate like '40%' or sqlstate like '57%' then
+        continue;
+      end if;
+      get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+      begin
+        if switchyard._fail_run_unforeseen(
+             due.run_id, format('step %s could not end its wait or start what follows it',
+                                to_json(due.step_slug)::text),
+             err_state, err_message) then
+          ended := ended + 1;
+        end if;
+      exception when others then
+        raise warning 'switchyard.expire_waits: run %: % (%); left for the next tick',
+          due.run_id, sqlerrm, sqlstate;
+      end;
+    end;
   end loop;
   return ended;
 end
@@ -3821,7 +3952,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/keep_alive.sql
 
--- Ticks the scheduler (run_schedules), then wakes every queue function that is enabled, unpaused, has no live worker and was not woken
+-- Checks its arguments and the wake configuration, ticks the scheduler (run_schedules), ends
+-- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
+-- each part isolated from the others, then wakes every queue function that is enabled, unpaused, has no live worker and was not woken
 -- within debounce_seconds (20261201001300_function_keep_alive.sql has the full description);
 -- the base URL as in 20261202000300_function_keep_alive_urls.sql. A live worker
 -- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
@@ -3848,13 +3981,6 @@ declare
   target text;
   req bigint;
 begin
-  -- The scheduler ticks with the keep-alive too (docs/ARCHITECTURE.md §15), so schedules run
-  -- where only the keep-alive's pg_cron job is installed; a failure there never stops a wake.
-  begin
-    perform switchyard.run_schedules();
-  exception when others then
-    raise warning 'switchyard.keep_alive: run_schedules failed: %', sqlerrm;
-  end;
   if debounce_seconds is null or debounce_seconds < 0 then
     raise exception using errcode = '22023', message = format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
@@ -3871,10 +3997,6 @@ begin
         'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
         'value', heartbeat_window_seconds::text, 'min', 1)::text;
   end if;
-  -- The tick ends the waits and sleeps whose time is up (docs/ARCHITECTURE.md §5.11).
-  perform switchyard.expire_waits();
-  -- Run deadlines hold with no worker alive (docs/ARCHITECTURE.md §14).
-  perform switchyard.cancel_overdue_runs();
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
     raise exception using errcode = '22023', message = format(
@@ -3925,6 +4047,28 @@ begin
     end if;
   end if;
 
+  -- The tick's timers, after every check of the arguments and the wake configuration (a
+  -- refusal above does nothing at all), each part in a subtransaction of its own, so a failure
+  -- of one never stops another nor the wakes (docs/ARCHITECTURE.md §5.11): the scheduler
+  -- (§15), so schedules run where only the keep-alive's pg_cron job is installed; the waits
+  -- and sleeps whose time is up and the delayed starts that are due (§5.11); run deadlines
+  -- (§14). Within each part, each run is isolated too.
+  begin
+    perform switchyard.run_schedules();
+  exception when others then
+    raise warning 'switchyard.keep_alive: run_schedules failed: % (%)', sqlerrm, sqlstate;
+  end;
+  begin
+    perform switchyard.expire_waits();
+  exception when others then
+    raise warning 'switchyard.keep_alive: expire_waits failed: % (%)', sqlerrm, sqlstate;
+  end;
+  begin
+    perform switchyard.cancel_overdue_runs();
+  exception when others then
+    raise warning 'switchyard.keep_alive: cancel_overdue_runs failed: % (%)', sqlerrm, sqlstate;
+  end;
+
   for woken in
     with due as (
       select f.function_name
@@ -3952,12 +4096,18 @@ begin
     target := coalesce(base, '') || '/functions/v1/' || woken.function_name;
     req := null;
     if use_net then
-      execute 'select net.http_post(url := $1, body := $2, headers := $3)'
-        into req
-        using target,
-              jsonb_build_object('source', 'switchyard.keep_alive', 'function', woken.function_name),
-              jsonb_build_object('Content-Type', 'application/json',
-                                 'Authorization', 'Bearer ' || bearer);
+      -- One function's request that pg_net refuses never stops the others' (it is recorded
+      -- with no request id, and tried again after the debounce).
+      begin
+        execute 'select net.http_post(url := $1, body := $2, headers := $3)'
+          into req
+          using target,
+                jsonb_build_object('source', 'switchyard.keep_alive', 'function', woken.function_name),
+                jsonb_build_object('Content-Type', 'application/json',
+                                   'Authorization', 'Bearer ' || bearer);
+      exception when others then
+        raise warning 'switchyard.keep_alive: waking %: % (%)', woken.function_name, sqlerrm, sqlstate;
+      end;
     end if;
     insert into switchyard.wake_requests (function_name, queue_name, url, via, request_id)
     values (woken.function_name, woken.queue_name, target,
@@ -5214,6 +5364,7 @@ $$;
 --     earlier attempt is still ignored;
 --   - tasks a worker is running are left alone: they complete as usual now that the run is
 --     started, or stall recovery requeues them.
+--   - a flow step whose child run ended meanwhile is examined again (_begin_child).
 -- Returns the number of tasks queued again. A run that is not failed is refused (55000).
 create or replace function switchyard.retry_run(run_id uuid)
 returns int
@@ -5301,7 +5452,26 @@ begin
       queued := queued + 1;
     end loop;
   end loop;
+  -- A flow step whose child run ended while this run was failed (_child_run_ended leaves a
+  -- parent that is not started alone) is still started: it is examined again as when it began
+  -- (_begin_child): a completed child gives its output, a failed one is retried, a cancelled
+  -- one fails the step.
+  for step in
+    select ss.step_slug, ss.flow_slug
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+      join switchyard.child_runs c on c.parent_run_id = ss.run_id and c.parent_step = ss.step_slug
+      join switchyard.runs cr on cr.run_id = c.run_id
+     where ss.run_id = run.run_id and ss.status = 'started' and st.step_type = 'flow'
+       and cr.status in ('completed', 'failed', 'cancelled')
+     order by st.step_index
+  loop
+    exit when not exists (select 1 from switchyard.runs r
+                           where r.run_id = run.run_id and r.status = 'started');
+    perform switchyard._begin_child(run.run_id, step.flow_slug, step.step_slug);
+  end loop;
   perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
   return queued;
 end
 $$;

@@ -49,7 +49,10 @@ begin
     else
       begin
         deadline := (v #>> '{}')::timestamptz;
-      exception when invalid_datetime_format or datetime_field_overflow then
+      -- Any data exception: a bad format (22007), a field out of range (22008), an offset
+      -- PostgreSQL refuses (22009: +16:00, +15:60, -1599) although the pattern and
+      -- JavaScript's Date accept it.
+      exception when data_exception then
         problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
       end;
       if problem is null and deadline > now() + interval '365 days' then

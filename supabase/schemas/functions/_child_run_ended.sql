@@ -17,6 +17,8 @@ declare
   ended record;
   parent switchyard.runs;
   state switchyard.step_states;
+  err_state text;
+  err_message text;
 begin
   -- No child run at all (a project without flow steps): one probe of an empty table. A link
   -- is committed before its child run can end (the child's tasks appear with that commit).
@@ -41,8 +43,21 @@ begin
     if ended.status = 'completed' then
       perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug,
                                                  ended.parent_step, ended.output);
-      perform switchyard._start_ready_steps(parent.run_id);
-      perform switchyard._complete_run_if_done(parent.run_id);
+      -- The parent's next steps start in a subtransaction: an error no rule foresaw there
+      -- fails the parent alone, never the child's ending (the completion of its last task).
+      begin
+        perform switchyard._start_ready_steps(parent.run_id);
+        perform switchyard._complete_run_if_done(parent.run_id);
+      exception when others then
+        if sqlstate like '40%' or sqlstate like '57%' then
+          raise;
+        end if;
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+        perform switchyard._fail_run_unforeseen(
+          parent.run_id, format('the steps ready after flow step %s could not start',
+                                to_json(ended.parent_step)::text),
+          err_state, err_message);
+      end;
     elsif ended.status = 'failed' then
       perform switchyard._fail_run_step(parent.run_id, ended.parent_step, format(
         'flow step %s: its child run %s failed: %s', to_json(ended.parent_step)::text,

@@ -31,6 +31,8 @@ declare
   next_run uuid;
   big record;             -- a map whose aggregate is over max_map_output_bytes
   map_limit bigint;
+  err_state text;
+  err_message text;
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
     raise exception using errcode = '22023', message =
@@ -213,46 +215,70 @@ begin
     -- sent in (run, step index) order, so every queue numbers them as the calls per run did.
     -- (Only with something to start: over an empty array the custom plan is so much cheaper
     -- than the generic one that the plan cache would plan these statements on every call.)
+    -- The successors start in a subtransaction: an error no rule foresaw there (a value that
+    -- got past every check) never fails the completion of a valid output, which would make
+    -- the finished handler run again. Then each advancing run starts its ready steps alone
+    -- (_start_ready_steps), and a run whose start fails again fails by itself
+    -- (_fail_run_unforeseen), naming the error. A deadlock or a cancel is the caller's to repeat.
     if cardinality(advancing) > 0 then
-      for seg in
-        select x.special, array_agg(x.run_id order by x.run_id) as runs
-          from (select y.run_id, y.special, row_number() over (order by y.run_id) as n,
-                       row_number() over (order by y.run_id)
-                         - row_number() over (partition by y.special order by y.run_id) as island
-                  from (select a.run_id,
-                               coalesce(bool_or(st.step_type <> 'single' or st.cond_if is not null
-                                                or st.cond_if_not is not null), false) as special
-                          from unnest(advancing) as a(run_id)
-                          left join switchyard.step_states ss
-                            on ss.run_id = a.run_id and ss.status = 'created'
-                           and ss.remaining_deps = 0
-                          left join switchyard.steps st
-                            on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-                         group by a.run_id) y) x
-         group by x.special, x.island
-         order by min(x.n)
-      loop
-        if seg.special then
-          foreach next_run in array seg.runs loop
-            perform switchyard._start_ready_steps(next_run);
-          end loop;
-          continue;
+      begin
+        for seg in
+          select x.special, array_agg(x.run_id order by x.run_id) as runs
+            from (select y.run_id, y.special, row_number() over (order by y.run_id) as n,
+                         row_number() over (order by y.run_id)
+                           - row_number() over (partition by y.special order by y.run_id) as island
+                    from (select a.run_id,
+                                 coalesce(bool_or(st.step_type <> 'single' or st.cond_if is not null
+                                                  or st.cond_if_not is not null), false) as special
+                            from unnest(advancing) as a(run_id)
+                            left join switchyard.step_states ss
+                              on ss.run_id = a.run_id and ss.status = 'created'
+                             and ss.remaining_deps = 0
+                            left join switchyard.steps st
+                              on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+                           group by a.run_id) y) x
+           group by x.special, x.island
+           order by min(x.n)
+        loop
+          if seg.special then
+            foreach next_run in array seg.runs loop
+              perform switchyard._start_ready_steps(next_run);
+            end loop;
+            continue;
+          end if;
+          with moved as (
+            update switchyard.step_states ss
+               set status = 'started', started_at = now()
+              from unnest(seg.runs) as a(run_id)
+             where ss.run_id = a.run_id and ss.status = 'created' and ss.remaining_deps = 0
+            returning ss.run_id, ss.flow_slug, ss.step_slug
+          )
+          select coalesce(array_agg(m.run_id order by m.run_id, st.step_index), '{}'),
+                 coalesce(array_agg(m.flow_slug order by m.run_id, st.step_index), '{}'),
+                 coalesce(array_agg(m.step_slug order by m.run_id, st.step_index), '{}')
+            into new_runs, new_flows, new_steps
+            from moved m
+            join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug;
+          perform switchyard._queue_plain_tasks(new_runs, new_flows, new_steps);
+        end loop;
+      exception when others then
+        if sqlstate like '40%' or sqlstate like '57%' then
+          raise;
         end if;
-        with moved as (
-          update switchyard.step_states ss
-             set status = 'started', started_at = now()
-            from unnest(seg.runs) as a(run_id)
-           where ss.run_id = a.run_id and ss.status = 'created' and ss.remaining_deps = 0
-          returning ss.run_id, ss.flow_slug, ss.step_slug
-        )
-        select coalesce(array_agg(m.run_id order by m.run_id, st.step_index), '{}'),
-               coalesce(array_agg(m.flow_slug order by m.run_id, st.step_index), '{}'),
-               coalesce(array_agg(m.step_slug order by m.run_id, st.step_index), '{}')
-          into new_runs, new_flows, new_steps
-          from moved m
-          join switchyard.steps st on st.flow_slug = m.flow_slug and st.step_slug = m.step_slug;
-        perform switchyard._queue_plain_tasks(new_runs, new_flows, new_steps);
-      end loop;
+        foreach next_run in array advancing loop
+          begin
+            perform switchyard._start_ready_steps(next_run);
+          exception when others then
+            if sqlstate like '40%' or sqlstate like '57%' then
+              raise;
+            end if;
+            get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+            perform switchyard._fail_run_unforeseen(
+              next_run, 'the steps ready after a completed step could not start',
+              err_state, err_message);
+          end;
+        end loop;
+      end;
     end if;
   end if;
 

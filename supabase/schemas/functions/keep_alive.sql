@@ -1,4 +1,6 @@
--- Ticks the scheduler (run_schedules), then wakes every queue function that is enabled, unpaused, has no live worker and was not woken
+-- Checks its arguments and the wake configuration, ticks the scheduler (run_schedules), ends
+-- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
+-- each part isolated from the others, then wakes every queue function that is enabled, unpaused, has no live worker and was not woken
 -- within debounce_seconds (20261201001300_function_keep_alive.sql has the full description);
 -- the base URL as in 20261202000300_function_keep_alive_urls.sql. A live worker
 -- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
@@ -25,13 +27,6 @@ declare
   target text;
   req bigint;
 begin
-  -- The scheduler ticks with the keep-alive too (docs/ARCHITECTURE.md §15), so schedules run
-  -- where only the keep-alive's pg_cron job is installed; a failure there never stops a wake.
-  begin
-    perform switchyard.run_schedules();
-  exception when others then
-    raise warning 'switchyard.keep_alive: run_schedules failed: %', sqlerrm;
-  end;
   if debounce_seconds is null or debounce_seconds < 0 then
     raise exception using errcode = '22023', message = format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
@@ -48,10 +43,6 @@ begin
         'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
         'value', heartbeat_window_seconds::text, 'min', 1)::text;
   end if;
-  -- The tick ends the waits and sleeps whose time is up (docs/ARCHITECTURE.md §5.11).
-  perform switchyard.expire_waits();
-  -- Run deadlines hold with no worker alive (docs/ARCHITECTURE.md §14).
-  perform switchyard.cancel_overdue_runs();
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
     raise exception using errcode = '22023', message = format(
@@ -102,6 +93,28 @@ begin
     end if;
   end if;
 
+  -- The tick's timers, after every check of the arguments and the wake configuration (a
+  -- refusal above does nothing at all), each part in a subtransaction of its own, so a failure
+  -- of one never stops another nor the wakes (docs/ARCHITECTURE.md §5.11): the scheduler
+  -- (§15), so schedules run where only the keep-alive's pg_cron job is installed; the waits
+  -- and sleeps whose time is up and the delayed starts that are due (§5.11); run deadlines
+  -- (§14). Within each part, each run is isolated too.
+  begin
+    perform switchyard.run_schedules();
+  exception when others then
+    raise warning 'switchyard.keep_alive: run_schedules failed: % (%)', sqlerrm, sqlstate;
+  end;
+  begin
+    perform switchyard.expire_waits();
+  exception when others then
+    raise warning 'switchyard.keep_alive: expire_waits failed: % (%)', sqlerrm, sqlstate;
+  end;
+  begin
+    perform switchyard.cancel_overdue_runs();
+  exception when others then
+    raise warning 'switchyard.keep_alive: cancel_overdue_runs failed: % (%)', sqlerrm, sqlstate;
+  end;
+
   for woken in
     with due as (
       select f.function_name
@@ -129,12 +142,18 @@ begin
     target := coalesce(base, '') || '/functions/v1/' || woken.function_name;
     req := null;
     if use_net then
-      execute 'select net.http_post(url := $1, body := $2, headers := $3)'
-        into req
-        using target,
-              jsonb_build_object('source', 'switchyard.keep_alive', 'function', woken.function_name),
-              jsonb_build_object('Content-Type', 'application/json',
-                                 'Authorization', 'Bearer ' || bearer);
+      -- One function's request that pg_net refuses never stops the others' (it is recorded
+      -- with no request id, and tried again after the debounce).
+      begin
+        execute 'select net.http_post(url := $1, body := $2, headers := $3)'
+          into req
+          using target,
+                jsonb_build_object('source', 'switchyard.keep_alive', 'function', woken.function_name),
+                jsonb_build_object('Content-Type', 'application/json',
+                                   'Authorization', 'Bearer ' || bearer);
+      exception when others then
+        raise warning 'switchyard.keep_alive: waking %: % (%)', woken.function_name, sqlerrm, sqlstate;
+      end;
     end if;
     insert into switchyard.wake_requests (function_name, queue_name, url, via, request_id)
     values (woken.function_name, woken.queue_name, target,

@@ -15,6 +15,7 @@
 --     earlier attempt is still ignored;
 --   - tasks a worker is running are left alone: they complete as usual now that the run is
 --     started, or stall recovery requeues them.
+--   - a flow step whose child run ended meanwhile is examined again (_begin_child).
 -- Returns the number of tasks queued again. A run that is not failed is refused (55000).
 create or replace function switchyard.retry_run(run_id uuid)
 returns int
@@ -102,7 +103,26 @@ begin
       queued := queued + 1;
     end loop;
   end loop;
+  -- A flow step whose child run ended while this run was failed (_child_run_ended leaves a
+  -- parent that is not started alone) is still started: it is examined again as when it began
+  -- (_begin_child): a completed child gives its output, a failed one is retried, a cancelled
+  -- one fails the step.
+  for step in
+    select ss.step_slug, ss.flow_slug
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+      join switchyard.child_runs c on c.parent_run_id = ss.run_id and c.parent_step = ss.step_slug
+      join switchyard.runs cr on cr.run_id = c.run_id
+     where ss.run_id = run.run_id and ss.status = 'started' and st.step_type = 'flow'
+       and cr.status in ('completed', 'failed', 'cancelled')
+     order by st.step_index
+  loop
+    exit when not exists (select 1 from switchyard.runs r
+                           where r.run_id = run.run_id and r.status = 'started');
+    perform switchyard._begin_child(run.run_id, step.flow_slug, step.step_slug);
+  end loop;
   perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
   return queued;
 end
 $$;
