@@ -23,7 +23,7 @@ import {
   toPlacement,
   type WorkerTarget,
 } from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { connect, drainStatus, formatDrainStatus } from '../../lib/ops.ts';
 import { createClient } from '../../lib/client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
@@ -440,6 +440,12 @@ Deno.test('an alias moved while a run waits: the run keeps its version, counts a
     ['reviewAliasV1', 'draining', 1], // the waiting run counts as open for its version
     ['reviewAliasV2', 'active', 0],
   ]);
+  // Every queue, through the operator's call (deno task drain): a wait step routes nowhere, so
+  // it adds no row without a queue (issue 37, item 5: the command crashed on one).
+  const everyQueue = await drainStatus(client);
+  assert.ok(everyQueue.length >= 2);
+  assert.ok(everyQueue.every((d) => typeof d.queueName === 'string'), JSON.stringify(everyQueue));
+  assert.doesNotThrow(() => formatDrainStatus(everyQueue));
   // The worker for the queue must still cover v1's publish: a waiting run may reach it.
   const gaps = await db.sql`select flow_slug, step_slug from switchyard.coverage_gaps('review_q',
     array['reviewAliasV2/publish'])`;

@@ -1,6 +1,7 @@
 -- Per queue and concrete version: active (an alias target, or a flow that is its
 -- own alias), draining (started runs may still reach the queue, or executable or
--- recoverable tasks remain), or drained.
+-- recoverable tasks remain), or drained. Steps with no queue (wait, sleep and flow steps) add no
+-- row: their open runs count on the queues of the version's other steps.
 create or replace function switchyard.drain_status(queue_name text default null)
 returns table (
   queue_name text, flow_slug text, alias text, state text,
@@ -14,7 +15,8 @@ as $$
   with placements as (
     select distinct st.queue_name, st.flow_slug
       from switchyard.steps st
-     where drain_status.queue_name is null or st.queue_name = drain_status.queue_name
+     where st.queue_name is not null
+       and (drain_status.queue_name is null or st.queue_name = drain_status.queue_name)
   ),
   counted as (
     select p.queue_name, p.flow_slug,
