@@ -330,7 +330,19 @@ function startEdgeWorker(
       const worker = await starting;
       return status(worker, mine ? 'started' : 'running');
     } catch (e) {
-      return errorResponse(e);
+      const response = errorResponse(e);
+      // The answer goes to the caller — on a hosted project the keep-alive's pg_net, which
+      // nobody reads — so the function's own log says the same (issue 37, item 2).
+      const body = await response.clone().json() as {
+        error: string;
+        message: string;
+        reason?: string;
+      };
+      log.error(
+        `worker start refused (${response.status} ${body.error}): ${body.message}` +
+          (body.reason === undefined ? '' : `; reason: ${body.reason}`),
+      );
+      return response;
     }
   };
 

@@ -182,7 +182,8 @@ Deno.test('a 409 carries a long pause reason once, cut at 1000 characters', asyn
   await db.sql`update switchyard.worker_functions set paused_at = now(), pause_reason = ${reason}
                 where function_name = ${fn}`;
   const platform = createMemoryPlatform(env());
-  const handle = EdgeWorker.start([v1], { queueName: queue, platform });
+  const log = memoryLog();
+  const handle = EdgeWorker.start([v1], { queueName: queue, platform, logger: log.logger });
   try {
     const response = await platform.fetch('http://local/', bearer(SECRET));
     assert.equal(response.status, 409);
@@ -192,6 +193,10 @@ Deno.test('a 409 carries a long pause reason once, cut at 1000 characters', asyn
     assert.equal(body.error, 'function_paused');
     assert.equal(body.reason, `${reason.slice(0, 1000)}... (${reason.length} characters)`);
     assert.ok(!body.message.includes('message ids'), 'the message does not repeat the reason');
+    // The function's own log says the same (the caller may be pg_net, whose answer nobody reads).
+    assert.deepEqual(log.lines, [
+      `error worker start refused (409 function_paused): ${body.message}; reason: ${body.reason}`,
+    ]);
   } finally {
     await handle.stop();
   }
@@ -283,12 +288,17 @@ Deno.test('a registry lacking the active version answers 409 with the missing pa
   await newer.stop();
   await client.startFlow('cover', { n: 1 });
   const platform = createMemoryPlatform(env());
-  const handle = EdgeWorker.start([v1], { queueName: queue, platform });
+  const log = memoryLog();
+  const handle = EdgeWorker.start([v1], { queueName: queue, platform, logger: log.logger });
   try {
     const response = await platform.fetch('http://local/', bearer(SECRET));
     assert.equal(response.status, 409);
     const body = await response.json();
     assert.equal(body.error, 'coverage');
+    assert.ok(
+      log.lines.includes(`error worker start refused (409 coverage): ${body.message}`),
+      log.lines.join('\n'),
+    );
     assert.equal(body.queueName, queue);
     assert.deepEqual(body.missingPairs, ['coverV2/work']);
     assert.match(body.missing[0].reasons, /active target of alias cover/);
