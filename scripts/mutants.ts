@@ -225,6 +225,47 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, 1000);",
     tests: ['tests/sql/prune_test.ts'],
   },
+  {
+    name: 'cancel-previous-before-start',
+    bug: "cancel_previous cancels the open run outside the new tick's start, so a failed start " +
+      'leaves no run (issue 36 item 7)',
+    file: fn('_start_schedule_run'),
+    fn: '_start_schedule_run',
+    search: `  begin
+    if replaces is not null then
+      perform switchyard.cancel_run(replaces,
+        format('schedule %s: replaced by the tick of %s', schedule_name, tick_at));
+    end if;
+`,
+    replace: `  if replaces is not null then
+    perform switchyard.cancel_run(replaces,
+      format('schedule %s: replaced by the tick of %s', schedule_name, tick_at));
+  end if;
+  begin
+`,
+    tests: ['tests/sql/schedules_flow_control_hardening_test.ts'],
+  },
+  // --- flow control ----------------------------------------------------------------------------
+  {
+    name: 'retry-after-freezes-shared-limit',
+    bug: "a RetryAfter drains its step's shared rate limit for all its seconds, not at most the " +
+      "limit's period (issue 36 item 6)",
+    file: fn('fail_task_with'),
+    fn: 'fail_task_with',
+    search: 'now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))',
+    replace: 'now() + make_interval(secs => retry_after_seconds))',
+    tests: ['tests/sql/schedules_flow_control_hardening_test.ts'],
+  },
+  {
+    name: 'set-rate-limit-keeps-drain',
+    bug: "set_rate_limit keeps a RetryAfter's drain, so an operator's raised limit waits it out " +
+      '(issue 36 item 6)',
+    file: fn('set_rate_limit'),
+    fn: 'set_rate_limit',
+    search: '         refilled_at = now(),\n',
+    replace: '         refilled_at = greatest(l.refilled_at, now()),\n',
+    tests: ['tests/sql/schedules_flow_control_hardening_test.ts'],
+  },
   // --- versions and start-up -----------------------------------------------------------------
   {
     name: 'alias-moves-backwards',

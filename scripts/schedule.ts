@@ -39,7 +39,8 @@ Commands (DATABASE_URL):
                 [--catch-up-limit N]
   update <name> [the options of create] (options left out keep their value)
   pause <name> | resume <name> | delete <name>
-  backfill <name> --from ISO --to ISO   start the runs of the ticks in that range (at most 1000)
+  backfill <name> --from ISO --to ISO   start the runs of the ticks in that range (at most 1000
+                                        ticks in 366 days)
   tick                         run one scheduler tick now (switchyard.run_schedules)`;
 
 const OPTIONS = {

@@ -5,6 +5,8 @@
  *
  * @module
  */
+import { assertJson } from '../dsl/json.ts';
+import { OperationError } from '../errors.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 
 /** What overlapping ticks do while the schedule's previous run is still open. */
@@ -18,7 +20,7 @@ export interface ScheduleOptions {
   alias: string;
   /** Five cron fields: minute hour day-of-month month day-of-week, e.g. `0 3 * * *`. */
   cron: string;
-  /** The input of every run; default `{}`. */
+  /** The input of every run (JSON: anything else is refused with InvalidInputError); default `{}`. */
   input?: unknown;
   /** An IANA time zone the cron fields are local times of; default `UTC`. */
   timeZone?: string;
@@ -96,6 +98,36 @@ interface Row {
   skipped_ticks: number;
 }
 
+/**
+ * `catchUpLimit` as the SQL `int` it is sent as: a number that is no whole number, or past the
+ * 32-bit range, never reaches the server (PostgreSQL would refuse it while binding, before
+ * the core can name the rule), so it is refused here with the core's rule; the range itself
+ * (1-1000) is the core's to check.
+ */
+function catchUpLimitArgument(where: string, value: number | undefined): number | undefined {
+  if (value === undefined || (Number.isInteger(value) && Math.abs(value) <= 2 ** 31 - 1)) {
+    return value;
+  }
+  throw new OperationError(
+    `${where}: catch_up_limit ${String(value)} is out of range 1-1000`,
+    '22023',
+    undefined,
+    { detail: { rule: 'catch_up_limit_range', argument: 'catch_up_limit', value: String(value) } },
+  );
+}
+
+/** A backfill bound as an ISO instant; an invalid `Date` is refused with the core's rule. */
+function instantArgument(name: string, argument: 'from_at' | 'to_at', value: Date): string {
+  if (value instanceof Date && !Number.isNaN(value.getTime())) return value.toISOString();
+  throw new OperationError(
+    `backfill_schedule(${JSON.stringify(name)}): ${argument} ${String(value)} is not a date: ` +
+      'from_at must be at most to_at',
+    '22023',
+    undefined,
+    { detail: { rule: 'backfill_range', argument, value: String(value) } },
+  );
+}
+
 function toSchedule(r: Row): Schedule {
   return {
     name: r.name,
@@ -141,12 +173,15 @@ export async function createSchedule(
   o: ScheduleOptions,
 ): Promise<Schedule> {
   const sql = sqlOf(source);
+  const input = o.input ?? {};
+  assertJson(input, 'input');
+  const limit = catchUpLimitArgument('create_schedule', o.catchUpLimit) ?? 10;
   const [row] = await call(
     sql,
     () =>
       sql<{ s: Row }[]>`select switchyard.create_schedule(${name}, ${o.alias}, ${o.cron},
-      ${sql.json((o.input ?? {}) as never)}::jsonb, ${o.timeZone ?? 'UTC'},
-      ${o.overlap ?? 'skip'}, ${o.catchUp ?? 'latest'}, ${o.catchUpLimit ?? 10}) as s`,
+      ${sql.json(input as never)}::jsonb, ${o.timeZone ?? 'UTC'},
+      ${o.overlap ?? 'skip'}, ${o.catchUp ?? 'latest'}, ${limit}) as s`,
   );
   return toSchedule(row.s);
 }
@@ -158,13 +193,15 @@ export async function updateSchedule(
   o: Partial<ScheduleOptions> & { enabled?: boolean },
 ): Promise<Schedule> {
   const sql = sqlOf(source);
+  if (o.input !== undefined) assertJson(o.input, 'input');
   const input = o.input === undefined ? null : JSON.stringify(o.input);
+  const limit = catchUpLimitArgument('update_schedule', o.catchUpLimit) ?? null;
   const [row] = await call(
     sql,
     () =>
       sql<{ s: Row }[]>`select switchyard.update_schedule(${name}, ${o.alias ?? null},
       ${o.cron ?? null}, ${input}::jsonb, ${o.timeZone ?? null}, ${o.overlap ?? null},
-      ${o.catchUp ?? null}, ${o.catchUpLimit ?? null}, ${o.enabled ?? null}) as s`,
+      ${o.catchUp ?? null}, ${limit}, ${o.enabled ?? null}) as s`,
   );
   return toSchedule(row.s);
 }
@@ -179,12 +216,15 @@ export async function ensureSchedule(
   o: ScheduleOptions,
 ): Promise<'created' | 'updated' | 'unchanged'> {
   const sql = sqlOf(source);
+  const input = o.input ?? {};
+  assertJson(input, 'input');
+  const limit = catchUpLimitArgument('ensure_schedule', o.catchUpLimit) ?? 10;
   const [row] = await call(
     sql,
     () =>
       sql<{ r: 'created' | 'updated' | 'unchanged' }[]>`select switchyard.ensure_schedule(${name},
-      ${o.alias}, ${o.cron}, ${sql.json((o.input ?? {}) as never)}::jsonb, ${o.timeZone ?? 'UTC'},
-      ${o.overlap ?? 'skip'}, ${o.catchUp ?? 'latest'}, ${o.catchUpLimit ?? 10}) as r`,
+      ${o.alias}, ${o.cron}, ${sql.json(input as never)}::jsonb, ${o.timeZone ?? 'UTC'},
+      ${o.overlap ?? 'skip'}, ${o.catchUp ?? 'latest'}, ${limit}) as r`,
   );
   return row.r;
 }
@@ -230,8 +270,9 @@ export async function listSchedules(source: SqlSource): Promise<Schedule[]> {
 }
 
 /**
- * Starts the runs of schedule `name`'s ticks from `from` to `to` (at most 1000); ticks that ran
- * are left alone, so it can be repeated. Answers how many runs started.
+ * Starts the runs of schedule `name`'s ticks from `from` to `to` (at most 1000 ticks in at most
+ * 366 days); ticks that ran are left alone, so it can be repeated. Answers how many runs
+ * started.
  */
 export async function backfillSchedule(
   source: SqlSource,
@@ -240,11 +281,13 @@ export async function backfillSchedule(
   to: Date,
 ): Promise<number> {
   const sql = sqlOf(source);
+  const fromAt = instantArgument(name, 'from_at', from);
+  const toAt = instantArgument(name, 'to_at', to);
   const [row] = await call(
     sql,
     () =>
-      sql<{ n: number }[]>`select switchyard.backfill_schedule(${name}, ${from.toISOString()},
-      ${to.toISOString()}) as n`,
+      sql<{ n: number }[]>`select switchyard.backfill_schedule(${name}, ${fromAt},
+      ${toAt}) as n`,
   );
   return row.n;
 }

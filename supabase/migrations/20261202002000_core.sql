@@ -380,7 +380,8 @@ $$;
 -- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
 -- of the active version of the step's alias whose input is the step's input (the run input for
 -- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
--- is derived from the parent's run and step, and the link is kept in child_runs, so a retry of
+-- is derived from the parent's run and step (_child_run_id, never a shape a signed-in user may
+-- choose), and the link is kept in child_runs, so a retry of
 -- the parent finds the same child instead of starting a second: a failed child is retried, a
 -- completed one gives its output again. Returns true when the step is done already (the child
 -- completed at once, or the step failed with the run: a child that could not start, one that
@@ -411,7 +412,7 @@ begin
     begin
       -- The child runs at its parent's priority (§5.14).
       child := switchyard.start_flow(st.child_alias, step_input,
-                                     md5(run::text || '/' || step)::uuid, parent.owner,
+                                     switchyard._child_run_id(run, step), parent.owner,
                                      priority => parent.priority);
     exception when others then
       -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
@@ -757,6 +758,25 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_child_run_id.sql
+
+-- The run id of a 'flow' step's child (docs/ARCHITECTURE.md §5.11): derived from the parent run
+-- and the step, so a retry of the parent finds the same child (child_runs keeps the link too).
+-- Shaped as a version-8 UUID (RFC 9562's custom version) from an MD5 of the pair: anyone who
+-- knows the parent's id can compute it, but it never has the shape of a random (version 4) id,
+-- the only ids start_user_run takes, so no signed-in user can start a run under it first and
+-- make the parent's child fail to start. (Schedules' tick ids are version 5, _schedule_run_id.)
+create or replace function switchyard._child_run_id(parent uuid, step text)
+returns uuid
+language sql
+immutable
+set search_path = ''
+as $$
+  select (substr(h, 1, 12) || '8' || substr(h, 14, 3) || '9' || substr(h, 18, 15))::uuid
+    from (select md5('switchyard child ' || parent::text || '/' || step) as h) x
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_concurrency_key.sql
 
 -- The keyed concurrency slot of a task (docs/ARCHITECTURE.md §5.12): `<flow>/<step>:<value>`,
@@ -823,7 +843,9 @@ $$;
 -- "dom_star", "dow_star"}. A field is *, a value, a range a-b, a step */n or a-b/n, or a list
 -- of those separated by commas; months may be jan-dec, days of the week sun-sat, and 7 is
 -- Sunday as 0 is. When both day fields are restricted, a day matches either (as cron does).
--- An invalid expression is refused with the field, the part and the rule (22023 cron_invalid).
+-- An invalid expression is refused with the field, the part and the rule (22023 cron_invalid);
+-- one over 1000 characters before it is read (22023 cron_too_long: every field listed value by
+-- value takes under 400).
 create or replace function switchyard._cron_parse(expr text)
 returns jsonb
 language plpgsql
@@ -850,6 +872,14 @@ declare
   problem text;
   f int;
 begin
+  if length(expr) > 1000 then
+    raise exception using errcode = '22023', message = format(
+      'cron expression %s... is %s characters, over the limit of 1000: use ranges and steps '
+      '(0-30/5) instead of long lists', to_json(left(expr, 60))::text, length(expr)),
+      detail = jsonb_build_object('rule', 'cron_too_long', 'argument', 'cron',
+                                  'value', left(expr, 200), 'size', length(expr),
+                                  'limit', 1000)::text;
+  end if;
   if array_length(fields, 1) is distinct from 5 or fields[1] = '' then
     problem := format('it has %s fields, cron needs five (minute hour day-of-month month '
                       'day-of-week), e.g. ''0 3 * * *''',
@@ -863,6 +893,11 @@ begin
       if m is null then
         problem := format('%s field part %s is not a value, a range a-b, * or a step /n',
                           names[f], to_json(part)::text);
+        exit;
+      end if;
+      if length(m[3]) > 4 then
+        problem := format('%s field part %s: step %s is out of range 1-%s', names[f],
+                          to_json(part)::text, left(m[3], 20), highs[f]);
         exit;
       end if;
       step := coalesce(m[3]::int, 1);
@@ -947,7 +982,8 @@ language sql
 stable
 set search_path = ''
 as $$
-  with spec as (select switchyard._cron_parse(expr) as s)
+  -- Parsed once per call (materialized): inlined, the parse would run again for every day.
+  with spec as materialized (select switchyard._cron_parse(expr) as s)
   select distinct x.t
     from spec,
          generate_series(((after at time zone tz)::date)::timestamp,
@@ -1633,7 +1669,11 @@ $$;
 
 -- Checks a schedule's fields and raises the first refusal (22023, rule named): the name, the
 -- cron expression, the time zone, the target alias (it must resolve now), the input (JSON, at
--- most max_input_bytes), the overlap and catch-up policies and the catch-up bound.
+-- most max_input_bytes), the overlap and catch-up policies and the catch-up bound. A time zone
+-- is 'UTC' or an IANA region name (Area/Location, e.g. 'Europe/Berlin',
+-- 'America/Argentina/Buenos_Aires'; 'Etc/UTC') that PostgreSQL knows: PostgreSQL also takes a
+-- POSIX rule ('UTC+5', which POSIX reads as five hours *west* of UTC), abbreviations ('EST',
+-- 'CET') and 'Etc/GMT+5' (also west), whose meaning a reader gets wrong, so they are refused.
 create or replace function switchyard._schedule_problem(
   name text, alias text, cron text, time_zone text, input jsonb, overlap text, catch_up text,
   catch_up_limit int
@@ -1654,22 +1694,31 @@ begin
                                   'value', left(name, 200))::text;
   end if;
   perform switchyard._cron_parse(cron);
+  if time_zone is null then
+    raise exception using errcode = '22023', message =
+      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', null)::text;
+  end if;
+  if time_zone not in ('UTC', 'Etc/UTC')
+     and time_zone !~ ('^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian'
+                       '|Pacific)(/[A-Z][A-Za-z0-9_+-]{1,30}){1,2}$') then
+    raise exception using errcode = '22023', message = format(
+      'time zone %s is not a region name: a POSIX rule, an offset or an abbreviation misleads '
+      '(POSIX reads UTC+5 as 5 hours west of UTC); use an IANA region name such as '
+      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)),
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', left(time_zone, 200))::text;
+  end if;
   begin
     perform now() at time zone time_zone;
   exception when others then
-    time_zone := coalesce(time_zone, 'null');
     raise exception using errcode = '22023', message = format(
-      'time zone %s is unknown: use an IANA name such as ''Europe/Berlin'' or ''UTC''',
+      'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
       switchyard._clip(time_zone)),
       detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
                                   'value', left(time_zone, 200))::text;
   end;
-  if time_zone is null then
-    raise exception using errcode = '22023', message =
-      'time zone is null: use an IANA name such as ''Europe/Berlin'' or ''UTC''',
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', null)::text;
-  end if;
   perform switchyard.resolve_flow(alias);
   if input is null then
     raise exception using errcode = '22023', message =
@@ -1960,9 +2009,13 @@ $$;
 
 -- Starts the run of a schedule's tick with its derived id and records the tick (a queued
 -- tick's record is updated). A failed start is recorded as 'failed' with its error, inside a
--- subtransaction, so one broken schedule never stops the others. Returns whether it started.
+-- subtransaction, so one broken schedule never stops the others. `replaces` (overlap
+-- 'cancel_previous') is the open run the tick replaces: it is cancelled in the same
+-- subtransaction, first (a singleton start key of the alias is free then), so a start that
+-- fails rolls the cancel back and the open run goes on. Returns whether it started.
 create or replace function switchyard._start_schedule_run(
-  schedule_name text, alias text, input jsonb, tick_at timestamptz, run uuid
+  schedule_name text, alias text, input jsonb, tick_at timestamptz, run uuid,
+  replaces uuid default null
 )
 returns boolean
 language plpgsql
@@ -1973,6 +2026,10 @@ declare
   message text;
 begin
   begin
+    if replaces is not null then
+      perform switchyard.cancel_run(replaces,
+        format('schedule %s: replaced by the tick of %s', schedule_name, tick_at));
+    end if;
     perform switchyard.start_flow(alias, input, run);
   exception when others then
     get stacked diagnostics message = message_text;
@@ -2334,9 +2391,13 @@ $$;
 -- supabase/schemas/functions/backfill_schedule.sql
 
 -- Starts the runs of a schedule's ticks from `from_at` to `to_at` (both included) on purpose,
--- at most 1000, each with its tick's derived run id: a tick that already ran is a no-op, so a
--- backfill can be repeated. The overlap policy does not apply (a backfill is an explicit
--- catch-up). Returns the number of runs started.
+-- at most 1000 ticks in at most 366 days per call, each with its tick's derived run id: a tick
+-- that already ran is a no-op, so a backfill can be repeated. The overlap policy does not apply
+-- (a backfill is an explicit catch-up). Its work is bounded before any run starts: the ticks
+-- are found a week at a time and the search stops at the 1001st, so a refusal costs little and
+-- the schedule's lock (which run_schedules skips, never waits for) is held briefly. A longer or
+-- infinite range, or more ticks, is refused (22023 backfill_too_long) and starts nothing.
+-- Returns the number of runs started.
 create or replace function switchyard.backfill_schedule(
   name text, from_at timestamptz, to_at timestamptz
 )
@@ -2348,8 +2409,10 @@ as $$
 declare
   s switchyard.schedules;
   t timestamptz;
+  due timestamptz[] := '{}';
+  window_from timestamptz;
+  window_to timestamptz;
   started int := 0;
-  ticks int := 0;
 begin
   select * into s from switchyard.schedules x where x.name = backfill_schedule.name for update;
   if not found then
@@ -2362,16 +2425,29 @@ begin
       detail = jsonb_build_object('rule', 'backfill_range', 'argument', 'to_at',
                                   'value', to_at::text)::text;
   end if;
-  for t in select switchyard._cron_ticks(s.cron, s.time_zone, from_at - interval '1 microsecond',
-                                         to_at, 1001) loop
-    ticks := ticks + 1;
-    if ticks > 1000 then
-      raise exception using errcode = '22023', message = format(
-        'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
-        to_json(name)::text, from_at, to_at),
-        detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
-                                    'value', to_at::text)::text;
-    end if;
+  if not isfinite(from_at) or not isfinite(to_at)
+     or extract(epoch from to_at) - extract(epoch from from_at) > 366 * 86400 then
+    raise exception using errcode = '22023', message = format(
+      'backfill_schedule(%s): the range %s to %s is longer than 366 days: backfill at most 366 '
+      'days per call', to_json(name)::text, from_at, to_at),
+      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
+                                  'value', to_at::text, 'max_days', 366)::text;
+  end if;
+  window_from := from_at - interval '1 microsecond';
+  while window_from < to_at and cardinality(due) <= 1000 loop
+    window_to := least(to_at, window_from + interval '7 days');
+    due := due || array(select switchyard._cron_ticks(s.cron, s.time_zone, window_from,
+                                                      window_to, 1001 - cardinality(due)));
+    window_from := window_to;
+  end loop;
+  if cardinality(due) > 1000 then
+    raise exception using errcode = '22023', message = format(
+      'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
+      to_json(name)::text, from_at, to_at),
+      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
+                                  'value', to_at::text)::text;
+  end if;
+  foreach t in array due loop
     if not exists (select 1 from switchyard.schedule_ticks st
                     where st.schedule_name = s.name and st.tick_at = t and st.outcome = 'started')
        and switchyard._start_schedule_run(s.name, s.alias, s.input, t,
@@ -3849,8 +3925,11 @@ $$;
 
 -- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
 -- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
--- step's rate limit named, it also empties that limit's bucket until the retry is due, so every
--- step sharing the limit backs off (an HTTP 429). non_retriable (NonRetriable) fails the task
+-- step's rate limit named, it also empties that limit's bucket until the retry is due, but for
+-- at most the limit's own period (per_seconds), so every step sharing the limit backs off (an
+-- HTTP 429) while one task cannot freeze a bucket others share for longer than its period (a
+-- RetryAfter(604800) waits 7 days itself; the bucket, a minute for a limit per minute), and
+-- set_rate_limit lifts the drain. non_retriable (NonRetriable) fails the task
 -- now, its remaining attempts unused, as an exhausted task does (_exhaust_task: whenExhausted
 -- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
 -- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
@@ -3904,7 +3983,8 @@ begin
       if limit_name is not null then
         update switchyard.rate_limits l
            set tokens = least(l.tokens, 0),
-               refilled_at = greatest(l.refilled_at, now() + make_interval(secs => retry_after_seconds))
+               refilled_at = greatest(l.refilled_at,
+                 now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
          where l.name = limit_name;
       end if;
     end if;
@@ -5532,9 +5612,14 @@ $$;
 -- cron after the last look and at most `now_at`, chosen by its catch-up policy, fire
 -- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
 -- job (schedule_schedules), from every keep-alive tick, or by hand; `now_at` lets a test drive
--- the clock. Each schedule is locked while it is looked at, so concurrent ticks start each
--- tick's run once. At most 31 days are looked back; older ticks count as missed. Also removes
--- tick records older than 30 days, at most 1000 per call. Returns the number of runs started.
+-- the clock back, never ahead: at most 60 s past now() (a caller's clock skew), else refused
+-- (22023 now_at_range), as are null and infinities. Each schedule is locked while it is looked
+-- at, so concurrent ticks start each tick's run once; a schedule another transaction holds (an
+-- update, a backfill) is skipped, never waited for: the next tick looks at its due ticks (a
+-- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
+-- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
+-- clock that recorded them (now(), whatever `now_at` says), at most 1000 per call. Returns the
+-- number of runs started.
 create or replace function switchyard.run_schedules(now_at timestamptz default now())
 returns int
 language plpgsql
@@ -5550,7 +5635,15 @@ declare
   started int := 0;
   from_at timestamptz;
 begin
-  for s in select * from switchyard.schedules x where x.enabled order by x.name for update loop
+  if now_at is null or not isfinite(now_at) or now_at > now() + interval '60 seconds' then
+    raise exception using errcode = '22023', message = format(
+      'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
+      'ahead of now() (%s)', coalesce(now_at::text, 'null'), now()),
+      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at',
+                                  'value', now_at::text, 'max', (now() + interval '60 seconds')::text)::text;
+  end if;
+  for s in select * from switchyard.schedules x where x.enabled order by x.name
+             for update skip locked loop
     from_at := coalesce(s.checked_until, s.created_at);
     if from_at < now_at then
       due := array(select switchyard._cron_ticks(s.cron, s.time_zone,
@@ -5589,7 +5682,7 @@ begin
   delete from switchyard.schedule_ticks st
    where (st.schedule_name, st.tick_at) in (
      select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
-      where x.recorded_at < now_at - interval '30 days' and x.outcome <> 'queued'
+      where x.recorded_at < now() - interval '30 days' and x.outcome <> 'queued'
       order by x.recorded_at limit 1000);
   return started;
 end
@@ -5698,7 +5791,8 @@ $$;
 -- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
 -- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
 -- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
--- new one starts full. Returns the limit as JSON.
+-- new one starts full. It also lifts a RetryAfter's drain (fail_task_with): the bucket refills
+-- from now at the new rate, so the operator's word is the latest. Returns the limit as JSON.
 create or replace function switchyard.set_rate_limit(
   name text, rate int, per_seconds int default 1, burst int default null
 )
@@ -5746,7 +5840,7 @@ begin
      set tokens = least(excluded.burst,
                         l.tokens + greatest(0, extract(epoch from now() - l.refilled_at))
                                    * l.rate::double precision / l.per_seconds),
-         refilled_at = greatest(l.refilled_at, now()),
+         refilled_at = now(),
          rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
          updated_at = now()
   returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
@@ -6856,9 +6950,11 @@ $$;
 
 -- Fires one tick of a locked schedule: records it and, as the overlap policy says, starts its
 -- run (id derived from the schedule and the tick), queues it behind the open run ('queue'),
--- skips it ('skip') or cancels the open run first ('cancel_previous'). A tick already recorded
--- is a no-op. A start that fails (the alias was deleted, the input no longer fits) is recorded
--- as 'failed' with its error and ends nothing else. Returns whether a run started.
+-- skips it ('skip') or cancels the open run as it starts the new one ('cancel_previous'). A
+-- tick already recorded is a no-op. A start that fails (the alias was deleted, the input no
+-- longer fits) is recorded as 'failed' with its error and ends nothing else: the open run a
+-- 'cancel_previous' tick would replace is cancelled only when its successor starts
+-- (_start_schedule_run). Returns whether a run started.
 create or replace function switchyard._fire_schedule(s switchyard.schedules, tick_at timestamptz)
 returns boolean
 language plpgsql
@@ -6888,11 +6984,8 @@ begin
     values (s.name, tick_at, run, 'queued');
     return false;
   end if;
-  if open_run and s.overlap = 'cancel_previous' then
-    perform switchyard.cancel_run(s.last_run_id,
-      format('schedule %s: replaced by the tick of %s', s.name, tick_at));
-  end if;
-  return switchyard._start_schedule_run(s.name, s.alias, s.input, tick_at, run);
+  return switchyard._start_schedule_run(s.name, s.alias, s.input, tick_at, run,
+    case when open_run and s.overlap = 'cancel_previous' then s.last_run_id end);
 end
 $$;
 

@@ -83,7 +83,8 @@ Deno.test('two levels of child flows; a failed child fails the parent; a retry r
     assert.equal(failed.status, 'failed');
     const childId = await childOf(runId, 'sub');
     assert.ok(childId);
-    const [derived] = await db.sql`select md5(${runId} || '/sub')::uuid::text as id`;
+    const [derived] = await db
+      .sql`select switchyard._child_run_id(${runId}::uuid, 'sub')::text as id`;
     assert.equal(childId, derived.id, 'the child id is derived from the parent run and step');
     assert.match(String(failed.error), new RegExp(`child run ${childId} failed`));
     const grandId = await childOf(childId, 'deeper');

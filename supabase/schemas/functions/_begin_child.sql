@@ -1,7 +1,8 @@
 -- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
 -- of the active version of the step's alias whose input is the step's input (the run input for
 -- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
--- is derived from the parent's run and step, and the link is kept in child_runs, so a retry of
+-- is derived from the parent's run and step (_child_run_id, never a shape a signed-in user may
+-- choose), and the link is kept in child_runs, so a retry of
 -- the parent finds the same child instead of starting a second: a failed child is retried, a
 -- completed one gives its output again. Returns true when the step is done already (the child
 -- completed at once, or the step failed with the run: a child that could not start, one that
@@ -32,7 +33,7 @@ begin
     begin
       -- The child runs at its parent's priority (§5.14).
       child := switchyard.start_flow(st.child_alias, step_input,
-                                     md5(run::text || '/' || step)::uuid, parent.owner,
+                                     switchyard._child_run_id(run, step), parent.owner,
                                      priority => parent.priority);
     exception when others then
       -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.

@@ -3,7 +3,9 @@
 -- "dom_star", "dow_star"}. A field is *, a value, a range a-b, a step */n or a-b/n, or a list
 -- of those separated by commas; months may be jan-dec, days of the week sun-sat, and 7 is
 -- Sunday as 0 is. When both day fields are restricted, a day matches either (as cron does).
--- An invalid expression is refused with the field, the part and the rule (22023 cron_invalid).
+-- An invalid expression is refused with the field, the part and the rule (22023 cron_invalid);
+-- one over 1000 characters before it is read (22023 cron_too_long: every field listed value by
+-- value takes under 400).
 create or replace function switchyard._cron_parse(expr text)
 returns jsonb
 language plpgsql
@@ -30,6 +32,14 @@ declare
   problem text;
   f int;
 begin
+  if length(expr) > 1000 then
+    raise exception using errcode = '22023', message = format(
+      'cron expression %s... is %s characters, over the limit of 1000: use ranges and steps '
+      '(0-30/5) instead of long lists', to_json(left(expr, 60))::text, length(expr)),
+      detail = jsonb_build_object('rule', 'cron_too_long', 'argument', 'cron',
+                                  'value', left(expr, 200), 'size', length(expr),
+                                  'limit', 1000)::text;
+  end if;
   if array_length(fields, 1) is distinct from 5 or fields[1] = '' then
     problem := format('it has %s fields, cron needs five (minute hour day-of-month month '
                       'day-of-week), e.g. ''0 3 * * *''',
@@ -43,6 +53,11 @@ begin
       if m is null then
         problem := format('%s field part %s is not a value, a range a-b, * or a step /n',
                           names[f], to_json(part)::text);
+        exit;
+      end if;
+      if length(m[3]) > 4 then
+        problem := format('%s field part %s: step %s is out of range 1-%s', names[f],
+                          to_json(part)::text, left(m[3], 20), highs[f]);
         exit;
       end if;
       step := coalesce(m[3]::int, 1);

@@ -12,7 +12,8 @@ language sql
 stable
 set search_path = ''
 as $$
-  with spec as (select switchyard._cron_parse(expr) as s)
+  -- Parsed once per call (materialized): inlined, the parse would run again for every day.
+  with spec as materialized (select switchyard._cron_parse(expr) as s)
   select distinct x.t
     from spec,
          generate_series(((after at time zone tz)::date)::timestamp,

@@ -1,8 +1,10 @@
 -- Fires one tick of a locked schedule: records it and, as the overlap policy says, starts its
 -- run (id derived from the schedule and the tick), queues it behind the open run ('queue'),
--- skips it ('skip') or cancels the open run first ('cancel_previous'). A tick already recorded
--- is a no-op. A start that fails (the alias was deleted, the input no longer fits) is recorded
--- as 'failed' with its error and ends nothing else. Returns whether a run started.
+-- skips it ('skip') or cancels the open run as it starts the new one ('cancel_previous'). A
+-- tick already recorded is a no-op. A start that fails (the alias was deleted, the input no
+-- longer fits) is recorded as 'failed' with its error and ends nothing else: the open run a
+-- 'cancel_previous' tick would replace is cancelled only when its successor starts
+-- (_start_schedule_run). Returns whether a run started.
 create or replace function switchyard._fire_schedule(s switchyard.schedules, tick_at timestamptz)
 returns boolean
 language plpgsql
@@ -32,10 +34,7 @@ begin
     values (s.name, tick_at, run, 'queued');
     return false;
   end if;
-  if open_run and s.overlap = 'cancel_previous' then
-    perform switchyard.cancel_run(s.last_run_id,
-      format('schedule %s: replaced by the tick of %s', s.name, tick_at));
-  end if;
-  return switchyard._start_schedule_run(s.name, s.alias, s.input, tick_at, run);
+  return switchyard._start_schedule_run(s.name, s.alias, s.input, tick_at, run,
+    case when open_run and s.overlap = 'cancel_previous' then s.last_run_id end);
 end
 $$;

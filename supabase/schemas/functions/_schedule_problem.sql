@@ -1,6 +1,10 @@
 -- Checks a schedule's fields and raises the first refusal (22023, rule named): the name, the
 -- cron expression, the time zone, the target alias (it must resolve now), the input (JSON, at
--- most max_input_bytes), the overlap and catch-up policies and the catch-up bound.
+-- most max_input_bytes), the overlap and catch-up policies and the catch-up bound. A time zone
+-- is 'UTC' or an IANA region name (Area/Location, e.g. 'Europe/Berlin',
+-- 'America/Argentina/Buenos_Aires'; 'Etc/UTC') that PostgreSQL knows: PostgreSQL also takes a
+-- POSIX rule ('UTC+5', which POSIX reads as five hours *west* of UTC), abbreviations ('EST',
+-- 'CET') and 'Etc/GMT+5' (also west), whose meaning a reader gets wrong, so they are refused.
 create or replace function switchyard._schedule_problem(
   name text, alias text, cron text, time_zone text, input jsonb, overlap text, catch_up text,
   catch_up_limit int
@@ -21,22 +25,31 @@ begin
                                   'value', left(name, 200))::text;
   end if;
   perform switchyard._cron_parse(cron);
+  if time_zone is null then
+    raise exception using errcode = '22023', message =
+      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', null)::text;
+  end if;
+  if time_zone not in ('UTC', 'Etc/UTC')
+     and time_zone !~ ('^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian'
+                       '|Pacific)(/[A-Z][A-Za-z0-9_+-]{1,30}){1,2}$') then
+    raise exception using errcode = '22023', message = format(
+      'time zone %s is not a region name: a POSIX rule, an offset or an abbreviation misleads '
+      '(POSIX reads UTC+5 as 5 hours west of UTC); use an IANA region name such as '
+      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)),
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', left(time_zone, 200))::text;
+  end if;
   begin
     perform now() at time zone time_zone;
   exception when others then
-    time_zone := coalesce(time_zone, 'null');
     raise exception using errcode = '22023', message = format(
-      'time zone %s is unknown: use an IANA name such as ''Europe/Berlin'' or ''UTC''',
+      'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
       switchyard._clip(time_zone)),
       detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
                                   'value', left(time_zone, 200))::text;
   end;
-  if time_zone is null then
-    raise exception using errcode = '22023', message =
-      'time zone is null: use an IANA name such as ''Europe/Berlin'' or ''UTC''',
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', null)::text;
-  end if;
   perform switchyard.resolve_flow(alias);
   if input is null then
     raise exception using errcode = '22023', message =

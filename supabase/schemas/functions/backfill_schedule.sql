@@ -1,7 +1,11 @@
 -- Starts the runs of a schedule's ticks from `from_at` to `to_at` (both included) on purpose,
--- at most 1000, each with its tick's derived run id: a tick that already ran is a no-op, so a
--- backfill can be repeated. The overlap policy does not apply (a backfill is an explicit
--- catch-up). Returns the number of runs started.
+-- at most 1000 ticks in at most 366 days per call, each with its tick's derived run id: a tick
+-- that already ran is a no-op, so a backfill can be repeated. The overlap policy does not apply
+-- (a backfill is an explicit catch-up). Its work is bounded before any run starts: the ticks
+-- are found a week at a time and the search stops at the 1001st, so a refusal costs little and
+-- the schedule's lock (which run_schedules skips, never waits for) is held briefly. A longer or
+-- infinite range, or more ticks, is refused (22023 backfill_too_long) and starts nothing.
+-- Returns the number of runs started.
 create or replace function switchyard.backfill_schedule(
   name text, from_at timestamptz, to_at timestamptz
 )
@@ -13,8 +17,10 @@ as $$
 declare
   s switchyard.schedules;
   t timestamptz;
+  due timestamptz[] := '{}';
+  window_from timestamptz;
+  window_to timestamptz;
   started int := 0;
-  ticks int := 0;
 begin
   select * into s from switchyard.schedules x where x.name = backfill_schedule.name for update;
   if not found then
@@ -27,16 +33,29 @@ begin
       detail = jsonb_build_object('rule', 'backfill_range', 'argument', 'to_at',
                                   'value', to_at::text)::text;
   end if;
-  for t in select switchyard._cron_ticks(s.cron, s.time_zone, from_at - interval '1 microsecond',
-                                         to_at, 1001) loop
-    ticks := ticks + 1;
-    if ticks > 1000 then
-      raise exception using errcode = '22023', message = format(
-        'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
-        to_json(name)::text, from_at, to_at),
-        detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
-                                    'value', to_at::text)::text;
-    end if;
+  if not isfinite(from_at) or not isfinite(to_at)
+     or extract(epoch from to_at) - extract(epoch from from_at) > 366 * 86400 then
+    raise exception using errcode = '22023', message = format(
+      'backfill_schedule(%s): the range %s to %s is longer than 366 days: backfill at most 366 '
+      'days per call', to_json(name)::text, from_at, to_at),
+      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
+                                  'value', to_at::text, 'max_days', 366)::text;
+  end if;
+  window_from := from_at - interval '1 microsecond';
+  while window_from < to_at and cardinality(due) <= 1000 loop
+    window_to := least(to_at, window_from + interval '7 days');
+    due := due || array(select switchyard._cron_ticks(s.cron, s.time_zone, window_from,
+                                                      window_to, 1001 - cardinality(due)));
+    window_from := window_to;
+  end loop;
+  if cardinality(due) > 1000 then
+    raise exception using errcode = '22023', message = format(
+      'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
+      to_json(name)::text, from_at, to_at),
+      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
+                                  'value', to_at::text)::text;
+  end if;
+  foreach t in array due loop
     if not exists (select 1 from switchyard.schedule_ticks st
                     where st.schedule_name = s.name and st.tick_at = t and st.outcome = 'started')
        and switchyard._start_schedule_run(s.name, s.alias, s.input, t,

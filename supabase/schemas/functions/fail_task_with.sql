@@ -1,7 +1,10 @@
 -- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
 -- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
--- step's rate limit named, it also empties that limit's bucket until the retry is due, so every
--- step sharing the limit backs off (an HTTP 429). non_retriable (NonRetriable) fails the task
+-- step's rate limit named, it also empties that limit's bucket until the retry is due, but for
+-- at most the limit's own period (per_seconds), so every step sharing the limit backs off (an
+-- HTTP 429) while one task cannot freeze a bucket others share for longer than its period (a
+-- RetryAfter(604800) waits 7 days itself; the bucket, a minute for a limit per minute), and
+-- set_rate_limit lifts the drain. non_retriable (NonRetriable) fails the task
 -- now, its remaining attempts unused, as an exhausted task does (_exhaust_task: whenExhausted
 -- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
 -- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
@@ -55,7 +58,8 @@ begin
       if limit_name is not null then
         update switchyard.rate_limits l
            set tokens = least(l.tokens, 0),
-               refilled_at = greatest(l.refilled_at, now() + make_interval(secs => retry_after_seconds))
+               refilled_at = greatest(l.refilled_at,
+                 now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
          where l.name = limit_name;
       end if;
     end if;

@@ -1,7 +1,8 @@
 -- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
 -- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
 -- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
--- new one starts full. Returns the limit as JSON.
+-- new one starts full. It also lifts a RetryAfter's drain (fail_task_with): the bucket refills
+-- from now at the new rate, so the operator's word is the latest. Returns the limit as JSON.
 create or replace function switchyard.set_rate_limit(
   name text, rate int, per_seconds int default 1, burst int default null
 )
@@ -49,7 +50,7 @@ begin
      set tokens = least(excluded.burst,
                         l.tokens + greatest(0, extract(epoch from now() - l.refilled_at))
                                    * l.rate::double precision / l.per_seconds),
-         refilled_at = greatest(l.refilled_at, now()),
+         refilled_at = now(),
          rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
          updated_at = now()
   returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
