@@ -447,6 +447,17 @@ export const MUTANTS: readonly Mutant[] = [
     tests: ['tests/sql/tick_isolation_test.ts'],
   },
   {
+    name: 'one-schedule-stops-the-scheduler',
+    bug: 'an error in one schedule is raised out of run_schedules (every schedule stops)',
+    file: fn('run_schedules'),
+    fn: 'run_schedules',
+    search:
+      `      raise warning 'switchyard.run_schedules: schedule %: % (SQLSTATE %); looked at again next tick',`,
+    replace: `      raise;
+      raise warning 'switchyard.run_schedules: schedule %: % (SQLSTATE %); looked at again next tick',`,
+    tests: ['tests/sql/tick_isolation_test.ts'],
+  },
+  {
     name: 'successor-failure-fails-the-completion',
     bug:
       "an error starting a completed step's successors fails the completion (the handler runs again)",

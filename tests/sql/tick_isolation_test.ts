@@ -235,6 +235,36 @@ Deno.test('an error no rule foresaw in one run of a tick fails that run alone; e
   );
 });
 
+Deno.test('an error no rule foresaw in one schedule is a warning: every other schedule fires on the same tick', async () => {
+  for (const name of ['nap-broken', 'nap-fine']) {
+    await sql`select switchyard.create_schedule(${name}, 'napV1', '* * * * *')`;
+    await sql`update switchyard.schedules set created_at = now() - interval '10 minutes',
+                checked_until = now() - interval '10 minutes' where name = ${name}`;
+  }
+  hostile++;
+  await sql.unsafe(`
+    create function public.sy_test_schedule() returns trigger language plpgsql as $$
+    begin
+      if new.name = 'nap-broken' then raise exception 'planted failure for schedule %', new.name; end if;
+      return new;
+    end $$;
+    create trigger sy_test_schedule before update on switchyard.schedules
+      for each row execute function public.sy_test_schedule();`);
+  const started = async (name: string) =>
+    (await sql<{ n: number }[]>`select count(*)::int as n from switchyard.schedule_ticks
+      where schedule_name = ${name} and outcome = 'started'`)[0].n;
+  try {
+    await sql`select count(*) from switchyard.keep_alive(debounce_seconds => 0)`;
+    assert.equal(await started('nap-fine'), 1, 'the other schedule fired');
+    assert.equal(await started('nap-broken'), 0);
+  } finally {
+    await sql.unsafe(`drop trigger sy_test_schedule on switchyard.schedules;
+                      drop function public.sy_test_schedule();`);
+  }
+  await sql`select switchyard.run_schedules()`;
+  assert.equal(await started('nap-broken'), 1, 'looked at again on the next tick');
+});
+
 Deno.test('a successor that cannot start never fails the completion: the handler ran once, its run fails with the rule, the batch goes on', async () => {
   const QUEUE = 'charge_q' as const;
   const calls = new Map<string, number>();
