@@ -11,7 +11,7 @@ import { describeValue, SwitchyardError } from '../errors.ts';
 import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { assertStorableReason } from './function_state.ts';
-import { activeTraceparent, parseTraceparent } from '../tracing.ts';
+import { runTraceparent } from '../tracing.ts';
 
 /**
  * Where a run is: `started` (steps may still run), `completed` (its output is set),
@@ -246,7 +246,8 @@ export interface StartRunBaseOptions {
   /**
    * The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`), stored with the run so
    * the spans of its tasks join that trace (docs/ARCHITECTURE.md §16). Default: the active
-   * OpenTelemetry span's, when the application has one; else none.
+   * OpenTelemetry span's, when the application has one; else none. A malformed one (an incoming
+   * request's header) is logged, at most once a minute, and the run starts as without one.
    */
   traceparent?: string;
   /**
@@ -494,12 +495,6 @@ export async function startRun(
       );
     }
   }
-  if (traceparent !== undefined && parseTraceparent(traceparent) === null) {
-    throw new SwitchyardError(
-      `${what}: traceparent ${describeValue(traceparent)} is invalid: use a W3C traceparent, ` +
-        '00-<32 hex trace id>-<16 hex span id>-<2 hex flags> in lower case, ids not all zero',
-    );
-  }
   if (
     priority !== undefined &&
     !(Number.isSafeInteger(priority) && priority >= -10 && priority <= 10)
@@ -509,7 +504,8 @@ export async function startRun(
         '(last) to 10 (first); 0 is the default',
     );
   }
-  const trace = traceparent ?? activeTraceparent();
+  // A malformed one is logged and the run starts untraced (runTraceparent).
+  const trace = runTraceparent(what, traceparent);
   const seconds = (value: unknown) => (value as number | undefined) ?? null;
   const sql = sqlOf(source);
   const [row] = await call(
