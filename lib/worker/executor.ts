@@ -285,7 +285,16 @@ export class Executor {
         () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex, failure(e)),
       );
       const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
-      // The SQL core's answer: retrying, failed, skipped or ignored.
+      // The SQL core's answer: retrying, failed, skipped, ignored, or cancelled (the run was
+      // cancelled meanwhile: no failed attempt, whatever the handler threw).
+      if (result === 'cancelled') {
+        end('cancelled');
+        this.log.info(
+          `${flowSlug}/${stepSlug}${task} attempt ${attempt} of run ${runId} cancelled: the run ` +
+            `is cancelled (the handler ended with ${errorText(e)})`,
+        );
+        return;
+      }
       end(result ?? 'unrecorded', e);
       if (controller.signal.reason instanceof RunCancelledError) {
         this.log.info(

@@ -2613,6 +2613,7 @@ declare
   acc_queues text[];
   acc_messages bigint[];
   live_runs uuid[];       -- runs of accepted items that are still started
+  refused_ords bigint[];  -- accepted items of cancelled runs: the answer is refused
   done_runs uuid[];       -- steps completed by this call (parallel arrays)
   done_steps text[];
   done_flows text[];
@@ -2675,13 +2676,25 @@ begin
    where x.status = 'started' and x.attempts_count = x.attempt;
 
   if cardinality(acc_ords) > 0 then
-    select coalesce(array_agg(x.run_id) filter (where x.status = 'started'), '{}') into live_runs
+    select coalesce(array_agg(x.run_id) filter (where x.status = 'started'), '{}'),
+           coalesce(array_agg(a.ord) filter (where x.status = 'cancelled'), '{}')
+      into live_runs, refused_ords
       from (select r.run_id, r.status from switchyard.runs r
-             where r.run_id = any (acc_runs) order by r.run_id for update) x;
+             where r.run_id = any (acc_runs) order by r.run_id for update) x
+      left join unnest(acc_ords, acc_runs) as a(ord, run_id)
+        on a.run_id = x.run_id and x.status = 'cancelled';
 
+    -- The late answer of a handler whose run was cancelled is refused (ok false): its task is
+    -- cancelled like the run's queued tasks (cancel_run), its output is not kept, and nothing
+    -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
     update switchyard.step_tasks t
-       set status = 'completed', completed_at = now(), output = a.output
-      from unnest(acc_runs, acc_steps, acc_idxs, acc_outputs) as a(run_id, step_slug, idx, output)
+       set status = case when r.refused then 'cancelled' else 'completed' end,
+           completed_at = case when r.refused then null else now() end,
+           output = case when r.refused then null else a.output end,
+           worker_id = case when r.refused then null else t.worker_id end
+      from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
+             as a(ord, run_id, step_slug, idx, output)
+      cross join lateral (select a.ord = any (refused_ords) as refused) r
      where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx;
     for q in
       select a.queue_name, array_agg(a.message_id order by a.message_id) as ids
@@ -2851,7 +2864,7 @@ begin
   end if;
 
   return query
-    select c.ord = any (acc_ords)
+    select c.ord = any (acc_ords) and not c.ord = any (coalesce(refused_ords, '{}'))
       from jsonb_array_elements(completions) with ordinality as c(value, ord)
      order by c.ord;
 end
@@ -3675,7 +3688,8 @@ $$;
 -- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
 -- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
 -- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
--- (at most 604800), so the cap is unchanged by it.
+-- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
+-- 'cancelled' (its task cancelled, no failed attempt counted).
 create or replace function switchyard.fail_task_with(
   run_id uuid, step_slug text, attempt int, error_message text, task_index int,
   retry_after_seconds int, non_retriable boolean
@@ -3709,6 +3723,17 @@ begin
     return 'ignored';
   end if;
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
+  -- progress report, an aborted call): not a failure. The task is cancelled like the run's
+  -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
+  if run_status = 'cancelled' then
+    update switchyard.step_tasks t
+       set status = 'cancelled', error = error_text, worker_id = null
+     where t.run_id = task.run_id and t.step_slug = task.step_slug
+       and t.task_index = task.task_index;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    return 'cancelled';
+  end if;
   if task.attempts_count < task.max_attempts and run_status = 'started'
      and not coalesce(non_retriable, false) then
     delay_seconds := coalesce(retry_after_seconds,
