@@ -160,6 +160,23 @@ create table switchyard.task_checkpoints (
 );
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/task_refunds.sql
+
+-- Bounded refunds (issue 36, docs/ARCHITECTURE.md §9): a task counts the attempts handed back
+-- at an instance's end, and the time its current attempt ran on earlier instances, as
+-- supabase/schemas/tables/40_runs.sql has them. Constant defaults: no table rewrite.
+alter table switchyard.step_tasks
+  add column refunds int not null default 0,
+  add column carried_ms int not null default 0,
+  add column carried_attempt int;
+
+-- The claim tells the worker how much of the step timeout earlier instances used.
+alter type switchyard.task_claim add attribute carried_ms int;
+
+-- release_tasks takes what the worker hands back (a new argument, defaulted for 0.3.0 runtimes).
+drop function switchyard.release_tasks(uuid);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/telemetry.sql
 
 -- Metrics and traces (issue 26, docs/ARCHITECTURE.md §16): the caller's trace context of a run,
@@ -4136,6 +4153,22 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/max_task_refunds.sql
+
+-- The most attempts of one task handed back at an instance's end without being counted
+-- (release_tasks, docs/ARCHITECTURE.md §9): enough for a checkpointed handler to cross a day-long
+-- step timeout on 150 s instances (about 600 hand-overs); past it a hand-over counts as a
+-- failed attempt, so maxAttempts still ends a task that is handed back forever.
+create or replace function switchyard.max_task_refunds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$
+  select 1000
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/metrics.sql
 
 -- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last `window_seconds`
@@ -4946,7 +4979,9 @@ begin
     select t.* from switchyard.step_tasks t
       left join switchyard.workers w on w.worker_id = t.worker_id
      where t.queue_name = queue and t.status = 'started'
-       and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
+       -- The attempt's time on earlier instances (carried_ms) counts: the timeout spans them.
+       and (t.started_at + make_interval(secs => t.timeout - t.carried_ms / 1000.0
+                                                 + switchyard.claim_margin_seconds()) < now()
             or w.worker_id is null
             or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
                                               w.heartbeat_window_seconds))
@@ -5052,6 +5087,103 @@ begin
   insert into switchyard.worker_functions (function_name, queue_name)
   values (register_function.function_name, register_function.queue_name)
   on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/release_tasks.sql
+
+-- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9), in
+-- one transaction; the worker is marked deprecated in it, so a worker released by anyone else
+-- stops at its next heartbeat. The worker drops whatever its released handlers return, so an
+-- attempt number claimed again elsewhere is never answered twice.
+--
+-- An attempt is refunded (the task queued again with attempts_count - 1, its message visible at
+-- once) only for work handed back: the worker names the task in `handed_back` (a JSON array of
+-- {run_id, step_slug, task_index}: its handler honoured the shutdown, throwing the abort reason
+-- within the grace period, or never started), or the task saved a checkpoint since its claim.
+-- Refunds are bounded: at most max_task_refunds() per task, and the time the attempt ran on
+-- every instance counts toward the step timeout (carried_ms, which start_tasks hands to the next
+-- claim of the same attempt). Every other task the worker holds fails its attempt through
+-- fail_task_with (retried with backoff while attempts remain, else its run fails or its step is
+-- skipped), saying why: a handler still running after the grace period with no checkpoint since
+-- its claim, a task handed back max_task_refunds() times, or an attempt past its step timeout.
+-- `handed_back` null (a 0.3.0 runtime's call) names every task the worker holds.
+-- Locks in (queue, message id) order, as complete_tasks and start_tasks do, then a failed
+-- attempt's run (fail_task_with). Returns the tasks handed back, refunded or not.
+create or replace function switchyard.release_tasks(worker_id uuid, handed_back jsonb default null)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  t record;
+  released int := 0;
+  max_refunds int := switchyard.max_task_refunds();
+begin
+  if worker_id is null then
+    raise exception using errcode = '22023',
+      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
+      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
+                                  'value', null)::text;
+  end if;
+  if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
+    raise exception using errcode = '22023', message = format(
+      'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
+      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)),
+      detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
+                                  'value', left(handed_back::text, 200))::text;
+  end if;
+  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, now())
+   where w.worker_id = release_tasks.worker_id;
+  for t in
+    select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id, x.attempts_count,
+           x.timeout, x.refunds,
+           x.carried_ms + (extract(epoch from now() - x.started_at) * 1000)::bigint as used_ms,
+           handed_back is null
+             or exists (select 1 from jsonb_array_elements(handed_back) h
+                         where h ->> 'run_id' = x.run_id::text and h ->> 'step_slug' = x.step_slug
+                           and coalesce(h ->> 'task_index', '0') = x.task_index::text) as named,
+           exists (select 1 from switchyard.task_checkpoints c
+                    where c.run_id = x.run_id and c.step_slug = x.step_slug
+                      and c.task_index = x.task_index and c.saved_at >= x.started_at)
+             as checkpointed
+      from switchyard.step_tasks x
+     where x.worker_id = release_tasks.worker_id and x.status = 'started'
+     order by x.queue_name, x.message_id
+       for update of x
+  loop
+    released := released + 1;
+    if (t.named or t.checkpointed) and t.refunds < max_refunds
+       and t.used_ms < t.timeout * 1000::bigint then
+      update switchyard.step_tasks x
+         set status = 'queued', attempts_count = x.attempts_count - 1, worker_id = null,
+             refunds = x.refunds + 1, carried_ms = t.used_ms::int,
+             carried_attempt = t.attempts_count
+       where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
+      perform pgmq.set_vt(t.queue_name, t.message_id, 0);
+      continue;
+    end if;
+    perform switchyard.fail_task_with(t.run_id, t.step_slug, t.attempts_count,
+      case
+        when t.used_ms >= t.timeout * 1000::bigint then format(
+          'step %s timed out: attempt %s ran %s s over the instances that handed it back, '
+          'past its timeout of %s s', t.step_slug, t.attempts_count, round(t.used_ms / 1000.0, 1),
+          t.timeout)
+        when t.named or t.checkpointed then format(
+          'attempt %s was handed back at an instance''s end %s times, the most a task may be '
+          'without counting (max_task_refunds()): this hand-over counts as a failed attempt',
+          t.attempts_count, t.refunds)
+        else format(
+          'attempt %s was still running when the worker stopped and its grace period ended, '
+          'with no checkpoint since its claim: it counts as a failed attempt (watch ctx.signal, '
+          'and save progress with ctx.checkpoint, to hand the task over without one)',
+          t.attempts_count)
+      end, t.task_index, null, false);
+  end loop;
+  return released;
 end
 $$;
 
@@ -6235,7 +6367,7 @@ begin
      where w.worker_id = worker.worker_id;
     return query
       select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
-             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int
+             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int, null::int
         from switchyard.classify_batch(queue, message_ids, support) c
        where c.class = 'unsupported';
     return;
@@ -6270,15 +6402,21 @@ begin
     update switchyard.step_tasks t
        set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
            worker_id = worker.worker_id,
+           -- The time earlier instances used of the step timeout: kept for the attempt they
+           -- handed back (release_tasks), none for a new attempt.
+           carried_ms = case when t.carried_attempt = t.attempts_count + 1 then t.carried_ms
+                             else 0 end,
+           carried_attempt = t.attempts_count + 1,
            concurrency_key = case when slot_ids is not null
                                   then slot_keys[array_position(slot_ids, t.message_id)] end
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
        and t.task_index = k.idx
-    returning t.message_id, t.timeout
+    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
   )
   select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
-         coalesce(array_agg(c.timeout + switchyard.claim_margin_seconds() order by c.message_id), '{}')
+         coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
+                            order by c.message_id), '{}')
     into claimed_ids, claimed_secs
     from claimed c;
   if cardinality(claimed_ids) > 0 then
@@ -6312,12 +6450,12 @@ begin
            end,
            case when row_number() over (partition by t.run_id order by t.message_id) = 1
                 then r.input end,
-           t.task_index
+           t.task_index, t.carried_ms
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
       -- One probe of the whole key per claimed task: a join here let the plan probe by
       -- run_id alone and filter the rest, reading every task of a map run up to the element.
       cross join lateral (select x.message_id, x.queue_name, x.flow_slug, x.step_slug,
-                                 x.run_id, x.attempts_count, x.timeout, x.task_index
+                                 x.run_id, x.attempts_count, x.timeout, x.task_index, x.carried_ms
                             from switchyard.step_tasks x
                            where x.run_id = k.run_id and x.step_slug = k.step_slug
                              and x.task_index = k.idx
@@ -6327,7 +6465,7 @@ begin
      where k.id = any (claimed_ids)
     union all
     select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
-           null, null, null, null, null, t.task_index
+           null, null, null, null, null, t.task_index, null
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
       cross join lateral (select x.flow_slug, x.step_slug, x.task_index
                             from switchyard.step_tasks x
@@ -6336,10 +6474,10 @@ begin
                            limit 1) t
      where k.id = any (duplicate_ids)
     union all
-    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null
+    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null, null
       from unnest(stale_ids) s
     union all
-    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null
+    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
       from unnest(held_ids) h;
 end
 $$;
