@@ -160,23 +160,6 @@ create table switchyard.task_checkpoints (
 );
 
 -- --------------------------------------------------------------------------------------------
--- supabase/upgrades/unreleased/before/task_refunds.sql
-
--- Bounded refunds (issue 36, docs/ARCHITECTURE.md §9): a task counts the attempts handed back
--- at an instance's end, and the time its current attempt ran on earlier instances, as
--- supabase/schemas/tables/40_runs.sql has them. Constant defaults: no table rewrite.
-alter table switchyard.step_tasks
-  add column refunds int not null default 0,
-  add column carried_ms int not null default 0,
-  add column carried_attempt int;
-
--- The claim tells the worker how much of the step timeout earlier instances used.
-alter type switchyard.task_claim add attribute carried_ms int;
-
--- release_tasks takes what the worker hands back (a new argument, defaulted for 0.3.0 runtimes).
-drop function switchyard.release_tasks(uuid);
-
--- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/telemetry.sql
 
 -- Metrics and traces (issue 26, docs/ARCHITECTURE.md §16): the caller's trace context of a run,
@@ -316,6 +299,24 @@ alter table switchyard.runs
   add column priority smallint not null default 0 check (priority between -10 and 10);
 
 alter table switchyard.queues add column priority_used_at timestamptz;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/worker_refunds.sql
+
+-- Bounded refunds (issue 36, docs/ARCHITECTURE.md §9): a task counts the attempts handed back
+-- at an instance's end, and the time its current attempt ran on earlier instances, as
+-- supabase/schemas/tables/40_runs.sql has them. Constant defaults: no table rewrite. (Named to
+-- sort after telemetry.sql, whose last_failed_at comes before these columns.)
+alter table switchyard.step_tasks
+  add column refunds int not null default 0,
+  add column carried_ms int not null default 0,
+  add column carried_attempt int;
+
+-- The claim tells the worker how much of the step timeout earlier instances used.
+alter type switchyard.task_claim add attribute carried_ms int;
+
+-- release_tasks takes what the worker hands back (a new argument, defaulted for 0.3.0 runtimes).
+drop function switchyard.release_tasks(uuid);
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_apply_flow_options.sql

@@ -1,6 +1,7 @@
 -- Bounded refunds (issue 36, docs/ARCHITECTURE.md §9): a task counts the attempts handed back
 -- at an instance's end, and the time its current attempt ran on earlier instances, as
--- supabase/schemas/tables/40_runs.sql has them. Constant defaults: no table rewrite.
+-- supabase/schemas/tables/40_runs.sql has them. Constant defaults: no table rewrite. (Named to
+-- sort after telemetry.sql, whose last_failed_at comes before these columns.)
 alter table switchyard.step_tasks
   add column refunds int not null default 0,
   add column carried_ms int not null default 0,
