@@ -865,9 +865,20 @@ export interface RetryResult {
   requeued: number;
 }
 
+/** Options of {@linkcode retryRun}. */
+export interface RetryOptions {
+  /**
+   * Delete the checkpoints of the run's tasks first (`switchyard.reset_checkpoints`), so the
+   * tasks queued again start over instead of resuming (docs/ARCHITECTURE.md §9). Default false:
+   * a task resumes where it was.
+   */
+  resetCheckpoints?: boolean;
+}
+
 /**
  * Retries a failed run (`switchyard.retry_run`): its failed steps are queued again with
- * fresh attempts and the run continues; completed steps are not run again.
+ * fresh attempts and the run continues; completed steps are not run again. With
+ * `resetCheckpoints`, their checkpoints are deleted in the same transaction.
  *
  * @throws {OperationError} `22023` (`run_unknown`) or `55000` (`run_not_failed`)
  *
@@ -881,14 +892,31 @@ export interface RetryResult {
  * await client.close();
  * ```
  */
-export async function retryRun(source: SqlSource, runId: string): Promise<RetryResult> {
+export async function retryRun(
+  source: SqlSource,
+  runId: string,
+  options: RetryOptions = {},
+): Promise<RetryResult> {
   assertUuid('retry', 'runId', runId);
+  const reset = options.resetCheckpoints ?? false;
+  if (typeof reset !== 'boolean') {
+    throw new SwitchyardError(
+      `retry: resetCheckpoints ${describeValue(reset)} is invalid: pass true or false`,
+    );
+  }
   const sql = sqlOf(source);
   const [row] = await call(
     sql,
     () =>
       repeatable(() =>
-        sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
+        reset
+          // One transaction: a retry refused (the run is not failed) resets nothing.
+          ? sql.begin(async (tx) => {
+            await tx`select switchyard.reset_checkpoints(${runId}::uuid)`;
+            return await tx<{ requeued: number }[]>`
+              select switchyard.retry_run(${runId}::uuid) as requeued`;
+          })
+          : sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
       ),
   );
   return { runId, requeued: row.requeued };

@@ -368,6 +368,19 @@ export class WorkerQueries {
   }
 
   /** A task's last checkpoint, or null (`switchyard.task_checkpoint`). */
+  /** Deletes a running task's checkpoint (`switchyard.clear_checkpoint`); whether it had one. */
+  async clearCheckpoint(
+    runId: string,
+    stepSlug: string,
+    taskIndex: number,
+    attempt: number,
+  ): Promise<boolean> {
+    const [row] = await this.sql<{ had: boolean }[]>`
+      select switchyard.clear_checkpoint(${runId}::uuid, ${stepSlug}::text, ${taskIndex}::int,
+        ${attempt}::int) as had`;
+    return row.had;
+  }
+
   async taskCheckpoint(
     runId: string,
     stepSlug: string,

@@ -246,6 +246,7 @@ export class Executor {
         assertJson(data, `progress of ${flowSlug}/${stepSlug}`);
         return this.q.reportProgress(runId, stepSlug, taskIndex, attempt, data);
       },
+      clearCheckpoint: () => this.q.clearCheckpoint(runId, stepSlug, taskIndex, attempt),
       resume: async <T>() => {
         const saved = await this.q.taskCheckpoint(runId, stepSlug, taskIndex);
         return saved === null ? undefined : saved.state as T;

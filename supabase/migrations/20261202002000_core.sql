@@ -2608,6 +2608,45 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/clear_checkpoint.sql
+
+-- Deletes a running task's checkpoint (ctx.clearCheckpoint; docs/ARCHITECTURE.md §9,
+-- "Checkpoints"): only while `attempt` holds the task (started, that attempt), else 55000
+-- attempt_not_current and nothing changes, as checkpoint_task. The next attempt's ctx.resume()
+-- reads nothing, so a handler that finds its saved state bad can start over. Returns whether
+-- there was one.
+create or replace function switchyard.clear_checkpoint(
+  run_id uuid, step_slug text, task_index int, attempt int
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+begin
+  select * into task from switchyard.step_tasks t
+   where t.run_id = clear_checkpoint.run_id and t.step_slug = clear_checkpoint.step_slug
+     and t.task_index = clear_checkpoint.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    raise exception using errcode = '55000', message = format(
+      'clear checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
+      attempt, switchyard._clip(step_slug), task_index, run_id,
+      case when not found then 'no such task'
+           else format('%s, attempt %s', task.status, task.attempts_count) end),
+      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
+                                  'value', attempt::text)::text;
+  end if;
+  delete from switchyard.task_checkpoints c
+   where c.run_id = clear_checkpoint.run_id and c.step_slug = clear_checkpoint.step_slug
+     and c.task_index = clear_checkpoint.task_index;
+  return found;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/complete_tasks.sql
 
 -- ---- complete_tasks (latest: 20261202001600_hot_path.sql)
@@ -5278,6 +5317,42 @@ begin
   returning event_id into id;
   perform pg_notify('switchyard_run_events', run_id::text);
   return id;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/reset_checkpoints.sql
+
+-- Deletes the checkpoints of a run's tasks that no worker is running (docs/ARCHITECTURE.md §9,
+-- "Checkpoints"): checkpoints survive failed attempts and retry_run on purpose (a task resumes
+-- where it was), and this is the way to start them over, e.g. before retry_run when a saved
+-- state is what made the run fail (retryRun(..., { resetCheckpoints: true }) does both in one
+-- transaction). A started task keeps its checkpoint: its handler may still save one. Unknown
+-- run: 22023 run_unknown. Returns the checkpoints deleted.
+create or replace function switchyard.reset_checkpoints(run_id uuid)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  deleted int;
+begin
+  perform 1 from switchyard.runs r where r.run_id = reset_checkpoints.run_id;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_unknown', 'argument', 'run_id',
+        'value', reset_checkpoints.run_id::text)::text;
+  end if;
+  delete from switchyard.task_checkpoints c
+   using switchyard.step_tasks t
+   where c.run_id = reset_checkpoints.run_id and t.run_id = c.run_id
+     and t.step_slug = c.step_slug and t.task_index = c.task_index and t.status <> 'started';
+  get diagnostics deleted = row_count;
+  return deleted;
 end
 $$;
 

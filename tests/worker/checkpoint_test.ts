@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { type AnyFlow, Flow, startWorker, toPlacement } from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { connect, retryRun } from '../../lib/ops.ts';
 import { type Resumed, summing } from '../fixtures/checkpoint_worker.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
@@ -323,6 +323,58 @@ Deno.test('release_tasks refunds at most max_task_refunds() hand-overs of a task
     (e: { code?: string; detail?: string }) =>
       e.code === '22023' && JSON.parse(e.detail!).rule === 'handed_back_not_array',
   );
+});
+
+Deno.test('a checkpoint survives failed attempts and a retry; ctx.clearCheckpoint() and retryRun({ resetCheckpoints }) start the task over', async () => {
+  const seen: (number | undefined)[] = [];
+  let mode: 'fail' | 'clear' | 'done' = 'fail';
+  const flow = new Flow<{ n: number }>({
+    slug: 'resetCheckpointV1',
+    maxAttempts: 2,
+    baseDelay: 0,
+    timeout: 60,
+  }).step({ slug: 'work' }, async (_input, ctx) => {
+    const at = await ctx.resume<number>();
+    seen.push(at);
+    if (mode === 'done') return at ?? 0;
+    if (mode === 'clear' && at !== undefined) {
+      assert.equal(await ctx.clearCheckpoint(), true);
+      assert.equal(await ctx.clearCheckpoint(), false, 'nothing left to clear');
+      throw new Error('the saved state was bad');
+    }
+    await ctx.checkpoint((at ?? 0) + 1);
+    throw new Error('fails after a checkpoint');
+  });
+  const worker = await startWorker(flow, base);
+  try {
+    const runId = await client.startFlow('resetCheckpointV1', { n: 1 });
+    assert.equal((await client.waitForRun(runId)).status, 'failed');
+    assert.deepEqual(seen, [undefined, 1], "the second attempt resumed the first one's state");
+    mode = 'clear';
+    await retryRun(client, runId);
+    assert.equal((await client.waitForRun(runId)).status, 'failed');
+    assert.deepEqual(seen.slice(2), [2, undefined], 'kept across the retry, then cleared');
+    mode = 'done';
+    await assert.rejects(
+      retryRun(client, runId, { resetCheckpoints: 'yes' as never }),
+      /retry: resetCheckpoints "yes" is invalid: pass true or false/,
+    );
+    const [{ n: saved }] = await db.sql`select count(*)::int as n from switchyard.task_checkpoints
+                                         where run_id = ${runId}`;
+    assert.equal(saved, 1, 'the fourth attempt saved one');
+    await retryRun(client, runId, { resetCheckpoints: true });
+    const done = await client.waitForRun(runId);
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(seen.slice(4), [undefined], 'the retry started the task over');
+    assert.deepEqual(done.output, { work: 0 });
+    await assert.rejects(
+      db.sql`select switchyard.reset_checkpoints(${crypto.randomUUID()}::uuid)`,
+      (e: { code?: string; detail?: string }) =>
+        e.code === '22023' && JSON.parse(e.detail!).rule === 'run_unknown',
+    );
+  } finally {
+    await worker.stop();
+  }
 });
 
 // Not a test: it asserts nothing.

@@ -50,6 +50,7 @@ function context(stepSlug: string, flowInput: unknown): StepContext<unknown> {
     checkpoint: () => Promise.reject(new Error('no database in DSL tests')),
     progress: () => Promise.reject(new Error('no database in DSL tests')),
     resume: () => Promise.resolve(undefined),
+    clearCheckpoint: () => Promise.resolve(false),
     env: { get: () => undefined },
     sql: (() => {
       throw new Error('no database in DSL tests');
