@@ -21,7 +21,7 @@
  *   const { deliverSlack } = await run.output({ timeoutMs: 30_000 });
  *   console.log(deliverSlack.posted);
  * } catch (e) {
- *   if (e instanceof RunFailedError) console.error(e.status, e.error);
+ *   if (e instanceof RunFailedError) console.error(e.message); // failed, or cancelled: the reason
  * }
  * await client.close();
  * ```

@@ -791,7 +791,10 @@ export class RunFailedError extends SwitchyardError {
   readonly runId: string;
   /** How it ended. */
   readonly status: 'failed' | 'cancelled';
-  /** The run's error: why it failed, or `cancelled: <reason>`. */
+  /**
+   * The run's stored error: why it failed, or `cancelled: <reason>` (as `runStatus` reads it).
+   * `message` says it once for a reader: `run <id> was cancelled: <reason>`.
+   */
   readonly error: string | null;
   /** Creates the error for a run, how it ended and its error text. */
   constructor(runId: string, status: 'failed' | 'cancelled', error: string | null) {

@@ -76,6 +76,50 @@ export function activeTraceparent(): string | null {
   return formatTraceparent(trace.getSpan(context.active())?.spanContext());
 }
 
+/** When the last malformed `traceparent` was logged (`Date.now()`), and how many since. */
+const untraced = { loggedAt: -Infinity, quiet: 0 };
+
+/**
+ * The trace context a run starts with: `given` when it is a valid W3C `traceparent`, else the
+ * caller's active span's (or none). A malformed one (an incoming request's header is the
+ * caller's, not the application's) never fails a start: it is logged, at most once a minute,
+ * with the rule, and the run starts as if none was given. W3C Trace Context asks the same of
+ * a receiver: an invalid `traceparent` is ignored and a new trace begins.
+ *
+ * @example
+ * ```ts
+ * import { runTraceparent } from './tracing.ts';
+ * console.assert(runTraceparent('start("a")', 'not one', () => {}) === null);
+ * ```
+ */
+export function runTraceparent(
+  what: string,
+  given: unknown,
+  log: (line: string) => void = console.warn,
+): string | null {
+  if (given === undefined) return activeTraceparent();
+  if (typeof given === 'string' && parseTraceparent(given) !== null) return given;
+  const now = Date.now();
+  if (now - untraced.loggedAt < 60_000) {
+    untraced.quiet++;
+    return activeTraceparent();
+  }
+  const shown = typeof given === 'string'
+    ? JSON.stringify(given.length > 200 ? `${given.slice(0, 200)}...` : given)
+    : typeof given;
+  const more = untraced.quiet > 0 ? ` (${untraced.quiet} more since the last line)` : '';
+  untraced.loggedAt = now;
+  untraced.quiet = 0;
+  try {
+    log(
+      `[switchyard] ${what}: traceparent ${shown} is invalid: use a W3C traceparent, ` +
+        '00-<32 hex trace id>-<16 hex span id>-<2 hex flags> in lower case, ids not all zero; ' +
+        `the run starts untraced${more}`,
+    );
+  } catch { /* a throwing logger loses the line, never the start */ }
+  return activeTraceparent();
+}
+
 /** Starts the span of one claimed batch, as the poller's `start_tasks` call. */
 export function startClaimSpan(attributes: Attributes): Span {
   return tracer().startSpan('switchyard.claim', { kind: SpanKind.CONSUMER, attributes });

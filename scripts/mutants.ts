@@ -479,4 +479,23 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '    null;',
     tests: ['tests/sql/tick_isolation_test.ts'],
   },
+  // --- issue 36: attempts bounded across instances -------------------------------------------
+  {
+    name: 'refund-without-bound',
+    bug: 'release_tasks refunds a handed-back task however often it was refunded before',
+    file: fn('release_tasks'),
+    fn: 'release_tasks',
+    search: ' and t.refunds < max_refunds\n',
+    replace: '\n',
+    tests: ['tests/worker/checkpoint_test.ts'],
+  },
+  {
+    name: 'refund-every-hand-over',
+    bug: 'release_tasks refunds a hung handler with no checkpoint, as if it handed its work back',
+    file: fn('release_tasks'),
+    fn: 'release_tasks',
+    search: '    if (t.named or t.checkpointed) and',
+    replace: '    if true and',
+    tests: ['tests/worker/checkpoint_test.ts'],
+  },
 ];

@@ -140,7 +140,9 @@ export interface StepContext<Input> {
   /**
    * Aborted when the task times out (the reason is the timeout error) or the worker shuts down
    * (the reason is a `WorkerShutdownError`): stop and return within the worker's
-   * `shutdownGraceMs` to complete, or throw to hand the task back with the attempt refunded.
+   * `shutdownGraceMs` to complete, or throw the reason (after a checkpoint, to keep your place)
+   * to hand the task back with the attempt refunded, within bounds (docs/ARCHITECTURE.md §9);
+   * another error, or still running after the grace period with no checkpoint, uses the attempt.
    */
   readonly signal: AbortSignal;
   /**
@@ -158,8 +160,20 @@ export interface StepContext<Input> {
    * not catch that fails its attempt with it.
    */
   checkpoint(state: unknown): Promise<void>;
-  /** The state the last {@linkcode StepContext.checkpoint} of this task saved, or undefined. */
+  /**
+   * The state the last {@linkcode StepContext.checkpoint} of this task saved, or undefined. A
+   * checkpoint survives failed attempts and a retry of the run, so a task resumes where it was;
+   * {@linkcode StepContext.clearCheckpoint} (or `retryRun(..., { resetCheckpoints: true })`)
+   * starts it over.
+   */
   resume<T = unknown>(): Promise<T | undefined>;
+  /**
+   * Deletes this task's checkpoint, so the next attempt's {@linkcode StepContext.resume} reads
+   * nothing: for a handler that finds its saved state bad (e.g. it failed on it before,
+   * `ctx.attempt > 1`). Resolves with whether there was one; rejects, as `checkpoint` does, once
+   * the attempt no longer holds the task.
+   */
+  clearCheckpoint(): Promise<boolean>;
   /**
    * Reports progress to whoever follows the run (docs/ARCHITECTURE.md §16): appends a
    * `progress` event to the run's events (`switchyard.report_progress`), in order with its

@@ -329,20 +329,43 @@ function checkChoice<T extends string>(
 const RATE_LIMIT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/;
 const KEY_SEGMENT = /^[^.]+$/;
 
+/** A value as an error shows it: a long string cut at 200 characters, as SQL clips it. */
+function shown(value: unknown): string {
+  return typeof value === 'string' && value.length > 200
+    ? `${JSON.stringify(value.slice(0, 200))}...`
+    : describeValue(value);
+}
+
+/**
+ * An option that must be a plain object with only `keys`: refused naming the unknown key, or
+ * the value when it is no object at all.
+ */
+function checkOptionObject(owner: string, option: string, value: unknown, keys: string[]): void {
+  const rule = `pass { ${keys.join(', ')} }`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new FlowDefinitionError(
+      `${owner} option ${option} ${describeValue(value)} is invalid: ${rule}`,
+    );
+  }
+  const known = keys.map((k) => k.replace(/\?$/, ''));
+  const extra = Object.keys(value).find((k) => !known.includes(k));
+  if (extra !== undefined) {
+    throw new FlowDefinitionError(
+      `${owner} option ${option} has an unknown key ${shown(extra)}: ${rule}`,
+    );
+  }
+}
+
 /** A step's `rateLimit` as compiled, or null; docs/ARCHITECTURE.md §5.12. */
 function checkRateLimit(owner: string, value: unknown): RateLimitOption | null {
   if (value === undefined) return null;
+  checkOptionObject(owner, 'rateLimit', value, ['name', 'cost?']);
   const v = value as { name?: unknown; cost?: unknown };
-  const extra = typeof value === 'object' && value !== null
-    ? Object.keys(value).filter((k) => k !== 'name' && k !== 'cost')
-    : [];
-  if (
-    typeof value !== 'object' || value === null || Array.isArray(value) || extra.length > 0 ||
-    typeof v.name !== 'string' || !RATE_LIMIT_NAME.test(v.name)
-  ) {
+  if (typeof v.name !== 'string' || !RATE_LIMIT_NAME.test(v.name)) {
+    // The rule of switchyard.set_rate_limit's name.
     throw new FlowDefinitionError(
-      `${owner} option rateLimit ${describeValue(value)} is invalid: pass { name, cost? } with ` +
-        'a name of a letter or digit, then letters, digits, "_", ".", ":" or "-" (at most 100)',
+      `${owner} option rateLimit.name ${shown(v.name)} is invalid: use a name of a letter or ` +
+        'digit, then letters, digits, "_", ".", ":" or "-" (at most 100)',
     );
   }
   const cost = v.cost ?? 1;
@@ -358,18 +381,13 @@ function checkRateLimit(owner: string, value: unknown): RateLimitOption | null {
 /** A step's `concurrency` as compiled, or null; docs/ARCHITECTURE.md §5.12. */
 function checkConcurrency(owner: string, value: unknown): ConcurrencyOption | null {
   if (value === undefined) return null;
+  checkOptionObject(owner, 'concurrency', value, ['key', 'limit', 'input?']);
   const v = value as { key?: unknown; limit?: unknown; input?: unknown };
-  const extra = typeof value === 'object' && value !== null
-    ? Object.keys(value).filter((k) => k !== 'key' && k !== 'limit' && k !== 'input')
-    : [];
-  const key = typeof v?.key === 'string' ? v.key.split('.') : [];
-  if (
-    typeof value !== 'object' || value === null || Array.isArray(value) || extra.length > 0 ||
-    key.length === 0 || key.length > 8 || !key.every((k) => KEY_SEGMENT.test(k))
-  ) {
+  const key = typeof v.key === 'string' ? v.key.split('.') : [];
+  if (key.length === 0 || key.length > 8 || !key.every((k) => KEY_SEGMENT.test(k))) {
     throw new FlowDefinitionError(
-      `${owner} option concurrency ${describeValue(value)} is invalid: pass { key, limit, ` +
-        "input? } with key a dotted path of one to 8 keys such as 'tenant' or 'customer.id'",
+      `${owner} option concurrency.key ${shown(v.key)} is invalid: use a dotted path of one to ` +
+        "8 keys such as 'tenant' or 'customer.id' (no empty key)",
     );
   }
   const limit = v.limit;

@@ -11,7 +11,7 @@ import { describeValue, SwitchyardError } from '../errors.ts';
 import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { assertStorableReason } from './function_state.ts';
-import { activeTraceparent, parseTraceparent } from '../tracing.ts';
+import { runTraceparent } from '../tracing.ts';
 
 /**
  * Where a run is: `started` (steps may still run), `completed` (its output is set),
@@ -246,7 +246,8 @@ export interface StartRunBaseOptions {
   /**
    * The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`), stored with the run so
    * the spans of its tasks join that trace (docs/ARCHITECTURE.md §16). Default: the active
-   * OpenTelemetry span's, when the application has one; else none.
+   * OpenTelemetry span's, when the application has one; else none. A malformed one (an incoming
+   * request's header) is logged, at most once a minute, and the run starts as without one.
    */
   traceparent?: string;
   /**
@@ -494,12 +495,6 @@ export async function startRun(
       );
     }
   }
-  if (traceparent !== undefined && parseTraceparent(traceparent) === null) {
-    throw new SwitchyardError(
-      `${what}: traceparent ${describeValue(traceparent)} is invalid: use a W3C traceparent, ` +
-        '00-<32 hex trace id>-<16 hex span id>-<2 hex flags> in lower case, ids not all zero',
-    );
-  }
   if (
     priority !== undefined &&
     !(Number.isSafeInteger(priority) && priority >= -10 && priority <= 10)
@@ -509,7 +504,8 @@ export async function startRun(
         '(last) to 10 (first); 0 is the default',
     );
   }
-  const trace = traceparent ?? activeTraceparent();
+  // A malformed one is logged and the run starts untraced (runTraceparent).
+  const trace = runTraceparent(what, traceparent);
   const seconds = (value: unknown) => (value as number | undefined) ?? null;
   const sql = sqlOf(source);
   const [row] = await call(
@@ -869,9 +865,20 @@ export interface RetryResult {
   requeued: number;
 }
 
+/** Options of {@linkcode retryRun}. */
+export interface RetryOptions {
+  /**
+   * Delete the checkpoints of the run's tasks first (`switchyard.reset_checkpoints`), so the
+   * tasks queued again start over instead of resuming (docs/ARCHITECTURE.md §9). Default false:
+   * a task resumes where it was.
+   */
+  resetCheckpoints?: boolean;
+}
+
 /**
  * Retries a failed run (`switchyard.retry_run`): its failed steps are queued again with
- * fresh attempts and the run continues; completed steps are not run again.
+ * fresh attempts and the run continues; completed steps are not run again. With
+ * `resetCheckpoints`, their checkpoints are deleted in the same transaction.
  *
  * @throws {OperationError} `22023` (`run_unknown`) or `55000` (`run_not_failed`)
  *
@@ -885,14 +892,31 @@ export interface RetryResult {
  * await client.close();
  * ```
  */
-export async function retryRun(source: SqlSource, runId: string): Promise<RetryResult> {
+export async function retryRun(
+  source: SqlSource,
+  runId: string,
+  options: RetryOptions = {},
+): Promise<RetryResult> {
   assertUuid('retry', 'runId', runId);
+  const reset = options.resetCheckpoints ?? false;
+  if (typeof reset !== 'boolean') {
+    throw new SwitchyardError(
+      `retry: resetCheckpoints ${describeValue(reset)} is invalid: pass true or false`,
+    );
+  }
   const sql = sqlOf(source);
   const [row] = await call(
     sql,
     () =>
       repeatable(() =>
-        sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
+        reset
+          // One transaction: a retry refused (the run is not failed) resets nothing.
+          ? sql.begin(async (tx) => {
+            await tx`select switchyard.reset_checkpoints(${runId}::uuid)`;
+            return await tx<{ requeued: number }[]>`
+              select switchyard.retry_run(${runId}::uuid) as requeued`;
+          })
+          : sql<{ requeued: number }[]>`select switchyard.retry_run(${runId}::uuid) as requeued`
       ),
   );
   return { runId, requeued: row.requeued };

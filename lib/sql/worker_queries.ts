@@ -25,10 +25,22 @@ export interface TaskClaim {
   task_index: number | null;
   attempt: number | null;
   timeout: number | null;
+  /**
+   * Of the step timeout, the milliseconds this attempt already ran on instances that handed it
+   * back (docs/ARCHITECTURE.md §9); absent from a 0.3.0 core.
+   */
+  carried_ms?: number | null;
   /** The handler input: the flow input for a root step, a map task's element, else the dependencies' outputs. */
   input: unknown;
   /** The run's input. */
   flow_input: unknown;
+}
+
+/** A task's identity (docs/ARCHITECTURE.md §9): its run, step and index (0 unless a map's). */
+export interface TaskKey {
+  runId: string;
+  stepSlug: string;
+  taskIndex: number;
 }
 
 /**
@@ -237,7 +249,7 @@ export class WorkerQueries {
     >`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
              run_id, task_index,
-             attempt, timeout, input::text as input, flow_input::text as flow_input
+             attempt, timeout, carried_ms, input::text as input, flow_input::text as flow_input
         from switchyard.start_tasks(${queue}::text,
           ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
           ${pairs === null ? null : pgArray(pairs)}::text[])`;
@@ -356,6 +368,19 @@ export class WorkerQueries {
   }
 
   /** A task's last checkpoint, or null (`switchyard.task_checkpoint`). */
+  /** Deletes a running task's checkpoint (`switchyard.clear_checkpoint`); whether it had one. */
+  async clearCheckpoint(
+    runId: string,
+    stepSlug: string,
+    taskIndex: number,
+    attempt: number,
+  ): Promise<boolean> {
+    const [row] = await this.sql<{ had: boolean }[]>`
+      select switchyard.clear_checkpoint(${runId}::uuid, ${stepSlug}::text, ${taskIndex}::int,
+        ${attempt}::int) as had`;
+    return row.had;
+  }
+
   async taskCheckpoint(
     runId: string,
     stepSlug: string,
@@ -398,9 +423,20 @@ export class WorkerQueries {
    * A stopping worker hands back the started tasks it holds: queued again, visible at once,
    * the attempt refunded (`switchyard.release_tasks`).
    */
-  async releaseTasks(workerId: string): Promise<number> {
+  /**
+   * Hands back every task the worker holds (`switchyard.release_tasks`): the attempts of the
+   * tasks in `handedBack` (handlers that honoured the shutdown, or never started) and of tasks
+   * checkpointed since their claim are refunded, within SQL's bounds; the others count.
+   */
+  async releaseTasks(workerId: string, handedBack: readonly TaskKey[] = []): Promise<number> {
+    const keys = handedBack.map((k) => ({
+      run_id: k.runId,
+      step_slug: k.stepSlug,
+      task_index: k.taskIndex,
+    }));
     const [row] = await this.sql<{ n: number }[]>`
-      select switchyard.release_tasks(${workerId}::uuid) as n`;
+      select switchyard.release_tasks(${workerId}::uuid, ${this.sql.json(keys as never)}::jsonb)
+        as n`;
     return row.n;
   }
 

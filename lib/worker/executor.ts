@@ -6,9 +6,13 @@
  * On shutdown it aborts every handler's signal with a {@linkcode WorkerShutdownError}; when
  * the heartbeat finds a running handler's run cancelled or failed, that handler's signal with a
  * {@linkcode RunCancelledError}.
- * A handler that returns afterwards still completes; one that throws after that abort is
- * not failed, and one still running when the grace period ends is released: its outcome is
- * dropped here, and the worker hands the task back (`release_tasks`, attempt refunded).
+ * A handler that returns afterwards still completes. One that throws the abort reason within
+ * the grace period honoured the shutdown, and one that saved a checkpoint in this claim handed
+ * its work back: both leave the task to the worker's `release_tasks`, which refunds their
+ * attempt within its bounds. Anything else thrown after the abort is the handler's failure
+ * (`fail_task`). One still running when the grace period ends is released: its outcome is
+ * dropped here, and `release_tasks` refunds its attempt only if it checkpointed since its claim.
+ * The step timeout counts the time the attempt ran on earlier instances (`carried_ms`).
  *
  * @module
  */
@@ -21,7 +25,7 @@ import {
   SwitchyardError,
   WorkerShutdownError,
 } from '../errors.ts';
-import type { EndedRun, TaskClaim, WorkerQueries } from '../sql/worker_queries.ts';
+import type { EndedRun, TaskClaim, TaskKey, WorkerQueries } from '../sql/worker_queries.ts';
 import type { CompletionWriter } from './completion_writer.ts';
 import type { DispatchIndex } from './dispatch_index.ts';
 import type { HandlerResources } from './handler_resources.ts';
@@ -50,10 +54,22 @@ interface Running {
   stopWaiting: () => void;
 }
 
+/** Whether a throw is the shutdown's abort reason (or wraps it as its `cause`). */
+function honoursShutdown(e: unknown): boolean {
+  try {
+    return e instanceof WorkerShutdownError ||
+      (e instanceof Error && e.cause instanceof WorkerShutdownError);
+  } catch {
+    return false; // a hostile value (a proxy whose prototype trap throws) honours nothing
+  }
+}
+
 /** Runs claimed tasks; one instance per worker. */
 export class Executor {
   readonly #running = new Map<Promise<void>, Running>();
   #shutdown: WorkerShutdownError | null = null;
+  /** Tasks whose work is handed back with the shutdown: never started, or the handler honoured it. */
+  readonly #handedBack: TaskKey[] = [];
 
   /** `onSettled` runs whenever a handler slot frees up. */
   constructor(
@@ -79,7 +95,10 @@ export class Executor {
   /** Starts a claimed task; it holds a slot until its handler settles. */
   run(task: TaskClaim, taskTrace: TaskTrace = NO_TRACE): void {
     // A task claimed while the worker stops is not started: the release hands it back.
-    if (this.#shutdown) return;
+    if (this.#shutdown) {
+      this.#handedBack.push(taskKey(task));
+      return;
+    }
     const running: Running = {
       runId: task.run_id ?? '',
       controller: new AbortController(),
@@ -154,6 +173,14 @@ export class Executor {
     }
   }
 
+  /**
+   * The tasks whose work is handed back with the shutdown, for `release_tasks`: claimed while
+   * stopping (never started), or whose handler threw the abort reason within the grace period.
+   */
+  handedBack(): readonly TaskKey[] {
+    return this.#handedBack;
+  }
+
   /** Drops the outcome of every handler still running; returns how many there were. */
   release(): number {
     const left = this.#unreleased();
@@ -186,7 +213,7 @@ export class Executor {
       'switchyard.worker_id': this.workerId,
       'switchyard.run_id': runId,
     });
-    let ended = false, sent = false;
+    let ended = false, sent = false, checkpointed = false;
     const end = (disposition: string, error?: unknown) => {
       if (ended) return;
       ended = true;
@@ -213,11 +240,13 @@ export class Executor {
       checkpoint: async (state: unknown) => {
         assertJson(state, `checkpoint of ${flowSlug}/${stepSlug}`);
         await this.q.checkpointTask(runId, stepSlug, taskIndex, attempt, state);
+        checkpointed = true;
       },
       progress: (data: unknown) => {
         assertJson(data, `progress of ${flowSlug}/${stepSlug}`);
         return this.q.reportProgress(runId, stepSlug, taskIndex, attempt, data);
       },
+      clearCheckpoint: () => this.q.clearCheckpoint(runId, stepSlug, taskIndex, attempt),
       resume: async <T>() => {
         const saved = await this.q.taskCheckpoint(runId, stepSlug, taskIndex);
         return saved === null ? undefined : saved.state as T;
@@ -230,10 +259,18 @@ export class Executor {
     };
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const timeoutMs = (task.timeout ?? 60) * 1000;
+      // The step timeout spans instances: what earlier ones used of it is gone.
+      const carriedMs = task.carried_ms ?? 0;
+      const timeoutMs = Math.max(1, (task.timeout ?? 60) * 1000 - carriedMs);
       const timedOut = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          const e = new Error(`step "${stepSlug}" timed out after ${task.timeout}s`);
+          const e = new Error(
+            `step "${stepSlug}" timed out after ${task.timeout}s` +
+              (carriedMs > 0
+                ? ` (${Math.round(carriedMs / 1000)}s of it on earlier instances that handed ` +
+                  'the task back)'
+                : ''),
+          );
           this.#abort(controller, e);
           reject(e);
         }, timeoutMs);
@@ -272,10 +309,14 @@ export class Executor {
         .then(() => end('completed'));
     } catch (e) {
       if (running.released) return end('released');
-      if (controller.signal.reason instanceof WorkerShutdownError) {
+      if (
+        controller.signal.reason instanceof WorkerShutdownError &&
+        (honoursShutdown(e) || checkpointed)
+      ) {
         end('shutdown');
-        // Thrown after the shutdown abort: the shutdown is not the handler's failure. The task
-        // stays started until the worker releases it, with the attempt refunded.
+        // The handler honoured the shutdown, or saved its work: the task stays started until the
+        // worker releases it, and release_tasks refunds the attempt within its bounds.
+        if (honoursShutdown(e)) this.#handedBack.push({ runId, stepSlug, taskIndex });
         this.log.info(`${flowSlug}/${stepSlug} of run ${runId} stopped for the shutdown`);
         return;
       }
@@ -284,18 +325,27 @@ export class Executor {
         'fail_task',
         () => this.q.failTask(runId, stepSlug, attempt, handlerErrorText(e), taskIndex, failure(e)),
       );
-      const task = step.kind === 'map' ? ` element ${taskIndex}` : '';
-      // The SQL core's answer: retrying, failed, skipped or ignored.
+      const element = step.kind === 'map' ? ` element ${taskIndex}` : '';
+      // The SQL core's answer: retrying, failed, skipped, ignored, or cancelled (the run was
+      // cancelled meanwhile: no failed attempt, whatever the handler threw).
+      if (result === 'cancelled') {
+        end('cancelled');
+        this.log.info(
+          `${flowSlug}/${stepSlug}${element} attempt ${attempt} of run ${runId} cancelled: the run ` +
+            `is cancelled (the handler ended with ${errorText(e)})`,
+        );
+        return;
+      }
       end(result ?? 'unrecorded', e);
       if (controller.signal.reason instanceof RunCancelledError) {
         this.log.info(
-          `${flowSlug}/${stepSlug}${task} of run ${runId} stopped: the run is ` +
+          `${flowSlug}/${stepSlug}${element} of run ${runId} stopped: the run is ` +
             `${controller.signal.reason.status} (${result})`,
         );
         return;
       }
       this.log.warn(
-        `${flowSlug}/${stepSlug}${task} attempt ${attempt} of run ${runId} failed (${result}): ${
+        `${flowSlug}/${stepSlug}${element} attempt ${attempt} of run ${runId} failed (${result}): ${
           errorText(e)
         }`,
       );
@@ -305,6 +355,11 @@ export class Executor {
       if (!ended && !sent) end('error');
     }
   }
+}
+
+/** A claimed task's identity. */
+function taskKey(task: TaskClaim): TaskKey {
+  return { runId: task.run_id!, stepSlug: task.step_slug!, taskIndex: task.task_index ?? 0 };
 }
 
 /**

@@ -385,8 +385,13 @@ export async function startWorkerImpl(
       const cut = executor.release();
       await writer.drain();
       // Every task this worker still holds (cut off, stopped for the shutdown, or claimed
-      // while stopping): visible again at once, its attempt refunded.
-      const released = await persist(log, 'release_tasks', () => q.releaseTasks(workerId));
+      // while stopping): visible again at once. SQL refunds the attempt of work handed back
+      // (named here, or checkpointed since its claim), within its bounds; the rest count.
+      const released = await persist(
+        log,
+        'release_tasks',
+        () => q.releaseTasks(workerId, executor.handedBack()),
+      );
       if (released) {
         log.info(
           `released ${released} task(s) on shutdown` +

@@ -301,6 +301,24 @@ alter table switchyard.runs
 alter table switchyard.queues add column priority_used_at timestamptz;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/worker_refunds.sql
+
+-- Bounded refunds (issue 36, docs/ARCHITECTURE.md §9): a task counts the attempts handed back
+-- at an instance's end, and the time its current attempt ran on earlier instances, as
+-- supabase/schemas/tables/40_runs.sql has them. Constant defaults: no table rewrite. (Named to
+-- sort after telemetry.sql, whose last_failed_at comes before these columns.)
+alter table switchyard.step_tasks
+  add column refunds int not null default 0,
+  add column carried_ms int not null default 0,
+  add column carried_attempt int;
+
+-- The claim tells the worker how much of the step timeout earlier instances used.
+alter type switchyard.task_claim add attribute carried_ms int;
+
+-- release_tasks takes what the worker hands back (a new argument, defaulted for 0.3.0 runtimes).
+drop function switchyard.release_tasks(uuid);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_apply_flow_options.sql
 
 -- Sets a compiled flow's runtime options (flows and steps rows) from a canonical shape, with
@@ -2594,9 +2612,9 @@ $$;
 --     those tasks become 'cancelled';
 --   - its created and started steps become 'cancelled';
 --   - the run becomes 'cancelled' with the reason in `error`.
--- Tasks a worker is running finish: complete_tasks archives their message and records the
--- task but, the run being no longer started, changes no step and starts no successor;
--- fail_task archives it and leaves the cancelled step alone. A cancelled run never starts
+-- Tasks a worker is running finish: their late answer is refused, by complete_tasks (ok
+-- false, no output kept) and by fail_task ('cancelled', no failed attempt counted), which
+-- archive the message and cancel the task; nothing changes a step or starts a successor. A cancelled run never starts
 -- another step. Returns true when it cancelled the run, false when it already was
 -- cancelled (the first reason is kept). A completed or failed run is refused (55000).
 create or replace function switchyard.cancel_run(run_id uuid, reason text)
@@ -2732,6 +2750,45 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/clear_checkpoint.sql
+
+-- Deletes a running task's checkpoint (ctx.clearCheckpoint; docs/ARCHITECTURE.md §9,
+-- "Checkpoints"): only while `attempt` holds the task (started, that attempt), else 55000
+-- attempt_not_current and nothing changes, as checkpoint_task. The next attempt's ctx.resume()
+-- reads nothing, so a handler that finds its saved state bad can start over. Returns whether
+-- there was one.
+create or replace function switchyard.clear_checkpoint(
+  run_id uuid, step_slug text, task_index int, attempt int
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+begin
+  select * into task from switchyard.step_tasks t
+   where t.run_id = clear_checkpoint.run_id and t.step_slug = clear_checkpoint.step_slug
+     and t.task_index = clear_checkpoint.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    raise exception using errcode = '55000', message = format(
+      'clear checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
+      attempt, switchyard._clip(step_slug), task_index, run_id,
+      case when not found then 'no such task'
+           else format('%s, attempt %s', task.status, task.attempts_count) end),
+      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
+                                  'value', attempt::text)::text;
+  end if;
+  delete from switchyard.task_checkpoints c
+   where c.run_id = clear_checkpoint.run_id and c.step_slug = clear_checkpoint.step_slug
+     and c.task_index = clear_checkpoint.task_index;
+  return found;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/complete_tasks.sql
 
 -- ---- complete_tasks (latest: 20261202001600_hot_path.sql)
@@ -2755,6 +2812,7 @@ declare
   acc_queues text[];
   acc_messages bigint[];
   live_runs uuid[];       -- runs of accepted items that are still started
+  refused_ords bigint[];  -- accepted items of cancelled runs: the answer is refused
   done_runs uuid[];       -- steps completed by this call (parallel arrays)
   done_steps text[];
   done_flows text[];
@@ -2819,13 +2877,25 @@ begin
    where x.status = 'started' and x.attempts_count = x.attempt;
 
   if cardinality(acc_ords) > 0 then
-    select coalesce(array_agg(x.run_id) filter (where x.status = 'started'), '{}') into live_runs
+    select coalesce(array_agg(x.run_id) filter (where x.status = 'started'), '{}'),
+           coalesce(array_agg(a.ord) filter (where x.status = 'cancelled'), '{}')
+      into live_runs, refused_ords
       from (select r.run_id, r.status from switchyard.runs r
-             where r.run_id = any (acc_runs) order by r.run_id for update) x;
+             where r.run_id = any (acc_runs) order by r.run_id for update) x
+      left join unnest(acc_ords, acc_runs) as a(ord, run_id)
+        on a.run_id = x.run_id and x.status = 'cancelled';
 
+    -- The late answer of a handler whose run was cancelled is refused (ok false): its task is
+    -- cancelled like the run's queued tasks (cancel_run), its output is not kept, and nothing
+    -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
     update switchyard.step_tasks t
-       set status = 'completed', completed_at = now(), output = a.output
-      from unnest(acc_runs, acc_steps, acc_idxs, acc_outputs) as a(run_id, step_slug, idx, output)
+       set status = case when r.refused then 'cancelled' else 'completed' end,
+           completed_at = case when r.refused then null else now() end,
+           output = case when r.refused then null else a.output end,
+           worker_id = case when r.refused then null else t.worker_id end
+      from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
+             as a(ord, run_id, step_slug, idx, output)
+      cross join lateral (select a.ord = any (refused_ords) as refused) r
      where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx;
     for q in
       select a.queue_name, array_agg(a.message_id order by a.message_id) as ids
@@ -3019,7 +3089,7 @@ begin
   end if;
 
   return query
-    select c.ord = any (acc_ords)
+    select c.ord = any (acc_ords) and not c.ord = any (coalesce(refused_ords, '{}'))
       from jsonb_array_elements(completions) with ordinality as c(value, ord)
      order by c.ord;
 end
@@ -3934,7 +4004,8 @@ $$;
 -- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
 -- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
 -- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
--- (at most 604800), so the cap is unchanged by it.
+-- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
+-- 'cancelled' (its task cancelled, no failed attempt counted).
 create or replace function switchyard.fail_task_with(
   run_id uuid, step_slug text, attempt int, error_message text, task_index int,
   retry_after_seconds int, non_retriable boolean
@@ -3968,6 +4039,17 @@ begin
     return 'ignored';
   end if;
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
+  -- progress report, an aborted call): not a failure. The task is cancelled like the run's
+  -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
+  if run_status = 'cancelled' then
+    update switchyard.step_tasks t
+       set status = 'cancelled', error = error_text, worker_id = null
+     where t.run_id = task.run_id and t.step_slug = task.step_slug
+       and t.task_index = task.task_index;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    return 'cancelled';
+  end if;
   if task.attempts_count < task.max_attempts and run_status = 'started'
      and not coalesce(non_retriable, false) then
     delay_seconds := coalesce(retry_after_seconds,
@@ -4387,6 +4469,22 @@ immutable
 set search_path = ''
 as $$
   select 262144
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/max_task_refunds.sql
+
+-- The most attempts of one task handed back at an instance's end without being counted
+-- (release_tasks, docs/ARCHITECTURE.md §9): enough for a checkpointed handler to cross a day-long
+-- step timeout on 150 s instances (about 600 hand-overs); past it a hand-over counts as a
+-- failed attempt, so maxAttempts still ends a task that is handed back forever.
+create or replace function switchyard.max_task_refunds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$
+  select 1000
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -5200,7 +5298,9 @@ begin
     select t.* from switchyard.step_tasks t
       left join switchyard.workers w on w.worker_id = t.worker_id
      where t.queue_name = queue and t.status = 'started'
-       and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
+       -- The attempt's time on earlier instances (carried_ms) counts: the timeout spans them.
+       and (t.started_at + make_interval(secs => t.timeout - t.carried_ms / 1000.0
+                                                 + switchyard.claim_margin_seconds()) < now()
             or w.worker_id is null
             or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
                                               w.heartbeat_window_seconds))
@@ -5310,6 +5410,103 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/release_tasks.sql
+
+-- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9), in
+-- one transaction; the worker is marked deprecated in it, so a worker released by anyone else
+-- stops at its next heartbeat. The worker drops whatever its released handlers return, so an
+-- attempt number claimed again elsewhere is never answered twice.
+--
+-- An attempt is refunded (the task queued again with attempts_count - 1, its message visible at
+-- once) only for work handed back: the worker names the task in `handed_back` (a JSON array of
+-- {run_id, step_slug, task_index}: its handler honoured the shutdown, throwing the abort reason
+-- within the grace period, or never started), or the task saved a checkpoint since its claim.
+-- Refunds are bounded: at most max_task_refunds() per task, and the time the attempt ran on
+-- every instance counts toward the step timeout (carried_ms, which start_tasks hands to the next
+-- claim of the same attempt). Every other task the worker holds fails its attempt through
+-- fail_task_with (retried with backoff while attempts remain, else its run fails or its step is
+-- skipped), saying why: a handler still running after the grace period with no checkpoint since
+-- its claim, a task handed back max_task_refunds() times, or an attempt past its step timeout.
+-- `handed_back` null (a 0.3.0 runtime's call) names every task the worker holds.
+-- Locks in (queue, message id) order, as complete_tasks and start_tasks do, then a failed
+-- attempt's run (fail_task_with). Returns the tasks handed back, refunded or not.
+create or replace function switchyard.release_tasks(worker_id uuid, handed_back jsonb default null)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  t record;
+  released int := 0;
+  max_refunds int := switchyard.max_task_refunds();
+begin
+  if worker_id is null then
+    raise exception using errcode = '22023',
+      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
+      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
+                                  'value', null)::text;
+  end if;
+  if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
+    raise exception using errcode = '22023', message = format(
+      'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
+      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)),
+      detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
+                                  'value', left(handed_back::text, 200))::text;
+  end if;
+  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, now())
+   where w.worker_id = release_tasks.worker_id;
+  for t in
+    select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id, x.attempts_count,
+           x.timeout, x.refunds,
+           x.carried_ms + (extract(epoch from now() - x.started_at) * 1000)::bigint as used_ms,
+           handed_back is null
+             or exists (select 1 from jsonb_array_elements(handed_back) h
+                         where h ->> 'run_id' = x.run_id::text and h ->> 'step_slug' = x.step_slug
+                           and coalesce(h ->> 'task_index', '0') = x.task_index::text) as named,
+           exists (select 1 from switchyard.task_checkpoints c
+                    where c.run_id = x.run_id and c.step_slug = x.step_slug
+                      and c.task_index = x.task_index and c.saved_at >= x.started_at)
+             as checkpointed
+      from switchyard.step_tasks x
+     where x.worker_id = release_tasks.worker_id and x.status = 'started'
+     order by x.queue_name, x.message_id
+       for update of x
+  loop
+    released := released + 1;
+    if (t.named or t.checkpointed) and t.refunds < max_refunds
+       and t.used_ms < t.timeout * 1000::bigint then
+      update switchyard.step_tasks x
+         set status = 'queued', attempts_count = x.attempts_count - 1, worker_id = null,
+             refunds = x.refunds + 1, carried_ms = t.used_ms::int,
+             carried_attempt = t.attempts_count
+       where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
+      perform pgmq.set_vt(t.queue_name, t.message_id, 0);
+      continue;
+    end if;
+    perform switchyard.fail_task_with(t.run_id, t.step_slug, t.attempts_count,
+      case
+        when t.used_ms >= t.timeout * 1000::bigint then format(
+          'step %s timed out: attempt %s ran %s s over the instances that handed it back, '
+          'past its timeout of %s s', t.step_slug, t.attempts_count, round(t.used_ms / 1000.0, 1),
+          t.timeout)
+        when t.named or t.checkpointed then format(
+          'attempt %s was handed back at an instance''s end %s times, the most a task may be '
+          'without counting (max_task_refunds()): this hand-over counts as a failed attempt',
+          t.attempts_count, t.refunds)
+        else format(
+          'attempt %s was still running when the worker stopped and its grace period ended, '
+          'with no checkpoint since its claim: it counts as a failed attempt (watch ctx.signal, '
+          'and save progress with ctx.checkpoint, to hand the task over without one)',
+          t.attempts_count)
+      end, t.task_index, null, false);
+  end loop;
+  return released;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/report_progress.sql
 
 -- Records a running task's progress (ctx.progress; docs/ARCHITECTURE.md §16): one 'progress'
@@ -5399,6 +5596,42 @@ begin
   returning event_id into id;
   perform pg_notify('switchyard_run_events', run_id::text);
   return id;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/reset_checkpoints.sql
+
+-- Deletes the checkpoints of a run's tasks that no worker is running (docs/ARCHITECTURE.md §9,
+-- "Checkpoints"): checkpoints survive failed attempts and retry_run on purpose (a task resumes
+-- where it was), and this is the way to start them over, e.g. before retry_run when a saved
+-- state is what made the run fail (retryRun(..., { resetCheckpoints: true }) does both in one
+-- transaction). A started task keeps its checkpoint: its handler may still save one. Unknown
+-- run: 22023 run_unknown. Returns the checkpoints deleted.
+create or replace function switchyard.reset_checkpoints(run_id uuid)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  deleted int;
+begin
+  perform 1 from switchyard.runs r where r.run_id = reset_checkpoints.run_id;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_unknown', 'argument', 'run_id',
+        'value', reset_checkpoints.run_id::text)::text;
+  end if;
+  delete from switchyard.task_checkpoints c
+   using switchyard.step_tasks t
+   where c.run_id = reset_checkpoints.run_id and t.run_id = c.run_id
+     and t.step_slug = c.step_slug and t.task_index = c.task_index and t.status <> 'started';
+  get diagnostics deleted = row_count;
+  return deleted;
 end
 $$;
 
@@ -6535,7 +6768,7 @@ begin
      where w.worker_id = worker.worker_id;
     return query
       select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
-             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int
+             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int, null::int
         from switchyard.classify_batch(queue, message_ids, support) c
        where c.class = 'unsupported';
     return;
@@ -6570,15 +6803,21 @@ begin
     update switchyard.step_tasks t
        set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
            worker_id = worker.worker_id,
+           -- The time earlier instances used of the step timeout: kept for the attempt they
+           -- handed back (release_tasks), none for a new attempt.
+           carried_ms = case when t.carried_attempt = t.attempts_count + 1 then t.carried_ms
+                             else 0 end,
+           carried_attempt = t.attempts_count + 1,
            concurrency_key = case when slot_ids is not null
                                   then slot_keys[array_position(slot_ids, t.message_id)] end
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
        and t.task_index = k.idx
-    returning t.message_id, t.timeout
+    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
   )
   select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
-         coalesce(array_agg(c.timeout + switchyard.claim_margin_seconds() order by c.message_id), '{}')
+         coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
+                            order by c.message_id), '{}')
     into claimed_ids, claimed_secs
     from claimed c;
   if cardinality(claimed_ids) > 0 then
@@ -6612,12 +6851,12 @@ begin
            end,
            case when row_number() over (partition by t.run_id order by t.message_id) = 1
                 then r.input end,
-           t.task_index
+           t.task_index, t.carried_ms
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
       -- One probe of the whole key per claimed task: a join here let the plan probe by
       -- run_id alone and filter the rest, reading every task of a map run up to the element.
       cross join lateral (select x.message_id, x.queue_name, x.flow_slug, x.step_slug,
-                                 x.run_id, x.attempts_count, x.timeout, x.task_index
+                                 x.run_id, x.attempts_count, x.timeout, x.task_index, x.carried_ms
                             from switchyard.step_tasks x
                            where x.run_id = k.run_id and x.step_slug = k.step_slug
                              and x.task_index = k.idx
@@ -6627,7 +6866,7 @@ begin
      where k.id = any (claimed_ids)
     union all
     select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
-           null, null, null, null, null, t.task_index
+           null, null, null, null, null, t.task_index, null
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
       cross join lateral (select x.flow_slug, x.step_slug, x.task_index
                             from switchyard.step_tasks x
@@ -6636,10 +6875,10 @@ begin
                            limit 1) t
      where k.id = any (duplicate_ids)
     union all
-    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null
+    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null, null
       from unnest(stale_ids) s
     union all
-    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null
+    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
       from unnest(held_ids) h;
 end
 $$;

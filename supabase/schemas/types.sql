@@ -14,7 +14,9 @@ create type switchyard.task_claim as (
                            -- handler input is the flow input
   flow_input jsonb,        -- the run's input, on the first claimed row of each run in the
                            -- batch only (a large input travels once per batch, not per row)
-  task_index int           -- a map element's index, else 0
+  task_index int,          -- a map element's index, else 0
+  carried_ms int           -- of the step timeout, the milliseconds this attempt already ran on
+                           -- instances that handed it back (docs/ARCHITECTURE.md §9)
 );
 
 -- What one call of switchyard.prune removed (docs/ARCHITECTURE.md §6, "Retention").

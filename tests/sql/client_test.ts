@@ -904,6 +904,29 @@ Deno.test('README: "Starting flows from your app" runs as written', async () => 
   }
 });
 
+Deno.test("README: the example's catch prints a failed or cancelled run's reason once", () => {
+  const readme = Deno.readTextFileSync(`${ROOT}README.md`);
+  const section = readme.split('## Starting flows from your app')[1]?.split('\n## ')[0] ?? '';
+  const block = section.match(/\} catch \(e\) \{\n([\s\S]*?)\n\}/)?.[1];
+  assert.ok(block, 'the example has a catch block');
+  // The block as written, with `e` given and console.error captured.
+  const printed: string[] = [];
+  const run = new Function('e', 'RunFailedError', 'console', block);
+  const runId = '00000000-0000-4000-8000-000000000001';
+  for (
+    const [e, once] of [
+      [new RunFailedError(runId, 'cancelled', 'cancelled: changed my mind'), 'changed my mind'],
+      [new RunFailedError(runId, 'failed', 'step a failed after 3 attempt(s): boom'), 'boom'],
+    ] as const
+  ) {
+    run(e, RunFailedError, { error: (...args: unknown[]) => printed.push(args.join(' ')) });
+    const line = printed.at(-1) ?? '';
+    assert.equal(line.split(once).length, 2, `"${once}" once in: ${line}`);
+    assert.ok(!/cancelled: cancelled/.test(line), line);
+    assert.ok(line.includes(e.status), line);
+  }
+});
+
 // Not a test: it asserts nothing.
 Deno.test.afterAll(async () => {
   await db.close();

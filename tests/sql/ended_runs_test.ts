@@ -60,7 +60,7 @@ Deno.test('the lost-message search leaves the queued tasks of a failed run alone
   assert.deepEqual(queued.map((r) => r.msg_id), [after.get(started)]);
 });
 
-Deno.test('a task that completes after its run ended (failed or cancelled) is recorded and starts nothing', async () => {
+Deno.test('a task that answers after its run ended starts nothing (recorded when failed, refused when cancelled)', async () => {
   // `slow` runs while its run ends; `after` depends on it and must never start.
   const gates = new Map<string, () => void>();
   const flow = new Flow<{ fail: boolean }>({ slug: 'endedLate', maxAttempts: 1, timeout: 120 })

@@ -721,7 +721,9 @@ Deno.test('a handler whose abort listener throws cannot end the process, on time
   const onError = (e: ErrorEvent) => void reported.push(e);
   globalThis.addEventListener('error', onError);
   let started = 0;
-  const flow = new Flow<{ n: number }>({ slug: 'abortListener', maxAttempts: 1, timeout: 1 })
+  // A timeout of 3 s: the stopped instance (which may wait out its 1 s poll) stays well within it,
+  // since the time on every instance counts toward the step timeout.
+  const flow = new Flow<{ n: number }>({ slug: 'abortListener', maxAttempts: 1, timeout: 3 })
     .step({ slug: 'work' }, async (_input, ctx) => {
       started++;
       ctx.signal.addEventListener('abort', () => {
@@ -741,7 +743,7 @@ Deno.test('a handler whose abort listener throws cannot end the process, on time
     const timedOut = await client.startFlow('abortListener', { n: 1 });
     const status = await client.waitForRun(timedOut, { timeoutMs: 20_000 });
     assert.equal(status.status, 'failed');
-    assert.match(status.error ?? '', /timed out after 1s/);
+    assert.match(status.error ?? '', /timed out after 3s/);
     const cut = await client.startFlow('abortListener', { n: 2 });
     await waitFor('the second handler to run', () => started === 2);
     await worker.stop();

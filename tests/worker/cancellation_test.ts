@@ -2,11 +2,12 @@
  * Cancellation reaches running handlers (docs/ARCHITECTURE.md §9): when a run is cancelled, or
  * failed by another of its tasks, the heartbeat (`switchyard.worker_heartbeat`) names it and the
  * worker aborts `ctx.signal` of every handler of that run with a `RunCancelledError`; what the
- * handler answers afterwards is recorded without reviving the run. Real workers, real PostgreSQL;
+ * handler of a cancelled run answers afterwards is refused (its task is cancelled, never counted
+ * as a completion or a failure), and nothing revives the run. Real workers, real PostgreSQL;
  * map elements on a shared queue included.
  */
 import assert from 'node:assert/strict';
-import { Flow, routeFlow, RunCancelledError, startWorker } from '../../lib/mod.ts';
+import { Flow, routeFlow, RunCancelledError, startWorker, toPlacement } from '../../lib/mod.ts';
 import { cancelRun, connect } from '../../lib/ops.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
@@ -35,7 +36,7 @@ async function runRow(runId: string) {
   return row;
 }
 
-Deno.test('cancel_run aborts the running handler with RunCancelledError; its late output is recorded, the run stays cancelled', async () => {
+Deno.test('cancel_run aborts the running handler with RunCancelledError; its late answer is refused, the task cancelled', async () => {
   const seen = { started: 0, reasons: [] as unknown[] };
   const flow = new Flow<{ n: number }>({ slug: 'cancelReachV1', timeout: 120 })
     .step({ slug: 'long' }, untilAborted(seen, () => 'late answer'))
@@ -51,12 +52,21 @@ Deno.test('cancel_run aborts the running handler with RunCancelledError; its lat
     assert.equal(reason.runId, runId);
     assert.equal(reason.status, 'cancelled');
     assert.equal(reason.reason, 'cancelled: customer left', 'the error of the run');
-    // The late answer reaches SQL, which records the task and starts nothing.
-    await waitFor('the late completion to be recorded', async () => {
+    // The late answer reaches SQL, which refuses it: the task is cancelled, not completed.
+    await waitFor('the late answer to be handled', async () => {
       const [t] = await db.sql<{ status: string }[]>`
         select status from switchyard.step_tasks where run_id = ${runId}::uuid and step_slug = 'long'`;
       return t.status !== 'started';
     });
+    const [task] = await db.sql`select status, output, completed_at, worker_id
+                                  from switchyard.step_tasks
+                                 where run_id = ${runId}::uuid and step_slug = 'long'`;
+    assert.deepEqual({ ...task }, {
+      status: 'cancelled',
+      output: null,
+      completed_at: null,
+      worker_id: null,
+    }, 'no completion is recorded');
     const run = await runRow(runId);
     assert.equal(run.status, 'cancelled');
     assert.equal(run.output, null);
@@ -64,6 +74,99 @@ Deno.test('cancel_run aborts the running handler with RunCancelledError; its lat
       select 1 from switchyard.step_tasks where run_id = ${runId}::uuid and step_slug = 'after'`;
     assert.equal(after.length, 0, 'nothing after the cancelled step starts');
   } finally {
+    await within(30_000, 'the worker to stop', worker.stop());
+  }
+});
+
+Deno.test('complete_tasks refuses the answer of a cancelled run (ok false) and accepts the others of its batch', async () => {
+  const flow = new Flow<{ n: number }>({ slug: 'cancelBatchV1', timeout: 120 })
+    .step({ slug: 'only' }, () => 1);
+  await db.sql`select switchyard.ensure_flow(${
+    db.sql.json(toPlacement(flow).shape as never)
+  }::jsonb)`;
+  const worker = crypto.randomUUID();
+  await db.sql`select switchyard.register_worker(${worker}::uuid, 'cancelbatchv1',
+                 'cancelbatchv1-worker', array['cancelBatchV1/only'], 15)`;
+  const kept = await client.startFlow('cancelBatchV1', { n: 1 });
+  const dropped = await client.startFlow('cancelBatchV1', { n: 2 });
+  const ids = await db.sql`select message_id from switchyard.step_tasks
+                            where run_id in (${kept}::uuid, ${dropped}::uuid)`;
+  const claimed = await db.sql`select run_id from switchyard.start_tasks('cancelbatchv1',
+    ${ids.map((r) => r.message_id)}::bigint[], ${worker}::uuid)
+    where disposition = 'claimed'`;
+  assert.equal(claimed.length, 2);
+  await cancelRun(client, dropped, 'not needed');
+  const answers = [kept, dropped].map((run_id) => ({
+    run_id,
+    step_slug: 'only',
+    attempt: 1,
+    output: { from: run_id },
+  }));
+  const oks = await db.sql`select ok from switchyard.complete_tasks(${
+    db.sql.json(answers as never)
+  }::jsonb)`;
+  assert.deepEqual(oks.map((r) => r.ok), [true, false]);
+  const tasks = await db.sql`select run_id, status, output from switchyard.step_tasks
+                              where run_id in (${kept}::uuid, ${dropped}::uuid)`;
+  const byRun = new Map(tasks.map((t) => [t.run_id, t]));
+  assert.equal(byRun.get(kept)!.status, 'completed');
+  assert.deepEqual(byRun.get(dropped)!.status, 'cancelled');
+  assert.equal(byRun.get(dropped)!.output, null);
+  assert.equal((await runRow(kept)).status, 'completed');
+  // Repeated, the refused answer changes nothing.
+  const [again] = await db.sql`select switchyard.complete_task(${dropped}::uuid, 'only', 1,
+                                 '"again"'::jsonb) as ok`;
+  assert.equal(again.ok, false);
+});
+
+Deno.test('a handler that fails because its run was cancelled is logged and recorded as cancelled, not as a failure', async () => {
+  let gate!: () => void;
+  const opened = new Promise<void>((r) => (gate = r));
+  let started = 0;
+  const flow = new Flow<{ n: number }>({ slug: 'cancelProgressV1', timeout: 120 })
+    .step({ slug: 'report' }, async (_input, ctx) => {
+      started++;
+      await opened;
+      await ctx.progress({ step: 1 }); // refused: the run is cancelled
+      return 'unreachable';
+    });
+  const lines: { level: string; line: string }[] = [];
+  const logger = {
+    info: (line: string) => lines.push({ level: 'info', line }),
+    warn: (line: string) => lines.push({ level: 'warn', line }),
+    error: (line: string) => lines.push({ level: 'error', line }),
+  };
+  // A slow heartbeat: the handler hears of the cancel from its own refused call first.
+  const worker = await startWorker(flow, {
+    ...base,
+    logger,
+    heartbeatIntervalMs: 20_000,
+    heartbeatWindowSeconds: 60,
+  });
+  try {
+    const runId = await client.startFlow('cancelProgressV1', { n: 1 });
+    await waitFor('the handler to start', () => started === 1);
+    await cancelRun(client, runId, 'changed my mind');
+    gate();
+    await waitFor('the attempt to end', async () => {
+      const [t] = await db.sql`select status from switchyard.step_tasks
+                                where run_id = ${runId}::uuid`;
+      return t.status !== 'started';
+    });
+    const [task] = await db.sql`select status, last_failed_at, attempts_count
+                                  from switchyard.step_tasks where run_id = ${runId}::uuid`;
+    assert.equal(task.status, 'cancelled');
+    assert.equal(task.last_failed_at, null, 'no failed attempt is counted');
+    await waitFor('the worker to log the attempt', () => lines.some((l) => l.line.includes(runId)));
+    const about = lines.filter((l) => l.line.includes(runId));
+    assert.ok(
+      about.every((l) => l.level === 'info' && !/failed/.test(l.line)),
+      JSON.stringify(about),
+    );
+    assert.match(about[0].line, /cancelled: the run is cancelled/);
+    assert.equal((await runRow(runId)).status, 'cancelled');
+  } finally {
+    gate();
     await within(30_000, 'the worker to stop', worker.stop());
   }
 });

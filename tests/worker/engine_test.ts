@@ -343,7 +343,7 @@ Deno.test('a run whose queued message was deleted with pgmq.delete completes: th
   }
 });
 
-Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, the rest are released with their attempt refunded', async () => {
+Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, a handler that honours it is released with its attempt refunded, one that ignores it uses its attempt', async () => {
   const signals = new Map<string, AbortSignal>();
   let firstWorker = true;
   let unblock!: () => void;
@@ -392,13 +392,17 @@ Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, 
     const done = await client.runStatus(runs.get('cooperative')!);
     assert.equal(done?.status, 'completed', 'finished within the grace period');
     assert.deepEqual(done?.output, { work: { kind: 'cooperative', partial: true } });
-    for (const kind of ['throwsOnAbort', 'ignores']) {
-      assert.deepEqual(
-        { ...(await task(kind)) },
-        { status: 'queued', attempts_count: 0, worker_id: null, error: null, visible: true },
-        `${kind}: released at once, its attempt refunded, not failed`,
-      );
-    }
+    assert.deepEqual(
+      { ...(await task('throwsOnAbort')) },
+      { status: 'queued', attempts_count: 0, worker_id: null, error: null, visible: true },
+      'throwsOnAbort: released at once, its attempt refunded, not failed',
+    );
+    // Still running after the grace period, with no checkpoint: its attempt (the only one) counts.
+    const ignored = await task('ignores');
+    assert.equal(ignored.status, 'failed', 'ignores: its attempt counted');
+    assert.equal(ignored.attempts_count, 1);
+    assert.match(ignored.error, /still running when the worker stopped/);
+    assert.equal((await client.runStatus(runs.get('ignores')!))?.status, 'failed');
     const [row] = await db.sql`select stopped_at, deprecated_at from switchyard.workers
                                 where worker_id = ${worker.workerId}`;
     assert.ok(row.stopped_at && row.deprecated_at);
@@ -406,11 +410,11 @@ Deno.test('stop aborts ctx.signal; tasks done within the grace period complete, 
     unblock();
     await worker.stop();
   }
-  // The released tasks run again from attempt 1 (maxAttempts 1: the shutdown used none).
+  // The refunded task runs again from attempt 1 (maxAttempts 1: the shutdown used none).
   firstWorker = false;
   const second = await startWorker(flow, { connectionString: db.url, ...FAST, logger: SILENT });
   try {
-    for (const kind of ['throwsOnAbort', 'ignores']) {
+    for (const kind of ['throwsOnAbort']) {
       const status = await client.waitForRun(runs.get(kind)!);
       assert.equal(status.status, 'completed', kind);
       assert.deepEqual(status.output, { work: { kind, attempt: 1, second: true } });
@@ -469,7 +473,7 @@ Deno.test('beforeunload aborts the signal of a running handler and releases its 
     .step({ slug: 'work' }, async (_input, ctx) => {
       signal = ctx.signal;
       await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
-      throw new Error('aborted');
+      throw ctx.signal.reason; // honours the shutdown: the attempt is refunded
     });
   const platform = createMemoryPlatform({
     DATABASE_URL: db.url,

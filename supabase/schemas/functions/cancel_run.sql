@@ -8,9 +8,9 @@
 --     those tasks become 'cancelled';
 --   - its created and started steps become 'cancelled';
 --   - the run becomes 'cancelled' with the reason in `error`.
--- Tasks a worker is running finish: complete_tasks archives their message and records the
--- task but, the run being no longer started, changes no step and starts no successor;
--- fail_task archives it and leaves the cancelled step alone. A cancelled run never starts
+-- Tasks a worker is running finish: their late answer is refused, by complete_tasks (ok
+-- false, no output kept) and by fail_task ('cancelled', no failed attempt counted), which
+-- archive the message and cancel the task; nothing changes a step or starts a successor. A cancelled run never starts
 -- another step. Returns true when it cancelled the run, false when it already was
 -- cancelled (the first reason is kept). A completed or failed run is refused (55000).
 create or replace function switchyard.cancel_run(run_id uuid, reason text)

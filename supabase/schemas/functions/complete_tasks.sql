@@ -19,6 +19,7 @@ declare
   acc_queues text[];
   acc_messages bigint[];
   live_runs uuid[];       -- runs of accepted items that are still started
+  refused_ords bigint[];  -- accepted items of cancelled runs: the answer is refused
   done_runs uuid[];       -- steps completed by this call (parallel arrays)
   done_steps text[];
   done_flows text[];
@@ -83,13 +84,25 @@ begin
    where x.status = 'started' and x.attempts_count = x.attempt;
 
   if cardinality(acc_ords) > 0 then
-    select coalesce(array_agg(x.run_id) filter (where x.status = 'started'), '{}') into live_runs
+    select coalesce(array_agg(x.run_id) filter (where x.status = 'started'), '{}'),
+           coalesce(array_agg(a.ord) filter (where x.status = 'cancelled'), '{}')
+      into live_runs, refused_ords
       from (select r.run_id, r.status from switchyard.runs r
-             where r.run_id = any (acc_runs) order by r.run_id for update) x;
+             where r.run_id = any (acc_runs) order by r.run_id for update) x
+      left join unnest(acc_ords, acc_runs) as a(ord, run_id)
+        on a.run_id = x.run_id and x.status = 'cancelled';
 
+    -- The late answer of a handler whose run was cancelled is refused (ok false): its task is
+    -- cancelled like the run's queued tasks (cancel_run), its output is not kept, and nothing
+    -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
     update switchyard.step_tasks t
-       set status = 'completed', completed_at = now(), output = a.output
-      from unnest(acc_runs, acc_steps, acc_idxs, acc_outputs) as a(run_id, step_slug, idx, output)
+       set status = case when r.refused then 'cancelled' else 'completed' end,
+           completed_at = case when r.refused then null else now() end,
+           output = case when r.refused then null else a.output end,
+           worker_id = case when r.refused then null else t.worker_id end
+      from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
+             as a(ord, run_id, step_slug, idx, output)
+      cross join lateral (select a.ord = any (refused_ords) as refused) r
      where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx;
     for q in
       select a.queue_name, array_agg(a.message_id order by a.message_id) as ids
@@ -283,7 +296,7 @@ begin
   end if;
 
   return query
-    select c.ord = any (acc_ords)
+    select c.ord = any (acc_ords) and not c.ord = any (coalesce(refused_ords, '{}'))
       from jsonb_array_elements(completions) with ordinality as c(value, ord)
      order by c.ord;
 end

@@ -9,7 +9,8 @@
 -- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
 -- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
 -- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
--- (at most 604800), so the cap is unchanged by it.
+-- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
+-- 'cancelled' (its task cancelled, no failed attempt counted).
 create or replace function switchyard.fail_task_with(
   run_id uuid, step_slug text, attempt int, error_message text, task_index int,
   retry_after_seconds int, non_retriable boolean
@@ -43,6 +44,17 @@ begin
     return 'ignored';
   end if;
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
+  -- progress report, an aborted call): not a failure. The task is cancelled like the run's
+  -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
+  if run_status = 'cancelled' then
+    update switchyard.step_tasks t
+       set status = 'cancelled', error = error_text, worker_id = null
+     where t.run_id = task.run_id and t.step_slug = task.step_slug
+       and t.task_index = task.task_index;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    return 'cancelled';
+  end if;
   if task.attempts_count < task.max_attempts and run_status = 'started'
      and not coalesce(non_retriable, false) then
     delay_seconds := coalesce(retry_after_seconds,

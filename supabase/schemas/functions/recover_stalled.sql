@@ -19,7 +19,9 @@ begin
     select t.* from switchyard.step_tasks t
       left join switchyard.workers w on w.worker_id = t.worker_id
      where t.queue_name = queue and t.status = 'started'
-       and (t.started_at + make_interval(secs => t.timeout + switchyard.claim_margin_seconds()) < now()
+       -- The attempt's time on earlier instances (carried_ms) counts: the timeout spans them.
+       and (t.started_at + make_interval(secs => t.timeout - t.carried_ms / 1000.0
+                                                 + switchyard.claim_margin_seconds()) < now()
             or w.worker_id is null
             or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
                                               w.heartbeat_window_seconds))

@@ -119,7 +119,7 @@ begin
      where w.worker_id = worker.worker_id;
     return query
       select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
-             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int
+             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int, null::int
         from switchyard.classify_batch(queue, message_ids, support) c
        where c.class = 'unsupported';
     return;
@@ -154,15 +154,21 @@ begin
     update switchyard.step_tasks t
        set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
            worker_id = worker.worker_id,
+           -- The time earlier instances used of the step timeout: kept for the attempt they
+           -- handed back (release_tasks), none for a new attempt.
+           carried_ms = case when t.carried_attempt = t.attempts_count + 1 then t.carried_ms
+                             else 0 end,
+           carried_attempt = t.attempts_count + 1,
            concurrency_key = case when slot_ids is not null
                                   then slot_keys[array_position(slot_ids, t.message_id)] end
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
        and t.task_index = k.idx
-    returning t.message_id, t.timeout
+    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
   )
   select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
-         coalesce(array_agg(c.timeout + switchyard.claim_margin_seconds() order by c.message_id), '{}')
+         coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
+                            order by c.message_id), '{}')
     into claimed_ids, claimed_secs
     from claimed c;
   if cardinality(claimed_ids) > 0 then
@@ -196,12 +202,12 @@ begin
            end,
            case when row_number() over (partition by t.run_id order by t.message_id) = 1
                 then r.input end,
-           t.task_index
+           t.task_index, t.carried_ms
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
       -- One probe of the whole key per claimed task: a join here let the plan probe by
       -- run_id alone and filter the rest, reading every task of a map run up to the element.
       cross join lateral (select x.message_id, x.queue_name, x.flow_slug, x.step_slug,
-                                 x.run_id, x.attempts_count, x.timeout, x.task_index
+                                 x.run_id, x.attempts_count, x.timeout, x.task_index, x.carried_ms
                             from switchyard.step_tasks x
                            where x.run_id = k.run_id and x.step_slug = k.step_slug
                              and x.task_index = k.idx
@@ -211,7 +217,7 @@ begin
      where k.id = any (claimed_ids)
     union all
     select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
-           null, null, null, null, null, t.task_index
+           null, null, null, null, null, t.task_index, null
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
       cross join lateral (select x.flow_slug, x.step_slug, x.task_index
                             from switchyard.step_tasks x
@@ -220,10 +226,10 @@ begin
                            limit 1) t
      where k.id = any (duplicate_ids)
     union all
-    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null
+    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null, null
       from unnest(stale_ids) s
     union all
-    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null
+    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
       from unnest(held_ids) h;
 end
 $$;

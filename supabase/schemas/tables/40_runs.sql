@@ -134,7 +134,15 @@ create table switchyard.step_tasks (
   -- scope and the key's value; the task holds it while it is started.
   concurrency_key text,
   -- When an attempt of the task last failed (retried or not): failures over time (§16).
-  last_failed_at timestamptz
+  last_failed_at timestamptz,
+  -- Attempts handed back at an instance's end without being counted (release_tasks,
+  -- docs/ARCHITECTURE.md §9): at most max_task_refunds(), then a hand-over counts.
+  refunds int not null default 0,
+  -- Milliseconds attempt carried_attempt already ran on instances that handed it back: the step
+  -- timeout counts them, so it keeps its meaning across instances (start_tasks sets it to 0 for
+  -- a new attempt).
+  carried_ms int not null default 0,
+  carried_attempt int
 );
 
 -- Message identity is (queue_name, message_id).

@@ -50,6 +50,7 @@ function context(stepSlug: string, flowInput: unknown): StepContext<unknown> {
     checkpoint: () => Promise.reject(new Error('no database in DSL tests')),
     progress: () => Promise.reject(new Error('no database in DSL tests')),
     resume: () => Promise.resolve(undefined),
+    clearCheckpoint: () => Promise.resolve(false),
     env: { get: () => undefined },
     sql: (() => {
       throw new Error('no database in DSL tests');
@@ -875,4 +876,41 @@ Deno.test('assertJson names the root as told', () => {
     InvalidInputError,
     'output.a is not JSON',
   );
+});
+
+Deno.test('a bad rateLimit or concurrency option names the field, its value and the rule', () => {
+  const f = new Flow<{ tenant: string }>({ slug: 'fieldNamesV1' });
+  // deno-lint-ignore no-explicit-any
+  const step = (options: any) => () => f.step({ slug: 'a', ...options }, () => 1);
+  const cases: [unknown, string[]][] = [
+    [{ rateLimit: { name: 'bad name' } }, [
+      'step "a" option rateLimit.name "bad name" is invalid',
+      'a letter or digit, then letters, digits, "_", ".", ":" or "-" (at most 100)',
+    ]],
+    [{ rateLimit: { name: 'x'.repeat(101) } }, ['rateLimit.name "xxxx', 'at most 100']],
+    [{ rateLimit: { name: 7 } }, ['option rateLimit.name 7 is invalid']],
+    [{ rateLimit: {} }, ['option rateLimit.name undefined is invalid']],
+    [{ rateLimit: { name: 'ok', burst: 3 } }, [
+      'option rateLimit has an unknown key "burst"',
+      'pass { name, cost? }',
+    ]],
+    [{ rateLimit: 'openai' }, ['option rateLimit "openai" is invalid: pass { name, cost? }']],
+    [{ concurrency: { key: 'a..b', limit: 1 } }, [
+      'option concurrency.key "a..b" is invalid',
+      "a dotted path of one to 8 keys such as 'tenant' or 'customer.id'",
+    ]],
+    [{ concurrency: { key: '', limit: 1 } }, ['option concurrency.key "" is invalid']],
+    [{ concurrency: { key: 'a.b.c.d.e.f.g.h.i', limit: 1 } }, [
+      'option concurrency.key "a.b.c.d.e.f.g.h.i" is invalid',
+    ]],
+    [{ concurrency: { limit: 1 } }, ['option concurrency.key undefined is invalid']],
+    [{ concurrency: { key: 'tenant', limit: 1, scope: 'x' } }, [
+      'option concurrency has an unknown key "scope"',
+      'pass { key, limit, input? }',
+    ]],
+    [{ concurrency: [1] }, ['option concurrency an array is invalid: pass { key, limit, input? }']],
+  ];
+  for (const [options, fragments] of cases) {
+    assertThrowsWith(step(options), FlowDefinitionError, ...fragments);
+  }
 });
