@@ -379,13 +379,15 @@ Deno.test('cancel mid-flight: queued work archived, the running step finishes un
       where run_id = ${run.runId} and step_slug = 'side'`;
     assert.equal(side.status, 'cancelled', 'the queued task is cancelled, not left queued');
 
-    // The running step finishes; its answer is recorded on the task only.
+    // The running step finishes; its late answer is refused (issue 36): the task ends
+    // cancelled, keeping no output, and counts as no completion.
     release.open();
     await waitFor(
-      'the slow task to complete',
+      'the slow task to end cancelled',
       async () =>
         (await count(db.sql`select count(*) as n from switchyard.step_tasks
-        where run_id = ${run.runId} and step_slug = 'slow' and status = 'completed'`)) === 1,
+        where run_id = ${run.runId} and step_slug = 'slow' and status = 'cancelled'
+          and output is null`)) === 1,
     );
     const status = await run.status();
     assert.equal(status?.status, 'cancelled');
