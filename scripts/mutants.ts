@@ -359,4 +359,29 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "startsWith('text/event-stream; never') && response.body",
     tests: ['tests/ops/follow_run_browser_test.ts'],
   },
+  // --- issue 36: the run event stream ends, and reads only what its reader takes -------------
+  {
+    name: 'run-event-stream-stays-open-after-end',
+    bug: "the run event stream stays open after the run's own completed/failed/cancelled event",
+    file: 'lib/ops/run_event_stream.ts',
+    search: '              if (lastEnds && page.length < PAGE) return end();\n',
+    replace: '',
+    tests: ['tests/ops/run_event_stream_test.ts'],
+  },
+  {
+    name: 'run-event-stream-reads-ahead',
+    bug: "the run event stream reads the run's whole history whether or not its reader reads",
+    file: 'lib/ops/run_event_stream.ts',
+    search: '              if (page.length > 0) return;\n',
+    replace: '              if (page.length > 0) continue;\n',
+    tests: ['tests/ops/run_event_stream_test.ts'],
+  },
+  {
+    name: 'dashboard-server-ignores-backpressure',
+    bug: "the dashboard command's server buffers a stream for a client that does not read",
+    file: 'scripts/_http_server.ts',
+    search: '        if (!res.write(value)) await drained(res);\n',
+    replace: '        res.write(value);\n',
+    tests: ['tests/ops/run_event_stream_test.ts'],
+  },
 ];

@@ -777,8 +777,9 @@ export async function latestProgress(source: SqlSource, runId: string): Promise<
 }
 
 /**
- * Who a run is for (`runs.owner`: null for a run started without one), or null for an unknown
- * run: what the run event stream checks a signed-in user's JWT against.
+ * Who a run is for (`runs.owner`: null for a run started without one) and its status, or null
+ * for an unknown run: what the run event stream checks a signed-in user's JWT against (and
+ * whether the run has ended).
  *
  * @example
  * ```ts
@@ -792,12 +793,12 @@ export async function latestProgress(source: SqlSource, runId: string): Promise<
 export async function runOwner(
   source: SqlSource,
   runId: string,
-): Promise<{ owner: string | null } | null> {
+): Promise<{ owner: string | null; status: RunStatusValue } | null> {
   assertUuid('runOwner', 'runId', runId);
   const sql = sqlOf(source);
   const [row] = await call(sql, () =>
-    sql<{ owner: string | null }[]>`
-      select r.owner from switchyard.runs r where r.run_id = ${runId}::uuid`);
+    sql<{ owner: string | null; status: RunStatusValue }[]>`
+      select r.owner, r.status from switchyard.runs r where r.run_id = ${runId}::uuid`);
   return row ?? null;
 }
 
