@@ -4,6 +4,26 @@
 -- assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/failed_attempts.sql
+
+-- Failed attempts counted one by one (issue 36), as supabase/schemas/tables/40_runs.sql creates
+-- them: the metrics counted a task failing five times once.
+create table switchyard.failed_attempts (
+  run_id uuid not null,
+  step_slug text not null,
+  task_index int not null,
+  attempt int not null,
+  queue_name text not null,
+  flow_slug text not null,
+  failed_at timestamptz not null,
+  foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
+);
+
+create index failed_attempts_task on switchyard.failed_attempts (run_id, step_slug, task_index);
+
+create index failed_attempts_recent on switchyard.failed_attempts (failed_at);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/flow_control.sql
 
 -- Flow control in the claim (issue 23, docs/ARCHITECTURE.md §5.12): rate limits shared by
@@ -1407,6 +1427,26 @@ begin
       join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i;
   end loop;
   return cardinality(runs);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_record_failed_attempt.sql
+
+-- The trigger step_tasks_failed_attempt: a task's last_failed_at moved, so one of its attempts
+-- failed (fail_task_with, recover_stalled, or any later path that sets it): one row of
+-- switchyard.failed_attempts for the metrics (docs/ARCHITECTURE.md §16).
+create or replace function switchyard._record_failed_attempt()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  insert into switchyard.failed_attempts
+    (run_id, step_slug, task_index, attempt, queue_name, flow_slug, failed_at)
+  values (new.run_id, new.step_slug, new.task_index, new.attempts_count, new.queue_name,
+          new.flow_slug, new.last_failed_at);
+  return null;
 end
 $$;
 
@@ -2971,10 +3011,10 @@ $$;
 --                first claim, up to the minute's end (a queue no worker reads shows its lag);
 --   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
 --                completed in the minute, null when none;
---   failures     the tasks whose latest failed attempt falls in the minute;
+--   failures     the failed attempts in the minute (a task failing five times counts five);
 --   completions  the tasks completed in the minute.
--- The tasks of the window are read through step_tasks_recent, the waiting ones through
--- step_tasks_live: no history is read.
+-- The tasks of the window are read through step_tasks_recent, their failed attempts through
+-- failed_attempts_recent, the waiting ones through step_tasks_live: no history is read.
 create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
 returns table (
   queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
@@ -3004,8 +3044,9 @@ as $$
       from recent r, span where r.completed_at >= span.first_minute group by 1, 2
   ),
   failed as (
-    select r.queue_name, date_trunc('minute', r.last_failed_at) as minute, count(*) as n
-      from recent r, span where r.last_failed_at >= span.first_minute group by 1, 2
+    select fa.queue_name, date_trunc('minute', fa.failed_at) as minute, count(*) as n
+      from switchyard.failed_attempts fa, span
+     where fa.failed_at >= span.first_minute group by 1, 2
   ),
   waited as (
     select r.queue_name, date_trunc('minute', r.started_at) as minute,
@@ -4159,11 +4200,13 @@ $$;
 -- lag_seconds how long the oldest visible message has been visible (0 when none), and
 -- oldest_age_seconds the age of the oldest message, from PGMQ's queue table (O(depth), as
 -- dashboard_queues). The counts come from the tasks touched in the window, read through the
--- index step_tasks_recent, so their cost grows with the window's activity, never with the
+-- index step_tasks_recent, and from the failed attempts of the window, read through
+-- failed_attempts_recent, so their cost grows with the window's activity, never with the
 -- history: claims are the tasks whose latest claim is in the window, retries those of them
--- claimed again after a failed attempt, completions the tasks completed, failures the tasks
--- whose latest failed attempt (a throw, a timeout, a stall; retried or not) is in it. A task
--- claimed or failed twice in one window counts once. Durations are a completed task's last
+-- claimed again after a failed attempt, completions the tasks completed, failures the failed
+-- attempts (a throw, a timeout, a stall; retried or not) in it: a task that failed five times
+-- in the window counts five (a retry storm shows), while a task claimed twice in one window
+-- counts once among the claims. Durations are a completed task's last
 -- attempt, from its claim to its completion; attempts those of the tasks that finished
 -- (completed, or failed for good) in the window. A step or queue with no activity in the window
 -- has no step rows and zero counts.
@@ -4197,7 +4240,7 @@ begin
   -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
   select coalesce(jsonb_agg(jsonb_build_object(
            'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
-           'claims', s.claims, 'completions', s.completions, 'failures', s.failures,
+           'claims', s.claims, 'completions', s.completions, 'failures', coalesce(f.n, 0),
            'retries', s.retries, 'p50_ms', s.p[1], 'p95_ms', s.p[2], 'p99_ms', s.p[3],
            'attempts_avg', s.attempts_avg, 'attempts_max', s.attempts_max)
            order by s.queue_name, s.flow_slug, s.step_slug), '[]'::jsonb)
@@ -4206,7 +4249,6 @@ begin
       select t.queue_name, t.flow_slug, t.step_slug,
              count(*) filter (where t.started_at >= since) as claims,
              count(*) filter (where t.completed_at >= since) as completions,
-             count(*) filter (where t.last_failed_at >= since) as failures,
              count(*) filter (where t.started_at >= since and t.attempts_count > 1) as retries,
              percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from
                t.completed_at - t.started_at) * 1000) filter (where t.completed_at >= since)
@@ -4220,7 +4262,16 @@ begin
        where t.started_at is not null
          and greatest(t.started_at, t.completed_at, t.last_failed_at) >= since
        group by t.queue_name, t.flow_slug, t.step_slug
-    ) s;
+    ) s
+    -- A step with a failed attempt in the window has a task whose last failure is in it: a row
+    -- of s.
+    left join (
+      select fa.queue_name, fa.flow_slug, fa.step_slug, count(*) as n
+        from switchyard.failed_attempts fa
+       where fa.failed_at >= since
+       group by fa.queue_name, fa.flow_slug, fa.step_slug
+    ) f on f.queue_name = s.queue_name and f.flow_slug = s.flow_slug
+       and f.step_slug = s.step_slug;
   for q in
     select x.queue_name, x.pgmq_name,
            coalesce((select jsonb_agg(f.function_name order by f.function_name)
@@ -6718,6 +6769,16 @@ $$;
 create trigger runs_child_ended after update on switchyard.runs
   referencing old table as switchyard_old_runs new table as switchyard_new_runs
   for each statement execute function switchyard._child_run_ended();
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/failed_attempts_trigger.sql
+
+-- Each failed attempt is a row of switchyard.failed_attempts (issue 36), as triggers.sql
+-- creates it.
+create trigger step_tasks_failed_attempt after update of last_failed_at on switchyard.step_tasks
+  for each row when (new.last_failed_at is not null
+                     and new.last_failed_at is distinct from old.last_failed_at)
+  execute function switchyard._record_failed_attempt();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/after/queue_table_tuning.sql
