@@ -73,6 +73,15 @@ create index runs_deadline on switchyard.runs (deadline_at)
 alter table switchyard.flows add column events boolean not null default true;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/run_events_replica_identity.sql
+
+-- A pruned event published to Supabase Realtime carries its event id alone, not its run id
+-- (issue 36), as supabase/schemas/tables/40_runs.sql sets it.
+create unique index run_events_event_id on switchyard.run_events (event_id);
+
+alter table switchyard.run_events replica identity using index run_events_event_id;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/runs_owner_started.sql
 
 -- The user rate limit of start_user_run counts a user's runs of the last minute through this

@@ -94,6 +94,21 @@ Deno.test('migrations on a Supabase layout: publication membership and the owner
   assert.deepEqual(done, []);
 });
 
+Deno.test("a published DELETE (prune) carries an event id alone, never another user's run id", async () => {
+  // Realtime sends every subscriber of the table a DELETE, row-level security or not, with the
+  // old row's replica identity: the primary key (run_id, event_id) by default, so pruning
+  // showed every signed-in subscriber other users' run ids (issue 36). The identity is the
+  // unique index on event_id instead.
+  const [row] = await sql<{ replident: string; columns: string[] }[]>`
+    select c.relreplident as replident,
+           (select array_agg(a.attname::text order by a.attnum)
+              from pg_index i
+              join pg_attribute a on a.attrelid = i.indrelid and a.attnum = any (i.indkey)
+             where i.indrelid = c.oid and i.indisreplident) as columns
+      from pg_class c where c.oid = 'switchyard.run_events'::regclass`;
+  assert.deepEqual([row.replident, row.columns], ['i', ['event_id']]);
+});
+
 Deno.test('expose_run_events skips with a notice what its role may not do, and never fails', async () => {
   // As a role that owns neither the table nor the publication: both steps are refused to it.
   await sql`drop policy run_events_owner_read on switchyard.run_events`;

@@ -187,6 +187,14 @@ create table switchyard.run_events (
 -- them SELECT (nothing is granted here).
 alter table switchyard.run_events enable row level security;
 
+-- What a DELETE of an event (prune) publishes: Supabase Realtime sends it to every subscriber
+-- of the table, without row-level security, with the old row's replica identity. The default,
+-- the primary key, holds run_id: other users' run ids. The identity is event_id alone, a
+-- number that names no run (docs/ARCHITECTURE.md §14). One more index entry per event.
+create unique index run_events_event_id on switchyard.run_events (event_id);
+
+alter table switchyard.run_events replica identity using index run_events_event_id;
+
 -- Aliases a signed-in user may start through start_user_run. Empty: nobody may, until an
 -- operator inserts an alias (the opt-in of docs/ARCHITECTURE.md §14).
 create table switchyard.user_start_aliases (
