@@ -210,6 +210,7 @@ create table switchyard.user_signal_steps (
   alias text not null,
   step_slug text not null,
   added_at timestamptz not null default now(),
+  payload_schema jsonb,
   primary key (alias, step_slug)
 );
 
@@ -702,6 +703,35 @@ begin
     switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint),
     detail = jsonb_build_object(
       'rule', problem, 'argument', argument, 'value', left(value, 200))::text;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_check_user_signal_step.sql
+
+-- A user_signal_steps row's payload_schema must be one _payload_problem can check
+-- (_payload_schema_problem): refused with the problem (22023 payload_schema_invalid), so a typo
+-- in a keyword never leaves a step open to any payload while it looks checked.
+create or replace function switchyard._check_user_signal_step()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  problem text;
+begin
+  if new.payload_schema is not null then
+    problem := switchyard._payload_schema_problem(new.payload_schema);
+    if problem is not null then
+      raise exception using errcode = '22023', message = format(
+        'user_signal_steps (%s, %s): the payload schema is invalid: %s',
+        to_json(new.alias)::text, to_json(new.step_slug)::text, problem),
+        detail = jsonb_build_object(
+          'rule', 'payload_schema_invalid', 'argument', 'payload_schema',
+          'value', left(new.payload_schema::text, 200), 'problem', problem)::text;
+    end if;
+  end if;
+  return new;
 end
 $$;
 
@@ -1361,6 +1391,190 @@ begin
       null;
     end;
   end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_payload_problem.sql
+
+-- Why a signal payload (val) does not match its declared schema (a _payload_schema_problem-valid
+-- subset of JSON Schema), naming the path (payload.items[2].id) and the rule, or null when it
+-- does: its type (integer: a number without a fraction), enum (equal to one of the values),
+-- required properties, additionalProperties false (no property beyond properties), each
+-- property's and each item's schema, maxLength (characters), maxItems, minimum and maximum.
+create or replace function switchyard._payload_problem(val jsonb, schema jsonb, path text)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  kind text := jsonb_typeof(val);
+  allowed jsonb;
+  sub record;
+  problem text;
+begin
+  if schema ? 'type' then
+    allowed := case jsonb_typeof(schema -> 'type') when 'array' then schema -> 'type'
+                    else jsonb_build_array(schema -> 'type') end;
+    if not (allowed ? kind
+            or (kind = 'number' and allowed ? 'integer'
+                and (val #>> '{}')::numeric = trunc((val #>> '{}')::numeric))) then
+      return format('%s is a%s %s, not %s', path, case when kind in ('object', 'array') then 'n'
+                                                       else '' end,
+                    kind, (select string_agg(t.value #>> '{}', ' or ')
+                             from jsonb_array_elements(allowed) t));
+    end if;
+  end if;
+  if schema ? 'enum' and not exists (select 1 from jsonb_array_elements(schema -> 'enum') e
+                                      where e.value = val) then
+    return format('%s is not one of %s', path, left((schema -> 'enum')::text, 200));
+  end if;
+  if kind = 'object' then
+    select format('%s lacks the required property %s', path, r.value::text) into problem
+      from jsonb_array_elements(coalesce(schema -> 'required', '[]')) r
+     where not val ? (r.value #>> '{}')
+     limit 1;
+    if problem is not null then
+      return problem;
+    end if;
+    if schema -> 'additionalProperties' = 'false' then
+      select format('%s has the property %s, which its schema does not list '
+                    '(additionalProperties false)', path, switchyard._clip(k))
+        into problem
+        from jsonb_object_keys(val) k
+       where not coalesce(schema -> 'properties', '{}') ? k
+       limit 1;
+      if problem is not null then
+        return problem;
+      end if;
+    end if;
+    for sub in select p.key, p.value from jsonb_each(coalesce(schema -> 'properties', '{}')) p
+                where val ? p.key loop
+      problem := switchyard._payload_problem(val -> sub.key, sub.value,
+                   path || case when sub.key ~ '^[A-Za-z_][A-Za-z0-9_]*$' then '.' || sub.key
+                                else format('[%s]', to_json(sub.key)::text) end);
+      if problem is not null then
+        return problem;
+      end if;
+    end loop;
+  elsif kind = 'array' then
+    if (schema ->> 'maxItems')::numeric < jsonb_array_length(val) then
+      return format('%s has %s items, over its maxItems %s', path, jsonb_array_length(val),
+                    schema ->> 'maxItems');
+    end if;
+    if schema ? 'items' then
+      for sub in select e.value, e.n - 1 as i
+                   from jsonb_array_elements(val) with ordinality e(value, n) loop
+        problem := switchyard._payload_problem(sub.value, schema -> 'items',
+                                               format('%s[%s]', path, sub.i));
+        if problem is not null then
+          return problem;
+        end if;
+      end loop;
+    end if;
+  elsif kind = 'string' then
+    if (schema ->> 'maxLength')::numeric < char_length(val #>> '{}') then
+      return format('%s is %s characters long, over its maxLength %s', path,
+                    char_length(val #>> '{}'), schema ->> 'maxLength');
+    end if;
+  elsif kind = 'number' then
+    if (val #>> '{}')::numeric < (schema ->> 'minimum')::numeric then
+      return format('%s is %s, under its minimum %s', path, val #>> '{}', schema ->> 'minimum');
+    end if;
+    if (val #>> '{}')::numeric > (schema ->> 'maximum')::numeric then
+      return format('%s is %s, over its maximum %s', path, val #>> '{}', schema ->> 'maximum');
+    end if;
+  end if;
+  return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_payload_schema_problem.sql
+
+-- What is wrong with a declared payload schema (user_signal_steps.payload_schema, its check
+-- constraint), or null: the subset of JSON Schema that _payload_problem checks. A schema is an
+-- object of the keywords type (object, array, string, number, integer, boolean, null, or an
+-- array of them), enum (an array of values), properties (an object of schemas), required (an
+-- array of names), additionalProperties (a boolean), items (a schema), maxLength and maxItems
+-- (integers >= 0), minimum and maximum (numbers). Any other keyword is refused: a typo would
+-- otherwise check nothing.
+create or replace function switchyard._payload_schema_problem(
+  schema jsonb, path text default 'schema'
+)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  types constant text[] := array['object', 'array', 'string', 'number', 'integer', 'boolean',
+                                 'null'];
+  keyword text;
+  sub record;
+  problem text;
+begin
+  if jsonb_typeof(schema) is distinct from 'object' then
+    return format('%s is a %s: a schema is a JSON object of keywords', path,
+                  coalesce(jsonb_typeof(schema), 'SQL null'));
+  end if;
+  for keyword in select k from jsonb_object_keys(schema) k loop
+    if keyword not in ('type', 'enum', 'properties', 'required', 'additionalProperties', 'items',
+                       'maxLength', 'maxItems', 'minimum', 'maximum') then
+      return format('%s has the keyword %s, which is not checked: use type, enum, properties, '
+                    'required, additionalProperties, items, maxLength, maxItems, minimum or '
+                    'maximum', path, to_json(keyword)::text);
+    end if;
+  end loop;
+  if schema ? 'type' and not (
+       (jsonb_typeof(schema -> 'type') = 'string' and schema ->> 'type' = any (types))
+       or (jsonb_typeof(schema -> 'type') = 'array' and jsonb_array_length(schema -> 'type') > 0
+           and not exists (select 1 from jsonb_array_elements(schema -> 'type') t
+                            where jsonb_typeof(t.value) <> 'string'
+                               or t.value #>> '{}' <> all (types)))) then
+    return format('%s.type is invalid: use one of %s, or an array of them', path,
+                  array_to_string(types, ', '));
+  end if;
+  if schema ? 'enum' and jsonb_typeof(schema -> 'enum') <> 'array' then
+    return format('%s.enum is invalid: use an array of the values allowed', path);
+  end if;
+  if schema ? 'required' and (jsonb_typeof(schema -> 'required') <> 'array'
+       or exists (select 1 from jsonb_array_elements(schema -> 'required') r
+                   where jsonb_typeof(r.value) <> 'string')) then
+    return format('%s.required is invalid: use an array of property names', path);
+  end if;
+  if schema ? 'additionalProperties'
+     and jsonb_typeof(schema -> 'additionalProperties') <> 'boolean' then
+    return format('%s.additionalProperties is invalid: use true or false', path);
+  end if;
+  for keyword in select k from unnest(array['maxLength', 'maxItems']) k where schema ? k loop
+    if jsonb_typeof(schema -> keyword) <> 'number' or (schema ->> keyword)::numeric < 0
+       or (schema ->> keyword)::numeric <> trunc((schema ->> keyword)::numeric) then
+      return format('%s.%s is invalid: use an integer >= 0', path, keyword);
+    end if;
+  end loop;
+  for keyword in select k from unnest(array['minimum', 'maximum']) k where schema ? k loop
+    if jsonb_typeof(schema -> keyword) <> 'number' then
+      return format('%s.%s is invalid: use a number', path, keyword);
+    end if;
+  end loop;
+  if schema ? 'properties' then
+    if jsonb_typeof(schema -> 'properties') <> 'object' then
+      return format('%s.properties is invalid: use an object of schemas by property name', path);
+    end if;
+    for sub in select p.key, p.value from jsonb_each(schema -> 'properties') p loop
+      problem := switchyard._payload_schema_problem(sub.value,
+                                                     format('%s.properties.%s', path, sub.key));
+      if problem is not null then
+        return problem;
+      end if;
+    end loop;
+  end if;
+  if schema ? 'items' then
+    return switchyard._payload_schema_problem(schema -> 'items', path || '.items');
+  end if;
+  return null;
 end
 $$;
 
@@ -5848,7 +6062,9 @@ $$;
 -- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
 -- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
 -- or is not theirs, alike so that another user's run ids are not revealed (run_not_owned); a
--- step not listed (step_not_allowed). Then signal_run's own refusals and outcomes apply
+-- step not listed (step_not_allowed). A payload that does not match the step's declared
+-- payload_schema is refused with 22023 payload_invalid (PostgREST answers 400), naming the path
+-- and the rule. Then signal_run's own refusals and outcomes apply
 -- ('delivered', 'kept', 'duplicate'). Granted to no one: the operator grants EXECUTE to
 -- authenticated (the opt-in).
 create or replace function switchyard.signal_user_run(
@@ -5864,6 +6080,8 @@ declare
   user_id uuid;
   run_flow text;
   run_alias text;
+  schema jsonb;
+  problem text;
 begin
   if to_regprocedure('auth.uid()') is not null then
     execute 'select auth.uid()' into user_id;
@@ -5890,9 +6108,9 @@ begin
         'value', signal_user_run.run_id::text)::text;
   end if;
   select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
-  if not exists (select 1 from switchyard.user_signal_steps u
-                  where u.alias = coalesce(run_alias, run_flow)
-                    and u.step_slug = signal_user_run.step_slug) then
+  select u.payload_schema into schema from switchyard.user_signal_steps u
+   where u.alias = coalesce(run_alias, run_flow) and u.step_slug = signal_user_run.step_slug;
+  if not found then
     raise exception using errcode = '42501', message = format(
       'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
       'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
@@ -5902,6 +6120,21 @@ begin
         'rule', 'step_not_allowed', 'argument', 'step_slug',
         'value', left(signal_user_run.step_slug, 200),
         'alias', coalesce(run_alias, run_flow))::text;
+  end if;
+  -- The payload a browser sends is checked against what the operator declared for the step,
+  -- before signal_run keeps it (a refused payload uses up nothing).
+  if schema is not null then
+    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');
+    if problem is not null then
+      raise exception using errcode = '22023', message = format(
+        'signal_user_run(%s, %s): %s (the payload_schema of step %s of alias %s)',
+        signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug), problem,
+        to_json(signal_user_run.step_slug)::text, to_json(coalesce(run_alias, run_flow))::text),
+        detail = jsonb_build_object(
+          'rule', 'payload_invalid', 'argument', 'payload', 'problem', problem,
+          'value', switchyard._clip(coalesce(payload, 'null')::text, 200),
+          'run_id', signal_user_run.run_id, 'step_slug', signal_user_run.step_slug)::text;
+    end if;
   end if;
   return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
 end
@@ -6834,6 +7067,15 @@ create trigger step_states_event_insert after insert on switchyard.step_states
 create trigger step_states_event_status after update on switchyard.step_states
   referencing old table as switchyard_old_steps new table as switchyard_new_steps
   for each statement execute function switchyard._step_event();
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/user_signal_steps_schema_trigger.sql
+
+-- A declared signal payload schema is one the check understands (issue 36), as triggers.sql
+-- creates it.
+create trigger user_signal_steps_schema before insert or update of payload_schema
+  on switchyard.user_signal_steps
+  for each row execute function switchyard._check_user_signal_step();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql

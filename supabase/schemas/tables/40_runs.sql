@@ -257,5 +257,8 @@ create table switchyard.user_signal_steps (
   alias text not null,
   step_slug text not null,
   added_at timestamptz not null default now(),
+  -- What a user's payload must be, in a subset of JSON Schema (_payload_problem); null: any JSON.
+  -- The flow's signalPayload<T>() is a TypeScript type only, which a browser never meets.
+  payload_schema jsonb,
   primary key (alias, step_slug)
 );
