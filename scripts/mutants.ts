@@ -384,4 +384,24 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '        res.write(value);\n',
     tests: ['tests/ops/run_event_stream_test.ts'],
   },
+  {
+    name: 'signal-user-run-skips-payload-schema',
+    bug: "signal_user_run delivers a browser's payload whatever its step's payload_schema says",
+    file: fn('signal_user_run'),
+    fn: 'signal_user_run',
+    search:
+      "    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');\n",
+    replace: '    problem := null;\n',
+    tests: ['tests/sql/run_events_rls_test.ts'],
+  },
+  {
+    name: 'metrics-count-failed-tasks',
+    bug: "a failed attempt is recorded only on a task's first failure: metrics count failed tasks",
+    file: fn('_record_failed_attempt'),
+    fn: '_record_failed_attempt',
+    search: '  insert into switchyard.failed_attempts\n',
+    replace: '  if old.last_failed_at is not null then return null; end if;\n' +
+      '  insert into switchyard.failed_attempts\n',
+    tests: ['tests/ops/metrics_test.ts'],
+  },
 ];
