@@ -1656,7 +1656,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_record_failed_attempt.sql
 
--- The trigger step_tasks_failed_attempt: a task's last_failed_at moved, so one of its attempts
+-- The trigger step_tasks_failed_attempt: a started task's last_failed_at moved, so its attempt
 -- failed (fail_task_with, recover_stalled, or any later path that sets it): one row of
 -- switchyard.failed_attempts for the metrics (docs/ARCHITECTURE.md §16).
 create or replace function switchyard._record_failed_attempt()
@@ -7028,7 +7028,7 @@ create trigger runs_child_ended after update on switchyard.runs
 -- Each failed attempt is a row of switchyard.failed_attempts (issue 36), as triggers.sql
 -- creates it.
 create trigger step_tasks_failed_attempt after update of last_failed_at on switchyard.step_tasks
-  for each row when (new.last_failed_at is not null
+  for each row when (old.status = 'started' and new.last_failed_at is not null
                      and new.last_failed_at is distinct from old.last_failed_at)
   execute function switchyard._record_failed_attempt();
 

@@ -17,9 +17,10 @@ create trigger user_signal_steps_schema before insert or update of payload_schem
   for each row execute function switchyard._check_user_signal_step();
 
 -- Each failed attempt is a row of switchyard.failed_attempts (the metrics' failures, §16): only
--- an update that sets last_failed_at calls it (a claim or a completion does not).
+-- an update that sets last_failed_at of a started task (its attempt failing) calls it, never a
+-- claim or a completion.
 create trigger step_tasks_failed_attempt after update of last_failed_at on switchyard.step_tasks
-  for each row when (new.last_failed_at is not null
+  for each row when (old.status = 'started' and new.last_failed_at is not null
                      and new.last_failed_at is distinct from old.last_failed_at)
   execute function switchyard._record_failed_attempt();
 

@@ -1,4 +1,4 @@
--- The trigger step_tasks_failed_attempt: a task's last_failed_at moved, so one of its attempts
+-- The trigger step_tasks_failed_attempt: a started task's last_failed_at moved, so its attempt
 -- failed (fail_task_with, recover_stalled, or any later path that sets it): one row of
 -- switchyard.failed_attempts for the metrics (docs/ARCHITECTURE.md §16).
 create or replace function switchyard._record_failed_attempt()

@@ -231,8 +231,8 @@ create table switchyard.task_progress (
 -- Each failed attempt of a task (a throw, a timeout, a stall; retried or not), for the failure
 -- counts of switchyard.metrics and the dashboard's charts (docs/ARCHITECTURE.md §16): a task that
 -- fails five times is five failures, so a retry storm shows. Written by the trigger
--- step_tasks_failed_attempt whenever a task's last_failed_at moves, so every path that fails an
--- attempt is counted without a second copy of it. Read by time through
+-- step_tasks_failed_attempt whenever a started task's last_failed_at moves, so every path that
+-- fails an attempt is counted without a second copy of it. Read by time through
 -- failed_attempts_recent, never the history; deleted with its task.
 create table switchyard.failed_attempts (
   run_id uuid not null,
