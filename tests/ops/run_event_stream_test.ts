@@ -30,6 +30,9 @@ const EVENTS = 2000;
 /** 16 KiB of JSON per progress event: the history is about 32 MiB. */
 const DATA_CHARS = 16_000;
 
+/** The hostile clients and requests this file sends, counted as they are sent. */
+let hostile = 0;
+
 const db = await createTestDatabase();
 const client = connect(db.url);
 const flow = new Flow<Record<string, never>>({ slug: 'streamEndV1' })
@@ -110,6 +113,7 @@ async function neverRead(url: string): Promise<Deno.TcpConn> {
   const head = `GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\n` +
     `Authorization: Bearer ${SECRET}\r\nAccept: text/event-stream\r\n\r\n`;
   await conn.write(new TextEncoder().encode(head));
+  hostile++;
   return conn;
 }
 
@@ -208,6 +212,7 @@ Deno.test('SWITCHYARD_AUTH=disabled does not open the stream on the hosted runti
     ]
   ) {
     const events = createRunEventStream({ source: client, ...options });
+    hostile++;
     try {
       const response = await events.fetch(new Request(`http://127.0.0.1/runs/${runId}/events`));
       if (response.status !== 500) await response.body?.cancel();
@@ -235,6 +240,7 @@ Deno.test('SWITCHYARD_AUTH=disabled does not open the stream on the hosted runti
 });
 
 Deno.test('cleanup', { sanitizeOps: false, sanitizeResources: false }, async () => {
+  console.log(`hostile clients and requests sent here: ${hostile}`);
   await client.close();
   await db.close();
 });
