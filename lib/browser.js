@@ -27,7 +27,8 @@
  * is dropped (a repeat), and after a lost connection the transport starts again from it. Event
  * ids increase within a run in commit order, so nothing is skipped either. The follow ends after
  * the run's `completed`, `failed` or `cancelled` event (unless `untilEnd` is false), or on
- * `stop()`; a refusal (401, 403, 404) ends it with an error.
+ * `stop()`, or on a 204 answer (the run has ended and nothing follows the cursor); a refusal
+ * (401, 403, 404) ends it with an error.
  *
  * @module
  */
@@ -194,6 +195,11 @@ export function followRun(runId, options) {
           signal: controller.signal,
           cache: 'no-store',
         });
+        // 204: the run ended and nothing follows the cursor (a resume after its last event).
+        if (response.status === 204) {
+          stop();
+          return;
+        }
         if (!response.ok || !response.body) {
           const text = await response.text().catch(() => '');
           let message = text;

@@ -15,7 +15,8 @@
  * (`GET http://other.example/ HTTP/1.1`), else `http://<Host><target>`; its body streams with
  * backpressure, so a handler that stops reading stops the socket too. Answers are sent whole,
  * with their `content-length` (the dashboard's are small), except `text/event-stream` ones (a
- * run's events), which are written as the handler produces them.
+ * run's events), which are written as the handler produces them and as fast as the client takes
+ * them (a client that stops reading stops the handler's stream: nothing piles up here).
  *
  * @module
  */
@@ -82,6 +83,19 @@ function requestOf(req: http.IncomingMessage, fallbackHost: string): Request {
   return new Request(url, { method, headers, body });
 }
 
+/** Resolves when `res` can take more (`drain`), or when its connection is gone. */
+function drained(res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 async function send(res: http.ServerResponse, response: Response): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of response.headers) {
@@ -100,7 +114,9 @@ async function send(res: http.ServerResponse, response: Response): Promise<void>
       for (;;) {
         const { done, value } = await reader.read();
         if (done || res.destroyed) break;
-        res.write(value);
+        // A client that does not read: wait for its socket to drain before reading the stream
+        // on (the stream then stops reading the database), instead of buffering it here.
+        if (!res.write(value)) await drained(res);
       }
     } catch { /* cancelled: the client went away */ }
     res.end();

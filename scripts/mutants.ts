@@ -498,4 +498,49 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '    if true and',
     tests: ['tests/worker/checkpoint_test.ts'],
   },
+  // --- issue 36: the run event stream ends, and reads only what its reader takes -------------
+  {
+    name: 'run-event-stream-stays-open-after-end',
+    bug: "the run event stream stays open after the run's own completed/failed/cancelled event",
+    file: 'lib/ops/run_event_stream.ts',
+    search: '              if (lastEnds && page.length < PAGE) return end();\n',
+    replace: '',
+    tests: ['tests/ops/run_event_stream_test.ts'],
+  },
+  {
+    name: 'run-event-stream-reads-ahead',
+    bug: "the run event stream reads the run's whole history whether or not its reader reads",
+    file: 'lib/ops/run_event_stream.ts',
+    search: '              if (page.length > 0) return;\n',
+    replace: '              if (page.length > 0) continue;\n',
+    tests: ['tests/ops/run_event_stream_test.ts'],
+  },
+  {
+    name: 'dashboard-server-ignores-backpressure',
+    bug: "the dashboard command's server buffers a stream for a client that does not read",
+    file: 'scripts/_http_server.ts',
+    search: '        if (!res.write(value)) await drained(res);\n',
+    replace: '        res.write(value);\n',
+    tests: ['tests/ops/run_event_stream_test.ts'],
+  },
+  {
+    name: 'signal-user-run-skips-payload-schema',
+    bug: "signal_user_run delivers a browser's payload whatever its step's payload_schema says",
+    file: fn('signal_user_run'),
+    fn: 'signal_user_run',
+    search:
+      "    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');\n",
+    replace: '    problem := null;\n',
+    tests: ['tests/sql/run_events_rls_test.ts'],
+  },
+  {
+    name: 'metrics-count-failed-tasks',
+    bug: "a failed attempt is recorded only on a task's first failure: metrics count failed tasks",
+    file: fn('_record_failed_attempt'),
+    fn: '_record_failed_attempt',
+    search: '  insert into switchyard.failed_attempts\n',
+    replace: '  if old.last_failed_at is not null then return null; end if;\n' +
+      '  insert into switchyard.failed_attempts\n',
+    tests: ['tests/ops/metrics_test.ts'],
+  },
 ];

@@ -470,7 +470,9 @@ export type SleepUntilConfig<RunIn, StepIn> =
 /**
  * The type of a wait step's signal payload, carried by a value: see {@linkcode signalPayload}
  * in `lib/dsl/flow.ts`. Nothing is checked at runtime: the payload is whatever JSON
- * `switchyard.signal_run` receives.
+ * `switchyard.signal_run` receives. For signals from browsers (`switchyard.signal_user_run`)
+ * declare the shape in SQL too, as `user_signal_steps.payload_schema` (docs/ARCHITECTURE.md
+ * §14): the SQL core refuses a payload that does not match it.
  *
  * @example
  * ```ts

@@ -34,8 +34,9 @@ export type JsonValue =
  * `JSON.stringify` would silently drop or reshape them and the typed output would lie.
  * A value shared by two branches without a cycle is fine.
  *
- * Also rejected, with {@link UnstorableValueError}: strings and property names PostgreSQL
- * cannot store although they are JSON — holding U+0000, or a lone UTF-16 surrogate.
+ * Also rejected: arrays and objects nested more than 1000 levels
+ * deep; and, with {@link UnstorableValueError}, strings and property names PostgreSQL cannot
+ * store although they are JSON — holding U+0000, or a lone UTF-16 surrogate.
  *
  * @param value the value to check
  * @param path the name of the root value in messages (default `input`)
@@ -52,6 +53,13 @@ export type JsonValue =
 export function assertJson(value: unknown, path = 'input'): asserts value is JsonValue {
   checkJson(value, path, new Set());
 }
+
+/**
+ * How deep arrays and objects may nest in a value {@linkcode assertJson} accepts: deeper values
+ * are refused with the path (a JSON parser takes them, but the check itself and PostgreSQL's
+ * JSON functions walk them recursively).
+ */
+const MAX_JSON_DEPTH = 1000;
 
 function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
   switch (typeof value) {
@@ -81,6 +89,12 @@ function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
   }
   if (Object.getOwnPropertySymbols(object).length > 0) {
     throw new InvalidInputError(path, 'symbol-keyed properties have no JSON form');
+  }
+  if (ancestors.size >= MAX_JSON_DEPTH) {
+    throw new InvalidInputError(
+      path,
+      `arrays and objects nest more than ${MAX_JSON_DEPTH} levels deep here (the limit)`,
+    );
   }
   ancestors.add(object);
   if (Array.isArray(object)) {

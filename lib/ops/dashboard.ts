@@ -56,11 +56,13 @@
  * @module
  */
 import {
+  InvalidInputError,
   OperationError,
   RunNotFoundError,
   SwitchyardError,
   UnknownFunctionError,
 } from '../errors.ts';
+import { assertJson } from '../dsl/json.ts';
 import { isValidQueueName, QUEUE_NAME_RULE } from '../dsl/queue_names.ts';
 import { authProblem, disabledAuthRefusal, type EdgeAuth } from '../platform/auth.ts';
 import { hostedRuntimeSignal } from '../platform/platform.ts';
@@ -84,6 +86,7 @@ import {
   cancelRun,
   isUuid,
   latestProgress,
+  MAX_SIGNAL_KEY_CHARS,
   type RetryResult,
   retryRun,
   type RunEvent,
@@ -320,7 +323,12 @@ async function boundedText(request: Request, max: number): Promise<string> {
     all.set(c, at);
     at += c.byteLength;
   }
-  return new TextDecoder().decode(all);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(all);
+  } catch {
+    // Decoded leniently it would arrive with replacement characters, as if sent that way.
+    throw new BadRequest('body', 'the body is not UTF-8: send JSON encoded as UTF-8');
+  }
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -432,6 +440,11 @@ async function jsonBody(request: Request, allowed: readonly string[]) {
     }
   }
   return body as Record<string, unknown>;
+}
+
+/** Text PostgreSQL can store: no U+0000, no lone UTF-16 surrogate. */
+function storable(text: string): boolean {
+  return !text.includes('\0') && text.isWellFormed();
 }
 
 /** The body's `reason`, trimmed, or `fallback` without one. */
@@ -704,14 +717,28 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (runAction.action === 'signal') {
         const body = await jsonBody(request, ['step', 'payload', 'key']);
         if (body instanceof Response) return body;
-        if (typeof body.step !== 'string' || body.step === '') {
+        if (
+          typeof body.step !== 'string' || body.step === '' || !storable(body.step) ||
+          body.step.length > 200
+        ) {
           throw new BadRequest('step', 'field "step" is invalid: name a wait step of the run');
         }
-        if (body.key !== undefined && (typeof body.key !== 'string' || body.key.trim() === '')) {
+        if (
+          body.key !== undefined &&
+          (typeof body.key !== 'string' || body.key.trim() === '' || !storable(body.key) ||
+            body.key.length > MAX_SIGNAL_KEY_CHARS)
+        ) {
           throw new BadRequest(
             'key',
-            'field "key" is invalid: use a non-empty string, or leave it out',
+            `field "key" is invalid: use a string of 1 to ${MAX_SIGNAL_KEY_CHARS} characters ` +
+              'without U+0000 or lone surrogates, or leave it out',
           );
+        }
+        try {
+          assertJson(body.payload ?? null, 'payload');
+        } catch (e) {
+          if (e instanceof InvalidInputError) throw new BadRequest('payload', e.message);
+          throw e;
         }
         try {
           const result: SignalResult = await signalRun(

@@ -9,9 +9,15 @@
  * `id: <event id>` / `data: <RunEvent as JSON>`, reading again on each notification for the run.
  * Event ids increase within a run in commit order, so the last id sent is a complete cursor: a
  * client that reconnects with it misses nothing and receives nothing twice. The stream ends after
- * the run's `completed`, `failed` or `cancelled` event, and after `maxStreamMs` (then the
- * client reconnects from its cursor); a comment line every `keepAliveMs` keeps proxies from
- * closing it.
+ * the run's own `completed`, `failed` or `cancelled` event (when no later event follows it, as
+ * a retried run's do), and after `maxStreamMs` (then the client reconnects from its cursor); a
+ * comment line every `keepAliveMs` keeps proxies from closing it. A client that resumes after
+ * the end of a run that has ended gets 204 No Content, which stops an `EventSource` too.
+ *
+ * Events are read a page (100) at a time, and the next page only when the reader has taken
+ * what was queued (less than 64 KiB left): a client that reads slowly or not at all holds at
+ * most a page and that queue on the server, never the run's whole history. Such a stream whose
+ * queue is still full at `maxStreamMs` ends with an error, which closes its connection.
  *
  * Who may follow which run:
  * - the bearer of the queue functions (`authProblem`: the service role key, a secret key, or
@@ -23,12 +29,16 @@
  *   answers 404 exactly as an unknown run does;
  * - anyone else gets 401.
  *
+ * `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) lets anyone follow every run, for local
+ * runs only: on Supabase's hosted runtime every request is answered 500 `stream_config` with
+ * the rule, as the queue functions answer it.
+ *
  * @module
  */
-import { authProblem, type EdgeAuth } from '../platform/auth.ts';
+import { authProblem, disabledAuthRefusal, type EdgeAuth } from '../platform/auth.ts';
 import type { EnvReader } from '../sql/connection.ts';
 import { RunNotifications } from '../sql/notifications.ts';
-import { isUuid, type RunEvent, runEvents, runOwner } from '../sql/runs.ts';
+import { isUuid, runEvents, runOwner } from '../sql/runs.ts';
 import { sqlOf, type SqlSource } from '../sql/source.ts';
 
 /**
@@ -90,14 +100,20 @@ export interface RunEventStream {
    * Answers `GET` for the run named by the path's `runs/<run id>/events` (or `?run=<run id>`).
    */
   fetch(request: Request): Promise<Response>;
-  /** Answers `GET` for `runId`: the stream, or a JSON error (400, 401, 404, 405). */
+  /**
+   * Answers `GET` for `runId`: the stream, 204 when the run has ended and nothing follows the
+   * cursor, or a JSON error (400, 401, 404, 405; 500 for disabled auth on the hosted runtime).
+   */
   stream(request: Request, runId: string): Promise<Response>;
   /** Ends every open stream and stops listening. */
   close(): Promise<void>;
 }
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
-const BATCH = 500;
+/** Events read at a time (a progress event is at most 8 KiB: a page is at most ~800 KiB). */
+const PAGE = 100;
+/** The stream reads its next page only while less than this is queued for its reader. */
+const QUEUE_BYTES = 64 * 1024;
 
 function denoEnv(name: string): string | undefined {
   try {
@@ -216,7 +232,7 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
   const jwtSecret = options.jwtSecret ?? env('SWITCHYARD_JWT_SECRET') ??
     env('SUPABASE_JWT_SECRET');
   const notifications = new RunNotifications(sqlOf(options.source));
-  const streams = new Set<() => void>();
+  const streams = new Set<(problem?: string) => void>();
 
   /** Every run (null), one user's runs (their id), or why not. */
   const who = async (request: Request): Promise<{ owner: string | null } | { problem: string }> => {
@@ -241,6 +257,13 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
   };
 
   const stream = async (request: Request, runId: string): Promise<Response> => {
+    // Disabled auth is for local runs: on the hosted runtime it opens nothing, as the queue
+    // functions refuse it (lib/platform/auth.ts).
+    const refusal = disabledAuthRefusal(options.auth, env);
+    if (refusal !== null) {
+      console.error(`run event stream: ${refusal}`);
+      return json(500, { error: 'stream_config', message: refusal });
+    }
     if (request.method !== 'GET') {
       return json(405, { error: 'method_not_allowed', message: "use GET for a run's events" }, {
         allow: 'GET',
@@ -281,86 +304,111 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
       return json(404, { error: 'not_found', message: `unknown run ${runId}` });
     }
     const owner = caller.owner ?? undefined;
+    // A run that has ended, followed from its last event or later: nothing more will come.
+    // 204 tells an EventSource to stop reconnecting (the status was read before the events,
+    // so a last event committed meanwhile is not missed).
+    if (TERMINAL.has(run.status)) {
+      const more = await runEvents(options.source, runId, { after, limit: 1, owner });
+      if (more.length === 0) return new Response(null, { status: 204 });
+    }
     let cursor = after;
-    let wake: () => void = () => {};
+    let lastEnds = false;
     let dirty = true;
-    let done = false;
+    let closed = false;
+    let wake: () => void = () => {};
+    let unsubscribe: () => void = () => {};
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    let end: (problem?: string) => void = () => {};
     const encoder = new TextEncoder();
+    // Pulled, not pushed: the next page of events is read only when the reader has taken what
+    // was queued (below QUEUE_BYTES), so a client that stops reading stops the reads too and
+    // holds at most one page and the queue, not the run's history.
     const body = new ReadableStream<Uint8Array>({
       start: async (controller) => {
-        const finish = () => {
-          if (done) return;
-          done = true;
+        end = (problem) => {
+          if (closed) return;
+          closed = true;
+          clearTimeout(deadline);
+          unsubscribe();
+          streams.delete(end);
           wake();
           try {
-            controller.close();
+            if (problem === undefined) controller.close();
+            else controller.error(new Error(problem));
           } catch { /* cancelled */ }
         };
-        streams.add(finish);
+        streams.add(end);
         // Subscribed before the first read: a transition committed after that read notifies.
-        let unsubscribe: () => void = () => {};
         try {
           unsubscribe = await notifications.subscribe(runId, () => {
             dirty = true;
             wake();
           });
         } catch (e) {
+          streams.delete(end);
+          closed = true;
           controller.error(e);
-          streams.delete(finish);
           return;
         }
-        const endAt = Date.now() + maxStreamMs;
+        // At the end of its time the stream closes (the client resumes from its cursor); one
+        // whose reader has left its queue full gets an error instead, which ends the
+        // connection rather than waiting for a reader that may never come.
+        deadline = setTimeout(() => {
+          const stalled = (controller.desiredSize ?? 1) <= 0;
+          end(
+            stalled ? `run event stream ${runId}: the client read nothing for a while` : undefined,
+          );
+        }, maxStreamMs);
         controller.enqueue(encoder.encode(`retry: 1000\n: following run ${runId}\n\n`));
+      },
+      pull: async (controller) => {
         try {
-          while (!done && Date.now() < endAt) {
+          while (!closed) {
             if (dirty) {
               dirty = false;
-              let batch: RunEvent[];
-              do {
-                batch = await runEvents(options.source, runId, {
-                  after: cursor,
-                  limit: BATCH,
-                  owner,
-                });
-                for (const e of batch) {
-                  if (done) break;
-                  cursor = e.eventId;
-                  controller.enqueue(
-                    encoder.encode(`id: ${e.eventId}\ndata: ${JSON.stringify(e)}\n\n`),
-                  );
-                  if (e.stepSlug === null && TERMINAL.has(e.event)) done = true;
-                }
-              } while (!done && batch.length === BATCH);
+              const page = await runEvents(options.source, runId, {
+                after: cursor,
+                limit: PAGE,
+                owner,
+              });
+              if (closed) return;
+              for (const e of page) {
+                cursor = e.eventId;
+                lastEnds = e.stepSlug === null && TERMINAL.has(e.event);
+                controller.enqueue(
+                  encoder.encode(`id: ${e.eventId}\ndata: ${JSON.stringify(e)}\n\n`),
+                );
+              }
+              // The run's own completed/failed/cancelled event with nothing after it ends the
+              // stream (a retried run's later events are read first).
+              if (lastEnds && page.length < PAGE) return end();
+              if (page.length === PAGE) dirty = true;
+              if (page.length > 0) return;
               continue;
             }
             await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, Math.min(keepAliveMs, endAt - Date.now()));
+              const timer = setTimeout(resolve, keepAliveMs);
               wake = () => {
                 clearTimeout(timer);
                 resolve();
               };
             });
             wake = () => {};
-            if (!dirty && !done) {
+            if (!dirty && !closed) {
               controller.enqueue(encoder.encode(': keep-alive\n\n'));
               // Reads again now and then too: a connection that delivers no notifications
               // (PGlite's single session) still moves, if later.
               dirty = true;
+              return;
             }
           }
         } catch (e) {
-          if (!done) console.error(`run event stream ${runId}: ${(e as Error)?.message ?? e}`);
-        } finally {
-          unsubscribe();
-          streams.delete(finish);
-          finish();
+          console.error(`run event stream ${runId}: ${(e as Error)?.message ?? e}`);
+          end();
         }
       },
-      cancel: () => {
-        done = true;
-        wake();
-      },
-    });
+      cancel: () => end(),
+    }, new ByteLengthQueuingStrategy({ highWaterMark: QUEUE_BYTES }));
     return new Response(body, {
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',

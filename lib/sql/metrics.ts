@@ -33,7 +33,10 @@ export interface QueueMetrics {
   claims: number;
   /** Tasks completed in the window. */
   completions: number;
-  /** Tasks whose latest failed attempt (retried or not) is in the window. */
+  /**
+   * Failed attempts in the window (a throw, a timeout, a stall; retried or not): a task that
+   * failed five times counts five.
+   */
   failures: number;
   /** Tasks claimed in the window after a failed attempt. */
   retries: number;
@@ -188,7 +191,7 @@ export interface QueueHistory {
   lagSeconds: number[];
   /** The 95th percentile of the durations of the tasks completed per minute (null: none). */
   p95Ms: (number | null)[];
-  /** Tasks whose latest failed attempt falls in the minute. */
+  /** Failed attempts in the minute (a task that failed five times counts five). */
   failures: number[];
   /** Tasks completed in the minute. */
   completions: number[];

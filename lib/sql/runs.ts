@@ -773,8 +773,9 @@ export async function latestProgress(source: SqlSource, runId: string): Promise<
 }
 
 /**
- * Who a run is for (`runs.owner`: null for a run started without one), or null for an unknown
- * run: what the run event stream checks a signed-in user's JWT against.
+ * Who a run is for (`runs.owner`: null for a run started without one) and its status, or null
+ * for an unknown run: what the run event stream checks a signed-in user's JWT against (and
+ * whether the run has ended).
  *
  * @example
  * ```ts
@@ -788,12 +789,12 @@ export async function latestProgress(source: SqlSource, runId: string): Promise<
 export async function runOwner(
   source: SqlSource,
   runId: string,
-): Promise<{ owner: string | null } | null> {
+): Promise<{ owner: string | null; status: RunStatusValue } | null> {
   assertUuid('runOwner', 'runId', runId);
   const sql = sqlOf(source);
   const [row] = await call(sql, () =>
-    sql<{ owner: string | null }[]>`
-      select r.owner from switchyard.runs r where r.run_id = ${runId}::uuid`);
+    sql<{ owner: string | null; status: RunStatusValue }[]>`
+      select r.owner, r.status from switchyard.runs r where r.run_id = ${runId}::uuid`);
   return row ?? null;
 }
 
@@ -923,6 +924,18 @@ export async function retryRun(
 }
 
 /**
+ * The longest key of a signal, in characters (`switchyard.signal_run` refuses a longer one with
+ * `22023 key_length`, as a start key's).
+ *
+ * @example
+ * ```ts
+ * import { MAX_SIGNAL_KEY_CHARS } from './runs.ts';
+ * console.assert(MAX_SIGNAL_KEY_CHARS === 200);
+ * ```
+ */
+export const MAX_SIGNAL_KEY_CHARS = 200;
+
+/**
  * What {@linkcode signalRun} did: `delivered` (the wait step was waiting: the payload is its
  * output now and its dependents start), `kept` (the step is not ready yet: the signal is
  * delivered when it is) or `duplicate` (a signal with this key was already sent: nothing
@@ -950,7 +963,7 @@ export interface SignalResult {
  * transaction's `sql`): the signal then exists only if that transaction commits.
  *
  * @throws {OperationError} `22023` (`run_unknown`, `step_unknown`, `step_not_wait`,
- *   `key_empty`, `max_output_bytes`) or `55000` (`run_not_started`, `step_already_signalled`,
+ *   `key_empty`, `key_length`, `max_output_bytes`) or `55000` (`run_not_started`, `step_already_signalled`,
  *   `wait_not_open`, `wait_timed_out`)
  *
  * @example
@@ -973,14 +986,22 @@ export async function signalRun(
   { key }: { key?: string } = {},
 ): Promise<SignalResult> {
   assertUuid('signal', 'runId', runId);
-  if (typeof stepSlug !== 'string' || stepSlug === '') {
+  const storable = (text: string) => !text.includes('\0') && text.isWellFormed();
+  if (typeof stepSlug !== 'string' || stepSlug === '' || !storable(stepSlug)) {
     throw new SwitchyardError(
       `signal: step ${describeValue(stepSlug)} is invalid: name a wait step of the run`,
     );
   }
-  if (key !== undefined && (typeof key !== 'string' || key.trim() === '')) {
+  if (
+    key !== undefined &&
+    (typeof key !== 'string' || key.trim() === '' || !storable(key) ||
+      key.length > MAX_SIGNAL_KEY_CHARS)
+  ) {
     throw new SwitchyardError(
-      `signal: key ${describeValue(key)} is invalid: pass a non-empty string, or no key`,
+      `signal: key ${
+        describeValue(typeof key === 'string' ? key.slice(0, 100) : key)
+      } is invalid: pass a string of 1 to ${MAX_SIGNAL_KEY_CHARS} characters without U+0000 ` +
+        'or lone surrogates, or no key',
     );
   }
   assertJson(payload, 'payload');

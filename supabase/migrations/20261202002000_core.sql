@@ -4,6 +4,26 @@
 -- assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/failed_attempts.sql
+
+-- Failed attempts counted one by one (issue 36), as supabase/schemas/tables/40_runs.sql creates
+-- them: the metrics counted a task failing five times once.
+create table switchyard.failed_attempts (
+  run_id uuid not null,
+  step_slug text not null,
+  task_index int not null,
+  attempt int not null,
+  queue_name text not null,
+  flow_slug text not null,
+  failed_at timestamptz not null,
+  foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
+);
+
+create index failed_attempts_task on switchyard.failed_attempts (run_id, step_slug, task_index);
+
+create index failed_attempts_recent on switchyard.failed_attempts (failed_at);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/flow_control.sql
 
 -- Flow control in the claim (issue 23, docs/ARCHITECTURE.md §5.12): rate limits shared by
@@ -51,6 +71,15 @@ create index runs_deadline on switchyard.runs (deadline_at)
 
 -- The flow option events (issue 27): false writes no run_events rows, as the table file has it.
 alter table switchyard.flows add column events boolean not null default true;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/run_events_replica_identity.sql
+
+-- A pruned event published to Supabase Realtime carries its event id alone, not its run id
+-- (issue 36), as supabase/schemas/tables/40_runs.sql sets it.
+create unique index run_events_event_id on switchyard.run_events (event_id);
+
+alter table switchyard.run_events replica identity using index run_events_event_id;
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/runs_owner_started.sql
@@ -181,6 +210,7 @@ create table switchyard.user_signal_steps (
   alias text not null,
   step_slug text not null,
   added_at timestamptz not null default now(),
+  payload_schema jsonb,
   primary key (alias, step_slug)
 );
 
@@ -695,6 +725,35 @@ begin
     switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint),
     detail = jsonb_build_object(
       'rule', problem, 'argument', argument, 'value', left(value, 200))::text;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_check_user_signal_step.sql
+
+-- A user_signal_steps row's payload_schema must be one _payload_problem can check
+-- (_payload_schema_problem): refused with the problem (22023 payload_schema_invalid), so a typo
+-- in a keyword never leaves a step open to any payload while it looks checked.
+create or replace function switchyard._check_user_signal_step()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  problem text;
+begin
+  if new.payload_schema is not null then
+    problem := switchyard._payload_schema_problem(new.payload_schema);
+    if problem is not null then
+      raise exception using errcode = '22023', message = format(
+        'user_signal_steps (%s, %s): the payload schema is invalid: %s',
+        to_json(new.alias)::text, to_json(new.step_slug)::text, problem),
+        detail = jsonb_build_object(
+          'rule', 'payload_schema_invalid', 'argument', 'payload_schema',
+          'value', left(new.payload_schema::text, 200), 'problem', problem)::text;
+    end if;
+  end if;
+  return new;
 end
 $$;
 
@@ -1442,6 +1501,190 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_payload_problem.sql
+
+-- Why a signal payload (val) does not match its declared schema (a _payload_schema_problem-valid
+-- subset of JSON Schema), naming the path (payload.items[2].id) and the rule, or null when it
+-- does: its type (integer: a number without a fraction), enum (equal to one of the values),
+-- required properties, additionalProperties false (no property beyond properties), each
+-- property's and each item's schema, maxLength (characters), maxItems, minimum and maximum.
+create or replace function switchyard._payload_problem(val jsonb, schema jsonb, path text)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  kind text := jsonb_typeof(val);
+  allowed jsonb;
+  sub record;
+  problem text;
+begin
+  if schema ? 'type' then
+    allowed := case jsonb_typeof(schema -> 'type') when 'array' then schema -> 'type'
+                    else jsonb_build_array(schema -> 'type') end;
+    if not (allowed ? kind
+            or (kind = 'number' and allowed ? 'integer'
+                and (val #>> '{}')::numeric = trunc((val #>> '{}')::numeric))) then
+      return format('%s is a%s %s, not %s', path, case when kind in ('object', 'array') then 'n'
+                                                       else '' end,
+                    kind, (select string_agg(t.value #>> '{}', ' or ')
+                             from jsonb_array_elements(allowed) t));
+    end if;
+  end if;
+  if schema ? 'enum' and not exists (select 1 from jsonb_array_elements(schema -> 'enum') e
+                                      where e.value = val) then
+    return format('%s is not one of %s', path, left((schema -> 'enum')::text, 200));
+  end if;
+  if kind = 'object' then
+    select format('%s lacks the required property %s', path, r.value::text) into problem
+      from jsonb_array_elements(coalesce(schema -> 'required', '[]')) r
+     where not val ? (r.value #>> '{}')
+     limit 1;
+    if problem is not null then
+      return problem;
+    end if;
+    if schema -> 'additionalProperties' = 'false' then
+      select format('%s has the property %s, which its schema does not list '
+                    '(additionalProperties false)', path, switchyard._clip(k))
+        into problem
+        from jsonb_object_keys(val) k
+       where not coalesce(schema -> 'properties', '{}') ? k
+       limit 1;
+      if problem is not null then
+        return problem;
+      end if;
+    end if;
+    for sub in select p.key, p.value from jsonb_each(coalesce(schema -> 'properties', '{}')) p
+                where val ? p.key loop
+      problem := switchyard._payload_problem(val -> sub.key, sub.value,
+                   path || case when sub.key ~ '^[A-Za-z_][A-Za-z0-9_]*$' then '.' || sub.key
+                                else format('[%s]', to_json(sub.key)::text) end);
+      if problem is not null then
+        return problem;
+      end if;
+    end loop;
+  elsif kind = 'array' then
+    if (schema ->> 'maxItems')::numeric < jsonb_array_length(val) then
+      return format('%s has %s items, over its maxItems %s', path, jsonb_array_length(val),
+                    schema ->> 'maxItems');
+    end if;
+    if schema ? 'items' then
+      for sub in select e.value, e.n - 1 as i
+                   from jsonb_array_elements(val) with ordinality e(value, n) loop
+        problem := switchyard._payload_problem(sub.value, schema -> 'items',
+                                               format('%s[%s]', path, sub.i));
+        if problem is not null then
+          return problem;
+        end if;
+      end loop;
+    end if;
+  elsif kind = 'string' then
+    if (schema ->> 'maxLength')::numeric < char_length(val #>> '{}') then
+      return format('%s is %s characters long, over its maxLength %s', path,
+                    char_length(val #>> '{}'), schema ->> 'maxLength');
+    end if;
+  elsif kind = 'number' then
+    if (val #>> '{}')::numeric < (schema ->> 'minimum')::numeric then
+      return format('%s is %s, under its minimum %s', path, val #>> '{}', schema ->> 'minimum');
+    end if;
+    if (val #>> '{}')::numeric > (schema ->> 'maximum')::numeric then
+      return format('%s is %s, over its maximum %s', path, val #>> '{}', schema ->> 'maximum');
+    end if;
+  end if;
+  return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_payload_schema_problem.sql
+
+-- What is wrong with a declared payload schema (user_signal_steps.payload_schema, its check
+-- constraint), or null: the subset of JSON Schema that _payload_problem checks. A schema is an
+-- object of the keywords type (object, array, string, number, integer, boolean, null, or an
+-- array of them), enum (an array of values), properties (an object of schemas), required (an
+-- array of names), additionalProperties (a boolean), items (a schema), maxLength and maxItems
+-- (integers >= 0), minimum and maximum (numbers). Any other keyword is refused: a typo would
+-- otherwise check nothing.
+create or replace function switchyard._payload_schema_problem(
+  schema jsonb, path text default 'schema'
+)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  types constant text[] := array['object', 'array', 'string', 'number', 'integer', 'boolean',
+                                 'null'];
+  keyword text;
+  sub record;
+  problem text;
+begin
+  if jsonb_typeof(schema) is distinct from 'object' then
+    return format('%s is a %s: a schema is a JSON object of keywords', path,
+                  coalesce(jsonb_typeof(schema), 'SQL null'));
+  end if;
+  for keyword in select k from jsonb_object_keys(schema) k loop
+    if keyword not in ('type', 'enum', 'properties', 'required', 'additionalProperties', 'items',
+                       'maxLength', 'maxItems', 'minimum', 'maximum') then
+      return format('%s has the keyword %s, which is not checked: use type, enum, properties, '
+                    'required, additionalProperties, items, maxLength, maxItems, minimum or '
+                    'maximum', path, to_json(keyword)::text);
+    end if;
+  end loop;
+  if schema ? 'type' and not (
+       (jsonb_typeof(schema -> 'type') = 'string' and schema ->> 'type' = any (types))
+       or (jsonb_typeof(schema -> 'type') = 'array' and jsonb_array_length(schema -> 'type') > 0
+           and not exists (select 1 from jsonb_array_elements(schema -> 'type') t
+                            where jsonb_typeof(t.value) <> 'string'
+                               or t.value #>> '{}' <> all (types)))) then
+    return format('%s.type is invalid: use one of %s, or an array of them', path,
+                  array_to_string(types, ', '));
+  end if;
+  if schema ? 'enum' and jsonb_typeof(schema -> 'enum') <> 'array' then
+    return format('%s.enum is invalid: use an array of the values allowed', path);
+  end if;
+  if schema ? 'required' and (jsonb_typeof(schema -> 'required') <> 'array'
+       or exists (select 1 from jsonb_array_elements(schema -> 'required') r
+                   where jsonb_typeof(r.value) <> 'string')) then
+    return format('%s.required is invalid: use an array of property names', path);
+  end if;
+  if schema ? 'additionalProperties'
+     and jsonb_typeof(schema -> 'additionalProperties') <> 'boolean' then
+    return format('%s.additionalProperties is invalid: use true or false', path);
+  end if;
+  for keyword in select k from unnest(array['maxLength', 'maxItems']) k where schema ? k loop
+    if jsonb_typeof(schema -> keyword) <> 'number' or (schema ->> keyword)::numeric < 0
+       or (schema ->> keyword)::numeric <> trunc((schema ->> keyword)::numeric) then
+      return format('%s.%s is invalid: use an integer >= 0', path, keyword);
+    end if;
+  end loop;
+  for keyword in select k from unnest(array['minimum', 'maximum']) k where schema ? k loop
+    if jsonb_typeof(schema -> keyword) <> 'number' then
+      return format('%s.%s is invalid: use a number', path, keyword);
+    end if;
+  end loop;
+  if schema ? 'properties' then
+    if jsonb_typeof(schema -> 'properties') <> 'object' then
+      return format('%s.properties is invalid: use an object of schemas by property name', path);
+    end if;
+    for sub in select p.key, p.value from jsonb_each(schema -> 'properties') p loop
+      problem := switchyard._payload_schema_problem(sub.value,
+                                                     format('%s.properties.%s', path, sub.key));
+      if problem is not null then
+        return problem;
+      end if;
+    end loop;
+  end if;
+  if schema ? 'items' then
+    return switchyard._payload_schema_problem(schema -> 'items', path || '.items');
+  end if;
+  return null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_queue_plain_tasks.sql
 
 -- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
@@ -1513,6 +1756,26 @@ begin
       join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i;
   end loop;
   return cardinality(runs);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_record_failed_attempt.sql
+
+-- The trigger step_tasks_failed_attempt: a started task's last_failed_at moved, so its attempt
+-- failed (fail_task_with, recover_stalled, or any later path that sets it): one row of
+-- switchyard.failed_attempts for the metrics (docs/ARCHITECTURE.md §16).
+create or replace function switchyard._record_failed_attempt()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  insert into switchyard.failed_attempts
+    (run_id, step_slug, task_index, attempt, queue_name, flow_slug, failed_at)
+  values (new.run_id, new.step_slug, new.task_index, new.attempts_count, new.queue_name,
+          new.flow_slug, new.last_failed_at);
+  return null;
 end
 $$;
 
@@ -1653,6 +1916,10 @@ set search_path = ''
 as $$
 declare
   s switchyard.schedules;
+  spec jsonb;
+  from_at timestamptz;
+  horizon timestamptz;
+  day date;
   next_at timestamptz;
   last jsonb;
 begin
@@ -1660,11 +1927,40 @@ begin
   if not found then
     return null;
   end if;
-  -- The next tick: searched a day ahead, then a month, then a year.
-  select min(t) into next_at
-    from (select switchyard._cron_ticks(s.cron, s.time_zone, greatest(now(), s.checked_until),
-                                        greatest(now(), s.checked_until) + w, 1) as t
-            from unnest(array[interval '1 day', interval '31 days', interval '366 days']) w) x;
+  -- The next tick, at most 366 days ahead. _cron_ticks scans every local day of its window (a
+  -- year of days cost up to a second per schedule, and the dashboard lists them every few
+  -- seconds), so the expression is parsed once here to find the days whose month and day
+  -- fields match (the day rule of _cron_ticks), and _cron_ticks is asked only about the first
+  -- of them that has a tick left (today's may all be past), about that day (a time in a
+  -- daylight-saving gap falls later, possibly past midnight).
+  spec := switchyard._cron_parse(s.cron);
+  from_at := greatest(now(), s.checked_until);
+  horizon := from_at + interval '366 days';
+  for day in
+    select d.day::date
+      from generate_series(((from_at at time zone s.time_zone)::date)::timestamp,
+                           ((horizon at time zone s.time_zone)::date)::timestamp,
+                           interval '1 day') as d(day)
+     where (spec -> 'month') @> to_jsonb(extract(month from d.day)::int)
+       and case
+             when (spec ->> 'dom_star')::boolean and (spec ->> 'dow_star')::boolean then true
+             when (spec ->> 'dom_star')::boolean then
+               (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+             when (spec ->> 'dow_star')::boolean then
+               (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+             else (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+               or (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+           end
+     order by d.day
+  loop
+    select min(t) into next_at
+      from switchyard._cron_ticks(
+             s.cron, s.time_zone,
+             greatest(from_at, (day::timestamp at time zone s.time_zone) - interval '1 second'),
+             least(horizon, ((day + 1)::timestamp at time zone s.time_zone) + interval '3 hours'),
+             1) t;
+    exit when next_at is not null;
+  end loop;
   select jsonb_build_object('tick_at', st.tick_at, 'outcome', st.outcome, 'run_id', st.run_id,
                             'run_status', r.status, 'error', st.error)
     into last
@@ -3176,10 +3472,10 @@ $$;
 --                first claim, up to the minute's end (a queue no worker reads shows its lag);
 --   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
 --                completed in the minute, null when none;
---   failures     the tasks whose latest failed attempt falls in the minute;
+--   failures     the failed attempts in the minute (a task failing five times counts five);
 --   completions  the tasks completed in the minute.
--- The tasks of the window are read through step_tasks_recent, the waiting ones through
--- step_tasks_live: no history is read.
+-- The tasks of the window are read through step_tasks_recent, their failed attempts through
+-- failed_attempts_recent, the waiting ones through step_tasks_live: no history is read.
 create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
 returns table (
   queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
@@ -3209,8 +3505,9 @@ as $$
       from recent r, span where r.completed_at >= span.first_minute group by 1, 2
   ),
   failed as (
-    select r.queue_name, date_trunc('minute', r.last_failed_at) as minute, count(*) as n
-      from recent r, span where r.last_failed_at >= span.first_minute group by 1, 2
+    select fa.queue_name, date_trunc('minute', fa.failed_at) as minute, count(*) as n
+      from switchyard.failed_attempts fa, span
+     where fa.failed_at >= span.first_minute group by 1, 2
   ),
   waited as (
     select r.queue_name, date_trunc('minute', r.started_at) as minute,
@@ -4503,11 +4800,13 @@ $$;
 -- lag_seconds how long the oldest visible message has been visible (0 when none), and
 -- oldest_age_seconds the age of the oldest message, from PGMQ's queue table (O(depth), as
 -- dashboard_queues). The counts come from the tasks touched in the window, read through the
--- index step_tasks_recent, so their cost grows with the window's activity, never with the
+-- index step_tasks_recent, and from the failed attempts of the window, read through
+-- failed_attempts_recent, so their cost grows with the window's activity, never with the
 -- history: claims are the tasks whose latest claim is in the window, retries those of them
--- claimed again after a failed attempt, completions the tasks completed, failures the tasks
--- whose latest failed attempt (a throw, a timeout, a stall; retried or not) is in it. A task
--- claimed or failed twice in one window counts once. Durations are a completed task's last
+-- claimed again after a failed attempt, completions the tasks completed, failures the failed
+-- attempts (a throw, a timeout, a stall; retried or not) in it: a task that failed five times
+-- in the window counts five (a retry storm shows), while a task claimed twice in one window
+-- counts once among the claims. Durations are a completed task's last
 -- attempt, from its claim to its completion; attempts those of the tasks that finished
 -- (completed, or failed for good) in the window. A step or queue with no activity in the window
 -- has no step rows and zero counts.
@@ -4541,7 +4840,7 @@ begin
   -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
   select coalesce(jsonb_agg(jsonb_build_object(
            'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
-           'claims', s.claims, 'completions', s.completions, 'failures', s.failures,
+           'claims', s.claims, 'completions', s.completions, 'failures', coalesce(f.n, 0),
            'retries', s.retries, 'p50_ms', s.p[1], 'p95_ms', s.p[2], 'p99_ms', s.p[3],
            'attempts_avg', s.attempts_avg, 'attempts_max', s.attempts_max)
            order by s.queue_name, s.flow_slug, s.step_slug), '[]'::jsonb)
@@ -4550,7 +4849,6 @@ begin
       select t.queue_name, t.flow_slug, t.step_slug,
              count(*) filter (where t.started_at >= since) as claims,
              count(*) filter (where t.completed_at >= since) as completions,
-             count(*) filter (where t.last_failed_at >= since) as failures,
              count(*) filter (where t.started_at >= since and t.attempts_count > 1) as retries,
              percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from
                t.completed_at - t.started_at) * 1000) filter (where t.completed_at >= since)
@@ -4564,7 +4862,16 @@ begin
        where t.started_at is not null
          and greatest(t.started_at, t.completed_at, t.last_failed_at) >= since
        group by t.queue_name, t.flow_slug, t.step_slug
-    ) s;
+    ) s
+    -- A step with a failed attempt in the window has a task whose last failure is in it: a row
+    -- of s.
+    left join (
+      select fa.queue_name, fa.flow_slug, fa.step_slug, count(*) as n
+        from switchyard.failed_attempts fa
+       where fa.failed_at >= since
+       group by fa.queue_name, fa.flow_slug, fa.step_slug
+    ) f on f.queue_name = s.queue_name and f.flow_slug = s.flow_slug
+       and f.step_slug = s.step_slug;
   for q in
     select x.queue_name, x.pgmq_name,
            coalesce((select jsonb_agg(f.function_name order by f.function_name)
@@ -6179,7 +6486,8 @@ $$;
 --   - the step is not ready yet: the signal is kept and delivered when it is ('kept');
 --   - the step already has a signal with this key: nothing changes ('duplicate').
 -- Refused, changing nothing: an unknown run or step, a step that is not a wait step
--- (22023), a payload over max_output_bytes (22023), a run that is not started, a step that
+-- (22023), an empty key or one over 200 characters, as a start key (22023 key_empty,
+-- key_length), a payload over max_output_bytes (22023), a run that is not started, a step that
 -- already has a signal under another key or none, a wait that ended without one or whose
 -- timeout is due (55000). The timeout is compared with now(), this transaction's start.
 create or replace function switchyard.signal_run(
@@ -6228,6 +6536,15 @@ begin
       'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
       detail = jsonb_build_object(
         'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
+        'step_slug', st.step_slug)::text;
+  end if;
+  if char_length(key) > 200 then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
+      'characters', switchyard._clip(key), char_length(key)),
+      detail = jsonb_build_object(
+        'rule', 'key_length', 'argument', 'key', 'value', left(key, 200),
+        'size', char_length(key), 'limit', 200, 'run_id', run.run_id,
         'step_slug', st.step_slug)::text;
   end if;
   problem := switchyard._json_size_problem(value, 'max_output_bytes');
@@ -6303,7 +6620,9 @@ $$;
 -- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
 -- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
 -- or is not theirs, alike so that another user's run ids are not revealed (run_not_owned); a
--- step not listed (step_not_allowed). Then signal_run's own refusals and outcomes apply
+-- step not listed (step_not_allowed). A payload that does not match the step's declared
+-- payload_schema is refused with 22023 payload_invalid (PostgREST answers 400), naming the path
+-- and the rule. Then signal_run's own refusals and outcomes apply
 -- ('delivered', 'kept', 'duplicate'). Granted to no one: the operator grants EXECUTE to
 -- authenticated (the opt-in).
 create or replace function switchyard.signal_user_run(
@@ -6319,6 +6638,8 @@ declare
   user_id uuid;
   run_flow text;
   run_alias text;
+  schema jsonb;
+  problem text;
 begin
   if to_regprocedure('auth.uid()') is not null then
     execute 'select auth.uid()' into user_id;
@@ -6345,9 +6666,9 @@ begin
         'value', signal_user_run.run_id::text)::text;
   end if;
   select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
-  if not exists (select 1 from switchyard.user_signal_steps u
-                  where u.alias = coalesce(run_alias, run_flow)
-                    and u.step_slug = signal_user_run.step_slug) then
+  select u.payload_schema into schema from switchyard.user_signal_steps u
+   where u.alias = coalesce(run_alias, run_flow) and u.step_slug = signal_user_run.step_slug;
+  if not found then
     raise exception using errcode = '42501', message = format(
       'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
       'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
@@ -6357,6 +6678,21 @@ begin
         'rule', 'step_not_allowed', 'argument', 'step_slug',
         'value', left(signal_user_run.step_slug, 200),
         'alias', coalesce(run_alias, run_flow))::text;
+  end if;
+  -- The payload a browser sends is checked against what the operator declared for the step,
+  -- before signal_run keeps it (a refused payload uses up nothing).
+  if schema is not null then
+    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');
+    if problem is not null then
+      raise exception using errcode = '22023', message = format(
+        'signal_user_run(%s, %s): %s (the payload_schema of step %s of alias %s)',
+        signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug), problem,
+        to_json(signal_user_run.step_slug)::text, to_json(coalesce(run_alias, run_flow))::text),
+        detail = jsonb_build_object(
+          'rule', 'payload_invalid', 'argument', 'payload', 'problem', problem,
+          'value', switchyard._clip(coalesce(payload, 'null')::text, 200),
+          'run_id', signal_user_run.run_id, 'step_slug', signal_user_run.step_slug)::text;
+    end if;
   end if;
   return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
 end
@@ -7250,6 +7586,16 @@ create trigger runs_child_ended after update on switchyard.runs
   for each statement execute function switchyard._child_run_ended();
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/failed_attempts_trigger.sql
+
+-- Each failed attempt is a row of switchyard.failed_attempts (issue 36), as triggers.sql
+-- creates it.
+create trigger step_tasks_failed_attempt after update of last_failed_at on switchyard.step_tasks
+  for each row when (old.status = 'started' and new.last_failed_at is not null
+                     and new.last_failed_at is distinct from old.last_failed_at)
+  execute function switchyard._record_failed_attempt();
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/after/queue_table_tuning.sql
 
 -- Queues created or adopted before issue 27 get the queue-table settings of _tune_queue_table
@@ -7284,6 +7630,15 @@ create trigger step_states_event_insert after insert on switchyard.step_states
 create trigger step_states_event_status after update on switchyard.step_states
   referencing old table as switchyard_old_steps new table as switchyard_new_steps
   for each statement execute function switchyard._step_event();
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/user_signal_steps_schema_trigger.sql
+
+-- A declared signal payload schema is one the check understands (issue 36), as triggers.sql
+-- creates it.
+create trigger user_signal_steps_schema before insert or update of payload_schema
+  on switchyard.user_signal_steps
+  for each row execute function switchyard._check_user_signal_step();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql

@@ -11,6 +11,19 @@ create trigger step_tasks_output_limit before update of output on switchyard.ste
   for each row when (pg_column_size(new.output) > 65536 / 6)
   execute function switchyard._check_task_output();
 
+-- A declared signal payload schema is one the check understands (docs/ARCHITECTURE.md §14).
+create trigger user_signal_steps_schema before insert or update of payload_schema
+  on switchyard.user_signal_steps
+  for each row execute function switchyard._check_user_signal_step();
+
+-- Each failed attempt is a row of switchyard.failed_attempts (the metrics' failures, §16): only
+-- an update that sets last_failed_at of a started task (its attempt failing) calls it, never a
+-- claim or a completion.
+create trigger step_tasks_failed_attempt after update of last_failed_at on switchyard.step_tasks
+  for each row when (old.status = 'started' and new.last_failed_at is not null
+                     and new.last_failed_at is distinct from old.last_failed_at)
+  execute function switchyard._record_failed_attempt();
+
 create trigger worker_functions_rules before insert or update of function_name, queue_name
   on switchyard.worker_functions
   for each row execute function switchyard._check_worker_function();

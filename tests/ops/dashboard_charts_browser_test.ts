@@ -65,6 +65,16 @@ Deno.test({
       }
       // As an hour of work would have left them: run n moves to 20 s into the minute n + 1
       // minutes ago (its durations, waits and failures unchanged, and within that minute).
+      // Their failed attempts (what the failures chart counts) move with them, first (the shift is
+      // computed from the tasks' times before they move).
+      await sql`with shift as (
+                   select t.run_id, date_trunc('minute', now())
+                            - make_interval(mins => (r.input ->> 'n')::int + 1, secs => -20)
+                            - min(t.queued_at) as d
+                     from switchyard.step_tasks t join switchyard.runs r using (run_id)
+                    where t.flow_slug = 'chartsWorkV1' group by t.run_id, r.input)
+                 update switchyard.failed_attempts f set failed_at = f.failed_at + s.d
+                   from shift s where s.run_id = f.run_id`;
       await sql`with shift as (
                    select t.run_id, date_trunc('minute', now())
                             - make_interval(mins => (r.input ->> 'n')::int + 1, secs => -20)

@@ -123,9 +123,75 @@ Deno.test('a waiting step is shown; Send signal needs the bearer and delivers; r
   ]);
 });
 
+/** The hostile signal requests this file sends, counted as they are sent (reported at the end). */
+let hostile = 0;
+
+Deno.test('malformed signal bodies are 400 naming the field, and leave the step its one signal', async () => {
+  const runId = await client.startFlow('dashWaitV1', {});
+  const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+  /** Raw JSON texts (not built with JSON.stringify: lone surrogates and 1e400 stay as sent). */
+  const bodies: [string, string][] = [
+    ['payload', '{"step":"approval","payload":{"note":"a\\u0000b"}}'],
+    ['payload', '{"step":"approval","payload":{"note":"\\ud800"}}'],
+    ['payload', '{"step":"approval","payload":{"\\udfff":1}}'],
+    ['payload', `{"step":"approval","payload":${deep(5000)}}`],
+    ['payload', '{"step":"approval","payload":{"n":1e400}}'],
+    ['key', '{"step":"approval","payload":{},"key":"k\\u0000"}'],
+    ['key', '{"step":"approval","payload":{},"key":"\\ud83d"}'],
+    ['key', `{"step":"approval","payload":{},"key":"${'k'.repeat(201)}"}`],
+    ['step', '{"step":"appro\\u0000val","payload":{}}'],
+    ['step', '{"step":"\\udc00","payload":{}}'],
+  ];
+  for (const [field, text] of bodies) {
+    hostile++;
+    const r = await call(`/api/runs/${runId}/signal`, {
+      method: 'POST',
+      bearer: SECRET,
+      headers: { 'content-type': 'application/json' },
+      body: text,
+    });
+    assert.deepEqual([r.status, r.body.error, r.body.parameter], [400, 'bad_request', field], text);
+  }
+  // A body that is not UTF-8 is refused, not decoded into replacement characters.
+  for (const bytes of [[0xff], [0xc3, 0x28], [0xed, 0xa0, 0x80]]) {
+    hostile++;
+    const body = new Uint8Array([
+      ...new TextEncoder().encode('{"step":"approval","payload":"'),
+      ...bytes,
+      ...new TextEncoder().encode('"}'),
+    ]);
+    const r = await call(`/api/runs/${runId}/signal`, {
+      method: 'POST',
+      bearer: SECRET,
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    assert.deepEqual([r.status, r.body.error, r.body.parameter], [400, 'bad_request', 'body']);
+    assert.match(String(r.body.message), /UTF-8/);
+  }
+  // A key over 200 characters is refused by the SQL core too, with the start keys' rule.
+  hostile++;
+  await assert.rejects(
+    db.sql`select switchyard.signal_run(${runId}::uuid, 'approval', '{}'::jsonb,
+      ${'k'.repeat(5 * 1024 * 1024)})`,
+    (e: { code?: string; detail?: string }) =>
+      e.code === '22023' && JSON.parse(e.detail ?? '{}').rule === 'key_length',
+  );
+  // Nothing used up the step's one signal: a good one is delivered.
+  const good = await signal(runId, {
+    step: 'approval',
+    payload: { ok: true },
+    key: 'k'.repeat(200),
+  }, {
+    bearer: SECRET,
+  });
+  assert.deepEqual([good.status, good.body.result], [200, { runId, outcome: 'delivered' }]);
+});
+
 Deno.test({
   name: 'teardown',
   async fn() {
+    console.log(`hostile signal requests sent here: ${hostile}`);
     await server.shutdown();
     await client.close();
     await db.close();

@@ -108,8 +108,8 @@ Deno.test('counts per queue and step follow the workload: claims, completions, f
   const d = step(m, 'doomed');
   assert.deepEqual(
     [d.claims, d.completions, d.failures, d.retries, d.attemptsAvg, d.attemptsMax],
-    [DOOMED, 0, DOOMED, DOOMED, 2, 2],
-    'a task failed twice counts once: its latest failed attempt',
+    [DOOMED, 0, 2 * DOOMED, DOOMED, 2, 2],
+    'failures are attempts: a task that failed twice counts twice (issue 36)',
   );
   assert.equal(d.p50Ms, null, 'no completed task, no duration');
   const q = queue(m, 'metricsworkv1');
@@ -176,7 +176,7 @@ Deno.test('the window bounds what counts: tasks of two hours ago are history, re
   assert.equal(sum(workQ.failures), FLAKY);
   assert.ok(workQ.p95Ms.some((p) => p !== null), 'a p95 where tasks completed');
   const failQ = history.find((h) => h.queueName === 'metricsfailv1')!;
-  assert.equal(sum(failQ.failures), DOOMED);
+  assert.equal(sum(failQ.failures), 2 * DOOMED, 'failed attempts, two per doomed task');
   // Ten `finish` tasks move two hours back: out of both the window and the charts.
   await sql`update switchyard.step_tasks
                set started_at = started_at - interval '2 hours',
@@ -330,7 +330,11 @@ Deno.test('GET /metrics: Prometheus text behind the bearer, equal to the metrics
     );
     // No completed task, no quantile sample (never NaN).
     assert.equal(get('switchyard_step_duration_seconds', { step: 'doomed' }).length, 0);
-    assert.equal(get('switchyard_step_failures', { step: 'doomed' })[0].value, DOOMED);
+    assert.equal(get('switchyard_step_failures', { step: 'doomed' })[0].value, 2 * DOOMED);
+    assert.equal(
+      get('switchyard_queue_failures_per_second', { queue: 'metricsfailv1' })[0].value,
+      2 * DOOMED / m.windowSeconds,
+    );
     // Every queue has a depth sample.
     assert.equal(get('switchyard_queue_depth', {}).length, m.queues.length);
   } finally {

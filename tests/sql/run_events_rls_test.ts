@@ -94,6 +94,21 @@ Deno.test('migrations on a Supabase layout: publication membership and the owner
   assert.deepEqual(done, []);
 });
 
+Deno.test("a published DELETE (prune) carries an event id alone, never another user's run id", async () => {
+  // Realtime sends every subscriber of the table a DELETE, row-level security or not, with the
+  // old row's replica identity: the primary key (run_id, event_id) by default, so pruning
+  // showed every signed-in subscriber other users' run ids (issue 36). The identity is the
+  // unique index on event_id instead.
+  const [row] = await sql<{ replident: string; columns: string[] }[]>`
+    select c.relreplident as replident,
+           (select array_agg(a.attname::text order by a.attnum)
+              from pg_index i
+              join pg_attribute a on a.attrelid = i.indrelid and a.attnum = any (i.indkey)
+             where i.indrelid = c.oid and i.indisreplident) as columns
+      from pg_class c where c.oid = 'switchyard.run_events'::regclass`;
+  assert.deepEqual([row.replident, row.columns], ['i', ['event_id']]);
+});
+
 Deno.test('expose_run_events skips with a notice what its role may not do, and never fails', async () => {
   // As a role that owns neither the table nor the publication: both steps are refused to it.
   await sql`drop policy run_events_owner_read on switchyard.run_events`;
@@ -358,6 +373,66 @@ Deno.test("after the README's signal opt-in a user signals an allowed wait step 
   ]);
   // Bob's own run is his to signal.
   assert.equal(await signal('authenticated', bob, bobRun, 'approval'), 'delivered');
+});
+
+Deno.test("a browser's signal payload is checked against the step's declared payload_schema", async () => {
+  const flow = new Flow<{ title: string }>({ slug: 'approveSchemaV1' })
+    .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean; by: string }>() });
+  await sql`select switchyard.ensure_flow(${
+    sql.json(toPlacement(defineDeployedFlow(flow, { alias: 'approveSchema' })).shape as never)
+  }::jsonb)`;
+  await sql`select switchyard.activate_alias('approveSchema', 'approveSchemaV1')`;
+  // The declared type, for the signals of signed-in users (the README's form).
+  const schema = {
+    type: 'object',
+    required: ['approved', 'by'],
+    properties: {
+      approved: { type: 'boolean' },
+      by: { type: 'string', maxLength: 40 },
+      tags: { type: 'array', items: { enum: ['urgent', 'legal'] }, maxItems: 2 },
+    },
+    additionalProperties: false,
+  };
+  await sql`insert into switchyard.user_signal_steps (alias, step_slug, payload_schema)
+            values ('approveSchema', 'approval', ${sql.json(schema)}::jsonb)`;
+  // A schema with a keyword the check does not know is refused (it would check nothing).
+  const typo = await refusal(
+    sql`insert into switchyard.user_signal_steps (alias, step_slug, payload_schema)
+        values ('approveSchema', 'other', '{"type": "object", "require": ["x"]}'::jsonb)`,
+  );
+  assert.deepEqual(typo, { code: '22023', rule: 'payload_schema_invalid' });
+  const runId = (await sql<{ id: string }[]>`select switchyard.start_flow('approveSchema',
+    '{"title": "t"}'::jsonb, null, ${alice}::uuid) as id`)[0].id;
+  const signal = (payload: unknown) =>
+    as(
+      'authenticated',
+      alice,
+      async (tx) =>
+        (await tx<{ r: string }[]>`select switchyard.signal_user_run(${runId}::uuid, 'approval',
+        ${tx.json(payload as never)}::jsonb) as r`)[0].r,
+    );
+  const bad: [unknown, string][] = [
+    ['yes', 'payload is a string, not object'],
+    [{ approved: 'yes', by: 'ann' }, 'payload.approved is a string, not boolean'],
+    [{ approved: true }, 'payload lacks the required property "by"'],
+    [{ approved: true, by: 'ann', admin: true }, 'payload has the property "admin"'],
+    [{ approved: true, by: 'x'.repeat(41) }, 'payload.by is 41 characters long'],
+    [{ approved: true, by: 'ann', tags: ['urgent', 'other'] }, 'payload.tags[1] is not one of'],
+    [{ approved: true, by: 'ann', tags: ['urgent', 'legal', 'urgent'] }, 'payload.tags has 3'],
+    [null, 'payload is a null, not object'],
+  ];
+  for (const [payload, message] of bad) {
+    const e = await signal(payload).then(
+      () => null,
+      (e) => e as { code: string; message: string; detail: string },
+    );
+    assert.ok(e, `refused: ${JSON.stringify(payload)}`);
+    assert.equal(e.code, '22023');
+    assert.equal(JSON.parse(e.detail).rule, 'payload_invalid');
+    assert.ok(e.message.includes(message), `"${e.message}" lacks "${message}"`);
+  }
+  // None used up the step's one signal: the declared shape is delivered.
+  assert.equal(await signal({ approved: true, by: 'ann', tags: ['legal'] }), 'delivered');
 });
 
 // Not a test: it asserts nothing.

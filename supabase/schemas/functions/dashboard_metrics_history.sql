@@ -6,10 +6,10 @@
 --                first claim, up to the minute's end (a queue no worker reads shows its lag);
 --   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
 --                completed in the minute, null when none;
---   failures     the tasks whose latest failed attempt falls in the minute;
+--   failures     the failed attempts in the minute (a task failing five times counts five);
 --   completions  the tasks completed in the minute.
--- The tasks of the window are read through step_tasks_recent, the waiting ones through
--- step_tasks_live: no history is read.
+-- The tasks of the window are read through step_tasks_recent, their failed attempts through
+-- failed_attempts_recent, the waiting ones through step_tasks_live: no history is read.
 create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
 returns table (
   queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
@@ -39,8 +39,9 @@ as $$
       from recent r, span where r.completed_at >= span.first_minute group by 1, 2
   ),
   failed as (
-    select r.queue_name, date_trunc('minute', r.last_failed_at) as minute, count(*) as n
-      from recent r, span where r.last_failed_at >= span.first_minute group by 1, 2
+    select fa.queue_name, date_trunc('minute', fa.failed_at) as minute, count(*) as n
+      from switchyard.failed_attempts fa, span
+     where fa.failed_at >= span.first_minute group by 1, 2
   ),
   waited as (
     select r.queue_name, date_trunc('minute', r.started_at) as minute,

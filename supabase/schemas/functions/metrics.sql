@@ -11,11 +11,13 @@
 -- lag_seconds how long the oldest visible message has been visible (0 when none), and
 -- oldest_age_seconds the age of the oldest message, from PGMQ's queue table (O(depth), as
 -- dashboard_queues). The counts come from the tasks touched in the window, read through the
--- index step_tasks_recent, so their cost grows with the window's activity, never with the
+-- index step_tasks_recent, and from the failed attempts of the window, read through
+-- failed_attempts_recent, so their cost grows with the window's activity, never with the
 -- history: claims are the tasks whose latest claim is in the window, retries those of them
--- claimed again after a failed attempt, completions the tasks completed, failures the tasks
--- whose latest failed attempt (a throw, a timeout, a stall; retried or not) is in it. A task
--- claimed or failed twice in one window counts once. Durations are a completed task's last
+-- claimed again after a failed attempt, completions the tasks completed, failures the failed
+-- attempts (a throw, a timeout, a stall; retried or not) in it: a task that failed five times
+-- in the window counts five (a retry storm shows), while a task claimed twice in one window
+-- counts once among the claims. Durations are a completed task's last
 -- attempt, from its claim to its completion; attempts those of the tasks that finished
 -- (completed, or failed for good) in the window. A step or queue with no activity in the window
 -- has no step rows and zero counts.
@@ -49,7 +51,7 @@ begin
   -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
   select coalesce(jsonb_agg(jsonb_build_object(
            'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
-           'claims', s.claims, 'completions', s.completions, 'failures', s.failures,
+           'claims', s.claims, 'completions', s.completions, 'failures', coalesce(f.n, 0),
            'retries', s.retries, 'p50_ms', s.p[1], 'p95_ms', s.p[2], 'p99_ms', s.p[3],
            'attempts_avg', s.attempts_avg, 'attempts_max', s.attempts_max)
            order by s.queue_name, s.flow_slug, s.step_slug), '[]'::jsonb)
@@ -58,7 +60,6 @@ begin
       select t.queue_name, t.flow_slug, t.step_slug,
              count(*) filter (where t.started_at >= since) as claims,
              count(*) filter (where t.completed_at >= since) as completions,
-             count(*) filter (where t.last_failed_at >= since) as failures,
              count(*) filter (where t.started_at >= since and t.attempts_count > 1) as retries,
              percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from
                t.completed_at - t.started_at) * 1000) filter (where t.completed_at >= since)
@@ -72,7 +73,16 @@ begin
        where t.started_at is not null
          and greatest(t.started_at, t.completed_at, t.last_failed_at) >= since
        group by t.queue_name, t.flow_slug, t.step_slug
-    ) s;
+    ) s
+    -- A step with a failed attempt in the window has a task whose last failure is in it: a row
+    -- of s.
+    left join (
+      select fa.queue_name, fa.flow_slug, fa.step_slug, count(*) as n
+        from switchyard.failed_attempts fa
+       where fa.failed_at >= since
+       group by fa.queue_name, fa.flow_slug, fa.step_slug
+    ) f on f.queue_name = s.queue_name and f.flow_slug = s.flow_slug
+       and f.step_slug = s.step_slug;
   for q in
     select x.queue_name, x.pgmq_name,
            coalesce((select jsonb_agg(f.function_name order by f.function_name)

@@ -5,7 +5,8 @@
 --   - the step is not ready yet: the signal is kept and delivered when it is ('kept');
 --   - the step already has a signal with this key: nothing changes ('duplicate').
 -- Refused, changing nothing: an unknown run or step, a step that is not a wait step
--- (22023), a payload over max_output_bytes (22023), a run that is not started, a step that
+-- (22023), an empty key or one over 200 characters, as a start key (22023 key_empty,
+-- key_length), a payload over max_output_bytes (22023), a run that is not started, a step that
 -- already has a signal under another key or none, a wait that ended without one or whose
 -- timeout is due (55000). The timeout is compared with now(), this transaction's start.
 create or replace function switchyard.signal_run(
@@ -54,6 +55,15 @@ begin
       'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
       detail = jsonb_build_object(
         'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
+        'step_slug', st.step_slug)::text;
+  end if;
+  if char_length(key) > 200 then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
+      'characters', switchyard._clip(key), char_length(key)),
+      detail = jsonb_build_object(
+        'rule', 'key_length', 'argument', 'key', 'value', left(key, 200),
+        'size', char_length(key), 'limit', 200, 'run_id', run.run_id,
         'step_slug', st.step_slug)::text;
   end if;
   problem := switchyard._json_size_problem(value, 'max_output_bytes');

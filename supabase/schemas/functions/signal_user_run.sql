@@ -3,7 +3,9 @@
 -- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
 -- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
 -- or is not theirs, alike so that another user's run ids are not revealed (run_not_owned); a
--- step not listed (step_not_allowed). Then signal_run's own refusals and outcomes apply
+-- step not listed (step_not_allowed). A payload that does not match the step's declared
+-- payload_schema is refused with 22023 payload_invalid (PostgREST answers 400), naming the path
+-- and the rule. Then signal_run's own refusals and outcomes apply
 -- ('delivered', 'kept', 'duplicate'). Granted to no one: the operator grants EXECUTE to
 -- authenticated (the opt-in).
 create or replace function switchyard.signal_user_run(
@@ -19,6 +21,8 @@ declare
   user_id uuid;
   run_flow text;
   run_alias text;
+  schema jsonb;
+  problem text;
 begin
   if to_regprocedure('auth.uid()') is not null then
     execute 'select auth.uid()' into user_id;
@@ -45,9 +49,9 @@ begin
         'value', signal_user_run.run_id::text)::text;
   end if;
   select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
-  if not exists (select 1 from switchyard.user_signal_steps u
-                  where u.alias = coalesce(run_alias, run_flow)
-                    and u.step_slug = signal_user_run.step_slug) then
+  select u.payload_schema into schema from switchyard.user_signal_steps u
+   where u.alias = coalesce(run_alias, run_flow) and u.step_slug = signal_user_run.step_slug;
+  if not found then
     raise exception using errcode = '42501', message = format(
       'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
       'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
@@ -57,6 +61,21 @@ begin
         'rule', 'step_not_allowed', 'argument', 'step_slug',
         'value', left(signal_user_run.step_slug, 200),
         'alias', coalesce(run_alias, run_flow))::text;
+  end if;
+  -- The payload a browser sends is checked against what the operator declared for the step,
+  -- before signal_run keeps it (a refused payload uses up nothing).
+  if schema is not null then
+    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');
+    if problem is not null then
+      raise exception using errcode = '22023', message = format(
+        'signal_user_run(%s, %s): %s (the payload_schema of step %s of alias %s)',
+        signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug), problem,
+        to_json(signal_user_run.step_slug)::text, to_json(coalesce(run_alias, run_flow))::text),
+        detail = jsonb_build_object(
+          'rule', 'payload_invalid', 'argument', 'payload', 'problem', problem,
+          'value', switchyard._clip(coalesce(payload, 'null')::text, 200),
+          'run_id', signal_user_run.run_id, 'step_slug', signal_user_run.step_slug)::text;
+    end if;
   end if;
   return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
 end

@@ -195,6 +195,14 @@ create table switchyard.run_events (
 -- them SELECT (nothing is granted here).
 alter table switchyard.run_events enable row level security;
 
+-- What a DELETE of an event (prune) publishes: Supabase Realtime sends it to every subscriber
+-- of the table, without row-level security, with the old row's replica identity. The default,
+-- the primary key, holds run_id: other users' run ids. The identity is event_id alone, a
+-- number that names no run (docs/ARCHITECTURE.md §14). One more index entry per event.
+create unique index run_events_event_id on switchyard.run_events (event_id);
+
+alter table switchyard.run_events replica identity using index run_events_event_id;
+
 -- Aliases a signed-in user may start through start_user_run. Empty: nobody may, until an
 -- operator inserts an alias (the opt-in of docs/ARCHITECTURE.md §14).
 create table switchyard.user_start_aliases (
@@ -228,6 +236,28 @@ create table switchyard.task_progress (
   foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
 );
 
+-- Each failed attempt of a task (a throw, a timeout, a stall; retried or not), for the failure
+-- counts of switchyard.metrics and the dashboard's charts (docs/ARCHITECTURE.md §16): a task that
+-- fails five times is five failures, so a retry storm shows. Written by the trigger
+-- step_tasks_failed_attempt whenever a started task's last_failed_at moves, so every path that
+-- fails an attempt is counted without a second copy of it. Read by time through
+-- failed_attempts_recent, never the history; deleted with its task.
+create table switchyard.failed_attempts (
+  run_id uuid not null,
+  step_slug text not null,
+  task_index int not null,
+  attempt int not null,
+  queue_name text not null,
+  flow_slug text not null,
+  failed_at timestamptz not null,
+  foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
+);
+
+-- The cascade from a deleted task (prune) finds its rows by key.
+create index failed_attempts_task on switchyard.failed_attempts (run_id, step_slug, task_index);
+
+create index failed_attempts_recent on switchyard.failed_attempts (failed_at);
+
 -- Wait steps a signed-in user may signal in the runs they own, through signal_user_run, by the
 -- alias whose versions the run's flow belongs to. Empty: nobody may, until an operator inserts
 -- a row (the opt-in of docs/ARCHITECTURE.md §14).
@@ -235,5 +265,8 @@ create table switchyard.user_signal_steps (
   alias text not null,
   step_slug text not null,
   added_at timestamptz not null default now(),
+  -- What a user's payload must be, in a subset of JSON Schema (_payload_problem); null: any JSON.
+  -- The flow's signalPayload<T>() is a TypeScript type only, which a browser never meets.
+  payload_schema jsonb,
   primary key (alias, step_slug)
 );

@@ -851,6 +851,19 @@ Deno.test('assertJson rejects non-JSON values and names their path', () => {
   }
 });
 
+Deno.test('assertJson refuses nesting past 1000 levels with the limit, not a stack overflow', () => {
+  const nested = (n: number) => JSON.parse('['.repeat(n) + ']'.repeat(n));
+  assertJson(nested(1000));
+  for (const n of [1001, 50_000]) {
+    assert.throws(() => assertJson(nested(n)), (error: unknown) => {
+      assert.ok(error instanceof InvalidInputError, String(error));
+      assert.equal(error.path, 'input' + '[0]'.repeat(1000));
+      assert.match(error.message, /nest more than 1000 levels deep/);
+      return true;
+    });
+  }
+});
+
 Deno.test('assertJson refuses U+0000 wherever it sits, with the path and the index', () => {
   const cases: [unknown, string, string][] = [
     ['\u0000', 'input', 'the string holds U+0000 at index 0'],

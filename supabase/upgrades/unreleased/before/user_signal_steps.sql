@@ -4,5 +4,6 @@ create table switchyard.user_signal_steps (
   alias text not null,
   step_slug text not null,
   added_at timestamptz not null default now(),
+  payload_schema jsonb,
   primary key (alias, step_slug)
 );
