@@ -170,6 +170,26 @@ export class WorkerQueries {
         from switchyard.coverage_gaps(${queue}::text, ${pgArray(pairs)}::text[])`;
   }
 
+  /**
+   * For the concrete flows a coverage refusal names that the registry lacks: the alias each
+   * belongs to, whether it is that alias's active target, and its started runs, so the refusal
+   * can name the command that fixes it.
+   */
+  async flowsAliases(
+    slugs: string[],
+  ): Promise<{ flow_slug: string; alias: string | null; is_target: boolean; started_runs: number }[]> {
+    return await this.sql<
+      { flow_slug: string; alias: string | null; is_target: boolean; started_runs: number }[]
+    >`
+      select f.flow_slug, m.alias, (a.alias is not null) as is_target,
+             (select count(*)::int from switchyard.runs r
+               where r.flow_slug = f.flow_slug and r.status = 'started') as started_runs
+        from unnest(${pgArray(slugs)}::text[]) f(flow_slug)
+        left join switchyard.alias_members m on m.flow_slug = f.flow_slug
+        left join switchyard.aliases a on a.alias = m.alias and a.flow_slug = f.flow_slug
+       order by f.flow_slug`;
+  }
+
   async registerWorker(
     workerId: string,
     queue: string,

@@ -4,6 +4,17 @@
 -- assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/alias_declarations.sql
+
+-- Declared aliases (issue 37, docs/ARCHITECTURE.md §6): what the project's registry declares for
+-- each alias, as switchyard.declare_alias records it from a compiled migration.
+create table switchyard.alias_declarations (
+  alias text primary key,
+  versions text[] not null check (cardinality(versions) > 0),
+  declared_at timestamptz not null default now()
+);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/flow_control.sql
 
 -- Flow control in the claim (issue 23, docs/ARCHITECTURE.md §5.12): rate limits shared by
@@ -317,6 +328,117 @@ alter type switchyard.task_claim add attribute carried_ms int;
 
 -- release_tasks takes what the worker hands back (a new argument, defaulted for 0.3.0 runtimes).
 drop function switchyard.release_tasks(uuid);
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_alias_members_add.sql
+
+-- The versions a registry lists for an alias, checked and recorded as its members
+-- (docs/ARCHITECTURE.md §6): each must be compiled and belong to no other alias. Shared by
+-- sync_alias (a worker's start-up) and declare_alias (a compiled migration); the values it
+-- echoes clipped.
+create or replace function switchyard._alias_members_add(alias_name text, versions text[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  v text;
+  other_alias text;
+begin
+  perform switchyard.assert_slug('alias', alias_name);
+  if versions is null or cardinality(versions) = 0 then
+    raise exception using errcode = '22023', message = format(
+      'alias %s lists no versions', switchyard._clip(alias_name)),
+      detail = jsonb_build_object(
+        'rule', 'versions_missing', 'argument', 'versions', 'value', left(versions::text, 200),
+        'alias', alias_name)::text;
+  end if;
+  if array_position(versions, null) is not null then
+    raise exception using errcode = '22023', message = format(
+      'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
+      switchyard._clip(alias_name), array_position(versions, null), switchyard._clip(versions::text, 200)),
+      detail = jsonb_build_object(
+        'rule', 'version_null', 'argument', 'versions', 'value', left(versions::text, 200),
+        'alias', alias_name, 'position', array_position(versions, null))::text;
+  end if;
+  perform switchyard._assert_alias_case(alias_name);
+  foreach v in array versions loop
+    if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
+      raise exception using errcode = '22023', message = format(
+        'alias %s: flow %s is not compiled', switchyard._clip(alias_name), switchyard._clip(v)),
+        detail = jsonb_build_object(
+          'rule', 'flow_not_compiled', 'argument', 'versions', 'value', left(v, 200),
+          'alias', alias_name)::text;
+    end if;
+    select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = v;
+    if other_alias is not null and other_alias <> alias_name then
+      raise exception using errcode = '23505', message = format(
+        'flow %s already belongs to alias %s; it cannot join alias %s',
+        switchyard._clip(v), switchyard._clip(other_alias), switchyard._clip(alias_name)),
+        detail = jsonb_build_object(
+          'rule', 'flow_in_other_alias', 'argument', 'versions', 'value', v,
+          'alias', alias_name, 'other_alias', other_alias)::text;
+    end if;
+    insert into switchyard.alias_members (alias, flow_slug) values (alias_name, v)
+    on conflict do nothing;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_alias_move_blocker.sql
+
+-- Why an alias may not move from its current target to the target of a declared version list
+-- now, or null when it may (docs/ARCHITECTURE.md §6, Declared aliases). Two things hold a move
+-- back, both to be reported, never overridden:
+--   - the current target is not in the list (the registry retired it) and still has started
+--     runs: only a registry that lists it can finish them, so the alias stays until it does
+--     (list it again until drained, or cancel those runs);
+--   - a live worker polls a queue a step of the new target is routed to and its registry lacks
+--     that step: handed such a task it would refuse the batch and pause its function (§5.3).
+--     The first worker whose registry has the new target moves the alias when it starts.
+-- A worker that is not live (stopped, deprecated by a fence, or silent past its window) is not
+-- hurt: a later start of an older registry is refused by coverage, which pauses nothing.
+create or replace function switchyard._alias_move_blocker(
+  current_target text, versions text[]
+)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  target text := versions[cardinality(versions)];
+  open_runs bigint;
+  hurt text;
+begin
+  if current_target is null or current_target = target then
+    return null;
+  end if;
+  if not (current_target = any (versions)) then
+    select count(*) into open_runs from switchyard.runs r
+     where r.flow_slug = current_target and r.status = 'started';
+    if open_runs > 0 then
+      return format('%s, which the registry no longer lists, has %s started run(s)',
+                    current_target, open_runs);
+    end if;
+  end if;
+  select string_agg(distinct format('%s (queue %s)', w.function_name, w.queue_name), ', '
+                    order by format('%s (queue %s)', w.function_name, w.queue_name))
+    into hurt
+    from switchyard.workers w
+    join switchyard.steps st on st.flow_slug = target and st.queue_name = w.queue_name
+   where switchyard._worker_live(w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                                 w.heartbeat_window_seconds)
+     and not exists (select 1 from switchyard.pair_sets ps
+                      where ps.pair_set = w.pair_set and ps.pair = target || '/' || st.step_slug);
+  if hurt is not null then
+    return format('live workers lack %s: %s', target, hurt);
+  end if;
+  return null;
+end
+$$;
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_apply_flow_options.sql
@@ -2376,6 +2498,51 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/alias_status.sql
+
+-- Each alias with its active version and what the project's registry declares for it (the latest
+-- compiled declaration, declare_alias; docs/ARCHITECTURE.md §6, Declared aliases):
+--   current     the active version is the declared target;
+--   pending     it is not, and reason says why (a retired version's started runs, live workers
+--               that lack the target, an operator's later activation) or who moves it next;
+--   undeclared  no compiled migration declared it (migrations written before declarations, or a
+--               registry no migration compiled): a worker's start-up moves it (sync_alias).
+create or replace function switchyard.alias_status()
+returns table (
+  alias text, flow_slug text, declared_versions text[], declared_at timestamptz, state text,
+  reason text
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return query
+  select a.alias, a.flow_slug, d.versions, d.declared_at,
+         case when d.alias is null then 'undeclared'
+              when a.flow_slug = d.versions[cardinality(d.versions)] then 'current'
+              else 'pending' end,
+         case when d.alias is null or a.flow_slug = d.versions[cardinality(d.versions)] then null
+              when a.activated_at >= d.declared_at then format(
+                'activated on %s after the declaration (%s): the next declaration or a worker''s '
+                'start moves it forward', a.flow_slug,
+                (select x.source from switchyard.alias_activations x
+                  where x.alias = a.alias order by x.activation_id desc limit 1))
+              else coalesce(
+                switchyard._alias_move_blocker(a.flow_slug, d.versions),
+                format('nothing holds it back any more: the first worker whose registry has %s '
+                       'moves it, or select switchyard.activate_alias(%L, %L)',
+                       d.versions[cardinality(d.versions)], a.alias,
+                       d.versions[cardinality(d.versions)]))
+         end
+    from switchyard.aliases a
+    left join switchyard.alias_declarations d on d.alias = a.alias
+   order by a.alias;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/assert_slug.sql
 
 -- ---- assert_slug (latest: 20261201000200_queue_names.sql): the values it echoes clipped
@@ -3329,6 +3496,55 @@ as $$
             where st.flow_slug = r.flow_slug and st.queue_name = dashboard_runs.queue_name))
    order by r.started_at desc, r.run_id
    limit least(greatest(coalesce(dashboard_runs.max_runs, 25), 1), 200)
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/declare_alias.sql
+
+-- The versions the project's registry declares for an alias, oldest first, the last one the
+-- target: what `deno task compile` writes into a migration (docs/ARCHITECTURE.md §6, Declared
+-- aliases). Records the declaration (the latest replaces the one before), then moves the alias
+-- to the target unless _alias_move_blocker says why not. So the compiled migrations, replayed
+-- in any order on any database (incrementally, all at once on an empty one, after a backup),
+-- leave each alias where the project's current registry puts it, without a worker: new, it is
+-- activated; pointing at an earlier listed version, or at a retired one with no started run, it
+-- moves when no live worker lacks the target. Otherwise it stays, and the answer says why:
+-- 'activated', 'current', or 'deferred: <why>'. A held-back move is made by the first worker
+-- whose registry has the target (sync_alias), or by the next declaration that may.
+create or replace function switchyard.declare_alias(alias_name text, versions text[])
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  target text;
+  current_target text;
+  blocker text;
+begin
+  perform switchyard._alias_members_add(alias_name, versions);
+  target := versions[cardinality(versions)];
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  insert into switchyard.alias_declarations as d (alias, versions, declared_at)
+  values (alias_name, versions, now())
+  on conflict (alias) do update set versions = excluded.versions, declared_at = excluded.declared_at;
+  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
+  if not found then
+    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+    perform switchyard._record_activation(alias_name, target, null, 'migration');
+    return 'activated';
+  elsif current_target = target then
+    return 'current';
+  end if;
+  blocker := switchyard._alias_move_blocker(current_target, versions);
+  if blocker is not null then
+    raise notice 'alias % stays on %: %', alias_name, current_target, blocker;
+    return 'deferred: ' || blocker;
+  end if;
+  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
+  return 'activated';
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -6995,7 +7211,13 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/sync_alias.sql
 
--- ---- sync_alias (latest: 20261202000400_function_alias_rules.sql): the values it echoes clipped
+-- ---- sync_alias (from 20261202000400_function_alias_rules.sql): a worker's start-up moves an
+-- alias forward within its registry's list, never backwards (docs/ARCHITECTURE.md §6). Also, when
+-- the project's latest declaration (declare_alias) has this registry's target and the current
+-- target may be left (_alias_move_blocker, without the live-worker rule: this worker is the
+-- one that covers the target, as with a forward move), it moves to it: so a move a compiled
+-- migration held back, from a retired version or while older workers were live, is made by the
+-- first worker with the declared registry. The values it echoes clipped.
 create or replace function switchyard.sync_alias(alias_name text, versions text[])
 returns text
 language plpgsql
@@ -7006,50 +7228,15 @@ as $$
 declare
   target text;
   current_target text;
-  v text;
-  other_alias text;
+  declared switchyard.alias_declarations;
+  activated timestamptz;
 begin
-  perform switchyard.assert_slug('alias', alias_name);
-  if versions is null or cardinality(versions) = 0 then
-    raise exception using errcode = '22023', message = format(
-      'alias %s lists no versions', switchyard._clip(alias_name)),
-      detail = jsonb_build_object(
-        'rule', 'versions_missing', 'argument', 'versions', 'value', left(versions::text, 200),
-        'alias', alias_name)::text;
-  end if;
-  if array_position(versions, null) is not null then
-    raise exception using errcode = '22023', message = format(
-      'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
-      switchyard._clip(alias_name), array_position(versions, null), switchyard._clip(versions::text, 200)),
-      detail = jsonb_build_object(
-        'rule', 'version_null', 'argument', 'versions', 'value', left(versions::text, 200),
-        'alias', alias_name, 'position', array_position(versions, null))::text;
-  end if;
-  perform switchyard._assert_alias_case(alias_name);
+  perform switchyard._alias_members_add(alias_name, versions);
   target := versions[cardinality(versions)];
-  foreach v in array versions loop
-    if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
-      raise exception using errcode = '22023', message = format(
-        'alias %s: flow %s is not compiled', switchyard._clip(alias_name), switchyard._clip(v)),
-        detail = jsonb_build_object(
-          'rule', 'flow_not_compiled', 'argument', 'versions', 'value', left(v, 200),
-          'alias', alias_name)::text;
-    end if;
-    select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = v;
-    if other_alias is not null and other_alias <> alias_name then
-      raise exception using errcode = '23505', message = format(
-        'flow %s already belongs to alias %s; it cannot join alias %s',
-        switchyard._clip(v), switchyard._clip(other_alias), switchyard._clip(alias_name)),
-        detail = jsonb_build_object(
-          'rule', 'flow_in_other_alias', 'argument', 'versions', 'value', v,
-          'alias', alias_name, 'other_alias', other_alias)::text;
-    end if;
-    insert into switchyard.alias_members (alias, flow_slug) values (alias_name, v)
-    on conflict do nothing;
-  end loop;
 
   perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
-  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
+  select a.flow_slug, a.activated_at into current_target, activated
+    from switchyard.aliases a where a.alias = alias_name for update;
   if not found then
     perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
     perform switchyard._record_activation(alias_name, target, null, 'worker');
@@ -7057,6 +7244,16 @@ begin
   elsif current_target = target then
     return 'current';
   elsif current_target = any (versions) then
+    perform switchyard._record_activation(alias_name, target, current_target, 'worker');
+    return 'activated';
+  end if;
+  -- The current target is not in this registry. The project's declaration, newer than the
+  -- alias's last move (an operator's later activation stands), may move it to this target.
+  select * into declared from switchyard.alias_declarations d where d.alias = alias_name;
+  if found and declared.versions[cardinality(declared.versions)] = target
+     and declared.declared_at > activated
+     and not exists (select 1 from switchyard.runs r
+                      where r.flow_slug = current_target and r.status = 'started') then
     perform switchyard._record_activation(alias_name, target, current_target, 'worker');
     return 'activated';
   end if;
