@@ -7,6 +7,7 @@
  */
 import type postgres from 'postgres';
 import type { FlowShape } from '../dsl/placement.ts';
+import type { UnlistedFlow } from '../worker/coverage_advice.ts';
 
 /**
  * A row of `switchyard.start_tasks`, with the inputs put back together: SQL sends a run's input
@@ -172,18 +173,17 @@ export class WorkerQueries {
 
   /**
    * For the concrete flows a coverage refusal names that the registry lacks: the alias each
-   * belongs to, whether it is that alias's active target, and its started runs, so the refusal
-   * can name the command that fixes it.
+   * belongs to, whether it is that alias's active target, its started runs, and the target the
+   * project's latest compiled declaration gives the alias, so the refusal can name the command
+   * that fixes it.
    */
-  async flowsAliases(
-    slugs: string[],
-  ): Promise<{ flow_slug: string; alias: string | null; is_target: boolean; started_runs: number }[]> {
-    return await this.sql<
-      { flow_slug: string; alias: string | null; is_target: boolean; started_runs: number }[]
-    >`
+  async flowsAliases(slugs: string[]): Promise<UnlistedFlow[]> {
+    return await this.sql<UnlistedFlow[]>`
       select f.flow_slug, m.alias, (a.alias is not null) as is_target,
              (select count(*)::int from switchyard.runs r
-               where r.flow_slug = f.flow_slug and r.status = 'started') as started_runs
+               where r.flow_slug = f.flow_slug and r.status = 'started') as started_runs,
+             (select d.versions[cardinality(d.versions)] from switchyard.alias_declarations d
+               where d.alias = m.alias) as declared_target
         from unnest(${pgArray(slugs)}::text[]) f(flow_slug)
         left join switchyard.alias_members m on m.flow_slug = f.flow_slug
         left join switchyard.aliases a on a.alias = m.alias and a.flow_slug = f.flow_slug

@@ -15,6 +15,8 @@ export interface UnlistedFlow {
   /** Whether it is that alias's active target. */
   is_target: boolean;
   started_runs: number;
+  /** The target the project's latest compiled declaration gives its alias, if any. */
+  declared_target: string | null;
 }
 
 /** A SQL string literal. */
@@ -28,7 +30,13 @@ const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
  * import { coverageAdvice } from './coverage_advice.ts';
  *
  * const advice = coverageAdvice(new Map([['orders', ['ordersV2', 'ordersV3']]]), [
- *   { flow_slug: 'ordersV1', alias: 'orders', is_target: true, started_runs: 0 },
+ *   {
+ *     flow_slug: 'ordersV1',
+ *     alias: 'orders',
+ *     is_target: true,
+ *     started_runs: 0,
+ *     declared_target: 'ordersV3',
+ *   },
  * ]);
  * console.assert(advice[0].includes("activate_alias('orders', 'ordersV3')"));
  * ```
@@ -48,6 +56,13 @@ export function coverageAdvice(
           (f.alias === null ? '' : ` (before the newer versions of alias ${f.alias})`) +
           ', run deno task compile and deploy, and retire it only once `deno task drain` shows ' +
           'it drained; or cancel those runs (deno task cancel <run>)',
+      );
+    } else if (f.is_target && f.alias !== null && f.declared_target === f.flow_slug) {
+      // The compiled registry declares this version: this worker's registry is the older one.
+      advice.push(
+        `alias ${f.alias} points at ${f.flow_slug}, the version the project's compiled ` +
+          'registry declares, which this registry lacks: this function runs an older registry; ' +
+          'deploy it with the current one (supabase functions deploy)',
       );
     } else if (f.is_target && f.alias !== null) {
       advice.push(
