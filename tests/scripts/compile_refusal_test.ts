@@ -349,6 +349,38 @@ Deno.test("compile's decision agrees with ensure_flow on every kind of change", 
   }
 });
 
+Deno.test('SY004 names an inserted step by slug and suggests the next free slug in the flow\'s naming', async () => {
+  const db = await createTestDatabase();
+  try {
+    const shape = (slug: string, wait: boolean) => {
+      const flow = new Flow<{ id: number }>({ slug }).step({ slug: 'charge' }, () => 1);
+      const queues = { queues: { charge: 'sy004_q', ship: 'sy004_q' } } as const;
+      return (wait
+        ? toPlacement(routeFlow(
+          flow.wait({ slug: 'approval', dependsOn: ['charge'] })
+            .step({ slug: 'ship', dependsOn: ['approval'] }, () => 2),
+          queues,
+        ))
+        : toPlacement(routeFlow(flow.step({ slug: 'ship', dependsOn: ['charge'] }, () => 2), queues)))
+        .shape as never;
+    };
+    for (const slug of ['shipV3', 'shipV4']) {
+      await db.sql`select switchyard.ensure_flow(${db.sql.json(shape(slug, false))}::jsonb)`;
+    }
+    const refused = await db.sql`select switchyard.ensure_flow(${
+      db.sql.json(shape('shipV3', true))
+    }::jsonb)`.then(() => assert.fail('accepted'), (e) => e);
+    assert.equal(refused.code, 'SY004');
+    assert.deepEqual(JSON.parse(refused.detail).differences, [
+      'step "approval" added',
+      'step "ship" dependsOn ["charge"] -> ["approval"]',
+    ]);
+    assert.match(refused.message, /deploy the change under a new slug \(for example "shipV5"\)$/);
+  } finally {
+    await db.close();
+  }
+});
+
 Deno.test('the next free slug follows the flow\'s own naming', () => {
   assert.equal(nextSlug('ordersV3', ['ordersV3']), 'ordersV4');
   assert.equal(nextSlug('ordersV3', ['ordersV3', 'ORDERSV4']), 'ordersV5');
