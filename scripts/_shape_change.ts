@@ -148,17 +148,23 @@ function differences(before: Obj, after: Obj): string[] {
     const o = oldBySlug.get(String(s.slug));
     if (!o) continue;
     for (const key of ['kind', 'queue', 'dependsOn']) {
-      if (!same(o[key], s[key])) out.push(`step ${s.slug} ${key} ${show(o[key])} -> ${show(s[key])}`);
+      if (!same(o[key], s[key])) {
+        out.push(`step ${s.slug} ${key} ${show(o[key])} -> ${show(s[key])}`);
+      }
     }
     out.push(...optionDiffs(`step ${s.slug}`, o.options, s.options));
     for (const key of new Set([...Object.keys(o), ...Object.keys(s)])) {
       if (['slug', 'index', 'kind', 'queue', 'dependsOn', 'options'].includes(key)) continue;
-      if (!same(o[key], s[key])) out.push(`step ${s.slug} ${key} ${show(o[key])} -> ${show(s[key])}`);
+      if (!same(o[key], s[key])) {
+        out.push(`step ${s.slug} ${key} ${show(o[key])} -> ${show(s[key])}`);
+      }
     }
   }
   for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
     if (['slug', 'placement', 'options', 'steps'].includes(key)) continue;
-    if (!same(before[key], after[key])) out.push(`${key} ${show(before[key])} -> ${show(after[key])}`);
+    if (!same(before[key], after[key])) {
+      out.push(`${key} ${show(before[key])} -> ${show(after[key])}`);
+    }
   }
   if (out.length === 0 && !same(before, after)) out.push('shape documents differ');
   return out;

@@ -116,8 +116,7 @@ const ENSURE = /^select switchyard\.ensure_flow\('((?:[^']|'')*)'::jsonb\);$/;
 // Before declarations (0.3.0 and earlier): `select switchyard.sync_alias(...)` followed by
 // `  where not exists (…that alias…);`, which activates only an alias a database lacks.
 const SYNC = /^select switchyard\.sync_alias\('((?:[^']|'')*)', array\[(.*)\]::text\[\]\)$/;
-const DECLARE =
-  /^select switchyard\.declare_alias\('((?:[^']|'')*)', array\[(.*)\]::text\[\]\);$/;
+const DECLARE = /^select switchyard\.declare_alias\('((?:[^']|'')*)', array\[(.*)\]::text\[\]\);$/;
 
 /**
  * What the earlier flows migrations compiled: slug → [shape, file]; alias → its versions (as SQL)
@@ -233,7 +232,12 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
     }
     result.flows.push(
       change
-        ? { slug: p.flow, change: 'options', earlier: before!.file, differences: change.differences }
+        ? {
+          slug: p.flow,
+          change: 'options',
+          earlier: before!.file,
+          differences: change.differences,
+        }
         : { slug: p.flow, change: 'new' },
     );
     statements.push(`select switchyard.ensure_flow(${literal(JSON.stringify(p.shape))}::jsonb);`);
@@ -250,7 +254,9 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
     if (before?.declared && before.versions === versionsSql(versions)) continue;
     result.aliases.push([alias, versions]);
     statements.push(
-      `select switchyard.declare_alias(${literal(alias)}, array[${versionsSql(versions)}]::text[]);`,
+      `select switchyard.declare_alias(${literal(alias)}, array[${
+        versionsSql(versions)
+      }]::text[]);`,
     );
   }
   for (const [queue, flows] of await queuesWithoutFunction(projectDir, plan.placements)) {

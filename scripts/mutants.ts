@@ -505,14 +505,16 @@ export const MUTANTS: readonly Mutant[] = [
       'fresh database replays to the first version',
     file: fn('declare_alias'),
     fn: 'declare_alias',
-    search: `  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
+    search:
+      `  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
   return 'activated';`,
     replace: `  return 'unchanged';`,
     tests: ['tests/scripts/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
   },
   {
     name: 'declared-alias-keeps-drained-retired-target',
-    bug: 'an alias on a version the registry retired is held back even when that version is drained',
+    bug:
+      'an alias on a version the registry retired is held back even when that version is drained',
     file: fn('_alias_move_blocker'),
     fn: '_alias_move_blocker',
     search: '    if open_runs > 0 then',

@@ -67,7 +67,7 @@ export function coverageAdvice(
     } else if (f.is_target && f.alias !== null) {
       advice.push(
         `alias ${f.alias} points at ${f.flow_slug}, which this registry lacks and which has no ` +
-          'started run: move the alias to the registry\'s version with ' +
+          "started run: move the alias to the registry's version with " +
           `select switchyard.activate_alias(${literal(f.alias)}, ${
             literal(target ?? '<version>')
           }) (or list ${f.flow_slug} in the registry again)`,

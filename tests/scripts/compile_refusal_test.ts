@@ -63,7 +63,10 @@ Deno.test('compile refuses a shape change of a compiled flow before the push, an
   await Deno.mkdir(join(project, FLOWS), { recursive: true });
   await Deno.writeTextFile(join(project, FLOWS, 'orders_v3.ts'), ORDERS_V3);
   await Deno.writeTextFile(join(project, 'supabase/functions/_shared/registry.ts'), REGISTRY);
-  ok(await run(['task', '-q', 'scaffold-queue', 'order_work', '--project', project], KIT_ROOT), 'scaffold');
+  ok(
+    await run(['task', '-q', 'scaffold-queue', 'order_work', '--project', project], KIT_ROOT),
+    'scaffold',
+  );
   const first = await compile();
   ok(first, 'compile');
   assert.equal(first.stderr, '', 'no warning: order_work has its function');
@@ -104,7 +107,10 @@ Deno.test('compile refuses a shape change of a compiled flow before the push, an
     assert.equal(nothing.code, 0, nothing.stdout + nothing.stderr);
 
     // A shape change: a wait step between charge and ship. Refused; nothing written.
-    const changed = ORDERS_V3.replace("{ slug: 'ordersV3' }", "{ slug: 'ordersV3', maxAttempts: 5 }")
+    const changed = ORDERS_V3.replace(
+      "{ slug: 'ordersV3' }",
+      "{ slug: 'ordersV3', maxAttempts: 5 }",
+    )
       .replace(
         ".step({ slug: 'ship', dependsOn: ['charge'] }, (input) =>",
         ".wait({ slug: 'approval', dependsOn: ['charge'] })\n" +
@@ -119,7 +125,8 @@ Deno.test('compile refuses a shape change of a compiled flow before the push, an
       assert.equal(refused.stdout, '');
       assert.deepEqual(migrations(), before, 'nothing written');
       // The latest migration that compiled it: the one of the runtime option.
-      const flowsFile = options.stdout.match(/supabase\/migrations\/\d{14}_switchyard_flows\.sql/)![0];
+      const flowsFile =
+        options.stdout.match(/supabase\/migrations\/\d{14}_switchyard_flows\.sql/)![0];
       assert.equal(
         refused.stderr,
         [
@@ -185,8 +192,11 @@ export const returns1 = defineDeployedFlow(
   const kept = await Deno.readTextFile(registry);
   await Deno.writeTextFile(
     registry,
-    kept.replace('export const registry = [', "import { returns1 } from './flows/returns.ts';\n" +
-      'export const registry = [returns1, '),
+    kept.replace(
+      'export const registry = [',
+      "import { returns1 } from './flows/returns.ts';\n" +
+        'export const registry = [returns1, ',
+    ),
   );
   const warning = `warning: queue refund_work has no queue function in supabase/functions/ ` +
     '(returnsV1 route steps to it): its tasks would wait with no worker. Write it: ' +
@@ -254,8 +264,11 @@ export const legacy1 = defineDeployedFlow(
   const kept = await Deno.readTextFile(registry);
   await Deno.writeTextFile(
     registry,
-    kept.replace('export const registry = [', "import { legacy1 } from './flows/legacy.ts';\n" +
-      'export const registry = [legacy1, '),
+    kept.replace(
+      'export const registry = [',
+      "import { legacy1 } from './flows/legacy.ts';\n" +
+        'export const registry = [legacy1, ',
+    ),
   );
   const out = await compile();
   ok(out, 'compile');
@@ -285,8 +298,7 @@ Deno.test("compile's decision agrees with ensure_flow on every kind of change", 
         )).shape,
       ));
     type Shape = ReturnType<typeof base>;
-    const step = (s: Shape, slug: string) =>
-      s.steps.find((x: { slug: string }) => x.slug === slug);
+    const step = (s: Shape, slug: string) => s.steps.find((x: { slug: string }) => x.slug === slug);
     const variants: [string, (s: Shape) => void, 'same' | 'options' | 'shape'][] = [
       ['nothing', () => {}, 'same'],
       ['flow maxAttempts', (s) => s.options.maxAttempts = 5, 'options'],
@@ -349,7 +361,7 @@ Deno.test("compile's decision agrees with ensure_flow on every kind of change", 
   }
 });
 
-Deno.test('SY004 names an inserted step by slug and suggests the next free slug in the flow\'s naming', async () => {
+Deno.test("SY004 names an inserted step by slug and suggests the next free slug in the flow's naming", async () => {
   const db = await createTestDatabase();
   try {
     const shape = (slug: string, wait: boolean) => {
@@ -361,7 +373,9 @@ Deno.test('SY004 names an inserted step by slug and suggests the next free slug 
             .step({ slug: 'ship', dependsOn: ['approval'] }, () => 2),
           queues,
         ))
-        : toPlacement(routeFlow(flow.step({ slug: 'ship', dependsOn: ['charge'] }, () => 2), queues)))
+        : toPlacement(
+          routeFlow(flow.step({ slug: 'ship', dependsOn: ['charge'] }, () => 2), queues),
+        ))
         .shape as never;
     };
     for (const slug of ['shipV3', 'shipV4']) {
@@ -381,7 +395,7 @@ Deno.test('SY004 names an inserted step by slug and suggests the next free slug 
   }
 });
 
-Deno.test('the next free slug follows the flow\'s own naming', () => {
+Deno.test("the next free slug follows the flow's own naming", () => {
   assert.equal(nextSlug('ordersV3', ['ordersV3']), 'ordersV4');
   assert.equal(nextSlug('ordersV3', ['ordersV3', 'ORDERSV4']), 'ordersV5');
   assert.equal(nextSlug('orders_v9', []), 'orders_v10');

@@ -199,7 +199,10 @@ export const greet =`,
       const [status] = await sql`select state, reason from switchyard.alias_status()
         where alias = 'greet'`;
       assert.equal(status.state, 'pending');
-      assert.match(status.reason, /^live workers lack greetV2: greetings-worker \(queue greetings\)$/);
+      assert.match(
+        status.reason,
+        /^live workers lack greetV2: greetings-worker \(queue greetings\)$/,
+      );
       const [compiledV2] = await sql`select count(*)::int as n from switchyard.steps
         where flow_slug = 'greetV2'`;
       assert.equal(compiledV2.n, 1, 'greetV2 is compiled');

@@ -75,7 +75,8 @@ Deno.test('a retired version that is drained is left at push; one with started r
   await compile(v1, v2, v3);
   // An old database: the alias still on V1 (a where-not-exists migration, or a backup).
   assert.equal(await declare('retire', ['retireV1']), 'activated');
-  const [{ run_id: open }] = await sql`select switchyard.start_flow('retire', '{"id": 1}') as run_id`;
+  const [{ run_id: open }] =
+    await sql`select switchyard.start_flow('retire', '{"id": 1}') as run_id`;
   assert.equal(
     await declare('retire', ['retireV2', 'retireV3']),
     'deferred: retireV1, which the registry no longer lists, has 1 started run(s)',
@@ -108,7 +109,8 @@ Deno.test('a retired version that is drained is left at push; one with started r
     ...FAST,
   });
   try {
-    const [{ run_id: fresh }] = await sql`select switchyard.start_flow('retire', '{"id": 2}') as run_id`;
+    const [{ run_id: fresh }] =
+      await sql`select switchyard.start_flow('retire', '{"id": 2}') as run_id`;
     for (const [run, output] of [[open, 'retireV1:1'], [fresh, 'retireV3:2']]) {
       for (let i = 0; i < 200; i++) {
         const [r] = await sql`select status from switchyard.runs where run_id = ${run}`;
@@ -231,7 +233,13 @@ Deno.test('declare_alias refuses hostile input with the rule and changes nothing
   const cases: [string, unknown, string[] | null, string, string][] = [
     ['null versions', 'hostile', null, '22023', 'versions_missing'],
     ['no versions', 'hostile', [], '22023', 'versions_missing'],
-    ['a null version', 'hostile', ['hostileV1', null as unknown as string], '22023', 'version_null'],
+    [
+      'a null version',
+      'hostile',
+      ['hostileV1', null as unknown as string],
+      '22023',
+      'version_null',
+    ],
     ['an uncompiled version', 'hostile', ['hostileV9'], '22023', 'flow_not_compiled'],
     ["another alias's version", 'hostile', ['xaliasV1'], '23505', 'flow_in_other_alias'],
     ['a case collision', 'XALIAS', ['hostileV1'], '23505', 'alias_case_collision'],
