@@ -61,6 +61,8 @@ export interface CompileResult {
   flows: { slug: string; change: 'new' | 'options'; earlier?: string; differences?: string[] }[];
   /** Aliases it declares, each with its versions (the last is the target). */
   aliases: [string, string[]][];
+  /** Versions earlier migrations declared under an alias that the registry no longer lists. */
+  retired: [string, string[]][];
   /** Concrete flows the project's earlier migrations already compile as they are now. */
   unchanged: string[];
   /** Problems that do not stop the migration (a routed queue with no queue function). */
@@ -208,6 +210,7 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
     path: null,
     flows: [],
     aliases: [],
+    retired: [],
     unchanged: [],
     warnings: [],
   };
@@ -253,6 +256,9 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
     const before = earlier.aliases.get(alias);
     if (before?.declared && before.versions === versionsSql(versions)) continue;
     result.aliases.push([alias, versions]);
+    const left = [...(before?.versions ?? '').matchAll(/'((?:[^']|'')*)'/g)]
+      .map((m) => m[1].replaceAll("''", "'")).filter((v) => !versions.includes(v));
+    if (left.length > 0) result.retired.push([alias, left]);
     statements.push(
       `select switchyard.declare_alias(${literal(alias)}, array[${
         versionsSql(versions)
@@ -364,6 +370,14 @@ export async function main(args: string[]): Promise<number> {
       console.log(
         `  alias ${alias} -> ${versions[versions.length - 1]}` +
           (versions.length > 1 ? ` (keeps ${versions.slice(0, -1).join(', ')} for drain)` : ''),
+      );
+    }
+    for (const [alias, left] of result.retired) {
+      console.log(
+        `  alias ${alias}: ${left.join(', ')} leave(s) the registry. Retire a version only once ` +
+          '`deno task drain` shows it drained on every database: where it still has started runs ' +
+          'nothing in this registry can finish them, so the worker refuses to start (and an ' +
+          'alias still on it stays) until it is listed again',
       );
     }
     if (values.check) return 1;
