@@ -46,6 +46,8 @@ export interface CompileOptions {
   projectDir: string;
   /** Write nothing; report what would be written. */
   check?: boolean;
+  /** How the commands it prints name the project (`--project` as given); default `projectDir`. */
+  projectArg?: string;
   /** The clock for the migration timestamp (tests). */
   now?: Date;
 }
@@ -73,11 +75,14 @@ export interface CompileResult {
 export class ShapeChangeError extends ScaffoldError {
   /** Each refused flow: the migration that compiled it, what changed, the slug to use instead. */
   readonly refused: { slug: string; earlier: string; differences: string[]; next: string }[];
+  /** The warnings of the same run (a routed queue with no queue function). */
+  readonly warnings: string[];
   /** Creates the refusal with the message a user reads (see {@linkcode compileFlows}). */
   constructor(
     refused: { slug: string; earlier: string; differences: string[]; next: string }[],
     project: string,
     aliasOf: (slug: string) => string | null,
+    warnings: string[] = [],
   ) {
     const lines = refused.flatMap((r) => {
       const alias = aliasOf(r.slug);
@@ -106,6 +111,7 @@ export class ShapeChangeError extends ScaffoldError {
     );
     this.name = 'ShapeChangeError';
     this.refused = refused;
+    this.warnings = warnings;
   }
 }
 
@@ -246,11 +252,20 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
     statements.push(`select switchyard.ensure_flow(${literal(JSON.stringify(p.shape))}::jsonb);`);
   }
   // How the commands this prints name the project.
-  const project = options.projectDir === '.' ? '' : ` --project ${options.projectDir}`;
+  const projectArg = options.projectArg ?? options.projectDir;
+  const project = projectArg === '.' ? '' : ` --project ${projectArg}`;
+  for (const [queue, flows] of await queuesWithoutFunction(projectDir, plan.placements)) {
+    result.warnings.push(
+      `queue ${queue} has no queue function in supabase/functions/ (${
+        flows.join(', ')
+      } route steps to it): its tasks would wait with no worker. Write it: ` +
+        `deno task scaffold-queue ${queue}${project}`,
+    );
+  }
   if (refused.length > 0) {
     const aliasOf = (slug: string) =>
       plan.aliases.find(([, versions]) => versions.includes(slug))?.[0] ?? null;
-    throw new ShapeChangeError(refused, project, aliasOf);
+    throw new ShapeChangeError(refused, project, aliasOf, result.warnings);
   }
   for (const [alias, versions] of plan.aliases) {
     const before = earlier.aliases.get(alias);
@@ -263,14 +278,6 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
       `select switchyard.declare_alias(${literal(alias)}, array[${
         versionsSql(versions)
       }]::text[]);`,
-    );
-  }
-  for (const [queue, flows] of await queuesWithoutFunction(projectDir, plan.placements)) {
-    result.warnings.push(
-      `queue ${queue} has no queue function in supabase/functions/ (${
-        flows.join(', ')
-      } route steps to it): its tasks would wait with no worker. Write it: ` +
-        `deno task scaffold-queue ${queue}${project}`,
     );
   }
   if (statements.length === 0) return result;
@@ -345,6 +352,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     const result = await compileFlows({
       projectDir: values.project === undefined ? '.' : projectPath(values.project),
+      projectArg: values.project ?? '.',
       check: values.check,
     });
     for (const w of result.warnings) console.error(`warning: ${w}`);
@@ -389,6 +397,9 @@ export async function main(args: string[]): Promise<number> {
     );
     return 0;
   } catch (e) {
+    if (e instanceof ShapeChangeError) {
+      for (const w of e.warnings) console.error(`warning: ${w}`);
+    }
     console.error(`error: ${(e as Error).message}`);
     return 1;
   }
