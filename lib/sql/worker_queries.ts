@@ -7,7 +7,21 @@
  */
 import type postgres from 'postgres';
 import type { FlowShape } from '../dsl/placement.ts';
-import type { UnlistedFlow } from '../worker/coverage_advice.ts';
+
+/**
+ * A concrete flow a coverage refusal names that the worker's registry lacks, as the database
+ * knows it ({@linkcode WorkerQueries.flowsAliases}).
+ */
+export interface UnlistedFlow {
+  flow_slug: string;
+  /** The alias it belongs to, if any. */
+  alias: string | null;
+  /** Whether it is that alias's active target. */
+  is_target: boolean;
+  started_runs: number;
+  /** The target the project's latest compiled declaration gives its alias, if any. */
+  declared_target: string | null;
+}
 
 /**
  * A row of `switchyard.start_tasks`, with the inputs put back together: SQL sends a run's input

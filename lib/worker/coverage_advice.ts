@@ -6,18 +6,7 @@
  *
  * @module
  */
-
-/** A flow the refusal names, as the database knows it. */
-export interface UnlistedFlow {
-  flow_slug: string;
-  /** The alias it belongs to, if any. */
-  alias: string | null;
-  /** Whether it is that alias's active target. */
-  is_target: boolean;
-  started_runs: number;
-  /** The target the project's latest compiled declaration gives its alias, if any. */
-  declared_target: string | null;
-}
+import type { UnlistedFlow } from '../sql/worker_queries.ts';
 
 /** A SQL string literal. */
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
