@@ -2631,10 +2631,11 @@ begin
               else 'pending' end,
          case when d.alias is null or a.flow_slug = d.versions[cardinality(d.versions)] then null
               when a.activated_at >= d.declared_at then format(
-                'activated on %s after the declaration (%s): the next declaration or a worker''s '
-                'start moves it forward', a.flow_slug,
+                'activated on %s by %s after the declaration: it stays until the next '
+                'declaration, or select switchyard.activate_alias(%L, %L)', a.flow_slug,
                 (select x.source from switchyard.alias_activations x
-                  where x.alias = a.alias order by x.activation_id desc limit 1))
+                  where x.alias = a.alias order by x.activation_id desc limit 1),
+                a.alias, d.versions[cardinality(d.versions)])
               else coalesce(
                 switchyard._alias_move_blocker(a.flow_slug, d.versions),
                 format('nothing holds it back any more: the first worker whose registry has %s '
