@@ -403,20 +403,28 @@ export class CoverageError extends SwitchyardError {
   readonly missingPairs: FlowStepPair[];
   /** Each missing pair with why it is needed. */
   readonly missing: { flowSlug: string; stepSlug: string; reasons: string }[];
+  /**
+   * What to do, one sentence each, for flows the database knows more about (an alias pointing at
+   * a version the registry lacks: the exact `activate_alias` command; a retired version with
+   * started runs: list it again until drained).
+   */
+  readonly advice: string[];
   /** Creates the error for a queue and every pair its registry lacks, with the reasons. */
   constructor(
     queueName: string,
     missing: { flowSlug: string; stepSlug: string; reasons: string }[],
+    advice: string[] = [],
   ) {
     super(
       `worker for queue "${queueName}" refuses to start: its registry lacks ${missing.length} ` +
         `flow/step pair(s) that work on the queue needs: ${
           missing.map((m) => `${m.flowSlug}/${m.stepSlug} (${m.reasons})`).join(', ')
-        }; add those deployments to the registry`,
+        }; ${advice.length > 0 ? `${advice.join('; ')}` : 'add those deployments to the registry'}`,
     );
     this.name = 'CoverageError';
     this.queueName = queueName;
     this.missing = missing;
+    this.advice = advice;
     this.missingPairs = missing.map((m) => `${m.flowSlug}/${m.stepSlug}` as FlowStepPair);
   }
 }

@@ -543,4 +543,53 @@ export const MUTANTS: readonly Mutant[] = [
       '  insert into switchyard.failed_attempts\n',
     tests: ['tests/ops/metrics_test.ts'],
   },
+  // --- issue 37: the registry is the truth on every database ---------------------------------
+  {
+    name: 'declared-alias-moves-only-new',
+    bug: 'declare_alias activates a new alias only, as the where-not-exists migrations did: a ' +
+      'fresh database replays to the first version',
+    file: fn('declare_alias'),
+    fn: 'declare_alias',
+    search:
+      `  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
+  return 'activated';`,
+    replace: `  return 'unchanged';`,
+    tests: ['tests/scripts/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
+  },
+  {
+    name: 'declared-alias-keeps-drained-retired-target',
+    bug:
+      'an alias on a version the registry retired is held back even when that version is drained',
+    file: fn('_alias_move_blocker'),
+    fn: '_alias_move_blocker',
+    search: '    if open_runs > 0 then',
+    replace: '    if open_runs >= 0 then',
+    tests: ['tests/sql/declared_aliases_test.ts'],
+  },
+  {
+    name: 'declared-alias-strands-open-runs',
+    bug: 'declare_alias moves an alias away from a retired version that still has started runs',
+    file: fn('_alias_move_blocker'),
+    fn: '_alias_move_blocker',
+    search: '    if open_runs > 0 then',
+    replace: '    if open_runs < 0 then',
+    tests: ['tests/scripts/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
+  },
+  {
+    name: 'declared-alias-hands-live-workers-new-version',
+    bug: 'declare_alias moves an alias at push while live workers lack the new target',
+    file: fn('_alias_move_blocker'),
+    fn: '_alias_move_blocker',
+    search: '  if hurt is not null then',
+    replace: '  if false then',
+    tests: ['tests/scripts/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
+  },
+  {
+    name: 'compile-takes-shape-change-for-options',
+    bug: 'compile calls any changed shape a runtime-option change and writes it, to fail at push',
+    file: 'scripts/_shape_change.ts',
+    search: '  if (same(sa, sb)) return {',
+    replace: '  if (true) return {',
+    tests: ['tests/scripts/compile_refusal_test.ts'],
+  },
 ];

@@ -9,6 +9,21 @@ import type postgres from 'postgres';
 import type { FlowShape } from '../dsl/placement.ts';
 
 /**
+ * A concrete flow a coverage refusal names that the worker's registry lacks, as the database
+ * knows it ({@linkcode WorkerQueries.flowsAliases}).
+ */
+export interface UnlistedFlow {
+  flow_slug: string;
+  /** The alias it belongs to, if any. */
+  alias: string | null;
+  /** Whether it is that alias's active target. */
+  is_target: boolean;
+  started_runs: number;
+  /** The target the project's latest compiled declaration gives its alias, if any. */
+  declared_target: string | null;
+}
+
+/**
  * A row of `switchyard.start_tasks`, with the inputs put back together: SQL sends a run's input
  * once per batch (on the first claimed row of the run) and no input for a root step, whose
  * handler input is the flow input; {@linkcode WorkerQueries.startTasks} gives every claimed row
@@ -168,6 +183,25 @@ export class WorkerQueries {
     return await this.sql<{ flow_slug: string; step_slug: string; reasons: string }[]>`
       select flow_slug, step_slug, reasons
         from switchyard.coverage_gaps(${queue}::text, ${pgArray(pairs)}::text[])`;
+  }
+
+  /**
+   * For the concrete flows a coverage refusal names that the registry lacks: the alias each
+   * belongs to, whether it is that alias's active target, its started runs, and the target the
+   * project's latest compiled declaration gives the alias, so the refusal can name the command
+   * that fixes it.
+   */
+  async flowsAliases(slugs: string[]): Promise<UnlistedFlow[]> {
+    return await this.sql<UnlistedFlow[]>`
+      select f.flow_slug, m.alias, (a.alias is not null) as is_target,
+             (select count(*)::int from switchyard.runs r
+               where r.flow_slug = f.flow_slug and r.status = 'started') as started_runs,
+             (select d.versions[cardinality(d.versions)] from switchyard.alias_declarations d
+               where d.alias = m.alias) as declared_target
+        from unnest(${pgArray(slugs)}::text[]) f(flow_slug)
+        left join switchyard.alias_members m on m.flow_slug = f.flow_slug
+        left join switchyard.aliases a on a.alias = m.alias and a.flow_slug = f.flow_slug
+       order by f.flow_slug`;
   }
 
   async registerWorker(

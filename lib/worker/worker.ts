@@ -32,6 +32,7 @@ import {
 import { WorkerQueries } from '../sql/worker_queries.ts';
 import { coreVersionProblem } from '../sql/core_version.ts';
 import { localDevelopment } from './development.ts';
+import { coverageAdvice } from './coverage_advice.ts';
 import { CompletionWriter } from './completion_writer.ts';
 import { DispatchIndex, selectQueue } from './dispatch_index.ts';
 import { Executor } from './executor.ts';
@@ -295,9 +296,14 @@ export async function startWorkerImpl(
     // 4-5: coverage of the exact pairs routed to this queue.
     const gaps = await q.coverageGaps(queueName, pairs);
     if (gaps.length > 0) {
+      // Versions the registry does not list at all: say how to move their alias or drain them.
+      const unlisted = [...new Set(gaps.map((g) => g.flow_slug))].filter((s) => !index.get(s));
       throw new CoverageError(
         queueName,
         gaps.map((g) => ({ flowSlug: g.flow_slug, stepSlug: g.step_slug, reasons: g.reasons })),
+        unlisted.length === 0
+          ? []
+          : coverageAdvice(index.aliases(), await q.flowsAliases(unlisted)),
       );
     }
     // 6: register against the physical queue (re-checks pause and enabled atomically).

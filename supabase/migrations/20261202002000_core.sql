@@ -4,6 +4,17 @@
 -- assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/alias_declarations.sql
+
+-- Declared aliases (issue 37, docs/ARCHITECTURE.md §6): what the project's registry declares for
+-- each alias, as switchyard.declare_alias records it from a compiled migration.
+create table switchyard.alias_declarations (
+  alias text primary key,
+  versions text[] not null check (cardinality(versions) > 0),
+  declared_at timestamptz not null default now()
+);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/failed_attempts.sql
 
 -- Failed attempts counted one by one (issue 36), as supabase/schemas/tables/40_runs.sql creates
@@ -347,6 +358,117 @@ alter type switchyard.task_claim add attribute carried_ms int;
 
 -- release_tasks takes what the worker hands back (a new argument, defaulted for 0.3.0 runtimes).
 drop function switchyard.release_tasks(uuid);
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_alias_members_add.sql
+
+-- The versions a registry lists for an alias, checked and recorded as its members
+-- (docs/ARCHITECTURE.md §6): each must be compiled and belong to no other alias. Shared by
+-- sync_alias (a worker's start-up) and declare_alias (a compiled migration); the values it
+-- echoes clipped.
+create or replace function switchyard._alias_members_add(alias_name text, versions text[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  v text;
+  other_alias text;
+begin
+  perform switchyard.assert_slug('alias', alias_name);
+  if versions is null or cardinality(versions) = 0 then
+    raise exception using errcode = '22023', message = format(
+      'alias %s lists no versions', switchyard._clip(alias_name)),
+      detail = jsonb_build_object(
+        'rule', 'versions_missing', 'argument', 'versions', 'value', left(versions::text, 200),
+        'alias', alias_name)::text;
+  end if;
+  if array_position(versions, null) is not null then
+    raise exception using errcode = '22023', message = format(
+      'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
+      switchyard._clip(alias_name), array_position(versions, null), switchyard._clip(versions::text, 200)),
+      detail = jsonb_build_object(
+        'rule', 'version_null', 'argument', 'versions', 'value', left(versions::text, 200),
+        'alias', alias_name, 'position', array_position(versions, null))::text;
+  end if;
+  perform switchyard._assert_alias_case(alias_name);
+  foreach v in array versions loop
+    if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
+      raise exception using errcode = '22023', message = format(
+        'alias %s: flow %s is not compiled', switchyard._clip(alias_name), switchyard._clip(v)),
+        detail = jsonb_build_object(
+          'rule', 'flow_not_compiled', 'argument', 'versions', 'value', left(v, 200),
+          'alias', alias_name)::text;
+    end if;
+    select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = v;
+    if other_alias is not null and other_alias <> alias_name then
+      raise exception using errcode = '23505', message = format(
+        'flow %s already belongs to alias %s; it cannot join alias %s',
+        switchyard._clip(v), switchyard._clip(other_alias), switchyard._clip(alias_name)),
+        detail = jsonb_build_object(
+          'rule', 'flow_in_other_alias', 'argument', 'versions', 'value', v,
+          'alias', alias_name, 'other_alias', other_alias)::text;
+    end if;
+    insert into switchyard.alias_members (alias, flow_slug) values (alias_name, v)
+    on conflict do nothing;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_alias_move_blocker.sql
+
+-- Why an alias may not move from its current target to the target of a declared version list
+-- now, or null when it may (docs/ARCHITECTURE.md §6, Declared aliases). Two things hold a move
+-- back, both to be reported, never overridden:
+--   - the current target is not in the list (the registry retired it) and still has started
+--     runs: only a registry that lists it can finish them, so the alias stays until it does
+--     (list it again until drained, or cancel those runs);
+--   - a live worker polls a queue a step of the new target is routed to and its registry lacks
+--     that step: handed such a task it would refuse the batch and pause its function (§5.3).
+--     The first worker whose registry has the new target moves the alias when it starts.
+-- A worker that is not live (stopped, deprecated by a fence, or silent past its window) is not
+-- hurt: a later start of an older registry is refused by coverage, which pauses nothing.
+create or replace function switchyard._alias_move_blocker(
+  current_target text, versions text[]
+)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  target text := versions[cardinality(versions)];
+  open_runs bigint;
+  hurt text;
+begin
+  if current_target is null or current_target = target then
+    return null;
+  end if;
+  if not (current_target = any (versions)) then
+    select count(*) into open_runs from switchyard.runs r
+     where r.flow_slug = current_target and r.status = 'started';
+    if open_runs > 0 then
+      return format('%s, which the registry no longer lists, has %s started run(s)',
+                    current_target, open_runs);
+    end if;
+  end if;
+  select string_agg(distinct format('%s (queue %s)', w.function_name, w.queue_name), ', '
+                    order by format('%s (queue %s)', w.function_name, w.queue_name))
+    into hurt
+    from switchyard.workers w
+    join switchyard.steps st on st.flow_slug = target and st.queue_name = w.queue_name
+   where switchyard._worker_live(w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                                 w.heartbeat_window_seconds)
+     and not exists (select 1 from switchyard.pair_sets ps
+                      where ps.pair_set = w.pair_set and ps.pair = target || '/' || st.step_slug);
+  if hurt is not null then
+    return format('live workers lack %s: %s', target, hurt);
+  end if;
+  return null;
+end
+$$;
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_apply_flow_options.sql
@@ -1501,6 +1623,30 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_next_flow_slug.sql
+
+-- The slug a SY004 refusal suggests for a changed flow: the next free one in the flow's own
+-- naming, its trailing number plus one (ordersV3 -> ordersV4, not ordersV3V2), or V2 added to a
+-- slug without one, skipping compiled flows (case-insensitively). scripts/_shape_change.ts
+-- (nextSlug) gives compile the same.
+create or replace function switchyard._next_flow_slug(slug text)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  prefix text := coalesce(substring(slug from '^(.*?)[0-9]+$'), slug || 'V');
+  n numeric := coalesce(substring(slug from '([0-9]+)$')::numeric + 1, 2);
+begin
+  while exists (select 1 from switchyard.flows f where lower(f.flow_slug) = lower(prefix || n)) loop
+    n := n + 1;
+  end loop;
+  return prefix || n;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_payload_problem.sql
 
 -- Why a signal payload (val) does not match its declared schema (a _payload_schema_problem-valid
@@ -2089,6 +2235,88 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_shape_diff.sql
+
+-- Readable differences between a compiled shape and a requested one, steps by slug.
+create or replace function switchyard._shape_diff(old_shape jsonb, new_shape jsonb)
+returns text[]
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  diffs text[] := '{}';
+  i int;
+  o jsonb;
+  n jsonb;
+  k text;
+  old_count int := jsonb_array_length(old_shape -> 'steps');
+begin
+  if old_shape -> 'placement' is distinct from new_shape -> 'placement' then
+    diffs := diffs || format('placement %s -> %s', old_shape -> 'placement', new_shape -> 'placement');
+  end if;
+  for k in select jsonb_object_keys(coalesce(old_shape -> 'options', '{}') || coalesce(new_shape -> 'options', '{}')) loop
+    if old_shape -> 'options' -> k is distinct from new_shape -> 'options' -> k then
+      diffs := diffs || format('flow option %s %s -> %s', k,
+        coalesce((old_shape -> 'options' -> k)::text, 'absent'), coalesce((new_shape -> 'options' -> k)::text, 'absent'));
+    end if;
+  end loop;
+  -- Steps by slug, not by position: a step added in the middle is that step added, not every
+  -- later step changed (issue 37).
+  for n in select value from jsonb_array_elements(new_shape -> 'steps') loop
+    if not exists (select 1 from jsonb_array_elements(old_shape -> 'steps') x(s)
+                    where x.s -> 'slug' = n -> 'slug') then
+      diffs := diffs || format('step %s added', n -> 'slug');
+    end if;
+  end loop;
+  for o in select value from jsonb_array_elements(old_shape -> 'steps') loop
+    if not exists (select 1 from jsonb_array_elements(new_shape -> 'steps') x(s)
+                   where x.s -> 'slug' = o -> 'slug') then
+      diffs := diffs || format('step %s removed', o -> 'slug');
+    end if;
+  end loop;
+  if (select jsonb_agg(x.s -> 'slug' order by x.i)
+        from jsonb_array_elements(old_shape -> 'steps') with ordinality x(s, i)
+       where exists (select 1 from jsonb_array_elements(new_shape -> 'steps') y(s)
+                      where y.s -> 'slug' = x.s -> 'slug'))
+     is distinct from
+     (select jsonb_agg(x.s -> 'slug' order by x.i)
+        from jsonb_array_elements(new_shape -> 'steps') with ordinality x(s, i)
+       where exists (select 1 from jsonb_array_elements(old_shape -> 'steps') y(s)
+                      where y.s -> 'slug' = x.s -> 'slug')) then
+    diffs := diffs || 'step order changed'::text;
+  end if;
+  for i in 0 .. old_count - 1 loop
+    o := old_shape -> 'steps' -> i;
+    select x.s into n from jsonb_array_elements(new_shape -> 'steps') x(s)
+     where x.s -> 'slug' = o -> 'slug' limit 1;
+    if n is not null then
+      if o -> 'kind' is distinct from n -> 'kind' then
+        diffs := diffs || format('step %s kind %s -> %s', o -> 'slug',
+          coalesce((o -> 'kind')::text, 'absent'), coalesce((n -> 'kind')::text, 'absent'));
+      end if;
+      if o -> 'queue' is distinct from n -> 'queue' then
+        diffs := diffs || format('step %s queue %s -> %s', o -> 'slug', o -> 'queue', n -> 'queue');
+      end if;
+      if o -> 'dependsOn' is distinct from n -> 'dependsOn' then
+        diffs := diffs || format('step %s dependsOn %s -> %s', o -> 'slug', o -> 'dependsOn', n -> 'dependsOn');
+      end if;
+      for k in select jsonb_object_keys(coalesce(o -> 'options', '{}') || coalesce(n -> 'options', '{}')) loop
+        if o -> 'options' -> k is distinct from n -> 'options' -> k then
+          diffs := diffs || format('step %s option %s %s -> %s', o -> 'slug', k,
+            coalesce((o -> 'options' -> k)::text, 'absent'), coalesce((n -> 'options' -> k)::text, 'absent'));
+        end if;
+      end loop;
+    end if;
+  end loop;
+  if cardinality(diffs) = 0 and old_shape is distinct from new_shape then
+    diffs := diffs || 'shape documents differ'::text;
+  end if;
+  return diffs;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_shape_options.sql
 
 -- The runtime options of a canonical shape: {"flow": {...}, "steps": {"<slug>": {...}}}.
@@ -2668,6 +2896,52 @@ begin
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
   values (canonical, spellings[1], 'shared', null, now());
   return 'adopted';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/alias_status.sql
+
+-- Each alias with its active version and what the project's registry declares for it (the latest
+-- compiled declaration, declare_alias; docs/ARCHITECTURE.md §6, Declared aliases):
+--   current     the active version is the declared target;
+--   pending     it is not, and reason says why (a retired version's started runs, live workers
+--               that lack the target, an operator's later activation) or who moves it next;
+--   undeclared  no compiled migration declared it (migrations written before declarations, or a
+--               registry no migration compiled): a worker's start-up moves it (sync_alias).
+create or replace function switchyard.alias_status()
+returns table (
+  alias text, flow_slug text, declared_versions text[], declared_at timestamptz, state text,
+  reason text
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return query
+  select a.alias, a.flow_slug, d.versions, d.declared_at,
+         case when d.alias is null then 'undeclared'
+              when a.flow_slug = d.versions[cardinality(d.versions)] then 'current'
+              else 'pending' end,
+         case when d.alias is null or a.flow_slug = d.versions[cardinality(d.versions)] then null
+              when a.activated_at >= d.declared_at then format(
+                'activated on %s by %s after the declaration: it stays until the next '
+                'declaration, or select switchyard.activate_alias(%L, %L)', a.flow_slug,
+                (select x.source from switchyard.alias_activations x
+                  where x.alias = a.alias order by x.activation_id desc limit 1),
+                a.alias, d.versions[cardinality(d.versions)])
+              else coalesce(
+                switchyard._alias_move_blocker(a.flow_slug, d.versions),
+                format('nothing holds it back any more: the first worker whose registry has %s '
+                       'moves it, or select switchyard.activate_alias(%L, %L)',
+                       d.versions[cardinality(d.versions)], a.alias,
+                       d.versions[cardinality(d.versions)]))
+         end
+    from switchyard.aliases a
+    left join switchyard.alias_declarations d on d.alias = a.alias
+   order by a.alias;
 end
 $$;
 
@@ -3629,6 +3903,55 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/declare_alias.sql
+
+-- The versions the project's registry declares for an alias, oldest first, the last one the
+-- target: what `deno task compile` writes into a migration (docs/ARCHITECTURE.md §6, Declared
+-- aliases). Records the declaration (the latest replaces the one before), then moves the alias
+-- to the target unless _alias_move_blocker says why not. So the compiled migrations, replayed
+-- in any order on any database (incrementally, all at once on an empty one, after a backup),
+-- leave each alias where the project's current registry puts it, without a worker: new, it is
+-- activated; pointing at an earlier listed version, or at a retired one with no started run, it
+-- moves when no live worker lacks the target. Otherwise it stays, and the answer says why:
+-- 'activated', 'current', or 'deferred: <why>'. A held-back move is made by the first worker
+-- whose registry has the target (sync_alias), or by the next declaration that may.
+create or replace function switchyard.declare_alias(alias_name text, versions text[])
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  target text;
+  current_target text;
+  blocker text;
+begin
+  perform switchyard._alias_members_add(alias_name, versions);
+  target := versions[cardinality(versions)];
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  insert into switchyard.alias_declarations as d (alias, versions, declared_at)
+  values (alias_name, versions, now())
+  on conflict (alias) do update set versions = excluded.versions, declared_at = excluded.declared_at;
+  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
+  if not found then
+    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+    perform switchyard._record_activation(alias_name, target, null, 'migration');
+    return 'activated';
+  elsif current_target = target then
+    return 'current';
+  end if;
+  blocker := switchyard._alias_move_blocker(current_target, versions);
+  if blocker is not null then
+    raise notice 'alias % stays on %: %', alias_name, current_target, blocker;
+    return 'deferred: ' || blocker;
+  end if;
+  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
+  return 'activated';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/delete_flow.sql
 
 -- ---- delete_flow (latest: 20261201001200_function_delete_flow_run_status.sql): the values it echoes clipped
@@ -3852,7 +4175,7 @@ begin
         'flow %s is already compiled with a different shape (%s); the steps, dependencies, '
         'kinds, conditions and queues of a concrete flow never change (its runtime options '
         'may): deploy the change under a new slug (for example %s)',
-        to_json(slug)::text, array_to_string(diffs, '; '), to_json(slug || 'V2')::text),
+        to_json(slug)::text, array_to_string(diffs, '; '), to_json(switchyard._next_flow_slug(slug))::text),
         detail = jsonb_build_object(
           'flow_slug', slug,
           'differences', (select jsonb_agg(left(d, 200) order by o)
@@ -7331,7 +7654,13 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/sync_alias.sql
 
--- ---- sync_alias (latest: 20261202000400_function_alias_rules.sql): the values it echoes clipped
+-- ---- sync_alias (from 20261202000400_function_alias_rules.sql): a worker's start-up moves an
+-- alias forward within its registry's list, never backwards (docs/ARCHITECTURE.md §6). Also, when
+-- the project's latest declaration (declare_alias) has this registry's target and the current
+-- target may be left (_alias_move_blocker, without the live-worker rule: this worker is the
+-- one that covers the target, as with a forward move), it moves to it: so a move a compiled
+-- migration held back, from a retired version or while older workers were live, is made by the
+-- first worker with the declared registry. The values it echoes clipped.
 create or replace function switchyard.sync_alias(alias_name text, versions text[])
 returns text
 language plpgsql
@@ -7342,50 +7671,15 @@ as $$
 declare
   target text;
   current_target text;
-  v text;
-  other_alias text;
+  declared switchyard.alias_declarations;
+  activated timestamptz;
 begin
-  perform switchyard.assert_slug('alias', alias_name);
-  if versions is null or cardinality(versions) = 0 then
-    raise exception using errcode = '22023', message = format(
-      'alias %s lists no versions', switchyard._clip(alias_name)),
-      detail = jsonb_build_object(
-        'rule', 'versions_missing', 'argument', 'versions', 'value', left(versions::text, 200),
-        'alias', alias_name)::text;
-  end if;
-  if array_position(versions, null) is not null then
-    raise exception using errcode = '22023', message = format(
-      'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
-      switchyard._clip(alias_name), array_position(versions, null), switchyard._clip(versions::text, 200)),
-      detail = jsonb_build_object(
-        'rule', 'version_null', 'argument', 'versions', 'value', left(versions::text, 200),
-        'alias', alias_name, 'position', array_position(versions, null))::text;
-  end if;
-  perform switchyard._assert_alias_case(alias_name);
+  perform switchyard._alias_members_add(alias_name, versions);
   target := versions[cardinality(versions)];
-  foreach v in array versions loop
-    if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
-      raise exception using errcode = '22023', message = format(
-        'alias %s: flow %s is not compiled', switchyard._clip(alias_name), switchyard._clip(v)),
-        detail = jsonb_build_object(
-          'rule', 'flow_not_compiled', 'argument', 'versions', 'value', left(v, 200),
-          'alias', alias_name)::text;
-    end if;
-    select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = v;
-    if other_alias is not null and other_alias <> alias_name then
-      raise exception using errcode = '23505', message = format(
-        'flow %s already belongs to alias %s; it cannot join alias %s',
-        switchyard._clip(v), switchyard._clip(other_alias), switchyard._clip(alias_name)),
-        detail = jsonb_build_object(
-          'rule', 'flow_in_other_alias', 'argument', 'versions', 'value', v,
-          'alias', alias_name, 'other_alias', other_alias)::text;
-    end if;
-    insert into switchyard.alias_members (alias, flow_slug) values (alias_name, v)
-    on conflict do nothing;
-  end loop;
 
   perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
-  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
+  select a.flow_slug, a.activated_at into current_target, activated
+    from switchyard.aliases a where a.alias = alias_name for update;
   if not found then
     perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
     perform switchyard._record_activation(alias_name, target, null, 'worker');
@@ -7393,6 +7687,16 @@ begin
   elsif current_target = target then
     return 'current';
   elsif current_target = any (versions) then
+    perform switchyard._record_activation(alias_name, target, current_target, 'worker');
+    return 'activated';
+  end if;
+  -- The current target is not in this registry. The project's declaration, newer than the
+  -- alias's last move (an operator's later activation stands), may move it to this target.
+  select * into declared from switchyard.alias_declarations d where d.alias = alias_name;
+  if found and declared.versions[cardinality(declared.versions)] = target
+     and declared.declared_at > activated
+     and not exists (select 1 from switchyard.runs r
+                      where r.flow_slug = current_target and r.status = 'started') then
     perform switchyard._record_activation(alias_name, target, current_target, 'worker');
     return 'activated';
   end if;

@@ -61,12 +61,12 @@ Deno.test('install → compile → db push → a start before any worker ran →
     );
     assert.ok(written, compiled.stdout);
     assert.match(compiled.stdout, /^ {2}flow greetV1$/m);
-    assert.match(compiled.stdout, /^ {2}alias greet -> greetV1 \(when new;/m);
+    assert.match(compiled.stdout, /^ {2}alias greet -> greetV1$/m);
     const migration = await Deno.readTextFile(join(project, written[1]));
     assert.match(migration, /^select switchyard\.ensure_flow\('\{"slug":"greetV1",.*'::jsonb\);$/m);
     assert.match(
       migration,
-      /^select switchyard\.sync_alias\('greet', array\['greetV1'\]::text\[\]\)\n {2}where not exists \(select 1 from switchyard\.aliases a where a\.alias = 'greet'\);$/m,
+      /^select switchyard\.declare_alias\('greet', array\['greetV1'\]::text\[\]\);$/m,
     );
     const names = [...Deno.readDirSync(join(project, 'supabase/migrations'))].map((e) => e.name)
       .sort();
@@ -159,7 +159,8 @@ Deno.test('install → compile → db push → a start before any worker ran →
       );
 
       // A new version: compiled at push, but the existing alias stays until a worker with the
-      // new registry starts (the running worker lacks greetV2 and must never be handed it).
+      // new registry starts (the running worker, live, lacks greetV2 and must never be handed
+      // it: the declaration is recorded, the move deferred).
       await Deno.writeTextFile(
         join(project, 'supabase/functions/_shared/flows/greet.ts'),
         GREET_FLOW.replace(
@@ -194,7 +195,14 @@ export const greet =`,
         'supabase db push of v2',
       );
       const [alias] = await sql`select flow_slug from switchyard.aliases where alias = 'greet'`;
-      assert.equal(alias.flow_slug, 'greetV1', 'the push moves no existing alias');
+      assert.equal(alias.flow_slug, 'greetV1', 'the push does not hand the live worker greetV2');
+      const [status] = await sql`select state, reason from switchyard.alias_status()
+        where alias = 'greet'`;
+      assert.equal(status.state, 'pending');
+      assert.match(
+        status.reason,
+        /^live workers lack greetV2: greetings-worker \(queue greetings\)$/,
+      );
       const [compiledV2] = await sql`select count(*)::int as n from switchyard.steps
         where flow_slug = 'greetV2'`;
       assert.equal(compiledV2.n, 1, 'greetV2 is compiled');

@@ -1,4 +1,4 @@
--- Readable differences between a compiled shape and a requested one.
+-- Readable differences between a compiled shape and a requested one, steps by slug.
 create or replace function switchyard._shape_diff(old_shape jsonb, new_shape jsonb)
 returns text[]
 language plpgsql
@@ -12,7 +12,6 @@ declare
   n jsonb;
   k text;
   old_count int := jsonb_array_length(old_shape -> 'steps');
-  new_count int := jsonb_array_length(new_shape -> 'steps');
 begin
   if old_shape -> 'placement' is distinct from new_shape -> 'placement' then
     diffs := diffs || format('placement %s -> %s', old_shape -> 'placement', new_shape -> 'placement');
@@ -23,19 +22,36 @@ begin
         coalesce((old_shape -> 'options' -> k)::text, 'absent'), coalesce((new_shape -> 'options' -> k)::text, 'absent'));
     end if;
   end loop;
-  if old_count <> new_count then
-    diffs := diffs || format('step count %s -> %s', old_count, new_count);
-  end if;
-  for i in 0 .. greatest(old_count, new_count) - 1 loop
-    o := old_shape -> 'steps' -> i;
-    n := new_shape -> 'steps' -> i;
-    if o is null then
+  -- Steps by slug, not by position: a step added in the middle is that step added, not every
+  -- later step changed (issue 37).
+  for n in select value from jsonb_array_elements(new_shape -> 'steps') loop
+    if not exists (select 1 from jsonb_array_elements(old_shape -> 'steps') x(s)
+                    where x.s -> 'slug' = n -> 'slug') then
       diffs := diffs || format('step %s added', n -> 'slug');
-    elsif n is null then
+    end if;
+  end loop;
+  for o in select value from jsonb_array_elements(old_shape -> 'steps') loop
+    if not exists (select 1 from jsonb_array_elements(new_shape -> 'steps') x(s)
+                   where x.s -> 'slug' = o -> 'slug') then
       diffs := diffs || format('step %s removed', o -> 'slug');
-    elsif o -> 'slug' is distinct from n -> 'slug' then
-      diffs := diffs || format('step #%s %s -> %s', i, o -> 'slug', n -> 'slug');
-    else
+    end if;
+  end loop;
+  if (select jsonb_agg(x.s -> 'slug' order by x.i)
+        from jsonb_array_elements(old_shape -> 'steps') with ordinality x(s, i)
+       where exists (select 1 from jsonb_array_elements(new_shape -> 'steps') y(s)
+                      where y.s -> 'slug' = x.s -> 'slug'))
+     is distinct from
+     (select jsonb_agg(x.s -> 'slug' order by x.i)
+        from jsonb_array_elements(new_shape -> 'steps') with ordinality x(s, i)
+       where exists (select 1 from jsonb_array_elements(old_shape -> 'steps') y(s)
+                      where y.s -> 'slug' = x.s -> 'slug')) then
+    diffs := diffs || 'step order changed'::text;
+  end if;
+  for i in 0 .. old_count - 1 loop
+    o := old_shape -> 'steps' -> i;
+    select x.s into n from jsonb_array_elements(new_shape -> 'steps') x(s)
+     where x.s -> 'slug' = o -> 'slug' limit 1;
+    if n is not null then
       if o -> 'kind' is distinct from n -> 'kind' then
         diffs := diffs || format('step %s kind %s -> %s', o -> 'slug',
           coalesce((o -> 'kind')::text, 'absent'), coalesce((n -> 'kind')::text, 'absent'));

@@ -81,7 +81,7 @@ begin
         'flow %s is already compiled with a different shape (%s); the steps, dependencies, '
         'kinds, conditions and queues of a concrete flow never change (its runtime options '
         'may): deploy the change under a new slug (for example %s)',
-        to_json(slug)::text, array_to_string(diffs, '; '), to_json(slug || 'V2')::text),
+        to_json(slug)::text, array_to_string(diffs, '; '), to_json(switchyard._next_flow_slug(slug))::text),
         detail = jsonb_build_object(
           'flow_slug', slug,
           'differences', (select jsonb_agg(left(d, 200) order by o)

@@ -23,5 +23,16 @@ create table switchyard.alias_activations (
   flow_slug text not null,
   previous_flow_slug text,
   activated_at timestamptz not null default now(),
-  source text not null                     -- 'worker' (registry order) or 'operator'
+  source text not null                     -- 'worker' (registry order), 'migration' (declare_alias)
+                                           -- or 'operator'
+);
+
+-- What the project's registry declares for each alias, as its latest compiled migration states
+-- it (switchyard.declare_alias; docs/ARCHITECTURE.md §6, Declared aliases): the versions, oldest
+-- first, the last one the target. One row per alias, replaced by each later declaration; the
+-- alias itself moves to the target only when that strands no run and hurts no live worker.
+create table switchyard.alias_declarations (
+  alias text primary key,
+  versions text[] not null check (cardinality(versions) > 0),
+  declared_at timestamptz not null default now()
 );
