@@ -498,4 +498,22 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '    if true and',
     tests: ['tests/worker/checkpoint_test.ts'],
   },
+  // --- issue 37: a user's project from laptop to production ------------------------------------
+  {
+    name: 'run-events-same-origin-only',
+    bug: "the run event stream answers no CORS: a page of the user's own site cannot follow a run",
+    file: 'lib/platform/run_event_stream.ts',
+    search: "? (options.open ? null : '*')",
+    replace: '? null',
+    tests: ['tests/scripts/readme_follow_test.ts'],
+  },
+  {
+    name: 'serve-ignores-plain-deno-serve',
+    bug:
+      "serve gives a function of one's own no address: its `Deno.serve(handler)` listens on 8000",
+    file: 'scripts/serve.ts',
+    search: '        DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}`,\n',
+    replace: '',
+    tests: ['tests/scripts/readme_follow_test.ts'],
+  },
 ];

@@ -6,7 +6,8 @@
  * Each function runs in its own `deno run` subprocess with its own import map (the
  * `import_map` of its `[functions.<name>]` section in `supabase/config.toml`, else its
  * directory's `deno.json`), listening on a free loopback port that it receives as `PORT`
- * through the platform adapter's environment. The gateway forwards `/functions/v1/<name>/rest`
+ * through the platform adapter's environment (and as `DENO_SERVE_ADDRESS`, so that a function of
+ * one's own that calls `Deno.serve(handler)` with no port listens there too). The gateway forwards `/functions/v1/<name>/rest`
  * to the function as `/<name>/rest`, as Supabase does, so
  * `createClient(url, key).functions.invoke('<name>')` reaches it. A function whose process
  * exited is started again by the next request to it.
@@ -346,6 +347,9 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
         ...options.env,
         PORT: String(port),
         HOSTNAME: '127.0.0.1',
+        // A function of one's own calls `Deno.serve(handler)` as on Supabase, with no port:
+        // Deno listens where this says (Deno 2.2+), as the queue functions do with PORT.
+        DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}`,
       },
       stdin: 'null',
       stdout: 'piped',
