@@ -516,4 +516,28 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '',
     tests: ['tests/scripts/readme_follow_test.ts'],
   },
+  {
+    name: 'serve-watch-leaves-workers-down',
+    bug: 'serve --watch restarts the functions but never starts their workers again',
+    file: 'scripts/serve.ts',
+    search: '      const bearer = starts.get(fn.name);',
+    replace: '      const bearer = undefined as Record<string, string> | undefined;',
+    tests: ['tests/scripts/serve_local_loop_test.ts'],
+  },
+  {
+    name: 'serve-port-moves',
+    bug: "serve ignores the port the project's last serve used and takes a new one",
+    file: 'scripts/_serve_port.ts',
+    search: '    port = remembered;',
+    replace: '    port = freePort();',
+    tests: ['tests/scripts/serve_local_loop_test.ts'],
+  },
+  {
+    name: 'serve-pause-unexplained',
+    bug: "serve prints a served function's pause without what to run",
+    file: 'scripts/_serve_pauses.ts',
+    search: '      options.log(pauseAdvice(name, options.watching));\n',
+    replace: '',
+    tests: ['tests/scripts/serve_local_loop_test.ts'],
+  },
 ];
