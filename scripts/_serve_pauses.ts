@@ -24,7 +24,15 @@ export interface PauseReportOptions {
   intervalMs?: number;
 }
 
-/** What to run about a paused function, for serve's output. */
+/**
+ * What to run about a paused function, for serve's output.
+ *
+ * @example
+ * ```ts
+ * import { pauseAdvice } from './_serve_pauses.ts';
+ * console.log(pauseAdvice('greetings-worker', false)); // … `deno task resume greetings-worker` …
+ * ```
+ */
 export function pauseAdvice(name: string, watching: boolean): string {
   const reload = watching
     ? 'serve reloads it with the current files on every change under supabase/functions/'

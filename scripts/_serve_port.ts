@@ -28,7 +28,15 @@ export interface ServePort {
   note: string | null;
 }
 
-/** Whether nothing listens on 127.0.0.1:`port` right now. */
+/**
+ * Whether nothing listens on 127.0.0.1:`port` right now.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SERVE_PORT, portIsFree } from './_serve_port.ts';
+ * console.log(portIsFree(DEFAULT_SERVE_PORT) ? 'free' : 'taken');
+ * ```
+ */
 export function portIsFree(port: number): boolean {
   try {
     Deno.listen({ hostname: '127.0.0.1', port }).close();

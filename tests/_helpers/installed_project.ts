@@ -7,7 +7,6 @@
  *
  * @module
  */
-import { join } from 'node:path';
 import postgres from 'postgres';
 import { KIT_ROOT } from '../../scripts/_project.ts';
 import { adminUrl, urlFor } from './db.ts';
@@ -140,7 +139,3 @@ export async function startQueueWorker(
     return null;
   }, { timeoutMs: 90_000 });
 }
-
-/** Where a project's file is. */
-export const projectFile = (project: InstalledProject, path: string): string =>
-  join(project.dir, path);
