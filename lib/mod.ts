@@ -4,9 +4,10 @@
  *
  * This is what a queue function imports: the flow DSL, `EdgeWorker`,
  * `startWorker`, every error class, and the client that starts and follows
- * runs (`createClient`, also alone in `lib/client.ts`). Operator and development calls
- * (migrations, pause/resume, fence, drain, keep-alive, the `connect()` client)
- * are in `lib/ops.ts` (`switchyard/ops.ts`). See docs/ARCHITECTURE.md.
+ * runs (`createClient`, also alone in `lib/client.ts`), and `createRunEventStream`, the
+ * endpoint `followRun` (lib/browser.js) reads, for an Edge Function of one's own. Operator
+ * and development calls (migrations, pause/resume, fence, drain, keep-alive, the `connect()`
+ * client) are in `lib/ops.ts` (`switchyard/ops.ts`). See docs/ARCHITECTURE.md.
  *
  * @example
  * ```ts
@@ -65,6 +66,12 @@ export {
   type EdgeWorkerHandle,
   type EdgeWorkerStatus,
 } from './platform/edge_worker.ts';
+export {
+  createRunEventStream,
+  type RunEventStream,
+  type RunEventStreamOptions,
+  verifyUserJwt,
+} from './platform/run_event_stream.ts';
 export {
   createMemoryPlatform,
   defaultPlatform,

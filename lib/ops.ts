@@ -93,7 +93,7 @@ export {
   type RunEventStream,
   type RunEventStreamOptions,
   verifyUserJwt,
-} from './ops/run_event_stream.ts';
+} from './platform/run_event_stream.ts';
 export {
   authProblem,
   BEARER_SECRET_ENV_VARS,

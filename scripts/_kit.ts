@@ -172,13 +172,19 @@ export async function moduleGraph(
   }));
 }
 
+/**
+ * The entries of the runtime, in `lib/`: `mod.ts` (queue functions, apps, the run event stream)
+ * and `browser.ts` (`followRun`: `browser.js`, which a page loads as it is, and its types).
+ */
+const RUNTIME_ENTRIES = ['mod.ts', 'browser.ts'];
+
 /** Where `deno task build-cli` records {@linkcode runtimeModules} for the compiled command. */
 export const RUNTIME_LIST = 'dist/runtime_modules.json';
 
 /**
- * The runtime of the kit: the paths, relative to `lib/`, of every module `lib/mod.ts` loads
- * (what a queue function needs; operator and development modules are left out), and the bare
- * specifiers they import.
+ * The runtime of the kit: the paths, relative to `lib/`, of every module `lib/mod.ts` and
+ * `lib/browser.ts` load (what a queue function, an app, a run event stream and a page need;
+ * operator and development modules are left out), and the bare specifiers they import.
  *
  * @example
  * ```ts
@@ -196,16 +202,20 @@ export async function runtimeModules(
     return JSON.parse(await Deno.readTextFile(join(kitDir, RUNTIME_LIST)));
   }
   const lib = join(kitDir, 'lib');
-  const graph = await moduleGraph(join(lib, 'mod.ts'), { config: join(kitDir, 'deno.json') });
-  const local = graph.filter((m) => m.local !== null);
-  const outside = local.filter((m) => relative(lib, m.local!).startsWith('..'));
-  if (outside.length > 0) {
-    throw new Error(
-      `lib/mod.ts loads modules outside lib/: ${outside.map((m) => m.local).join(', ')}`,
-    );
+  const local: GraphModule[] = [];
+  for (const entry of RUNTIME_ENTRIES) {
+    const graph = await moduleGraph(join(lib, entry), { config: join(kitDir, 'deno.json') });
+    const mine = graph.filter((m) => m.local !== null);
+    const outside = mine.filter((m) => relative(lib, m.local!).startsWith('..'));
+    if (outside.length > 0) {
+      throw new Error(
+        `lib/${entry} loads modules outside lib/: ${outside.map((m) => m.local).join(', ')}`,
+      );
+    }
+    local.push(...mine);
   }
   return {
-    files: local.map((m) => relative(lib, m.local!).replaceAll('\\', '/')).sort(),
+    files: [...new Set(local.map((m) => relative(lib, m.local!).replaceAll('\\', '/')))].sort(),
     bare: [...new Set(local.flatMap((m) => m.bare))].sort(),
   };
 }

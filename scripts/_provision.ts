@@ -177,6 +177,7 @@ export const BROWSER_TESTS: readonly string[] = [
   BROWSER_TEST,
   'tests/ops/follow_run_browser_test.ts',
   'tests/ops/dashboard_charts_browser_test.ts',
+  'tests/scripts/readme_follow_test.ts',
 ];
 
 /**

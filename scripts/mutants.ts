@@ -502,7 +502,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'run-event-stream-stays-open-after-end',
     bug: "the run event stream stays open after the run's own completed/failed/cancelled event",
-    file: 'lib/ops/run_event_stream.ts',
+    file: 'lib/platform/run_event_stream.ts',
     search: '              if (lastEnds && page.length < PAGE) return end();\n',
     replace: '',
     tests: ['tests/ops/run_event_stream_test.ts'],
@@ -510,7 +510,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'run-event-stream-reads-ahead',
     bug: "the run event stream reads the run's whole history whether or not its reader reads",
-    file: 'lib/ops/run_event_stream.ts',
+    file: 'lib/platform/run_event_stream.ts',
     search: '              if (page.length > 0) return;\n',
     replace: '              if (page.length > 0) continue;\n',
     tests: ['tests/ops/run_event_stream_test.ts'],
@@ -591,5 +591,47 @@ export const MUTANTS: readonly Mutant[] = [
     search: '  if (same(sa, sb)) return {',
     replace: '  if (true) return {',
     tests: ['tests/scripts/compile_refusal_test.ts'],
+  },
+  // --- issue 37: a user's project from laptop to production ------------------------------------
+  {
+    name: 'run-events-same-origin-only',
+    bug: "the run event stream answers no CORS: a page of the user's own site cannot follow a run",
+    file: 'lib/platform/run_event_stream.ts',
+    search: "? (options.open ? null : '*')",
+    replace: '? null',
+    tests: ['tests/scripts/readme_follow_test.ts'],
+  },
+  {
+    name: 'serve-ignores-plain-deno-serve',
+    bug:
+      "serve gives a function of one's own no address: its `Deno.serve(handler)` listens on 8000",
+    file: 'scripts/serve.ts',
+    search: '        DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}`,\n',
+    replace: '',
+    tests: ['tests/scripts/readme_follow_test.ts'],
+  },
+  {
+    name: 'serve-watch-leaves-workers-down',
+    bug: 'serve --watch restarts the functions but never starts their workers again',
+    file: 'scripts/serve.ts',
+    search: '      const bearer = starts.get(fn.name);',
+    replace: '      const bearer = undefined as Record<string, string> | undefined;',
+    tests: ['tests/scripts/serve_local_loop_test.ts'],
+  },
+  {
+    name: 'serve-port-moves',
+    bug: "serve ignores the port the project's last serve used and takes a new one",
+    file: 'scripts/_serve_port.ts',
+    search: '    port = remembered;',
+    replace: '    port = freePort();',
+    tests: ['tests/scripts/serve_local_loop_test.ts'],
+  },
+  {
+    name: 'serve-pause-unexplained',
+    bug: "serve prints a served function's pause without what to run",
+    file: 'scripts/_serve_pauses.ts',
+    search: '      options.log(pauseAdvice(name, options.watching));\n',
+    replace: '',
+    tests: ['tests/scripts/serve_local_loop_test.ts'],
   },
 ];

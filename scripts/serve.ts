@@ -1,12 +1,13 @@
 /**
- * `deno task serve [--port N] [--project DIR] [--env-file FILE]`: every Edge Function of the
+ * `deno task serve [--watch] [--port N] [--project DIR] [--env-file FILE]`: every Edge Function of the
  * project as a real HTTP endpoint at `/functions/v1/<name>` — the paths the Supabase gateway
  * uses — on one port, without Docker.
  *
  * Each function runs in its own `deno run` subprocess with its own import map (the
  * `import_map` of its `[functions.<name>]` section in `supabase/config.toml`, else its
  * directory's `deno.json`), listening on a free loopback port that it receives as `PORT`
- * through the platform adapter's environment. The gateway forwards `/functions/v1/<name>/rest`
+ * through the platform adapter's environment (and as `DENO_SERVE_ADDRESS`, so that a function of
+ * one's own that calls `Deno.serve(handler)` with no port listens there too). The gateway forwards `/functions/v1/<name>/rest`
  * to the function as `/<name>/rest`, as Supabase does, so
  * `createClient(url, key).functions.invoke('<name>')` reaches it. A function whose process
  * exited is started again by the next request to it.
@@ -15,8 +16,14 @@
  * (or `--env-file`), then the `env` option; `PORT` and `HOSTNAME` are set per function, and
  * `SUPABASE_URL` is the gateway's URL unless the env file or option sets it;
  * `SWITCHYARD_DEVELOPMENT=true` (a changed flow shape recompiles, docs/ARCHITECTURE.md §4.1)
- * unless this process's environment, the env file or the option sets it. The port is `--port`, else `PORT`, else a free
- * one.
+ * unless this process's environment, the env file or the option sets it. The command's port is
+ * `--port`, else `PORT`, else 54321 (Supabase's local API port) or the one the project's last serve
+ * used (`scripts/_serve_port.ts`): the same across restarts.
+ *
+ * `--watch` reloads the functions when a file under `supabase/functions/` changes (a registry
+ * edit included), so a queue function's worker never meets work of a registry newer than its
+ * own; the pauses of the served functions are printed with their reason and what to run
+ * (`scripts/_serve_pauses.ts`).
  *
  * The gateway also serves the dashboard (`lib/ops/dashboard.ts`) at `/dashboard/`, on the
  * database and with the bearer secrets of that same environment: the page is read-only
@@ -25,10 +32,12 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { freePort } from './_cluster.ts';
 import { readFunctionConfigs } from './_functions_config.ts';
 import { canConnect, exists } from './_util.ts';
+import { reportPauses } from './_serve_pauses.ts';
+import { chooseServePort, DEFAULT_SERVE_PORT } from './_serve_port.ts';
 import { DEVELOPMENT_ENV } from '../lib/worker/development.ts';
 import { denoExecutable } from '../lib/sql/deno_executable.ts';
 import {
@@ -82,6 +91,19 @@ export interface ServeOptions {
   readyTimeoutMs?: number;
   /** Serve the dashboard at `/dashboard/` (default true; it needs a database URL). */
   dashboard?: boolean;
+  /**
+   * Reload the functions when a file under `supabase/functions/` changes (`--watch`): each is
+   * restarted with the current files, `.env` and functions (new directories are served), and a
+   * queue function whose worker was started through the gateway is started again, so its worker
+   * runs the current registry (compiled at its start, recompiled in local development). Default
+   * false.
+   */
+  watch?: boolean;
+  /**
+   * Print the pauses of the served functions, with their reasons and what to run
+   * (`scripts/_serve_pauses.ts`; default true; it needs a database URL).
+   */
+  reportPauses?: boolean;
 }
 
 /**
@@ -296,8 +318,9 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
     }
     functions = functions.filter((f) => options.only!.includes(f.name));
   }
-  const byName = new Map(functions.map((f) => [f.name, f]));
-  const fileEnv = await readEnvFile(join(projectDir, 'supabase', 'functions', '.env'));
+  let byName = new Map(functions.map((f) => [f.name, f]));
+  const envPath = join(projectDir, 'supabase', 'functions', '.env');
+  let fileEnv = await readEnvFile(envPath);
   const gatewayPort = options.port ?? freePort();
   const url = `http://127.0.0.1:${gatewayPort}`;
   const running = new Map<string, Running>();
@@ -346,6 +369,9 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
         ...options.env,
         PORT: String(port),
         HOSTNAME: '127.0.0.1',
+        // A function of one's own calls `Deno.serve(handler)` as on Supabase, with no port:
+        // Deno listens where this says (Deno 2.2+), as the queue functions do with PORT.
+        DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}`,
       },
       stdin: 'null',
       stdout: 'piped',
@@ -421,6 +447,21 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
       headers: { 'content-type': 'application/json' },
     });
 
+  // The request that started each queue function's worker (its bearer), to start it again
+  // after a reload: a queue function answers 200 with its worker's id and state.
+  const starts = new Map<string, Record<string, string>>();
+  const rememberStart = (name: string, headers: Headers, response: Response) => {
+    response.json().then((body) => {
+      if (typeof body?.workerId !== 'string' || typeof body?.state !== 'string') return;
+      const kept: Record<string, string> = {};
+      for (const key of ['authorization', 'apikey']) {
+        const value = headers.get(key);
+        if (value !== null) kept[key] = value;
+      }
+      starts.set(name, kept);
+    }).catch(() => {});
+  };
+
   const handler = async (request: Request): Promise<Response> => {
     const u = new URL(request.url);
     if (
@@ -471,6 +512,12 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
         `http://127.0.0.1:${r.port}/${fn.name}${m[2] ?? ''}${u.search}`,
         { method: request.method, headers, body, redirect: 'manual' },
       );
+      if (
+        response.status === 200 && headers.has('authorization') &&
+        response.headers.get('content-type')?.includes('application/json')
+      ) {
+        rememberStart(fn.name, headers, response.clone());
+      }
       return new Response(response.body, { status: response.status, headers: response.headers });
     } catch (e) {
       return json(502, {
@@ -478,6 +525,65 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
         message: `function "${fn.name}" did not answer: ${(e as Error).message}`,
       });
     }
+  };
+
+  const restart = async (names: readonly string[]) => {
+    await Promise.all(names.map(async (name) => {
+      await starting.get(name)?.catch(() => {});
+      await stopOne(name);
+    }));
+    await Promise.all(names.map((name) => ensure(byName.get(name)!)));
+  };
+
+  /** `--watch`: everything again from the files, then the workers that ran start again. */
+  const reload = async (changed: readonly string[]) => {
+    fileEnv = await readEnvFile(envPath);
+    let next = await discoverFunctions(projectDir);
+    if (options.only) next = next.filter((f) => options.only!.includes(f.name));
+    const gone = functions.filter((f) => !next.some((n) => n.name === f.name));
+    functions = next;
+    byName = new Map(functions.map((f) => [f.name, f]));
+    const shown = changed.slice(0, 3).join(', ') + (changed.length > 3 ? ', …' : '');
+    log(
+      `[serve] ${shown} changed: reloading ${functions.map((f) => f.name).join(', ') || 'nothing'}`,
+    );
+    await Promise.all(gone.map(async (f) => {
+      await starting.get(f.name)?.catch(() => {});
+      await stopOne(f.name);
+      starts.delete(f.name);
+    }));
+    await Promise.all(functions.map(async (fn) => {
+      try {
+        await restart([fn.name]);
+      } catch (e) {
+        // Its output is in the log; the next change or request tries again.
+        log(`[serve] ${e instanceof BootError ? e.summary : (e as Error).message}`);
+        return;
+      }
+      const bearer = starts.get(fn.name);
+      if (!bearer) return;
+      const r = running.get(fn.name);
+      if (!r) return;
+      try {
+        const answer = await fetch(`http://127.0.0.1:${r.port}/${fn.name}`, {
+          method: 'POST',
+          headers: bearer,
+        });
+        const text = await answer.text();
+        if (answer.ok) {
+          log(`[serve] ${fn.name}: its worker started again, with the current files`);
+        } else {
+          let why = text;
+          try {
+            const body = JSON.parse(text);
+            why = `${body.error}: ${body.message ?? ''}${body.reason ? `; ${body.reason}` : ''}`;
+          } catch { /* not JSON */ }
+          log(`[serve] ${fn.name}: its worker did not start again (${answer.status} ${why})`);
+        }
+      } catch (e) {
+        log(`[serve] ${fn.name}: its worker did not start again: ${(e as Error).message}`);
+      }
+    }));
   };
 
   try {
@@ -493,22 +599,36 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
   );
   log(`[serve] gateway ${url}/functions/v1/{${functions.map((f) => f.name).join(',')}}`);
 
+  const stopWatching = options.watch ? watchFunctions(projectDir, reload, log) : null;
+  let stateClient: Client | undefined;
+  let stopPauses: (() => Promise<void>) | undefined;
+  if (options.reportPauses !== false && databaseUrl) {
+    stateClient = connect(databaseUrl, { max: 1 });
+    stopPauses = reportPauses({
+      source: stateClient,
+      names: () => functions.map((f) => f.name),
+      log,
+      watching: options.watch === true,
+    });
+  }
+
   let closed: Promise<void> | undefined;
   return {
     url,
-    functions: functions.map((f) => f.name),
+    get functions() {
+      return functions.map((f) => f.name);
+    },
     dashboardUrl: dashboard ? `${url}/dashboard/` : null,
     async restart(names = functions.map((f) => f.name)) {
       const unknown = names.filter((name) => !byName.has(name));
       if (unknown.length > 0) throw new Error(`unknown function(s): ${unknown.join(', ')}`);
-      await Promise.all(names.map(async (name) => {
-        await starting.get(name)?.catch(() => {});
-        await stopOne(name);
-      }));
-      await Promise.all(names.map((name) => ensure(byName.get(name)!)));
+      await restart(names);
     },
     close() {
       closed ??= (async () => {
+        await stopWatching?.();
+        await stopPauses?.();
+        await stateClient?.close().catch(() => {});
         await dashboard?.close();
         await server.shutdown();
         await Promise.all([...starting.values()].map((p) => p.catch(() => {})));
@@ -520,7 +640,60 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
   };
 }
 
-const USAGE = 'usage: deno task serve [--port N] [--project DIR] [--env-file FILE]';
+/** Files whose change reloads the functions: code, import maps and configuration, `.env`. */
+const WATCHED = /(\.(ts|tsx|mts|js|jsx|mjs|json|jsonc)|(^|\/)\.env)$/;
+
+/**
+ * Watches `supabase/functions/` and calls `reload` with the changed files (relative to the
+ * project), a moment after the last change of a burst (an editor's save, a compile), one
+ * reload at a time; returns the function that stops watching.
+ */
+function watchFunctions(
+  projectDir: string,
+  reload: (changed: readonly string[]) => Promise<void>,
+  log: (line: string) => void,
+): () => Promise<void> {
+  const dir = join(projectDir, 'supabase', 'functions');
+  const watcher = Deno.watchFs(dir, { recursive: true });
+  const pending = new Set<string>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const flush = () => {
+    const changed = [...pending].sort();
+    pending.clear();
+    running = running.then(() => reload(changed)).catch((e) =>
+      log(`[serve] reload failed: ${(e as Error).message}`)
+    );
+  };
+  const loop = (async () => {
+    for await (const event of watcher) {
+      if (event.kind === 'access' || event.kind === 'other') continue;
+      for (const path of event.paths) {
+        const rel = relative(projectDir, path).replaceAll('\\', '/');
+        if (!WATCHED.test(rel) || /(^|\/)node_modules\//.test(rel)) continue;
+        pending.add(rel);
+      }
+      if (pending.size === 0) continue;
+      clearTimeout(timer);
+      timer = setTimeout(flush, 200);
+    }
+  })();
+  return async () => {
+    watcher.close();
+    clearTimeout(timer);
+    await loop.catch(() => {});
+    await running;
+  };
+}
+
+const USAGE = `usage: deno task serve [--watch] [--port N] [--project DIR] [--env-file FILE]
+
+  --watch          reload the functions when a file under supabase/functions/ changes (their
+                   workers start again with the current registry)
+  --port N         the gateway's port (or PORT); default ${DEFAULT_SERVE_PORT}, or the port the
+                   project's last serve used when ${DEFAULT_SERVE_PORT} was taken
+  --project DIR    the project (default .)
+  --env-file FILE  more environment for the functions (after supabase/functions/.env)`;
 
 /** The command line of this script: its exit code. */
 export async function main(args: string[]): Promise<number> {
@@ -530,6 +703,7 @@ export async function main(args: string[]): Promise<number> {
       args,
       options: {
         port: { type: 'string' },
+        watch: { type: 'boolean', default: false },
         project: { type: 'string', default: '.' },
         'env-file': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
@@ -578,7 +752,14 @@ export async function main(args: string[]): Promise<number> {
   }
   let served: ServedFunctions;
   try {
-    served = await serveFunctions({ projectDir: values.project!, port, env });
+    const chosen = await chooseServePort(resolve(values.project!), port);
+    if (chosen.note) console.error(`[serve] ${chosen.note}`);
+    served = await serveFunctions({
+      projectDir: values.project!,
+      port: chosen.port,
+      env,
+      watch: values.watch,
+    });
   } catch (e) {
     console.error(`error: ${(e as Error).message}`);
     return 1;
@@ -592,7 +773,11 @@ export async function main(args: string[]): Promise<number> {
   if (served.dashboardUrl) console.log(`dashboard: ${served.dashboardUrl}`);
   console.log(
     `\nstart a worker: curl -X POST -H "Authorization: Bearer $SWITCHYARD_WORKER_SECRET" ` +
-      `${served.url}/functions/v1/${served.functions[0]}\nstop with Ctrl-C`,
+      `${served.url}/functions/v1/${served.functions[0]}\n` +
+      (values.watch
+        ? 'reloading the functions when supabase/functions/ changes; stop with Ctrl-C'
+        : 'stop with Ctrl-C (with --watch, serve reloads the functions when supabase/functions/ ' +
+          'changes)'),
   );
   await new Promise<void>((done) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) Deno.addSignalListener(signal, done);

@@ -19,7 +19,7 @@
  * | GET    | `/api/overview`                | {@linkcode DashboardOverview} (`runs`, `status`, `queue`, `minutes`) |
  * | GET    | `/api/runs`                    | `{ runs }` (`limit` 1-200, `status`, `queue`)                 |
  * | GET    | `/api/runs/<run id>`           | {@linkcode DashboardRunDetail} (latest 200 events, latest progress); 404 for an unknown run |
- * | GET    | `/api/runs/<run id>/events`    | the run's events as server-sent events (`lib/ops/run_event_stream.ts`) |
+ * | GET    | `/api/runs/<run id>/events`    | the run's events as server-sent events (`lib/platform/run_event_stream.ts`) |
  * | GET    | `/metrics`                     | Prometheus text ({@linkcode prometheusText}; `window` 1-86400 s, default 60); always needs the bearer |
  * | POST   | `/api/functions/<name>/pause`  | `{ result }`; JSON body `{ "reason"?: string }`               |
  * | POST   | `/api/functions/<name>/resume` | `{ result }`                                                 |
@@ -98,7 +98,7 @@ import { MAX_METRICS_WINDOW_SECONDS, metrics } from '../sql/metrics.ts';
 import type { SqlSource } from '../sql/source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 import { DASHBOARD_PAGE } from './dashboard_page.ts';
-import { createRunEventStream, type RunEventStream } from './run_event_stream.ts';
+import { createRunEventStream, type RunEventStream } from '../platform/run_event_stream.ts';
 import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
 
 /**
@@ -683,6 +683,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       env,
       jwtSecret: options.jwtSecret,
       open: access === 'actions',
+      allowOrigin: null, // the page's own origin only, as every other answer of the dashboard
     });
     return eventStream.stream(request, runId);
   };

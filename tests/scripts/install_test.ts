@@ -70,6 +70,10 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     assert.ok(await Deno.stat(join(project, 'supabase/functions/_switchyard/mod.ts')));
     // The client for apps (createClient) is runtime: a function may start and follow runs.
     assert.ok(manifest.runtime['client.ts'] && manifest.runtime['sql/client_queries.ts']);
+    // So are the run event stream (an Edge Function of one's own) and followRun for pages.
+    for (const file of ['platform/run_event_stream.ts', 'browser.js', 'browser.d.ts']) {
+      assert.ok(manifest.runtime[file], `${file} is part of the runtime`);
+    }
     for (const devOnly of ['ops.ts', 'sql/migrate.ts', 'ops/format.ts']) {
       assert.equal(manifest.runtime[devOnly], undefined, `${devOnly} is not part of the runtime`);
     }

@@ -33,9 +33,14 @@
  * runs only: on Supabase's hosted runtime every request is answered 500 `stream_config` with
  * the rule, as the queue functions answer it.
  *
+ * Pages of other origins may follow (CORS, `allowOrigin`, default `*`): a preflight is answered
+ * and every answer names the allowed origin; the bearer or token is what authorizes, never a
+ * cookie. `lib/mod.ts` exports it, so an installed project's Edge Function imports it as
+ * `switchyard`.
+ *
  * @module
  */
-import { authProblem, disabledAuthRefusal, type EdgeAuth } from '../platform/auth.ts';
+import { authProblem, disabledAuthRefusal, type EdgeAuth } from './auth.ts';
 import type { EnvReader } from '../sql/connection.ts';
 import { RunNotifications } from '../sql/notifications.ts';
 import { isUuid, runEvents, runOwner } from '../sql/runs.ts';
@@ -77,6 +82,15 @@ export interface RunEventStreamOptions {
    * only, whose reads are open too). Default false.
    */
   open?: boolean;
+  /**
+   * The `Access-Control-Allow-Origin` of every answer, so that pages of other origins (your
+   * site, calling `https://<project>.supabase.co/functions/v1/…`) may follow runs: a preflight
+   * (`OPTIONS`) is answered 204 allowing `GET` with the `Authorization`, `Accept`,
+   * `Last-Event-ID`, `apikey` and `x-client-info` headers. Default `'*'` (a bearer or a user's
+   * token is still required: no cookie is ever read); `null` answers no CORS headers (same-origin
+   * pages only), the default with `open`.
+   */
+  allowOrigin?: string | null;
   /** A comment line this often, in milliseconds (default 10000). */
   keepAliveMs?: number;
   /** A stream ends after this many milliseconds; the client resumes (default 240000). */
@@ -102,7 +116,8 @@ export interface RunEventStream {
   fetch(request: Request): Promise<Response>;
   /**
    * Answers `GET` for `runId`: the stream, 204 when the run has ended and nothing follows the
-   * cursor, or a JSON error (400, 401, 404, 405; 500 for disabled auth on the hosted runtime).
+   * cursor, or a JSON error (400, 401, 404, 405; 500 for disabled auth on the hosted runtime); a
+   * preflight (`OPTIONS`) 204 unless `allowOrigin` is null.
    */
   stream(request: Request, runId: string): Promise<Response>;
   /** Ends every open stream and stops listening. */
@@ -114,6 +129,8 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const PAGE = 100;
 /** The stream reads its next page only while less than this is queued for its reader. */
 const QUEUE_BYTES = 64 * 1024;
+/** The request headers `followRun` (lib/browser.js) and supabase-js send. */
+const ALLOWED_HEADERS = 'authorization, accept, last-event-id, apikey, x-client-info, content-type';
 
 function denoEnv(name: string): string | undefined {
   try {
@@ -217,10 +234,10 @@ function cursorOf(request: Request, url: URL): number | null {
  *
  * @example
  * ```ts
- * import { connect, createRunEventStream } from '../ops.ts';
+ * import { createClient, createRunEventStream } from '../mod.ts';
  *
  * // supabase/functions/run-events/index.ts: GET /functions/v1/run-events/runs/<id>/events
- * const client = connect(Deno.env.get('SUPABASE_DB_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('SUPABASE_DB_URL') });
  * const events = createRunEventStream({ source: client });
  * Deno.serve((request) => events.fetch(request));
  * ```
@@ -256,7 +273,32 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
     return 'userId' in user ? { owner: user.userId } : user;
   };
 
-  const stream = async (request: Request, runId: string): Promise<Response> => {
+  const allowOrigin = options.allowOrigin === undefined
+    ? (options.open ? null : '*')
+    : options.allowOrigin;
+  const cors = (response: Response): Response => {
+    if (allowOrigin !== null) {
+      response.headers.set('access-control-allow-origin', allowOrigin);
+      if (allowOrigin !== '*') response.headers.append('vary', 'origin');
+    }
+    return response;
+  };
+  /** A browser's preflight of a cross-origin GET with a bearer; null without CORS. */
+  const preflight = (request: Request): Response | null =>
+    request.method === 'OPTIONS' && allowOrigin !== null
+      ? cors(
+        new Response(null, {
+          status: 204,
+          headers: {
+            'access-control-allow-methods': 'GET, OPTIONS',
+            'access-control-allow-headers': ALLOWED_HEADERS,
+            'access-control-max-age': '86400',
+          },
+        }),
+      )
+      : null;
+
+  const answer = async (request: Request, runId: string): Promise<Response> => {
     // Disabled auth is for local runs: on the hosted runtime it opens nothing, as the queue
     // functions refuse it (lib/platform/auth.ts).
     const refusal = disabledAuthRefusal(options.auth, env);
@@ -418,9 +460,14 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
     });
   };
 
+  const stream = async (request: Request, runId: string): Promise<Response> =>
+    preflight(request) ?? cors(await answer(request, runId));
+
   return {
     stream,
     fetch(request: Request): Promise<Response> {
+      const allowed = preflight(request);
+      if (allowed) return Promise.resolve(allowed);
       const url = new URL(request.url);
       const match = /\/runs\/([^/]+)\/events\/?$/.exec(url.pathname);
       let runId = match ? match[1] : url.searchParams.get('run');
@@ -428,10 +475,10 @@ export function createRunEventStream(options: RunEventStreamOptions): RunEventSt
         if (match) runId = decodeURIComponent(match[1]);
       } catch { /* malformed: refused as an invalid run id */ }
       if (runId === null) {
-        return Promise.resolve(json(404, {
+        return Promise.resolve(cors(json(404, {
           error: 'not_found',
           message: 'follow a run at .../runs/<run id>/events (or ?run=<run id>)',
-        }));
+        })));
       }
       return stream(request, runId);
     },
