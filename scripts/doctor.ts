@@ -283,8 +283,9 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
         `alias ${a.alias} points at ${a.flowSlug}, which ${REGISTRY_PATH} does not list: ` +
           `workers refuse to start (coverage) and new runs of ${a.alias} start ${a.flowSlug}`,
         target
-          ? `move it to the registry's version: select switchyard.activate_alias('${a.alias}', ` +
-            `'${target}'); or list ${a.flowSlug} in the registry again until it drains`
+          ? `list ${a.flowSlug} in the registry again until it drains (${op('drain')}), or, when ` +
+            `it has no open runs, move the alias: select switchyard.activate_alias('${a.alias}', ` +
+            `'${target}')`
           : `list ${a.flowSlug} in the registry again (${task('compile')}, then deploy)`,
       );
     }

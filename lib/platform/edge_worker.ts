@@ -302,7 +302,7 @@ function startEdgeWorker(
     } catch (e) {
       // The answer goes to the caller — on a hosted project the keep-alive's pg_net, which
       // nobody reads — so the function's own log says the same, as does the row the start
-      // recorded in switchyard.refusals (docs/ARCHITECTURE.md §9.4).
+      // recorded in switchyard.refusals (docs/ARCHITECTURE.md §9.1).
       const refusal = startRefusal(e);
       log.error(
         `worker start refused (${refusal.status} ${refusal.error}): ${refusalText(refusal)}`,

@@ -124,7 +124,7 @@ export interface FunctionOverview extends FunctionState {
   workers: FunctionWorker[];
   /**
    * The refusals it recorded (`switchyard.refusals`: refused starts and pauses on unsupported
-   * work, docs/ARCHITECTURE.md §9.4), the latest first.
+   * work, docs/ARCHITECTURE.md §9.1), the latest first.
    */
   refusals: FunctionRefusal[];
 }

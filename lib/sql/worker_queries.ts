@@ -442,7 +442,7 @@ export class WorkerQueries {
 
   /**
    * Records why this function's worker did not start or paused (`switchyard.record_refusal`,
-   * docs/ARCHITECTURE.md §9.4): one row per function and kind, the latest message kept.
+   * docs/ARCHITECTURE.md §9.1): one row per function and kind, the latest message kept.
    */
   async recordRefusal(functionName: string, refusal: string, message: string): Promise<void> {
     await this.sql`

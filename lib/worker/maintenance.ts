@@ -66,7 +66,7 @@ export function startMaintenance(o: MaintenanceOptions): () => void {
       if (state !== 'ok' && o.lifecycle.requestStop(`function ${state}`)) {
         if (state === 'paused') {
           // A pause from elsewhere (an operator, another instance's unsupported work): this
-          // function's log says why, as its refused starts do (docs/ARCHITECTURE.md §9.4).
+          // function's log says why, as its refused starts do (docs/ARCHITECTURE.md §9.1).
           const flags = await o.heartbeatQ.functionFlags(o.functionName).catch(() => null);
           o.log.warn(
             `stopping: function "${o.functionName}" is paused: ` +

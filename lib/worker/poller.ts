@@ -3,7 +3,7 @@
  * slots, claims them with `start_tasks` against the exact pair set the worker registered,
  * and hands claimed tasks to the executor. A batch with unsupported work stops the worker
  * fatally; the SQL core has already made the batch visible again and paused the function. The
- * pause is logged and recorded in `switchyard.refusals` (docs/ARCHITECTURE.md §9.4).
+ * pause is logged and recorded in `switchyard.refusals` (docs/ARCHITECTURE.md §9.1).
  *
  * @module
  */
@@ -105,7 +105,7 @@ export async function poll(o: PollerOptions): Promise<void> {
           ],
         );
         log.error(fatal.message);
-        // Where operators look besides this log (docs/ARCHITECTURE.md §9.4), best effort.
+        // Where operators look besides this log (docs/ARCHITECTURE.md §9.1), best effort.
         await recordRefusal(o.functionName, 'unsupported_work', fatal.message, { sql: q.sql, log });
         lifecycle.fail(fatal);
         log.info('stopping: unsupported work');

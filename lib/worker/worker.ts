@@ -224,7 +224,7 @@ export function workerFunctionName(
 /**
  * The untyped implementation shared by `startWorker` and `EdgeWorker.start`. A refused start,
  * once the function is known, is recorded in `switchyard.refusals` (best effort, with the text
- * of its answer; docs/ARCHITECTURE.md §9.4) before the error is thrown.
+ * of its answer; docs/ARCHITECTURE.md §9.1) before the error is thrown.
  */
 export async function startWorkerImpl(
   target: WorkerTarget | readonly WorkerTarget[],

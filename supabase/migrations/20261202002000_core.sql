@@ -37,7 +37,7 @@ create index step_tasks_concurrency on switchyard.step_tasks (concurrency_key)
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/refusals.sql
 
--- Refusals (issue 37, docs/ARCHITECTURE.md §9.4), as supabase/schemas/tables/55_refusals.sql
+-- Refusals (issue 37, docs/ARCHITECTURE.md §9.1), as supabase/schemas/tables/55_refusals.sql
 -- creates the table.
 create table switchyard.refusals (
   function_name text not null check (function_name ~ '^[a-z][a-z0-9_-]*$'),
@@ -5296,7 +5296,7 @@ $$;
 
 -- Records that a queue function's worker refused to start (the error of its HTTP answer:
 -- function_paused, function_disabled, coverage, worker_config, start_failed) or paused on
--- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.4). One row per function
+-- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.1). One row per function
 -- and kind: a repeat moves last_at, counts and keeps the latest message, cut at 2000 characters
 -- (a record is never refused for its length). The worker calls it best effort.
 create or replace function switchyard.record_refusal(function_name text, refusal text, message text)

@@ -1,4 +1,4 @@
--- Refusals (issue 37, docs/ARCHITECTURE.md §9.4), as supabase/schemas/tables/55_refusals.sql
+-- Refusals (issue 37, docs/ARCHITECTURE.md §9.1), as supabase/schemas/tables/55_refusals.sql
 -- creates the table.
 create table switchyard.refusals (
   function_name text not null check (function_name ~ '^[a-z][a-z0-9_-]*$'),
