@@ -83,6 +83,9 @@ Deno.test('a healthy project prints no problem and exits 0, with and without the
     await db.sql.unsafe(PG_NET + PG_CRON);
     await db
       .sql`select switchyard.register_function('classify-threads-worker', 'classify_threads')`;
+    // A refusal the function's later start resolved is history, not a problem.
+    await db.sql`select switchyard.record_refusal('classify-threads-worker', 'coverage', 'old')`;
+    await db.sql`update switchyard.refusals set last_at = now() - interval '1 minute'`;
     await db.sql`select switchyard.register_worker(gen_random_uuid(), 'classify_threads',
                    'classify-threads-worker', array['communityThreadsV1/classify'], 15)`;
     await db.sql`update switchyard.worker_functions set last_woken_at = now(),
