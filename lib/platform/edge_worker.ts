@@ -35,6 +35,11 @@
  * | 500 | `start_failed` | anything else (the database is unreachable, …) |
  * | 503 | `shutting_down` | the instance is unloading |
  *
+ * A refused start (the 409s and 500s) is also logged by the function, `worker start refused
+ * (<status> <error>): <message>`, and recorded in `switchyard.refusals` with the same text
+ * (docs/ARCHITECTURE.md §9.1): the caller on a hosted project is the keep-alive's pg_net, whose
+ * answers nobody reads.
+ *
  * Tuning options that the code does not set can come from the environment:
  * `SWITCHYARD_MAX_CONCURRENT`, `SWITCHYARD_BATCH_SIZE`, `SWITCHYARD_VISIBILITY_TIMEOUT`,
  * `SWITCHYARD_MAX_POLL_SECONDS`, `SWITCHYARD_POLL_INTERVAL_MS`,
