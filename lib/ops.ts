@@ -64,6 +64,7 @@ export * from './sql/prune.ts';
 export * from './sql/schedules.ts';
 export * from './sql/dashboard_queries.ts';
 export * from './sql/metrics.ts';
+export * from './sql/refusals.ts';
 export { PROMETHEUS_CONTENT_TYPE, prometheusText } from './ops/prometheus.ts';
 export {
   ensurePgmq,

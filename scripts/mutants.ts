@@ -634,4 +634,30 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '',
     tests: ['tests/scripts/serve_local_loop_test.ts'],
   },
+  // --- issue 37: refusals are seen, doctor ----------------------------------------------------
+  {
+    name: 'refusal-never-recorded',
+    bug: 'a refused start or an unsupported-work pause is logged but never reaches the database',
+    file: 'lib/worker/refusal.ts',
+    search: '      new WorkerQueries(sql).recordRefusal(functionName, refusal, text),',
+    replace: '      Promise.resolve(),',
+    tests: ['tests/worker/refusals_test.ts'],
+  },
+  {
+    name: 'refusal-repeat-not-counted',
+    bug: 'record_refusal keeps the latest message of a repeated refusal but not how often',
+    file: fn('record_refusal'),
+    fn: 'record_refusal',
+    search: 'last_at = now(), count = r.count + 1;',
+    replace: 'last_at = now(), count = 1;',
+    tests: ['tests/sql/refusals_test.ts'],
+  },
+  {
+    name: 'doctor-lists-resolved-refusals',
+    bug: 'doctor lists a refusal that a later worker start of the function resolved',
+    file: 'scripts/doctor.ts',
+    search: '    if (f?.lastStartedAt && f.lastStartedAt >= r.lastAt) continue;\n',
+    replace: '',
+    tests: ['tests/scripts/doctor_test.ts'],
+  },
 ];

@@ -720,6 +720,16 @@ ol.events .at {
         esc(f.pauseReason) + ' <span class="muted">· since ' + esc(clock(f.pausedAt)) + ' (' +
         esc(ago(f.pausedAt)) + ')</span></div>';
     }
+    // The latest refusal it recorded (a refused start, a pause on unsupported work): on a hosted
+    // project nobody reads the keep-alive's answers, so it is shown here.
+    const refused = f.refusals[0];
+    if (refused) {
+      flagsHtml += '<div class="reason" data-refusal="' + esc(f.functionName) + '">' +
+        (f.liveWorkers === 0 ? pill('bad', 'refused') : pill('warn', 'refused before')) + ' ' +
+        '<span class="mono">' + esc(refused.refusal) + '</span> ' + esc(refused.message) +
+        ' <span class="muted">· ' + refused.count + '×, last ' + esc(clock(refused.lastAt)) +
+        ' (' + esc(ago(refused.lastAt)) + ')</span></div>';
+    }
     const workers = f.workers.length === 0
       ? '<span class="muted">none</span>'
       : f.workers.map((w) =>

@@ -35,6 +35,11 @@
  * | 500 | `start_failed` | anything else (the database is unreachable, …) |
  * | 503 | `shutting_down` | the instance is unloading |
  *
+ * A refused start (the 409s and 500s) is also logged by the function, `worker start refused
+ * (<status> <error>): <message>`, and recorded in `switchyard.refusals` with the same text
+ * (docs/ARCHITECTURE.md §9.1): the caller on a hosted project is the keep-alive's pg_net, whose
+ * answers nobody reads.
+ *
  * Tuning options that the code does not set can come from the environment:
  * `SWITCHYARD_MAX_CONCURRENT`, `SWITCHYARD_BATCH_SIZE`, `SWITCHYARD_VISIBILITY_TIMEOUT`,
  * `SWITCHYARD_MAX_POLL_SECONDS`, `SWITCHYARD_POLL_INTERVAL_MS`,
@@ -51,14 +56,6 @@ import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
 import { authProblem, disabledAuthRefusal, type EdgeAuth } from './auth.ts';
 import { defaultPlatform, type Platform } from './platform.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
-import { MAX_REASON_CHARS } from '../sql/function_state.ts';
-import {
-  ConnectionStringError,
-  CoverageError,
-  FunctionDisabledError,
-  FunctionPausedError,
-  WorkerConfigError,
-} from '../errors.ts';
 import {
   type CommonWorkerOptions,
   consoleLogger,
@@ -67,7 +64,9 @@ import {
   startWorkerImpl,
   type StepWorkerOptions,
   type Worker,
+  workerFunctionName,
 } from '../worker/worker.ts';
+import { recordRefusal, refusalText, type StartRefusal, startRefusal } from '../worker/refusal.ts';
 
 export type { EdgeAuth } from './auth.ts';
 
@@ -231,45 +230,8 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   });
 }
 
-/** A reason cut at {@linkcode MAX_REASON_CHARS}, with its length when it was longer. */
-function clipReason(reason: string): string {
-  return reason.length <= MAX_REASON_CHARS
-    ? reason
-    : `${reason.slice(0, MAX_REASON_CHARS)}... (${reason.length} characters)`;
-}
-
-function errorResponse(e: unknown): Response {
-  if (e instanceof FunctionPausedError) {
-    // The reason once, bounded; the message does not repeat it.
-    return json(409, {
-      error: 'function_paused',
-      message: `function "${e.functionName}" is paused: fix the cause, then resume it ` +
-        `(deno task resume ${e.functionName})`,
-      functionName: e.functionName,
-      reason: clipReason(e.reason),
-    });
-  }
-  if (e instanceof FunctionDisabledError) {
-    return json(409, {
-      error: 'function_disabled',
-      message: e.message,
-      functionName: e.functionName,
-    });
-  }
-  if (e instanceof CoverageError) {
-    return json(409, {
-      error: 'coverage',
-      message: e.message,
-      queueName: e.queueName,
-      missingPairs: e.missingPairs,
-      missing: e.missing,
-    });
-  }
-  if (e instanceof WorkerConfigError || e instanceof ConnectionStringError) {
-    return json(500, { error: 'worker_config', message: e.message });
-  }
-  const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-  return json(500, { error: 'start_failed', message });
+function errorResponse(refusal: StartRefusal): Response {
+  return json(refusal.status, refusal.body);
 }
 
 function startEdgeWorker(
@@ -281,6 +243,7 @@ function startEdgeWorker(
   let current: Worker | null = null;
   let starting: Promise<Worker> | null = null;
   let unloading = false;
+  let authRefusalRecorded = false;
 
   const start = async (): Promise<Worker> => {
     // Settings and the database URL the code does not set come from the function's environment.
@@ -312,6 +275,18 @@ function startEdgeWorker(
     const refusal = disabledAuthRefusal(auth, platform.env);
     if (refusal !== null) {
       log.error(refusal);
+      // Recorded once per instance: every request, authorized or not, meets this refusal.
+      if (!authRefusalRecorded) {
+        authRefusalRecorded = true;
+        const functionName = workerFunctionName(target, workerOptions);
+        if (functionName !== null) {
+          await recordRefusal(functionName, 'worker_config', refusal, {
+            connectionString: workerOptions.connectionString,
+            env: platform.env,
+            log,
+          });
+        }
+      }
       return json(500, { error: 'worker_config', message: refusal });
     }
     const problem = await authProblem(request, auth, platform.env);
@@ -330,19 +305,14 @@ function startEdgeWorker(
       const worker = await starting;
       return status(worker, mine ? 'started' : 'running');
     } catch (e) {
-      const response = errorResponse(e);
       // The answer goes to the caller — on a hosted project the keep-alive's pg_net, which
-      // nobody reads — so the function's own log says the same (issue 37, item 2).
-      const body = await response.clone().json() as {
-        error: string;
-        message: string;
-        reason?: string;
-      };
+      // nobody reads — so the function's own log says the same, as does the row the start
+      // recorded in switchyard.refusals (docs/ARCHITECTURE.md §9.1).
+      const refusal = startRefusal(e);
       log.error(
-        `worker start refused (${response.status} ${body.error}): ${body.message}` +
-          (body.reason === undefined ? '' : `; reason: ${body.reason}`),
+        `worker start refused (${refusal.status} ${refusal.error}): ${refusalText(refusal)}`,
       );
-      return response;
+      return errorResponse(refusal);
     }
   };
 

@@ -14,6 +14,7 @@ import { type DrainState, drainStatus } from './drain.ts';
 import { fenceStatus } from './fence.ts';
 import { type FlowOptionChange, flowOptionHistory } from './flow_options.ts';
 import type { FunctionState } from './function_state.ts';
+import { type FunctionRefusal, functionRefusals } from './refusals.ts';
 import type { FenceStatus } from './fence_status.ts';
 import { metricsHistory, type QueueHistory } from './metrics.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
@@ -121,10 +122,15 @@ export interface FunctionWorker {
 export interface FunctionOverview extends FunctionState {
   /** Its unstopped workers, newest first (at most 20), each with its last heartbeat. */
   workers: FunctionWorker[];
+  /**
+   * The refusals it recorded (`switchyard.refusals`: refused starts and pauses on unsupported
+   * work, docs/ARCHITECTURE.md §9.1), the latest first.
+   */
+  refusals: FunctionRefusal[];
 }
 
 /**
- * Every queue function with its flags and its unstopped workers.
+ * Every queue function with its flags, its unstopped workers and the refusals it recorded.
  *
  * @example
  * ```ts
@@ -141,6 +147,7 @@ export async function functionOverviews(
   { heartbeatWindowSeconds = DEFAULT_HEARTBEAT_WINDOW_SECONDS } = {},
 ): Promise<FunctionOverview[]> {
   const sql = sqlOf(source);
+  const refusals = await functionRefusals(source);
   const rows = await call(sql, () =>
     sql<
       {
@@ -178,6 +185,7 @@ export async function functionOverviews(
       deprecatedAt: w.deprecated_at,
       live: w.live,
     })),
+    refusals: refusals.filter((x) => x.functionName === r.function_name),
   }));
 }
 

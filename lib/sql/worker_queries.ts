@@ -474,6 +474,15 @@ export class WorkerQueries {
     return row.n;
   }
 
+  /**
+   * Records why this function's worker did not start or paused (`switchyard.record_refusal`,
+   * docs/ARCHITECTURE.md §9.1): one row per function and kind, the latest message kept.
+   */
+  async recordRefusal(functionName: string, refusal: string, message: string): Promise<void> {
+    await this.sql`
+      select switchyard.record_refusal(${functionName}::text, ${refusal}::text, ${message}::text)`;
+  }
+
   async workerStopped(workerId: string, reason: string | null): Promise<void> {
     await this.sql`select switchyard.worker_stopped(${workerId}::uuid, ${reason}::text)`;
   }

@@ -25,6 +25,8 @@ export interface MaintenanceOptions {
   log: WorkerLogger;
   workerId: string;
   queueName: string;
+  /** The queue function, named with its pause reason when a pause stops the worker. */
+  functionName: string;
   heartbeatIntervalMs: number;
   stallCheckIntervalMs: number;
   heartbeatWindowSeconds: number;
@@ -62,7 +64,17 @@ export function startMaintenance(o: MaintenanceOptions): () => void {
       lastBeat = Date.now();
       if (ended_runs.length > 0) o.onEndedRuns(ended_runs);
       if (state !== 'ok' && o.lifecycle.requestStop(`function ${state}`)) {
-        o.log.info(`stopping: function ${state}`);
+        if (state === 'paused') {
+          // A pause from elsewhere (an operator, another instance's unsupported work): this
+          // function's log says why, as its refused starts do (docs/ARCHITECTURE.md §9.1).
+          const flags = await o.heartbeatQ.functionFlags(o.functionName).catch(() => null);
+          o.log.warn(
+            `stopping: function "${o.functionName}" is paused: ` +
+              `${flags?.pause_reason ?? '(the reason could not be read)'}`,
+          );
+        } else {
+          o.log.info(`stopping: function ${state}`);
+        }
       }
     } catch (e) {
       o.log.warn(`heartbeat failed: ${errorText(e)}`);

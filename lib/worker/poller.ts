@@ -2,7 +2,8 @@
  * The poller (docs/ARCHITECTURE.md §5 and §9): reads message ids while there are free
  * slots, claims them with `start_tasks` against the exact pair set the worker registered,
  * and hands claimed tasks to the executor. A batch with unsupported work stops the worker
- * fatally; the SQL core has already made the batch visible again and paused the function.
+ * fatally; the SQL core has already made the batch visible again and paused the function. The
+ * pause is logged and recorded in `switchyard.refusals` (docs/ARCHITECTURE.md §9.1).
  *
  * @module
  */
@@ -13,6 +14,7 @@ import type { Executor } from './executor.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { errorText, sleep, type WorkerLogger } from './persist.ts';
 import { endWithError, startClaimSpan } from '../tracing.ts';
+import { recordRefusal } from './refusal.ts';
 
 /** What {@linkcode poll} needs. */
 export interface PollerOptions {
@@ -103,6 +105,8 @@ export async function poll(o: PollerOptions): Promise<void> {
           ],
         );
         log.error(fatal.message);
+        // Where operators look besides this log (docs/ARCHITECTURE.md §9.1), best effort.
+        await recordRefusal(o.functionName, 'unsupported_work', fatal.message, { sql: q.sql, log });
         lifecycle.fail(fatal);
         log.info('stopping: unsupported work');
         break;

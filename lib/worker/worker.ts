@@ -42,6 +42,7 @@ import { startMaintenance } from './maintenance.ts';
 import { errorText, persist, type WorkerLogger } from './persist.ts';
 import { poll } from './poller.ts';
 import { resolveSettings, type WorkerSettings } from './settings.ts';
+import { recordRefusal, refusalText, startRefusal } from './refusal.ts';
 
 export type { WorkerLogger } from './persist.ts';
 export type { WorkerState } from './lifecycle.ts';
@@ -203,7 +204,29 @@ export interface WorkerImplOptions extends CommonWorkerOptions {
   env?: (name: string) => string | undefined;
 }
 
-/** The untyped implementation shared by `startWorker` and `EdgeWorker.start`. */
+/**
+ * The queue function a worker of `target` with `options` would obey, or null when the target or
+ * options are wrong (no function can be named).
+ */
+export function workerFunctionName(
+  target: WorkerTarget | readonly WorkerTarget[],
+  options: CommonWorkerOptions & { queueName?: string; stepSlug?: string },
+): string | null {
+  try {
+    const index = new DispatchIndex(Array.isArray(target) ? target : [target as WorkerTarget]);
+    const name = options.functionName ?? defaultFunctionName(selectQueue(index, options));
+    assertFunctionName(name);
+    return name;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The untyped implementation shared by `startWorker` and `EdgeWorker.start`. A refused start,
+ * once the function is known, is recorded in `switchyard.refusals` (best effort, with the text
+ * of its answer; docs/ARCHITECTURE.md §9.1) before the error is thrown.
+ */
 export async function startWorkerImpl(
   target: WorkerTarget | readonly WorkerTarget[],
   options: WorkerImplOptions,
@@ -213,8 +236,30 @@ export async function startWorkerImpl(
   const queueName = selectQueue(index, options);
   const functionName = options.functionName ?? defaultFunctionName(queueName);
   assertFunctionName(functionName);
-  const settings = resolveSettings(options, options.env);
   const log = guardedLogger(options.logger ?? consoleLogger(`[switchyard ${functionName}]`));
+  try {
+    return await startChecked(index, queueName, functionName, log, options);
+  } catch (e) {
+    const refusal = startRefusal(e);
+    await recordRefusal(functionName, refusal.error, refusalText(refusal), {
+      sql: options.sql,
+      connectionString: options.connectionString,
+      env: options.env,
+      log,
+    }, e);
+    throw e;
+  }
+}
+
+/** Start-up from the settings on (docs/ARCHITECTURE.md §4), for {@linkcode startWorkerImpl}. */
+async function startChecked(
+  index: DispatchIndex,
+  queueName: string,
+  functionName: string,
+  log: WorkerLogger,
+  options: WorkerImplOptions,
+): Promise<Worker> {
+  const settings = resolveSettings(options, options.env);
 
   const ownsClient = options.sql === undefined;
   const workerId = crypto.randomUUID();
@@ -362,6 +407,7 @@ export async function startWorkerImpl(
     log,
     workerId,
     queueName,
+    functionName,
     ...settings,
     onEndedRuns: (runs) => executor.cancelRuns(runs),
   });

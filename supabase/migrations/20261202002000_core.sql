@@ -66,6 +66,23 @@ create index step_tasks_concurrency on switchyard.step_tasks (concurrency_key)
   where status = 'started' and concurrency_key is not null;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/refusals.sql
+
+-- Refusals (issue 37, docs/ARCHITECTURE.md §9.1), as supabase/schemas/tables/55_refusals.sql
+-- creates the table.
+create table switchyard.refusals (
+  function_name text not null check (function_name ~ '^[a-z][a-z0-9_-]*$'),
+  refusal text not null
+    check (refusal in ('function_paused', 'function_disabled', 'coverage', 'worker_config',
+                       'start_failed', 'unsupported_work')),
+  message text not null,                   -- the latest, cut at 2000 characters
+  first_at timestamptz not null default now(),
+  last_at timestamptz not null default now(),
+  count bigint not null default 1 check (count >= 1),
+  primary key (function_name, refusal)
+);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/run_deadlines.sql
 
 -- Run deadlines (issue 25): a flow's runTimeout and a run's deadline, as the table files have them.
@@ -5905,6 +5922,57 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/record_refusal.sql
+
+-- Records that a queue function's worker refused to start (the error of its HTTP answer:
+-- function_paused, function_disabled, coverage, worker_config, start_failed) or paused on
+-- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.1). One row per function
+-- and kind: a repeat moves last_at, counts and keeps the latest message, cut at 2000 characters
+-- (a record is never refused for its length). The worker calls it best effort.
+create or replace function switchyard.record_refusal(function_name text, refusal text, message text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  max_name int := switchyard.limit_value('max_function_name_chars');
+  kinds text[] := array['function_paused', 'function_disabled', 'coverage', 'worker_config',
+                        'start_failed', 'unsupported_work'];
+  text_ text;
+begin
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$'
+     or char_length(function_name) > max_name then
+    raise exception using errcode = '22023', message = format(
+      'record_refusal: function name %s is invalid: use lower-case letters, digits, "-" and "_" '
+      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name),
+      detail = jsonb_build_object(
+        'rule', 'function_name_format', 'argument', 'function_name',
+        'value', left(function_name, 200))::text;
+  end if;
+  if refusal is null or not refusal = any (kinds) then
+    raise exception using errcode = '22023', message = format(
+      'record_refusal: refusal %s is unknown: use %s', switchyard._clip(refusal),
+      array_to_string(kinds, ', ')),
+      detail = jsonb_build_object(
+        'rule', 'refusal_unknown', 'argument', 'refusal', 'value', left(refusal, 200))::text;
+  end if;
+  if coalesce(trim(message), '') = '' then
+    raise exception using errcode = '22023', message = 'record_refusal: a message is required',
+      detail = jsonb_build_object(
+        'rule', 'message_missing', 'argument', 'message', 'value', left(message, 200))::text;
+  end if;
+  text_ := case when char_length(message) <= 2000 then message
+                else left(message, 2000) || format('... (%s characters)', char_length(message)) end;
+  insert into switchyard.refusals as r (function_name, refusal, message)
+  values (record_refusal.function_name, record_refusal.refusal, text_)
+  on conflict on constraint refusals_pkey do update
+     set message = excluded.message, last_at = now(), count = r.count + 1;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/recover_stalled.sql
 
 -- Stall recovery (docs/ARCHITECTURE.md §5.6), as in 20261202000700, except that a stalled task
@@ -7801,6 +7869,74 @@ begin
                               then greatest(x.checked_until, now()) else x.checked_until end
    where x.name = s.name;
   return switchyard._schedule_json(s.name);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/wake_failures.sql
+
+-- The keep-alive's wakes whose HTTP answer was an error, per function, over the last
+-- since_seconds, default 6 hours (docs/ARCHITECTURE.md §6, keep-alive): a request pg_net refused
+-- (recorded with no request id), or pg_net's response (net._http_response, joined by request id)
+-- with a status of 400 or more, a timeout or an error message. pg_net keeps responses for 6 hours
+-- by default, so older wakes are unknown, not failed; a wake whose response has not arrived is
+-- neither. With each function: how many failed, the latest failure (its time, status and error,
+-- cut at 300 characters) and the latest wake answered without error. Without pg_net's table only
+-- refused requests count.
+create or replace function switchyard.wake_failures(since_seconds int default 21600)
+returns table (
+  function_name text, failures bigint, last_failed_at timestamptz, last_status int,
+  last_error text, last_ok_at timestamptz
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  responses text := case when to_regclass('net._http_response') is not null
+                         then 'net._http_response' end;
+begin
+  if since_seconds is null or since_seconds < 1 then
+    raise exception using errcode = '22023', message = format(
+      'wake_failures: since_seconds %s is invalid: use an integer of at least 1',
+      coalesce(since_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_min', 'argument', 'since_seconds',
+        'value', since_seconds::text, 'min', 1)::text;
+  end if;
+  return query execute format($q$
+    with wakes as (
+      select w.function_name, w.requested_at,
+             r.status_code,
+             case
+               when w.request_id is null then 'pg_net refused the request'
+               when r.status_code >= 400 then
+                 format('HTTP %%s: %%s', r.status_code, left(coalesce(r.content, ''), 300))
+               when r.timed_out then 'timed out'
+               when r.error_msg is not null then left(r.error_msg, 300)
+             end as error,
+             (r.status_code < 400 and r.error_msg is null and not coalesce(r.timed_out, false))
+               as ok
+        from switchyard.wake_requests w
+        left join %s r on r.id = w.request_id
+       where w.via = 'pg_net' and w.requested_at >= now() - make_interval(secs => $1)
+    )
+    select w.function_name,
+           count(*) filter (where w.error is not null),
+           max(w.requested_at) filter (where w.error is not null),
+           (array_agg(w.status_code order by w.requested_at desc)
+              filter (where w.error is not null))[1],
+           (array_agg(w.error order by w.requested_at desc) filter (where w.error is not null))[1],
+           max(w.requested_at) filter (where w.ok)
+      from wakes w
+     group by w.function_name
+    having count(*) filter (where w.error is not null) > 0
+     order by w.function_name$q$,
+    coalesce(responses,
+             '(select null::bigint as id, null::int as status_code, null::text as content, '
+             'null::boolean as timed_out, null::text as error_msg)'))
+    using since_seconds;
 end
 $$;
 

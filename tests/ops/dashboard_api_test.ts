@@ -680,6 +680,36 @@ Deno.test('an open fence shows with its progress', async () => {
   }
 });
 
+Deno.test("a function's recorded refusals show with it, the latest first", async () => {
+  await db.sql`select switchyard.record_refusal('dash-render-worker', 'worker_config', 'old')`;
+  await db.sql`select switchyard.record_refusal('dash-render-worker', 'coverage',
+                                                'the registry lacks dashRenderV9/render')`;
+  await db.sql`select switchyard.record_refusal('dash-render-worker', 'coverage',
+                                                'the registry lacks dashRenderV9/render')`;
+  try {
+    const o = (await call(`${base}/api/overview`)).body as unknown as DashboardOverview;
+    const render = o.queues.find((x) => x.queueName === 'dash_render')!.functions[0];
+    assert.deepEqual(
+      render.refusals.map((r) => [r.functionName, r.refusal, r.count, r.message]),
+      [
+        ['dash-render-worker', 'coverage', 2, 'the registry lacks dashRenderV9/render'],
+        ['dash-render-worker', 'worker_config', 1, 'old'],
+      ],
+    );
+    const [latest] = render.refusals;
+    assert.ok(Date.parse(String(latest.lastAt)) >= Date.parse(String(latest.firstAt)));
+    const billing = o.queues.flatMap((q) => q.functions).find((f) =>
+      f.functionName === BILLING_FUNCTION
+    )!;
+    assert.deepEqual(billing.refusals, []);
+    // The page shows the latest one in the function's row.
+    const page = await (await fetch(`${base}/`)).text();
+    assert.match(page, /data-refusal="/);
+  } finally {
+    await db.sql`delete from switchyard.refusals where function_name = 'dash-render-worker'`;
+  }
+});
+
 Deno.test('deno task serve: the gateway serves the dashboard at /dashboard/', async () => {
   const project = await mkdtemp(join(tmpdir(), 'switchyard-dash-'));
   const served = await serveFunctions({
