@@ -48,6 +48,10 @@ export const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   'retry': body(() => import('./retry.ts')),
   'schedule': body(() => import('./schedule.ts')),
   'dashboard': async (args) => (await import('./dashboard.ts')).dashboardCommand(args),
+  'doctor': async (args) => {
+    setCommandArgs(args);
+    return await (await import('./doctor.ts')).doctorCommand();
+  },
 };
 
 const tasks = config.tasks as Record<string, { description?: string }>;

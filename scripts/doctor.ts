@@ -239,11 +239,16 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
   try {
     plan = await registryPlan(projectDir);
   } catch (e) {
-    add(
-      'registry',
-      `cannot load ${REGISTRY_PATH}: ${(e as Error).message}`,
-      `fix the registry, then ${task('compile')}`,
-    );
+    // A fresh install's registry lists no flow yet: nothing to check, and nothing wrong.
+    if (/the worker registry is empty/.test((e as Error).message)) {
+      skipped.push({ check: 'registry, aliases', why: `${REGISTRY_PATH} lists no flow yet` });
+    } else {
+      add(
+        'registry',
+        `cannot load ${REGISTRY_PATH}: ${(e as Error).message}`,
+        `fix the registry, then ${task('compile')}`,
+      );
+    }
   }
   if (plan !== null) {
     try {
@@ -482,8 +487,9 @@ and the keep-alive (pg_net, pg_cron, its job, failing wakes). Exit 1 when any.
   --keep-alive         check the keep-alive on a local database too (always on a remote one)
   -h, --help           this text`;
 
-if (import.meta.main) {
-  await runCommand(USAGE, async (sql, args) => {
+/** `deno task doctor` (and `switchyard doctor`): its arguments come from `_help.ts`. */
+export function doctorCommand(): Promise<never> {
+  return runCommand(USAGE, async (sql, args) => {
     const { values, positionals } = parse(args, {
       project: { type: 'string' },
       json: { type: 'boolean' },
@@ -503,3 +509,5 @@ if (import.meta.main) {
     return d.problems.length === 0 ? 0 : 1;
   });
 }
+
+if (import.meta.main) await doctorCommand();

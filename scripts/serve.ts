@@ -48,6 +48,16 @@ import {
   resolveConnectionString,
 } from '../lib/ops.ts';
 
+/** The gateway's port was taken between its choice and the gateway's start. */
+class GatewayPortInUse extends Error {
+  constructor(readonly port: number) {
+    super(
+      `port ${port} is in use (another serve, or \`supabase start\`?): stop what listens there, ` +
+        'or pass --port with a free one',
+    );
+  }
+}
+
 /**
  * One function found in a project.
  *
@@ -322,6 +332,15 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
   const envPath = join(projectDir, 'supabase', 'functions', '.env');
   let fileEnv = await readEnvFile(envPath);
   const gatewayPort = options.port ?? freePort();
+  // The port is held from here until the gateway listens on it: the functions take seconds to
+  // start, and another serve (or a test beside this one) must not take it meanwhile.
+  let reservation: Deno.Listener | null;
+  try {
+    reservation = Deno.listen({ hostname: '127.0.0.1', port: gatewayPort });
+  } catch (e) {
+    if (e instanceof Deno.errors.AddrInUse) throw new GatewayPortInUse(gatewayPort);
+    throw e;
+  }
   const url = `http://127.0.0.1:${gatewayPort}`;
   const running = new Map<string, Running>();
   const starting = new Map<string, Promise<Running>>();
@@ -589,10 +608,13 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
   try {
     await Promise.all(functions.map((fn) => ensure(fn)));
   } catch (e) {
+    reservation.close();
     await Promise.all([...running.keys()].map(stopOne));
     await dashboardClient?.close().catch(() => {});
     throw e;
   }
+  reservation.close();
+  reservation = null;
   const server = Deno.serve(
     { hostname: '127.0.0.1', port: gatewayPort, onListen: () => {} },
     handler,
@@ -750,16 +772,24 @@ export async function main(args: string[]): Promise<number> {
         'database',
     );
   }
-  let served: ServedFunctions;
+  let served: ServedFunctions | undefined;
   try {
-    const chosen = await chooseServePort(resolve(values.project!), port);
-    if (chosen.note) console.error(`[serve] ${chosen.note}`);
-    served = await serveFunctions({
-      projectDir: values.project!,
-      port: chosen.port,
-      env,
-      watch: values.watch,
-    });
+    // A port found free may be taken before it is held (another serve starting beside this
+    // one): then the choice is made again, unless the port was given.
+    for (let attempt = 1; !served; attempt++) {
+      const chosen = await chooseServePort(resolve(values.project!), port);
+      if (chosen.note) console.error(`[serve] ${chosen.note}`);
+      try {
+        served = await serveFunctions({
+          projectDir: values.project!,
+          port: chosen.port,
+          env,
+          watch: values.watch,
+        });
+      } catch (e) {
+        if (!(e instanceof GatewayPortInUse) || port !== undefined || attempt >= 5) throw e;
+      }
+    }
   } catch (e) {
     console.error(`error: ${(e as Error).message}`);
     return 1;

@@ -55,7 +55,9 @@ Deno.test('switchyard --help lists every command; --version; an unknown command 
     for (const name of Object.keys(COMMANDS)) {
       assert.match(help.stdout, new RegExp(`^  ${name.replace(':', '\\:')} +\\S`, 'm'), name);
     }
-    for (const name of ['install', 'scaffold-queue', 'db:push', 'compile', 'pause', 'fence']) {
+    for (
+      const name of ['install', 'scaffold-queue', 'db:push', 'compile', 'pause', 'fence', 'doctor']
+    ) {
       assert.ok(name in COMMANDS, name);
     }
     const version = await run(['run', '-A', CLI, '--version'], dir);
@@ -97,6 +99,10 @@ Deno.test('switchyard from a checkout: install, db:push, operator commands with 
     assert.equal(unknownFn.code, 1, unknownFn.stdout + unknownFn.stderr);
     assert.match(unknownFn.stderr, /nope-worker/);
     ok(await run(['run', '-A', CLI, 'drain'], project, env), 'switchyard drain');
+    // doctor on the fresh project: the migrations applied, the registry compiled, nothing wrong.
+    const doctor = await run(['run', '-A', CLI, 'doctor', '--project', project], project, env);
+    ok(doctor, 'switchyard doctor');
+    assert.match(doctor.stdout, /no problem found in /);
   } finally {
     await admin.unsafe(`drop database if exists "${database}" with (force)`);
     await admin.end();

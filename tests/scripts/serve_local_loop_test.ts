@@ -11,7 +11,8 @@
  *   function is still paused; the command it printed resumes it and the run completes.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { freePort } from '../../scripts/_cluster.ts';
 import { KIT_ROOT } from '../../scripts/_project.ts';
 import { SERVE_PORT_FILE } from '../../scripts/_serve_port.ts';
 import {
@@ -118,9 +119,15 @@ Deno.test('serve --watch: a registry edited while serving reloads the function, 
 
 Deno.test('serve: a registry edit that pauses the function is said with what to run; a restart keeps the port', async () => {
   await withInstalledProject('switchyard-loop-', async (project) => {
+    // A port the project's last serve used (not 54321, which another serve beside this test
+    // may take while this one is stopped): the first serve and the restart take it again.
+    const last = freePort();
+    await Deno.mkdir(join(project.dir, dirname(SERVE_PORT_FILE)), { recursive: true });
+    await Deno.writeTextFile(join(project.dir, SERVE_PORT_FILE), `${last}\n`);
     let serve = new ServeProcess(project.dir, [], serveEnv(project));
     try {
       const url = await serve.url();
+      assert.equal(url, `http://127.0.0.1:${last}`, "the last serve's port");
       const port = await Deno.readTextFile(join(project.dir, SERVE_PORT_FILE));
       assert.equal(url, `http://127.0.0.1:${port.trim()}`, 'the port is kept for the next serve');
       const worker = `${url}/functions/v1/greetings-worker`;
