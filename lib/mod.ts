@@ -72,6 +72,8 @@ export {
   type RunEventStreamOptions,
   verifyUserJwt,
 } from './platform/run_event_stream.ts';
+export type { SqlSource } from './sql/source.ts';
+export type { EnvReader } from './sql/connection.ts';
 export {
   createMemoryPlatform,
   defaultPlatform,
