@@ -59,11 +59,16 @@ export class ServeProcess {
   #lines: string[] = [];
   #output: Promise<void>;
 
-  /** Starts `scripts/serve.ts --project <dir> ...args` with `env` (and nothing else set). */
-  constructor(dir: string, args: string[], env: Record<string, string>) {
-    this.#child = new Deno.Command(Deno.execPath(), {
-      args: ['run', '-A', 'scripts/serve.ts', '--project', dir, ...args],
-      cwd: KIT_ROOT,
+  /**
+   * Starts `scripts/serve.ts --project <dir> ...args` with `env` (and nothing else set); with
+   * `command` (a program and its arguments, e.g. `npx switchyard serve`), that in `dir` instead.
+   */
+  constructor(dir: string, args: string[], env: Record<string, string>, command?: string[]) {
+    const [program, ...rest] = command ??
+      [Deno.execPath(), 'run', '-A', 'scripts/serve.ts', '--project', dir];
+    this.#child = new Deno.Command(program, {
+      args: [...rest, ...args],
+      cwd: command ? dir : KIT_ROOT,
       env: { NO_COLOR: '1', ...env },
       stdin: 'null',
       stdout: 'piped',

@@ -1,42 +1,60 @@
 /**
- * The README's "Add Switchyard to your Supabase project" and "Starting flows from your app"
- * sections, run as written (issue 28): the test reads README.md, takes the sections' code blocks
- * in order and runs them, in a project made by the real `supabase init` of CLI 2 and of CLI 3.
+ * The README's "Add Switchyard to your Supabase project", "Starting flows from your app" and
+ * "From a Node app" sections, run as written (issues 28, 38): the test reads README.md, takes the
+ * sections' code blocks in order and runs them, in a project made by the real `supabase init` of
+ * CLI 2 and of CLI 3, with the npm package this checkout builds (`deno task build-npm`, packed
+ * with `npm pack`): no command runs from the kit's checkout.
  *
- * - An `sh` block runs line by line in bash from this checkout (the README's "from a checkout of
- *   this kit"), with only what a reader substitutes: `../my-app` is the project, the `export
- *   DATABASE_URL=…` line names this suite's database, `<port>` is the one `serve` prints, and
- *   `npx -y deno@2` is this Deno (the same Deno 2, without npx resolving it again). The line
- *   running `serve` keeps running, as in its own terminal, until the test ends. A comment line
- *   holding JSON is the output the previous command must print (`…`: any text).
+ * - An `sh` block runs line by line in bash from the project's directory, with only what a reader
+ *   substitutes: the package's tarball for `switchyard@npm:@switchyard/switchyard` (as the npm
+ *   registry would serve it), exact versions for the Node tools the README installs, the `export
+ *   DATABASE_URL=…` line names this suite's database and `<port>` is the one `serve` prints. The
+ *   line running `serve` keeps running, as in its own terminal, until the test ends. A comment
+ *   line holding JSON is the output the previous command must print (`…`: any text).
  * - A plain block right after an `sh` block is that block's output: its lines must appear, in
  *   order and consecutively, in what the block's commands printed. A line starting with `…`
  *   stands for any lines; in a line, a word holding `…` stands for any word, a 14-digit migration
  *   timestamp for any, and `/home/me/my-app` for the project.
- * - A `ts` block is a file, written where the paragraph before it says (its last `….ts`).
+ * - A `ts` or `json` block is a file, written where the paragraph before it says (its last
+ *   `….ts`, `….mts` or `….json`).
  *
  * Two paths per CLI, the two the first section offers: by hand (install, the flow and its
  * registry, scaffold-queue, compile, db:push, a start from psql while no worker has ever run,
- * serve and the curl that starts the worker, then the app of the second section) and the example
- * (install, then `install --example` and the commands it prints next). The `switchyard` binary's
- * block is not run here: building it needs `denort` (tests/scripts/cli_test.ts runs the same
- * commands through scripts/cli.ts). README drift — a block that no longer runs, an output that
- * is no longer printed — fails this test.
+ * serve and the curl that starts the worker, then the Deno app of the second section and, for
+ * CLI 3, the Node app of the third, whose `tsc` also refuses a wrong input and an unknown alias)
+ * and the example (install, then `install --example` and the commands it prints next). Each ends
+ * with `npx switchyard doctor` finding nothing wrong. README drift — a block that no longer runs,
+ * an output that is no longer printed — fails this test.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { DEFAULT_PG_BIN } from '../../scripts/_cluster.ts';
-import { KIT_ROOT } from '../../scripts/_project.ts';
+import { buildNpm, npmPack } from '../../scripts/build_npm.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { ok, run, SUPABASE_CLIS, supabaseInit } from '../_helpers/project.ts';
 import { waitFor } from '../_helpers/wait.ts';
 
-const README = await Deno.readTextFile(join(KIT_ROOT, 'README.md'));
+const README = await Deno.readTextFile(new URL('../../README.md', import.meta.url));
 /** `SWITCHYARD_README_TRANSCRIPT=1` prints each README command (as written) and its output. */
 const TRANSCRIPT = Deno.env.get('SWITCHYARD_README_TRANSCRIPT') === '1';
 const ADD = '## Add Switchyard to your Supabase project';
 const APP = '## Starting flows from your app';
+const NODE = '### From a Node app';
+/** What `npm install --save-dev tsx typescript @types/node` gets, pinned for the suite. */
+const NODE_TOOLS = 'tsx@4.23.15 typescript@7.0.2 @types/node@22.19.1';
+
+/** The package, built and packed once for this file's tests: its tarball. */
+let packed: Promise<string> | undefined;
+const packDir = Deno.makeTempDirSync({ prefix: 'switchyard-readme-npm-' });
+globalThis.addEventListener('unload', () => Deno.removeSync(packDir, { recursive: true }));
+function tarball(): Promise<string> {
+  packed ??= (async () => {
+    await buildNpm(join(packDir, 'package'));
+    return await npmPack(join(packDir, 'package'), packDir);
+  })();
+  return packed;
+}
 
 /** One fenced block of the README. */
 interface Block {
@@ -78,7 +96,7 @@ function sectionBlocks(heading: string): Block[] {
   }
   for (const b of blocks) {
     assert.ok(
-      ['sh', 'ts', ''].includes(b.lang),
+      ['sh', 'ts', 'json', ''].includes(b.lang),
       `README.md line ${b.line}: a "${b.lang}" block in "${heading}", which this test cannot run`,
     );
   }
@@ -152,7 +170,7 @@ class Reader {
     return this.outputs.join('');
   }
 
-  constructor(readonly project: string, readonly url: string) {
+  constructor(readonly project: string, readonly url: string, readonly tarball: string) {
     // This process's environment (HOME, the Deno cache, proxies) without what would change
     // what the README's commands do; psql from the suite's server binaries when not on PATH.
     this.env = Object.fromEntries(
@@ -172,9 +190,12 @@ class Reader {
 
   /** The README's line with the reader's substitutions. */
   substitute(line: string): string {
-    let out = line.replaceAll('../my-app', this.project).replaceAll(
-      'npx -y deno@2',
-      `'${Deno.execPath()}'`,
+    let out = line.replace(
+      /switchyard@npm:@switchyard\/switchyard(@latest)?\b/,
+      `switchyard@file:${this.tarball}`,
+    ).replace(
+      /^npm install --save-dev tsx typescript @types\/node$/,
+      `npm install --save-dev ${NODE_TOOLS}`,
     );
     if (out.includes('<port>')) {
       assert.ok(this.port, `"${line}" needs the port of a serve that has not started`);
@@ -206,7 +227,7 @@ class Reader {
         continue;
       }
       const command = this.substitute(line);
-      if (/ task serve /.test(line)) {
+      if (/ switchyard serve\b/.test(line)) {
         await this.serve(command, where, line);
         continue;
       }
@@ -220,11 +241,11 @@ class Reader {
     }
   }
 
-  /** A README line for bash, from the kit's root, in this run's environment only. */
+  /** A README line for bash, from the project's directory, in this run's environment only. */
   bash(script: string): Deno.Command {
     return new Deno.Command('bash', {
       args: ['-c', script],
-      cwd: KIT_ROOT,
+      cwd: this.project,
       env: this.env,
       clearEnv: true,
       stdin: 'null',
@@ -266,9 +287,9 @@ class Reader {
     }
   }
 
-  /** Writes a `ts` block where its lead paragraph says. */
+  /** Writes a `ts` or `json` block where its lead paragraph says. */
   async write(block: Block): Promise<string> {
-    const names = [...block.lead.matchAll(/`([\w./-]+\.ts)`/g)].map((m) => m[1]);
+    const names = [...block.lead.matchAll(/`([\w./-]+\.(?:m?ts|json))`/g)].map((m) => m[1]);
     assert.ok(names.length, `README.md line ${block.line}: the paragraph names no file`);
     const path = join(this.project, names[names.length - 1]);
     await Deno.mkdir(join(path, '..'), { recursive: true });
@@ -288,10 +309,12 @@ const add = sectionBlocks(ADD);
 const INSTALL = find(
   add,
   'installing',
-  (b) => /^npx -y deno@2 task install --project \S+$/.test(b),
+  (b) =>
+    /^npm install --save-dev switchyard@npm:@switchyard\/switchyard\nnpx switchyard install$/.test(
+      b,
+    ),
 );
-const EXAMPLE = find(add, 'installing the example', (b) => /task install .*--example/.test(b));
-const BINARY = find(add, 'with the switchyard binary', (b) => /task build-cli/.test(b));
+const EXAMPLE = find(add, 'installing the example', (b) => /switchyard install --example/.test(b));
 
 /** The blocks at `indexes` (outputs aside), each `sh` block with the output block after it. */
 function steps(blocks: Block[], indexes: number[]): { block: Block; output: Block | null }[] {
@@ -323,7 +346,7 @@ async function runSteps(
   after?: (command: string) => Promise<void>,
 ): Promise<void> {
   for (const { block, output } of list) {
-    if (block.lang === 'ts') {
+    if (block.lang === 'ts' || block.lang === 'json') {
       await reader.write(block);
       continue;
     }
@@ -334,14 +357,39 @@ async function runSteps(
   }
 }
 
+/** `npx switchyard doctor` in the project: nothing wrong, exit 0. */
+async function doctorClean(reader: Reader): Promise<void> {
+  const out = await reader.bash('npx switchyard doctor').output();
+  const dec = new TextDecoder();
+  const said = `${dec.decode(out.stdout)}${dec.decode(out.stderr)}`;
+  assert.equal(out.code, 0, `npx switchyard doctor:\n${said}`);
+  assert.match(said, /no problem found in /);
+}
+
+/** `npx tsc` in the project, with `start.mts` changed by `edit`: its exit code and output. */
+async function tscWith(reader: Reader, edit: (ts: string) => string) {
+  const path = join(reader.project, 'start.mts');
+  const original = await Deno.readTextFile(path);
+  const changed = edit(original);
+  assert.notEqual(changed, original, 'the edit changes start.mts');
+  await Deno.writeTextFile(path, changed);
+  try {
+    const out = await reader.bash('npx tsc').output();
+    const dec = new TextDecoder();
+    return { code: out.code, said: `${dec.decode(out.stdout)}${dec.decode(out.stderr)}` };
+  } finally {
+    await Deno.writeTextFile(path, original);
+  }
+}
+
 for (const cli of SUPABASE_CLIS) {
-  Deno.test(`README (${cli.name}): by hand, install → flow → scaffold → compile → push → a start with no worker → serve; then the app`, async () => {
+  Deno.test(`README (${cli.name}): by hand, npm install → install → flow → scaffold → compile → push → a start with no worker → serve; then the apps`, async () => {
     const project = await supabaseInit('switchyard-readme-', cli);
     try {
       await withDatabase(async (url, sql) => {
-        const reader = new Reader(project, url);
+        const reader = new Reader(project, url, await tarball());
         try {
-          const byHand = add.map((_, i) => i).filter((i) => i !== EXAMPLE && i !== BINARY);
+          const byHand = add.map((_, i) => i).filter((i) => i !== EXAMPLE);
           let firstStart: string | null = null;
           await runSteps(reader, steps(add, byHand), async (command) => {
             if (!/start_flow\('greet'/.test(command)) return;
@@ -369,13 +417,11 @@ for (const cli of SUPABASE_CLIS) {
           assert.deepEqual(app.map((b) => b.lang), ['ts', 'sh', ''], `"${APP}": app.ts, its run`);
           assert.equal(await reader.write(app[0]), 'app.ts');
           await runSteps(reader, steps(app, [1]));
-          const [thread] = await sql<{ status: string; output: { deliverSlack: unknown } }[]>`
-          select status, output from switchyard.runs where started_as = 'communityThreads'`;
-          assert.equal(thread.status, 'completed');
-          assert.deepEqual(thread.output.deliverSlack, {
-            posted: false,
-            text: '[P2] Checkout is down (thread t1)',
-          });
+          const [grace] = await sql<{ status: string; output: unknown }[]>`
+          select status, output from switchyard.runs
+           where started_as = 'greet' and input->>'name' = 'Grace'`;
+          assert.equal(grace?.status, 'completed');
+          assert.deepEqual(grace.output, { deliver: 13 });
           if (cli === SUPABASE_CLIS[0]) {
             // Typed: the app type-checks as written against the installed runtime (once: the
             // types do not depend on the CLI that made the project).
@@ -383,7 +429,29 @@ for (const cli of SUPABASE_CLIS) {
               await run(['check', '--config', 'supabase/functions/deno.json', 'app.ts'], project),
               'deno check app.ts',
             );
+          } else {
+            // The Node app (once: Node and its tools do not depend on the Supabase CLI either),
+            // on the worker the curl started.
+            const node = sectionBlocks(NODE);
+            assert.deepEqual(
+              node.map((b) => b.lang),
+              ['ts', 'sh', '', 'json', 'sh'],
+              `"${NODE}": start.mts, its run, tsconfig.json, tsc`,
+            );
+            await runSteps(reader, steps(node, [0, 1, 3, 4]));
+            const [ada] = await sql<{ n: number }[]>`
+            select count(*)::int as n from switchyard.runs
+             where started_as = 'greet' and input->>'name' = 'Ada' and status = 'completed'`;
+            assert.equal(ada.n, 2, 'the psql start and the Node start of Ada, both completed');
+            // "A wrong input or an alias the registry does not have fails there".
+            const wrongInput = await tscWith(reader, (ts) => ts.replace("'Ada'", '42'));
+            assert.notEqual(wrongInput.code, 0, 'tsc accepts { name: 42 }');
+            assert.match(wrongInput.said, /start\.mts.*number.*not assignable to.*string/s);
+            const unknownAlias = await tscWith(reader, (ts) => ts.replace("'greet'", "'gret'"));
+            assert.notEqual(unknownAlias.code, 0, "tsc accepts the alias 'gret'");
+            assert.match(unknownAlias.said, /start\.mts.*"gret"/s);
           }
+          await doctorClean(reader);
         } finally {
           await reader.stop();
         }
@@ -393,11 +461,11 @@ for (const cli of SUPABASE_CLIS) {
     }
   });
 
-  Deno.test(`README (${cli.name}): install, then install --example and the commands it prints next, to the typed output`, async () => {
+  Deno.test(`README (${cli.name}): npm install, install, then install --example and the commands it prints next, to the typed output`, async () => {
     const project = await supabaseInit('switchyard-readme-example-', cli);
     try {
       await withDatabase(async (url, sql) => {
-        const reader = new Reader(project, url);
+        const reader = new Reader(project, url, await tarball());
         await runSteps(reader, steps(add, [INSTALL, INSTALL + 1]));
         await runSteps(reader, steps(add, [EXAMPLE]));
         const [install, ...next] = commands(add[EXAMPLE].body);
@@ -417,20 +485,14 @@ for (const cli of SUPABASE_CLIS) {
           ?.trim().split('\n').map((l) => l.trim());
         assert.deepEqual(
           printed,
-          next.filter((l) => !l.startsWith('export ')).map((l) =>
-            l.replaceAll('../my-app', project)
-          ),
+          next.filter((l) => !l.startsWith('export ')),
           `${install} prints the README's next commands`,
         );
         // "Running it again says nothing to do."
-        const again = await run(
-          ['task', '-q', ...install.replace(/^npx -y deno@2 task /, '').split(' ')].map((a) =>
-            a === '../my-app' ? project : a
-          ),
-          KIT_ROOT,
-        );
-        ok(again, `${install}, again`);
-        assert.match(again.stdout, /nothing to do/);
+        const again = await reader.bash(install).output();
+        const said = new TextDecoder().decode(again.stdout);
+        assert.equal(again.code, 0, `${install}, again:\n${said}`);
+        assert.match(said, /nothing to do/);
         const [first] = await sql<{ started_at: Date; output: unknown }[]>`
         select started_at, output from switchyard.runs where started_as = 'greet'`;
         assert.deepEqual(first.output, { deliver: 11 });
@@ -443,6 +505,7 @@ for (const cli of SUPABASE_CLIS) {
             'deno check example.ts',
           );
         }
+        await doctorClean(reader);
       });
     } finally {
       await Deno.remove(project, { recursive: true });
