@@ -26,19 +26,8 @@
  *
  * @module
  */
-export * from './errors.ts';
-export type { FenceFunctionStatus, FenceStatus } from './sql/fence_status.ts';
-export * from './dsl/flow.ts';
-export type * from './dsl/flow_types.ts';
-export type * from './dsl/context.ts';
-export * from './dsl/slugs.ts';
-export * from './dsl/json.ts';
-export * from './dsl/queue_names.ts';
-export * from './dsl/with_step_queues.ts';
-export * from './dsl/route_flow.ts';
-export * from './dsl/deployed_flow.ts';
-export * from './dsl/placement.ts';
-export type * from './dsl/aliases.ts';
+// The flow DSL and every error class, also an entry of its own (runtime-neutral, for Node too).
+export * from './flows.ts';
 export * from './client.ts';
 export {
   type CommonWorkerOptions,

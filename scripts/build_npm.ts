@@ -165,7 +165,8 @@ export async function buildNpm(outDir: string): Promise<Record<string, unknown>>
     bin: { switchyard: 'bin/switchyard.mjs' },
     exports: { ...exports, './package.json': './package.json' },
     files: ['bin/', 'kit/', 'node/', 'LICENSE', 'README.md', 'CHANGELOG.md'],
-    engines: { node: '>=18' },
+    // Node 20: the client's JSON checks use ES2024's well-formed strings (scripts/_npm_node.ts).
+    engines: { node: '>=20' },
     dependencies: {
       // The Deno that runs the CLI: the one this package was built and tested with.
       deno: Deno.version.deno,

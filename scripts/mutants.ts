@@ -679,4 +679,21 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "    } else if (release.date !== null && section.date === '') {",
     tests: ['tests/unit/changelog_test.ts'],
   },
+  // --- issue 38: the Node entries of the npm package ------------------------------------------
+  {
+    name: 'node-build-keeps-ts-specifiers',
+    bug: 'the Node build leaves relative imports on .ts, which Node cannot load from the package',
+    file: 'scripts/_npm_node.ts',
+    search: "return `${specifier.slice(0, -'.ts'.length)}.js`;",
+    replace: 'return specifier;',
+    tests: ['tests/unit/scripts/npm_node_test.ts', 'tests/scripts/node_client_test.ts'],
+  },
+  {
+    name: 'node-client-ignores-process-env',
+    bug: 'under Node the client never reads DATABASE_URL (process.env) and finds no database',
+    file: 'lib/sql/connection.ts',
+    search: '  return runtime.process?.env[name];',
+    replace: '  return undefined;',
+    tests: ['tests/scripts/node_client_test.ts'],
+  },
 ];

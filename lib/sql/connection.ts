@@ -46,12 +46,27 @@ export const CONNECTION_ENV_VARS: readonly string[] = [
  */
 export type EnvReader = (name: string) => string | undefined;
 
-function denoEnv(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined; // no env permission
+/** The globals {@linkcode runtimeEnv} reads, where the runtime has them. */
+type EnvGlobals = {
+  Deno?: { env: { get(name: string): string | undefined } };
+  process?: { env: Record<string, string | undefined> };
+};
+
+/**
+ * The default {@linkcode EnvReader}: `Deno.env` under Deno (undefined without permission),
+ * `process.env` under Node (the npm package's client, docs/ARCHITECTURE.md §12). Read at call
+ * time, so importing this module touches no runtime global.
+ */
+function runtimeEnv(name: string): string | undefined {
+  const runtime = globalThis as EnvGlobals;
+  if (runtime.Deno) {
+    try {
+      return runtime.Deno.env.get(name);
+    } catch {
+      return undefined; // no env permission
+    }
   }
+  return runtime.process?.env[name];
 }
 
 /**
@@ -67,7 +82,7 @@ function denoEnv(name: string): string | undefined {
  */
 export function resolveConnectionString(
   option?: string,
-  env: EnvReader = denoEnv,
+  env: EnvReader = runtimeEnv,
 ): string | undefined {
   if (option) return option;
   for (const name of CONNECTION_ENV_VARS) {
@@ -91,7 +106,7 @@ export function resolveConnectionString(
  */
 export function connectionOrigin(
   option?: string,
-  env: EnvReader = denoEnv,
+  env: EnvReader = runtimeEnv,
 ): string | undefined {
   if (option) return 'the connectionString option';
   return CONNECTION_ENV_VARS.find((name) => env(name));

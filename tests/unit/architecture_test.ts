@@ -42,7 +42,7 @@ async function graph(entry: string): Promise<Map<string, string[]>> {
 
 const rel = (path: string) => path.startsWith(libDir) ? `lib/${path.slice(libDir.length)}` : path;
 
-for (const entry of ['lib/mod.ts', 'lib/ops.ts', 'lib/client.ts']) {
+for (const entry of ['lib/mod.ts', 'lib/ops.ts', 'lib/client.ts', 'lib/flows.ts']) {
   Deno.test(`${entry}: the kit's modules import each other without a circle`, async () => {
     const edges = await graph(entry);
     const state = new Map<string, 'open' | 'done'>();
@@ -109,6 +109,31 @@ Deno.test('lib/client.ts reaches no worker or platform code', async () => {
   const reached = [...(await graph('lib/client.ts')).keys()].map(rel);
   assert.deepEqual(reached.filter((p) => /^lib\/(worker|platform)\//.test(p)), []);
 });
+
+Deno.test('lib/flows.ts reaches the DSL and the error classes only: no database, worker, platform or npm code', async () => {
+  const reached = [...(await graph('lib/flows.ts')).keys()].map(rel);
+  const allowed = /^lib\/(flows|errors)\.ts$|^lib\/dsl\/|^lib\/sql\/fence_status\.ts$/;
+  assert.deepEqual(reached.filter((p) => !allowed.test(p)), []);
+});
+
+for (const entry of ['lib/flows.ts', 'lib/client.ts']) {
+  Deno.test(`${entry}, an entry of the npm package for Node, names no Deno global in its code`, async () => {
+    const offenders: string[] = [];
+    for (const path of (await graph(entry)).keys()) {
+      if (!path.startsWith(libDir)) continue;
+      const text = await Deno.readTextFile(path);
+      // Code, not documentation (examples may use Deno.env): drop comment lines. A global read
+      // through globalThis, where the runtime has it, is fine (`runtime.Deno`).
+      const code = text.split('\n').filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l));
+      code.forEach((line) => {
+        if (/(?<![\w.])(Deno\.|EdgeRuntime\b)/.test(line)) {
+          offenders.push(`${rel(path)}: ${line.trim()}`);
+        }
+      });
+    }
+    assert.deepEqual(offenders, []);
+  });
+}
 
 async function* walk(dir: string): AsyncGenerator<string> {
   for await (const entry of Deno.readDir(dir)) {

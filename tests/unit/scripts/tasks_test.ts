@@ -186,6 +186,7 @@ Deno.test('deno.json is a package: its version is the kit version, its exports t
   assert.equal(pkg.name, '@switchyard/switchyard');
   assert.deepEqual(pkg.exports, {
     '.': './lib/mod.ts',
+    './flows': './lib/flows.ts',
     './client': './lib/client.ts',
     './ops': './lib/ops.ts',
     './browser': './lib/browser.ts',
