@@ -124,7 +124,6 @@ function isBare(specifier: string): boolean {
  * ```ts
  * import { moduleGraph } from './_kit.ts';
  * import { KIT_ROOT } from './_project.ts';
-import { denoExecutable, isCompiled } from '../lib/sql/deno_executable.ts';
  * const graph = await moduleGraph(`${KIT_ROOT}lib/mod.ts`, { config: `${KIT_ROOT}deno.json` });
  * console.log(graph.filter((m) => m.local).length, 'local modules');
  * ```
