@@ -687,10 +687,10 @@ async function installAndReport(
     console.log(
       `\nupgraded from ${result.previousVersion}; next (README "Upgrading"), in this order:\n` +
         (queues.length === 0
-          ? `  1. ${userCommand('scaffold-queue', ['<queue>', '--force'])}  (each queue ` +
+          ? `  1. ${userCommand('scaffold-queue', ['<queue>'])} --force  (each queue ` +
             'function: its deno.json pins the new versions; registrations are kept)\n'
           : queues.map((q, i) =>
-            `  ${i === 0 ? '1.' : '  '} ${userCommand('scaffold-queue', [q, '--force'])}\n`
+            `  ${i === 0 ? '1.' : '  '} ${userCommand('scaffold-queue', [q])} --force\n`
           ).join('')) +
         `  2. ${
           supabaseRemote(cli, 'db push', {

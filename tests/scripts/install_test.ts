@@ -429,7 +429,9 @@ Deno.test('scaffold-queue in a project without the kit says to install it first'
       scaffoldQueue({ projectDir: project, queueName: 'greetings' }),
       (e: Error) =>
         e instanceof ScaffoldError &&
-        /Switchyard is not installed in .*: run `deno task install --project/.test(e.message),
+        /Switchyard is not installed in .*: run `npx -y deno@2 task install --project /.test(
+          e.message,
+        ),
     );
   } finally {
     await Deno.remove(project, { recursive: true });
