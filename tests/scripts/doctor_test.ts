@@ -300,7 +300,10 @@ Deno.test('doctor: a newer SQL core, a core without migration records, and a kee
       unrecorded.problem,
       /has the SQL core, but the Supabase CLI recorded no migration/,
     );
-    assert.match(unrecorded.fix, /^supabase migration repair --(linked|remote) --status applied \d{14}, /);
+    assert.match(
+      unrecorded.fix,
+      /^supabase migration repair --(linked|remote) --status applied \d{14}, /,
+    );
     await sql`alter table supabase_migrations.moved_away rename to schema_migrations`;
 
     await sql.unsafe(PG_NET);
