@@ -348,7 +348,7 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
 
 const USAGE = `usage: ${commandName('compile')} [--project DIR] [--check]
 
-Writes the flows of DIR/${REGISTRY_PATH} into a migration
+Writes the flows of the project's ${REGISTRY_PATH} into a migration
 (supabase/migrations/<timestamp>${FLOWS_MIGRATION_SUFFIX}), as a worker's start-up compiles them,
 so they can be started right after \`supabase db push\`, and declares each alias's versions so
 every database converges to the registry. Only new flows, runtime option changes and changed
