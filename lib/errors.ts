@@ -374,10 +374,11 @@ export class SqlCoreMissingError extends SwitchyardError {
   constructor(serverMessage: string, options?: ErrorOptions) {
     super(
       /schema "switchyard" does not exist/.test(serverMessage)
-        ? 'the Switchyard SQL core is not installed here: run `supabase db push` (or ' +
-          '`deno task db:push`) to apply its migrations'
+        ? 'the Switchyard SQL core is not installed here: run `supabase db push --linked` ' +
+          '(Supabase CLI 3: `--remote`; or `npx switchyard db:push`) to apply its migrations'
         : `the Switchyard SQL core here is older than this kit (${serverMessage}): apply the ` +
-          "kit's newer migrations with `supabase db push` (or `deno task db:push`)",
+          "kit's newer migrations with `supabase db push --linked` (Supabase CLI 3: `--remote`; " +
+          'or `npx switchyard db:push`)',
       options,
     );
     this.name = 'SqlCoreMissingError';
@@ -460,8 +461,8 @@ export class UnsupportedWorkError extends SwitchyardError {
       `unsupported work on queue "${queueName}": message ids [${messageIds.join(', ')}], ` +
         `unsupported flow/step pairs [${unsupportedPairs.join(', ')}]; nothing was claimed, ` +
         `the batch is visible again and function "${functionName}" is paused ` +
-        `(a task of a version the registry lacks: deploy it, then deno task resume; a foreign ` +
-        `message with no task: deno task quarantine ${functionName})`,
+        `(a task of a version the registry lacks: deploy it, then npx switchyard resume; a ` +
+        `foreign message with no task: npx switchyard quarantine ${functionName})`,
     );
     this.name = 'UnsupportedWorkError';
     this.queueName = queueName;
@@ -809,7 +810,7 @@ export class RunFailedError extends SwitchyardError {
     super(
       status === 'failed'
         ? `run ${runId} failed: ${error ?? 'no error recorded'}` +
-          ' (retry it with client.retry(runId) or deno task retry)'
+          ' (retry it with client.retry(runId) or npx switchyard retry)'
         // The stored error is `cancelled: <reason>`: the reason once.
         : `run ${runId} was cancelled: ${
           error?.replace(/^cancelled: /, '') || 'no reason recorded'

@@ -1,11 +1,11 @@
 /**
- * `deno task install --example`: one example flow, its queue function and a client script, so a
+ * `deno task install --example` (`npx switchyard install --example`): one example flow, its queue function and a client script, so a
  * new project runs something with the README's next command (docs/ARCHITECTURE.md §8).
  *
  * It copies `scripts/templates/example/` into the project (the flow
  * `supabase/functions/_shared/flows/greet.ts`, the registry listing it, `example.ts` at the
  * root), then scaffolds the queue function of `greetings` and compiles the flow into a migration
- * (`deno task compile`), so the flow starts right after the push. The registry is written only
+ * (`npx switchyard compile`), so the flow starts right after the push. The registry is written only
  * over the installer's empty one; a registry of the project's own, or another file where the
  * example goes, is refused, and nothing is written. Running it again changes nothing.
  *
@@ -23,6 +23,15 @@ export const EXAMPLE_QUEUE = 'greetings';
 /** What {@linkcode installExample} did, file by file (paths relative to the project). */
 export interface ExampleResult {
   files: { path: string; action: 'created' | 'updated' | 'unchanged' }[];
+}
+
+/**
+ * A module's code without its comments, whitespace collapsed: the installer's empty registry is
+ * recognised whatever its comments say (an earlier kit's words included).
+ */
+function code(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '').replace(/\s+/g, ' ')
+    .trim();
 }
 
 async function templateFiles(dir: string, base = dir): Promise<string[]> {
@@ -61,7 +70,7 @@ export async function installExample(
     const content = await Deno.readTextFile(join(exampleDir, path));
     const existing = await readOrNull(join(projectDir, path));
     const replaceable = existing === null || existing === content ||
-      (path.endsWith('_shared/registry.ts') && existing === emptyRegistry);
+      (path.endsWith('_shared/registry.ts') && code(existing) === code(emptyRegistry));
     if (!replaceable) conflicts.push(path);
     plans.push({ path, content, existing });
   }

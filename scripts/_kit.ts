@@ -268,24 +268,3 @@ export function isExact(value: string): boolean {
   if (!match) return true;
   return /^@\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/.test(match[3] ?? '');
 }
-
-/**
- * A `--project DIR` given on the command line, as an absolute path. `deno task` runs commands
- * in the kit's directory and passes the caller's directory as `INIT_CWD`: a relative `DIR` is
- * taken from there, as the caller means it.
- *
- * @example
- * ```ts
- * import { projectPath } from './_kit.ts';
- * console.log(projectPath('../my-app'));
- * ```
- */
-export function projectPath(dir: string): string {
-  let base = Deno.cwd();
-  // The compiled command is not run by `deno task`: an INIT_CWD there is some outer tool's.
-  if (isCompiled()) return resolve(base, dir);
-  try {
-    base = Deno.env.get('INIT_CWD') || base;
-  } catch { /* no env permission */ }
-  return resolve(base, dir);
-}

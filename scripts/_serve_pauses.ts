@@ -2,13 +2,15 @@
  * Pauses of the functions `deno task serve` serves, said in its output (issue 37, item 7): a
  * queue function whose worker met work its registry lacks (after an edit of the registry, a
  * worker that started before it) pauses itself durably, and every later start is refused until
- * `deno task resume`. Serve reads the functions' flags (`switchyard.function_states`) every
- * couple of seconds and prints each pause once, when it sees it (at start: the ones already
- * paused), with its reason and what to run; and a resume.
+ * it is resumed (`npx switchyard resume`). Serve reads the functions' flags
+ * (`switchyard.function_states`) every couple of seconds and prints each pause once, when it
+ * sees it (at start: the ones already paused), with its reason and what to run (as the user runs
+ * the kit, `scripts/_invocation.ts`); and a resume.
  *
  * @module
  */
 import { type FunctionState, listFunctions, type SqlSource } from '../lib/ops.ts';
+import { userCommand } from './_invocation.ts';
 
 /** Options of {@linkcode reportPauses}. */
 export interface PauseReportOptions {
@@ -30,7 +32,7 @@ export interface PauseReportOptions {
  * @example
  * ```ts
  * import { pauseAdvice } from './_serve_pauses.ts';
- * console.log(pauseAdvice('greetings-worker', false)); // … `deno task resume greetings-worker` …
+ * console.log(pauseAdvice('greetings-worker', false)); // … `npx switchyard resume greetings-worker` …
  * ```
  */
 export function pauseAdvice(name: string, watching: boolean): string {
@@ -39,8 +41,8 @@ export function pauseAdvice(name: string, watching: boolean): string {
     : 'restart serve (or run it with --watch, which reloads functions when supabase/functions/ ' +
       'changes) so that it runs the current registry';
   return `[serve] ${name} starts no worker until it is resumed. A worker runs the registry it ` +
-    `started with: ${reload}; once it covers the work, run \`deno task resume ${name}\` ` +
-    `(with DATABASE_URL set). A message with no task: \`deno task quarantine ${name}\`.`;
+    `started with: ${reload}; once it covers the work, run \`${userCommand('resume', [name])}\` ` +
+    `(with DATABASE_URL set). A message with no task: \`${userCommand('quarantine', [name])}\`.`;
 }
 
 /**

@@ -11,15 +11,16 @@
  */
 import { cancelRun } from '../lib/ops.ts';
 import { onePositional, parse, runCommand } from './_operator_cli.ts';
+import { commandName } from './_invocation.ts';
 
-const USAGE = `usage: deno task cancel <run> [--reason TEXT]
+const USAGE = `usage: ${commandName('cancel')} <run> [--reason TEXT]
 
 Cancels the started run <run> (a run id). Needs DATABASE_URL.`;
 
 await runCommand(USAGE, async (sql, args) => {
   const { values, positionals } = parse(args, { reason: { type: 'string' } });
   const runId = onePositional(positionals, 'run id', 'missing <run>: name the run id to cancel');
-  const reason = values.reason?.trim() || 'cancelled by an operator (deno task cancel)';
+  const reason = values.reason?.trim() || `cancelled by an operator (${commandName('cancel')})`;
   const result = await cancelRun(sql, runId, reason);
   console.log(
     result.changed

@@ -1,6 +1,7 @@
 /**
  * `switchyard <command> [args]`: the kit's user commands behind one entry, for the binary that
- * `deno task build-cli` compiles (docs/ARCHITECTURE.md §8.2) and for
+ * `deno task build-cli` compiles (docs/ARCHITECTURE.md §8.2), for the npm package's
+ * `npx switchyard <command>` (`deno task build-npm`) and for
  * `deno run -A scripts/cli.ts <command>` from a checkout. Each command is the script its
  * `deno task` runs, with the same options, output and exit codes; the descriptions are the
  * tasks' own (deno.json). `switchyard --help` lists them, `switchyard <command> --help` gives
@@ -11,6 +12,7 @@
 import config from '../deno.json' with { type: 'json' };
 import { KIT_VERSION } from './_kit.ts';
 import { setCommandArgs } from './_help.ts';
+import { invocationMode, PROJECT_COMMANDS } from './_invocation.ts';
 
 /** Runs a script whose module body is the command (it reads its arguments from `_help.ts`). */
 function body(load: () => Promise<unknown>): (args: string[]) => Promise<number> {
@@ -70,19 +72,27 @@ export function helpText(): string {
   const lines = Object.keys(COMMANDS).map((name) =>
     `  ${name.padEnd(width)}  ${tasks[name]?.description ?? ''}`
   );
+  const mode = invocationMode();
+  const me = mode === 'npm' ? Deno.env.get('SWITCHYARD_INVOCATION')!.trim() : 'switchyard';
+  const runtime = mode === 'npm'
+    ? "It runs on the Deno of npm's deno package (a dependency of the package), or on\n" +
+      'SWITCHYARD_DENO.'
+    : 'The compiled command carries the kit (runtime, SQL core, templates). A few steps run a\n' +
+      "separate Deno 2 (`deno` on PATH, or SWITCHYARD_DENO): loading the project's registry\n" +
+      '(scaffold-queue, compile), the Supabase CLI (db:push) and the functions of serve.';
   return `switchyard ${KIT_VERSION}: durable workflows on Supabase PostgreSQL + PGMQ
 
-usage: switchyard <command> [args]   (switchyard <command> --help for one command)
+usage: ${me} <command> [args]   (${me} <command> --help for one command)
 
-Each command is the kit's \`deno task <command>\` with the same arguments; a relative
---project DIR is taken from the current directory. Operator commands read DATABASE_URL.
+Each command is the kit's \`deno task <command>\` with the same arguments. The project commands
+(${[...PROJECT_COMMANDS].join(', ')}) act on the Supabase project you are in
+(the nearest directory upward with supabase/config.toml), or on --project DIR (relative to
+the current directory). Operator commands read DATABASE_URL.
 
 commands:
 ${lines.join('\n')}
 
-The compiled command carries the kit (runtime, SQL core, templates). A few steps run a
-separate Deno 2 (\`deno\` on PATH, or SWITCHYARD_DENO): loading the project's registry
-(scaffold-queue, compile), the Supabase CLI (db:push) and the functions of serve.`;
+${runtime}`;
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * `deno task compile [--project DIR] [--check]`: writes the registry's flows into a migration,
+ * `deno task compile [--project DIR] [--check]` (`npx switchyard compile` from the npm package;
+ * without `--project`, the project the user is in, `scripts/_invocation.ts`): writes the registry's flows into a migration,
  * so a flow can be started right after `supabase db push`, before any queue function has run
  * (docs/ARCHITECTURE.md §4.1), and is the gate before the push.
  *
@@ -21,8 +22,8 @@
  * refused here, before the push that would refuse it (`SY004`): exit 1, nothing written, the
  * differences named by step, the next free slug in the flow's own naming and the commands to go
  * on (scripts/_shape_change.ts decides as the SQL core does). A queue the registry routes steps
- * to with no queue function in `supabase/functions/` gets a warning naming
- * `deno task scaffold-queue <queue>`. Nothing new: it writes nothing and says so. The timestamp
+ * to with no queue function in `supabase/functions/` gets a warning naming the scaffold command
+ * to run (`npx switchyard scaffold-queue <queue>`, as the user runs the kit). Nothing new: it writes nothing and says so. The timestamp
  * is one second after the newest migration and never after now (as the scaffold's). `--check`
  * writes nothing and exits 1 when a migration is due, a shape change is refused or a queue has no
  * function (for CI).
@@ -32,7 +33,13 @@
 import { parseArgs } from 'node:util';
 import { join, relative, resolve } from 'node:path';
 import { migrationTimestamp, readOrNull, sqlFileNames, timestampsAfter } from './_util.ts';
-import { projectPath } from './_kit.ts';
+import {
+  commandName,
+  findProject,
+  supabaseCli,
+  supabaseRemote,
+  userCommand,
+} from './_invocation.ts';
 import { REGISTRY_PATH, registryPlan, ScaffoldError } from './scaffold_queue.ts';
 import { nextSlug, shapeChange } from './_shape_change.ts';
 import { defaultFunctionName } from '../lib/worker/worker.ts';
@@ -46,7 +53,10 @@ export interface CompileOptions {
   projectDir: string;
   /** Write nothing; report what would be written. */
   check?: boolean;
-  /** How the commands it prints name the project (`--project` as given); default `projectDir`. */
+  /**
+   * How the commands it prints name the project (`--project` as given); default: as the user
+   * named the project {@linkcode findProject} found, else `projectDir`.
+   */
   projectArg?: string;
   /** The clock for the migration timestamp (tests). */
   now?: Date;
@@ -71,6 +81,18 @@ export interface CompileResult {
   warnings: string[];
 }
 
+/** The commands a {@linkcode ShapeChangeError} tells to run, as the user types them. */
+export interface RefusalCommands {
+  /** `npx switchyard compile` (with `--project` where needed). */
+  compile: string;
+  /** `npx switchyard drain`. */
+  drain: string;
+  /** `npx switchyard serve`. */
+  serve: string;
+  /** The push and the deploy: `supabase db push --linked, then supabase functions deploy`. */
+  deploy: string;
+}
+
 /** A shape change of an already compiled concrete flow, refused before the push. */
 export class ShapeChangeError extends ScaffoldError {
   /** Each refused flow: the migration that compiled it, what changed, the slug to use instead. */
@@ -80,7 +102,7 @@ export class ShapeChangeError extends ScaffoldError {
   /** Creates the refusal with the message a user reads (see {@linkcode compileFlows}). */
   constructor(
     refused: { slug: string; earlier: string; differences: string[]; next: string }[],
-    project: string,
+    commands: RefusalCommands,
     aliasOf: (slug: string) => string | null,
     warnings: string[] = [],
   ) {
@@ -97,16 +119,16 @@ export class ShapeChangeError extends ScaffoldError {
         `keep ${r.slug} as ${r.earlier} compiled it, for its runs`,
         `  2. list ${r.next} after ${r.slug} in ${REGISTRY_PATH}` +
         (alias === null ? '' : ` (alias ${alias})`) +
-        `; remove ${r.slug} once \`deno task drain\` shows it drained`,
-        `  3. deno task compile${project}`,
-        '  4. supabase db push, then supabase functions deploy',
+        `; remove ${r.slug} once \`${commands.drain}\` shows it drained`,
+        `  3. ${commands.compile}`,
+        `  4. ${commands.deploy}`,
       ];
     });
     super(
       [
         ...lines,
         'Nothing was written. (In local development a worker recompiles a changed shape: ' +
-        'deno task serve.)',
+        `${commands.serve}.)`,
       ].join('\n'),
     );
     this.name = 'ShapeChangeError';
@@ -252,20 +274,30 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
     statements.push(`select switchyard.ensure_flow(${literal(JSON.stringify(p.shape))}::jsonb);`);
   }
   // How the commands this prints name the project.
-  const projectArg = options.projectArg ?? options.projectDir;
-  const project = projectArg === '.' ? '' : ` --project ${projectArg}`;
+  const named = { project: options.projectArg ?? projectDir };
   for (const [queue, flows] of await queuesWithoutFunction(projectDir, plan.placements)) {
     result.warnings.push(
       `queue ${queue} has no queue function in supabase/functions/ (${
         flows.join(', ')
       } route steps to it): its tasks would wait with no worker. Write it: ` +
-        `deno task scaffold-queue ${queue}${project}`,
+        userCommand('scaffold-queue', [queue], named),
     );
   }
   if (refused.length > 0) {
     const aliasOf = (slug: string) =>
       plan.aliases.find(([, versions]) => versions.includes(slug))?.[0] ?? null;
-    throw new ShapeChangeError(refused, project, aliasOf, result.warnings);
+    const cli = await supabaseCli(projectDir);
+    throw new ShapeChangeError(
+      refused,
+      {
+        compile: userCommand('compile', [], named),
+        drain: userCommand('drain'),
+        serve: userCommand('serve', [], named),
+        deploy: `${supabaseRemote(cli, 'db push')}, then ${cli.command} functions deploy`,
+      },
+      aliasOf,
+      result.warnings,
+    );
   }
   for (const [alias, versions] of plan.aliases) {
     const before = earlier.aliases.get(alias);
@@ -295,7 +327,7 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
   result.path = relative(projectDir, path);
   if (options.check) return result;
   const header = [
-    `-- The flows of ${REGISTRY_PATH}, written by \`deno task compile\`: what a`,
+    `-- The flows of ${REGISTRY_PATH}, written by \`npx switchyard compile\`: what a`,
     "-- worker's start-up compiles (ensure_flow for each concrete flow), then declare_alias for each",
     '-- alias: it records the versions the registry declares and moves the alias to the last one',
     '-- unless that strands started runs of a retired version or hands live workers a version they',
@@ -314,9 +346,9 @@ export async function compileFlows(options: CompileOptions): Promise<CompileResu
   return result;
 }
 
-const USAGE = `usage: deno task compile [--project DIR] [--check]
+const USAGE = `usage: ${commandName('compile')} [--project DIR] [--check]
 
-Writes the flows of DIR/${REGISTRY_PATH} into a migration
+Writes the flows of the project's ${REGISTRY_PATH} into a migration
 (supabase/migrations/<timestamp>${FLOWS_MIGRATION_SUFFIX}), as a worker's start-up compiles them,
 so they can be started right after \`supabase db push\`, and declares each alias's versions so
 every database converges to the registry. Only new flows, runtime option changes and changed
@@ -324,7 +356,8 @@ aliases; nothing new, nothing written. A changed shape of a compiled flow is ref
 nothing written) with what changed and the slug to deploy it under; a routed queue with no
 queue function is warned about.
 
-  --project DIR  the Supabase project (default: the current directory)
+  --project DIR  the Supabase project; default: the project you are in (the nearest directory
+                 upward with supabase/config.toml)
   --check        write nothing; exit 1 when a migration is due, a shape change is refused or a
                  queue has no function (for CI)
   -h, --help     this text`;
@@ -350,11 +383,8 @@ export async function main(args: string[]): Promise<number> {
     return 0;
   }
   try {
-    const result = await compileFlows({
-      projectDir: values.project === undefined ? '.' : projectPath(values.project),
-      projectArg: values.project ?? '.',
-      check: values.check,
-    });
+    const projectDir = findProject(values.project);
+    const result = await compileFlows({ projectDir, check: values.check });
     for (const w of result.warnings) console.error(`warning: ${w}`);
     if (result.path === null) {
       console.log(
@@ -383,14 +413,17 @@ export async function main(args: string[]): Promise<number> {
     for (const [alias, left] of result.retired) {
       console.log(
         `  alias ${alias}: ${left.join(', ')} leave(s) the registry. Retire a version only once ` +
-          '`deno task drain` shows it drained on every database: where it still has started runs ' +
+          `\`${userCommand('drain')}\` shows it drained on every database: where it still has ` +
+          'started runs ' +
           'nothing in this registry can finish them, so the worker refuses to start (and an ' +
           'alias still on it stays) until it is listed again',
       );
     }
     if (values.check) return 1;
+    const cli = await supabaseCli(projectDir);
     console.log(
-      '\nnext: apply it (supabase db push, or deno task db:push); flows start at once. An alias ' +
+      `\nnext: apply it with ${supabaseRemote(cli, 'db push')}, or against DATABASE_URL with ` +
+        `${userCommand('db:push')}; flows start at once. An alias ` +
         'moves at push unless that would strand started runs of a version the registry no ' +
         'longer lists, or hand live workers a version they lack: then the first worker with ' +
         'this registry moves it (select * from switchyard.alias_status() says which and why)',

@@ -19,17 +19,19 @@
  *
  * @module
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { connect, createDashboard } from '../lib/ops.ts';
 import { serveWithTimeouts } from './_http_server.ts';
 import { parse, UsageError } from './_operator_cli.ts';
+import { commandName, nearestProject, userDirectory } from './_invocation.ts';
 import { readEnvFile } from './serve.ts';
 
-const USAGE = `usage: deno task dashboard [--port N] [--hostname H] [--env-file FILE]
+const USAGE = `usage: ${commandName('dashboard')} [--port N] [--hostname H] [--env-file FILE]
 
 Serves the Switchyard dashboard (default http://127.0.0.1:8787/). Needs DATABASE_URL.
-Actions need SWITCHYARD_WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY (environment, then
-supabase/functions/.env); SWITCHYARD_DASHBOARD_AUTH=required refuses reads without it too.`;
+Actions need SWITCHYARD_WORKER_SECRET or SUPABASE_SERVICE_ROLE_KEY (environment, then the
+supabase/functions/.env of the project you are in, or --env-file FILE);
+SWITCHYARD_DASHBOARD_AUTH=required refuses reads without it too.`;
 
 async function main(args: string[]): Promise<number> {
   const { values, positionals } = parse(args, {
@@ -52,8 +54,12 @@ async function main(args: string[]): Promise<number> {
       `port ${JSON.stringify(portText)} is invalid: use an integer from 1 to 65535`,
     );
   }
+  // The project's .env when the user stands in one; a relative --env-file is the user's.
+  const project = nearestProject(userDirectory());
   const file = await readEnvFile(
-    (values['env-file'] as string | undefined) ?? join('supabase', 'functions', '.env'),
+    values['env-file'] !== undefined
+      ? resolve(userDirectory(), values['env-file'] as string)
+      : join(project ?? '.', 'supabase', 'functions', '.env'),
   );
   const env = (name: string) => Deno.env.get(name) || file[name] || undefined;
   const url = env('DATABASE_URL') ?? env('SUPABASE_DB_URL');

@@ -1,23 +1,26 @@
 /**
- * `deno task db:push [--project DIR]`: applies the migrations of a project (default: the kit's
- * own `supabase/migrations`) to the database of the one resolver (`SWITCHYARD_DB_URL`,
- * `SUPABASE_DB_URL` or `DATABASE_URL`) through the Supabase CLI, loading the
- * PGMQ-compatible layer first when PGMQ is absent (never on a server with the extension).
+ * `deno task db:push [--project DIR]` (`npx switchyard db:push` from the npm package): applies
+ * the migrations of a project (`--project DIR`, else the one the user is in, found by
+ * `scripts/_invocation.ts`: in the kit's checkout, the kit's own `supabase/migrations`) to the
+ * database of the one resolver (`SWITCHYARD_DB_URL`, `SUPABASE_DB_URL` or `DATABASE_URL`)
+ * through the Supabase CLI, loading the PGMQ-compatible layer first when PGMQ is absent (never on
+ * a server with the extension).
  *
  * @module
  */
 import { parseArgs } from 'node:util';
 import { migrate, MigrationError, resolveConnectionString } from '../lib/ops.ts';
-import { projectPath } from './_kit.ts';
 import { commandArgs } from './_help.ts';
+import { commandName, findProject } from './_invocation.ts';
 
-const USAGE = `usage: DATABASE_URL=postgres://… deno task db:push [--project DIR]
+const USAGE = `usage: DATABASE_URL=postgres://… ${commandName('db:push')} [--project DIR]
 
-Applies DIR/supabase/migrations (default: the kit's own) with \`supabase db push --db-url …\`
+Applies the project's supabase/migrations with \`supabase db push --db-url …\`
 (Supabase CLI 2.117.0), after making sure PGMQ exists (PGMQ_MODE=auto|compat|extension).
 The database is SWITCHYARD_DB_URL, else SUPABASE_DB_URL, else DATABASE_URL.
 
-  --project DIR  a project with supabase/migrations (for example one the installer wrote to)
+  --project DIR  the Supabase project; default: the project you are in (the nearest directory
+                 upward with supabase/config.toml)
   -h, --help     this text`;
 
 let values;
@@ -45,10 +48,8 @@ try {
         'PostgreSQL database',
     );
   }
-  await migrate(url, {
-    log: (line) => console.log(line),
-    ...(values.project === undefined ? {} : { workdir: projectPath(values.project) }),
-  });
+  const workdir = findProject(values.project);
+  await migrate(url, { log: (line) => console.log(line), workdir });
   console.log('migrations applied');
 } catch (e) {
   console.error(`error: ${(e as Error).message}`);

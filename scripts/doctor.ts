@@ -1,7 +1,9 @@
 /**
- * `deno task doctor [--project DIR] [--json] [--stuck-after SECONDS] [--keep-alive]`: checks a
- * project and its database (`DATABASE_URL`) and prints each problem with the command that fixes
- * it (docs/ARCHITECTURE.md §8.5):
+ * `deno task doctor [--project DIR] [--json] [--stuck-after SECONDS] [--keep-alive]`
+ * (`npx switchyard doctor` from the npm package; without `--project`, the project the user is
+ * in): checks a project and its database (`DATABASE_URL`) and prints each problem with the
+ * command that fixes it, as the user runs the kit and their Supabase CLI
+ * (`scripts/_invocation.ts`; docs/ARCHITECTURE.md §8.5):
  *
  * - `migrations`: migrations of `supabase/migrations/` not applied, or applied but missing from
  *   the project (`supabase_migrations.schema_migrations`, what `supabase db push` records);
@@ -30,7 +32,15 @@ import { isLocalDatabase } from '../lib/ops.ts';
 import { coreVersionProblem, REQUIRED_CORE_VERSION } from '../lib/sql/core_version.ts';
 import { type DoctorFacts, doctorFacts } from '../lib/sql/doctor.ts';
 import { compileFlows } from './compile.ts';
-import { projectPath } from './_kit.ts';
+import {
+  commandName,
+  findProject,
+  remoteFlag,
+  supabaseCli,
+  supabaseRemote,
+  userCommand,
+  userDirectory,
+} from './_invocation.ts';
 import { databaseUrl, parse, runCommand, secondsOption, UsageError } from './_operator_cli.ts';
 import { readOrNull, sqlFileNames } from './_util.ts';
 import { REGISTRY_PATH, registryPlan } from './scaffold_queue.ts';
@@ -55,7 +65,10 @@ export interface Diagnosis {
 export interface DoctorOptions {
   /** The project directory. */
   projectDir: string;
-  /** How the project is named in the commands printed (`--project <this>`); none for `.`. */
+  /**
+   * How the project is named in the commands printed (`--project <this>`, none for `.`);
+   * default: as the user named the project `findProject` found, else its directory.
+   */
   projectArg?: string;
   /** A task queued this long with no live worker is a problem. */
   stuckAfterSeconds: number;
@@ -133,14 +146,15 @@ async function shippedCore(migrationsDir: string, names: string[]): Promise<stri
  */
 export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promise<Diagnosis> {
   const projectDir = resolve(options.projectDir);
-  const proj = options.projectArg && options.projectArg !== '.'
-    ? ` --project ${options.projectArg}`
-    : '';
-  // The project's commands take --project; the operator commands only DATABASE_URL.
-  const task = (name: string, args = '') => `deno task ${name}${args ? ` ${args}` : ''}${proj}`;
-  const op = (name: string, args = '') => `deno task ${name}${args ? ` ${args}` : ''}`;
-  const push = `supabase db push --linked (CLI 3.1+: --remote; a local database: ` +
-    `DATABASE_URL=… ${task('db:push')})`;
+  // Every fix as the user types it where they stand (scripts/_invocation.ts): the project's
+  // commands with --project where it is needed, the operator commands with DATABASE_URL only.
+  const named = { project: options.projectArg ?? projectDir };
+  const task = (name: string, args = '') => userCommand(name, args ? [args] : [], named);
+  const op = (name: string, args = '') => userCommand(name, args ? [args] : []);
+  const cli = await supabaseCli(projectDir);
+  const sb = cli.command;
+  const local = `a local database: DATABASE_URL=… ${task('db:push')}`;
+  const push = supabaseRemote(cli, 'db push', { aside: local });
   const problems: Problem[] = [];
   const skipped: Diagnosis['skipped'] = [];
   const add = (check: string, problem: string, fix: string) =>
@@ -158,7 +172,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
   // migrations
   const migrationsDir = join(projectDir, 'supabase', 'migrations');
   const names = (await sqlFileNames(migrationsDir)).filter((n) => MIGRATION.test(n));
-  const local = new Map(names.map((n) => [MIGRATION.exec(n)![1], n]));
+  const versions = new Map(names.map((n) => [MIGRATION.exec(n)![1], n]));
   if (facts.migrations === null) {
     if (facts.coreVersion === undefined) {
       add(
@@ -173,14 +187,16 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
         `${db} has the SQL core, but the Supabase CLI recorded no migration there ` +
           '(supabase_migrations.schema_migrations is missing): a push would apply every ' +
           'migration again',
-        `supabase migration repair --status applied ${some([...local.keys()], 3)} ` +
-          '(each version the database has)',
+        supabaseRemote(cli, 'migration repair', {
+          then: `--status applied ${some([...versions.keys()], 3)}`,
+          aside: 'each version the database has',
+        }),
       );
     }
   } else {
     const applied = new Set(facts.migrations.map((m) => m.version));
-    const pending = [...local.entries()].filter(([v]) => !applied.has(v));
-    const extra = facts.migrations.filter((m) => !local.has(m.version));
+    const pending = [...versions.entries()].filter(([v]) => !applied.has(v));
+    const extra = facts.migrations.filter((m) => !versions.has(m.version));
     if (pending.length > 0) {
       const newest = facts.migrations.at(-1)?.version ?? '';
       const older = pending.some(([v]) => v < newest);
@@ -189,8 +205,11 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
         `${pending.length} migration(s) of supabase/migrations are not applied to ${db}: ` +
           some(pending.map(([, n]) => n)),
         older
-          ? `${push.replace('--linked', '--linked --include-all')} (some sort before the ` +
-            "database's newest, which db push refuses without --include-all)"
+          ? supabaseRemote(cli, 'db push', {
+            then: '--include-all',
+            aside: `${local}; some sort before the database's newest, which db push ` +
+              'refuses without --include-all',
+          })
           : push,
       );
     }
@@ -200,7 +219,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
         `${db} applied ${extra.length} migration(s) that supabase/migrations lacks: ` +
           some(extra.map((m) => (m.name ? `${m.version}_${m.name}.sql` : m.version))),
         'restore them from version control (git log -- supabase/migrations), or, if they were ' +
-          `removed on purpose: supabase migration repair --status reverted ${
+          `removed on purpose: ${sb} migration repair ${remoteFlag(cli.major)} --status reverted ${
             some(extra.map((m) => m.version), 5)
           }`,
       );
@@ -218,7 +237,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
         'sql core',
         `the SQL core of ${db} is ${facts.coreVersion ?? 'older than 0.3.0'}; the project's ` +
           `runtime needs ${required} or later: its workers refuse to start`,
-        `${push}, then redeploy the functions (supabase functions deploy)`,
+        `${push}, then redeploy the functions (${sb} functions deploy)`,
       );
     }
     const shipped = await shippedCore(migrationsDir, names);
@@ -229,7 +248,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
         `the SQL core of ${db} is ${facts.coreVersion}, newer than the ${shipped} the project's ` +
           'migrations and runtime ship: another checkout of a newer kit applied its migrations',
         `update the project from that kit (${task('install')}), then redeploy the functions ` +
-          '(supabase functions deploy)',
+          `(${sb} functions deploy)`,
       );
     }
   }
@@ -267,7 +286,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
     } catch (e) {
       add(
         'registry',
-        `deno task compile refuses the registry: ${(e as Error).message}`,
+        `compile refuses the registry: ${(e as Error).message}`,
         `follow compile's message (${task('compile')})`,
       );
     }
@@ -303,7 +322,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
       'functions',
       `function ${f.functionName} is paused since ${f.pausedAt!.toISOString()}: ${f.pauseReason}`,
       f.pausedByWork
-        ? 'deploy a registry with the versions the reason names (deno task compile, supabase ' +
+        ? `deploy a registry with the versions the reason names (${task('compile')}, ${sb} ` +
           `functions deploy ${f.functionName}), then ${op('resume', f.functionName)}; ` +
           `messages of no task: ${op('quarantine', f.functionName)}`
         : `fix the cause, then ${op('resume', f.functionName)}`,
@@ -334,11 +353,11 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
       r.refusal === 'coverage'
         ? `add the versions it names to ${REGISTRY_PATH} (or move the alias), ${
           task('compile')
-        }, then supabase functions deploy ${r.functionName}`
+        }, then ${sb} functions deploy ${r.functionName}`
         : r.refusal === 'worker_config'
-        ? `fix the function's settings (supabase secrets set …), then supabase functions ` +
+        ? `fix the function's settings (${sb} secrets set …), then ${sb} functions ` +
           `deploy ${r.functionName}`
-        : `fix what the message says (the function's database URL: supabase secrets set ` +
+        : `fix what the message says (the function's database URL: ${sb} secrets set ` +
           `SWITCHYARD_DB_URL=…), then wake it`,
     );
   }
@@ -350,7 +369,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
       'queues',
       `queue ${w.queueName} has ${w.queued} queued and ${w.started} started task(s) of ` +
         `${w.runs} run(s) and no queue function: nothing will run them`,
-      `${task('scaffold-queue', w.queueName)}, ${push}, then supabase functions deploy`,
+      `${task('scaffold-queue', w.queueName)}, ${push}, then ${sb} functions deploy`,
     );
   }
   for (const w of facts.waiting) {
@@ -377,7 +396,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
   if (!options.keepAlive) {
     skipped.push({
       check: 'keep-alive',
-      why: 'a local database (deno task serve starts the workers); --keep-alive checks it',
+      why: `a local database (${task('serve')} starts the workers); --keep-alive checks it`,
     });
   } else if (fns.length === 0) {
     skipped.push({ check: 'keep-alive', why: 'no queue function is registered' });
@@ -431,7 +450,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
         'keep-alive',
         `function ${f.functionName} has never run: no worker ever started and the keep-alive ` +
           `never woke it (registered ${duration(now - f.createdAt.getTime())} ago)`,
-        `deploy it (supabase functions deploy ${f.functionName}) and set up the keep-alive: ${setUp}`,
+        `deploy it (${sb} functions deploy ${f.functionName}) and set up the keep-alive: ${setUp}`,
       );
     }
     for (const w of facts.wakeFailures) {
@@ -444,7 +463,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
         status === 401 || status === 403
           ? `store the bearer the function accepts: ${setUp}`
           : status === 404
-          ? `deploy it: supabase functions deploy ${w.functionName}`
+          ? `deploy it: ${sb} functions deploy ${w.functionName}`
           : status !== null && status >= 400
           ? 'the function refused: see its refusal above (and its logs: Dashboard > Edge ' +
             `Functions > ${w.functionName} > Logs)`
@@ -456,7 +475,7 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
 }
 
 /** The text output: each problem and its fix, or that there is none. */
-export function formatDiagnosis(d: Diagnosis, cwd = Deno.cwd()): string {
+export function formatDiagnosis(d: Diagnosis, cwd: string = userDirectory()): string {
   const rel = relative(cwd, d.project);
   const where = `${rel.startsWith('..') ? d.project : rel || '.'} and database "${d.database}"`;
   const lines: string[] = [];
@@ -472,8 +491,9 @@ export function formatDiagnosis(d: Diagnosis, cwd = Deno.cwd()): string {
   return lines.join('\n');
 }
 
-const USAGE =
-  `usage: deno task doctor [--project DIR] [--json] [--stuck-after SECONDS] [--keep-alive]
+const USAGE = `usage: ${
+  commandName('doctor')
+} [--project DIR] [--json] [--stuck-after SECONDS] [--keep-alive]
 
 Checks a project and its database (DATABASE_URL) and prints each problem with the command
 that fixes it: migrations not applied (or applied but missing), the SQL core against the
@@ -481,7 +501,8 @@ runtime, the registry not compiled, aliases whose version the registry lacks, pa
 disabled functions, refused worker starts, work with no queue function or no live worker,
 and the keep-alive (pg_net, pg_cron, its job, failing wakes). Exit 1 when any.
 
-  --project DIR        the Supabase project (default: the current directory)
+  --project DIR        the Supabase project; default: the project you are in (the nearest
+                       directory upward with supabase/config.toml)
   --json               print { project, database, problems: [{ check, problem, fix }], skipped }
   --stuck-after N      a task queued N seconds with no live worker is a problem (default 300)
   --keep-alive         check the keep-alive on a local database too (always on a remote one)
@@ -500,8 +521,7 @@ export function doctorCommand(): Promise<never> {
       throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     }
     const d = await diagnose(sql, {
-      projectDir: values.project === undefined ? '.' : projectPath(values.project),
-      projectArg: values.project,
+      projectDir: findProject(values.project),
       stuckAfterSeconds: secondsOption('stuck-after', values['stuck-after'], 300),
       keepAlive: values['keep-alive'] === true || !isLocalDatabase(databaseUrl()),
     });

@@ -12,8 +12,9 @@
 import { drainStatus, formatDrainStatus } from '../lib/ops.ts';
 import { isValidQueueName, QUEUE_NAME_RULE } from '../lib/dsl/queue_names.ts';
 import { parse, runCommand, UsageError } from './_operator_cli.ts';
+import { commandName } from './_invocation.ts';
 
-const USAGE = `usage: deno task drain [queue]
+const USAGE = `usage: ${commandName('drain')} [queue]
 
 Prints, per queue and concrete flow version, active / draining (with counts) /
 drained: all queues, or only [queue]. Needs DATABASE_URL.`;

@@ -28,11 +28,12 @@ import {
   waitForFence,
 } from '../lib/ops.ts';
 import { parse, runCommand, secondsOption, UsageError } from './_operator_cli.ts';
+import { commandName, userCommand } from './_invocation.ts';
 
-const USAGE = `usage: deno task fence begin <function…> [--timeout S] [--heartbeat-window S]
-       deno task fence wait [--timeout S] [--heartbeat-window S]
-       deno task fence status [--heartbeat-window S]
-       deno task fence end
+const USAGE = `usage: ${commandName('fence')} begin <function…> [--timeout S] [--heartbeat-window S]
+       ${commandName('fence')} wait [--timeout S] [--heartbeat-window S]
+       ${commandName('fence')} status [--heartbeat-window S]
+       ${commandName('fence')} end
 
 begin   disable the functions (recording whether each was enabled), ask their
         workers to stop, and wait until they stopped and no task of theirs is
@@ -90,13 +91,16 @@ async function wait(
       );
     }
     console.log(
-      'next: deploy every replacement registry (the functions stay disabled), then run `deno task fence end`',
+      'next: deploy every replacement registry (the functions stay disabled), then run ' +
+        `\`${userCommand('fence', ['end'])}\``,
     );
     return 0;
   } catch (e) {
     if (e instanceof FenceTimeoutError) {
       console.error(`error: ${e.message}`);
-      console.error('the fence stays open: run `deno task fence wait` to wait again');
+      console.error(
+        `the fence stays open: run \`${userCommand('fence', ['wait'])}\` to wait again`,
+      );
       return 1;
     }
     throw e;

@@ -1,7 +1,8 @@
 /**
- * `deno task install --project DIR [--force] [--example]`: adds the kit to a Supabase project
- * (one made by `supabase init`, or any project with `supabase/config.toml`).
- * docs/ARCHITECTURE.md §8. `--example` adds an example flow, its queue function, its compiled
+ * `deno task install [--project DIR] [--force] [--example]` (`npx switchyard install` from the
+ * npm package): adds the kit to a Supabase project (one made by `supabase init`, or any project
+ * with `supabase/config.toml`): `--project DIR`, else the one the user is in
+ * (`scripts/_invocation.ts`). docs/ARCHITECTURE.md §8. `--example` adds an example flow, its queue function, its compiled
  * migration and a client script (`scripts/_example.ts`).
  *
  * It writes, inside `DIR/supabase/`:
@@ -37,10 +38,18 @@ import {
   KIT_VERSION,
   lockedSpecifiers,
   pinned,
-  projectPath,
   runtimeModules,
   sha256,
 } from './_kit.ts';
+import {
+  atProjectRoot,
+  commandName,
+  denoCommand,
+  findProject,
+  supabaseCli,
+  supabaseRemote,
+  userCommand,
+} from './_invocation.ts';
 import { KIT_ROOT } from './_project.ts';
 import { installExample } from './_example.ts';
 import { runKeepAlive } from './keep_alive.ts';
@@ -191,14 +200,14 @@ function installedName(kitName: string): string {
  */
 function migrationText(kitName: string, version: string, locks: string, text: string): string {
   return `${MIGRATION_MARK} ${version}: supabase/migrations/${kitName} of the kit, copied by\n` +
-    '-- `deno task install`. Never edit it: released migrations never change, and a newer kit\n' +
+    '-- `npx switchyard install`. Never edit it: released migrations never change, and a newer kit\n' +
     '-- adds its changes as new migrations.\n' + locks + text;
 }
 
 const RUNTIME_README = (version: string) =>
   `# Switchyard ${version} runtime
 
-Written by \`deno task install\` from the Switchyard kit: the modules a queue function loads
+Written by \`npx switchyard install\` from the Switchyard kit: the modules a queue function loads
 (\`mod.ts\` and what it imports). Do not edit these files: run the installer of a newer kit to
 update them (it refuses to overwrite a file edited here unless you pass \`--force\`).
 
@@ -207,7 +216,7 @@ update them (it refuses to overwrite a file edited here unless you pass \`--forc
   entries it added to \`supabase/functions/deno.json\`. Keep it: without it the installer cannot
   tell which migrations are already installed.
 - Queue functions import this directory as \`switchyard\` (\`"switchyard": "../_switchyard/mod.ts"\`
-  in their deno.json, written by \`deno task scaffold-queue\`).
+  in their deno.json, written by \`npx switchyard scaffold-queue\`).
 `;
 
 function parseManifest(text: string): InstallManifest {
@@ -535,20 +544,23 @@ async function scaffoldedQueues(projectDir: string): Promise<string[]> {
   return queues.sort();
 }
 
-const USAGE = `usage: deno task install --project DIR [--force] [--example]
+const USAGE = `usage: ${commandName('install')} [--project DIR] [--force] [--example]
 
-Adds Switchyard to the Supabase project in DIR (made by \`supabase init\`): the runtime in
+Adds Switchyard to the Supabase project (made by \`supabase init\`): the runtime in
 supabase/functions/_switchyard/, the SQL core in supabase/migrations/ (after the project's own),
 supabase/functions/_shared/registry.ts when absent, and the import-map entries in
 supabase/functions/deno.json. Rerun it after updating the kit: it adds only new migrations.
 
-  --project DIR  the project root (holds supabase/config.toml)
+  --project DIR  the project root (holds supabase/config.toml); default: the project you are
+                 in (the nearest directory upward with supabase/config.toml)
   --force        overwrite kit files edited in the project and import-map entries mapped elsewhere
   --example      also an example: the flow greet (supabase/functions/_shared/flows/greet.ts) in
                  the registry, its queue function greetings-worker, its compiled migration, and
                  example.ts, a client script that starts it and prints its typed output
   --keep-alive   then set up the keep-alive in the database of DATABASE_URL, as
-                 \`deno task keep-alive\` does (its options: --url URL [--bearer-from-env NAME]
+                 \`${
+  commandName('keep-alive')
+}\` does (its options: --url URL [--bearer-from-env NAME]
                  [--debounce N] [--schedule CRON] [--without-pg-net]); the migrations must be
                  applied first (it checks, and says what is missing)
   -h, --help     this text`;
@@ -579,10 +591,6 @@ export async function main(args: string[]): Promise<number> {
   if (parsed.values.help) {
     console.log(USAGE);
     return 0;
-  }
-  if (!parsed.values.project) {
-    console.error(`error: give the project with --project DIR\n\n${USAGE}`);
-    return 2;
   }
   const v = parsed.values;
   const keepAliveArgs = [
@@ -619,12 +627,12 @@ async function keepAlive(args: string[]): Promise<number> {
 }
 
 async function installAndReport(
-  project: string,
+  project: string | undefined,
   force: boolean,
   withExample: boolean,
 ): Promise<number> {
   try {
-    const projectDir = projectPath(project);
+    const projectDir = findProject(project);
     const result = await install({ projectDir, force });
     for (const note of result.notes) console.error(`note: ${note}`);
     if (withExample) {
@@ -637,8 +645,10 @@ async function installAndReport(
       }
       console.log(
         `\nnext, against a PostgreSQL (DATABASE_URL):\n` +
-          `  npx -y deno@2 task db:push --project ${project}\n` +
-          `  cd ${project} && npx -y deno@2 run -A --config supabase/functions/deno.json example.ts`,
+          `  ${userCommand('db:push')}\n` +
+          `  ${
+            atProjectRoot(denoCommand('run -A --config supabase/functions/deno.json example.ts'))
+          }`,
       );
       return 0;
     }
@@ -662,11 +672,14 @@ async function installAndReport(
       if (f.action === 'unchanged') continue;
       console.log(`${f.action.padEnd(9)} ${f.path}`);
     }
+    const cli = await supabaseCli(projectDir);
     if (result.previousVersion === null) {
       console.log(
-        `\nnext: define flows in ${REGISTRY}, then \`deno task scaffold-queue <queue> --project ` +
-          `${project}\`; apply the migrations with \`supabase db push --linked\` ` +
-          "(the README's deploy steps)",
+        `\nnext: define flows in ${REGISTRY}, then \`${
+          userCommand('scaffold-queue', ['<queue>'])
+        }\`; apply the migrations with ${
+          supabaseRemote(cli, 'db push', { aside: "the README's deploy steps" })
+        }`,
       );
       return 0;
     }
@@ -674,16 +687,21 @@ async function installAndReport(
     console.log(
       `\nupgraded from ${result.previousVersion}; next (README "Upgrading"), in this order:\n` +
         (queues.length === 0
-          ? `  1. deno task scaffold-queue <queue> --project ${project} --force  (each queue ` +
+          ? `  1. ${userCommand('scaffold-queue', ['<queue>'])} --force  (each queue ` +
             'function: its deno.json pins the new versions; registrations are kept)\n'
           : queues.map((q, i) =>
-            `  ${
-              i === 0 ? '1.' : '  '
-            } deno task scaffold-queue ${q} --project ${project} --force\n`
+            `  ${i === 0 ? '1.' : '  '} ${userCommand('scaffold-queue', [q])} --force\n`
           ).join('')) +
-        '  2. supabase db push --linked   (CLI 3.1+: --remote; the migrations first: running ' +
-        'functions keep working on them)\n' +
-        '  3. supabase functions deploy   (CLI 3: --yes; the new runtime, after the migrations)',
+        `  2. ${
+          supabaseRemote(cli, 'db push', {
+            aside: 'the migrations first: running functions keep working on them',
+          })
+        }\n` +
+        `  3. ${cli.command} functions deploy${
+          cli.major !== null && cli.major >= 3 ? ' --yes' : ''
+        }   (the new runtime, after the migrations${
+          cli.major === null ? '; Supabase CLI 3: --yes' : ''
+        })`,
     );
     return 0;
   } catch (e) {

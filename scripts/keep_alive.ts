@@ -23,9 +23,10 @@
  */
 import type postgres from 'postgres';
 import { parse, runCommand, UsageError } from './_operator_cli.ts';
+import { commandName, userCommand } from './_invocation.ts';
 
-const USAGE = `usage: deno task keep-alive --url <functions base url> [--bearer-from-env NAME]
-                             [--debounce N] [--schedule CRON] [--without-pg-net]
+const USAGE = `usage: ${commandName('keep-alive')} --url <functions base url>
+       [--bearer-from-env NAME] [--debounce N] [--schedule CRON] [--without-pg-net]
 
 Sets up the keep-alive, which wakes every enabled, unpaused queue function without a live
 worker: checks that pg_net and pg_cron are enabled (and says how, when not), sets the
@@ -102,7 +103,8 @@ export async function keepAliveProblems(
   if (!core) {
     problems.push(
       `the Switchyard SQL core is not in database "${db}": apply the migrations first ` +
-        '(`supabase db push`, or `deno task db:push`)',
+        '(supabase db push --linked, with Supabase CLI 3 --remote; or against DATABASE_URL: ' +
+        `${userCommand('db:push')})`,
     );
   }
   if (!withoutPgNet) {

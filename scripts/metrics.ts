@@ -11,8 +11,9 @@
  */
 import { formatMetrics, MAX_METRICS_WINDOW_SECONDS, metrics, prometheusText } from '../lib/ops.ts';
 import { parse, runCommand, secondsOption, UsageError } from './_operator_cli.ts';
+import { commandName } from './_invocation.ts';
 
-const USAGE = `usage: deno task metrics [--window SECONDS] [--prometheus | --json]
+const USAGE = `usage: ${commandName('metrics')} [--window SECONDS] [--prometheus | --json]
 
 Per queue: depth, lag, claims/s, completions/s, failures/s, retries; per step: p50/p95/p99
 duration and attempts; over the last --window seconds (default 60, at most 86400).

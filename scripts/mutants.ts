@@ -696,4 +696,23 @@ export const MUTANTS: readonly Mutant[] = [
     replace: '  return undefined;',
     tests: ['tests/scripts/node_client_test.ts'],
   },
+  // --- issue 38: commands find the project and print what the user types ----------------------
+  {
+    name: 'invocation-stale-init-cwd',
+    bug: 'the user is taken to stand in INIT_CWD wherever the command runs, so an INIT_CWD an ' +
+      'outer tool left overrides the directory npx switchyard runs in',
+    file: 'scripts/_invocation.ts',
+    search: '  if (!isCompiled() && resolve(cwd) === resolve(KIT_ROOT)) {',
+    replace: '  if (!isCompiled()) {',
+    tests: ['tests/scripts/invocation_test.ts'],
+  },
+  {
+    name: 'invocation-project-flag-always',
+    bug: 'npx switchyard prints --project even where the project is found without it',
+    file: 'scripts/_invocation.ts',
+    search: "  if (mode !== 'checkout') return nearestProject(p.from) === p.dir ? null : " +
+      '(p.explicit ?? p.dir);',
+    replace: "  if (mode !== 'checkout') return p.explicit ?? p.dir;",
+    tests: ['tests/scripts/invocation_test.ts'],
+  },
 ];

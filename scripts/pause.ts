@@ -10,11 +10,12 @@
  */
 import { pauseFunction } from '../lib/ops.ts';
 import { onePositional, parse, runCommand } from './_operator_cli.ts';
+import { commandName, userCommand } from './_invocation.ts';
 
-const USAGE = `usage: deno task pause <function> [--reason TEXT]
+const USAGE = `usage: ${commandName('pause')} <function> [--reason TEXT]
 
 Pauses the queue function <function> (e.g. classify-threads-worker) until
-\`deno task resume <function>\`. Needs DATABASE_URL.`;
+\`${userCommand('resume', ['<function>'])}\`. Needs DATABASE_URL.`;
 
 await runCommand(USAGE, async (sql, args) => {
   const { values, positionals } = parse(args, { reason: { type: 'string' } });
@@ -23,7 +24,7 @@ await runCommand(USAGE, async (sql, args) => {
     'function',
     'missing <function>: name the queue function to pause',
   );
-  const reason = values.reason?.trim() || `paused by an operator (deno task pause)`;
+  const reason = values.reason?.trim() || `paused by an operator (${commandName('pause')})`;
   const result = await pauseFunction(sql, name, reason);
   if (result.changed) {
     console.log(`paused function "${result.functionName}": ${result.reason}`);

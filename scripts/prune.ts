@@ -11,8 +11,9 @@
  */
 import { pruneAll, type PruneResult } from '../lib/ops.ts';
 import { parse, runCommand, UsageError } from './_operator_cli.ts';
+import { commandName } from './_invocation.ts';
 
-const USAGE = `usage: deno task prune --older-than <age> [--batch-size N]
+const USAGE = `usage: ${commandName('prune')} --older-than <age> [--batch-size N]
 
 Deletes completed and failed runs that finished more than <age> ago, with their
 step states, tasks and archived PGMQ messages, in batches of N runs (default

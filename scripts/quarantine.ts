@@ -14,8 +14,9 @@
  */
 import { quarantineMessages } from '../lib/ops.ts';
 import { onePositional, parse, runCommand } from './_operator_cli.ts';
+import { commandName, userCommand } from './_invocation.ts';
 
-const USAGE = `usage: deno task quarantine <function>
+const USAGE = `usage: ${commandName('quarantine')} <function>
 
 Moves the foreign messages (no task) named by the pause of queue function <function>
 (e.g. classify-threads-worker) into switchyard.quarantined_messages, then resumes it.
@@ -44,7 +45,7 @@ await runCommand(USAGE, async (sql, args) => {
     `not resumed: message(s) [${r.withTask.map((t) => t.messageId).join(', ')}] belong to ` +
       `tasks of [${[...new Set(r.withTask.map((t) => t.pair))].join(', ')}], which the ` +
       `registry lacks: deploy a registry with those versions, then ` +
-      `deno task resume ${r.functionName}`,
+      userCommand('resume', [r.functionName]),
   );
   return 1;
 });

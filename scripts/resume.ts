@@ -11,8 +11,9 @@
  */
 import { resumeFunction } from '../lib/ops.ts';
 import { onePositional, parse, runCommand } from './_operator_cli.ts';
+import { commandName } from './_invocation.ts';
 
-const USAGE = `usage: deno task resume <function>
+const USAGE = `usage: ${commandName('resume')} <function>
 
 Resumes the paused queue function <function> (e.g. classify-threads-worker).
 Needs DATABASE_URL.`;

@@ -10,8 +10,9 @@
  */
 import { retryRun } from '../lib/ops.ts';
 import { onePositional, parse, runCommand } from './_operator_cli.ts';
+import { commandName } from './_invocation.ts';
 
-const USAGE = `usage: deno task retry <run>
+const USAGE = `usage: ${commandName('retry')} <run>
 
 Retries the failed run <run> (a run id). Needs DATABASE_URL.`;
 

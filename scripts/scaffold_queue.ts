@@ -1,5 +1,7 @@
 /**
- * `deno task scaffold-queue <queue_name> [--max-concurrent N] [--force] [--project DIR]`:
+ * `deno task scaffold-queue <queue_name> [--max-concurrent N] [--force] [--project DIR]`
+ * (`npx switchyard scaffold-queue` from the npm package; without `--project`, the project the user
+ * is in, `scripts/_invocation.ts`):
  * writes the Edge Function that polls one explicit queue.
  *
  * For queue `classify_threads` it writes, inside the project's `supabase/` directory:
@@ -58,7 +60,14 @@ import {
 } from './_util.ts';
 import { KIT_ROOT } from './_project.ts';
 import { denoExecutable } from '../lib/sql/deno_executable.ts';
-import { lockedSpecifiers, moduleGraph, pinned, projectPath } from './_kit.ts';
+import { lockedSpecifiers, moduleGraph, pinned } from './_kit.ts';
+import {
+  commandName,
+  findProject,
+  supabaseCli,
+  supabaseRemote,
+  userCommand,
+} from './_invocation.ts';
 import { planOf, type ProbeResult } from './_registry_probe.ts';
 
 /**
@@ -300,8 +309,9 @@ async function kitCopy(projectDir: string): Promise<KitCopy> {
     return { kind: 'checkout', libDir: join(projectDir, 'lib') };
   }
   throw new ScaffoldError(
-    `Switchyard is not installed in ${projectDir}: run \`deno task install --project ` +
-      `${projectDir}\` first. A queue function must import the kit from inside the project ` +
+    `Switchyard is not installed in ${projectDir}: run \`${
+      userCommand('install', [], { project: projectDir })
+    }\` first. A queue function must import the kit from inside the project ` +
       '(supabase functions deploy uploads nothing outside it)',
   );
 }
@@ -736,8 +746,12 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
   };
 }
 
-const USAGE =
-  'usage: deno task scaffold-queue <queue_name> [--max-concurrent N] [--force] [--project DIR]';
+const USAGE = `usage: ${
+  commandName('scaffold-queue')
+} <queue_name> [--max-concurrent N] [--force] [--project DIR]
+
+  --project DIR  the Supabase project; default: the project you are in (the nearest directory
+                 upward with supabase/config.toml)`;
 
 /** The command line of this script: its exit code. */
 export async function main(args: string[]): Promise<number> {
@@ -771,9 +785,9 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   try {
+    const projectDir = findProject(parsed.values.project);
     const result = await scaffoldQueue({
-      // Without --project: the directory `deno task` runs in (the kit's checkout).
-      projectDir: parsed.values.project === undefined ? '.' : projectPath(parsed.values.project),
+      projectDir,
       queueName: parsed.positionals[0],
       maxConcurrent: text === undefined ? undefined : Number(text),
       force: parsed.values.force,
@@ -796,11 +810,13 @@ export async function main(args: string[]): Promise<number> {
     const migrated = result.files.some((f) =>
       f.action === 'created' && f.path.endsWith(`_register_${result.queueName}_worker.sql`)
     );
+    const cli = await supabaseCli(projectDir);
+    const deploy = `\`${cli.command} functions deploy ${result.functionName}\``;
     console.log(
       migrated
-        ? `\nnext: apply the migration (supabase db push, or deno task db:push) and deploy with ` +
-          `\`supabase functions deploy ${result.functionName}\``
-        : `\nnext: deploy with \`supabase functions deploy ${result.functionName}\``,
+        ? `\nnext: apply the migration with ${supabaseRemote(cli, 'db push')}, or against ` +
+          `DATABASE_URL with ${userCommand('db:push')}; then deploy with ${deploy}`
+        : `\nnext: deploy with ${deploy}`,
     );
     return 0;
   } catch (e) {

@@ -29,8 +29,9 @@ import {
   updateSchedule,
 } from '../lib/ops.ts';
 import { onePositional, parse, runCommand, UsageError } from './_operator_cli.ts';
+import { commandName } from './_invocation.ts';
 
-const USAGE = `usage: deno task schedule <command> [<name>] [options]
+const USAGE = `usage: ${commandName('schedule')} <command> [<name>] [options]
 
 Commands (DATABASE_URL):
   list                         every schedule: cron, time zone, next tick, last tick and its run

@@ -1,6 +1,7 @@
 /**
- * `deno task serve [--watch] [--port N] [--project DIR] [--env-file FILE]`: every Edge Function of the
- * project as a real HTTP endpoint at `/functions/v1/<name>` — the paths the Supabase gateway
+ * `deno task serve [--watch] [--port N] [--project DIR] [--env-file FILE]` (`npx switchyard
+ * serve` from the npm package; without `--project`, the project the user is in,
+ * `scripts/_invocation.ts`): every Edge Function of the project as a real HTTP endpoint at `/functions/v1/<name>` — the paths the Supabase gateway
  * uses — on one port, without Docker.
  *
  * Each function runs in its own `deno run` subprocess with its own import map (the
@@ -38,6 +39,7 @@ import { readFunctionConfigs } from './_functions_config.ts';
 import { canConnect, exists } from './_util.ts';
 import { reportPauses } from './_serve_pauses.ts';
 import { chooseServePort, DEFAULT_SERVE_PORT } from './_serve_port.ts';
+import { commandName, findProject, userCommand, userDirectory } from './_invocation.ts';
 import { DEVELOPMENT_ENV } from '../lib/worker/development.ts';
 import { denoExecutable } from '../lib/sql/deno_executable.ts';
 import {
@@ -708,13 +710,14 @@ function watchFunctions(
   };
 }
 
-const USAGE = `usage: deno task serve [--watch] [--port N] [--project DIR] [--env-file FILE]
+const USAGE = `usage: ${commandName('serve')} [--watch] [--port N] [--project DIR] [--env-file FILE]
 
   --watch          reload the functions when a file under supabase/functions/ changes (their
                    workers start again with the current registry)
   --port N         the gateway's port (or PORT); default ${DEFAULT_SERVE_PORT}, or the port the
                    project's last serve used when ${DEFAULT_SERVE_PORT} was taken
-  --project DIR    the project (default .)
+  --project DIR    the Supabase project; default: the project you are in (the nearest
+                   directory upward with supabase/config.toml)
   --env-file FILE  more environment for the functions (after supabase/functions/.env)`;
 
 /** The command line of this script: its exit code. */
@@ -726,7 +729,7 @@ export async function main(args: string[]): Promise<number> {
       options: {
         port: { type: 'string' },
         watch: { type: 'boolean', default: false },
-        project: { type: 'string', default: '.' },
+        project: { type: 'string' },
         'env-file': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -748,10 +751,20 @@ export async function main(args: string[]): Promise<number> {
       return 2;
     }
   }
-  const env = values['env-file'] ? await readEnvFile(values['env-file']) : {};
+  let projectDir: string;
+  try {
+    projectDir = findProject(values.project);
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    return 1;
+  }
+  // A relative --env-file is the user's, as --project is.
+  const env = values['env-file']
+    ? await readEnvFile(resolve(userDirectory(), values['env-file']))
+    : {};
   const effective: Record<string, string | undefined> = {
     ...Deno.env.toObject(),
-    ...await readEnvFile(join(resolve(values.project!), 'supabase', 'functions', '.env')),
+    ...await readEnvFile(join(projectDir, 'supabase', 'functions', '.env')),
     ...env,
   };
   if (
@@ -777,11 +790,11 @@ export async function main(args: string[]): Promise<number> {
     // A port found free may be taken before it is held (another serve starting beside this
     // one): then the choice is made again, unless the port was given.
     for (let attempt = 1; !served; attempt++) {
-      const chosen = await chooseServePort(resolve(values.project!), port);
+      const chosen = await chooseServePort(projectDir, port);
       if (chosen.note) console.error(`[serve] ${chosen.note}`);
       try {
         served = await serveFunctions({
-          projectDir: values.project!,
+          projectDir,
           port: chosen.port,
           env,
           watch: values.watch,
@@ -795,7 +808,9 @@ export async function main(args: string[]): Promise<number> {
     return 1;
   }
   if (served.functions.length === 0) {
-    console.error('no functions to serve: scaffold one with `deno task scaffold-queue <queue>`');
+    console.error(
+      `no functions to serve: scaffold one with \`${userCommand('scaffold-queue', ['<queue>'])}\``,
+    );
     await served.close();
     return 1;
   }

@@ -1167,7 +1167,7 @@ ol.events .at {
       ' open since ' +
       esc(clock(f.openedAt)) + ' (' + esc(ago(f.openedAt)) + ') · ' + quiet + ' of ' +
       f.functions.length + ' functions quiet' +
-      (f.quiet ? ' — deploy, then <code>deno task fence end</code>' : '') +
+      (f.quiet ? ' — deploy, then <code>npx switchyard fence end</code>' : '') +
       '</h2><div class="progress"><div data-width="' + pct +
       '"></div></div><table><tr><th>function</th>' +
       '<th>queue</th><th>was enabled</th><th class="num">live workers</th><th class="num">started tasks</th>' +
@@ -1184,8 +1184,8 @@ ol.events .at {
 
   function emptyQueues() {
     return '<section class="card empty">No queues yet. A queue appears when a worker compiles a flow ' +
-      'that routes a step to it: <code>deno task scaffold-queue &lt;queue&gt;</code>, then ' +
-      '<code>deno task serve</code> (or <code>startWorker(registry, { queueName })</code>).</section>';
+      'that routes a step to it: <code>npx switchyard scaffold-queue &lt;queue&gt;</code>, then ' +
+      '<code>npx switchyard serve</code> (or <code>startWorker(registry, { queueName })</code>).</section>';
   }
 
   /** @param {Overview} data */
@@ -1211,7 +1211,7 @@ ol.events .at {
   function schedules(data) {
     const list = data.schedules || [];
     if (list.length === 0) {
-      return '<div class="empty">None. Create one with <code>deno task schedule create &lt;name&gt; ' +
+      return '<div class="empty">None. Create one with <code>npx switchyard schedule create &lt;name&gt; ' +
         "--alias &lt;alias&gt; --cron '0 3 * * *'</code> or <code>switchyard.ensure_schedule</code> " +
         'in a migration.</div>';
     }

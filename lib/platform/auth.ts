@@ -160,7 +160,7 @@ export function disabledAuthRefusal(
   if (signal === null) return null;
   const how = auth === 'disabled' ? "auth: 'disabled'" : 'SWITCHYARD_AUTH=disabled';
   return `${how} is refused on Supabase's hosted runtime (${signal} is set): it is for local ` +
-    'runs only (deno task serve, supabase functions serve). Remove it (supabase secrets unset ' +
+    'runs only (npx switchyard serve, supabase functions serve). Remove it (supabase secrets unset ' +
     'SWITCHYARD_AUTH) and send "Authorization: Bearer <SWITCHYARD_WORKER_SECRET or the service ' +
     'role key>"';
 }

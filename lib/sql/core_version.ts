@@ -49,6 +49,7 @@ export function coreVersionProblem(
     ? `older than ${required} (it has no switchyard.core_version())`
     : JSON.stringify(found);
   return `the Switchyard SQL core in this database is ${what}; this runtime needs ${required} or ` +
-    'later: apply the migrations first (supabase db push --linked, or deno task db:push), then ' +
+    'later: apply the migrations first (supabase db push --linked, with Supabase CLI 3 --remote; ' +
+    'or npx switchyard db:push), then ' +
     'redeploy the functions';
 }

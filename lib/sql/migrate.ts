@@ -70,7 +70,8 @@ export function isLocalDatabase(connectionString: string): boolean {
 /** The remedy for a server without PGMQ (docs/ARCHITECTURE.md §7, PGMQ). */
 export const PGMQ_REMEDY: string =
   'enable the pgmq extension (1.5 or later; Supabase: Database -> Extensions -> pgmq), or, for ' +
-  "a local test database, run `deno task db:push`, which loads the kit's PGMQ-compatible layer";
+  "a local test database, run `npx switchyard db:push`, which loads the kit's PGMQ-compatible " +
+  'layer';
 
 /**
  * How PGMQ is provided on a server, from the mode and what the server has; throws the refusal

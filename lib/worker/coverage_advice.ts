@@ -43,8 +43,9 @@ export function coverageAdvice(
         `${f.flow_slug} has ${f.started_runs} started run(s) and this registry lacks it: list ` +
           `it in supabase/functions/_shared/registry.ts again` +
           (f.alias === null ? '' : ` (before the newer versions of alias ${f.alias})`) +
-          ', run deno task compile and deploy, and retire it only once `deno task drain` shows ' +
-          'it drained; or cancel those runs (deno task cancel <run>)',
+          ', run npx switchyard compile and deploy, and retire it only once ' +
+          '`npx switchyard drain` shows it drained; or cancel those runs ' +
+          '(npx switchyard cancel <run>)',
       );
     } else if (f.is_target && f.alias !== null && f.declared_target === f.flow_slug) {
       // The compiled registry declares this version: this worker's registry is the older one.

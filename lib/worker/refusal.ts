@@ -79,7 +79,7 @@ export function startRefusal(e: unknown): StartRefusal {
   if (e instanceof FunctionPausedError) {
     // The reason once, bounded; the message does not repeat it.
     const message = `function "${e.functionName}" is paused: fix the cause, then resume it ` +
-      `(deno task resume ${e.functionName})`;
+      `(npx switchyard resume ${e.functionName})`;
     return {
       status: 409,
       error: 'function_paused',

@@ -1,4 +1,4 @@
--- Before the migration itself (added by `deno task install`): take every lock it may need at
+-- Before the migration itself (added by `npx switchyard install`): take every lock it may need at
 -- once, all or none. Every table of the switchyard schema is locked in one statement that waits
 -- at most 100 ms (less than deadlock_timeout); when it cannot get them all, it releases what it
 -- got, waits a moment and tries again. So the migration never waits while it holds a lock that a

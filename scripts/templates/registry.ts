@@ -1,8 +1,8 @@
 /**
- * The one registry of deployed flows, written by `deno task install` (which never overwrites
- * it). Every queue function imports it (`supabase/functions/<queue>-worker/index.ts`, written
- * by `deno task scaffold-queue`), so each worker knows every flow and version and polls the one
- * queue it was given.
+ * The one registry of deployed flows, written by `npx switchyard install` (which never
+ * overwrites it). Every queue function imports it (`supabase/functions/<queue>-worker/index.ts`,
+ * written by `npx switchyard scaffold-queue`), so each worker knows every flow and version and
+ * polls the one queue it was given.
  *
  * Edit this list, then redeploy every queue function:
  *
@@ -11,7 +11,8 @@
  * - a new version of an alias goes **after** the old one: the last listed deployment of an
  *   alias is its target, earlier ones stay listed until `switchyard.drain_status()` says they
  *   are drained;
- * - a new explicit queue needs its function: `deno task scaffold-queue <queue_name>`.
+ * - a new explicit queue needs its function: `npx switchyard scaffold-queue <queue_name>`;
+ * - after an edit: `npx switchyard compile`, so the flows start right after the push.
  *
  * Keep the `as const`: it lets `queueName` autocomplete and type-check in every function.
  *

@@ -16,6 +16,7 @@ import { ensurePgmq, pgmqModeFromEnv, SUPABASE_CLI, withLocalSslMode } from '../
 import { KIT_ROOT } from '../../scripts/_project.ts';
 import { migrationTimestamp, parseMigrationTimestamp } from '../../scripts/_util.ts';
 import { nextSlug, shapeChange } from '../../scripts/_shape_change.ts';
+import { supabaseCli, supabaseRemote } from '../../scripts/_invocation.ts';
 import { adminUrl, createTestDatabase, urlFor } from '../_helpers/db.ts';
 import { ok, run, supabaseInit } from '../_helpers/project.ts';
 
@@ -127,6 +128,8 @@ Deno.test('compile refuses a shape change of a compiled flow before the push, an
       // The latest migration that compiled it: the one of the runtime option.
       const flowsFile =
         options.stdout.match(/supabase\/migrations\/\d{14}_switchyard_flows\.sql/)![0];
+      // The push as the user's Supabase CLI takes it (the same one compile finds).
+      const cli = await supabaseCli(project);
       assert.equal(
         refused.stderr,
         [
@@ -140,11 +143,11 @@ Deno.test('compile refuses a shape change of a compiled flow before the push, an
           "  1. give the changed flow the slug 'ordersV4' (new Flow({ slug: 'ordersV4', … })) and " +
           `keep ordersV3 as ${flowsFile} compiled it, for its runs`,
           '  2. list ordersV4 after ordersV3 in supabase/functions/_shared/registry.ts (alias ' +
-          'orders); remove ordersV3 once `deno task drain` shows it drained',
-          `  3. deno task compile --project ${project}`,
-          '  4. supabase db push, then supabase functions deploy',
+          'orders); remove ordersV3 once `npx -y deno@2 task drain` shows it drained',
+          `  3. npx -y deno@2 task compile --project ${project}`,
+          `  4. ${supabaseRemote(cli, 'db push')}, then ${cli.command} functions deploy`,
           'Nothing was written. (In local development a worker recompiles a changed shape: ' +
-          'deno task serve.)',
+          `npx -y deno@2 task serve --project ${project}.)`,
           '',
         ].join('\n'),
       );
@@ -200,7 +203,7 @@ export const returns1 = defineDeployedFlow(
   );
   const warning = `warning: queue refund_work has no queue function in supabase/functions/ ` +
     '(returnsV1 route steps to it): its tasks would wait with no worker. Write it: ' +
-    `deno task scaffold-queue refund_work --project ${project}\n`;
+    `npx -y deno@2 task scaffold-queue refund_work --project ${project}\n`;
   const check = await compile('--check');
   assert.equal(check.code, 1);
   assert.equal(check.stderr, warning);

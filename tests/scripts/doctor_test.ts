@@ -191,11 +191,11 @@ export const greetV1 = defineDeployedFlow(
     };
     expect(
       /^problem \[migrations\] 1 migration\(s\) of supabase\/migrations are not applied to database "sy_test_\w+": \d{14}_add_index\.sql$/,
-      /supabase db push --linked .*deno task db:push --project /,
+      /supabase db push --(linked|remote) .*a local database: DATABASE_URL=… npx -y deno@2 task db:push --project /,
     );
     expect(
       /^problem \[migrations\] database "\w+" applied 1 migration\(s\) that supabase\/migrations lacks: 20200101000000_lost_migration\.sql$/,
-      /supabase migration repair --status reverted 20200101000000/,
+      /supabase migration repair --(linked|remote) --status reverted 20200101000000/,
     );
     expect(
       /^problem \[sql core\] the SQL core of database "\w+" is 0\.3\.9; the project's runtime needs 0\.4\.0 or later/,
@@ -203,7 +203,7 @@ export const greetV1 = defineDeployedFlow(
     );
     expect(
       /^problem \[registry\] supabase\/functions\/_shared\/registry\.ts changed since it was compiled: flow greetV1 \(new\), alias greet -> greetV1$/,
-      /^ {2}fix: deno task compile --project .*, then supabase db push/,
+      /^ {2}fix: npx -y deno@2 task compile --project .*, then supabase db push/,
     );
     expect(
       /^problem \[aliases\] alias communityThreads points at communityThreadsV0, which .* does not list/,
@@ -211,11 +211,11 @@ export const greetV1 = defineDeployedFlow(
     );
     expect(
       /^problem \[functions\] function deliver-slack-alerts-worker is paused since .*: operator: Slack token rotated$/,
-      /^ {2}fix: fix the cause, then deno task resume deliver-slack-alerts-worker$/,
+      /^ {2}fix: fix the cause, then npx -y deno@2 task resume deliver-slack-alerts-worker$/,
     );
     expect(
       /^problem \[functions\] function spare-worker is disabled/,
-      /^ {2}fix: deno task fence end \(or select switchyard\.set_function_enabled\('spare-worker', true\)\)$/,
+      /^ {2}fix: npx -y deno@2 task fence end \(or select switchyard\.set_function_enabled\('spare-worker', true\)\)$/,
     );
     expect(
       /^problem \[refusals\] function classify-threads-worker refused to start once since .* \(coverage\): queue "classify_threads": the registry lacks communityThreadsV0\/classify$/,
@@ -223,7 +223,7 @@ export const greetV1 = defineDeployedFlow(
     );
     expect(
       /^problem \[queues\] queue orphan_q has 1 queued and 0 started task\(s\) of 1 run\(s\) and no queue function: nothing will run them$/,
-      /deno task scaffold-queue orphan_q --project /,
+      /npx -y deno@2 task scaffold-queue orphan_q --project /,
     );
     expect(
       /^problem \[queues\] queue classify_threads: 1 run\(s\) have a task queued for more than 1m 0s \(the oldest for 10m \d+s\) and no worker is live \(classify-threads-worker\)$/,
@@ -236,7 +236,7 @@ export const greetV1 = defineDeployedFlow(
     );
     expect(
       /^problem \[keep-alive\] function classify-threads-worker has never run: no worker ever started and the keep-alive never woke it/,
-      /supabase functions deploy classify-threads-worker.*deno task keep-alive --url/,
+      /supabase functions deploy classify-threads-worker.*npx -y deno@2 task keep-alive --url/,
     );
     expect(
       /^problem \[keep-alive\] the keep-alive's wakes of spare-worker fail: 1 in the last 6h, the latest at .*: HTTP 401: \{"error":"unauthorized"\}$/,
@@ -288,7 +288,8 @@ Deno.test('doctor: a newer SQL core, a core without migration records, and a kee
         (await sql`select current_database() as d`)[0].d
       }" is 9.0.0, newer than the 0.4.0 the project's migrations and runtime ship: another ` +
       'checkout of a newer kit applied its migrations => update the project from that kit ' +
-      '(deno task install --project app), then redeploy the functions (supabase functions deploy)',
+      '(npx -y deno@2 task install --project app), then redeploy the functions (supabase ' +
+      'functions deploy)',
     ]);
     await sql.unsafe(`create or replace function switchyard.core_version() returns text
                       language sql immutable set search_path = '' as $$ select '0.4.0'::text $$`);
@@ -299,7 +300,10 @@ Deno.test('doctor: a newer SQL core, a core without migration records, and a kee
       unrecorded.problem,
       /has the SQL core, but the Supabase CLI recorded no migration/,
     );
-    assert.match(unrecorded.fix, /^supabase migration repair --status applied \d{14}, /);
+    assert.match(
+      unrecorded.fix,
+      /^supabase migration repair --(linked|remote) --status applied \d{14}, /,
+    );
     await sql`alter table supabase_migrations.moved_away rename to schema_migrations`;
 
     await sql.unsafe(PG_NET);
@@ -327,7 +331,10 @@ Deno.test('doctor: a newer SQL core, a core without migration records, and a kee
       failed[0].problem,
       /^the keep-alive job's latest run failed at .*: keep_alive: pg_net is installed but no base URL/,
     );
-    assert.match(failed[0].fix, /deno task keep-alive --url https:\/\/<project-ref>\.supabase\.co/);
+    assert.match(
+      failed[0].fix,
+      /npx -y deno@2 task keep-alive --url https:\/\/<project-ref>\.supabase\.co/,
+    );
   } finally {
     await db.close();
     await Deno.remove(project, { recursive: true });

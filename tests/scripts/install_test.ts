@@ -28,6 +28,7 @@ import {
   MANIFEST_PATH,
 } from '../../scripts/install.ts';
 import { ScaffoldError, scaffoldQueue } from '../../scripts/scaffold_queue.ts';
+import { installExample } from '../../scripts/_example.ts';
 import { canConnect, migrationTimestamp } from '../../scripts/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
@@ -429,7 +430,42 @@ Deno.test('scaffold-queue in a project without the kit says to install it first'
       scaffoldQueue({ projectDir: project, queueName: 'greetings' }),
       (e: Error) =>
         e instanceof ScaffoldError &&
-        /Switchyard is not installed in .*: run `deno task install --project/.test(e.message),
+        /Switchyard is not installed in .*: run `npx -y deno@2 task install --project /.test(
+          e.message,
+        ),
+    );
+  } finally {
+    await Deno.remove(project, { recursive: true });
+  }
+});
+
+Deno.test('--example replaces the empty registry an earlier kit wrote (other comments), never one with a flow', async () => {
+  const project = await supabaseInit('switchyard-example-registry-');
+  const registry = join(project, 'supabase/functions/_shared/registry.ts');
+  try {
+    await install({ projectDir: project });
+    const empty = await Deno.readTextFile(registry);
+    // An earlier kit's words in the comments, the same code.
+    const earlier = empty.replaceAll('npx switchyard', 'deno task').replace(
+      'Edit this list',
+      'Change this list',
+    );
+    assert.notEqual(earlier, empty);
+    await Deno.writeTextFile(registry, GREET_REGISTRY);
+    await assert.rejects(
+      installExample(project, (m) => new InstallError(m)),
+      /--example would overwrite supabase\/functions\/_shared\/registry\.ts, which the project has/,
+    );
+    assert.equal(await Deno.readTextFile(registry), GREET_REGISTRY, 'nothing was written');
+    await Deno.writeTextFile(registry, earlier);
+    const { files } = await installExample(project, (m) => new InstallError(m));
+    assert.deepEqual(
+      files.find((f) => f.path === 'supabase/functions/_shared/registry.ts'),
+      { path: 'supabase/functions/_shared/registry.ts', action: 'updated' },
+    );
+    assert.match(
+      await Deno.readTextFile(registry),
+      /import \{ greet \} from '\.\/flows\/greet\.ts'/,
     );
   } finally {
     await Deno.remove(project, { recursive: true });

@@ -275,7 +275,7 @@ Deno.test('a project history converges on every database: step by step with runs
     const retired = await compile([2]);
     assert.match(
       retired,
-      /^ {2}alias orders: ordersV1 leave\(s\) the registry\. Retire a version only once `deno task drain` shows it drained on every database: where it still has started runs nothing in this registry can finish them/m,
+      /^ {2}alias orders: ordersV1 leave\(s\) the registry\. Retire a version only once `npx -y deno@2 task drain` shows it drained on every database: where it still has started runs nothing in this registry can finish them/m,
     );
     await push(a.url);
     assert.equal(await target(a.sql), 'ordersV2');
@@ -325,7 +325,7 @@ Deno.test('a project history converges on every database: step by step with runs
     assert.deepEqual(refused.missingPairs, ['ordersV1/charge', 'ordersV1/ship']);
     assert.match(
       refused.message,
-      /ordersV1 has 2 started run\(s\) and this registry lacks it: list it in supabase\/functions\/_shared\/registry\.ts again \(before the newer versions of alias orders\), run deno task compile and deploy/,
+      /ordersV1 has 2 started run\(s\) and this registry lacks it: list it in supabase\/functions\/_shared\/registry\.ts again \(before the newer versions of alias orders\), run npx switchyard compile and deploy/,
     );
     // The user lists V1 again, compiles and pushes (to every database: one project).
     const back = await compile([1, 2, 3]);

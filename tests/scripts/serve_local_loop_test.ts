@@ -139,7 +139,7 @@ Deno.test('serve: a registry edit that pauses the function is said with what to 
       await project.sql`select switchyard.start_flow('greetV2', '{"name": "Ada"}'::jsonb)`;
       await serve.line(/^\[serve\] greetings-worker was paused at \S+: unsupported work/, mark);
       const [, command] = await serve.line(
-        /^\[serve\] greetings-worker starts no worker until it is resumed\..*restart serve.*run `(deno task resume greetings-worker)`/,
+        /^\[serve\] greetings-worker starts no worker until it is resumed\..*restart serve.*run `(npx -y deno@2 task resume greetings-worker)`/,
         mark,
       );
       assert.notEqual(await pausedReason(project), null);
@@ -154,9 +154,13 @@ Deno.test('serve: a registry edit that pauses the function is said with what to 
 
       // The command it printed, as printed.
       ok(
-        await run(['task', '-q', ...command.split(' ').slice(2)], KIT_ROOT, {
-          DATABASE_URL: project.url,
-        }),
+        await run(
+          ['task', '-q', ...command.replace(/^npx -y deno@2 task /, '').split(' ')],
+          KIT_ROOT,
+          {
+            DATABASE_URL: project.url,
+          },
+        ),
         command,
       );
       await serve.line(/^\[serve\] greetings-worker was resumed$/);

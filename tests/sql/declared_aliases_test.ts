@@ -97,8 +97,8 @@ Deno.test('a retired version that is drained is left at push; one with started r
   assert.deepEqual(refusal.advice, [
     'retireV1 has 1 started run(s) and this registry lacks it: list it in ' +
     'supabase/functions/_shared/registry.ts again (before the newer versions of alias retire), ' +
-    'run deno task compile and deploy, and retire it only once `deno task drain` shows it ' +
-    'drained; or cancel those runs (deno task cancel <run>)',
+    'run npx switchyard compile and deploy, and retire it only once `npx switchyard drain` ' +
+    'shows it drained; or cancel those runs (npx switchyard cancel <run>)',
   ]);
   assert.equal(await target('retire'), 'retireV1', 'the refused worker moved nothing');
   // Listed again: the alias moves to the target; its runs finish on V1.

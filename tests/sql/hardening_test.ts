@@ -490,7 +490,8 @@ Deno.test('errors: a database without the SQL core says to run supabase db push,
       assert.ok(e instanceof SqlCoreMissingError, String(e));
       assert.equal(
         e.message,
-        'the Switchyard SQL core is not installed here: run `supabase db push` (or `deno task db:push`) to apply its migrations',
+        'the Switchyard SQL core is not installed here: run `supabase db push --linked` ' +
+          '(Supabase CLI 3: `--remote`; or `npx switchyard db:push`) to apply its migrations',
       );
       const paused = await pauseFunction(c, 'a-worker', 'x').then(() => null, (e) => e);
       assert.ok(paused instanceof SqlCoreMissingError, String(paused));

@@ -1,8 +1,10 @@
 /**
- * The example's client script, written by `deno task install --example`. From the project root,
- * after `deno task db:push --project .` (or `supabase db push`):
+ * The example's client script, written by `npx switchyard install --example`. From the project
+ * root, after `npx switchyard db:push` (or `supabase db push`):
  *
- *     DATABASE_URL=postgres://… npx -y deno@2 run -A --config supabase/functions/deno.json example.ts [name]
+ *     DATABASE_URL=postgres://… npx deno run -A --config supabase/functions/deno.json example.ts [name]
+ *
+ * (`npx deno`: the Deno the kit's npm package brings; without the package, `npx -y deno@2`.)
  *
  * It starts the flow with the typed client (the migrations compiled it: no worker has to run
  * first), then runs the queue's worker in this process (in production the queue function

@@ -1,5 +1,5 @@
 /**
- * Queue function for "QUEUE_NAME", written by `deno task scaffold-queue`.
+ * Queue function for "QUEUE_NAME", written by `npx switchyard scaffold-queue`.
  *
  * One worker polls this queue and runs every flow and version of the shared registry routed
  * to it. Edit `../_shared/registry.ts`, not this file.
@@ -12,7 +12,7 @@ import { registry } from '../../../supabase/functions/_shared/registry.ts';
 EdgeWorker.start(registry, { queueName: QUEUE_NAME, maxConcurrent: MAX_CONCURRENT });
 
 // scaffold-queue: template only. This file is the template of every queue function's index.ts;
-// `deno task scaffold-queue` drops this line and every line below it, writes the queue's name
+// `npx switchyard scaffold-queue` drops this line and every line below it, writes the queue's name
 // for "QUEUE_NAME" and QUEUE_NAME, its --max-concurrent for MAX_CONCURRENT and the shared
 // registry's path relative to the function's directory. The declarations below only let the
 // template type-check in place against the project's registry, whatever queues it routes.

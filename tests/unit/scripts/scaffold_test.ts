@@ -195,7 +195,7 @@ const OLD_DENO_JSON = `{
 `;
 const OLD_INDEX = [
   '/**',
-  ' * Queue function for "classify_threads", written by `deno task scaffold-queue`.',
+  ' * Queue function for "classify_threads", written by `npx switchyard scaffold-queue`.',
   ' *',
   ' * One worker polls this queue and runs every flow and version of the shared registry routed',
   ' * to it. Edit `../_shared/registry.ts`, not this file.',
@@ -225,7 +225,7 @@ const OLD_FUNCTION_DENO_JSON = [
 ].join('\n');
 const OLD_SECTION = [
   '[functions.classify-threads-worker]',
-  '# Queue function for "classify_threads" (deno task scaffold-queue). It checks its own bearer (the',
+  '# Queue function for "classify_threads" (npx switchyard scaffold-queue). It checks its own bearer (the',
   "# service role key or SWITCHYARD_WORKER_SECRET), so the gateway's JWT check is off.",
   'verify_jwt = false',
   'import_map = "./functions/classify-threads-worker/deno.json"',
@@ -237,7 +237,7 @@ const OLD_SECTION = [
  */
 const OLD_MIGRATION = [
   '-- Registers queue function "classify-threads-worker" for queue "classify_threads" (written by',
-  '-- `deno task scaffold-queue classify_threads`). The shared queue is provisioned first (created when',
+  '-- `npx switchyard scaffold-queue classify_threads`). The shared queue is provisioned first (created when',
   '-- absent; a queue of the catalog is kept as it is), because register_function refuses a queue',
   '-- the catalog does not know. A new function starts enabled and unpaused; an existing one keeps',
   '-- its flags: this never re-enables a disabled or paused function.',
@@ -248,7 +248,7 @@ const OLD_MIGRATION = [
 /** `scaffold-queue <47 × q…>_alerts --max-concurrent 1000`: the call does not fit one line. */
 const OLD_LONG_INDEX = [
   '/**',
-  ' * Queue function for "qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq_alerts", written by `deno task scaffold-queue`.',
+  ' * Queue function for "qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq_alerts", written by `npx switchyard scaffold-queue`.',
   ' *',
   ' * One worker polls this queue and runs every flow and version of the shared registry routed',
   ' * to it. Edit `../_shared/registry.ts`, not this file.',
@@ -410,7 +410,7 @@ Deno.test('an applied registration written by an earlier kit is kept, even with 
     const path = first.files.find((f) => f.path.endsWith('_register_kept_q_worker.sql'))!.path;
     // What 0.1.0's scaffold wrote: register_function only (no ensure_shared_queue before it).
     const earlier = '-- Registers queue function "kept-q-worker" for queue "kept_q" (written by\n' +
-      '-- `deno task scaffold-queue kept_q`).\n' +
+      '-- `npx switchyard scaffold-queue kept_q`).\n' +
       "select switchyard.register_function('kept-q-worker', 'kept_q');\n";
     await Deno.writeTextFile(join(dir, path), earlier);
     const again = await scaffoldQueue({ projectDir: dir, queueName: 'kept_q' });

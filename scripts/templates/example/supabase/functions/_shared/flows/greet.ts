@@ -1,5 +1,5 @@
 /**
- * The example flow, written by `deno task install --example`: two steps on the explicit queue
+ * The example flow, written by `npx switchyard install --example`: two steps on the explicit queue
  * `greetings` (served by the queue function `greetings-worker`), started by its alias `greet`.
  *
  * A concrete flow never changes once deployed: to change its steps, add `greetV2` after it in
