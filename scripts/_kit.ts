@@ -21,7 +21,7 @@ import { denoExecutable, isCompiled } from '../lib/sql/deno_executable.ts';
  * console.log(`switchyard ${KIT_VERSION}`);
  * ```
  */
-export const KIT_VERSION = '0.3.0';
+export const KIT_VERSION = '0.4.0';
 
 /**
  * Migrations the scaffold writes (`<timestamp>_register_<queue>_worker.sql`): never part of the
