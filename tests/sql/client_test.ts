@@ -872,39 +872,7 @@ Deno.test('deno task cancel and deno task retry', async () => {
 // ---------------------------------------------------------------------------
 // The README, as written
 
-Deno.test('README: "Starting flows from your app" runs as written', async () => {
-  const readme = await Deno.readTextFile(`${ROOT}README.md`);
-  const section = readme.split('## Starting flows from your app')[1]?.split('\n## ')[0];
-  assert.ok(section, 'the README has the section');
-  const code = section.match(/```ts\n([\s\S]*?)```/)?.[1];
-  assert.ok(code, 'the section has a TypeScript example');
-  // Run it from the project root, so `switchyard/...` imports resolve as in an app.
-  const file = `${ROOT}.readme_client_example_${crypto.randomUUID().slice(0, 8)}.ts`;
-  await Deno.writeTextFile(file, code);
-  try {
-    const env = Deno.env.toObject();
-    delete env.SUPABASE_DB_URL;
-    delete env.SLACK_WEBHOOK_URL;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ['run', '-A', file],
-      cwd: ROOT,
-      clearEnv: true,
-      env: { ...env, NO_COLOR: '1', DATABASE_URL: db.url, SWITCHYARD_LOG: 'error' },
-      stdin: 'null',
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    const stdout = new TextDecoder().decode(out.stdout);
-    const stderr = new TextDecoder().decode(out.stderr);
-    assert.equal(out.code, 0, `${stdout}\n${stderr}`);
-    assert.match(stdout, /run started/);
-    assert.match(stdout, /classify completed/);
-    assert.match(stdout, /run completed/);
-    assert.match(stdout, /posted: false/);
-  } finally {
-    await Deno.remove(file).catch(() => {});
-  }
-});
+// The section's app runs as written in an installed project: tests/scripts/readme_test.ts.
 
 Deno.test("README: the example's catch prints a failed or cancelled run's reason once", () => {
   const readme = Deno.readTextFileSync(`${ROOT}README.md`);

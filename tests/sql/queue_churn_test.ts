@@ -152,7 +152,7 @@ Deno.test('the upgrade step tunes the queues made before it, and skips a queue w
   await sql`select switchyard.ensure_shared_queue('churn_gone')`;
   await sql`drop table pgmq.q_churn_gone`;
   const step = await Deno.readTextFile(
-    new URL('../../supabase/upgrades/unreleased/after/queue_table_tuning.sql', import.meta.url),
+    new URL('../../supabase/upgrades/0.4.0/after/queue_table_tuning.sql', import.meta.url),
   );
   await sql.unsafe(step);
   assert.deepEqual((await reloptions('q_churn_old')).sort(), [...TUNED].sort());
