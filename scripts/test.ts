@@ -1,5 +1,5 @@
 /**
- * `deno task test [deno test args…]`: runs the suite against real PostgreSQL.
+ * `deno task test [--tier unit|db|e2e] [deno test args…]`: runs the suite against real PostgreSQL.
  *
  * With `DATABASE_URL` set, that server is used; otherwise a throwaway cluster is
  * started from the local server binaries, which are installed first when they are missing
@@ -9,12 +9,30 @@
  * the cluster and its directory are always removed — on success, on failure and
  * on SIGINT/SIGTERM.
  *
+ * `--tier` runs one tier of tests/tiers.ts (scripts/_tiers.ts) after checking that every test
+ * file has exactly one tier: `unit` without any database or server and with the network
+ * denied, `db` and `e2e` as above. Every run ends with its slowest files.
+ *
  * @module
  */
+import { join, relative } from 'node:path';
 import postgres from 'postgres';
 import { type Cluster, DEFAULT_PG_BIN, startCluster } from './_cluster.ts';
 import { migrate } from '../lib/ops.ts';
 import { helpOption } from './_help.ts';
+import { KIT_ROOT } from './_project.ts';
+import {
+  fileDurations,
+  listTestFiles,
+  parseTierArgs,
+  selectTier,
+  type Tier,
+  TIER_NAMES,
+  TIER_RULES,
+  tierPermissions,
+  tierProblems,
+} from './_tiers.ts';
+import { TIERS } from '../tests/tiers.ts';
 import {
   DEFAULT_CHROMIUM,
   ensureChromium,
@@ -22,19 +40,24 @@ import {
   runsBrowserTest,
 } from './_provision.ts';
 
-helpOption(`usage: deno task test [deno test arguments…]
+helpOption(`usage: deno task test [--tier unit|db|e2e] [deno test arguments…]
 
 Runs the suites (default tests/) against a throwaway PostgreSQL 15 cluster, removed afterwards,
 or against DATABASE_URL when it is set. Missing server binaries are installed with apt-get
 (postgresql-15, postgresql-15-cron, postgresql-15-plpgsql-check) when run as root; otherwise it says what to install.
 So is Debian's chromium when the run includes the dashboard's browser test (CHROMIUM=/path/to/binary
-uses another one; it is never installed).
+uses another one; it is never installed). The run ends with its five slowest files.
 
   deno task test                                every suite (tests/, its folders included)
   deno task test tests/scripts/install_test.ts  one file
-  deno task test tests/unit/                    the database-free tests
+  deno task test --tier unit                    one tier of tests/tiers.ts (see below)
+  deno task test --tier db tests/sql/           the tier's files under a folder
   deno task test --filter upgrade tests/        deno test options pass through
-  PG_BIN=/path/to/bin deno task test            other server binaries`);
+  PG_BIN=/path/to/bin deno task test            other server binaries
+
+Tiers (each test file is in exactly one; a --tier run first checks that every file is):
+${TIER_NAMES.map((t) => `  ${t.padEnd(5)} ${TIER_RULES[t]}`).join('\n')}
+  The unit tier starts no database (and needs no server binaries) and runs with the network denied.`);
 
 const log = (line: string) => console.error(`[test] ${line}`);
 
@@ -44,6 +67,7 @@ const template = `switchyard_template_${crypto.randomUUID().slice(0, 8)}`;
 let templateCreated = false;
 let child: Deno.ChildProcess | undefined;
 let cleaning: Promise<void> | undefined;
+let junit: string | undefined = undefined; // the run's JUnit report, removed with the cluster
 
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
@@ -64,6 +88,7 @@ function cleanup(): Promise<void> {
       await cluster.stop();
       log(`stopped PostgreSQL and removed ${cluster.dir}`);
     }
+    if (junit) await Deno.remove(junit).catch(() => {});
   })();
   return cleaning;
 }
@@ -117,8 +142,105 @@ async function pgCronOnServer(url: string): Promise<string> {
   }
 }
 
+/**
+ * What deno test runs: the arguments as given (default tests/), or with --tier the tier's files
+ * among the named paths, after checking every file's tier. Exits 2 naming a bad --tier and 1
+ * naming each file whose tier is wrong.
+ */
+async function plan(): Promise<{ tier?: Tier; args: string[] }> {
+  let parsed: ReturnType<typeof parseTierArgs>;
+  try {
+    parsed = parseTierArgs(Deno.args);
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    Deno.exit(2);
+  }
+  const { tier, rest } = parsed;
+  if (!tier) return { args: rest.length ? rest : ['tests/'] };
+  const files = await listTestFiles(KIT_ROOT);
+  const problems = await tierProblems(
+    files,
+    TIERS,
+    (file) => Deno.readTextFile(join(KIT_ROOT, file)),
+  );
+  if (problems.length > 0) {
+    for (const problem of problems) console.error(`error: ${problem}`);
+    Deno.exit(1);
+  }
+  try {
+    const { files: selected, options } = selectTier(tier, rest, TIERS, Deno.cwd(), KIT_ROOT);
+    log(`tier ${tier}: ${selected.length} file(s)`);
+    const paths = selected.map((f) => relative(Deno.cwd(), join(KIT_ROOT, f)));
+    return { tier, args: [...options, ...paths] };
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    Deno.exit(2);
+  }
+}
+
+/** Prints the run's five slowest files from its JUnit report (nothing when there is none). */
+async function printSlowest(junitPath: string): Promise<void> {
+  let report: string;
+  try {
+    report = await Deno.readTextFile(junitPath);
+  } catch {
+    return; // interrupted before deno test wrote it
+  }
+  const slowest = fileDurations(report).slice(0, 5);
+  if (slowest.length === 0) return;
+  log("slowest files (the sum of their tests' durations):");
+  for (const { file, seconds } of slowest) {
+    log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
+  }
+}
+
+const { tier, args } = await plan();
+// The run's JUnit report, for its slowest files (unless the caller asked for one of their own).
+junit = args.some((a) => a.startsWith('--junit-path'))
+  ? undefined
+  : await Deno.makeTempFile({ prefix: 'switchyard-test-', suffix: '.xml' });
+
+/** Runs deno test with the run's environment; returns its exit code. */
+async function denoTest(env: Record<string, string>): Promise<number> {
+  child = new Deno.Command(Deno.execPath(), {
+    args: [
+      'test',
+      ...tierPermissions(tier, Deno.execPath()),
+      '--parallel',
+      ...(junit ? [`--junit-path=${junit}`] : []),
+      ...args,
+    ],
+    env,
+    stdin: 'null',
+  }).spawn();
+  const status = await child.status;
+  if (junit) await printSlowest(junit);
+  return status.code;
+}
+
 let code = 1;
 try {
+  if (tier === 'unit') {
+    // No database: the variables a test database comes from are empty (tests/_helpers/db.ts
+    // then says how to run the suite), and the network is denied (tierPermissions).
+    code = await denoTest({
+      SWITCHYARD_TEST_ADMIN_URL: '',
+      SWITCHYARD_TEST_TEMPLATE: '',
+      SWITCHYARD_TEST_PG_CRON: '',
+    });
+  } else {
+    code = await withDatabase();
+  }
+} catch (e) {
+  console.error(`error: ${(e as Error).message}`);
+  code = 1;
+} finally {
+  await cleanup();
+}
+Deno.exit(code);
+
+/** Starts (or takes) the server, migrates the template, runs deno test on it. */
+async function withDatabase(): Promise<number> {
   if (!adminUrl) {
     await ensurePostgresBinaries(Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN, log);
     cluster = await startCluster({ log });
@@ -133,7 +255,7 @@ try {
       'postgresql-15-cron (scripts/_provision.ts does as root)')
     : await pgCronOnServer(adminUrl);
   if (pgCron !== '1') log(`the pg_cron tests will fail: ${pgCron}`);
-  if (runsBrowserTest(Deno.args, Deno.cwd())) {
+  if (runsBrowserTest(args, Deno.cwd())) {
     const missing = await ensureChromium(Deno.env.get('CHROMIUM') ?? DEFAULT_CHROMIUM, log);
     if (missing) log(`the browser test will fail: ${missing}`);
   }
@@ -179,22 +301,9 @@ try {
     await admin2.end();
   }
 
-  const args = Deno.args.length ? Deno.args : ['tests/'];
-  child = new Deno.Command(Deno.execPath(), {
-    args: ['test', '-A', '--parallel', ...args],
-    env: {
-      SWITCHYARD_TEST_ADMIN_URL: adminUrl,
-      SWITCHYARD_TEST_TEMPLATE: template,
-      SWITCHYARD_TEST_PG_CRON: pgCron,
-    },
-    stdin: 'null',
-  }).spawn();
-  const status = await child.status;
-  code = status.code;
-} catch (e) {
-  console.error(`error: ${(e as Error).message}`);
-  code = 1;
-} finally {
-  await cleanup();
+  return await denoTest({
+    SWITCHYARD_TEST_ADMIN_URL: adminUrl,
+    SWITCHYARD_TEST_TEMPLATE: template,
+    SWITCHYARD_TEST_PG_CRON: pgCron,
+  });
 }
-Deno.exit(code);

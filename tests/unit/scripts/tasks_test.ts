@@ -31,33 +31,6 @@ Deno.test('every task has a description', () => {
   }
 });
 
-async function task(args: string[], env?: Record<string, string>) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', ...args],
-    cwd: KIT_ROOT,
-    // With env: exactly that environment (no DATABASE_URL inherited).
-    env: { NO_COLOR: '1', ...env },
-    clearEnv: env !== undefined,
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
-
-Deno.test('every command answers --help with its usage', async () => {
-  // check and ci are chains of deno subcommands, whose --help is Deno's own.
-  const commands = Object.keys(config.tasks).filter((name) => !['check', 'ci'].includes(name));
-  const results = await Promise.all(commands.map((name) => task([name, '--help'])));
-  commands.forEach((name, i) => {
-    const { code, stdout, stderr } = results[i];
-    assert.equal(code, 0, `deno task ${name} --help: ${stdout}${stderr}`);
-    assert.match(stdout, /usage: /, `deno task ${name} --help prints its usage`);
-    assert.ok(stdout.includes(name === 'db:push' ? 'db:push' : name), `usage names ${name}`);
-  });
-});
-
 Deno.test('missing server binaries: installed as root with apt-get, else exact instructions', () => {
   assert.deepEqual(
     provisionPlan({ binDir: DEFAULT_PG_BIN, haveBinaries: true, root: false, aptGet: false }),
@@ -141,42 +114,6 @@ Deno.test('missing chromium: installed as root with apt-get when the browser tes
   assert.ok(!runsBrowserTest(['tests/unit/scripts/tasks_test.ts'], kit));
   assert.ok(!runsBrowserTest(['tests/ops/operations_test.ts'], kit));
   assert.ok(!runsBrowserTest(['tests/op'], kit), 'a prefix of the name is not its folder');
-});
-
-Deno.test('deno task test without server binaries says exactly what to install', async () => {
-  const missing = await Deno.makeTempDir({ prefix: 'switchyard-no-pg-' });
-  try {
-    const env = Deno.env.toObject();
-    delete env.DATABASE_URL;
-    const { code, stderr } = await task(['test', 'tests/unit/scripts/release_test.ts'], {
-      ...env,
-      PG_BIN: missing,
-    });
-    assert.equal(code, 1);
-    assert.match(stderr, new RegExp(`PostgreSQL server binaries not found in ${missing}`));
-    assert.match(stderr, /apt-get install -y postgresql-15 postgresql-15-cron/);
-  } finally {
-    await Deno.remove(missing, { recursive: true });
-  }
-});
-
-Deno.test('deno task test of the browser test without chromium says exactly what to install', async () => {
-  const missing = join(await Deno.makeTempDir({ prefix: 'switchyard-no-chromium-' }), 'chromium');
-  try {
-    const env = Deno.env.toObject();
-    delete env.DATABASE_URL;
-    const { code, stderr } = await task(['test', BROWSER_TEST], { ...env, CHROMIUM: missing });
-    assert.equal(code, 1, 'the browser test fails (never skips)');
-    assert.ok(
-      stderr.includes(
-        `[test] the browser test will fail: chromium not found at ${missing} (the dashboard's ` +
-          `browser test, ${BROWSER_TEST}, needs it): point CHROMIUM at a Chromium binary`,
-      ),
-      stderr,
-    );
-  } finally {
-    await Deno.remove(join(missing, '..'), { recursive: true });
-  }
 });
 
 Deno.test('deno.json is a package: its version is the kit version, its exports the entry points', async () => {

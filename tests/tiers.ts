@@ -1,0 +1,129 @@
+/**
+ * The test tiers, file by file (docs/ARCHITECTURE.md §8.6). `deno task test` runs every file;
+ * `deno task test --tier unit|db|e2e [paths…]` runs one tier (scripts/test.ts), and `.ci/run`
+ * runs unit, then db once per PGMQ kind side by side, then e2e once on the extension.
+ *
+ * A new test file goes in exactly one list: tests/unit/tiers_test.ts (and every `--tier` run)
+ * fails, naming it, while a file under tests/ is in none or in two.
+ *
+ * - **unit**: no database, no network, no server (it runs without the test database's variables
+ *   and with the network denied); the only processes it may start are the deno binary itself for
+ *   a tool's answer (deno info, deno fmt, deno eval) and git reading the kit's history. Exactly the
+ *   files under tests/unit/.
+ * - **db**: a database, in process: the file clones the migrated template
+ *   (tests/_helpers/db.ts) and drives the kit through its API; one case may start a worker or an
+ *   operator command as a process (a killed worker, a command's output). Every db file runs on both
+ *   kinds of PGMQ in CI: nearly all of them claim, send or archive through it.
+ * - **e2e**: what a user runs, end to end: the commands, projects made by the Supabase CLI, the
+ *   README, the npm package, browsers, upgrades from every release, chaos, the demo, serve. Once
+ *   in CI, on the PGMQ extension (as on Supabase).
+ *
+ * @module
+ */
+import type { Tier } from '../scripts/_tiers.ts';
+
+/** Every test file under tests/, by tier. */
+export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
+  unit: [
+    'tests/unit/architecture_test.ts',
+    'tests/unit/bench/history_noise_test.ts',
+    'tests/unit/changelog_test.ts',
+    'tests/unit/dsl/dsl_test.ts',
+    'tests/unit/dsl/queue_names_test.ts',
+    'tests/unit/dsl/types_test.ts',
+    'tests/unit/dsl/wait_types_test.ts',
+    'tests/unit/ops/dashboard_page_test.ts',
+    'tests/unit/scripts/env_file_test.ts',
+    'tests/unit/scripts/migration_timestamps_test.ts',
+    'tests/unit/scripts/npm_node_test.ts',
+    'tests/unit/scripts/release_test.ts',
+    'tests/unit/scripts/scaffold_test.ts',
+    'tests/unit/scripts/tasks_test.ts',
+    'tests/unit/sql/client_types_test.ts',
+    'tests/unit/sql/deno_executable_test.ts',
+    'tests/unit/sql/ended_socket_test.ts',
+    'tests/unit/tiers_test.ts',
+    'tests/unit/worker/worker_types_test.ts',
+  ],
+  db: [
+    'tests/dsl/child_cancel_race_test.ts',
+    'tests/dsl/child_flows_test.ts',
+    'tests/dsl/conditions_test.ts',
+    'tests/dsl/context_test.ts',
+    'tests/dsl/flow_options_test.ts',
+    'tests/dsl/map_test.ts',
+    'tests/dsl/wait_steps_test.ts',
+    'tests/ops/dashboard_api_test.ts',
+    'tests/ops/dashboard_signal_test.ts',
+    'tests/ops/follow_run_realtime_test.ts',
+    'tests/ops/metrics_test.ts',
+    'tests/ops/operations_test.ts',
+    'tests/ops/run_event_stream_test.ts',
+    'tests/platform/edge_auth_test.ts',
+    'tests/platform/edge_worker_test.ts',
+    'tests/sql/client_consistency_test.ts',
+    'tests/sql/client_test.ts',
+    'tests/sql/connection_test.ts',
+    'tests/sql/deadlines_test.ts',
+    'tests/sql/declared_aliases_test.ts',
+    'tests/sql/ended_runs_test.ts',
+    'tests/sql/flow_events_option_test.ts',
+    'tests/sql/hardening_test.ts',
+    'tests/sql/hostile_test.ts',
+    'tests/sql/idempotent_start_test.ts',
+    'tests/sql/limits_test.ts',
+    'tests/sql/list_schedules_test.ts',
+    'tests/sql/pgmq_contract_test.ts',
+    'tests/sql/plpgsql_check_test.ts',
+    'tests/sql/priority_test.ts',
+    'tests/sql/progress_test.ts',
+    'tests/sql/prune_test.ts',
+    'tests/sql/queue_churn_test.ts',
+    'tests/sql/refusals_test.ts',
+    'tests/sql/run_events_rls_test.ts',
+    'tests/sql/schedules_flow_control_hardening_test.ts',
+    'tests/sql/schedules_test.ts',
+    'tests/sql/source_test.ts',
+    'tests/sql/sql_core_test.ts',
+    'tests/sql/sql_errors_test.ts',
+    'tests/sql/start_keys_test.ts',
+    'tests/sql/successors_test.ts',
+    'tests/sql/tick_isolation_test.ts',
+    'tests/worker/cancellation_test.ts',
+    'tests/worker/checkpoint_test.ts',
+    'tests/worker/development_test.ts',
+    'tests/worker/engine_test.ts',
+    'tests/worker/flow_control_test.ts',
+    'tests/worker/races_test.ts',
+    'tests/worker/refusals_test.ts',
+    'tests/worker/shared_queues_test.ts',
+    'tests/worker/tracing_test.ts',
+  ],
+  e2e: [
+    'tests/ops/dashboard_browser_test.ts', // the dashboard in Chromium
+    'tests/ops/dashboard_charts_browser_test.ts', // the charts in Chromium
+    'tests/ops/dashboard_hardening_test.ts', // `deno task dashboard` served in a child process, over raw HTTP
+    'tests/ops/follow_run_browser_test.ts', // lib/browser.ts in Chromium
+    'tests/scripts/cli_test.ts',
+    'tests/scripts/compile_refusal_test.ts',
+    'tests/scripts/compile_test.ts',
+    'tests/scripts/config_toml_test.ts',
+    'tests/scripts/demo_test.ts',
+    'tests/scripts/doctor_test.ts',
+    'tests/scripts/harness_test.ts',
+    'tests/scripts/install_test.ts',
+    'tests/scripts/invocation_test.ts',
+    'tests/scripts/keep_alive_test.ts',
+    'tests/scripts/kit_e2e_test.ts',
+    'tests/scripts/node_client_test.ts',
+    'tests/scripts/project_history_test.ts',
+    'tests/scripts/readme_follow_test.ts',
+    'tests/scripts/readme_test.ts',
+    'tests/scripts/serve_local_loop_test.ts',
+    'tests/scripts/serve_test.ts',
+    'tests/scripts/tasks_cli_test.ts',
+    'tests/scripts/upgrade_load_test.ts',
+    'tests/scripts/upgrade_test.ts',
+    'tests/worker/chaos_test.ts', // worker processes killed at random on a cluster of its own
+  ],
+};
