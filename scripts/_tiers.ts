@@ -186,7 +186,8 @@ export async function tierProblems(
  * The tier's files among what a `deno task test` command line names: the arguments that are
  * paths (with a `/` or ending in `.ts`, relative to `cwd`; the rest are `deno test` options and
  * pass through) select the tier's files at or under them, none selects the whole tier. The files
- * come back relative to `root`, the kit (the declaration's paths are). A named file of another tier,
+ * come back relative to `root`, the kit (the declaration's paths are), in the declaration's order,
+ * which is the order `deno test --parallel` starts them in. A named file of another tier,
  * or a path holding none of the tier's files, is an error naming it.
  *
  * @example
@@ -223,7 +224,7 @@ export function selectTier(
     }
     under.forEach((f) => files.add(f));
   }
-  return { files: [...files].sort(), options };
+  return { files: mine.filter((f) => files.has(f)), options };
 }
 
 /**

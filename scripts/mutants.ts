@@ -715,4 +715,21 @@ export const MUTANTS: readonly Mutant[] = [
     replace: "  if (mode !== 'checkout') return p.explicit ?? p.dir;",
     tests: ['tests/scripts/invocation_test.ts'],
   },
+  // --- issue 40: test tiers --------------------------------------------------------------------
+  {
+    name: 'tiers-unclassified-passes',
+    bug: 'a test file in no tier goes unnoticed, so a --tier run in CI never runs it',
+    file: 'scripts/_tiers.ts',
+    search: '    if (list.length === 0) {\n',
+    replace: '    if (list.length < 0) {\n',
+    tests: ['tests/unit/tiers_test.ts'],
+  },
+  {
+    name: 'tiers-browser-outside-e2e',
+    bug: 'a browser test declared in the db tier is accepted, and runs once per kind of PGMQ',
+    file: 'scripts/_tiers.ts',
+    search: "  if (tier !== 'e2e' && imports(",
+    replace: "  if (tier === 'unit' && imports(",
+    tests: ['tests/unit/tiers_test.ts'],
+  },
 ];

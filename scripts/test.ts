@@ -278,7 +278,7 @@ async function withDatabase(): Promise<number> {
   await migrate(templateUrl.toString());
   log(`migrated template ${template} in ${Math.round(performance.now() - started)} ms`);
   {
-    // Which PGMQ the suite runs on (CI runs it once each way; docs/ARCHITECTURE.md §8.4).
+    // Which PGMQ the run has (CI runs the db tier once each way; docs/ARCHITECTURE.md §8.4).
     const t = postgres(templateUrl.toString(), { max: 1, onnotice: () => {} });
     try {
       const [row] = await t<{ version: string | null }[]>`

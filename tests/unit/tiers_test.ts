@@ -98,23 +98,28 @@ Deno.test('deno test collects the names the tiers check', () => {
   }
 });
 
-Deno.test('--tier picks its files under the named paths; another tier or an empty path is refused', () => {
+Deno.test('--tier picks its files under the named paths, in its order; another tier or an empty path is refused', () => {
   const tiers = {
     unit: ['tests/unit/a_test.ts'],
-    db: ['tests/sql/b_test.ts', 'tests/sql/c_test.ts', 'tests/worker/d_test.ts'],
+    // Slowest first: the order a run starts them in.
+    db: ['tests/worker/d_test.ts', 'tests/sql/b_test.ts', 'tests/sql/c_test.ts'],
     e2e: ['tests/scripts/e_test.ts'],
   };
   assert.deepEqual(selectTier('db', ['--fail-fast'], tiers, '/kit'), {
-    files: ['tests/sql/b_test.ts', 'tests/sql/c_test.ts', 'tests/worker/d_test.ts'],
+    files: ['tests/worker/d_test.ts', 'tests/sql/b_test.ts', 'tests/sql/c_test.ts'],
     options: ['--fail-fast'],
   });
   assert.deepEqual(
     selectTier('db', ['--filter', 'x', 'tests/sql/', '/kit/tests/worker/d_test.ts'], tiers, '/kit'),
     {
-      files: ['tests/sql/b_test.ts', 'tests/sql/c_test.ts', 'tests/worker/d_test.ts'],
+      files: ['tests/worker/d_test.ts', 'tests/sql/b_test.ts', 'tests/sql/c_test.ts'],
       options: ['--filter', 'x'],
     },
+    'in the declaration order, whatever the order of the paths',
   );
+  assert.deepEqual(selectTier('db', ['tests/sql/c_test.ts'], tiers, '/kit').files, [
+    'tests/sql/c_test.ts',
+  ]);
   assert.deepEqual(selectTier('db', ['tests/'], tiers, '/kit').files.length, 3);
   assert.deepEqual(
     selectTier('e2e', ['../scripts/e_test.ts'], tiers, '/kit/tests/sql', '/kit'),
