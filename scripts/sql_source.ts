@@ -71,9 +71,49 @@ function usesRowType(functionText: string, tables: Set<string>): boolean {
 }
 
 /**
+ * The source functions that must exist before a function is created: those its signature calls
+ * (a parameter's default), and, for a function written in SQL, those its body calls (PostgreSQL
+ * checks a SQL function's body when it is created, a migration with check_function_bodies on).
+ */
+function creationCalls(functionText: string, functions: Set<string>): string[] {
+  const body = splitStatements(functionText).find((s) => s.body)?.body ?? '';
+  const sqlBody = /\blanguage\s+sql\b/i.test(body);
+  const checked = sqlBody ? body : body.slice(0, body.search(/\bas\s+\$|\$[A-Za-z_]*\$/i));
+  const called = [...checked.matchAll(/switchyard\.([a-z_][a-z0-9_]*)\s*\(/gi)]
+    .map((m) => m[1].toLowerCase());
+  // The first match is the function's own name.
+  return called.slice(1).filter((n) => functions.has(n));
+}
+
+/**
+ * `files` (functions, by file name) with each one after the functions it needs when it is
+ * created ({@linkcode creationCalls}): a parameter's default such as `now_at timestamptz default
+ * switchyard.clock_now()`, a SQL function's body.
+ */
+function afterCreationCalls(files: SourceFile[]): SourceFile[] {
+  const nameOf = (f: SourceFile) => f.path.slice(f.path.lastIndexOf('/') + 1, -4);
+  const names = new Set(files.map(nameOf));
+  const out: SourceFile[] = [];
+  const placed = new Set<string>();
+  const place = (f: SourceFile, path: string[]) => {
+    const name = nameOf(f);
+    if (placed.has(name) || path.includes(name)) return;
+    for (const called of creationCalls(f.text, names)) {
+      const g = files.find((x) => nameOf(x) === called);
+      if (g) place(g, [...path, name]);
+    }
+    placed.add(name);
+    out.push(f);
+  };
+  for (const f of files) place(f, []);
+  return out;
+}
+
+/**
  * Every file of the source in the order a fresh build runs them: schema, types, the functions
  * whose signature names no table, the tables (by file name), the functions whose arguments or
- * result are a table's row type, views, triggers, privileges, exposure.
+ * result are a table's row type, views, triggers, privileges, exposure. Within each group of
+ * functions, by file name, except that a function comes after those it needs when it is created.
  */
 export async function sourceFiles(kitDir: string = KIT_ROOT): Promise<SourceFile[]> {
   const at = (rel: string) => readSource(kitDir, `${SCHEMAS}/${rel}`);
@@ -84,8 +124,8 @@ export async function sourceFiles(kitDir: string = KIT_ROOT): Promise<SourceFile
     (await sqlFileNames(join(kitDir, SCHEMAS, 'functions'))).map((n) => at(`functions/${n}`)),
   );
   const names = tableNames(tables);
-  const late = functions.filter((f) => usesRowType(f.text, names));
-  const early = functions.filter((f) => !late.includes(f));
+  const late = afterCreationCalls(functions.filter((f) => usesRowType(f.text, names)));
+  const early = afterCreationCalls(functions.filter((f) => !late.includes(f)));
   return [
     await at('schema.sql'),
     await at('types.sql'),
@@ -237,6 +277,71 @@ export async function assemblyProblems(kitDir: string = KIT_ROOT): Promise<strin
   return problems;
 }
 
+/**
+ * The functions that read the clock (docs/ARCHITECTURE.md §17): `clock_now`, the core's clock a
+ * test engine may set, and `queue_now` and `queue_clock`, PGMQ's real clock. Nothing else in the
+ * source calls now() or clock_timestamp() itself.
+ */
+export const CLOCK_FUNCTIONS: readonly string[] = ['clock_now', 'queue_now', 'queue_clock'];
+
+/** `text` without its comments (`--` to the end of the line, `/* ... *\/`), strings kept. */
+function withoutComments(text: string): string {
+  let out = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (!quoted && c === '-' && text[i + 1] === '-') {
+      while (i < text.length && text[i] !== '\n') i++;
+      out += '\n';
+      continue;
+    }
+    if (!quoted && c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      const skipped = text.slice(i, end < 0 ? text.length : end + 2);
+      out += skipped.replace(/[^\n]/g, ' ');
+      i += skipped.length - 1;
+      continue;
+    }
+    if (c === "'") quoted = !quoted;
+    out += c;
+  }
+  return out;
+}
+
+const RAW_CLOCK = new RegExp(
+  [
+    String.raw`\b(?:now|clock_timestamp|statement_timestamp|transaction_timestamp|timeofday)\s*\(`,
+    String.raw`\b(?:current_timestamp|localtimestamp|current_date|current_time|localtime)\b`,
+    String.raw`'(?:now|today|tomorrow|yesterday)'`,
+  ].join('|'),
+  'gi',
+);
+
+/**
+ * Every read of the clock in the source outside {@linkcode CLOCK_FUNCTIONS} (code and the SQL in
+ * its strings; comments aside), each named with its file and line: every time rule reads
+ * `switchyard.clock_now()`, so a test engine's clock moves them all, and PGMQ's times are read
+ * through `queue_now`/`queue_clock`.
+ */
+export async function clockProblems(kitDir: string = KIT_ROOT): Promise<string[]> {
+  const problems: string[] = [];
+  const own = new Set(CLOCK_FUNCTIONS.map((n) => `${SCHEMAS}/functions/${n}.sql`));
+  for (const f of await sourceFiles(kitDir)) {
+    if (own.has(f.path)) continue;
+    const lines = withoutComments(f.text).split('\n');
+    lines.forEach((line, i) => {
+      for (const m of line.matchAll(RAW_CLOCK)) {
+        problems.push(
+          `${f.path}:${i + 1} reads the clock itself (${m[0].trim()}): use ` +
+            'switchyard.clock_now() (a time rule or a recorded time), or switchyard.queue_now() / ' +
+            "switchyard.queue_clock() for PGMQ's times (vt, enqueued_at, ranked_at)",
+        );
+      }
+    });
+  }
+  return problems;
+}
+
 /** Problems of the source's layout: each function defined once, in the file of its name. */
 export async function layoutProblems(kitDir: string = KIT_ROOT): Promise<string[]> {
   const problems: string[] = [];
@@ -284,12 +389,16 @@ a fresh SQL core from the source.`,
     return 0;
   }
   if (args.includes('--check')) {
-    const problems = [...await layoutProblems(), ...await assemblyProblems()];
+    const problems = [
+      ...await layoutProblems(),
+      ...await clockProblems(),
+      ...await assemblyProblems(),
+    ];
     for (const p of problems) console.error(`sql:assemble --check: ${p}`);
     if (problems.length === 0) console.log('sql:assemble --check: the source and migrations agree');
     return problems.length ? 1 : 0;
   }
-  const layout = await layoutProblems();
+  const layout = [...await layoutProblems(), ...await clockProblems()];
   if (layout.length) {
     for (const p of layout) console.error(`sql:assemble: ${p}`);
     return 1;

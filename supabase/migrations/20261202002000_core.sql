@@ -669,7 +669,7 @@ begin
     return true;
   end if;
   if st.sleep_until is null then
-    deadline := now() + make_interval(secs => st.wait_timeout);
+    deadline := switchyard.clock_now() + make_interval(secs => st.wait_timeout);
   else
     if st.sleep_until_input = 'run' or st.deps_count = 0 then
       select r.input into source from switchyard.runs r where r.run_id = run;
@@ -693,7 +693,7 @@ begin
       exception when data_exception then
         problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
       end;
-      if problem is null and deadline > now() + interval '365 days' then
+      if problem is null and deadline > switchyard.clock_now() + interval '365 days' then
         problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
       end if;
     end if;
@@ -705,7 +705,7 @@ begin
         st.sleep_until_input, problem));
       return true;
     end if;
-    if deadline <= now() then
+    if deadline <= switchyard.clock_now() then
       perform switchyard._finish_wait(run, flow, step, 'slept');
       return true;
     end if;
@@ -993,6 +993,84 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/clock_now.sql
+
+-- The SQL core's clock (docs/ARCHITECTURE.md §17): the time every time rule reads — wait
+-- timeouts, sleeps and `until`, delayed starts, run deadlines, retry and stall recovery, the
+-- lost-message grace, schedules, start keys' TTLs and delays, rate-limit refills, heartbeats, and
+-- every recorded time (column defaults included). It is now(), this transaction's start, and
+-- nothing else: a plain SQL expression, stable, neither STRICT nor security definer and without
+-- SET options, so PostgreSQL inlines it into the calling statement and it costs what now() costs.
+-- A test engine (switchyard/testing) replaces this body, in its own test database only, with a
+-- set time that moves when the test advances it; PGMQ's clock (queue_now, queue_clock) is never
+-- replaced: the engine moves the queue tables' times instead.
+create or replace function switchyard.clock_now()
+returns timestamptz
+language sql
+stable
+parallel safe
+as $$ select pg_catalog.now() $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_run_output.sql
+
+-- A run's output (see _run_outputs, its one definition): _complete_run_if_done (a run that
+-- ended by a skip or an empty map) calls it.
+create or replace function switchyard._run_output(run uuid, flow text)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return coalesce((select o.output from switchyard._run_outputs(array[run]) o), '{}'::jsonb);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_complete_run_if_done.sql
+
+-- Completes a started run none of whose steps is left (every one completed or skipped), with
+-- its leaf outputs (complete_tasks completes the runs its batch finishes in its count-down).
+create or replace function switchyard._complete_run_if_done(run uuid)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  update switchyard.runs r
+     set status = 'completed', completed_at = switchyard.clock_now(),
+         output = switchyard._run_output(r.run_id, r.flow_slug)
+   where r.run_id = run and r.status = 'started' and r.remaining_steps = 0
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_complete_without_tasks.sql
+
+-- A step that is done without a task (an empty map: output []): completes its state, counts
+-- the run and its waiting dependents down.
+create or replace function switchyard._complete_without_tasks(
+  run uuid, flow text, step text, step_output jsonb
+)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  update switchyard.step_states ss
+     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0
+   where ss.run_id = run and ss.step_slug = step;
+  update switchyard.step_states ss
+     set remaining_deps = ss.remaining_deps - 1
+    from switchyard.deps d
+   where d.flow_slug = flow and d.dep_slug = step
+     and ss.run_id = run and ss.step_slug = d.step_slug;
+  update switchyard.runs r set remaining_steps = r.remaining_steps - 1 where r.run_id = run;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_concurrency_key.sql
 
 -- The keyed concurrency slot of a task (docs/ARCHITECTURE.md §5.12): `<flow>/<step>:<value>`,
@@ -1276,6 +1354,28 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_fail_run_step.sql
+
+-- Fails a step and its run without a task attempt (an unmet condition with whenUnmet
+-- 'fail'); the run's queued messages are archived.
+create or replace function switchyard._fail_run_step(run uuid, step text, error_text text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  update switchyard.step_states ss
+     set status = 'failed', failed_at = switchyard.clock_now()
+   where ss.run_id = run and ss.step_slug = step;
+  update switchyard.runs r
+     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
+   where r.run_id = run and r.status = 'started';
+  perform switchyard._archive_queued(run);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_fail_run_unforeseen.sql
 
 -- Fails a started run for an error no rule of the SQL core foresaw (a bug, a value that got past
@@ -1300,7 +1400,7 @@ begin
     return false;
   end if;
   update switchyard.runs r
-     set status = 'failed', failed_at = now(),
+     set status = 'failed', failed_at = switchyard.clock_now(),
          error = format('%s: %s (SQLSTATE %s); only this run failed: retry it once the cause is '
                         'fixed', what, switchyard._clip(err_message, 500), err_state)
    where r.run_id = run;
@@ -1331,7 +1431,7 @@ declare
 begin
   select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
   if outcome = 'signalled' then
-    update switchyard.run_signals rs set delivered_at = now()
+    update switchyard.run_signals rs set delivered_at = switchyard.clock_now()
      where rs.run_id = run and rs.step_slug = step
     returning rs.payload into signal_payload;
     perform switchyard._wait_event(run, flow, step, 'signalled');
@@ -1435,15 +1535,15 @@ begin
       if found then
         per_second := lim.rate::double precision / lim.per_seconds;
         avail := least(greatest(lim.burst, m_costs[i]),
-                       lim.tokens + greatest(0, extract(epoch from now() - lim.refilled_at))
+                       lim.tokens + greatest(0, extract(epoch from switchyard.clock_now() - lim.refilled_at))
                                     * per_second);
         if avail >= m_costs[i] then
           update switchyard.rate_limits l
-             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, now())
+             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, switchyard.clock_now())
            where l.name = m_rates[i];
         else
           wait := least(5, greatest(1, ceil(
-            greatest(0, extract(epoch from lim.refilled_at - now()))
+            greatest(0, extract(epoch from lim.refilled_at - switchyard.clock_now()))
             + (m_costs[i] - avail) / per_second)))::int;
         end if;
       end if;
@@ -1456,6 +1556,35 @@ begin
     slot := m_slots[i];
     return next;
   end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_hide_messages.sql
+
+-- Sets the visibility of a batch of messages in one statement: the claimed messages
+-- (their step's timeout plus the margin) and a refused batch (visible again at once).
+-- PGMQ 1.5 has only a one-message set_vt, and a call per message (dynamic SQL each) was
+-- a sixth of the database time of a claim. This writes PGMQ's documented queue table
+-- (msg_id, read_ct, enqueued_at, vt, message, headers) the way set_vt does (vt =
+-- switchyard.queue_clock() + seconds), naming the table with PGMQ's own
+-- pgmq.format_table_name(queue, 'q') as PGMQ's functions do (it lower-cases the name, so
+-- any spelling PGMQ accepts reaches the same table). Messages gone meanwhile are skipped.
+-- The callers, start_tasks and release_tasks, lock the messages' tasks first, in message
+-- order.
+create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  execute format(
+    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::int[]) as v(id, secs)
+      where q.msg_id = v.id',
+    pgmq.format_table_name(queue, 'q'))
+  using ids, seconds;
 end
 $$;
 
@@ -1555,9 +1684,9 @@ set search_path = ''
 as $$
 begin
   execute format(
-    'update pgmq.%I q set vt = clock_timestamp() + make_interval(secs => v.secs)
+    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
        from unnest($1::bigint[], $2::int[]) as v(id, secs)
-      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < clock_timestamp()',
+      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < switchyard.queue_clock()',
     pgmq.format_table_name(queue, 'q'))
   using ids, seconds;
 end
@@ -1923,6 +2052,27 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_record_activation.sql
+
+-- Aliases (docs/ARCHITECTURE.md §6): one active concrete version per alias; every activation
+-- is recorded.
+
+create or replace function switchyard._record_activation(
+  alias_name text, target text, previous text, source text
+)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  insert into switchyard.aliases as a (alias, flow_slug, activated_at)
+  values (alias_name, target, switchyard.clock_now())
+  on conflict (alias) do update set flow_slug = excluded.flow_slug, activated_at = excluded.activated_at;
+  insert into switchyard.alias_activations (alias, flow_slug, previous_flow_slug, source)
+  values (alias_name, target, previous, source);
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_record_failed_attempt.sql
 
 -- The trigger step_tasks_failed_attempt: a started task's last_failed_at moved, so its attempt
@@ -2023,22 +2173,6 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_run_output.sql
-
--- A run's output (see _run_outputs, its one definition): _complete_run_if_done (a run that
--- ended by a skip or an empty map) calls it.
-create or replace function switchyard._run_output(run uuid, flow text)
-returns jsonb
-language plpgsql
-stable
-set search_path = ''
-as $$
-begin
-  return coalesce((select o.output from switchyard._run_outputs(array[run]) o), '{}'::jsonb);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_run_outputs.sql
 
 -- Runs' outputs, one row per run given: the outputs of its completed leaf steps (no step
@@ -2097,7 +2231,7 @@ begin
   -- of them that has a tick left (today's may all be past), about that day (a time in a
   -- daylight-saving gap falls later, possibly past midnight).
   spec := switchyard._cron_parse(s.cron);
-  from_at := greatest(now(), s.checked_until);
+  from_at := greatest(switchyard.clock_now(), s.checked_until);
   horizon := from_at + interval '366 days';
   for day in
     select d.day::date
@@ -2188,7 +2322,7 @@ begin
                                   'value', left(time_zone, 200))::text;
   end if;
   begin
-    perform now() at time zone time_zone;
+    perform switchyard.clock_now() at time zone time_zone;
   exception when others then
     raise exception using errcode = '22023', message = format(
       'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
@@ -2382,6 +2516,54 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_skip_step.sql
+
+-- Skips a step (docs/ARCHITECTURE.md §5.9): its state becomes 'skipped' with the reason; with
+-- `cascading`, every step that depends on it, transitively, is skipped too. The run's step
+-- count goes down by the number skipped, and the dependents of skipped steps that still wait
+-- count one dependency down (they run without the skipped output). Returns how many were
+-- skipped. The caller holds the run (a row lock, or the transaction that created it).
+create or replace function switchyard._skip_step(
+  run uuid, flow text, step text, reason text, cascading boolean
+)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  skipped text[];
+begin
+  with recursive closure(step_slug) as (
+    select step
+    union
+    select d.step_slug from switchyard.deps d join closure c on d.dep_slug = c.step_slug
+     where cascading and d.flow_slug = flow
+  ),
+  marked as (
+    update switchyard.step_states ss
+       set status = 'skipped', skipped_at = switchyard.clock_now(),
+           skip_reason = case when ss.step_slug = step then reason
+                              else format('skip-cascade: step %s was skipped', to_json(step)) end
+      from closure c
+     where ss.run_id = run and ss.step_slug = c.step_slug and ss.status in ('created', 'started')
+    returning ss.step_slug
+  )
+  select coalesce(array_agg(m.step_slug), '{}') into skipped from marked m;
+  update switchyard.step_states ss
+     set remaining_deps = ss.remaining_deps - x.n
+    from (select d.step_slug, count(*)::int as n from switchyard.deps d
+           where d.flow_slug = flow and d.dep_slug = any (skipped)
+           group by d.step_slug) x
+   where ss.run_id = run and ss.step_slug = x.step_slug and ss.status = 'created';
+  update switchyard.runs r
+     set remaining_steps = r.remaining_steps - cardinality(skipped)
+   where r.run_id = run;
+  return cardinality(skipped);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_start_ready_steps.sql
 
 -- Moves every created step of a run whose dependencies are done (completed or skipped) to
@@ -2427,7 +2609,7 @@ begin
     for ready in
       with moved as (
         update switchyard.step_states ss
-           set status = 'started', started_at = now()
+           set status = 'started', started_at = switchyard.clock_now()
          where ss.run_id = target_run and ss.status = 'created' and ss.remaining_deps = 0
         returning ss.run_id, ss.flow_slug, ss.step_slug
       )
@@ -2595,13 +2777,13 @@ begin
     insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome, error)
     values (schedule_name, tick_at, run, 'failed', left(message, 1000))
     on conflict on constraint schedule_ticks_pkey do update
-      set outcome = 'failed', error = excluded.error, recorded_at = now();
+      set outcome = 'failed', error = excluded.error, recorded_at = switchyard.clock_now();
     return false;
   end;
   insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
   values (schedule_name, tick_at, run, 'started')
   on conflict on constraint schedule_ticks_pkey do update
-    set outcome = 'started', recorded_at = now();
+    set outcome = 'started', recorded_at = switchyard.clock_now();
   update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
   return true;
 end
@@ -2672,6 +2854,72 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/queue_now.sql
+
+-- PGMQ's clock at this transaction's start (docs/ARCHITECTURE.md §17): what the core reads when it
+-- compares with or writes a time of PGMQ's frame, where PGMQ itself reads the real clock: a queue
+-- message's `enqueued_at`, its `vt` in the metrics, and the `ranked_at` of a message body (§5.14),
+-- which the ordered read ranks against `enqueued_at`. It is now(), and unlike clock_now a test
+-- engine never replaces it: advancing a test clock moves these times back instead. Inlined like
+-- clock_now (plain SQL, stable, no SET).
+create or replace function switchyard.queue_now()
+returns timestamptz
+language sql
+stable
+parallel safe
+as $$ select pg_catalog.now() $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/limit_value.sql
+
+-- ---- limit_value (latest: 20261202000200_function_limits.sql)
+create or replace function switchyard.limit_value(name text)
+returns int
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  setting text;
+begin
+  case name
+    when 'max_function_name_chars' then
+      return 63;      -- a DNS label; the longest generated name (47 + '-worker') is 54
+    when 'max_reason_chars' then
+      return 1000;
+    when 'max_input_bytes', 'max_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 1048576);
+    -- A map step's outputs together (its aggregate, what its dependents get), 16 MiB.
+    when 'max_map_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 16777216);
+    -- New runs per signed-in user per minute (start_user_run).
+    when 'user_runs_per_minute' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
+    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
+    when 'priority_ageing_seconds' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
+    -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
+    when 'max_progress_bytes' then
+      return 8192;
+    -- Progress events per task in any window of one second from its first (report_progress).
+    when 'progress_per_second' then
+      return 20;
+    else
+      raise exception using errcode = '22023', message = format(
+        'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
+        'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
+        'max_progress_bytes or progress_per_second', switchyard._clip(name)),
+        detail = jsonb_build_object(
+          'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+  end case;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/_task_message.sql
 
 -- The body of a task's message. Claiming trusts only (queue_name, message_id); the body is for
@@ -2695,7 +2943,7 @@ as $$
                  else '{}'::jsonb end
          || case when coalesce(priority, 0) <> 0 then jsonb_build_object(
                    'priority', priority,
-                   'ranked_at', round((extract(epoch from now())
+                   'ranked_at', round((extract(epoch from switchyard.queue_now())
                                        + coalesce(delay_seconds, 0)
                                        - priority * switchyard.limit_value('priority_ageing_seconds')
                                       )::numeric, 6))
@@ -2792,6 +3040,33 @@ as $$
    where r.run_id = run
      and coalesce((select f.events from switchyard.flows f where f.flow_slug = flow), true);
   select pg_notify('switchyard_run_events', run::text);
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_worker_running.sql
+
+-- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
+--   running: not stopped, and heart-beat within the window (a worker that crashed without
+--            stopping stops counting once its heartbeat is that old). A deprecated worker
+--            still runs until it stops: a fence waits for it (fence_status), and stall
+--            recovery leaves its tasks alone (recover_stalled recovers the tasks of workers
+--            that are not running).
+--   live:    running and not deprecated: the keep-alive wakes a queue function without a
+--            live worker (keep_alive, function_states).
+-- Plain SQL expressions, neither STRICT nor security definer and without SET options, so
+-- the planner inlines them into the calling statement: the caller's index use is unchanged.
+-- (That is also why search_path is not pinned here; the functions are schema-qualified and
+-- every caller in the kit pins its own.)
+create or replace function switchyard._worker_running(
+  stopped_at timestamptz, last_heartbeat_at timestamptz, heartbeat_window_seconds int
+)
+returns boolean
+language sql
+stable
+as $$
+  select stopped_at is null
+     and last_heartbeat_at >= switchyard.clock_now()
+                              - pg_catalog.make_interval(secs => heartbeat_window_seconds)
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -2911,7 +3186,7 @@ begin
   end if;
   perform switchyard._tune_queue_table(spellings[1]);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
-  values (canonical, spellings[1], 'shared', null, now());
+  values (canonical, spellings[1], 'shared', null, switchyard.clock_now());
   return 'adopted';
 end
 $$;
@@ -3139,7 +3414,7 @@ $$;
 -- tick and by hand, so deadlines hold with no worker alive. A run another transaction holds is
 -- left for the next call. Returns the number cancelled.
 create or replace function switchyard.cancel_overdue_runs(
-  now_at timestamptz default now(), max_runs int default 1000
+  now_at timestamptz default switchyard.clock_now(), max_runs int default 1000
 )
 returns int
 language plpgsql
@@ -3261,7 +3536,7 @@ begin
      set status = 'cancelled'
    where ss.run_id = run.run_id and ss.status in ('created', 'started');
   update switchyard.runs r
-     set status = 'cancelled', cancelled_at = now(),
+     set status = 'cancelled', cancelled_at = switchyard.clock_now(),
          error = format('cancelled: %s', left(reason, 4000))
    where r.run_id = run.run_id;
   -- Its child runs (flow steps, docs/ARCHITECTURE.md §5.11) that are still started, and theirs.
@@ -3330,7 +3605,7 @@ begin
   values (checkpoint_task.run_id, checkpoint_task.step_slug, checkpoint_task.task_index, state,
           attempt)
   on conflict on constraint task_checkpoints_pkey do update
-    set state = excluded.state, attempt = excluded.attempt, saved_at = now();
+    set state = excluded.state, attempt = excluded.attempt, saved_at = switchyard.clock_now();
   perform pgmq.set_vt(task.queue_name, task.message_id, task.timeout);
   return size;
 end
@@ -3477,7 +3752,7 @@ begin
     -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
     update switchyard.step_tasks t
        set status = case when r.refused then 'cancelled' else 'completed' end,
-           completed_at = case when r.refused then null else now() end,
+           completed_at = case when r.refused then null else switchyard.clock_now() end,
            output = case when r.refused then null else a.output end,
            worker_id = case when r.refused then null else t.worker_id end
       from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
@@ -3524,10 +3799,10 @@ begin
          order by g.run_id, g.step_slug
       loop
         update switchyard.step_states ss
-           set status = 'failed', failed_at = now()
+           set status = 'failed', failed_at = switchyard.clock_now()
          where ss.run_id = big.run_id and ss.step_slug = big.step_slug;
         update switchyard.runs r
-           set status = 'failed', failed_at = now(),
+           set status = 'failed', failed_at = switchyard.clock_now(),
                error = format(
                  'map step %s: its %s outputs are %s bytes of JSON text together, over the limit '
                  'of %s bytes (setting max_map_output_bytes); no element is run again: return '
@@ -3549,7 +3824,7 @@ begin
       update switchyard.step_states ss
          set remaining_tasks = ss.remaining_tasks - a.n,
              status = case when ss.remaining_tasks = a.n then 'completed' else ss.status end,
-             completed_at = case when ss.remaining_tasks = a.n then now() end,
+             completed_at = case when ss.remaining_tasks = a.n then switchyard.clock_now() end,
              output = case when ss.remaining_tasks = a.n then
                         case when a.step_type = 'map' then
                                (select jsonb_agg(t.output order by t.task_index)
@@ -3587,7 +3862,7 @@ begin
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
-             completed_at = case when r.remaining_steps = c.n then now() end,
+             completed_at = case when r.remaining_steps = c.n then switchyard.clock_now() end,
              output = case when r.remaining_steps = c.n then c.output end
         from (select a.run_id, a.n, o.output
                 from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
@@ -3641,7 +3916,7 @@ begin
           end if;
           with moved as (
             update switchyard.step_states ss
-               set status = 'started', started_at = now()
+               set status = 'started', started_at = switchyard.clock_now()
               from unnest(seg.runs) as a(run_id)
              where ss.run_id = a.run_id and ss.status = 'created' and ss.remaining_deps = 0
             returning ss.run_id, ss.flow_slug, ss.step_slug
@@ -3740,7 +4015,7 @@ begin
   insert into switchyard.schedules (name, alias, cron, time_zone, input, overlap, catch_up,
                                     catch_up_limit, enabled, checked_until)
   values (name, alias, cron, time_zone, input, overlap, catch_up, catch_up_limit,
-          coalesce(enabled, true), now())
+          coalesce(enabled, true), switchyard.clock_now())
   on conflict do nothing;
   if not found then
     raise exception using errcode = '23505', message = format(
@@ -3778,7 +4053,7 @@ security definer
 set search_path = ''
 as $$
   with span as (
-    select date_trunc('minute', now())
+    select date_trunc('minute', switchyard.clock_now())
              - make_interval(mins => least(greatest(coalesce(minutes, 60), 1), 1440) - 1)
              as first_minute
   ),
@@ -3819,19 +4094,63 @@ as $$
   )
   select x.queue_name, m.minute,
          greatest(coalesce(w.secs, 0),
-                  coalesce(extract(epoch from least(m.minute + interval '1 minute', now())
+                  coalesce(extract(epoch from least(m.minute + interval '1 minute', switchyard.clock_now())
                                              - wn.since), 0),
                   0)::double precision,
          d.p95::double precision, coalesce(f.n, 0)::int, coalesce(d.n, 0)::int
     from switchyard.queues x
     cross join span
-    cross join lateral generate_series(span.first_minute, date_trunc('minute', now()),
+    cross join lateral generate_series(span.first_minute, date_trunc('minute', switchyard.clock_now()),
                                        interval '1 minute') as m(minute)
     left join done d on d.queue_name = x.queue_name and d.minute = m.minute
     left join failed f on f.queue_name = x.queue_name and f.minute = m.minute
     left join waited w on w.queue_name = x.queue_name and w.minute = m.minute
     left join waiting wn on wn.queue_name = x.queue_name
    order by x.queue_name, m.minute
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard_queues.sql
+
+-- Every catalogued queue with its depth, read from PGMQ's queue table (the documented
+-- layout the contract suite checks; docs/ARCHITECTURE.md §5.4): messages visible now,
+-- hidden (read or claimed, or waiting for a retry's delay), and the oldest one's age.
+create or replace function switchyard.dashboard_queues()
+returns table (
+  queue_name text, pgmq_name text, ownership text, owner_flow text,
+  visible bigint, hidden bigint, oldest_enqueued_at timestamptz
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  q record;
+  tbl text;
+begin
+  for q in
+    select x.queue_name, x.pgmq_name, x.ownership, x.owner_flow
+      from switchyard.queues x order by x.queue_name
+  loop
+    queue_name := q.queue_name;
+    pgmq_name := q.pgmq_name;
+    ownership := q.ownership;
+    owner_flow := q.owner_flow;
+    visible := null;
+    hidden := null;
+    oldest_enqueued_at := null;
+    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
+    if to_regclass(format('pgmq.%I', tbl)) is not null then
+      execute format(
+        'select count(*) filter (where vt <= switchyard.queue_clock()),
+                count(*) filter (where vt > switchyard.queue_clock()), min(enqueued_at)
+           from pgmq.%I', tbl)
+        into visible, hidden, oldest_enqueued_at;
+    end if;
+    return next;
+  end loop;
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -3876,7 +4195,7 @@ set search_path = ''
 as $$
   select r.run_id, r.flow_slug, r.started_as, r.status, r.started_at,
          coalesce(r.completed_at, r.failed_at, r.cancelled_at),
-         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, now()) - r.started_at)
+         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, switchyard.clock_now()) - r.started_at)
            * 1000)::bigint,
          r.error,
          (select ss.step_slug from switchyard.step_states ss
@@ -3920,6 +4239,51 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard_throughput.sql
+
+-- Completed tasks per queue and minute over the last `minutes` minutes (1-1440, default 60),
+-- the current minute last, every minute present (0 when none). A completion archives its
+-- message in the same transaction (§5.5), so the count starts from PGMQ's archive table,
+-- whose archived_at index bounds it to the window, and keeps the archived messages whose
+-- task completed (stale and failed messages are archived too).
+create or replace function switchyard.dashboard_throughput(minutes int default 60)
+returns table (queue_name text, minute timestamptz, completed int)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  q record;
+  span int := least(greatest(coalesce(dashboard_throughput.minutes, 60), 1), 1440);
+  first_minute timestamptz := date_trunc('minute', switchyard.clock_now()) - make_interval(mins => span - 1);
+  tbl text;
+begin
+  for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
+    tbl := pgmq.format_table_name(q.pgmq_name, 'a');
+    if to_regclass(format('pgmq.%I', tbl)) is null then
+      return query
+        select q.queue_name, m.minute, 0
+          from generate_series(first_minute, date_trunc('minute', switchyard.clock_now()), interval '1 minute')
+               as m(minute);
+      continue;
+    end if;
+    return query execute format(
+      'select $1, m.minute, coalesce(c.n, 0)::int
+         from generate_series($2, date_trunc(''minute'', switchyard.clock_now()), interval ''1 minute'') as m(minute)
+         left join (select date_trunc(''minute'', t.completed_at) as minute, count(*) as n
+                      from pgmq.%I a
+                      join switchyard.step_tasks t
+                        on t.queue_name = $1 and t.message_id = a.msg_id and t.status = ''completed''
+                     where a.archived_at >= $2
+                     group by 1) c on c.minute = m.minute
+        order by m.minute', tbl)
+      using q.queue_name, first_minute;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/declare_alias.sql
 
 -- The versions the project's registry declares for an alias, oldest first, the last one the
@@ -3948,7 +4312,7 @@ begin
   target := versions[cardinality(versions)];
   perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
   insert into switchyard.alias_declarations as d (alias, versions, declared_at)
-  values (alias_name, versions, now())
+  values (alias_name, versions, switchyard.clock_now())
   on conflict (alias) do update set versions = excluded.versions, declared_at = excluded.declared_at;
   select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
   if not found then
@@ -4055,6 +4419,26 @@ begin
   delete from switchyard.schedules x where x.name = delete_schedule.name;
   return found;
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/deprecate_workers.sql
+
+-- Asks every worker of a queue function that has not stopped yet to stop.
+create or replace function switchyard.deprecate_workers(function_name text)
+returns int
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  with d as (
+    update switchyard.workers w
+       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
+     where w.function_name = deprecate_workers.function_name and w.stopped_at is null
+    returning 1
+  )
+  select count(*)::int from d;
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -4522,7 +4906,7 @@ begin
   -- Delayed starts that are due (start_flow_at): their first steps start now.
   for delayed in
     select d.run_id from switchyard.delayed_starts d
-     where d.start_at <= now()
+     where d.start_at <= switchyard.clock_now()
      order by d.start_at
      limit max_steps
   loop
@@ -4559,7 +4943,7 @@ begin
     select ss.run_id, ss.flow_slug, ss.step_slug
       from switchyard.step_states ss
       join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
-     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= now()
+     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= switchyard.clock_now()
      order by ss.wait_deadline
      limit max_steps
   loop
@@ -4573,7 +4957,7 @@ begin
         from switchyard.step_states ss
         join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
        where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
-         and ss.wait_deadline <= now();
+         and ss.wait_deadline <= switchyard.clock_now();
       continue when not found;
       perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
                                       case when step_type = 'sleep' then 'slept' else 'timed out' end);
@@ -4693,7 +5077,7 @@ begin
       least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
             task.max_delay)::int);
     update switchyard.step_tasks t
-       set status = 'queued', error = error_text, worker_id = null, last_failed_at = now()
+       set status = 'queued', error = error_text, worker_id = null, last_failed_at = switchyard.clock_now()
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
     if retry_after_seconds is not null then
@@ -4703,14 +5087,14 @@ begin
         update switchyard.rate_limits l
            set tokens = least(l.tokens, 0),
                refilled_at = greatest(l.refilled_at,
-                 now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
+                 switchyard.clock_now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
          where l.name = limit_name;
       end if;
     end if;
     return 'retrying';
   end if;
   -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
-  update switchyard.step_tasks t set last_failed_at = now()
+  update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   return switchyard._exhaust_task(task, error_text);
 end
@@ -4794,6 +5178,75 @@ begin
       from switchyard.fence_members m
      where m.fence_id = new_fence
      order by m.function_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/fence_end.sql
+
+-- Closes the open fence and sets every member's enabled flag back to the value
+-- recorded at fence_begin: only queue functions that were enabled before are enabled.
+create or replace function switchyard.fence_end()
+returns table (fence_id bigint, function_name text, was_enabled boolean, enabled boolean)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  open_id bigint;
+begin
+  perform switchyard._lock_fences();
+  select f.fence_id into open_id from switchyard.fences f where f.closed_at is null for update;
+  if not found then
+    raise exception using errcode = 'SY011', message = 'fence_end: no fence is open',
+      detail = jsonb_build_object()::text,
+      hint = 'open one with select * from switchyard.fence_begin(array[''<function>'', ...])';
+  end if;
+  update switchyard.worker_functions f
+     set enabled = m.was_enabled
+    from switchyard.fence_members m
+   where m.fence_id = open_id and f.function_name = m.function_name;
+  update switchyard.fences f set closed_at = switchyard.clock_now() where f.fence_id = open_id;
+  return query
+    select m.fence_id, m.function_name, m.was_enabled, f.enabled
+      from switchyard.fence_members m
+      join switchyard.worker_functions f on f.function_name = m.function_name
+     where m.fence_id = open_id
+     order by m.function_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/heartbeat.sql
+
+-- Heartbeat; tells the worker whether it must stop: 'ok', 'deprecated', 'paused' or 'disabled'.
+create or replace function switchyard.heartbeat(worker_id uuid)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  w switchyard.workers;
+  fn switchyard.worker_functions;
+begin
+  update switchyard.workers x set last_heartbeat_at = switchyard.clock_now()
+   where x.worker_id = heartbeat.worker_id
+  returning * into w;
+  if not found then
+    return 'deprecated';
+  end if;
+  select * into fn from switchyard.worker_functions f where f.function_name = w.function_name;
+  if w.deprecated_at is not null or w.stopped_at is not null then
+    return 'deprecated';
+  elsif fn.paused_at is not null then
+    return 'paused';
+  elsif not fn.enabled then
+    return 'disabled';
+  end if;
+  return 'ok';
 end
 $$;
 
@@ -4924,7 +5377,7 @@ begin
        where f.enabled
          and f.paused_at is null
          and (f.last_woken_at is null
-              or f.last_woken_at <= now() - make_interval(secs => keep_alive.debounce_seconds))
+              or f.last_woken_at <= switchyard.clock_now() - make_interval(secs => keep_alive.debounce_seconds))
          and not exists (
            select 1 from switchyard.workers w
             where w.function_name = f.function_name
@@ -4936,7 +5389,7 @@ begin
        for update of f skip locked
     )
     update switchyard.worker_functions f
-       set last_woken_at = now()
+       set last_woken_at = switchyard.clock_now()
       from due
      where f.function_name = due.function_name
     returning f.function_name, f.queue_name
@@ -5004,56 +5457,6 @@ begin
   end if;
   return format('select count(*) from switchyard.keep_alive(base_url => %s, debounce_seconds => %s)',
                 coalesce(quote_literal(base_url), 'null'), debounce_seconds);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/limit_value.sql
-
--- ---- limit_value (latest: 20261202000200_function_limits.sql)
-create or replace function switchyard.limit_value(name text)
-returns int
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  setting text;
-begin
-  case name
-    when 'max_function_name_chars' then
-      return 63;      -- a DNS label; the longest generated name (47 + '-worker') is 54
-    when 'max_reason_chars' then
-      return 1000;
-    when 'max_input_bytes', 'max_output_bytes' then
-      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
-      return coalesce(setting::int, 1048576);
-    -- A map step's outputs together (its aggregate, what its dependents get), 16 MiB.
-    when 'max_map_output_bytes' then
-      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
-      return coalesce(setting::int, 16777216);
-    -- New runs per signed-in user per minute (start_user_run).
-    when 'user_runs_per_minute' then
-      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
-      return coalesce(setting::int, 60);
-    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
-    when 'priority_ageing_seconds' then
-      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
-      return coalesce(setting::int, 60);
-    -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
-    when 'max_progress_bytes' then
-      return 8192;
-    -- Progress events per task in any window of one second from its first (report_progress).
-    when 'progress_per_second' then
-      return 20;
-    else
-      raise exception using errcode = '22023', message = format(
-        'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
-        'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
-        'max_progress_bytes or progress_per_second', switchyard._clip(name)),
-        detail = jsonb_build_object(
-          'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
-  end case;
 end
 $$;
 
@@ -5176,7 +5579,7 @@ begin
         'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
         'min', 1, 'max', 86400)::text;
   end if;
-  since := now() - make_interval(secs => window_seconds);
+  since := switchyard.clock_now() - make_interval(secs => window_seconds);
   -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
   select coalesce(jsonb_agg(jsonb_build_object(
            'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
@@ -5233,23 +5636,23 @@ begin
     tbl := pgmq.format_table_name(q.pgmq_name, 'q');
     if to_regclass(format('pgmq.%I', tbl)) is not null then
       execute format(
-        'select count(*) filter (where vt <= now()), count(*) filter (where vt > now()),
-                min(vt) filter (where vt <= now()), min(enqueued_at)
+        'select count(*) filter (where vt <= switchyard.queue_now()), count(*) filter (where vt > switchyard.queue_now()),
+                min(vt) filter (where vt <= switchyard.queue_now()), min(enqueued_at)
            from pgmq.%I', tbl)
         into depth, hidden, oldest_visible, oldest;
     end if;
     queues := queues || jsonb_build_object(
       'queue_name', q.queue_name, 'functions', q.functions,
       'depth', depth, 'hidden', hidden,
-      'lag_seconds', coalesce(greatest(extract(epoch from now() - oldest_visible), 0), 0),
-      'oldest_age_seconds', coalesce(extract(epoch from now() - oldest), 0),
+      'lag_seconds', coalesce(greatest(extract(epoch from switchyard.queue_now() - oldest_visible), 0), 0),
+      'oldest_age_seconds', coalesce(extract(epoch from switchyard.queue_now() - oldest), 0),
       'claims', q.claims, 'completions', q.completions, 'failures', q.failures,
       'retries', q.retries,
       'claims_per_second', q.claims::double precision / window_seconds,
       'completions_per_second', q.completions::double precision / window_seconds,
       'failures_per_second', q.failures::double precision / window_seconds);
   end loop;
-  return jsonb_build_object('at', now(), 'window_seconds', window_seconds, 'queues', queues,
+  return jsonb_build_object('at', switchyard.clock_now(), 'window_seconds', window_seconds, 'queues', queues,
                             'steps', steps);
 end
 $$;
@@ -5283,7 +5686,7 @@ begin
         'size', char_length(reason), 'limit', max_chars)::text;
   end if;
   update switchyard.worker_functions f
-     set paused_at = now(), pause_reason = reason
+     set paused_at = switchyard.clock_now(), pause_reason = reason
    where f.function_name = pause_function.function_name and f.paused_at is null;
   if found then
     return true;
@@ -5363,7 +5766,7 @@ begin
         'rule', 'integer_range', 'argument', 'batch_size', 'value', batch_size::text,
         'min', 1, 'max', 10000)::text;
   end if;
-  cutoff := now() - older_than;
+  cutoff := switchyard.clock_now() - older_than;
 
   -- The oldest finished runs nobody holds.
   select coalesce(array_agg(c.run_id), '{}') into picked
@@ -5404,7 +5807,7 @@ begin
       continue when cardinality(present) = 0;
       execute format('select coalesce(array_agg(m.msg_id), ''{}'') from (
                         select m.msg_id from pgmq.%I m
-                         where m.msg_id = any ($1) and m.vt <= clock_timestamp()
+                         where m.msg_id = any ($1) and m.vt <= switchyard.queue_clock()
                          order by m.msg_id for update skip locked) m', table_name)
         into free using present;
       select held || coalesce(array_agg(distinct t.run_id), '{}') into held
@@ -5454,7 +5857,7 @@ begin
       from switchyard.runs r
      where k.run_id = any (kept) and r.run_id = k.run_id and k.mode = 'dedupe'
        and coalesce(r.completed_at, r.failed_at, r.cancelled_at) + k.ttl * interval '1 second'
-           > now();
+           > switchyard.clock_now();
     delete from switchyard.start_keys k where k.run_id = any (kept) and k.expires_at is null;
     with d as (delete from switchyard.runs r
                 where r.run_id = any (kept) returning 1)
@@ -5464,7 +5867,7 @@ begin
   -- Dedupe keys of pruned runs whose TTL is over.
   delete from switchyard.start_keys k
    where (k.started_as, k.key) in (select x.started_as, x.key from switchyard.start_keys x
-                                    where x.expires_at <= now()
+                                    where x.expires_at <= switchyard.clock_now()
                                     order by x.expires_at
                                     limit batch_size
                                       for update skip locked);
@@ -5596,6 +5999,22 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/queue_clock.sql
+
+-- PGMQ's clock as it runs (docs/ARCHITECTURE.md §17): clock_timestamp(), the time PGMQ's send,
+-- read and set_vt compare a message's visibility (`vt`) with. The core's own reads and writes of
+-- `vt` (the ordered read, hiding claimed messages, prune, the dashboard's queue counts) use it, so
+-- they agree with PGMQ's. A test engine never replaces it: advancing a test clock moves the `vt`
+-- of the kit's queues back instead. Inlined like clock_now (plain SQL, no SET); volatile, as
+-- clock_timestamp() is.
+create or replace function switchyard.queue_clock()
+returns timestamptz
+language sql
+volatile
+parallel safe
+as $$ select pg_catalog.clock_timestamp() $$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/queue_name_problem.sql
 
 -- ---- queue_name_problem (latest: 20261201000200_queue_names.sql)
@@ -5635,8 +6054,8 @@ set search_path = ''
 as $$
   select n.name, l.rate, l.per_seconds, l.burst,
          case when l.name is not null then
-           case when l.refilled_at > now() then l.tokens
-                else least(l.burst, l.tokens + extract(epoch from now() - l.refilled_at)
+           case when l.refilled_at > switchyard.clock_now() then l.tokens
+                else least(l.burst, l.tokens + extract(epoch from switchyard.clock_now() - l.refilled_at)
                                           * l.rate::double precision / l.per_seconds) end end,
          l.updated_at,
          coalesce((select array_agg(s.flow_slug || '/' || s.step_slug
@@ -5776,7 +6195,7 @@ begin
                     m.message ->> 'concurrency_key' as slot,
                     (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug') as step
                from pgmq.%1$I m
-              where m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+              where m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
                 and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
               order by (m.message ->> 'ranked_at')::numeric
               limit $1)
@@ -5784,7 +6203,7 @@ begin
             (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
                     (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug')
                from pgmq.%1$I m
-              where not m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+              where not m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
                 and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
               order by m.msg_id
               limit $1)) c$q$, tbl)
@@ -5812,9 +6231,9 @@ begin
   -- 3. Lock the chosen (by key; one another reader holds is left to it) and hide them.
   return query execute format($q$
     update pgmq.%1$I m
-       set vt = clock_timestamp() + make_interval(secs => $1), read_ct = m.read_ct + 1
+       set vt = switchyard.queue_clock() + make_interval(secs => $1), read_ct = m.read_ct + 1
       from (select x.msg_id from pgmq.%1$I x
-             where x.msg_id = any ($2) and x.vt <= clock_timestamp()
+             where x.msg_id = any ($2) and x.vt <= switchyard.queue_clock()
                for update skip locked) l
      where m.msg_id = l.msg_id
     returning m.msg_id$q$, tbl)
@@ -5968,7 +6387,7 @@ begin
   insert into switchyard.refusals as r (function_name, refusal, message)
   values (record_refusal.function_name, record_refusal.refusal, text_)
   on conflict on constraint refusals_pkey do update
-     set message = excluded.message, last_at = now(), count = r.count + 1;
+     set message = excluded.message, last_at = switchyard.clock_now(), count = r.count + 1;
 end
 $$;
 
@@ -5998,7 +6417,7 @@ begin
      where t.queue_name = queue and t.status = 'started'
        -- The attempt's time on earlier instances (carried_ms) counts: the timeout spans them.
        and (t.started_at + make_interval(secs => t.timeout - t.carried_ms / 1000.0
-                                                 + switchyard.claim_margin_seconds()) < now()
+                                                 + switchyard.claim_margin_seconds()) < switchyard.clock_now()
             or w.worker_id is null
             or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
                                               w.heartbeat_window_seconds))
@@ -6020,14 +6439,14 @@ begin
     end if;
     -- A stalled attempt is a failed attempt for the metrics (docs/ARCHITECTURE.md §16).
     if task.attempts_count >= task.max_attempts then
-      update switchyard.step_tasks t set last_failed_at = now()
+      update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
       perform switchyard._exhaust_task(task, format('stalled on attempt %s (worker %s stopped or timed out)',
                                                     task.attempts_count, task.worker_id));
     else
       update switchyard.step_tasks t
-         set status = 'queued', worker_id = null, last_failed_at = now(),
+         set status = 'queued', worker_id = null, last_failed_at = switchyard.clock_now(),
              error = format('stalled on attempt %s; recovered', task.attempts_count)
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
@@ -6040,10 +6459,10 @@ begin
   -- queued on this queue meanwhile.
   perform 1 from switchyard.queues q
    where q.queue_name = queue
-     and (q.lost_checked_at is null or q.lost_checked_at <= now() - make_interval(secs => grace))
+     and (q.lost_checked_at is null or q.lost_checked_at <= switchyard.clock_now() - make_interval(secs => grace))
      for no key update skip locked;
   if found then
-    update switchyard.queues q set lost_checked_at = now() where q.queue_name = queue;
+    update switchyard.queues q set lost_checked_at = switchyard.clock_now() where q.queue_name = queue;
     -- Only tasks of started runs: when a run fails, _fail_run archives its other queued tasks'
     -- messages and leaves the tasks queued, and a new message would be archived as stale and
     -- sent again every period. The run's status is read by its key (§5.7).
@@ -6051,7 +6470,7 @@ begin
       'select t.* from switchyard.step_tasks t
         where t.queue_name = $1 and t.status = ''queued''
           and greatest(t.queued_at, coalesce(t.started_at, t.queued_at))
-                <= now() - make_interval(secs => $2)
+                <= switchyard.clock_now() - make_interval(secs => $2)
           and (select r.status from switchyard.runs r where r.run_id = t.run_id) = ''started''
           and not exists (select 1 from pgmq.%I m where m.msg_id = t.message_id)
         order by t.message_id
@@ -6153,12 +6572,12 @@ begin
       detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
                                   'value', left(handed_back::text, 200))::text;
   end if;
-  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, now())
+  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
    where w.worker_id = release_tasks.worker_id;
   for t in
     select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id, x.attempts_count,
            x.timeout, x.refunds,
-           x.carried_ms + (extract(epoch from now() - x.started_at) * 1000)::bigint as used_ms,
+           x.carried_ms + (extract(epoch from switchyard.clock_now() - x.started_at) * 1000)::bigint as used_ms,
            handed_back is null
              or exists (select 1 from jsonb_array_elements(handed_back) h
                          where h ->> 'run_id' = x.run_id::text and h ->> 'step_slug' = x.step_slug
@@ -6273,11 +6692,11 @@ begin
   end if;
   insert into switchyard.task_progress as p
          (run_id, step_slug, task_index, window_started_at, window_count)
-  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, now(), 1)
+  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, switchyard.clock_now(), 1)
   on conflict on constraint task_progress_pkey do update
-    set window_started_at = case when p.window_started_at > now() - interval '1 second'
-                                 then p.window_started_at else now() end,
-        window_count = case when p.window_started_at > now() - interval '1 second'
+    set window_started_at = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
+                                 then p.window_started_at else switchyard.clock_now() end,
+        window_count = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
                             then p.window_count + 1 else 1 end
   returning p.window_count into counted;
   if counted > per_second then
@@ -6506,7 +6925,7 @@ begin
       update switchyard.step_tasks t
          set status = 'queued', message_id = msg_id, worker_id = null,
              max_attempts = task.attempts_count + step.budget,
-             queued_at = now(), failed_at = null, completed_at = null, output = null
+             queued_at = switchyard.clock_now(), failed_at = null, completed_at = null, output = null
        where t.run_id = run.run_id and t.step_slug = step.step_slug
          and t.task_index = task.task_index;
       queued := queued + 1;
@@ -6543,16 +6962,16 @@ $$;
 -- cron after the last look and at most `now_at`, chosen by its catch-up policy, fire
 -- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
 -- job (schedule_schedules), from every keep-alive tick, or by hand; `now_at` lets a test drive
--- the clock back, never ahead: at most 60 s past now() (a caller's clock skew), else refused
+-- the clock back, never ahead: at most 60 s past clock_now() (a caller's clock skew), else refused
 -- (22023 now_at_range), as are null and infinities. Each schedule is locked while it is looked
 -- at, so concurrent ticks start each tick's run once; a schedule another transaction holds (an
 -- update, a backfill) is skipped, never waited for: the next tick looks at its due ticks (a
 -- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
 -- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
--- clock that recorded them (now(), whatever `now_at` says), at most 1000 per call. Returns the
+-- clock that recorded them (clock_now(), whatever `now_at` says), at most 1000 per call. Returns the
 -- number of runs started. Each schedule is isolated from the others (an error no rule foresaw
 -- is a warning; the schedule is looked at again next tick).
-create or replace function switchyard.run_schedules(now_at timestamptz default now())
+create or replace function switchyard.run_schedules(now_at timestamptz default switchyard.clock_now())
 returns int
 language plpgsql
 volatile
@@ -6567,12 +6986,13 @@ declare
   started int := 0;
   from_at timestamptz;
 begin
-  if now_at is null or not isfinite(now_at) or now_at > now() + interval '60 seconds' then
+  if now_at is null or not isfinite(now_at)
+     or now_at > switchyard.clock_now() + interval '60 seconds' then
     raise exception using errcode = '22023', message = format(
       'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
-      'ahead of now() (%s)', coalesce(now_at::text, 'null'), now()),
-      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at',
-                                  'value', now_at::text, 'max', (now() + interval '60 seconds')::text)::text;
+      'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
+      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at', 'value', now_at::text,
+                                  'max', (switchyard.clock_now() + interval '60 seconds')::text)::text;
   end if;
   for s in select * from switchyard.schedules x where x.enabled order by x.name
              for update skip locked loop
@@ -6625,7 +7045,7 @@ begin
   delete from switchyard.schedule_ticks st
    where (st.schedule_name, st.tick_at) in (
      select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
-      where x.recorded_at < now() - interval '30 days' and x.outcome <> 'queued'
+      where x.recorded_at < switchyard.clock_now() - interval '30 days' and x.outcome <> 'queued'
       order by x.recorded_at limit 1000);
   return started;
 end
@@ -6781,11 +7201,11 @@ begin
   values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
   on conflict on constraint rate_limits_pkey do update
      set tokens = least(excluded.burst,
-                        l.tokens + greatest(0, extract(epoch from now() - l.refilled_at))
+                        l.tokens + greatest(0, extract(epoch from switchyard.clock_now() - l.refilled_at))
                                    * l.rate::double precision / l.per_seconds),
-         refilled_at = now(),
+         refilled_at = switchyard.clock_now(),
          rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
-         updated_at = now()
+         updated_at = switchyard.clock_now()
   returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
                                'burst', l.burst, 'tokens', l.tokens)
     into result;
@@ -6862,7 +7282,7 @@ begin
     delete from switchyard.settings s where s.name = set_setting.name;
   else
     insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
-    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = now();
+    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = switchyard.clock_now();
   end if;
 end
 $$;
@@ -6880,7 +7300,7 @@ $$;
 -- (22023), an empty key or one over 200 characters, as a start key (22023 key_empty,
 -- key_length), a payload over max_output_bytes (22023), a run that is not started, a step that
 -- already has a signal under another key or none, a wait that ended without one or whose
--- timeout is due (55000). The timeout is compared with now(), this transaction's start.
+-- timeout is due (55000). The timeout is compared with clock_now(), this transaction's start.
 create or replace function switchyard.signal_run(
   run_id uuid, step_slug text, payload jsonb, key text default null
 )
@@ -6977,7 +7397,7 @@ begin
   end if;
   select * into state from switchyard.step_states ss
    where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
-  timed_out := coalesce(state.wait_deadline <= now() and state.status <> 'created', false);
+  timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
   if state.status not in ('created', 'started') or timed_out then
     raise exception using errcode = '55000', message = format(
       'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
@@ -7169,13 +7589,13 @@ begin
         'rule', 'input_sql_null', 'argument', 'input', 'value', null,
         'flow_or_alias', left(flow_or_alias, 200))::text;
   end if;
-  if begins > now() + interval '365 days' then
+  if begins > switchyard.clock_now() + interval '365 days' then
     raise exception using errcode = '22023', message = format(
       'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), begins),
       detail = jsonb_build_object(
         'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
-        'max', (now() + interval '365 days')::text)::text;
+        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
   end if;
   perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
                                       start_flow.key, start_flow.mode, start_flow.ttl,
@@ -7210,8 +7630,8 @@ begin
       live := case held.mode
         when 'singleton' then kept.status = 'started'
         when 'dedupe' then kept.status = 'started'
-                        or kept.ended_at + held.ttl * interval '1 second' > now()
-                        or (kept.status is null and held.expires_at > now())
+                        or kept.ended_at + held.ttl * interval '1 second' > switchyard.clock_now()
+                        or (kept.status is null and held.expires_at > switchyard.clock_now())
         else kept.status = 'started' and kept.delayed
       end;
       if coalesce(live, false) then
@@ -7244,7 +7664,7 @@ begin
          where r.run_id = held.run_id and r.status = 'started' for update;
         if found then
           update switchyard.delayed_starts d
-             set start_at = least(now() + start_flow.delay * interval '1 second',
+             set start_at = least(switchyard.clock_now() + start_flow.delay * interval '1 second',
                                   held.first_at + start_flow.max_delay * interval '1 second')
            where d.run_id = held.run_id;
           if found then
@@ -7259,13 +7679,13 @@ begin
       -- The key's run ended, began (debounce) or expired (dedupe): the key names a new run.
       update switchyard.start_keys k
          set mode = start_flow.mode, run_id = id, owner = start_flow.owner, ttl = start_flow.ttl,
-             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = now(),
+             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = switchyard.clock_now(),
              expires_at = null
        where k.started_as = held.started_as and k.key = held.key;
       exit;
     end loop;
     if start_flow.mode = 'debounce' then
-      begins := now() + start_flow.delay * interval '1 second';
+      begins := switchyard.clock_now() + start_flow.delay * interval '1 second';
     end if;
   end if;
 
@@ -7274,7 +7694,7 @@ begin
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
                                deadline_at, trace_context, priority)
   select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
-         least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
+         least(switchyard.clock_now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
                start_flow.deadline_at),
          start_flow.trace_context, coalesce(start_flow.priority, 0)
@@ -7324,14 +7744,14 @@ begin
   -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
   -- row is written once, so later starts take no lock.
   if coalesce(start_flow.priority, 0) <> 0 then
-    update switchyard.queues q set priority_used_at = now()
+    update switchyard.queues q set priority_used_at = switchyard.clock_now()
      where q.priority_used_at is null
        and q.queue_name in (select st.queue_name from switchyard.steps st
                              where st.flow_slug = concrete and st.queue_name is not null);
   end if;
   -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
   -- steps start when expire_waits finds the run due.
-  if begins is null or begins <= now() then
+  if begins is null or begins <= switchyard.clock_now() then
     perform switchyard._start_ready_steps(new_run);
   else
     insert into switchyard.delayed_starts (run_id, start_at) values (new_run, begins);
@@ -7359,13 +7779,13 @@ security definer
 set search_path = ''
 as $$
 begin
-  if start_at is null or start_at > now() + interval '365 days' then
+  if start_at is null or start_at > switchyard.clock_now() + interval '365 days' then
     raise exception using errcode = '22023', message = format(
       'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
       detail = jsonb_build_object(
         'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
-        'max', (now() + interval '365 days')::text)::text;
+        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
   end if;
   return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
 end
@@ -7480,10 +7900,10 @@ begin
       queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
     reason := format(
       'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
-      queue, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+      queue, to_char(switchyard.clock_now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
       array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
     update switchyard.worker_functions wf
-       set paused_at = now(), pause_reason = reason,
+       set paused_at = switchyard.clock_now(), pause_reason = reason,
            pause_detail = jsonb_build_object(
              'queue', queue,
              'message_ids', (select jsonb_agg(u.id::text order by u.id)
@@ -7491,7 +7911,7 @@ begin
              'pairs', to_jsonb(unsupported_pairs))
      where wf.function_name = worker.function_name and wf.paused_at is null;
     update switchyard.workers w
-       set deprecated_at = coalesce(w.deprecated_at, now()), stop_reason = reason
+       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now()), stop_reason = reason
      where w.worker_id = worker.worker_id;
     return query
       select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
@@ -7528,7 +7948,7 @@ begin
 
   with claimed as (
     update switchyard.step_tasks t
-       set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
+       set status = 'started', attempts_count = t.attempts_count + 1, started_at = switchyard.clock_now(),
            worker_id = worker.worker_id,
            -- The time earlier instances used of the step timeout: kept for the attempt they
            -- handed back (release_tasks), none for a new attempt.
@@ -7675,7 +8095,7 @@ begin
   per_minute := switchyard.limit_value('user_runs_per_minute');
   perform pg_advisory_xact_lock(hashtextextended('switchyard.start_user_run ' || user_id::text, 0));
   select count(*) into recent from switchyard.runs r
-   where r.owner = user_id and r.started_at > clock_timestamp() - interval '1 minute';
+   where r.owner = user_id and r.started_at > switchyard.clock_now() - interval '1 minute';
   if recent >= per_minute then
     -- PT429: PostgREST answers HTTP 429 Too Many Requests.
     raise exception using errcode = 'PT429', message = format(
@@ -7860,13 +8280,13 @@ begin
   update switchyard.schedules x
      set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
          overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
-         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = now(),
+         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = switchyard.clock_now(),
          -- A changed cron or zone applies from now; so does a resume (ticks while paused are
          -- not run later).
          checked_until = case when x.cron is distinct from s.cron
                                 or x.time_zone is distinct from s.time_zone
                                 or (not x.enabled and coalesce(update_schedule.enabled, false))
-                              then greatest(x.checked_until, now()) else x.checked_until end
+                              then greatest(x.checked_until, switchyard.clock_now()) else x.checked_until end
    where x.name = s.name;
   return switchyard._schedule_json(s.name);
 end
@@ -7920,7 +8340,7 @@ begin
                as ok
         from switchyard.wake_requests w
         left join %s r on r.id = w.request_id
-       where w.via = 'pg_net' and w.requested_at >= now() - make_interval(secs => $1)
+       where w.via = 'pg_net' and w.requested_at >= switchyard.clock_now() - make_interval(secs => $1)
     )
     select w.function_name,
            count(*) filter (where w.error is not null),
@@ -7969,6 +8389,115 @@ begin
                where t.worker_id = worker_heartbeat.worker_id and t.status = 'started') held
         join switchyard.runs r on r.run_id = held.run_id
        where r.status <> 'started'), '[]'::jsonb));
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/worker_stopped.sql
+
+create or replace function switchyard.worker_stopped(worker_id uuid, reason text default null)
+returns void
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  update switchyard.workers w
+     set stopped_at = coalesce(w.stopped_at, switchyard.clock_now()), stop_reason = coalesce(w.stop_reason, reason)
+   where w.worker_id = worker_stopped.worker_id;
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_exhaust_task.sql
+
+-- A task that used its last attempt (20261202000700): with the step's whenExhausted 'skip' or
+-- 'skip-cascade' and the run still started, the task fails, the step is skipped (with
+-- 'skip-cascade' its dependents too) and the run goes on without them ('skipped'); else the
+-- run fails ('failed').
+create or replace function switchyard._exhaust_task(task switchyard.step_tasks, error_text text)
+returns text
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  exhausted text;
+  run_status text;
+  q record;
+begin
+  select st.when_exhausted into exhausted from switchyard.steps st
+   where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  if exhausted in ('skip', 'skip-cascade') and run_status = 'started' then
+    update switchyard.step_tasks t
+       set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
+     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    -- A map step's other elements are skipped with it: their messages are archived and a
+    -- late answer from one still running is not accepted (its task is no longer started).
+    for q in
+      select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
+        from switchyard.step_tasks t
+       where t.run_id = task.run_id and t.step_slug = task.step_slug
+         and t.status in ('queued', 'started')
+       group by t.queue_name order by t.queue_name
+    loop
+      perform pgmq.archive(q.queue_name, q.ids);
+    end loop;
+    update switchyard.step_tasks t
+       set status = 'skipped'
+     where t.run_id = task.run_id and t.step_slug = task.step_slug
+       and t.status in ('queued', 'started');
+    -- 'skip-cascade': every step that depends on it, transitively, is skipped too.
+    perform switchyard._skip_step(task.run_id, task.flow_slug, task.step_slug, format(
+      'whenExhausted %s: failed after %s attempt(s): %s', exhausted, task.attempts_count,
+      error_text), exhausted = 'skip-cascade');
+    perform switchyard._start_ready_steps(task.run_id);
+    perform switchyard._complete_run_if_done(task.run_id);
+    return 'skipped';
+  end if;
+  perform switchyard._fail_run(task, error_text);
+  return 'failed';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/_fail_run.sql
+
+-- ---------------------------------------------------------------------------------------------
+-- Failure, status, dashboard and retention aware of cancelled runs
+
+-- Final failure (20261202000700): the task, its step and its run fail. A step of a cancelled
+-- run stays cancelled, and the run too (only a started run fails).
+create or replace function switchyard._fail_run(task switchyard.step_tasks, error_text text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  run_status text;
+begin
+  update switchyard.step_tasks t
+     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
+   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+  perform pgmq.archive(task.queue_name, task.message_id);
+  update switchyard.step_states ss
+     set status = 'failed', failed_at = switchyard.clock_now()
+   where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
+  -- The run by key (locked), then its status: a status condition in the update let a plan
+  -- made with stale statistics read every started run through runs_flow_started
+  -- (docs/ARCHITECTURE.md §5.7).
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  if run_status = 'started' then
+    update switchyard.runs r
+       set status = 'failed', failed_at = switchyard.clock_now(),
+           error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
+     where r.run_id = task.run_id;
+  end if;
+  -- The run's other queued messages (a map step: its other elements), by key and filtered
+  -- afterwards, one archive per queue (_archive_queued).
+  perform switchyard._archive_queued(task.run_id);
 end
 $$;
 
@@ -8024,6 +8553,69 @@ $$;
 create trigger runs_child_ended after update on switchyard.runs
   referencing old table as switchyard_old_runs new table as switchyard_new_runs
   for each statement execute function switchyard._child_run_ended();
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/clock_defaults.sql
+
+-- Every recorded time of the SQL core comes from its clock, switchyard.clock_now()
+-- (docs/ARCHITECTURE.md §17), column defaults included, as tables/*.sql declare them. The function
+-- is now(), so rows written before and after this step read the same clock.
+alter table switchyard.queues
+  alter column created_at set default switchyard.clock_now();
+alter table switchyard.flows
+  alter column created_at set default switchyard.clock_now();
+alter table switchyard.flow_option_changes
+  alter column changed_at set default switchyard.clock_now();
+alter table switchyard.aliases
+  alter column activated_at set default switchyard.clock_now();
+alter table switchyard.alias_members
+  alter column added_at set default switchyard.clock_now();
+alter table switchyard.alias_activations
+  alter column activated_at set default switchyard.clock_now();
+alter table switchyard.alias_declarations
+  alter column declared_at set default switchyard.clock_now();
+alter table switchyard.runs
+  alter column started_at set default switchyard.clock_now();
+alter table switchyard.step_states
+  alter column created_at set default switchyard.clock_now();
+alter table switchyard.run_signals
+  alter column signalled_at set default switchyard.clock_now();
+alter table switchyard.step_tasks
+  alter column queued_at set default switchyard.clock_now();
+alter table switchyard.run_events
+  alter column created_at set default switchyard.clock_now();
+alter table switchyard.user_start_aliases
+  alter column added_at set default switchyard.clock_now();
+alter table switchyard.task_checkpoints
+  alter column saved_at set default switchyard.clock_now();
+alter table switchyard.user_signal_steps
+  alter column added_at set default switchyard.clock_now();
+alter table switchyard.worker_functions
+  alter column created_at set default switchyard.clock_now();
+alter table switchyard.workers
+  alter column started_at set default switchyard.clock_now(),
+  alter column last_heartbeat_at set default switchyard.clock_now();
+alter table switchyard.quarantined_messages
+  alter column quarantined_at set default switchyard.clock_now();
+alter table switchyard.refusals
+  alter column first_at set default switchyard.clock_now(),
+  alter column last_at set default switchyard.clock_now();
+alter table switchyard.settings
+  alter column updated_at set default switchyard.clock_now();
+alter table switchyard.wake_requests
+  alter column requested_at set default switchyard.clock_now();
+alter table switchyard.fences
+  alter column opened_at set default switchyard.clock_now();
+alter table switchyard.rate_limits
+  alter column refilled_at set default switchyard.clock_now(),
+  alter column updated_at set default switchyard.clock_now();
+alter table switchyard.schedules
+  alter column created_at set default switchyard.clock_now(),
+  alter column updated_at set default switchyard.clock_now();
+alter table switchyard.schedule_ticks
+  alter column recorded_at set default switchyard.clock_now();
+alter table switchyard.start_keys
+  alter column first_at set default switchyard.clock_now();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/after/failed_attempts_trigger.sql

@@ -13,7 +13,7 @@ as $$
 declare
   q record;
   span int := least(greatest(coalesce(dashboard_throughput.minutes, 60), 1), 1440);
-  first_minute timestamptz := date_trunc('minute', now()) - make_interval(mins => span - 1);
+  first_minute timestamptz := date_trunc('minute', switchyard.clock_now()) - make_interval(mins => span - 1);
   tbl text;
 begin
   for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
@@ -21,13 +21,13 @@ begin
     if to_regclass(format('pgmq.%I', tbl)) is null then
       return query
         select q.queue_name, m.minute, 0
-          from generate_series(first_minute, date_trunc('minute', now()), interval '1 minute')
+          from generate_series(first_minute, date_trunc('minute', switchyard.clock_now()), interval '1 minute')
                as m(minute);
       continue;
     end if;
     return query execute format(
       'select $1, m.minute, coalesce(c.n, 0)::int
-         from generate_series($2, date_trunc(''minute'', now()), interval ''1 minute'') as m(minute)
+         from generate_series($2, date_trunc(''minute'', switchyard.clock_now()), interval ''1 minute'') as m(minute)
          left join (select date_trunc(''minute'', t.completed_at) as minute, count(*) as n
                       from pgmq.%I a
                       join switchyard.step_tasks t
