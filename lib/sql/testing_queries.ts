@@ -8,16 +8,25 @@
  */
 import { CORE_BUILD_SQL, PGMQ_COMPAT_SQL } from './core_build.ts';
 import type { Sql } from './connection.ts';
+import { pgArray } from './worker_queries.ts';
 
 /**
  * The virtual clock (docs/ARCHITECTURE.md §17.1), installed into a test database:
  *
- * - `switchyard_test.clock`: one row, the set time;
+ * - `switchyard_test.clock`: one row, the set time and when PGMQ's times were last synced;
  * - `set_clock(at)`: `clock_now()` becomes `select '<at>'::timestamptz` (still inlined);
- * - `advance(by)`: moves PGMQ's times of the kit's queues back by `by` (`vt`, `enqueued_at`,
- *   `archived_at`, a body's `ranked_at`), then sets the clock `by` later, in one transaction;
- * - `next_due(until)`: the first time after the clock's, and at most `until`, at which a time rule
- *   has something to do ({@linkcode nextDue});
+ * - `sync()`: keeps PGMQ's times of the kit's queues on the virtual clock while real time passes
+ *   and the virtual one stands still. A message already seen at the last sync moves forward by
+ *   the real time since (`vt`, `enqueued_at`, a body's `ranked_at`); one written since (a send, a
+ *   claim's visibility, a retry's backoff, a held task) was written while the virtual clock stood
+ *   where it stands, with a whole number of seconds to wait, so its `vt` is rounded up to that
+ *   whole number of seconds from now. After it, a message's time to wait on the virtual clock is
+ *   exactly `vt` minus the sync's time;
+ * - `advance(by)`: syncs, moves PGMQ's times of the kit's queues back by `by` (`vt`,
+ *   `enqueued_at`, `archived_at`, a body's `ranked_at`) and sets the clock `by` later, in one
+ *   transaction;
+ * - `next_due(until)`: syncs, then the first time after the clock's, and at most `until`, at
+ *   which a time rule has something to do ({@linkcode nextDue});
  * - {@linkcode restoreClock}: the production definition of `clock_now()` back (the source's, from
  *   `lib/sql/core_build.ts`), and the schema dropped.
  */
@@ -26,7 +35,16 @@ create schema if not exists switchyard_test;
 
 create table if not exists switchyard_test.clock (
   only_row boolean primary key default true check (only_row),
-  at timestamptz not null
+  at timestamptz not null,
+  synced_at timestamptz
+);
+
+-- Each message's vt as the last sync left it: one whose vt differs was written since.
+create table if not exists switchyard_test.message_vts (
+  queue_name text not null,
+  msg_id bigint not null,
+  vt timestamptz not null,
+  primary key (queue_name, msg_id)
 );
 
 create or replace function switchyard_test.set_clock(at timestamptz)
@@ -48,6 +66,44 @@ begin
 end
 $fn$;
 
+create or replace function switchyard_test.sync()
+returns void
+language plpgsql
+set search_path = ''
+as $fn$
+declare
+  r timestamptz := clock_timestamp();
+  gap interval := r - coalesce((select c.synced_at from switchyard_test.clock c), r);
+  q record;
+  tbl text;
+begin
+  for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
+    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
+    continue when to_regclass(format('pgmq.%I', tbl)) is null;
+    execute format($q$
+      update pgmq.%1$I m
+         set vt = case when s.vt = m.vt then m.vt + $1
+                       when m.vt > $2 then $2 + make_interval(secs => ceil(extract(epoch from m.vt - $2)))
+                       else m.vt end,
+             enqueued_at = case when s.msg_id is null then m.enqueued_at else m.enqueued_at + $1 end,
+             message = case when s.msg_id is not null and m.message ? 'ranked_at'
+                            then jsonb_set(m.message, '{ranked_at}', to_jsonb(round(
+                                   (m.message ->> 'ranked_at')::numeric + extract(epoch from $1), 6)))
+                            else m.message end
+        from pgmq.%1$I x
+        left join switchyard_test.message_vts s on s.queue_name = $3 and s.msg_id = x.msg_id
+       where m.msg_id = x.msg_id
+         and (s.msg_id is null or s.vt <> m.vt or $1 <> interval '0' or m.vt > $2)$q$, tbl)
+      using gap, r, q.queue_name;
+    delete from switchyard_test.message_vts s where s.queue_name = q.queue_name;
+    execute format('insert into switchyard_test.message_vts (queue_name, msg_id, vt)
+                    select $1, m.msg_id, m.vt from pgmq.%I m', tbl)
+      using q.queue_name;
+  end loop;
+  update switchyard_test.clock set synced_at = r;
+end
+$fn$;
+
 create or replace function switchyard_test.next_due(until timestamptz)
 returns timestamptz
 language plpgsql
@@ -55,23 +111,41 @@ set search_path = ''
 as $fn$
 declare
   now_at timestamptz := switchyard.clock_now();
+  synced timestamptz;
   best timestamptz;
   candidate timestamptz;
   q record;
   s record;
   tbl text;
 begin
-  -- A message becomes visible: its vt on the core's clock, in whole seconds (PGMQ's delays and
-  -- the claim's visibility are whole seconds; the real time the test took is rounded away).
+  perform switchyard_test.sync();
+  synced := (select c.synced_at from switchyard_test.clock c);
+  -- A hidden message becomes visible: after the sync, its wait on the core's clock is exactly
+  -- vt less the sync's time. One its claim would hold again is due later: a rate limit's, when
+  -- its tokens will be there (not every few seconds, as the claim's short hold reads it again);
+  -- a full key's, never (its slot frees when a started task ends, which is due of its own).
   for q in select x.pgmq_name from switchyard.queues x order by x.queue_name loop
     tbl := pgmq.format_table_name(q.pgmq_name, 'q');
     continue when to_regclass(format('pgmq.%I', tbl)) is null;
-    execute format('select min(m.vt) from pgmq.%I m where m.vt > $1', tbl)
-      into candidate using switchyard.queue_clock();
-    if candidate is not null then
-      best := least(best, now_at + make_interval(
-        secs => ceil(extract(epoch from candidate - switchyard.queue_clock()))));
-    end if;
+    execute format($q$
+      select min(greatest(
+               $2 + (m.vt - $1),
+               case when l.tokens < st.rate_cost then
+                 l.refilled_at + make_interval(secs => ceil(
+                   (st.rate_cost - l.tokens) * l.per_seconds / l.rate::double precision * 1000)
+                   / 1000.0)
+               end))
+        from pgmq.%I m
+        left join switchyard.steps st
+          on st.flow_slug = m.message ->> 'flow_slug' and st.step_slug = m.message ->> 'step_slug'
+        left join switchyard.rate_limits l on l.name = st.rate_limit
+       where m.vt > $1
+         and not coalesce(st.concurrency_limit <= (
+               select count(*) from switchyard.step_tasks y
+                where y.concurrency_key = m.message ->> 'concurrency_key'
+                  and y.status = 'started'), false)$q$, tbl)
+      into candidate using synced, now_at;
+    best := least(best, candidate);
   end loop;
   -- A wait or sleep ends, a delayed start begins, a deadline passes.
   best := least(best,
@@ -120,6 +194,7 @@ begin
       message = format('advance: %s is not a duration the clock can move by: time only moves forward',
                        coalesce(by::text, 'null'));
   end if;
+  perform switchyard_test.sync();
   for q in select x.pgmq_name from switchyard.queues x order by x.queue_name loop
     tbl := pgmq.format_table_name(q.pgmq_name, 'q');
     if to_regclass(format('pgmq.%I', tbl)) is not null then
@@ -139,7 +214,56 @@ begin
         using by;
     end if;
   end loop;
+  update switchyard_test.message_vts set vt = vt - by;
   return switchyard_test.set_clock((select c.at from switchyard_test.clock c) + by);
+end
+$fn$;
+
+-- One round's start in one call: PGMQ's times synced (a virtual clock), the engine's workers'
+-- heartbeats, what pg_cron ticks (schedules, due waits and delayed starts, deadlines) and the
+-- stall sweep of each queue. Returns how many things moved.
+create or replace function switchyard_test.round(workers uuid[], queues text[], virtual boolean)
+returns int
+language plpgsql
+set search_path = ''
+as $fn$
+declare
+  moved int;
+begin
+  if virtual then
+    perform switchyard_test.sync();
+  end if;
+  perform switchyard.worker_heartbeat(w) from unnest(workers) w;
+  moved := switchyard.run_schedules() + switchyard.expire_waits() + switchyard.cancel_overdue_runs();
+  moved := moved + coalesce((select sum(switchyard.recover_stalled(q))::int from unnest(queues) q), 0);
+  return moved;
+end
+$fn$;
+
+-- The first ready message of the queues, in their order, read as a worker reads (PGMQ's read for
+-- a plain queue, read_tasks for an ordered one; hidden for the claim window and what the claim
+-- needs), one at a time so each read takes the best next one; no row when none is ready.
+create or replace function switchyard_test.read_one(queues text[], claim_window int)
+returns table (queue_name text, msg_id bigint)
+language plpgsql
+set search_path = ''
+as $fn$
+declare
+  q text;
+  visibility int;
+begin
+  foreach q in array queues loop
+    visibility := switchyard.read_visibility_seconds(q, claim_window);
+    if switchyard.read_ordered(q) then
+      select q, m into queue_name, msg_id from switchyard.read_tasks(q, visibility, 1) m limit 1;
+    else
+      select q, m.msg_id into queue_name, msg_id from pgmq.read(q, visibility, 1) m limit 1;
+    end if;
+    if msg_id is not null then
+      return next;
+      return;
+    end if;
+  end loop;
 end
 $fn$;
 `;
@@ -192,10 +316,9 @@ export async function dropTemplateDatabases(sql: Sql): Promise<void> {
   await sql`drop database if exists template1`;
 }
 
-/** Installs the virtual clock (`switchyard_test`) and sets it to `at`. */
-export async function installTestClock(sql: Sql, at: Date): Promise<Date> {
+/** Installs the test engine's functions and the virtual clock (`switchyard_test`), unset. */
+export async function installTestSchema(sql: Sql): Promise<void> {
   await sql.unsafe(TEST_CLOCK_SQL);
-  return await setClock(sql, at);
 }
 
 /** Sets the virtual clock to `at` (nothing else moves). */
@@ -227,53 +350,60 @@ export async function nextDue(sql: Sql, until: Date): Promise<Date | null> {
   return row.at;
 }
 
+/**
+ * Keeps PGMQ's times of the kit's queues on the virtual clock while real time passes (the
+ * `sync()` of the clock's SQL): a test engine calls it before it reads.
+ */
+export async function syncClock(sql: Sql): Promise<void> {
+  await sql`select switchyard_test.sync()`;
+}
+
 /** The time the SQL core reads (`switchyard.clock_now()`). */
 export async function clockNow(sql: Sql): Promise<Date> {
   const [row] = await sql<{ at: Date }[]>`select switchyard.clock_now() as at`;
   return row.at;
 }
 
-/** Puts the production clock back and drops `switchyard_test`. */
-export async function restoreClock(sql: Sql): Promise<void> {
-  await sql.unsafe(`${productionClock()}\ndrop schema if exists switchyard_test cascade;`);
+/**
+ * Puts the production clock back (the database's own: `now()`); with `dropSchema` also drops
+ * `switchyard_test`, the engine's functions.
+ */
+export async function restoreClock(sql: Sql, dropSchema = true): Promise<void> {
+  await sql.unsafe(
+    `${productionClock()}\n${dropSchema ? 'drop schema if exists switchyard_test cascade;' : ''}`,
+  );
 }
 
 /**
- * Ready messages of a queue, at most `qty`, read as a worker reads them but without waiting
- * (docs/ARCHITECTURE.md §5.1, §5.14): PGMQ's `read` for a plain queue, `switchyard.read_tasks`
- * for an ordered one, hidden for the claim window and what the claim needs.
+ * The start of a test engine's round (`switchyard_test.round`): PGMQ's times synced when the clock
+ * is virtual, the workers' heartbeats, what pg_cron ticks (schedules, due waits and delayed
+ * starts, deadlines) and each queue's stall sweep. How many things moved.
  */
-export async function readReady(
+export async function startRound(
   sql: Sql,
-  queue: string,
-  qty: number,
+  workers: readonly string[],
+  queues: readonly string[],
+  virtual: boolean,
+): Promise<number> {
+  const [row] = await sql<{ moved: number }[]>`
+    select switchyard_test.round(${pgArray(workers)}::uuid[], ${pgArray(queues)}::text[],
+      ${virtual}::boolean) as moved`;
+  return row.moved;
+}
+
+/**
+ * The first ready message of the queues, in their order, read as a worker reads it but without
+ * waiting (docs/ARCHITECTURE.md §5.1, §5.14), one at a time; null when none is ready.
+ */
+export async function readOne(
+  sql: Sql,
+  queues: readonly string[],
   claimWindow: number,
-): Promise<bigint[]> {
-  const [plan] = await sql<{ visibility: number; ordered: boolean }[]>`
-    select switchyard.read_visibility_seconds(${queue}::text, ${claimWindow}::int) as visibility,
-           switchyard.read_ordered(${queue}::text) as ordered`;
-  const rows = plan.ordered
-    ? await sql<{ msg_id: string }[]>`
-        select m::text as msg_id
-          from switchyard.read_tasks(${queue}::text, ${plan.visibility}::int, ${qty}::int) m`
-    : await sql<{ msg_id: string }[]>`
-        select msg_id::text as msg_id
-          from pgmq.read(${queue}::text, ${plan.visibility}::int, ${qty}::int)`;
-  return rows.map((r) => BigInt(r.msg_id));
-}
-
-/**
- * What the keep-alive tick does in the database besides waking functions (docs/ARCHITECTURE.md
- * §6, §15): the scheduler's tick, the waits and delayed starts that are due, the runs past their
- * deadline. The counts of each.
- */
-export async function tickCore(
-  sql: Sql,
-): Promise<{ scheduled: number; expired: number; overdue: number }> {
-  const [row] = await sql<{ scheduled: number; expired: number; overdue: number }[]>`
-    select switchyard.run_schedules() as scheduled, switchyard.expire_waits() as expired,
-           switchyard.cancel_overdue_runs() as overdue`;
-  return row;
+): Promise<{ queue: string; messageId: bigint } | null> {
+  const [row] = await sql<{ queue_name: string; msg_id: string }[]>`
+    select queue_name, msg_id::text as msg_id
+      from switchyard_test.read_one(${pgArray(queues)}::text[], ${claimWindow}::int)`;
+  return row ? { queue: row.queue_name, messageId: BigInt(row.msg_id) } : null;
 }
 
 /** The scheduler's tick alone (`switchyard.run_schedules`): runs started. */

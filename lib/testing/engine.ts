@@ -57,13 +57,13 @@ import {
   dropTemplateDatabases,
   hasCore,
   installCore,
-  installTestClock,
+  installTestSchema,
   lastEngineRunNumber,
   nextDue,
-  readReady,
+  readOne,
   restoreClock,
   setClock,
-  tickCore,
+  startRound,
   tickSchedules,
 } from '../sql/testing_queries.ts';
 import { WorkerQueries } from '../sql/worker_queries.ts';
@@ -504,7 +504,7 @@ async function embeddedWithCore(): Promise<EmbeddedDatabase> {
     const sql = openSql(db.url, { max: 1, applicationName: 'switchyard test engine' });
     try {
       await installCore(sql);
-      await installTestClock(sql, new Date());
+      await installTestSchema(sql);
       await dropTemplateDatabases(sql);
     } finally {
       await sql.end({ timeout: 5 });
@@ -683,13 +683,12 @@ export async function createTestEngine<const R extends Registry>(
     if (url === undefined) {
       embedded = await embeddedWithCore();
       sql = openSql(embedded.url, { max: 1, applicationName: 'switchyard test engine' });
-      if (clock === 'virtual') now = await setClock(sql, now);
-      else await restoreClock(sql);
     } else {
       sql = openSql(url, { max: 2, applicationName: 'switchyard test engine' });
       if (!(await hasCore(sql))) await installCore(sql);
-      if (clock === 'virtual') now = await installTestClock(sql, now);
+      await installTestSchema(sql);
     }
+    if (clock === 'virtual') now = await setClock(sql, now);
     const q = new WorkerQueries(sql);
     const problem = coreVersionProblem(await q.coreVersion());
     if (problem) throw new SwitchyardError(`createTestEngine: ${problem}`);
@@ -750,7 +749,7 @@ export async function createTestEngine<const R extends Registry>(
     });
   } catch (e) {
     await resources?.close();
-    if (sql && url !== undefined && clock === 'virtual') await restoreClock(sql).catch(() => {});
+    if (sql && url !== undefined) await restoreClock(sql).catch(() => {});
     await sql?.end({ timeout: 5 }).catch(() => {});
     await embedded?.close();
     throw e;
@@ -839,6 +838,7 @@ class Engine<R extends Registry> implements TestEngine<R> {
       );
     }
     const { sql, q, executor, writer, workers } = this.#p;
+    const queues = [...workers.keys()];
     let rounds = 0;
     let tasks = 0;
     for (;;) {
@@ -848,43 +848,36 @@ class Engine<R extends Registry> implements TestEngine<R> {
             'keeps starting work without time passing? Raise maxRounds if it is meant to',
         );
       }
-      let moved = 0;
-      // Live workers: stall recovery judges them by their heartbeat, on the engine's clock.
-      for (const workerId of workers.values()) await q.heartbeatWithRuns(workerId);
-      const tick = await tickCore(sql);
-      moved += tick.scheduled + tick.expired + tick.overdue;
-      for (const queue of workers.keys()) moved += await q.recoverStalled(queue);
-      for (const [queue, workerId] of workers) {
-        for (;;) {
-          // One message per read: each read takes the best next one (priority, keys in turn).
-          const ids = await readReady(sql, queue, 1, 30);
-          if (ids.length === 0) break;
-          const claims = await q.startTasks(queue, ids, workerId, null);
-          moved += claims.length;
-          const unsupported = claims.filter((c) => c.disposition === 'unsupported');
-          if (unsupported.length > 0) {
-            throw new UnsupportedWorkError(
-              queue,
-              defaultFunctionName(queue),
-              unsupported.map((c) => c.message_id),
-              [
-                ...new Set(
-                  unsupported.map((c) =>
-                    c.flow_slug ? `${c.flow_slug}/${c.step_slug}` : '(no task)'
-                  ),
-                ),
-              ],
-            );
-          }
-          // One task at a time, its outcome written before the next claim: the same order
-          // every run of the test.
-          for (const claim of claims) {
-            if (claim.disposition !== 'claimed') continue;
-            executor.run(claim);
-            await executor.drain();
-            await writer.drain();
-            tasks++;
-          }
+      // PGMQ's times synced to the virtual clock, the workers' heartbeats (stall recovery judges
+      // them on the engine's clock), what pg_cron ticks, the stall sweep.
+      let moved = await startRound(sql, [...workers.values()], queues, this.#p.clock === 'virtual');
+      for (;;) {
+        // One message per read: each read takes the best next one (priority, keys in turn).
+        const ready = await readOne(sql, queues, 30);
+        if (ready === null) break;
+        const { queue, messageId } = ready;
+        const claims = await q.startTasks(queue, [messageId], workers.get(queue)!, null);
+        moved += claims.length;
+        const unsupported = claims.filter((c) => c.disposition === 'unsupported');
+        if (unsupported.length > 0) {
+          throw new UnsupportedWorkError(
+            queue,
+            defaultFunctionName(queue),
+            unsupported.map((c) => c.message_id),
+            [
+              ...new Set(
+                unsupported.map((c) => c.flow_slug ? `${c.flow_slug}/${c.step_slug}` : '(no task)'),
+              ),
+            ],
+          );
+        }
+        // Its outcome is written before the next claim: the same order every run of the test.
+        for (const claim of claims) {
+          if (claim.disposition !== 'claimed') continue;
+          executor.run(claim);
+          await executor.drain();
+          await writer.drain();
+          tasks++;
         }
       }
       if (moved === 0) break;
@@ -1106,7 +1099,7 @@ class Engine<R extends Registry> implements TestEngine<R> {
       await p.writer.drain();
       await p.client.close();
       await p.resources.close();
-      if (!p.embedded && p.clock === 'virtual') await restoreClock(p.sql).catch(() => {});
+      if (!p.embedded) await restoreClock(p.sql).catch(() => {});
       await p.sql.end({ timeout: 5 }).catch(() => {});
       await p.embedded?.close();
     })();
