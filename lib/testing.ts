@@ -41,6 +41,7 @@ export {
   createTestEngine,
   type IdleReport,
   type MockOptions,
+  type ReplayOptions,
   type RunFailure,
   type RunRef,
   type RunUntilIdleOptions,
@@ -52,6 +53,15 @@ export {
 } from './testing/engine.ts';
 export { type Duration, durationMs } from './testing/duration.ts';
 export {
+  assertRunRecord,
+  exportRun,
+  RUN_RECORD_FORMAT,
+  type RunRecord,
+  type RunRecordEvent,
+  type RunRecordStep,
+  type RunRecordTask,
+} from './sql/run_export.ts';
+export {
   NonRetriable,
   RetryAfter,
   RunFailedError,
@@ -60,6 +70,7 @@ export {
   UnsupportedWorkError,
 } from './errors.ts';
 export type { Sql } from './sql/connection.ts';
+export type { SqlSource } from './sql/source.ts';
 export type {
   ClientConnection,
   EventsOptions,

@@ -67,6 +67,7 @@ import {
   tickSchedules,
 } from '../sql/testing_queries.ts';
 import { WorkerQueries } from '../sql/worker_queries.ts';
+import { assertRunRecord, exportRun, type RunRecord } from '../sql/run_export.ts';
 import { CompletionWriter } from '../worker/completion_writer.ts';
 import { DispatchIndex } from '../worker/dispatch_index.ts';
 import { Executor } from '../worker/executor.ts';
@@ -74,6 +75,7 @@ import { type HandlerResources, openHandlerResources } from '../worker/handler_r
 import type { WorkerLogger } from '../worker/persist.ts';
 import { defaultFunctionName } from '../worker/worker.ts';
 import { type Duration, durationMs } from './duration.ts';
+import { type ReplayPlan, replayPlan } from './replay.ts';
 import { type EmbeddedDatabase, startEmbeddedDatabase } from './embedded.ts';
 
 /**
@@ -262,6 +264,32 @@ export interface AdvanceOptions extends RunUntilIdleOptions {
   readonly run?: boolean;
   /** Stops on the way at most this many times before it gives up with an error (default 10,000). */
   readonly maxStops?: number;
+}
+
+/**
+ * Options of {@linkcode TestEngine.replay}.
+ *
+ * @example
+ * ```ts
+ * import type { ReplayOptions } from './engine.ts';
+ *
+ * const fromCharge: ReplayOptions = { from: 'charge' }; // charge and what follows: current code
+ * ```
+ */
+export interface ReplayOptions {
+  /**
+   * The step from which the current handlers (and mocks) run: that step and every step after it
+   * in the flow's graph. Default: none, every step answers from the record.
+   */
+  readonly from?: string;
+  /** The replayed run's id (default: the recorded run's). */
+  readonly runId?: string;
+  /**
+   * Move the clock through the recorded run's time (default true): its signals at their times,
+   * then to its end, with every retry, timeout and tick on the way. False: start it and run
+   * until idle only.
+   */
+  readonly advance?: boolean;
 }
 
 /**
@@ -469,6 +497,17 @@ export interface TestEngine<R extends Registry> {
   retry(run: RunRef): Promise<RetryResult>;
   /** Ticks the scheduler once (`switchyard.run_schedules`); the runs it started. */
   tickSchedules(): Promise<number>;
+  /**
+   * Replays a run recorded with `exportRun` (docs/ARCHITECTURE.md §17.3): a run of the recorded
+   * version (which the registry must list) with the recorded input, each step answering from the
+   * record (its failed attempts fail again, then it returns its output) except, with `from`, that
+   * step and the steps after it, which run their current handlers; the recorded signals come at
+   * their times, and the clock moves through the recorded run's time. A step the record never
+   * finished fails, naming it.
+   */
+  replay(record: RunRecord, options?: ReplayOptions): Promise<RunHandle>;
+  /** Exports a run of this engine as a record (`exportRun`), e.g. to replay it in another. */
+  exportRun(run: RunRef): Promise<RunRecord>;
   /** Ends the engine: its database (an embedded one) or its clock (a given one) goes. */
   close(): Promise<void>;
 }
@@ -647,6 +686,7 @@ export async function createTestEngine<const R extends Registry>(
 
   const mocks = new Map<string, MockEntry[]>();
   const calls = new Map<string, StepCall[]>();
+  const replays = new Map<string, ReplayPlan>();
   const dispatch = (
     flowSlug: string,
     step: StepDefinition,
@@ -654,7 +694,9 @@ export async function createTestEngine<const R extends Registry>(
     context: StepContext<unknown>,
   ): unknown => {
     const key = `${flowSlug}/${step.slug}`;
-    const stack = mocks.get(key);
+    const replay = replays.get(context.runId);
+    const recorded = replay !== undefined && !replay.live.has(step.slug);
+    const stack = recorded ? undefined : mocks.get(key);
     const mock = stack?.[stack.length - 1];
     const call: StepCall = {
       runId: context.runId,
@@ -663,12 +705,13 @@ export async function createTestEngine<const R extends Registry>(
       taskIndex: context.taskIndex,
       attempt: context.attempt,
       input,
-      mocked: mock !== undefined,
+      mocked: mock !== undefined || recorded,
       at: new Date(now.getTime()),
     };
     let list = calls.get(key);
     if (!list) calls.set(key, list = []);
     list.push(call);
+    if (recorded) return replay.answer(step.slug, context.taskIndex, context.attempt);
     if (!mock) return step.handler(input, context);
     mock.calls.push(call);
     if (--mock.remaining <= 0) stack!.splice(stack!.indexOf(mock), 1);
@@ -745,6 +788,7 @@ export async function createTestEngine<const R extends Registry>(
       nextRunId: () => engineRunId(++runNumber),
       mocks,
       calls,
+      replays,
       log: logLines,
     });
   } catch (e) {
@@ -774,6 +818,7 @@ interface EngineParts<R extends Registry> {
   nextRunId: () => string;
   mocks: Map<string, MockEntry[]>;
   calls: Map<string, StepCall[]>;
+  replays: Map<string, ReplayPlan>;
   log: string[];
 }
 
@@ -1090,6 +1135,61 @@ class Engine<R extends Registry> implements TestEngine<R> {
   async tickSchedules(): Promise<number> {
     this.#open('tickSchedules');
     return await tickSchedules(this.#p.sql);
+  }
+
+  async replay(record: RunRecord, options: ReplayOptions = {}): Promise<RunHandle> {
+    this.#open('replay');
+    assertRunRecord(record);
+    const { index, sql } = this.#p;
+    const placement = index.get(record.run.flowSlug);
+    if (!placement) {
+      throw new SwitchyardError(
+        `replay: run ${record.run.runId} ran version ${
+          JSON.stringify(record.run.flowSlug)
+        }, which this engine's registry does not list (it lists ${
+          index.placements.map((p) => JSON.stringify(p.flow.slug)).join(', ')
+        }): add that version to replay it`,
+      );
+    }
+    const plan = replayPlan(record, placement.flow, options.from);
+    const runId = options.runId ?? record.run.runId;
+    this.#p.replays.set(runId, plan);
+    const started = this.#p.now().getTime();
+    const deadline = record.run.deadlineAt === null ? undefined : new Date(
+      started + Date.parse(record.run.deadlineAt) - Date.parse(record.run.startedAt),
+    );
+    await startRun(
+      sql,
+      record.run.flowSlug,
+      record.run.input,
+      { runId, priority: record.run.priority, ...(deadline ? { deadlineAt: deadline } : {}) },
+      () => this.#p.now().getTime(),
+    );
+    await this.runUntilIdle();
+    if (options.advance !== false) {
+      const to = async (afterMs: number) => {
+        const ms = started + afterMs - this.#p.now().getTime();
+        if (ms > 0) await this.advance(ms);
+      };
+      for (const signal of plan.signals) {
+        await to(signal.afterMs);
+        await signalRun(sql, runId, signal.stepSlug, signal.payload, {
+          ...(signal.key === null ? {} : { key: signal.key }),
+        });
+        await this.runUntilIdle();
+      }
+      if (plan.cancel) {
+        await to(plan.cancel.afterMs);
+        await cancelRun(sql, runId, plan.cancel.reason);
+      }
+      await to(plan.durationMs);
+    }
+    return this.#p.client.run(runId);
+  }
+
+  async exportRun(run: RunRef): Promise<RunRecord> {
+    this.#open('exportRun');
+    return await exportRun(this.#p.sql, runIdOf(run));
   }
 
   close(): Promise<void> {
