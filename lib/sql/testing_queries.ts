@@ -39,6 +39,12 @@ create table if not exists switchyard_test.clock (
   synced_at timestamptz
 );
 
+-- The relations of a snapshot (an embedded database's, taken once per process): a reset drops
+-- every other one a test made (queue tables, a test's own tables).
+create table if not exists switchyard_test.kept_relations (
+  rel oid primary key
+);
+
 -- Each message's vt as the last sync left it: one whose vt differs was written since.
 create table if not exists switchyard_test.message_vts (
   queue_name text not null,
@@ -219,6 +225,43 @@ begin
 end
 $fn$;
 
+-- Back to the snapshot: the kit's queues dropped, every relation the snapshot did not have
+-- dropped, every table of the SQL core emptied with its identities restarted, the clock's state
+-- cleared. An embedded database is then the snapshot again, for the next engine of the process.
+create or replace function switchyard_test.reset()
+returns void
+language plpgsql
+set search_path = ''
+as $fn$
+declare
+  r record;
+  tables text;
+begin
+  for r in select m.queue_name from pgmq.meta m loop
+    perform pgmq.drop_queue(r.queue_name);
+  end loop;
+  for r in select c.oid::regclass::text as rel, c.relkind
+             from pg_class c join pg_namespace n on n.oid = c.relnamespace
+            where n.nspname in ('public', 'switchyard', 'pgmq', 'switchyard_test')
+              and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f')
+              and not exists (select 1 from switchyard_test.kept_relations k where k.rel = c.oid)
+              and not exists (select 1 from pg_depend d
+                               where d.objid = c.oid and d.deptype in ('a', 'i'))
+  loop
+    execute format('drop %s if exists %s cascade',
+      case r.relkind when 'v' then 'view' when 'm' then 'materialized view'
+                     when 'S' then 'sequence' when 'f' then 'foreign table' else 'table' end,
+      r.rel);
+  end loop;
+  select string_agg(format('%I.%I', n.nspname, c.relname), ', ') into tables
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+   where n.nspname = 'switchyard' and c.relkind in ('r', 'p');
+  execute format('truncate %s restart identity cascade', tables);
+  truncate switchyard_test.message_vts;
+  update switchyard_test.clock set synced_at = null;
+end
+$fn$;
+
 -- One round's start in one call: PGMQ's times synced (a virtual clock), the engine's workers'
 -- heartbeats, what pg_cron ticks (schedules, due waits and delayed starts, deadlines) and the
 -- stall sweep of each queue. Returns how many things moved.
@@ -314,6 +357,27 @@ export async function dropTemplateDatabases(sql: Sql): Promise<void> {
              where datname in ('template0', 'template1')`;
   await sql`drop database if exists template0`;
   await sql`drop database if exists template1`;
+}
+
+/**
+ * Records the relations an embedded database's snapshot has, the ones
+ * {@linkcode resetDatabase} keeps.
+ */
+export async function keepRelations(sql: Sql): Promise<void> {
+  await sql`insert into switchyard_test.kept_relations (rel)
+            select c.oid from pg_class c join pg_namespace n on n.oid = c.relnamespace
+             where n.nspname in ('public', 'switchyard', 'pgmq', 'switchyard_test')
+            on conflict do nothing`;
+}
+
+/**
+ * Puts an embedded database back to its snapshot (`switchyard_test.reset()`), then resets the
+ * session (`discard all`: settings, advisory locks, listens, temporary tables), so the next
+ * engine of the process gets it as new.
+ */
+export async function resetDatabase(sql: Sql): Promise<void> {
+  await sql`select switchyard_test.reset()`;
+  await sql`discard all`;
 }
 
 /** Installs the test engine's functions and the virtual clock (`switchyard_test`), unset. */

@@ -4,8 +4,9 @@
  * postgres.js code reaches it as any PostgreSQL. No server, no Docker.
  *
  * The first database of a process builds the SQL core (a few seconds: PGlite's start, then the
- * core); its data directory is kept in memory as a snapshot, and every later database starts
- * from that snapshot, already migrated.
+ * core); its data directory is kept in memory as a snapshot, and a later database starts from
+ * that snapshot, already migrated, or is an earlier one served again once it was reset to it
+ * ({@linkcode EmbeddedDatabase.detach}).
  *
  * PGlite runs queries synchronously on this thread, so nothing here may wait inside the
  * database (`pg_sleep`, PGMQ's `read_with_poll`): the engine reads without polling.
@@ -36,11 +37,16 @@ export interface EmbeddedDatabase {
   snapshot(): Promise<Blob>;
   /** Closes every connection, the port and the database. */
   close(): Promise<void>;
+  /**
+   * Closes every connection and the port, and hands back the database itself, open, for
+   * {@linkcode startEmbeddedDatabase} to serve again.
+   */
+  detach(): Promise<PGlite>;
 }
 
 /**
- * Starts PGlite in this process, from `snapshot` (a data directory it dumped) or empty, and serves
- * it on a free loopback port.
+ * Starts PGlite in this process, from `from` (a data directory it dumped, or a database an
+ * embedded one detached) or empty, and serves it on a free loopback port.
  *
  * @example
  * ```ts
@@ -54,9 +60,9 @@ export interface EmbeddedDatabase {
  * await db.close();
  * ```
  */
-export async function startEmbeddedDatabase(snapshot?: Blob): Promise<EmbeddedDatabase> {
-  const db = await PGlite.create(
-    snapshot ? { loadDataDir: snapshot, relaxedDurability: true } : { relaxedDurability: true },
+export async function startEmbeddedDatabase(from?: Blob | PGlite): Promise<EmbeddedDatabase> {
+  const db = from instanceof PGlite ? from : await PGlite.create(
+    from ? { loadDataDir: from, relaxedDurability: true } : { relaxedDurability: true },
   );
   const scheduler = new SessionScheduler(db);
   const handlers = new Set<PGLiteSocketHandler>();
@@ -90,6 +96,13 @@ export async function startEmbeddedDatabase(snapshot?: Blob): Promise<EmbeddedDa
     await db.close().catch(() => {});
     throw e;
   }
+  let stopping: Promise<void> | undefined;
+  const stopServing = () =>
+    stopping ??= (async () => {
+      for (const handler of handlers) await handler.detach(true).catch(() => {});
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    })();
   let closing: Promise<void> | undefined;
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
@@ -100,12 +113,14 @@ export async function startEmbeddedDatabase(snapshot?: Blob): Promise<EmbeddedDa
     },
     close() {
       closing ??= (async () => {
-        for (const handler of handlers) await handler.detach(true).catch(() => {});
-        for (const socket of sockets) socket.destroy();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await stopServing();
         await db.close().catch(() => {});
       })();
       return closing;
+    },
+    async detach() {
+      await stopServing();
+      return db;
     },
   };
 }

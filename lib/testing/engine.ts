@@ -58,9 +58,11 @@ import {
   hasCore,
   installCore,
   installTestSchema,
+  keepRelations,
   lastEngineRunNumber,
   nextDue,
   readOne,
+  resetDatabase,
   restoreClock,
   setClock,
   startRound,
@@ -77,6 +79,7 @@ import { defaultFunctionName } from '../worker/worker.ts';
 import { type Duration, durationMs } from './duration.ts';
 import { type ReplayPlan, replayPlan } from './replay.ts';
 import { type EmbeddedDatabase, startEmbeddedDatabase } from './embedded.ts';
+import type { PGlite } from '@electric-sql/pglite';
 
 /**
  * Options of {@linkcode createTestEngine}.
@@ -525,9 +528,20 @@ function engineRunId(n: number): string {
 // The snapshot embedded databases start from: the SQL core and the clock's schema, built once
 // per process by the first engine.
 let snapshot: Promise<Blob> | undefined;
+// An embedded database a closed engine reset to the snapshot, for the next one: served again in
+// a few milliseconds where loading the snapshot takes a few hundred.
+let idle: PGlite | undefined;
 
-/** An embedded database with the SQL core: built (and kept as the snapshot) by the first one. */
+/**
+ * An embedded database with the SQL core: the one a closed engine left, else one from the
+ * snapshot, else (the process's first) built, and kept as the snapshot.
+ */
 async function embeddedWithCore(): Promise<EmbeddedDatabase> {
+  if (idle) {
+    const db = idle;
+    idle = undefined;
+    return await startEmbeddedDatabase(db);
+  }
   if (snapshot) return await startEmbeddedDatabase(await snapshot);
   let taken!: (blob: Blob) => void;
   let failed!: (e: unknown) => void;
@@ -545,6 +559,7 @@ async function embeddedWithCore(): Promise<EmbeddedDatabase> {
       await installCore(sql);
       await installTestSchema(sql);
       await dropTemplateDatabases(sql);
+      await keepRelations(sql);
     } finally {
       await sql.end({ timeout: 5 });
     }
@@ -1199,9 +1214,14 @@ class Engine<R extends Registry> implements TestEngine<R> {
       await p.writer.drain();
       await p.client.close();
       await p.resources.close();
-      if (!p.embedded) await restoreClock(p.sql).catch(() => {});
+      // An embedded database goes back to the snapshot for the next engine of the process; a
+      // given one gets its production clock back.
+      const reset = p.embedded
+        ? await resetDatabase(p.sql).then(() => true, () => false)
+        : await restoreClock(p.sql).then(() => false, () => false);
       await p.sql.end({ timeout: 5 }).catch(() => {});
-      await p.embedded?.close();
+      if (p.embedded && reset && idle === undefined) idle = await p.embedded.detach();
+      else await p.embedded?.close();
     })();
     return this.#closed;
   }

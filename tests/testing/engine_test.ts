@@ -86,10 +86,10 @@ Deno.test('a three-step flow with a week-long wait and a retry runs end to end i
   }
 });
 
-Deno.test('later engines start from the snapshot: the same flow again', async () => {
+Deno.test("later engines start on the previous one's database, reset: the same flow again", async () => {
   let started = performance.now();
   const engine = await createTestEngine({ registry, now: T0 });
-  timings.push(`engine start (from the snapshot) ${Math.round(performance.now() - started)} ms`);
+  timings.push(`engine start (after the first) ${Math.round(performance.now() - started)} ms`);
   try {
     started = performance.now();
     engine.mock('order', 'charge', () => {
@@ -248,6 +248,43 @@ Deno.test('cancel, retry, a map step, and a wait timeout that fails the run', as
     assert.deepEqual(await engine.output(flaky), { work: 10 });
   } finally {
     await engine.close();
+  }
+});
+
+Deno.test("an engine's database keeps nothing of the engine before it", async () => {
+  const first = await createTestEngine({ registry, now: T0 });
+  try {
+    await first.sql`create table public.notes (id int)`;
+    await first.sql`select switchyard.set_rate_limit('calls', 1, 60, 1)`;
+    await first.sql`select set_config('application_name', 'first engine', false)`;
+    await first.start('flaky', { n: 1 });
+    await first.runUntilIdle();
+  } finally {
+    await first.close();
+  }
+  const next = await createTestEngine({ registry, now: T0 });
+  try {
+    const [row] = await next.sql<
+      { runs: number; events: number; limits: number; notes: string | null; app: string }[]
+    >`
+      select (select count(*)::int from switchyard.runs) as runs,
+             (select count(*)::int from switchyard.run_events) as events,
+             (select count(*)::int from switchyard.rate_limits) as limits,
+             to_regclass('public.notes')::text as notes,
+             current_setting('application_name') as app`;
+    const { app, ...rest } = row;
+    assert.deepEqual(rest, { runs: 0, events: 0, limits: 0, notes: null });
+    assert.notEqual(app, 'first engine', "the session's settings are reset too");
+    const run = await next.start('flaky', { n: 2 });
+    assert.equal(run.runId, '00000000-0000-4000-8000-000000000001');
+    await next.runUntilIdle();
+    assert.equal((await next.events(run))[0].eventId, 1, 'identities start again');
+    const [m] = await next.sql<
+      { id: string }[]
+    >`select max(msg_id)::text as id from pgmq.a_flakyv1`;
+    assert.equal(m.id, '1', "PGMQ's message ids start again");
+  } finally {
+    await next.close();
   }
 });
 
