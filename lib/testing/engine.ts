@@ -754,8 +754,11 @@ export async function createTestEngine<const R extends Registry>(
     for (const p of index.placements) await q.ensureFlow(p.shape);
     for (const [alias, versions] of index.aliases()) await q.syncAlias(alias, versions);
     const workers = new Map<string, string>();
-    for (const queue of index.queues()) {
-      const workerId = crypto.randomUUID();
+    for (const [i, queue] of index.queues().entries()) {
+      // An embedded database is the engine's alone: worker ids from a sequence, as run ids are.
+      const workerId = embedded
+        ? `00000000-0000-4000-9000-${(i + 1).toString(16).padStart(12, '0')}`
+        : crypto.randomUUID();
       await q.registerWorker(
         workerId,
         queue,
