@@ -53,6 +53,11 @@
  *    run_events rows) vs the same flow with events, one worker on one queue;
  * 16. scale on one database (issue 27): 1-step tasks through 1, 2, 4, 8 and 16 workers on one
  *    queue and on 4 queues: tasks/s and CPU per task, where the database saturates.
+ * 17. the test engine (issue 39): in this process on PGlite, an engine's start after the first
+ *    (on the database the previous one reset to the snapshot of the migrated SQL core) and from the
+ *    snapshot itself, next to the first start (which builds it), and one test of a 3-step flow
+ *    with a week-long wait and a retry with backoff, end to end (bench/_harness.ts; target: well
+ *    under a second per test after the first).
  *
  * `--baseline=<rev>` also runs figures 1, 2, 7 and 8 on the migrations of that git revision, in
  * databases of their own on the same server: before and after, side by side (figures 1 and 2:
@@ -91,9 +96,10 @@ import { backlog } from './_backlog.ts';
 import { vsPgflow } from './_pgflow.ts';
 import { waitingRuns } from './_waiting.ts';
 import { metricsFigure } from './_metrics.ts';
+import { harnessFigure } from './_harness.ts';
 
 /** Every figure, by number. */
-const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+const FIGURES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17];
 
 interface Options {
   quick: boolean;
@@ -1158,13 +1164,14 @@ async function scale(db: BenchDatabase, o: Options) {
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
     console.log(
-      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,16]\n' +
+      'usage: deno task bench [--quick] [--explain] [--profile] [--rounds=N] [--only=1,...,17]\n' +
         '                       [--batch=N] [--concurrency=N] [--connections=N]\n' +
         '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n\n' +
         'Side-by-side ratios: queue throughput vs raw PGMQ (1), end to end (2), claim cost vs\n' +
         'registry size (3), start-up (4), memory (5), worker connections (6), history:\n' +
         'aged vs a fresh copy, 100 rounds (7), backlog: 10 vs 10,000 open runs (8), vs pgflow\n' +
-        "(9). --baseline also runs 1, 2, 7 and 8 on that revision's SQL core. A throwaway cluster unless\n" +
+        '(9), ..., the test engine in-process (17). --baseline also runs 1, 2, 7 and 8 on that\n' +
+        "revision's SQL core. A throwaway cluster unless\n" +
         'DATABASE_URL is set (fresh databases are created there and dropped). Results: BENCHMARKS.md.',
     );
     return;
@@ -1630,6 +1637,35 @@ async function main() {
           ]);
         }
       }
+    }
+    if (o.only.has(17)) {
+      const h = await harnessFigure(o.rounds);
+      const ms = (xs: number[]) =>
+        `${fmt(median(xs), 0)} ms (${fmt(Math.min(...xs), 0)}-${fmt(Math.max(...xs), 0)})`;
+      rows.push([
+        "17 test engine start after the first (the previous one's database, reset)",
+        ms(h.startMs),
+        `the first start, which builds the snapshot: ${fmt(h.firstStartMs, 0)} ms`,
+        `${fmt(median(h.startMs) / h.firstStartMs)}x`,
+        '(none)',
+        '-',
+      ]);
+      rows.push([
+        '17 ... a start from the snapshot (while another engine is open)',
+        ms(h.snapshotStartMs),
+        `the first start ${fmt(h.firstStartMs, 0)} ms`,
+        `${fmt(median(h.snapshotStartMs) / h.firstStartMs)}x`,
+        '(none)',
+        '-',
+      ]);
+      rows.push([
+        '17 ... one test: 3 steps, a 6-day wait, a retry (30 s backoff), end to end',
+        ms(h.testMs),
+        `the flow alone ${ms(h.flowMs)}`,
+        `${fmt(median(h.testMs) / 1000)}x a second`,
+        '< 1 s per test after the first',
+        verdict(median(h.testMs) < 1000),
+      ]);
     }
   } finally {
     await cleanup();

@@ -824,6 +824,37 @@ export class RunFailedError extends SwitchyardError {
 }
 
 /**
+ * A test engine (`switchyard/testing`, docs/ARCHITECTURE.md §17.2) found a run other than a test
+ * expected: not completed when its output was asked for, not failed or cancelled when its failure
+ * was, or no such run. The message is the run's story for a reader: its id, flow and status, each
+ * step with its status, attempts and error, the run's events, and the engine's time.
+ *
+ * @example
+ * ```ts
+ * import { RunStateError } from './errors.ts';
+ * const e = new RunStateError('00000000-0000-4000-8000-000000000001', 'failed', 'run ... failed');
+ * console.assert(e.status === 'failed');
+ * ```
+ */
+export class RunStateError extends SwitchyardError {
+  /** The run. */
+  readonly runId: string;
+  /** Where the run is, or null when there is no such run. */
+  readonly status: 'started' | 'completed' | 'failed' | 'cancelled' | null;
+  /** Creates the error for a run, where it is and the engine's account of it. */
+  constructor(
+    runId: string,
+    status: 'started' | 'completed' | 'failed' | 'cancelled' | null,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RunStateError';
+    this.runId = runId;
+    this.status = status;
+  }
+}
+
+/**
  * There is no run with this id (never started, or deleted with its flow or by a prune).
  *
  * @example

@@ -252,8 +252,9 @@ export const MUTANTS: readonly Mutant[] = [
       "limit's period (issue 36 item 6)",
     file: fn('fail_task_with'),
     fn: 'fail_task_with',
-    search: 'now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))',
-    replace: 'now() + make_interval(secs => retry_after_seconds))',
+    search:
+      'switchyard.clock_now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))',
+    replace: 'switchyard.clock_now() + make_interval(secs => retry_after_seconds))',
     tests: ['tests/sql/schedules_flow_control_hardening_test.ts'],
   },
   {
@@ -262,8 +263,8 @@ export const MUTANTS: readonly Mutant[] = [
       '(issue 36 item 6)',
     file: fn('set_rate_limit'),
     fn: 'set_rate_limit',
-    search: '         refilled_at = now(),\n',
-    replace: '         refilled_at = greatest(l.refilled_at, now()),\n',
+    search: '         refilled_at = switchyard.clock_now(),\n',
+    replace: '         refilled_at = greatest(l.refilled_at, switchyard.clock_now()),\n',
     tests: ['tests/sql/schedules_flow_control_hardening_test.ts'],
   },
   // --- versions and start-up -----------------------------------------------------------------
@@ -648,8 +649,8 @@ export const MUTANTS: readonly Mutant[] = [
     bug: 'record_refusal keeps the latest message of a repeated refusal but not how often',
     file: fn('record_refusal'),
     fn: 'record_refusal',
-    search: 'last_at = now(), count = r.count + 1;',
-    replace: 'last_at = now(), count = 1;',
+    search: 'last_at = switchyard.clock_now(), count = r.count + 1;',
+    replace: 'last_at = switchyard.clock_now(), count = 1;',
     tests: ['tests/sql/refusals_test.ts'],
   },
   {
@@ -731,5 +732,25 @@ export const MUTANTS: readonly Mutant[] = [
     search: "  if (tier !== 'e2e' && imports(",
     replace: "  if (tier === 'unit' && imports(",
     tests: ['tests/unit/tiers_test.ts'],
+  },
+  // --- issue 39: the test engine and its clock -------------------------------------------------
+  {
+    name: 'test-clock-leaves-pgmq-behind',
+    bug: "advancing a test engine's clock does not move the vt of the kit's queues: a backoff " +
+      'or a delayed message never ends on the virtual clock',
+    file: 'lib/sql/testing_queries.ts',
+    search: "        'update pgmq.%I set vt = vt - $1, enqueued_at = enqueued_at - $1,\n" +
+      '                message = case',
+    replace: "        'update pgmq.%I set vt = vt, enqueued_at = enqueued_at - $1,\n" +
+      '                message = case',
+    tests: ['tests/testing/clock_sql_test.ts', 'tests/testing/engine_test.ts'],
+  },
+  {
+    name: 'replay-runs-current-handlers',
+    bug: 'a replay runs the current handlers instead of answering from the record',
+    file: 'lib/testing/engine.ts',
+    search: 'const recorded = replay !== undefined && !replay.live.has(step.slug);',
+    replace: 'const recorded = false && replay !== undefined;',
+    tests: ['tests/testing/replay_test.ts'],
   },
 ];

@@ -58,8 +58,16 @@ declare const flowTypes: unique symbol;
  * }
  * ```
  */
-// deno-lint-ignore no-explicit-any
-export type AnyFlow = Flow<any, Record<string, any>, string, Record<string, any>>;
+export type AnyFlow = Flow<
+  // deno-lint-ignore no-explicit-any
+  any,
+  // deno-lint-ignore no-explicit-any
+  Record<string, any>,
+  string,
+  // deno-lint-ignore no-explicit-any
+  Record<string, any>,
+  Record<string, HandlerTypes>
+>;
 
 /**
  * The input type of a flow.
@@ -192,6 +200,80 @@ Flow<any, Record<string, any>, string, infer W>
  */
 export type SignalPayloadOf<F extends AnyFlow, S extends string> = F extends // deno-lint-ignore no-explicit-any
 Flow<any, Record<string, any>, string, infer W> ? S extends keyof W ? W[S] : never
+  : never;
+
+/**
+ * What a flow records, at the type level only, of the handler of one step: the input it receives
+ * (a map step's: one element) and the output it returns (awaited; a map step's: one element's).
+ * A test engine types a step's mock with it (`switchyard/testing`, docs/ARCHITECTURE.md §17).
+ *
+ * @example
+ * ```ts
+ * import type { HandlerTypes } from './flow.ts';
+ *
+ * const charge: HandlerTypes<{ cents: number }, { receipt: string }> = {
+ *   input: { cents: 500 },
+ *   output: { receipt: 'r-1' },
+ * };
+ * ```
+ */
+export interface HandlerTypes<I = unknown, O = unknown> {
+  /** The handler's input. */
+  readonly input: I;
+  /** The handler's output, awaited. */
+  readonly output: O;
+}
+
+/**
+ * The slugs of a flow's steps that have a handler (`step` and `map`; a wait, sleep or flow step
+ * has none). Distributes over a union of flows.
+ *
+ * @example
+ * ```ts
+ * import { Flow, type HandlerSlugs } from './flow.ts';
+ *
+ * const flow = new Flow({ slug: 'f' }).step({ slug: 'a' }, () => 1).wait({ slug: 'ok' });
+ * const slug: HandlerSlugs<typeof flow> = 'a'; // not 'ok'
+ * ```
+ */
+export type HandlerSlugs<F extends AnyFlow> = F extends // deno-lint-ignore no-explicit-any
+Flow<any, Record<string, any>, string, Record<string, any>, infer H>
+  ? string extends keyof H ? string : keyof H & string
+  : never;
+
+/**
+ * The input the handler of step `S` receives: the flow input for a root step, its dependencies'
+ * outputs by slug, or one element for a map step (a union of flows: the union of theirs).
+ *
+ * @example
+ * ```ts
+ * import { Flow, type HandlerInput } from './flow.ts';
+ *
+ * const flow = new Flow<{ n: number }>({ slug: 'f' })
+ *   .step({ slug: 'a' }, (input) => input.n)
+ *   .step({ slug: 'b', dependsOn: ['a'] }, (input) => input.a + 1);
+ * const input: HandlerInput<typeof flow, 'b'> = { a: 1 };
+ * ```
+ */
+export type HandlerInput<F extends AnyFlow, S extends string> = F extends // deno-lint-ignore no-explicit-any
+Flow<any, Record<string, any>, string, Record<string, any>, infer H>
+  ? S extends keyof H ? H[S]['input'] : never
+  : never;
+
+/**
+ * What the handler of step `S` returns, awaited (a map step: one element's output).
+ *
+ * @example
+ * ```ts
+ * import { Flow, type HandlerOutput } from './flow.ts';
+ *
+ * const flow = new Flow<string[]>({ slug: 'f' }).map({ slug: 'len' }, async (s) => s.length);
+ * const one: HandlerOutput<typeof flow, 'len'> = 3; // number, not number[]
+ * ```
+ */
+export type HandlerOutput<F extends AnyFlow, S extends string> = F extends // deno-lint-ignore no-explicit-any
+Flow<any, Record<string, any>, string, Record<string, any>, infer H>
+  ? S extends keyof H ? H[S]['output'] : never
   : never;
 
 /**
@@ -494,6 +576,8 @@ export class Flow<
   Leaves extends string = keyof Steps & string,
   // deno-lint-ignore ban-types
   Waits extends Record<string, unknown> = {},
+  // deno-lint-ignore ban-types
+  Handlers extends Record<string, HandlerTypes> = {},
 > {
   /** Discriminates a bare flow from placements and deployments. */
   readonly kind = 'flow' as const;
@@ -504,6 +588,7 @@ export class Flow<
     readonly steps: Steps;
     readonly leaves: Leaves;
     readonly waits: Waits;
+    readonly handlers: Handlers;
   };
 
   #slug: string;
@@ -628,11 +713,16 @@ export class Flow<
         : Steps[K];
     },
     Exclude<Leaves, Deps[number]> | Slug,
-    Waits
+    Waits,
+    {
+      [K in keyof Handlers | Slug]: K extends Slug
+        ? HandlerTypes<StepInput<Input, Steps, Deps>, Awaited<Out>>
+        : Handlers[K];
+    }
   > {
     const definition = this.#defineStep(config, handler);
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }
@@ -696,11 +786,16 @@ export class Flow<
         : Steps[K];
     },
     Exclude<Leaves, Source> | Slug,
-    Waits
+    Waits,
+    {
+      [K in keyof Handlers | Slug]: K extends Slug
+        ? HandlerTypes<MapItem<Input, Steps, Source>, Awaited<Out>>
+        : Handlers[K];
+    }
   > {
     const definition = this.#defineMap(config, handler);
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }
@@ -747,11 +842,12 @@ export class Flow<
         : Steps[K];
     },
     Exclude<Leaves, Deps[number]> | Slug,
-    { [K in keyof Waits | Slug]: K extends Slug ? P : Waits[K] }
+    { [K in keyof Waits | Slug]: K extends Slug ? P : Waits[K] },
+    Handlers
   > {
     const definition = this.#defineWait(config, 'wait');
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }
@@ -793,11 +889,12 @@ export class Flow<
     Input,
     { [K in keyof Steps | Slug]: K extends Slug ? null : Steps[K] },
     Exclude<Leaves, Deps[number]> | Slug,
-    { [K in keyof Waits | Slug]: K extends Slug ? never : Waits[K] }
+    { [K in keyof Waits | Slug]: K extends Slug ? never : Waits[K] },
+    Handlers
   > {
     const definition = this.#defineWait(config, 'sleep');
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }
@@ -840,7 +937,8 @@ export class Flow<
     Input,
     { [K in keyof Steps | Slug]: K extends Slug ? FlowOutput<D['flow']> : Steps[K] },
     Exclude<Leaves, Deps[number]> | Slug,
-    { [K in keyof Waits | Slug]: K extends Slug ? never : Waits[K] }
+    { [K in keyof Waits | Slug]: K extends Slug ? never : Waits[K] },
+    Handlers
   > {
     const flow = (config as { flow?: { kind?: unknown; alias?: unknown } } | null)?.flow;
     if (flow?.kind !== 'deployed' || typeof flow.alias !== 'string') {
@@ -855,7 +953,7 @@ export class Flow<
       childAlias: flow.alias,
     });
     // deno-lint-ignore no-explicit-any
-    const next = new Flow<Input, any, any, any>({ slug: this.#slug, ...this.#options });
+    const next = new Flow<Input, any, any, any, any>({ slug: this.#slug, ...this.#options });
     next.#steps = Object.freeze([...this.#steps, definition]);
     return next;
   }

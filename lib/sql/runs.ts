@@ -448,6 +448,8 @@ export async function startRun(
   flowOrAlias: string,
   input: unknown,
   options: StartRunOptions = {},
+  /** The time `deadlineAt` must be after (ms): the database's clock, a test engine's (§17). */
+  now: () => number = Date.now,
 ): Promise<string> {
   const { runId, owner, startAt, deadlineAt, traceparent, priority } = options;
   const { key, mode, ttl, delay, maxDelay } = options as {
@@ -469,7 +471,7 @@ export async function startRun(
   if (
     deadlineAt !== undefined &&
     !(deadlineAt instanceof Date && Number.isFinite(deadlineAt.getTime()) &&
-      deadlineAt.getTime() > Date.now())
+      deadlineAt.getTime() > now())
   ) {
     throw new SwitchyardError(
       `${what}: deadlineAt ${describeValue(deadlineAt)} is invalid: pass a Date in the future`,

@@ -196,8 +196,10 @@ Deno.test('one character of drift in the source is named: a column type, a colum
     // Two columns swapped: the same columns, another order.
     await edit(
       runs,
-      '  remaining_steps int not null,\n  started_at timestamptz not null default now(),\n',
-      '  started_at timestamptz not null default now(),\n  remaining_steps int not null,\n',
+      '  remaining_steps int not null,\n' +
+        '  started_at timestamptz not null default switchyard.clock_now(),\n',
+      '  started_at timestamptz not null default switchyard.clock_now(),\n' +
+        '  remaining_steps int not null,\n',
     );
     fresh = await freshDatabase(kit);
     try {

@@ -42,7 +42,9 @@ async function graph(entry: string): Promise<Map<string, string[]>> {
 
 const rel = (path: string) => path.startsWith(libDir) ? `lib/${path.slice(libDir.length)}` : path;
 
-for (const entry of ['lib/mod.ts', 'lib/ops.ts', 'lib/client.ts', 'lib/flows.ts']) {
+for (
+  const entry of ['lib/mod.ts', 'lib/ops.ts', 'lib/client.ts', 'lib/flows.ts', 'lib/testing.ts']
+) {
   Deno.test(`${entry}: the kit's modules import each other without a circle`, async () => {
     const edges = await graph(entry);
     const state = new Map<string, 'open' | 'done'>();
@@ -68,10 +70,13 @@ Deno.test('the layers import only downwards: dsl nothing of sql/worker/platform,
   const edges = await graph('lib/ops.ts');
   for (const [from, deps] of await graph('lib/mod.ts')) edges.set(from, deps);
   for (const [from, deps] of await graph('lib/client.ts')) edges.set(from, deps);
+  for (const [from, deps] of await graph('lib/testing.ts')) edges.set(from, deps);
   const forbidden: Record<string, string[]> = {
-    'lib/dsl/': ['lib/sql/', 'lib/worker/', 'lib/platform/', 'lib/ops/', 'npm:'],
-    'lib/sql/': ['lib/worker/', 'lib/platform/', 'lib/ops/'],
-    'lib/worker/': ['lib/platform/', 'lib/ops/'],
+    'lib/dsl/': ['lib/sql/', 'lib/worker/', 'lib/platform/', 'lib/ops/', 'lib/testing/', 'npm:'],
+    'lib/sql/': ['lib/worker/', 'lib/platform/', 'lib/ops/', 'lib/testing/'],
+    'lib/worker/': ['lib/platform/', 'lib/ops/', 'lib/testing/'],
+    'lib/platform/': ['lib/testing/'],
+    'lib/testing/': ['lib/platform/', 'lib/ops/'],
   };
   const broken: string[] = [];
   for (const [from, deps] of edges) {
@@ -99,9 +104,15 @@ Deno.test('only lib/sql/ imports postgres.js or writes SQL', async () => {
 });
 
 for (const entry of ['lib/mod.ts', 'lib/client.ts']) {
-  Deno.test(`${entry} reaches no development tooling (migrate, the Supabase CLI)`, async () => {
+  Deno.test(`${entry} reaches no development tooling (migrate, the Supabase CLI, the test engine)`, async () => {
     const reached = [...(await graph(entry)).keys()].map(rel);
-    assert.deepEqual(reached.filter((p) => /lib\/sql\/migrate\.ts|npm:supabase/.test(p)), []);
+    assert.deepEqual(
+      reached.filter((p) =>
+        /lib\/sql\/migrate\.ts|npm:supabase|lib\/testing|lib\/sql\/(core_build|testing_queries)\.ts|pglite/
+          .test(p)
+      ),
+      [],
+    );
   });
 }
 

@@ -31,7 +31,7 @@ begin
     return true;
   end if;
   if st.sleep_until is null then
-    deadline := now() + make_interval(secs => st.wait_timeout);
+    deadline := switchyard.clock_now() + make_interval(secs => st.wait_timeout);
   else
     if st.sleep_until_input = 'run' or st.deps_count = 0 then
       select r.input into source from switchyard.runs r where r.run_id = run;
@@ -55,7 +55,7 @@ begin
       exception when data_exception then
         problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
       end;
-      if problem is null and deadline > now() + interval '365 days' then
+      if problem is null and deadline > switchyard.clock_now() + interval '365 days' then
         problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
       end if;
     end if;
@@ -67,7 +67,7 @@ begin
         st.sleep_until_input, problem));
       return true;
     end if;
-    if deadline <= now() then
+    if deadline <= switchyard.clock_now() then
       perform switchyard._finish_wait(run, flow, step, 'slept');
       return true;
     end if;

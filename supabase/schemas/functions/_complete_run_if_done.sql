@@ -7,7 +7,7 @@ volatile
 set search_path = ''
 as $$
   update switchyard.runs r
-     set status = 'completed', completed_at = now(),
+     set status = 'completed', completed_at = switchyard.clock_now(),
          output = switchyard._run_output(r.run_id, r.flow_slug)
    where r.run_id = run and r.status = 'started' and r.remaining_steps = 0
 $$;

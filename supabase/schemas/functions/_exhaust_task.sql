@@ -18,7 +18,7 @@ begin
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
   if exhausted in ('skip', 'skip-cascade') and run_status = 'started' then
     update switchyard.step_tasks t
-       set status = 'failed', failed_at = now(), error = error_text
+       set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.archive(task.queue_name, task.message_id);
     -- A map step's other elements are skipped with it: their messages are archived and a

@@ -13,11 +13,11 @@ declare
   run_status text;
 begin
   update switchyard.step_tasks t
-     set status = 'failed', failed_at = now(), error = error_text
+     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   perform pgmq.archive(task.queue_name, task.message_id);
   update switchyard.step_states ss
-     set status = 'failed', failed_at = now()
+     set status = 'failed', failed_at = switchyard.clock_now()
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
   -- The run by key (locked), then its status: a status condition in the update let a plan
   -- made with stale statistics read every started run through runs_flow_started
@@ -25,7 +25,7 @@ begin
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
   if run_status = 'started' then
     update switchyard.runs r
-       set status = 'failed', failed_at = now(),
+       set status = 'failed', failed_at = switchyard.clock_now(),
            error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
      where r.run_id = task.run_id;
   end if;

@@ -8,10 +8,10 @@ set search_path = ''
 as $$
 begin
   update switchyard.step_states ss
-     set status = 'failed', failed_at = now()
+     set status = 'failed', failed_at = switchyard.clock_now()
    where ss.run_id = run and ss.step_slug = step;
   update switchyard.runs r
-     set status = 'failed', failed_at = now(), error = error_text
+     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
    where r.run_id = run and r.status = 'started';
   perform switchyard._archive_queued(run);
 end

@@ -20,7 +20,7 @@ begin
     return false;
   end if;
   update switchyard.runs r
-     set status = 'failed', failed_at = now(),
+     set status = 'failed', failed_at = switchyard.clock_now(),
          error = format('%s: %s (SQLSTATE %s); only this run failed: retry it once the cause is '
                         'fixed', what, switchyard._clip(err_message, 500), err_state)
    where r.run_id = run;

@@ -17,7 +17,7 @@ declare
 begin
   select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
   if outcome = 'signalled' then
-    update switchyard.run_signals rs set delivered_at = now()
+    update switchyard.run_signals rs set delivered_at = switchyard.clock_now()
      where rs.run_id = run and rs.step_slug = step
     returning rs.payload into signal_payload;
     perform switchyard._wait_event(run, flow, step, 'signalled');

@@ -78,15 +78,15 @@ begin
       if found then
         per_second := lim.rate::double precision / lim.per_seconds;
         avail := least(greatest(lim.burst, m_costs[i]),
-                       lim.tokens + greatest(0, extract(epoch from now() - lim.refilled_at))
+                       lim.tokens + greatest(0, extract(epoch from switchyard.clock_now() - lim.refilled_at))
                                     * per_second);
         if avail >= m_costs[i] then
           update switchyard.rate_limits l
-             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, now())
+             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, switchyard.clock_now())
            where l.name = m_rates[i];
         else
           wait := least(5, greatest(1, ceil(
-            greatest(0, extract(epoch from lim.refilled_at - now()))
+            greatest(0, extract(epoch from lim.refilled_at - switchyard.clock_now()))
             + (m_costs[i] - avail) / per_second)))::int;
         end if;
       end if;

@@ -19,9 +19,9 @@ set search_path = ''
 as $$
 begin
   execute format(
-    'update pgmq.%I q set vt = clock_timestamp() + make_interval(secs => v.secs)
+    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
        from unnest($1::bigint[], $2::int[]) as v(id, secs)
-      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < clock_timestamp()',
+      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < switchyard.queue_clock()',
     pgmq.format_table_name(queue, 'q'))
   using ids, seconds;
 end

@@ -10,7 +10,7 @@ volatile
 set search_path = ''
 as $$
   insert into switchyard.aliases as a (alias, flow_slug, activated_at)
-  values (alias_name, target, now())
+  values (alias_name, target, switchyard.clock_now())
   on conflict (alias) do update set flow_slug = excluded.flow_slug, activated_at = excluded.activated_at;
   insert into switchyard.alias_activations (alias, flow_slug, previous_flow_slug, source)
   values (alias_name, target, previous, source);

@@ -25,7 +25,7 @@ begin
   -- of them that has a tick left (today's may all be past), about that day (a time in a
   -- daylight-saving gap falls later, possibly past midnight).
   spec := switchyard._cron_parse(s.cron);
-  from_at := greatest(now(), s.checked_until);
+  from_at := greatest(switchyard.clock_now(), s.checked_until);
   horizon := from_at + interval '366 days';
   for day in
     select d.day::date

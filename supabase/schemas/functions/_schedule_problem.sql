@@ -42,7 +42,7 @@ begin
                                   'value', left(time_zone, 200))::text;
   end if;
   begin
-    perform now() at time zone time_zone;
+    perform switchyard.clock_now() at time zone time_zone;
   exception when others then
     raise exception using errcode = '22023', message = format(
       'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',

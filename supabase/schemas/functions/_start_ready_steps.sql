@@ -41,7 +41,7 @@ begin
     for ready in
       with moved as (
         update switchyard.step_states ss
-           set status = 'started', started_at = now()
+           set status = 'started', started_at = switchyard.clock_now()
          where ss.run_id = target_run and ss.status = 'created' and ss.remaining_deps = 0
         returning ss.run_id, ss.flow_slug, ss.step_slug
       )

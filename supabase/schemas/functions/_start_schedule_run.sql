@@ -27,13 +27,13 @@ begin
     insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome, error)
     values (schedule_name, tick_at, run, 'failed', left(message, 1000))
     on conflict on constraint schedule_ticks_pkey do update
-      set outcome = 'failed', error = excluded.error, recorded_at = now();
+      set outcome = 'failed', error = excluded.error, recorded_at = switchyard.clock_now();
     return false;
   end;
   insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
   values (schedule_name, tick_at, run, 'started')
   on conflict on constraint schedule_ticks_pkey do update
-    set outcome = 'started', recorded_at = now();
+    set outcome = 'started', recorded_at = switchyard.clock_now();
   update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
   return true;
 end

@@ -19,7 +19,7 @@ as $$
                  else '{}'::jsonb end
          || case when coalesce(priority, 0) <> 0 then jsonb_build_object(
                    'priority', priority,
-                   'ranked_at', round((extract(epoch from now())
+                   'ranked_at', round((extract(epoch from switchyard.queue_now())
                                        + coalesce(delay_seconds, 0)
                                        - priority * switchyard.limit_value('priority_ageing_seconds')
                                       )::numeric, 6))

@@ -18,6 +18,6 @@ language sql
 stable
 as $$
   select stopped_at is null
-     and last_heartbeat_at >= pg_catalog.now()
+     and last_heartbeat_at >= switchyard.clock_now()
                               - pg_catalog.make_interval(secs => heartbeat_window_seconds)
 $$;

@@ -69,7 +69,7 @@ begin
   end if;
   perform switchyard._tune_queue_table(spellings[1]);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
-  values (canonical, spellings[1], 'shared', null, now());
+  values (canonical, spellings[1], 'shared', null, switchyard.clock_now());
   return 'adopted';
 end
 $$;

@@ -5,7 +5,7 @@
 -- tick and by hand, so deadlines hold with no worker alive. A run another transaction holds is
 -- left for the next call. Returns the number cancelled.
 create or replace function switchyard.cancel_overdue_runs(
-  now_at timestamptz default now(), max_runs int default 1000
+  now_at timestamptz default switchyard.clock_now(), max_runs int default 1000
 )
 returns int
 language plpgsql

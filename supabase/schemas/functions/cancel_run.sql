@@ -70,7 +70,7 @@ begin
      set status = 'cancelled'
    where ss.run_id = run.run_id and ss.status in ('created', 'started');
   update switchyard.runs r
-     set status = 'cancelled', cancelled_at = now(),
+     set status = 'cancelled', cancelled_at = switchyard.clock_now(),
          error = format('cancelled: %s', left(reason, 4000))
    where r.run_id = run.run_id;
   -- Its child runs (flow steps, docs/ARCHITECTURE.md §5.11) that are still started, and theirs.

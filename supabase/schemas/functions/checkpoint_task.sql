@@ -48,7 +48,7 @@ begin
   values (checkpoint_task.run_id, checkpoint_task.step_slug, checkpoint_task.task_index, state,
           attempt)
   on conflict on constraint task_checkpoints_pkey do update
-    set state = excluded.state, attempt = excluded.attempt, saved_at = now();
+    set state = excluded.state, attempt = excluded.attempt, saved_at = switchyard.clock_now();
   perform pgmq.set_vt(task.queue_name, task.message_id, task.timeout);
   return size;
 end

@@ -97,7 +97,7 @@ begin
     -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
     update switchyard.step_tasks t
        set status = case when r.refused then 'cancelled' else 'completed' end,
-           completed_at = case when r.refused then null else now() end,
+           completed_at = case when r.refused then null else switchyard.clock_now() end,
            output = case when r.refused then null else a.output end,
            worker_id = case when r.refused then null else t.worker_id end
       from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
@@ -144,10 +144,10 @@ begin
          order by g.run_id, g.step_slug
       loop
         update switchyard.step_states ss
-           set status = 'failed', failed_at = now()
+           set status = 'failed', failed_at = switchyard.clock_now()
          where ss.run_id = big.run_id and ss.step_slug = big.step_slug;
         update switchyard.runs r
-           set status = 'failed', failed_at = now(),
+           set status = 'failed', failed_at = switchyard.clock_now(),
                error = format(
                  'map step %s: its %s outputs are %s bytes of JSON text together, over the limit '
                  'of %s bytes (setting max_map_output_bytes); no element is run again: return '
@@ -169,7 +169,7 @@ begin
       update switchyard.step_states ss
          set remaining_tasks = ss.remaining_tasks - a.n,
              status = case when ss.remaining_tasks = a.n then 'completed' else ss.status end,
-             completed_at = case when ss.remaining_tasks = a.n then now() end,
+             completed_at = case when ss.remaining_tasks = a.n then switchyard.clock_now() end,
              output = case when ss.remaining_tasks = a.n then
                         case when a.step_type = 'map' then
                                (select jsonb_agg(t.output order by t.task_index)
@@ -207,7 +207,7 @@ begin
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
-             completed_at = case when r.remaining_steps = c.n then now() end,
+             completed_at = case when r.remaining_steps = c.n then switchyard.clock_now() end,
              output = case when r.remaining_steps = c.n then c.output end
         from (select a.run_id, a.n, o.output
                 from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
@@ -261,7 +261,7 @@ begin
           end if;
           with moved as (
             update switchyard.step_states ss
-               set status = 'started', started_at = now()
+               set status = 'started', started_at = switchyard.clock_now()
               from unnest(seg.runs) as a(run_id)
              where ss.run_id = a.run_id and ss.status = 'created' and ss.remaining_deps = 0
             returning ss.run_id, ss.flow_slug, ss.step_slug

@@ -23,7 +23,7 @@ begin
   insert into switchyard.schedules (name, alias, cron, time_zone, input, overlap, catch_up,
                                     catch_up_limit, enabled, checked_until)
   values (name, alias, cron, time_zone, input, overlap, catch_up, catch_up_limit,
-          coalesce(enabled, true), now())
+          coalesce(enabled, true), switchyard.clock_now())
   on conflict do nothing;
   if not found then
     raise exception using errcode = '23505', message = format(

@@ -21,7 +21,7 @@ security definer
 set search_path = ''
 as $$
   with span as (
-    select date_trunc('minute', now())
+    select date_trunc('minute', switchyard.clock_now())
              - make_interval(mins => least(greatest(coalesce(minutes, 60), 1), 1440) - 1)
              as first_minute
   ),
@@ -62,13 +62,13 @@ as $$
   )
   select x.queue_name, m.minute,
          greatest(coalesce(w.secs, 0),
-                  coalesce(extract(epoch from least(m.minute + interval '1 minute', now())
+                  coalesce(extract(epoch from least(m.minute + interval '1 minute', switchyard.clock_now())
                                              - wn.since), 0),
                   0)::double precision,
          d.p95::double precision, coalesce(f.n, 0)::int, coalesce(d.n, 0)::int
     from switchyard.queues x
     cross join span
-    cross join lateral generate_series(span.first_minute, date_trunc('minute', now()),
+    cross join lateral generate_series(span.first_minute, date_trunc('minute', switchyard.clock_now()),
                                        interval '1 minute') as m(minute)
     left join done d on d.queue_name = x.queue_name and d.minute = m.minute
     left join failed f on f.queue_name = x.queue_name and f.minute = m.minute

@@ -29,8 +29,8 @@ begin
     tbl := pgmq.format_table_name(q.pgmq_name, 'q');
     if to_regclass(format('pgmq.%I', tbl)) is not null then
       execute format(
-        'select count(*) filter (where vt <= clock_timestamp()),
-                count(*) filter (where vt > clock_timestamp()), min(enqueued_at)
+        'select count(*) filter (where vt <= switchyard.queue_clock()),
+                count(*) filter (where vt > switchyard.queue_clock()), min(enqueued_at)
            from pgmq.%I', tbl)
         into visible, hidden, oldest_enqueued_at;
     end if;

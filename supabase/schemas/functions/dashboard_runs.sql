@@ -19,7 +19,7 @@ set search_path = ''
 as $$
   select r.run_id, r.flow_slug, r.started_as, r.status, r.started_at,
          coalesce(r.completed_at, r.failed_at, r.cancelled_at),
-         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, now()) - r.started_at)
+         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, switchyard.clock_now()) - r.started_at)
            * 1000)::bigint,
          r.error,
          (select ss.step_slug from switchyard.step_states ss

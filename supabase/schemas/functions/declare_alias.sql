@@ -24,7 +24,7 @@ begin
   target := versions[cardinality(versions)];
   perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
   insert into switchyard.alias_declarations as d (alias, versions, declared_at)
-  values (alias_name, versions, now())
+  values (alias_name, versions, switchyard.clock_now())
   on conflict (alias) do update set versions = excluded.versions, declared_at = excluded.declared_at;
   select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
   if not found then

@@ -8,7 +8,7 @@ set search_path = ''
 as $$
   with d as (
     update switchyard.workers w
-       set deprecated_at = coalesce(w.deprecated_at, now())
+       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
      where w.function_name = deprecate_workers.function_name and w.stopped_at is null
     returning 1
   )

@@ -33,7 +33,7 @@ begin
   -- Delayed starts that are due (start_flow_at): their first steps start now.
   for delayed in
     select d.run_id from switchyard.delayed_starts d
-     where d.start_at <= now()
+     where d.start_at <= switchyard.clock_now()
      order by d.start_at
      limit max_steps
   loop
@@ -70,7 +70,7 @@ begin
     select ss.run_id, ss.flow_slug, ss.step_slug
       from switchyard.step_states ss
       join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
-     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= now()
+     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= switchyard.clock_now()
      order by ss.wait_deadline
      limit max_steps
   loop
@@ -84,7 +84,7 @@ begin
         from switchyard.step_states ss
         join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
        where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
-         and ss.wait_deadline <= now();
+         and ss.wait_deadline <= switchyard.clock_now();
       continue when not found;
       perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
                                       case when step_type = 'sleep' then 'slept' else 'timed out' end);

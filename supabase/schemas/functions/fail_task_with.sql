@@ -61,7 +61,7 @@ begin
       least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
             task.max_delay)::int);
     update switchyard.step_tasks t
-       set status = 'queued', error = error_text, worker_id = null, last_failed_at = now()
+       set status = 'queued', error = error_text, worker_id = null, last_failed_at = switchyard.clock_now()
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
     if retry_after_seconds is not null then
@@ -71,14 +71,14 @@ begin
         update switchyard.rate_limits l
            set tokens = least(l.tokens, 0),
                refilled_at = greatest(l.refilled_at,
-                 now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
+                 switchyard.clock_now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
          where l.name = limit_name;
       end if;
     end if;
     return 'retrying';
   end if;
   -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
-  update switchyard.step_tasks t set last_failed_at = now()
+  update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   return switchyard._exhaust_task(task, error_text);
 end

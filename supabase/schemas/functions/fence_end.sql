@@ -21,7 +21,7 @@ begin
      set enabled = m.was_enabled
     from switchyard.fence_members m
    where m.fence_id = open_id and f.function_name = m.function_name;
-  update switchyard.fences f set closed_at = now() where f.fence_id = open_id;
+  update switchyard.fences f set closed_at = switchyard.clock_now() where f.fence_id = open_id;
   return query
     select m.fence_id, m.function_name, m.was_enabled, f.enabled
       from switchyard.fence_members m

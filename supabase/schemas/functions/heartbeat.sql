@@ -10,7 +10,7 @@ declare
   w switchyard.workers;
   fn switchyard.worker_functions;
 begin
-  update switchyard.workers x set last_heartbeat_at = now()
+  update switchyard.workers x set last_heartbeat_at = switchyard.clock_now()
    where x.worker_id = heartbeat.worker_id
   returning * into w;
   if not found then

@@ -122,7 +122,7 @@ begin
        where f.enabled
          and f.paused_at is null
          and (f.last_woken_at is null
-              or f.last_woken_at <= now() - make_interval(secs => keep_alive.debounce_seconds))
+              or f.last_woken_at <= switchyard.clock_now() - make_interval(secs => keep_alive.debounce_seconds))
          and not exists (
            select 1 from switchyard.workers w
             where w.function_name = f.function_name
@@ -134,7 +134,7 @@ begin
        for update of f skip locked
     )
     update switchyard.worker_functions f
-       set last_woken_at = now()
+       set last_woken_at = switchyard.clock_now()
       from due
      where f.function_name = due.function_name
     returning f.function_name, f.queue_name

@@ -47,7 +47,7 @@ begin
         'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
         'min', 1, 'max', 86400)::text;
   end if;
-  since := now() - make_interval(secs => window_seconds);
+  since := switchyard.clock_now() - make_interval(secs => window_seconds);
   -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
   select coalesce(jsonb_agg(jsonb_build_object(
            'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
@@ -104,23 +104,23 @@ begin
     tbl := pgmq.format_table_name(q.pgmq_name, 'q');
     if to_regclass(format('pgmq.%I', tbl)) is not null then
       execute format(
-        'select count(*) filter (where vt <= now()), count(*) filter (where vt > now()),
-                min(vt) filter (where vt <= now()), min(enqueued_at)
+        'select count(*) filter (where vt <= switchyard.queue_now()), count(*) filter (where vt > switchyard.queue_now()),
+                min(vt) filter (where vt <= switchyard.queue_now()), min(enqueued_at)
            from pgmq.%I', tbl)
         into depth, hidden, oldest_visible, oldest;
     end if;
     queues := queues || jsonb_build_object(
       'queue_name', q.queue_name, 'functions', q.functions,
       'depth', depth, 'hidden', hidden,
-      'lag_seconds', coalesce(greatest(extract(epoch from now() - oldest_visible), 0), 0),
-      'oldest_age_seconds', coalesce(extract(epoch from now() - oldest), 0),
+      'lag_seconds', coalesce(greatest(extract(epoch from switchyard.queue_now() - oldest_visible), 0), 0),
+      'oldest_age_seconds', coalesce(extract(epoch from switchyard.queue_now() - oldest), 0),
       'claims', q.claims, 'completions', q.completions, 'failures', q.failures,
       'retries', q.retries,
       'claims_per_second', q.claims::double precision / window_seconds,
       'completions_per_second', q.completions::double precision / window_seconds,
       'failures_per_second', q.failures::double precision / window_seconds);
   end loop;
-  return jsonb_build_object('at', now(), 'window_seconds', window_seconds, 'queues', queues,
+  return jsonb_build_object('at', switchyard.clock_now(), 'window_seconds', window_seconds, 'queues', queues,
                             'steps', steps);
 end
 $$;

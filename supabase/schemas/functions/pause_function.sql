@@ -24,7 +24,7 @@ begin
         'size', char_length(reason), 'limit', max_chars)::text;
   end if;
   update switchyard.worker_functions f
-     set paused_at = now(), pause_reason = reason
+     set paused_at = switchyard.clock_now(), pause_reason = reason
    where f.function_name = pause_function.function_name and f.paused_at is null;
   if found then
     return true;

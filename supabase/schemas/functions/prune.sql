@@ -44,7 +44,7 @@ begin
         'rule', 'integer_range', 'argument', 'batch_size', 'value', batch_size::text,
         'min', 1, 'max', 10000)::text;
   end if;
-  cutoff := now() - older_than;
+  cutoff := switchyard.clock_now() - older_than;
 
   -- The oldest finished runs nobody holds.
   select coalesce(array_agg(c.run_id), '{}') into picked
@@ -85,7 +85,7 @@ begin
       continue when cardinality(present) = 0;
       execute format('select coalesce(array_agg(m.msg_id), ''{}'') from (
                         select m.msg_id from pgmq.%I m
-                         where m.msg_id = any ($1) and m.vt <= clock_timestamp()
+                         where m.msg_id = any ($1) and m.vt <= switchyard.queue_clock()
                          order by m.msg_id for update skip locked) m', table_name)
         into free using present;
       select held || coalesce(array_agg(distinct t.run_id), '{}') into held
@@ -135,7 +135,7 @@ begin
       from switchyard.runs r
      where k.run_id = any (kept) and r.run_id = k.run_id and k.mode = 'dedupe'
        and coalesce(r.completed_at, r.failed_at, r.cancelled_at) + k.ttl * interval '1 second'
-           > now();
+           > switchyard.clock_now();
     delete from switchyard.start_keys k where k.run_id = any (kept) and k.expires_at is null;
     with d as (delete from switchyard.runs r
                 where r.run_id = any (kept) returning 1)
@@ -145,7 +145,7 @@ begin
   -- Dedupe keys of pruned runs whose TTL is over.
   delete from switchyard.start_keys k
    where (k.started_as, k.key) in (select x.started_as, x.key from switchyard.start_keys x
-                                    where x.expires_at <= now()
+                                    where x.expires_at <= switchyard.clock_now()
                                     order by x.expires_at
                                     limit batch_size
                                       for update skip locked);

@@ -13,8 +13,8 @@ set search_path = ''
 as $$
   select n.name, l.rate, l.per_seconds, l.burst,
          case when l.name is not null then
-           case when l.refilled_at > now() then l.tokens
-                else least(l.burst, l.tokens + extract(epoch from now() - l.refilled_at)
+           case when l.refilled_at > switchyard.clock_now() then l.tokens
+                else least(l.burst, l.tokens + extract(epoch from switchyard.clock_now() - l.refilled_at)
                                           * l.rate::double precision / l.per_seconds) end end,
          l.updated_at,
          coalesce((select array_agg(s.flow_slug || '/' || s.step_slug

@@ -99,7 +99,7 @@ begin
                     m.message ->> 'concurrency_key' as slot,
                     (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug') as step
                from pgmq.%1$I m
-              where m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+              where m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
                 and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
               order by (m.message ->> 'ranked_at')::numeric
               limit $1)
@@ -107,7 +107,7 @@ begin
             (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
                     (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug')
                from pgmq.%1$I m
-              where not m.message ? 'ranked_at' and m.vt <= clock_timestamp()
+              where not m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
                 and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
               order by m.msg_id
               limit $1)) c$q$, tbl)
@@ -135,9 +135,9 @@ begin
   -- 3. Lock the chosen (by key; one another reader holds is left to it) and hide them.
   return query execute format($q$
     update pgmq.%1$I m
-       set vt = clock_timestamp() + make_interval(secs => $1), read_ct = m.read_ct + 1
+       set vt = switchyard.queue_clock() + make_interval(secs => $1), read_ct = m.read_ct + 1
       from (select x.msg_id from pgmq.%1$I x
-             where x.msg_id = any ($2) and x.vt <= clock_timestamp()
+             where x.msg_id = any ($2) and x.vt <= switchyard.queue_clock()
                for update skip locked) l
      where m.msg_id = l.msg_id
     returning m.msg_id$q$, tbl)

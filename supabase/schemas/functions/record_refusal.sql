@@ -42,6 +42,6 @@ begin
   insert into switchyard.refusals as r (function_name, refusal, message)
   values (record_refusal.function_name, record_refusal.refusal, text_)
   on conflict on constraint refusals_pkey do update
-     set message = excluded.message, last_at = now(), count = r.count + 1;
+     set message = excluded.message, last_at = switchyard.clock_now(), count = r.count + 1;
 end
 $$;

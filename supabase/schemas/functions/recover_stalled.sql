@@ -21,7 +21,7 @@ begin
      where t.queue_name = queue and t.status = 'started'
        -- The attempt's time on earlier instances (carried_ms) counts: the timeout spans them.
        and (t.started_at + make_interval(secs => t.timeout - t.carried_ms / 1000.0
-                                                 + switchyard.claim_margin_seconds()) < now()
+                                                 + switchyard.claim_margin_seconds()) < switchyard.clock_now()
             or w.worker_id is null
             or not switchyard._worker_running(w.stopped_at, w.last_heartbeat_at,
                                               w.heartbeat_window_seconds))
@@ -43,14 +43,14 @@ begin
     end if;
     -- A stalled attempt is a failed attempt for the metrics (docs/ARCHITECTURE.md §16).
     if task.attempts_count >= task.max_attempts then
-      update switchyard.step_tasks t set last_failed_at = now()
+      update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
       perform switchyard._exhaust_task(task, format('stalled on attempt %s (worker %s stopped or timed out)',
                                                     task.attempts_count, task.worker_id));
     else
       update switchyard.step_tasks t
-         set status = 'queued', worker_id = null, last_failed_at = now(),
+         set status = 'queued', worker_id = null, last_failed_at = switchyard.clock_now(),
              error = format('stalled on attempt %s; recovered', task.attempts_count)
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
@@ -63,10 +63,10 @@ begin
   -- queued on this queue meanwhile.
   perform 1 from switchyard.queues q
    where q.queue_name = queue
-     and (q.lost_checked_at is null or q.lost_checked_at <= now() - make_interval(secs => grace))
+     and (q.lost_checked_at is null or q.lost_checked_at <= switchyard.clock_now() - make_interval(secs => grace))
      for no key update skip locked;
   if found then
-    update switchyard.queues q set lost_checked_at = now() where q.queue_name = queue;
+    update switchyard.queues q set lost_checked_at = switchyard.clock_now() where q.queue_name = queue;
     -- Only tasks of started runs: when a run fails, _fail_run archives its other queued tasks'
     -- messages and leaves the tasks queued, and a new message would be archived as stale and
     -- sent again every period. The run's status is read by its key (§5.7).
@@ -74,7 +74,7 @@ begin
       'select t.* from switchyard.step_tasks t
         where t.queue_name = $1 and t.status = ''queued''
           and greatest(t.queued_at, coalesce(t.started_at, t.queued_at))
-                <= now() - make_interval(secs => $2)
+                <= switchyard.clock_now() - make_interval(secs => $2)
           and (select r.status from switchyard.runs r where r.run_id = t.run_id) = ''started''
           and not exists (select 1 from pgmq.%I m where m.msg_id = t.message_id)
         order by t.message_id

@@ -41,12 +41,12 @@ begin
       detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
                                   'value', left(handed_back::text, 200))::text;
   end if;
-  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, now())
+  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
    where w.worker_id = release_tasks.worker_id;
   for t in
     select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id, x.attempts_count,
            x.timeout, x.refunds,
-           x.carried_ms + (extract(epoch from now() - x.started_at) * 1000)::bigint as used_ms,
+           x.carried_ms + (extract(epoch from switchyard.clock_now() - x.started_at) * 1000)::bigint as used_ms,
            handed_back is null
              or exists (select 1 from jsonb_array_elements(handed_back) h
                          where h ->> 'run_id' = x.run_id::text and h ->> 'step_slug' = x.step_slug

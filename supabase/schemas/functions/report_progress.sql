@@ -64,11 +64,11 @@ begin
   end if;
   insert into switchyard.task_progress as p
          (run_id, step_slug, task_index, window_started_at, window_count)
-  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, now(), 1)
+  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, switchyard.clock_now(), 1)
   on conflict on constraint task_progress_pkey do update
-    set window_started_at = case when p.window_started_at > now() - interval '1 second'
-                                 then p.window_started_at else now() end,
-        window_count = case when p.window_started_at > now() - interval '1 second'
+    set window_started_at = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
+                                 then p.window_started_at else switchyard.clock_now() end,
+        window_count = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
                             then p.window_count + 1 else 1 end
   returning p.window_count into counted;
   if counted > per_second then

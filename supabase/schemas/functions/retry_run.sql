@@ -97,7 +97,7 @@ begin
       update switchyard.step_tasks t
          set status = 'queued', message_id = msg_id, worker_id = null,
              max_attempts = task.attempts_count + step.budget,
-             queued_at = now(), failed_at = null, completed_at = null, output = null
+             queued_at = switchyard.clock_now(), failed_at = null, completed_at = null, output = null
        where t.run_id = run.run_id and t.step_slug = step.step_slug
          and t.task_index = task.task_index;
       queued := queued + 1;

@@ -2,16 +2,16 @@
 -- cron after the last look and at most `now_at`, chosen by its catch-up policy, fire
 -- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
 -- job (schedule_schedules), from every keep-alive tick, or by hand; `now_at` lets a test drive
--- the clock back, never ahead: at most 60 s past now() (a caller's clock skew), else refused
+-- the clock back, never ahead: at most 60 s past clock_now() (a caller's clock skew), else refused
 -- (22023 now_at_range), as are null and infinities. Each schedule is locked while it is looked
 -- at, so concurrent ticks start each tick's run once; a schedule another transaction holds (an
 -- update, a backfill) is skipped, never waited for: the next tick looks at its due ticks (a
 -- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
 -- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
--- clock that recorded them (now(), whatever `now_at` says), at most 1000 per call. Returns the
+-- clock that recorded them (clock_now(), whatever `now_at` says), at most 1000 per call. Returns the
 -- number of runs started. Each schedule is isolated from the others (an error no rule foresaw
 -- is a warning; the schedule is looked at again next tick).
-create or replace function switchyard.run_schedules(now_at timestamptz default now())
+create or replace function switchyard.run_schedules(now_at timestamptz default switchyard.clock_now())
 returns int
 language plpgsql
 volatile
@@ -26,12 +26,13 @@ declare
   started int := 0;
   from_at timestamptz;
 begin
-  if now_at is null or not isfinite(now_at) or now_at > now() + interval '60 seconds' then
+  if now_at is null or not isfinite(now_at)
+     or now_at > switchyard.clock_now() + interval '60 seconds' then
     raise exception using errcode = '22023', message = format(
       'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
-      'ahead of now() (%s)', coalesce(now_at::text, 'null'), now()),
-      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at',
-                                  'value', now_at::text, 'max', (now() + interval '60 seconds')::text)::text;
+      'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
+      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at', 'value', now_at::text,
+                                  'max', (switchyard.clock_now() + interval '60 seconds')::text)::text;
   end if;
   for s in select * from switchyard.schedules x where x.enabled order by x.name
              for update skip locked loop
@@ -84,7 +85,7 @@ begin
   delete from switchyard.schedule_ticks st
    where (st.schedule_name, st.tick_at) in (
      select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
-      where x.recorded_at < now() - interval '30 days' and x.outcome <> 'queued'
+      where x.recorded_at < switchyard.clock_now() - interval '30 days' and x.outcome <> 'queued'
       order by x.recorded_at limit 1000);
   return started;
 end

@@ -48,11 +48,11 @@ begin
   values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
   on conflict on constraint rate_limits_pkey do update
      set tokens = least(excluded.burst,
-                        l.tokens + greatest(0, extract(epoch from now() - l.refilled_at))
+                        l.tokens + greatest(0, extract(epoch from switchyard.clock_now() - l.refilled_at))
                                    * l.rate::double precision / l.per_seconds),
-         refilled_at = now(),
+         refilled_at = switchyard.clock_now(),
          rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
-         updated_at = now()
+         updated_at = switchyard.clock_now()
   returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
                                'burst', l.burst, 'tokens', l.tokens)
     into result;

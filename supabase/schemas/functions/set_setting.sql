@@ -64,7 +64,7 @@ begin
     delete from switchyard.settings s where s.name = set_setting.name;
   else
     insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
-    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = now();
+    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = switchyard.clock_now();
   end if;
 end
 $$;

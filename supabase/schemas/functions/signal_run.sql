@@ -8,7 +8,7 @@
 -- (22023), an empty key or one over 200 characters, as a start key (22023 key_empty,
 -- key_length), a payload over max_output_bytes (22023), a run that is not started, a step that
 -- already has a signal under another key or none, a wait that ended without one or whose
--- timeout is due (55000). The timeout is compared with now(), this transaction's start.
+-- timeout is due (55000). The timeout is compared with clock_now(), this transaction's start.
 create or replace function switchyard.signal_run(
   run_id uuid, step_slug text, payload jsonb, key text default null
 )
@@ -105,7 +105,7 @@ begin
   end if;
   select * into state from switchyard.step_states ss
    where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
-  timed_out := coalesce(state.wait_deadline <= now() and state.status <> 'created', false);
+  timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
   if state.status not in ('created', 'started') or timed_out then
     raise exception using errcode = '55000', message = format(
       'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,

@@ -75,13 +75,13 @@ begin
         'rule', 'input_sql_null', 'argument', 'input', 'value', null,
         'flow_or_alias', left(flow_or_alias, 200))::text;
   end if;
-  if begins > now() + interval '365 days' then
+  if begins > switchyard.clock_now() + interval '365 days' then
     raise exception using errcode = '22023', message = format(
       'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), begins),
       detail = jsonb_build_object(
         'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
-        'max', (now() + interval '365 days')::text)::text;
+        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
   end if;
   perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
                                       start_flow.key, start_flow.mode, start_flow.ttl,
@@ -116,8 +116,8 @@ begin
       live := case held.mode
         when 'singleton' then kept.status = 'started'
         when 'dedupe' then kept.status = 'started'
-                        or kept.ended_at + held.ttl * interval '1 second' > now()
-                        or (kept.status is null and held.expires_at > now())
+                        or kept.ended_at + held.ttl * interval '1 second' > switchyard.clock_now()
+                        or (kept.status is null and held.expires_at > switchyard.clock_now())
         else kept.status = 'started' and kept.delayed
       end;
       if coalesce(live, false) then
@@ -150,7 +150,7 @@ begin
          where r.run_id = held.run_id and r.status = 'started' for update;
         if found then
           update switchyard.delayed_starts d
-             set start_at = least(now() + start_flow.delay * interval '1 second',
+             set start_at = least(switchyard.clock_now() + start_flow.delay * interval '1 second',
                                   held.first_at + start_flow.max_delay * interval '1 second')
            where d.run_id = held.run_id;
           if found then
@@ -165,13 +165,13 @@ begin
       -- The key's run ended, began (debounce) or expired (dedupe): the key names a new run.
       update switchyard.start_keys k
          set mode = start_flow.mode, run_id = id, owner = start_flow.owner, ttl = start_flow.ttl,
-             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = now(),
+             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = switchyard.clock_now(),
              expires_at = null
        where k.started_as = held.started_as and k.key = held.key;
       exit;
     end loop;
     if start_flow.mode = 'debounce' then
-      begins := now() + start_flow.delay * interval '1 second';
+      begins := switchyard.clock_now() + start_flow.delay * interval '1 second';
     end if;
   end if;
 
@@ -180,7 +180,7 @@ begin
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
                                deadline_at, trace_context, priority)
   select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
-         least(now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
+         least(switchyard.clock_now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
                start_flow.deadline_at),
          start_flow.trace_context, coalesce(start_flow.priority, 0)
@@ -230,14 +230,14 @@ begin
   -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
   -- row is written once, so later starts take no lock.
   if coalesce(start_flow.priority, 0) <> 0 then
-    update switchyard.queues q set priority_used_at = now()
+    update switchyard.queues q set priority_used_at = switchyard.clock_now()
      where q.priority_used_at is null
        and q.queue_name in (select st.queue_name from switchyard.steps st
                              where st.flow_slug = concrete and st.queue_name is not null);
   end if;
   -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
   -- steps start when expire_waits finds the run due.
-  if begins is null or begins <= now() then
+  if begins is null or begins <= switchyard.clock_now() then
     perform switchyard._start_ready_steps(new_run);
   else
     insert into switchyard.delayed_starts (run_id, start_at) values (new_run, begins);

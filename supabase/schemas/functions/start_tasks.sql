@@ -104,10 +104,10 @@ begin
       queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
     reason := format(
       'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
-      queue, to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+      queue, to_char(switchyard.clock_now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
       array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
     update switchyard.worker_functions wf
-       set paused_at = now(), pause_reason = reason,
+       set paused_at = switchyard.clock_now(), pause_reason = reason,
            pause_detail = jsonb_build_object(
              'queue', queue,
              'message_ids', (select jsonb_agg(u.id::text order by u.id)
@@ -115,7 +115,7 @@ begin
              'pairs', to_jsonb(unsupported_pairs))
      where wf.function_name = worker.function_name and wf.paused_at is null;
     update switchyard.workers w
-       set deprecated_at = coalesce(w.deprecated_at, now()), stop_reason = reason
+       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now()), stop_reason = reason
      where w.worker_id = worker.worker_id;
     return query
       select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
@@ -152,7 +152,7 @@ begin
 
   with claimed as (
     update switchyard.step_tasks t
-       set status = 'started', attempts_count = t.attempts_count + 1, started_at = now(),
+       set status = 'started', attempts_count = t.attempts_count + 1, started_at = switchyard.clock_now(),
            worker_id = worker.worker_id,
            -- The time earlier instances used of the step timeout: kept for the attempt they
            -- handed back (release_tasks), none for a new attempt.

@@ -60,7 +60,7 @@ begin
   per_minute := switchyard.limit_value('user_runs_per_minute');
   perform pg_advisory_xact_lock(hashtextextended('switchyard.start_user_run ' || user_id::text, 0));
   select count(*) into recent from switchyard.runs r
-   where r.owner = user_id and r.started_at > clock_timestamp() - interval '1 minute';
+   where r.owner = user_id and r.started_at > switchyard.clock_now() - interval '1 minute';
   if recent >= per_minute then
     -- PT429: PostgREST answers HTTP 429 Too Many Requests.
     raise exception using errcode = 'PT429', message = format(

@@ -41,13 +41,13 @@ begin
   update switchyard.schedules x
      set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
          overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
-         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = now(),
+         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = switchyard.clock_now(),
          -- A changed cron or zone applies from now; so does a resume (ticks while paused are
          -- not run later).
          checked_until = case when x.cron is distinct from s.cron
                                 or x.time_zone is distinct from s.time_zone
                                 or (not x.enabled and coalesce(update_schedule.enabled, false))
-                              then greatest(x.checked_until, now()) else x.checked_until end
+                              then greatest(x.checked_until, switchyard.clock_now()) else x.checked_until end
    where x.name = s.name;
   return switchyard._schedule_json(s.name);
 end

@@ -43,7 +43,7 @@ begin
                as ok
         from switchyard.wake_requests w
         left join %s r on r.id = w.request_id
-       where w.via = 'pg_net' and w.requested_at >= now() - make_interval(secs => $1)
+       where w.via = 'pg_net' and w.requested_at >= switchyard.clock_now() - make_interval(secs => $1)
     )
     select w.function_name,
            count(*) filter (where w.error is not null),

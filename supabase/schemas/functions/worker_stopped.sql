@@ -6,6 +6,6 @@ security definer
 set search_path = ''
 as $$
   update switchyard.workers w
-     set stopped_at = coalesce(w.stopped_at, now()), stop_reason = coalesce(w.stop_reason, reason)
+     set stopped_at = coalesce(w.stopped_at, switchyard.clock_now()), stop_reason = coalesce(w.stop_reason, reason)
    where w.worker_id = worker_stopped.worker_id;
 $$;

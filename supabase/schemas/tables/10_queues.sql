@@ -5,7 +5,7 @@ create table switchyard.queues (
   pgmq_name text not null,                 -- exact spelling in pgmq.meta
   ownership text not null check (ownership in ('private', 'shared')),
   owner_flow text,                         -- the flow that owns a private queue
-  created_at timestamptz not null default now(),
+  created_at timestamptz not null default switchyard.clock_now(),
   adopted_at timestamptz,                  -- set when an existing PGMQ queue was adopted
   lost_checked_at timestamptz,             -- the stall sweep's last look for lost messages
   -- When a run of priority other than 0 first had a step on this queue (start_flow): from then

@@ -7,7 +7,7 @@ create table switchyard.flows (
   max_delay int not null,                  -- cap of the retry delay (seconds)
   timeout int not null,
   shape jsonb not null,                    -- the exact shape it was compiled from
-  created_at timestamptz not null default now(),
+  created_at timestamptz not null default switchyard.clock_now(),
   run_timeout int                          -- a run's time limit in seconds (runTimeout), or null
     check (run_timeout between 1 and 31536000),
   -- false (the flow option events: false): its runs and steps write no run_events rows; their
@@ -96,7 +96,7 @@ create index deps_by_dep on switchyard.deps (flow_slug, dep_slug);
 create table switchyard.flow_option_changes (
   change_id bigint generated always as identity primary key,
   flow_slug text not null references switchyard.flows on delete cascade,
-  changed_at timestamptz not null default now(),
+  changed_at timestamptz not null default switchyard.clock_now(),
   changed_by text not null,
   application_name text,
   old_options jsonb not null,

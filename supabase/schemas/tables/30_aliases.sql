@@ -2,7 +2,7 @@
 create table switchyard.aliases (
   alias text primary key,
   flow_slug text not null references switchyard.flows,
-  activated_at timestamptz not null default now()
+  activated_at timestamptz not null default switchyard.clock_now()
 );
 
 create unique index aliases_ci on switchyard.aliases (lower(alias));
@@ -11,7 +11,7 @@ create unique index aliases_ci on switchyard.aliases (lower(alias));
 create table switchyard.alias_members (
   alias text not null,
   flow_slug text not null references switchyard.flows on delete cascade,
-  added_at timestamptz not null default now(),
+  added_at timestamptz not null default switchyard.clock_now(),
   primary key (alias, flow_slug)
 );
 
@@ -22,7 +22,7 @@ create table switchyard.alias_activations (
   alias text not null,
   flow_slug text not null,
   previous_flow_slug text,
-  activated_at timestamptz not null default now(),
+  activated_at timestamptz not null default switchyard.clock_now(),
   source text not null                     -- 'worker' (registry order), 'migration' (declare_alias)
                                            -- or 'operator'
 );
@@ -34,5 +34,5 @@ create table switchyard.alias_activations (
 create table switchyard.alias_declarations (
   alias text primary key,
   versions text[] not null check (cardinality(versions) > 0),
-  declared_at timestamptz not null default now()
+  declared_at timestamptz not null default switchyard.clock_now()
 );

@@ -9,7 +9,7 @@ create table switchyard.runs (
   output jsonb,
   error text,                              -- the failure, or the reason of a cancelled run
   remaining_steps int not null,
-  started_at timestamptz not null default now(),
+  started_at timestamptz not null default switchyard.clock_now(),
   completed_at timestamptz,
   failed_at timestamptz,
   owner uuid,                              -- who the run is for (start_flow's owner)
@@ -51,7 +51,7 @@ create table switchyard.step_states (
     check (status in ('created', 'started', 'completed', 'failed', 'skipped', 'cancelled')),
   remaining_deps int not null,
   output jsonb,
-  created_at timestamptz not null default now(),
+  created_at timestamptz not null default switchyard.clock_now(),
   started_at timestamptz,
   completed_at timestamptz,
   failed_at timestamptz,
@@ -76,7 +76,7 @@ create table switchyard.run_signals (
   step_slug text not null,
   signal_key text,
   payload jsonb not null,
-  signalled_at timestamptz not null default now(),
+  signalled_at timestamptz not null default switchyard.clock_now(),
   delivered_at timestamptz,
   primary key (run_id, step_slug),
   foreign key (run_id, step_slug) references switchyard.step_states on delete cascade
@@ -122,7 +122,7 @@ create table switchyard.step_tasks (
   worker_id uuid,
   error text,
   output jsonb,
-  queued_at timestamptz not null default now(),
+  queued_at timestamptz not null default switchyard.clock_now(),
   started_at timestamptz,
   completed_at timestamptz,
   failed_at timestamptz,
@@ -175,7 +175,7 @@ create table switchyard.run_events (
   flow_slug text not null,
   step_slug text,                          -- null: an event of the run itself
   event text not null,
-  created_at timestamptz not null default now(),
+  created_at timestamptz not null default switchyard.clock_now(),
   -- One index: a reader always names the run (event_id > n within it), and so does the
   -- cascade from runs.
   primary key (run_id, event_id),
@@ -207,7 +207,7 @@ alter table switchyard.run_events replica identity using index run_events_event_
 -- operator inserts an alias (the opt-in of docs/ARCHITECTURE.md §14).
 create table switchyard.user_start_aliases (
   alias text primary key,
-  added_at timestamptz not null default now()
+  added_at timestamptz not null default switchyard.clock_now()
 );
 
 -- A long handler's checkpoint (docs/ARCHITECTURE.md §9, "Checkpoints"): the last state it saved
@@ -218,7 +218,7 @@ create table switchyard.task_checkpoints (
   task_index int not null,
   state jsonb not null,
   attempt int not null,                    -- the attempt that saved it
-  saved_at timestamptz not null default now(),
+  saved_at timestamptz not null default switchyard.clock_now(),
   primary key (run_id, step_slug, task_index),
   foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
 );
@@ -264,7 +264,7 @@ create index failed_attempts_recent on switchyard.failed_attempts (failed_at);
 create table switchyard.user_signal_steps (
   alias text not null,
   step_slug text not null,
-  added_at timestamptz not null default now(),
+  added_at timestamptz not null default switchyard.clock_now(),
   -- What a user's payload must be, in a subset of JSON Schema (_payload_problem); null: any JSON.
   -- The flow's signalPayload<T>() is a TypeScript type only, which a browser never meets.
   payload_schema jsonb,

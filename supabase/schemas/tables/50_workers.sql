@@ -12,7 +12,7 @@ create table switchyard.worker_functions (
   -- the same ids and pairs the reason names; null for an operator's pause. Read by
   -- quarantine_messages, never parsed from the reason text.
   pause_detail jsonb,
-  created_at timestamptz not null default now(),
+  created_at timestamptz not null default switchyard.clock_now(),
   last_woken_at timestamptz,
   check ((paused_at is null) = (pause_reason is null)),
   check (paused_at is not null or pause_detail is null)
@@ -23,8 +23,8 @@ create table switchyard.workers (
   queue_name text not null,
   function_name text not null references switchyard.worker_functions,
   pair_set text not null,                  -- its exact support set: a key of switchyard.pair_sets
-  started_at timestamptz not null default now(),
-  last_heartbeat_at timestamptz not null default now(),
+  started_at timestamptz not null default switchyard.clock_now(),
+  last_heartbeat_at timestamptz not null default switchyard.clock_now(),
   -- Seconds without a heartbeat after which this worker's started tasks are recovered. The
   -- worker's own setting, stored at registration (at least heartbeat_window_floor_seconds());
   -- recovery never takes a window from its caller.
@@ -57,6 +57,6 @@ create table switchyard.quarantined_messages (
   headers jsonb,
   function_name text not null,             -- the paused function
   pause_reason text not null,              -- the pause that named the message
-  quarantined_at timestamptz not null default now(),
+  quarantined_at timestamptz not null default switchyard.clock_now(),
   primary key (queue_name, msg_id)
 );

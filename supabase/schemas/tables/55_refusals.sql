@@ -9,8 +9,8 @@ create table switchyard.refusals (
     check (refusal in ('function_paused', 'function_disabled', 'coverage', 'worker_config',
                        'start_failed', 'unsupported_work')),
   message text not null,                   -- the latest, cut at 2000 characters
-  first_at timestamptz not null default now(),
-  last_at timestamptz not null default now(),
+  first_at timestamptz not null default switchyard.clock_now(),
+  last_at timestamptz not null default switchyard.clock_now(),
   count bigint not null default 1 check (count >= 1),
   primary key (function_name, refusal)
 );

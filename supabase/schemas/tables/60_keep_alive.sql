@@ -10,7 +10,7 @@ create table switchyard.settings (
                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
                     'priority_ageing_seconds')),
   value text not null,
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default switchyard.clock_now()
 );
 
 -- Every wake the keep-alive asked for: the audit trail, and the only effect when
@@ -22,7 +22,7 @@ create table switchyard.wake_requests (
   url text not null,                        -- absolute with a base URL, else the gateway path
   via text not null check (via in ('pg_net', 'recorded')),
   request_id bigint,                        -- pg_net's request id (net._http_response)
-  requested_at timestamptz not null default now()
+  requested_at timestamptz not null default switchyard.clock_now()
 );
 
 create index wake_requests_by_function on switchyard.wake_requests (function_name, requested_at);

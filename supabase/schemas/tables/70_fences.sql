@@ -3,7 +3,7 @@
 -- is refused until fence_end. Pause flags are never touched.
 create table switchyard.fences (
   fence_id bigint generated always as identity primary key,
-  opened_at timestamptz not null default now(),
+  opened_at timestamptz not null default switchyard.clock_now(),
   closed_at timestamptz
 );
 

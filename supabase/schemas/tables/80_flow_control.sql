@@ -9,7 +9,7 @@ create table switchyard.rate_limits (
   per_seconds int not null check (per_seconds between 1 and 86400),
   burst int not null check (burst between 1 and 1000000),
   tokens double precision not null,        -- tokens at refilled_at
-  refilled_at timestamptz not null default now(),  -- may be ahead: a RetryAfter's drain, at
+  refilled_at timestamptz not null default switchyard.clock_now(),  -- may be ahead: a RetryAfter's drain, at
                                                    -- most per_seconds (set_rate_limit lifts it)
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default switchyard.clock_now()
 );

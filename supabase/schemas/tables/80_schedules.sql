@@ -11,8 +11,8 @@ create table switchyard.schedules (
     check (catch_up in ('none', 'latest', 'all')),
   catch_up_limit int not null default 10 check (catch_up_limit between 1 and 1000),
   enabled boolean not null default true,
-  created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now(),
+  created_at timestamptz not null default switchyard.clock_now(),
+  updated_at timestamptz not null default switchyard.clock_now(),
   checked_until timestamptz,               -- ticks up to here were considered (null: none yet)
   last_run_id uuid,                        -- the run of the latest started tick: the overlap test
   missed_ticks bigint not null default 0,  -- ticks the catch-up policy did not run
@@ -27,7 +27,7 @@ create table switchyard.schedule_ticks (
   run_id uuid not null,
   outcome text not null check (outcome in ('started', 'queued', 'skipped', 'failed')),
   error text,
-  recorded_at timestamptz not null default now(),
+  recorded_at timestamptz not null default switchyard.clock_now(),
   primary key (schedule_name, tick_at)
 );
 

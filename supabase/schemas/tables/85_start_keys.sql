@@ -12,7 +12,7 @@ create table switchyard.start_keys (
   ttl int check (ttl between 1 and 31536000),          -- dedupe: seconds after the run ends
   delay int check (delay between 1 and 31536000),      -- debounce: seconds after the last start
   max_delay int check (max_delay between 1 and 31536000), -- debounce: at most after the first
-  first_at timestamptz not null default now(),         -- when this run's first start came
+  first_at timestamptz not null default switchyard.clock_now(),         -- when this run's first start came
   expires_at timestamptz,                  -- a pruned dedupe run's end + ttl
   primary key (started_as, key)
 );

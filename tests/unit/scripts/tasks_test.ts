@@ -127,5 +127,6 @@ Deno.test('deno.json is a package: its version is the kit version, its exports t
     './client': './lib/client.ts',
     './ops': './lib/ops.ts',
     './browser': './lib/browser.ts',
+    './testing': './lib/testing.ts',
   });
 });
