@@ -29,8 +29,7 @@ async function typeTests(): Promise<void> {
     (input) => ({ receipt: `${input.reserve.hold} by ${input.approve.by}` }),
   );
   expectType<Equal<typeof charge.calls[number]['input']['approve'], { by: string }>>(true);
-  // deno-lint-ignore require-await
-  engine.mock('order', 'charge', async (input) => ({ receipt: input.reserve.hold }));
+  engine.mock('order', 'charge', (input) => Promise.resolve({ receipt: input.reserve.hold }));
   engine.mock('order', 'charge', () => {
     throw new RetryAfter(30, 'busy');
   });
@@ -39,9 +38,8 @@ async function typeTests(): Promise<void> {
   });
   // @ts-expect-error the output must be the step's: { receipt: string }
   engine.mock('order', 'charge', () => ({ receipt: 1 }));
-  // deno-lint-ignore require-await
   // @ts-expect-error nor a promise of anything else
-  engine.mock('order', 'charge', async () => ({ receit: 'x' }));
+  engine.mock('order', 'charge', () => Promise.resolve({ receit: 'x' }));
   // @ts-expect-error the input has no such field
   engine.mock('order', 'charge', (input) => ({ receipt: input.reserve.order }));
   // @ts-expect-error a wait step has no handler to mock
