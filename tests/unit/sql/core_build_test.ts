@@ -23,12 +23,16 @@ Deno.test('lib/sql/core_build.ts holds the fresh build of the source and the PGM
 Deno.test('a source changed without sql:assemble is named, and so is a missing module', async () => {
   const kit = await Deno.makeTempDir({ prefix: 'switchyard-core-build-' });
   try {
+    // Copied with Deno's own calls: the unit tier starts no process but deno and git.
+    const copy = async (from: string, to: string): Promise<void> => {
+      await Deno.mkdir(to, { recursive: true });
+      for await (const entry of Deno.readDir(from)) {
+        if (entry.isDirectory) await copy(join(from, entry.name), join(to, entry.name));
+        else await Deno.copyFile(join(from, entry.name), join(to, entry.name));
+      }
+    };
     for (const part of [SCHEMAS, 'pgmq_compat', 'lib/sql']) {
-      await Deno.mkdir(join(kit, part), { recursive: true });
-      const out = await new Deno.Command('cp', {
-        args: ['-R', `${join(KIT_ROOT, part)}/.`, join(kit, part)],
-      }).output();
-      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      await copy(join(KIT_ROOT, part), join(kit, part));
     }
     assert.deepEqual(await coreBuildProblems(kit), []);
     const fn = join(kit, SCHEMAS, 'functions', 'clock_now.sql');
