@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
  * The kit's project root (a directory path ending in `/`).
@@ -24,16 +24,34 @@ const ENTRIES = ['lib', 'supabase', 'deno.json', 'import_map.json'];
 /** Directories the Supabase CLI writes locally; never copied. */
 const SKIP = new Set(['.temp', '.branches', 'node_modules']);
 
-async function copy(from: string, to: string): Promise<void> {
+/**
+ * Copies a file, or a directory with everything in it, to `to` (parent directories made as
+ * needed); entries named in `skip` are left out at any depth.
+ *
+ * @example
+ * ```ts
+ * import { copyTree, KIT_ROOT } from './_project.ts';
+ *
+ * const dir = await Deno.makeTempDir();
+ * await copyTree(`${KIT_ROOT}pgmq_compat`, `${dir}/pgmq_compat`);
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ */
+export async function copyTree(
+  from: string,
+  to: string,
+  skip: ReadonlySet<string> = new Set(),
+): Promise<void> {
   const info = await Deno.stat(from);
   if (!info.isDirectory) {
+    await Deno.mkdir(dirname(to), { recursive: true });
     await Deno.copyFile(from, to);
     return;
   }
   await Deno.mkdir(to, { recursive: true });
   for await (const entry of Deno.readDir(from)) {
-    if (SKIP.has(entry.name)) continue;
-    await copy(join(from, entry.name), join(to, entry.name));
+    if (skip.has(entry.name)) continue;
+    await copyTree(join(from, entry.name), join(to, entry.name), skip);
   }
 }
 
@@ -51,6 +69,6 @@ async function copy(from: string, to: string): Promise<void> {
  */
 export async function copyProject(prefix = 'switchyard-project-'): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix });
-  for (const entry of ENTRIES) await copy(join(KIT_ROOT, entry), join(dir, entry));
+  for (const entry of ENTRIES) await copyTree(join(KIT_ROOT, entry), join(dir, entry), SKIP);
   return dir;
 }

@@ -16,9 +16,9 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { KIT_VERSION, moduleGraph } from './_kit.ts';
-import { KIT_ROOT } from './_project.ts';
+import { copyTree, KIT_ROOT } from './_project.ts';
 import { helpOption } from './_help.ts';
 import { EMBEDDED } from './build_cli.ts';
 import { buildNodeEntries, nodeDependencies } from './_npm_node.ts';
@@ -87,19 +87,6 @@ if (result.error) {
 process.exit(result.status ?? 1);
 `;
 
-async function copyInto(from: string, to: string): Promise<void> {
-  const info = await Deno.stat(from);
-  if (info.isDirectory) {
-    await Deno.mkdir(to, { recursive: true });
-    for await (const entry of Deno.readDir(from)) {
-      await copyInto(join(from, entry.name), join(to, entry.name));
-    }
-    return;
-  }
-  await Deno.mkdir(dirname(to), { recursive: true });
-  await Deno.copyFile(from, to);
-}
-
 /**
  * The kit files the CLI needs, relative to the kit: every local module `scripts/cli.ts` loads
  * (its commands are literal dynamic imports, so the graph has them all) and what the commands
@@ -144,7 +131,7 @@ export async function buildNpm(outDir: string): Promise<Record<string, unknown>>
   });
   await Deno.mkdir(outDir, { recursive: true });
   for (const file of await cliFiles()) {
-    await copyInto(join(KIT_ROOT, file), join(outDir, 'kit', file));
+    await copyTree(join(KIT_ROOT, file), join(outDir, 'kit', file));
   }
   await Deno.mkdir(join(outDir, 'bin'));
   await Deno.writeTextFile(join(outDir, 'bin', 'switchyard.mjs'), BIN, { mode: 0o755 });

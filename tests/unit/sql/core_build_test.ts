@@ -12,7 +12,7 @@ import {
   freshBuild,
   SCHEMAS,
 } from '../../../scripts/sql_source.ts';
-import { KIT_ROOT } from '../../../scripts/_project.ts';
+import { copyTree, KIT_ROOT } from '../../../scripts/_project.ts';
 
 Deno.test('lib/sql/core_build.ts holds the fresh build of the source and the PGMQ-compatible layer', async () => {
   assert.deepEqual(await coreBuildProblems(), []);
@@ -23,16 +23,8 @@ Deno.test('lib/sql/core_build.ts holds the fresh build of the source and the PGM
 Deno.test('a source changed without sql:assemble is named, and so is a missing module', async () => {
   const kit = await Deno.makeTempDir({ prefix: 'switchyard-core-build-' });
   try {
-    // Copied with Deno's own calls: the unit tier starts no process but deno and git.
-    const copy = async (from: string, to: string): Promise<void> => {
-      await Deno.mkdir(to, { recursive: true });
-      for await (const entry of Deno.readDir(from)) {
-        if (entry.isDirectory) await copy(join(from, entry.name), join(to, entry.name));
-        else await Deno.copyFile(join(from, entry.name), join(to, entry.name));
-      }
-    };
     for (const part of [SCHEMAS, 'pgmq_compat', 'lib/sql']) {
-      await copy(join(KIT_ROOT, part), join(kit, part));
+      await copyTree(join(KIT_ROOT, part), join(kit, part));
     }
     assert.deepEqual(await coreBuildProblems(kit), []);
     const fn = join(kit, SCHEMAS, 'functions', 'clock_now.sql');
