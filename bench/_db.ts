@@ -1,12 +1,12 @@
 /**
- * The benchmark's database: a throwaway cluster (scripts/_cluster.ts), or a fresh database on
+ * The benchmark's database: a throwaway cluster (tools/_cluster.ts), or a fresh database on
  * the server named by `DATABASE_URL`. Either way the kit's migrations are applied with
  * `migrate()` and everything is removed afterwards.
  *
  * @module
  */
 import postgres from 'postgres';
-import { type Cluster, startCluster } from '../scripts/_cluster.ts';
+import { type Cluster, startCluster } from '../tools/_cluster.ts';
 import { migrate } from '../lib/ops.ts';
 
 /** A migrated database that exists only for one benchmark run. */

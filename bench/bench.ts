@@ -68,7 +68,7 @@
  * statement inside one `start_tasks` call (1000 flows). `--profile` (with figure 1) runs one
  * more engine pass and one more raw pass with `pg_stat_statements` and prints where the
  * database time of each went, statement by statement (functions' inner statements
- * included). Runs against a throwaway cluster (scripts/_cluster.ts) unless `DATABASE_URL` is
+ * included). Runs against a throwaway cluster (tools/_cluster.ts) unless `DATABASE_URL` is
  * set, in which case fresh databases are created on that server; they are dropped afterwards
  * either way. BENCHMARKS.md has the results and where the time goes.
  *

@@ -1,6 +1,6 @@
 /**
  * The test tiers, file by file (docs/ARCHITECTURE.md §8.6). `deno task test` runs every file;
- * `deno task test --tier unit|db|e2e [paths…]` runs one tier (scripts/test.ts), and `.ci/run`
+ * `deno task test --tier unit|db|e2e [paths…]` runs one tier (tools/test.ts), and `.ci/run`
  * runs unit, then db once per PGMQ kind side by side, then e2e once on the extension.
  *
  * A new test file goes in exactly one list: tests/unit/tiers_test.ts (and every `--tier` run)
@@ -23,7 +23,7 @@
  *
  * @module
  */
-import type { Tier } from '../scripts/_tiers.ts';
+import type { Tier } from '../tools/_tiers.ts';
 
 /** Every test file under tests/, by tier; db and e2e slowest first (the order runs start them). */
 export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
@@ -31,23 +31,23 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/unit/architecture_test.ts',
     'tests/unit/bench/history_noise_test.ts',
     'tests/unit/changelog_test.ts',
+    'tests/unit/cli/env_file_test.ts',
+    'tests/unit/cli/migration_timestamps_test.ts',
+    'tests/unit/cli/scaffold_test.ts',
     'tests/unit/dsl/dsl_test.ts',
     'tests/unit/dsl/queue_names_test.ts',
     'tests/unit/dsl/types_test.ts',
     'tests/unit/dsl/wait_types_test.ts',
     'tests/unit/ops/dashboard_page_test.ts',
-    'tests/unit/scripts/env_file_test.ts',
-    'tests/unit/scripts/migration_timestamps_test.ts',
-    'tests/unit/scripts/npm_node_test.ts',
-    'tests/unit/scripts/release_test.ts',
-    'tests/unit/scripts/scaffold_test.ts',
-    'tests/unit/scripts/tasks_test.ts',
     'tests/unit/sql/client_types_test.ts',
     'tests/unit/sql/clock_test.ts',
     'tests/unit/sql/core_build_test.ts',
     'tests/unit/sql/deno_executable_test.ts',
     'tests/unit/sql/ended_socket_test.ts',
     'tests/unit/tiers_test.ts',
+    'tests/unit/tools/npm_node_test.ts',
+    'tests/unit/tools/release_test.ts',
+    'tests/unit/tools/tasks_test.ts',
     'tests/unit/worker/worker_types_test.ts',
   ],
   db: [
@@ -111,30 +111,30 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/sql/plpgsql_check_test.ts',
   ],
   e2e: [
-    'tests/scripts/upgrade_test.ts',
-    'tests/scripts/upgrade_load_test.ts',
-    'tests/scripts/readme_test.ts',
-    'tests/scripts/harness_test.ts',
+    'tests/e2e/upgrade_test.ts',
+    'tests/e2e/upgrade_load_test.ts',
+    'tests/e2e/readme_test.ts',
+    'tests/e2e/harness_test.ts',
     'tests/ops/dashboard_hardening_test.ts', // `deno task dashboard` served in a child process, over raw HTTP
-    'tests/scripts/project_history_test.ts',
+    'tests/e2e/project_history_test.ts',
     'tests/ops/dashboard_browser_test.ts', // the dashboard in Chromium
-    'tests/scripts/demo_test.ts',
+    'tests/e2e/demo_test.ts',
     'tests/worker/chaos_test.ts', // worker processes killed at random on a cluster of its own
-    'tests/scripts/node_client_test.ts',
-    'tests/scripts/serve_local_loop_test.ts',
-    'tests/scripts/invocation_test.ts',
-    'tests/scripts/tasks_cli_test.ts',
-    'tests/scripts/compile_test.ts',
-    'tests/scripts/readme_follow_test.ts',
-    'tests/scripts/cli_test.ts',
+    'tests/e2e/node_client_test.ts',
+    'tests/e2e/serve_local_loop_test.ts',
+    'tests/e2e/invocation_test.ts',
+    'tests/e2e/tasks_cli_test.ts',
+    'tests/e2e/compile_test.ts',
+    'tests/e2e/readme_follow_test.ts',
+    'tests/e2e/cli_test.ts',
     'tests/ops/follow_run_browser_test.ts', // lib/browser.ts in Chromium
-    'tests/scripts/kit_e2e_test.ts',
-    'tests/scripts/install_test.ts',
-    'tests/scripts/compile_refusal_test.ts',
-    'tests/scripts/keep_alive_test.ts',
+    'tests/e2e/kit_e2e_test.ts',
+    'tests/e2e/install_test.ts',
+    'tests/e2e/compile_refusal_test.ts',
+    'tests/e2e/keep_alive_test.ts',
     'tests/ops/dashboard_charts_browser_test.ts', // the charts in Chromium
-    'tests/scripts/doctor_test.ts',
-    'tests/scripts/config_toml_test.ts',
-    'tests/scripts/serve_test.ts',
+    'tests/e2e/doctor_test.ts',
+    'tests/e2e/config_toml_test.ts',
+    'tests/e2e/serve_test.ts',
   ],
 };

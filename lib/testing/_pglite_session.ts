@@ -1,6 +1,6 @@
 /**
  * One PGlite session served to several postgres.js connections, one protocol cycle at a time,
- * for the demo's embedded database (`scripts/_pglite_worker.ts`) and a test engine's
+ * for the demo's embedded database (`cli/_pglite_worker.ts`) and a test engine's
  * (`lib/testing/embedded.ts`).
  *
  * Why a scheduler of our own: PGlite is one database session. pglite-socket's

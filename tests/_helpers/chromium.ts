@@ -2,8 +2,7 @@
  * Debian's chromium, headless, for the browser tests (driven over CDP by playwright-core): a
  * missing binary fails the test with how to install it, never skips it.
  */
-import { freePort } from '../../scripts/_cluster.ts';
-import { exists } from '../../scripts/_util.ts';
+import { exists, freePort } from '../../cli/_util.ts';
 import { waitFor } from './wait.ts';
 
 /** The chromium binary: `CHROMIUM`, else Debian's. */

@@ -1,5 +1,5 @@
 /**
- * Per-file test databases. `deno task test` (scripts/test.ts) prepares a migrated
+ * Per-file test databases. `deno task test` (tools/test.ts) prepares a migrated
  * template database and passes its name here; every test file clones it, so files
  * run in parallel without seeing each other's rows.
  *
@@ -75,7 +75,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 
 /**
  * Throws, with the reason, unless the test server has pg_cron in its admin database
- * (scripts/test.ts probes it and passes `1` or why not): the tests that need pg_cron run or
+ * (tools/test.ts probes it and passes `1` or why not): the tests that need pg_cron run or
  * fail, never skip.
  */
 export function requirePgCron(): void {

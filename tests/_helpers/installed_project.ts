@@ -8,7 +8,7 @@
  * @module
  */
 import postgres from 'postgres';
-import { KIT_ROOT } from '../../scripts/_project.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
 import { adminUrl, urlFor } from './db.ts';
 import { ok, run, supabaseInit } from './project.ts';
 import { waitFor } from './wait.ts';
@@ -53,19 +53,19 @@ export async function withInstalledProject(
   }
 }
 
-/** `deno task serve` (scripts/serve.ts) over a project, as its own process. */
+/** `deno task serve` (cli/serve.ts) over a project, as its own process. */
 export class ServeProcess {
   #child: Deno.ChildProcess;
   #lines: string[] = [];
   #output: Promise<void>;
 
   /**
-   * Starts `scripts/serve.ts --project <dir> ...args` with `env` (and nothing else set); with
+   * Starts `cli/serve.ts --project <dir> ...args` with `env` (and nothing else set); with
    * `command` (a program and its arguments, e.g. `npx switchyard serve`), that in `dir` instead.
    */
   constructor(dir: string, args: string[], env: Record<string, string>, command?: string[]) {
     const [program, ...rest] = command ??
-      [Deno.execPath(), 'run', '-A', 'scripts/serve.ts', '--project', dir];
+      [Deno.execPath(), 'run', '-A', 'cli/serve.ts', '--project', dir];
     this.#child = new Deno.Command(program, {
       args: [...rest, ...args],
       cwd: command ? dir : KIT_ROOT,

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { sha256 } from '../../scripts/_kit.ts';
-import { KIT_ROOT } from '../../scripts/_project.ts';
-import { commitMigrations, git, type ReleaseManifest } from '../../scripts/release_manifest.ts';
+import { sha256 } from '../../cli/_kit.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
+import { commitMigrations, git, type ReleaseManifest } from '../../tools/release_manifest.ts';
 
 /**
  * Writes the kit as it was at `release.commit` into `dir` (created when missing) and checks

@@ -17,7 +17,7 @@ import {
   startWorker,
   toPlacement,
 } from '../../lib/mod.ts';
-import { freePort } from '../../scripts/_cluster.ts';
+import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 

@@ -17,9 +17,9 @@ import {
   fenceEnd,
   type RunOverview,
 } from '../../lib/ops.ts';
-import { freePort } from '../../scripts/_cluster.ts';
+import { freePort } from '../../cli/_util.ts';
 import { waitFor } from '../_helpers/wait.ts';
-import { serveFunctions } from '../../scripts/serve.ts';
+import { serveFunctions } from '../../cli/serve.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import {
   ARCHIVE_RUNS,

@@ -12,8 +12,7 @@ import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { Flow, signalPayload, startWorker, toPlacement } from '../../lib/mod.ts';
 import { connect, createDashboard } from '../../lib/ops.ts';
-import { freePort } from '../../scripts/_cluster.ts';
-import { canConnect } from '../../scripts/_util.ts';
+import { canConnect, freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import {
   BILLING_FUNCTION,
@@ -46,7 +45,7 @@ async function startDashboardCommand(databaseUrl: string) {
       '--allow-env',
       '--allow-net',
       '--allow-read',
-      'scripts/dashboard.ts',
+      'cli/dashboard.ts',
       '--port',
       String(port),
     ],

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
 import { connect, createDashboard, metricsHistory } from '../../lib/ops.ts';
-import { freePort } from '../../scripts/_cluster.ts';
+import { freePort } from '../../cli/_util.ts';
 import { startChromium } from '../_helpers/chromium.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';

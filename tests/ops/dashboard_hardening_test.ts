@@ -7,8 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { connect, createDashboard } from '../../lib/ops.ts';
-import { freePort } from '../../scripts/_cluster.ts';
-import { canConnect } from '../../scripts/_util.ts';
+import { canConnect, freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { waitFor } from '../_helpers/wait.ts';
 
@@ -31,7 +30,7 @@ async function startDashboard(env: Record<string, string>) {
       '--allow-env',
       '--allow-net',
       '--allow-read',
-      'scripts/dashboard.ts',
+      'cli/dashboard.ts',
       '--port',
       String(port),
     ],

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { Flow, signalPayload, toPlacement } from '../../lib/mod.ts';
 import { connect, createDashboard, type DashboardRunDetail } from '../../lib/ops.ts';
-import { freePort } from '../../scripts/_cluster.ts';
+import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const SECRET = 'dashboard-signal-test-secret';

@@ -16,7 +16,7 @@ import {
   OperationError,
   type StepMetrics,
 } from '../../lib/ops.ts';
-import { freePort } from '../../scripts/_cluster.ts';
+import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
@@ -345,7 +345,7 @@ Deno.test('GET /metrics: Prometheus text behind the bearer, equal to the metrics
 Deno.test('deno task metrics prints the tables, Prometheus text, and refuses a bad window', async () => {
   const run = async (...args: string[]) => {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ['run', '--allow-env', '--allow-net', 'scripts/metrics.ts', ...args],
+      args: ['run', '--allow-env', '--allow-net', 'cli/metrics.ts', ...args],
       env: { DATABASE_URL: db.url },
       stdout: 'piped',
       stderr: 'piped',

@@ -38,7 +38,7 @@ import {
   waitForFence,
 } from '../../lib/ops.ts';
 import { migrate } from '../../lib/ops.ts';
-import { startCluster } from '../../scripts/_cluster.ts';
+import { startCluster } from '../../tools/_cluster.ts';
 import { adminUrl, createTestDatabase, requirePgCron } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 

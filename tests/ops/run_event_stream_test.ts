@@ -20,8 +20,8 @@ import {
   runEvents,
 } from '../../lib/ops.ts';
 import type { Sql } from '../../lib/sql/connection.ts';
-import { freePort } from '../../scripts/_cluster.ts';
-import { serveWithTimeouts } from '../../scripts/_http_server.ts';
+import { freePort } from '../../cli/_util.ts';
+import { serveWithTimeouts } from '../../cli/_http_server.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { waitFor, within } from '../_helpers/wait.ts';
 

@@ -25,7 +25,7 @@ import {
 } from '../../lib/client.ts';
 import { migrate, runEvents } from '../../lib/ops.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
-import { startCluster } from '../../scripts/_cluster.ts';
+import { startCluster } from '../../tools/_cluster.ts';
 import { adminUrl, createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
@@ -872,7 +872,7 @@ Deno.test('deno task cancel and deno task retry', async () => {
 // ---------------------------------------------------------------------------
 // The README, as written
 
-// The section's app runs as written in an installed project: tests/scripts/readme_test.ts.
+// The section's app runs as written in an installed project: tests/e2e/readme_test.ts.
 
 Deno.test("README: the example's catch prints a failed or cancelled run's reason once", () => {
   const readme = Deno.readTextFileSync(`${ROOT}README.md`);

@@ -17,8 +17,8 @@ import {
   schedulePrune,
   unschedulePrune,
 } from '../../lib/ops.ts';
-import { ageInterval } from '../../scripts/prune.ts';
-import { startCluster } from '../../scripts/_cluster.ts';
+import { ageInterval } from '../../cli/prune.ts';
+import { startCluster } from '../../tools/_cluster.ts';
 import { createTestDatabase, type TestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { Flow, toPlacement } from '../../lib/mod.ts';
-import { KIT_ROOT } from '../../scripts/_project.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const db = await createTestDatabase();

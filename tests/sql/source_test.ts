@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { ensurePgmq, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
-import { DEFAULT_PG_BIN } from '../../scripts/_cluster.ts';
-import { KIT_ROOT } from '../../scripts/_project.ts';
+import { DEFAULT_PG_BIN } from '../../tools/_cluster.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
 import {
   assemble,
   assemblyProblems,
@@ -19,7 +19,7 @@ import {
   layoutProblems,
   SCHEMAS,
   UNRELEASED_SUFFIX,
-} from '../../scripts/sql_source.ts';
+} from '../../tools/sql_source.ts';
 import { adminUrl, createTestDatabase, urlFor } from '../_helpers/db.ts';
 
 const PG_BIN = Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN;

@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { createSchedule } from '../../lib/ops.ts';
 import { createTestEngine } from '../../lib/testing.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
-import { SCHEMAS } from '../../scripts/sql_source.ts';
-import { KIT_ROOT } from '../../scripts/_project.ts';
+import { SCHEMAS } from '../../tools/sql_source.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
 import { join } from 'node:path';
 import { registry } from './_flows.ts';
 

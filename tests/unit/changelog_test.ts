@@ -1,5 +1,5 @@
 /**
- * CHANGELOG.md against the release records (scripts/_changelog.ts, docs/ARCHITECTURE.md §8):
+ * CHANGELOG.md against the release records (tools/_changelog.ts, docs/ARCHITECTURE.md §8):
  * a dated section per recorded release, newest first, each saying how to upgrade from the one
  * before; at most one newer section, the release being prepared, which must be the kit's version
  * once that is raised. Then each rule is shown failing on a changelog that breaks it. No
@@ -11,8 +11,8 @@ import {
   type ChangelogFacts,
   changelogFacts,
   changelogProblems,
-} from '../../scripts/_changelog.ts';
-import { KIT_ROOT } from '../../scripts/_project.ts';
+} from '../../tools/_changelog.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
 
 Deno.test('CHANGELOG.md has a dated section per release, newest first, each saying how to upgrade', async () => {
   const text = await Deno.readTextFile(join(KIT_ROOT, 'CHANGELOG.md'));

@@ -1,12 +1,12 @@
 /**
- * The test tiers (tests/tiers.ts, scripts/_tiers.ts, docs/ARCHITECTURE.md §8.6): every test file
+ * The test tiers (tests/tiers.ts, tools/_tiers.ts, docs/ARCHITECTURE.md §8.6): every test file
  * of the tree is in exactly one tier, and the checks name the file and where to declare it when
  * one is not; `--tier` picks a tier's files and refuses another tier's; a JUnit report gives the
  * slowest files without counting steps twice.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { KIT_ROOT } from '../../scripts/_project.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
 import {
   fileDurations,
   isTestFile,
@@ -15,7 +15,7 @@ import {
   selectTier,
   tierPermissions,
   tierProblems,
-} from '../../scripts/_tiers.ts';
+} from '../../tools/_tiers.ts';
 import { TIERS } from '../tiers.ts';
 
 Deno.test('every test file of the tree is in exactly one tier, as its folder and imports allow', async () => {
@@ -103,7 +103,7 @@ Deno.test('--tier picks its files under the named paths, in its order; another t
     unit: ['tests/unit/a_test.ts'],
     // Slowest first: the order a run starts them in.
     db: ['tests/worker/d_test.ts', 'tests/sql/b_test.ts', 'tests/sql/c_test.ts'],
-    e2e: ['tests/scripts/e_test.ts'],
+    e2e: ['tests/e2e/e_test.ts'],
   };
   assert.deepEqual(selectTier('db', ['--fail-fast'], tiers, '/kit'), {
     files: ['tests/worker/d_test.ts', 'tests/sql/b_test.ts', 'tests/sql/c_test.ts'],
@@ -122,8 +122,8 @@ Deno.test('--tier picks its files under the named paths, in its order; another t
   ]);
   assert.deepEqual(selectTier('db', ['tests/'], tiers, '/kit').files.length, 3);
   assert.deepEqual(
-    selectTier('e2e', ['../scripts/e_test.ts'], tiers, '/kit/tests/sql', '/kit'),
-    { files: ['tests/scripts/e_test.ts'], options: [] },
+    selectTier('e2e', ['../e2e/e_test.ts'], tiers, '/kit/tests/sql', '/kit'),
+    { files: ['tests/e2e/e_test.ts'], options: [] },
     'paths are relative to where the command runs, files to the kit',
   );
   assert.throws(

@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { type Cluster, startCluster } from '../../scripts/_cluster.ts';
+import { type Cluster, startCluster } from '../../tools/_cluster.ts';
 import { migrate } from '../../lib/ops.ts';
 import { CHAOS_MAX_ATTEMPTS } from '../fixtures/chaos_worker.ts';
 import { waitFor } from '../_helpers/wait.ts';

@@ -9,7 +9,7 @@ import {
   dashboardPageModule,
   PAGE_MODULE,
   renderDashboardPage,
-} from '../../../scripts/dashboard_page.ts';
+} from '../../../tools/dashboard_page.ts';
 
 const ROOT = new URL('../../../', import.meta.url);
 

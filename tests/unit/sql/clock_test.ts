@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { CLOCK_FUNCTIONS, clockProblems, SCHEMAS } from '../../../scripts/sql_source.ts';
-import { KIT_ROOT } from '../../../scripts/_project.ts';
+import { CLOCK_FUNCTIONS, clockProblems, SCHEMAS } from '../../../tools/sql_source.ts';
+import { KIT_ROOT } from '../../../cli/_project.ts';
 
 Deno.test('no function, table or view of supabase/schemas reads the clock but the clock functions', async () => {
   assert.deepEqual(await clockProblems(), []);

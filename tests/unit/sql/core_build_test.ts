@@ -11,8 +11,8 @@ import {
   coreBuildProblems,
   freshBuild,
   SCHEMAS,
-} from '../../../scripts/sql_source.ts';
-import { copyTree, KIT_ROOT } from '../../../scripts/_project.ts';
+} from '../../../tools/sql_source.ts';
+import { copyTree, KIT_ROOT } from '../../../cli/_project.ts';
 
 Deno.test('lib/sql/core_build.ts holds the fresh build of the source and the PGMQ-compatible layer', async () => {
   assert.deepEqual(await coreBuildProblems(), []);

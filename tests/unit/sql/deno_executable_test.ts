@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
-import { KIT_ROOT } from '../../../scripts/_project.ts';
+import { KIT_ROOT } from '../../../cli/_project.ts';
 
 const MODULE = join(KIT_ROOT, 'lib', 'sql', 'deno_executable.ts');
 

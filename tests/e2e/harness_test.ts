@@ -1,0 +1,221 @@
+/**
+ * The test harness and the migration path: clusters are always removed (also
+ * for failing and interrupted runs), and bad input gives one clear error.
+ */
+import assert from 'node:assert/strict';
+import postgres from 'postgres';
+import { migrate, MigrationError, pgmqModeFromEnv } from '../../lib/ops.ts';
+import { adminUrl } from '../_helpers/db.ts';
+import { waitFor, within } from '../_helpers/wait.ts';
+import { exists, freePort } from '../../cli/_util.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
+
+function envWithout(...names: string[]): Record<string, string> {
+  const env = Deno.env.toObject();
+  for (const n of names) delete env[n];
+  return env;
+}
+
+/** Is any process running whose command line mentions `text`? */
+async function processMentions(text: string): Promise<boolean> {
+  for await (const entry of Deno.readDir('/proc')) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const cmd = await Deno.readTextFile(`/proc/${entry.name}/cmdline`);
+      if (cmd.includes(text)) return true;
+    } catch { /* exited */ }
+  }
+  return false;
+}
+
+function spawnHarness(file: string, env: Record<string, string>) {
+  return new Deno.Command(Deno.execPath(), {
+    args: ['run', '-A', 'tools/test.ts', file],
+    cwd: root,
+    env,
+    clearEnv: true,
+    stdout: 'piped',
+    stderr: 'piped',
+  }).spawn();
+}
+
+/** Text without the terminal colours deno test prints. */
+// deno-lint-ignore no-control-regex
+const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
+
+async function collect(stream: ReadableStream<Uint8Array>, sink: { text: string }) {
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) sink.text += chunk;
+}
+
+const harnessEnv = () =>
+  envWithout('DATABASE_URL', 'SWITCHYARD_TEST_ADMIN_URL', 'SWITCHYARD_TEST_TEMPLATE');
+
+Deno.test('a failing run exits non-zero and leaves no PostgreSQL process or directory behind', async () => {
+  const child = spawnHarness('tests/fixtures/harness_failing.ts', harnessEnv());
+  const out = { text: '' }, err = { text: '' };
+  await within(
+    120_000,
+    'the failing harness run to exit',
+    Promise.all([collect(child.stdout, out), collect(child.stderr, err), child.status]),
+  );
+  const status = await child.status;
+  assert.notEqual(status.code, 0, 'a failing test fails the run');
+  const dir = err.text.match(/cluster dir: (\S+)/)?.[1];
+  assert.ok(dir, `the harness announced its cluster dir:\n${err.text}`);
+  assert.match(out.text + err.text, /deliberate failure/);
+  assert.equal(await exists(dir), false, `${dir} was removed`);
+  assert.equal(await processMentions(dir), false, 'no server process is left');
+});
+
+Deno.test('an interrupted run stops the cluster and removes its directory', async () => {
+  const child = spawnHarness('tests/fixtures/harness_hanging.ts', harnessEnv());
+  const out = { text: '' }, err = { text: '' };
+  const reading = Promise.all([collect(child.stdout, out), collect(child.stderr, err)]);
+  await waitFor('the hanging test to start', () => out.text.includes('HANGING'), {
+    timeoutMs: 60_000,
+  });
+  const dir = err.text.match(/cluster dir: (\S+)/)?.[1];
+  assert.ok(dir);
+  assert.equal(await exists(dir), true);
+  child.kill('SIGINT');
+  const status = await within(60_000, 'the interrupted harness to exit', child.status);
+  await reading;
+  assert.notEqual(status.code, 0);
+  // The harness passed the SIGINT on: deno test named the test that was still running.
+  assert.match(
+    plain(out.text + err.text),
+    /The following tests were pending:\s+this test waits until the run is interrupted => \.\/tests\/fixtures\/harness_hanging\.ts:\d+/,
+  );
+  assert.equal(await exists(dir), false, `${dir} was removed`);
+  assert.equal(await processMentions(dir), false, 'no server process is left');
+});
+
+Deno.test('a hung test ends a bounded run (.ci/bounded, as in .ci/run) within the bound, naming the test', async () => {
+  // The suite's own server (DATABASE_URL) spares a cluster start. The bound covers the
+  // template migration and the fixture's type check (a few seconds) with room for a loaded
+  // machine (load average 8 on 2 cores); the run must end within it plus the clean-up grace
+  // (.ci/bounded kills what is left 30 s after the bound).
+  const BOUND_S = 25;
+  const env: Record<string, string> = { ...harnessEnv(), DATABASE_URL: adminUrl() };
+  env.SWITCHYARD_CI_DEADLINE = String(Math.floor(Date.now() / 1000) + BOUND_S);
+  const started = Date.now();
+  const child = new Deno.Command('bash', {
+    args: [
+      '.ci/bounded',
+      Deno.execPath(),
+      'run',
+      '-A',
+      'tools/test.ts',
+      'tests/fixtures/harness_hanging.ts',
+    ],
+    cwd: root,
+    env,
+    clearEnv: true,
+    stdout: 'piped',
+    stderr: 'piped',
+  }).spawn();
+  const out = { text: '' }, err = { text: '' };
+  const [, , status] = await within(
+    (BOUND_S + 60) * 1000,
+    'the bounded run to end',
+    Promise.all([collect(child.stdout, out), collect(child.stderr, err), child.status]),
+  );
+  const seconds = (Date.now() - started) / 1000;
+  const text = plain(out.text + err.text);
+  assert.equal(status.code, 124, text);
+  assert.ok(out.text.includes('HANGING'), `the hung test had started:\n${text}`);
+  assert.match(
+    text,
+    /The following tests were pending:\s+this test waits until the run is interrupted => \.\/tests\/fixtures\/harness_hanging\.ts:\d+/,
+  );
+  assert.match(err.text, /\[ci\] TIMED OUT: the test run passed its bound/);
+  assert.ok(seconds < BOUND_S + 45, `ended ${seconds} s after the start (bound ${BOUND_S} s)`);
+  // The harness still cleaned up: its template database is gone.
+  const template = err.text.match(/migrated template (\S+)/)?.[1];
+  assert.ok(template, err.text);
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  try {
+    const rows = await admin`select 1 from pg_database where datname = ${template}`;
+    assert.equal(rows.length, 0, `${template} was dropped`);
+  } finally {
+    await admin.end();
+  }
+});
+
+Deno.test('missing server binaries: the harness says which package to install', async () => {
+  const env = { ...harnessEnv(), PG_BIN: '/nonexistent/postgresql/bin' };
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ['run', '-A', 'tools/test.ts', 'tests/fixtures/harness_failing.ts'],
+    cwd: root,
+    env,
+    clearEnv: true,
+  }).output();
+  const text = new TextDecoder().decode(out.stderr);
+  assert.notEqual(out.code, 0);
+  assert.match(text, /apt-get install -y postgresql-15/);
+  assert.match(text, /\/nonexistent\/postgresql\/bin/);
+});
+
+Deno.test('db:push without DATABASE_URL fails with one clear error', async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ['run', '-A', 'cli/db_push.ts'],
+    cwd: root,
+    env: envWithout('DATABASE_URL'),
+    clearEnv: true,
+  }).output();
+  assert.equal(out.code, 1);
+  assert.match(new TextDecoder().decode(out.stderr), /DATABASE_URL is not set/);
+});
+
+Deno.test('migrate() against an unreachable server names the server', async () => {
+  const url = `postgres://postgres@127.0.0.1:${freePort()}/nowhere`;
+  await assert.rejects(migrate(url), (e: unknown) => {
+    assert.ok(e instanceof MigrationError);
+    assert.match(e.message, /127\.0\.0\.1/);
+    return true;
+  });
+});
+
+Deno.test('a failing migration file is named and leaves no partial schema', async () => {
+  const name = `sy_mig_${crypto.randomUUID().slice(0, 8)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  const work = await Deno.makeTempDir({ prefix: 'switchyard-mig-' });
+  try {
+    await Deno.mkdir(`${work}/supabase/migrations`, { recursive: true });
+    await Deno.writeTextFile(`${work}/supabase/config.toml`, 'project_id = "mig"\n');
+    await Deno.writeTextFile(
+      `${work}/supabase/migrations/20260101000000_good.sql`,
+      'create table good_one (id int);\n',
+    );
+    await Deno.writeTextFile(
+      `${work}/supabase/migrations/20260101000100_broken.sql`,
+      'create table half_done (id int);\ncreate table broken (id int references nowhere);\n',
+    );
+    const url = new URL(adminUrl());
+    url.pathname = `/${name}`;
+    await assert.rejects(
+      migrate(url.toString(), { workdir: work, pgmqMode: pgmqModeFromEnv() }),
+      (e: unknown) => {
+        assert.ok(e instanceof MigrationError);
+        assert.match(e.message, /20260101000100_broken\.sql/);
+        assert.match(e.message, /nowhere/);
+        return true;
+      },
+    );
+    const db = postgres(url.toString(), { max: 1, onnotice: () => {} });
+    try {
+      const tables = await db<{ t: string }[]>`
+        select table_name as t from information_schema.tables
+         where table_schema = 'public' order by 1`;
+      assert.deepEqual(tables.map((r) => r.t), ['good_one'], 'the failed file left nothing');
+    } finally {
+      await db.end();
+    }
+  } finally {
+    await Deno.remove(work, { recursive: true });
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+});

@@ -1,0 +1,514 @@
+/**
+ * The README's "Add Switchyard to your Supabase project", "Starting flows from your app" and
+ * "From a Node app" sections, run as written (issues 28, 38): the test reads README.md, takes the
+ * sections' code blocks in order and runs them, in a project made by the real `supabase init` of
+ * CLI 2 and of CLI 3, with the npm package this checkout builds (`deno task build-npm`, packed
+ * with `npm pack`): no command runs from the kit's checkout.
+ *
+ * - An `sh` block runs line by line in bash from the project's directory, with only what a reader
+ *   substitutes: the package's tarball for `switchyard@npm:@switchyard/switchyard` (as the npm
+ *   registry would serve it), exact versions for the Node tools the README installs, the `export
+ *   DATABASE_URL=…` line names this suite's database and `<port>` is the one `serve` prints. The
+ *   line running `serve` keeps running, as in its own terminal, until the test ends. A comment
+ *   line holding JSON is the output the previous command must print (`…`: any text).
+ * - A plain block right after an `sh` block is that block's output: its lines must appear, in
+ *   order and consecutively, in what the block's commands printed. A line starting with `…`
+ *   stands for any lines; in a line, a word holding `…` stands for any word, a 14-digit migration
+ *   timestamp for any, and `/home/me/my-app` for the project.
+ * - A `ts` or `json` block is a file, written where the paragraph before it says (its last
+ *   `….ts`, `….mts` or `….json`).
+ *
+ * Two paths per CLI, the two the first section offers: by hand (install, the flow and its
+ * registry, scaffold-queue, compile, db:push, a start from psql while no worker has ever run,
+ * serve and the curl that starts the worker, then the Deno app of the second section and, for
+ * CLI 3, the Node app of the third, whose `tsc` also refuses a wrong input and an unknown alias)
+ * and the example (install, then `install --example` and the commands it prints next). Each ends
+ * with `npx switchyard doctor` finding nothing wrong. README drift — a block that no longer runs,
+ * an output that is no longer printed — fails this test.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { DEFAULT_PG_BIN } from '../../tools/_cluster.ts';
+import { buildNpm, npmPack } from '../../tools/build_npm.ts';
+import { adminUrl, urlFor } from '../_helpers/db.ts';
+import { ok, run, SUPABASE_CLIS, supabaseInit } from '../_helpers/project.ts';
+import { waitFor } from '../_helpers/wait.ts';
+
+const README = await Deno.readTextFile(new URL('../../README.md', import.meta.url));
+/** `SWITCHYARD_README_TRANSCRIPT=1` prints each README command (as written) and its output. */
+const TRANSCRIPT = Deno.env.get('SWITCHYARD_README_TRANSCRIPT') === '1';
+const ADD = '## Add Switchyard to your Supabase project';
+const APP = '## Starting flows from your app';
+const NODE = '### From a Node app';
+/** What `npm install --save-dev tsx typescript @types/node` gets, pinned for the suite. */
+const NODE_TOOLS = 'tsx@4.23.15 typescript@7.0.2 @types/node@22.19.1';
+
+/** The package, built and packed once for this file's tests: its tarball. */
+let packed: Promise<string> | undefined;
+const packDir = Deno.makeTempDirSync({ prefix: 'switchyard-readme-npm-' });
+globalThis.addEventListener('unload', () => Deno.removeSync(packDir, { recursive: true }));
+function tarball(): Promise<string> {
+  packed ??= (async () => {
+    await buildNpm(join(packDir, 'package'));
+    return await npmPack(join(packDir, 'package'), packDir);
+  })();
+  return packed;
+}
+
+/** One fenced block of the README. */
+interface Block {
+  lang: string;
+  body: string;
+  /** The paragraph right before it ('' when another block came before). */
+  lead: string;
+  /** Its line in README.md, for messages. */
+  line: number;
+}
+
+/** The fenced blocks under `heading`, up to the next heading of level 1 to 3. */
+function sectionBlocks(heading: string): Block[] {
+  const lines = README.split('\n');
+  const start = lines.indexOf(heading);
+  assert.ok(start >= 0, `README.md has no heading "${heading}"`);
+  const blocks: Block[] = [];
+  // The last paragraph since the previous block, and the one being read.
+  let lead: string[] = [];
+  let paragraph: string[] = [];
+  for (let i = start + 1; i < lines.length && !/^#{1,3} /.test(lines[i]); i++) {
+    const fence = lines[i].match(/^```(\w*)$/);
+    if (!fence) {
+      if (lines[i].trim() !== '') paragraph.push(lines[i]);
+      else if (paragraph.length) [lead, paragraph] = [paragraph, []];
+      continue;
+    }
+    if (paragraph.length) [lead, paragraph] = [paragraph, []];
+    const end = lines.indexOf('```', i + 1);
+    assert.ok(end > i, `README.md line ${i + 1}: an unclosed block`);
+    blocks.push({
+      lang: fence[1],
+      body: lines.slice(i + 1, end).join('\n'),
+      lead: lead.join(' '),
+      line: i + 1,
+    });
+    lead = [];
+    i = end;
+  }
+  for (const b of blocks) {
+    assert.ok(
+      ['sh', 'ts', 'json', ''].includes(b.lang),
+      `README.md line ${b.line}: a "${b.lang}" block in "${heading}", which this test cannot run`,
+    );
+  }
+  return blocks;
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Asserts the README's output `expected` appears in `actual` (see the module doc). */
+function assertPrinted(expected: string, actual: string, project: string, where: string): void {
+  const pattern = expected.split('\n').map((line) =>
+    line.startsWith('…') ? null : new RegExp(
+      `^${
+        line.trimEnd().split(/( +)/).map((word) =>
+          /^ +$/.test(word)
+            ? word
+            : word.includes('…')
+            ? '\\S+'
+            : escape(word).replaceAll('/home/me/my-app', escape(project)).replace(
+              /\d{14}/g,
+              '\\d{14}',
+            )
+        ).join('')
+      }$`,
+    )
+  );
+  const got = actual.split('\n').map((l) => l.trimEnd());
+  const matchAt = (p: number, a: number): boolean => {
+    if (p === pattern.length) return true;
+    const re = pattern[p];
+    if (re === null) {
+      for (let k = a; k <= got.length; k++) if (matchAt(p + 1, k)) return true;
+      return false;
+    }
+    return a < got.length && re.test(got[a]) && matchAt(p + 1, a + 1);
+  };
+  assert.ok(
+    got.some((_, a) => matchAt(0, a)),
+    `${where}: the README's output\n${expected}\nis not what the commands printed:\n${actual}`,
+  );
+}
+
+/** The commands of an `sh` block: continuation lines joined, blank lines dropped. */
+const commands = (body: string): string[] =>
+  body.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.trim() !== '');
+
+/** Every process whose parent chain leads to `pid` (Linux /proc), `pid` first. */
+function processTree(pid: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const entry of Deno.readDirSync('/proc')) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry.name)]);
+    } catch { /* ended meanwhile */ }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) tree.push(...(parents.get(tree[i]) ?? []));
+  return tree;
+}
+
+/** One reader's run through the blocks: the project, the database and what is still running. */
+class Reader {
+  env: Record<string, string>;
+  port: string | null = null;
+  background: Deno.ChildProcess[] = [];
+  /** What each command of the last `sh` block printed, in order. */
+  outputs: string[] = [];
+  get printed(): string {
+    return this.outputs.join('');
+  }
+
+  constructor(readonly project: string, readonly url: string, readonly tarball: string) {
+    // This process's environment (HOME, the Deno cache, proxies) without what would change
+    // what the README's commands do; psql from the suite's server binaries when not on PATH.
+    this.env = Object.fromEntries(
+      Object.entries(Deno.env.toObject()).filter(([name]) =>
+        name !== 'DATABASE_URL' && name !== 'SLACK_WEBHOOK_URL' &&
+        !/^(SWITCHYARD|SUPABASE)_/.test(name)
+      ),
+    );
+    const pgBin = Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN;
+    Object.assign(this.env, {
+      NO_COLOR: '1',
+      DO_NOT_TRACK: '1',
+      SUPABASE_TELEMETRY_DISABLED: '1',
+      PATH: `${Deno.env.get('PATH') ?? '/usr/bin:/bin'}:${pgBin}`,
+    });
+  }
+
+  /** The README's line with the reader's substitutions. */
+  substitute(line: string): string {
+    let out = line.replace(
+      /switchyard@npm:@switchyard\/switchyard(@latest)?\b/,
+      `switchyard@file:${this.tarball}`,
+    ).replace(
+      /^npm install --save-dev tsx typescript @types\/node$/,
+      `npm install --save-dev ${NODE_TOOLS}`,
+    );
+    if (out.includes('<port>')) {
+      assert.ok(this.port, `"${line}" needs the port of a serve that has not started`);
+      out = out.replaceAll('<port>', this.port);
+    }
+    return out;
+  }
+
+  /** Runs one `sh` block; `after` checks what a command did right after it ran. */
+  async sh(block: Block, after: (command: string) => Promise<void> = async () => {}) {
+    this.outputs = [];
+    for (const line of commands(block.body)) {
+      const where = `README.md line ${block.line}: ${line}`;
+      if (line.startsWith('#')) {
+        const json = line.match(/^# (\{.*\})/);
+        if (json) {
+          const re = new RegExp(`^${escape(json[1]).replaceAll('…', '[^"]*')}$`);
+          assert.match(
+            this.outputs.at(-1)?.trim() ?? '',
+            re,
+            `${where}: the previous command printed otherwise`,
+          );
+        }
+        continue;
+      }
+      const exported = line.match(/^export DATABASE_URL=\S+( +#.*)?$/);
+      if (exported) {
+        this.env.DATABASE_URL = this.url;
+        continue;
+      }
+      const command = this.substitute(line);
+      if (/ switchyard serve\b/.test(line)) {
+        await this.serve(command, where, line);
+        continue;
+      }
+      const out = await this.bash(`set -eo pipefail\n${command}`).output();
+      const dec = new TextDecoder();
+      const stdout = dec.decode(out.stdout);
+      this.outputs.push(stdout);
+      if (TRANSCRIPT) console.log(`$ ${line}\n${stdout}`);
+      assert.equal(out.code, 0, `${where} failed:\n${stdout}\n${dec.decode(out.stderr)}`);
+      await after(line);
+    }
+  }
+
+  /** A README line for bash, from the project's directory, in this run's environment only. */
+  bash(script: string): Deno.Command {
+    return new Deno.Command('bash', {
+      args: ['-c', script],
+      cwd: this.project,
+      env: this.env,
+      clearEnv: true,
+      stdin: 'null',
+      stdout: 'piped',
+      stderr: 'piped',
+    });
+  }
+
+  /** The serve line, left running as in its own terminal; its printed port is `<port>`. */
+  async serve(command: string, where: string, line: string): Promise<void> {
+    const child = this.bash(command).spawn();
+    this.background.push(child);
+    child.stderr.pipeTo(new WritableStream()).catch(() => {});
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    const port = await waitFor(`${where} to print its port`, async () => {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`serve ended:\n${seen}`);
+      seen += value;
+      return seen.match(/http:\/\/127\.0\.0\.1:(\d+)\/functions\/v1\//)?.[1] ?? null;
+    }, { timeoutMs: 90_000 });
+    this.port = port;
+    if (TRANSCRIPT) console.log(`$ ${line}   (left running)\n${seen}`);
+    (async () => {
+      while (!(await reader.read()).done) { /* keep the pipe drained */ }
+    })().catch(() => {});
+  }
+
+  /** Ends what `serve` started (the task, serve.ts and its functions). */
+  async stop(): Promise<void> {
+    for (const child of this.background) {
+      const tree = processTree(child.pid);
+      for (const pid of tree.reverse()) {
+        try {
+          Deno.kill(pid, 'SIGKILL');
+        } catch { /* ended */ }
+      }
+      await child.status;
+    }
+  }
+
+  /** Writes a `ts` or `json` block where its lead paragraph says. */
+  async write(block: Block): Promise<string> {
+    const names = [...block.lead.matchAll(/`([\w./-]+\.(?:m?ts|json))`/g)].map((m) => m[1]);
+    assert.ok(names.length, `README.md line ${block.line}: the paragraph names no file`);
+    const path = join(this.project, names[names.length - 1]);
+    await Deno.mkdir(join(path, '..'), { recursive: true });
+    await Deno.writeTextFile(path, block.body + '\n');
+    return names[names.length - 1];
+  }
+}
+
+/** The `sh` block `test` picks out of `blocks`, exactly one; its index. */
+function find(blocks: Block[], what: string, test: (body: string) => boolean): number {
+  const found = blocks.flatMap((b, i) => (b.lang === 'sh' && test(b.body) ? [i] : []));
+  assert.equal(found.length, 1, `README.md "${ADD}": one block ${what}, found ${found.length}`);
+  return found[0];
+}
+
+const add = sectionBlocks(ADD);
+const INSTALL = find(
+  add,
+  'installing',
+  (b) =>
+    /^npm install --save-dev switchyard@npm:@switchyard\/switchyard\nnpx switchyard install$/.test(
+      b,
+    ),
+);
+const EXAMPLE = find(add, 'installing the example', (b) => /switchyard install --example/.test(b));
+
+/** The blocks at `indexes` (outputs aside), each `sh` block with the output block after it. */
+function steps(blocks: Block[], indexes: number[]): { block: Block; output: Block | null }[] {
+  return indexes.filter((i) => blocks[i].lang !== '').map((i) => ({
+    block: blocks[i],
+    output: blocks[i].lang === 'sh' && blocks[i + 1]?.lang === '' ? blocks[i + 1] : null,
+  }));
+}
+
+/** A new database on the suite's server, for one reader. */
+async function withDatabase(fn: (url: string, sql: postgres.Sql) => Promise<void>) {
+  const database = `sy_readme_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${database}"`);
+  const sql = postgres(urlFor(database), { max: 1, onnotice: () => {} });
+  try {
+    await fn(urlFor(database), sql);
+  } finally {
+    await sql.end();
+    await admin.unsafe(`drop database if exists "${database}" with (force)`);
+    await admin.end();
+  }
+}
+
+/** Runs `steps`, matching each output block; `after` as in {@linkcode Reader.sh}. */
+async function runSteps(
+  reader: Reader,
+  list: { block: Block; output: Block | null }[],
+  after?: (command: string) => Promise<void>,
+): Promise<void> {
+  for (const { block, output } of list) {
+    if (block.lang === 'ts' || block.lang === 'json') {
+      await reader.write(block);
+      continue;
+    }
+    await reader.sh(block, after);
+    if (output) {
+      assertPrinted(output.body, reader.printed, reader.project, `README.md line ${output.line}`);
+    }
+  }
+}
+
+/** `npx switchyard doctor` in the project: nothing wrong, exit 0. */
+async function doctorClean(reader: Reader): Promise<void> {
+  const out = await reader.bash('npx switchyard doctor').output();
+  const dec = new TextDecoder();
+  const said = `${dec.decode(out.stdout)}${dec.decode(out.stderr)}`;
+  assert.equal(out.code, 0, `npx switchyard doctor:\n${said}`);
+  assert.match(said, /no problem found in /);
+}
+
+/** `npx tsc` in the project, with `start.mts` changed by `edit`: its exit code and output. */
+async function tscWith(reader: Reader, edit: (ts: string) => string) {
+  const path = join(reader.project, 'start.mts');
+  const original = await Deno.readTextFile(path);
+  const changed = edit(original);
+  assert.notEqual(changed, original, 'the edit changes start.mts');
+  await Deno.writeTextFile(path, changed);
+  try {
+    const out = await reader.bash('npx tsc').output();
+    const dec = new TextDecoder();
+    return { code: out.code, said: `${dec.decode(out.stdout)}${dec.decode(out.stderr)}` };
+  } finally {
+    await Deno.writeTextFile(path, original);
+  }
+}
+
+for (const cli of SUPABASE_CLIS) {
+  Deno.test(`README (${cli.name}): by hand, npm install → install → flow → scaffold → compile → push → a start with no worker → serve; then the apps`, async () => {
+    const project = await supabaseInit('switchyard-readme-', cli);
+    try {
+      await withDatabase(async (url, sql) => {
+        const reader = new Reader(project, url, await tarball());
+        try {
+          const byHand = add.map((_, i) => i).filter((i) => i !== EXAMPLE);
+          let firstStart: string | null = null;
+          await runSteps(reader, steps(add, byHand), async (command) => {
+            if (!/start_flow\('greet'/.test(command)) return;
+            // The first start, right after the push: compiled by the migration, no worker yet.
+            const runs = await sql<{ run_id: string; status: string }[]>`
+            select run_id, status from switchyard.runs where started_as = 'greet'`;
+            assert.equal(runs.length, 1);
+            assert.equal(runs[0].status, 'started');
+            const [{ n }] = await sql<
+              { n: number }[]
+            >`select count(*)::int as n from switchyard.workers`;
+            assert.equal(n, 0, 'no worker ran before the first start');
+            firstStart = runs[0].run_id;
+          });
+          assert.ok(firstStart, 'the section starts greet from psql');
+          // "it runs the queued run": the worker the curl started finishes it.
+          const done = await waitFor('the queued run to complete', async () => {
+            const [r] = await sql<{ status: string; output: unknown }[]>`
+            select status, output from switchyard.runs where run_id = ${firstStart!}`;
+            return r.status === 'completed' ? r : null;
+          }, { timeoutMs: 60_000 });
+          assert.deepEqual(done.output, { deliver: 11 });
+
+          const app = sectionBlocks(APP);
+          assert.deepEqual(app.map((b) => b.lang), ['ts', 'sh', ''], `"${APP}": app.ts, its run`);
+          assert.equal(await reader.write(app[0]), 'app.ts');
+          await runSteps(reader, steps(app, [1]));
+          const [grace] = await sql<{ status: string; output: unknown }[]>`
+          select status, output from switchyard.runs
+           where started_as = 'greet' and input->>'name' = 'Grace'`;
+          assert.equal(grace?.status, 'completed');
+          assert.deepEqual(grace.output, { deliver: 13 });
+          if (cli === SUPABASE_CLIS[0]) {
+            // Typed: the app type-checks as written against the installed runtime (once: the
+            // types do not depend on the CLI that made the project).
+            ok(
+              await run(['check', '--config', 'supabase/functions/deno.json', 'app.ts'], project),
+              'deno check app.ts',
+            );
+          } else {
+            // The Node app (once: Node and its tools do not depend on the Supabase CLI either),
+            // on the worker the curl started.
+            const node = sectionBlocks(NODE);
+            assert.deepEqual(
+              node.map((b) => b.lang),
+              ['ts', 'sh', '', 'json', 'sh'],
+              `"${NODE}": start.mts, its run, tsconfig.json, tsc`,
+            );
+            await runSteps(reader, steps(node, [0, 1, 3, 4]));
+            const [ada] = await sql<{ n: number }[]>`
+            select count(*)::int as n from switchyard.runs
+             where started_as = 'greet' and input->>'name' = 'Ada' and status = 'completed'`;
+            assert.equal(ada.n, 2, 'the psql start and the Node start of Ada, both completed');
+            // "A wrong input or an alias the registry does not have fails there".
+            const wrongInput = await tscWith(reader, (ts) => ts.replace("'Ada'", '42'));
+            assert.notEqual(wrongInput.code, 0, 'tsc accepts { name: 42 }');
+            assert.match(wrongInput.said, /start\.mts.*number.*not assignable to.*string/s);
+            const unknownAlias = await tscWith(reader, (ts) => ts.replace("'greet'", "'gret'"));
+            assert.notEqual(unknownAlias.code, 0, "tsc accepts the alias 'gret'");
+            assert.match(unknownAlias.said, /start\.mts.*"gret"/s);
+          }
+          await doctorClean(reader);
+        } finally {
+          await reader.stop();
+        }
+      });
+    } finally {
+      await Deno.remove(project, { recursive: true });
+    }
+  });
+
+  Deno.test(`README (${cli.name}): npm install, install, then install --example and the commands it prints next, to the typed output`, async () => {
+    const project = await supabaseInit('switchyard-readme-example-', cli);
+    try {
+      await withDatabase(async (url, sql) => {
+        const reader = new Reader(project, url, await tarball());
+        await runSteps(reader, steps(add, [INSTALL, INSTALL + 1]));
+        await runSteps(reader, steps(add, [EXAMPLE]));
+        const [install, ...next] = commands(add[EXAMPLE].body);
+        const installed = reader.outputs[0];
+        for (
+          const path of [
+            'supabase/functions/_shared/flows/greet.ts',
+            'supabase/functions/_shared/registry.ts',
+            'example.ts',
+            'supabase/functions/greetings-worker/index.ts',
+          ]
+        ) {
+          assert.match(installed, new RegExp(`^(created|updated)\\s+${path}$`, 'm'));
+        }
+        // "The installer prints the next two commands": the block's, as the README has them.
+        const printed = installed.split('\nnext, against a PostgreSQL (DATABASE_URL):\n')[1]
+          ?.trim().split('\n').map((l) => l.trim());
+        assert.deepEqual(
+          printed,
+          next.filter((l) => !l.startsWith('export ')),
+          `${install} prints the README's next commands`,
+        );
+        // "Running it again says nothing to do."
+        const again = await reader.bash(install).output();
+        const said = new TextDecoder().decode(again.stdout);
+        assert.equal(again.code, 0, `${install}, again:\n${said}`);
+        assert.match(said, /nothing to do/);
+        const [first] = await sql<{ started_at: Date; output: unknown }[]>`
+        select started_at, output from switchyard.runs where started_as = 'greet'`;
+        assert.deepEqual(first.output, { deliver: 11 });
+        const [{ earliest }] = await sql<{ earliest: Date }[]>`
+        select min(started_at) as earliest from switchyard.workers`;
+        assert.ok(first.started_at < earliest, 'the run started before any worker did');
+        if (cli === SUPABASE_CLIS[0]) {
+          ok(
+            await run(['check', '--config', 'supabase/functions/deno.json', 'example.ts'], project),
+            'deno check example.ts',
+          );
+        }
+        await doctorClean(reader);
+      });
+    } finally {
+      await Deno.remove(project, { recursive: true });
+    }
+  });
+}

@@ -1,0 +1,309 @@
+/**
+ * `deno task test [--tier unit|db|e2e] [deno test args…]`: runs the suite against real PostgreSQL.
+ *
+ * With `DATABASE_URL` set, that server is used; otherwise a throwaway cluster is
+ * started from the local server binaries, which are installed first when they are missing
+ * and this runs as root with apt-get (tools/_provision.ts), and so is Chromium when the run
+ * includes the dashboard's browser test. A template database is migrated once
+ * (PGMQ per `PGMQ_MODE`, then `supabase db push`), every test file clones it, and
+ * the cluster and its directory are always removed — on success, on failure and
+ * on SIGINT/SIGTERM.
+ *
+ * `--tier` runs one tier of tests/tiers.ts (tools/_tiers.ts) after checking that every test
+ * file has exactly one tier: `unit` without any database or server and with the network
+ * denied, `db` and `e2e` as above. Every run ends with its slowest files.
+ *
+ * @module
+ */
+import { join, relative } from 'node:path';
+import postgres from 'postgres';
+import { type Cluster, DEFAULT_PG_BIN, startCluster } from './_cluster.ts';
+import { migrate } from '../lib/ops.ts';
+import { helpOption } from '../cli/_help.ts';
+import { KIT_ROOT } from '../cli/_project.ts';
+import {
+  fileDurations,
+  listTestFiles,
+  parseTierArgs,
+  selectTier,
+  type Tier,
+  TIER_NAMES,
+  TIER_RULES,
+  tierPermissions,
+  tierProblems,
+} from './_tiers.ts';
+import { TIERS } from '../tests/tiers.ts';
+import {
+  DEFAULT_CHROMIUM,
+  ensureChromium,
+  ensurePostgresBinaries,
+  runsBrowserTest,
+} from './_provision.ts';
+
+helpOption(`usage: deno task test [--tier unit|db|e2e] [deno test arguments…]
+
+Runs the suites (default tests/) against a throwaway PostgreSQL 15 cluster, removed afterwards,
+or against DATABASE_URL when it is set. Missing server binaries are installed with apt-get
+(postgresql-15, postgresql-15-cron, postgresql-15-plpgsql-check) when run as root; otherwise it says what to install.
+So is Debian's chromium when the run includes the dashboard's browser test (CHROMIUM=/path/to/binary
+uses another one; it is never installed). The run ends with its five slowest files.
+
+  deno task test                                every suite (tests/, its folders included)
+  deno task test tests/e2e/install_test.ts  one file
+  deno task test --tier unit                    one tier of tests/tiers.ts (see below)
+  deno task test --tier db tests/sql/           the tier's files under a folder
+  deno task test --filter upgrade tests/        deno test options pass through
+  PG_BIN=/path/to/bin deno task test            other server binaries
+
+Tiers (each test file is in exactly one; a --tier run first checks that every file is):
+${TIER_NAMES.map((t) => `  ${t.padEnd(5)} ${TIER_RULES[t]}`).join('\n')}
+  The unit tier starts no database (and needs no server binaries) and runs with the network denied.`);
+
+const log = (line: string) => console.error(`[test] ${line}`);
+
+let cluster: Cluster | undefined;
+let adminUrl = Deno.env.get('DATABASE_URL') ?? '';
+const template = `switchyard_template_${crypto.randomUUID().slice(0, 8)}`;
+let templateCreated = false;
+let child: Deno.ChildProcess | undefined;
+let cleaning: Promise<void> | undefined;
+let junit: string | undefined = undefined; // the run's JUnit report, removed with the cluster
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    if (templateCreated && !cluster && adminUrl) {
+      const sql = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      try {
+        await sql.unsafe(
+          `update pg_database set datistemplate = false where datname = '${template}'`,
+        );
+        await sql.unsafe(`drop database if exists "${template}" with (force)`);
+      } catch (e) {
+        log(`could not drop ${template}: ${(e as Error).message}`);
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
+    }
+    if (cluster) {
+      await cluster.stop();
+      log(`stopped PostgreSQL and removed ${cluster.dir}`);
+    }
+    if (junit) await Deno.remove(junit).catch(() => {});
+  })();
+  return cleaning;
+}
+
+// Interrupted (Ctrl-C, or a bound such as .ci/bounded's `timeout -s INT`): deno test gets
+// SIGINT, on which it lists the tests still running ("The following tests were pending"),
+// file and line (with --parallel it prints a test's name only with its result); then the
+// cluster goes.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  Deno.addSignalListener(signal, async () => {
+    log(`${signal}: stopping; deno test lists the tests still running`);
+    if (child) {
+      try {
+        child.kill('SIGINT');
+      } catch { /* exited */ }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const exited = await Promise.race([
+        child.status.then(() => true),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 10_000))),
+      ]);
+      clearTimeout(timer);
+      if (!exited) {
+        log('deno test did not stop within 10 s of SIGINT: killing it');
+        try {
+          child.kill('SIGKILL');
+        } catch { /* exited */ }
+      }
+    }
+    await cleanup();
+    Deno.exit(130);
+  });
+}
+
+/**
+ * Whether the server has pg_cron where the cron tests need it: `'1'`, or why not (the tests
+ * that need it fail with this reason; they are never skipped).
+ */
+async function pgCronOnServer(url: string): Promise<string> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ db: string; cron_db: string | null; version: string | null }[]>`
+      select current_database() as db, current_setting('cron.database_name', true) as cron_db,
+             (select extversion from pg_extension where extname = 'pg_cron') as version`;
+    if (row.version) return '1';
+    return `pg_cron is not created in database "${row.db}" of DATABASE_URL` +
+      (row.cron_db ? ` (cron.database_name is "${row.cron_db}")` : ' (pg_cron is not preloaded)') +
+      ": preload it (shared_preload_libraries = 'pg_cron'), set cron.database_name to that " +
+      'database and create extension pg_cron there';
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * What deno test runs: the arguments as given (default tests/), or with --tier the tier's files
+ * among the named paths, after checking every file's tier. Exits 2 naming a bad --tier and 1
+ * naming each file whose tier is wrong.
+ */
+async function plan(): Promise<{ tier?: Tier; args: string[] }> {
+  let parsed: ReturnType<typeof parseTierArgs>;
+  try {
+    parsed = parseTierArgs(Deno.args);
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    Deno.exit(2);
+  }
+  const { tier, rest } = parsed;
+  if (!tier) return { args: rest.length ? rest : ['tests/'] };
+  const files = await listTestFiles(KIT_ROOT);
+  const problems = await tierProblems(
+    files,
+    TIERS,
+    (file) => Deno.readTextFile(join(KIT_ROOT, file)),
+  );
+  if (problems.length > 0) {
+    for (const problem of problems) console.error(`error: ${problem}`);
+    Deno.exit(1);
+  }
+  try {
+    const { files: selected, options } = selectTier(tier, rest, TIERS, Deno.cwd(), KIT_ROOT);
+    log(`tier ${tier}: ${selected.length} file(s)`);
+    const paths = selected.map((f) => relative(Deno.cwd(), join(KIT_ROOT, f)));
+    return { tier, args: [...options, ...paths] };
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    Deno.exit(2);
+  }
+}
+
+/** Prints the run's five slowest files from its JUnit report (nothing when there is none). */
+async function printSlowest(junitPath: string): Promise<void> {
+  let report: string;
+  try {
+    report = await Deno.readTextFile(junitPath);
+  } catch {
+    return; // interrupted before deno test wrote it
+  }
+  const slowest = fileDurations(report).slice(0, 5);
+  if (slowest.length === 0) return;
+  log("slowest files (the sum of their tests' durations):");
+  for (const { file, seconds } of slowest) {
+    log(`  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
+  }
+}
+
+const { tier, args } = await plan();
+// The run's JUnit report, for its slowest files (unless the caller asked for one of their own).
+junit = args.some((a) => a.startsWith('--junit-path'))
+  ? undefined
+  : await Deno.makeTempFile({ prefix: 'switchyard-test-', suffix: '.xml' });
+
+/** Runs deno test with the run's environment; returns its exit code. */
+async function denoTest(env: Record<string, string>): Promise<number> {
+  child = new Deno.Command(Deno.execPath(), {
+    args: [
+      'test',
+      ...tierPermissions(tier, Deno.execPath()),
+      '--parallel',
+      ...(junit ? [`--junit-path=${junit}`] : []),
+      ...args,
+    ],
+    env,
+    stdin: 'null',
+  }).spawn();
+  const status = await child.status;
+  if (junit) await printSlowest(junit);
+  return status.code;
+}
+
+let code = 1;
+try {
+  if (tier === 'unit') {
+    // No database: the variables a test database comes from are empty (tests/_helpers/db.ts
+    // then says how to run the suite), and the network is denied (tierPermissions).
+    code = await denoTest({
+      SWITCHYARD_TEST_ADMIN_URL: '',
+      SWITCHYARD_TEST_TEMPLATE: '',
+      SWITCHYARD_TEST_PG_CRON: '',
+    });
+  } else {
+    code = await withDatabase();
+  }
+} catch (e) {
+  console.error(`error: ${(e as Error).message}`);
+  code = 1;
+} finally {
+  await cleanup();
+}
+Deno.exit(code);
+
+/** Starts (or takes) the server, migrates the template, runs deno test on it. */
+async function withDatabase(): Promise<number> {
+  if (!adminUrl) {
+    await ensurePostgresBinaries(Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN, log);
+    cluster = await startCluster({ log });
+    adminUrl = cluster.url;
+    // Announce where the cluster lives so a harness test can check it is gone afterwards.
+    log(`cluster dir: ${cluster.dir}`);
+  } else {
+    log('using DATABASE_URL');
+  }
+  const pgCron = cluster
+    ? (cluster.pgCron ? '1' : 'pg_cron.so is missing next to the server binaries: install ' +
+      'postgresql-15-cron (tools/_provision.ts does as root)')
+    : await pgCronOnServer(adminUrl);
+  if (pgCron !== '1') log(`the pg_cron tests will fail: ${pgCron}`);
+  if (runsBrowserTest(args, Deno.cwd())) {
+    const missing = await ensureChromium(Deno.env.get('CHROMIUM') ?? DEFAULT_CHROMIUM, log);
+    if (missing) log(`the browser test will fail: ${missing}`);
+  }
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${template}"`);
+    templateCreated = true;
+    // Supabase roles, so grants and revokes in migrations behave as on a real project.
+    for (const role of ['anon', 'authenticated', 'service_role']) {
+      await admin.unsafe(
+        `do $$ begin create role ${role} nologin; exception when duplicate_object then null; end $$`,
+      );
+    }
+  } finally {
+    await admin.end();
+  }
+  const templateUrl = new URL(adminUrl);
+  templateUrl.pathname = `/${template}`;
+  const started = performance.now();
+  await migrate(templateUrl.toString());
+  log(`migrated template ${template} in ${Math.round(performance.now() - started)} ms`);
+  {
+    // Which PGMQ the run has (CI runs the db tier once each way; docs/ARCHITECTURE.md §8.4).
+    const t = postgres(templateUrl.toString(), { max: 1, onnotice: () => {} });
+    try {
+      const [row] = await t<{ version: string | null }[]>`
+        select (select extversion from pg_extension where extname = 'pgmq') as version`;
+      log(
+        row.version
+          ? `PGMQ: the pgmq extension ${row.version} (create extension)`
+          : 'PGMQ: the compatible layer loaded as plain SQL (pgmq_compat/pgmq.sql)',
+      );
+    } finally {
+      await t.end();
+    }
+  }
+  const admin2 = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin2.unsafe(
+      `update pg_database set datistemplate = true where datname = '${template}'`,
+    );
+  } finally {
+    await admin2.end();
+  }
+
+  return await denoTest({
+    SWITCHYARD_TEST_ADMIN_URL: adminUrl,
+    SWITCHYARD_TEST_TEMPLATE: template,
+    SWITCHYARD_TEST_PG_CRON: pgCron,
+  });
+}
