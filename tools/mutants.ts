@@ -1,7 +1,7 @@
 /**
- * The mutants `deno task mutate` (scripts/mutate.ts) plants, one at a time, in a scratch copy
+ * The mutants `deno task mutate` (tools/mutate.ts) plants, one at a time, in a scratch copy
  * of the kit: each is a deliberate bug that a test must catch. One search/replace in one file —
- * a `lib/` or `scripts/` module, or the migration holding the latest definition of an SQL
+ * a `lib/`, `cli/` or `tools/` module, or the migration holding the latest definition of an SQL
  * function (`fn` names it; the check refuses a mutant whose file is no longer the latest, as
  * a released migration's function is redefined in a new one) — and the test files that should
  * kill it. The search text must occur exactly once.
@@ -325,10 +325,10 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'release-hash-unchecked',
     bug: 'the release check accepts a released migration edited in place',
-    file: 'scripts/release_manifest.ts',
+    file: 'tools/release_manifest.ts',
     search: '      if (now !== released) {\n',
     replace: '      if (now !== now) {\n',
-    tests: ['tests/unit/scripts/release_test.ts'],
+    tests: ['tests/unit/tools/release_test.ts'],
   },
   {
     name: 'shape-compared-raw',
@@ -356,15 +356,15 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/worker/worker.ts',
     search: '    if (coreProblem) throw new WorkerConfigError(coreProblem);\n',
     replace: '',
-    tests: ['tests/scripts/upgrade_test.ts'],
+    tests: ['tests/e2e/upgrade_test.ts'],
   },
   {
     name: 'scaffold-rewrites-registration',
     bug: 'scaffold-queue --force rewrites a registration migration a database may have applied',
-    file: 'scripts/scaffold_queue.ts',
+    file: 'cli/scaffold_queue.ts',
     search: '  if (mine.length > 0) {\n',
     replace: '  if (mine.length > 0 && mine.some(() => false)) {\n',
-    tests: ['tests/unit/scripts/scaffold_test.ts'],
+    tests: ['tests/unit/cli/scaffold_test.ts'],
   },
   // --- progress and following a run (issue 26) ------------------------------------------------
   {
@@ -396,7 +396,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'dashboard-server-buffers-streams',
     bug: "the dashboard command's server sends a run's event stream only when it ends",
-    file: 'scripts/_http_server.ts',
+    file: 'cli/_http_server.ts',
     search: "startsWith('text/event-stream') && response.body",
     replace: "startsWith('text/event-stream; never') && response.body",
     tests: ['tests/ops/follow_run_browser_test.ts'],
@@ -519,7 +519,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'dashboard-server-ignores-backpressure',
     bug: "the dashboard command's server buffers a stream for a client that does not read",
-    file: 'scripts/_http_server.ts',
+    file: 'cli/_http_server.ts',
     search: '        if (!res.write(value)) await drained(res);\n',
     replace: '        res.write(value);\n',
     tests: ['tests/ops/run_event_stream_test.ts'],
@@ -555,7 +555,7 @@ export const MUTANTS: readonly Mutant[] = [
       `  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
   return 'activated';`,
     replace: `  return 'unchanged';`,
-    tests: ['tests/scripts/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
+    tests: ['tests/e2e/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
   },
   {
     name: 'declared-alias-keeps-drained-retired-target',
@@ -574,7 +574,7 @@ export const MUTANTS: readonly Mutant[] = [
     fn: '_alias_move_blocker',
     search: '    if open_runs > 0 then',
     replace: '    if open_runs < 0 then',
-    tests: ['tests/scripts/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
+    tests: ['tests/e2e/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
   },
   {
     name: 'declared-alias-hands-live-workers-new-version',
@@ -583,15 +583,15 @@ export const MUTANTS: readonly Mutant[] = [
     fn: '_alias_move_blocker',
     search: '  if hurt is not null then',
     replace: '  if false then',
-    tests: ['tests/scripts/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
+    tests: ['tests/e2e/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
   },
   {
     name: 'compile-takes-shape-change-for-options',
     bug: 'compile calls any changed shape a runtime-option change and writes it, to fail at push',
-    file: 'scripts/_shape_change.ts',
+    file: 'cli/_shape_change.ts',
     search: '  if (same(sa, sb)) return {',
     replace: '  if (true) return {',
-    tests: ['tests/scripts/compile_refusal_test.ts'],
+    tests: ['tests/e2e/compile_refusal_test.ts'],
   },
   // --- issue 37: a user's project from laptop to production ------------------------------------
   {
@@ -600,40 +600,40 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/platform/run_event_stream.ts',
     search: "? (options.open ? null : '*')",
     replace: '? null',
-    tests: ['tests/scripts/readme_follow_test.ts'],
+    tests: ['tests/e2e/readme_follow_test.ts'],
   },
   {
     name: 'serve-ignores-plain-deno-serve',
     bug:
       "serve gives a function of one's own no address: its `Deno.serve(handler)` listens on 8000",
-    file: 'scripts/serve.ts',
+    file: 'cli/serve.ts',
     search: '        DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}`,\n',
     replace: '',
-    tests: ['tests/scripts/readme_follow_test.ts'],
+    tests: ['tests/e2e/readme_follow_test.ts'],
   },
   {
     name: 'serve-watch-leaves-workers-down',
     bug: 'serve --watch restarts the functions but never starts their workers again',
-    file: 'scripts/serve.ts',
+    file: 'cli/serve.ts',
     search: '      const bearer = starts.get(fn.name);',
     replace: '      const bearer = undefined as Record<string, string> | undefined;',
-    tests: ['tests/scripts/serve_local_loop_test.ts'],
+    tests: ['tests/e2e/serve_local_loop_test.ts'],
   },
   {
     name: 'serve-port-moves',
     bug: "serve ignores the port the project's last serve used and takes a new one",
-    file: 'scripts/_serve_port.ts',
+    file: 'cli/_serve_port.ts',
     search: '    port = remembered;',
     replace: '    port = freePort();',
-    tests: ['tests/scripts/serve_local_loop_test.ts'],
+    tests: ['tests/e2e/serve_local_loop_test.ts'],
   },
   {
     name: 'serve-pause-unexplained',
     bug: "serve prints a served function's pause without what to run",
-    file: 'scripts/_serve_pauses.ts',
+    file: 'cli/_serve_pauses.ts',
     search: '      options.log(pauseAdvice(name, options.watching));\n',
     replace: '',
-    tests: ['tests/scripts/serve_local_loop_test.ts'],
+    tests: ['tests/e2e/serve_local_loop_test.ts'],
   },
   // --- issue 37: refusals are seen, doctor ----------------------------------------------------
   {
@@ -656,16 +656,16 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'doctor-lists-resolved-refusals',
     bug: 'doctor lists a refusal that a later worker start of the function resolved',
-    file: 'scripts/doctor.ts',
+    file: 'cli/doctor.ts',
     search: '    if (f?.lastStartedAt && f.lastStartedAt >= r.lastAt) continue;\n',
     replace: '',
-    tests: ['tests/scripts/doctor_test.ts'],
+    tests: ['tests/e2e/doctor_test.ts'],
   },
   // --- issue 38: the changelog held to the release records ------------------------------------
   {
     name: 'changelog-ignores-raised-version',
     bug: 'a kit version raised past the records does not have to be the newest changelog section',
-    file: 'scripts/_changelog.ts',
+    file: 'tools/_changelog.ts',
     search:
       "    if (recorded.has(version) || (name !== 'KIT_VERSION' && version === facts.kitVersion)) " +
       'continue;',
@@ -675,7 +675,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'changelog-accepts-any-date',
     bug: "a recorded release's section may carry any date, not its commit's",
-    file: 'scripts/_changelog.ts',
+    file: 'tools/_changelog.ts',
     search: '    } else if (release.date !== null && section.date !== release.date) {',
     replace: "    } else if (release.date !== null && section.date === '') {",
     tests: ['tests/unit/changelog_test.ts'],
@@ -684,10 +684,10 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'node-build-keeps-ts-specifiers',
     bug: 'the Node build leaves relative imports on .ts, which Node cannot load from the package',
-    file: 'scripts/_npm_node.ts',
+    file: 'tools/_npm_node.ts',
     search: "return `${specifier.slice(0, -'.ts'.length)}.js`;",
     replace: 'return specifier;',
-    tests: ['tests/unit/scripts/npm_node_test.ts', 'tests/scripts/node_client_test.ts'],
+    tests: ['tests/unit/tools/npm_node_test.ts', 'tests/e2e/node_client_test.ts'],
   },
   {
     name: 'node-client-ignores-process-env',
@@ -695,32 +695,32 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/sql/connection.ts',
     search: '  return runtime.process?.env[name];',
     replace: '  return undefined;',
-    tests: ['tests/scripts/node_client_test.ts'],
+    tests: ['tests/e2e/node_client_test.ts'],
   },
   // --- issue 38: commands find the project and print what the user types ----------------------
   {
     name: 'invocation-stale-init-cwd',
     bug: 'the user is taken to stand in INIT_CWD wherever the command runs, so an INIT_CWD an ' +
       'outer tool left overrides the directory npx switchyard runs in',
-    file: 'scripts/_invocation.ts',
+    file: 'cli/_invocation.ts',
     search: '  if (!isCompiled() && resolve(cwd) === resolve(KIT_ROOT)) {',
     replace: '  if (!isCompiled()) {',
-    tests: ['tests/scripts/invocation_test.ts'],
+    tests: ['tests/e2e/invocation_test.ts'],
   },
   {
     name: 'invocation-project-flag-always',
     bug: 'npx switchyard prints --project even where the project is found without it',
-    file: 'scripts/_invocation.ts',
+    file: 'cli/_invocation.ts',
     search: "  if (mode !== 'checkout') return nearestProject(p.from) === p.dir ? null : " +
       '(p.explicit ?? p.dir);',
     replace: "  if (mode !== 'checkout') return p.explicit ?? p.dir;",
-    tests: ['tests/scripts/invocation_test.ts'],
+    tests: ['tests/e2e/invocation_test.ts'],
   },
   // --- issue 40: test tiers --------------------------------------------------------------------
   {
     name: 'tiers-unclassified-passes',
     bug: 'a test file in no tier goes unnoticed, so a --tier run in CI never runs it',
-    file: 'scripts/_tiers.ts',
+    file: 'tools/_tiers.ts',
     search: '    if (list.length === 0) {\n',
     replace: '    if (list.length < 0) {\n',
     tests: ['tests/unit/tiers_test.ts'],
@@ -728,7 +728,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'tiers-browser-outside-e2e',
     bug: 'a browser test declared in the db tier is accepted, and runs once per kind of PGMQ',
-    file: 'scripts/_tiers.ts',
+    file: 'tools/_tiers.ts',
     search: "  if (tier !== 'e2e' && imports(",
     replace: "  if (tier === 'unit' && imports(",
     tests: ['tests/unit/tiers_test.ts'],
