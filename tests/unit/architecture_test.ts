@@ -2,7 +2,9 @@
  * The layout's rules (docs/ARCHITECTURE.md §12), checked on the module graph that
  * `deno info --json` reports (type-only imports included): no import circles among the kit's modules; the DSL imports
  * nothing of the database, worker or platform layers; only `lib/sql/` imports postgres.js or
- * sends SQL; `lib/mod.ts` (what a queue function loads) reaches no development tooling.
+ * sends SQL; `lib/mod.ts` (what a queue function loads) reaches no development tooling; `lib/`
+ * imports neither `cli/` (what users run) nor `tools/` (what maintainers run), and `cli/` imports
+ * nothing of `tools/`.
  */
 import assert from 'node:assert/strict';
 
@@ -101,6 +103,28 @@ Deno.test('only lib/sql/ imports postgres.js or writes SQL', async () => {
     if (/from 'postgres'|npm:postgres|\bsql`|\.unsafe\(/.test(code)) offenders.push(rel(path));
   }
   assert.deepEqual(offenders, []);
+});
+
+Deno.test('lib/ imports neither cli/ nor tools/, and cli/ imports nothing of tools/', async () => {
+  // What users run (cli/) may import the kit; what maintainers run (tools/) may import both; the
+  // kit imports neither. Every import counts, those of the @example blocks too (deno check --doc
+  // type-checks them), static or dynamic.
+  const rules: [string, string[]][] = [['lib/', ['cli/', 'tools/']], ['cli/', ['tools/']]];
+  const broken: string[] = [];
+  for (const [folder, forbidden] of rules) {
+    const dir = decodeURIComponent(new URL(folder, root).pathname);
+    for await (const path of walk(dir)) {
+      const text = await Deno.readTextFile(path);
+      for (const m of text.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'(\.\.?\/[^']*)'/g)) {
+        const target = new URL(m[1], `file://${path}`).pathname;
+        const to = decodeURIComponent(target).slice(decodeURIComponent(root.pathname).length);
+        if (forbidden.some((f) => to.startsWith(f))) {
+          broken.push(`${folder}${path.slice(dir.length)} -> ${to}`);
+        }
+      }
+    }
+  }
+  assert.deepEqual(broken, []);
 });
 
 for (const entry of ['lib/mod.ts', 'lib/client.ts']) {

@@ -1,5 +1,6 @@
 /**
- * `deno task` explains itself: every task is a Deno 2 task object with a description, every
+ * `deno task` explains itself: every task is a Deno 2 task object with a description (the user
+ * commands first, then the maintainer tasks, each saying so), every
  * command answers `--help` with its usage (and starts nothing), and a fresh machine without
  * PostgreSQL server binaries gets them installed (root with apt-get) or exact instructions, and
  * the same for Chromium when the run includes the dashboard's browser test.
@@ -28,6 +29,31 @@ Deno.test('every task has a description', () => {
     const { description, command } = task as { description?: string; command?: string };
     assert.ok(description && description.length > 20, `task ${name} has a description`);
     assert.ok(command, `task ${name} has a command`);
+  }
+});
+
+Deno.test('the tasks by audience: the user commands (cli/) first, then the maintainer tasks', () => {
+  const runs = (command: string) => command.match(/\b(cli|tools|bench)\/[\w/]+\.ts\b/)?.[0];
+  const entries = Object.entries(config.tasks).map(([name, task]) => {
+    const { description = '', command = '' } = task as { description?: string; command?: string };
+    return { name, maintainers: description.startsWith('Maintainers: '), script: runs(command) };
+  });
+  const firstMaintainer = entries.findIndex((e) => e.maintainers);
+  assert.ok(firstMaintainer > 0, 'user tasks come first');
+  for (const [i, e] of entries.entries()) {
+    if (i < firstMaintainer) {
+      assert.match(e.script ?? '', /^cli\//, `user task ${e.name} runs a module of cli/`);
+    } else {
+      assert.ok(
+        e.maintainers,
+        `task ${e.name}, after the maintainer tasks began, says Maintainers:`,
+      );
+      assert.doesNotMatch(
+        e.script ?? '',
+        /^cli\//,
+        `maintainer task ${e.name} runs no cli/ module`,
+      );
+    }
   }
 });
 
