@@ -2,13 +2,15 @@
  * The Node entries' source rewriting and dependency list (tools/_npm_node.ts): specifiers
  * become what Node resolves, comments stay as written, and the dependencies are the exact
  * versions deno.lock pins for what the entries import. (tests/e2e/node_client_test.ts
- * builds, installs and runs the package.)
+ * builds, installs and runs the package.) The package ships `cli/` and what it needs, not
+ * `tools/`.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { NODE_ENTRIES, nodeDependencies, nodeSource } from '../../../tools/_npm_node.ts';
 import { lockedSpecifiers } from '../../../cli/_kit.ts';
 import { KIT_ROOT } from '../../../cli/_project.ts';
+import { cliFiles } from '../../../tools/build_npm.ts';
 
 const packages = new Map([
   ['postgres', { name: 'postgres', path: '' }],
@@ -80,4 +82,12 @@ Deno.test('the Node entries depend on the npm packages they import, at the versi
     '@opentelemetry/api': locked['npm:@opentelemetry/api@1'],
     postgres: locked['npm:postgres@3'],
   });
+});
+
+Deno.test("the package's kit/ is cli/ and what it imports or reads, never the maintainers' tools", async () => {
+  const files = await cliFiles();
+  for (const shipped of ['cli/cli.ts', 'cli/install.ts', 'cli/templates', 'lib', 'deno.json']) {
+    assert.ok(files.includes(shipped), `kit/ holds ${shipped}`);
+  }
+  assert.deepEqual(files.filter((f) => /^(tools|bench|tests|scripts)\//.test(f)), []);
 });
