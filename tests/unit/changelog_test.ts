@@ -7,11 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import {
-  type ChangelogFacts,
-  changelogFacts,
-  changelogProblems,
-} from '../../tools/_changelog.ts';
+import { type ChangelogFacts, changelogFacts, changelogProblems } from '../../tools/_changelog.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 
 Deno.test('CHANGELOG.md has a dated section per release, newest first, each saying how to upgrade', async () => {

@@ -1,10 +1,10 @@
 /**
- * Figure 7's trend check (bench/_history.ts noiseCheck): per-round ratios that only scatter
+ * Figure 7's trend check (bench/figures/07_history.ts noiseCheck): per-round ratios that only scatter
  * pass it, the same ratios with a decline of 15 % over the run fail it (a tenth is about what
  * this scatter resolves).
  */
 import assert from 'node:assert/strict';
-import { noiseCheck, worstWindowMedian } from '../../../bench/_history.ts';
+import { noiseCheck, worstWindowMedian } from '../../../bench/figures/07_history.ts';
 import { partMedians } from '../../../bench/_stats.ts';
 
 /** 100 ratios around 1.0 scattered by ±25 % (a fixed sequence, no trend). */

@@ -12,10 +12,10 @@
  * @module
  */
 import postgres from 'postgres';
-import { Flow } from '../lib/mod.ts';
-import { startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
-import { pgArray } from '../lib/sql/worker_queries.ts';
-import type { BenchDatabase } from './_db.ts';
+import { Flow } from '../../lib/mod.ts';
+import { startWorkerImpl, type Worker } from '../../lib/worker/worker.ts';
+import { pgArray } from '../../lib/sql/worker_queries.ts';
+import type { BenchDatabase } from '../_db.ts';
 import {
   benchWorkerOptions,
   compile,
@@ -24,8 +24,18 @@ import {
   sleep,
   timed,
   waitUntil,
-} from './_common.ts';
-import { fmt } from './_stats.ts';
+} from '../_common.ts';
+import { fmt } from '../_stats.ts';
+import {
+  cpu,
+  cpuText,
+  type Figure,
+  type FigureContext,
+  type FigureResult,
+  rates,
+  type Row,
+} from '../_figure.ts';
+import { median, roundRatio } from '../_stats.ts';
 
 /** Settings of the pgflow figure. */
 export interface PgflowOptions {
@@ -245,3 +255,38 @@ export async function vsPgflow(bench: BenchDatabase, o: PgflowOptions): Promise<
     await fetched.remove();
   }
 }
+
+/** Figure 9: vs pgflow. */
+export const figure: Figure = {
+  number: 9,
+  name: 'vs pgflow',
+  async run(ctx: FigureContext): Promise<FigureResult> {
+    const { db, o } = ctx;
+    const rows: Row[] = [];
+    const notes: string[] = [];
+    const p = await vsPgflow(db, {
+      runs: o.quick ? 300 : 1000,
+      rounds: o.rounds,
+      batch: o.batch,
+      concurrency: o.concurrency,
+      connections: o.connections,
+      version: o.pgflowVersion,
+    });
+    if ('skipped' in p) {
+      rows.push(['9 vs pgflow', '(skipped)', p.skipped, '-', '(none)', '-']);
+    } else {
+      const r = roundRatio(rates(p.engine), rates(p.pgflow));
+      const ce = cpu(p.engine), cp = cpu(p.pgflow);
+      rows.push([
+        `9 vs pgflow ${p.version}: 3-step chain, 1 queue, 1 consumer each`,
+        `engine ${fmt(median(rates(p.engine)), 0)} tasks/s` + cpuText(p.engine, 'task'),
+        `pgflow ${fmt(median(rates(p.pgflow)), 0)} tasks/s` + cpuText(p.pgflow, 'task'),
+        `${fmt(r.ratio)}x (${fmt(r.low)}-${fmt(r.high)})` +
+        (ce === null || cp === null ? '' : `; CPU ${fmt(cp / ce)}x`),
+        '(none)',
+        '-',
+      ]);
+    }
+    return { rows, notes };
+  },
+};

@@ -1,5 +1,5 @@
 /**
- * Figure 12, metrics (issue 26, docs/ARCHITECTURE.md §16): `switchyard.metrics(60)` and the
+ * Figure 14, metrics (issue 26, docs/ARCHITECTURE.md §16): `switchyard.metrics(60)` and the
  * dashboard's `dashboard_metrics_history(60)` on a database holding a million completed tasks of
  * history (bulk-inserted, two hours old, analyzed as a quiet system would be) next to a fresh
  * database; both hold the same recent work (completed in the last minute), which the metrics
@@ -7,11 +7,18 @@
  *
  * @module
  */
-import type { BenchDatabase, ExtraDatabase } from './_db.ts';
-import { threeStepFlow } from './_flows.ts';
-import { compile, log } from './_common.ts';
-import { preloadCompleted } from './_history.ts';
-import { fmt, median } from './_stats.ts';
+import type { BenchDatabase, ExtraDatabase } from '../_db.ts';
+import { threeStepFlow } from '../_flows.ts';
+import { compile, log } from '../_common.ts';
+import { preloadCompleted } from './07_history.ts';
+import { fmt, median } from '../_stats.ts';
+import {
+  type Figure,
+  type FigureContext,
+  type FigureResult,
+  type Row,
+  verdict,
+} from '../_figure.ts';
 
 const STEPS = [
   { step: 'first', queue: 'met_a' },
@@ -101,3 +108,40 @@ export async function metricsFigure(
   }
   return out;
 }
+
+/** Figure 14: metrics. */
+export const figure: Figure = {
+  number: 14,
+  name: 'metrics',
+  async run(ctx: FigureContext): Promise<FigureResult> {
+    const { db, o } = ctx;
+    const rows: Row[] = [];
+    const notes: string[] = [];
+    const f = await metricsFigure(db, {
+      historyTasks: o.quick ? 100_000 : 1_000_000,
+      recentTasks: 3000,
+      rounds: o.rounds,
+      calls: 10,
+    });
+    const history = `${f.historyTasks.toLocaleString('en')} completed tasks`;
+    const m = median(f.metrics.history), mf = median(f.metrics.fresh);
+    rows.push([
+      `14 metrics(60), ${history} (${f.recentTasks} in the window)`,
+      `${fmt(m, 2)} ms per call`,
+      `fresh database ${fmt(mf, 2)} ms`,
+      `${fmt(m / mf)}x`,
+      '<= 50 ms',
+      verdict(m <= 50),
+    ]);
+    const c = median(f.charts.history), cf = median(f.charts.fresh);
+    rows.push([
+      `14 charts: dashboard_metrics_history(60), ${history}`,
+      `${fmt(c, 2)} ms per call`,
+      `fresh database ${fmt(cf, 2)} ms`,
+      `${fmt(c / cf)}x`,
+      '(none)',
+      '-',
+    ]);
+    return { rows, notes };
+  },
+};

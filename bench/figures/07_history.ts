@@ -21,13 +21,23 @@
  * @module
  */
 import postgres from 'postgres';
-import type { DeployedFlow } from '../lib/dsl/deployed_flow.ts';
-import { defineDeployedFlow, Flow, routeFlow } from '../lib/mod.ts';
-import { pgArray } from '../lib/sql/worker_queries.ts';
-import { startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
-import type { BenchDatabase, ExtraDatabase } from './_db.ts';
-import { benchWorkerOptions, compile, log, type Sample, timed, waitUntil } from './_common.ts';
-import { fmt, median, seededRandom, slope, table } from './_stats.ts';
+import type { DeployedFlow } from '../../lib/dsl/deployed_flow.ts';
+import { defineDeployedFlow, Flow, routeFlow } from '../../lib/mod.ts';
+import { pgArray } from '../../lib/sql/worker_queries.ts';
+import { startWorkerImpl, type Worker } from '../../lib/worker/worker.ts';
+import type { BenchDatabase, ExtraDatabase } from '../_db.ts';
+import { benchWorkerOptions, compile, log, type Sample, timed, waitUntil } from '../_common.ts';
+import { fmt, median, seededRandom, slope, table } from '../_stats.ts';
+import {
+  cpuText,
+  type Figure,
+  type FigureContext,
+  type FigureResult,
+  rates,
+  type Row,
+  verdict,
+} from '../_figure.ts';
+import { partMedians, roundRatio } from '../_stats.ts';
 
 const FLOW = 'hist';
 const QUEUE = 'hist_q';
@@ -470,3 +480,92 @@ async function statementTable(
       }),
     );
 }
+
+/** Figure 7: history. */
+export const figure: Figure = {
+  number: 7,
+  name: 'history',
+  usesBaseline: true,
+  async run(ctx: FigureContext): Promise<FigureResult> {
+    const { db, o } = ctx;
+    const rows: Row[] = [];
+    const notes: string[] = [];
+    const baseline = ctx.baseline;
+    const h = await history(db, {
+      runs: o.historyRuns,
+      rounds: o.historyRounds,
+      batch: o.batch,
+      concurrency: o.concurrency,
+      connections: o.connections,
+      profile: o.profile,
+      baseline: baseline && { workdir: baseline.workdir, label: baseline.label },
+    });
+    const raw = h.sides.find((s) => s.kind === 'raw')!;
+    for (const isBaseline of [false, true]) {
+      const side = (kind: string) =>
+        h.sides.find((s) => s.kind === kind && s.baseline === isBaseline);
+      const fresh = side('fresh');
+      if (!fresh) continue;
+      const aged = side('aged')!;
+      const tag = isBaseline ? ` [${baseline!.label}]` : '';
+      const perRound = aged.samples.map((a, r) => a.rate / fresh.samples[r].rate);
+      const worst = worstWindowMedian(perRound);
+      const last = aged.history[aged.history.length - 1] + o.historyRuns;
+      rows.push([
+        `7 history${tag}: 3-step chain, 1 queue, 2 workers; aged (0 -> ` +
+        `${last.toLocaleString('en')} runs, by its own rounds) vs a fresh copy each round`,
+        `aged ${fmt(median(rates(aged.samples)), 0)} tasks/s` + cpuText(aged.samples, 'task'),
+        `fresh ${fmt(median(rates(fresh.samples)), 0)} tasks/s` +
+        cpuText(fresh.samples, 'task'),
+        `worst 5-round median ${fmt(worst)}x (median ${fmt(median(perRound))}x, lowest ` +
+        `round ${fmt(Math.min(...perRound))}x)`,
+        '>= 0.9x',
+        verdict(worst >= 0.9),
+      ]);
+      // Is the worst window a trend or the noise? The same ratios in random orders, the
+      // run's slope against theirs, and the medians of the run's quarters in order.
+      const chance = noiseCheck(perRound);
+      const quarters = partMedians(perRound);
+      rows.push([
+        `7 history${tag}: trend or noise? the per-round ratios against the same ratios in ` +
+        `2,000 random orders (no link to the history)`,
+        `quarters of the run ${quarters.map((q) => `${fmt(q)}x`).join(', ')}; slope ` +
+        `${fmt(chance.slopePer * 10, 3)} per 10 rounds`,
+        `random orders: worst 5-round median ${fmt(chance.worstMedian)}x ` +
+        `(5th-95th percentile ${fmt(chance.worstP5)}-${fmt(chance.worstP95)})`,
+        `${fmt(chance.steeper * 100, 0)} % of random orders slope down as steeply`,
+        '>= 5 %',
+        verdict(chance.steeper >= 0.05),
+      ]);
+      const vsRaw = roundRatio(rates(fresh.samples), rates(raw.samples));
+      const agedRaw = roundRatio(rates(aged.samples), rates(raw.samples));
+      rows.push([
+        `7 history${tag}: the engine vs raw PGMQ (2 loops, one long-lived queue)`,
+        `fresh ${fmt(vsRaw.ratio)}x, aged ${fmt(agedRaw.ratio)}x of raw`,
+        `raw ${fmt(median(rates(raw.samples)), 0)} msgs/s`,
+        `aged ${fmt(agedRaw.ratio)}x (${fmt(agedRaw.low)}-${fmt(agedRaw.high)})`,
+        '(none)',
+        '-',
+      ]);
+      notes.push(
+        `history${tag}, round by round (tasks/s or msgs/s; aged/fresh; CPU ms/task):\n\n` +
+          table(
+            ['round', 'raw', 'fresh', 'aged (runs before the round)', 'aged/fresh'],
+            fresh.samples.map((f, r) => {
+              const cell = (x: Sample) =>
+                `${fmt(x.rate, 0)}` + (x.cpuMs === null ? '' : `; ${fmt(x.cpuMs, 3)}`);
+              return [
+                String(r + 1),
+                cell(raw.samples[r]),
+                cell(f),
+                `${cell(aged.samples[r])} (${aged.history[r].toLocaleString('en')})`,
+                fmt(perRound[r]),
+              ];
+            }),
+          ),
+      );
+    }
+    notes.push(...h.statements);
+    return { rows, notes };
+  },
+};

@@ -13,13 +13,21 @@
  * @module
  */
 import postgres from 'postgres';
-import { Flow, routeFlow } from '../lib/mod.ts';
-import { defineDeployedFlow, type DeployedFlow } from '../lib/dsl/deployed_flow.ts';
-import { WorkerQueries } from '../lib/sql/worker_queries.ts';
-import type { BenchDatabase } from './_db.ts';
-import { compile, log } from './_common.ts';
-import { preloadCompleted } from './_history.ts';
-import { since } from './_stats.ts';
+import { Flow, routeFlow } from '../../lib/mod.ts';
+import { defineDeployedFlow, type DeployedFlow } from '../../lib/dsl/deployed_flow.ts';
+import { WorkerQueries } from '../../lib/sql/worker_queries.ts';
+import type { BenchDatabase } from '../_db.ts';
+import { compile, log } from '../_common.ts';
+import { preloadCompleted } from './07_history.ts';
+import { since } from '../_stats.ts';
+import {
+  type Figure,
+  type FigureContext,
+  type FigureResult,
+  type Row,
+  verdict,
+} from '../_figure.ts';
+import { fmt, median, roundRatio } from '../_stats.ts';
 
 /** Settings of the backlog figure. */
 export interface BacklogOptions {
@@ -189,3 +197,50 @@ export async function backlog(bench: BenchDatabase, o: BacklogOptions): Promise<
   }
   return out;
 }
+
+/** Figure 8: backlog. */
+export const figure: Figure = {
+  number: 8,
+  name: 'backlog',
+  usesBaseline: true,
+  async run(ctx: FigureContext): Promise<FigureResult> {
+    const { db, o } = ctx;
+    const rows: Row[] = [];
+    const notes: string[] = [];
+    const baseline = ctx.baseline;
+    const results = await backlog(db, {
+      batches: o.quick ? 60 : 200,
+      batch: o.batch,
+      large: 10_000,
+      history: o.quick ? 20_000 : 50_000,
+      baseline: baseline && { workdir: baseline.workdir, label: baseline.label },
+    });
+    for (const b of results) {
+      const tag = b.name === 'current' ? '' : ` [${b.name}]`;
+      const both = (x: { claim: number[]; complete: number[] }) =>
+        x.claim.map((c, i) => c + x.complete[i]);
+      const r = roundRatio(both(b.large), both(b.small));
+      rows.push([
+        `8 backlog${tag}: claim + completion of ${o.batch} + ${o.batch - 1} tasks (successor ` +
+        'starts, run completions), 10,000 open runs waiting',
+        `${fmt(median(both(b.large)), 3)} ms (claim ${fmt(median(b.large.claim), 3)}, ` +
+        `completion ${fmt(median(b.large.complete), 3)})`,
+        `${o.batch} open runs ${fmt(median(both(b.small)), 3)} ms (claim ` +
+        `${fmt(median(b.small.claim), 3)}, completion ${fmt(median(b.small.complete), 3)})`,
+        `${fmt(r.ratio)}x`,
+        '<= 1.2x',
+        verdict(r.ratio <= 1.2),
+      ]);
+      const f = roundRatio(b.large.fail, b.small.fail);
+      rows.push([
+        `8 backlog${tag}: a final failure (fail_task), 10,000 open runs waiting`,
+        `${fmt(median(b.large.fail), 3)} ms`,
+        `${o.batch} open runs ${fmt(median(b.small.fail), 3)} ms`,
+        `${fmt(f.ratio)}x`,
+        '(none)',
+        '-',
+      ]);
+    }
+    return { rows, notes };
+  },
+};
