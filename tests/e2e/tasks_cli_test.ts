@@ -91,7 +91,7 @@ Deno.test('deno task test --tier unit needs no server; another tier is refused b
     assert.match(unit.stdout, /ok \| \d+ passed \| 0 failed/);
     assert.match(
       unit.stderr,
-      /^\[test\] slowest files \(the sum of their tests' durations\):\n\[test\] +\d+\.\d s {2}tests\/unit\/scripts\/env_file_test\.ts$/m,
+      /^\[test\] slowest files \(the sum of their tests' durations\):\n\[test\] +\d+\.\d s {2}tests\/unit\/cli\/env_file_test\.ts$/m,
     );
     const other = await task(['test', '--tier', 'unit', 'tests/sql/prune_test.ts'], {
       ...env,
