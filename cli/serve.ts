@@ -214,8 +214,8 @@ export async function readEnvFile(path: string): Promise<Record<string, string>>
  * `'…'`) at its closing quote, on the same line or a later one (multi-line values), and may be
  * followed by a comment; in double quotes `\n` and `\r` are a newline and a carriage return. A
  * line without a valid key is skipped; the last of repeated keys wins. It is not npm's `dotenv`
- * (nor Deno's `--env-file`) because both end an unquoted value at any `#` (tests/unit/scripts/
- * env_file_test.ts shows where they differ). An unclosed quote is refused, naming the file, the
+ * (nor Deno's `--env-file`) because both end an unquoted value at any `#` (tests/unit/cli/env_file_test.ts
+ * shows where they differ). An unclosed quote is refused, naming the file, the
  * line and the key (never the value).
  *
  * @example
