@@ -172,18 +172,21 @@ export async function moduleGraph(
 }
 
 /**
- * The entries of the runtime, in `lib/`: `mod.ts` (queue functions, apps, the run event stream)
- * and `browser.ts` (`followRun`: `browser.js`, which a page loads as it is, and its types).
+ * The entries of the runtime, in `lib/`: `mod.ts` (queue functions, apps, the run event stream),
+ * `browser.ts` (`followRun`: `browser.js`, which a page loads as it is, and its types) and
+ * `testing.ts` (the test engine a project's flow tests import; a queue function never loads it,
+ * so a deployed function does not carry it).
  */
-const RUNTIME_ENTRIES = ['mod.ts', 'browser.ts'];
+const RUNTIME_ENTRIES = ['mod.ts', 'browser.ts', 'testing.ts'];
 
 /** Where `deno task build-cli` records {@linkcode runtimeModules} for the compiled command. */
 export const RUNTIME_LIST = 'dist/runtime_modules.json';
 
 /**
- * The runtime of the kit: the paths, relative to `lib/`, of every module `lib/mod.ts` and
- * `lib/browser.ts` load (what a queue function, an app, a run event stream and a page need;
- * operator and development modules are left out), and the bare specifiers they import.
+ * The runtime of the kit: the paths, relative to `lib/`, of every module `lib/mod.ts`,
+ * `lib/browser.ts` and `lib/testing.ts` load (what a queue function, an app, a run event stream,
+ * a page and a flow's test need; operator and development modules are left out), and the bare
+ * specifiers they import.
  *
  * @example
  * ```ts

@@ -48,6 +48,7 @@ export const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   },
   'cancel': body(() => import('./cancel.ts')),
   'retry': body(() => import('./retry.ts')),
+  'export-run': body(() => import('./export_run.ts')),
   'schedule': body(() => import('./schedule.ts')),
   'dashboard': async (args) => (await import('./dashboard.ts')).dashboardCommand(args),
   'doctor': async (args) => {

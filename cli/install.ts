@@ -259,15 +259,28 @@ async function kitImports(kitDir: string): Promise<Record<string, string>> {
 
 /**
  * The import-map entries of an installed runtime, relative to `supabase/functions/`: the kit
- * itself and every npm package its modules import, pinned to the kit's `deno.lock`.
+ * itself — `switchyard`, each entry of the package the runtime holds by its export name
+ * (`switchyard/client`, `switchyard/testing`: the specifiers a Node app imports from the npm
+ * package, so code reads the same in both) and `switchyard/` for any of its modules — and every
+ * npm package its modules import, pinned to the kit's `deno.lock`.
  */
-async function runtimeImports(kitDir: string, bare: string[]): Promise<Record<string, string>> {
+async function runtimeImports(
+  kitDir: string,
+  files: string[],
+  bare: string[],
+): Promise<Record<string, string>> {
   const map = await kitImports(kitDir);
   const locked = await lockedSpecifiers(join(kitDir, 'deno.lock'));
-  const imports: Record<string, string> = {
-    switchyard: './_switchyard/mod.ts',
-    'switchyard/': './_switchyard/',
+  const imports: Record<string, string> = { switchyard: './_switchyard/mod.ts' };
+  const { exports } = JSON.parse(await Deno.readTextFile(join(kitDir, 'deno.json'))) as {
+    exports?: Record<string, string>;
   };
+  for (const [name, target] of Object.entries(exports ?? {})) {
+    const path = target.replace(/^\.\/lib\//, '');
+    if (name === '.' || !name.startsWith('./') || !files.includes(path)) continue;
+    imports[`switchyard/${name.slice(2)}`] = `./_switchyard/${path}`;
+  }
+  imports['switchyard/'] = './_switchyard/';
   for (const name of bare) {
     const value = map[name];
     if (value === undefined) {
@@ -340,7 +353,7 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
 
   const version = KIT_VERSION;
   const { files, bare } = await runtimeModules(kitDir);
-  const imports = await runtimeImports(kitDir, bare);
+  const imports = await runtimeImports(kitDir, files, bare);
   const plans: Planned[] = [];
   const conflicts: string[] = [];
   const notes: string[] = [];
@@ -555,8 +568,9 @@ supabase/functions/deno.json. Rerun it after updating the kit: it adds only new 
                  in (the nearest directory upward with supabase/config.toml)
   --force        overwrite kit files edited in the project and import-map entries mapped elsewhere
   --example      also an example: the flow greet (supabase/functions/_shared/flows/greet.ts) in
-                 the registry, its queue function greetings-worker, its compiled migration, and
-                 example.ts, a client script that starts it and prints its typed output
+                 the registry, its tests (greet_test.ts beside it, on the test engine), its
+                 queue function greetings-worker, its compiled migration, and example.ts, a
+                 client script that starts it and prints its typed output
   --keep-alive   then set up the keep-alive in the database of DATABASE_URL, as
                  \`${
   commandName('keep-alive')
@@ -644,7 +658,13 @@ async function installAndReport(
         console.log(`nothing to do: Switchyard ${result.version} and its example are installed`);
       }
       console.log(
-        `\nnext, against a PostgreSQL (DATABASE_URL):\n` +
+        `\nnext, test the flow (no database needed):\n` +
+          `  ${
+            atProjectRoot(
+              denoCommand('test -A --config supabase/functions/deno.json supabase/functions/'),
+            )
+          }\n` +
+          `then run it against a PostgreSQL (DATABASE_URL):\n` +
           `  ${userCommand('db:push')}\n` +
           `  ${
             atProjectRoot(denoCommand('run -A --config supabase/functions/deno.json example.ts'))

@@ -36,7 +36,15 @@ import { KIT_ROOT } from '../cli/_project.ts';
 export const NODE_ENTRIES: Readonly<Record<string, string>> = {
   '.': 'flows.ts',
   './client': 'client.ts',
+  './testing': 'testing.ts',
 };
+
+/**
+ * The Node types the build checks `node:` imports against (the test engine's loopback server,
+ * `node:net`): Node 20's, the package's `engines`. Only the build installs them; the compiled
+ * declarations name none of them (the build refuses a declaration file that does).
+ */
+const NODE_TYPES = '@types/node@20.19.43';
 
 /** The folder of the package the entries are compiled into. */
 const NODE_DIR = 'node';
@@ -48,6 +56,8 @@ const NODE_DIR = 'node';
 interface NodeGraph {
   files: string[];
   packages: Map<string, { name: string; version: string; path: string }>;
+  /** Whether a module imports a Node built-in (`node:net`): the build then checks Node's types. */
+  nodeBuiltins: boolean;
 }
 
 const NPM_TARGET = /^npm:(@?[^@/]+(?:\/[^@/]+)?)@(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)(\/.*)?$/;
@@ -94,7 +104,12 @@ async function nodeGraph(): Promise<NodeGraph> {
       }
     }
   }
-  return { files: [...files].sort(), packages };
+  let nodeBuiltins = false;
+  for (const path of files) {
+    const text = await Deno.readTextFile(join(lib, path));
+    if (/^import [^;]*? from 'node:/m.test(text)) nodeBuiltins = true;
+  }
+  return { files: [...files].sort(), packages, nodeBuiltins };
 }
 
 /**
@@ -212,17 +227,57 @@ async function run(command: string, args: string[], cwd: string): Promise<void> 
   }
 }
 
+/**
+ * Refuses declaration files under `dir` that name a runtime's own types (`NodeJS.…`, a
+ * `node:` import, a reference to Node's or Deno's types): the package's types must check in an
+ * app whatever its `types` setting.
+ */
+async function refuseRuntimeTypes(dir: string): Promise<void> {
+  const found: string[] = [];
+  const walk = async (at: string) => {
+    for await (const entry of Deno.readDir(at)) {
+      const path = join(at, entry.name);
+      if (entry.isDirectory) await walk(path);
+      else if (entry.name.endsWith('.d.ts')) {
+        // Outside comments only: a doc example may well import node:assert.
+        const code = (await Deno.readTextFile(path)).replace(/\/\*[\s\S]*?\*\//g, '');
+        const hit = /\bNodeJS\.|\bDeno\.|from ['"]node:|reference types=['"](node|deno)/.exec(code);
+        if (hit) found.push(`${relative(dir, path)} (${hit[0]})`);
+      }
+    }
+  };
+  await walk(dir);
+  if (found.length > 0) {
+    throw new Error(
+      `the Node entries' declarations name a runtime's own types: ${found.join(', ')}; keep ` +
+        'them out of exported signatures',
+    );
+  }
+}
+
 /** TypeScript's options for the Node entries (the scratch copy is an ES module package). */
-function compilerOptions(rootDir: string, outDir: string): ts.CompilerOptions {
+function compilerOptions(
+  rootDir: string,
+  outDir: string,
+  nodeTypes: boolean,
+): ts.CompilerOptions {
   return {
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    // What Node 20 (the package's engines) has: ES2023 and ES2024's well-formed strings, which
-    // the JSON checks use. The code is written against Deno's web APIs: the DOM's types are the
-    // closest match, and no runtime's own types (Deno's, @types/node) leak into the declarations.
-    lib: ['lib.es2023.d.ts', 'lib.es2024.string.d.ts', 'lib.dom.d.ts'],
-    types: [],
+    // What Node 20 (the package's engines) has: ES2023, ES2024's well-formed strings, which the
+    // JSON checks use, and Symbol.asyncDispose (`await using` a test engine). The code is written
+    // against Deno's web APIs: the DOM's types are the closest match. Node's own types come in
+    // only for modules that import `node:` (the test engine's loopback server), and no runtime's
+    // types leak into the declarations (checked after the emit).
+    lib: [
+      'lib.es2023.d.ts',
+      'lib.es2024.string.d.ts',
+      'lib.esnext.disposable.d.ts',
+      'lib.dom.d.ts',
+    ],
+    types: nodeTypes ? ['node'] : [],
+    typeRoots: [join(rootDir, '..', 'node_modules', '@types')],
     strict: true,
     declaration: true,
     rootDir,
@@ -266,9 +321,11 @@ export async function buildNodeEntries(
       join(scratch, 'package.json'),
       JSON.stringify({ private: true, type: 'module', dependencies }, null, 2) + '\n',
     );
-    if (Object.keys(dependencies).length > 0) {
+    const nodeTypes = graph.nodeBuiltins;
+    if (Object.keys(dependencies).length > 0 || nodeTypes) {
       await run('npm', [
         'install',
+        ...(nodeTypes ? [NODE_TYPES] : []),
         '--ignore-scripts',
         '--prefer-offline',
         '--no-audit',
@@ -278,7 +335,7 @@ export async function buildNodeEntries(
     }
     const out = join(outDir, NODE_DIR);
     const roots = Object.values(NODE_ENTRIES).map((entry) => join(src, entry));
-    const program = ts.createProgram(roots, compilerOptions(src, out));
+    const program = ts.createProgram(roots, compilerOptions(src, out, nodeTypes));
     const emitted = program.emit();
     const diagnostics = ts.sortAndDeduplicateDiagnostics([
       ...ts.getPreEmitDiagnostics(program),
@@ -295,6 +352,7 @@ export async function buildNodeEntries(
   } finally {
     await Deno.remove(scratch, { recursive: true });
   }
+  await refuseRuntimeTypes(join(outDir, NODE_DIR));
   const exports: Record<string, { types: string; import: string }> = {};
   for (const [name, entry] of Object.entries(NODE_ENTRIES)) {
     const base = `./${NODE_DIR}/${entry.slice(0, -'.ts'.length)}`;

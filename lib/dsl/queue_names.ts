@@ -256,3 +256,17 @@ export type ValidQueueName<S extends string> = string extends S ? S
     : QueueNameCharsOk<S> extends true ? S
     : InvalidQueueNameMessage<S>
   : InvalidQueueNameMessage<S>;
+
+/**
+ * The function name the scaffold gives a queue's function (`order_events` → `order-events-worker`),
+ * and the one a worker assumes when its options name none.
+ *
+ * @example
+ * ```ts
+ * import { defaultFunctionName } from './queue_names.ts';
+ * console.assert(defaultFunctionName('order_events') === 'order-events-worker');
+ * ```
+ */
+export function defaultFunctionName(queueName: string): string {
+  return `${queueName.replaceAll('_', '-')}-worker`;
+}

@@ -35,7 +35,7 @@ import {
 } from '../sql/client_queries.ts';
 import { openSql, type Sql } from '../sql/connection.ts';
 import { coreVersionProblem } from '../sql/core_version.ts';
-import { isLocalDatabase } from '../sql/migrate.ts';
+import { isLocalDatabase } from '../sql/local_database.ts';
 import {
   type CancelResult,
   cancelRun,
@@ -75,7 +75,7 @@ import { DispatchIndex } from '../worker/dispatch_index.ts';
 import { Executor } from '../worker/executor.ts';
 import { type HandlerResources, openHandlerResources } from '../worker/handler_resources.ts';
 import type { WorkerLogger } from '../worker/persist.ts';
-import { defaultFunctionName } from '../worker/worker.ts';
+import { defaultFunctionName } from '../dsl/queue_names.ts';
 import { type Duration, durationMs } from './duration.ts';
 import { type ReplayPlan, replayPlan } from './replay.ts';
 import { type EmbeddedDatabase, startEmbeddedDatabase } from './embedded.ts';
@@ -513,6 +513,11 @@ export interface TestEngine<R extends Registry> {
   exportRun(run: RunRef): Promise<RunRecord>;
   /** Ends the engine: its database (an embedded one) or its clock (a given one) goes. */
   close(): Promise<void>;
+  /**
+   * {@linkcode TestEngine.close}, for `await using engine = await createTestEngine(…)`: the
+   * engine ends when the test's block does, however it ends.
+   */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** The run id of a {@linkcode RunRef}. */
@@ -531,6 +536,29 @@ let snapshot: Promise<Blob> | undefined;
 // An embedded database a closed engine reset to the snapshot, for the next one: served again in
 // a few milliseconds where loading the snapshot takes a few hundred.
 let idle: PGlite | undefined;
+
+/**
+ * How long, outside Deno, an idle embedded database waits for the next engine before it closes.
+ * PGlite keeps a timer of its own (ten seconds) while it is open, and Node's test runner waits
+ * for a test file's process to end: an idle database left open would hold every Node test file
+ * ten seconds past its last test. Deno's test runner ends without waiting, and its sanitizers
+ * would count a timer of ours as a leak, so in Deno the idle database stays until the process
+ * ends.
+ */
+const NODE_IDLE_CLOSE_MS = 250;
+
+/** Keeps `db` (reset to the snapshot) for the next engine of the process; see above. */
+function keepIdle(db: PGlite): void {
+  idle = db;
+  if ('Deno' in globalThis) return;
+  const timer: unknown = setTimeout(() => {
+    if (idle !== db) return;
+    idle = undefined;
+    db.close().catch(() => {});
+  }, NODE_IDLE_CLOSE_MS);
+  // A Node timer that does not itself keep the process alive.
+  (timer as { unref?: () => void }).unref?.();
+}
 
 /**
  * An embedded database with the SQL core: the one a closed engine left, else one from the
@@ -1210,6 +1238,10 @@ class Engine<R extends Registry> implements TestEngine<R> {
     return await exportRun(this.#p.sql, runIdOf(run));
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   close(): Promise<void> {
     this.#closed ??= (async () => {
       const p = this.#p;
@@ -1223,7 +1255,7 @@ class Engine<R extends Registry> implements TestEngine<R> {
         ? await resetDatabase(p.sql).then(() => true, () => false)
         : await restoreClock(p.sql).then(() => false, () => false);
       await p.sql.end({ timeout: 5 }).catch(() => {});
-      if (p.embedded && reset && idle === undefined) idle = await p.embedded.detach();
+      if (p.embedded && reset && idle === undefined) keepIdle(await p.embedded.detach());
       else await p.embedded?.close();
     })();
     return this.#closed;

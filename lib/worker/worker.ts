@@ -43,6 +43,7 @@ import { errorText, persist, type WorkerLogger } from './persist.ts';
 import { poll } from './poller.ts';
 import { resolveSettings, type WorkerSettings } from './settings.ts';
 import { recordRefusal, refusalText, startRefusal } from './refusal.ts';
+import { defaultFunctionName } from '../dsl/queue_names.ts';
 
 export type { WorkerLogger } from './persist.ts';
 export type { WorkerState } from './lifecycle.ts';
@@ -103,10 +104,7 @@ function readDenoEnv(name: string): string | undefined {
   }
 }
 
-/** The function name the scaffold gives a queue's function. */
-export function defaultFunctionName(queueName: string): string {
-  return `${queueName.replaceAll('_', '-')}-worker`;
-}
+export { defaultFunctionName };
 
 /** Characters a function name may have (the SQL core's max_function_name_chars, §13). */
 const MAX_FUNCTION_NAME_CHARS = 63;

@@ -82,10 +82,17 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     const shared = JSON.parse(await Deno.readTextFile(join(project, FUNCTIONS_DENO_JSON)));
     const locked = await lockedSpecifiers(join(KIT_ROOT, 'deno.lock'));
     // The runtime loads supabase-js (for a handler's ctx.supabase) and the OpenTelemetry API
-    // (its spans, docs/ARCHITECTURE.md §16) besides postgres.js.
+    // (its spans, docs/ARCHITECTURE.md §16) besides postgres.js; its test engine PGlite and
+    // pglite-socket. Each package entry the runtime holds is mapped by its name.
     assert.deepEqual(shared.imports, {
       switchyard: './_switchyard/mod.ts',
+      'switchyard/browser': './_switchyard/browser.ts',
+      'switchyard/client': './_switchyard/client.ts',
+      'switchyard/flows': './_switchyard/flows.ts',
+      'switchyard/testing': './_switchyard/testing.ts',
       'switchyard/': './_switchyard/',
+      '@electric-sql/pglite': pinned('npm:@electric-sql/pglite@0', locked),
+      '@electric-sql/pglite-socket': pinned('npm:@electric-sql/pglite-socket@0', locked),
       '@opentelemetry/api': pinned('npm:@opentelemetry/api@1', locked),
       postgres: pinned('npm:postgres@3', locked),
       '@supabase/supabase-js': pinned('npm:@supabase/supabase-js@2', locked),

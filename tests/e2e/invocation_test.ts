@@ -317,7 +317,7 @@ Deno.test('install, compile, scaffold-queue, db:push and doctor from inside a pr
   const npm = { [INVOCATION]: 'npx switchyard' };
   const nested = join(project, 'supabase', 'functions');
   const next = (stdout: string) =>
-    stdout.split('\nnext, against a PostgreSQL (DATABASE_URL):\n')[1]?.trimEnd().split('\n');
+    stdout.split('\nnext, test the flow (no database needed):\n')[1]?.trimEnd().split('\n');
   try {
     // As the npm package runs it, from a folder inside the project.
     const installed = await run(
@@ -328,6 +328,8 @@ Deno.test('install, compile, scaffold-queue, db:push and doctor from inside a pr
     ok(installed, 'install --example from supabase/');
     await Deno.stat(join(project, MANIFEST_PATH));
     assert.deepEqual(next(installed.stdout), [
+      '  cd .. && npx deno test -A --config supabase/functions/deno.json supabase/functions/',
+      'then run it against a PostgreSQL (DATABASE_URL):',
       '  npx switchyard db:push',
       '  cd .. && npx deno run -A --config supabase/functions/deno.json example.ts',
     ]);
@@ -335,6 +337,8 @@ Deno.test('install, compile, scaffold-queue, db:push and doctor from inside a pr
     ok(again, 'install --example again, from the root');
     assert.match(again.stdout, /^nothing to do: Switchyard .* and its example are installed$/m);
     assert.deepEqual(next(again.stdout), [
+      '  npx deno test -A --config supabase/functions/deno.json supabase/functions/',
+      'then run it against a PostgreSQL (DATABASE_URL):',
       '  npx switchyard db:push',
       '  npx deno run -A --config supabase/functions/deno.json example.ts',
     ]);

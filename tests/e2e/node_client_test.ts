@@ -6,6 +6,9 @@
  * starts the alias with `switchyard/client`, follows the run's events and prints its typed
  * output. Then `tsc` checks the script (it passes, the package's declarations checked too:
  * `skipLibCheck` is off) and two wrong ones: an input of the wrong type and an unknown alias.
+ * Last, the same registry's test on `switchyard/testing` runs under Node's own test runner
+ * (`node --import tsx --test`, issue 39): the engine on its embedded PGlite, a mock, the virtual
+ * clock, typed outputs.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -64,6 +67,34 @@ try {
 } finally {
   await client.close();
 }
+`;
+
+/** The example flow's test for Node's test runner, on the test engine. */
+const NODE_TEST = `import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createTestEngine } from 'switchyard/testing';
+import { registry } from './supabase/functions/_shared/registry.ts';
+
+test('greet delivers the length of its greeting, a failed delivery retried 1 s later', async () => {
+  const engine = await createTestEngine({ registry });
+  try {
+    engine.mock('greet', 'deliver', () => {
+      throw new Error('mailbox full');
+    }, { times: 1 });
+    const run = await engine.start('greet', { name: 'Ada' });
+    await engine.runUntilIdle();
+    assert.equal((await engine.status(run)).status, 'started');
+    await engine.advance('1s');
+    const { deliver } = await engine.output(run);
+    const length: number = deliver;
+    assert.equal(length, 11);
+    const calls = engine.calls('greet', 'deliver');
+    assert.deepEqual(calls.map((c) => [c.attempt, c.mocked]), [[1, true], [2, false]]);
+    assert.deepEqual(calls[1].input.compose, { text: 'Hello, Ada!' });
+  } finally {
+    await engine.close();
+  }
+});
 `;
 
 const wrong = (call: string) =>
@@ -170,7 +201,8 @@ Deno.test('a Node app installs the npm package, starts and follows a run with th
        where flow_slug = 'greetV1' and status = 'completed'`;
     assert.equal(count, 1);
 
-    await Deno.writeTextFile(join(app, 'tsconfig.json'), tsconfig(['start.ts']));
+    await Deno.writeTextFile(join(app, 'greet.test.ts'), NODE_TEST);
+    await Deno.writeTextFile(join(app, 'tsconfig.json'), tsconfig(['start.ts', 'greet.test.ts']));
     const good = await run(app, ['tsc', '-p', 'tsconfig.json']);
     assert.equal(good.code, 0, `tsc refused the correct script:\n${good.stdout}${good.stderr}`);
 
@@ -190,6 +222,12 @@ Deno.test('a Node app installs the npm package, starts and follows a run with th
       errors.find((l) => l.startsWith('bad_alias.ts')) ?? bad.stdout,
       /^bad_alias\.ts\(5,\d+\): error TS2345: Argument of type '"greeet"' is not assignable to parameter of type '"greet"'\./,
     );
+
+    // The flow's test under Node's test runner: no database but the engine's embedded one.
+    const nodeTest = await run(app, ['node', '--import', 'tsx', '--test', 'greet.test.ts']);
+    assert.equal(nodeTest.code, 0, `node --test failed:\n${nodeTest.stdout}\n${nodeTest.stderr}`);
+    assert.match(nodeTest.stdout, /^# pass 1$/m);
+    assert.match(nodeTest.stdout, /^# fail 0$/m);
   } finally {
     await Deno.remove(tmp, { recursive: true });
     await db.close();

@@ -1,6 +1,6 @@
 /**
- * The README's "Add Switchyard to your Supabase project", "Starting flows from your app" and
- * "From a Node app" sections, run as written (issues 28, 38): the test reads README.md, takes the
+ * The README's "Add Switchyard to your Supabase project", "Starting flows from your app", "From a
+ * Node app" and "Testing flows" sections, run as written (issues 28, 38, 39): the test reads README.md, takes the
  * sections' code blocks in order and runs them, in a project made by the real `supabase init` of
  * CLI 2 and of CLI 3, with the npm package this checkout builds (`deno task build-npm`, packed
  * with `npm pack`): no command runs from the kit's checkout.
@@ -22,7 +22,9 @@
  * registry, scaffold-queue, compile, db:push, a start from psql while no worker has ever run,
  * serve and the curl that starts the worker, then the Deno app of the second section and, for
  * CLI 3, the Node app of the third, whose `tsc` also refuses a wrong input and an unknown alias)
- * and the example (install, then `install --example` and the commands it prints next). Each ends
+ * and the example (install, then `install --example` and the commands it prints next, the flow's
+ * tests among them; then, with CLI 2, "Testing flows": a flow's test with a wait, a sleep, a retry
+ * and a rate limit, and the example's run exported from the database and replayed). Each ends
  * with `npx switchyard doctor` finding nothing wrong. README drift — a block that no longer runs,
  * an output that is no longer printed — fails this test.
  */
@@ -41,6 +43,7 @@ const TRANSCRIPT = Deno.env.get('SWITCHYARD_README_TRANSCRIPT') === '1';
 const ADD = '## Add Switchyard to your Supabase project';
 const APP = '## Starting flows from your app';
 const NODE = '### From a Node app';
+const TESTING = '## Testing flows';
 /** What `npm install --save-dev tsx typescript @types/node` gets, pinned for the suite. */
 const NODE_TOOLS = 'tsx@4.23.15 typescript@7.0.2 @types/node@22.19.1';
 
@@ -306,6 +309,7 @@ function find(blocks: Block[], what: string, test: (body: string) => boolean): n
 }
 
 const add = sectionBlocks(ADD);
+const testing = sectionBlocks(TESTING);
 const INSTALL = find(
   add,
   'installing',
@@ -480,9 +484,10 @@ for (const cli of SUPABASE_CLIS) {
         ) {
           assert.match(installed, new RegExp(`^(created|updated)\\s+${path}$`, 'm'));
         }
-        // "The installer prints the next two commands": the block's, as the README has them.
-        const printed = installed.split('\nnext, against a PostgreSQL (DATABASE_URL):\n')[1]
-          ?.trim().split('\n').map((l) => l.trim());
+        // "The installer prints the next three commands": the block's, as the README has them.
+        const printed = installed.split('\nnext, test the flow (no database needed):\n')[1]
+          ?.trim().split('\n').map((l) => l.trim())
+          .filter((l) => l !== 'then run it against a PostgreSQL (DATABASE_URL):');
         assert.deepEqual(
           printed,
           next.filter((l) => !l.startsWith('export ')),
@@ -493,8 +498,8 @@ for (const cli of SUPABASE_CLIS) {
         const said = new TextDecoder().decode(again.stdout);
         assert.equal(again.code, 0, `${install}, again:\n${said}`);
         assert.match(said, /nothing to do/);
-        const [first] = await sql<{ started_at: Date; output: unknown }[]>`
-        select started_at, output from switchyard.runs where started_as = 'greet'`;
+        const [first] = await sql<{ run_id: string; started_at: Date; output: unknown }[]>`
+        select run_id::text, started_at, output from switchyard.runs where started_as = 'greet'`;
         assert.deepEqual(first.output, { deliver: 11 });
         const [{ earliest }] = await sql<{ earliest: Date }[]>`
         select min(started_at) as earliest from switchyard.workers`;
@@ -504,6 +509,16 @@ for (const cli of SUPABASE_CLIS) {
             await run(['check', '--config', 'supabase/functions/deno.json', 'example.ts'], project),
             'deno check example.ts',
           );
+          // "Testing flows": the refund flow and its test, then the greet run example.ts ran,
+          // exported from the database and replayed by its test.
+          await runSteps(reader, steps(testing, testing.map((_, i) => i)));
+          const record = JSON.parse(
+            await Deno.readTextFile(
+              join(project, 'supabase/functions/_shared/flows/greet_run.json'),
+            ),
+          );
+          assert.equal(record.format, 'switchyard-run/1');
+          assert.equal(record.run.runId, first.run_id);
         }
         await doctorClean(reader);
       });
