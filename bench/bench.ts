@@ -75,7 +75,8 @@
  * @module
  */
 import postgres from 'postgres';
-import { defineDeployedFlow, Flow, routeFlow, toPlacement } from '../lib/mod.ts';
+import { toPlacement } from '../lib/dsl/placement.ts';
+import { defineDeployedFlow, Flow, routeFlow } from '../lib/mod.ts';
 import type { DeployedFlow } from '../lib/dsl/deployed_flow.ts';
 import { startWorker, startWorkerImpl, type Worker } from '../lib/worker/worker.ts';
 import { pgArray, WorkerQueries } from '../lib/sql/worker_queries.ts';

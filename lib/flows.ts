@@ -54,12 +54,12 @@ export type {
   ConditionConfig,
   ContainmentPattern,
   ExactPattern,
-  KeyPath,
-  MaySkip,
   FlowOptions,
+  KeyPath,
   MapConfig,
   MapInput,
   MapItem,
+  MaySkip,
   NewStepSlug,
   OnTimeout,
   RateLimitOption,
@@ -104,7 +104,7 @@ export type {
 } from './dsl/queue_names.ts';
 export type { JsonValue } from './dsl/json.ts';
 export { type StepQueuedFlow, withStepQueues } from './dsl/with_step_queues.ts';
-export { type RouteQueues, type RoutedFlow, routeFlow } from './dsl/route_flow.ts';
+export { type RoutedFlow, routeFlow, type RouteQueues } from './dsl/route_flow.ts';
 export {
   defineDeployedFlow,
   type DeployedFlow,

@@ -76,8 +76,8 @@ export {
 } from './sql/prune.ts';
 export * from './sql/schedules.ts';
 export {
-  dashboardSnapshot,
   type DashboardSnapshot,
+  dashboardSnapshot,
   type DashboardSnapshotOptions,
   type FunctionOverview,
   functionOverviews,
@@ -111,8 +111,8 @@ export {
 export { PROMETHEUS_CONTENT_TYPE, prometheusText } from './ops/prometheus.ts';
 export {
   cancelRun,
-  retryRun,
   type RetryOptions,
+  retryRun,
   runEvents,
   type RunEventsOptions,
   runStatus,

@@ -54,7 +54,7 @@ import { KIT_ROOT } from './_project.ts';
 import { installExample } from './_example.ts';
 import { runKeepAlive } from './keep_alive.ts';
 import { databaseUrl, UsageError } from './_operator_cli.ts';
-import { fromSqlError } from '../lib/ops.ts';
+import { fromSqlError } from '../lib/sql/sql_errors.ts';
 import { connectionFailure, connectionOrigin, openSql } from '../lib/sql/connection.ts';
 import {
   migrationTimestamp,

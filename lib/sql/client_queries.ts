@@ -43,7 +43,6 @@ import {
   startRun,
   type StartRunOptions,
 } from './runs.ts';
-import { call } from './source.ts';
 
 /**
  * How {@linkcode createClient} reaches the database: a connection string (else

@@ -8,7 +8,12 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { ensurePgmq, pgmqModeFromEnv, SUPABASE_CLI, withLocalSslMode } from '../../lib/ops.ts';
+import {
+  ensurePgmq,
+  pgmqModeFromEnv,
+  SUPABASE_CLI,
+  withLocalSslMode,
+} from '../../lib/sql/migrate.ts';
 import { KIT_ROOT } from '../../scripts/_project.ts';
 import { freePort } from '../../scripts/_cluster.ts';
 import { canConnect } from '../../scripts/_util.ts';
