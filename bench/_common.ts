@@ -5,7 +5,7 @@
  * @module
  */
 import type postgres from 'postgres';
-import { toPlacement } from '../lib/mod.ts';
+import { toPlacement } from '../lib/dsl/placement.ts';
 import type { WorkerTarget } from '../lib/dsl/placement.ts';
 import { since } from './_stats.ts';
 

@@ -7,7 +7,7 @@
  */
 import postgres from 'postgres';
 import { type Cluster, startCluster } from '../tools/_cluster.ts';
-import { migrate } from '../lib/ops.ts';
+import { migrate } from '../lib/sql/migrate.ts';
 
 /** A migrated database that exists only for one benchmark run. */
 export interface BenchDatabase {

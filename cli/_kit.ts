@@ -1,8 +1,9 @@
 /**
  * What the kit ships, shared by the installer, the release manifest and the scaffold
- * (docs/ARCHITECTURE.md §8): its version, its SQL core migrations, the runtime modules a queue
- * function loads (everything `lib/mod.ts` imports, found with `deno info --json`), the bare
- * specifiers they use and the exact versions `deno.lock` pins for them.
+ * (docs/ARCHITECTURE.md §8): its version, its SQL core migrations, the runtime modules (everything
+ * `lib/mod.ts`, `lib/client.ts`, `lib/errors.ts` and `lib/browser.ts` import, found with
+ * `deno info --json`), the bare specifiers they use and the exact versions `deno.lock` pins for
+ * them.
  *
  * @module
  */
@@ -172,21 +173,21 @@ export async function moduleGraph(
 }
 
 /**
- * The entries of the runtime, in `lib/`: `mod.ts` (queue functions, apps, the run event stream),
- * `browser.ts` (`followRun`: `browser.js`, which a page loads as it is, and its types) and
- * `testing.ts` (the test engine a project's flow tests import; a queue function never loads it,
- * so a deployed function does not carry it).
+ * The entries of the runtime, in `lib/`: `mod.ts` (queue functions, the run event stream),
+ * `client.ts` (apps), `errors.ts` (every error class), `browser.ts` (`followRun`: `browser.js`,
+ * which a page loads as it is, and its types) and `testing.ts` (the test engine a project's flow
+ * tests import; a queue function never loads it, so a deployed function does not carry it).
  */
-const RUNTIME_ENTRIES = ['mod.ts', 'browser.ts', 'testing.ts'];
+const RUNTIME_ENTRIES = ['mod.ts', 'client.ts', 'errors.ts', 'browser.ts', 'testing.ts'];
 
 /** Where `deno task build-cli` records {@linkcode runtimeModules} for the compiled command. */
 export const RUNTIME_LIST = 'dist/runtime_modules.json';
 
 /**
- * The runtime of the kit: the paths, relative to `lib/`, of every module `lib/mod.ts`,
- * `lib/browser.ts` and `lib/testing.ts` load (what a queue function, an app, a run event stream,
- * a page and a flow's test need; operator and development modules are left out), and the bare
- * specifiers they import.
+ * The runtime of the kit: the paths, relative to `lib/`, of every module its entries
+ * (`lib/mod.ts`, `lib/client.ts`, `lib/errors.ts`, `lib/browser.ts`, `lib/testing.ts`) load (what
+ * a queue function, an app, a run event stream, a page and a flow's test need; operator and
+ * development modules are left out), and the bare specifiers they import.
  *
  * @example
  * ```ts

@@ -10,7 +10,9 @@
  */
 import type postgres from 'postgres';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { fromSqlError, OperationError, resolveConnectionString } from '../lib/ops.ts';
+import { OperationError } from '../lib/errors.ts';
+import { resolveConnectionString } from '../lib/sql/connection.ts';
+import { fromSqlError } from '../lib/sql/sql_errors.ts';
 import { connectionFailure, connectionOrigin, openSql } from '../lib/sql/connection.ts';
 import { commandArgs } from './_help.ts';
 

@@ -51,10 +51,10 @@ export function pauseAdvice(name: string, watching: boolean): string {
  *
  * @example
  * ```ts
- * import { connect } from '../lib/ops.ts';
+ * import { createClient } from '../lib/client.ts';
  * import { reportPauses } from './_serve_pauses.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const stop = reportPauses({
  *   source: client,
  *   names: () => ['greetings-worker'],

@@ -20,7 +20,8 @@
  * @module
  */
 import { join, resolve } from 'node:path';
-import { connect, createDashboard } from '../lib/ops.ts';
+import { createDashboard } from '../lib/ops.ts';
+import { openSql } from '../lib/sql/connection.ts';
 import { serveWithTimeouts } from './_http_server.ts';
 import { parse, UsageError } from './_operator_cli.ts';
 import { commandName, nearestProject, userDirectory } from './_invocation.ts';
@@ -68,16 +69,16 @@ async function main(args: string[]): Promise<number> {
       'DATABASE_URL is not set: export the connection string of the project database',
     );
   }
-  const client = connect(url, {
+  const sql = openSql(url, {
     max: 4,
     origin: env('DATABASE_URL') ? 'DATABASE_URL' : 'SUPABASE_DB_URL',
   });
   const hostname = (values.hostname as string | undefined) ?? '127.0.0.1';
   let dashboard;
   try {
-    dashboard = createDashboard({ source: client, env, hostnames: [hostname] });
+    dashboard = createDashboard({ source: sql, env, hostnames: [hostname] });
   } catch (e) {
-    await client.close();
+    await sql.end({ timeout: 5 });
     throw new UsageError((e as Error).message);
   }
   const server = await serveWithTimeouts(dashboard.fetch, { hostname, port });
@@ -98,7 +99,7 @@ async function main(args: string[]): Promise<number> {
   });
   await dashboard.close();
   await server.shutdown();
-  await client.close();
+  await sql.end({ timeout: 5 });
   return 0;
 }
 

@@ -9,7 +9,9 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { migrate, MigrationError, resolveConnectionString } from '../lib/ops.ts';
+import { MigrationError } from '../lib/errors.ts';
+import { resolveConnectionString } from '../lib/sql/connection.ts';
+import { migrate } from '../lib/sql/migrate.ts';
 import { commandArgs } from './_help.ts';
 import { commandName, findProject } from './_invocation.ts';
 

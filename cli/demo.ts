@@ -30,7 +30,10 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { createClient as createSupabaseClient } from '@supabase/supabase-js';
 import { parseArgs } from 'node:util';
-import { connect, createClient, createDashboard, migrate } from '../lib/ops.ts';
+import { createClient } from '../lib/client.ts';
+import { createDashboard } from '../lib/ops.ts';
+import { openSql } from '../lib/sql/connection.ts';
+import { migrate } from '../lib/sql/migrate.ts';
 import { registry } from '../supabase/functions/_shared/registry.ts';
 import { freePort } from './_util.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './_pglite.ts';
@@ -108,9 +111,9 @@ const USAGE = 'usage: deno task demo [--dashboard [--dashboard-port N]]';
 
 /** Serves the dashboard on `port` (or a free port when it is taken) with the demo's bearer. */
 function serveDashboard(url: string, secret: string, port: number) {
-  const client = connect(url, { max: 2 });
+  const sql = openSql(url, { max: 2, origin: 'the demo database' });
   const dashboard = createDashboard({
-    source: client,
+    source: sql,
     env: (name) => (name === 'SWITCHYARD_WORKER_SECRET' ? secret : undefined),
     refreshMs: 2000,
   });
@@ -127,7 +130,7 @@ function serveDashboard(url: string, secret: string, port: number) {
     async close() {
       await dashboard.close();
       await server.shutdown();
-      await client.close();
+      await sql.end({ timeout: 5 });
     },
   };
 }

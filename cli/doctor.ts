@@ -28,7 +28,7 @@
  */
 import { join, relative, resolve } from 'node:path';
 import type postgres from 'postgres';
-import { isLocalDatabase } from '../lib/ops.ts';
+import { isLocalDatabase } from '../lib/sql/migrate.ts';
 import { coreVersionProblem, REQUIRED_CORE_VERSION } from '../lib/sql/core_version.ts';
 import { type DoctorFacts, doctorFacts } from '../lib/sql/doctor.ts';
 import { compileFlows } from './compile.ts';

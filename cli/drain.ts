@@ -9,7 +9,8 @@
  *
  * @module
  */
-import { drainStatus, formatDrainStatus } from '../lib/ops.ts';
+import { drainStatus } from '../lib/ops.ts';
+import { formatDrainStatus } from '../lib/ops/format.ts';
 import { isValidQueueName, QUEUE_NAME_RULE } from '../lib/dsl/queue_names.ts';
 import { parse, runCommand, UsageError } from './_operator_cli.ts';
 import { commandName } from './_invocation.ts';

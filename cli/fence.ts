@@ -18,15 +18,9 @@
  * @module
  */
 import type postgres from 'postgres';
-import {
-  fenceBegin,
-  fenceEnd,
-  type FenceStatus,
-  fenceStatus,
-  FenceTimeoutError,
-  formatFenceStatus,
-  waitForFence,
-} from '../lib/ops.ts';
+import { FenceTimeoutError } from '../lib/errors.ts';
+import { fenceBegin, fenceEnd, type FenceStatus, fenceStatus, waitForFence } from '../lib/ops.ts';
+import { formatFenceStatus } from '../lib/ops/format.ts';
 import { parse, runCommand, secondsOption, UsageError } from './_operator_cli.ts';
 import { commandName, userCommand } from './_invocation.ts';
 

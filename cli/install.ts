@@ -7,8 +7,9 @@
  *
  * It writes, inside `DIR/supabase/`:
  *
- * - `functions/_switchyard/`: the kit's runtime, every module `lib/mod.ts` loads (operator and
- *   development modules stay in the kit), a README and `manifest.json`, the record of what the
+ * - `functions/_switchyard/`: the kit's runtime, every module `lib/mod.ts`, `lib/client.ts`,
+ *   `lib/errors.ts` and `lib/browser.ts` load (operator and development modules stay in the
+ *   kit), a README and `manifest.json`, the record of what the
  *   installer wrote: the kit version, a SHA-256 per runtime file, each SQL core migration with
  *   the file name it was installed as, and the import-map entries it added;
  * - `migrations/<timestamp>_switchyard_<name>.sql`: the kit's SQL core, timestamped after the
@@ -54,7 +55,7 @@ import { KIT_ROOT } from './_project.ts';
 import { installExample } from './_example.ts';
 import { runKeepAlive } from './keep_alive.ts';
 import { databaseUrl, UsageError } from './_operator_cli.ts';
-import { fromSqlError } from '../lib/ops.ts';
+import { fromSqlError } from '../lib/sql/sql_errors.ts';
 import { connectionFailure, connectionOrigin, openSql } from '../lib/sql/connection.ts';
 import {
   migrationTimestamp,
@@ -207,9 +208,10 @@ function migrationText(kitName: string, version: string, locks: string, text: st
 const RUNTIME_README = (version: string) =>
   `# Switchyard ${version} runtime
 
-Written by \`npx switchyard install\` from the Switchyard kit: the modules a queue function loads
-(\`mod.ts\` and what it imports). Do not edit these files: run the installer of a newer kit to
-update them (it refuses to overwrite a file edited here unless you pass \`--force\`).
+Written by \`npx switchyard install\` from the Switchyard kit: the modules a queue function, an
+app and a page load (\`mod.ts\`, \`client.ts\`, \`errors.ts\`, \`browser.ts\` and what they import).
+Do not edit these files: run the installer of a newer kit to update them (it refuses to overwrite
+a file edited here unless you pass \`--force\`).
 
 - \`manifest.json\` records what the installer wrote: each file's SHA-256, each SQL core
   migration with the name it was installed as in \`supabase/migrations/\`, and the import-map

@@ -9,7 +9,9 @@
  *
  * @module
  */
-import { formatMetrics, MAX_METRICS_WINDOW_SECONDS, metrics, prometheusText } from '../lib/ops.ts';
+import { metrics, prometheusText } from '../lib/ops.ts';
+import { formatMetrics } from '../lib/ops/format.ts';
+import { MAX_METRICS_WINDOW_SECONDS } from '../lib/sql/metrics.ts';
 import { parse, runCommand, secondsOption, UsageError } from './_operator_cli.ts';
 import { commandName } from './_invocation.ts';
 

@@ -41,13 +41,8 @@ import { chooseServePort, DEFAULT_SERVE_PORT } from './_serve_port.ts';
 import { commandName, findProject, userCommand, userDirectory } from './_invocation.ts';
 import { DEVELOPMENT_ENV } from '../lib/worker/development.ts';
 import { denoExecutable } from '../lib/sql/deno_executable.ts';
-import {
-  type Client,
-  connect,
-  createDashboard,
-  type Dashboard,
-  resolveConnectionString,
-} from '../lib/ops.ts';
+import { createDashboard, type Dashboard } from '../lib/ops.ts';
+import { openSql, resolveConnectionString, type Sql } from '../lib/sql/connection.ts';
 
 /** The gateway's port was taken between its choice and the gateway's start. */
 class GatewayPortInUse extends Error {
@@ -353,11 +348,12 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
     ...options.env,
   };
   const databaseUrl = effectiveEnv.SUPABASE_DB_URL || effectiveEnv.DATABASE_URL;
-  let dashboardClient: Client | undefined;
+  const databaseOrigin = effectiveEnv.SUPABASE_DB_URL ? 'SUPABASE_DB_URL' : 'DATABASE_URL';
+  let dashboardClient: Sql | undefined;
   let dashboard: Dashboard | undefined;
   let dashboardProblem = 'the dashboard needs a database: set DATABASE_URL or SUPABASE_DB_URL';
   if (options.dashboard !== false && databaseUrl) {
-    dashboardClient = connect(databaseUrl, { max: 2 });
+    dashboardClient = openSql(databaseUrl, { max: 2, origin: databaseOrigin });
     try {
       dashboard = createDashboard({
         source: dashboardClient,
@@ -611,7 +607,7 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
   } catch (e) {
     reservation.close();
     await Promise.all([...running.keys()].map(stopOne));
-    await dashboardClient?.close().catch(() => {});
+    await dashboardClient?.end({ timeout: 5 }).catch(() => {});
     throw e;
   }
   reservation.close();
@@ -623,10 +619,10 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
   log(`[serve] gateway ${url}/functions/v1/{${functions.map((f) => f.name).join(',')}}`);
 
   const stopWatching = options.watch ? watchFunctions(projectDir, reload, log) : null;
-  let stateClient: Client | undefined;
+  let stateClient: Sql | undefined;
   let stopPauses: (() => Promise<void>) | undefined;
   if (options.reportPauses !== false && databaseUrl) {
-    stateClient = connect(databaseUrl, { max: 1 });
+    stateClient = openSql(databaseUrl, { max: 1, origin: databaseOrigin });
     stopPauses = reportPauses({
       source: stateClient,
       names: () => functions.map((f) => f.name),
@@ -651,12 +647,12 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
       closed ??= (async () => {
         await stopWatching?.();
         await stopPauses?.();
-        await stateClient?.close().catch(() => {});
+        await stateClient?.end({ timeout: 5 }).catch(() => {});
         await dashboard?.close();
         await server.shutdown();
         await Promise.all([...starting.values()].map((p) => p.catch(() => {})));
         await Promise.all([...running.keys()].map(stopOne));
-        await dashboardClient?.close().catch(() => {});
+        await dashboardClient?.end({ timeout: 5 }).catch(() => {});
       })();
       return closed;
     },

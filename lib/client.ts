@@ -1,14 +1,16 @@
 /**
- * Switchyard's client for applications (`switchyard/client.ts`): start runs by alias with
+ * Switchyard's client for applications (`switchyard/client`): start runs by alias with
  * inputs typed from your registry, await their typed outputs, follow their events live,
- * cancel and retry them (docs/ARCHITECTURE.md §14). It needs no operator tooling (no
- * migrations, no Supabase CLI) and no worker code: import it from a server route, a script
- * or an Edge Function that starts flows. `lib/mod.ts` (`switchyard`) and `lib/ops.ts`
- * re-export it, so a handler can start other flows and operators have it too.
+ * signal, cancel and retry them (docs/ARCHITECTURE.md §14), with a registry's types as an app
+ * sees them (`Registry`, `AliasOf`, `AliasInput`, `AliasOutput`, …). It needs no operator
+ * tooling (no migrations, no Supabase CLI) and no worker code: import it from a server route, a
+ * script, an Edge Function or a handler that starts flows. The errors it throws
+ * (`RunFailedError`, `RunTimeoutError`, …) are in `switchyard/errors`.
  *
  * @example
  * ```ts
- * import { createClient, RunFailedError } from './client.ts';
+ * import { createClient } from './client.ts';
+ * import { RunFailedError } from './errors.ts';
  * import { registry } from '../supabase/functions/_shared/registry.ts';
  *
  * const client = createClient(registry, { connectionString: Deno.env.get('DATABASE_URL') });
@@ -37,32 +39,35 @@ export {
   type SwitchyardClient,
   type WaitOptions,
 } from './sql/client_queries.ts';
-export {
-  type CancelResult,
-  type DebounceStart,
-  type DedupeStart,
-  type RetryResult,
-  RUN_EVENTS_CHANNEL,
-  type RunEvent,
-  type RunEventName,
-  type RunStatus,
-  type RunStatusValue,
-  type SignalResult,
-  type SingletonStart,
-  type StartKeyOptions,
-  type StartRunBaseOptions,
-  type StartRunOptions,
-  type StepStatus,
-  type StepStatusValue,
-  type UnkeyedStart,
+export type {
+  CancelResult,
+  DebounceStart,
+  DedupeStart,
+  RetryResult,
+  RunEvent,
+  RunEventName,
+  RunStatus,
+  RunStatusValue,
+  SignalResult,
+  SingletonStart,
+  StartKeyOptions,
+  StartRunBaseOptions,
+  StartRunOptions,
+  StepStatus,
+  StepStatusValue,
+  UnkeyedStart,
 } from './sql/runs.ts';
-// The DSL's types the client's signatures name (no DSL code is imported for them).
-export type * from './dsl/types.ts';
 export type { Sql } from './sql/connection.ts';
-export {
-  OperationError,
-  RunFailedError,
-  RunNotFoundError,
-  RunTimeoutError,
-  SwitchyardError,
-} from './errors.ts';
+// A registry's types as an app sees them: its aliases and their inputs, outputs and signals.
+export type {
+  AliasFlows,
+  AliasInput,
+  AliasOf,
+  AliasOutput,
+  AliasSignals,
+  AliasStepOutputs,
+  AliasStepSlugs,
+  DeploymentsOf,
+  Registry,
+  RegistrySignals,
+} from './dsl/aliases.ts';

@@ -1,6 +1,7 @@
 /**
- * Every error class of Switchyard, and the one table that maps the SQL core's
- * SQLSTATEs to them (docs/ARCHITECTURE.md §10).
+ * Every error class of Switchyard (`switchyard/errors`; the main entry has them as the `errors`
+ * namespace). `lib/sql/sql_errors.ts` maps the SQL core's SQLSTATEs to them
+ * (docs/ARCHITECTURE.md §10).
  *
  * Every error the kit throws extends {@link SwitchyardError}, so callers can catch the whole
  * family with one `instanceof` check, or match one class. Messages always name the offending
@@ -10,6 +11,7 @@
  * @module
  */
 import type { FenceStatus } from './sql/fence_status.ts';
+import { describeValue } from './_describe_value.ts';
 
 /**
  * Base class of every error thrown by Switchyard.
@@ -217,39 +219,6 @@ export class UnstorableValueError extends InvalidInputError {
     super(path, rule);
     this.message = `${path} is not JSON PostgreSQL can store: ${rule}`;
     this.name = 'UnstorableValueError';
-  }
-}
-
-/**
- * Renders any value for an error message: strings are JSON-quoted (so invisible or unicode
- * characters and quotes show), everything else is named by its type or printed briefly.
- *
- * @example
- * ```ts
- * import { describeValue } from './errors.ts';
- *
- * console.assert(describeValue('Bad-Name') === '"Bad-Name"');
- * console.assert(describeValue(undefined) === 'undefined');
- * ```
- */
-export function describeValue(value: unknown): string {
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'number':
-    case 'boolean':
-    case 'undefined':
-      return String(value);
-    case 'bigint':
-      return `${value}n`;
-    case 'symbol':
-      return value.toString();
-    case 'function':
-      return `function ${value.name || '(anonymous)'}`;
-    default:
-      if (value === null) return 'null';
-      if (Array.isArray(value)) return 'an array';
-      return `an object`;
   }
 }
 
@@ -481,14 +450,14 @@ export class UnsupportedWorkError extends SwitchyardError {
  *
  * @example
  * ```ts
- * import { Flow, WorkerShutdownError } from '../lib/mod.ts';
+ * import { errors, Flow } from './mod.ts';
  *
  * const flow = new Flow<{ url: string }>({ slug: 'fetcher' })
  *   .step({ slug: 'fetch' }, async (input, ctx) => {
  *     try {
  *       return (await fetch(input.url, { signal: ctx.signal })).status;
  *     } catch (e) {
- *       if (ctx.signal.reason instanceof WorkerShutdownError) console.log('shutting down');
+ *       if (ctx.signal.reason instanceof errors.WorkerShutdownError) console.log('shutting down');
  *       throw e;
  *     }
  *   });
@@ -911,86 +880,4 @@ export class RunTimeoutError extends SwitchyardError {
     this.timeoutMs = timeoutMs;
     this.status = status;
   }
-}
-
-// ---------------------------------------------------------------------------
-// The SQLSTATE table (docs/ARCHITECTURE.md §10)
-
-/** The parts of a server error the table reads (postgres.js' `PostgresError` has them). */
-interface ServerError {
-  code: string;
-  message: string;
-  hint?: string;
-  detail?: string;
-}
-
-function isServerError(e: unknown): e is ServerError {
-  const err = e as Partial<ServerError> | null;
-  return typeof err?.code === 'string' && typeof err.message === 'string';
-}
-
-/** The JSON object the SQL core puts in `DETAIL`, or null when there is none. */
-function detailOf(e: ServerError): Record<string, unknown> | null {
-  if (typeof e.detail !== 'string' || !e.detail.startsWith('{')) return null;
-  try {
-    const value = JSON.parse(e.detail);
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : null;
-  } catch {
-    return null;
-  }
-}
-
-const text = (v: unknown): string => (typeof v === 'string' ? v : '');
-
-/** SQLSTATE -> the error class the SQL core's refusal becomes. */
-const SQL_ERRORS: Readonly<
-  Record<string, (e: ServerError, detail: Record<string, unknown>) => SwitchyardError>
-> = {
-  SY001: (_e, d) => new FunctionPausedError(text(d.function_name), text(d.reason)),
-  SY002: (_e, d) => new FunctionDisabledError(text(d.function_name)),
-  SY003: (e, d) =>
-    new UnknownFunctionError(
-      Array.isArray(d.function_names) ? d.function_names.map(String) : [],
-      e.message,
-      { cause: e },
-    ),
-  SY010: (e) => new FenceStateError(e.message, 'SY010', e.hint || undefined, { cause: e }),
-  SY011: (e) => new FenceStateError(e.message, 'SY011', e.hint || undefined, { cause: e }),
-  SY020: (e) => new PgCronMissingError(e.message, e.hint || undefined, { cause: e }),
-};
-
-/**
- * Maps an error the SQL core raised to its Switchyard class: by SQLSTATE through one table,
- * with fields read from the JSON object in `DETAIL`. Other refusals of the core (they carry
- * such a detail) become {@linkcode OperationError} with their code; anything else (a lost
- * connection, an error of PostgreSQL itself) is returned unchanged.
- *
- * @example
- * ```ts
- * import { fromSqlError, FunctionPausedError } from './errors.ts';
- * const raw = Object.assign(new Error('function "a-worker" is paused: maintenance'), {
- *   code: 'SY001',
- *   detail: '{"function_name":"a-worker","reason":"maintenance"}',
- * });
- * const e = fromSqlError(raw);
- * console.assert(e instanceof FunctionPausedError && e.reason === 'maintenance');
- * ```
- */
-export function fromSqlError(e: unknown): unknown {
-  if (e instanceof SwitchyardError || !isServerError(e)) return e;
-  // No SQL core, or an older one: what to run, not the server's words alone.
-  if (
-    (e.code === '3F000' && /"switchyard"/.test(e.message)) ||
-    ((e.code === '42883' || e.code === '42P01') && /\bswitchyard\./.test(e.message))
-  ) {
-    return new SqlCoreMissingError(e.message, { cause: e });
-  }
-  const detail = detailOf(e);
-  const make = SQL_ERRORS[e.code];
-  if (make) return make(e, detail ?? {});
-  if (detail === null) return e;
-  if (detail.rule === 'run_unknown' && typeof detail.value === 'string') {
-    return new RunNotFoundError(detail.value, { cause: e });
-  }
-  return new OperationError(e.message, e.code, e.hint || undefined, { cause: e, detail });
 }

@@ -1,12 +1,10 @@
 /**
- * The flow DSL alone, on any runtime: `Flow`, `routeFlow`, `withStepQueues`,
- * `defineDeployedFlow`, their types (`WorkerTarget`, `Registry`, `AliasOf`, …), the slug, queue
- * name and JSON helpers, and every error class (`RetryAfter`, `NonRetriable`, `RunFailedError`,
- * …). It loads no worker, platform or database code and touches no runtime global when it is
- * imported, so a shared registry (`supabase/functions/_shared/registry.ts`) that imports its
- * flows from here loads in a Deno Edge Function and in a Node app alike. The npm package's
- * `switchyard` entry is this module compiled for Node (docs/ARCHITECTURE.md §12);
- * `lib/mod.ts` re-exports all of it beside the worker.
+ * The flow DSL alone, on any runtime: the half of the main entry (`lib/mod.ts`) that loads no
+ * worker, platform or database code and touches no runtime global when it is imported. It is
+ * not an entry of the Deno package: `lib/mod.ts` re-exports all of it beside the worker, and the
+ * npm package's `switchyard` is this module compiled for Node (docs/ARCHITECTURE.md §12), so a
+ * shared registry (`supabase/functions/_shared/registry.ts`) that imports its flows from
+ * `switchyard` loads in a Deno Edge Function and in a Node app alike.
  *
  * @example
  * ```ts
@@ -27,16 +25,90 @@
  *
  * @module
  */
-export * from './errors.ts';
-export type { FenceFunctionStatus, FenceStatus } from './sql/fence_status.ts';
-export * from './dsl/flow.ts';
-export type * from './dsl/flow_types.ts';
-export type * from './dsl/context.ts';
-export * from './dsl/slugs.ts';
-export * from './dsl/json.ts';
-export * from './dsl/queue_names.ts';
-export * from './dsl/with_step_queues.ts';
-export * from './dsl/route_flow.ts';
-export * from './dsl/deployed_flow.ts';
-export * from './dsl/placement.ts';
-export type * from './dsl/aliases.ts';
+// What a handler throws to control its retries; every other error class is in `errors`
+// (and alone in `lib/errors.ts`, the `./errors` entry).
+// What a handler throws to control its retries; every other error class is in `errors`
+// (and alone in `lib/errors.ts`, the `./errors` entry).
+export { NonRetriable, RetryAfter } from './errors.ts';
+export * as errors from './errors.ts';
+export {
+  type AnyFlow,
+  Flow,
+  type FlowInput,
+  type FlowOutput,
+  type HandlerTypes,
+  type LeafSlugs,
+  signalPayload,
+  type SignalPayloadOf,
+  type SignalSlugs,
+  type StepOutputs,
+  type StepSlugs,
+  type WaitSlugs,
+} from './dsl/flow.ts';
+export type {
+  ArrayStepSlugs,
+  ChildFlowConfig,
+  ChildInputCheck,
+  ConcurrencyConfig,
+  ConcurrencyOption,
+  ConditionConfig,
+  ContainmentPattern,
+  ExactPattern,
+  FlowOptions,
+  KeyPath,
+  MapConfig,
+  MapInput,
+  MapItem,
+  MaySkip,
+  NewStepSlug,
+  OnTimeout,
+  RateLimitOption,
+  ResolvedFlowOptions,
+  RootMapCheck,
+  SeenOutput,
+  SignalPayload,
+  SleepOptions,
+  SleepUntilConfig,
+  SleepUntilOption,
+  StepConfig,
+  StepDefinition,
+  StepInput,
+  StepKind,
+  StepOptions,
+  TimePath,
+  WaitConfig,
+  WaitStepOptions,
+  WhenExhausted,
+  WhenUnmet,
+} from './dsl/flow_types.ts';
+export type {
+  HandlerEnv,
+  HandlerSql,
+  HandlerSupabase,
+  SqlRow,
+  StepContext,
+} from './dsl/context.ts';
+export type {
+  AsciiDigit,
+  InvalidSlugMessage,
+  LowerAsciiLetter,
+  SlugChar,
+  SlugCharsOk,
+  ValidSlug,
+} from './dsl/slugs.ts';
+export type {
+  InvalidQueueNameMessage,
+  QueueNameCharsOk,
+  ReservedQueueNameMessage,
+  ValidQueueName,
+} from './dsl/queue_names.ts';
+export type { JsonValue } from './dsl/json.ts';
+export { type StepQueuedFlow, withStepQueues } from './dsl/with_step_queues.ts';
+export { type RoutedFlow, routeFlow, type RouteQueues } from './dsl/route_flow.ts';
+export {
+  defineDeployedFlow,
+  type DeployedFlow,
+  type FlowOf,
+  type PlacedFlow,
+} from './dsl/deployed_flow.ts';
+export type { QueueNamesOf, WorkerTarget } from './dsl/placement.ts';

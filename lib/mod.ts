@@ -2,12 +2,13 @@
  * Switchyard: durable multi-step workflows on PostgreSQL + PGMQ for Supabase
  * Edge Functions, with explicit shared queues and multi-flow dispatch.
  *
- * This is what a queue function imports: the flow DSL, `EdgeWorker`,
- * `startWorker`, every error class, and the client that starts and follows
- * runs (`createClient`, also alone in `lib/client.ts`), and `createRunEventStream`, the
- * endpoint `followRun` (lib/browser.js) reads, for an Edge Function of one's own. Operator
- * and development calls (migrations, pause/resume, fence, drain, keep-alive, the `connect()`
- * client) are in `lib/ops.ts` (`switchyard/ops.ts`). See docs/ARCHITECTURE.md.
+ * This is what a queue function imports: the flow DSL (`Flow`, `withStepQueues`, `routeFlow`,
+ * `defineDeployedFlow`), the worker (`EdgeWorker`, `startWorker`), what a handler throws to
+ * control its retries (`RetryAfter`, `NonRetriable`), every error class as the `errors`
+ * namespace, and `createRunEventStream`, the endpoint `followRun` reads, for an Edge Function of
+ * one's own. The other audiences have entries of their own: `switchyard/client` (an app starts
+ * and follows runs), `switchyard/ops` (an operator), `switchyard/errors` (every error class),
+ * `switchyard/testing` (a test) and `switchyard/browser` (a page). See docs/ARCHITECTURE.md §12.
  *
  * @example
  * ```ts
@@ -26,13 +27,10 @@
  *
  * @module
  */
-// The flow DSL and every error class, also an entry of its own (runtime-neutral, for Node too).
+// The runtime-neutral half (the DSL, RetryAfter, NonRetriable, errors): npm's `switchyard`.
 export * from './flows.ts';
-export * from './client.ts';
 export {
   type CommonWorkerOptions,
-  consoleLogger,
-  defaultFunctionName,
   type PlainWorkerOptions,
   type QueueWorkerOptions,
   startWorker,
@@ -41,13 +39,7 @@ export {
   type WorkerLogger,
   type WorkerState,
 } from './worker/worker.ts';
-export { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './sql/windows.ts';
-export {
-  HEARTBEAT_WINDOW_INTERVALS,
-  WORKER_SETTINGS,
-  type WorkerSetting,
-  type WorkerSettings,
-} from './worker/settings.ts';
+export type { WorkerSettings } from './worker/settings.ts';
 export {
   type EdgeAuth,
   type EdgeOptions,
@@ -59,17 +51,6 @@ export {
   createRunEventStream,
   type RunEventStream,
   type RunEventStreamOptions,
-  verifyUserJwt,
 } from './platform/run_event_stream.ts';
-export type { SqlSource } from './sql/source.ts';
 export type { EnvReader } from './sql/connection.ts';
-export {
-  createMemoryPlatform,
-  defaultPlatform,
-  HOSTED_RUNTIME_ENV_VARS,
-  hostedRuntimeSignal,
-  type MemoryPlatform,
-  type Platform,
-  type PlatformServer,
-  type RequestHandler,
-} from './platform/platform.ts';
+export type { Platform, PlatformServer, RequestHandler } from './platform/platform.ts';

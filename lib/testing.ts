@@ -52,6 +52,8 @@ export {
   type TestEngineOptions,
 } from './testing/engine.ts';
 export { type Duration, durationMs } from './testing/duration.ts';
+// What a flow records of each handler's types, which a mock is typed by.
+export type { HandlerInput, HandlerOutput, HandlerSlugs } from './dsl/flow.ts';
 export {
   assertRunRecord,
   exportRun,
@@ -61,42 +63,5 @@ export {
   type RunRecordStep,
   type RunRecordTask,
 } from './sql/run_export.ts';
-export {
-  NonRetriable,
-  RetryAfter,
-  RunFailedError,
-  RunStateError,
-  SwitchyardError,
-  UnsupportedWorkError,
-} from './errors.ts';
-export type { Sql } from './sql/connection.ts';
-export type { SqlSource } from './sql/source.ts';
-export type {
-  ClientConnection,
-  EventsOptions,
-  RunHandle,
-  SignalOptions,
-  SwitchyardClient,
-  WaitOptions,
-} from './sql/client_queries.ts';
-export type {
-  CancelResult,
-  DebounceStart,
-  DedupeStart,
-  RetryResult,
-  RunEvent,
-  RunEventName,
-  RunStatus,
-  RunStatusValue,
-  SignalResult,
-  SingletonStart,
-  StartKeyOptions,
-  StartRunBaseOptions,
-  StartRunOptions,
-  StepStatus,
-  StepStatusValue,
-  UnkeyedStart,
-} from './sql/runs.ts';
-export type { WorkerLogger } from './worker/persist.ts';
-// The DSL's types the engine's signatures name (no DSL code is imported for them).
-export type * from './dsl/types.ts';
+// The types the engine's signatures name are the other entries' (the DSL's in `switchyard`,
+// the client's in `switchyard/client`, the errors in `switchyard/errors`), not repeated here.

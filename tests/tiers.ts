@@ -28,6 +28,7 @@ import type { Tier } from '../tools/_tiers.ts';
 /** Every test file under tests/, by tier; db and e2e slowest first (the order runs start them). */
 export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
   unit: [
+    'tests/unit/api_test.ts',
     'tests/unit/architecture_test.ts',
     'tests/unit/bench/history_noise_test.ts',
     'tests/unit/changelog_test.ts',

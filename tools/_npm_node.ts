@@ -1,11 +1,12 @@
 /**
  * The Node entries of the npm package (`deno task build-npm`, docs/ARCHITECTURE.md §12): the
- * flow DSL (`lib/flows.ts`, the package's `switchyard`) and the typed client (`lib/client.ts`,
- * `switchyard/client`), compiled with their module graph into one tree of ES modules with
- * declaration files under `node/`. Both entries share that tree, so a registry's `Flow` types
- * from `switchyard` and the client's from `switchyard/client` are the same declarations (a
- * `Flow` has private fields: two copies would not match) and an error class is the same class
- * through either entry.
+ * flow DSL (`lib/flows.ts`, the package's `switchyard`), the typed client (`lib/client.ts`,
+ * `switchyard/client`) and the error classes (`lib/errors.ts`, `switchyard/errors`), compiled
+ * with their module graph into one tree of ES modules with declaration files under `node/`. The
+ * entries share that tree, so a registry's `Flow` types from `switchyard` and the client's from
+ * `switchyard/client` are the same declarations (a `Flow` has private fields: two copies would
+ * not match) and an error class is the same class through every entry (`errors.RunFailedError`
+ * of `switchyard` is `RunFailedError` of `switchyard/errors`).
  *
  * How: every local module of the two graphs (`deno info`, as the CLI's file list) is copied
  * into a scratch folder with its import specifiers rewritten for Node (`./flow.ts` →
@@ -36,6 +37,7 @@ import { KIT_ROOT } from '../cli/_project.ts';
 export const NODE_ENTRIES: Readonly<Record<string, string>> = {
   '.': 'flows.ts',
   './client': 'client.ts',
+  './errors': 'errors.ts',
   './testing': 'testing.ts',
 };
 
@@ -291,7 +293,7 @@ function compilerOptions(
 /**
  * Compiles the Node entries ({@linkcode NODE_ENTRIES}) with their module graph into
  * `outDir/node/` (JavaScript and declaration files) and returns the package.json `exports` map
- * for them: `.` → `node/flows.*`, `./client` → `node/client.*`. Needs `npm` (it installs the
+ * for them: `.` → `node/flows.*`, `./client` → `node/client.*`, `./errors` → `node/errors.*`. Needs `npm` (it installs the
  * imported packages, {@linkcode nodeDependencies}, into a scratch folder for their types).
  *
  * @throws {Error} when the code does not type-check for Node (TypeScript's diagnostics, by

@@ -8,8 +8,9 @@
  *   commands read: the runtime, the SQL core, templates, the PGMQ-compatible layer, the import
  *   map and lock) on the Deno binary of npm's `deno` package, a dependency: nothing is downloaded
  *   from outside the npm registry;
- * - the flow DSL and the typed client for Node apps (`switchyard`, `switchyard/client`), as
- *   JavaScript with declaration files, built from `lib/` by `tools/_npm_node.ts`.
+ * - the flow DSL, the typed client, the error classes and the test engine for Node apps
+ *   (`switchyard`, `switchyard/client`, `switchyard/errors`, `switchyard/testing`), as JavaScript
+ *   with declaration files, built from `lib/` by `tools/_npm_node.ts`.
  *
  * `--pack` runs `npm pack` on the result and prints the tarball's path.
  *
@@ -28,8 +29,8 @@ export const NPM_NAME = '@switchyard/switchyard';
 
 const USAGE = `usage: deno task build-npm [--output DIR] [--pack]
 
-Writes the npm package ${NPM_NAME} (the switchyard command, and the flow DSL and client for
-Node) into DIR (default: dist/npm); --pack also runs npm pack there and prints the tarball.`;
+Writes the npm package ${NPM_NAME} (the switchyard command, and the flow DSL, client and
+errors for Node) into DIR (default: dist/npm); --pack also runs npm pack there and prints the tarball.`;
 
 /** The Node script behind `switchyard`: finds npm's Deno and runs the kit's CLI with it. */
 const BIN = `#!/usr/bin/env node
@@ -145,7 +146,8 @@ export async function buildNpm(outDir: string): Promise<Record<string, unknown>>
     name: NPM_NAME,
     version: KIT_VERSION,
     description: 'Durable multi-step workflows on Supabase (PostgreSQL + PGMQ) with explicit ' +
-      'shared queues: the switchyard command, and the flow DSL and typed client for Node apps',
+      'shared queues: the switchyard command, and the flow DSL, typed client and errors for ' +
+      'Node apps',
     license: 'Apache-2.0',
     keywords: ['supabase', 'workflows', 'pgmq', 'postgres', 'durable', 'queue', 'edge-functions'],
     type: 'module',

@@ -18,7 +18,7 @@
 import { join, relative } from 'node:path';
 import postgres from 'postgres';
 import { type Cluster, DEFAULT_PG_BIN, startCluster } from './_cluster.ts';
-import { migrate } from '../lib/ops.ts';
+import { migrate } from '../lib/sql/migrate.ts';
 import { helpOption } from '../cli/_help.ts';
 import { KIT_ROOT } from '../cli/_project.ts';
 import {

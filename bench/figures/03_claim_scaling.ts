@@ -13,7 +13,7 @@ import {
   verdict,
 } from '../_figure.ts';
 import postgres from 'postgres';
-import { toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
 import { pgArray, WorkerQueries } from '../../lib/sql/worker_queries.ts';
 import type { BenchDatabase } from '../_db.ts';
 import { routedRegistry } from '../_flows.ts';

@@ -29,7 +29,8 @@ import type { WorkerTarget } from './placement.ts';
  *
  * @example
  * ```ts
- * import { defineDeployedFlow, Flow, type Registry } from '../mod.ts';
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { Registry } from '../client.ts';
  *
  * const v1 = new Flow<{ id: string }>({ slug: 'threadsV1' }).step({ slug: 'a' }, () => 1);
  * const registry = [defineDeployedFlow(v1, { alias: 'threads' })] as const satisfies Registry;
@@ -42,7 +43,8 @@ export type Registry = readonly WorkerTarget[];
  *
  * @example
  * ```ts
- * import { defineDeployedFlow, Flow, type DeploymentsOf } from '../mod.ts';
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { DeploymentsOf } from '../client.ts';
  *
  * const v1 = new Flow({ slug: 'threadsV1' }).step({ slug: 'a' }, () => 1);
  * const registry = [v1, defineDeployedFlow(v1, { alias: 'threads' })] as const;
@@ -57,7 +59,8 @@ export type DeploymentsOf<R extends Registry> = Extract<R[number], DeployedFlow<
  *
  * @example
  * ```ts
- * import { type AliasOf, defineDeployedFlow, Flow } from '../mod.ts';
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { AliasOf } from '../client.ts';
  *
  * const v1 = new Flow({ slug: 'threadsV1' }).step({ slug: 'a' }, () => 1);
  * const t1 = new Flow({ slug: 'ticketsV1' }).step({ slug: 'a' }, () => 1);
@@ -75,7 +78,8 @@ export type AliasOf<R extends Registry> = DeploymentsOf<R>['alias'];
  *
  * @example
  * ```ts
- * import { type AliasFlows, defineDeployedFlow, Flow } from '../mod.ts';
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { AliasFlows } from '../client.ts';
  *
  * const v1 = new Flow<{ id: string }>({ slug: 'threadsV1' }).step({ slug: 'a' }, () => 1);
  * const registry = [defineDeployedFlow(v1, { alias: 'threads' })] as const;
@@ -92,7 +96,8 @@ export type AliasFlows<R extends Registry, A extends AliasOf<R>> = Extract<
  *
  * @example
  * ```ts
- * import { type AliasInput, defineDeployedFlow, Flow } from '../mod.ts';
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { AliasInput } from '../client.ts';
  *
  * const v1 = new Flow<{ id: string }>({ slug: 'threadsV1' }).step({ slug: 'a' }, () => 1);
  * const v2 = new Flow<{ id: string; lang: string }>({ slug: 'threadsV2' })
@@ -112,7 +117,8 @@ export type AliasInput<R extends Registry, A extends AliasOf<R>> = FlowInput<Ali
  *
  * @example
  * ```ts
- * import { type AliasOutput, defineDeployedFlow, Flow } from '../mod.ts';
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { AliasOutput } from '../client.ts';
  *
  * const v1 = new Flow<{ id: string }>({ slug: 'threadsV1' })
  *   .step({ slug: 'fetch' }, (input) => input.id)
@@ -129,7 +135,8 @@ export type AliasOutput<R extends Registry, A extends AliasOf<R>> = FlowOutput<A
  *
  * @example
  * ```ts
- * import { type AliasStepOutputs, defineDeployedFlow, Flow } from '../mod.ts';
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { AliasStepOutputs } from '../client.ts';
  *
  * const v1 = new Flow<{ id: string }>({ slug: 'threadsV1' })
  *   .step({ slug: 'fetch' }, (input) => input.id)
@@ -147,7 +154,8 @@ export type AliasStepOutputs<R extends Registry, A extends AliasOf<R>> =
  *
  * @example
  * ```ts
- * import { type AliasStepSlugs, defineDeployedFlow, Flow } from '../mod.ts';
+ * import { defineDeployedFlow, Flow } from '../mod.ts';
+ * import type { AliasStepSlugs } from '../client.ts';
  *
  * const v1 = new Flow({ slug: 'threadsV1' }).step({ slug: 'fetch' }, () => 1);
  * const registry = [defineDeployedFlow(v1, { alias: 'threads' })] as const;
@@ -164,7 +172,8 @@ export type AliasStepSlugs<R extends Registry, A extends AliasOf<R>> =
  *
  * @example
  * ```ts
- * import { type AliasSignals, defineDeployedFlow, Flow, signalPayload } from '../mod.ts';
+ * import { defineDeployedFlow, Flow, signalPayload } from '../mod.ts';
+ * import type { AliasSignals } from '../client.ts';
  *
  * const v1 = new Flow({ slug: 'reviewV1' })
  *   .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>() });
@@ -182,7 +191,8 @@ export type AliasSignals<R extends Registry, A extends AliasOf<R>> = {
  *
  * @example
  * ```ts
- * import { defineDeployedFlow, Flow, type RegistrySignals, signalPayload } from '../mod.ts';
+ * import { defineDeployedFlow, Flow, signalPayload } from '../mod.ts';
+ * import type { RegistrySignals } from '../client.ts';
  *
  * const v1 = new Flow({ slug: 'reviewV1' })
  *   .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>() });

@@ -8,7 +8,8 @@
  * @module
  */
 
-import { describeValue, RouteError } from '../errors.ts';
+import { RouteError } from '../errors.ts';
+import { describeValue } from '../_describe_value.ts';
 import { type AnyFlow, Flow } from './flow.ts';
 import type { RoutedFlow } from './route_flow.ts';
 import { assertAlias, type ValidSlug } from './slugs.ts';

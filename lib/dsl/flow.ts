@@ -11,7 +11,8 @@
  * @module
  */
 
-import { describeValue, FlowDefinitionError } from '../errors.ts';
+import { FlowDefinitionError } from '../errors.ts';
+import { describeValue } from '../_describe_value.ts';
 import { assertJson, type JsonValue } from './json.ts';
 import { assertFlowSlug, assertStepSlug } from './slugs.ts';
 import type { StepContext } from './context.ts';

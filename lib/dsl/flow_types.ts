@@ -44,7 +44,7 @@ export interface FlowOptions {
   runTimeout?: number;
   /**
    * `false` for throughput-only work: the flow's runs and steps write no `run_events` rows (no
-   * `events()` stream, no Realtime rows); their transitions still notify, so `waitForRun` and the
+   * `events()` stream, no Realtime rows); their transitions still notify, so `output()` and the
    * client's other waits work as before (docs/ARCHITECTURE.md §14). A runtime option: changing it
    * is not a new version, and it applies from the next transition. Default `true`.
    */

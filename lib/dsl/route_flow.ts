@@ -13,7 +13,8 @@
  * @module
  */
 
-import { describeValue, RouteError } from '../errors.ts';
+import { RouteError } from '../errors.ts';
+import { describeValue } from '../_describe_value.ts';
 import { type AnyFlow, Flow, type StepSlugs, type WaitSlugs } from './flow.ts';
 import { assertQueueName, type ValidQueueName } from './queue_names.ts';
 

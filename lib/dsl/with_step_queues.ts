@@ -7,7 +7,8 @@
  * @module
  */
 
-import { describeValue, RouteError } from '../errors.ts';
+import { RouteError } from '../errors.ts';
+import { describeValue } from '../_describe_value.ts';
 import { type AnyFlow, Flow, type StepSlugs } from './flow.ts';
 import { stepQueueName } from './queue_names.ts';
 

@@ -152,13 +152,13 @@ export const MAX_BODY_BYTES = 16384;
  *
  * @example
  * ```ts
- * import { connect } from '../ops.ts';
+ * import { createClient } from '../client.ts';
  * import type { DashboardOptions } from './dashboard.ts';
- * const options: DashboardOptions = { source: connect(Deno.env.get('DATABASE_URL')), basePath: '/dashboard' };
+ * const options: DashboardOptions = { source: createClient({ connectionString: Deno.env.get('DATABASE_URL') }), basePath: '/dashboard' };
  * ```
  */
 export interface DashboardOptions {
-  /** The database: a postgres.js client or the client of `connect()`. */
+  /** The database: a postgres.js client or the client of `createClient()`. */
   source: SqlSource;
   /** Accepted bearers; default the queue functions' secrets from `env`. */
   auth?: EdgeAuth;
@@ -254,8 +254,9 @@ export interface DashboardRunDetail {
  *
  * @example
  * ```ts
- * import { connect, createDashboard } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { createDashboard } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const dashboard: ReturnType<typeof createDashboard> = createDashboard({ source: client });
  * const response = await dashboard.fetch(new Request('http://localhost/api/overview'));
  * console.log(response.status);
@@ -572,8 +573,9 @@ const ROUTES = {
  *
  * @example
  * ```ts
- * import { connect, createDashboard } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { createDashboard } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const dashboard = createDashboard({ source: client, basePath: '/dashboard' });
  * const server = Deno.serve({ port: 8080 }, dashboard.fetch);
  * // open http://localhost:8080/dashboard/

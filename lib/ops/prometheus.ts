@@ -36,8 +36,9 @@ function sample(name: string, labels: Labels, value: number): string {
  *
  * @example
  * ```ts
- * import { connect, metrics, prometheusText } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { metrics, prometheusText } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * console.log(prometheusText(await metrics(client)));
  * await client.close();
  * ```

@@ -51,11 +51,11 @@ import { sqlOf, type SqlSource } from '../sql/source.ts';
  *
  * @example
  * ```ts
- * import { connect } from '../ops.ts';
+ * import { createClient } from '../client.ts';
  * import type { RunEventStreamOptions } from './run_event_stream.ts';
  *
  * const options: RunEventStreamOptions = {
- *   source: connect(Deno.env.get('DATABASE_URL')),
+ *   source: createClient({ connectionString: Deno.env.get('DATABASE_URL') }),
  *   jwtSecret: Deno.env.get('SUPABASE_JWT_SECRET'),
  * };
  * ```
@@ -102,9 +102,10 @@ export interface RunEventStreamOptions {
  *
  * @example
  * ```ts
- * import { connect, createRunEventStream } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { createRunEventStream } from './run_event_stream.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const events = createRunEventStream({ source: client });
  * Deno.serve((request) => events.fetch(request)); // GET /<anything>/runs/<run id>/events
  * ```
@@ -234,7 +235,8 @@ function cursorOf(request: Request, url: URL): number | null {
  *
  * @example
  * ```ts
- * import { createClient, createRunEventStream } from '../mod.ts';
+ * import { createClient } from '../client.ts';
+ * import { createRunEventStream } from '../mod.ts';
  *
  * // supabase/functions/run-events/index.ts: GET /functions/v1/run-events/runs/<id>/events
  * const client = createClient({ connectionString: Deno.env.get('SUPABASE_DB_URL') });

@@ -2,9 +2,7 @@
  * The client for applications (docs/ARCHITECTURE.md §14): `createClient(registry, ...)` starts
  * runs by alias with inputs typed from the registry, waits for their typed outputs and
  * follows their events, all without polling: it waits on PostgreSQL notifications and reads
- * state only when one arrives (or after a reconnect). It also cancels and retries runs.
- *
- * `connect()` is the earlier, untyped client; it stays as a deprecated alias.
+ * state only when one arrives (or after a reconnect). It also signals, cancels and retries runs.
  *
  * @module
  */
@@ -45,7 +43,6 @@ import {
   startRun,
   type StartRunOptions,
 } from './runs.ts';
-import { call } from './source.ts';
 
 /**
  * How {@linkcode createClient} reaches the database: a connection string (else
@@ -504,112 +501,4 @@ async function* followEvents(
   } finally {
     wakes.end();
   }
-}
-
-// ---------------------------------------------------------------------------
-// The earlier untyped client, kept as a deprecated alias.
-
-/**
- * Options of {@linkcode Client.startFlow}.
- *
- * @deprecated use {@linkcode StartRunOptions} with `createClient(registry).start(...)`.
- *
- * @example
- * ```ts
- * import type { StartFlowOptions } from './client_queries.ts';
- *
- * const options: StartFlowOptions = { runId: crypto.randomUUID() };
- * ```
- */
-export type StartFlowOptions = StartRunOptions;
-
-/**
- * The client returned by {@linkcode connect}.
- *
- * @deprecated use {@linkcode createClient}: typed starts and outputs, events, cancel, retry.
- *
- * @example
- * ```ts
- * import { type Client, connect } from './client_queries.ts';
- *
- * const client: Client = connect(Deno.env.get('DATABASE_URL'));
- * await client.close();
- * ```
- */
-export interface Client {
-  /** The postgres.js pool; operator calls accept the client itself. */
-  readonly sql: Sql;
-  /**
-   * Starts a run of an alias's active version or of a concrete flow; returns the run id.
-   * With `runId`, the start is idempotent (see {@linkcode StartRunOptions}).
-   */
-  startFlow(flowOrAlias: string, input: unknown, options?: StartFlowOptions): Promise<string>;
-  /** The run's status document, or null for an unknown run. */
-  runStatus(runId: string): Promise<RunStatus | null>;
-  /**
-   * Waits until the run is no longer started (or the deadline passes: then it throws), on
-   * notifications like `createClient`'s `output()`. `intervalMs` is ignored: nothing polls.
-   */
-  waitForRun(runId: string, opts?: { timeoutMs?: number; intervalMs?: number }): Promise<RunStatus>;
-  /** Points an alias at a compiled concrete version (`switchyard.activate_alias`). */
-  activateAlias(alias: string, flowSlug: string): Promise<void>;
-  /** Closes the pool. */
-  close(): Promise<void>;
-}
-
-/**
- * Connects to the database (`connectionString`, else `SWITCHYARD_DB_URL`, else `SUPABASE_DB_URL`,
- * else `DATABASE_URL`).
- * `opts.origin` names where the URL came from in a {@linkcode DatabaseConnectionError}
- * (default: the variable it was read from, or the option).
- *
- * @deprecated use {@linkcode createClient} (`switchyard/client.ts`): typed starts and outputs,
- * events, cancel and retry. Operator calls accept either client.
- *
- * @example
- * ```ts
- * import { connect } from './client_queries.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
- * const runId = await client.startFlow('threads', { text: 'hello' });
- * console.log((await client.waitForRun(runId)).output);
- * // Idempotent: a retry with the same id returns the same run and starts nothing.
- * const requestId = crypto.randomUUID();
- * await client.startFlow('threads', { text: 'once' }, { runId: requestId });
- * await client.startFlow('threads', { text: 'once' }, { runId: requestId });
- * await client.close();
- * ```
- */
-export function connect(
-  connectionString?: string,
-  opts: { max?: number; origin?: string } = {},
-): Client {
-  const url = resolveConnectionString(connectionString);
-  if (!url) throw new SwitchyardError(NO_CONNECTION_MESSAGE);
-  const sql = openSql(url, {
-    max: opts.max ?? 5,
-    origin: opts.origin ?? connectionOrigin(connectionString),
-  });
-  const notifications = new RunNotifications(sql);
-  return {
-    sql,
-    startFlow: (flowOrAlias, input, options) => startRun(sql, flowOrAlias, input, options),
-    runStatus: (runId) => runStatus(sql, runId),
-    waitForRun: (runId, { timeoutMs = 30_000 } = {}) =>
-      untilRunSettles<RunStatus>(notifications, runId, timeoutMs, undefined, async () => {
-        const status = await runStatus(sql, runId);
-        return status && status.status !== 'started'
-          ? { value: status }
-          : { waiting: status?.status ?? 'missing' };
-      }, (status) => new SwitchyardError(`run ${runId} still ${status} after ${timeoutMs} ms`)),
-    async activateAlias(alias, flowSlug) {
-      await call(
-        sql,
-        () => sql`select switchyard.activate_alias(${alias}::text, ${flowSlug}::text)`,
-      );
-    },
-    async close() {
-      await notifications.close();
-      await sql.end({ timeout: 5 });
-    },
-  };
 }

@@ -51,8 +51,9 @@ export interface QueueDepth {
  *
  * @example
  * ```ts
- * import { connect, queueDepths } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { queueDepths } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const q of await queueDepths(client)) console.log(q.queueName, q.visible, q.hidden);
  * await client.close();
  * ```
@@ -134,8 +135,9 @@ export interface FunctionOverview extends FunctionState {
  *
  * @example
  * ```ts
- * import { connect, functionOverviews } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { functionOverviews } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const f of await functionOverviews(client)) {
  *   console.log(f.functionName, f.pauseReason ?? 'running', f.workers.map((w) => w.lastHeartbeatAt));
  * }
@@ -290,8 +292,9 @@ export interface RecentRunsOptions {
  *
  * @example
  * ```ts
- * import { connect, recentRuns } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { recentRuns } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const run of await recentRuns(client, { status: 'failed', limit: 5 })) {
  *   console.log(run.startedAs, run.flowSlug, run.failedStep, run.error);
  * }
@@ -398,8 +401,9 @@ export interface QueueThroughput {
  *
  * @example
  * ```ts
- * import { connect, throughput } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { throughput } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const t of await throughput(client, { minutes: 60 })) console.log(t.queueName, t.total);
  * await client.close();
  * ```
@@ -460,8 +464,9 @@ export interface RateLimitState {
  *
  * @example
  * ```ts
- * import { connect, rateLimits } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { rateLimits } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const l of await rateLimits(client)) console.log(l.name, l.tokens, l.steps);
  * await client.close();
  * ```
@@ -568,8 +573,9 @@ export interface DashboardSnapshotOptions {
  *
  * @example
  * ```ts
- * import { connect, dashboardSnapshot } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { dashboardSnapshot } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const snap = await dashboardSnapshot(client, { runs: { limit: 10 } });
  * for (const q of snap.queues) {
  *   console.log(q.queueName, q.depth?.visible, q.versions.map((v) => `${v.flowSlug} ${v.state}`));

@@ -30,8 +30,9 @@ export interface DrainState {
  *
  * @example
  * ```ts
- * import { connect, drainStatus } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { drainStatus } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const old = (await drainStatus(client)).filter((d) => d.flowSlug === 'threadsV1');
  * console.log(old.every((d) => d.state === 'drained') ? 'remove threadsV1' : 'still draining');
  * await client.close();

@@ -34,8 +34,9 @@ export interface FenceMember {
  *
  * @example
  * ```ts
- * import { connect, fenceBegin } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { fenceBegin } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const members = await fenceBegin(client, ['classify-threads-worker', 'notifications-worker']);
  * console.log(members.map((m) => `${m.functionName} was ${m.wasEnabled ? 'enabled' : 'disabled'}`));
  * await client.close();
@@ -73,8 +74,9 @@ export async function fenceBegin(
  *
  * @example
  * ```ts
- * import { connect, fenceStatus } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { fenceStatus } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const status = await fenceStatus(client);
  * console.log(status ? (status.quiet ? 'quiet' : 'waiting') : 'no fence');
  * await client.close();
@@ -148,8 +150,9 @@ export interface WaitForFenceOptions {
  *
  * @example
  * ```ts
- * import { connect, waitForFence } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { waitForFence } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const status = await waitForFence(client, { timeoutMs: 120_000 });
  * console.log(`fence ${status.fenceId} is quiet`);
  * await client.close();
@@ -202,8 +205,9 @@ export interface FenceEndResult {
  *
  * @example
  * ```ts
- * import { connect, fenceEnd } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { fenceEnd } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const f of await fenceEnd(client)) console.log(f.functionName, f.enabled);
  * await client.close();
  * ```

@@ -51,8 +51,9 @@ export interface FlowOptionChange {
  *
  * @example
  * ```ts
- * import { connect, flowOptionHistory } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { flowOptionHistory } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const c of await flowOptionHistory(client, { flowSlug: 'threadsV1' })) {
  *   console.log(c.changedAt.toISOString(), c.changedBy, c.differences.join('; '));
  * }

@@ -68,8 +68,9 @@ export interface FunctionState {
  *
  * @example
  * ```ts
- * import { connect, functionState } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { functionState } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const state = await functionState(client, 'classify-threads-worker');
  * console.log(state?.pauseReason ?? 'not paused');
  * await client.close();
@@ -88,8 +89,9 @@ export async function functionState(
  *
  * @example
  * ```ts
- * import { connect, listFunctions } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { listFunctions } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const f of await listFunctions(client)) console.log(f.functionName, f.enabled);
  * await client.close();
  * ```
@@ -156,8 +158,9 @@ export interface PauseResult {
  *
  * @example
  * ```ts
- * import { connect, pauseFunction } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { pauseFunction } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const result = await pauseFunction(client, 'classify-threads-worker', 'bad deploy, investigating');
  * console.log(result.changed ? 'paused' : `already paused: ${result.reason}`);
  * await client.close();
@@ -199,8 +202,9 @@ export interface ResumeResult {
  *
  * @example
  * ```ts
- * import { connect, resumeFunction } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { resumeFunction } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const { changed } = await resumeFunction(client, 'classify-threads-worker');
  * console.log(changed ? 'resumed' : 'was not paused');
  * await client.close();

@@ -41,8 +41,9 @@ export interface KeepAliveOptions {
  *
  * @example
  * ```ts
- * import { connect, keepAlive } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { keepAlive } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const wake of await keepAlive(client, { debounceSeconds: 60 })) {
  *   console.log(`woke ${wake.functionName} via ${wake.via}`);
  * }
@@ -84,8 +85,9 @@ export async function keepAlive(
  *
  * @example
  * ```ts
- * import { connect, keepAliveCommand } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { keepAliveCommand } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * console.log(await keepAliveCommand(client, { debounceSeconds: 30 }));
  * await client.close();
  * ```
@@ -111,8 +113,9 @@ export async function keepAliveCommand(
  *
  * @example
  * ```ts
- * import { connect, scheduleKeepAlive } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { scheduleKeepAlive } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const jobId = await scheduleKeepAlive(client, { schedule: '* * * * *' });
  * console.log(`keep-alive job ${jobId}`);
  * await client.close();
@@ -139,8 +142,9 @@ export async function scheduleKeepAlive(
  *
  * @example
  * ```ts
- * import { connect, unscheduleKeepAlive } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { unscheduleKeepAlive } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * await unscheduleKeepAlive(client);
  * await client.close();
  * ```
@@ -167,8 +171,9 @@ export type KeepAliveSetting = 'functions_base_url' | 'functions_bearer' | 'func
  *
  * @example
  * ```ts
- * import { connect, setKeepAliveSetting } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { setKeepAliveSetting } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * await setKeepAliveSetting(client, 'functions_base_url', 'https://abcd.supabase.co');
  * await client.close();
  * ```

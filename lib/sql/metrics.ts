@@ -114,8 +114,9 @@ export const MAX_METRICS_WINDOW_SECONDS = 86400;
  *
  * @example
  * ```ts
- * import { connect, metrics } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { metrics } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const m = await metrics(client, { windowSeconds: 300 });
  * for (const q of m.queues) console.log(q.queueName, q.depth, q.lagSeconds, q.completionsPerSecond);
  * await client.close();
@@ -203,8 +204,9 @@ export interface QueueHistory {
  *
  * @example
  * ```ts
- * import { connect, metricsHistory } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { metricsHistory } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const h of await metricsHistory(client, { minutes: 60 })) {
  *   console.log(h.queueName, Math.max(...h.lagSeconds), h.failures.reduce((a, b) => a + b, 0));
  * }

@@ -76,8 +76,9 @@ function emptyResult(): PruneResult {
  *
  * @example
  * ```ts
- * import { connect, prune } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { prune } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const removed = await prune(client, { olderThan: '7 days', batchSize: 500 });
  * console.log(`${removed.runs} runs, ${removed.archiveRows} archived messages`);
  * await client.close();
@@ -120,8 +121,9 @@ export interface PruneAllOptions extends PruneOptions {
  *
  * @example
  * ```ts
- * import { connect, pruneAll } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { pruneAll } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const total = await pruneAll(client, {
  *   olderThan: '30 days',
  *   onBatch: (batch, sum, i) => console.log(`batch ${i}: ${batch.runs} runs (${sum.runs} so far)`),
@@ -164,8 +166,9 @@ export interface SchedulePruneOptions {
  *
  * @example
  * ```ts
- * import { connect, pruneCommand } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { pruneCommand } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * console.log(await pruneCommand(client, { olderThan: '14 days' }));
  * await client.close();
  * ```
@@ -190,8 +193,9 @@ export async function pruneCommand(
  *
  * @example
  * ```ts
- * import { connect, schedulePrune } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { schedulePrune } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const jobId = await schedulePrune(client, { olderThan: '7 days' });
  * console.log(`retention job ${jobId}`);
  * await client.close();
@@ -214,8 +218,9 @@ export async function schedulePrune(
  *
  * @example
  * ```ts
- * import { connect, unschedulePrune } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { unschedulePrune } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * await unschedulePrune(client);
  * await client.close();
  * ```

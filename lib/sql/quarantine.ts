@@ -34,8 +34,9 @@ export interface QuarantineResult {
  *
  * @example
  * ```ts
- * import { connect, quarantineMessages } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { quarantineMessages } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const result = await quarantineMessages(client, 'classify-threads-worker');
  * console.log(`moved [${result.quarantined.join(', ')}], resumed: ${result.resumed}`);
  * await client.close();

@@ -41,8 +41,9 @@ export interface FunctionRefusal {
  *
  * @example
  * ```ts
- * import { connect, functionRefusals } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { functionRefusals } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const r of await functionRefusals(client)) console.log(r.functionName, r.refusal, r.message);
  * await client.close();
  * ```
@@ -107,8 +108,9 @@ export interface WakeFailure {
  *
  * @example
  * ```ts
- * import { connect, wakeFailures } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { wakeFailures } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const w of await wakeFailures(client)) console.log(w.functionName, w.lastError);
  * await client.close();
  * ```

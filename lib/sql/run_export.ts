@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { describeValue, SwitchyardError } from '../errors.ts';
+import { SwitchyardError } from '../errors.ts';
+import { describeValue } from '../_describe_value.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 
 /** The format a {@linkcode RunRecord} is written in; a reader refuses any other. */
@@ -153,10 +154,10 @@ export interface RunRecord {
  *
  * @example
  * ```ts
- * import { connect } from '../ops.ts';
+ * import { createClient } from '../client.ts';
  * import { exportRun } from './run_export.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const record = await exportRun(client, '00000000-0000-4000-8000-000000000001').catch(() => null);
  * if (record) await Deno.writeTextFile('run.json', JSON.stringify(record, null, 2));
  * await client.close();

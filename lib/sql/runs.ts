@@ -7,7 +7,8 @@
  *
  * @module
  */
-import { describeValue, SwitchyardError } from '../errors.ts';
+import { SwitchyardError } from '../errors.ts';
+import { describeValue } from '../_describe_value.ts';
 import { assertJson } from '../dsl/json.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { assertStorableReason } from './function_state.ts';
@@ -77,12 +78,6 @@ export interface StepStatus<StepSlug extends string = string> {
   error: string | null;
   /** Why it was skipped, if it was. */
   skipReason: string | null;
-  /** @deprecated The snake_case shape of 0.3.0: use `stepSlug`. */
-  step_slug: StepSlug;
-  /** @deprecated The snake_case shape of 0.3.0: use `queueName`. */
-  queue_name: string | null;
-  /** @deprecated The snake_case shape of 0.3.0: use `skipReason`. */
-  skip_reason: string | null;
 }
 
 /**
@@ -92,11 +87,13 @@ export interface StepStatus<StepSlug extends string = string> {
  *
  * @example
  * ```ts
- * import { connect, type RunStatus } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import type { RunStatus } from '../client.ts';
+ * import { runStatus } from '../ops.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
- * const status: RunStatus | null = await client.runStatus(crypto.randomUUID());
- * console.log(status?.steps.map((s) => `${s.step_slug}: ${s.status}`));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
+ * const status: RunStatus | null = await runStatus(client, crypto.randomUUID());
+ * console.log(status?.steps.map((s) => `${s.stepSlug}: ${s.status}`));
  * await client.close();
  * ```
  */
@@ -125,20 +122,6 @@ export interface RunStatus<Output = unknown, StepSlug extends string = string> {
   cancelledAt: string | null;
   /** Every step with its state, queue and attempts, in the order they were added. */
   steps: StepStatus<StepSlug>[];
-  /** @deprecated The snake_case shape of 0.3.0: use `runId`. */
-  run_id: string;
-  /** @deprecated The snake_case shape of 0.3.0: use `flowSlug`. */
-  flow_slug: string;
-  /** @deprecated The snake_case shape of 0.3.0: use `startedAs`. */
-  started_as: string;
-  /** @deprecated The snake_case shape of 0.3.0: use `startedAt`. */
-  started_at: string;
-  /** @deprecated The snake_case shape of 0.3.0: use `completedAt`. */
-  completed_at: string | null;
-  /** @deprecated The snake_case shape of 0.3.0: use `failedAt`. */
-  failed_at: string | null;
-  /** @deprecated The snake_case shape of 0.3.0: use `cancelledAt`. */
-  cancelled_at: string | null;
 }
 
 /**
@@ -433,9 +416,10 @@ function assertUuid(what: string, name: string, value: unknown): void {
  *
  * @example
  * ```ts
- * import { connect, startRun } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { startRun } from '../ops.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const runId = await startRun(client, 'communityThreads', { id: 't1' }, {
  *   runId: crypto.randomUUID(),
  * });
@@ -533,9 +517,10 @@ export async function startRun(
  *
  * @example
  * ```ts
- * import { connect, runStatus } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { runStatus } from '../ops.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const status = await runStatus(client, crypto.randomUUID());
  * console.log(status === null ? 'no such run' : status.status);
  * await client.close();
@@ -556,12 +541,12 @@ export async function runStatus<Output = unknown>(
   return row.s === null ? null : camelStatus<Output>(row.s);
 }
 
-/** The SQL core's snake_case status document with the camelCase names (the old ones kept). */
+/** The SQL core's snake_case status document with camelCase names. */
 function camelStatus<Output>(s: Record<string, unknown>): RunStatus<Output> {
   const camel = (o: Record<string, unknown>) => {
-    const out: Record<string, unknown> = { ...o };
+    const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(o)) {
-      if (k.includes('_')) out[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = v;
+      out[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = v;
     }
     return out;
   };
@@ -577,8 +562,9 @@ function camelStatus<Output>(s: Record<string, unknown>): RunStatus<Output> {
  *
  * @example
  * ```ts
- * import { connect, runStepOutputs } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { runStepOutputs } from './runs.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * console.log(await runStepOutputs(client, crypto.randomUUID())); // null: no such run
  * await client.close();
  * ```
@@ -623,9 +609,10 @@ export interface RunResult {
  *
  * @example
  * ```ts
- * import { connect, runResult } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { runResult } from './runs.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * console.log(await runResult(client, crypto.randomUUID())); // null
  * await client.close();
  * ```
@@ -673,9 +660,10 @@ export interface RunEventsOptions {
  *
  * @example
  * ```ts
- * import { connect, runEvents } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { runEvents } from '../ops.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const e of await runEvents(client, crypto.randomUUID())) console.log(e.event);
  * await client.close();
  * ```
@@ -733,9 +721,10 @@ export async function runEvents(
  *
  * @example
  * ```ts
- * import { connect, latestProgress } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { latestProgress } from './runs.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const p of await latestProgress(client, crypto.randomUUID())) console.log(p.data);
  * await client.close();
  * ```
@@ -781,9 +770,10 @@ export async function latestProgress(source: SqlSource, runId: string): Promise<
  *
  * @example
  * ```ts
- * import { connect, runOwner } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { runOwner } from './runs.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * console.log(await runOwner(client, crypto.randomUUID())); // null: no such run
  * await client.close();
  * ```
@@ -827,9 +817,10 @@ export interface CancelResult {
  *
  * @example
  * ```ts
- * import { cancelRun, connect } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { cancelRun } from '../ops.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const result = await cancelRun(client, crypto.randomUUID(), 'the customer withdrew');
  * console.log(result.changed ? 'cancelled' : 'was already cancelled');
  * await client.close();
@@ -887,9 +878,10 @@ export interface RetryOptions {
  *
  * @example
  * ```ts
- * import { connect, retryRun } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { retryRun } from '../ops.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const { requeued } = await retryRun(client, crypto.randomUUID());
  * console.log(`${requeued} task(s) queued again`);
  * await client.close();
@@ -970,9 +962,10 @@ export interface SignalResult {
  *
  * @example
  * ```ts
- * import { connect, signalRun } from '../ops.ts';
+ * import { createClient } from '../client.ts';
+ * import { signalRun } from '../ops.ts';
  *
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * const { outcome } = await signalRun(client, crypto.randomUUID(), 'approval', {
  *   approved: true,
  * }, { key: 'approval-42' });

@@ -160,8 +160,9 @@ function toSchedule(r: Row): Schedule {
  *
  * @example
  * ```ts
- * import { connect, createSchedule } from '../ops.ts';
- * const client = connect(Deno.env.get('DATABASE_URL'));
+ * import { createClient } from '../client.ts';
+ * import { createSchedule } from '../ops.ts';
+ * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * await createSchedule(client, 'nightly-report', { alias: 'report', cron: '0 3 * * *',
  *   timeZone: 'Europe/Berlin' });
  * await client.close();

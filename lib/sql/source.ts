@@ -1,14 +1,14 @@
 /**
  * What the operator calls take as a database: a postgres.js client, or an object
- * that carries one as `sql` (such as the {@linkcode Client} of `connect()`), and the
+ * that carries one as `sql` (such as the client of `createClient()`), and the
  * one wrapper that maps the SQL core's refusals to error classes.
  *
  * @module
  */
 import { connectionFailure, type Sql } from './connection.ts';
-import { fromSqlError } from '../errors.ts';
+import { fromSqlError } from './sql_errors.ts';
 
-/** A postgres.js client, or an object that carries one (such as the client of `connect()`). */
+/** A postgres.js client, or an object that carries one (such as the client of `createClient()`). */
 export type SqlSource = Sql | { readonly sql: Sql };
 
 /** The postgres.js client of a source. */

@@ -16,11 +16,11 @@ import type { QueueNamesOf, WorkerTarget } from '../dsl/placement.ts';
 import type { StepQueuedFlow } from '../dsl/with_step_queues.ts';
 import {
   CoverageError,
-  fromSqlError,
   FunctionDisabledError,
   FunctionPausedError,
   WorkerConfigError,
 } from '../errors.ts';
+import { fromSqlError } from '../sql/sql_errors.ts';
 import {
   connectionFailure,
   connectionOrigin,

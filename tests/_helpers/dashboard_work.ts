@@ -14,9 +14,11 @@
  *   `dash-archive-worker` registered and paused with `PAUSE_REASON`, no worker.
  */
 import type postgres from 'postgres';
-import { defineDeployedFlow, Flow, routeFlow, startWorker, toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
 import type { Worker } from '../../lib/mod.ts';
-import { type Client, pauseFunction } from '../../lib/ops.ts';
+import { pauseFunction } from '../../lib/ops.ts';
+import type { UntypedClient } from './untyped_client.ts';
 import { FAST, waitFor } from './wait.ts';
 
 export const V2_RUNS = 6;
@@ -64,7 +66,7 @@ function reports(slug: string, gate?: Promise<void>) {
 export async function startDashboardWork(
   url: string,
   sql: postgres.Sql,
-  client: Client,
+  client: UntypedClient,
 ): Promise<DashboardWork> {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));

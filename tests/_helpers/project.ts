@@ -5,7 +5,7 @@
  * @module
  */
 import assert from 'node:assert/strict';
-import { SUPABASE_CLI } from '../../lib/ops.ts';
+import { SUPABASE_CLI } from '../../lib/sql/migrate.ts';
 
 /** A finished command's exit code and output. */
 export interface Output {

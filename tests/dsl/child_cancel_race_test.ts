@@ -10,12 +10,13 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { defineDeployedFlow, Flow, toPlacement } from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { defineDeployedFlow, Flow } from '../../lib/mod.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const ROUNDS = Number(Deno.env.get('CHILD_RACE_ITERATIONS') ?? 100);
 
 // A child that waits (a signal completes it, its timeout fails it); the parent waits for it and

@@ -6,13 +6,14 @@
  * cancelling the parent cancels its children, and a cancelled child cancels its parent.
  */
 import assert from 'node:assert/strict';
-import { defineDeployedFlow, Flow, routeFlow, startWorker, toPlacement } from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const QUEUE = 'kids_q' as const;
 const options = { connectionString: db.url, ...FAST, queueName: QUEUE };
 

@@ -5,20 +5,15 @@
  * skipped step is shown never to run: the decision is SQL's alone.
  */
 import assert from 'node:assert/strict';
-import {
-  defineDeployedFlow,
-  Flow,
-  OperationError,
-  routeFlow,
-  startWorker,
-  toPlacement,
-} from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { OperationError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const base = { connectionString: db.url, ...FAST };
 
 type Row = Record<string, unknown>;
@@ -86,7 +81,7 @@ Deno.test('whenUnmet skip: an unmet if skips the step; dependents run without it
     });
     assert.deepEqual(calls.sort(), ['greet', 'send', 'upsell']);
     const status = await client.runStatus(free);
-    assert.equal(status?.steps.find((s) => s.step_slug === 'vip')?.status, 'skipped');
+    assert.equal(status?.steps.find((s) => s.stepSlug === 'vip')?.status, 'skipped');
   } finally {
     await worker.stop();
   }

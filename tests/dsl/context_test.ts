@@ -4,14 +4,15 @@
  * stops) and supabase — with real workers on real PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import { Flow, startWorker, type StepContext, WorkerShutdownError } from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { WorkerShutdownError } from '../../lib/errors.ts';
+import { Flow, startWorker, type StepContext } from '../../lib/mod.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { startWorkerImpl } from '../../lib/worker/worker.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const base = { connectionString: db.url, ...FAST };
 
 Deno.test('ctx carries the task identity, the flow input, env and a working sql client', async () => {

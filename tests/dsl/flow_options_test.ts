@@ -8,22 +8,17 @@
  * as its default.
  */
 import assert from 'node:assert/strict';
-import { connect, createDashboard, flowOptionHistory } from '../../lib/ops.ts';
-import {
-  type AnyFlow,
-  defineDeployedFlow,
-  Flow,
-  routeFlow,
-  startWorker,
-  toPlacement,
-} from '../../lib/mod.ts';
+import { createDashboard, flowOptionHistory } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { type AnyFlow, defineDeployedFlow, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
 import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const { sql } = db;
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 
 function shapeOf(flow: AnyFlow, queue: string) {

@@ -5,22 +5,16 @@
  * and the unsupported-batch rule — with real workers on real PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import {
-  defineDeployedFlow,
-  Flow,
-  FunctionPausedError,
-  routeFlow,
-  startWorker,
-  toPlacement,
-  UnsupportedWorkError,
-  withStepQueues,
-} from '../../lib/mod.ts';
-import { connect, drainStatus, resumeFunction } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { FunctionPausedError, UnsupportedWorkError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker, withStepQueues } from '../../lib/mod.ts';
+import { drainStatus, resumeFunction } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const base = { connectionString: db.url, ...FAST };
 
 async function compile(target: Parameters<typeof toPlacement>[0]) {
@@ -88,7 +82,7 @@ Deno.test('fan-out: 1,000 elements across two workers on a shared queue, each ex
     assert.deepEqual({ ...order }, { consecutive: true, bodies: true });
     const [{ left }] = await db.sql`select count(*)::int as left from pgmq.q_fan_out`;
     assert.equal(left, 0, 'every message was archived');
-    const step = (await client.runStatus(run))!.steps.find((s) => s.step_slug === 'square');
+    const step = (await client.runStatus(run))!.steps.find((s) => s.stepSlug === 'square');
     assert.deepEqual(
       { status: step?.status, tasks: step?.tasks, attempts: step?.attempts },
       { status: 'completed', tasks: 1000, attempts: 1 },
@@ -211,9 +205,9 @@ Deno.test('one element out of attempts fails the run as a step failure; with whe
     const status = await client.waitForRun(run);
     assert.equal(status.status, 'completed');
     assert.deepEqual(status.output, { after: 'map skipped' });
-    const work = status.steps.find((s) => s.step_slug === 'work');
+    const work = status.steps.find((s) => s.stepSlug === 'work');
     assert.equal(work?.status, 'skipped');
-    assert.match(work?.skip_reason ?? '', /whenExhausted skip: failed after 2 attempt\(s\)/);
+    assert.match(work?.skipReason ?? '', /whenExhausted skip: failed after 2 attempt\(s\)/);
     const rows = await db.sql`select task_index, status from switchyard.step_tasks
       where run_id = ${run} order by task_index`;
     const byIndex = Object.fromEntries(rows.map((r) => [r.task_index, r.status]));
@@ -250,7 +244,7 @@ Deno.test('a value that is not an array fails the run naming the step and its ty
     const s2 = await client.waitForRun(r2);
     assert.equal(s2.status, 'failed');
     assert.equal(s2.error, 'map step "chars" needs an array from step "text", got string');
-    assert.equal(s2.steps.find((s) => s.step_slug === 'chars')?.status, 'failed');
+    assert.equal(s2.steps.find((s) => s.stepSlug === 'chars')?.status, 'failed');
   } finally {
     await worker.stop();
   }
@@ -377,11 +371,11 @@ Deno.test('a v2 that adds a map step while v1 runs drain on the same queues', as
     const fresh = await client.startFlow('mapVer', { items: ['a', 'b', 'c'] });
     for (const [i, id] of old.entries()) {
       const s = await client.waitForRun(id);
-      assert.equal(s.flow_slug, 'mapVerV1');
+      assert.equal(s.flowSlug, 'mapVerV1');
       assert.deepEqual(s.output, { store: { version: 1, count: i + 1 } });
     }
     const s = await client.waitForRun(fresh);
-    assert.equal(s.flow_slug, 'mapVerV2');
+    assert.equal(s.flowSlug, 'mapVerV2');
     assert.deepEqual(s.output, { store: { version: 2, items: ['a!', 'b!', 'c!'] } });
     await waitFor('v1 to be drained on both queues', async () => {
       const rows = await drainStatus(client);

@@ -12,24 +12,26 @@
  * `WAIT_RACE_ITERATIONS=100 npx -y deno@2 task test tests/dsl/wait_steps_test.ts`).
  */
 import assert from 'node:assert/strict';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { OperationError } from '../../lib/errors.ts';
 import {
   type AnyFlow,
   defineDeployedFlow,
   Flow,
-  OperationError,
   routeFlow,
   signalPayload,
   startWorker,
-  toPlacement,
   type WorkerTarget,
 } from '../../lib/mod.ts';
-import { connect, drainStatus, formatDrainStatus } from '../../lib/ops.ts';
+import { drainStatus } from '../../lib/ops.ts';
+import { formatDrainStatus } from '../../lib/ops/format.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createClient } from '../../lib/client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const base = { connectionString: db.url, ...FAST };
 
 type Row = Record<string, unknown>;
@@ -317,7 +319,7 @@ Deno.test('a signal racing the timeout has exactly one outcome', async () => {
   const flow = new Flow({ slug: 'raceV1' })
     .wait({ slug: 'approval', timeout: 3600, onTimeout: 'skip' });
   await compile(flow);
-  const racer = connect(db.url, { max: 4 });
+  const racer = untypedClient(db.url, { max: 4 });
   const outcomes = { delivered: 0, timedOut: 0 };
   try {
     for (let i = 0; i < rounds; i++) {
@@ -454,7 +456,7 @@ Deno.test('an alias moved while a run waits: the run keeps its version, counts a
   const worker = await startWorker([v1, v2], { ...base, queueName: 'review_q' });
   try {
     const status = await client.waitForRun(runId);
-    assert.equal(status.flow_slug, 'reviewAliasV1');
+    assert.equal(status.flowSlug, 'reviewAliasV1');
     assert.deepEqual(status.output, { publish: 'v1:true' });
   } finally {
     await worker.stop();

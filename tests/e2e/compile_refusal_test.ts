@@ -11,8 +11,14 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { defineDeployedFlow, Flow, routeFlow, toPlacement } from '../../lib/mod.ts';
-import { ensurePgmq, pgmqModeFromEnv, SUPABASE_CLI, withLocalSslMode } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { defineDeployedFlow, Flow, routeFlow } from '../../lib/mod.ts';
+import {
+  ensurePgmq,
+  pgmqModeFromEnv,
+  SUPABASE_CLI,
+  withLocalSslMode,
+} from '../../lib/sql/migrate.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { migrationTimestamp, parseMigrationTimestamp } from '../../cli/_util.ts';
 import { nextSlug, shapeChange } from '../../cli/_shape_change.ts';

@@ -8,9 +8,15 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { ensurePgmq, pgmqModeFromEnv, SUPABASE_CLI, withLocalSslMode } from '../../lib/ops.ts';
+import {
+  ensurePgmq,
+  pgmqModeFromEnv,
+  SUPABASE_CLI,
+  withLocalSslMode,
+} from '../../lib/sql/migrate.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
-import { canConnect, freePort } from '../../cli/_util.ts';
+import { freePort } from '../../cli/_util.ts';
+import { canConnect } from '../../cli/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 import { GREET_FLOW, GREET_REGISTRY, ok, run, supabaseInit } from '../_helpers/project.ts';

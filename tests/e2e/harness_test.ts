@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { migrate, MigrationError, pgmqModeFromEnv } from '../../lib/ops.ts';
+import { MigrationError } from '../../lib/errors.ts';
+import { migrate, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
 import { adminUrl } from '../_helpers/db.ts';
 import { waitFor, within } from '../_helpers/wait.ts';
 import { exists, freePort } from '../../cli/_util.ts';

@@ -9,7 +9,12 @@
 import assert from 'node:assert/strict';
 import { join, relative } from 'node:path';
 import postgres from 'postgres';
-import { ensurePgmq, pgmqModeFromEnv, SUPABASE_CLI, withLocalSslMode } from '../../lib/ops.ts';
+import {
+  ensurePgmq,
+  pgmqModeFromEnv,
+  SUPABASE_CLI,
+  withLocalSslMode,
+} from '../../lib/sql/migrate.ts';
 import {
   coreMigrations,
   isExact,

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { SUPABASE_CLI } from '../../lib/ops.ts';
+import { SUPABASE_CLI } from '../../lib/sql/migrate.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import {
   atProjectRoot,

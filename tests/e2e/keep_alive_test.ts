@@ -9,7 +9,8 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { keepAliveCommand, migrate } from '../../lib/ops.ts';
+import { keepAliveCommand } from '../../lib/ops.ts';
+import { migrate } from '../../lib/sql/migrate.ts';
 import { startCluster } from '../../tools/_cluster.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 

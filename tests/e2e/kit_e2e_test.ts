@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createClient } from '@supabase/supabase-js';
-import { connect } from '../../lib/ops.ts';
-import { migrate } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
+import { migrate } from '../../lib/sql/migrate.ts';
 import { copyProject, KIT_ROOT } from '../../cli/_project.ts';
 import { type ServedFunctions, serveFunctions } from '../../cli/serve.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
@@ -18,7 +18,7 @@ const SECRET = 'kit-e2e-secret-9f2c4d';
 const CLASSIFY = 'classify-threads-worker';
 const DELIVER = 'deliver-slack-alerts-worker';
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const project = await copyProject('switchyard-e2e-');
 const registryPath = join(project, 'supabase/functions/_shared/registry.ts');
 const fullRegistry = await Deno.readTextFile(registryPath);
@@ -344,7 +344,7 @@ Deno.test('an unsupported v2 task pauses the old function once; its start is ref
   for (const id of v2Runs) {
     const status = await client.waitForRun(id);
     assert.equal(status.status, 'completed');
-    assert.equal(status.flow_slug, 'communityThreadsV2');
+    assert.equal(status.flowSlug, 'communityThreadsV2');
   }
   assert.equal(
     await count(db.sql`select count(*)::int as n from switchyard.runs where status <> 'completed'`),

@@ -51,8 +51,9 @@ async function run(
   return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
 }
 
-const START = `import { createClient, RunFailedError } from 'switchyard/client';
-import { RunFailedError as DslRunFailedError } from 'switchyard';
+const START = `import { createClient } from 'switchyard/client';
+import { RunFailedError } from 'switchyard/errors';
+import { errors } from 'switchyard';
 import { registry } from './supabase/functions/_shared/registry.ts';
 
 // No connectionString: the client reads DATABASE_URL from process.env.
@@ -63,7 +64,7 @@ try {
   const { deliver } = await run.output({ timeoutMs: 30_000 });
   const length: number = deliver;
   console.log(\`deliver = \${length}\`);
-  console.log(\`one error class: \${RunFailedError === DslRunFailedError}\`);
+  console.log(\`one error class: \${RunFailedError === errors.RunFailedError}\`);
 } finally {
   await client.close();
 }

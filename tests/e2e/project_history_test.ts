@@ -21,8 +21,14 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
-import { CoverageError, startWorker, type Worker, type WorkerTarget } from '../../lib/mod.ts';
-import { ensurePgmq, pgmqModeFromEnv, SUPABASE_CLI, withLocalSslMode } from '../../lib/ops.ts';
+import { CoverageError } from '../../lib/errors.ts';
+import { startWorker, type Worker, type WorkerTarget } from '../../lib/mod.ts';
+import {
+  ensurePgmq,
+  pgmqModeFromEnv,
+  SUPABASE_CLI,
+  withLocalSslMode,
+} from '../../lib/sql/migrate.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';

@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { migrate, pgmqModeFromEnv } from '../../lib/ops.ts';
+import { migrate, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
 import { coreMigrations } from '../../cli/_kit.ts';
 import { releases } from '../../tools/release_manifest.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
@@ -34,7 +34,7 @@ const older = (await releases()).filter((r) =>
  * Handlers record their calls; stdin closing stops them.
  */
 const WORKERS_SCRIPT = `import postgres from 'postgres';
-import { defineDeployedFlow, Flow, routeFlow, startWorker } from './lib/mod.ts';
+import { Flow, defineDeployedFlow, routeFlow, startWorker } from '../../lib/mod.ts';
 
 const url = Deno.args[0];
 const db = postgres(url, { max: 4, onnotice: () => {} });

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { defineDeployedFlow, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
-import { migrate, pgmqModeFromEnv } from '../../lib/ops.ts';
+import { migrate, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
 import { REQUIRED_CORE_VERSION } from '../../lib/sql/core_version.ts';
 import { DEFAULT_PG_BIN } from '../../tools/_cluster.ts';
 import { freePort } from '../../cli/_util.ts';

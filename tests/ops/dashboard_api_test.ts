@@ -8,7 +8,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  connect,
   createDashboard,
   type DashboardOptions,
   type DashboardOverview,
@@ -17,6 +16,7 @@ import {
   fenceEnd,
   type RunOverview,
 } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { freePort } from '../../cli/_util.ts';
 import { waitFor } from '../_helpers/wait.ts';
 import { serveFunctions } from '../../cli/serve.ts';
@@ -34,7 +34,7 @@ import {
 
 const SECRET = 'dashboard-api-test-secret';
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 
 /** Serves a dashboard on a free port (with `SECRET` unless `env` overrides it). */
 function serve(env: Record<string, string> = {}, options: Partial<DashboardOptions> = {}) {
@@ -87,7 +87,7 @@ let work: DashboardWork;
 
 Deno.test('empty database: the overview answers with nothing in it, the page loads', async () => {
   const empty = await createTestDatabase();
-  const emptyClient = connect(empty.url);
+  const emptyClient = untypedClient(empty.url);
   const dashboard = createDashboard({ source: emptyClient, env: () => undefined });
   try {
     const response = await dashboard.fetch(new Request('http://localhost/api/overview'));

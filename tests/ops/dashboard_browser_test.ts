@@ -10,9 +10,12 @@
  */
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
-import { Flow, signalPayload, startWorker, toPlacement } from '../../lib/mod.ts';
-import { connect, createDashboard } from '../../lib/ops.ts';
-import { canConnect, freePort } from '../../cli/_util.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, signalPayload, startWorker } from '../../lib/mod.ts';
+import { createDashboard } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
+import { freePort } from '../../cli/_util.ts';
+import { canConnect } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import {
   BILLING_FUNCTION,
@@ -90,7 +93,7 @@ Deno.test({
       cleanups.push(() => browserProcess.stop());
       const db = await createTestDatabase();
       cleanups.push(() => db.close());
-      const client = connect(db.url);
+      const client = untypedClient(db.url);
       cleanups.push(() => client.close());
       const work = await startDashboardWork(db.url, db.sql, client);
       cleanups.push(() => work.stop());
@@ -342,7 +345,7 @@ Deno.test({
       await t.step('an empty database shows where to start', async () => {
         const empty = await createTestDatabase();
         cleanups.push(() => empty.close());
-        const emptyClient = connect(empty.url);
+        const emptyClient = untypedClient(empty.url);
         cleanups.push(() => emptyClient.close());
         const port = freePort();
         const server = Deno.serve(

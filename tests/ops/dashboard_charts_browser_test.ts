@@ -9,8 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
-import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
-import { connect, createDashboard, metricsHistory } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, startWorker } from '../../lib/mod.ts';
+import { createDashboard, metricsHistory } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { freePort } from '../../cli/_util.ts';
 import { startChromium } from '../_helpers/chromium.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
@@ -35,7 +37,7 @@ Deno.test({
       const db = await createTestDatabase();
       cleanups.push(() => db.close());
       const sql = db.sql;
-      const client = connect(db.url);
+      const client = untypedClient(db.url);
       cleanups.push(() => client.close());
 
       // Real work: every fourth run's first attempt fails; durations vary with the input.

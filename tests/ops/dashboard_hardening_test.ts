@@ -6,15 +6,17 @@
  * @module
  */
 import assert from 'node:assert/strict';
-import { connect, createDashboard } from '../../lib/ops.ts';
-import { canConnect, freePort } from '../../cli/_util.ts';
+import { createDashboard } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
+import { freePort } from '../../cli/_util.ts';
+import { canConnect } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { waitFor } from '../_helpers/wait.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const SECRET = 'dashboard-hardening-secret';
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 await db.sql`select switchyard.ensure_shared_queue('hardened_q')`;
 await db.sql`select switchyard.register_function('hardened-worker', 'hardened_q')`;
 
@@ -314,7 +316,7 @@ Deno.test("item 6: the database's own words only with the bearer", async () => {
   // A role that does not exist, and a database without the SQL core, in process.
   const u = new URL(db.url);
   u.username = 'nosuchuser';
-  const wrong = connect(u.toString());
+  const wrong = untypedClient(u.toString());
   const env = (n: string) => (n === 'SWITCHYARD_WORKER_SECRET' ? SECRET : undefined);
   const errors = console.error;
   console.error = () => {};

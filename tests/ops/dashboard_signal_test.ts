@@ -6,14 +6,16 @@
  * the run or step refuses, 404 for an unknown run. Real PostgreSQL, the real handler.
  */
 import assert from 'node:assert/strict';
-import { Flow, signalPayload, toPlacement } from '../../lib/mod.ts';
-import { connect, createDashboard, type DashboardRunDetail } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, signalPayload } from '../../lib/mod.ts';
+import { createDashboard, type DashboardRunDetail } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const SECRET = 'dashboard-signal-test-secret';
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 
 const flow = new Flow({ slug: 'dashWaitV1' })
   .wait({ slug: 'approval', payload: signalPayload<{ ok: boolean }>(), timeout: 3600 })

@@ -11,8 +11,11 @@
  */
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
-import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
-import { connect, createDashboard, createRunEventStream, runEvents } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, startWorker } from '../../lib/mod.ts';
+import { createRunEventStream } from '../../lib/mod.ts';
+import { createDashboard, runEvents } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { freePort } from '../../cli/_util.ts';
 import { serveWithTimeouts } from '../../cli/_http_server.ts';
 import { startChromium } from '../_helpers/chromium.ts';
@@ -144,7 +147,7 @@ Deno.test({
       cleanups.push(() => browserProcess.stop());
       const db = await createTestDatabase();
       cleanups.push(() => db.close());
-      const client = connect(db.url);
+      const client = untypedClient(db.url);
       cleanups.push(() => client.close());
 
       let openGate!: () => void, openSecondGate!: () => void, openThirdGate!: () => void;
@@ -337,7 +340,7 @@ async function readFrames(response: Response, until: (e: Frame) => boolean) {
 
 Deno.test("the event stream follows a user's own run only: 401 without a token, 404 for another user's", async () => {
   const db = await createTestDatabase();
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   const site = serveFollowPage(client);
   try {
     const flow = new Flow<Record<string, never>>({ slug: 'followAuthV1' })

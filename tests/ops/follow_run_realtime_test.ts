@@ -17,8 +17,10 @@ import assert from 'node:assert/strict';
 import type postgres from 'postgres';
 import { followRun } from '../../lib/browser.ts';
 import type { FollowedEvent, RealtimeClient } from '../../lib/browser.ts';
-import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
-import { connect, runEvents } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, startWorker } from '../../lib/mod.ts';
+import { runEvents } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, within } from '../_helpers/wait.ts';
 
@@ -163,7 +165,7 @@ function realtimeOverDatabase(sql: postgres.Sql, { failAfter }: { failAfter: num
 
 Deno.test('followRun over Realtime: subscribe, backlog, held-back repeats dropped, a channel error resumed', async () => {
   const db = await createTestDatabase();
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   try {
     const flow = new Flow<{ n: number }>({ slug: 'followRealtimeV1' })
       .step({ slug: 'work' }, async (input, ctx) => {

@@ -6,23 +6,24 @@
  * command.
  */
 import assert from 'node:assert/strict';
-import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, startWorker } from '../../lib/mod.ts';
+import { OperationError } from '../../lib/errors.ts';
 import {
-  connect,
   createDashboard,
   type Metrics,
   metrics,
   metricsHistory,
-  OperationError,
   type StepMetrics,
 } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 const SECRET = 'metrics-test-secret';
 

@@ -6,23 +6,18 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
+import { toPlacement } from '../../lib/dsl/placement.ts';
 import {
-  defineDeployedFlow,
   FenceStateError,
   FenceTimeoutError,
-  Flow,
   FunctionDisabledError,
   FunctionPausedError,
   OperationError,
   PgCronMissingError,
-  routeFlow,
-  startWorker,
-  toPlacement,
   UnknownFunctionError,
-  type Worker,
-} from '../../lib/mod.ts';
+} from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker, type Worker } from '../../lib/mod.ts';
 import {
-  connect,
   drainStatus,
   fenceBegin,
   fenceEnd,
@@ -37,13 +32,14 @@ import {
   unscheduleKeepAlive,
   waitForFence,
 } from '../../lib/ops.ts';
-import { migrate } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
+import { migrate } from '../../lib/sql/migrate.ts';
 import { startCluster } from '../../tools/_cluster.ts';
 import { adminUrl, createTestDatabase, requirePgCron } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const base = { connectionString: db.url, ...FAST };
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -786,7 +782,7 @@ Deno.test('a fenced rollout from v1 to v2 with runs in flight loses nothing and 
       const status = await client.waitForRun(id, { timeoutMs: 60_000 });
       assert.equal(status.status, 'completed', `run ${i}`);
       const version = i < 16 ? 1 : 2;
-      assert.equal(status.flow_slug, `ordersV${version}`);
+      assert.equal(status.flowSlug, `ordersV${version}`);
       assert.deepEqual(status.output, { ship: { n: i, fetchedBy: version, shippedBy: version } });
     }
     const [tasks] = await db.sql`select count(*)::int as total,

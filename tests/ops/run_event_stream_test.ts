@@ -11,14 +11,11 @@
  * - `SWITCHYARD_AUTH=disabled` does not open the stream on the hosted runtime.
  */
 import assert from 'node:assert/strict';
-import { Flow, toPlacement } from '../../lib/mod.ts';
-import {
-  cancelRun,
-  connect,
-  createDashboard,
-  createRunEventStream,
-  runEvents,
-} from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow } from '../../lib/mod.ts';
+import { createRunEventStream } from '../../lib/mod.ts';
+import { cancelRun, createDashboard, runEvents } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import type { Sql } from '../../lib/sql/connection.ts';
 import { freePort } from '../../cli/_util.ts';
 import { serveWithTimeouts } from '../../cli/_http_server.ts';
@@ -34,7 +31,7 @@ const DATA_CHARS = 16_000;
 let hostile = 0;
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const flow = new Flow<Record<string, never>>({ slug: 'streamEndV1' })
   .step({ slug: 'work' }, () => null);
 await db.sql`select switchyard.ensure_flow(${

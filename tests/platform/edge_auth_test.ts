@@ -4,13 +4,8 @@
  * `SUPABASE_SERVICE_ROLE_KEY` and `SWITCHYARD_WORKER_SECRET`; a malformed value accepts nothing.
  */
 import assert from 'node:assert/strict';
-import {
-  createMemoryPlatform,
-  defineDeployedFlow,
-  EdgeWorker,
-  Flow,
-  routeFlow,
-} from '../../lib/mod.ts';
+import { defineDeployedFlow, EdgeWorker, Flow, routeFlow } from '../../lib/mod.ts';
+import { createMemoryPlatform } from '../../lib/platform/platform.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const db = await createTestDatabase();

@@ -3,20 +3,14 @@
  * disable and coverage refusals, unload and restart — against real PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import {
-  createMemoryPlatform,
-  defineDeployedFlow,
-  EdgeWorker,
-  Flow,
-  routeFlow,
-  startWorker,
-} from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { defineDeployedFlow, EdgeWorker, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
+import { createMemoryPlatform } from '../../lib/platform/platform.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SECRET = 'edge-test-secret-0123456789';
 
 /** Env for a memory platform: the database, the secret and fast polling (through env tuning). */

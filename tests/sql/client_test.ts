@@ -7,23 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import {
-  defineDeployedFlow,
-  Flow,
-  OperationError,
-  routeFlow,
-  startWorker,
-  toPlacement,
-  type Worker,
-} from '../../lib/mod.ts';
-import {
-  createClient,
-  RunFailedError,
-  RunNotFoundError,
-  RunTimeoutError,
-  type SwitchyardClient,
-} from '../../lib/client.ts';
-import { migrate, runEvents } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { OperationError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker, type Worker } from '../../lib/mod.ts';
+import { createClient, type SwitchyardClient } from '../../lib/client.ts';
+import { RunFailedError, RunNotFoundError, RunTimeoutError } from '../../lib/errors.ts';
+import { runEvents } from '../../lib/ops.ts';
+import { migrate } from '../../lib/sql/migrate.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { startCluster } from '../../tools/_cluster.ts';
 import { adminUrl, createTestDatabase } from '../_helpers/db.ts';
@@ -92,10 +82,10 @@ Deno.test('typed start and output round trip through a worker; status lists the 
     assert.equal(long, true);
     const status = await run.status();
     assert.equal(status?.status, 'completed');
-    assert.equal(status?.flow_slug, 'chainV1');
-    assert.equal(status?.started_as, 'chain');
+    assert.equal(status?.flowSlug, 'chainV1');
+    assert.equal(status?.startedAs, 'chain');
     assert.deepEqual(
-      status?.steps.map((s) => [s.step_slug, s.status, s.attempts]),
+      status?.steps.map((s) => [s.stepSlug, s.status, s.attempts]),
       [['fetch', 'completed', 1], ['count', 'completed', 1], ['report', 'completed', 1]],
     );
     // Behind a transaction pooler nothing is delivered: waiting says so instead of hanging.
@@ -391,9 +381,9 @@ Deno.test('cancel mid-flight: queued work archived, the running step finishes un
     );
     const status = await run.status();
     assert.equal(status?.status, 'cancelled');
-    assert.ok(status?.cancelled_at);
+    assert.ok(status?.cancelledAt);
     assert.deepEqual(
-      status?.steps.map((s) => [s.step_slug, s.status]),
+      status?.steps.map((s) => [s.stepSlug, s.status]),
       [['slow', 'cancelled'], ['side', 'cancelled'], ['after', 'cancelled']],
     );
     assert.equal(

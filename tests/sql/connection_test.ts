@@ -5,20 +5,15 @@
  * never echo the password, and real connections made from the parsed options.
  */
 import assert from 'node:assert/strict';
-import {
-  ConnectionStringError,
-  createMemoryPlatform,
-  defineDeployedFlow,
-  EdgeWorker,
-  Flow,
-  routeFlow,
-} from '../../lib/mod.ts';
+import { ConnectionStringError } from '../../lib/errors.ts';
+import { defineDeployedFlow, EdgeWorker, Flow, routeFlow } from '../../lib/mod.ts';
+import { createMemoryPlatform } from '../../lib/platform/platform.ts';
 import {
   CONNECTION_ENV_VARS,
   parseConnectionString,
   resolveConnectionString,
   TRANSACTION_POOLER_MAX_CONNECTIONS,
-} from '../../lib/ops.ts';
+} from '../../lib/sql/connection.ts';
 import { openSql } from '../../lib/sql/connection.ts';
 import { adminUrl } from '../_helpers/db.ts';
 import { createTestDatabase } from '../_helpers/db.ts';

@@ -5,14 +5,9 @@
  * the running handler hears of it through ctx.signal. Real PostgreSQL, real workers.
  */
 import assert from 'node:assert/strict';
-import {
-  defineDeployedFlow,
-  Flow,
-  FlowDefinitionError,
-  RunCancelledError,
-  startWorker,
-  toPlacement,
-} from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { FlowDefinitionError, RunCancelledError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, startWorker } from '../../lib/mod.ts';
 import { createClient } from '../../lib/client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';

@@ -6,13 +6,13 @@
  * why; never backwards, and an operator's later activation stands.
  */
 import assert from 'node:assert/strict';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { CoverageError } from '../../lib/errors.ts';
 import {
-  CoverageError,
   defineDeployedFlow,
   Flow,
   routeFlow,
   startWorker,
-  toPlacement,
   type Worker,
   type WorkerTarget,
 } from '../../lib/mod.ts';

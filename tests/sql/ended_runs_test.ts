@@ -6,12 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { Flow, routeFlow, startWorker } from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const quiet = { info() {}, warn() {}, error() {} };
 
 Deno.test('the lost-message search leaves the queued tasks of a failed run alone', async () => {

@@ -4,15 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import type postgres from 'postgres';
-import {
-  defineDeployedFlow,
-  Flow,
-  FlowDefinitionError,
-  routeFlow,
-  signalPayload,
-  startWorker,
-  toPlacement,
-} from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { FlowDefinitionError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, routeFlow, signalPayload, startWorker } from '../../lib/mod.ts';
 import { createClient } from '../../lib/client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';

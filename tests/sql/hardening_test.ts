@@ -8,22 +8,19 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, startWorker } from '../../lib/mod.ts';
+import { createClient } from '../../lib/client.ts';
 import {
-  cancelRun,
-  connect,
-  createClient,
   DatabaseConnectionError,
-  ensurePgmq,
-  isLocalDatabase,
   OperationError,
-  pauseFunction,
-  pgmqProvider,
-  retryRun,
   RunFailedError,
   RunNotFoundError,
   SqlCoreMissingError,
-} from '../../lib/ops.ts';
+} from '../../lib/errors.ts';
+import { cancelRun, pauseFunction, retryRun } from '../../lib/ops.ts';
+import { ensurePgmq, isLocalDatabase, pgmqProvider } from '../../lib/sql/migrate.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { startWorkerImpl } from '../../lib/worker/worker.ts';
 import { adminUrl, createTestDatabase, urlFor } from '../_helpers/db.ts';
@@ -31,7 +28,7 @@ import { FAST, waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 
 /** The hostile inputs this file tries, counted as they are tried (reported at the end). */
@@ -437,7 +434,7 @@ Deno.test("item 10: the keep-alive base URL names the project's own functions ho
 Deno.test('errors: a wrong database URL names its variable, host and port (never the password) and what to check', async () => {
   hostile += 3;
   const bad = 'postgres://someone:pw-very-secret@127.0.0.1:1/app';
-  const c = connect(bad);
+  const c = untypedClient(bad);
   try {
     const e = await c.runStatus(crypto.randomUUID()).then(() => null, (e) => e);
     assert.ok(e instanceof DatabaseConnectionError, String(e));
@@ -465,7 +462,7 @@ Deno.test('errors: a wrong database URL names its variable, host and port (never
   // A role that does not exist: the server's words and what to check.
   const u = new URL(db.url);
   u.username = 'nosuchuser';
-  const wrongUser = connect(u.toString(), { origin: 'SWITCHYARD_DB_URL' });
+  const wrongUser = untypedClient(u.toString(), { origin: 'SWITCHYARD_DB_URL' });
   try {
     const e = await wrongUser.runStatus(crypto.randomUUID()).then(() => null, (e) => e);
     assert.ok(e instanceof DatabaseConnectionError, String(e));
@@ -484,7 +481,7 @@ Deno.test('errors: a database without the SQL core says to run supabase db push,
   await admin.unsafe(`create database "${name}"`);
   const url = urlFor(name);
   try {
-    const c = connect(url);
+    const c = untypedClient(url);
     try {
       const e = await c.runStatus(crypto.randomUUID()).then(() => null, (e) => e);
       assert.ok(e instanceof SqlCoreMissingError, String(e));

@@ -9,21 +9,21 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
+import { describeValue } from '../../lib/_describe_value.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { EXPLICIT_QUEUE_NAME_RULE, QUEUE_NAME_RULE } from '../../lib/dsl/queue_names.ts';
+import { InvalidQueueNameError, UnsupportedWorkError } from '../../lib/errors.ts';
 import {
   defineDeployedFlow,
-  describeValue,
-  EXPLICIT_QUEUE_NAME_RULE,
   Flow,
-  InvalidQueueNameError,
-  QUEUE_NAME_RULE,
   routeFlow,
   startWorker,
-  toPlacement,
-  UnsupportedWorkError,
   type WorkerLogger,
 } from '../../lib/mod.ts';
 import { assertQueueName } from '../../lib/dsl/queue_names.ts';
-import { connect, quarantineMessages, UnknownFunctionError } from '../../lib/ops.ts';
+import { UnknownFunctionError } from '../../lib/errors.ts';
+import { quarantineMessages } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
@@ -584,7 +584,7 @@ Deno.test('a handler throwing an unprintable value fails its attempt; the worker
       if (make) throw make();
       return { ok: input.kind };
     });
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   const worker = await startWorker(flow, { ...FAST, connectionString: db.url, logger: SILENT });
   try {
     for (const kind of Object.keys(throws)) {
@@ -636,7 +636,7 @@ Deno.test('an output or error PostgreSQL cannot store fails each attempt once, n
       if (input.kind === 'badError') throw new Error('half \ud800 and a nul \u0000 here');
       return outputs[input.kind]?.() ?? 'fine';
     });
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   const worker = await startWorker(flow, { ...FAST, connectionString: db.url, logger: SILENT });
   try {
     for (const kind of Object.keys(outputs)) {
@@ -684,7 +684,7 @@ Deno.test('an output the database refuses for another reason fails its attempt, 
       executions.push(ctx.attempt);
       return input.evil ? { evil: true } : { fine: true };
     });
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   const worker = await startWorker(flow, {
     ...FAST,
     connectionString: db.url,
@@ -732,7 +732,7 @@ Deno.test('a handler whose abort listener throws cannot end the process, on time
       await new Promise((r) => ctx.signal.addEventListener('abort', r));
       throw ctx.signal.reason;
     });
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   const worker = await startWorker(flow, {
     ...FAST,
     connectionString: db.url,
@@ -844,7 +844,7 @@ Deno.test('deno task quarantine moves exactly the foreign messages named in the 
 
   // The function works again once the later foreign message is out of the way too.
   await sql`select pgmq.delete('quar_q', ${later}::bigint)`;
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   const fresh = await startWorker([deployed], options);
   try {
     const run = await client.startFlow('quarantine', { text: 'after' });
@@ -877,7 +877,7 @@ Deno.test("quarantine never moves a real task's message: a registry lacking a ve
     ${pgArray([task.message_id, foreign])}::bigint[], ${w}::uuid, null)`;
   assert.deepEqual(claims.map((c) => c.disposition), ['unsupported', 'unsupported']);
 
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   try {
     const result = await quarantineMessages(client, 'quar-mix-q-worker');
     assert.deepEqual(result.quarantined, [BigInt(foreign)]);

@@ -1,23 +1,19 @@
 /**
  * Idempotent starts (issue 12): `switchyard.start_flow(flow_or_alias, input, run_id)` and
- * `connect().startFlow(alias, input, { runId })`. Real PostgreSQL; the race uses several
+ * `untypedClient().startFlow(alias, input, { runId })`. Real PostgreSQL; the race uses several
  * connections that really wait on each other.
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import {
-  defineDeployedFlow,
-  Flow,
-  OperationError,
-  SwitchyardError,
-  toPlacement,
-} from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { OperationError, SwitchyardError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow } from '../../lib/mod.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 
 const flowV1 = new Flow<{ n: number }>({ slug: 'onceV1' })
   .step({ slug: 'a' }, (i) => i.n)

@@ -8,17 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import {
-  Flow,
-  jsonTextBytes,
-  type JsonValue,
-  OperationError,
-  routeFlow,
-  startWorker,
-  toPlacement,
-  WorkerConfigError,
-} from '../../lib/mod.ts';
-import { connect, keepAlive, keepAliveCommand, pauseFunction } from '../../lib/ops.ts';
+import { jsonTextBytes } from '../../lib/dsl/json.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { OperationError, WorkerConfigError } from '../../lib/errors.ts';
+import { Flow, type JsonValue, routeFlow, startWorker } from '../../lib/mod.ts';
+import { keepAlive, keepAliveCommand, pauseFunction } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { resolveSettings } from '../../lib/worker/settings.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
@@ -26,7 +21,7 @@ import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const base = { connectionString: db.url, ...FAST };
 const MiB = 1024 * 1024;
 

@@ -7,7 +7,8 @@
  * the same as a search a year ahead finds.
  */
 import assert from 'node:assert/strict';
-import { Flow, toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow } from '../../lib/mod.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const db = await createTestDatabase();

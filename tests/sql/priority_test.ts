@@ -8,13 +8,16 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, routeFlow, startWorker, SwitchyardError, toPlacement } from '../../lib/mod.ts';
-import { connect, startRun } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { SwitchyardError } from '../../lib/errors.ts';
+import { Flow, routeFlow, startWorker } from '../../lib/mod.ts';
+import { startRun } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
-const client = connect(db.url);
+const client = untypedClient(db.url);
 
 async function deploy(flow: { slug: string }, queues: Record<string, string>) {
   // deno-lint-ignore no-explicit-any

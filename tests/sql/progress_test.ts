@@ -7,8 +7,10 @@
  * their own runs only (what Supabase Realtime checks for each subscriber).
  */
 import assert from 'node:assert/strict';
-import { Flow, startWorker, toPlacement } from '../../lib/mod.ts';
-import { connect, runEvents } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, startWorker } from '../../lib/mod.ts';
+import { runEvents } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { adminUrl } from '../_helpers/db.ts';
 import postgres from 'postgres';
@@ -16,7 +18,7 @@ import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 const base = { connectionString: db.url, ...FAST, logger: SILENT };
 

@@ -7,16 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, OperationError, PgCronMissingError, routeFlow, startWorker } from '../../lib/mod.ts';
-import {
-  connect,
-  migrate,
-  prune,
-  pruneAll,
-  pruneCommand,
-  schedulePrune,
-  unschedulePrune,
-} from '../../lib/ops.ts';
+import { OperationError, PgCronMissingError } from '../../lib/errors.ts';
+import { Flow, routeFlow, startWorker } from '../../lib/mod.ts';
+import { prune, pruneAll, pruneCommand, schedulePrune, unschedulePrune } from '../../lib/ops.ts';
+import { migrate } from '../../lib/sql/migrate.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { ageInterval } from '../../cli/prune.ts';
 import { startCluster } from '../../tools/_cluster.ts';
 import { createTestDatabase, type TestDatabase } from '../_helpers/db.ts';
@@ -28,7 +23,7 @@ const quiet = { info() {}, warn() {}, error() {} };
 /** A fresh database and its client for one test. */
 async function fresh() {
   const db = await createTestDatabase();
-  const client = connect(db.url);
+  const client = untypedClient(db.url);
   return {
     db,
     client,

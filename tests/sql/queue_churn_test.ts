@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow } from '../../lib/mod.ts';
 import { pgArray, WorkerQueries } from '../../lib/sql/worker_queries.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 

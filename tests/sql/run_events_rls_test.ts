@@ -9,14 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import {
-  defineDeployedFlow,
-  Flow,
-  signalPayload,
-  startWorker,
-  toPlacement,
-} from '../../lib/mod.ts';
-import { createClient, migrate } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { defineDeployedFlow, Flow, signalPayload, startWorker } from '../../lib/mod.ts';
+import { createClient } from '../../lib/client.ts';
+import { migrate } from '../../lib/sql/migrate.ts';
 import { registry } from '../../supabase/functions/_shared/registry.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 

@@ -12,21 +12,17 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { defineDeployedFlow, Flow, toPlacement } from '../../lib/mod.ts';
-import {
-  backfillSchedule,
-  connect,
-  createSchedule,
-  InvalidInputError,
-  OperationError,
-  updateSchedule,
-} from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { defineDeployedFlow, Flow } from '../../lib/mod.ts';
+import { InvalidInputError, OperationError } from '../../lib/errors.ts';
+import { backfillSchedule, createSchedule, updateSchedule } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
-const client = connect(db.url);
+const client = untypedClient(db.url);
 
 /** The hostile inputs this file tries, counted as they are tried (reported at the end). */
 let hostile = 0;

@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow } from '../../lib/mod.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 

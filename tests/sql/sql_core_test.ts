@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { Flow, routeFlow, toPlacement, WORKER_SETTINGS } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, routeFlow } from '../../lib/mod.ts';
+import { WORKER_SETTINGS } from '../../lib/worker/settings.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 

@@ -3,7 +3,8 @@
  * a DETAIL that is a JSON object, so callers map by code and read fields, never the message.
  */
 import assert from 'node:assert/strict';
-import { Flow, routeFlow, toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, routeFlow } from '../../lib/mod.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const db = await createTestDatabase();

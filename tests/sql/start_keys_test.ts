@@ -8,13 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import {
-  defineDeployedFlow,
-  Flow,
-  OperationError,
-  SwitchyardError,
-  toPlacement,
-} from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { OperationError, SwitchyardError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow } from '../../lib/mod.ts';
 import { createClient } from '../../lib/client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { waitFor } from '../_helpers/wait.ts';

@@ -5,14 +5,15 @@
  * through either path get the same tasks, message bodies, delays and message order per queue.
  */
 import assert from 'node:assert/strict';
-import { Flow, routeFlow, toPlacement } from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { Flow, routeFlow } from '../../lib/mod.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
-const client = connect(db.url);
+const client = untypedClient(db.url);
 
 const QUEUES = { a: 'succ_root', b: 'succ_shared', c: 'succ_other', e: 'succ_shared' } as const;
 

@@ -11,23 +11,23 @@
  * @module
  */
 import assert from 'node:assert/strict';
+import { toPlacement } from '../../lib/dsl/placement.ts';
 import {
   defineDeployedFlow,
   Flow,
   routeFlow,
   signalPayload,
   startWorker,
-  toPlacement,
   type WorkerLogger,
   type WorkerTarget,
 } from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SILENT: WorkerLogger = { info: () => {}, warn: () => {}, error: () => {} };
 
 /** The hostile inputs this file tries, counted as they are tried (reported at the end). */

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { NonRetriable, RetryAfter } from '../../lib/mod.ts';
-import { createTestEngine, RunStateError, SwitchyardError } from '../../lib/testing.ts';
+import { RunStateError, SwitchyardError } from '../../lib/errors.ts';
+import { createTestEngine } from '../../lib/testing.ts';
 import { registry } from './_flows.ts';
 
 const T0 = '2030-01-01T09:00:00.000Z';

@@ -45,7 +45,14 @@ async function graph(entry: string): Promise<Map<string, string[]>> {
 const rel = (path: string) => path.startsWith(libDir) ? `lib/${path.slice(libDir.length)}` : path;
 
 for (
-  const entry of ['lib/mod.ts', 'lib/ops.ts', 'lib/client.ts', 'lib/flows.ts', 'lib/testing.ts']
+  const entry of [
+    'lib/mod.ts',
+    'lib/ops.ts',
+    'lib/client.ts',
+    'lib/flows.ts',
+    'lib/errors.ts',
+    'lib/testing.ts',
+  ]
 ) {
   Deno.test(`${entry}: the kit's modules import each other without a circle`, async () => {
     const edges = await graph(entry);
@@ -147,11 +154,17 @@ Deno.test('lib/client.ts reaches no worker or platform code', async () => {
 
 Deno.test('lib/flows.ts reaches the DSL and the error classes only: no database, worker, platform or npm code', async () => {
   const reached = [...(await graph('lib/flows.ts')).keys()].map(rel);
-  const allowed = /^lib\/(flows|errors)\.ts$|^lib\/dsl\/|^lib\/sql\/fence_status\.ts$/;
+  const allowed =
+    /^lib\/(flows|errors|_describe_value)\.ts$|^lib\/dsl\/|^lib\/sql\/fence_status\.ts$/;
   assert.deepEqual(reached.filter((p) => !allowed.test(p)), []);
 });
 
-for (const entry of ['lib/flows.ts', 'lib/client.ts', 'lib/testing.ts']) {
+Deno.test('lib/errors.ts, the errors entry, reaches nothing but its value helper and a type', async () => {
+  const reached = [...(await graph('lib/errors.ts')).keys()].map(rel).sort();
+  assert.deepEqual(reached, ['lib/_describe_value.ts', 'lib/errors.ts', 'lib/sql/fence_status.ts']);
+});
+
+for (const entry of ['lib/flows.ts', 'lib/client.ts', 'lib/errors.ts', 'lib/testing.ts']) {
   Deno.test(`${entry}, an entry of the npm package for Node, names no Deno global in its code`, async () => {
     const offenders: string[] = [];
     for (const path of (await graph(entry)).keys()) {

@@ -7,13 +7,16 @@
  * map elements on a shared queue included.
  */
 import assert from 'node:assert/strict';
-import { Flow, routeFlow, RunCancelledError, startWorker, toPlacement } from '../../lib/mod.ts';
-import { cancelRun, connect } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { RunCancelledError } from '../../lib/errors.ts';
+import { Flow, routeFlow, startWorker } from '../../lib/mod.ts';
+import { cancelRun } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 const base = { connectionString: db.url, ...FAST, logger: SILENT };
 

@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { type Cluster, startCluster } from '../../tools/_cluster.ts';
-import { migrate } from '../../lib/ops.ts';
+import { migrate } from '../../lib/sql/migrate.ts';
 import { CHAOS_MAX_ATTEMPTS } from '../fixtures/chaos_worker.ts';
 import { waitFor } from '../_helpers/wait.ts';
 

@@ -9,14 +9,16 @@
  * max_task_refunds() hand-overs of a task are refunded.
  */
 import assert from 'node:assert/strict';
-import { type AnyFlow, Flow, startWorker, toPlacement } from '../../lib/mod.ts';
-import { connect, retryRun } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { type AnyFlow, Flow, startWorker } from '../../lib/mod.ts';
+import { retryRun } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { type Resumed, summing } from '../fixtures/checkpoint_worker.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 const base = { connectionString: db.url, ...FAST, logger: SILENT };
 

@@ -6,7 +6,8 @@
  * the change is refused as always.
  */
 import assert from 'node:assert/strict';
-import { defineDeployedFlow, Flow, OperationError, routeFlow, startWorker } from '../../lib/mod.ts';
+import { OperationError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
 import { isLocalDatabaseHost, localDevelopment } from '../../lib/worker/development.ts';
 import { startWorkerImpl } from '../../lib/worker/worker.ts';
 import { createTestDatabase } from '../_helpers/db.ts';

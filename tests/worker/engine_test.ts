@@ -2,21 +2,15 @@
  * The durable engine end to end for plain flows: real PostgreSQL, real workers.
  */
 import assert from 'node:assert/strict';
-import {
-  createMemoryPlatform,
-  EdgeWorker,
-  Flow,
-  InvalidInputError,
-  startWorker,
-  WorkerConfigError,
-  WorkerShutdownError,
-} from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { InvalidInputError, WorkerConfigError, WorkerShutdownError } from '../../lib/errors.ts';
+import { EdgeWorker, Flow, startWorker } from '../../lib/mod.ts';
+import { createMemoryPlatform } from '../../lib/platform/platform.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 
 function diamond(slug: string) {

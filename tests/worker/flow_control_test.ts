@@ -4,20 +4,18 @@
  * against real PostgreSQL with several real workers on one shared queue.
  */
 import assert from 'node:assert/strict';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { FlowDefinitionError, FunctionDisabledError } from '../../lib/errors.ts';
 import {
   defineDeployedFlow,
   Flow,
-  FlowDefinitionError,
-  FunctionDisabledError,
   NonRetriable,
   RetryAfter,
   routeFlow,
   startWorker,
-  toPlacement,
   type Worker,
 } from '../../lib/mod.ts';
 import {
-  connect,
   createDashboard,
   type DashboardOverview,
   fenceBegin,
@@ -27,11 +25,12 @@ import {
   resumeFunction,
   waitForFence,
 } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const base = { connectionString: db.url, ...FAST };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -293,7 +292,7 @@ Deno.test('RetryAfter: the handler sets the delay and drains the named limit; No
     const failed = await client.waitForRun(await client.startFlow('retryAfter', { mode: 'never' }));
     assert.equal(failed.status, 'failed');
     const [f] = await db.sql`select attempts_count, status, error from switchyard.step_tasks
-      where run_id = ${failed.run_id}::uuid`;
+      where run_id = ${failed.runId}::uuid`;
     assert.equal(f.attempts_count, 1, 'NonRetriable used one attempt of five');
     assert.equal(f.status, 'failed');
     assert.match(String(f.error), /HTTP 400/);

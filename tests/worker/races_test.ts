@@ -7,16 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import {
-  defineDeployedFlow,
-  Flow,
-  routeFlow,
-  startWorker,
-  toPlacement,
-  UnsupportedWorkError,
-  type Worker,
-} from '../../lib/mod.ts';
-import { connect } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { UnsupportedWorkError } from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker, type Worker } from '../../lib/mod.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
@@ -29,7 +23,7 @@ if (!Number.isInteger(ITERATIONS) || ITERATIONS < 1) {
 }
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const sql = db.sql;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)];

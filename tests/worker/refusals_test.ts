@@ -4,22 +4,17 @@
  * one row per function and kind — against real PostgreSQL with real workers.
  */
 import assert from 'node:assert/strict';
-import {
-  createMemoryPlatform,
-  defineDeployedFlow,
-  EdgeWorker,
-  Flow,
-  routeFlow,
-  startWorker,
-  toPlacement,
-  UnsupportedWorkError,
-} from '../../lib/mod.ts';
-import { connect, pauseFunction } from '../../lib/ops.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { UnsupportedWorkError } from '../../lib/errors.ts';
+import { defineDeployedFlow, EdgeWorker, Flow, routeFlow, startWorker } from '../../lib/mod.ts';
+import { createMemoryPlatform } from '../../lib/platform/platform.ts';
+import { pauseFunction } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const SECRET = 'refusals-test-secret-5e1d';
 const base = { connectionString: db.url, ...FAST };
 

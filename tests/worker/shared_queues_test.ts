@@ -4,26 +4,23 @@
  * against real PostgreSQL with real workers.
  */
 import assert from 'node:assert/strict';
+import { toPlacement } from '../../lib/dsl/placement.ts';
 import {
   CoverageError,
-  defineDeployedFlow,
-  Flow,
   FunctionPausedError,
   InvalidQueueNameError,
   RouteError,
-  routeFlow,
-  startWorker,
-  toPlacement,
   UnsupportedWorkError,
-  withStepQueues,
   WorkerConfigError,
-} from '../../lib/mod.ts';
-import { connect, drainStatus, pauseFunction, resumeFunction } from '../../lib/ops.ts';
+} from '../../lib/errors.ts';
+import { defineDeployedFlow, Flow, routeFlow, startWorker, withStepQueues } from '../../lib/mod.ts';
+import { drainStatus, pauseFunction, resumeFunction } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
-const client = connect(db.url);
+const client = untypedClient(db.url);
 const base = { connectionString: db.url, ...FAST };
 
 type Row = Record<string, unknown>;
@@ -123,10 +120,10 @@ Deno.test('shared versions: v1 and v2 of one alias on one queue; runs keep the c
     const newRun = await client.startFlow('verThreads', { text: 'new' });
     const o = await client.waitForRun(oldRun);
     const n = await client.waitForRun(newRun);
-    assert.equal(o.flow_slug, 'verThreadsV1');
+    assert.equal(o.flowSlug, 'verThreadsV1');
     assert.deepEqual(o.output, { deliver: { sent: 'v1:old' } });
-    assert.equal(n.flow_slug, 'verThreadsV2');
-    assert.equal(n.started_as, 'verThreads');
+    assert.equal(n.flowSlug, 'verThreadsV2');
+    assert.equal(n.startedAs, 'verThreads');
     assert.deepEqual(n.output, { deliver: { sent: 'v2:new' } });
     const activations = await db.sql`select flow_slug, previous_flow_slug, source
       from switchyard.alias_activations where alias = 'verThreads' order by activation_id`;

@@ -15,7 +15,8 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { defineDeployedFlow, Flow, startWorker, toPlacement } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { defineDeployedFlow, Flow, startWorker } from '../../lib/mod.ts';
 import { createClient } from '../../lib/client.ts';
 import { formatTraceparent } from '../../lib/tracing.ts';
 import { createTestDatabase } from '../_helpers/db.ts';

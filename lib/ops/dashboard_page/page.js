@@ -594,7 +594,7 @@
       return '<div class="empty">No runs' +
         ($select('run-status').value || $select('run-queue').value
           ? ' match the filter.'
-          : " yet. Start one with <code>select switchyard.start_flow('&lt;alias&gt;', '{}')</code> or <code>connect().startFlow(alias, input)</code>.") +
+          : " yet. Start one with <code>select switchyard.start_flow('&lt;alias&gt;', '{}')</code> or <code>createClient(registry).start(alias, input)</code>.") +
         '</div>';
     }
     const canAct = can(data, 'cancel') || can(data, 'retry');

@@ -6,16 +6,15 @@
  * in a function the runtime tests do not call; they check the same rules at runtime.
  */
 import assert from 'node:assert/strict';
+import { toPlacement } from '../../../lib/dsl/placement.ts';
+import { FlowDefinitionError, RouteError } from '../../../lib/errors.ts';
 import {
   defineDeployedFlow,
   Flow,
-  FlowDefinitionError,
-  RouteError,
   routeFlow,
   signalPayload,
   type SignalSlugs,
   type StepOutputs,
-  toPlacement,
   type WaitSlugs,
 } from '../../../lib/mod.ts';
 import { type AliasSignals, createClient, type RegistrySignals } from '../../../lib/client.ts';

@@ -11,10 +11,9 @@ import {
   type AliasOf,
   type AliasOutput,
   createClient,
-  type FlowOutput,
-  type LeafSlugs,
   type RunEvent,
 } from '../../../lib/client.ts';
+import type { FlowOutput, LeafSlugs } from '../../../lib/mod.ts';
 import { registry as shipped } from '../../../supabase/functions/_shared/registry.ts';
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
@@ -164,7 +163,7 @@ async function typeTests(): Promise<void> {
     if (event.stepSlug === 'triage') break;
   }
   const status = await client.run<'tickets'>(crypto.randomUUID()).status();
-  const step: 'triage' | undefined = status?.steps[0].step_slug;
+  const step: 'triage' | undefined = status?.steps[0].stepSlug;
   await client.cancel(run.runId, 'not needed');
   await client.retry(run.runId);
   await run.cancel('not needed');

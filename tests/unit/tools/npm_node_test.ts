@@ -76,7 +76,7 @@ Deno.test('nodeSource refuses what Node cannot resolve, naming the file and the 
 });
 
 Deno.test('the Node entries depend on the npm packages they import, at the versions deno.lock pins', async () => {
-  assert.deepEqual(Object.keys(NODE_ENTRIES), ['.', './client', './testing']);
+  assert.deepEqual(Object.keys(NODE_ENTRIES), ['.', './client', './errors', './testing']);
   // A lock's version may carry its peers after `_` (`0.2.17_@electric-sql+pglite@0.5.14`).
   const locked = Object.fromEntries(
     Object.entries(await lockedSpecifiers(join(KIT_ROOT, 'deno.lock'))).map((

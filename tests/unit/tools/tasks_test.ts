@@ -149,10 +149,10 @@ Deno.test('deno.json is a package: its version is the kit version, its exports t
   assert.equal(pkg.name, '@switchyard/switchyard');
   assert.deepEqual(pkg.exports, {
     '.': './lib/mod.ts',
-    './flows': './lib/flows.ts',
     './client': './lib/client.ts',
     './ops': './lib/ops.ts',
-    './browser': './lib/browser.ts',
+    './errors': './lib/errors.ts',
     './testing': './lib/testing.ts',
+    './browser': './lib/browser.ts',
   });
 });

@@ -93,11 +93,13 @@ const v1 = new Flow<Thread>({ slug: 'communityThreadsV1', maxAttempts: 3, baseDe
  *
  * @example
  * ```ts
- * import { connect } from 'switchyard/ops.ts';
+ * import { createClient } from 'switchyard/client.ts';
+ * import { registry } from '../registry.ts';
  *
  * // Callers start the alias; the run keeps the concrete slug of the active version.
- * const client = connect();
- * await client.startFlow('communityThreads', { id: 't1', title: 'Outage', body: '…' });
+ * const client = createClient(registry);
+ * await client.start('communityThreads', { id: 't1', title: 'Outage', body: '…' });
+ * await client.close();
  * ```
  */
 export const communityThreadsV1 = defineDeployedFlow(

@@ -63,15 +63,17 @@ const v1 = new Flow<Ticket>({ slug: 'supportTicketsV1', maxAttempts: 3, baseDela
  *
  * @example
  * ```ts
- * import { connect } from 'switchyard/ops.ts';
+ * import { createClient } from 'switchyard/client.ts';
+ * import { registry } from '../registry.ts';
  *
- * const client = connect();
- * await client.startFlow('supportTickets', {
+ * const client = createClient(registry);
+ * await client.start('supportTickets', {
  *   id: 'k1',
  *   customer: 'acme',
  *   plan: 'enterprise',
  *   subject: 'Site down after upgrade',
  * });
+ * await client.close();
  * ```
  */
 export const supportTicketsV1 = defineDeployedFlow(
