@@ -4,92 +4,7 @@
 -- assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_begin_wait.sql
-
--- A wait or sleep step just moved to started (by _start_ready_steps; a 'flow' step goes to
--- _begin_child): a wait whose signal
--- arrived early gets it now (returns true: the step is done, its dependents may be ready);
--- else the step waits (returns false): its deadline is set from its timeout (a wait without
--- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
--- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
--- A sleep until a time reads it now, at the step's path of the run input or of the step's
--- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
--- fails the step and the run naming the path, the value and the rule (returns true); a time
--- already past completes the sleep at once (true); else it is the deadline.
-create or replace function switchyard._begin_wait(run uuid, flow text, step text)
-returns boolean
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  st switchyard.steps;
-  deadline timestamptz;
-  source jsonb;
-  v jsonb;
-  problem text;
-begin
-  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
-  if st.step_type = 'flow' then
-    return switchyard._begin_child(run, flow, step);
-  end if;
-  if st.step_type = 'wait'
-     and exists (select 1 from switchyard.run_signals rs where rs.run_id = run and rs.step_slug = step) then
-    perform switchyard._finish_wait(run, flow, step, 'signalled');
-    return true;
-  end if;
-  if st.sleep_until is null then
-    deadline := switchyard.clock_now() + make_interval(secs => st.wait_timeout);
-  else
-    if st.sleep_until_input = 'run' or st.deps_count = 0 then
-      select r.input into source from switchyard.runs r where r.run_id = run;
-    else
-      source := switchyard._dependency_outputs(run, flow, step);
-    end if;
-    v := source #> st.sleep_until;
-    if v is null then
-      problem := 'is missing';
-    elsif jsonb_typeof(v) <> 'string' then
-      problem := format('is a JSON %s (%s), not a string', jsonb_typeof(v), switchyard._clip(v::text));
-    -- A date, a time and a zone: PostgreSQL would also read 'now', 'epoch' or a local time.
-    elsif (v #>> '{}') !~ '^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d(:?\d\d)?)$' then
-      problem := format('%s is not an ISO 8601 timestamp with a time zone', switchyard._clip(v #>> '{}'));
-    else
-      begin
-        deadline := (v #>> '{}')::timestamptz;
-      -- Any data exception: a bad format (22007), a field out of range (22008), an offset
-      -- PostgreSQL refuses (22009: +16:00, +15:60, -1599) although the pattern and
-      -- JavaScript's Date accept it.
-      exception when data_exception then
-        problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
-      end;
-      if problem is null and deadline > switchyard.clock_now() + interval '365 days' then
-        problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
-      end if;
-    end if;
-    if problem is not null then
-      perform switchyard._fail_run_step(run, step, format(
-        'sleep step %s until: the value at %s of the %s input %s: use an ISO 8601 timestamp '
-        'with a time zone such as "2026-12-24T09:00:00Z", at most 365 days ahead',
-        to_json(step)::text, to_json(array_to_string(st.sleep_until, '.'))::text,
-        st.sleep_until_input, problem));
-      return true;
-    end if;
-    if deadline <= switchyard.clock_now() then
-      perform switchyard._finish_wait(run, flow, step, 'slept');
-      return true;
-    end if;
-  end if;
-  update switchyard.step_states ss
-     set wait_deadline = deadline, remaining_tasks = 0
-   where ss.run_id = run and ss.step_slug = step;
-  perform switchyard._wait_event(run, flow, step, 'waiting');
-  return false;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/clock_now.sql
+-- supabase/schemas/functions/rules/clock_now.sql
 
 -- The SQL core's clock (docs/ARCHITECTURE.md §17): the time every time rule reads — wait
 -- timeouts, sleeps and `until`, delayed starts, run deadlines, retry and stall recovery, the
@@ -108,7 +23,263 @@ parallel safe
 as $$ select pg_catalog.now() $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_complete_run_if_done.sql
+-- supabase/schemas/functions/rules/queue_clock.sql
+
+-- PGMQ's clock as it runs (docs/ARCHITECTURE.md §17): clock_timestamp(), the time PGMQ's send,
+-- read and set_vt compare a message's visibility (`vt`) with. The core's own reads and writes of
+-- `vt` (the ordered read, hiding claimed messages, prune, the dashboard's queue counts) use it, so
+-- they agree with PGMQ's. A test engine never replaces it: advancing a test clock moves the `vt`
+-- of the kit's queues back instead. Inlined like clock_now (plain SQL, no SET); volatile, as
+-- clock_timestamp() is.
+create or replace function switchyard.queue_clock()
+returns timestamptz
+language sql
+volatile
+parallel safe
+as $$ select pg_catalog.clock_timestamp() $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/rules/queue_now.sql
+
+-- PGMQ's clock at this transaction's start (docs/ARCHITECTURE.md §17): what the core reads when it
+-- compares with or writes a time of PGMQ's frame, where PGMQ itself reads the real clock: a queue
+-- message's `enqueued_at`, its `vt` in the metrics, and the `ranked_at` of a message body (§5.14),
+-- which the ordered read ranks against `enqueued_at`. It is now(), and unlike clock_now a test
+-- engine never replaces it: advancing a test clock moves these times back instead. Inlined like
+-- clock_now (plain SQL, stable, no SET).
+create or replace function switchyard.queue_now()
+returns timestamptz
+language sql
+stable
+parallel safe
+as $$ select pg_catalog.now() $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/rules/set_setting.sql
+
+-- Sets (or, with null, clears) an operator setting: a limit of switchyard.limits() (input and
+-- output sizes, user runs per minute, priority ageing) or a keep-alive setting (base URL, bearer,
+-- hosts), each value checked against its rule before it is stored.
+create or replace function switchyard.set_setting(name text, value text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  problem text;
+begin
+  if name is null
+     or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
+                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
+                     'priority_ageing_seconds') then
+    raise exception using errcode = '22023', message = format(
+      'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
+      'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
+      'priority_ageing_seconds',
+      switchyard._clip(name)),
+      detail = jsonb_build_object(
+        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+  end if;
+  if value is not null then
+    if name = 'functions_base_url' then
+      problem := switchyard.base_url_problem(value);
+    elsif name = 'functions_bearer' and value ~ '[[:space:][:cntrl:]]' then
+      problem := 'a bearer contains no whitespace or control characters';
+    elsif name = 'functions_bearer' and char_length(value) > 8192 then
+      problem := format('it is %s characters long; the limit is 8192', char_length(value));
+    elsif name in ('max_input_bytes', 'max_output_bytes')
+          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 104857600
+                    else true end) then
+      problem := 'use a number of bytes from 65536 (64 KiB) to 104857600 (100 MiB)';
+    elsif name = 'max_map_output_bytes'
+          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 209715200
+                    else true end) then
+      -- jsonb holds at most 255 MB; an aggregate near that fails in PostgreSQL itself.
+      problem := 'use a number of bytes from 65536 (64 KiB) to 209715200 (200 MiB)';
+    elsif name = 'user_runs_per_minute'
+          and (case when value ~ '^[0-9]{1,7}$' then value::int not between 1 and 1000000
+                    else true end) then
+      problem := 'use a number of runs from 1 to 1000000 (revoke start_user_run to allow none)';
+    elsif name = 'priority_ageing_seconds'
+          and (case when value ~ '^[0-9]{1,6}$' then value::int not between 1 and 86400
+                    else true end) then
+      problem := 'use a number of seconds from 1 to 86400 (what one priority level is worth)';
+    elsif name = 'functions_hosts' then
+      problem := switchyard._hosts_problem(value);
+    end if;
+    if problem is not null then
+      raise exception using errcode = '22023', message = format(
+        'setting %s %s is invalid: %s', name,
+        case when name = 'functions_bearer' then '(value not shown)' else switchyard._clip(value) end,
+        problem),
+        detail = jsonb_build_object(
+          'rule', case when name = 'functions_base_url' then 'url_format' else 'setting_value' end,
+          'argument', 'value',
+          'value', case when name = 'functions_bearer' then null else left(value, 200) end,
+          'setting', name, 'problem', problem)::text;
+    end if;
+  end if;
+  if value is null then
+    delete from switchyard.settings s where s.name = set_setting.name;
+  else
+    insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
+    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = switchyard.clock_now();
+  end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/queues/adopt_queue.sql
+
+-- Administrative adoption of an existing PGMQ queue as a shared queue. Succeeds
+-- only when the queue is empty or every message in it belongs to a tracked task. The adopted
+-- queue's table is tuned for churn (_tune_queue_table).
+create or replace function switchyard.adopt_queue(pgmq_queue_name text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  canonical text := lower(pgmq_queue_name);
+  spellings text[];
+  existing switchyard.queues;
+  foreign_ids bigint[];
+  foreign_count bigint;
+begin
+  if pgmq_queue_name is null then
+    raise exception using errcode = '22023', message = 'adopt_queue: queue name is missing',
+      detail = jsonb_build_object(
+        'rule', 'argument_missing', 'argument', 'pgmq_queue_name', 'value', null)::text;
+  end if;
+  perform switchyard.assert_queue_name(canonical, true);
+  perform switchyard._lock_queue_name(canonical);
+  spellings := switchyard._pgmq_spellings(canonical);
+  if cardinality(spellings) = 0 then
+    raise exception using errcode = '22023', message = format(
+      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text),
+      detail = jsonb_build_object(
+        'rule', 'pgmq_queue_missing', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200))::text;
+  elsif cardinality(spellings) > 1 then
+    raise exception using errcode = '22023', message = format(
+      'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
+      to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
+      detail = jsonb_build_object(
+        'rule', 'pgmq_queue_ambiguous', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200), 'pgmq_spellings', to_jsonb(spellings))::text;
+  end if;
+  select * into existing from switchyard.queues q where q.queue_name = canonical;
+  if found then
+    if existing.ownership = 'private' then
+      raise exception using errcode = '23505', message = format(
+        'cannot adopt queue %s: it is the private queue of flow %s',
+        to_json(canonical)::text, to_json(existing.owner_flow)::text),
+        detail = jsonb_build_object(
+          'rule', 'queue_is_private', 'argument', 'pgmq_queue_name',
+          'value', left(pgmq_queue_name, 200), 'owner_flow', existing.owner_flow)::text;
+    end if;
+    return 'already registered';
+  end if;
+  -- Hold off writers while the messages are checked. PGMQ names the queue's table
+  -- (pgmq.format_table_name lower-cases the spelling).
+  execute format('lock table pgmq.%I in exclusive mode', pgmq.format_table_name(spellings[1], 'q'));
+  execute format(
+    'select array_agg(m.msg_id order by m.msg_id), count(*) from pgmq.%I m
+      where not exists (select 1 from switchyard.step_tasks t
+                        where t.queue_name = $1 and t.message_id = m.msg_id)',
+    pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
+  if foreign_count > 0 then
+    raise exception using errcode = '55000', message = format(
+      'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
+      'adoption requires an empty queue or only tracked messages',
+      to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
+      detail = jsonb_build_object(
+        'rule', 'queue_has_untracked_messages', 'argument', 'pgmq_queue_name',
+        'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
+        'message_ids', to_jsonb(foreign_ids[1:20]))::text;
+  end if;
+  perform switchyard._tune_queue_table(spellings[1]);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
+  values (canonical, spellings[1], 'shared', null, switchyard.clock_now());
+  return 'adopted';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/_record_activation.sql
+
+-- Records one activation of an alias (docs/ARCHITECTURE.md §6): every move of its one active
+-- concrete version is kept, with the version before it and what moved it.
+create or replace function switchyard._record_activation(
+  alias_name text, target text, previous text, source text
+)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  insert into switchyard.aliases as a (alias, flow_slug, activated_at)
+  values (alias_name, target, switchyard.clock_now())
+  on conflict (alias) do update set flow_slug = excluded.flow_slug, activated_at = excluded.activated_at;
+  insert into switchyard.alias_activations (alias, flow_slug, previous_flow_slug, source)
+  values (alias_name, target, previous, source);
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/declare_alias.sql
+
+-- The versions the project's registry declares for an alias, oldest first, the last one the
+-- target: what `deno task compile` writes into a migration (docs/ARCHITECTURE.md §6, Declared
+-- aliases). Records the declaration (the latest replaces the one before), then moves the alias
+-- to the target unless _alias_move_blocker says why not. So the compiled migrations, replayed
+-- in any order on any database (incrementally, all at once on an empty one, after a backup),
+-- leave each alias where the project's current registry puts it, without a worker: new, it is
+-- activated; pointing at an earlier listed version, or at a retired one with no started run, it
+-- moves when no live worker lacks the target. Otherwise it stays, and the answer says why:
+-- 'activated', 'current', or 'deferred: <why>'. A held-back move is made by the first worker
+-- whose registry has the target (sync_alias), or by the next declaration that may.
+create or replace function switchyard.declare_alias(alias_name text, versions text[])
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  target text;
+  current_target text;
+  blocker text;
+begin
+  perform switchyard._alias_members_add(alias_name, versions);
+  target := versions[cardinality(versions)];
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  insert into switchyard.alias_declarations as d (alias, versions, declared_at)
+  values (alias_name, versions, switchyard.clock_now())
+  on conflict (alias) do update set versions = excluded.versions, declared_at = excluded.declared_at;
+  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
+  if not found then
+    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+    perform switchyard._record_activation(alias_name, target, null, 'migration');
+    return 'activated';
+  elsif current_target = target then
+    return 'current';
+  end if;
+  blocker := switchyard._alias_move_blocker(current_target, versions);
+  if blocker is not null then
+    raise notice 'alias % stays on %: %', alias_name, current_target, blocker;
+    return 'deferred: ' || blocker;
+  end if;
+  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
+  return 'activated';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_complete_run_if_done.sql
 
 -- Completes a started run none of whose steps is left (every one completed or skipped), with
 -- its leaf outputs (complete_tasks completes the runs its batch finishes in its count-down).
@@ -125,7 +296,7 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_complete_without_tasks.sql
+-- supabase/schemas/functions/runs/_complete_without_tasks.sql
 
 -- A step that is done without a task (an empty map: output []): completes its state, counts
 -- the run and its waiting dependents down.
@@ -151,7 +322,7 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_fail_run_step.sql
+-- supabase/schemas/functions/runs/_fail_run_step.sql
 
 -- Fails a step and its run without a task attempt (an unmet condition with whenUnmet
 -- 'fail'); the run's queued messages are archived.
@@ -173,7 +344,7 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_fail_run_unforeseen.sql
+-- supabase/schemas/functions/runs/_fail_run_unforeseen.sql
 
 -- Fails a started run for an error no rule of the SQL core foresaw (a bug, a value that got past
 -- every check), raised while a tick or a completion worked on that run alone: the run fails
@@ -207,406 +378,7 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_finish_wait.sql
-
--- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
---   - 'signalled': its kept signal is marked delivered and its payload becomes the output;
---   - 'slept': a sleep's time is up, its output is null;
---   - 'timed out': a wait's timeout, as its on_timeout says: 'skip' skips the step (its
---     dependents run without its output), 'fail' fails the step and the run.
--- The caller holds the run's row lock, and starts the ready steps after (_start_ready_steps
--- when it is not that function itself) and completes the run when none is left.
-create or replace function switchyard._finish_wait(run uuid, flow text, step text, outcome text)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  st switchyard.steps;
-  signal_payload jsonb;
-begin
-  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
-  if outcome = 'signalled' then
-    update switchyard.run_signals rs set delivered_at = switchyard.clock_now()
-     where rs.run_id = run and rs.step_slug = step
-    returning rs.payload into signal_payload;
-    perform switchyard._wait_event(run, flow, step, 'signalled');
-    perform switchyard._complete_without_tasks(run, flow, step, signal_payload);
-  elsif outcome = 'slept' then
-    perform switchyard._complete_without_tasks(run, flow, step, 'null');
-  elsif st.on_timeout = 'skip' then
-    perform switchyard._wait_event(run, flow, step, 'timed out');
-    perform switchyard._skip_step(run, flow, step, format(
-      'wait timed out: no signal within %s seconds (onTimeout skip)', st.wait_timeout), false);
-  else
-    perform switchyard._wait_event(run, flow, step, 'timed out');
-    perform switchyard._fail_run_step(run, step, format(
-      'wait step %s timed out: no signal within %s seconds (onTimeout fail); signal it with '
-      'switchyard.signal_run before its timeout, or give it onTimeout ''skip''',
-      to_json(step)::text, st.wait_timeout));
-  end if;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_flow_control.sql
-
--- Flow control in the claim (docs/ARCHITECTURE.md §5.12): for the eligible messages of a batch
--- whose steps have a rate limit or a keyed concurrency, in message order, whether each may start
--- now (wait_seconds null; slot: the concurrency slot it takes, or null) or waits (wait_seconds:
--- when it may run: the next tokens of its limit, at most 5 s so that a limit the operator
--- raises takes effect by the message's next claim; or 1 s for a full concurrency key, whose
--- slot frees when a started task of the key ends). Messages of steps without flow control are not
--- returned. Called by start_tasks with the batch's tasks locked; it takes the concurrency keys'
--- advisory locks (sorted), then the rate limits' rows (sorted), so two claims cannot deadlock and
--- a key's started tasks are counted after the claim before this one committed. The tokens taken
--- are written here; a task waiting takes none.
-create or replace function switchyard._flow_control(queue text, ids bigint[])
-returns table (message_id bigint, wait_seconds int, slot text)
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  t record;
-  lim record;
-  m_ids bigint[] := '{}';
-  m_slots text[] := '{}';
-  m_limits int[] := '{}';
-  m_rates text[] := '{}';
-  m_costs int[] := '{}';
-  granted text[] := '{}';
-  key text;
-  used bigint;
-  per_second double precision;
-  avail double precision;
-  wait int;
-begin
-  for t in
-    select x.message_id, x.run_id, x.flow_slug, x.step_slug, x.task_index, st.rate_limit,
-           st.rate_cost, st.concurrency_limit
-      from (select distinct u.id from unnest(ids) as u(id)) b
-      cross join lateral (select y.message_id, y.run_id, y.flow_slug, y.step_slug, y.task_index
-                            from switchyard.step_tasks y
-                           where y.queue_name = queue and y.message_id = b.id
-                           limit 1) x
-      join switchyard.steps st on st.flow_slug = x.flow_slug and st.step_slug = x.step_slug
-     where st.rate_limit is not null or st.concurrency_limit is not null
-     order by x.message_id
-  loop
-    key := switchyard._concurrency_key(t.run_id, t.flow_slug, t.step_slug, t.task_index);
-    m_ids := m_ids || t.message_id;
-    m_slots := m_slots || key;
-    m_limits := m_limits || t.concurrency_limit;
-    m_rates := m_rates || t.rate_limit;
-    m_costs := m_costs || t.rate_cost;
-  end loop;
-  if cardinality(m_ids) = 0 then
-    return;
-  end if;
-
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.concurrency:' || k.slot, 0))
-     from (select distinct s.slot from unnest(m_slots) as s(slot)
-            where s.slot is not null order by s.slot) k;
-  perform 1 from switchyard.rate_limits l
-    where l.name = any (m_rates)
-    order by l.name
-      for update;
-
-  for i in 1 .. cardinality(m_ids) loop
-    wait := null;
-    if m_slots[i] is not null then
-      -- Started tasks holding the key (committed; the lock above orders the claims), and the
-      -- ones this batch gave it.
-      select count(*) into used from switchyard.step_tasks y
-       where y.concurrency_key = m_slots[i] and y.status = 'started';
-      used := used + (select count(*) from unnest(granted) g where g = m_slots[i]);
-      if used >= m_limits[i] then
-        wait := 1;
-      end if;
-    end if;
-    if wait is null and m_rates[i] is not null then
-      select l.rate, l.per_seconds, l.burst, l.tokens, l.refilled_at into lim
-        from switchyard.rate_limits l where l.name = m_rates[i];
-      if found then
-        per_second := lim.rate::double precision / lim.per_seconds;
-        avail := least(greatest(lim.burst, m_costs[i]),
-                       lim.tokens + greatest(0, extract(epoch from switchyard.clock_now() - lim.refilled_at))
-                                    * per_second);
-        if avail >= m_costs[i] then
-          update switchyard.rate_limits l
-             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, switchyard.clock_now())
-           where l.name = m_rates[i];
-        else
-          wait := least(5, greatest(1, ceil(
-            greatest(0, extract(epoch from lim.refilled_at - switchyard.clock_now()))
-            + (m_costs[i] - avail) / per_second)))::int;
-        end if;
-      end if;
-    end if;
-    if wait is null and m_slots[i] is not null then
-      granted := granted || m_slots[i];
-    end if;
-    message_id := m_ids[i];
-    wait_seconds := wait;
-    slot := m_slots[i];
-    return next;
-  end loop;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_hide_messages.sql
-
--- Sets the visibility of a batch of messages in one statement: the claimed messages
--- (their step's timeout plus the margin) and a refused batch (visible again at once).
--- PGMQ 1.5 has only a one-message set_vt, and a call per message (dynamic SQL each) was
--- a sixth of the database time of a claim. This writes PGMQ's documented queue table
--- (msg_id, read_ct, enqueued_at, vt, message, headers) the way set_vt does (vt =
--- switchyard.queue_clock() + seconds), naming the table with PGMQ's own
--- pgmq.format_table_name(queue, 'q') as PGMQ's functions do (it lower-cases the name, so
--- any spelling PGMQ accepts reaches the same table). Messages gone meanwhile are skipped.
--- The callers, start_tasks and release_tasks, lock the messages' tasks first, in message
--- order.
-create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  execute format(
-    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
-       from unnest($1::bigint[], $2::int[]) as v(id, secs)
-      where q.msg_id = v.id',
-    pgmq.format_table_name(queue, 'q'))
-  using ids, seconds;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_keep_hidden.sql
-
--- Keeps each claimed message hidden at least `seconds` from now (its task's timeout plus the
--- margin), writing only the messages that would reappear sooner (docs/ARCHITECTURE.md §5.4).
--- The worker reads with the visibility its queue's tasks need (read_visibility_seconds), so in
--- the common case the read already hid each message long enough and this writes nothing: each
--- message is then written twice in PGMQ's queue table (the read, the archive), not three times,
--- and a queue table's dead rows grow a third slower. A message read with less (an older worker,
--- a timeout raised after the read, a claim later than its window) is written as set_vt would,
--- like _hide_messages; a message hidden longer stays so (stall recovery and the failure path
--- set its visibility when it must reappear). Messages gone meanwhile are skipped. The test of vt
--- is written so that no index can answer it (vt minus the seconds, not vt alone): as a plain
--- range on vt the planner read PGMQ's vt index, dead entries and all, instead of probing each
--- message by its key, and in a long-lived queue the claim that wrote nothing took 5.6 ms where a
--- fresh one took 0.3 ms (BENCHMARKS.md, issue 27).
-create or replace function switchyard._keep_hidden(queue text, ids bigint[], seconds int[])
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  execute format(
-    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
-       from unnest($1::bigint[], $2::int[]) as v(id, secs)
-      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < switchyard.queue_clock()',
-    pgmq.format_table_name(queue, 'q'))
-  using ids, seconds;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_record_activation.sql
-
--- Aliases (docs/ARCHITECTURE.md §6): one active concrete version per alias; every activation
--- is recorded.
-
-create or replace function switchyard._record_activation(
-  alias_name text, target text, previous text, source text
-)
-returns void
-language sql
-volatile
-set search_path = ''
-as $$
-  insert into switchyard.aliases as a (alias, flow_slug, activated_at)
-  values (alias_name, target, switchyard.clock_now())
-  on conflict (alias) do update set flow_slug = excluded.flow_slug, activated_at = excluded.activated_at;
-  insert into switchyard.alias_activations (alias, flow_slug, previous_flow_slug, source)
-  values (alias_name, target, previous, source);
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_schedule_json.sql
-
--- A schedule as the API answers it: its fields, its next tick, and its latest tick's run.
-create or replace function switchyard._schedule_json(schedule_name text)
-returns jsonb
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  s switchyard.schedules;
-  spec jsonb;
-  from_at timestamptz;
-  horizon timestamptz;
-  day date;
-  next_at timestamptz;
-  last jsonb;
-begin
-  select * into s from switchyard.schedules x where x.name = schedule_name;
-  if not found then
-    return null;
-  end if;
-  -- The next tick, at most 366 days ahead. _cron_ticks scans every local day of its window (a
-  -- year of days cost up to a second per schedule, and the dashboard lists them every few
-  -- seconds), so the expression is parsed once here to find the days whose month and day
-  -- fields match (the day rule of _cron_ticks), and _cron_ticks is asked only about the first
-  -- of them that has a tick left (today's may all be past), about that day (a time in a
-  -- daylight-saving gap falls later, possibly past midnight).
-  spec := switchyard._cron_parse(s.cron);
-  from_at := greatest(switchyard.clock_now(), s.checked_until);
-  horizon := from_at + interval '366 days';
-  for day in
-    select d.day::date
-      from generate_series(((from_at at time zone s.time_zone)::date)::timestamp,
-                           ((horizon at time zone s.time_zone)::date)::timestamp,
-                           interval '1 day') as d(day)
-     where (spec -> 'month') @> to_jsonb(extract(month from d.day)::int)
-       and case
-             when (spec ->> 'dom_star')::boolean and (spec ->> 'dow_star')::boolean then true
-             when (spec ->> 'dom_star')::boolean then
-               (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
-             when (spec ->> 'dow_star')::boolean then
-               (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
-             else (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
-               or (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
-           end
-     order by d.day
-  loop
-    select min(t) into next_at
-      from switchyard._cron_ticks(
-             s.cron, s.time_zone,
-             greatest(from_at, (day::timestamp at time zone s.time_zone) - interval '1 second'),
-             least(horizon, ((day + 1)::timestamp at time zone s.time_zone) + interval '3 hours'),
-             1) t;
-    exit when next_at is not null;
-  end loop;
-  select jsonb_build_object('tick_at', st.tick_at, 'outcome', st.outcome, 'run_id', st.run_id,
-                            'run_status', r.status, 'error', st.error)
-    into last
-    from switchyard.schedule_ticks st
-    left join switchyard.runs r on r.run_id = st.run_id
-   where st.schedule_name = s.name
-   order by st.tick_at desc
-   limit 1;
-  return jsonb_build_object(
-    'name', s.name, 'alias', s.alias, 'cron', s.cron, 'time_zone', s.time_zone,
-    'input', s.input, 'overlap', s.overlap, 'catch_up', s.catch_up,
-    'catch_up_limit', s.catch_up_limit, 'enabled', s.enabled, 'next_tick_at', next_at,
-    'checked_until', s.checked_until, 'last_tick', last, 'missed_ticks', s.missed_ticks,
-    'skipped_ticks', s.skipped_ticks, 'created_at', s.created_at, 'updated_at', s.updated_at);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_schedule_problem.sql
-
--- Checks a schedule's fields and raises the first refusal (22023, rule named): the name, the
--- cron expression, the time zone, the target alias (it must resolve now), the input (JSON, at
--- most max_input_bytes), the overlap and catch-up policies and the catch-up bound. A time zone
--- is 'UTC' or an IANA region name (Area/Location, e.g. 'Europe/Berlin',
--- 'America/Argentina/Buenos_Aires'; 'Etc/UTC') that PostgreSQL knows: PostgreSQL also takes a
--- POSIX rule ('UTC+5', which POSIX reads as five hours *west* of UTC), abbreviations ('EST',
--- 'CET') and 'Etc/GMT+5' (also west), whose meaning a reader gets wrong, so they are refused.
-create or replace function switchyard._schedule_problem(
-  name text, alias text, cron text, time_zone text, input jsonb, overlap text, catch_up text,
-  catch_up_limit int
-)
-returns void
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  too_big jsonb;
-begin
-  if name is null or name !~ '^[a-z][a-z0-9_-]{0,62}$' then
-    raise exception using errcode = '22023', message = format(
-      'schedule name %s is invalid: 1-63 characters, lower-case letters, digits, _ and -, '
-      'starting with a letter', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_name_invalid', 'argument', 'name',
-                                  'value', left(name, 200))::text;
-  end if;
-  perform switchyard._cron_parse(cron);
-  if time_zone is null then
-    raise exception using errcode = '22023', message =
-      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', null)::text;
-  end if;
-  if time_zone not in ('UTC', 'Etc/UTC')
-     and time_zone !~ ('^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian'
-                       '|Pacific)(/[A-Z][A-Za-z0-9_+-]{1,30}){1,2}$') then
-    raise exception using errcode = '22023', message = format(
-      'time zone %s is not a region name: a POSIX rule, an offset or an abbreviation misleads '
-      '(POSIX reads UTC+5 as 5 hours west of UTC); use an IANA region name such as '
-      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)),
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', left(time_zone, 200))::text;
-  end if;
-  begin
-    perform switchyard.clock_now() at time zone time_zone;
-  exception when others then
-    raise exception using errcode = '22023', message = format(
-      'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
-      switchyard._clip(time_zone)),
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', left(time_zone, 200))::text;
-  end;
-  perform switchyard.resolve_flow(alias);
-  if input is null then
-    raise exception using errcode = '22023', message =
-      'schedule input is null: give a JSON value (''{}'' for none)',
-      detail = jsonb_build_object('rule', 'input_null', 'argument', 'input', 'value', null)::text;
-  end if;
-  too_big := switchyard._json_size_problem(input, 'max_input_bytes');
-  if too_big is not null then
-    raise exception using errcode = '22023', message = format(
-      'schedule input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
-      too_big ->> 'size', too_big ->> 'limit'),
-      detail = jsonb_build_object('rule', 'input_too_large', 'argument', 'input',
-                                  'value', too_big ->> 'excerpt', 'size', too_big -> 'size',
-                                  'limit', too_big -> 'limit')::text;
-  end if;
-  if overlap is null or overlap not in ('skip', 'queue', 'cancel_previous') then
-    raise exception using errcode = '22023', message = format(
-      'overlap %s is invalid: skip, queue or cancel_previous',
-      coalesce(to_json(left(overlap, 200))::text, 'null')),
-      detail = jsonb_build_object('rule', 'overlap_invalid', 'argument', 'overlap',
-                                  'value', left(overlap, 200))::text;
-  end if;
-  if catch_up is null or catch_up not in ('none', 'latest', 'all') then
-    raise exception using errcode = '22023', message = format(
-      'catch_up %s is invalid: none, latest or all',
-      coalesce(to_json(left(catch_up, 200))::text, 'null')),
-      detail = jsonb_build_object('rule', 'catch_up_invalid', 'argument', 'catch_up',
-                                  'value', left(catch_up, 200))::text;
-  end if;
-  if catch_up_limit is null or catch_up_limit not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
-      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')),
-      detail = jsonb_build_object('rule', 'catch_up_limit_range', 'argument', 'catch_up_limit',
-                                  'value', catch_up_limit::text)::text;
-  end if;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_skip_step.sql
+-- supabase/schemas/functions/runs/_skip_step.sql
 
 -- Skips a step (docs/ARCHITECTURE.md §5.9): its state becomes 'skipped' with the reason; with
 -- `cascading`, every step that depends on it, transitively, is skipped too. The run's step
@@ -654,7 +426,7 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_start_ready_steps.sql
+-- supabase/schemas/functions/runs/_start_ready_steps.sql
 
 -- Moves every created step of a run whose dependencies are done (completed or skipped) to
 -- started, then per step, in index order:
@@ -836,67 +608,7 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_start_schedule_run.sql
-
--- Starts the run of a schedule's tick with its derived id and records the tick (a queued
--- tick's record is updated). A failed start is recorded as 'failed' with its error, inside a
--- subtransaction, so one broken schedule never stops the others. `replaces` (overlap
--- 'cancel_previous') is the open run the tick replaces: it is cancelled in the same
--- subtransaction, first (a singleton start key of the alias is free then), so a start that
--- fails rolls the cancel back and the open run goes on. Returns whether it started.
-create or replace function switchyard._start_schedule_run(
-  schedule_name text, alias text, input jsonb, tick_at timestamptz, run uuid,
-  replaces uuid default null
-)
-returns boolean
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  message text;
-begin
-  begin
-    if replaces is not null then
-      perform switchyard.cancel_run(replaces,
-        format('schedule %s: replaced by the tick of %s', schedule_name, tick_at));
-    end if;
-    perform switchyard.start_flow(alias, input, run);
-  exception when others then
-    get stacked diagnostics message = message_text;
-    insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome, error)
-    values (schedule_name, tick_at, run, 'failed', left(message, 1000))
-    on conflict on constraint schedule_ticks_pkey do update
-      set outcome = 'failed', error = excluded.error, recorded_at = switchyard.clock_now();
-    return false;
-  end;
-  insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
-  values (schedule_name, tick_at, run, 'started')
-  on conflict on constraint schedule_ticks_pkey do update
-    set outcome = 'started', recorded_at = switchyard.clock_now();
-  update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
-  return true;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/queue_now.sql
-
--- PGMQ's clock at this transaction's start (docs/ARCHITECTURE.md §17): what the core reads when it
--- compares with or writes a time of PGMQ's frame, where PGMQ itself reads the real clock: a queue
--- message's `enqueued_at`, its `vt` in the metrics, and the `ranked_at` of a message body (§5.14),
--- which the ordered read ranks against `enqueued_at`. It is now(), and unlike clock_now a test
--- engine never replaces it: advancing a test clock moves these times back instead. Inlined like
--- clock_now (plain SQL, stable, no SET).
-create or replace function switchyard.queue_now()
-returns timestamptz
-language sql
-stable
-parallel safe
-as $$ select pg_catalog.now() $$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_task_message.sql
+-- supabase/schemas/functions/runs/_task_message.sql
 
 -- The body of a task's message. Claiming trusts only (queue_name, message_id); the body is for
 -- humans and for the read's order (docs/ARCHITECTURE.md §5.14): `task_index` when given (a map
@@ -930,113 +642,7 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_worker_running.sql
-
--- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
---   running: not stopped, and heart-beat within the window (a worker that crashed without
---            stopping stops counting once its heartbeat is that old). A deprecated worker
---            still runs until it stops: a fence waits for it (fence_status), and stall
---            recovery leaves its tasks alone (recover_stalled recovers the tasks of workers
---            that are not running).
---   live:    running and not deprecated: the keep-alive wakes a queue function without a
---            live worker (keep_alive, function_states).
--- Plain SQL expressions, neither STRICT nor security definer and without SET options, so
--- the planner inlines them into the calling statement: the caller's index use is unchanged.
--- (That is also why search_path is not pinned here; the functions are schema-qualified and
--- every caller in the kit pins its own.)
-create or replace function switchyard._worker_running(
-  stopped_at timestamptz, last_heartbeat_at timestamptz, heartbeat_window_seconds int
-)
-returns boolean
-language sql
-stable
-as $$
-  select stopped_at is null
-     and last_heartbeat_at >= switchyard.clock_now()
-                              - pg_catalog.make_interval(secs => heartbeat_window_seconds)
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/adopt_queue.sql
-
--- Administrative adoption of an existing PGMQ queue as a shared queue. Succeeds
--- only when the queue is empty or every message in it belongs to a tracked task. The adopted
--- queue's table is tuned for churn (_tune_queue_table).
-create or replace function switchyard.adopt_queue(pgmq_queue_name text)
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  canonical text := lower(pgmq_queue_name);
-  spellings text[];
-  existing switchyard.queues;
-  foreign_ids bigint[];
-  foreign_count bigint;
-begin
-  if pgmq_queue_name is null then
-    raise exception using errcode = '22023', message = 'adopt_queue: queue name is missing',
-      detail = jsonb_build_object(
-        'rule', 'argument_missing', 'argument', 'pgmq_queue_name', 'value', null)::text;
-  end if;
-  perform switchyard.assert_queue_name(canonical, true);
-  perform switchyard._lock_queue_name(canonical);
-  spellings := switchyard._pgmq_spellings(canonical);
-  if cardinality(spellings) = 0 then
-    raise exception using errcode = '22023', message = format(
-      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_missing', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200))::text;
-  elsif cardinality(spellings) > 1 then
-    raise exception using errcode = '22023', message = format(
-      'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
-      to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_ambiguous', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'pgmq_spellings', to_jsonb(spellings))::text;
-  end if;
-  select * into existing from switchyard.queues q where q.queue_name = canonical;
-  if found then
-    if existing.ownership = 'private' then
-      raise exception using errcode = '23505', message = format(
-        'cannot adopt queue %s: it is the private queue of flow %s',
-        to_json(canonical)::text, to_json(existing.owner_flow)::text),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_private', 'argument', 'pgmq_queue_name',
-          'value', left(pgmq_queue_name, 200), 'owner_flow', existing.owner_flow)::text;
-    end if;
-    return 'already registered';
-  end if;
-  -- Hold off writers while the messages are checked. PGMQ names the queue's table
-  -- (pgmq.format_table_name lower-cases the spelling).
-  execute format('lock table pgmq.%I in exclusive mode', pgmq.format_table_name(spellings[1], 'q'));
-  execute format(
-    'select array_agg(m.msg_id order by m.msg_id), count(*) from pgmq.%I m
-      where not exists (select 1 from switchyard.step_tasks t
-                        where t.queue_name = $1 and t.message_id = m.msg_id)',
-    pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
-  if foreign_count > 0 then
-    raise exception using errcode = '55000', message = format(
-      'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
-      'adoption requires an empty queue or only tracked messages',
-      to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
-      detail = jsonb_build_object(
-        'rule', 'queue_has_untracked_messages', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
-        'message_ids', to_jsonb(foreign_ids[1:20]))::text;
-  end if;
-  perform switchyard._tune_queue_table(spellings[1]);
-  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
-  values (canonical, spellings[1], 'shared', null, switchyard.clock_now());
-  return 'adopted';
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/cancel_overdue_runs.sql
+-- supabase/schemas/functions/runs/cancel_overdue_runs.sql
 
 -- Cancels the started runs whose deadline passed (docs/ARCHITECTURE.md §14, "Deadlines"), at
 -- most max_runs, soonest deadline first, through cancel_run with the reason 'deadline' (so the
@@ -1093,22 +699,19 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/cancel_run.sql
+-- supabase/schemas/functions/runs/cancel_run.sql
 
--- Cancelling and retrying runs, and the opt-in start for signed-in users
--- (docs/ARCHITECTURE.md §14). The 'cancelled' statuses and runs.owner are in
--- 20261202000800; every transition here is a run event (20261202000900).
-
--- Cancels a started run. In one transaction, holding the run's row lock (which
--- complete_tasks and fail_task take too, so none of them interleaves):
+-- Cancels a started run (docs/ARCHITECTURE.md §14); every transition is a run event. In one
+-- transaction, holding the run's row lock (which complete_tasks and fail_task take too, so none
+-- of them interleaves):
 --   - the messages of its queued tasks are archived (nothing of the run stays visible) and
 --     those tasks become 'cancelled';
 --   - its created and started steps become 'cancelled';
 --   - the run becomes 'cancelled' with the reason in `error`.
 -- Tasks a worker is running finish: their late answer is refused, by complete_tasks (ok
 -- false, no output kept) and by fail_task ('cancelled', no failed attempt counted), which
--- archive the message and cancel the task; nothing changes a step or starts a successor. A cancelled run never starts
--- another step. Returns true when it cancelled the run, false when it already was
+-- archive the message and cancel the task; nothing changes a step or starts a successor. A cancelled run
+-- never starts another step. Returns true when it cancelled the run, false when it already was
 -- cancelled (the first reason is kept). A completed or failed run is refused (55000).
 create or replace function switchyard.cancel_run(run_id uuid, reason text)
 returns boolean
@@ -1156,7 +759,7 @@ begin
    where t.run_id = run.run_id and t.status = 'queued'
    order by t.queue_name, t.message_id
      for update;
-  -- Their messages, one archive per queue (as a failure archives them, 20261202000700).
+  -- Their messages, one archive per queue (as a final failure archives them).
   perform switchyard._archive_queued(run.run_id);
   -- Cancelled, not queued: nothing that looks for queued work (a sweep that re-sends a
   -- queued task's missing message, drain counts) finds them.
@@ -1184,7 +787,959 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/checkpoint_task.sql
+-- supabase/schemas/functions/runs/retry_run.sql
+
+-- Retries a failed run: its failed steps are queued again with fresh attempts and the run
+-- is started again, so it continues where it stopped; completed steps are not run again.
+-- Holding the row locks of the run's tasks and then the run, in one transaction:
+--   - the run becomes 'started' again (its error and failed_at are cleared);
+--   - a failed step with tasks becomes 'started'; one that failed without a task (an unmet
+--     condition with whenUnmet 'fail', a map without an array) becomes 'created', so
+--     _start_ready_steps decides it again;
+--   - in every started step, each task no worker is running is queued again on its queue
+--     snapshot with a new message (an old message still in the queue is archived first):
+--     failed, skipped and queued tasks (the failure archived their messages). A completed
+--     task whose answer came after the run had failed was not counted: then the step's
+--     completed tasks run again too, and the step waits for all of its tasks;
+--   - each queued task gets a fresh budget of attempts: max_attempts becomes attempts_count
+--     plus the step's maxAttempts. Attempt numbers keep counting, so a late answer of an
+--     earlier attempt is still ignored;
+--   - tasks a worker is running are left alone: they complete as usual now that the run is
+--     started, or stall recovery requeues them.
+--   - a flow step whose child run ended meanwhile is examined again (_begin_child).
+-- Returns the number of tasks queued again. A run that is not failed is refused (55000).
+create or replace function switchyard.retry_run(run_id uuid)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  step record;
+  task record;
+  msg_id bigint;
+  queued int := 0;
+begin
+  -- The run's tasks first, in (queue, message id) order, then the run: the order in which
+  -- start_tasks and complete_tasks lock them, so a retry cannot deadlock with either.
+  perform 1 from switchyard.step_tasks t where t.run_id = retry_run.run_id
+    order by t.queue_name, t.message_id for update;
+  select * into run from switchyard.runs r where r.run_id = retry_run.run_id for update;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'run_unknown', 'argument', 'run_id', 'value', retry_run.run_id::text)::text;
+  end if;
+  if run.status <> 'failed' then
+    raise exception using errcode = '55000', message = format(
+      'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
+      detail = jsonb_build_object(
+        'rule', 'run_not_failed', 'argument', 'run_id', 'value', run.run_id::text,
+        'status', run.status)::text;
+  end if;
+  update switchyard.runs r
+     set status = 'started', failed_at = null, error = null
+   where r.run_id = run.run_id;
+  update switchyard.step_states ss
+     set status = case when exists (select 1 from switchyard.step_tasks t
+                                     where t.run_id = ss.run_id and t.step_slug = ss.step_slug)
+                       then 'started' else 'created' end,
+         failed_at = null
+   where ss.run_id = run.run_id and ss.status = 'failed';
+  for step in
+    select ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index,
+           coalesce(st.max_attempts, f.max_attempts) as budget,
+           count(t.*)::int as total,
+           count(t.*) filter (where t.status = 'completed')::int as completed
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+      join switchyard.flows f on f.flow_slug = ss.flow_slug
+      join switchyard.step_tasks t on t.run_id = ss.run_id and t.step_slug = ss.step_slug
+     where ss.run_id = run.run_id and ss.status = 'started'
+     group by ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index, st.max_attempts,
+              f.max_attempts
+     order by st.step_index
+  loop
+    -- Answers accepted while the run was started counted the step down; more completed tasks
+    -- than that means some answer came too late: run the step's completed tasks again too.
+    if step.completed > step.total - step.remaining_tasks then
+      update switchyard.step_states ss set remaining_tasks = step.total
+       where ss.run_id = run.run_id and ss.step_slug = step.step_slug;
+    end if;
+    for task in
+      select t.task_index, t.queue_name, t.message_id, t.attempts_count
+        from switchyard.step_tasks t
+       where t.run_id = run.run_id and t.step_slug = step.step_slug and t.status <> 'started'
+         and (t.status <> 'completed' or step.completed > step.total - step.remaining_tasks)
+       order by t.task_index
+    loop
+      -- A message of the task may still be in the queue (a stalled task made visible after
+      -- the run failed, not read since): archive it, so only the new one names the task.
+      perform pgmq.archive(task.queue_name, task.message_id);
+      select s into msg_id from pgmq.send(
+        task.queue_name,
+        switchyard._task_message(
+          run.run_id, run.flow_slug, step.step_slug, nullif(task.task_index, 0), run.priority, 0,
+          switchyard._concurrency_key(run.run_id, run.flow_slug, step.step_slug, task.task_index)),
+        0) s;
+      update switchyard.step_tasks t
+         set status = 'queued', message_id = msg_id, worker_id = null,
+             max_attempts = task.attempts_count + step.budget,
+             queued_at = switchyard.clock_now(), failed_at = null, completed_at = null, output = null
+       where t.run_id = run.run_id and t.step_slug = step.step_slug
+         and t.task_index = task.task_index;
+      queued := queued + 1;
+    end loop;
+  end loop;
+  -- A flow step whose child run ended while this run was failed (_child_run_ended leaves a
+  -- parent that is not started alone) is still started: it is examined again as when it began
+  -- (_begin_child): a completed child gives its output, a failed one is retried, a cancelled
+  -- one fails the step.
+  for step in
+    select ss.step_slug, ss.flow_slug
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+      join switchyard.child_runs c on c.parent_run_id = ss.run_id and c.parent_step = ss.step_slug
+      join switchyard.runs cr on cr.run_id = c.run_id
+     where ss.run_id = run.run_id and ss.status = 'started' and st.step_type = 'flow'
+       and cr.status in ('completed', 'failed', 'cancelled')
+     order by st.step_index
+  loop
+    exit when not exists (select 1 from switchyard.runs r
+                           where r.run_id = run.run_id and r.status = 'started');
+    perform switchyard._begin_child(run.run_id, step.flow_slug, step.step_slug);
+  end loop;
+  perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
+  return queued;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/start_flow.sql
+
+-- Starts a run of a concrete flow or of an alias's active version.
+--
+-- `run_id` (optional) makes the start idempotent: the caller chooses the id, and a second
+-- start with the same id returns the existing run and starts nothing. The same id with
+-- another input, naming another flow, or for another owner, is refused (23505). Two concurrent
+-- starts with one id create one run: the second insert waits for the first on the primary key
+-- and then finds its row (docs/ARCHITECTURE.md §5.8).
+--
+-- `owner` (optional) records who the run is for: its events carry it for row-level security
+-- (docs/ARCHITECTURE.md §14). `start_at` (optional) delays the steps (§5.11, start_flow_at);
+-- `deadline_at` (optional) is the run's deadline, or the flow's runTimeout if that is sooner.
+--
+-- `key` with `mode` (optional, docs/ARCHITECTURE.md §5.13) names the start in the scope of
+-- `flow_or_alias`, in the caller's transaction (a rolled back start leaves no key):
+-- 'singleton' returns the open run of the key, if any; 'dedupe' returns the key's run while it
+-- is open and `ttl` seconds (default 86400) after it ended; 'debounce' starts the run `delay`
+-- seconds later, and a start with the key before then gives the run its input and moves its
+-- start to `delay` seconds from now, but never past `max_delay` seconds after the first start.
+-- Concurrent starts with one key wait for each other on the key's row: one run per key.
+--
+-- Every argument after `owner` is defaulted, so the four-argument call of released runtimes
+-- resolves to this function.
+--
+-- `trace_context` (optional) is the caller's W3C traceparent, stored with a new run so the spans
+-- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
+--
+-- `priority` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
+-- first, each level worth priority_ageing_seconds of waiting (docs/ARCHITECTURE.md §5.14).
+create or replace function switchyard.start_flow(
+  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
+  start_at timestamptz default null, deadline_at timestamptz default null,
+  key text default null, mode text default null, ttl int default null, delay int default null,
+  max_delay int default null, trace_context text default null, priority int default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  concrete text;
+  new_run uuid;
+  id uuid;
+  existing record;
+  held switchyard.start_keys;
+  kept record;
+  live boolean;
+  begins timestamptz := start_flow.start_at;
+begin
+  if start_flow.trace_context is not null
+     and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
+      '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)),
+      detail = jsonb_build_object(
+        'rule', 'trace_context_format', 'argument', 'trace_context',
+        'value', left(start_flow.trace_context, 200))::text;
+  end if;
+  if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
+      '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
+      detail = jsonb_build_object(
+        'rule', 'priority_range', 'argument', 'priority', 'value', start_flow.priority,
+        'min', -10, 'max', 10)::text;
+  end if;
+  if input is null then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
+      coalesce(to_json(flow_or_alias)::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
+        'flow_or_alias', left(flow_or_alias, 200))::text;
+  end if;
+  if begins > switchyard.clock_now() + interval '365 days' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
+      switchyard._clip(flow_or_alias), begins),
+      detail = jsonb_build_object(
+        'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
+        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
+  end if;
+  perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
+                                      start_flow.key, start_flow.mode, start_flow.ttl,
+                                      start_flow.delay, start_flow.max_delay);
+  if start_flow.mode = 'dedupe' then
+    ttl := coalesce(start_flow.ttl, 86400);
+  end if;
+  concrete := switchyard.resolve_flow(flow_or_alias);
+  id := coalesce(start_flow.run_id, gen_random_uuid());
+
+  if start_flow.key is not null then
+    -- The key's row, locked; or a new one. A concurrent start with the key waits for this
+    -- transaction on the primary key, then finds the row (or, if this one rolled back, none).
+    loop
+      select k.* into held from switchyard.start_keys k
+       where k.started_as = flow_or_alias and k.key = start_flow.key
+         for update;
+      if not found then
+        insert into switchyard.start_keys (started_as, key, mode, run_id, owner, ttl, delay,
+                                           max_delay)
+        values (flow_or_alias, start_flow.key, start_flow.mode, id, start_flow.owner,
+                start_flow.ttl, start_flow.delay, start_flow.max_delay)
+        on conflict on constraint start_keys_pkey do nothing;
+        exit when found;
+        continue;
+      end if;
+      select r.status, coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
+             exists (select 1 from switchyard.delayed_starts d where d.run_id = r.run_id)
+               as delayed
+        into kept
+        from switchyard.runs r where r.run_id = held.run_id;
+      live := case held.mode
+        when 'singleton' then kept.status = 'started'
+        when 'dedupe' then kept.status = 'started'
+                        or kept.ended_at + held.ttl * interval '1 second' > switchyard.clock_now()
+                        or (kept.status is null and held.expires_at > switchyard.clock_now())
+        else kept.status = 'started' and kept.delayed
+      end;
+      if coalesce(live, false) then
+        -- Another owner's key is refused first, so the caller learns nothing else of it.
+        if held.owner is distinct from start_flow.owner then
+          raise exception using errcode = '23505', message = format(
+            'start_flow(%s): key %s names a run of another owner: '
+            'a key names one run at a time; use another key for another owner',
+            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key)),
+            detail = jsonb_build_object(
+              'rule', 'key_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
+              'key', left(start_flow.key, 200))::text;
+        end if;
+        if held.mode <> start_flow.mode then
+          raise exception using errcode = '23505', message = format(
+            'start_flow(%s): key %s is held in mode %s, not %s: '
+            'start with the mode the key has, or use another key',
+            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key),
+            held.mode, switchyard._clip(start_flow.mode)),
+            detail = jsonb_build_object(
+              'rule', 'key_other_mode', 'argument', 'mode', 'value', left(start_flow.mode, 200),
+              'key', left(start_flow.key, 200), 'key_mode', held.mode)::text;
+        end if;
+        if held.mode <> 'debounce' then
+          return held.run_id;
+        end if;
+        -- Debounce: the run's row (expire_waits begins a delayed run holding it), then its
+        -- delayed start, if it has not begun meanwhile.
+        perform 1 from switchyard.runs r
+         where r.run_id = held.run_id and r.status = 'started' for update;
+        if found then
+          update switchyard.delayed_starts d
+             set start_at = least(switchyard.clock_now() + start_flow.delay * interval '1 second',
+                                  held.first_at + start_flow.max_delay * interval '1 second')
+           where d.run_id = held.run_id;
+          if found then
+            update switchyard.runs r set input = start_flow.input where r.run_id = held.run_id;
+            update switchyard.start_keys k
+               set delay = start_flow.delay, max_delay = start_flow.max_delay
+             where k.started_as = held.started_as and k.key = held.key;
+            return held.run_id;
+          end if;
+        end if;
+      end if;
+      -- The key's run ended, began (debounce) or expired (dedupe): the key names a new run.
+      update switchyard.start_keys k
+         set mode = start_flow.mode, run_id = id, owner = start_flow.owner, ttl = start_flow.ttl,
+             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = switchyard.clock_now(),
+             expires_at = null
+       where k.started_as = held.started_as and k.key = held.key;
+      exit;
+    end loop;
+    if start_flow.mode = 'debounce' then
+      begins := switchyard.clock_now() + start_flow.delay * interval '1 second';
+    end if;
+  end if;
+
+  -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
+  -- start's deadline_at, whichever is first.
+  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
+                               deadline_at, trace_context, priority)
+  select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
+         least(switchyard.clock_now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
+                       * interval '1 second',
+               start_flow.deadline_at),
+         start_flow.trace_context, coalesce(start_flow.priority, 0)
+    from switchyard.steps st where st.flow_slug = concrete
+  on conflict on constraint runs_pkey do nothing
+  returning runs.run_id into new_run;
+  if new_run is null then
+    -- The id exists (committed, or committed while this insert waited for it): the same
+    -- start again returns it; anything else under that id is refused.
+    select r.flow_slug, r.started_as, r.input, r.owner into existing
+      from switchyard.runs r where r.run_id = id;
+    -- Another owner's run is refused first, so the caller learns nothing else of it.
+    if existing.owner is distinct from start_flow.owner then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s was started for another owner: '
+        'a run id names one start; use a new id for another owner',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
+          'run_id', start_flow.run_id)::text;
+    end if;
+    if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
+        'a run id names one start; use a new id for another flow',
+        to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
+        to_json(existing.started_as)::text),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_flow', 'argument', 'run_id', 'value', start_flow.run_id::text,
+          'flow_or_alias', left(flow_or_alias, 200), 'existing_flow_slug', existing.flow_slug,
+          'existing_started_as', existing.started_as)::text;
+    end if;
+    if existing.input <> input then
+      raise exception using errcode = '23505', message = format(
+        'start_flow(%s): run id %s was started with another input: '
+        'a run id names one start; use a new id for another input',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        detail = jsonb_build_object(
+          'rule', 'run_id_other_input', 'argument', 'input', 'value', left(input::text, 200),
+          'run_id', start_flow.run_id, 'existing_input', left(existing.input::text, 200))::text;
+    end if;
+    return start_flow.run_id;
+  end if;
+  insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
+  select new_run, st.flow_slug, st.step_slug, st.deps_count
+    from switchyard.steps st where st.flow_slug = concrete;
+  -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
+  -- row is written once, so later starts take no lock.
+  if coalesce(start_flow.priority, 0) <> 0 then
+    update switchyard.queues q set priority_used_at = switchyard.clock_now()
+     where q.priority_used_at is null
+       and q.queue_name in (select st.queue_name from switchyard.steps st
+                             where st.flow_slug = concrete and st.queue_name is not null);
+  end if;
+  -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
+  -- steps start when expire_waits finds the run due.
+  if begins is null or begins <= switchyard.clock_now() then
+    perform switchyard._start_ready_steps(new_run);
+  else
+    insert into switchyard.delayed_starts (run_id, start_at) values (new_run, begins);
+  end if;
+  return new_run;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/start_flow_at.sql
+
+-- Starts a run as start_flow does with start_at (the same idempotent run_id, owner and
+-- refusals), whose steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
+-- once (it keeps the version the alias names now, and counts as open for drain), its steps
+-- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
+-- to one tick late. A time not in the future starts at once; at most 365 days ahead.
+create or replace function switchyard.start_flow_at(
+  flow_or_alias text, input jsonb, start_at timestamptz, run_id uuid default null,
+  owner uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if start_at is null or start_at > switchyard.clock_now() + interval '365 days' then
+    raise exception using errcode = '22023', message = format(
+      'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
+      switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
+        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
+  end if;
+  return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/start_user_run.sql
+
+-- Starts a run for the signed-in user (docs/ARCHITECTURE.md §14): only an alias an operator put
+-- in user_start_aliases, owned by auth.uid(), at most user_runs_per_minute a minute (PT429).
+-- The values it echoes are clipped.
+create or replace function switchyard.start_user_run(
+  alias text, input jsonb, run_id uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  user_id uuid;
+  per_minute int;
+  recent int;
+begin
+  if to_regprocedure('auth.uid()') is not null then
+    execute 'select auth.uid()' into user_id;
+  end if;
+  if user_id is null then
+    raise exception using errcode = '42501', message = format(
+      'start_user_run(%s): no signed-in user (auth.uid() is null): '
+      'sign in, or start the run from a trusted server with start_flow',
+      switchyard._clip(start_user_run.alias)),
+      detail = jsonb_build_object(
+        'rule', 'not_signed_in', 'argument', 'alias',
+        'value', left(start_user_run.alias, 200))::text;
+  end if;
+  if not exists (select 1 from switchyard.user_start_aliases a
+                  where a.alias = start_user_run.alias) then
+    raise exception using errcode = '42501', message = format(
+      'start_user_run(%s): signed-in users may not start this alias: '
+      'an operator allows it with insert into switchyard.user_start_aliases',
+      switchyard._clip(start_user_run.alias)),
+      detail = jsonb_build_object(
+        'rule', 'alias_not_allowed', 'argument', 'alias',
+        'value', left(start_user_run.alias, 200))::text;
+  end if;
+  -- A user's run id is random (version 4, as crypto.randomUUID() gives): the other versions,
+  -- which a trusted server may derive from names or times (v3, v5, v7, ...) and so a user
+  -- could predict, are never a user's, and a server's id can never be taken first by a user.
+  if start_user_run.run_id is not null
+     and start_user_run.run_id::text !~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' then
+    raise exception using errcode = '22023', message = format(
+      'start_user_run(%s): run id %s is invalid: a signed-in user''s run id is a random '
+      '(version 4) UUID, such as crypto.randomUUID() gives; other versions are kept for '
+      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id),
+      detail = jsonb_build_object(
+        'rule', 'run_id_not_random', 'argument', 'run_id',
+        'value', start_user_run.run_id::text)::text;
+  end if;
+  -- The same start again (a resubscription) returns the run and counts nothing.
+  if start_user_run.run_id is not null
+     and exists (select 1 from switchyard.runs r
+                  where r.run_id = start_user_run.run_id and r.owner = user_id) then
+    return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+  end if;
+  -- At most user_runs_per_minute new runs per user in any minute; one user's starts are
+  -- counted one at a time (a transaction-scoped lock per user), so concurrent calls cannot
+  -- all pass the count.
+  per_minute := switchyard.limit_value('user_runs_per_minute');
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.start_user_run ' || user_id::text, 0));
+  select count(*) into recent from switchyard.runs r
+   where r.owner = user_id and r.started_at > switchyard.clock_now() - interval '1 minute';
+  if recent >= per_minute then
+    -- PT429: PostgREST answers HTTP 429 Too Many Requests.
+    raise exception using errcode = 'PT429', message = format(
+      'start_user_run(%s): user %s started %s runs in the last minute, the limit '
+      '(setting user_runs_per_minute): wait a minute and try again',
+      switchyard._clip(start_user_run.alias), user_id, recent),
+      detail = jsonb_build_object(
+        'rule', 'user_runs_per_minute', 'argument', 'alias',
+        'value', left(start_user_run.alias, 200), 'limit', per_minute)::text,
+      hint = 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')';
+  end if;
+  return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/claim/_hide_messages.sql
+
+-- Sets the visibility of a batch of messages in one statement: the claimed messages
+-- (their step's timeout plus the margin) and a refused batch (visible again at once).
+-- PGMQ 1.5 has only a one-message set_vt, and a call per message (dynamic SQL each) was
+-- a sixth of the database time of a claim. This writes PGMQ's documented queue table
+-- (msg_id, read_ct, enqueued_at, vt, message, headers) the way set_vt does (vt =
+-- switchyard.queue_clock() + seconds), naming the table with PGMQ's own
+-- pgmq.format_table_name(queue, 'q') as PGMQ's functions do (it lower-cases the name, so
+-- any spelling PGMQ accepts reaches the same table). Messages gone meanwhile are skipped.
+-- The callers, start_tasks and release_tasks, lock the messages' tasks first, in message
+-- order.
+create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  execute format(
+    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::int[]) as v(id, secs)
+      where q.msg_id = v.id',
+    pgmq.format_table_name(queue, 'q'))
+  using ids, seconds;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/claim/_keep_hidden.sql
+
+-- Keeps each claimed message hidden at least `seconds` from now (its task's timeout plus the
+-- margin), writing only the messages that would reappear sooner (docs/ARCHITECTURE.md §5.4).
+-- The worker reads with the visibility its queue's tasks need (read_visibility_seconds), so in
+-- the common case the read already hid each message long enough and this writes nothing: each
+-- message is then written twice in PGMQ's queue table (the read, the archive), not three times,
+-- and a queue table's dead rows grow a third slower. A message read with less (an older worker,
+-- a timeout raised after the read, a claim later than its window) is written as set_vt would,
+-- like _hide_messages; a message hidden longer stays so (stall recovery and the failure path
+-- set its visibility when it must reappear). Messages gone meanwhile are skipped. The test of vt
+-- is written so that no index can answer it (vt minus the seconds, not vt alone): as a plain
+-- range on vt the planner read PGMQ's vt index, dead entries and all, instead of probing each
+-- message by its key, and in a long-lived queue the claim that wrote nothing took 5.6 ms where a
+-- fresh one took 0.3 ms (BENCHMARKS.md, issue 27).
+create or replace function switchyard._keep_hidden(queue text, ids bigint[], seconds int[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  execute format(
+    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::int[]) as v(id, secs)
+      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < switchyard.queue_clock()',
+    pgmq.format_table_name(queue, 'q'))
+  using ids, seconds;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/claim/read_tasks.sql
+
+-- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to `qty` message
+-- ids, hidden for `visibility_seconds`; none when no message may be read now. It does not wait:
+-- the worker polls, sleeping between reads outside any statement, so no lock on a switchyard table
+-- is held while it waits (a migration's preamble takes them all, §7). The worker calls it only for
+-- a queue that read_ordered(queue) names; any other it reads with PGMQ's own read_with_poll, in
+-- message order, as every earlier release did. Here a plain queue gets pgmq.read.
+--
+-- The order:
+--   - by rank: a message whose body has `ranked_at` (a run of priority p, _task_message) ranks
+--     as if it had become visible p x priority_ageing_seconds earlier; any other by its send time,
+--     in message order. Higher priority goes first, and a message that waited longer than the
+--     levels between them goes before one of higher priority: none is starved;
+--   - by turn: a message of a step with keyed concurrency (its body's `concurrency_key`) takes
+--     its key's next turn, so keys are served round-robin (the first message of every key, then
+--     the second, ...), and a key is given at most its free slots (the step's limit less its
+--     started tasks): messages of a full key are not read at all, so they are neither written
+--     nor counted as read while they wait.
+-- Each side (ranked, unranked) offers its first candidates through its own index (the partial
+-- index of ranked messages that _tune_queue_table gives every kit queue, and the primary key);
+-- the chosen ones are then locked, skipping those another reader holds, and hidden. The claim
+-- (start_tasks, _flow_control) still decides every start: the order is a hint, never a rule a
+-- claim trusts.
+create or replace function switchyard.read_tasks(
+  queue_name text, visibility_seconds int, qty int
+)
+returns setof bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  queue alias for queue_name;
+  keyed boolean;
+  window_size int;
+  used_keys text[];
+  used_counts int[];
+  full_keys text[];
+  tbl text := pgmq.format_table_name(read_tasks.queue_name, 'q');
+  c_ids bigint[];
+  c_ranks numeric[];
+  c_slots text[];
+  c_steps text[];
+  chosen bigint[];
+begin
+  if qty is null or qty not between 1 and 1000 then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
+      switchyard._clip(queue), coalesce(qty::text, 'null')),
+      detail = jsonb_build_object('rule', 'read_qty', 'argument', 'qty', 'value', qty,
+                                  'min', 1, 'max', 1000)::text;
+  end if;
+  if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
+      switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
+      detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
+                                  'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
+  end if;
+  perform from switchyard.queues q where q.queue_name = queue;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
+      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)),
+      detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
+                                  'value', left(queue, 200))::text;
+  end if;
+  -- Which queues are read in order is read_ordered's rule, here as for the worker.
+  if not switchyard.read_ordered(queue) then
+    return query select r.msg_id from pgmq.read(queue, visibility_seconds, qty) r;
+    return;
+  end if;
+  -- Whether the read counts the keys' slots (a queue may be ordered by priority alone).
+  keyed := exists (select 1 from switchyard.steps s
+                    where s.queue_name = queue and s.concurrency_limit is not null);
+
+  window_size := least(greatest(qty * 4, 50), 2000);
+  if keyed then
+    -- The keys holding slots now: every started task with a slot, through the partial index
+    -- of those (as many as the limits allow, however long the queue).
+    select coalesce(array_agg(k.slot), '{}'), coalesce(array_agg(k.used), '{}'),
+           coalesce(array_agg(k.slot) filter (where k.used >= k.lim), '{}')
+      into used_keys, used_counts, full_keys
+      from (select t.concurrency_key as slot, count(*)::int as used,
+                   min(s.concurrency_limit) as lim
+              from switchyard.step_tasks t
+              join switchyard.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+             where t.status = 'started' and t.concurrency_key is not null
+               and t.queue_name = queue
+             group by t.concurrency_key) k;
+  end if;
+  -- 1. The candidates, each side through its own index. Three statements rather than one: the
+  -- two on the queue table are dynamic (its name), so they are planned on every call, and kept
+  -- as small as PGMQ's own; the choice between them is static SQL, planned once per session.
+  execute format($q$
+    select coalesce(array_agg(c.msg_id), '{}'), coalesce(array_agg(c.rank), '{}'),
+           coalesce(array_agg(c.slot), '{}'), coalesce(array_agg(c.step), '{}')
+      from ((select m.msg_id, (m.message ->> 'ranked_at')::numeric as rank,
+                    m.message ->> 'concurrency_key' as slot,
+                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug') as step
+               from pgmq.%1$I m
+              where m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
+                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
+              order by (m.message ->> 'ranked_at')::numeric
+              limit $1)
+            union all
+            (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
+                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug')
+               from pgmq.%1$I m
+              where not m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
+                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
+              order by m.msg_id
+              limit $1)) c$q$, tbl)
+    into c_ids, c_ranks, c_slots, c_steps
+    using window_size, coalesce(full_keys, '{}');
+  if cardinality(c_ids) = 0 then
+    return;
+  end if;
+  -- 2. Turns: each key's candidates in rank order, at most its free slots (its step's limit less
+  -- its started tasks); then the first `qty` by (turn, rank, id).
+  select coalesce(array_agg(t.id order by t.turn, t.rank, t.id), '{}') into chosen
+    from (select x.id, x.rank, x.turn
+            from (select c.id, c.rank, c.slot,
+                         row_number() over (partition by coalesce(c.slot, c.id::text)
+                                            order by c.rank, c.id) as turn,
+                         (select s.concurrency_limit from switchyard.steps s
+                           where c.slot is not null
+                             and s.flow_slug = split_part(c.step, '/', 1)
+                             and s.step_slug = split_part(c.step, '/', 2))
+                           - coalesce(used_counts[array_position(used_keys, c.slot)], 0) as free
+                    from unnest(c_ids, c_ranks, c_slots, c_steps) as c(id, rank, slot, step)) x
+           where x.slot is null or x.free is null or x.turn <= x.free
+           order by x.turn, x.rank, x.id
+           limit qty) t;
+  -- 3. Lock the chosen (by key; one another reader holds is left to it) and hide them.
+  return query execute format($q$
+    update pgmq.%1$I m
+       set vt = switchyard.queue_clock() + make_interval(secs => $1), read_ct = m.read_ct + 1
+      from (select x.msg_id from pgmq.%1$I x
+             where x.msg_id = any ($2) and x.vt <= switchyard.queue_clock()
+               for update skip locked) l
+     where m.msg_id = l.msg_id
+    returning m.msg_id$q$, tbl)
+    using visibility_seconds, chosen;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/claim/start_tasks.sql
+
+-- The claim (docs/ARCHITECTURE.md §5.2-§5.4): turns the messages a worker read into started
+-- tasks, all or nothing per batch. It locks the batch's runs and tasks, classifies every message
+-- (classify_batch), refuses a batch with unsupported work whole (the function pauses), archives
+-- stale messages, holds back what flow control says must wait (§5.12), starts the eligible tasks
+-- and returns each with its input. Per message it probes unique keys only (§5.7), so its cost
+-- does not grow with the backlog or the registry.
+create or replace function switchyard.start_tasks(
+  queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
+)
+returns setof switchyard.task_claim
+language plpgsql
+volatile
+security definer
+set search_path = ''
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
+as $$
+declare
+  queue alias for queue_name;
+  worker record;
+  unsupported_ids bigint[];
+  unsupported_pairs text[];
+  stale_ids bigint[];
+  eligible_ids bigint[];
+  duplicate_ids bigint[];
+  claimed_ids bigint[];
+  claimed_secs int[];
+  reason text;
+  support text;
+  task_ids bigint[];      -- the batch's tasks (parallel arrays, in message order)
+  task_runs uuid[];
+  task_steps text[];
+  task_idxs int[];
+  held_ids bigint[];      -- eligible, but held back by flow control (§5.12), and their waits
+  held_secs int[];
+  slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
+  slot_keys text[];
+begin
+  if message_ids is null or cardinality(message_ids) = 0 then
+    return;
+  end if;
+  select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
+    from switchyard.workers w where w.worker_id = start_tasks.worker_id;
+  if not found then
+    raise exception using errcode = '22023', message = format(
+      'start_tasks: worker %s is not registered', start_tasks.worker_id),
+      detail = jsonb_build_object(
+        'rule', 'worker_not_registered', 'argument', 'worker_id',
+        'value', start_tasks.worker_id::text)::text;
+  end if;
+  if worker.queue_name <> queue then
+    raise exception using errcode = '22023', message = format(
+      'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
+      switchyard._clip(worker.queue_name), switchyard._clip(queue)),
+      detail = jsonb_build_object(
+        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
+        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
+  end if;
+  support := case when supported_pairs is null then worker.pair_set
+                  else switchyard.pair_set(supported_pairs) end;
+
+  -- The batch's runs first, in run order, FOR KEY SHARE (claims do not block each other): a
+  -- failure, a cancel or a completion holds its run FOR UPDATE until it commits, so a claim
+  -- that overlaps one waits for it, and the classification below (a statement of its own, so
+  -- a newer snapshot) sees the run's new status: a task of a run that is no longer started is
+  -- stale, never claimed. Without this lock a claim could start an element of a map after a
+  -- sibling's failure had failed the run (the failure was not committed when the claim read the
+  -- run). Runs before tasks, as cancel_run locks them; a task's run never changes, so the
+  -- unlocked probe that finds it is exact.
+  perform 1
+     from switchyard.runs r
+    where r.run_id in (select l.run_id
+                         from (select distinct u.id from unnest(message_ids) as u(id)) b
+                         cross join lateral (select t.run_id from switchyard.step_tasks t
+                                              where t.queue_name = queue and t.message_id = b.id
+                                              limit 1) l)
+    order by r.run_id
+      for key share of r;
+
+  -- Lock every task of the batch, in message order, before deciding anything, so the
+  -- classification holds until the claim commits. One unique-index probe per message:
+  -- the LIMIT keeps the planner from replacing the probes with a scan of the whole queue
+  -- when its statistics are stale (as they are right after a burst of new work), which
+  -- would make every claim cost as much as the backlog.
+  select coalesce(array_agg(b.id order by b.id), '{}'),
+         coalesce(array_agg(l.run_id order by b.id), '{}'),
+         coalesce(array_agg(l.step_slug order by b.id), '{}'),
+         coalesce(array_agg(l.task_index order by b.id), '{}')
+    into task_ids, task_runs, task_steps, task_idxs
+    from (select distinct u.id from unnest(message_ids) as u(id) order by u.id) b
+    cross join lateral (select t.run_id, t.step_slug, t.task_index from switchyard.step_tasks t
+                         where t.queue_name = queue and t.message_id = b.id
+                         limit 1 for update) l;
+
+  select array_agg(c.message_id order by c.message_id) filter (where c.class = 'unsupported'),
+         array_agg(distinct coalesce(c.flow_slug || '/' || c.step_slug, '(no task)'))
+           filter (where c.class = 'unsupported'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'stale'),
+         coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
+    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
+    from switchyard.classify_batch(queue, message_ids, support) c;
+
+  if unsupported_ids is not null then
+    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
+    -- archived; every message visible again; the queue function pauses durably.
+    perform switchyard._hide_messages(
+      queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
+    reason := format(
+      'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
+      queue, to_char(switchyard.clock_now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+      array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
+    update switchyard.worker_functions wf
+       set paused_at = switchyard.clock_now(), pause_reason = reason,
+           pause_detail = jsonb_build_object(
+             'queue', queue,
+             'message_ids', (select jsonb_agg(u.id::text order by u.id)
+                               from unnest(unsupported_ids) u(id)),
+             'pairs', to_jsonb(unsupported_pairs))
+     where wf.function_name = worker.function_name and wf.paused_at is null;
+    update switchyard.workers w
+       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now()), stop_reason = reason
+     where w.worker_id = worker.worker_id;
+    return query
+      select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
+             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int, null::int
+        from switchyard.classify_batch(queue, message_ids, support) c
+       where c.class = 'unsupported';
+    return;
+  end if;
+
+  if stale_ids is not null then
+    perform pgmq.archive(queue, stale_ids);
+  end if;
+
+  -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
+  -- or a keyed concurrency (one probe of a partial index that is empty otherwise). A task held
+  -- back is not started and uses no attempt; its same message is visible again when it may run.
+  if cardinality(eligible_ids) > 0
+     and exists (select 1 from switchyard.steps s
+                  where s.queue_name = queue
+                    and (s.rate_limit is not null or s.concurrency_limit is not null)) then
+    select coalesce(array_agg(f.message_id order by f.message_id)
+                      filter (where f.wait_seconds is not null), '{}'),
+           coalesce(array_agg(f.wait_seconds order by f.message_id)
+                      filter (where f.wait_seconds is not null), '{}'),
+           array_agg(f.message_id) filter (where f.wait_seconds is null and f.slot is not null),
+           array_agg(f.slot) filter (where f.wait_seconds is null and f.slot is not null)
+      into held_ids, held_secs, slot_ids, slot_keys
+      from switchyard._flow_control(queue, eligible_ids) f;
+    if cardinality(held_ids) > 0 then
+      eligible_ids := array(select e from unnest(eligible_ids) e where e <> all (held_ids));
+      perform switchyard._hide_messages(queue, held_ids, held_secs);
+    end if;
+  end if;
+
+  with claimed as (
+    update switchyard.step_tasks t
+       set status = 'started', attempts_count = t.attempts_count + 1, started_at = switchyard.clock_now(),
+           worker_id = worker.worker_id,
+           -- The time earlier instances used of the step timeout: kept for the attempt they
+           -- handed back (release_tasks), none for a new attempt.
+           carried_ms = case when t.carried_attempt = t.attempts_count + 1 then t.carried_ms
+                             else 0 end,
+           carried_attempt = t.attempts_count + 1,
+           concurrency_key = case when slot_ids is not null
+                                  then slot_keys[array_position(slot_ids, t.message_id)] end
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+     where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
+       and t.task_index = k.idx
+    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
+  )
+  select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
+         coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
+                            order by c.message_id), '{}')
+    into claimed_ids, claimed_secs
+    from claimed c;
+  if cardinality(claimed_ids) > 0 then
+    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
+    perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
+  end if;
+
+  return query
+    select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
+           t.attempts_count, t.timeout,
+           case
+             -- A map task: its element of the run input (root map) or of the one
+             -- dependency's output (docs/ARCHITECTURE.md §5.10). Never SQL NULL (a JSON
+             -- null element is 'null'), so the worker never mistakes it for a root step.
+             when st.step_type = 'map' then
+               case when st.deps_count = 0 then r.input
+                    else (select ds.output from switchyard.deps d
+                            join switchyard.step_states ds
+                              on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                           limit 1)
+               end -> t.task_index
+             -- As switchyard._dependency_outputs, inline: a skipped dependency is absent.
+             when st.deps_count > 0 then
+               coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
+                           from switchyard.deps d
+                           join switchyard.step_states ds
+                             on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                          where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                            and ds.status = 'completed'), '{}'::jsonb)
+           end,
+           case when row_number() over (partition by t.run_id order by t.message_id) = 1
+                then r.input end,
+           t.task_index, t.carried_ms
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+      -- One probe of the whole key per claimed task: a join here let the plan probe by
+      -- run_id alone and filter the rest, reading every task of a map run up to the element.
+      cross join lateral (select x.message_id, x.queue_name, x.flow_slug, x.step_slug,
+                                 x.run_id, x.attempts_count, x.timeout, x.task_index, x.carried_ms
+                            from switchyard.step_tasks x
+                           where x.run_id = k.run_id and x.step_slug = k.step_slug
+                             and x.task_index = k.idx
+                           limit 1) t
+      join switchyard.runs r on r.run_id = t.run_id
+      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
+     where k.id = any (claimed_ids)
+    union all
+    select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
+           null, null, null, null, null, t.task_index, null
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+      cross join lateral (select x.flow_slug, x.step_slug, x.task_index
+                            from switchyard.step_tasks x
+                           where x.run_id = k.run_id and x.step_slug = k.step_slug
+                             and x.task_index = k.idx
+                           limit 1) t
+     where k.id = any (duplicate_ids)
+    union all
+    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null, null
+      from unnest(stale_ids) s
+    union all
+    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
+      from unnest(held_ids) h;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/completion/checkpoint_task.sql
 
 -- Saves a running task's checkpoint (ctx.checkpoint; docs/ARCHITECTURE.md §9, "Checkpoints"):
 -- only while `attempt` holds the task (started, that attempt), else 55000 attempt_not_current
@@ -1243,9 +1798,13 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/complete_tasks.sql
+-- supabase/schemas/functions/completion/complete_tasks.sql
 
--- ---- complete_tasks (latest: 20261202001600_hot_path.sql)
+-- The completion (docs/ARCHITECTURE.md §5.5): records a batch of task outputs in one call, in
+-- (queue_name, message_id) order. Each task is accepted only while its attempt holds it; a
+-- step's state counts its tasks down and completes with its last one; the successors of plain
+-- steps start together (one send per queue), the rest through _start_ready_steps; a run with no
+-- step left completes with its output. Returns one row per item: whether it was accepted.
 create or replace function switchyard.complete_tasks(completions jsonb)
 returns table (ok boolean)
 language plpgsql
@@ -1550,303 +2109,25 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/create_schedule.sql
+-- supabase/schemas/functions/completion/fail_task_with.sql
 
--- Creates a schedule (docs/ARCHITECTURE.md §15): from now on every tick of `cron` in
--- `time_zone` starts `alias` with `input`, exactly once. Refuses bad fields with their rule
--- (see _schedule_problem) and an existing name (23505 schedule_exists). Returns the schedule.
-create or replace function switchyard.create_schedule(
-  name text,
-  alias text,
-  cron text,
-  input jsonb default '{}',
-  time_zone text default 'UTC',
-  overlap text default 'skip',
-  catch_up text default 'latest',
-  catch_up_limit int default 10,
-  enabled boolean default true
+-- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
+-- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
+-- step's rate limit named, it also empties that limit's bucket until the retry is due, but for
+-- at most the limit's own period (per_seconds), so every step sharing the limit backs off (an
+-- HTTP 429) while one task cannot freeze a bucket others share for longer than its period (a
+-- RetryAfter(604800) waits 7 days itself; the bucket, a minute for a limit per minute), and
+-- set_rate_limit lifts the drain. non_retriable (NonRetriable) fails the task
+-- now, its remaining attempts unused, as an exhausted task does (_exhaust_task: whenExhausted
+-- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
+-- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
+-- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
+-- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
+-- 'cancelled' (its task cancelled, no failed attempt counted).
+create or replace function switchyard.fail_task_with(
+  run_id uuid, step_slug text, attempt int, error_message text, task_index int,
+  retry_after_seconds int, non_retriable boolean
 )
-returns jsonb
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  perform switchyard._schedule_problem(name, alias, cron, time_zone, input, overlap, catch_up,
-                                       catch_up_limit);
-  insert into switchyard.schedules (name, alias, cron, time_zone, input, overlap, catch_up,
-                                    catch_up_limit, enabled, checked_until)
-  values (name, alias, cron, time_zone, input, overlap, catch_up, catch_up_limit,
-          coalesce(enabled, true), switchyard.clock_now())
-  on conflict do nothing;
-  if not found then
-    raise exception using errcode = '23505', message = format(
-      'schedule %s exists: change it with update_schedule', to_json(name)::text),
-      detail = jsonb_build_object('rule', 'schedule_exists', 'argument', 'name',
-                                  'value', name)::text;
-  end if;
-  return switchyard._schedule_json(name);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/dashboard_metrics_history.sql
-
--- The dashboard's charts (docs/ARCHITECTURE.md §16): per queue and minute over the last
--- `minutes` (1-1440, default 60), the current minute last, every minute present:
---   lag_seconds  the longest wait of a ready task: of the first attempts claimed in the minute,
---                from when their message became visible (queued, plus the step's startDelay)
---                to the claim, and, for the tasks of started runs still waiting for their
---                first claim, up to the minute's end (a queue no worker reads shows its lag);
---   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
---                completed in the minute, null when none;
---   failures     the failed attempts in the minute (a task failing five times counts five);
---   completions  the tasks completed in the minute.
--- The tasks of the window are read through step_tasks_recent, their failed attempts through
--- failed_attempts_recent, the waiting ones through step_tasks_live: no history is read.
-create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
-returns table (
-  queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
-  failures int, completions int
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  with span as (
-    select date_trunc('minute', switchyard.clock_now())
-             - make_interval(mins => least(greatest(coalesce(minutes, 60), 1), 1440) - 1)
-             as first_minute
-  ),
-  recent as materialized (
-    select t.queue_name, t.started_at, t.completed_at, t.last_failed_at, t.attempts_count,
-           t.queued_at, t.flow_slug, t.step_slug
-      from switchyard.step_tasks t, span
-     where t.started_at is not null
-       and greatest(t.started_at, t.completed_at, t.last_failed_at) >= span.first_minute
-  ),
-  done as (
-    select r.queue_name, date_trunc('minute', r.completed_at) as minute, count(*) as n,
-           percentile_cont(0.95) within group (
-             order by extract(epoch from r.completed_at - r.started_at) * 1000) as p95
-      from recent r, span where r.completed_at >= span.first_minute group by 1, 2
-  ),
-  failed as (
-    select fa.queue_name, date_trunc('minute', fa.failed_at) as minute, count(*) as n
-      from switchyard.failed_attempts fa, span
-     where fa.failed_at >= span.first_minute group by 1, 2
-  ),
-  waited as (
-    select r.queue_name, date_trunc('minute', r.started_at) as minute,
-           max(extract(epoch from r.started_at - r.queued_at) - st.start_delay) as secs
-      from recent r
-      join switchyard.steps st on st.flow_slug = r.flow_slug and st.step_slug = r.step_slug,
-           span
-     where r.started_at >= span.first_minute and r.attempts_count = 1
-     group by 1, 2
-  ),
-  waiting as (
-    select t.queue_name, min(t.queued_at + make_interval(secs => st.start_delay)) as since
-      from switchyard.step_tasks t
-      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
-      join switchyard.runs ru on ru.run_id = t.run_id and ru.status = 'started'
-     where t.status = 'queued' and t.attempts_count = 0
-     group by 1
-  )
-  select x.queue_name, m.minute,
-         greatest(coalesce(w.secs, 0),
-                  coalesce(extract(epoch from least(m.minute + interval '1 minute', switchyard.clock_now())
-                                             - wn.since), 0),
-                  0)::double precision,
-         d.p95::double precision, coalesce(f.n, 0)::int, coalesce(d.n, 0)::int
-    from switchyard.queues x
-    cross join span
-    cross join lateral generate_series(span.first_minute, date_trunc('minute', switchyard.clock_now()),
-                                       interval '1 minute') as m(minute)
-    left join done d on d.queue_name = x.queue_name and d.minute = m.minute
-    left join failed f on f.queue_name = x.queue_name and f.minute = m.minute
-    left join waited w on w.queue_name = x.queue_name and w.minute = m.minute
-    left join waiting wn on wn.queue_name = x.queue_name
-   order by x.queue_name, m.minute
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/dashboard_queues.sql
-
--- Every catalogued queue with its depth, read from PGMQ's queue table (the documented
--- layout the contract suite checks; docs/ARCHITECTURE.md §5.4): messages visible now,
--- hidden (read or claimed, or waiting for a retry's delay), and the oldest one's age.
-create or replace function switchyard.dashboard_queues()
-returns table (
-  queue_name text, pgmq_name text, ownership text, owner_flow text,
-  visible bigint, hidden bigint, oldest_enqueued_at timestamptz
-)
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-declare
-  q record;
-  tbl text;
-begin
-  for q in
-    select x.queue_name, x.pgmq_name, x.ownership, x.owner_flow
-      from switchyard.queues x order by x.queue_name
-  loop
-    queue_name := q.queue_name;
-    pgmq_name := q.pgmq_name;
-    ownership := q.ownership;
-    owner_flow := q.owner_flow;
-    visible := null;
-    hidden := null;
-    oldest_enqueued_at := null;
-    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
-    if to_regclass(format('pgmq.%I', tbl)) is not null then
-      execute format(
-        'select count(*) filter (where vt <= switchyard.queue_clock()),
-                count(*) filter (where vt > switchyard.queue_clock()), min(enqueued_at)
-           from pgmq.%I', tbl)
-        into visible, hidden, oldest_enqueued_at;
-    end if;
-    return next;
-  end loop;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/dashboard_runs.sql
-
--- Recent runs, newest first (at most 200), optionally of one status, of flows with a step on
--- one queue, or one run. Each with its duration (so far, for a started run), its error and
--- failing step, and its steps in step order with their task's queue snapshot, attempts and
--- times: queued (the step became ready), started (the latest attempt), finished. A map step
--- (docs/ARCHITECTURE.md §5.10) has one task per element: its row sums them up (the most
--- attempts any element used, the first error in element order, `tasks` the element count).
-create or replace function switchyard.dashboard_runs(
-  max_runs int default 25, run_status text default null, queue_name text default null,
-  run_id uuid default null
-)
-returns table (
-  run_id uuid, flow_slug text, started_as text, status text, started_at timestamptz,
-  finished_at timestamptz, duration_ms bigint, error text, failed_step text, steps jsonb
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select r.run_id, r.flow_slug, r.started_as, r.status, r.started_at,
-         coalesce(r.completed_at, r.failed_at, r.cancelled_at),
-         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, switchyard.clock_now()) - r.started_at)
-           * 1000)::bigint,
-         r.error,
-         (select ss.step_slug from switchyard.step_states ss
-           where ss.run_id = r.run_id and ss.status = 'failed'
-           order by ss.failed_at nulls last, ss.step_slug limit 1),
-         (select coalesce(jsonb_agg(jsonb_build_object(
-                   'step_slug', ss.step_slug, 'step_index', st.step_index, 'status', ss.status,
-                   'queue_name', coalesce(t.queue_name, st.queue_name),
-                   'attempts', coalesce(t.attempts_count, 0),
-                   'max_attempts', coalesce(t.max_attempts, st.max_attempts),
-                   'queued_at', t.queued_at, 'started_at', t.started_at,
-                   'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
-                                           t.completed_at, t.failed_at),
-                   'error', t.error, 'tasks', t.tasks,
-                   -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11): its kind, and
-                   -- when its timeout is due while it waits.
-                   'kind', st.step_type,
-                   'wait_deadline', case when ss.status = 'started' then ss.wait_deadline end)
-                 order by st.step_index), '[]'::jsonb)
-            from switchyard.step_states ss
-            join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-            left join lateral (
-              select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts_count,
-                     max(x.max_attempts) as max_attempts, min(x.queued_at) as queued_at,
-                     max(x.started_at) as started_at, max(x.completed_at) as completed_at,
-                     max(x.failed_at) as failed_at, count(*)::int as tasks,
-                     (array_agg(x.error order by x.task_index)
-                        filter (where x.error is not null))[1] as error
-                from switchyard.step_tasks x
-               where x.run_id = ss.run_id and x.step_slug = ss.step_slug
-            ) t on true
-           where ss.run_id = r.run_id)
-    from switchyard.runs r
-   where (dashboard_runs.run_id is null or r.run_id = dashboard_runs.run_id)
-     and (dashboard_runs.run_status is null or r.status = dashboard_runs.run_status)
-     and (dashboard_runs.queue_name is null or exists (
-           select 1 from switchyard.steps st
-            where st.flow_slug = r.flow_slug and st.queue_name = dashboard_runs.queue_name))
-   order by r.started_at desc, r.run_id
-   limit least(greatest(coalesce(dashboard_runs.max_runs, 25), 1), 200)
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/dashboard_throughput.sql
-
--- Completed tasks per queue and minute over the last `minutes` minutes (1-1440, default 60),
--- the current minute last, every minute present (0 when none). A completion archives its
--- message in the same transaction (§5.5), so the count starts from PGMQ's archive table,
--- whose archived_at index bounds it to the window, and keeps the archived messages whose
--- task completed (stale and failed messages are archived too). archived_at is PGMQ's time: the
--- window's start is moved to PGMQ's clock for that bound (the same instant in production, where
--- both clocks are now(); docs/ARCHITECTURE.md §17).
-create or replace function switchyard.dashboard_throughput(minutes int default 60)
-returns table (queue_name text, minute timestamptz, completed int)
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-declare
-  q record;
-  span int := least(greatest(coalesce(dashboard_throughput.minutes, 60), 1), 1440);
-  first_minute timestamptz :=
-    date_trunc('minute', switchyard.clock_now()) - make_interval(mins => span - 1);
-  first_archived timestamptz :=
-    first_minute - (switchyard.clock_now() - switchyard.queue_now());
-  tbl text;
-begin
-  for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
-    tbl := pgmq.format_table_name(q.pgmq_name, 'a');
-    if to_regclass(format('pgmq.%I', tbl)) is null then
-      return query
-        select q.queue_name, m.minute, 0
-          from generate_series(first_minute, date_trunc('minute', switchyard.clock_now()),
-                               interval '1 minute') as m(minute);
-      continue;
-    end if;
-    return query execute format(
-      'select $1, m.minute, coalesce(c.n, 0)::int
-         from generate_series($2, date_trunc(''minute'', switchyard.clock_now()),
-                              interval ''1 minute'') as m(minute)
-         left join (select date_trunc(''minute'', t.completed_at) as minute, count(*) as n
-                      from pgmq.%I a
-                      join switchyard.step_tasks t
-                        on t.queue_name = $1 and t.message_id = a.msg_id and t.status = ''completed''
-                     where a.archived_at >= $3
-                     group by 1) c on c.minute = m.minute
-        order by m.minute', tbl)
-      using q.queue_name, first_minute, first_archived;
-  end loop;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/declare_alias.sql
-
--- The versions the project's registry declares for an alias, oldest first, the last one the
--- target: what `deno task compile` writes into a migration (docs/ARCHITECTURE.md §6, Declared
--- aliases). Records the declaration (the latest replaces the one before), then moves the alias
--- to the target unless _alias_move_blocker says why not. So the compiled migrations, replayed
--- in any order on any database (incrementally, all at once on an empty one, after a backup),
--- leave each alias where the project's current registry puts it, without a worker: new, it is
--- activated; pointing at an earlier listed version, or at a retired one with no started run, it
--- moves when no live worker lacks the target. Otherwise it stays, and the answer says why:
--- 'activated', 'current', or 'deferred: <why>'. A held-back move is made by the first worker
--- whose registry has the target (sync_alias), or by the next declaration that may.
-create or replace function switchyard.declare_alias(alias_name text, versions text[])
 returns text
 language plpgsql
 volatile
@@ -1854,56 +2135,388 @@ security definer
 set search_path = ''
 as $$
 declare
-  target text;
-  current_target text;
-  blocker text;
+  task switchyard.step_tasks;
+  run_status text;
+  delay_seconds int;
+  limit_name text;
+  error_text text := left(coalesce(error_message, 'unknown error'), 4000);
 begin
-  perform switchyard._alias_members_add(alias_name, versions);
-  target := versions[cardinality(versions)];
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
-  insert into switchyard.alias_declarations as d (alias, versions, declared_at)
-  values (alias_name, versions, switchyard.clock_now())
-  on conflict (alias) do update set versions = excluded.versions, declared_at = excluded.declared_at;
-  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
-  if not found then
-    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
-    perform switchyard._record_activation(alias_name, target, null, 'migration');
-    return 'activated';
-  elsif current_target = target then
-    return 'current';
+  if retry_after_seconds is not null and (retry_after_seconds < 0 or retry_after_seconds > 604800) then
+    raise exception using errcode = '22023', message = format(
+      'fail_task_with: retry_after_seconds %s is out of range: use 0 to 604800 (7 days)',
+      retry_after_seconds),
+      detail = jsonb_build_object(
+        'rule', 'retry_after_range', 'argument', 'retry_after_seconds',
+        'value', retry_after_seconds, 'min', 0, 'max', 604800)::text;
   end if;
-  blocker := switchyard._alias_move_blocker(current_target, versions);
-  if blocker is not null then
-    raise notice 'alias % stays on %: %', alias_name, current_target, blocker;
-    return 'deferred: ' || blocker;
+  select * into task from switchyard.step_tasks t
+   where t.run_id = fail_task_with.run_id and t.step_slug = fail_task_with.step_slug
+     and t.task_index = fail_task_with.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    return 'ignored';
   end if;
-  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
-  return 'activated';
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
+  -- progress report, an aborted call): not a failure. The task is cancelled like the run's
+  -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
+  if run_status = 'cancelled' then
+    update switchyard.step_tasks t
+       set status = 'cancelled', error = error_text, worker_id = null
+     where t.run_id = task.run_id and t.step_slug = task.step_slug
+       and t.task_index = task.task_index;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    return 'cancelled';
+  end if;
+  if task.attempts_count < task.max_attempts and run_status = 'started'
+     and not coalesce(non_retriable, false) then
+    delay_seconds := coalesce(retry_after_seconds,
+      least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
+            task.max_delay)::int);
+    update switchyard.step_tasks t
+       set status = 'queued', error = error_text, worker_id = null, last_failed_at = switchyard.clock_now()
+     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+    perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
+    if retry_after_seconds is not null then
+      select st.rate_limit into limit_name from switchyard.steps st
+       where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
+      if limit_name is not null then
+        update switchyard.rate_limits l
+           set tokens = least(l.tokens, 0),
+               refilled_at = greatest(l.refilled_at,
+                 switchyard.clock_now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
+         where l.name = limit_name;
+      end if;
+    end if;
+    return 'retrying';
+  end if;
+  -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
+  update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
+   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+  return switchyard._exhaust_task(task, error_text);
 end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/deprecate_workers.sql
+-- supabase/schemas/functions/completion/release_tasks.sql
 
--- Asks every worker of a queue function that has not stopped yet to stop.
-create or replace function switchyard.deprecate_workers(function_name text)
+-- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9), in
+-- one transaction; the worker is marked deprecated in it, so a worker released by anyone else
+-- stops at its next heartbeat. The worker drops whatever its released handlers return, so an
+-- attempt number claimed again elsewhere is never answered twice.
+--
+-- An attempt is refunded (the task queued again with attempts_count - 1, its message visible at
+-- once) only for work handed back: the worker names the task in `handed_back` (a JSON array of
+-- {run_id, step_slug, task_index}: its handler honoured the shutdown, throwing the abort reason
+-- within the grace period, or never started), or the task saved a checkpoint since its claim.
+-- Refunds are bounded: at most max_task_refunds() per task, and the time the attempt ran on
+-- every instance counts toward the step timeout (carried_ms, which start_tasks hands to the next
+-- claim of the same attempt). Every other task the worker holds fails its attempt through
+-- fail_task_with (retried with backoff while attempts remain, else its run fails or its step is
+-- skipped), saying why: a handler still running after the grace period with no checkpoint since
+-- its claim, a task handed back max_task_refunds() times, or an attempt past its step timeout.
+-- `handed_back` null (a 0.3.0 runtime's call) names every task the worker holds.
+-- Locks in (queue, message id) order, as complete_tasks and start_tasks do, then a failed
+-- attempt's run (fail_task_with). Returns the tasks handed back, refunded or not.
+create or replace function switchyard.release_tasks(worker_id uuid, handed_back jsonb default null)
 returns int
-language sql
+language plpgsql
 volatile
 security definer
 set search_path = ''
 as $$
-  with d as (
-    update switchyard.workers w
-       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
-     where w.function_name = deprecate_workers.function_name and w.stopped_at is null
-    returning 1
-  )
-  select count(*)::int from d;
+declare
+  t record;
+  released int := 0;
+  max_refunds int := switchyard.max_task_refunds();
+begin
+  if worker_id is null then
+    raise exception using errcode = '22023',
+      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
+      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
+                                  'value', null)::text;
+  end if;
+  if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
+    raise exception using errcode = '22023', message = format(
+      'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
+      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)),
+      detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
+                                  'value', left(handed_back::text, 200))::text;
+  end if;
+  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
+   where w.worker_id = release_tasks.worker_id;
+  for t in
+    select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id, x.attempts_count,
+           x.timeout, x.refunds,
+           x.carried_ms + (extract(epoch from switchyard.clock_now() - x.started_at) * 1000)::bigint as used_ms,
+           handed_back is null
+             or exists (select 1 from jsonb_array_elements(handed_back) h
+                         where h ->> 'run_id' = x.run_id::text and h ->> 'step_slug' = x.step_slug
+                           and coalesce(h ->> 'task_index', '0') = x.task_index::text) as named,
+           exists (select 1 from switchyard.task_checkpoints c
+                    where c.run_id = x.run_id and c.step_slug = x.step_slug
+                      and c.task_index = x.task_index and c.saved_at >= x.started_at)
+             as checkpointed
+      from switchyard.step_tasks x
+     where x.worker_id = release_tasks.worker_id and x.status = 'started'
+     order by x.queue_name, x.message_id
+       for update of x
+  loop
+    released := released + 1;
+    if (t.named or t.checkpointed) and t.refunds < max_refunds
+       and t.used_ms < t.timeout * 1000::bigint then
+      update switchyard.step_tasks x
+         set status = 'queued', attempts_count = x.attempts_count - 1, worker_id = null,
+             refunds = x.refunds + 1, carried_ms = t.used_ms::int,
+             carried_attempt = t.attempts_count
+       where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
+      perform pgmq.set_vt(t.queue_name, t.message_id, 0);
+      continue;
+    end if;
+    perform switchyard.fail_task_with(t.run_id, t.step_slug, t.attempts_count,
+      case
+        when t.used_ms >= t.timeout * 1000::bigint then format(
+          'step %s timed out: attempt %s ran %s s over the instances that handed it back, '
+          'past its timeout of %s s', t.step_slug, t.attempts_count, round(t.used_ms / 1000.0, 1),
+          t.timeout)
+        when t.named or t.checkpointed then format(
+          'attempt %s was handed back at an instance''s end %s times, the most a task may be '
+          'without counting (max_task_refunds()): this hand-over counts as a failed attempt',
+          t.attempts_count, t.refunds)
+        else format(
+          'attempt %s was still running when the worker stopped and its grace period ended, '
+          'with no checkpoint since its claim: it counts as a failed attempt (watch ctx.signal, '
+          'and save progress with ctx.checkpoint, to hand the task over without one)',
+          t.attempts_count)
+      end, t.task_index, null, false);
+  end loop;
+  return released;
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/expire_waits.sql
+-- supabase/schemas/functions/completion/report_progress.sql
+
+-- Records a running task's progress (ctx.progress; docs/ARCHITECTURE.md §16): one 'progress'
+-- event of its run, in the run's event order, with the owner copied for row-level security and
+-- the task's index and the JSON as its data, and a NOTIFY like every other event. Only while
+-- `attempt` holds the task (started, that attempt) of a started run, else 55000
+-- attempt_not_current or run_not_started. The JSON text is at most limit_value
+-- ('max_progress_bytes') (22023 progress_too_large), and a task reports at most limit_value
+-- ('progress_per_second') events in any window of one second from the window's first event
+-- (PT429 progress_rate, the SQLSTATE of start_user_run's rate). A refusal records nothing.
+-- Returns the event's id.
+--
+-- Locks the task and then its run, the order of complete_tasks: the run's lock numbers the event
+-- after every event committed before it, as the triggers do.
+create or replace function switchyard.report_progress(
+  run_id uuid, step_slug text, task_index int, attempt int, data jsonb
+)
+returns bigint
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+  run switchyard.runs;
+  size int := octet_length(data::text);
+  max_bytes int := switchyard.limit_value('max_progress_bytes');
+  per_second int := switchyard.limit_value('progress_per_second');
+  counted int;
+  id bigint;
+begin
+  if data is null then
+    raise exception using errcode = '22023', message =
+      'progress: the data is null: give a JSON value',
+      detail = jsonb_build_object('rule', 'progress_null', 'argument', 'data',
+                                  'value', null)::text;
+  end if;
+  if size > max_bytes then
+    raise exception using errcode = '22023', message = format(
+      'progress of step %s is %s bytes of JSON, over the limit of %s bytes (max_progress_bytes): '
+      'report counters or a short message, not the data', switchyard._clip(step_slug), size,
+      max_bytes),
+      detail = jsonb_build_object('rule', 'progress_too_large', 'argument', 'data',
+                                  'value', left(data::text, 200), 'size', size,
+                                  'limit', max_bytes)::text;
+  end if;
+  select * into task from switchyard.step_tasks t
+   where t.run_id = report_progress.run_id and t.step_slug = report_progress.step_slug
+     and t.task_index = report_progress.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    raise exception using errcode = '55000', message = format(
+      'progress: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
+      attempt, switchyard._clip(step_slug), task_index, run_id,
+      case when not found then 'no such task'
+           else format('%s, attempt %s', task.status, task.attempts_count) end),
+      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
+                                  'value', attempt::text)::text;
+  end if;
+  select * into run from switchyard.runs r where r.run_id = report_progress.run_id for update;
+  if run.status <> 'started' then
+    raise exception using errcode = '55000', message = format(
+      'progress: run %s is %s, not started: its events ended', run_id, run.status),
+      detail = jsonb_build_object('rule', 'run_not_started', 'argument', 'run_id',
+                                  'value', run_id::text, 'status', run.status)::text;
+  end if;
+  insert into switchyard.task_progress as p
+         (run_id, step_slug, task_index, window_started_at, window_count)
+  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, switchyard.clock_now(), 1)
+  on conflict on constraint task_progress_pkey do update
+    set window_started_at = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
+                                 then p.window_started_at else switchyard.clock_now() end,
+        window_count = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
+                            then p.window_count + 1 else 1 end
+  returning p.window_count into counted;
+  if counted > per_second then
+    raise exception using errcode = 'PT429', message = format(
+      'progress of step %s (task %s) of run %s is over the limit of %s events per second '
+      '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
+      task_index, run_id, per_second),
+      detail = jsonb_build_object('rule', 'progress_rate', 'argument', 'data',
+                                  'value', left(data::text, 200), 'limit', per_second)::text;
+  end if;
+  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event, task_index, data)
+  values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',
+          report_progress.task_index, data)
+  returning event_id into id;
+  perform pg_notify('switchyard_run_events', run_id::text);
+  return id;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/waits/_begin_wait.sql
+
+-- A wait or sleep step just moved to started (by _start_ready_steps; a 'flow' step goes to
+-- _begin_child): a wait whose signal
+-- arrived early gets it now (returns true: the step is done, its dependents may be ready);
+-- else the step waits (returns false): its deadline is set from its timeout (a wait without
+-- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
+-- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+-- A sleep until a time reads it now, at the step's path of the run input or of the step's
+-- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
+-- fails the step and the run naming the path, the value and the rule (returns true); a time
+-- already past completes the sleep at once (true); else it is the deadline.
+create or replace function switchyard._begin_wait(run uuid, flow text, step text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  deadline timestamptz;
+  source jsonb;
+  v jsonb;
+  problem text;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if st.step_type = 'flow' then
+    return switchyard._begin_child(run, flow, step);
+  end if;
+  if st.step_type = 'wait'
+     and exists (select 1 from switchyard.run_signals rs where rs.run_id = run and rs.step_slug = step) then
+    perform switchyard._finish_wait(run, flow, step, 'signalled');
+    return true;
+  end if;
+  if st.sleep_until is null then
+    deadline := switchyard.clock_now() + make_interval(secs => st.wait_timeout);
+  else
+    if st.sleep_until_input = 'run' or st.deps_count = 0 then
+      select r.input into source from switchyard.runs r where r.run_id = run;
+    else
+      source := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    v := source #> st.sleep_until;
+    if v is null then
+      problem := 'is missing';
+    elsif jsonb_typeof(v) <> 'string' then
+      problem := format('is a JSON %s (%s), not a string', jsonb_typeof(v), switchyard._clip(v::text));
+    -- A date, a time and a zone: PostgreSQL would also read 'now', 'epoch' or a local time.
+    elsif (v #>> '{}') !~ '^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d(:?\d\d)?)$' then
+      problem := format('%s is not an ISO 8601 timestamp with a time zone', switchyard._clip(v #>> '{}'));
+    else
+      begin
+        deadline := (v #>> '{}')::timestamptz;
+      -- Any data exception: a bad format (22007), a field out of range (22008), an offset
+      -- PostgreSQL refuses (22009: +16:00, +15:60, -1599) although the pattern and
+      -- JavaScript's Date accept it.
+      exception when data_exception then
+        problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
+      end;
+      if problem is null and deadline > switchyard.clock_now() + interval '365 days' then
+        problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
+      end if;
+    end if;
+    if problem is not null then
+      perform switchyard._fail_run_step(run, step, format(
+        'sleep step %s until: the value at %s of the %s input %s: use an ISO 8601 timestamp '
+        'with a time zone such as "2026-12-24T09:00:00Z", at most 365 days ahead',
+        to_json(step)::text, to_json(array_to_string(st.sleep_until, '.'))::text,
+        st.sleep_until_input, problem));
+      return true;
+    end if;
+    if deadline <= switchyard.clock_now() then
+      perform switchyard._finish_wait(run, flow, step, 'slept');
+      return true;
+    end if;
+  end if;
+  update switchyard.step_states ss
+     set wait_deadline = deadline, remaining_tasks = 0
+   where ss.run_id = run and ss.step_slug = step;
+  perform switchyard._wait_event(run, flow, step, 'waiting');
+  return false;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/waits/_finish_wait.sql
+
+-- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
+--   - 'signalled': its kept signal is marked delivered and its payload becomes the output;
+--   - 'slept': a sleep's time is up, its output is null;
+--   - 'timed out': a wait's timeout, as its on_timeout says: 'skip' skips the step (its
+--     dependents run without its output), 'fail' fails the step and the run.
+-- The caller holds the run's row lock, and starts the ready steps after (_start_ready_steps
+-- when it is not that function itself) and completes the run when none is left.
+create or replace function switchyard._finish_wait(run uuid, flow text, step text, outcome text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  signal_payload jsonb;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if outcome = 'signalled' then
+    update switchyard.run_signals rs set delivered_at = switchyard.clock_now()
+     where rs.run_id = run and rs.step_slug = step
+    returning rs.payload into signal_payload;
+    perform switchyard._wait_event(run, flow, step, 'signalled');
+    perform switchyard._complete_without_tasks(run, flow, step, signal_payload);
+  elsif outcome = 'slept' then
+    perform switchyard._complete_without_tasks(run, flow, step, 'null');
+  elsif st.on_timeout = 'skip' then
+    perform switchyard._wait_event(run, flow, step, 'timed out');
+    perform switchyard._skip_step(run, flow, step, format(
+      'wait timed out: no signal within %s seconds (onTimeout skip)', st.wait_timeout), false);
+  else
+    perform switchyard._wait_event(run, flow, step, 'timed out');
+    perform switchyard._fail_run_step(run, step, format(
+      'wait step %s timed out: no signal within %s seconds (onTimeout fail); signal it with '
+      'switchyard.signal_run before its timeout, or give it onTimeout ''skip''',
+      to_json(step)::text, st.wait_timeout));
+  end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/waits/expire_waits.sql
 
 -- Begins the delayed starts that are due (start_flow_at), then ends the wait and sleep steps
 -- whose time is up (docs/ARCHITECTURE.md §5.11), oldest first, at most max_steps of each: a
@@ -2023,24 +2636,21 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/fail_task_with.sql
+-- supabase/schemas/functions/waits/signal_run.sql
 
--- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
--- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
--- step's rate limit named, it also empties that limit's bucket until the retry is due, but for
--- at most the limit's own period (per_seconds), so every step sharing the limit backs off (an
--- HTTP 429) while one task cannot freeze a bucket others share for longer than its period (a
--- RetryAfter(604800) waits 7 days itself; the bucket, a minute for a limit per minute), and
--- set_rate_limit lifts the drain. non_retriable (NonRetriable) fails the task
--- now, its remaining attempts unused, as an exhausted task does (_exhaust_task: whenExhausted
--- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
--- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
--- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
--- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
--- 'cancelled' (its task cancelled, no failed attempt counted).
-create or replace function switchyard.fail_task_with(
-  run_id uuid, step_slug text, attempt int, error_message text, task_index int,
-  retry_after_seconds int, non_retriable boolean
+-- Signals a wait step of a run (docs/ARCHITECTURE.md §5.11): the payload becomes the step's
+-- output. Callable inside the application's own transaction (a trigger on its table, say):
+-- the signal exists only once that transaction commits. Holding the run's row lock:
+--   - the step waits: the signal is delivered now, its dependents start ('delivered');
+--   - the step is not ready yet: the signal is kept and delivered when it is ('kept');
+--   - the step already has a signal with this key: nothing changes ('duplicate').
+-- Refused, changing nothing: an unknown run or step, a step that is not a wait step
+-- (22023), an empty key or one over 200 characters, as a start key (22023 key_empty,
+-- key_length), a payload over max_output_bytes (22023), a run that is not started, a step that
+-- already has a signal under another key or none, a wait that ended without one or whose
+-- timeout is due (55000). The timeout is compared with clock_now(), this transaction's start.
+create or replace function switchyard.signal_run(
+  run_id uuid, step_slug text, payload jsonb, key text default null
 )
 returns text
 language plpgsql
@@ -2049,70 +2659,776 @@ security definer
 set search_path = ''
 as $$
 declare
-  task switchyard.step_tasks;
-  run_status text;
-  delay_seconds int;
-  limit_name text;
-  error_text text := left(coalesce(error_message, 'unknown error'), 4000);
+  run switchyard.runs;
+  st switchyard.steps;
+  state switchyard.step_states;
+  kept switchyard.run_signals;
+  value jsonb := coalesce(payload, 'null');
+  problem jsonb;
+  timed_out boolean;
 begin
-  if retry_after_seconds is not null and (retry_after_seconds < 0 or retry_after_seconds > 604800) then
+  select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
+  if not found then
     raise exception using errcode = '22023', message = format(
-      'fail_task_with: retry_after_seconds %s is out of range: use 0 to 604800 (7 days)',
-      retry_after_seconds),
+      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')),
       detail = jsonb_build_object(
-        'rule', 'retry_after_range', 'argument', 'retry_after_seconds',
-        'value', retry_after_seconds, 'min', 0, 'max', 604800)::text;
+        'rule', 'run_unknown', 'argument', 'run_id', 'value', signal_run.run_id::text)::text;
   end if;
-  select * into task from switchyard.step_tasks t
-   where t.run_id = fail_task_with.run_id and t.step_slug = fail_task_with.step_slug
-     and t.task_index = fail_task_with.task_index
-   for update;
-  if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    return 'ignored';
+  select * into st from switchyard.steps s
+   where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
+  if not found or st.step_type <> 'wait' then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
+      switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
+      case when st.step_slug is null then 'does not exist'
+           else format('is a %s step, not a wait step', st.step_type) end,
+      coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
+                  from switchyard.steps w
+                 where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
+      detail = jsonb_build_object(
+        'rule', case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end,
+        'argument', 'step_slug', 'value', left(signal_run.step_slug, 200),
+        'step_type', st.step_type, 'run_id', run.run_id, 'flow_slug', run.flow_slug)::text;
   end if;
-  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
-  -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
-  -- progress report, an aborted call): not a failure. The task is cancelled like the run's
-  -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
-  if run_status = 'cancelled' then
-    update switchyard.step_tasks t
-       set status = 'cancelled', error = error_text, worker_id = null
-     where t.run_id = task.run_id and t.step_slug = task.step_slug
-       and t.task_index = task.task_index;
-    perform pgmq.archive(task.queue_name, task.message_id);
-    return 'cancelled';
+  if key is not null and btrim(key) = '' then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
+      detail = jsonb_build_object(
+        'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
+        'step_slug', st.step_slug)::text;
   end if;
-  if task.attempts_count < task.max_attempts and run_status = 'started'
-     and not coalesce(non_retriable, false) then
-    delay_seconds := coalesce(retry_after_seconds,
-      least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
-            task.max_delay)::int);
-    update switchyard.step_tasks t
-       set status = 'queued', error = error_text, worker_id = null, last_failed_at = switchyard.clock_now()
-     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
-    perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
-    if retry_after_seconds is not null then
-      select st.rate_limit into limit_name from switchyard.steps st
-       where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
-      if limit_name is not null then
-        update switchyard.rate_limits l
-           set tokens = least(l.tokens, 0),
-               refilled_at = greatest(l.refilled_at,
-                 switchyard.clock_now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
-         where l.name = limit_name;
-      end if;
-    end if;
-    return 'retrying';
+  if char_length(key) > 200 then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
+      'characters', switchyard._clip(key), char_length(key)),
+      detail = jsonb_build_object(
+        'rule', 'key_length', 'argument', 'key', 'value', left(key, 200),
+        'size', char_length(key), 'limit', 200, 'run_id', run.run_id,
+        'step_slug', st.step_slug)::text;
   end if;
-  -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
-  update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
-   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
-  return switchyard._exhaust_task(task, error_text);
+  problem := switchyard._json_size_problem(value, 'max_output_bytes');
+  if problem is not null then
+    raise exception using errcode = '22023', message = format(
+      'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
+      'bytes (setting max_output_bytes)',
+      to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
+      detail = jsonb_build_object(
+        'rule', 'max_output_bytes', 'argument', 'payload', 'value', problem ->> 'excerpt',
+        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
+        'run_id', run.run_id, 'step_slug', st.step_slug)::text,
+      hint = 'send a smaller payload (store large data elsewhere and send a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
+  end if;
+  select * into kept from switchyard.run_signals rs
+   where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
+  if found and key is not null and kept.signal_key = key then
+    return 'duplicate';
+  end if;
+  if run.status <> 'started' then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
+      detail = jsonb_build_object(
+        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
+        'status', run.status, 'step_slug', st.step_slug)::text;
+  end if;
+  if kept.run_id is not null then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
+      'signal: repeat it with the same key to make the repeat a no-op',
+      to_json(st.step_slug)::text, run.run_id,
+      case when kept.signal_key is null then 'no key'
+           else format('key %s', switchyard._clip(kept.signal_key)) end,
+      kept.signalled_at),
+      detail = jsonb_build_object(
+        'rule', 'step_already_signalled', 'argument', 'key', 'value', left(key, 200),
+        'signal_key', left(kept.signal_key, 200), 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
+  end if;
+  select * into state from switchyard.step_states ss
+   where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
+  timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
+  if state.status not in ('created', 'started') or timed_out then
+    raise exception using errcode = '55000', message = format(
+      'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
+      case when timed_out
+           then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
+                       st.wait_timeout, st.on_timeout)
+           else format('is %s; only a step that waits or is not ready yet takes a signal',
+                       state.status) end),
+      detail = jsonb_build_object(
+        'rule', case when timed_out then 'wait_timed_out' else 'wait_not_open' end,
+        'argument', 'step_slug', 'value', st.step_slug, 'status', state.status,
+        'deadline', state.wait_deadline, 'run_id', run.run_id)::text;
+  end if;
+  insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
+  values (run.run_id, st.step_slug, key, value);
+  if state.status = 'created' then
+    return 'kept';
+  end if;
+  perform switchyard._finish_wait(run.run_id, run.flow_slug, st.step_slug, 'signalled');
+  perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
+  return 'delivered';
 end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/fence_end.sql
+-- supabase/schemas/functions/flow_control/_flow_control.sql
+
+-- Flow control in the claim (docs/ARCHITECTURE.md §5.12): for the eligible messages of a batch
+-- whose steps have a rate limit or a keyed concurrency, in message order, whether each may start
+-- now (wait_seconds null; slot: the concurrency slot it takes, or null) or waits (wait_seconds:
+-- when it may run: the next tokens of its limit, at most 5 s so that a limit the operator
+-- raises takes effect by the message's next claim; or 1 s for a full concurrency key, whose
+-- slot frees when a started task of the key ends). Messages of steps without flow control are not
+-- returned. Called by start_tasks with the batch's tasks locked; it takes the concurrency keys'
+-- advisory locks (sorted), then the rate limits' rows (sorted), so two claims cannot deadlock and
+-- a key's started tasks are counted after the claim before this one committed. The tokens taken
+-- are written here; a task waiting takes none.
+create or replace function switchyard._flow_control(queue text, ids bigint[])
+returns table (message_id bigint, wait_seconds int, slot text)
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  t record;
+  lim record;
+  m_ids bigint[] := '{}';
+  m_slots text[] := '{}';
+  m_limits int[] := '{}';
+  m_rates text[] := '{}';
+  m_costs int[] := '{}';
+  granted text[] := '{}';
+  key text;
+  used bigint;
+  per_second double precision;
+  avail double precision;
+  wait int;
+begin
+  for t in
+    select x.message_id, x.run_id, x.flow_slug, x.step_slug, x.task_index, st.rate_limit,
+           st.rate_cost, st.concurrency_limit
+      from (select distinct u.id from unnest(ids) as u(id)) b
+      cross join lateral (select y.message_id, y.run_id, y.flow_slug, y.step_slug, y.task_index
+                            from switchyard.step_tasks y
+                           where y.queue_name = queue and y.message_id = b.id
+                           limit 1) x
+      join switchyard.steps st on st.flow_slug = x.flow_slug and st.step_slug = x.step_slug
+     where st.rate_limit is not null or st.concurrency_limit is not null
+     order by x.message_id
+  loop
+    key := switchyard._concurrency_key(t.run_id, t.flow_slug, t.step_slug, t.task_index);
+    m_ids := m_ids || t.message_id;
+    m_slots := m_slots || key;
+    m_limits := m_limits || t.concurrency_limit;
+    m_rates := m_rates || t.rate_limit;
+    m_costs := m_costs || t.rate_cost;
+  end loop;
+  if cardinality(m_ids) = 0 then
+    return;
+  end if;
+
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.concurrency:' || k.slot, 0))
+     from (select distinct s.slot from unnest(m_slots) as s(slot)
+            where s.slot is not null order by s.slot) k;
+  perform 1 from switchyard.rate_limits l
+    where l.name = any (m_rates)
+    order by l.name
+      for update;
+
+  for i in 1 .. cardinality(m_ids) loop
+    wait := null;
+    if m_slots[i] is not null then
+      -- Started tasks holding the key (committed; the lock above orders the claims), and the
+      -- ones this batch gave it.
+      select count(*) into used from switchyard.step_tasks y
+       where y.concurrency_key = m_slots[i] and y.status = 'started';
+      used := used + (select count(*) from unnest(granted) g where g = m_slots[i]);
+      if used >= m_limits[i] then
+        wait := 1;
+      end if;
+    end if;
+    if wait is null and m_rates[i] is not null then
+      select l.rate, l.per_seconds, l.burst, l.tokens, l.refilled_at into lim
+        from switchyard.rate_limits l where l.name = m_rates[i];
+      if found then
+        per_second := lim.rate::double precision / lim.per_seconds;
+        avail := least(greatest(lim.burst, m_costs[i]),
+                       lim.tokens + greatest(0, extract(epoch from switchyard.clock_now() - lim.refilled_at))
+                                    * per_second);
+        if avail >= m_costs[i] then
+          update switchyard.rate_limits l
+             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, switchyard.clock_now())
+           where l.name = m_rates[i];
+        else
+          wait := least(5, greatest(1, ceil(
+            greatest(0, extract(epoch from lim.refilled_at - switchyard.clock_now()))
+            + (m_costs[i] - avail) / per_second)))::int;
+        end if;
+      end if;
+    end if;
+    if wait is null and m_slots[i] is not null then
+      granted := granted || m_slots[i];
+    end if;
+    message_id := m_ids[i];
+    wait_seconds := wait;
+    slot := m_slots[i];
+    return next;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flow_control/rate_limit_status.sql
+
+-- The rate limits for operators and the dashboard (docs/ARCHITECTURE.md §5.12): each limit
+-- with its tokens now, and the steps (flow/step) that name it; a name steps use without a row
+-- (no limit) is listed with null rate.
+create or replace function switchyard.rate_limit_status()
+returns table (
+  name text, rate int, per_seconds int, burst int, tokens double precision,
+  updated_at timestamptz, steps text[]
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select n.name, l.rate, l.per_seconds, l.burst,
+         case when l.name is not null then
+           case when l.refilled_at > switchyard.clock_now() then l.tokens
+                else least(l.burst, l.tokens + extract(epoch from switchyard.clock_now() - l.refilled_at)
+                                          * l.rate::double precision / l.per_seconds) end end,
+         l.updated_at,
+         coalesce((select array_agg(s.flow_slug || '/' || s.step_slug
+                                    order by s.flow_slug, s.step_slug)
+                     from switchyard.steps s where s.rate_limit = n.name), '{}')
+    from (select r.name from switchyard.rate_limits r
+          union
+          select s.rate_limit from switchyard.steps s where s.rate_limit is not null) n
+    left join switchyard.rate_limits l on l.name = n.name
+   order by n.name
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flow_control/set_rate_limit.sql
+
+-- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
+-- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
+-- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
+-- new one starts full. It also lifts a RetryAfter's drain (fail_task_with): the bucket refills
+-- from now at the new rate, so the operator's word is the latest. Returns the limit as JSON.
+create or replace function switchyard.set_rate_limit(
+  name text, rate int, per_seconds int default 1, burst int default null
+)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  cap int := coalesce(burst, rate);
+  result jsonb;
+begin
+  if name is null or name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
+    raise exception using errcode = '22023', message = format(
+      'set_rate_limit: name %s is invalid: use a letter or digit, then letters, digits, _ . : '
+      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'rate_limit_name', 'argument', 'name', 'value', left(name, 200))::text;
+  end if;
+  if rate is null or rate not between 1 and 1000000 then
+    raise exception using errcode = '22023', message = format(
+      'set_rate_limit: rate %s is out of range: use 1 to 1000000 tokens per period',
+      coalesce(rate::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', 'rate', 'value', rate, 'min', 1, 'max', 1000000)::text;
+  end if;
+  if per_seconds is null or per_seconds not between 1 and 86400 then
+    raise exception using errcode = '22023', message = format(
+      'set_rate_limit: per_seconds %s is out of range: use 1 to 86400',
+      coalesce(per_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', 'per_seconds', 'value', per_seconds,
+        'min', 1, 'max', 86400)::text;
+  end if;
+  if cap not between 1 and 1000000 then
+    raise exception using errcode = '22023', message = format(
+      'set_rate_limit: burst %s is out of range: use 1 to 1000000', cap),
+      detail = jsonb_build_object(
+        'rule', 'integer_range', 'argument', 'burst', 'value', cap, 'min', 1, 'max', 1000000)::text;
+  end if;
+  insert into switchyard.rate_limits as l (name, rate, per_seconds, burst, tokens)
+  values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
+  on conflict on constraint rate_limits_pkey do update
+     set tokens = least(excluded.burst,
+                        l.tokens + greatest(0, extract(epoch from switchyard.clock_now() - l.refilled_at))
+                                   * l.rate::double precision / l.per_seconds),
+         refilled_at = switchyard.clock_now(),
+         rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
+         updated_at = switchyard.clock_now()
+  returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
+                               'burst', l.burst, 'tokens', l.tokens)
+    into result;
+  return result;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/_schedule_json.sql
+
+-- A schedule as the API answers it: its fields, its next tick, and its latest tick's run.
+create or replace function switchyard._schedule_json(schedule_name text)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  spec jsonb;
+  from_at timestamptz;
+  horizon timestamptz;
+  day date;
+  next_at timestamptz;
+  last jsonb;
+begin
+  select * into s from switchyard.schedules x where x.name = schedule_name;
+  if not found then
+    return null;
+  end if;
+  -- The next tick, at most 366 days ahead. _cron_ticks scans every local day of its window (a
+  -- year of days cost up to a second per schedule, and the dashboard lists them every few
+  -- seconds), so the expression is parsed once here to find the days whose month and day
+  -- fields match (the day rule of _cron_ticks), and _cron_ticks is asked only about the first
+  -- of them that has a tick left (today's may all be past), about that day (a time in a
+  -- daylight-saving gap falls later, possibly past midnight).
+  spec := switchyard._cron_parse(s.cron);
+  from_at := greatest(switchyard.clock_now(), s.checked_until);
+  horizon := from_at + interval '366 days';
+  for day in
+    select d.day::date
+      from generate_series(((from_at at time zone s.time_zone)::date)::timestamp,
+                           ((horizon at time zone s.time_zone)::date)::timestamp,
+                           interval '1 day') as d(day)
+     where (spec -> 'month') @> to_jsonb(extract(month from d.day)::int)
+       and case
+             when (spec ->> 'dom_star')::boolean and (spec ->> 'dow_star')::boolean then true
+             when (spec ->> 'dom_star')::boolean then
+               (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+             when (spec ->> 'dow_star')::boolean then
+               (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+             else (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+               or (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+           end
+     order by d.day
+  loop
+    select min(t) into next_at
+      from switchyard._cron_ticks(
+             s.cron, s.time_zone,
+             greatest(from_at, (day::timestamp at time zone s.time_zone) - interval '1 second'),
+             least(horizon, ((day + 1)::timestamp at time zone s.time_zone) + interval '3 hours'),
+             1) t;
+    exit when next_at is not null;
+  end loop;
+  select jsonb_build_object('tick_at', st.tick_at, 'outcome', st.outcome, 'run_id', st.run_id,
+                            'run_status', r.status, 'error', st.error)
+    into last
+    from switchyard.schedule_ticks st
+    left join switchyard.runs r on r.run_id = st.run_id
+   where st.schedule_name = s.name
+   order by st.tick_at desc
+   limit 1;
+  return jsonb_build_object(
+    'name', s.name, 'alias', s.alias, 'cron', s.cron, 'time_zone', s.time_zone,
+    'input', s.input, 'overlap', s.overlap, 'catch_up', s.catch_up,
+    'catch_up_limit', s.catch_up_limit, 'enabled', s.enabled, 'next_tick_at', next_at,
+    'checked_until', s.checked_until, 'last_tick', last, 'missed_ticks', s.missed_ticks,
+    'skipped_ticks', s.skipped_ticks, 'created_at', s.created_at, 'updated_at', s.updated_at);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/_schedule_problem.sql
+
+-- Checks a schedule's fields and raises the first refusal (22023, rule named): the name, the
+-- cron expression, the time zone, the target alias (it must resolve now), the input (JSON, at
+-- most max_input_bytes), the overlap and catch-up policies and the catch-up bound. A time zone
+-- is 'UTC' or an IANA region name (Area/Location, e.g. 'Europe/Berlin',
+-- 'America/Argentina/Buenos_Aires'; 'Etc/UTC') that PostgreSQL knows: PostgreSQL also takes a
+-- POSIX rule ('UTC+5', which POSIX reads as five hours *west* of UTC), abbreviations ('EST',
+-- 'CET') and 'Etc/GMT+5' (also west), whose meaning a reader gets wrong, so they are refused.
+create or replace function switchyard._schedule_problem(
+  name text, alias text, cron text, time_zone text, input jsonb, overlap text, catch_up text,
+  catch_up_limit int
+)
+returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  too_big jsonb;
+begin
+  if name is null or name !~ '^[a-z][a-z0-9_-]{0,62}$' then
+    raise exception using errcode = '22023', message = format(
+      'schedule name %s is invalid: 1-63 characters, lower-case letters, digits, _ and -, '
+      'starting with a letter', coalesce(switchyard._clip(name), 'null')),
+      detail = jsonb_build_object('rule', 'schedule_name_invalid', 'argument', 'name',
+                                  'value', left(name, 200))::text;
+  end if;
+  perform switchyard._cron_parse(cron);
+  if time_zone is null then
+    raise exception using errcode = '22023', message =
+      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', null)::text;
+  end if;
+  if time_zone not in ('UTC', 'Etc/UTC')
+     and time_zone !~ ('^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian'
+                       '|Pacific)(/[A-Z][A-Za-z0-9_+-]{1,30}){1,2}$') then
+    raise exception using errcode = '22023', message = format(
+      'time zone %s is not a region name: a POSIX rule, an offset or an abbreviation misleads '
+      '(POSIX reads UTC+5 as 5 hours west of UTC); use an IANA region name such as '
+      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)),
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', left(time_zone, 200))::text;
+  end if;
+  begin
+    perform switchyard.clock_now() at time zone time_zone;
+  exception when others then
+    raise exception using errcode = '22023', message = format(
+      'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
+      switchyard._clip(time_zone)),
+      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
+                                  'value', left(time_zone, 200))::text;
+  end;
+  perform switchyard.resolve_flow(alias);
+  if input is null then
+    raise exception using errcode = '22023', message =
+      'schedule input is null: give a JSON value (''{}'' for none)',
+      detail = jsonb_build_object('rule', 'input_null', 'argument', 'input', 'value', null)::text;
+  end if;
+  too_big := switchyard._json_size_problem(input, 'max_input_bytes');
+  if too_big is not null then
+    raise exception using errcode = '22023', message = format(
+      'schedule input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
+      too_big ->> 'size', too_big ->> 'limit'),
+      detail = jsonb_build_object('rule', 'input_too_large', 'argument', 'input',
+                                  'value', too_big ->> 'excerpt', 'size', too_big -> 'size',
+                                  'limit', too_big -> 'limit')::text;
+  end if;
+  if overlap is null or overlap not in ('skip', 'queue', 'cancel_previous') then
+    raise exception using errcode = '22023', message = format(
+      'overlap %s is invalid: skip, queue or cancel_previous',
+      coalesce(to_json(left(overlap, 200))::text, 'null')),
+      detail = jsonb_build_object('rule', 'overlap_invalid', 'argument', 'overlap',
+                                  'value', left(overlap, 200))::text;
+  end if;
+  if catch_up is null or catch_up not in ('none', 'latest', 'all') then
+    raise exception using errcode = '22023', message = format(
+      'catch_up %s is invalid: none, latest or all',
+      coalesce(to_json(left(catch_up, 200))::text, 'null')),
+      detail = jsonb_build_object('rule', 'catch_up_invalid', 'argument', 'catch_up',
+                                  'value', left(catch_up, 200))::text;
+  end if;
+  if catch_up_limit is null or catch_up_limit not between 1 and 1000 then
+    raise exception using errcode = '22023', message = format(
+      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')),
+      detail = jsonb_build_object('rule', 'catch_up_limit_range', 'argument', 'catch_up_limit',
+                                  'value', catch_up_limit::text)::text;
+  end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/_start_schedule_run.sql
+
+-- Starts the run of a schedule's tick with its derived id and records the tick (a queued
+-- tick's record is updated). A failed start is recorded as 'failed' with its error, inside a
+-- subtransaction, so one broken schedule never stops the others. `replaces` (overlap
+-- 'cancel_previous') is the open run the tick replaces: it is cancelled in the same
+-- subtransaction, first (a singleton start key of the alias is free then), so a start that
+-- fails rolls the cancel back and the open run goes on. Returns whether it started.
+create or replace function switchyard._start_schedule_run(
+  schedule_name text, alias text, input jsonb, tick_at timestamptz, run uuid,
+  replaces uuid default null
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  message text;
+begin
+  begin
+    if replaces is not null then
+      perform switchyard.cancel_run(replaces,
+        format('schedule %s: replaced by the tick of %s', schedule_name, tick_at));
+    end if;
+    perform switchyard.start_flow(alias, input, run);
+  exception when others then
+    get stacked diagnostics message = message_text;
+    insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome, error)
+    values (schedule_name, tick_at, run, 'failed', left(message, 1000))
+    on conflict on constraint schedule_ticks_pkey do update
+      set outcome = 'failed', error = excluded.error, recorded_at = switchyard.clock_now();
+    return false;
+  end;
+  insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
+  values (schedule_name, tick_at, run, 'started')
+  on conflict on constraint schedule_ticks_pkey do update
+    set outcome = 'started', recorded_at = switchyard.clock_now();
+  update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
+  return true;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/create_schedule.sql
+
+-- Creates a schedule (docs/ARCHITECTURE.md §15): from now on every tick of `cron` in
+-- `time_zone` starts `alias` with `input`, exactly once. Refuses bad fields with their rule
+-- (see _schedule_problem) and an existing name (23505 schedule_exists). Returns the schedule.
+create or replace function switchyard.create_schedule(
+  name text,
+  alias text,
+  cron text,
+  input jsonb default '{}',
+  time_zone text default 'UTC',
+  overlap text default 'skip',
+  catch_up text default 'latest',
+  catch_up_limit int default 10,
+  enabled boolean default true
+)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  perform switchyard._schedule_problem(name, alias, cron, time_zone, input, overlap, catch_up,
+                                       catch_up_limit);
+  insert into switchyard.schedules (name, alias, cron, time_zone, input, overlap, catch_up,
+                                    catch_up_limit, enabled, checked_until)
+  values (name, alias, cron, time_zone, input, overlap, catch_up, catch_up_limit,
+          coalesce(enabled, true), switchyard.clock_now())
+  on conflict do nothing;
+  if not found then
+    raise exception using errcode = '23505', message = format(
+      'schedule %s exists: change it with update_schedule', to_json(name)::text),
+      detail = jsonb_build_object('rule', 'schedule_exists', 'argument', 'name',
+                                  'value', name)::text;
+  end if;
+  return switchyard._schedule_json(name);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/run_schedules.sql
+
+-- The scheduler's tick (docs/ARCHITECTURE.md §15): for every enabled schedule, the ticks of its
+-- cron after the last look and at most `now_at`, chosen by its catch-up policy, fire
+-- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
+-- job (schedule_schedules), from every keep-alive tick, or by hand; `now_at` lets a test drive
+-- the clock back, never ahead: at most 60 s past clock_now() (a caller's clock skew), else refused
+-- (22023 now_at_range), as are null and infinities. Each schedule is locked while it is looked
+-- at, so concurrent ticks start each tick's run once; a schedule another transaction holds (an
+-- update, a backfill) is skipped, never waited for: the next tick looks at its due ticks (a
+-- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
+-- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
+-- clock that recorded them (clock_now(), whatever `now_at` says), at most 1000 per call. Returns the
+-- number of runs started. Each schedule is isolated from the others (an error no rule foresaw
+-- is a warning; the schedule is looked at again next tick).
+create or replace function switchyard.run_schedules(now_at timestamptz default switchyard.clock_now())
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  due timestamptz[];
+  chosen timestamptz[];
+  t timestamptz;
+  q record;
+  started int := 0;
+  from_at timestamptz;
+begin
+  if now_at is null or not isfinite(now_at)
+     or now_at > switchyard.clock_now() + interval '60 seconds' then
+    raise exception using errcode = '22023', message = format(
+      'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
+      'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
+      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at', 'value', now_at::text,
+                                  'max', (switchyard.clock_now() + interval '60 seconds')::text)::text;
+  end if;
+  for s in select * from switchyard.schedules x where x.enabled order by x.name
+             for update skip locked loop
+    -- Each schedule in a subtransaction of its own: an error no rule foresaw (a row that got
+    -- past every check) is a warning naming the schedule, which is looked at again next tick;
+    -- it never stops another schedule nor the rest of the tick (docs/ARCHITECTURE.md §5.11).
+    begin
+      from_at := coalesce(s.checked_until, s.created_at);
+      if from_at < now_at then
+        due := array(select switchyard._cron_ticks(s.cron, s.time_zone,
+                                                   greatest(from_at, now_at - interval '31 days'),
+                                                   now_at, 100000));
+        chosen := case s.catch_up
+          when 'all' then due[greatest(1, cardinality(due) - s.catch_up_limit + 1):]
+          when 'latest' then due[cardinality(due):]
+          else case when cardinality(due) > 0 and now_at - due[cardinality(due)] < interval '60 seconds'
+                    then due[cardinality(due):] else '{}' end
+        end;
+        foreach t in array chosen loop
+          if switchyard._fire_schedule(s, t) then
+            started := started + 1;
+            select * into s from switchyard.schedules x where x.name = s.name;
+          end if;
+        end loop;
+        update switchyard.schedules x
+           set checked_until = now_at,
+               missed_ticks = x.missed_ticks + cardinality(due) - cardinality(chosen)
+         where x.name = s.name;
+        select * into s from switchyard.schedules x where x.name = s.name;
+      end if;
+      -- A queued tick (overlap 'queue') starts once its schedule has no open run, oldest first.
+      if not exists (select 1 from switchyard.runs r
+                      where r.run_id = s.last_run_id and r.status = 'started') then
+        select st.tick_at, st.run_id into q from switchyard.schedule_ticks st
+         where st.schedule_name = s.name and st.outcome = 'queued'
+         order by st.tick_at limit 1;
+        if found and switchyard._start_schedule_run(s.name, s.alias, s.input, q.tick_at, q.run_id)
+        then
+          started := started + 1;
+        end if;
+      end if;
+    exception when others then
+      if sqlstate like '40%' or sqlstate like '57%' then
+        raise;
+      end if;
+      raise warning 'switchyard.run_schedules: schedule %: % (SQLSTATE %); looked at again next tick',
+        to_json(s.name)::text, sqlerrm, sqlstate;
+    end;
+  end loop;
+  delete from switchyard.schedule_ticks st
+   where (st.schedule_name, st.tick_at) in (
+     select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
+      where x.recorded_at < switchyard.clock_now() - interval '30 days' and x.outcome <> 'queued'
+      order by x.recorded_at limit 1000);
+  return started;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/update_schedule.sql
+
+-- Changes a schedule: every argument left null keeps its value. The next tick follows the new
+-- cron from now on (ticks before now are not run again); `enabled` pauses or resumes it
+-- (pause_schedule and resume_schedule call this). Refuses an unknown name
+-- (22023 schedule_unknown) and bad fields as create_schedule does. Returns the schedule.
+create or replace function switchyard.update_schedule(
+  name text,
+  alias text default null,
+  cron text default null,
+  input jsonb default null,
+  time_zone text default null,
+  overlap text default null,
+  catch_up text default null,
+  catch_up_limit int default null,
+  enabled boolean default null
+)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+begin
+  select * into s from switchyard.schedules x where x.name = update_schedule.name for update;
+  if not found then
+    perform switchyard._refuse_unknown_schedule(name);
+  end if;
+  s.alias := coalesce(alias, s.alias);
+  s.cron := coalesce(cron, s.cron);
+  s.input := coalesce(input, s.input);
+  s.time_zone := coalesce(time_zone, s.time_zone);
+  s.overlap := coalesce(overlap, s.overlap);
+  s.catch_up := coalesce(catch_up, s.catch_up);
+  s.catch_up_limit := coalesce(catch_up_limit, s.catch_up_limit);
+  -- Fields are checked when one is given: a pause or resume alone (enabled) is never refused,
+  -- even when the alias no longer resolves.
+  if num_nonnulls(alias, cron, input, time_zone, overlap, catch_up, catch_up_limit) > 0 then
+    perform switchyard._schedule_problem(s.name, s.alias, s.cron, s.time_zone, s.input,
+                                         s.overlap, s.catch_up, s.catch_up_limit);
+  end if;
+  update switchyard.schedules x
+     set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
+         overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
+         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = switchyard.clock_now(),
+         -- A changed cron or zone applies from now; so does a resume (ticks while paused are
+         -- not run later).
+         checked_until = case when x.cron is distinct from s.cron
+                                or x.time_zone is distinct from s.time_zone
+                                or (not x.enabled and coalesce(update_schedule.enabled, false))
+                              then greatest(x.checked_until, switchyard.clock_now()) else x.checked_until end
+   where x.name = s.name;
+  return switchyard._schedule_json(s.name);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/_worker_running.sql
+
+-- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
+--   running: not stopped, and heart-beat within the window (a worker that crashed without
+--            stopping stops counting once its heartbeat is that old). A deprecated worker
+--            still runs until it stops: a fence waits for it (fence_status), and stall
+--            recovery leaves its tasks alone (recover_stalled recovers the tasks of workers
+--            that are not running).
+--   live:    running and not deprecated: the keep-alive wakes a queue function without a
+--            live worker (keep_alive, function_states).
+-- Plain SQL expressions, neither STRICT nor security definer and without SET options, so
+-- the planner inlines them into the calling statement: the caller's index use is unchanged.
+-- (That is also why search_path is not pinned here; the functions are schema-qualified and
+-- every caller in the kit pins its own.)
+create or replace function switchyard._worker_running(
+  stopped_at timestamptz, last_heartbeat_at timestamptz, heartbeat_window_seconds int
+)
+returns boolean
+language sql
+stable
+as $$
+  select stopped_at is null
+     and last_heartbeat_at >= switchyard.clock_now()
+                              - pg_catalog.make_interval(secs => heartbeat_window_seconds)
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/deprecate_workers.sql
+
+-- Asks every worker of a queue function that has not stopped yet to stop.
+create or replace function switchyard.deprecate_workers(function_name text)
+returns int
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  with d as (
+    update switchyard.workers w
+       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
+     where w.function_name = deprecate_workers.function_name and w.stopped_at is null
+    returning 1
+  )
+  select count(*)::int from d;
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/fence_end.sql
 
 -- Closes the open fence and sets every member's enabled flag back to the value
 -- recorded at fence_begin: only queue functions that were enabled before are enabled.
@@ -2148,7 +3464,7 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/heartbeat.sql
+-- supabase/schemas/functions/workers/heartbeat.sql
 
 -- Heartbeat; tells the worker whether it must stop: 'ok', 'deprecated', 'paused' or 'disabled'.
 create or replace function switchyard.heartbeat(worker_id uuid)
@@ -2181,13 +3497,127 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/keep_alive.sql
+-- supabase/schemas/functions/workers/pause_function.sql
+
+-- Pauses a queue function durably (docs/ARCHITECTURE.md §9): its workers stop taking work and
+-- a new worker refuses to start until resume_function. The reason is required and kept.
+create or replace function switchyard.pause_function(function_name text, reason text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  max_chars int := switchyard.limit_value('max_reason_chars');
+begin
+  if coalesce(trim(reason), '') = '' then
+    raise exception using errcode = '22023', message = 'pause_function: a reason is required',
+      detail = jsonb_build_object(
+        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200))::text;
+  end if;
+  if char_length(reason) > max_chars then
+    raise exception using errcode = '22023', message = format(
+      'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
+      'say why in fewer words and keep the details elsewhere',
+      switchyard._clip(pause_function.function_name), char_length(reason), max_chars),
+      detail = jsonb_build_object(
+        'rule', 'max_reason_chars', 'argument', 'reason', 'value', left(reason, 200),
+        'size', char_length(reason), 'limit', max_chars)::text;
+  end if;
+  update switchyard.worker_functions f
+     set paused_at = switchyard.clock_now(), pause_reason = reason
+   where f.function_name = pause_function.function_name and f.paused_at is null;
+  if found then
+    return true;
+  end if;
+  if not exists (select 1 from switchyard.worker_functions f where f.function_name = pause_function.function_name) then
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', switchyard._clip(pause_function.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(pause_function.function_name, 200)))::text;
+  end if;
+  return false;      -- already paused: the first reason is kept
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/record_refusal.sql
+
+-- Records that a queue function's worker refused to start (the error of its HTTP answer:
+-- function_paused, function_disabled, coverage, worker_config, start_failed) or paused on
+-- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.1). One row per function
+-- and kind: a repeat moves last_at, counts and keeps the latest message, cut at 2000 characters
+-- (a record is never refused for its length). The worker calls it best effort.
+create or replace function switchyard.record_refusal(function_name text, refusal text, message text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  max_name int := switchyard.limit_value('max_function_name_chars');
+  kinds text[] := array['function_paused', 'function_disabled', 'coverage', 'worker_config',
+                        'start_failed', 'unsupported_work'];
+  text_ text;
+begin
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$'
+     or char_length(function_name) > max_name then
+    raise exception using errcode = '22023', message = format(
+      'record_refusal: function name %s is invalid: use lower-case letters, digits, "-" and "_" '
+      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name),
+      detail = jsonb_build_object(
+        'rule', 'function_name_format', 'argument', 'function_name',
+        'value', left(function_name, 200))::text;
+  end if;
+  if refusal is null or not refusal = any (kinds) then
+    raise exception using errcode = '22023', message = format(
+      'record_refusal: refusal %s is unknown: use %s', switchyard._clip(refusal),
+      array_to_string(kinds, ', ')),
+      detail = jsonb_build_object(
+        'rule', 'refusal_unknown', 'argument', 'refusal', 'value', left(refusal, 200))::text;
+  end if;
+  if coalesce(trim(message), '') = '' then
+    raise exception using errcode = '22023', message = 'record_refusal: a message is required',
+      detail = jsonb_build_object(
+        'rule', 'message_missing', 'argument', 'message', 'value', left(message, 200))::text;
+  end if;
+  text_ := case when char_length(message) <= 2000 then message
+                else left(message, 2000) || format('... (%s characters)', char_length(message)) end;
+  insert into switchyard.refusals as r (function_name, refusal, message)
+  values (record_refusal.function_name, record_refusal.refusal, text_)
+  on conflict on constraint refusals_pkey do update
+     set message = excluded.message, last_at = switchyard.clock_now(), count = r.count + 1;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/worker_stopped.sql
+
+-- Records that a worker stopped (its first reason kept), so liveness judges it stopped at once
+-- instead of after its heartbeat window.
+create or replace function switchyard.worker_stopped(worker_id uuid, reason text default null)
+returns void
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  update switchyard.workers w
+     set stopped_at = coalesce(w.stopped_at, switchyard.clock_now()), stop_reason = coalesce(w.stop_reason, reason)
+   where w.worker_id = worker_stopped.worker_id;
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/maintenance/keep_alive.sql
 
 -- Checks its arguments and the wake configuration, ticks the scheduler (run_schedules), ends
 -- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
--- each part isolated from the others, then wakes every queue function that is enabled, unpaused, has no live worker and was not woken
--- within debounce_seconds (20261201001300_function_keep_alive.sql has the full description);
--- the base URL as in 20261202000300_function_keep_alive_urls.sql. A live worker
+-- each part isolated from the others, then wakes every queue function that is enabled,
+-- unpaused, has no live worker and was not woken within debounce_seconds (docs/ARCHITECTURE.md
+-- §6, keep-alive): one HTTP request through pg_net to its Edge Function at the base URL
+-- (base_url_problem says which hosts are allowed). A live worker
 -- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
 -- window, or within heartbeat_window_seconds when that is larger (switchyard._heartbeat_window).
 create or replace function switchyard.keep_alive(
@@ -2354,183 +3784,11 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/metrics.sql
+-- supabase/schemas/functions/maintenance/prune.sql
 
--- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last `window_seconds`
--- (1 to 86400, default 60), as one JSON document:
---
---   { "at", "window_seconds",
---     "queues": [{ queue_name, functions, depth, hidden, lag_seconds, oldest_age_seconds,
---                  claims, completions, failures, retries, and the first three per second }],
---     "steps":  [{ queue_name, flow_slug, step_slug, claims, completions, failures, retries,
---                  p50_ms, p95_ms, p99_ms, attempts_avg, attempts_max }] }
---
--- depth is the messages visible now, hidden the others (claimed, or waiting for a delay);
--- lag_seconds how long the oldest visible message has been visible (0 when none), and
--- oldest_age_seconds the age of the oldest message, from PGMQ's queue table (O(depth), as
--- dashboard_queues). The counts come from the tasks touched in the window, read through the
--- index step_tasks_recent, and from the failed attempts of the window, read through
--- failed_attempts_recent, so their cost grows with the window's activity, never with the
--- history: claims are the tasks whose latest claim is in the window, retries those of them
--- claimed again after a failed attempt, completions the tasks completed, failures the failed
--- attempts (a throw, a timeout, a stall; retried or not) in it: a task that failed five times
--- in the window counts five (a retry storm shows), while a task claimed twice in one window
--- counts once among the claims. Durations are a completed task's last
--- attempt, from its claim to its completion; attempts those of the tasks that finished
--- (completed, or failed for good) in the window. A step or queue with no activity in the window
--- has no step rows and zero counts.
-create or replace function switchyard.metrics(window_seconds int default 60)
-returns jsonb
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-declare
-  since timestamptz;
-  q record;
-  tbl text;
-  depth bigint;
-  hidden bigint;
-  oldest_visible timestamptz;
-  oldest timestamptz;
-  steps jsonb;
-  queues jsonb := '[]'::jsonb;
-begin
-  if window_seconds is null or window_seconds < 1 or window_seconds > 86400 then
-    raise exception using errcode = '22023', message = format(
-      'metrics: window_seconds %s is out of range: use 1 to 86400 (one day)',
-      coalesce(window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
-        'min', 1, 'max', 86400)::text;
-  end if;
-  since := switchyard.clock_now() - make_interval(secs => window_seconds);
-  -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
-  select coalesce(jsonb_agg(jsonb_build_object(
-           'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
-           'claims', s.claims, 'completions', s.completions, 'failures', coalesce(f.n, 0),
-           'retries', s.retries, 'p50_ms', s.p[1], 'p95_ms', s.p[2], 'p99_ms', s.p[3],
-           'attempts_avg', s.attempts_avg, 'attempts_max', s.attempts_max)
-           order by s.queue_name, s.flow_slug, s.step_slug), '[]'::jsonb)
-    into steps
-    from (
-      select t.queue_name, t.flow_slug, t.step_slug,
-             count(*) filter (where t.started_at >= since) as claims,
-             count(*) filter (where t.completed_at >= since) as completions,
-             count(*) filter (where t.started_at >= since and t.attempts_count > 1) as retries,
-             percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from
-               t.completed_at - t.started_at) * 1000) filter (where t.completed_at >= since)
-               as p,
-             (avg(t.attempts_count) filter (where t.completed_at >= since
-               or (t.status = 'failed' and t.last_failed_at >= since)))::double precision
-               as attempts_avg,
-             max(t.attempts_count) filter (where t.completed_at >= since
-               or (t.status = 'failed' and t.last_failed_at >= since)) as attempts_max
-        from switchyard.step_tasks t
-       where t.started_at is not null
-         and greatest(t.started_at, t.completed_at, t.last_failed_at) >= since
-       group by t.queue_name, t.flow_slug, t.step_slug
-    ) s
-    -- A step with a failed attempt in the window has a task whose last failure is in it: a row
-    -- of s.
-    left join (
-      select fa.queue_name, fa.flow_slug, fa.step_slug, count(*) as n
-        from switchyard.failed_attempts fa
-       where fa.failed_at >= since
-       group by fa.queue_name, fa.flow_slug, fa.step_slug
-    ) f on f.queue_name = s.queue_name and f.flow_slug = s.flow_slug
-       and f.step_slug = s.step_slug;
-  for q in
-    select x.queue_name, x.pgmq_name,
-           coalesce((select jsonb_agg(f.function_name order by f.function_name)
-                       from switchyard.worker_functions f where f.queue_name = x.queue_name),
-                    '[]'::jsonb) as functions,
-           coalesce(sum((s.value ->> 'claims')::bigint), 0) as claims,
-           coalesce(sum((s.value ->> 'completions')::bigint), 0) as completions,
-           coalesce(sum((s.value ->> 'failures')::bigint), 0) as failures,
-           coalesce(sum((s.value ->> 'retries')::bigint), 0) as retries
-      from switchyard.queues x
-      left join jsonb_array_elements(steps) s on s.value ->> 'queue_name' = x.queue_name
-     group by x.queue_name, x.pgmq_name
-     order by x.queue_name
-  loop
-    depth := null;
-    hidden := null;
-    oldest_visible := null;
-    oldest := null;
-    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
-    if to_regclass(format('pgmq.%I', tbl)) is not null then
-      execute format(
-        'select count(*) filter (where vt <= switchyard.queue_now()), count(*) filter (where vt > switchyard.queue_now()),
-                min(vt) filter (where vt <= switchyard.queue_now()), min(enqueued_at)
-           from pgmq.%I', tbl)
-        into depth, hidden, oldest_visible, oldest;
-    end if;
-    queues := queues || jsonb_build_object(
-      'queue_name', q.queue_name, 'functions', q.functions,
-      'depth', depth, 'hidden', hidden,
-      'lag_seconds', coalesce(greatest(extract(epoch from switchyard.queue_now() - oldest_visible), 0), 0),
-      'oldest_age_seconds', coalesce(extract(epoch from switchyard.queue_now() - oldest), 0),
-      'claims', q.claims, 'completions', q.completions, 'failures', q.failures,
-      'retries', q.retries,
-      'claims_per_second', q.claims::double precision / window_seconds,
-      'completions_per_second', q.completions::double precision / window_seconds,
-      'failures_per_second', q.failures::double precision / window_seconds);
-  end loop;
-  return jsonb_build_object('at', switchyard.clock_now(), 'window_seconds', window_seconds, 'queues', queues,
-                            'steps', steps);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/pause_function.sql
-
--- ---- pause_function (latest: 20261202000200_function_limits.sql): the values it echoes clipped
-create or replace function switchyard.pause_function(function_name text, reason text)
-returns boolean
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  max_chars int := switchyard.limit_value('max_reason_chars');
-begin
-  if coalesce(trim(reason), '') = '' then
-    raise exception using errcode = '22023', message = 'pause_function: a reason is required',
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200))::text;
-  end if;
-  if char_length(reason) > max_chars then
-    raise exception using errcode = '22023', message = format(
-      'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
-      'say why in fewer words and keep the details elsewhere',
-      switchyard._clip(pause_function.function_name), char_length(reason), max_chars),
-      detail = jsonb_build_object(
-        'rule', 'max_reason_chars', 'argument', 'reason', 'value', left(reason, 200),
-        'size', char_length(reason), 'limit', max_chars)::text;
-  end if;
-  update switchyard.worker_functions f
-     set paused_at = switchyard.clock_now(), pause_reason = reason
-   where f.function_name = pause_function.function_name and f.paused_at is null;
-  if found then
-    return true;
-  end if;
-  if not exists (select 1 from switchyard.worker_functions f where f.function_name = pause_function.function_name) then
-    raise exception using errcode = 'SY003', message = format(
-      'unknown function %s', switchyard._clip(pause_function.function_name)),
-      detail = jsonb_build_object(
-        'function_names', jsonb_build_array(left(pause_function.function_name, 200)))::text;
-  end if;
-  return false;      -- already paused: the first reason is kept
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/prune.sql
-
--- Retention (20261202000600): finished runs are completed, failed or cancelled ones.
+-- Retention (docs/ARCHITECTURE.md §8): deletes one batch of runs finished before `older_than`
+-- (completed, failed or cancelled), with their tasks and events; a run whose message a worker
+-- still holds is kept for a later batch.
 create or replace function switchyard.prune(older_than interval, batch_size int default 1000)
 returns switchyard.prune_result
 language plpgsql
@@ -2709,260 +3967,11 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/queue_clock.sql
+-- supabase/schemas/functions/maintenance/recover_stalled.sql
 
--- PGMQ's clock as it runs (docs/ARCHITECTURE.md §17): clock_timestamp(), the time PGMQ's send,
--- read and set_vt compare a message's visibility (`vt`) with. The core's own reads and writes of
--- `vt` (the ordered read, hiding claimed messages, prune, the dashboard's queue counts) use it, so
--- they agree with PGMQ's. A test engine never replaces it: advancing a test clock moves the `vt`
--- of the kit's queues back instead. Inlined like clock_now (plain SQL, no SET); volatile, as
--- clock_timestamp() is.
-create or replace function switchyard.queue_clock()
-returns timestamptz
-language sql
-volatile
-parallel safe
-as $$ select pg_catalog.clock_timestamp() $$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/rate_limit_status.sql
-
--- The rate limits for operators and the dashboard (docs/ARCHITECTURE.md §5.12): each limit
--- with its tokens now, and the steps (flow/step) that name it; a name steps use without a row
--- (no limit) is listed with null rate.
-create or replace function switchyard.rate_limit_status()
-returns table (
-  name text, rate int, per_seconds int, burst int, tokens double precision,
-  updated_at timestamptz, steps text[]
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select n.name, l.rate, l.per_seconds, l.burst,
-         case when l.name is not null then
-           case when l.refilled_at > switchyard.clock_now() then l.tokens
-                else least(l.burst, l.tokens + extract(epoch from switchyard.clock_now() - l.refilled_at)
-                                          * l.rate::double precision / l.per_seconds) end end,
-         l.updated_at,
-         coalesce((select array_agg(s.flow_slug || '/' || s.step_slug
-                                    order by s.flow_slug, s.step_slug)
-                     from switchyard.steps s where s.rate_limit = n.name), '{}')
-    from (select r.name from switchyard.rate_limits r
-          union
-          select s.rate_limit from switchyard.steps s where s.rate_limit is not null) n
-    left join switchyard.rate_limits l on l.name = n.name
-   order by n.name
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/read_tasks.sql
-
--- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to `qty` message
--- ids, hidden for `visibility_seconds`; none when no message may be read now. It does not wait:
--- the worker polls, sleeping between reads outside any statement, so no lock on a switchyard table
--- is held while it waits (a migration's preamble takes them all, §7). The worker calls it only for
--- a queue that read_ordered(queue) names; any other it reads with PGMQ's own read_with_poll, in
--- message order, as every earlier release did. Here a plain queue gets pgmq.read.
---
--- The order:
---   - by rank: a message whose body has `ranked_at` (a run of priority p, _task_message) ranks
---     as if it had become visible p x priority_ageing_seconds earlier; any other by its send time,
---     in message order. Higher priority goes first, and a message that waited longer than the
---     levels between them goes before one of higher priority: none is starved;
---   - by turn: a message of a step with keyed concurrency (its body's `concurrency_key`) takes
---     its key's next turn, so keys are served round-robin (the first message of every key, then
---     the second, ...), and a key is given at most its free slots (the step's limit less its
---     started tasks): messages of a full key are not read at all, so they are neither written
---     nor counted as read while they wait.
--- Each side (ranked, unranked) offers its first candidates through its own index (the partial
--- index of ranked messages that _tune_queue_table gives every kit queue, and the primary key);
--- the chosen ones are then locked, skipping those another reader holds, and hidden. The claim
--- (start_tasks, _flow_control) still decides every start: the order is a hint, never a rule a
--- claim trusts.
-create or replace function switchyard.read_tasks(
-  queue_name text, visibility_seconds int, qty int
-)
-returns setof bigint
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  queue alias for queue_name;
-  keyed boolean;
-  window_size int;
-  used_keys text[];
-  used_counts int[];
-  full_keys text[];
-  tbl text := pgmq.format_table_name(read_tasks.queue_name, 'q');
-  c_ids bigint[];
-  c_ranks numeric[];
-  c_slots text[];
-  c_steps text[];
-  chosen bigint[];
-begin
-  if qty is null or qty not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
-      'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
-      switchyard._clip(queue), coalesce(qty::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_qty', 'argument', 'qty', 'value', qty,
-                                  'min', 1, 'max', 1000)::text;
-  end if;
-  if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
-    raise exception using errcode = '22023', message = format(
-      'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
-      switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
-                                  'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
-  end if;
-  perform from switchyard.queues q where q.queue_name = queue;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
-      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)),
-      detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
-                                  'value', left(queue, 200))::text;
-  end if;
-  -- Which queues are read in order is read_ordered's rule, here as for the worker.
-  if not switchyard.read_ordered(queue) then
-    return query select r.msg_id from pgmq.read(queue, visibility_seconds, qty) r;
-    return;
-  end if;
-  -- Whether the read counts the keys' slots (a queue may be ordered by priority alone).
-  keyed := exists (select 1 from switchyard.steps s
-                    where s.queue_name = queue and s.concurrency_limit is not null);
-
-  window_size := least(greatest(qty * 4, 50), 2000);
-  if keyed then
-    -- The keys holding slots now: every started task with a slot, through the partial index
-    -- of those (as many as the limits allow, however long the queue).
-    select coalesce(array_agg(k.slot), '{}'), coalesce(array_agg(k.used), '{}'),
-           coalesce(array_agg(k.slot) filter (where k.used >= k.lim), '{}')
-      into used_keys, used_counts, full_keys
-      from (select t.concurrency_key as slot, count(*)::int as used,
-                   min(s.concurrency_limit) as lim
-              from switchyard.step_tasks t
-              join switchyard.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
-             where t.status = 'started' and t.concurrency_key is not null
-               and t.queue_name = queue
-             group by t.concurrency_key) k;
-  end if;
-  -- 1. The candidates, each side through its own index. Three statements rather than one: the
-  -- two on the queue table are dynamic (its name), so they are planned on every call, and kept
-  -- as small as PGMQ's own; the choice between them is static SQL, planned once per session.
-  execute format($q$
-    select coalesce(array_agg(c.msg_id), '{}'), coalesce(array_agg(c.rank), '{}'),
-           coalesce(array_agg(c.slot), '{}'), coalesce(array_agg(c.step), '{}')
-      from ((select m.msg_id, (m.message ->> 'ranked_at')::numeric as rank,
-                    m.message ->> 'concurrency_key' as slot,
-                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug') as step
-               from pgmq.%1$I m
-              where m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
-                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
-              order by (m.message ->> 'ranked_at')::numeric
-              limit $1)
-            union all
-            (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
-                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug')
-               from pgmq.%1$I m
-              where not m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
-                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
-              order by m.msg_id
-              limit $1)) c$q$, tbl)
-    into c_ids, c_ranks, c_slots, c_steps
-    using window_size, coalesce(full_keys, '{}');
-  if cardinality(c_ids) = 0 then
-    return;
-  end if;
-  -- 2. Turns: each key's candidates in rank order, at most its free slots (its step's limit less
-  -- its started tasks); then the first `qty` by (turn, rank, id).
-  select coalesce(array_agg(t.id order by t.turn, t.rank, t.id), '{}') into chosen
-    from (select x.id, x.rank, x.turn
-            from (select c.id, c.rank, c.slot,
-                         row_number() over (partition by coalesce(c.slot, c.id::text)
-                                            order by c.rank, c.id) as turn,
-                         (select s.concurrency_limit from switchyard.steps s
-                           where c.slot is not null
-                             and s.flow_slug = split_part(c.step, '/', 1)
-                             and s.step_slug = split_part(c.step, '/', 2))
-                           - coalesce(used_counts[array_position(used_keys, c.slot)], 0) as free
-                    from unnest(c_ids, c_ranks, c_slots, c_steps) as c(id, rank, slot, step)) x
-           where x.slot is null or x.free is null or x.turn <= x.free
-           order by x.turn, x.rank, x.id
-           limit qty) t;
-  -- 3. Lock the chosen (by key; one another reader holds is left to it) and hide them.
-  return query execute format($q$
-    update pgmq.%1$I m
-       set vt = switchyard.queue_clock() + make_interval(secs => $1), read_ct = m.read_ct + 1
-      from (select x.msg_id from pgmq.%1$I x
-             where x.msg_id = any ($2) and x.vt <= switchyard.queue_clock()
-               for update skip locked) l
-     where m.msg_id = l.msg_id
-    returning m.msg_id$q$, tbl)
-    using visibility_seconds, chosen;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/record_refusal.sql
-
--- Records that a queue function's worker refused to start (the error of its HTTP answer:
--- function_paused, function_disabled, coverage, worker_config, start_failed) or paused on
--- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.1). One row per function
--- and kind: a repeat moves last_at, counts and keeps the latest message, cut at 2000 characters
--- (a record is never refused for its length). The worker calls it best effort.
-create or replace function switchyard.record_refusal(function_name text, refusal text, message text)
-returns void
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  max_name int := switchyard.limit_value('max_function_name_chars');
-  kinds text[] := array['function_paused', 'function_disabled', 'coverage', 'worker_config',
-                        'start_failed', 'unsupported_work'];
-  text_ text;
-begin
-  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$'
-     or char_length(function_name) > max_name then
-    raise exception using errcode = '22023', message = format(
-      'record_refusal: function name %s is invalid: use lower-case letters, digits, "-" and "_" '
-      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
-  end if;
-  if refusal is null or not refusal = any (kinds) then
-    raise exception using errcode = '22023', message = format(
-      'record_refusal: refusal %s is unknown: use %s', switchyard._clip(refusal),
-      array_to_string(kinds, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'refusal_unknown', 'argument', 'refusal', 'value', left(refusal, 200))::text;
-  end if;
-  if coalesce(trim(message), '') = '' then
-    raise exception using errcode = '22023', message = 'record_refusal: a message is required',
-      detail = jsonb_build_object(
-        'rule', 'message_missing', 'argument', 'message', 'value', left(message, 200))::text;
-  end if;
-  text_ := case when char_length(message) <= 2000 then message
-                else left(message, 2000) || format('... (%s characters)', char_length(message)) end;
-  insert into switchyard.refusals as r (function_name, refusal, message)
-  values (record_refusal.function_name, record_refusal.refusal, text_)
-  on conflict on constraint refusals_pkey do update
-     set message = excluded.message, last_at = switchyard.clock_now(), count = r.count + 1;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/recover_stalled.sql
-
--- Stall recovery (docs/ARCHITECTURE.md §5.6), as in 20261202000700, except that a stalled task
--- of a cancelled run (its worker died while the run was cancelled) is cancelled instead of
--- queued again. The run is read by its key.
+-- Stall recovery (docs/ARCHITECTURE.md §5.6): a started task whose worker stopped heart-beating
+-- within its own window gets its attempt counted as failed and is queued again (or fails for
+-- good); a stalled task of a cancelled run is cancelled instead. The run is read by its key.
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
@@ -3066,1360 +4075,7 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/release_tasks.sql
-
--- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9), in
--- one transaction; the worker is marked deprecated in it, so a worker released by anyone else
--- stops at its next heartbeat. The worker drops whatever its released handlers return, so an
--- attempt number claimed again elsewhere is never answered twice.
---
--- An attempt is refunded (the task queued again with attempts_count - 1, its message visible at
--- once) only for work handed back: the worker names the task in `handed_back` (a JSON array of
--- {run_id, step_slug, task_index}: its handler honoured the shutdown, throwing the abort reason
--- within the grace period, or never started), or the task saved a checkpoint since its claim.
--- Refunds are bounded: at most max_task_refunds() per task, and the time the attempt ran on
--- every instance counts toward the step timeout (carried_ms, which start_tasks hands to the next
--- claim of the same attempt). Every other task the worker holds fails its attempt through
--- fail_task_with (retried with backoff while attempts remain, else its run fails or its step is
--- skipped), saying why: a handler still running after the grace period with no checkpoint since
--- its claim, a task handed back max_task_refunds() times, or an attempt past its step timeout.
--- `handed_back` null (a 0.3.0 runtime's call) names every task the worker holds.
--- Locks in (queue, message id) order, as complete_tasks and start_tasks do, then a failed
--- attempt's run (fail_task_with). Returns the tasks handed back, refunded or not.
-create or replace function switchyard.release_tasks(worker_id uuid, handed_back jsonb default null)
-returns int
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  t record;
-  released int := 0;
-  max_refunds int := switchyard.max_task_refunds();
-begin
-  if worker_id is null then
-    raise exception using errcode = '22023',
-      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
-      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
-                                  'value', null)::text;
-  end if;
-  if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
-    raise exception using errcode = '22023', message = format(
-      'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
-      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)),
-      detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
-                                  'value', left(handed_back::text, 200))::text;
-  end if;
-  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
-   where w.worker_id = release_tasks.worker_id;
-  for t in
-    select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id, x.attempts_count,
-           x.timeout, x.refunds,
-           x.carried_ms + (extract(epoch from switchyard.clock_now() - x.started_at) * 1000)::bigint as used_ms,
-           handed_back is null
-             or exists (select 1 from jsonb_array_elements(handed_back) h
-                         where h ->> 'run_id' = x.run_id::text and h ->> 'step_slug' = x.step_slug
-                           and coalesce(h ->> 'task_index', '0') = x.task_index::text) as named,
-           exists (select 1 from switchyard.task_checkpoints c
-                    where c.run_id = x.run_id and c.step_slug = x.step_slug
-                      and c.task_index = x.task_index and c.saved_at >= x.started_at)
-             as checkpointed
-      from switchyard.step_tasks x
-     where x.worker_id = release_tasks.worker_id and x.status = 'started'
-     order by x.queue_name, x.message_id
-       for update of x
-  loop
-    released := released + 1;
-    if (t.named or t.checkpointed) and t.refunds < max_refunds
-       and t.used_ms < t.timeout * 1000::bigint then
-      update switchyard.step_tasks x
-         set status = 'queued', attempts_count = x.attempts_count - 1, worker_id = null,
-             refunds = x.refunds + 1, carried_ms = t.used_ms::int,
-             carried_attempt = t.attempts_count
-       where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
-      perform pgmq.set_vt(t.queue_name, t.message_id, 0);
-      continue;
-    end if;
-    perform switchyard.fail_task_with(t.run_id, t.step_slug, t.attempts_count,
-      case
-        when t.used_ms >= t.timeout * 1000::bigint then format(
-          'step %s timed out: attempt %s ran %s s over the instances that handed it back, '
-          'past its timeout of %s s', t.step_slug, t.attempts_count, round(t.used_ms / 1000.0, 1),
-          t.timeout)
-        when t.named or t.checkpointed then format(
-          'attempt %s was handed back at an instance''s end %s times, the most a task may be '
-          'without counting (max_task_refunds()): this hand-over counts as a failed attempt',
-          t.attempts_count, t.refunds)
-        else format(
-          'attempt %s was still running when the worker stopped and its grace period ended, '
-          'with no checkpoint since its claim: it counts as a failed attempt (watch ctx.signal, '
-          'and save progress with ctx.checkpoint, to hand the task over without one)',
-          t.attempts_count)
-      end, t.task_index, null, false);
-  end loop;
-  return released;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/report_progress.sql
-
--- Records a running task's progress (ctx.progress; docs/ARCHITECTURE.md §16): one 'progress'
--- event of its run, in the run's event order, with the owner copied for row-level security and
--- the task's index and the JSON as its data, and a NOTIFY like every other event. Only while
--- `attempt` holds the task (started, that attempt) of a started run, else 55000
--- attempt_not_current or run_not_started. The JSON text is at most limit_value
--- ('max_progress_bytes') (22023 progress_too_large), and a task reports at most limit_value
--- ('progress_per_second') events in any window of one second from the window's first event
--- (PT429 progress_rate, the SQLSTATE of start_user_run's rate). A refusal records nothing.
--- Returns the event's id.
---
--- Locks the task and then its run, the order of complete_tasks: the run's lock numbers the event
--- after every event committed before it, as the triggers do.
-create or replace function switchyard.report_progress(
-  run_id uuid, step_slug text, task_index int, attempt int, data jsonb
-)
-returns bigint
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  task switchyard.step_tasks;
-  run switchyard.runs;
-  size int := octet_length(data::text);
-  max_bytes int := switchyard.limit_value('max_progress_bytes');
-  per_second int := switchyard.limit_value('progress_per_second');
-  counted int;
-  id bigint;
-begin
-  if data is null then
-    raise exception using errcode = '22023', message =
-      'progress: the data is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'progress_null', 'argument', 'data',
-                                  'value', null)::text;
-  end if;
-  if size > max_bytes then
-    raise exception using errcode = '22023', message = format(
-      'progress of step %s is %s bytes of JSON, over the limit of %s bytes (max_progress_bytes): '
-      'report counters or a short message, not the data', switchyard._clip(step_slug), size,
-      max_bytes),
-      detail = jsonb_build_object('rule', 'progress_too_large', 'argument', 'data',
-                                  'value', left(data::text, 200), 'size', size,
-                                  'limit', max_bytes)::text;
-  end if;
-  select * into task from switchyard.step_tasks t
-   where t.run_id = report_progress.run_id and t.step_slug = report_progress.step_slug
-     and t.task_index = report_progress.task_index
-   for update;
-  if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
-      'progress: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
-      attempt, switchyard._clip(step_slug), task_index, run_id,
-      case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
-  end if;
-  select * into run from switchyard.runs r where r.run_id = report_progress.run_id for update;
-  if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
-      'progress: run %s is %s, not started: its events ended', run_id, run.status),
-      detail = jsonb_build_object('rule', 'run_not_started', 'argument', 'run_id',
-                                  'value', run_id::text, 'status', run.status)::text;
-  end if;
-  insert into switchyard.task_progress as p
-         (run_id, step_slug, task_index, window_started_at, window_count)
-  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, switchyard.clock_now(), 1)
-  on conflict on constraint task_progress_pkey do update
-    set window_started_at = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
-                                 then p.window_started_at else switchyard.clock_now() end,
-        window_count = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
-                            then p.window_count + 1 else 1 end
-  returning p.window_count into counted;
-  if counted > per_second then
-    raise exception using errcode = 'PT429', message = format(
-      'progress of step %s (task %s) of run %s is over the limit of %s events per second '
-      '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
-      task_index, run_id, per_second),
-      detail = jsonb_build_object('rule', 'progress_rate', 'argument', 'data',
-                                  'value', left(data::text, 200), 'limit', per_second)::text;
-  end if;
-  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event, task_index, data)
-  values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',
-          report_progress.task_index, data)
-  returning event_id into id;
-  perform pg_notify('switchyard_run_events', run_id::text);
-  return id;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/retry_run.sql
-
--- Retries a failed run: its failed steps are queued again with fresh attempts and the run
--- is started again, so it continues where it stopped; completed steps are not run again.
--- Holding the row locks of the run's tasks and then the run, in one transaction:
---   - the run becomes 'started' again (its error and failed_at are cleared);
---   - a failed step with tasks becomes 'started'; one that failed without a task (an unmet
---     condition with whenUnmet 'fail', a map without an array) becomes 'created', so
---     _start_ready_steps decides it again;
---   - in every started step, each task no worker is running is queued again on its queue
---     snapshot with a new message (an old message still in the queue is archived first):
---     failed, skipped and queued tasks (the failure archived their messages). A completed
---     task whose answer came after the run had failed was not counted: then the step's
---     completed tasks run again too, and the step waits for all of its tasks;
---   - each queued task gets a fresh budget of attempts: max_attempts becomes attempts_count
---     plus the step's maxAttempts. Attempt numbers keep counting, so a late answer of an
---     earlier attempt is still ignored;
---   - tasks a worker is running are left alone: they complete as usual now that the run is
---     started, or stall recovery requeues them.
---   - a flow step whose child run ended meanwhile is examined again (_begin_child).
--- Returns the number of tasks queued again. A run that is not failed is refused (55000).
-create or replace function switchyard.retry_run(run_id uuid)
-returns int
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  run switchyard.runs;
-  step record;
-  task record;
-  msg_id bigint;
-  queued int := 0;
-begin
-  -- The run's tasks first, in (queue, message id) order, then the run: the order in which
-  -- start_tasks and complete_tasks lock them, so a retry cannot deadlock with either.
-  perform 1 from switchyard.step_tasks t where t.run_id = retry_run.run_id
-    order by t.queue_name, t.message_id for update;
-  select * into run from switchyard.runs r where r.run_id = retry_run.run_id for update;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', retry_run.run_id::text)::text;
-  end if;
-  if run.status <> 'failed' then
-    raise exception using errcode = '55000', message = format(
-      'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_failed', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
-  end if;
-  update switchyard.runs r
-     set status = 'started', failed_at = null, error = null
-   where r.run_id = run.run_id;
-  update switchyard.step_states ss
-     set status = case when exists (select 1 from switchyard.step_tasks t
-                                     where t.run_id = ss.run_id and t.step_slug = ss.step_slug)
-                       then 'started' else 'created' end,
-         failed_at = null
-   where ss.run_id = run.run_id and ss.status = 'failed';
-  for step in
-    select ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index,
-           coalesce(st.max_attempts, f.max_attempts) as budget,
-           count(t.*)::int as total,
-           count(t.*) filter (where t.status = 'completed')::int as completed
-      from switchyard.step_states ss
-      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-      join switchyard.flows f on f.flow_slug = ss.flow_slug
-      join switchyard.step_tasks t on t.run_id = ss.run_id and t.step_slug = ss.step_slug
-     where ss.run_id = run.run_id and ss.status = 'started'
-     group by ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index, st.max_attempts,
-              f.max_attempts
-     order by st.step_index
-  loop
-    -- Answers accepted while the run was started counted the step down; more completed tasks
-    -- than that means some answer came too late: run the step's completed tasks again too.
-    if step.completed > step.total - step.remaining_tasks then
-      update switchyard.step_states ss set remaining_tasks = step.total
-       where ss.run_id = run.run_id and ss.step_slug = step.step_slug;
-    end if;
-    for task in
-      select t.task_index, t.queue_name, t.message_id, t.attempts_count
-        from switchyard.step_tasks t
-       where t.run_id = run.run_id and t.step_slug = step.step_slug and t.status <> 'started'
-         and (t.status <> 'completed' or step.completed > step.total - step.remaining_tasks)
-       order by t.task_index
-    loop
-      -- A message of the task may still be in the queue (a stalled task made visible after
-      -- the run failed, not read since): archive it, so only the new one names the task.
-      perform pgmq.archive(task.queue_name, task.message_id);
-      select s into msg_id from pgmq.send(
-        task.queue_name,
-        switchyard._task_message(
-          run.run_id, run.flow_slug, step.step_slug, nullif(task.task_index, 0), run.priority, 0,
-          switchyard._concurrency_key(run.run_id, run.flow_slug, step.step_slug, task.task_index)),
-        0) s;
-      update switchyard.step_tasks t
-         set status = 'queued', message_id = msg_id, worker_id = null,
-             max_attempts = task.attempts_count + step.budget,
-             queued_at = switchyard.clock_now(), failed_at = null, completed_at = null, output = null
-       where t.run_id = run.run_id and t.step_slug = step.step_slug
-         and t.task_index = task.task_index;
-      queued := queued + 1;
-    end loop;
-  end loop;
-  -- A flow step whose child run ended while this run was failed (_child_run_ended leaves a
-  -- parent that is not started alone) is still started: it is examined again as when it began
-  -- (_begin_child): a completed child gives its output, a failed one is retried, a cancelled
-  -- one fails the step.
-  for step in
-    select ss.step_slug, ss.flow_slug
-      from switchyard.step_states ss
-      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-      join switchyard.child_runs c on c.parent_run_id = ss.run_id and c.parent_step = ss.step_slug
-      join switchyard.runs cr on cr.run_id = c.run_id
-     where ss.run_id = run.run_id and ss.status = 'started' and st.step_type = 'flow'
-       and cr.status in ('completed', 'failed', 'cancelled')
-     order by st.step_index
-  loop
-    exit when not exists (select 1 from switchyard.runs r
-                           where r.run_id = run.run_id and r.status = 'started');
-    perform switchyard._begin_child(run.run_id, step.flow_slug, step.step_slug);
-  end loop;
-  perform switchyard._start_ready_steps(run.run_id);
-  perform switchyard._complete_run_if_done(run.run_id);
-  return queued;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/run_schedules.sql
-
--- The scheduler's tick (docs/ARCHITECTURE.md §15): for every enabled schedule, the ticks of its
--- cron after the last look and at most `now_at`, chosen by its catch-up policy, fire
--- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
--- job (schedule_schedules), from every keep-alive tick, or by hand; `now_at` lets a test drive
--- the clock back, never ahead: at most 60 s past clock_now() (a caller's clock skew), else refused
--- (22023 now_at_range), as are null and infinities. Each schedule is locked while it is looked
--- at, so concurrent ticks start each tick's run once; a schedule another transaction holds (an
--- update, a backfill) is skipped, never waited for: the next tick looks at its due ticks (a
--- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
--- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
--- clock that recorded them (clock_now(), whatever `now_at` says), at most 1000 per call. Returns the
--- number of runs started. Each schedule is isolated from the others (an error no rule foresaw
--- is a warning; the schedule is looked at again next tick).
-create or replace function switchyard.run_schedules(now_at timestamptz default switchyard.clock_now())
-returns int
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  s switchyard.schedules;
-  due timestamptz[];
-  chosen timestamptz[];
-  t timestamptz;
-  q record;
-  started int := 0;
-  from_at timestamptz;
-begin
-  if now_at is null or not isfinite(now_at)
-     or now_at > switchyard.clock_now() + interval '60 seconds' then
-    raise exception using errcode = '22023', message = format(
-      'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
-      'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
-      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at', 'value', now_at::text,
-                                  'max', (switchyard.clock_now() + interval '60 seconds')::text)::text;
-  end if;
-  for s in select * from switchyard.schedules x where x.enabled order by x.name
-             for update skip locked loop
-    -- Each schedule in a subtransaction of its own: an error no rule foresaw (a row that got
-    -- past every check) is a warning naming the schedule, which is looked at again next tick;
-    -- it never stops another schedule nor the rest of the tick (docs/ARCHITECTURE.md §5.11).
-    begin
-      from_at := coalesce(s.checked_until, s.created_at);
-      if from_at < now_at then
-        due := array(select switchyard._cron_ticks(s.cron, s.time_zone,
-                                                   greatest(from_at, now_at - interval '31 days'),
-                                                   now_at, 100000));
-        chosen := case s.catch_up
-          when 'all' then due[greatest(1, cardinality(due) - s.catch_up_limit + 1):]
-          when 'latest' then due[cardinality(due):]
-          else case when cardinality(due) > 0 and now_at - due[cardinality(due)] < interval '60 seconds'
-                    then due[cardinality(due):] else '{}' end
-        end;
-        foreach t in array chosen loop
-          if switchyard._fire_schedule(s, t) then
-            started := started + 1;
-            select * into s from switchyard.schedules x where x.name = s.name;
-          end if;
-        end loop;
-        update switchyard.schedules x
-           set checked_until = now_at,
-               missed_ticks = x.missed_ticks + cardinality(due) - cardinality(chosen)
-         where x.name = s.name;
-        select * into s from switchyard.schedules x where x.name = s.name;
-      end if;
-      -- A queued tick (overlap 'queue') starts once its schedule has no open run, oldest first.
-      if not exists (select 1 from switchyard.runs r
-                      where r.run_id = s.last_run_id and r.status = 'started') then
-        select st.tick_at, st.run_id into q from switchyard.schedule_ticks st
-         where st.schedule_name = s.name and st.outcome = 'queued'
-         order by st.tick_at limit 1;
-        if found and switchyard._start_schedule_run(s.name, s.alias, s.input, q.tick_at, q.run_id)
-        then
-          started := started + 1;
-        end if;
-      end if;
-    exception when others then
-      if sqlstate like '40%' or sqlstate like '57%' then
-        raise;
-      end if;
-      raise warning 'switchyard.run_schedules: schedule %: % (SQLSTATE %); looked at again next tick',
-        to_json(s.name)::text, sqlerrm, sqlstate;
-    end;
-  end loop;
-  delete from switchyard.schedule_ticks st
-   where (st.schedule_name, st.tick_at) in (
-     select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
-      where x.recorded_at < switchyard.clock_now() - interval '30 days' and x.outcome <> 'queued'
-      order by x.recorded_at limit 1000);
-  return started;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/set_rate_limit.sql
-
--- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
--- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
--- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
--- new one starts full. It also lifts a RetryAfter's drain (fail_task_with): the bucket refills
--- from now at the new rate, so the operator's word is the latest. Returns the limit as JSON.
-create or replace function switchyard.set_rate_limit(
-  name text, rate int, per_seconds int default 1, burst int default null
-)
-returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  cap int := coalesce(burst, rate);
-  result jsonb;
-begin
-  if name is null or name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
-    raise exception using errcode = '22023', message = format(
-      'set_rate_limit: name %s is invalid: use a letter or digit, then letters, digits, _ . : '
-      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'rate_limit_name', 'argument', 'name', 'value', left(name, 200))::text;
-  end if;
-  if rate is null or rate not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
-      'set_rate_limit: rate %s is out of range: use 1 to 1000000 tokens per period',
-      coalesce(rate::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'rate', 'value', rate, 'min', 1, 'max', 1000000)::text;
-  end if;
-  if per_seconds is null or per_seconds not between 1 and 86400 then
-    raise exception using errcode = '22023', message = format(
-      'set_rate_limit: per_seconds %s is out of range: use 1 to 86400',
-      coalesce(per_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'per_seconds', 'value', per_seconds,
-        'min', 1, 'max', 86400)::text;
-  end if;
-  if cap not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
-      'set_rate_limit: burst %s is out of range: use 1 to 1000000', cap),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'burst', 'value', cap, 'min', 1, 'max', 1000000)::text;
-  end if;
-  insert into switchyard.rate_limits as l (name, rate, per_seconds, burst, tokens)
-  values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
-  on conflict on constraint rate_limits_pkey do update
-     set tokens = least(excluded.burst,
-                        l.tokens + greatest(0, extract(epoch from switchyard.clock_now() - l.refilled_at))
-                                   * l.rate::double precision / l.per_seconds),
-         refilled_at = switchyard.clock_now(),
-         rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
-         updated_at = switchyard.clock_now()
-  returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
-                               'burst', l.burst, 'tokens', l.tokens)
-    into result;
-  return result;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/set_setting.sql
-
--- ---- set_setting (latest: 20261202000300_function_keep_alive_urls.sql)
-create or replace function switchyard.set_setting(name text, value text)
-returns void
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  problem text;
-begin
-  if name is null
-     or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
-                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
-                     'priority_ageing_seconds') then
-    raise exception using errcode = '22023', message = format(
-      'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
-      'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
-      'priority_ageing_seconds',
-      switchyard._clip(name)),
-      detail = jsonb_build_object(
-        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
-  end if;
-  if value is not null then
-    if name = 'functions_base_url' then
-      problem := switchyard.base_url_problem(value);
-    elsif name = 'functions_bearer' and value ~ '[[:space:][:cntrl:]]' then
-      problem := 'a bearer contains no whitespace or control characters';
-    elsif name = 'functions_bearer' and char_length(value) > 8192 then
-      problem := format('it is %s characters long; the limit is 8192', char_length(value));
-    elsif name in ('max_input_bytes', 'max_output_bytes')
-          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 104857600
-                    else true end) then
-      problem := 'use a number of bytes from 65536 (64 KiB) to 104857600 (100 MiB)';
-    elsif name = 'max_map_output_bytes'
-          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 209715200
-                    else true end) then
-      -- jsonb holds at most 255 MB; an aggregate near that fails in PostgreSQL itself.
-      problem := 'use a number of bytes from 65536 (64 KiB) to 209715200 (200 MiB)';
-    elsif name = 'user_runs_per_minute'
-          and (case when value ~ '^[0-9]{1,7}$' then value::int not between 1 and 1000000
-                    else true end) then
-      problem := 'use a number of runs from 1 to 1000000 (revoke start_user_run to allow none)';
-    elsif name = 'priority_ageing_seconds'
-          and (case when value ~ '^[0-9]{1,6}$' then value::int not between 1 and 86400
-                    else true end) then
-      problem := 'use a number of seconds from 1 to 86400 (what one priority level is worth)';
-    elsif name = 'functions_hosts' then
-      problem := switchyard._hosts_problem(value);
-    end if;
-    if problem is not null then
-      raise exception using errcode = '22023', message = format(
-        'setting %s %s is invalid: %s', name,
-        case when name = 'functions_bearer' then '(value not shown)' else switchyard._clip(value) end,
-        problem),
-        detail = jsonb_build_object(
-          'rule', case when name = 'functions_base_url' then 'url_format' else 'setting_value' end,
-          'argument', 'value',
-          'value', case when name = 'functions_bearer' then null else left(value, 200) end,
-          'setting', name, 'problem', problem)::text;
-    end if;
-  end if;
-  if value is null then
-    delete from switchyard.settings s where s.name = set_setting.name;
-  else
-    insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
-    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = switchyard.clock_now();
-  end if;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/signal_run.sql
-
--- Signals a wait step of a run (docs/ARCHITECTURE.md §5.11): the payload becomes the step's
--- output. Callable inside the application's own transaction (a trigger on its table, say):
--- the signal exists only once that transaction commits. Holding the run's row lock:
---   - the step waits: the signal is delivered now, its dependents start ('delivered');
---   - the step is not ready yet: the signal is kept and delivered when it is ('kept');
---   - the step already has a signal with this key: nothing changes ('duplicate').
--- Refused, changing nothing: an unknown run or step, a step that is not a wait step
--- (22023), an empty key or one over 200 characters, as a start key (22023 key_empty,
--- key_length), a payload over max_output_bytes (22023), a run that is not started, a step that
--- already has a signal under another key or none, a wait that ended without one or whose
--- timeout is due (55000). The timeout is compared with clock_now(), this transaction's start.
-create or replace function switchyard.signal_run(
-  run_id uuid, step_slug text, payload jsonb, key text default null
-)
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  run switchyard.runs;
-  st switchyard.steps;
-  state switchyard.step_states;
-  kept switchyard.run_signals;
-  value jsonb := coalesce(payload, 'null');
-  problem jsonb;
-  timed_out boolean;
-begin
-  select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', signal_run.run_id::text)::text;
-  end if;
-  select * into st from switchyard.steps s
-   where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
-  if not found or st.step_type <> 'wait' then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
-      switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
-      case when st.step_slug is null then 'does not exist'
-           else format('is a %s step, not a wait step', st.step_type) end,
-      coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
-                  from switchyard.steps w
-                 where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
-      detail = jsonb_build_object(
-        'rule', case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end,
-        'argument', 'step_slug', 'value', left(signal_run.step_slug, 200),
-        'step_type', st.step_type, 'run_id', run.run_id, 'flow_slug', run.flow_slug)::text;
-  end if;
-  if key is not null and btrim(key) = '' then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
-  end if;
-  if char_length(key) > 200 then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
-      'characters', switchyard._clip(key), char_length(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_length', 'argument', 'key', 'value', left(key, 200),
-        'size', char_length(key), 'limit', 200, 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
-  end if;
-  problem := switchyard._json_size_problem(value, 'max_output_bytes');
-  if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
-      'bytes (setting max_output_bytes)',
-      to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_output_bytes', 'argument', 'payload', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
-        'run_id', run.run_id, 'step_slug', st.step_slug)::text,
-      hint = 'send a smaller payload (store large data elsewhere and send a reference), or '
-             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
-  end if;
-  select * into kept from switchyard.run_signals rs
-   where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
-  if found and key is not null and kept.signal_key = key then
-    return 'duplicate';
-  end if;
-  if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
-      'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status, 'step_slug', st.step_slug)::text;
-  end if;
-  if kept.run_id is not null then
-    raise exception using errcode = '55000', message = format(
-      'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
-      'signal: repeat it with the same key to make the repeat a no-op',
-      to_json(st.step_slug)::text, run.run_id,
-      case when kept.signal_key is null then 'no key'
-           else format('key %s', switchyard._clip(kept.signal_key)) end,
-      kept.signalled_at),
-      detail = jsonb_build_object(
-        'rule', 'step_already_signalled', 'argument', 'key', 'value', left(key, 200),
-        'signal_key', left(kept.signal_key, 200), 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
-  end if;
-  select * into state from switchyard.step_states ss
-   where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
-  timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
-  if state.status not in ('created', 'started') or timed_out then
-    raise exception using errcode = '55000', message = format(
-      'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
-      case when timed_out
-           then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
-                       st.wait_timeout, st.on_timeout)
-           else format('is %s; only a step that waits or is not ready yet takes a signal',
-                       state.status) end),
-      detail = jsonb_build_object(
-        'rule', case when timed_out then 'wait_timed_out' else 'wait_not_open' end,
-        'argument', 'step_slug', 'value', st.step_slug, 'status', state.status,
-        'deadline', state.wait_deadline, 'run_id', run.run_id)::text;
-  end if;
-  insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
-  values (run.run_id, st.step_slug, key, value);
-  if state.status = 'created' then
-    return 'kept';
-  end if;
-  perform switchyard._finish_wait(run.run_id, run.flow_slug, st.step_slug, 'signalled');
-  perform switchyard._start_ready_steps(run.run_id);
-  perform switchyard._complete_run_if_done(run.run_id);
-  return 'delivered';
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/start_flow.sql
-
--- Starts a run of a concrete flow or of an alias's active version.
---
--- `run_id` (optional) makes the start idempotent: the caller chooses the id, and a second
--- start with the same id returns the existing run and starts nothing. The same id with
--- another input, naming another flow, or for another owner, is refused (23505). Two concurrent
--- starts with one id create one run: the second insert waits for the first on the primary key
--- and then finds its row (docs/ARCHITECTURE.md §5.8).
---
--- `owner` (optional) records who the run is for: its events carry it for row-level security
--- (docs/ARCHITECTURE.md §14). `start_at` (optional) delays the steps (§5.11, start_flow_at);
--- `deadline_at` (optional) is the run's deadline, or the flow's runTimeout if that is sooner.
---
--- `key` with `mode` (optional, docs/ARCHITECTURE.md §5.13) names the start in the scope of
--- `flow_or_alias`, in the caller's transaction (a rolled back start leaves no key):
--- 'singleton' returns the open run of the key, if any; 'dedupe' returns the key's run while it
--- is open and `ttl` seconds (default 86400) after it ended; 'debounce' starts the run `delay`
--- seconds later, and a start with the key before then gives the run its input and moves its
--- start to `delay` seconds from now, but never past `max_delay` seconds after the first start.
--- Concurrent starts with one key wait for each other on the key's row: one run per key.
---
--- Every argument after `owner` is defaulted, so the four-argument call of released runtimes
--- resolves to this function.
---
--- `trace_context` (optional) is the caller's W3C traceparent, stored with a new run so the spans
--- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
---
--- `priority` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
--- first, each level worth priority_ageing_seconds of waiting (docs/ARCHITECTURE.md §5.14).
-create or replace function switchyard.start_flow(
-  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
-  start_at timestamptz default null, deadline_at timestamptz default null,
-  key text default null, mode text default null, ttl int default null, delay int default null,
-  max_delay int default null, trace_context text default null, priority int default null
-)
-returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  concrete text;
-  new_run uuid;
-  id uuid;
-  existing record;
-  held switchyard.start_keys;
-  kept record;
-  live boolean;
-  begins timestamptz := start_flow.start_at;
-begin
-  if start_flow.trace_context is not null
-     and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
-      '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
-      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
-      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)),
-      detail = jsonb_build_object(
-        'rule', 'trace_context_format', 'argument', 'trace_context',
-        'value', left(start_flow.trace_context, 200))::text;
-  end if;
-  if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
-      '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
-      detail = jsonb_build_object(
-        'rule', 'priority_range', 'argument', 'priority', 'value', start_flow.priority,
-        'min', -10, 'max', 10)::text;
-  end if;
-  if input is null then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
-      coalesce(to_json(flow_or_alias)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
-        'flow_or_alias', left(flow_or_alias, 200))::text;
-  end if;
-  if begins > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
-      switchyard._clip(flow_or_alias), begins),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
-  end if;
-  perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
-                                      start_flow.key, start_flow.mode, start_flow.ttl,
-                                      start_flow.delay, start_flow.max_delay);
-  if start_flow.mode = 'dedupe' then
-    ttl := coalesce(start_flow.ttl, 86400);
-  end if;
-  concrete := switchyard.resolve_flow(flow_or_alias);
-  id := coalesce(start_flow.run_id, gen_random_uuid());
-
-  if start_flow.key is not null then
-    -- The key's row, locked; or a new one. A concurrent start with the key waits for this
-    -- transaction on the primary key, then finds the row (or, if this one rolled back, none).
-    loop
-      select k.* into held from switchyard.start_keys k
-       where k.started_as = flow_or_alias and k.key = start_flow.key
-         for update;
-      if not found then
-        insert into switchyard.start_keys (started_as, key, mode, run_id, owner, ttl, delay,
-                                           max_delay)
-        values (flow_or_alias, start_flow.key, start_flow.mode, id, start_flow.owner,
-                start_flow.ttl, start_flow.delay, start_flow.max_delay)
-        on conflict on constraint start_keys_pkey do nothing;
-        exit when found;
-        continue;
-      end if;
-      select r.status, coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
-             exists (select 1 from switchyard.delayed_starts d where d.run_id = r.run_id)
-               as delayed
-        into kept
-        from switchyard.runs r where r.run_id = held.run_id;
-      live := case held.mode
-        when 'singleton' then kept.status = 'started'
-        when 'dedupe' then kept.status = 'started'
-                        or kept.ended_at + held.ttl * interval '1 second' > switchyard.clock_now()
-                        or (kept.status is null and held.expires_at > switchyard.clock_now())
-        else kept.status = 'started' and kept.delayed
-      end;
-      if coalesce(live, false) then
-        -- Another owner's key is refused first, so the caller learns nothing else of it.
-        if held.owner is distinct from start_flow.owner then
-          raise exception using errcode = '23505', message = format(
-            'start_flow(%s): key %s names a run of another owner: '
-            'a key names one run at a time; use another key for another owner',
-            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-              'key', left(start_flow.key, 200))::text;
-        end if;
-        if held.mode <> start_flow.mode then
-          raise exception using errcode = '23505', message = format(
-            'start_flow(%s): key %s is held in mode %s, not %s: '
-            'start with the mode the key has, or use another key',
-            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key),
-            held.mode, switchyard._clip(start_flow.mode)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_mode', 'argument', 'mode', 'value', left(start_flow.mode, 200),
-              'key', left(start_flow.key, 200), 'key_mode', held.mode)::text;
-        end if;
-        if held.mode <> 'debounce' then
-          return held.run_id;
-        end if;
-        -- Debounce: the run's row (expire_waits begins a delayed run holding it), then its
-        -- delayed start, if it has not begun meanwhile.
-        perform 1 from switchyard.runs r
-         where r.run_id = held.run_id and r.status = 'started' for update;
-        if found then
-          update switchyard.delayed_starts d
-             set start_at = least(switchyard.clock_now() + start_flow.delay * interval '1 second',
-                                  held.first_at + start_flow.max_delay * interval '1 second')
-           where d.run_id = held.run_id;
-          if found then
-            update switchyard.runs r set input = start_flow.input where r.run_id = held.run_id;
-            update switchyard.start_keys k
-               set delay = start_flow.delay, max_delay = start_flow.max_delay
-             where k.started_as = held.started_as and k.key = held.key;
-            return held.run_id;
-          end if;
-        end if;
-      end if;
-      -- The key's run ended, began (debounce) or expired (dedupe): the key names a new run.
-      update switchyard.start_keys k
-         set mode = start_flow.mode, run_id = id, owner = start_flow.owner, ttl = start_flow.ttl,
-             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = switchyard.clock_now(),
-             expires_at = null
-       where k.started_as = held.started_as and k.key = held.key;
-      exit;
-    end loop;
-    if start_flow.mode = 'debounce' then
-      begins := switchyard.clock_now() + start_flow.delay * interval '1 second';
-    end if;
-  end if;
-
-  -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
-  -- start's deadline_at, whichever is first.
-  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at, trace_context, priority)
-  select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
-         least(switchyard.clock_now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
-                       * interval '1 second',
-               start_flow.deadline_at),
-         start_flow.trace_context, coalesce(start_flow.priority, 0)
-    from switchyard.steps st where st.flow_slug = concrete
-  on conflict on constraint runs_pkey do nothing
-  returning runs.run_id into new_run;
-  if new_run is null then
-    -- The id exists (committed, or committed while this insert waited for it): the same
-    -- start again returns it; anything else under that id is refused.
-    select r.flow_slug, r.started_as, r.input, r.owner into existing
-      from switchyard.runs r where r.run_id = id;
-    -- Another owner's run is refused first, so the caller learns nothing else of it.
-    if existing.owner is distinct from start_flow.owner then
-      raise exception using errcode = '23505', message = format(
-        'start_flow(%s): run id %s was started for another owner: '
-        'a run id names one start; use a new id for another owner',
-        to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-          'run_id', start_flow.run_id)::text;
-    end if;
-    if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
-      raise exception using errcode = '23505', message = format(
-        'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
-        'a run id names one start; use a new id for another flow',
-        to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
-        to_json(existing.started_as)::text),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_flow', 'argument', 'run_id', 'value', start_flow.run_id::text,
-          'flow_or_alias', left(flow_or_alias, 200), 'existing_flow_slug', existing.flow_slug,
-          'existing_started_as', existing.started_as)::text;
-    end if;
-    if existing.input <> input then
-      raise exception using errcode = '23505', message = format(
-        'start_flow(%s): run id %s was started with another input: '
-        'a run id names one start; use a new id for another input',
-        to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_input', 'argument', 'input', 'value', left(input::text, 200),
-          'run_id', start_flow.run_id, 'existing_input', left(existing.input::text, 200))::text;
-    end if;
-    return start_flow.run_id;
-  end if;
-  insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
-  select new_run, st.flow_slug, st.step_slug, st.deps_count
-    from switchyard.steps st where st.flow_slug = concrete;
-  -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
-  -- row is written once, so later starts take no lock.
-  if coalesce(start_flow.priority, 0) <> 0 then
-    update switchyard.queues q set priority_used_at = switchyard.clock_now()
-     where q.priority_used_at is null
-       and q.queue_name in (select st.queue_name from switchyard.steps st
-                             where st.flow_slug = concrete and st.queue_name is not null);
-  end if;
-  -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
-  -- steps start when expire_waits finds the run due.
-  if begins is null or begins <= switchyard.clock_now() then
-    perform switchyard._start_ready_steps(new_run);
-  else
-    insert into switchyard.delayed_starts (run_id, start_at) values (new_run, begins);
-  end if;
-  return new_run;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/start_flow_at.sql
-
--- Starts a run as start_flow does with start_at (the same idempotent run_id, owner and
--- refusals), whose steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
--- once (it keeps the version the alias names now, and counts as open for drain), its steps
--- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
--- to one tick late. A time not in the future starts at once; at most 365 days ahead.
-create or replace function switchyard.start_flow_at(
-  flow_or_alias text, input jsonb, start_at timestamptz, run_id uuid default null,
-  owner uuid default null
-)
-returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-begin
-  if start_at is null or start_at > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
-      'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
-      switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
-  end if;
-  return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/start_tasks.sql
-
--- ---- start_tasks (latest: 20261202001200_map_claim.sql)
-create or replace function switchyard.start_tasks(
-  queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
-)
-returns setof switchyard.task_claim
-language plpgsql
-volatile
-security definer
-set search_path = ''
-set enable_seqscan = off
-set enable_hashjoin = off
-set enable_mergejoin = off
-as $$
-declare
-  queue alias for queue_name;
-  worker record;
-  unsupported_ids bigint[];
-  unsupported_pairs text[];
-  stale_ids bigint[];
-  eligible_ids bigint[];
-  duplicate_ids bigint[];
-  claimed_ids bigint[];
-  claimed_secs int[];
-  reason text;
-  support text;
-  task_ids bigint[];      -- the batch's tasks (parallel arrays, in message order)
-  task_runs uuid[];
-  task_steps text[];
-  task_idxs int[];
-  held_ids bigint[];      -- eligible, but held back by flow control (§5.12), and their waits
-  held_secs int[];
-  slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
-  slot_keys text[];
-begin
-  if message_ids is null or cardinality(message_ids) = 0 then
-    return;
-  end if;
-  select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
-    from switchyard.workers w where w.worker_id = start_tasks.worker_id;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s is not registered', start_tasks.worker_id),
-      detail = jsonb_build_object(
-        'rule', 'worker_not_registered', 'argument', 'worker_id',
-        'value', start_tasks.worker_id::text)::text;
-  end if;
-  if worker.queue_name <> queue then
-    raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
-      switchyard._clip(worker.queue_name), switchyard._clip(queue)),
-      detail = jsonb_build_object(
-        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
-        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
-  end if;
-  support := case when supported_pairs is null then worker.pair_set
-                  else switchyard.pair_set(supported_pairs) end;
-
-  -- The batch's runs first, in run order, FOR KEY SHARE (claims do not block each other): a
-  -- failure, a cancel or a completion holds its run FOR UPDATE until it commits, so a claim
-  -- that overlaps one waits for it, and the classification below (a statement of its own, so
-  -- a newer snapshot) sees the run's new status: a task of a run that is no longer started is
-  -- stale, never claimed. Without this lock a claim could start an element of a map after a
-  -- sibling's failure had failed the run (the failure was not committed when the claim read the
-  -- run). Runs before tasks, as cancel_run locks them; a task's run never changes, so the
-  -- unlocked probe that finds it is exact.
-  perform 1
-     from switchyard.runs r
-    where r.run_id in (select l.run_id
-                         from (select distinct u.id from unnest(message_ids) as u(id)) b
-                         cross join lateral (select t.run_id from switchyard.step_tasks t
-                                              where t.queue_name = queue and t.message_id = b.id
-                                              limit 1) l)
-    order by r.run_id
-      for key share of r;
-
-  -- Lock every task of the batch, in message order, before deciding anything, so the
-  -- classification holds until the claim commits. One unique-index probe per message:
-  -- the LIMIT keeps the planner from replacing the probes with a scan of the whole queue
-  -- when its statistics are stale (as they are right after a burst of new work), which
-  -- would make every claim cost as much as the backlog.
-  select coalesce(array_agg(b.id order by b.id), '{}'),
-         coalesce(array_agg(l.run_id order by b.id), '{}'),
-         coalesce(array_agg(l.step_slug order by b.id), '{}'),
-         coalesce(array_agg(l.task_index order by b.id), '{}')
-    into task_ids, task_runs, task_steps, task_idxs
-    from (select distinct u.id from unnest(message_ids) as u(id) order by u.id) b
-    cross join lateral (select t.run_id, t.step_slug, t.task_index from switchyard.step_tasks t
-                         where t.queue_name = queue and t.message_id = b.id
-                         limit 1 for update) l;
-
-  select array_agg(c.message_id order by c.message_id) filter (where c.class = 'unsupported'),
-         array_agg(distinct coalesce(c.flow_slug || '/' || c.step_slug, '(no task)'))
-           filter (where c.class = 'unsupported'),
-         array_agg(c.message_id order by c.message_id) filter (where c.class = 'stale'),
-         coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
-         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
-    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
-    from switchyard.classify_batch(queue, message_ids, support) c;
-
-  if unsupported_ids is not null then
-    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
-    -- archived; every message visible again; the queue function pauses durably.
-    perform switchyard._hide_messages(
-      queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
-    reason := format(
-      'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
-      queue, to_char(switchyard.clock_now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-      array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
-    update switchyard.worker_functions wf
-       set paused_at = switchyard.clock_now(), pause_reason = reason,
-           pause_detail = jsonb_build_object(
-             'queue', queue,
-             'message_ids', (select jsonb_agg(u.id::text order by u.id)
-                               from unnest(unsupported_ids) u(id)),
-             'pairs', to_jsonb(unsupported_pairs))
-     where wf.function_name = worker.function_name and wf.paused_at is null;
-    update switchyard.workers w
-       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now()), stop_reason = reason
-     where w.worker_id = worker.worker_id;
-    return query
-      select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
-             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int, null::int
-        from switchyard.classify_batch(queue, message_ids, support) c
-       where c.class = 'unsupported';
-    return;
-  end if;
-
-  if stale_ids is not null then
-    perform pgmq.archive(queue, stale_ids);
-  end if;
-
-  -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
-  -- or a keyed concurrency (one probe of a partial index that is empty otherwise). A task held
-  -- back is not started and uses no attempt; its same message is visible again when it may run.
-  if cardinality(eligible_ids) > 0
-     and exists (select 1 from switchyard.steps s
-                  where s.queue_name = queue
-                    and (s.rate_limit is not null or s.concurrency_limit is not null)) then
-    select coalesce(array_agg(f.message_id order by f.message_id)
-                      filter (where f.wait_seconds is not null), '{}'),
-           coalesce(array_agg(f.wait_seconds order by f.message_id)
-                      filter (where f.wait_seconds is not null), '{}'),
-           array_agg(f.message_id) filter (where f.wait_seconds is null and f.slot is not null),
-           array_agg(f.slot) filter (where f.wait_seconds is null and f.slot is not null)
-      into held_ids, held_secs, slot_ids, slot_keys
-      from switchyard._flow_control(queue, eligible_ids) f;
-    if cardinality(held_ids) > 0 then
-      eligible_ids := array(select e from unnest(eligible_ids) e where e <> all (held_ids));
-      perform switchyard._hide_messages(queue, held_ids, held_secs);
-    end if;
-  end if;
-
-  with claimed as (
-    update switchyard.step_tasks t
-       set status = 'started', attempts_count = t.attempts_count + 1, started_at = switchyard.clock_now(),
-           worker_id = worker.worker_id,
-           -- The time earlier instances used of the step timeout: kept for the attempt they
-           -- handed back (release_tasks), none for a new attempt.
-           carried_ms = case when t.carried_attempt = t.attempts_count + 1 then t.carried_ms
-                             else 0 end,
-           carried_attempt = t.attempts_count + 1,
-           concurrency_key = case when slot_ids is not null
-                                  then slot_keys[array_position(slot_ids, t.message_id)] end
-      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
-     where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
-       and t.task_index = k.idx
-    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
-  )
-  select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
-         coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
-                            order by c.message_id), '{}')
-    into claimed_ids, claimed_secs
-    from claimed c;
-  if cardinality(claimed_ids) > 0 then
-    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
-    perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
-  end if;
-
-  return query
-    select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
-           t.attempts_count, t.timeout,
-           case
-             -- A map task: its element of the run input (root map) or of the one
-             -- dependency's output (docs/ARCHITECTURE.md §5.10). Never SQL NULL (a JSON
-             -- null element is 'null'), so the worker never mistakes it for a root step.
-             when st.step_type = 'map' then
-               case when st.deps_count = 0 then r.input
-                    else (select ds.output from switchyard.deps d
-                            join switchyard.step_states ds
-                              on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-                           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-                           limit 1)
-               end -> t.task_index
-             -- As switchyard._dependency_outputs, inline: a skipped dependency is absent.
-             when st.deps_count > 0 then
-               coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
-                           from switchyard.deps d
-                           join switchyard.step_states ds
-                             on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-                          where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-                            and ds.status = 'completed'), '{}'::jsonb)
-           end,
-           case when row_number() over (partition by t.run_id order by t.message_id) = 1
-                then r.input end,
-           t.task_index, t.carried_ms
-      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
-      -- One probe of the whole key per claimed task: a join here let the plan probe by
-      -- run_id alone and filter the rest, reading every task of a map run up to the element.
-      cross join lateral (select x.message_id, x.queue_name, x.flow_slug, x.step_slug,
-                                 x.run_id, x.attempts_count, x.timeout, x.task_index, x.carried_ms
-                            from switchyard.step_tasks x
-                           where x.run_id = k.run_id and x.step_slug = k.step_slug
-                             and x.task_index = k.idx
-                           limit 1) t
-      join switchyard.runs r on r.run_id = t.run_id
-      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
-     where k.id = any (claimed_ids)
-    union all
-    select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
-           null, null, null, null, null, t.task_index, null
-      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
-      cross join lateral (select x.flow_slug, x.step_slug, x.task_index
-                            from switchyard.step_tasks x
-                           where x.run_id = k.run_id and x.step_slug = k.step_slug
-                             and x.task_index = k.idx
-                           limit 1) t
-     where k.id = any (duplicate_ids)
-    union all
-    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null, null
-      from unnest(stale_ids) s
-    union all
-    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
-      from unnest(held_ids) h;
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/start_user_run.sql
-
--- ---- start_user_run (latest: 20261202001000_function_cancel_retry.sql): the values it echoes clipped
-create or replace function switchyard.start_user_run(
-  alias text, input jsonb, run_id uuid default null
-)
-returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  user_id uuid;
-  per_minute int;
-  recent int;
-begin
-  if to_regprocedure('auth.uid()') is not null then
-    execute 'select auth.uid()' into user_id;
-  end if;
-  if user_id is null then
-    raise exception using errcode = '42501', message = format(
-      'start_user_run(%s): no signed-in user (auth.uid() is null): '
-      'sign in, or start the run from a trusted server with start_flow',
-      switchyard._clip(start_user_run.alias)),
-      detail = jsonb_build_object(
-        'rule', 'not_signed_in', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200))::text;
-  end if;
-  if not exists (select 1 from switchyard.user_start_aliases a
-                  where a.alias = start_user_run.alias) then
-    raise exception using errcode = '42501', message = format(
-      'start_user_run(%s): signed-in users may not start this alias: '
-      'an operator allows it with insert into switchyard.user_start_aliases',
-      switchyard._clip(start_user_run.alias)),
-      detail = jsonb_build_object(
-        'rule', 'alias_not_allowed', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200))::text;
-  end if;
-  -- A user's run id is random (version 4, as crypto.randomUUID() gives): the other versions,
-  -- which a trusted server may derive from names or times (v3, v5, v7, ...) and so a user
-  -- could predict, are never a user's, and a server's id can never be taken first by a user.
-  if start_user_run.run_id is not null
-     and start_user_run.run_id::text !~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' then
-    raise exception using errcode = '22023', message = format(
-      'start_user_run(%s): run id %s is invalid: a signed-in user''s run id is a random '
-      '(version 4) UUID, such as crypto.randomUUID() gives; other versions are kept for '
-      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id),
-      detail = jsonb_build_object(
-        'rule', 'run_id_not_random', 'argument', 'run_id',
-        'value', start_user_run.run_id::text)::text;
-  end if;
-  -- The same start again (a resubscription) returns the run and counts nothing.
-  if start_user_run.run_id is not null
-     and exists (select 1 from switchyard.runs r
-                  where r.run_id = start_user_run.run_id and r.owner = user_id) then
-    return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
-  end if;
-  -- At most user_runs_per_minute new runs per user in any minute; one user's starts are
-  -- counted one at a time (a transaction-scoped lock per user), so concurrent calls cannot
-  -- all pass the count.
-  per_minute := switchyard.limit_value('user_runs_per_minute');
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.start_user_run ' || user_id::text, 0));
-  select count(*) into recent from switchyard.runs r
-   where r.owner = user_id and r.started_at > switchyard.clock_now() - interval '1 minute';
-  if recent >= per_minute then
-    -- PT429: PostgREST answers HTTP 429 Too Many Requests.
-    raise exception using errcode = 'PT429', message = format(
-      'start_user_run(%s): user %s started %s runs in the last minute, the limit '
-      '(setting user_runs_per_minute): wait a minute and try again',
-      switchyard._clip(start_user_run.alias), user_id, recent),
-      detail = jsonb_build_object(
-        'rule', 'user_runs_per_minute', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200), 'limit', per_minute)::text,
-      hint = 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')';
-  end if;
-  return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/update_schedule.sql
-
--- Changes a schedule: every argument left null keeps its value. The next tick follows the new
--- cron from now on (ticks before now are not run again); `enabled` pauses or resumes it
--- (pause_schedule and resume_schedule call this). Refuses an unknown name
--- (22023 schedule_unknown) and bad fields as create_schedule does. Returns the schedule.
-create or replace function switchyard.update_schedule(
-  name text,
-  alias text default null,
-  cron text default null,
-  input jsonb default null,
-  time_zone text default null,
-  overlap text default null,
-  catch_up text default null,
-  catch_up_limit int default null,
-  enabled boolean default null
-)
-returns jsonb
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  s switchyard.schedules;
-begin
-  select * into s from switchyard.schedules x where x.name = update_schedule.name for update;
-  if not found then
-    perform switchyard._refuse_unknown_schedule(name);
-  end if;
-  s.alias := coalesce(alias, s.alias);
-  s.cron := coalesce(cron, s.cron);
-  s.input := coalesce(input, s.input);
-  s.time_zone := coalesce(time_zone, s.time_zone);
-  s.overlap := coalesce(overlap, s.overlap);
-  s.catch_up := coalesce(catch_up, s.catch_up);
-  s.catch_up_limit := coalesce(catch_up_limit, s.catch_up_limit);
-  -- Fields are checked when one is given: a pause or resume alone (enabled) is never refused,
-  -- even when the alias no longer resolves.
-  if num_nonnulls(alias, cron, input, time_zone, overlap, catch_up, catch_up_limit) > 0 then
-    perform switchyard._schedule_problem(s.name, s.alias, s.cron, s.time_zone, s.input,
-                                         s.overlap, s.catch_up, s.catch_up_limit);
-  end if;
-  update switchyard.schedules x
-     set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
-         overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
-         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = switchyard.clock_now(),
-         -- A changed cron or zone applies from now; so does a resume (ticks while paused are
-         -- not run later).
-         checked_until = case when x.cron is distinct from s.cron
-                                or x.time_zone is distinct from s.time_zone
-                                or (not x.enabled and coalesce(update_schedule.enabled, false))
-                              then greatest(x.checked_until, switchyard.clock_now()) else x.checked_until end
-   where x.name = s.name;
-  return switchyard._schedule_json(s.name);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/wake_failures.sql
+-- supabase/schemas/functions/maintenance/wake_failures.sql
 
 -- The keep-alive's wakes whose HTTP answer was an error, per function, over the last
 -- since_seconds, default 6 hours (docs/ARCHITECTURE.md §6, keep-alive): a request pg_net refused
@@ -4487,24 +4143,422 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/worker_stopped.sql
+-- supabase/schemas/functions/dashboard/dashboard_metrics_history.sql
 
-create or replace function switchyard.worker_stopped(worker_id uuid, reason text default null)
-returns void
+-- The dashboard's charts (docs/ARCHITECTURE.md §16): per queue and minute over the last
+-- `minutes` (1-1440, default 60), the current minute last, every minute present:
+--   lag_seconds  the longest wait of a ready task: of the first attempts claimed in the minute,
+--                from when their message became visible (queued, plus the step's startDelay)
+--                to the claim, and, for the tasks of started runs still waiting for their
+--                first claim, up to the minute's end (a queue no worker reads shows its lag);
+--   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
+--                completed in the minute, null when none;
+--   failures     the failed attempts in the minute (a task failing five times counts five);
+--   completions  the tasks completed in the minute.
+-- The tasks of the window are read through step_tasks_recent, their failed attempts through
+-- failed_attempts_recent, the waiting ones through step_tasks_live: no history is read.
+create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
+returns table (
+  queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
+  failures int, completions int
+)
 language sql
-volatile
+stable
 security definer
 set search_path = ''
 as $$
-  update switchyard.workers w
-     set stopped_at = coalesce(w.stopped_at, switchyard.clock_now()), stop_reason = coalesce(w.stop_reason, reason)
-   where w.worker_id = worker_stopped.worker_id;
+  with span as (
+    select date_trunc('minute', switchyard.clock_now())
+             - make_interval(mins => least(greatest(coalesce(minutes, 60), 1), 1440) - 1)
+             as first_minute
+  ),
+  recent as materialized (
+    select t.queue_name, t.started_at, t.completed_at, t.last_failed_at, t.attempts_count,
+           t.queued_at, t.flow_slug, t.step_slug
+      from switchyard.step_tasks t, span
+     where t.started_at is not null
+       and greatest(t.started_at, t.completed_at, t.last_failed_at) >= span.first_minute
+  ),
+  done as (
+    select r.queue_name, date_trunc('minute', r.completed_at) as minute, count(*) as n,
+           percentile_cont(0.95) within group (
+             order by extract(epoch from r.completed_at - r.started_at) * 1000) as p95
+      from recent r, span where r.completed_at >= span.first_minute group by 1, 2
+  ),
+  failed as (
+    select fa.queue_name, date_trunc('minute', fa.failed_at) as minute, count(*) as n
+      from switchyard.failed_attempts fa, span
+     where fa.failed_at >= span.first_minute group by 1, 2
+  ),
+  waited as (
+    select r.queue_name, date_trunc('minute', r.started_at) as minute,
+           max(extract(epoch from r.started_at - r.queued_at) - st.start_delay) as secs
+      from recent r
+      join switchyard.steps st on st.flow_slug = r.flow_slug and st.step_slug = r.step_slug,
+           span
+     where r.started_at >= span.first_minute and r.attempts_count = 1
+     group by 1, 2
+  ),
+  waiting as (
+    select t.queue_name, min(t.queued_at + make_interval(secs => st.start_delay)) as since
+      from switchyard.step_tasks t
+      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
+      join switchyard.runs ru on ru.run_id = t.run_id and ru.status = 'started'
+     where t.status = 'queued' and t.attempts_count = 0
+     group by 1
+  )
+  select x.queue_name, m.minute,
+         greatest(coalesce(w.secs, 0),
+                  coalesce(extract(epoch from least(m.minute + interval '1 minute', switchyard.clock_now())
+                                             - wn.since), 0),
+                  0)::double precision,
+         d.p95::double precision, coalesce(f.n, 0)::int, coalesce(d.n, 0)::int
+    from switchyard.queues x
+    cross join span
+    cross join lateral generate_series(span.first_minute, date_trunc('minute', switchyard.clock_now()),
+                                       interval '1 minute') as m(minute)
+    left join done d on d.queue_name = x.queue_name and d.minute = m.minute
+    left join failed f on f.queue_name = x.queue_name and f.minute = m.minute
+    left join waited w on w.queue_name = x.queue_name and w.minute = m.minute
+    left join waiting wn on wn.queue_name = x.queue_name
+   order by x.queue_name, m.minute
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_exhaust_task.sql
+-- supabase/schemas/functions/dashboard/dashboard_queues.sql
 
--- A task that used its last attempt (20261202000700): with the step's whenExhausted 'skip' or
+-- Every catalogued queue with its depth, read from PGMQ's queue table (the documented
+-- layout the contract suite checks; docs/ARCHITECTURE.md §5.4): messages visible now,
+-- hidden (read or claimed, or waiting for a retry's delay), and the oldest one's age.
+create or replace function switchyard.dashboard_queues()
+returns table (
+  queue_name text, pgmq_name text, ownership text, owner_flow text,
+  visible bigint, hidden bigint, oldest_enqueued_at timestamptz
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  q record;
+  tbl text;
+begin
+  for q in
+    select x.queue_name, x.pgmq_name, x.ownership, x.owner_flow
+      from switchyard.queues x order by x.queue_name
+  loop
+    queue_name := q.queue_name;
+    pgmq_name := q.pgmq_name;
+    ownership := q.ownership;
+    owner_flow := q.owner_flow;
+    visible := null;
+    hidden := null;
+    oldest_enqueued_at := null;
+    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
+    if to_regclass(format('pgmq.%I', tbl)) is not null then
+      execute format(
+        'select count(*) filter (where vt <= switchyard.queue_clock()),
+                count(*) filter (where vt > switchyard.queue_clock()), min(enqueued_at)
+           from pgmq.%I', tbl)
+        into visible, hidden, oldest_enqueued_at;
+    end if;
+    return next;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard/dashboard_runs.sql
+
+-- Recent runs, newest first (at most 200), optionally of one status, of flows with a step on
+-- one queue, or one run. Each with its duration (so far, for a started run), its error and
+-- failing step, and its steps in step order with their task's queue snapshot, attempts and
+-- times: queued (the step became ready), started (the latest attempt), finished. A map step
+-- (docs/ARCHITECTURE.md §5.10) has one task per element: its row sums them up (the most
+-- attempts any element used, the first error in element order, `tasks` the element count).
+create or replace function switchyard.dashboard_runs(
+  max_runs int default 25, run_status text default null, queue_name text default null,
+  run_id uuid default null
+)
+returns table (
+  run_id uuid, flow_slug text, started_as text, status text, started_at timestamptz,
+  finished_at timestamptz, duration_ms bigint, error text, failed_step text, steps jsonb
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, r.flow_slug, r.started_as, r.status, r.started_at,
+         coalesce(r.completed_at, r.failed_at, r.cancelled_at),
+         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, switchyard.clock_now()) - r.started_at)
+           * 1000)::bigint,
+         r.error,
+         (select ss.step_slug from switchyard.step_states ss
+           where ss.run_id = r.run_id and ss.status = 'failed'
+           order by ss.failed_at nulls last, ss.step_slug limit 1),
+         (select coalesce(jsonb_agg(jsonb_build_object(
+                   'step_slug', ss.step_slug, 'step_index', st.step_index, 'status', ss.status,
+                   'queue_name', coalesce(t.queue_name, st.queue_name),
+                   'attempts', coalesce(t.attempts_count, 0),
+                   'max_attempts', coalesce(t.max_attempts, st.max_attempts),
+                   'queued_at', t.queued_at, 'started_at', t.started_at,
+                   'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
+                                           t.completed_at, t.failed_at),
+                   'error', t.error, 'tasks', t.tasks,
+                   -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11): its kind, and
+                   -- when its timeout is due while it waits.
+                   'kind', st.step_type,
+                   'wait_deadline', case when ss.status = 'started' then ss.wait_deadline end)
+                 order by st.step_index), '[]'::jsonb)
+            from switchyard.step_states ss
+            join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+            left join lateral (
+              select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts_count,
+                     max(x.max_attempts) as max_attempts, min(x.queued_at) as queued_at,
+                     max(x.started_at) as started_at, max(x.completed_at) as completed_at,
+                     max(x.failed_at) as failed_at, count(*)::int as tasks,
+                     (array_agg(x.error order by x.task_index)
+                        filter (where x.error is not null))[1] as error
+                from switchyard.step_tasks x
+               where x.run_id = ss.run_id and x.step_slug = ss.step_slug
+            ) t on true
+           where ss.run_id = r.run_id)
+    from switchyard.runs r
+   where (dashboard_runs.run_id is null or r.run_id = dashboard_runs.run_id)
+     and (dashboard_runs.run_status is null or r.status = dashboard_runs.run_status)
+     and (dashboard_runs.queue_name is null or exists (
+           select 1 from switchyard.steps st
+            where st.flow_slug = r.flow_slug and st.queue_name = dashboard_runs.queue_name))
+   order by r.started_at desc, r.run_id
+   limit least(greatest(coalesce(dashboard_runs.max_runs, 25), 1), 200)
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard/dashboard_throughput.sql
+
+-- Completed tasks per queue and minute over the last `minutes` minutes (1-1440, default 60),
+-- the current minute last, every minute present (0 when none). A completion archives its
+-- message in the same transaction (§5.5), so the count starts from PGMQ's archive table,
+-- whose archived_at index bounds it to the window, and keeps the archived messages whose
+-- task completed (stale and failed messages are archived too). archived_at is PGMQ's time: the
+-- window's start is moved to PGMQ's clock for that bound (the same instant in production, where
+-- both clocks are now(); docs/ARCHITECTURE.md §17).
+create or replace function switchyard.dashboard_throughput(minutes int default 60)
+returns table (queue_name text, minute timestamptz, completed int)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  q record;
+  span int := least(greatest(coalesce(dashboard_throughput.minutes, 60), 1), 1440);
+  first_minute timestamptz :=
+    date_trunc('minute', switchyard.clock_now()) - make_interval(mins => span - 1);
+  first_archived timestamptz :=
+    first_minute - (switchyard.clock_now() - switchyard.queue_now());
+  tbl text;
+begin
+  for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
+    tbl := pgmq.format_table_name(q.pgmq_name, 'a');
+    if to_regclass(format('pgmq.%I', tbl)) is null then
+      return query
+        select q.queue_name, m.minute, 0
+          from generate_series(first_minute, date_trunc('minute', switchyard.clock_now()),
+                               interval '1 minute') as m(minute);
+      continue;
+    end if;
+    return query execute format(
+      'select $1, m.minute, coalesce(c.n, 0)::int
+         from generate_series($2, date_trunc(''minute'', switchyard.clock_now()),
+                              interval ''1 minute'') as m(minute)
+         left join (select date_trunc(''minute'', t.completed_at) as minute, count(*) as n
+                      from pgmq.%I a
+                      join switchyard.step_tasks t
+                        on t.queue_name = $1 and t.message_id = a.msg_id and t.status = ''completed''
+                     where a.archived_at >= $3
+                     group by 1) c on c.minute = m.minute
+        order by m.minute', tbl)
+      using q.queue_name, first_minute, first_archived;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard/metrics.sql
+
+-- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last `window_seconds`
+-- (1 to 86400, default 60), as one JSON document:
+--
+--   { "at", "window_seconds",
+--     "queues": [{ queue_name, functions, depth, hidden, lag_seconds, oldest_age_seconds,
+--                  claims, completions, failures, retries, and the first three per second }],
+--     "steps":  [{ queue_name, flow_slug, step_slug, claims, completions, failures, retries,
+--                  p50_ms, p95_ms, p99_ms, attempts_avg, attempts_max }] }
+--
+-- depth is the messages visible now, hidden the others (claimed, or waiting for a delay);
+-- lag_seconds how long the oldest visible message has been visible (0 when none), and
+-- oldest_age_seconds the age of the oldest message, from PGMQ's queue table (O(depth), as
+-- dashboard_queues). The counts come from the tasks touched in the window, read through the
+-- index step_tasks_recent, and from the failed attempts of the window, read through
+-- failed_attempts_recent, so their cost grows with the window's activity, never with the
+-- history: claims are the tasks whose latest claim is in the window, retries those of them
+-- claimed again after a failed attempt, completions the tasks completed, failures the failed
+-- attempts (a throw, a timeout, a stall; retried or not) in it: a task that failed five times
+-- in the window counts five (a retry storm shows), while a task claimed twice in one window
+-- counts once among the claims. Durations are a completed task's last
+-- attempt, from its claim to its completion; attempts those of the tasks that finished
+-- (completed, or failed for good) in the window. A step or queue with no activity in the window
+-- has no step rows and zero counts.
+create or replace function switchyard.metrics(window_seconds int default 60)
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  since timestamptz;
+  q record;
+  tbl text;
+  depth bigint;
+  hidden bigint;
+  oldest_visible timestamptz;
+  oldest timestamptz;
+  steps jsonb;
+  queues jsonb := '[]'::jsonb;
+begin
+  if window_seconds is null or window_seconds < 1 or window_seconds > 86400 then
+    raise exception using errcode = '22023', message = format(
+      'metrics: window_seconds %s is out of range: use 1 to 86400 (one day)',
+      coalesce(window_seconds::text, 'null')),
+      detail = jsonb_build_object(
+        'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
+        'min', 1, 'max', 86400)::text;
+  end if;
+  since := switchyard.clock_now() - make_interval(secs => window_seconds);
+  -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
+  select coalesce(jsonb_agg(jsonb_build_object(
+           'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
+           'claims', s.claims, 'completions', s.completions, 'failures', coalesce(f.n, 0),
+           'retries', s.retries, 'p50_ms', s.p[1], 'p95_ms', s.p[2], 'p99_ms', s.p[3],
+           'attempts_avg', s.attempts_avg, 'attempts_max', s.attempts_max)
+           order by s.queue_name, s.flow_slug, s.step_slug), '[]'::jsonb)
+    into steps
+    from (
+      select t.queue_name, t.flow_slug, t.step_slug,
+             count(*) filter (where t.started_at >= since) as claims,
+             count(*) filter (where t.completed_at >= since) as completions,
+             count(*) filter (where t.started_at >= since and t.attempts_count > 1) as retries,
+             percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from
+               t.completed_at - t.started_at) * 1000) filter (where t.completed_at >= since)
+               as p,
+             (avg(t.attempts_count) filter (where t.completed_at >= since
+               or (t.status = 'failed' and t.last_failed_at >= since)))::double precision
+               as attempts_avg,
+             max(t.attempts_count) filter (where t.completed_at >= since
+               or (t.status = 'failed' and t.last_failed_at >= since)) as attempts_max
+        from switchyard.step_tasks t
+       where t.started_at is not null
+         and greatest(t.started_at, t.completed_at, t.last_failed_at) >= since
+       group by t.queue_name, t.flow_slug, t.step_slug
+    ) s
+    -- A step with a failed attempt in the window has a task whose last failure is in it: a row
+    -- of s.
+    left join (
+      select fa.queue_name, fa.flow_slug, fa.step_slug, count(*) as n
+        from switchyard.failed_attempts fa
+       where fa.failed_at >= since
+       group by fa.queue_name, fa.flow_slug, fa.step_slug
+    ) f on f.queue_name = s.queue_name and f.flow_slug = s.flow_slug
+       and f.step_slug = s.step_slug;
+  for q in
+    select x.queue_name, x.pgmq_name,
+           coalesce((select jsonb_agg(f.function_name order by f.function_name)
+                       from switchyard.worker_functions f where f.queue_name = x.queue_name),
+                    '[]'::jsonb) as functions,
+           coalesce(sum((s.value ->> 'claims')::bigint), 0) as claims,
+           coalesce(sum((s.value ->> 'completions')::bigint), 0) as completions,
+           coalesce(sum((s.value ->> 'failures')::bigint), 0) as failures,
+           coalesce(sum((s.value ->> 'retries')::bigint), 0) as retries
+      from switchyard.queues x
+      left join jsonb_array_elements(steps) s on s.value ->> 'queue_name' = x.queue_name
+     group by x.queue_name, x.pgmq_name
+     order by x.queue_name
+  loop
+    depth := null;
+    hidden := null;
+    oldest_visible := null;
+    oldest := null;
+    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
+    if to_regclass(format('pgmq.%I', tbl)) is not null then
+      execute format(
+        'select count(*) filter (where vt <= switchyard.queue_now()), count(*) filter (where vt > switchyard.queue_now()),
+                min(vt) filter (where vt <= switchyard.queue_now()), min(enqueued_at)
+           from pgmq.%I', tbl)
+        into depth, hidden, oldest_visible, oldest;
+    end if;
+    queues := queues || jsonb_build_object(
+      'queue_name', q.queue_name, 'functions', q.functions,
+      'depth', depth, 'hidden', hidden,
+      'lag_seconds', coalesce(greatest(extract(epoch from switchyard.queue_now() - oldest_visible), 0), 0),
+      'oldest_age_seconds', coalesce(extract(epoch from switchyard.queue_now() - oldest), 0),
+      'claims', q.claims, 'completions', q.completions, 'failures', q.failures,
+      'retries', q.retries,
+      'claims_per_second', q.claims::double precision / window_seconds,
+      'completions_per_second', q.completions::double precision / window_seconds,
+      'failures_per_second', q.failures::double precision / window_seconds);
+  end loop;
+  return jsonb_build_object('at', switchyard.clock_now(), 'window_seconds', window_seconds, 'queues', queues,
+                            'steps', steps);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_fail_run.sql
+
+-- Final failure: the task, its step and its run fail, and the run's queued messages are
+-- archived. A step of a cancelled run stays cancelled, and the run too (only a started run
+-- fails). The run is locked by its key and its status tested in code (docs/ARCHITECTURE.md
+-- §5.7).
+create or replace function switchyard._fail_run(task switchyard.step_tasks, error_text text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  run_status text;
+begin
+  update switchyard.step_tasks t
+     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
+   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+  perform pgmq.archive(task.queue_name, task.message_id);
+  update switchyard.step_states ss
+     set status = 'failed', failed_at = switchyard.clock_now()
+   where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
+  -- The run by key (locked), then its status: a status condition in the update let a plan
+  -- made with stale statistics read every started run through runs_flow_started
+  -- (docs/ARCHITECTURE.md §5.7).
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  if run_status = 'started' then
+    update switchyard.runs r
+       set status = 'failed', failed_at = switchyard.clock_now(),
+           error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
+     where r.run_id = task.run_id;
+  end if;
+  -- The run's other queued messages (a map step: its other elements), by key and filtered
+  -- afterwards, one archive per queue (_archive_queued).
+  perform switchyard._archive_queued(task.run_id);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/completion/_exhaust_task.sql
+
+-- A task that used its last attempt: with the step's whenExhausted 'skip' or
 -- 'skip-cascade' and the run still started, the task fails, the step is skipped (with
 -- 'skip-cascade' its dependents too) and the run goes on without them ('skipped'); else the
 -- run fails ('failed').
@@ -4556,47 +4610,7 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
--- supabase/schemas/functions/_fail_run.sql
-
--- ---------------------------------------------------------------------------------------------
--- Failure, status, dashboard and retention aware of cancelled runs
-
--- Final failure (20261202000700): the task, its step and its run fail. A step of a cancelled
--- run stays cancelled, and the run too (only a started run fails).
-create or replace function switchyard._fail_run(task switchyard.step_tasks, error_text text)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  run_status text;
-begin
-  update switchyard.step_tasks t
-     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
-   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
-  perform pgmq.archive(task.queue_name, task.message_id);
-  update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
-   where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
-  -- The run by key (locked), then its status: a status condition in the update let a plan
-  -- made with stale statistics read every started run through runs_flow_started
-  -- (docs/ARCHITECTURE.md §5.7).
-  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
-  if run_status = 'started' then
-    update switchyard.runs r
-       set status = 'failed', failed_at = switchyard.clock_now(),
-           error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
-     where r.run_id = task.run_id;
-  end if;
-  -- The run's other queued messages (a map step: its other elements), by key and filtered
-  -- afterwards, one archive per queue (_archive_queued).
-  perform switchyard._archive_queued(task.run_id);
-end
-$$;
-
--- --------------------------------------------------------------------------------------------
--- supabase/upgrades/unreleased/after/clock_defaults.sql
+-- supabase/upgrades/unreleased/after/010_clock_defaults.sql
 
 -- Every recorded time of the SQL core comes from its clock, switchyard.clock_now()
 -- (docs/ARCHITECTURE.md §17), column defaults included, as tables/*.sql declare them. The function

@@ -1,0 +1,28 @@
+-- Refuses a flow, step or alias slug that breaks the slug rule (docs/ARCHITECTURE.md §2):
+-- letters, digits and single underscores, starting with a letter; `run` is reserved for steps.
+-- The value it echoes is clipped.
+create or replace function switchyard.assert_slug(kind text, slug text)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  if slug is null or slug !~ '^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$' or length(slug) > 47 then
+    raise exception using errcode = '22023', message = format(
+      '%s slug %s is invalid: start with a letter, then letters, digits and single underscores '
+      '(at most 47 characters)', kind, switchyard._clip(slug)),
+      detail = jsonb_build_object(
+        'rule', 'slug_format',
+        'argument', case kind when 'alias' then 'alias_name' else kind || '_slug' end,
+        'value', left(slug, 200), 'kind', kind)::text;
+  end if;
+  if kind = 'step' and lower(slug) = 'run' then
+    raise exception using errcode = '22023', message = format(
+      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)),
+      detail = jsonb_build_object(
+        'rule', 'step_slug_reserved', 'argument', 'step_slug', 'value', left(slug, 200))::text;
+  end if;
+  return slug;
+end
+$$;

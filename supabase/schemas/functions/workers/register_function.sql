@@ -1,0 +1,24 @@
+-- Records a queue function and its queue (a scaffold migration's step), so operators can pause,
+-- fence and wake it before its first worker starts.
+create or replace function switchyard.register_function(function_name text, queue_name text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
+    raise exception using errcode = '22023', message = format(
+      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
+      switchyard._clip(function_name)),
+      detail = jsonb_build_object(
+        'rule', 'function_name_format', 'argument', 'function_name',
+        'value', left(function_name, 200))::text;
+  end if;
+  perform switchyard.assert_queue_name(queue_name, false);
+  insert into switchyard.worker_functions (function_name, queue_name)
+  values (register_function.function_name, register_function.queue_name)
+  on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;
+end
+$$;
