@@ -209,9 +209,8 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'schedule-prune-drops-batch-size',
     bug: "schedule_prune's job ignores the batch size it was given",
     ...fn('maintenance', 'schedule_prune'),
-    search:
-      "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, batch_size);",
-    replace: "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, 1000);",
+    search: '    switchyard.prune_command(older_than, batch_size),\n',
+    replace: '    switchyard.prune_command(older_than, 1000),\n',
     tests: ['tests/sql/prune_test.ts'],
   },
   {

@@ -149,6 +149,35 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/rules/_refuse.sql
+-- Raises a refusal of the SQL core (docs/ARCHITECTURE.md §10, the SQL error contract): SQLSTATE
+-- \`code\` (22023, 23505, 42501, 55000 or PT429), \`message\` for people (it names the value and the
+-- rule), and the DETAIL callers map by: a JSON object with \`rule\`, \`argument\` and \`value\` (cut to
+-- 200 characters, or null) and \`context\`'s fields besides; \`hint\` when given. The one place that
+-- builds a refusal's detail, so every refusal carries the same fields. Never returns. Volatile, so
+-- a call with constant arguments is never evaluated while a statement is planned.
+create or replace function switchyard._refuse(
+  code text, rule text, argument text, value text, message text,
+  context jsonb default '{}', hint text default null
+)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  detail text := (jsonb_build_object('rule', _refuse.rule, 'argument', _refuse.argument,
+                                     'value', left(_refuse.value, 200))
+                  || coalesce(_refuse.context, '{}'))::text;
+begin
+  if _refuse.hint is null then
+    raise exception using errcode = _refuse.code, message = _refuse.message, detail = detail;
+  end if;
+  raise exception using errcode = _refuse.code, message = _refuse.message, detail = detail,
+    hint = _refuse.hint;
+end
+$$;
+
 -- supabase/schemas/functions/rules/assert_queue_name.sql
 -- Refuses a queue name that breaks the naming rule (docs/ARCHITECTURE.md §2): the third place
 -- the rule is checked, after the literal types and the runtime check. Returns the name.
@@ -164,12 +193,12 @@ declare
   problem text := switchyard.queue_name_problem(name, explicit);
 begin
   if problem is not null then
-    raise exception using errcode = '22023', message = problem,
-      detail = jsonb_build_object(
-        'rule', case when name is null then 'queue_name_missing'
-                     when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then 'queue_name_format'
-                     else 'queue_name_reserved_separator' end,
-        'argument', 'queue_name', 'value', left(name, 200), 'explicit', explicit)::text;
+    perform switchyard._refuse('22023',
+      case when name is null then 'queue_name_missing'
+           when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then 'queue_name_format'
+           else 'queue_name_reserved_separator' end,
+      'queue_name', name, problem,
+      context => jsonb_build_object('explicit', explicit));
   end if;
   return name;
 end
@@ -187,19 +216,15 @@ set search_path = ''
 as $$
 begin
   if slug is null or slug !~ '^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$' or length(slug) > 47 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'slug_format',
+      case kind when 'alias' then 'alias_name' else kind || '_slug' end, slug, format(
       '%s slug %s is invalid: start with a letter, then letters, digits and single underscores '
       '(at most 47 characters)', kind, switchyard._clip(slug)),
-      detail = jsonb_build_object(
-        'rule', 'slug_format',
-        'argument', case kind when 'alias' then 'alias_name' else kind || '_slug' end,
-        'value', left(slug, 200), 'kind', kind)::text;
+      context => jsonb_build_object('kind', kind));
   end if;
   if kind = 'step' and lower(slug) = 'run' then
-    raise exception using errcode = '22023', message = format(
-      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)),
-      detail = jsonb_build_object(
-        'rule', 'step_slug_reserved', 'argument', 'step_slug', 'value', left(slug, 200))::text;
+    perform switchyard._refuse('22023', 'step_slug_reserved', 'step_slug', slug, format(
+      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)));
   end if;
   return slug;
 end
@@ -273,12 +298,10 @@ begin
     when 'progress_per_second' then
       return 20;
     else
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'limit_unknown', 'name', name, format(
         'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
         'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
-        'max_progress_bytes or progress_per_second', switchyard._clip(name)),
-        detail = jsonb_build_object(
-          'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+        'max_progress_bytes or progress_per_second', switchyard._clip(name)));
   end case;
 end
 $$;
@@ -372,13 +395,11 @@ begin
      or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
                      'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
                      'priority_ageing_seconds') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'setting_unknown', 'name', name, format(
       'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
       'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
       'priority_ageing_seconds',
-      switchyard._clip(name)),
-      detail = jsonb_build_object(
-        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+      switchyard._clip(name)));
   end if;
   if value is not null then
     if name = 'functions_base_url' then
@@ -408,15 +429,13 @@ begin
       problem := switchyard._hosts_problem(value);
     end if;
     if problem is not null then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023',
+        case when name = 'functions_base_url' then 'url_format' else 'setting_value' end, 'value',
+        case when name = 'functions_bearer' then null else value end, format(
         'setting %s %s is invalid: %s', name,
         case when name = 'functions_bearer' then '(value not shown)' else switchyard._clip(value) end,
         problem),
-        detail = jsonb_build_object(
-          'rule', case when name = 'functions_base_url' then 'url_format' else 'setting_value' end,
-          'argument', 'value',
-          'value', case when name = 'functions_bearer' then null else left(value, 200) end,
-          'setting', name, 'problem', problem)::text;
+        context => jsonb_build_object('setting', name, 'problem', problem));
     end if;
   end if;
   if value is null then
@@ -447,31 +466,25 @@ begin
   select * into existing from switchyard.queues q where q.queue_name = queue;
   if found then
     if existing.ownership = 'shared' then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_is_shared', 'queue_name', queue, format(
         'queue %s is shared; flow %s cannot use it as its private queue',
         switchyard._clip(queue), switchyard._clip(owner)),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_shared', 'argument', 'queue_name', 'value', left(queue, 200),
-          'flow_slug', left(owner, 200))::text;
+        context => jsonb_build_object('flow_slug', left(owner, 200)));
     elsif existing.owner_flow <> owner then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_owned_by_other_flow', 'queue_name', queue, format(
         'queue %s is the private queue of flow %s; flow %s cannot own it too',
         switchyard._clip(queue), switchyard._clip(existing.owner_flow), switchyard._clip(owner)),
-        detail = jsonb_build_object(
-          'rule', 'queue_owned_by_other_flow', 'argument', 'queue_name',
-          'value', left(queue, 200), 'flow_slug', left(owner, 200),
-          'owner_flow', existing.owner_flow)::text;
+        context => jsonb_build_object('flow_slug', left(owner, 200),
+          'owner_flow', existing.owner_flow));
     end if;
     return;
   end if;
   if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'queue_not_in_catalog', 'queue_name', queue, format(
       'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
       'a private queue is never adopted: rename the flow or drop that queue',
       switchyard._clip(queue), array_to_string(switchyard._pgmq_spellings(queue), ', ')),
-      detail = jsonb_build_object(
-        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
-        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue))));
   end if;
   perform pgmq.create(queue);
   perform switchyard._tune_queue_table(queue);
@@ -593,36 +606,31 @@ declare
   foreign_count bigint;
 begin
   if pgmq_queue_name is null then
-    raise exception using errcode = '22023', message = 'adopt_queue: queue name is missing',
-      detail = jsonb_build_object(
-        'rule', 'argument_missing', 'argument', 'pgmq_queue_name', 'value', null)::text;
+    perform switchyard._refuse('22023', 'argument_missing', 'pgmq_queue_name', null,
+      'adopt_queue: queue name is missing');
   end if;
   perform switchyard.assert_queue_name(canonical, true);
   perform switchyard._lock_queue_name(canonical);
   spellings := switchyard._pgmq_spellings(canonical);
   if cardinality(spellings) = 0 then
-    raise exception using errcode = '22023', message = format(
-      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_missing', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200))::text;
+    perform switchyard._refuse('22023', 'pgmq_queue_missing', 'pgmq_queue_name', pgmq_queue_name,
+      format(
+      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text));
   elsif cardinality(spellings) > 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'pgmq_queue_ambiguous', 'pgmq_queue_name', pgmq_queue_name,
+      format(
       'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
       to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_ambiguous', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'pgmq_spellings', to_jsonb(spellings))::text;
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(spellings)));
   end if;
   select * into existing from switchyard.queues q where q.queue_name = canonical;
   if found then
     if existing.ownership = 'private' then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_is_private', 'pgmq_queue_name', pgmq_queue_name,
+        format(
         'cannot adopt queue %s: it is the private queue of flow %s',
         to_json(canonical)::text, to_json(existing.owner_flow)::text),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_private', 'argument', 'pgmq_queue_name',
-          'value', left(pgmq_queue_name, 200), 'owner_flow', existing.owner_flow)::text;
+        context => jsonb_build_object('owner_flow', existing.owner_flow));
     end if;
     return 'already registered';
   end if;
@@ -635,14 +643,13 @@ begin
                         where t.queue_name = $1 and t.message_id = m.msg_id)',
     pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
   if foreign_count > 0 then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'queue_has_untracked_messages', 'pgmq_queue_name',
+      pgmq_queue_name, format(
       'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
       'adoption requires an empty queue or only tracked messages',
       to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
-      detail = jsonb_build_object(
-        'rule', 'queue_has_untracked_messages', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
-        'message_ids', to_jsonb(foreign_ids[1:20]))::text;
+      context => jsonb_build_object('untracked_count', foreign_count,
+        'message_ids', to_jsonb(foreign_ids[1:20])));
   end if;
   perform switchyard._tune_queue_table(spellings[1]);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
@@ -670,24 +677,20 @@ begin
   select * into existing from switchyard.queues q where q.queue_name = queue;
   if found then
     if existing.ownership = 'private' then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_is_private', 'queue_name', queue, format(
         'queue %s is the private queue of flow %s; it cannot be used as a shared queue',
         to_json(queue)::text, to_json(existing.owner_flow)::text),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_private', 'argument', 'queue_name', 'value', left(queue, 200),
-          'owner_flow', existing.owner_flow)::text;
+        context => jsonb_build_object('owner_flow', existing.owner_flow));
     end if;
     return 'registered';
   end if;
   if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'queue_not_in_catalog', 'queue_name', queue, format(
       'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
       'routed flows never adopt it implicitly: run select switchyard.adopt_queue(%L) first',
       to_json(queue)::text, array_to_string(switchyard._pgmq_spellings(queue), ', '),
       (switchyard._pgmq_spellings(queue))[1]),
-      detail = jsonb_build_object(
-        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
-        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue))));
   end if;
   perform pgmq.create(queue);
   perform switchyard._tune_queue_table(queue);
@@ -714,37 +717,29 @@ declare
 begin
   perform switchyard.assert_slug('alias', alias_name);
   if versions is null or cardinality(versions) = 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'versions_missing', 'versions', versions::text, format(
       'alias %s lists no versions', switchyard._clip(alias_name)),
-      detail = jsonb_build_object(
-        'rule', 'versions_missing', 'argument', 'versions', 'value', left(versions::text, 200),
-        'alias', alias_name)::text;
+      context => jsonb_build_object('alias', alias_name));
   end if;
   if array_position(versions, null) is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'version_null', 'versions', versions::text, format(
       'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
       switchyard._clip(alias_name), array_position(versions, null), switchyard._clip(versions::text, 200)),
-      detail = jsonb_build_object(
-        'rule', 'version_null', 'argument', 'versions', 'value', left(versions::text, 200),
-        'alias', alias_name, 'position', array_position(versions, null))::text;
+      context => jsonb_build_object('alias', alias_name, 'position', array_position(versions, null)));
   end if;
   perform switchyard._assert_alias_case(alias_name);
   foreach v in array versions loop
     if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'flow_not_compiled', 'versions', v, format(
         'alias %s: flow %s is not compiled', switchyard._clip(alias_name), switchyard._clip(v)),
-        detail = jsonb_build_object(
-          'rule', 'flow_not_compiled', 'argument', 'versions', 'value', left(v, 200),
-          'alias', alias_name)::text;
+        context => jsonb_build_object('alias', alias_name));
     end if;
     select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = v;
     if other_alias is not null and other_alias <> alias_name then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'flow_in_other_alias', 'versions', v, format(
         'flow %s already belongs to alias %s; it cannot join alias %s',
         switchyard._clip(v), switchyard._clip(other_alias), switchyard._clip(alias_name)),
-        detail = jsonb_build_object(
-          'rule', 'flow_in_other_alias', 'argument', 'versions', 'value', v,
-          'alias', alias_name, 'other_alias', other_alias)::text;
+        context => jsonb_build_object('alias', alias_name, 'other_alias', other_alias));
     end if;
     insert into switchyard.alias_members (alias, flow_slug) values (alias_name, v)
     on conflict do nothing;
@@ -836,13 +831,11 @@ begin
         or jsonb_typeof(rate -> 'name') is distinct from 'string'
         or (rate ->> 'name') !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$'
         or (rate - array['name', 'cost']) <> '{}'::jsonb) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'rate_limit_invalid', 'rateLimit', rate::text, format(
         'flow %s %s rateLimit %s is invalid: use {"name": ..., "cost": 1} with a name of a '
         'letter or digit, then letters, digits, _ . : or - (at most 100)',
         to_json(slug)::text, step_what, left(rate::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'rate_limit_invalid', 'argument', 'rateLimit', 'value', left(rate::text, 200),
-          'flow_slug', slug, 'step_slug', step ->> 'slug')::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step ->> 'slug'));
     end if;
     conc := nullif(step -> 'options' -> 'concurrency', 'null'::jsonb);
     if conc is not null and (jsonb_typeof(conc) <> 'object'
@@ -852,12 +845,10 @@ begin
                     where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
         or coalesce(conc ->> 'input', 'run') not in ('run', 'step')
         or (conc - array['key', 'input', 'limit']) <> '{}'::jsonb) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'concurrency_invalid', 'concurrency', conc::text, format(
         'flow %s %s concurrency %s is invalid: use {"key": [1 to 8 keys], "input": "run" or '
         '"step", "limit": 1 to 10000}', to_json(slug)::text, step_what, left(conc::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'concurrency_invalid', 'argument', 'concurrency', 'value', left(conc::text, 200),
-          'flow_slug', slug, 'step_slug', step ->> 'slug')::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step ->> 'slug'));
     end if;
     update switchyard.steps st
        set max_attempts = switchyard._int_option(step -> 'options', 'maxAttempts', step_what, 1, 1000, true),
@@ -898,12 +889,10 @@ begin
      limit 1;
   end if;
   if existing is not null then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'alias_case_collision', 'alias_name', alias_name, format(
       'alias %s collides with alias %s: aliases are unique case-insensitively; use %s',
       to_json(alias_name)::text, to_json(existing)::text, to_json(existing)::text),
-      detail = jsonb_build_object(
-        'rule', 'alias_case_collision', 'argument', 'alias_name', 'value', alias_name,
-        'existing_alias', existing)::text;
+      context => jsonb_build_object('existing_alias', existing));
   end if;
 end
 $$;
@@ -923,11 +912,9 @@ begin
     return fallback;
   end if;
   if jsonb_typeof(v) <> 'boolean' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'boolean', left(key, 200), v::text, format(
       '%s %s %s is invalid: use true or false', left(what, 200), left(key, 80), left(v::text, 80)),
-      detail = jsonb_build_object(
-        'rule', 'boolean', 'argument', left(key, 200), 'value', left(v::text, 200),
-        'context', left(what, 200))::text;
+      context => jsonb_build_object('context', left(what, 200)));
   end if;
   return v::text::boolean;
 end
@@ -999,11 +986,9 @@ begin
     return fallback;
   end if;
   if jsonb_typeof(v) <> 'string' or not ((v #>> '{}') = any (choices)) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'option_choice', key, v::text, format(
       '%s %s %s is invalid: use one of %s', what, key, v::text, array_to_string(choices, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'option_choice', 'argument', key, 'value', left(v::text, 200),
-        'choices', to_jsonb(choices), 'context', what)::text;
+      context => jsonb_build_object('choices', to_jsonb(choices), 'context', what));
   end if;
   return v #>> '{}';
 end
@@ -1028,18 +1013,16 @@ begin
     if nullable then
       return null;
     end if;
-    raise exception using errcode = '22023', message = format('%s %s is missing', left(what, 200), left(key, 80)),
-      detail = jsonb_build_object(
-        'rule', 'option_missing', 'argument', left(key, 200), 'value', null, 'context', left(what, 200))::text;
+    perform switchyard._refuse('22023', 'option_missing', left(key, 200), null,
+      format('%s %s is missing', left(what, 200), left(key, 80)),
+      context => jsonb_build_object('context', left(what, 200)));
   end if;
   if jsonb_typeof(v) <> 'number' or (v::text)::numeric <> trunc((v::text)::numeric)
      or (v::text)::numeric < min_value or (v::text)::numeric > max_value then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', left(key, 200), v::text, format(
       '%s %s %s is invalid: use an integer from %s to %s', left(what, 200), left(key, 80),
       left(v::text, 80), min_value, max_value),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', left(key, 200), 'value', left(v::text, 200),
-        'min', min_value, 'max', max_value, 'context', left(what, 200))::text;
+      context => jsonb_build_object('min', min_value, 'max', max_value, 'context', left(what, 200)));
   end if;
   return (v::text)::int;
 end
@@ -1227,21 +1210,17 @@ begin
   perform switchyard.assert_slug('alias', alias_name);
   perform switchyard._assert_alias_case(alias_name);
   if not exists (select 1 from switchyard.flows f where f.flow_slug = target_flow) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'flow_not_compiled', 'target_flow', target_flow, format(
       'cannot activate alias %s: flow %s is not compiled', switchyard._clip(alias_name),
       switchyard._clip(target_flow)),
-      detail = jsonb_build_object(
-        'rule', 'flow_not_compiled', 'argument', 'target_flow', 'value', left(target_flow, 200),
-        'alias', alias_name)::text;
+      context => jsonb_build_object('alias', alias_name));
   end if;
   select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = target_flow;
   if other_alias is not null and other_alias <> alias_name then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'flow_in_other_alias', 'target_flow', target_flow, format(
       'cannot activate alias %s: flow %s belongs to alias %s',
       switchyard._clip(alias_name), switchyard._clip(target_flow), switchyard._clip(other_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_in_other_alias', 'argument', 'target_flow', 'value', target_flow,
-        'alias', alias_name, 'other_alias', other_alias)::text;
+      context => jsonb_build_object('alias', alias_name, 'other_alias', other_alias));
   end if;
   perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
   perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
@@ -1361,20 +1340,17 @@ declare
 begin
   perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(delete_flow.flow_slug), 0));
   if not exists (select 1 from switchyard.flows f where f.flow_slug = delete_flow.flow_slug) then
-    raise exception using errcode = '22023', message = format(
-      'cannot delete flow %s: it is not compiled', switchyard._clip(delete_flow.flow_slug)),
-      detail = jsonb_build_object(
-        'rule', 'flow_not_compiled', 'argument', 'flow_slug',
-        'value', left(delete_flow.flow_slug, 200))::text;
+    perform switchyard._refuse('22023', 'flow_not_compiled', 'flow_slug', delete_flow.flow_slug,
+      format(
+      'cannot delete flow %s: it is not compiled', switchyard._clip(delete_flow.flow_slug)));
   end if;
   select a.alias into target_alias from switchyard.aliases a where a.flow_slug = delete_flow.flow_slug;
   if target_alias is not null then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'flow_is_alias_target', 'flow_slug', delete_flow.flow_slug,
+      format(
       'cannot delete flow %s: it is the active target of alias %s; activate another version first',
       switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_is_alias_target', 'argument', 'flow_slug',
-        'value', delete_flow.flow_slug, 'alias', target_alias)::text;
+      context => jsonb_build_object('alias', target_alias));
   end if;
   for task in
     select t.queue_name, t.message_id from switchyard.step_tasks t
@@ -1427,33 +1403,28 @@ declare
   i int := 0;
 begin
   if shape is null or jsonb_typeof(shape) <> 'object' then
-    raise exception using errcode = '22023', message = 'flow shape must be a JSON object',
-      detail = jsonb_build_object(
-        'rule', 'shape_not_object', 'argument', 'shape', 'value', left(shape::text, 200))::text;
+    perform switchyard._refuse('22023', 'shape_not_object', 'shape', shape::text,
+      'flow shape must be a JSON object');
   end if;
   slug := switchyard.assert_slug('flow', shape ->> 'slug');
   placement := shape ->> 'placement';
   if placement is null or placement not in ('plain', 'step_queues', 'routed') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'placement_invalid', 'placement', shape ->> 'placement',
+      format(
       'flow %s placement %s is invalid: use plain, step_queues or routed',
       to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text),
-      detail = jsonb_build_object(
-        'rule', 'placement_invalid', 'argument', 'placement',
-        'value', left(shape ->> 'placement', 200), 'flow_slug', slug)::text;
+      context => jsonb_build_object('flow_slug', slug));
   end if;
   if jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'options_not_object', 'options', (shape -> 'options')::text,
+      format(
       'flow %s options must be a JSON object', to_json(slug)::text),
-      detail = jsonb_build_object(
-        'rule', 'options_not_object', 'argument', 'options',
-        'value', left((shape -> 'options')::text, 200), 'flow_slug', slug)::text;
+      context => jsonb_build_object('flow_slug', slug));
   end if;
   if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'steps_missing', 'steps', (shape -> 'steps')::text, format(
       'flow %s has no steps: add at least one step', to_json(slug)::text),
-      detail = jsonb_build_object(
-        'rule', 'steps_missing', 'argument', 'steps',
-        'value', left((shape -> 'steps')::text, 200), 'flow_slug', slug)::text;
+      context => jsonb_build_object('flow_slug', slug));
   end if;
   canonical := switchyard._canonical_shape(shape);
 
@@ -1463,12 +1434,10 @@ begin
   select * into existing from switchyard.flows f where lower(f.flow_slug) = lower(slug);
   if found then
     if existing.flow_slug <> slug then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'flow_slug_case_collision', 'flow_slug', slug, format(
         'flow slug %s collides with compiled flow %s: slugs are unique case-insensitively',
         to_json(slug)::text, to_json(existing.flow_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'flow_slug_case_collision', 'argument', 'flow_slug', 'value', slug,
-          'existing_flow_slug', existing.flow_slug)::text;
+        context => jsonb_build_object('existing_flow_slug', existing.flow_slug));
     end if;
     existing_canonical := switchyard._canonical_shape(existing.shape);
     if existing_canonical = canonical then
@@ -1512,41 +1481,33 @@ begin
 
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     if jsonb_typeof(step) <> 'object' then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'step_not_object', 'steps', step::text, format(
         'flow %s step #%s must be a JSON object', to_json(slug)::text, i),
-        detail = jsonb_build_object(
-          'rule', 'step_not_object', 'argument', 'steps', 'value', left(step::text, 200),
-          'flow_slug', slug)::text;
+        context => jsonb_build_object('flow_slug', slug));
     end if;
     step_slug := switchyard.assert_slug('step', step ->> 'slug');
     if lower(step_slug) = any (select lower(s) from unnest(seen_steps) s) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'step_slug_duplicate', 'step_slug', step_slug, format(
         'flow %s lists step %s twice: step slugs are unique case-insensitively',
         to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'step_slug_duplicate', 'argument', 'step_slug', 'value', step_slug,
-          'flow_slug', slug)::text;
+        context => jsonb_build_object('flow_slug', slug));
     end if;
     if (step -> 'index') is distinct from to_jsonb(i) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'step_index_order', 'index', (step -> 'index')::text,
+        format(
         'flow %s step %s has index %s: steps must be listed in index order from 0',
         to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb)),
-        detail = jsonb_build_object(
-          'rule', 'step_index_order', 'argument', 'index',
-          'value', left((step -> 'index')::text, 200), 'expected', i,
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('expected', i, 'flow_slug', slug, 'step_slug', step_slug));
     end if;
     step_queue := step ->> 'queue';
     step_kind := step ->> 'kind';
     if step_kind in ('wait', 'sleep', 'flow') then
       -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
       if step_queue is not null then
-        raise exception using errcode = '22023', message = format(
+        perform switchyard._refuse('22023', 'wait_queue', 'queue', step_queue, format(
           'flow %s step %s: a %s step uses no queue, not %s',
           to_json(slug)::text, to_json(step_slug)::text, step_kind, to_json(step_queue)::text),
-          detail = jsonb_build_object(
-            'rule', 'wait_queue', 'argument', 'queue', 'value', left(step_queue, 200),
-            'flow_slug', slug, 'step_slug', step_slug)::text;
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
       end if;
       expected_queue := null;
     elsif placement = 'plain' then
@@ -1557,14 +1518,12 @@ begin
       expected_queue := null;
     end if;
     if expected_queue is not null and step_queue is distinct from expected_queue then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'placement_queue', 'queue', step_queue, format(
         'flow %s step %s: a %s flow must use queue %s, not %s',
         to_json(slug)::text, to_json(step_slug)::text, placement, to_json(expected_queue)::text,
         coalesce(to_json(step_queue)::text, 'null')),
-        detail = jsonb_build_object(
-          'rule', 'placement_queue', 'argument', 'queue', 'value', left(step_queue, 200),
-          'expected', expected_queue, 'placement', placement,
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('expected', expected_queue, 'placement', placement,
+          'flow_slug', slug, 'step_slug', step_slug));
     end if;
     if step_kind in ('wait', 'sleep', 'flow') then
       null;
@@ -1575,40 +1534,33 @@ begin
     end if;
 
     if jsonb_typeof(step -> 'dependsOn') <> 'array' then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'depends_on_not_array', 'dependsOn',
+        (step -> 'dependsOn')::text, format(
         'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'depends_on_not_array', 'argument', 'dependsOn',
-          'value', left((step -> 'dependsOn')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     if jsonb_typeof(step -> 'options') <> 'object' then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'options_not_object', 'options',
+        (step -> 'options')::text, format(
         'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'options_not_object', 'argument', 'options',
-          'value', left((step -> 'options')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
     -- dependency) or from its one dependency.
     if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'step_kind_invalid', 'kind', (step -> 'kind')::text,
+        format(
         'flow %s step %s kind %s is invalid: use single, map, wait, sleep or flow',
         to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
-        detail = jsonb_build_object(
-          'rule', 'step_kind_invalid', 'argument', 'kind', 'value', left((step -> 'kind')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     if step_kind = 'map' and jsonb_array_length(step -> 'dependsOn') > 1 then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'map_dependencies', 'dependsOn',
+        (step -> 'dependsOn')::text, format(
         'flow %s map step %s depends on %s steps: a map reads one array, from the flow input '
         '(no dependency) or from one step', to_json(slug)::text, to_json(step_slug)::text,
         jsonb_array_length(step -> 'dependsOn')),
-        detail = jsonb_build_object(
-          'rule', 'map_dependencies', 'argument', 'dependsOn',
-          'value', left((step -> 'dependsOn')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
     -- 8 keys and the input it is read from, instead of a length in seconds.
@@ -1621,13 +1573,12 @@ begin
         or coalesce(sleep_until ->> 'input', 'run') not in ('run', 'step')
         or (sleep_until - array['key', 'input']) <> '{}'::jsonb
         or nullif(step -> 'options' -> 'waitTimeout', 'null'::jsonb) is not null) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'sleep_until_invalid', 'sleepUntil', sleep_until::text,
+        format(
         'flow %s step %s sleepUntil %s is invalid: a sleep step takes {"key": [1 to 8 keys], '
         '"input": "run" or "step"} instead of a waitTimeout (no other kind takes one)',
         to_json(slug)::text, to_json(step_slug)::text, left(sleep_until::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'sleep_until_invalid', 'argument', 'sleepUntil',
-          'value', left(sleep_until::text, 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     -- Runtime options are set below by _apply_flow_options, with their ranges.
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
@@ -1660,20 +1611,17 @@ begin
     deps_seen := '{}';
     for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
       if jsonb_typeof(dep) <> 'string' or not ((dep #>> '{}') = any (seen_steps)) then
-        raise exception using errcode = '22023', message = format(
+        perform switchyard._refuse('22023', 'dependency_not_earlier_step', 'dependsOn',
+          coalesce(dep #>> '{}', dep::text), format(
           'flow %s step %s depends on %s, which is not an earlier step of the flow',
           to_json(slug)::text, to_json(step_slug)::text, dep::text),
-          detail = jsonb_build_object(
-            'rule', 'dependency_not_earlier_step', 'argument', 'dependsOn',
-            'value', left(coalesce(dep #>> '{}', dep::text), 200),
-            'flow_slug', slug, 'step_slug', step_slug)::text;
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
       end if;
       if (dep #>> '{}') = any (deps_seen) then
-        raise exception using errcode = '22023', message = format(
+        perform switchyard._refuse('22023', 'dependency_duplicate', 'dependsOn', dep #>> '{}',
+          format(
           'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text),
-          detail = jsonb_build_object(
-            'rule', 'dependency_duplicate', 'argument', 'dependsOn',
-            'value', left(dep #>> '{}', 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
       end if;
       deps_seen := deps_seen || (dep #>> '{}');
       insert into switchyard.deps (flow_slug, dep_slug, step_slug) values (slug, dep #>> '{}', step_slug);
@@ -1700,12 +1648,10 @@ set search_path = ''
 as $$
 begin
   if max_rows is null or max_rows < 1 or max_rows > 10000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'max_rows', max_rows::text, format(
       'flow_option_history max_rows %s is invalid: use an integer from 1 to 10000',
       coalesce(max_rows::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'max_rows', 'value', max_rows,
-        'min', 1, 'max', 10000)::text;
+      context => jsonb_build_object('min', 1, 'max', 10000));
   end if;
   return query
     select c.change_id, c.flow_slug, c.changed_at, c.changed_by, c.application_name,
@@ -1775,15 +1721,12 @@ begin
   elsif length(flow_slug) + 2 + length(step_index::text) <= 47 then
     return lower(flow_slug || '__' || step_index::text);
   end if;
-  raise exception using errcode = '22023', message = format(
+  perform switchyard._refuse('22023', 'private_queue_name_too_long', 'step_slug', step_slug, format(
     'no private queue name fits for step %s of flow %s: both %s and %s exceed 47 characters',
     switchyard._clip(step_slug), switchyard._clip(flow_slug),
     switchyard._clip(lower(flow_slug || '__' || step_slug)),
     switchyard._clip(lower(flow_slug || '__' || step_index::text))),
-    detail = jsonb_build_object(
-      'rule', 'private_queue_name_too_long', 'argument', 'step_slug',
-      'value', left(step_slug, 200), 'flow_slug', left(flow_slug, 200),
-      'step_index', step_index)::text;
+    context => jsonb_build_object('flow_slug', left(flow_slug, 200), 'step_index', step_index));
 end
 $$;
 
@@ -1877,14 +1820,13 @@ declare
   problem jsonb := switchyard._json_size_problem(new.input, 'max_input_bytes');
 begin
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_input_bytes', 'input', problem ->> 'excerpt', format(
       'start_flow(%s): input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
       switchyard._clip(new.started_as), problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_input_bytes', 'argument', 'input', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int)::text,
-      hint = 'send a smaller input (store large data elsewhere and pass a reference), or raise '
-             'the limit: select switchyard.set_setting(''max_input_bytes'', ''<bytes>'')';
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int),
+      hint => 'send a smaller input (store large data elsewhere and pass a reference), or raise '
+             'the limit: select switchyard.set_setting(''max_input_bytes'', ''<bytes>'')');
   end if;
   return new;
 end
@@ -1952,11 +1894,9 @@ begin
   else
     return;
   end if;
-  raise exception using errcode = '22023', message = format(
+  perform switchyard._refuse('22023', problem, argument, value, format(
     'start_flow(%s): %s %s is invalid: %s',
-    switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint),
-    detail = jsonb_build_object(
-      'rule', problem, 'argument', argument, 'value', left(value, 200))::text;
+    switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint));
 end
 $$;
 
@@ -2713,33 +2653,27 @@ declare
   child uuid;
 begin
   if reason is null or btrim(reason) = '' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'reason_missing', 'reason', reason, format(
       'cancel_run(%s): reason %s is invalid: say why the run is cancelled',
       coalesce(cancel_run.run_id::text, 'null'), coalesce(to_json(reason)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200),
-        'run_id', cancel_run.run_id)::text;
+      context => jsonb_build_object('run_id', cancel_run.run_id));
   end if;
   -- The run's family (a child flow's runs, its parent) bottom-up, before the run itself goes on
   -- to lock its children: a child ending meanwhile locks child then parent too.
   perform switchyard._lock_run_family(cancel_run.run_id);
   select * into run from switchyard.runs r where r.run_id = cancel_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', cancel_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', cancel_run.run_id::text, format(
+      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')));
   end if;
   if run.status = 'cancelled' then
     return false;
   end if;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
       'cancel_run: run %s is %s; only a started run can be cancelled',
       run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   -- The queued tasks before their messages, in (queue, message id) order, as start_tasks
   -- locks them (a task, then its message): a claim in flight cannot deadlock with this.
@@ -2858,12 +2792,10 @@ begin
     select f.flow_slug into found_slug from switchyard.flows f where f.flow_slug = flow_or_alias;
   end if;
   if found_slug is null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'flow_or_alias_unknown', 'flow_or_alias', flow_or_alias,
+      format(
       'unknown flow or alias %s: compile it (start a worker that lists it) first',
-      switchyard._clip(flow_or_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_or_alias_unknown', 'argument', 'flow_or_alias',
-        'value', left(flow_or_alias, 200))::text;
+      switchyard._clip(flow_or_alias)));
   end if;
   return found_slug;
 end
@@ -2909,17 +2841,13 @@ begin
     order by t.queue_name, t.message_id for update;
   select * into run from switchyard.runs r where r.run_id = retry_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', retry_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', retry_run.run_id::text, format(
+      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')));
   end if;
   if run.status <> 'failed' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_failed', 'run_id', run.run_id::text, format(
       'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_failed', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   update switchyard.runs r
      set status = 'started', failed_at = null, error = null
@@ -3122,38 +3050,31 @@ declare
 begin
   if start_flow.trace_context is not null
      and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'trace_context_format', 'trace_context',
+      start_flow.trace_context, format(
       'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
       '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
       '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
-      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)),
-      detail = jsonb_build_object(
-        'rule', 'trace_context_format', 'argument', 'trace_context',
-        'value', left(start_flow.trace_context, 200))::text;
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)));
   end if;
   if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'priority_range', 'priority', start_flow.priority::text,
+      format(
       'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
       '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
-      detail = jsonb_build_object(
-        'rule', 'priority_range', 'argument', 'priority', 'value', start_flow.priority,
-        'min', -10, 'max', 10)::text;
+      context => jsonb_build_object('min', -10, 'max', 10));
   end if;
   if input is null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'input_sql_null', 'input', null, format(
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
       coalesce(to_json(flow_or_alias)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
-        'flow_or_alias', left(flow_or_alias, 200))::text;
+      context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200)));
   end if;
   if begins > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'start_at_range', 'start_at', begins::text, format(
       'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), begins),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '365 days')::text));
   end if;
   perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
                                       start_flow.key, start_flow.mode, start_flow.ttl,
@@ -3195,23 +3116,20 @@ begin
       if coalesce(live, false) then
         -- Another owner's key is refused first, so the caller learns nothing else of it.
         if held.owner is distinct from start_flow.owner then
-          raise exception using errcode = '23505', message = format(
+          perform switchyard._refuse('23505', 'key_other_owner', 'owner', start_flow.owner::text,
+            format(
             'start_flow(%s): key %s names a run of another owner: '
             'a key names one run at a time; use another key for another owner',
             switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-              'key', left(start_flow.key, 200))::text;
+            context => jsonb_build_object('key', left(start_flow.key, 200)));
         end if;
         if held.mode <> start_flow.mode then
-          raise exception using errcode = '23505', message = format(
+          perform switchyard._refuse('23505', 'key_other_mode', 'mode', start_flow.mode, format(
             'start_flow(%s): key %s is held in mode %s, not %s: '
             'start with the mode the key has, or use another key',
             switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key),
             held.mode, switchyard._clip(start_flow.mode)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_mode', 'argument', 'mode', 'value', left(start_flow.mode, 200),
-              'key', left(start_flow.key, 200), 'key_mode', held.mode)::text;
+            context => jsonb_build_object('key', left(start_flow.key, 200), 'key_mode', held.mode));
         end if;
         if held.mode <> 'debounce' then
           return held.run_id;
@@ -3266,33 +3184,30 @@ begin
       from switchyard.runs r where r.run_id = id;
     -- Another owner's run is refused first, so the caller learns nothing else of it.
     if existing.owner is distinct from start_flow.owner then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_owner', 'owner', start_flow.owner::text,
+        format(
         'start_flow(%s): run id %s was started for another owner: '
         'a run id names one start; use a new id for another owner',
         to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-          'run_id', start_flow.run_id)::text;
+        context => jsonb_build_object('run_id', start_flow.run_id));
     end if;
     if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_flow', 'run_id', start_flow.run_id::text,
+        format(
         'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
         'a run id names one start; use a new id for another flow',
         to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
         to_json(existing.started_as)::text),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_flow', 'argument', 'run_id', 'value', start_flow.run_id::text,
-          'flow_or_alias', left(flow_or_alias, 200), 'existing_flow_slug', existing.flow_slug,
-          'existing_started_as', existing.started_as)::text;
+        context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200),
+          'existing_flow_slug', existing.flow_slug, 'existing_started_as', existing.started_as));
     end if;
     if existing.input <> input then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_input', 'input', input::text, format(
         'start_flow(%s): run id %s was started with another input: '
         'a run id names one start; use a new id for another input',
         to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_input', 'argument', 'input', 'value', left(input::text, 200),
-          'run_id', start_flow.run_id, 'existing_input', left(existing.input::text, 200))::text;
+        context => jsonb_build_object('run_id', start_flow.run_id,
+          'existing_input', left(existing.input::text, 200)));
     end if;
     return start_flow.run_id;
   end if;
@@ -3336,12 +3251,10 @@ set search_path = ''
 as $$
 begin
   if start_at is null or start_at > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'start_at_range', 'start_at', start_at::text, format(
       'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '365 days')::text));
   end if;
   return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
 end
@@ -3369,36 +3282,28 @@ begin
     execute 'select auth.uid()' into user_id;
   end if;
   if user_id is null then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'not_signed_in', 'alias', start_user_run.alias, format(
       'start_user_run(%s): no signed-in user (auth.uid() is null): '
       'sign in, or start the run from a trusted server with start_flow',
-      switchyard._clip(start_user_run.alias)),
-      detail = jsonb_build_object(
-        'rule', 'not_signed_in', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200))::text;
+      switchyard._clip(start_user_run.alias)));
   end if;
   if not exists (select 1 from switchyard.user_start_aliases a
                   where a.alias = start_user_run.alias) then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'alias_not_allowed', 'alias', start_user_run.alias, format(
       'start_user_run(%s): signed-in users may not start this alias: '
       'an operator allows it with insert into switchyard.user_start_aliases',
-      switchyard._clip(start_user_run.alias)),
-      detail = jsonb_build_object(
-        'rule', 'alias_not_allowed', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200))::text;
+      switchyard._clip(start_user_run.alias)));
   end if;
   -- A user's run id is random (version 4, as crypto.randomUUID() gives): the other versions,
   -- which a trusted server may derive from names or times (v3, v5, v7, ...) and so a user
   -- could predict, are never a user's, and a server's id can never be taken first by a user.
   if start_user_run.run_id is not null
      and start_user_run.run_id::text !~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'run_id_not_random', 'run_id', start_user_run.run_id::text,
+      format(
       'start_user_run(%s): run id %s is invalid: a signed-in user''s run id is a random '
       '(version 4) UUID, such as crypto.randomUUID() gives; other versions are kept for '
-      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id),
-      detail = jsonb_build_object(
-        'rule', 'run_id_not_random', 'argument', 'run_id',
-        'value', start_user_run.run_id::text)::text;
+      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id));
   end if;
   -- The same start again (a resubscription) returns the run and counts nothing.
   if start_user_run.run_id is not null
@@ -3415,14 +3320,13 @@ begin
    where r.owner = user_id and r.started_at > switchyard.clock_now() - interval '1 minute';
   if recent >= per_minute then
     -- PT429: PostgREST answers HTTP 429 Too Many Requests.
-    raise exception using errcode = 'PT429', message = format(
+    perform switchyard._refuse('PT429', 'user_runs_per_minute', 'alias', start_user_run.alias,
+      format(
       'start_user_run(%s): user %s started %s runs in the last minute, the limit '
       '(setting user_runs_per_minute): wait a minute and try again',
       switchyard._clip(start_user_run.alias), user_id, recent),
-      detail = jsonb_build_object(
-        'rule', 'user_runs_per_minute', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200), 'limit', per_minute)::text,
-      hint = 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')';
+      context => jsonb_build_object('limit', per_minute),
+      hint => 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')');
   end if;
   return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
 end
@@ -3635,26 +3539,23 @@ declare
   chosen bigint[];
 begin
   if qty is null or qty not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'read_qty', 'qty', qty::text, format(
       'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
       switchyard._clip(queue), coalesce(qty::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_qty', 'argument', 'qty', 'value', qty,
-                                  'min', 1, 'max', 1000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000));
   end if;
   if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'read_visibility', 'visibility_seconds',
+      visibility_seconds::text, format(
       'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
       switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
-                                  'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
+      context => jsonb_build_object('min', 0, 'max', 86400));
   end if;
   perform from switchyard.queues q where q.queue_name = queue;
   if not found then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', queue, format(
       'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
-      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)),
-      detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
-                                  'value', left(queue, 200))::text;
+      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)));
   end if;
   -- Which queues are read in order is read_ordered's rule, here as for the worker.
   if not switchyard.read_ordered(queue) then
@@ -3767,12 +3668,10 @@ declare
   longest int;
 begin
   if claim_window is null or claim_window < 1 or claim_window > 3600 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'claim_window_range', 'claim_window', claim_window::text,
+      format(
       'read_visibility_seconds: claim window %s is invalid: use whole seconds from 1 to 3600',
-      coalesce(claim_window::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'claim_window_range', 'argument', 'claim_window',
-        'value', claim_window)::text;
+      coalesce(claim_window::text, 'null')));
   end if;
   select max(coalesce(st.timeout, f.timeout)) into longest
     from switchyard.steps st
@@ -3833,19 +3732,15 @@ begin
   select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
     from switchyard.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s is not registered', start_tasks.worker_id),
-      detail = jsonb_build_object(
-        'rule', 'worker_not_registered', 'argument', 'worker_id',
-        'value', start_tasks.worker_id::text)::text;
+    perform switchyard._refuse('22023', 'worker_not_registered', 'worker_id',
+      start_tasks.worker_id::text, format(
+      'start_tasks: worker %s is not registered', start_tasks.worker_id));
   end if;
   if worker.queue_name <> queue then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'worker_queue_mismatch', 'queue_name', queue, format(
       'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
       switchyard._clip(worker.queue_name), switchyard._clip(queue)),
-      detail = jsonb_build_object(
-        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
-        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
+      context => jsonb_build_object('worker_id', worker.worker_id, 'worker_queue', worker.queue_name));
   end if;
   support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;
@@ -4042,16 +3937,14 @@ declare
   problem jsonb := switchyard._json_size_problem(new.output, 'max_output_bytes');
 begin
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_output_bytes', 'output', problem ->> 'excerpt', format(
       'complete_tasks: the output of step %s of run %s is %s bytes of JSON, over the limit of %s '
       'bytes (setting max_output_bytes)',
       to_json(new.step_slug)::text, new.run_id, problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_output_bytes', 'argument', 'output', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
-        'run_id', new.run_id, 'step_slug', new.step_slug)::text,
-      hint = 'return a smaller value (store large data elsewhere and return a reference), or '
-             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int, 'run_id', new.run_id, 'step_slug', new.step_slug),
+      hint => 'return a smaller value (store large data elsewhere and return a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')');
   end if;
   return new;
 end
@@ -4095,32 +3988,26 @@ declare
   size int := octet_length(state::text);
 begin
   if state is null then
-    raise exception using errcode = '22023', message =
-      'checkpoint: the state is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'checkpoint_null', 'argument', 'state',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'checkpoint_null', 'state', null,
+      'checkpoint: the state is null: give a JSON value');
   end if;
   if size > switchyard.max_checkpoint_bytes() then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'checkpoint_too_large', 'state', state::text, format(
       'checkpoint of step %s is %s bytes of JSON, over the limit of %s bytes: checkpoint a '
       'position (a cursor, counters), not the data', switchyard._clip(step_slug), size,
       switchyard.max_checkpoint_bytes()),
-      detail = jsonb_build_object('rule', 'checkpoint_too_large', 'argument', 'state',
-                                  'value', left(state::text, 200), 'size', size,
-                                  'limit', switchyard.max_checkpoint_bytes())::text;
+      context => jsonb_build_object('size', size, 'limit', switchyard.max_checkpoint_bytes()));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = checkpoint_task.run_id and t.step_slug = checkpoint_task.step_slug
      and t.task_index = checkpoint_task.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   insert into switchyard.task_checkpoints as c (run_id, step_slug, task_index, state, attempt)
   values (checkpoint_task.run_id, checkpoint_task.step_slug, checkpoint_task.task_index, state,
@@ -4154,13 +4041,11 @@ begin
      and t.task_index = clear_checkpoint.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'clear checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   delete from switchyard.task_checkpoints c
    where c.run_id = clear_checkpoint.run_id and c.step_slug = clear_checkpoint.step_slug
@@ -4212,11 +4097,8 @@ declare
   err_message text;
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
-    raise exception using errcode = '22023', message =
-      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}',
-      detail = jsonb_build_object(
-        'rule', 'completions_not_array', 'argument', 'completions',
-        'value', left(completions::text, 200))::text;
+    perform switchyard._refuse('22023', 'completions_not_array', 'completions', completions::text,
+      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}');
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
@@ -4548,12 +4430,11 @@ declare
   error_text text := left(coalesce(error_message, 'unknown error'), 4000);
 begin
   if retry_after_seconds is not null and (retry_after_seconds < 0 or retry_after_seconds > 604800) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'retry_after_range', 'retry_after_seconds',
+      retry_after_seconds::text, format(
       'fail_task_with: retry_after_seconds %s is out of range: use 0 to 604800 (7 days)',
       retry_after_seconds),
-      detail = jsonb_build_object(
-        'rule', 'retry_after_range', 'argument', 'retry_after_seconds',
-        'value', retry_after_seconds, 'min', 0, 'max', 604800)::text;
+      context => jsonb_build_object('min', 0, 'max', 604800));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = fail_task_with.run_id and t.step_slug = fail_task_with.step_slug
@@ -4661,17 +4542,14 @@ declare
   max_refunds int := switchyard.max_task_refunds();
 begin
   if worker_id is null then
-    raise exception using errcode = '22023',
-      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
-      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'argument_missing', 'worker_id', null,
+      'release_tasks: worker_id is null: pass the id of the stopping worker');
   end if;
   if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'handed_back_not_array', 'handed_back', handed_back::text,
+      format(
       'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
-      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)),
-      detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
-                                  'value', left(handed_back::text, 200))::text;
+      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)));
   end if;
   update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
    where w.worker_id = release_tasks.worker_id;
@@ -4755,39 +4633,32 @@ declare
   id bigint;
 begin
   if data is null then
-    raise exception using errcode = '22023', message =
-      'progress: the data is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'progress_null', 'argument', 'data',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'progress_null', 'data', null,
+      'progress: the data is null: give a JSON value');
   end if;
   if size > max_bytes then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'progress_too_large', 'data', data::text, format(
       'progress of step %s is %s bytes of JSON, over the limit of %s bytes (max_progress_bytes): '
       'report counters or a short message, not the data', switchyard._clip(step_slug), size,
       max_bytes),
-      detail = jsonb_build_object('rule', 'progress_too_large', 'argument', 'data',
-                                  'value', left(data::text, 200), 'size', size,
-                                  'limit', max_bytes)::text;
+      context => jsonb_build_object('size', size, 'limit', max_bytes));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = report_progress.run_id and t.step_slug = report_progress.step_slug
      and t.task_index = report_progress.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'progress: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   select * into run from switchyard.runs r where r.run_id = report_progress.run_id for update;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run_id::text, format(
       'progress: run %s is %s, not started: its events ended', run_id, run.status),
-      detail = jsonb_build_object('rule', 'run_not_started', 'argument', 'run_id',
-                                  'value', run_id::text, 'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   insert into switchyard.task_progress as p
          (run_id, step_slug, task_index, window_started_at, window_count)
@@ -4799,12 +4670,11 @@ begin
                             then p.window_count + 1 else 1 end
   returning p.window_count into counted;
   if counted > per_second then
-    raise exception using errcode = 'PT429', message = format(
+    perform switchyard._refuse('PT429', 'progress_rate', 'data', data::text, format(
       'progress of step %s (task %s) of run %s is over the limit of %s events per second '
       '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
       task_index, run_id, per_second),
-      detail = jsonb_build_object('rule', 'progress_rate', 'argument', 'data',
-                                  'value', left(data::text, 200), 'limit', per_second)::text;
+      context => jsonb_build_object('limit', per_second));
   end if;
   insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event, task_index, data)
   values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',
@@ -4834,11 +4704,9 @@ declare
 begin
   perform 1 from switchyard.runs r where r.run_id = reset_checkpoints.run_id;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id',
-        'value', reset_checkpoints.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', reset_checkpoints.run_id::text,
+      format(
+      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')));
   end if;
   delete from switchyard.task_checkpoints c
    using switchyard.step_tasks t
@@ -5032,12 +4900,11 @@ begin
   if new.payload_schema is not null then
     problem := switchyard._payload_schema_problem(new.payload_schema);
     if problem is not null then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'payload_schema_invalid', 'payload_schema',
+        new.payload_schema::text, format(
         'user_signal_steps (%s, %s): the payload schema is invalid: %s',
         to_json(new.alias)::text, to_json(new.step_slug)::text, problem),
-        detail = jsonb_build_object(
-          'rule', 'payload_schema_invalid', 'argument', 'payload_schema',
-          'value', left(new.payload_schema::text, 200), 'problem', problem)::text;
+        context => jsonb_build_object('problem', problem));
     end if;
   end if;
   return new;
@@ -5402,11 +5269,10 @@ declare
   err_message text;
 begin
   if max_steps is null or max_steps < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'max_steps', max_steps::text, format(
       'expire_waits: max_steps %s is invalid: use an integer of at least 1',
       coalesce(max_steps::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   -- Delayed starts that are due (start_flow_at): their first steps start now.
   for delayed in
@@ -5525,15 +5391,15 @@ declare
 begin
   select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', signal_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', signal_run.run_id::text, format(
+      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')));
   end if;
   select * into st from switchyard.steps s
    where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
   if not found or st.step_type <> 'wait' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023',
+      case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end, 'step_slug',
+      signal_run.step_slug, format(
       'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
       switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
       case when st.step_slug is null then 'does not exist'
@@ -5541,39 +5407,32 @@ begin
       coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
                   from switchyard.steps w
                  where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
-      detail = jsonb_build_object(
-        'rule', case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end,
-        'argument', 'step_slug', 'value', left(signal_run.step_slug, 200),
-        'step_type', st.step_type, 'run_id', run.run_id, 'flow_slug', run.flow_slug)::text;
+      context => jsonb_build_object('step_type', st.step_type, 'run_id', run.run_id,
+        'flow_slug', run.flow_slug));
   end if;
   if key is not null and btrim(key) = '' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'key_empty', 'key', key, format(
       'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('run_id', run.run_id, 'step_slug', st.step_slug));
   end if;
   if char_length(key) > 200 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'key_length', 'key', key, format(
       'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
       'characters', switchyard._clip(key), char_length(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_length', 'argument', 'key', 'value', left(key, 200),
-        'size', char_length(key), 'limit', 200, 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('size', char_length(key), 'limit', 200, 'run_id', run.run_id,
+        'step_slug', st.step_slug));
   end if;
   problem := switchyard._json_size_problem(value, 'max_output_bytes');
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_output_bytes', 'payload', problem ->> 'excerpt',
+      format(
       'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
       'bytes (setting max_output_bytes)',
       to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_output_bytes', 'argument', 'payload', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
-        'run_id', run.run_id, 'step_slug', st.step_slug)::text,
-      hint = 'send a smaller payload (store large data elsewhere and send a reference), or '
-             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int, 'run_id', run.run_id, 'step_slug', st.step_slug),
+      hint => 'send a smaller payload (store large data elsewhere and send a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')');
   end if;
   select * into kept from switchyard.run_signals rs
    where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
@@ -5581,39 +5440,36 @@ begin
     return 'duplicate';
   end if;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
       'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status, 'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('status', run.status, 'step_slug', st.step_slug));
   end if;
   if kept.run_id is not null then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'step_already_signalled', 'key', key, format(
       'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
       'signal: repeat it with the same key to make the repeat a no-op',
       to_json(st.step_slug)::text, run.run_id,
       case when kept.signal_key is null then 'no key'
            else format('key %s', switchyard._clip(kept.signal_key)) end,
       kept.signalled_at),
-      detail = jsonb_build_object(
-        'rule', 'step_already_signalled', 'argument', 'key', 'value', left(key, 200),
-        'signal_key', left(kept.signal_key, 200), 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('signal_key', left(kept.signal_key, 200), 'run_id', run.run_id,
+        'step_slug', st.step_slug));
   end if;
   select * into state from switchyard.step_states ss
    where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
   timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
   if state.status not in ('created', 'started') or timed_out then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000',
+      case when timed_out then 'wait_timed_out' else 'wait_not_open' end, 'step_slug',
+      st.step_slug, format(
       'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
       case when timed_out
            then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
                        st.wait_timeout, st.on_timeout)
            else format('is %s; only a step that waits or is not ready yet takes a signal',
                        state.status) end),
-      detail = jsonb_build_object(
-        'rule', case when timed_out then 'wait_timed_out' else 'wait_not_open' end,
-        'argument', 'step_slug', 'value', st.step_slug, 'status', state.status,
-        'deadline', state.wait_deadline, 'run_id', run.run_id)::text;
+      context => jsonb_build_object('status', state.status, 'deadline', state.wait_deadline,
+        'run_id', run.run_id));
   end if;
   insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
   values (run.run_id, st.step_slug, key, value);
@@ -5658,53 +5514,46 @@ begin
     execute 'select auth.uid()' into user_id;
   end if;
   if user_id is null then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'not_signed_in', 'run_id', signal_user_run.run_id::text,
+      format(
       'signal_user_run(%s, %s): no signed-in user (auth.uid() is null): sign in, or signal '
       'from a trusted server with signal_run', coalesce(signal_user_run.run_id::text, 'null'),
-      switchyard._clip(signal_user_run.step_slug)),
-      detail = jsonb_build_object(
-        'rule', 'not_signed_in', 'argument', 'run_id',
-        'value', signal_user_run.run_id::text)::text;
+      switchyard._clip(signal_user_run.step_slug)));
   end if;
   select r.flow_slug into run_flow from switchyard.runs r
    where r.run_id = signal_user_run.run_id and r.owner = user_id;
   if not found then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'run_not_owned', 'run_id', signal_user_run.run_id::text,
+      format(
       'signal_user_run(%s, %s): run %s is not one of your runs: a signed-in user signals only '
       'runs whose owner they are (runs.owner = auth.uid())',
       coalesce(signal_user_run.run_id::text, 'null'), switchyard._clip(signal_user_run.step_slug),
-      coalesce(signal_user_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_not_owned', 'argument', 'run_id',
-        'value', signal_user_run.run_id::text)::text;
+      coalesce(signal_user_run.run_id::text, 'null')));
   end if;
   select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
   select u.payload_schema into schema from switchyard.user_signal_steps u
    where u.alias = coalesce(run_alias, run_flow) and u.step_slug = signal_user_run.step_slug;
   if not found then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'step_not_allowed', 'step_slug', signal_user_run.step_slug,
+      format(
       'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
       'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
       signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug),
       switchyard._clip(signal_user_run.step_slug), to_json(coalesce(run_alias, run_flow))::text),
-      detail = jsonb_build_object(
-        'rule', 'step_not_allowed', 'argument', 'step_slug',
-        'value', left(signal_user_run.step_slug, 200),
-        'alias', coalesce(run_alias, run_flow))::text;
+      context => jsonb_build_object('alias', coalesce(run_alias, run_flow)));
   end if;
   -- The payload a browser sends is checked against what the operator declared for the step,
   -- before signal_run keeps it (a refused payload uses up nothing).
   if schema is not null then
     problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');
     if problem is not null then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'payload_invalid', 'payload',
+        switchyard._clip(coalesce(payload, 'null')::text, 200), format(
         'signal_user_run(%s, %s): %s (the payload_schema of step %s of alias %s)',
         signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug), problem,
         to_json(signal_user_run.step_slug)::text, to_json(coalesce(run_alias, run_flow))::text),
-        detail = jsonb_build_object(
-          'rule', 'payload_invalid', 'argument', 'payload', 'problem', problem,
-          'value', switchyard._clip(coalesce(payload, 'null')::text, 200),
-          'run_id', signal_user_run.run_id, 'step_slug', signal_user_run.step_slug)::text;
+        context => jsonb_build_object('problem', problem, 'run_id', signal_user_run.run_id,
+          'step_slug', signal_user_run.step_slug));
     end if;
   end if;
   return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
@@ -5939,32 +5788,26 @@ declare
   result jsonb;
 begin
   if name is null or name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'rate_limit_name', 'name', name, format(
       'set_rate_limit: name %s is invalid: use a letter or digit, then letters, digits, _ . : '
-      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'rate_limit_name', 'argument', 'name', 'value', left(name, 200))::text;
+      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')));
   end if;
   if rate is null or rate not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'rate', rate::text, format(
       'set_rate_limit: rate %s is out of range: use 1 to 1000000 tokens per period',
       coalesce(rate::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'rate', 'value', rate, 'min', 1, 'max', 1000000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000000));
   end if;
   if per_seconds is null or per_seconds not between 1 and 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'per_seconds', per_seconds::text, format(
       'set_rate_limit: per_seconds %s is out of range: use 1 to 86400',
       coalesce(per_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'per_seconds', 'value', per_seconds,
-        'min', 1, 'max', 86400)::text;
+      context => jsonb_build_object('min', 1, 'max', 86400));
   end if;
   if cap not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'burst', cap::text, format(
       'set_rate_limit: burst %s is out of range: use 1 to 1000000', cap),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'burst', 'value', cap, 'min', 1, 'max', 1000000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000000));
   end if;
   insert into switchyard.rate_limits as l (name, rate, per_seconds, burst, tokens)
   values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
@@ -6018,12 +5861,10 @@ declare
   f int;
 begin
   if length(expr) > 1000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'cron_too_long', 'cron', expr, format(
       'cron expression %s... is %s characters, over the limit of 1000: use ranges and steps '
       '(0-30/5) instead of long lists', to_json(left(expr, 60))::text, length(expr)),
-      detail = jsonb_build_object('rule', 'cron_too_long', 'argument', 'cron',
-                                  'value', left(expr, 200), 'size', length(expr),
-                                  'limit', 1000)::text;
+      context => jsonb_build_object('size', length(expr), 'limit', 1000));
   end if;
   if array_length(fields, 1) is distinct from 5 or fields[1] = '' then
     problem := format('it has %s fields, cron needs five (minute hour day-of-month month '
@@ -6100,10 +5941,8 @@ begin
     f := f + 1;
   end loop;
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'cron expression %s is invalid: %s', to_json(left(coalesce(expr, ''), 200))::text, problem),
-      detail = jsonb_build_object('rule', 'cron_invalid', 'argument', 'cron',
-                                  'value', left(expr, 200))::text;
+    perform switchyard._refuse('22023', 'cron_invalid', 'cron', expr, format(
+      'cron expression %s is invalid: %s', to_json(left(coalesce(expr, ''), 200))::text, problem));
   end if;
   return result || jsonb_build_object('dom_star', fields[3] like '*%',
                                       'dow_star', fields[5] like '*%');
@@ -6159,10 +5998,8 @@ immutable
 set search_path = ''
 as $$
 begin
-  raise exception using errcode = '22023', message = format(
-    'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-    detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                'value', left(name, 200))::text;
+  perform switchyard._refuse('22023', 'schedule_unknown', 'name', name, format(
+    'unknown schedule %s', coalesce(switchyard._clip(name), 'null')));
 end
 $$;
 
@@ -6259,72 +6096,56 @@ declare
   too_big jsonb;
 begin
   if name is null or name !~ '^[a-z][a-z0-9_-]{0,62}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'schedule_name_invalid', 'name', name, format(
       'schedule name %s is invalid: 1-63 characters, lower-case letters, digits, _ and -, '
-      'starting with a letter', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_name_invalid', 'argument', 'name',
-                                  'value', left(name, 200))::text;
+      'starting with a letter', coalesce(switchyard._clip(name), 'null')));
   end if;
   perform switchyard._cron_parse(cron);
   if time_zone is null then
-    raise exception using errcode = '22023', message =
-      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', null,
+      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''');
   end if;
   if time_zone not in ('UTC', 'Etc/UTC')
      and time_zone !~ ('^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian'
                        '|Pacific)(/[A-Z][A-Za-z0-9_+-]{1,30}){1,2}$') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', time_zone, format(
       'time zone %s is not a region name: a POSIX rule, an offset or an abbreviation misleads '
       '(POSIX reads UTC+5 as 5 hours west of UTC); use an IANA region name such as '
-      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)),
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', left(time_zone, 200))::text;
+      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)));
   end if;
   begin
     perform switchyard.clock_now() at time zone time_zone;
   exception when others then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', time_zone, format(
       'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
-      switchyard._clip(time_zone)),
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', left(time_zone, 200))::text;
+      switchyard._clip(time_zone)));
   end;
   perform switchyard.resolve_flow(alias);
   if input is null then
-    raise exception using errcode = '22023', message =
-      'schedule input is null: give a JSON value (''{}'' for none)',
-      detail = jsonb_build_object('rule', 'input_null', 'argument', 'input', 'value', null)::text;
+    perform switchyard._refuse('22023', 'input_null', 'input', null,
+      'schedule input is null: give a JSON value (''{}'' for none)');
   end if;
   too_big := switchyard._json_size_problem(input, 'max_input_bytes');
   if too_big is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'input_too_large', 'input', too_big ->> 'excerpt', format(
       'schedule input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
       too_big ->> 'size', too_big ->> 'limit'),
-      detail = jsonb_build_object('rule', 'input_too_large', 'argument', 'input',
-                                  'value', too_big ->> 'excerpt', 'size', too_big -> 'size',
-                                  'limit', too_big -> 'limit')::text;
+      context => jsonb_build_object('size', too_big -> 'size', 'limit', too_big -> 'limit'));
   end if;
   if overlap is null or overlap not in ('skip', 'queue', 'cancel_previous') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'overlap_invalid', 'overlap', overlap, format(
       'overlap %s is invalid: skip, queue or cancel_previous',
-      coalesce(to_json(left(overlap, 200))::text, 'null')),
-      detail = jsonb_build_object('rule', 'overlap_invalid', 'argument', 'overlap',
-                                  'value', left(overlap, 200))::text;
+      coalesce(to_json(left(overlap, 200))::text, 'null')));
   end if;
   if catch_up is null or catch_up not in ('none', 'latest', 'all') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'catch_up_invalid', 'catch_up', catch_up, format(
       'catch_up %s is invalid: none, latest or all',
-      coalesce(to_json(left(catch_up, 200))::text, 'null')),
-      detail = jsonb_build_object('rule', 'catch_up_invalid', 'argument', 'catch_up',
-                                  'value', left(catch_up, 200))::text;
+      coalesce(to_json(left(catch_up, 200))::text, 'null')));
   end if;
   if catch_up_limit is null or catch_up_limit not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
-      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')),
-      detail = jsonb_build_object('rule', 'catch_up_limit_range', 'argument', 'catch_up_limit',
-                                  'value', catch_up_limit::text)::text;
+    perform switchyard._refuse('22023', 'catch_up_limit_range', 'catch_up_limit',
+      catch_up_limit::text, format(
+      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')));
   end if;
 end
 $$;
@@ -6416,19 +6237,16 @@ begin
     perform switchyard._refuse_unknown_schedule(name);
   end if;
   if from_at is null or to_at is null or to_at < from_at then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'backfill_range', 'to_at', to_at::text, format(
       'backfill_schedule(%s): the range %s to %s is empty: from_at must be at most to_at',
-      to_json(name)::text, coalesce(from_at::text, 'null'), coalesce(to_at::text, 'null')),
-      detail = jsonb_build_object('rule', 'backfill_range', 'argument', 'to_at',
-                                  'value', to_at::text)::text;
+      to_json(name)::text, coalesce(from_at::text, 'null'), coalesce(to_at::text, 'null')));
   end if;
   if not isfinite(from_at) or not isfinite(to_at)
      or extract(epoch from to_at) - extract(epoch from from_at) > 366 * 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'backfill_too_long', 'to_at', to_at::text, format(
       'backfill_schedule(%s): the range %s to %s is longer than 366 days: backfill at most 366 '
       'days per call', to_json(name)::text, from_at, to_at),
-      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
-                                  'value', to_at::text, 'max_days', 366)::text;
+      context => jsonb_build_object('max_days', 366));
   end if;
   window_from := from_at - interval '1 microsecond';
   while window_from < to_at and cardinality(due) <= 1000 loop
@@ -6438,11 +6256,9 @@ begin
     window_from := window_to;
   end loop;
   if cardinality(due) > 1000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'backfill_too_long', 'to_at', to_at::text, format(
       'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
-      to_json(name)::text, from_at, to_at),
-      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
-                                  'value', to_at::text)::text;
+      to_json(name)::text, from_at, to_at));
   end if;
   foreach t in array due loop
     if not exists (select 1 from switchyard.schedule_ticks st
@@ -6485,10 +6301,8 @@ begin
           coalesce(enabled, true), switchyard.clock_now())
   on conflict do nothing;
   if not found then
-    raise exception using errcode = '23505', message = format(
-      'schedule %s exists: change it with update_schedule', to_json(name)::text),
-      detail = jsonb_build_object('rule', 'schedule_exists', 'argument', 'name',
-                                  'value', name)::text;
+    perform switchyard._refuse('23505', 'schedule_exists', 'name', name, format(
+      'schedule %s exists: change it with update_schedule', to_json(name)::text));
   end if;
   return switchyard._schedule_json(name);
 end
@@ -6618,11 +6432,10 @@ declare
 begin
   if now_at is null or not isfinite(now_at)
      or now_at > switchyard.clock_now() + interval '60 seconds' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'now_at_range', 'now_at', now_at::text, format(
       'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
       'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
-      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at', 'value', now_at::text,
-                                  'max', (switchyard.clock_now() + interval '60 seconds')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '60 seconds')::text));
   end if;
   for s in select * from switchyard.schedules x where x.enabled order by x.name
              for update skip locked loop
@@ -6692,21 +6505,12 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  job bigint;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    raise exception using errcode = 'SY020', message = format(
-      'schedule_schedules: pg_cron is not installed in database %s',
-      to_json(current_database())::text),
-      detail = jsonb_build_object('database', current_database())::text,
-      hint = 'on Supabase enable pg_cron (Database > Extensions); or call '
-             'select switchyard.run_schedules() every minute from elsewhere';
-  end if;
   perform switchyard._cron_parse(cron_schedule);
-  execute 'select cron.schedule($1, $2, $3)' into job
-    using 'switchyard_schedules', cron_schedule, 'select switchyard.run_schedules()';
-  return job;
+  return switchyard._cron_job('schedule_schedules', 'switchyard_schedules', cron_schedule,
+    'select switchyard.run_schedules()',
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); or call '
+               'select switchyard.run_schedules() every minute from elsewhere');
 end
 $$;
 
@@ -6719,17 +6523,8 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  removed boolean := false;
 begin
-  if exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
-      using 'switchyard_schedules';
-    if removed then
-      execute 'select cron.unschedule($1)' using 'switchyard_schedules';
-    end if;
-  end if;
-  return removed;
+  return switchyard._cron_job('unschedule_schedules', 'switchyard_schedules') is not null;
 end
 $$;
 
@@ -6802,23 +6597,19 @@ declare
   max_chars int := switchyard.limit_value('max_function_name_chars');
 begin
   if char_length(new.function_name) > max_chars then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_function_name_chars', 'function_name',
+      new.function_name, format(
       'function name %s is %s characters long, over the limit of %s characters',
       switchyard._clip(new.function_name), char_length(new.function_name), max_chars),
-      detail = jsonb_build_object(
-        'rule', 'max_function_name_chars', 'argument', 'function_name',
-        'value', left(new.function_name, 200), 'size', char_length(new.function_name),
-        'limit', max_chars)::text;
+      context => jsonb_build_object('size', char_length(new.function_name), 'limit', max_chars));
   end if;
   if not exists (select 1 from switchyard.queues q where q.queue_name = new.queue_name) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', new.queue_name, format(
       'function %s: queue %s is unknown: it is not in the queue catalog (switchyard.queues), so no '
       'compiled flow routes a step to it; provision a shared queue first with '
       'select switchyard.ensure_shared_queue(%L), or start a worker that routes to it',
       to_json(new.function_name)::text, switchyard._clip(new.queue_name), new.queue_name),
-      detail = jsonb_build_object(
-        'rule', 'queue_unknown', 'argument', 'queue_name', 'value', left(new.queue_name, 200),
-        'function_name', left(new.function_name, 200))::text;
+      context => jsonb_build_object('function_name', left(new.function_name, 200)));
   end if;
   return new;
 end
@@ -7019,18 +6810,14 @@ declare
   deprecated int;
 begin
   if function_names is null or cardinality(function_names) = 0 then
-    raise exception using errcode = '22023', message =
-      'fence_begin: no functions given: list every queue function the rollout affects',
-      detail = jsonb_build_object(
-        'rule', 'function_names_missing', 'argument', 'function_names',
-        'value', function_names::text)::text;
+    perform switchyard._refuse('22023', 'function_names_missing', 'function_names',
+      function_names::text,
+      'fence_begin: no functions given: list every queue function the rollout affects');
   end if;
   if array_position(function_names, null) is not null then
-    raise exception using errcode = '22023', message =
-      'fence_begin: a function name is null: list function names only',
-      detail = jsonb_build_object(
-        'rule', 'function_name_null', 'argument', 'function_names',
-        'value', left(function_names::text, 200))::text;
+    perform switchyard._refuse('22023', 'function_name_null', 'function_names',
+      function_names::text,
+      'fence_begin: a function name is null: list function names only');
   end if;
   perform switchyard._lock_fences();
 
@@ -7135,12 +6922,11 @@ set search_path = ''
 as $$
 begin
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'fence_status: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   return query
     with members as (
@@ -7202,12 +6988,11 @@ set search_path = ''
 as $$
 begin
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'function_states: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   return query
     select f.function_name, f.queue_name, f.enabled, f.paused_at, f.pause_reason,
@@ -7280,18 +7065,15 @@ declare
   max_chars int := switchyard.limit_value('max_reason_chars');
 begin
   if coalesce(trim(reason), '') = '' then
-    raise exception using errcode = '22023', message = 'pause_function: a reason is required',
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200))::text;
+    perform switchyard._refuse('22023', 'reason_missing', 'reason', reason,
+      'pause_function: a reason is required');
   end if;
   if char_length(reason) > max_chars then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_reason_chars', 'reason', reason, format(
       'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
       'say why in fewer words and keep the details elsewhere',
       switchyard._clip(pause_function.function_name), char_length(reason), max_chars),
-      detail = jsonb_build_object(
-        'rule', 'max_reason_chars', 'argument', 'reason', 'value', left(reason, 200),
-        'size', char_length(reason), 'limit', max_chars)::text;
+      context => jsonb_build_object('size', char_length(reason), 'limit', max_chars));
   end if;
   update switchyard.worker_functions f
      set paused_at = switchyard.clock_now(), pause_reason = reason
@@ -7339,17 +7121,16 @@ begin
         'function_names', jsonb_build_array(left(quarantine_messages.function_name, 200)))::text;
   end if;
   if fn.paused_at is null then
-    raise exception using errcode = '55000', message = format(
-      'quarantine: function %s is not paused: nothing to quarantine', switchyard._clip(fn.function_name)),
-      detail = jsonb_build_object('rule', 'function_not_paused', 'argument', 'function_name',
-        'value', left(fn.function_name, 200))::text;
+    perform switchyard._refuse('55000', 'function_not_paused', 'function_name', fn.function_name,
+      format(
+      'quarantine: function %s is not paused: nothing to quarantine', switchyard._clip(fn.function_name)));
   end if;
   if fn.pause_detail is null or jsonb_typeof(fn.pause_detail -> 'message_ids') is distinct from 'array' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'pause_names_no_messages', 'function_name',
+      fn.function_name, format(
       'quarantine: function %s was paused by an operator (%s), naming no messages: resume it with deno task resume',
       switchyard._clip(fn.function_name), left(fn.pause_reason, 200)),
-      detail = jsonb_build_object('rule', 'pause_names_no_messages', 'argument', 'function_name',
-        'value', left(fn.function_name, 200), 'reason', fn.pause_reason)::text;
+      context => jsonb_build_object('reason', fn.pause_reason));
   end if;
   queue := fn.pause_detail ->> 'queue';
   select coalesce(array_agg(distinct (e #>> '{}')::bigint), '{}') into named
@@ -7431,24 +7212,19 @@ declare
 begin
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$'
      or char_length(function_name) > max_name then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
       'record_refusal: function name %s is invalid: use lower-case letters, digits, "-" and "_" '
-      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
+      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name));
   end if;
   if refusal is null or not refusal = any (kinds) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'refusal_unknown', 'refusal', refusal, format(
       'record_refusal: refusal %s is unknown: use %s', switchyard._clip(refusal),
-      array_to_string(kinds, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'refusal_unknown', 'argument', 'refusal', 'value', left(refusal, 200))::text;
+      array_to_string(kinds, ', ')));
   end if;
   if coalesce(trim(message), '') = '' then
-    raise exception using errcode = '22023', message = 'record_refusal: a message is required',
-      detail = jsonb_build_object(
-        'rule', 'message_missing', 'argument', 'message', 'value', left(message, 200))::text;
+    perform switchyard._refuse('22023', 'message_missing', 'message', message,
+      'record_refusal: a message is required');
   end if;
   text_ := case when char_length(message) <= 2000 then message
                 else left(message, 2000) || format('... (%s characters)', char_length(message)) end;
@@ -7471,12 +7247,10 @@ set search_path = ''
 as $$
 begin
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
       'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      switchyard._clip(function_name)),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
+      switchyard._clip(function_name)));
   end if;
   perform switchyard.assert_queue_name(queue_name, false);
   insert into switchyard.worker_functions (function_name, queue_name)
@@ -7507,28 +7281,22 @@ declare
 begin
   if heartbeat_window_seconds is null
      or heartbeat_window_seconds < switchyard.heartbeat_window_floor_seconds() then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'register_worker: heartbeat_window_seconds %s is invalid: use at least %s seconds '
       '(and at least 3 heartbeat intervals)',
       coalesce(heartbeat_window_seconds::text, 'null'), switchyard.heartbeat_window_floor_seconds()),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text,
-        'min', switchyard.heartbeat_window_floor_seconds())::text;
+      context => jsonb_build_object('min', switchyard.heartbeat_window_floor_seconds()));
   end if;
   if not exists (select 1 from switchyard.queues q where q.queue_name = queue) then
-    raise exception using errcode = '22023', message = format(
-      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text),
-      detail = jsonb_build_object(
-        'rule', 'queue_unknown', 'argument', 'queue_name', 'value', left(queue, 200))::text;
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', queue, format(
+      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text));
   end if;
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
       'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      coalesce(to_json(function_name)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
+      coalesce(to_json(function_name)::text, 'null')));
   end if;
   insert into switchyard.worker_functions (function_name, queue_name)
   values (register_worker.function_name, queue)
@@ -7536,12 +7304,11 @@ begin
   select * into fn from switchyard.worker_functions f
    where f.function_name = register_worker.function_name for share;
   if fn.queue_name <> queue then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_queue_mismatch', 'queue_name', queue, format(
       'function %s is registered for queue %s, not %s',
       to_json(fn.function_name)::text, to_json(fn.queue_name)::text, to_json(queue)::text),
-      detail = jsonb_build_object(
-        'rule', 'function_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
-        'function_name', fn.function_name, 'registered_queue', fn.queue_name)::text;
+      context => jsonb_build_object('function_name', fn.function_name,
+        'registered_queue', fn.queue_name));
   end if;
   if fn.paused_at is not null then
     raise exception using errcode = 'SY001', message = format(
@@ -7656,6 +7423,54 @@ as $$
   update switchyard.workers w
      set stopped_at = coalesce(w.stopped_at, switchyard.clock_now()), stop_reason = coalesce(w.stop_reason, reason)
    where w.worker_id = worker_stopped.worker_id;
+$$;
+
+-- supabase/schemas/functions/maintenance/_cron_job.sql
+-- The kit's pg_cron jobs in this database (the keep-alive, retention and the scheduler's tick):
+-- what schedule_keep_alive, schedule_prune and schedule_schedules and their unschedule_* share.
+-- With a command, creates or updates the job \`job_name\` (pg_cron updates a job of the same name
+-- and user instead of adding another) and returns its id: the schedule is checked first (22023
+-- schedule_missing), then pg_cron (SY020, naming \`caller\`, with \`way_out\` as the hint: where
+-- pg_cron lives in another database, or what to run instead), so a bad call is refused alike on
+-- every database. Without a command, removes the job and returns the id it had, or null when
+-- there was none or no pg_cron. Statements on cron run through EXECUTE: the schema exists only
+-- where pg_cron does.
+create or replace function switchyard._cron_job(
+  caller text, job_name text, schedule text default null, command text default null,
+  way_out text default null
+)
+returns bigint
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  job bigint;
+  installed boolean := exists (select 1 from pg_catalog.pg_extension e
+                                where e.extname = 'pg_cron');
+begin
+  if _cron_job.command is null then
+    if installed then
+      execute 'select j.jobid from cron.job j where j.jobname = $1' into job using job_name;
+      if job is not null then
+        execute 'select cron.unschedule($1)' using job_name;
+      end if;
+    end if;
+    return job;
+  end if;
+  if schedule is null or trim(schedule) = '' then
+    perform switchyard._refuse('22023', 'schedule_missing', 'schedule', schedule,
+      format('%s: schedule is missing: use cron syntax such as ''* * * * *''', caller));
+  end if;
+  if not installed then
+    raise exception using errcode = 'SY020', message = format(
+      '%s: pg_cron is not installed in database %s', caller, to_json(current_database())::text),
+      detail = jsonb_build_object('database', current_database())::text,
+      hint = coalesce(way_out, 'enable pg_cron in this database');
+  end if;
+  execute 'select cron.schedule($1, $2, $3)' into job using job_name, schedule, command;
+  return job;
+end
 $$;
 
 -- supabase/schemas/functions/maintenance/_functions_bearer.sql
@@ -7834,68 +7649,58 @@ declare
   req bigint;
 begin
   if debounce_seconds is null or debounce_seconds < 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'debounce_seconds', debounce_seconds::text,
+      format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
       coalesce(debounce_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'debounce_seconds',
-        'value', debounce_seconds::text, 'min', 0)::text;
+      context => jsonb_build_object('min', 0));
   end if;
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'url_format',
+      case when given is null then 'functions_base_url' else 'base_url' end, base, format(
       'keep_alive: base URL %s%s is invalid: %s', switchyard._clip(base),
       case when given is null then ' (setting functions_base_url)' else '' end, problem),
-      detail = jsonb_build_object(
-        'rule', 'url_format',
-        'argument', case when given is null then 'functions_base_url' else 'base_url' end,
-        'value', left(base, 200), 'problem', problem)::text;
+      context => jsonb_build_object('problem', problem));
   end if;
   if given is not null and configured is not null
      and switchyard._url_origin(given) <> switchyard._url_origin(configured) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'bearer_host', 'base_url', given, format(
       'keep_alive: base URL %s is refused: the bearer goes only to the configured host %s '
       '(setting functions_base_url); pass no base_url, or change the setting',
       switchyard._clip(given), to_json(switchyard._url_origin(configured))::text),
-      detail = jsonb_build_object(
-        'rule', 'bearer_host', 'argument', 'base_url', 'value', left(given, 200),
-        'configured', switchyard._url_origin(configured))::text;
+      context => jsonb_build_object('configured', switchyard._url_origin(configured)));
   end if;
   base := rtrim(base, '/');
   if use_net then
     bearer := switchyard._functions_bearer();
     if bearer ~ '[[:space:][:cntrl:]]' then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'bearer_characters', null, null,
         'keep_alive: the bearer (Vault secret switchyard_functions_bearer or setting '
         'functions_bearer) contains whitespace or a control character; store it without them',
-        detail = jsonb_build_object(
-          'rule', 'bearer_characters', 'argument', null, 'value', null,
-          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+        context => jsonb_build_object('setting', 'functions_bearer',
+          'vault_secret', 'switchyard_functions_bearer'));
     end if;
     if base is null then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'base_url_missing', 'base_url', null,
         'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
         'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')',
-        detail = jsonb_build_object(
-          'rule', 'base_url_missing', 'argument', 'base_url', 'value', null,
-          'setting', 'functions_base_url')::text;
+        context => jsonb_build_object('setting', 'functions_base_url'));
     end if;
     if bearer is null then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'bearer_missing', null, null,
         'keep_alive: pg_net is installed but no bearer is configured: store the service role key '
         '(or the kit secret) in Vault as switchyard_functions_bearer, or run '
         'select switchyard.set_setting(''functions_bearer'', ''<key>'')',
-        detail = jsonb_build_object(
-          'rule', 'bearer_missing', 'argument', null, 'value', null,
-          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+        context => jsonb_build_object('setting', 'functions_bearer',
+          'vault_secret', 'switchyard_functions_bearer'));
     end if;
   end if;
 
@@ -7992,19 +7797,16 @@ declare
   problem text := case when nullif(base_url, '') is not null then switchyard.base_url_problem(base_url) end;
 begin
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'url_format', 'base_url', base_url, format(
       'keep_alive_command: base URL %s is invalid: %s', switchyard._clip(base_url), problem),
-      detail = jsonb_build_object(
-        'rule', 'url_format', 'argument', 'base_url', 'value', left(base_url, 200),
-        'problem', problem)::text;
+      context => jsonb_build_object('problem', problem));
   end if;
   if debounce_seconds is null or debounce_seconds < 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'debounce_seconds', debounce_seconds::text,
+      format(
       'keep_alive_command: debounce_seconds %s is invalid: use an integer of at least 0',
       coalesce(debounce_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'debounce_seconds',
-        'value', debounce_seconds::text, 'min', 0)::text;
+      context => jsonb_build_object('min', 0));
   end if;
   return format('select count(*) from switchyard.keep_alive(base_url => %s, debounce_seconds => %s)',
                 coalesce(quote_literal(base_url), 'null'), debounce_seconds);
@@ -8058,21 +7860,17 @@ declare
   result switchyard.prune_result := row(0, 0, 0, 0, 0, 0, 0, 0);
 begin
   if older_than is null or older_than < interval '1 hour' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'interval_min', 'older_than', older_than::text, format(
       'prune: older_than %s is invalid: use an interval of at least 1 hour (a worker may '
       'claim a message up to its visibility timeout, at most 3600 s, after reading it)',
       coalesce(older_than::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'interval_min', 'argument', 'older_than', 'value', older_than::text,
-        'min', '1 hour')::text;
+      context => jsonb_build_object('min', '1 hour'));
   end if;
   if batch_size is null or batch_size < 1 or batch_size > 10000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'batch_size', batch_size::text, format(
       'prune: batch_size %s is invalid: use an integer from 1 to 10000',
       coalesce(batch_size::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'batch_size', 'value', batch_size::text,
-        'min', 1, 'max', 10000)::text;
+      context => jsonb_build_object('min', 1, 'max', 10000));
   end if;
   cutoff := switchyard.clock_now() - older_than;
 
@@ -8221,20 +8019,16 @@ set search_path = ''
 as $$
 begin
   if older_than is null or older_than < interval '1 hour' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'interval_min', 'older_than', older_than::text, format(
       'prune_command: older_than %s is invalid: use an interval of at least 1 hour',
       coalesce(older_than::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'interval_min', 'argument', 'older_than', 'value', older_than::text,
-        'min', '1 hour')::text;
+      context => jsonb_build_object('min', '1 hour'));
   end if;
   if batch_size is null or batch_size < 1 or batch_size > 10000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'batch_size', batch_size::text, format(
       'prune_command: batch_size %s is invalid: use an integer from 1 to 10000',
       coalesce(batch_size::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'batch_size', 'value', batch_size::text,
-        'min', 1, 'max', 10000)::text;
+      context => jsonb_build_object('min', 1, 'max', 10000));
   end if;
   return format('select runs from switchyard.prune(%L::interval, %s)', older_than::text, batch_size);
 end
@@ -8361,27 +8155,13 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  job bigint;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    raise exception using errcode = 'SY020', message = format(
-      'schedule_keep_alive: pg_cron is not installed in database %s', to_json(current_database())::text),
-      detail = jsonb_build_object('database', current_database())::text,
-      hint = 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in the '
-             'database named by cron.database_name: there run select cron.schedule_in_database('
-             '''switchyard_keep_alive'', ''* * * * *'', <switchyard.keep_alive_command()>, <this database>)';
-  end if;
-  if schedule is null or trim(schedule) = '' then
-    raise exception using errcode = '22023', message =
-      'schedule_keep_alive: schedule is missing: use cron syntax such as ''* * * * *''',
-      detail = jsonb_build_object(
-        'rule', 'schedule_missing', 'argument', 'schedule', 'value', left(schedule, 200))::text;
-  end if;
-  -- pg_cron updates a job of the same name (and user) instead of adding another.
-  execute 'select cron.schedule($1, $2, $3)' into job
-    using 'switchyard_keep_alive', schedule, switchyard.keep_alive_command(base_url, debounce_seconds);
-  return job;
+  return switchyard._cron_job('schedule_keep_alive', 'switchyard_keep_alive', schedule,
+    switchyard.keep_alive_command(base_url, debounce_seconds),
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in '
+               'the database named by cron.database_name: there run select '
+               'cron.schedule_in_database(''switchyard_keep_alive'', ''* * * * *'', '
+               '<switchyard.keep_alive_command()>, <this database>)');
 end
 $$;
 
@@ -8400,27 +8180,13 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  job bigint;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    raise exception using errcode = 'SY020', message = format(
-      'schedule_prune: pg_cron is not installed in database %s', to_json(current_database())::text),
-      detail = jsonb_build_object('database', current_database())::text,
-      hint = 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in the '
-             'database named by cron.database_name: there run select cron.schedule_in_database('
-             '''switchyard_prune'', ''* * * * *'', <switchyard.prune_command()>, <this database>)';
-  end if;
-  if schedule is null or trim(schedule) = '' then
-    raise exception using errcode = '22023', message =
-      'schedule_prune: schedule is missing: use cron syntax such as ''* * * * *''',
-      detail = jsonb_build_object(
-        'rule', 'schedule_missing', 'argument', 'schedule', 'value', left(schedule, 200))::text;
-  end if;
-  -- pg_cron updates a job of the same name (and user) instead of adding another.
-  execute 'select cron.schedule($1, $2, $3)' into job
-    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, batch_size);
-  return job;
+  return switchyard._cron_job('schedule_prune', 'switchyard_prune', schedule,
+    switchyard.prune_command(older_than, batch_size),
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in '
+               'the database named by cron.database_name: there run select '
+               'cron.schedule_in_database(''switchyard_prune'', ''* * * * *'', '
+               '<switchyard.prune_command()>, <this database>)');
 end
 $$;
 
@@ -8433,18 +8199,8 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  removed boolean := false;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    return false;
-  end if;
-  execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
-    using 'switchyard_keep_alive';
-  if removed then
-    execute 'select cron.unschedule($1)' using 'switchyard_keep_alive';
-  end if;
-  return removed;
+  return switchyard._cron_job('unschedule_keep_alive', 'switchyard_keep_alive') is not null;
 end
 $$;
 
@@ -8457,18 +8213,8 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  removed boolean := false;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    return false;
-  end if;
-  execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
-    using 'switchyard_prune';
-  if removed then
-    execute 'select cron.unschedule($1)' using 'switchyard_prune';
-  end if;
-  return removed;
+  return switchyard._cron_job('unschedule_prune', 'switchyard_prune') is not null;
 end
 $$;
 
@@ -8496,12 +8242,10 @@ declare
                          then 'net._http_response' end;
 begin
   if since_seconds is null or since_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'since_seconds', since_seconds::text, format(
       'wake_failures: since_seconds %s is invalid: use an integer of at least 1',
       coalesce(since_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'since_seconds',
-        'value', since_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   return query execute format($q$
     with wakes as (
@@ -8867,12 +8611,11 @@ declare
   queues jsonb := '[]'::jsonb;
 begin
   if window_seconds is null or window_seconds < 1 or window_seconds > 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'window_range', 'window_seconds', window_seconds::text,
+      format(
       'metrics: window_seconds %s is out of range: use 1 to 86400 (one day)',
       coalesce(window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
-        'min', 1, 'max', 86400)::text;
+      context => jsonb_build_object('min', 1, 'max', 86400));
   end if;
   since := switchyard.clock_now() - make_interval(secs => window_seconds);
   -- One sort per step for the three percentiles (percentile_cont over an array of fractions).

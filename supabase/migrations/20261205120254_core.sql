@@ -4,6 +4,93 @@
 -- assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/rules/_refuse.sql
+
+-- Raises a refusal of the SQL core (docs/ARCHITECTURE.md §10, the SQL error contract): SQLSTATE
+-- `code` (22023, 23505, 42501, 55000 or PT429), `message` for people (it names the value and the
+-- rule), and the DETAIL callers map by: a JSON object with `rule`, `argument` and `value` (cut to
+-- 200 characters, or null) and `context`'s fields besides; `hint` when given. The one place that
+-- builds a refusal's detail, so every refusal carries the same fields. Never returns. Volatile, so
+-- a call with constant arguments is never evaluated while a statement is planned.
+create or replace function switchyard._refuse(
+  code text, rule text, argument text, value text, message text,
+  context jsonb default '{}', hint text default null
+)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  detail text := (jsonb_build_object('rule', _refuse.rule, 'argument', _refuse.argument,
+                                     'value', left(_refuse.value, 200))
+                  || coalesce(_refuse.context, '{}'))::text;
+begin
+  if _refuse.hint is null then
+    raise exception using errcode = _refuse.code, message = _refuse.message, detail = detail;
+  end if;
+  raise exception using errcode = _refuse.code, message = _refuse.message, detail = detail,
+    hint = _refuse.hint;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/rules/assert_queue_name.sql
+
+-- Refuses a queue name that breaks the naming rule (docs/ARCHITECTURE.md §2): the third place
+-- the rule is checked, after the literal types and the runtime check. Returns the name.
+-- queue_name_problem words the rule; the detail names it (queue_name_missing, _format,
+-- _reserved_separator).
+create or replace function switchyard.assert_queue_name(name text, explicit boolean)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  problem text := switchyard.queue_name_problem(name, explicit);
+begin
+  if problem is not null then
+    perform switchyard._refuse('22023',
+      case when name is null then 'queue_name_missing'
+           when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then 'queue_name_format'
+           else 'queue_name_reserved_separator' end,
+      'queue_name', name, problem,
+      context => jsonb_build_object('explicit', explicit));
+  end if;
+  return name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/rules/assert_slug.sql
+
+-- Refuses a flow, step or alias slug that breaks the slug rule (docs/ARCHITECTURE.md §2):
+-- letters, digits and single underscores, starting with a letter; `run` is reserved for steps.
+-- The value it echoes is clipped.
+create or replace function switchyard.assert_slug(kind text, slug text)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  if slug is null or slug !~ '^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$' or length(slug) > 47 then
+    perform switchyard._refuse('22023', 'slug_format',
+      case kind when 'alias' then 'alias_name' else kind || '_slug' end, slug, format(
+      '%s slug %s is invalid: start with a letter, then letters, digits and single underscores '
+      '(at most 47 characters)', kind, switchyard._clip(slug)),
+      context => jsonb_build_object('kind', kind));
+  end if;
+  if kind = 'step' and lower(slug) = 'run' then
+    perform switchyard._refuse('22023', 'step_slug_reserved', 'step_slug', slug, format(
+      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)));
+  end if;
+  return slug;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/clock_now.sql
 
 -- The SQL core's clock (docs/ARCHITECTURE.md §17): the time every time rule reads — wait
@@ -21,6 +108,55 @@ language sql
 stable
 parallel safe
 as $$ select pg_catalog.now() $$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/rules/limit_value.sql
+
+-- One limit of switchyard.limits() by name: what every check of a limit reads, so an operator's
+-- setting (set_setting) changes it everywhere at once. Refuses an unknown name.
+create or replace function switchyard.limit_value(name text)
+returns int
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  setting text;
+begin
+  case name
+    when 'max_function_name_chars' then
+      return 63;      -- a DNS label; the longest generated name (47 + '-worker') is 54
+    when 'max_reason_chars' then
+      return 1000;
+    when 'max_input_bytes', 'max_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 1048576);
+    -- A map step's outputs together (its aggregate, what its dependents get), 16 MiB.
+    when 'max_map_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 16777216);
+    -- New runs per signed-in user per minute (start_user_run).
+    when 'user_runs_per_minute' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
+    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
+    when 'priority_ageing_seconds' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
+    -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
+    when 'max_progress_bytes' then
+      return 8192;
+    -- Progress events per task in any window of one second from its first (report_progress).
+    when 'progress_per_second' then
+      return 20;
+    else
+      perform switchyard._refuse('22023', 'limit_unknown', 'name', name, format(
+        'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
+        'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
+        'max_progress_bytes or progress_per_second', switchyard._clip(name)));
+  end case;
+end
+$$;
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/queue_clock.sql
@@ -74,13 +210,11 @@ begin
      or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
                      'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
                      'priority_ageing_seconds') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'setting_unknown', 'name', name, format(
       'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
       'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
       'priority_ageing_seconds',
-      switchyard._clip(name)),
-      detail = jsonb_build_object(
-        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+      switchyard._clip(name)));
   end if;
   if value is not null then
     if name = 'functions_base_url' then
@@ -110,15 +244,13 @@ begin
       problem := switchyard._hosts_problem(value);
     end if;
     if problem is not null then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023',
+        case when name = 'functions_base_url' then 'url_format' else 'setting_value' end, 'value',
+        case when name = 'functions_bearer' then null else value end, format(
         'setting %s %s is invalid: %s', name,
         case when name = 'functions_bearer' then '(value not shown)' else switchyard._clip(value) end,
         problem),
-        detail = jsonb_build_object(
-          'rule', case when name = 'functions_base_url' then 'url_format' else 'setting_value' end,
-          'argument', 'value',
-          'value', case when name = 'functions_bearer' then null else left(value, 200) end,
-          'setting', name, 'problem', problem)::text;
+        context => jsonb_build_object('setting', name, 'problem', problem));
     end if;
   end if;
   if value is null then
@@ -127,6 +259,54 @@ begin
     insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
     on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = switchyard.clock_now();
   end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/queues/_ensure_private_queue.sql
+
+-- Creates or finds the private queue of a flow (docs/ARCHITECTURE.md §3): recorded in the queue
+-- catalog with its owner, created in PGMQ when absent, its queue table tuned for churn
+-- (_tune_queue_table). Refuses a queue another flow owns or that is shared, and a name PGMQ
+-- spells several ways. The values it echoes are clipped.
+create or replace function switchyard._ensure_private_queue(queue text, owner text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  existing switchyard.queues;
+begin
+  perform switchyard.assert_queue_name(queue, false);
+  perform switchyard._lock_queue_name(queue);
+  select * into existing from switchyard.queues q where q.queue_name = queue;
+  if found then
+    if existing.ownership = 'shared' then
+      perform switchyard._refuse('23505', 'queue_is_shared', 'queue_name', queue, format(
+        'queue %s is shared; flow %s cannot use it as its private queue',
+        switchyard._clip(queue), switchyard._clip(owner)),
+        context => jsonb_build_object('flow_slug', left(owner, 200)));
+    elsif existing.owner_flow <> owner then
+      perform switchyard._refuse('23505', 'queue_owned_by_other_flow', 'queue_name', queue, format(
+        'queue %s is the private queue of flow %s; flow %s cannot own it too',
+        switchyard._clip(queue), switchyard._clip(existing.owner_flow), switchyard._clip(owner)),
+        context => jsonb_build_object('flow_slug', left(owner, 200),
+          'owner_flow', existing.owner_flow));
+    end if;
+    return;
+  end if;
+  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
+    perform switchyard._refuse('23505', 'queue_not_in_catalog', 'queue_name', queue, format(
+      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
+      'a private queue is never adopted: rename the flow or drop that queue',
+      switchyard._clip(queue), array_to_string(switchyard._pgmq_spellings(queue), ', ')),
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue))));
+  end if;
+  perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
+  values (queue, queue, 'private', owner);
 end
 $$;
 
@@ -151,36 +331,31 @@ declare
   foreign_count bigint;
 begin
   if pgmq_queue_name is null then
-    raise exception using errcode = '22023', message = 'adopt_queue: queue name is missing',
-      detail = jsonb_build_object(
-        'rule', 'argument_missing', 'argument', 'pgmq_queue_name', 'value', null)::text;
+    perform switchyard._refuse('22023', 'argument_missing', 'pgmq_queue_name', null,
+      'adopt_queue: queue name is missing');
   end if;
   perform switchyard.assert_queue_name(canonical, true);
   perform switchyard._lock_queue_name(canonical);
   spellings := switchyard._pgmq_spellings(canonical);
   if cardinality(spellings) = 0 then
-    raise exception using errcode = '22023', message = format(
-      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_missing', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200))::text;
+    perform switchyard._refuse('22023', 'pgmq_queue_missing', 'pgmq_queue_name', pgmq_queue_name,
+      format(
+      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text));
   elsif cardinality(spellings) > 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'pgmq_queue_ambiguous', 'pgmq_queue_name', pgmq_queue_name,
+      format(
       'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
       to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_ambiguous', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'pgmq_spellings', to_jsonb(spellings))::text;
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(spellings)));
   end if;
   select * into existing from switchyard.queues q where q.queue_name = canonical;
   if found then
     if existing.ownership = 'private' then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_is_private', 'pgmq_queue_name', pgmq_queue_name,
+        format(
         'cannot adopt queue %s: it is the private queue of flow %s',
         to_json(canonical)::text, to_json(existing.owner_flow)::text),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_private', 'argument', 'pgmq_queue_name',
-          'value', left(pgmq_queue_name, 200), 'owner_flow', existing.owner_flow)::text;
+        context => jsonb_build_object('owner_flow', existing.owner_flow));
     end if;
     return 'already registered';
   end if;
@@ -193,19 +368,302 @@ begin
                         where t.queue_name = $1 and t.message_id = m.msg_id)',
     pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
   if foreign_count > 0 then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'queue_has_untracked_messages', 'pgmq_queue_name',
+      pgmq_queue_name, format(
       'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
       'adoption requires an empty queue or only tracked messages',
       to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
-      detail = jsonb_build_object(
-        'rule', 'queue_has_untracked_messages', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
-        'message_ids', to_jsonb(foreign_ids[1:20]))::text;
+      context => jsonb_build_object('untracked_count', foreign_count,
+        'message_ids', to_jsonb(foreign_ids[1:20])));
   end if;
   perform switchyard._tune_queue_table(spellings[1]);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
   values (canonical, spellings[1], 'shared', null, switchyard.clock_now());
   return 'adopted';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/queues/ensure_shared_queue.sql
+
+-- A shared (explicit, routed) queue: validated and provisioned when absent; never
+-- adopted implicitly and never dropped with a flow. A queue it creates has its queue table
+-- tuned for churn (_tune_queue_table).
+create or replace function switchyard.ensure_shared_queue(queue text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  existing switchyard.queues;
+begin
+  perform switchyard.assert_queue_name(queue, true);
+  perform switchyard._lock_queue_name(queue);
+  select * into existing from switchyard.queues q where q.queue_name = queue;
+  if found then
+    if existing.ownership = 'private' then
+      perform switchyard._refuse('23505', 'queue_is_private', 'queue_name', queue, format(
+        'queue %s is the private queue of flow %s; it cannot be used as a shared queue',
+        to_json(queue)::text, to_json(existing.owner_flow)::text),
+        context => jsonb_build_object('owner_flow', existing.owner_flow));
+    end if;
+    return 'registered';
+  end if;
+  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
+    perform switchyard._refuse('23505', 'queue_not_in_catalog', 'queue_name', queue, format(
+      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
+      'routed flows never adopt it implicitly: run select switchyard.adopt_queue(%L) first',
+      to_json(queue)::text, array_to_string(switchyard._pgmq_spellings(queue), ', '),
+      (switchyard._pgmq_spellings(queue))[1]),
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue))));
+  end if;
+  perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
+  values (queue, queue, 'shared', null);
+  return 'created';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/_alias_members_add.sql
+
+-- The versions a registry lists for an alias, checked and recorded as its members
+-- (docs/ARCHITECTURE.md §6): each must be compiled and belong to no other alias. Shared by
+-- sync_alias (a worker's start-up) and declare_alias (a compiled migration); the values it
+-- echoes clipped.
+create or replace function switchyard._alias_members_add(alias_name text, versions text[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  v text;
+  other_alias text;
+begin
+  perform switchyard.assert_slug('alias', alias_name);
+  if versions is null or cardinality(versions) = 0 then
+    perform switchyard._refuse('22023', 'versions_missing', 'versions', versions::text, format(
+      'alias %s lists no versions', switchyard._clip(alias_name)),
+      context => jsonb_build_object('alias', alias_name));
+  end if;
+  if array_position(versions, null) is not null then
+    perform switchyard._refuse('22023', 'version_null', 'versions', versions::text, format(
+      'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
+      switchyard._clip(alias_name), array_position(versions, null), switchyard._clip(versions::text, 200)),
+      context => jsonb_build_object('alias', alias_name, 'position', array_position(versions, null)));
+  end if;
+  perform switchyard._assert_alias_case(alias_name);
+  foreach v in array versions loop
+    if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
+      perform switchyard._refuse('22023', 'flow_not_compiled', 'versions', v, format(
+        'alias %s: flow %s is not compiled', switchyard._clip(alias_name), switchyard._clip(v)),
+        context => jsonb_build_object('alias', alias_name));
+    end if;
+    select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = v;
+    if other_alias is not null and other_alias <> alias_name then
+      perform switchyard._refuse('23505', 'flow_in_other_alias', 'versions', v, format(
+        'flow %s already belongs to alias %s; it cannot join alias %s',
+        switchyard._clip(v), switchyard._clip(other_alias), switchyard._clip(alias_name)),
+        context => jsonb_build_object('alias', alias_name, 'other_alias', other_alias));
+    end if;
+    insert into switchyard.alias_members (alias, flow_slug) values (alias_name, v)
+    on conflict do nothing;
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/_apply_flow_options.sql
+
+-- Sets a compiled flow's runtime options (flows and steps rows) from a canonical shape, with
+-- the ranges ensure_flow has always checked. Tasks created afterwards copy them.
+create or replace function switchyard._apply_flow_options(slug text, canonical jsonb)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  what text := format('flow %s option', to_json(slug));
+  step jsonb;
+  step_what text;
+  rate jsonb;
+  conc jsonb;
+begin
+  update switchyard.flows f
+     set max_attempts = switchyard._int_option(canonical -> 'options', 'maxAttempts', what, 1, 1000, false),
+         base_delay = switchyard._int_option(canonical -> 'options', 'baseDelay', what, 0, 86400, false),
+         max_delay = coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', what, 0, 604800, true), 86400),
+         timeout = switchyard._int_option(canonical -> 'options', 'timeout', what, 1, 86400, false),
+         run_timeout = switchyard._int_option(canonical -> 'options', 'runTimeout', what, 1, 31536000, true),
+         events = switchyard._bool_option(canonical -> 'options', 'events', what, true)
+   where f.flow_slug = slug;
+  for step in select value from jsonb_array_elements(canonical -> 'steps') loop
+    step_what := format('step %s option', to_json(step ->> 'slug'));
+    -- Flow control (docs/ARCHITECTURE.md §5.12): JSON null means none.
+    rate := nullif(step -> 'options' -> 'rateLimit', 'null'::jsonb);
+    if rate is not null and (jsonb_typeof(rate) <> 'object'
+        or jsonb_typeof(rate -> 'name') is distinct from 'string'
+        or (rate ->> 'name') !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$'
+        or (rate - array['name', 'cost']) <> '{}'::jsonb) then
+      perform switchyard._refuse('22023', 'rate_limit_invalid', 'rateLimit', rate::text, format(
+        'flow %s %s rateLimit %s is invalid: use {"name": ..., "cost": 1} with a name of a '
+        'letter or digit, then letters, digits, _ . : or - (at most 100)',
+        to_json(slug)::text, step_what, left(rate::text, 200)),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step ->> 'slug'));
+    end if;
+    conc := nullif(step -> 'options' -> 'concurrency', 'null'::jsonb);
+    if conc is not null and (jsonb_typeof(conc) <> 'object'
+        or jsonb_typeof(conc -> 'key') is distinct from 'array'
+        or jsonb_array_length(conc -> 'key') not between 1 and 8
+        or exists (select 1 from jsonb_array_elements(conc -> 'key') k
+                    where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
+        or coalesce(conc ->> 'input', 'run') not in ('run', 'step')
+        or (conc - array['key', 'input', 'limit']) <> '{}'::jsonb) then
+      perform switchyard._refuse('22023', 'concurrency_invalid', 'concurrency', conc::text, format(
+        'flow %s %s concurrency %s is invalid: use {"key": [1 to 8 keys], "input": "run" or '
+        '"step", "limit": 1 to 10000}', to_json(slug)::text, step_what, left(conc::text, 200)),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step ->> 'slug'));
+    end if;
+    update switchyard.steps st
+       set max_attempts = switchyard._int_option(step -> 'options', 'maxAttempts', step_what, 1, 1000, true),
+           base_delay = switchyard._int_option(step -> 'options', 'baseDelay', step_what, 0, 86400, true),
+           max_delay = switchyard._int_option(step -> 'options', 'maxDelay', step_what, 0, 604800, true),
+           timeout = switchyard._int_option(step -> 'options', 'timeout', step_what, 1, 86400, true),
+           start_delay = coalesce(switchyard._int_option(step -> 'options', 'startDelay', step_what, 0, 86400, true), 0),
+           rate_limit = rate ->> 'name',
+           rate_cost = coalesce(switchyard._int_option(rate, 'cost', step_what || ' rateLimit', 1, 1000, true), 1),
+           concurrency_path = case when conc is not null then
+             array(select k #>> '{}' from jsonb_array_elements(conc -> 'key') with ordinality e(k, o) order by o) end,
+           concurrency_input = coalesce(conc ->> 'input', 'run'),
+           concurrency_limit = switchyard._int_option(conc, 'limit', step_what || ' concurrency', 1, 10000, conc is null)
+     where st.flow_slug = slug and st.step_slug = step ->> 'slug';
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/_assert_alias_case.sql
+
+-- Aliases are unique case-insensitively (docs/ARCHITECTURE.md §2): refuses a name that only
+-- differs in case from an existing alias (or alias membership), naming both spellings, so
+-- sync_alias and activate_alias answer with the rule instead of a raw unique-key error.
+create or replace function switchyard._assert_alias_case(alias_name text)
+returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  existing text;
+begin
+  select a.alias into existing from switchyard.aliases a
+   where lower(a.alias) = lower(alias_name) and a.alias <> alias_name
+   limit 1;
+  if existing is null then
+    select m.alias into existing from switchyard.alias_members m
+     where lower(m.alias) = lower(alias_name) and m.alias <> alias_name
+     limit 1;
+  end if;
+  if existing is not null then
+    perform switchyard._refuse('23505', 'alias_case_collision', 'alias_name', alias_name, format(
+      'alias %s collides with alias %s: aliases are unique case-insensitively; use %s',
+      to_json(alias_name)::text, to_json(existing)::text, to_json(existing)::text),
+      context => jsonb_build_object('existing_alias', existing));
+  end if;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/_bool_option.sql
+
+-- A boolean option of a shape (the flow's events): absent or JSON null is the default.
+create or replace function switchyard._bool_option(obj jsonb, key text, what text, fallback boolean)
+returns boolean
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v jsonb := obj -> key;
+begin
+  if v is null or v = 'null'::jsonb then
+    return fallback;
+  end if;
+  if jsonb_typeof(v) <> 'boolean' then
+    perform switchyard._refuse('22023', 'boolean', left(key, 200), v::text, format(
+      '%s %s %s is invalid: use true or false', left(what, 200), left(key, 80), left(v::text, 80)),
+      context => jsonb_build_object('context', left(what, 200)));
+  end if;
+  return v::text::boolean;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/_choice_option.sql
+
+-- A text option of a shape that must be one of `choices` (whenUnmet, whenExhausted); absent or
+-- null gives `fallback`. Refuses another value naming the choices (22023 option_choice).
+create or replace function switchyard._choice_option(
+  obj jsonb, key text, what text, choices text[], fallback text
+)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v jsonb := obj -> key;
+begin
+  if v is null or v = 'null'::jsonb then
+    return fallback;
+  end if;
+  if jsonb_typeof(v) <> 'string' or not ((v #>> '{}') = any (choices)) then
+    perform switchyard._refuse('22023', 'option_choice', key, v::text, format(
+      '%s %s %s is invalid: use one of %s', what, key, v::text, array_to_string(choices, ', ')),
+      context => jsonb_build_object('choices', to_jsonb(choices), 'context', what));
+  end if;
+  return v #>> '{}';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/_int_option.sql
+
+-- An integer option of a shape (maxAttempts, baseDelay, timeout, ...) within [min, max]; absent
+-- or null gives `fallback`, or is refused when there is none (22023 option_missing,
+-- integer_range). The value it echoes is clipped.
+create or replace function switchyard._int_option(
+  obj jsonb, key text, what text, min_value int, max_value int, nullable boolean
+)
+returns int
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  v jsonb := obj -> key;
+begin
+  if v is null or v = 'null'::jsonb then
+    if nullable then
+      return null;
+    end if;
+    perform switchyard._refuse('22023', 'option_missing', left(key, 200), null,
+      format('%s %s is missing', left(what, 200), left(key, 80)),
+      context => jsonb_build_object('context', left(what, 200)));
+  end if;
+  if jsonb_typeof(v) <> 'number' or (v::text)::numeric <> trunc((v::text)::numeric)
+     or (v::text)::numeric < min_value or (v::text)::numeric > max_value then
+    perform switchyard._refuse('22023', 'integer_range', left(key, 200), v::text, format(
+      '%s %s %s is invalid: use an integer from %s to %s', left(what, 200), left(key, 80),
+      left(v::text, 80), min_value, max_value),
+      context => jsonb_build_object('min', min_value, 'max', max_value, 'context', left(what, 200)));
+  end if;
+  return (v::text)::int;
 end
 $$;
 
@@ -227,6 +685,47 @@ as $$
   on conflict (alias) do update set flow_slug = excluded.flow_slug, activated_at = excluded.activated_at;
   insert into switchyard.alias_activations (alias, flow_slug, previous_flow_slug, source)
   values (alias_name, target, previous, source);
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/activate_alias.sql
+
+-- Makes a compiled concrete version the active target of an alias (docs/ARCHITECTURE.md §6):
+-- the operator's explicit move, recorded as an activation. Refuses an unknown or uncompiled
+-- target and a name that differs from an existing alias only in case.
+create or replace function switchyard.activate_alias(alias_name text, target_flow text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  previous text;
+  other_alias text;
+begin
+  perform switchyard.assert_slug('alias', alias_name);
+  perform switchyard._assert_alias_case(alias_name);
+  if not exists (select 1 from switchyard.flows f where f.flow_slug = target_flow) then
+    perform switchyard._refuse('22023', 'flow_not_compiled', 'target_flow', target_flow, format(
+      'cannot activate alias %s: flow %s is not compiled', switchyard._clip(alias_name),
+      switchyard._clip(target_flow)),
+      context => jsonb_build_object('alias', alias_name));
+  end if;
+  select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = target_flow;
+  if other_alias is not null and other_alias <> alias_name then
+    perform switchyard._refuse('23505', 'flow_in_other_alias', 'target_flow', target_flow, format(
+      'cannot activate alias %s: flow %s belongs to alias %s',
+      switchyard._clip(alias_name), switchyard._clip(target_flow), switchyard._clip(other_alias)),
+      context => jsonb_build_object('alias', alias_name, 'other_alias', other_alias));
+  end if;
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+  insert into switchyard.alias_members (alias, flow_slug) values (alias_name, target_flow)
+  on conflict do nothing;
+  select a.flow_slug into previous from switchyard.aliases a where a.alias = alias_name for update;
+  perform switchyard._record_activation(alias_name, target_flow, previous, 'operator');
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -275,6 +774,475 @@ begin
   end if;
   perform switchyard._record_activation(alias_name, target, current_target, 'migration');
   return 'activated';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/delete_flow.sql
+
+-- Deletes a concrete flow with its runs (docs/ARCHITECTURE.md §3): its private queues are
+-- dropped with it, shared queues are kept and only its own queued messages archived. Refuses an
+-- alias target (55000 flow_is_alias_target). The values it echoes are clipped.
+create or replace function switchyard.delete_flow(flow_slug text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  task record;
+  q record;
+  target_alias text;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(delete_flow.flow_slug), 0));
+  if not exists (select 1 from switchyard.flows f where f.flow_slug = delete_flow.flow_slug) then
+    perform switchyard._refuse('22023', 'flow_not_compiled', 'flow_slug', delete_flow.flow_slug,
+      format(
+      'cannot delete flow %s: it is not compiled', switchyard._clip(delete_flow.flow_slug)));
+  end if;
+  select a.alias into target_alias from switchyard.aliases a where a.flow_slug = delete_flow.flow_slug;
+  if target_alias is not null then
+    perform switchyard._refuse('55000', 'flow_is_alias_target', 'flow_slug', delete_flow.flow_slug,
+      format(
+      'cannot delete flow %s: it is the active target of alias %s; activate another version first',
+      switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
+      context => jsonb_build_object('alias', target_alias));
+  end if;
+  for task in
+    select t.queue_name, t.message_id from switchyard.step_tasks t
+     where t.flow_slug = delete_flow.flow_slug and t.status in ('queued', 'started')
+     order by t.queue_name, t.message_id
+     for update
+  loop
+    perform pgmq.archive(task.queue_name, task.message_id);
+  end loop;
+  delete from switchyard.runs r where r.flow_slug = delete_flow.flow_slug;
+  delete from switchyard.alias_members m where m.flow_slug = delete_flow.flow_slug;
+  delete from switchyard.flows f where f.flow_slug = delete_flow.flow_slug;
+  for q in
+    select x.queue_name, x.pgmq_name from switchyard.queues x
+     where x.ownership = 'private' and x.owner_flow = delete_flow.flow_slug
+  loop
+    delete from switchyard.queues x where x.queue_name = q.queue_name;
+    perform pgmq.drop_queue(q.pgmq_name);
+  end loop;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/ensure_flow.sql
+
+-- Compiles or verifies a flow's shape (docs/ARCHITECTURE.md §4.1, §8.3): shapes compare canonically; a
+-- change of runtime options only is applied and recorded ('updated'); any other change is
+-- SY004. New flows store their canonical shape.
+create or replace function switchyard.ensure_flow(shape jsonb)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  slug text;
+  placement text;
+  existing switchyard.flows;
+  canonical jsonb;
+  existing_canonical jsonb;
+  step jsonb;
+  step_slug text;
+  step_queue text;
+  step_kind text;
+  expected_queue text;
+  sleep_until jsonb;
+  dep jsonb;
+  seen_steps text[] := '{}';
+  deps_seen text[];
+  diffs text[];
+  i int := 0;
+begin
+  if shape is null or jsonb_typeof(shape) <> 'object' then
+    perform switchyard._refuse('22023', 'shape_not_object', 'shape', shape::text,
+      'flow shape must be a JSON object');
+  end if;
+  slug := switchyard.assert_slug('flow', shape ->> 'slug');
+  placement := shape ->> 'placement';
+  if placement is null or placement not in ('plain', 'step_queues', 'routed') then
+    perform switchyard._refuse('22023', 'placement_invalid', 'placement', shape ->> 'placement',
+      format(
+      'flow %s placement %s is invalid: use plain, step_queues or routed',
+      to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text),
+      context => jsonb_build_object('flow_slug', slug));
+  end if;
+  if jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then
+    perform switchyard._refuse('22023', 'options_not_object', 'options', (shape -> 'options')::text,
+      format(
+      'flow %s options must be a JSON object', to_json(slug)::text),
+      context => jsonb_build_object('flow_slug', slug));
+  end if;
+  if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
+    perform switchyard._refuse('22023', 'steps_missing', 'steps', (shape -> 'steps')::text, format(
+      'flow %s has no steps: add at least one step', to_json(slug)::text),
+      context => jsonb_build_object('flow_slug', slug));
+  end if;
+  canonical := switchyard._canonical_shape(shape);
+
+  -- Concurrent workers compiling the same flow serialize here.
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(slug), 0));
+
+  select * into existing from switchyard.flows f where lower(f.flow_slug) = lower(slug);
+  if found then
+    if existing.flow_slug <> slug then
+      perform switchyard._refuse('23505', 'flow_slug_case_collision', 'flow_slug', slug, format(
+        'flow slug %s collides with compiled flow %s: slugs are unique case-insensitively',
+        to_json(slug)::text, to_json(existing.flow_slug)::text),
+        context => jsonb_build_object('existing_flow_slug', existing.flow_slug));
+    end if;
+    existing_canonical := switchyard._canonical_shape(existing.shape);
+    if existing_canonical = canonical then
+      return 'verified';
+    end if;
+    if switchyard._shape_structure(existing_canonical) is distinct from switchyard._shape_structure(canonical) then
+      diffs := switchyard._shape_diff(switchyard._shape_structure(existing_canonical),
+                                      switchyard._shape_structure(canonical));
+      raise exception using errcode = 'SY004', message = format(
+        'flow %s is already compiled with a different shape (%s); the steps, dependencies, '
+        'kinds, conditions and queues of a concrete flow never change (its runtime options '
+        'may): deploy the change under a new slug (for example %s)',
+        to_json(slug)::text, array_to_string(diffs, '; '), to_json(switchyard._next_flow_slug(slug))::text),
+        detail = jsonb_build_object(
+          'flow_slug', slug,
+          'differences', (select jsonb_agg(left(d, 200) order by o)
+                            from unnest(diffs) with ordinality as x(d, o)))::text;
+    end if;
+    -- Runtime options only: applied for tasks created from now on, and recorded.
+    diffs := switchyard._shape_diff(existing_canonical, canonical);
+    perform switchyard._apply_flow_options(slug, canonical);
+    update switchyard.flows f set shape = canonical where f.flow_slug = slug;
+    insert into switchyard.flow_option_changes
+      (flow_slug, changed_by, application_name, old_options, new_options, differences)
+    values (slug, session_user, nullif(current_setting('application_name', true), ''),
+            switchyard._shape_options(existing_canonical), switchyard._shape_options(canonical),
+            diffs);
+    return 'updated';
+  end if;
+
+  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape,
+                                run_timeout, events)
+  values (slug, placement,
+    switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
+    switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
+    coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
+    switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
+    canonical,
+    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true),
+    switchyard._bool_option(canonical -> 'options', 'events', format('flow %s option', to_json(slug)), true));
+
+  for step in select value from jsonb_array_elements(canonical -> 'steps') loop
+    if jsonb_typeof(step) <> 'object' then
+      perform switchyard._refuse('22023', 'step_not_object', 'steps', step::text, format(
+        'flow %s step #%s must be a JSON object', to_json(slug)::text, i),
+        context => jsonb_build_object('flow_slug', slug));
+    end if;
+    step_slug := switchyard.assert_slug('step', step ->> 'slug');
+    if lower(step_slug) = any (select lower(s) from unnest(seen_steps) s) then
+      perform switchyard._refuse('22023', 'step_slug_duplicate', 'step_slug', step_slug, format(
+        'flow %s lists step %s twice: step slugs are unique case-insensitively',
+        to_json(slug)::text, to_json(step_slug)::text),
+        context => jsonb_build_object('flow_slug', slug));
+    end if;
+    if (step -> 'index') is distinct from to_jsonb(i) then
+      perform switchyard._refuse('22023', 'step_index_order', 'index', (step -> 'index')::text,
+        format(
+        'flow %s step %s has index %s: steps must be listed in index order from 0',
+        to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb)),
+        context => jsonb_build_object('expected', i, 'flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    step_queue := step ->> 'queue';
+    step_kind := step ->> 'kind';
+    if step_kind in ('wait', 'sleep', 'flow') then
+      -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
+      if step_queue is not null then
+        perform switchyard._refuse('22023', 'wait_queue', 'queue', step_queue, format(
+          'flow %s step %s: a %s step uses no queue, not %s',
+          to_json(slug)::text, to_json(step_slug)::text, step_kind, to_json(step_queue)::text),
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+      end if;
+      expected_queue := null;
+    elsif placement = 'plain' then
+      expected_queue := lower(slug);
+    elsif placement = 'step_queues' then
+      expected_queue := switchyard.step_queue_name(slug, step_slug, i);
+    else
+      expected_queue := null;
+    end if;
+    if expected_queue is not null and step_queue is distinct from expected_queue then
+      perform switchyard._refuse('22023', 'placement_queue', 'queue', step_queue, format(
+        'flow %s step %s: a %s flow must use queue %s, not %s',
+        to_json(slug)::text, to_json(step_slug)::text, placement, to_json(expected_queue)::text,
+        coalesce(to_json(step_queue)::text, 'null')),
+        context => jsonb_build_object('expected', expected_queue, 'placement', placement,
+          'flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    if step_kind in ('wait', 'sleep', 'flow') then
+      null;
+    elsif placement = 'routed' then
+      perform switchyard.ensure_shared_queue(step_queue);
+    else
+      perform switchyard._ensure_private_queue(step_queue, slug);
+    end if;
+
+    if jsonb_typeof(step -> 'dependsOn') <> 'array' then
+      perform switchyard._refuse('22023', 'depends_on_not_array', 'dependsOn',
+        (step -> 'dependsOn')::text, format(
+        'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    if jsonb_typeof(step -> 'options') <> 'object' then
+      perform switchyard._refuse('22023', 'options_not_object', 'options',
+        (step -> 'options')::text, format(
+        'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
+    -- dependency) or from its one dependency.
+    if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
+      perform switchyard._refuse('22023', 'step_kind_invalid', 'kind', (step -> 'kind')::text,
+        format(
+        'flow %s step %s kind %s is invalid: use single, map, wait, sleep or flow',
+        to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    if step_kind = 'map' and jsonb_array_length(step -> 'dependsOn') > 1 then
+      perform switchyard._refuse('22023', 'map_dependencies', 'dependsOn',
+        (step -> 'dependsOn')::text, format(
+        'flow %s map step %s depends on %s steps: a map reads one array, from the flow input '
+        '(no dependency) or from one step', to_json(slug)::text, to_json(step_slug)::text,
+        jsonb_array_length(step -> 'dependsOn')),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
+    -- 8 keys and the input it is read from, instead of a length in seconds.
+    sleep_until := nullif(step -> 'options' -> 'sleepUntil', 'null'::jsonb);
+    if sleep_until is not null and (step_kind <> 'sleep' or jsonb_typeof(sleep_until) <> 'object'
+        or jsonb_typeof(sleep_until -> 'key') is distinct from 'array'
+        or jsonb_array_length(sleep_until -> 'key') not between 1 and 8
+        or exists (select 1 from jsonb_array_elements(sleep_until -> 'key') k
+                    where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
+        or coalesce(sleep_until ->> 'input', 'run') not in ('run', 'step')
+        or (sleep_until - array['key', 'input']) <> '{}'::jsonb
+        or nullif(step -> 'options' -> 'waitTimeout', 'null'::jsonb) is not null) then
+      perform switchyard._refuse('22023', 'sleep_until_invalid', 'sleepUntil', sleep_until::text,
+        format(
+        'flow %s step %s sleepUntil %s is invalid: a sleep step takes {"key": [1 to 8 keys], '
+        '"input": "run" or "step"} instead of a waitTimeout (no other kind takes one)',
+        to_json(slug)::text, to_json(step_slug)::text, left(sleep_until::text, 200)),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    -- Runtime options are set below by _apply_flow_options, with their ranges.
+    insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
+                                  step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
+                                  wait_timeout, on_timeout, child_alias, sleep_until,
+                                  sleep_until_input)
+    values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
+      step_kind,
+      -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
+      nullif(step -> 'options' -> 'if', 'null'::jsonb),
+      nullif(step -> 'options' -> 'ifNot', 'null'::jsonb),
+      switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
+                                array['skip', 'skip-cascade', 'fail'], 'skip'),
+      switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip', 'skip-cascade'], 'fail'),
+      -- A wait's timeout (none: null) and what it does; a sleep's length, required unless it
+      -- sleeps until a time.
+      switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
+                             1, 31536000, step_kind <> 'sleep' or sleep_until is not null),
+      switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip'], 'fail'),
+      -- A flow step's alias (checked as an alias slug; it need not exist yet).
+      case when step_kind = 'flow'
+           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end,
+      case when sleep_until is not null then
+        array(select k #>> '{}' from jsonb_array_elements(sleep_until -> 'key') with ordinality e(k, o)
+               order by o) end,
+      case when sleep_until is not null then coalesce(sleep_until ->> 'input', 'run') end);
+
+    deps_seen := '{}';
+    for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
+      if jsonb_typeof(dep) <> 'string' or not ((dep #>> '{}') = any (seen_steps)) then
+        perform switchyard._refuse('22023', 'dependency_not_earlier_step', 'dependsOn',
+          coalesce(dep #>> '{}', dep::text), format(
+          'flow %s step %s depends on %s, which is not an earlier step of the flow',
+          to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+      end if;
+      if (dep #>> '{}') = any (deps_seen) then
+        perform switchyard._refuse('22023', 'dependency_duplicate', 'dependsOn', dep #>> '{}',
+          format(
+          'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+      end if;
+      deps_seen := deps_seen || (dep #>> '{}');
+      insert into switchyard.deps (flow_slug, dep_slug, step_slug) values (slug, dep #>> '{}', step_slug);
+    end loop;
+    seen_steps := seen_steps || step_slug;
+    i := i + 1;
+  end loop;
+  perform switchyard._apply_flow_options(slug, canonical);
+  return 'created';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/flow_option_history.sql
+
+-- The recorded option changes, newest first; of one flow when of_flow is given.
+create or replace function switchyard.flow_option_history(of_flow text default null, max_rows int default 100)
+returns table (
+  change_id bigint, flow_slug text, changed_at timestamptz, changed_by text,
+  application_name text, old_options jsonb, new_options jsonb, differences text[]
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if max_rows is null or max_rows < 1 or max_rows > 10000 then
+    perform switchyard._refuse('22023', 'integer_range', 'max_rows', max_rows::text, format(
+      'flow_option_history max_rows %s is invalid: use an integer from 1 to 10000',
+      coalesce(max_rows::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 10000));
+  end if;
+  return query
+    select c.change_id, c.flow_slug, c.changed_at, c.changed_by, c.application_name,
+           c.old_options, c.new_options, c.differences
+      from switchyard.flow_option_changes c
+     where of_flow is null or c.flow_slug = of_flow
+     order by c.change_id desc
+     limit max_rows;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/step_queue_name.sql
+
+-- The generated private queue of one step (withStepQueues, docs/ARCHITECTURE.md §1):
+-- lower(flow__step) when that is at most 47 characters, else lower(flow__<stepIndex>), else a
+-- refusal (22023 private_queue_name_too_long). Never truncated or hashed.
+create or replace function switchyard.step_queue_name(flow_slug text, step_slug text, step_index int)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  if length(flow_slug) + 2 + length(step_slug) <= 47 then
+    return lower(flow_slug || '__' || step_slug);
+  elsif length(flow_slug) + 2 + length(step_index::text) <= 47 then
+    return lower(flow_slug || '__' || step_index::text);
+  end if;
+  perform switchyard._refuse('22023', 'private_queue_name_too_long', 'step_slug', step_slug, format(
+    'no private queue name fits for step %s of flow %s: both %s and %s exceed 47 characters',
+    switchyard._clip(step_slug), switchyard._clip(flow_slug),
+    switchyard._clip(lower(flow_slug || '__' || step_slug)),
+    switchyard._clip(lower(flow_slug || '__' || step_index::text))),
+    context => jsonb_build_object('flow_slug', left(flow_slug, 200), 'step_index', step_index));
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_check_run_input.sql
+
+-- Flow input: refused at start_flow (the run's row), before anything is sent.
+create or replace function switchyard._check_run_input()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  problem jsonb := switchyard._json_size_problem(new.input, 'max_input_bytes');
+begin
+  if problem is not null then
+    perform switchyard._refuse('22023', 'max_input_bytes', 'input', problem ->> 'excerpt', format(
+      'start_flow(%s): input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
+      switchyard._clip(new.started_as), problem ->> 'size', problem ->> 'limit'),
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int),
+      hint => 'send a smaller input (store large data elsewhere and pass a reference), or raise '
+             'the limit: select switchyard.set_setting(''max_input_bytes'', ''<bytes>'')');
+  end if;
+  return new;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_check_start_key.sql
+
+-- Refuses (22023) a start_flow whose start key arguments do not fit together
+-- (docs/ARCHITECTURE.md §5.13): mode, ttl, delay and max_delay need a key; a key needs a mode
+-- and no run_id (each names the run); ttl is dedupe's, delay and max_delay debounce's, and a
+-- debounce sets its own start, so it takes no start_at.
+create or replace function switchyard._check_start_key(
+  flow_or_alias text, run_id uuid, start_at timestamptz, key text, mode text, ttl int,
+  delay int, max_delay int
+)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  problem text;
+  argument text;
+  value text;
+  hint text;
+begin
+  if key is null then
+    select a.name, a.value into argument, value
+      from (values (1, 'mode', mode), (2, 'ttl', ttl::text), (3, 'delay', delay::text),
+                   (4, 'max_delay', max_delay::text)) as a(n, name, value)
+     where a.value is not null order by a.n limit 1;
+    if argument is null then
+      return;
+    end if;
+    problem := 'key_required';
+    hint := 'it applies to a start with a key: pass key too';
+  elsif char_length(key) not between 1 and 200 then
+    problem := 'key_length'; argument := 'key'; value := key;
+    hint := 'use a key of 1 to 200 characters';
+  elsif run_id is not null then
+    problem := 'key_with_run_id'; argument := 'run_id'; value := run_id::text;
+    hint := 'a key and a run id each name the run: pass one of them';
+  elsif mode is null or mode not in ('singleton', 'dedupe', 'debounce') then
+    problem := 'mode_unknown'; argument := 'mode'; value := mode;
+    hint := 'use mode ''singleton'', ''dedupe'' or ''debounce'' with a key';
+  elsif ttl is not null and mode <> 'dedupe' then
+    problem := 'ttl_dedupe_only'; argument := 'ttl'; value := ttl::text;
+    hint := 'ttl is how long a dedupe key is kept after its run ended: use it with mode ''dedupe''';
+  elsif ttl not between 1 and 31536000 then
+    problem := 'ttl_range'; argument := 'ttl'; value := ttl::text;
+    hint := 'use a ttl of 1 to 31536000 seconds';
+  elsif mode <> 'debounce' and (delay is not null or max_delay is not null) then
+    problem := 'delay_debounce_only';
+    argument := case when delay is not null then 'delay' else 'max_delay' end;
+    value := coalesce(delay, max_delay)::text;
+    hint := 'delay and max_delay are a debounce''s: use them with mode ''debounce''';
+  elsif mode = 'debounce' and (delay is null or delay not between 1 and 31536000) then
+    problem := 'delay_range'; argument := 'delay'; value := delay::text;
+    hint := 'a debounce needs a delay of 1 to 31536000 seconds after the last start';
+  elsif mode = 'debounce' and max_delay not between delay and 31536000 then
+    problem := 'max_delay_range'; argument := 'max_delay'; value := max_delay::text;
+    hint := format('use a max_delay from delay (%s) to 31536000 seconds', delay);
+  elsif mode = 'debounce' and start_at is not null then
+    problem := 'debounce_start_at'; argument := 'start_at'; value := start_at::text;
+    hint := 'a debounce starts delay seconds after the last start: pass no start_at';
+  else
+    return;
+  end if;
+  perform switchyard._refuse('22023', problem, argument, value, format(
+    'start_flow(%s): %s %s is invalid: %s',
+    switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint));
 end
 $$;
 
@@ -725,33 +1693,27 @@ declare
   child uuid;
 begin
   if reason is null or btrim(reason) = '' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'reason_missing', 'reason', reason, format(
       'cancel_run(%s): reason %s is invalid: say why the run is cancelled',
       coalesce(cancel_run.run_id::text, 'null'), coalesce(to_json(reason)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200),
-        'run_id', cancel_run.run_id)::text;
+      context => jsonb_build_object('run_id', cancel_run.run_id));
   end if;
   -- The run's family (a child flow's runs, its parent) bottom-up, before the run itself goes on
   -- to lock its children: a child ending meanwhile locks child then parent too.
   perform switchyard._lock_run_family(cancel_run.run_id);
   select * into run from switchyard.runs r where r.run_id = cancel_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', cancel_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', cancel_run.run_id::text, format(
+      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')));
   end if;
   if run.status = 'cancelled' then
     return false;
   end if;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
       'cancel_run: run %s is %s; only a started run can be cancelled',
       run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   -- The queued tasks before their messages, in (queue, message id) order, as start_tasks
   -- locks them (a task, then its message): a claim in flight cannot deadlock with this.
@@ -783,6 +1745,36 @@ begin
     perform switchyard.cancel_run(child, format('its parent run %s was cancelled', run.run_id));
   end loop;
   return true;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/resolve_flow.sql
+
+-- The concrete flow a caller's name starts: the flow itself, or an alias's active version
+-- (docs/ARCHITECTURE.md §6). Refuses a name that is neither (22023 flow_or_alias_unknown). The
+-- value it echoes is clipped.
+create or replace function switchyard.resolve_flow(flow_or_alias text)
+returns text
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  found_slug text;
+begin
+  select a.flow_slug into found_slug from switchyard.aliases a where a.alias = flow_or_alias;
+  if found_slug is null then
+    select f.flow_slug into found_slug from switchyard.flows f where f.flow_slug = flow_or_alias;
+  end if;
+  if found_slug is null then
+    perform switchyard._refuse('22023', 'flow_or_alias_unknown', 'flow_or_alias', flow_or_alias,
+      format(
+      'unknown flow or alias %s: compile it (start a worker that lists it) first',
+      switchyard._clip(flow_or_alias)));
+  end if;
+  return found_slug;
 end
 $$;
 
@@ -828,17 +1820,13 @@ begin
     order by t.queue_name, t.message_id for update;
   select * into run from switchyard.runs r where r.run_id = retry_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', retry_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', retry_run.run_id::text, format(
+      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')));
   end if;
   if run.status <> 'failed' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_failed', 'run_id', run.run_id::text, format(
       'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_failed', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   update switchyard.runs r
      set status = 'started', failed_at = null, error = null
@@ -973,38 +1961,31 @@ declare
 begin
   if start_flow.trace_context is not null
      and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'trace_context_format', 'trace_context',
+      start_flow.trace_context, format(
       'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
       '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
       '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
-      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)),
-      detail = jsonb_build_object(
-        'rule', 'trace_context_format', 'argument', 'trace_context',
-        'value', left(start_flow.trace_context, 200))::text;
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)));
   end if;
   if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'priority_range', 'priority', start_flow.priority::text,
+      format(
       'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
       '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
-      detail = jsonb_build_object(
-        'rule', 'priority_range', 'argument', 'priority', 'value', start_flow.priority,
-        'min', -10, 'max', 10)::text;
+      context => jsonb_build_object('min', -10, 'max', 10));
   end if;
   if input is null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'input_sql_null', 'input', null, format(
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
       coalesce(to_json(flow_or_alias)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
-        'flow_or_alias', left(flow_or_alias, 200))::text;
+      context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200)));
   end if;
   if begins > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'start_at_range', 'start_at', begins::text, format(
       'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), begins),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '365 days')::text));
   end if;
   perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
                                       start_flow.key, start_flow.mode, start_flow.ttl,
@@ -1046,23 +2027,20 @@ begin
       if coalesce(live, false) then
         -- Another owner's key is refused first, so the caller learns nothing else of it.
         if held.owner is distinct from start_flow.owner then
-          raise exception using errcode = '23505', message = format(
+          perform switchyard._refuse('23505', 'key_other_owner', 'owner', start_flow.owner::text,
+            format(
             'start_flow(%s): key %s names a run of another owner: '
             'a key names one run at a time; use another key for another owner',
             switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-              'key', left(start_flow.key, 200))::text;
+            context => jsonb_build_object('key', left(start_flow.key, 200)));
         end if;
         if held.mode <> start_flow.mode then
-          raise exception using errcode = '23505', message = format(
+          perform switchyard._refuse('23505', 'key_other_mode', 'mode', start_flow.mode, format(
             'start_flow(%s): key %s is held in mode %s, not %s: '
             'start with the mode the key has, or use another key',
             switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key),
             held.mode, switchyard._clip(start_flow.mode)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_mode', 'argument', 'mode', 'value', left(start_flow.mode, 200),
-              'key', left(start_flow.key, 200), 'key_mode', held.mode)::text;
+            context => jsonb_build_object('key', left(start_flow.key, 200), 'key_mode', held.mode));
         end if;
         if held.mode <> 'debounce' then
           return held.run_id;
@@ -1117,33 +2095,30 @@ begin
       from switchyard.runs r where r.run_id = id;
     -- Another owner's run is refused first, so the caller learns nothing else of it.
     if existing.owner is distinct from start_flow.owner then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_owner', 'owner', start_flow.owner::text,
+        format(
         'start_flow(%s): run id %s was started for another owner: '
         'a run id names one start; use a new id for another owner',
         to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-          'run_id', start_flow.run_id)::text;
+        context => jsonb_build_object('run_id', start_flow.run_id));
     end if;
     if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_flow', 'run_id', start_flow.run_id::text,
+        format(
         'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
         'a run id names one start; use a new id for another flow',
         to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
         to_json(existing.started_as)::text),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_flow', 'argument', 'run_id', 'value', start_flow.run_id::text,
-          'flow_or_alias', left(flow_or_alias, 200), 'existing_flow_slug', existing.flow_slug,
-          'existing_started_as', existing.started_as)::text;
+        context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200),
+          'existing_flow_slug', existing.flow_slug, 'existing_started_as', existing.started_as));
     end if;
     if existing.input <> input then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_input', 'input', input::text, format(
         'start_flow(%s): run id %s was started with another input: '
         'a run id names one start; use a new id for another input',
         to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_input', 'argument', 'input', 'value', left(input::text, 200),
-          'run_id', start_flow.run_id, 'existing_input', left(existing.input::text, 200))::text;
+        context => jsonb_build_object('run_id', start_flow.run_id,
+          'existing_input', left(existing.input::text, 200)));
     end if;
     return start_flow.run_id;
   end if;
@@ -1189,12 +2164,10 @@ set search_path = ''
 as $$
 begin
   if start_at is null or start_at > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'start_at_range', 'start_at', start_at::text, format(
       'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '365 days')::text));
   end if;
   return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
 end
@@ -1224,36 +2197,28 @@ begin
     execute 'select auth.uid()' into user_id;
   end if;
   if user_id is null then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'not_signed_in', 'alias', start_user_run.alias, format(
       'start_user_run(%s): no signed-in user (auth.uid() is null): '
       'sign in, or start the run from a trusted server with start_flow',
-      switchyard._clip(start_user_run.alias)),
-      detail = jsonb_build_object(
-        'rule', 'not_signed_in', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200))::text;
+      switchyard._clip(start_user_run.alias)));
   end if;
   if not exists (select 1 from switchyard.user_start_aliases a
                   where a.alias = start_user_run.alias) then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'alias_not_allowed', 'alias', start_user_run.alias, format(
       'start_user_run(%s): signed-in users may not start this alias: '
       'an operator allows it with insert into switchyard.user_start_aliases',
-      switchyard._clip(start_user_run.alias)),
-      detail = jsonb_build_object(
-        'rule', 'alias_not_allowed', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200))::text;
+      switchyard._clip(start_user_run.alias)));
   end if;
   -- A user's run id is random (version 4, as crypto.randomUUID() gives): the other versions,
   -- which a trusted server may derive from names or times (v3, v5, v7, ...) and so a user
   -- could predict, are never a user's, and a server's id can never be taken first by a user.
   if start_user_run.run_id is not null
      and start_user_run.run_id::text !~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'run_id_not_random', 'run_id', start_user_run.run_id::text,
+      format(
       'start_user_run(%s): run id %s is invalid: a signed-in user''s run id is a random '
       '(version 4) UUID, such as crypto.randomUUID() gives; other versions are kept for '
-      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id),
-      detail = jsonb_build_object(
-        'rule', 'run_id_not_random', 'argument', 'run_id',
-        'value', start_user_run.run_id::text)::text;
+      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id));
   end if;
   -- The same start again (a resubscription) returns the run and counts nothing.
   if start_user_run.run_id is not null
@@ -1270,14 +2235,13 @@ begin
    where r.owner = user_id and r.started_at > switchyard.clock_now() - interval '1 minute';
   if recent >= per_minute then
     -- PT429: PostgREST answers HTTP 429 Too Many Requests.
-    raise exception using errcode = 'PT429', message = format(
+    perform switchyard._refuse('PT429', 'user_runs_per_minute', 'alias', start_user_run.alias,
+      format(
       'start_user_run(%s): user %s started %s runs in the last minute, the limit '
       '(setting user_runs_per_minute): wait a minute and try again',
       switchyard._clip(start_user_run.alias), user_id, recent),
-      detail = jsonb_build_object(
-        'rule', 'user_runs_per_minute', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200), 'limit', per_minute)::text,
-      hint = 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')';
+      context => jsonb_build_object('limit', per_minute),
+      hint => 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')');
   end if;
   return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
 end
@@ -1393,26 +2357,23 @@ declare
   chosen bigint[];
 begin
   if qty is null or qty not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'read_qty', 'qty', qty::text, format(
       'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
       switchyard._clip(queue), coalesce(qty::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_qty', 'argument', 'qty', 'value', qty,
-                                  'min', 1, 'max', 1000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000));
   end if;
   if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'read_visibility', 'visibility_seconds',
+      visibility_seconds::text, format(
       'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
       switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
-                                  'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
+      context => jsonb_build_object('min', 0, 'max', 86400));
   end if;
   perform from switchyard.queues q where q.queue_name = queue;
   if not found then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', queue, format(
       'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
-      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)),
-      detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
-                                  'value', left(queue, 200))::text;
+      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)));
   end if;
   -- Which queues are read in order is read_ordered's rule, here as for the worker.
   if not switchyard.read_ordered(queue) then
@@ -1495,6 +2456,47 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/claim/read_visibility_seconds.sql
+
+-- The visibility a worker's read gives the messages it reads (docs/ARCHITECTURE.md §5.1): its
+-- claim window plus the longest task timeout of the steps on the queue plus the claim margin,
+-- so the claim that follows finds every message hidden long enough and writes none of them
+-- again (_keep_hidden). At most read_visibility_cap_seconds() (300) unless the window itself is
+-- longer: a worker that dies between its read and its claim leaves the batch hidden that long
+-- (its tasks are still queued, so stall recovery does not see them), and a task with a longer
+-- timeout is hidden further by its claim. A queue with no step: the window alone. The timeouts
+-- are read on every call (one probe of steps_queue per read), so a timeout changed live counts
+-- from the next read.
+create or replace function switchyard.read_visibility_seconds(queue_name text, claim_window int)
+returns int
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  longest int;
+begin
+  if claim_window is null or claim_window < 1 or claim_window > 3600 then
+    perform switchyard._refuse('22023', 'claim_window_range', 'claim_window', claim_window::text,
+      format(
+      'read_visibility_seconds: claim window %s is invalid: use whole seconds from 1 to 3600',
+      coalesce(claim_window::text, 'null')));
+  end if;
+  select max(coalesce(st.timeout, f.timeout)) into longest
+    from switchyard.steps st
+    join switchyard.flows f on f.flow_slug = st.flow_slug
+   where st.queue_name = read_visibility_seconds.queue_name;
+  if longest is null then
+    return claim_window;
+  end if;
+  return greatest(claim_window,
+                  least(claim_window + longest + switchyard.claim_margin_seconds(),
+                        switchyard.read_visibility_cap_seconds()));
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/claim/start_tasks.sql
 
 -- The claim (docs/ARCHITECTURE.md §5.2-§5.4): turns the messages a worker read into started
@@ -1542,19 +2544,15 @@ begin
   select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
     from switchyard.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s is not registered', start_tasks.worker_id),
-      detail = jsonb_build_object(
-        'rule', 'worker_not_registered', 'argument', 'worker_id',
-        'value', start_tasks.worker_id::text)::text;
+    perform switchyard._refuse('22023', 'worker_not_registered', 'worker_id',
+      start_tasks.worker_id::text, format(
+      'start_tasks: worker %s is not registered', start_tasks.worker_id));
   end if;
   if worker.queue_name <> queue then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'worker_queue_mismatch', 'queue_name', queue, format(
       'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
       switchyard._clip(worker.queue_name), switchyard._clip(queue)),
-      detail = jsonb_build_object(
-        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
-        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
+      context => jsonb_build_object('worker_id', worker.worker_id, 'worker_queue', worker.queue_name));
   end if;
   support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;
@@ -1739,6 +2737,34 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/completion/_check_task_output.sql
+
+-- Step output: a completion over the limit is refused. The worker measures the same way before
+-- it sends (jsonTextBytes) and fails the attempt instead, so it never gets here. JSON text is at
+-- most six times its jsonb size and the limit is at least 64 KiB, so a smaller value needs no look.
+create or replace function switchyard._check_task_output()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  problem jsonb := switchyard._json_size_problem(new.output, 'max_output_bytes');
+begin
+  if problem is not null then
+    perform switchyard._refuse('22023', 'max_output_bytes', 'output', problem ->> 'excerpt', format(
+      'complete_tasks: the output of step %s of run %s is %s bytes of JSON, over the limit of %s '
+      'bytes (setting max_output_bytes)',
+      to_json(new.step_slug)::text, new.run_id, problem ->> 'size', problem ->> 'limit'),
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int, 'run_id', new.run_id, 'step_slug', new.step_slug),
+      hint => 'return a smaller value (store large data elsewhere and return a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')');
+  end if;
+  return new;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/completion/checkpoint_task.sql
 
 -- Saves a running task's checkpoint (ctx.checkpoint; docs/ARCHITECTURE.md §9, "Checkpoints"):
@@ -1760,32 +2786,26 @@ declare
   size int := octet_length(state::text);
 begin
   if state is null then
-    raise exception using errcode = '22023', message =
-      'checkpoint: the state is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'checkpoint_null', 'argument', 'state',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'checkpoint_null', 'state', null,
+      'checkpoint: the state is null: give a JSON value');
   end if;
   if size > switchyard.max_checkpoint_bytes() then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'checkpoint_too_large', 'state', state::text, format(
       'checkpoint of step %s is %s bytes of JSON, over the limit of %s bytes: checkpoint a '
       'position (a cursor, counters), not the data', switchyard._clip(step_slug), size,
       switchyard.max_checkpoint_bytes()),
-      detail = jsonb_build_object('rule', 'checkpoint_too_large', 'argument', 'state',
-                                  'value', left(state::text, 200), 'size', size,
-                                  'limit', switchyard.max_checkpoint_bytes())::text;
+      context => jsonb_build_object('size', size, 'limit', switchyard.max_checkpoint_bytes()));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = checkpoint_task.run_id and t.step_slug = checkpoint_task.step_slug
      and t.task_index = checkpoint_task.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   insert into switchyard.task_checkpoints as c (run_id, step_slug, task_index, state, attempt)
   values (checkpoint_task.run_id, checkpoint_task.step_slug, checkpoint_task.task_index, state,
@@ -1794,6 +2814,43 @@ begin
     set state = excluded.state, attempt = excluded.attempt, saved_at = switchyard.clock_now();
   perform pgmq.set_vt(task.queue_name, task.message_id, task.timeout);
   return size;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/completion/clear_checkpoint.sql
+
+-- Deletes a running task's checkpoint (ctx.clearCheckpoint; docs/ARCHITECTURE.md §9,
+-- "Checkpoints"): only while `attempt` holds the task (started, that attempt), else 55000
+-- attempt_not_current and nothing changes, as checkpoint_task. The next attempt's ctx.resume()
+-- reads nothing, so a handler that finds its saved state bad can start over. Returns whether
+-- there was one.
+create or replace function switchyard.clear_checkpoint(
+  run_id uuid, step_slug text, task_index int, attempt int
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+begin
+  select * into task from switchyard.step_tasks t
+   where t.run_id = clear_checkpoint.run_id and t.step_slug = clear_checkpoint.step_slug
+     and t.task_index = clear_checkpoint.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
+      'clear checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
+      attempt, switchyard._clip(step_slug), task_index, run_id,
+      case when not found then 'no such task'
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
+  end if;
+  delete from switchyard.task_checkpoints c
+   where c.run_id = clear_checkpoint.run_id and c.step_slug = clear_checkpoint.step_slug
+     and c.task_index = clear_checkpoint.task_index;
+  return found;
 end
 $$;
 
@@ -1842,11 +2899,8 @@ declare
   err_message text;
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
-    raise exception using errcode = '22023', message =
-      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}',
-      detail = jsonb_build_object(
-        'rule', 'completions_not_array', 'argument', 'completions',
-        'value', left(completions::text, 200))::text;
+    perform switchyard._refuse('22023', 'completions_not_array', 'completions', completions::text,
+      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}');
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
@@ -2142,12 +3196,11 @@ declare
   error_text text := left(coalesce(error_message, 'unknown error'), 4000);
 begin
   if retry_after_seconds is not null and (retry_after_seconds < 0 or retry_after_seconds > 604800) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'retry_after_range', 'retry_after_seconds',
+      retry_after_seconds::text, format(
       'fail_task_with: retry_after_seconds %s is out of range: use 0 to 604800 (7 days)',
       retry_after_seconds),
-      detail = jsonb_build_object(
-        'rule', 'retry_after_range', 'argument', 'retry_after_seconds',
-        'value', retry_after_seconds, 'min', 0, 'max', 604800)::text;
+      context => jsonb_build_object('min', 0, 'max', 604800));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = fail_task_with.run_id and t.step_slug = fail_task_with.step_slug
@@ -2231,17 +3284,14 @@ declare
   max_refunds int := switchyard.max_task_refunds();
 begin
   if worker_id is null then
-    raise exception using errcode = '22023',
-      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
-      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'argument_missing', 'worker_id', null,
+      'release_tasks: worker_id is null: pass the id of the stopping worker');
   end if;
   if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'handed_back_not_array', 'handed_back', handed_back::text,
+      format(
       'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
-      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)),
-      detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
-                                  'value', left(handed_back::text, 200))::text;
+      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)));
   end if;
   update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
    where w.worker_id = release_tasks.worker_id;
@@ -2327,39 +3377,32 @@ declare
   id bigint;
 begin
   if data is null then
-    raise exception using errcode = '22023', message =
-      'progress: the data is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'progress_null', 'argument', 'data',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'progress_null', 'data', null,
+      'progress: the data is null: give a JSON value');
   end if;
   if size > max_bytes then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'progress_too_large', 'data', data::text, format(
       'progress of step %s is %s bytes of JSON, over the limit of %s bytes (max_progress_bytes): '
       'report counters or a short message, not the data', switchyard._clip(step_slug), size,
       max_bytes),
-      detail = jsonb_build_object('rule', 'progress_too_large', 'argument', 'data',
-                                  'value', left(data::text, 200), 'size', size,
-                                  'limit', max_bytes)::text;
+      context => jsonb_build_object('size', size, 'limit', max_bytes));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = report_progress.run_id and t.step_slug = report_progress.step_slug
      and t.task_index = report_progress.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'progress: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   select * into run from switchyard.runs r where r.run_id = report_progress.run_id for update;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run_id::text, format(
       'progress: run %s is %s, not started: its events ended', run_id, run.status),
-      detail = jsonb_build_object('rule', 'run_not_started', 'argument', 'run_id',
-                                  'value', run_id::text, 'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   insert into switchyard.task_progress as p
          (run_id, step_slug, task_index, window_started_at, window_count)
@@ -2371,12 +3414,11 @@ begin
                             then p.window_count + 1 else 1 end
   returning p.window_count into counted;
   if counted > per_second then
-    raise exception using errcode = 'PT429', message = format(
+    perform switchyard._refuse('PT429', 'progress_rate', 'data', data::text, format(
       'progress of step %s (task %s) of run %s is over the limit of %s events per second '
       '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
       task_index, run_id, per_second),
-      detail = jsonb_build_object('rule', 'progress_rate', 'argument', 'data',
-                                  'value', left(data::text, 200), 'limit', per_second)::text;
+      context => jsonb_build_object('limit', per_second));
   end if;
   insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event, task_index, data)
   values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',
@@ -2384,6 +3426,40 @@ begin
   returning event_id into id;
   perform pg_notify('switchyard_run_events', run_id::text);
   return id;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/completion/reset_checkpoints.sql
+
+-- Deletes the checkpoints of a run's tasks that no worker is running (docs/ARCHITECTURE.md §9,
+-- "Checkpoints"): checkpoints survive failed attempts and retry_run on purpose (a task resumes
+-- where it was), and this is the way to start them over, e.g. before retry_run when a saved
+-- state is what made the run fail (retryRun(..., { resetCheckpoints: true }) does both in one
+-- transaction). A started task keeps its checkpoint: its handler may still save one. Unknown
+-- run: 22023 run_unknown. Returns the checkpoints deleted.
+create or replace function switchyard.reset_checkpoints(run_id uuid)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  deleted int;
+begin
+  perform 1 from switchyard.runs r where r.run_id = reset_checkpoints.run_id;
+  if not found then
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', reset_checkpoints.run_id::text,
+      format(
+      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')));
+  end if;
+  delete from switchyard.task_checkpoints c
+   using switchyard.step_tasks t
+   where c.run_id = reset_checkpoints.run_id and t.run_id = c.run_id
+     and t.step_slug = c.step_slug and t.task_index = c.task_index and t.status <> 'started';
+  get diagnostics deleted = row_count;
+  return deleted;
 end
 $$;
 
@@ -2473,6 +3549,34 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/waits/_check_user_signal_step.sql
+
+-- A user_signal_steps row's payload_schema must be one _payload_problem can check
+-- (_payload_schema_problem): refused with the problem (22023 payload_schema_invalid), so a typo
+-- in a keyword never leaves a step open to any payload while it looks checked.
+create or replace function switchyard._check_user_signal_step()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  problem text;
+begin
+  if new.payload_schema is not null then
+    problem := switchyard._payload_schema_problem(new.payload_schema);
+    if problem is not null then
+      perform switchyard._refuse('22023', 'payload_schema_invalid', 'payload_schema',
+        new.payload_schema::text, format(
+        'user_signal_steps (%s, %s): the payload schema is invalid: %s',
+        to_json(new.alias)::text, to_json(new.step_slug)::text, problem),
+        context => jsonb_build_object('problem', problem));
+    end if;
+  end if;
+  return new;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/waits/_finish_wait.sql
 
 -- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
@@ -2544,11 +3648,10 @@ declare
   err_message text;
 begin
   if max_steps is null or max_steps < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'max_steps', max_steps::text, format(
       'expire_waits: max_steps %s is invalid: use an integer of at least 1',
       coalesce(max_steps::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   -- Delayed starts that are due (start_flow_at): their first steps start now.
   for delayed in
@@ -2669,15 +3772,15 @@ declare
 begin
   select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', signal_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', signal_run.run_id::text, format(
+      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')));
   end if;
   select * into st from switchyard.steps s
    where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
   if not found or st.step_type <> 'wait' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023',
+      case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end, 'step_slug',
+      signal_run.step_slug, format(
       'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
       switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
       case when st.step_slug is null then 'does not exist'
@@ -2685,39 +3788,32 @@ begin
       coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
                   from switchyard.steps w
                  where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
-      detail = jsonb_build_object(
-        'rule', case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end,
-        'argument', 'step_slug', 'value', left(signal_run.step_slug, 200),
-        'step_type', st.step_type, 'run_id', run.run_id, 'flow_slug', run.flow_slug)::text;
+      context => jsonb_build_object('step_type', st.step_type, 'run_id', run.run_id,
+        'flow_slug', run.flow_slug));
   end if;
   if key is not null and btrim(key) = '' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'key_empty', 'key', key, format(
       'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('run_id', run.run_id, 'step_slug', st.step_slug));
   end if;
   if char_length(key) > 200 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'key_length', 'key', key, format(
       'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
       'characters', switchyard._clip(key), char_length(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_length', 'argument', 'key', 'value', left(key, 200),
-        'size', char_length(key), 'limit', 200, 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('size', char_length(key), 'limit', 200, 'run_id', run.run_id,
+        'step_slug', st.step_slug));
   end if;
   problem := switchyard._json_size_problem(value, 'max_output_bytes');
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_output_bytes', 'payload', problem ->> 'excerpt',
+      format(
       'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
       'bytes (setting max_output_bytes)',
       to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_output_bytes', 'argument', 'payload', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
-        'run_id', run.run_id, 'step_slug', st.step_slug)::text,
-      hint = 'send a smaller payload (store large data elsewhere and send a reference), or '
-             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int, 'run_id', run.run_id, 'step_slug', st.step_slug),
+      hint => 'send a smaller payload (store large data elsewhere and send a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')');
   end if;
   select * into kept from switchyard.run_signals rs
    where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
@@ -2725,39 +3821,36 @@ begin
     return 'duplicate';
   end if;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
       'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status, 'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('status', run.status, 'step_slug', st.step_slug));
   end if;
   if kept.run_id is not null then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'step_already_signalled', 'key', key, format(
       'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
       'signal: repeat it with the same key to make the repeat a no-op',
       to_json(st.step_slug)::text, run.run_id,
       case when kept.signal_key is null then 'no key'
            else format('key %s', switchyard._clip(kept.signal_key)) end,
       kept.signalled_at),
-      detail = jsonb_build_object(
-        'rule', 'step_already_signalled', 'argument', 'key', 'value', left(key, 200),
-        'signal_key', left(kept.signal_key, 200), 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('signal_key', left(kept.signal_key, 200), 'run_id', run.run_id,
+        'step_slug', st.step_slug));
   end if;
   select * into state from switchyard.step_states ss
    where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
   timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
   if state.status not in ('created', 'started') or timed_out then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000',
+      case when timed_out then 'wait_timed_out' else 'wait_not_open' end, 'step_slug',
+      st.step_slug, format(
       'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
       case when timed_out
            then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
                        st.wait_timeout, st.on_timeout)
            else format('is %s; only a step that waits or is not ready yet takes a signal',
                        state.status) end),
-      detail = jsonb_build_object(
-        'rule', case when timed_out then 'wait_timed_out' else 'wait_not_open' end,
-        'argument', 'step_slug', 'value', st.step_slug, 'status', state.status,
-        'deadline', state.wait_deadline, 'run_id', run.run_id)::text;
+      context => jsonb_build_object('status', state.status, 'deadline', state.wait_deadline,
+        'run_id', run.run_id));
   end if;
   insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
   values (run.run_id, st.step_slug, key, value);
@@ -2768,6 +3861,85 @@ begin
   perform switchyard._start_ready_steps(run.run_id);
   perform switchyard._complete_run_if_done(run.run_id);
   return 'delivered';
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/waits/signal_user_run.sql
+
+-- Signals a wait step of a run from a browser (docs/ARCHITECTURE.md §14): what signal_run does,
+-- for a signed-in user (auth.uid()) and only in a run they own (runs.owner), and only for a
+-- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
+-- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
+-- or is not theirs, alike so that another user's run ids are not revealed (run_not_owned); a
+-- step not listed (step_not_allowed). A payload that does not match the step's declared
+-- payload_schema is refused with 22023 payload_invalid (PostgREST answers 400), naming the path
+-- and the rule. Then signal_run's own refusals and outcomes apply
+-- ('delivered', 'kept', 'duplicate'). Granted to no one: the operator grants EXECUTE to
+-- authenticated (the opt-in).
+create or replace function switchyard.signal_user_run(
+  run_id uuid, step_slug text, payload jsonb, key text default null
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  user_id uuid;
+  run_flow text;
+  run_alias text;
+  schema jsonb;
+  problem text;
+begin
+  if to_regprocedure('auth.uid()') is not null then
+    execute 'select auth.uid()' into user_id;
+  end if;
+  if user_id is null then
+    perform switchyard._refuse('42501', 'not_signed_in', 'run_id', signal_user_run.run_id::text,
+      format(
+      'signal_user_run(%s, %s): no signed-in user (auth.uid() is null): sign in, or signal '
+      'from a trusted server with signal_run', coalesce(signal_user_run.run_id::text, 'null'),
+      switchyard._clip(signal_user_run.step_slug)));
+  end if;
+  select r.flow_slug into run_flow from switchyard.runs r
+   where r.run_id = signal_user_run.run_id and r.owner = user_id;
+  if not found then
+    perform switchyard._refuse('42501', 'run_not_owned', 'run_id', signal_user_run.run_id::text,
+      format(
+      'signal_user_run(%s, %s): run %s is not one of your runs: a signed-in user signals only '
+      'runs whose owner they are (runs.owner = auth.uid())',
+      coalesce(signal_user_run.run_id::text, 'null'), switchyard._clip(signal_user_run.step_slug),
+      coalesce(signal_user_run.run_id::text, 'null')));
+  end if;
+  select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
+  select u.payload_schema into schema from switchyard.user_signal_steps u
+   where u.alias = coalesce(run_alias, run_flow) and u.step_slug = signal_user_run.step_slug;
+  if not found then
+    perform switchyard._refuse('42501', 'step_not_allowed', 'step_slug', signal_user_run.step_slug,
+      format(
+      'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
+      'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
+      signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug),
+      switchyard._clip(signal_user_run.step_slug), to_json(coalesce(run_alias, run_flow))::text),
+      context => jsonb_build_object('alias', coalesce(run_alias, run_flow)));
+  end if;
+  -- The payload a browser sends is checked against what the operator declared for the step,
+  -- before signal_run keeps it (a refused payload uses up nothing).
+  if schema is not null then
+    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');
+    if problem is not null then
+      perform switchyard._refuse('22023', 'payload_invalid', 'payload',
+        switchyard._clip(coalesce(payload, 'null')::text, 200), format(
+        'signal_user_run(%s, %s): %s (the payload_schema of step %s of alias %s)',
+        signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug), problem,
+        to_json(signal_user_run.step_slug)::text, to_json(coalesce(run_alias, run_flow))::text),
+        context => jsonb_build_object('problem', problem, 'run_id', signal_user_run.run_id,
+          'step_slug', signal_user_run.step_slug));
+    end if;
+  end if;
+  return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
 end
 $$;
 
@@ -2932,32 +4104,26 @@ declare
   result jsonb;
 begin
   if name is null or name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'rate_limit_name', 'name', name, format(
       'set_rate_limit: name %s is invalid: use a letter or digit, then letters, digits, _ . : '
-      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'rate_limit_name', 'argument', 'name', 'value', left(name, 200))::text;
+      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')));
   end if;
   if rate is null or rate not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'rate', rate::text, format(
       'set_rate_limit: rate %s is out of range: use 1 to 1000000 tokens per period',
       coalesce(rate::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'rate', 'value', rate, 'min', 1, 'max', 1000000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000000));
   end if;
   if per_seconds is null or per_seconds not between 1 and 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'per_seconds', per_seconds::text, format(
       'set_rate_limit: per_seconds %s is out of range: use 1 to 86400',
       coalesce(per_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'per_seconds', 'value', per_seconds,
-        'min', 1, 'max', 86400)::text;
+      context => jsonb_build_object('min', 1, 'max', 86400));
   end if;
   if cap not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'burst', cap::text, format(
       'set_rate_limit: burst %s is out of range: use 1 to 1000000', cap),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'burst', 'value', cap, 'min', 1, 'max', 1000000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000000));
   end if;
   insert into switchyard.rate_limits as l (name, rate, per_seconds, burst, tokens)
   values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
@@ -2972,6 +4138,148 @@ begin
                                'burst', l.burst, 'tokens', l.tokens)
     into result;
   return result;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/_cron_parse.sql
+
+-- A cron expression (five fields: minute hour day-of-month month day-of-week) as the sets it
+-- allows: {"minute": [...], "hour": [...], "dom": [...], "month": [...], "dow": [...],
+-- "dom_star", "dow_star"}. A field is *, a value, a range a-b, a step */n or a-b/n, or a list
+-- of those separated by commas; months may be jan-dec, days of the week sun-sat, and 7 is
+-- Sunday as 0 is. When both day fields are restricted, a day matches either (as cron does).
+-- An invalid expression is refused with the field, the part and the rule (22023 cron_invalid);
+-- one over 1000 characters before it is read (22023 cron_too_long: every field listed value by
+-- value takes under 400).
+create or replace function switchyard._cron_parse(expr text)
+returns jsonb
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  fields text[] := regexp_split_to_array(trim(coalesce(expr, '')), '\s+');
+  names constant text[] := array['minute', 'hour', 'day of month', 'month', 'day of week'];
+  keys constant text[] := array['minute', 'hour', 'dom', 'month', 'dow'];
+  lows constant int[] := array[0, 0, 1, 1, 0];
+  highs constant int[] := array[59, 23, 31, 12, 7];
+  months constant text[] := array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep',
+                                  'oct', 'nov', 'dec'];
+  days constant text[] := array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+  result jsonb := '{}';
+  part text;
+  m text[];
+  lo int;
+  hi int;
+  step int;
+  val int;
+  allowed int[];
+  problem text;
+  f int;
+begin
+  if length(expr) > 1000 then
+    perform switchyard._refuse('22023', 'cron_too_long', 'cron', expr, format(
+      'cron expression %s... is %s characters, over the limit of 1000: use ranges and steps '
+      '(0-30/5) instead of long lists', to_json(left(expr, 60))::text, length(expr)),
+      context => jsonb_build_object('size', length(expr), 'limit', 1000));
+  end if;
+  if array_length(fields, 1) is distinct from 5 or fields[1] = '' then
+    problem := format('it has %s fields, cron needs five (minute hour day-of-month month '
+                      'day-of-week), e.g. ''0 3 * * *''',
+                      case when fields[1] = '' then 0 else array_length(fields, 1) end);
+  end if;
+  f := 1;
+  while problem is null and f <= 5 loop
+    allowed := '{}';
+    foreach part in array string_to_array(lower(fields[f]), ',') loop
+      m := regexp_match(part, '^(\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:/([0-9]+))?$');
+      if m is null then
+        problem := format('%s field part %s is not a value, a range a-b, * or a step /n',
+                          names[f], to_json(part)::text);
+        exit;
+      end if;
+      if length(m[3]) > 4 then
+        problem := format('%s field part %s: step %s is out of range 1-%s', names[f],
+                          to_json(part)::text, left(m[3], 20), highs[f]);
+        exit;
+      end if;
+      step := coalesce(m[3]::int, 1);
+      if step < 1 then
+        problem := format('%s field part %s has step 0', names[f], to_json(part)::text);
+        exit;
+      end if;
+      if m[1] = '*' then
+        if m[2] is not null then
+          problem := format('%s field part %s: * takes no range', names[f], to_json(part)::text);
+          exit;
+        end if;
+        lo := lows[f];
+        hi := case when f = 5 then 6 else highs[f] end;
+      else
+        for i in 1..2 loop
+          continue when m[i] is null;
+          if m[i] ~ '^[0-9]+$' and length(m[i]) <= 4 then
+            val := m[i]::int;
+          elsif f = 4 and array_position(months, m[i]) is not null then
+            val := array_position(months, m[i]);
+          elsif f = 5 and array_position(days, m[i]) is not null then
+            val := array_position(days, m[i]) - 1;
+          else
+            problem := format('%s field part %s: %s is not a %s', names[f], to_json(part)::text,
+                              to_json(m[i])::text, names[f]);
+            exit;
+          end if;
+          if val < lows[f] or val > highs[f] then
+            problem := format('%s field part %s: %s is out of range %s-%s', names[f],
+                              to_json(part)::text, val, lows[f], highs[f]);
+            exit;
+          end if;
+          if i = 1 then lo := val; else hi := val; end if;
+        end loop;
+        exit when problem is not null;
+        if m[2] is null then
+          hi := case when m[3] is null then lo else highs[f] end;
+        end if;
+        if hi < lo then
+          problem := format('%s field part %s: the range runs backwards', names[f],
+                            to_json(part)::text);
+          exit;
+        end if;
+      end if;
+      allowed := allowed || array(select g from generate_series(lo, hi, step) g);
+    end loop;
+    if problem is null then
+      if f = 5 then
+        allowed := array(select case when v = 7 then 0 else v end from unnest(allowed) v);
+      end if;
+      result := result || jsonb_build_object(keys[f],
+        (select jsonb_agg(distinct v order by v) from unnest(allowed) v));
+    end if;
+    f := f + 1;
+  end loop;
+  if problem is not null then
+    perform switchyard._refuse('22023', 'cron_invalid', 'cron', expr, format(
+      'cron expression %s is invalid: %s', to_json(left(coalesce(expr, ''), 200))::text, problem));
+  end if;
+  return result || jsonb_build_object('dom_star', fields[3] like '*%',
+                                      'dow_star', fields[5] like '*%');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/_refuse_unknown_schedule.sql
+
+-- Raises the refusal of a schedule name that names no schedule (22023 schedule_unknown).
+create or replace function switchyard._refuse_unknown_schedule(name text)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  perform switchyard._refuse('22023', 'schedule_unknown', 'name', name, format(
+    'unknown schedule %s', coalesce(switchyard._clip(name), 'null')));
 end
 $$;
 
@@ -3072,72 +4380,56 @@ declare
   too_big jsonb;
 begin
   if name is null or name !~ '^[a-z][a-z0-9_-]{0,62}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'schedule_name_invalid', 'name', name, format(
       'schedule name %s is invalid: 1-63 characters, lower-case letters, digits, _ and -, '
-      'starting with a letter', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_name_invalid', 'argument', 'name',
-                                  'value', left(name, 200))::text;
+      'starting with a letter', coalesce(switchyard._clip(name), 'null')));
   end if;
   perform switchyard._cron_parse(cron);
   if time_zone is null then
-    raise exception using errcode = '22023', message =
-      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', null,
+      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''');
   end if;
   if time_zone not in ('UTC', 'Etc/UTC')
      and time_zone !~ ('^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian'
                        '|Pacific)(/[A-Z][A-Za-z0-9_+-]{1,30}){1,2}$') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', time_zone, format(
       'time zone %s is not a region name: a POSIX rule, an offset or an abbreviation misleads '
       '(POSIX reads UTC+5 as 5 hours west of UTC); use an IANA region name such as '
-      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)),
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', left(time_zone, 200))::text;
+      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)));
   end if;
   begin
     perform switchyard.clock_now() at time zone time_zone;
   exception when others then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', time_zone, format(
       'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
-      switchyard._clip(time_zone)),
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', left(time_zone, 200))::text;
+      switchyard._clip(time_zone)));
   end;
   perform switchyard.resolve_flow(alias);
   if input is null then
-    raise exception using errcode = '22023', message =
-      'schedule input is null: give a JSON value (''{}'' for none)',
-      detail = jsonb_build_object('rule', 'input_null', 'argument', 'input', 'value', null)::text;
+    perform switchyard._refuse('22023', 'input_null', 'input', null,
+      'schedule input is null: give a JSON value (''{}'' for none)');
   end if;
   too_big := switchyard._json_size_problem(input, 'max_input_bytes');
   if too_big is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'input_too_large', 'input', too_big ->> 'excerpt', format(
       'schedule input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
       too_big ->> 'size', too_big ->> 'limit'),
-      detail = jsonb_build_object('rule', 'input_too_large', 'argument', 'input',
-                                  'value', too_big ->> 'excerpt', 'size', too_big -> 'size',
-                                  'limit', too_big -> 'limit')::text;
+      context => jsonb_build_object('size', too_big -> 'size', 'limit', too_big -> 'limit'));
   end if;
   if overlap is null or overlap not in ('skip', 'queue', 'cancel_previous') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'overlap_invalid', 'overlap', overlap, format(
       'overlap %s is invalid: skip, queue or cancel_previous',
-      coalesce(to_json(left(overlap, 200))::text, 'null')),
-      detail = jsonb_build_object('rule', 'overlap_invalid', 'argument', 'overlap',
-                                  'value', left(overlap, 200))::text;
+      coalesce(to_json(left(overlap, 200))::text, 'null')));
   end if;
   if catch_up is null or catch_up not in ('none', 'latest', 'all') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'catch_up_invalid', 'catch_up', catch_up, format(
       'catch_up %s is invalid: none, latest or all',
-      coalesce(to_json(left(catch_up, 200))::text, 'null')),
-      detail = jsonb_build_object('rule', 'catch_up_invalid', 'argument', 'catch_up',
-                                  'value', left(catch_up, 200))::text;
+      coalesce(to_json(left(catch_up, 200))::text, 'null')));
   end if;
   if catch_up_limit is null or catch_up_limit not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
-      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')),
-      detail = jsonb_build_object('rule', 'catch_up_limit_range', 'argument', 'catch_up_limit',
-                                  'value', catch_up_limit::text)::text;
+    perform switchyard._refuse('22023', 'catch_up_limit_range', 'catch_up_limit',
+      catch_up_limit::text, format(
+      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')));
   end if;
 end
 $$;
@@ -3187,6 +4479,73 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/backfill_schedule.sql
+
+-- Starts the runs of a schedule's ticks from `from_at` to `to_at` (both included) on purpose,
+-- at most 1000 ticks in at most 366 days per call, each with its tick's derived run id: a tick
+-- that already ran is a no-op, so a backfill can be repeated. The overlap policy does not apply
+-- (a backfill is an explicit catch-up). Its work is bounded before any run starts: the ticks
+-- are found a week at a time and the search stops at the 1001st, so a refusal costs little and
+-- the schedule's lock (which run_schedules skips, never waits for) is held briefly. A longer or
+-- infinite range, or more ticks, is refused (22023 backfill_too_long) and starts nothing.
+-- Returns the number of runs started.
+create or replace function switchyard.backfill_schedule(
+  name text, from_at timestamptz, to_at timestamptz
+)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  t timestamptz;
+  due timestamptz[] := '{}';
+  window_from timestamptz;
+  window_to timestamptz;
+  started int := 0;
+begin
+  select * into s from switchyard.schedules x where x.name = backfill_schedule.name for update;
+  if not found then
+    perform switchyard._refuse_unknown_schedule(name);
+  end if;
+  if from_at is null or to_at is null or to_at < from_at then
+    perform switchyard._refuse('22023', 'backfill_range', 'to_at', to_at::text, format(
+      'backfill_schedule(%s): the range %s to %s is empty: from_at must be at most to_at',
+      to_json(name)::text, coalesce(from_at::text, 'null'), coalesce(to_at::text, 'null')));
+  end if;
+  if not isfinite(from_at) or not isfinite(to_at)
+     or extract(epoch from to_at) - extract(epoch from from_at) > 366 * 86400 then
+    perform switchyard._refuse('22023', 'backfill_too_long', 'to_at', to_at::text, format(
+      'backfill_schedule(%s): the range %s to %s is longer than 366 days: backfill at most 366 '
+      'days per call', to_json(name)::text, from_at, to_at),
+      context => jsonb_build_object('max_days', 366));
+  end if;
+  window_from := from_at - interval '1 microsecond';
+  while window_from < to_at and cardinality(due) <= 1000 loop
+    window_to := least(to_at, window_from + interval '7 days');
+    due := due || array(select switchyard._cron_ticks(s.cron, s.time_zone, window_from,
+                                                      window_to, 1001 - cardinality(due)));
+    window_from := window_to;
+  end loop;
+  if cardinality(due) > 1000 then
+    perform switchyard._refuse('22023', 'backfill_too_long', 'to_at', to_at::text, format(
+      'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
+      to_json(name)::text, from_at, to_at));
+  end if;
+  foreach t in array due loop
+    if not exists (select 1 from switchyard.schedule_ticks st
+                    where st.schedule_name = s.name and st.tick_at = t and st.outcome = 'started')
+       and switchyard._start_schedule_run(s.name, s.alias, s.input, t,
+                                          switchyard._schedule_run_id(s.name, t)) then
+      started := started + 1;
+    end if;
+  end loop;
+  return started;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/schedules/create_schedule.sql
 
 -- Creates a schedule (docs/ARCHITECTURE.md §15): from now on every tick of `cron` in
@@ -3217,10 +4576,8 @@ begin
           coalesce(enabled, true), switchyard.clock_now())
   on conflict do nothing;
   if not found then
-    raise exception using errcode = '23505', message = format(
-      'schedule %s exists: change it with update_schedule', to_json(name)::text),
-      detail = jsonb_build_object('rule', 'schedule_exists', 'argument', 'name',
-                                  'value', name)::text;
+    perform switchyard._refuse('23505', 'schedule_exists', 'name', name, format(
+      'schedule %s exists: change it with update_schedule', to_json(name)::text));
   end if;
   return switchyard._schedule_json(name);
 end
@@ -3259,11 +4616,10 @@ declare
 begin
   if now_at is null or not isfinite(now_at)
      or now_at > switchyard.clock_now() + interval '60 seconds' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'now_at_range', 'now_at', now_at::text, format(
       'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
       'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
-      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at', 'value', now_at::text,
-                                  'max', (switchyard.clock_now() + interval '60 seconds')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '60 seconds')::text));
   end if;
   for s in select * from switchyard.schedules x where x.enabled order by x.name
              for update skip locked loop
@@ -3319,6 +4675,44 @@ begin
       where x.recorded_at < switchyard.clock_now() - interval '30 days' and x.outcome <> 'queued'
       order by x.recorded_at limit 1000);
   return started;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/schedule_schedules.sql
+
+-- Installs the scheduler's own pg_cron job 'switchyard_schedules' in this database (every minute
+-- by default: select switchyard.run_schedules()) and returns its job id. Without it the
+-- keep-alive's job ticks the scheduler too; both may run, a tick is never started twice.
+create or replace function switchyard.schedule_schedules(cron_schedule text default '* * * * *')
+returns bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  perform switchyard._cron_parse(cron_schedule);
+  return switchyard._cron_job('schedule_schedules', 'switchyard_schedules', cron_schedule,
+    'select switchyard.run_schedules()',
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); or call '
+               'select switchyard.run_schedules() every minute from elsewhere');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/schedules/unschedule_schedules.sql
+
+-- Removes the pg_cron job 'switchyard_schedules'; returns whether there was one.
+create or replace function switchyard.unschedule_schedules()
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return switchyard._cron_job('unschedule_schedules', 'switchyard_schedules') is not null;
 end
 $$;
 
@@ -3381,6 +4775,39 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/_check_worker_function.sql
+
+-- Function names (at most 63 characters) and their queue, which must be in the queue catalog
+-- (docs/ARCHITECTURE.md §3): register_function no longer accepts a queue that exists nowhere
+-- (the scaffold's migration provisions its shared queue first), register_worker already checks.
+create or replace function switchyard._check_worker_function()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  max_chars int := switchyard.limit_value('max_function_name_chars');
+begin
+  if char_length(new.function_name) > max_chars then
+    perform switchyard._refuse('22023', 'max_function_name_chars', 'function_name',
+      new.function_name, format(
+      'function name %s is %s characters long, over the limit of %s characters',
+      switchyard._clip(new.function_name), char_length(new.function_name), max_chars),
+      context => jsonb_build_object('size', char_length(new.function_name), 'limit', max_chars));
+  end if;
+  if not exists (select 1 from switchyard.queues q where q.queue_name = new.queue_name) then
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', new.queue_name, format(
+      'function %s: queue %s is unknown: it is not in the queue catalog (switchyard.queues), so no '
+      'compiled flow routes a step to it; provision a shared queue first with '
+      'select switchyard.ensure_shared_queue(%L), or start a worker that routes to it',
+      to_json(new.function_name)::text, switchyard._clip(new.queue_name), new.queue_name),
+      context => jsonb_build_object('function_name', left(new.function_name, 200)));
+  end if;
+  return new;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/workers/_worker_running.sql
 
 -- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
@@ -3428,6 +4855,85 @@ as $$
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/fence_begin.sql
+
+-- Opens the fenced rollout (docs/ARCHITECTURE.md §6): records every given queue function's
+-- enabled flag, disables them and deprecates their workers, so no old worker takes work while
+-- the new version deploys. Fences do not nest (SY010); unknown functions are refused (SY003).
+create or replace function switchyard.fence_begin(function_names text[])
+returns table (fence_id bigint, function_name text, was_enabled boolean, deprecated_workers int)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  names text[];
+  unknown text[];
+  open_fence switchyard.fences;
+  new_fence bigint;
+  fn text;
+  previous boolean;
+  deprecated int;
+begin
+  if function_names is null or cardinality(function_names) = 0 then
+    perform switchyard._refuse('22023', 'function_names_missing', 'function_names',
+      function_names::text,
+      'fence_begin: no functions given: list every queue function the rollout affects');
+  end if;
+  if array_position(function_names, null) is not null then
+    perform switchyard._refuse('22023', 'function_name_null', 'function_names',
+      function_names::text,
+      'fence_begin: a function name is null: list function names only');
+  end if;
+  perform switchyard._lock_fences();
+
+  select * into open_fence from switchyard.fences f where f.closed_at is null;
+  if found then
+    raise exception using errcode = 'SY010', message = format(
+      'fence_begin: fence %s is already open since %s over functions %s; fences do not nest',
+      open_fence.fence_id, open_fence.opened_at,
+      (select string_agg(switchyard._clip(m.function_name), ', ' order by m.function_name)
+         from switchyard.fence_members m where m.fence_id = open_fence.fence_id)),
+      detail = jsonb_build_object('fence_id', open_fence.fence_id)::text,
+      hint = 'finish that rollout with select * from switchyard.fence_end() first';
+  end if;
+
+  -- Sorted and distinct, so concurrent callers lock rows in one order.
+  select array_agg(distinct n order by n) into names from unnest(function_names) n;
+  select array_agg(n order by n) into unknown
+    from unnest(names) n
+   where not exists (select 1 from switchyard.worker_functions f where f.function_name = n);
+  if unknown is not null then
+    raise exception using errcode = 'SY003', message = format(
+      'fence_begin: unknown function(s) %s: register a function with its scaffold migration '
+      '(switchyard.register_function) or start its worker once',
+      (select string_agg(switchyard._clip(u), ', ') from unnest(unknown) u)),
+      detail = jsonb_build_object(
+        'function_names', (select jsonb_agg(left(u, 200) order by u) from unnest(unknown) u))::text;
+  end if;
+
+  insert into switchyard.fences as fe default values returning fe.fence_id into new_fence;
+  foreach fn in array names loop
+    -- The row lock waits for a worker registering right now (register_worker
+    -- holds a share lock); that worker is then live and deprecated below.
+    select f.enabled into previous from switchyard.worker_functions f
+     where f.function_name = fn for update;
+    update switchyard.worker_functions f set enabled = false where f.function_name = fn;
+    deprecated := switchyard.deprecate_workers(fn);
+    insert into switchyard.fence_members (fence_id, function_name, was_enabled, deprecated_workers)
+    values (new_fence, fn, previous, deprecated);
+  end loop;
+
+  return query
+    select m.fence_id, m.function_name, m.was_enabled, m.deprecated_workers
+      from switchyard.fence_members m
+     where m.fence_id = new_fence
+     order by m.function_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/workers/fence_end.sql
 
 -- Closes the open fence and sets every member's enabled flag back to the value
@@ -3460,6 +4966,119 @@ begin
       join switchyard.worker_functions f on f.function_name = m.function_name
      where m.fence_id = open_id
      order by m.function_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/fence_status.sql
+
+-- The open fence, one row per member queue function; no rows when no fence is open.
+-- live_workers: workers that still run (switchyard._worker_running: not stopped and
+-- heart-beat within the window, switchyard._heartbeat_window: the worker's own window, or
+-- heartbeat_window_seconds when that is larger; the workers fence_begin deprecated count
+-- until they stop, which is what the fence waits for). started_tasks: tasks those workers
+-- still run. stalled_tasks: started tasks held by workers of the function that stopped or
+-- went silent; they do not hold the fence, the next worker's stall recovery requeues them.
+-- quiet: no live worker and no started task of one.
+create or replace function switchyard.fence_status(heartbeat_window_seconds int default 15)
+returns table (
+  fence_id bigint, opened_at timestamptz, function_name text, queue_name text,
+  was_enabled boolean, enabled boolean, paused boolean,
+  live_workers int, started_tasks int, stalled_tasks int, quiet boolean
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
+      'fence_status: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
+      coalesce(heartbeat_window_seconds::text, 'null')),
+      context => jsonb_build_object('min', 1));
+  end if;
+  return query
+    with members as (
+      select fe.fence_id, fe.opened_at, m.function_name, m.was_enabled,
+             f.queue_name, f.enabled, f.paused_at is not null as paused
+        from switchyard.fences fe
+        join switchyard.fence_members m on m.fence_id = fe.fence_id
+        join switchyard.worker_functions f on f.function_name = m.function_name
+       where fe.closed_at is null
+    ),
+    workers as (
+      select w.function_name, w.worker_id,
+             switchyard._worker_running(
+               w.stopped_at, w.last_heartbeat_at,
+               switchyard._heartbeat_window(w.heartbeat_window_seconds,
+                                            fence_status.heartbeat_window_seconds)) as live
+        from switchyard.workers w
+       where w.function_name in (select mb.function_name from members mb)
+    ),
+    counted as (
+      select mb.function_name,
+             (select count(*) from workers w
+               where w.function_name = mb.function_name and w.live)::int as live_workers,
+             (select count(*) from switchyard.step_tasks t
+                join workers w on w.worker_id = t.worker_id and w.live
+               where w.function_name = mb.function_name and t.status = 'started')::int as started_tasks,
+             (select count(*) from switchyard.step_tasks t
+                join workers w on w.worker_id = t.worker_id and not w.live
+               where w.function_name = mb.function_name and t.status = 'started')::int as stalled_tasks
+        from members mb
+    )
+    select mb.fence_id, mb.opened_at, mb.function_name, mb.queue_name,
+           mb.was_enabled, mb.enabled, mb.paused,
+           c.live_workers, c.started_tasks, c.stalled_tasks,
+           c.live_workers = 0 and c.started_tasks = 0
+      from members mb
+      join counted c on c.function_name = mb.function_name
+     order by mb.function_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/function_states.sql
+
+-- Every queue function with its durable flags and its number of live workers (see
+-- switchyard._worker_live; each worker judged by its own window, or by
+-- heartbeat_window_seconds when that is larger), by name; one row when a name is given, none
+-- when it is unknown.
+create or replace function switchyard.function_states(
+  p_function_name text default null,
+  heartbeat_window_seconds int default 15
+)
+returns table (
+  function_name text, queue_name text, enabled boolean, paused_at timestamptz,
+  pause_reason text, last_woken_at timestamptz, live_workers int
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
+      'function_states: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
+      coalesce(heartbeat_window_seconds::text, 'null')),
+      context => jsonb_build_object('min', 1));
+  end if;
+  return query
+    select f.function_name, f.queue_name, f.enabled, f.paused_at, f.pause_reason,
+           f.last_woken_at,
+           (select count(*) from switchyard.workers w
+             where w.function_name = f.function_name
+               and switchyard._worker_live(
+                     w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                     switchyard._heartbeat_window(w.heartbeat_window_seconds,
+                                                  function_states.heartbeat_window_seconds)))::int
+      from switchyard.worker_functions f
+     where p_function_name is null or f.function_name = p_function_name
+     order by f.function_name;
 end
 $$;
 
@@ -3512,18 +5131,15 @@ declare
   max_chars int := switchyard.limit_value('max_reason_chars');
 begin
   if coalesce(trim(reason), '') = '' then
-    raise exception using errcode = '22023', message = 'pause_function: a reason is required',
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200))::text;
+    perform switchyard._refuse('22023', 'reason_missing', 'reason', reason,
+      'pause_function: a reason is required');
   end if;
   if char_length(reason) > max_chars then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_reason_chars', 'reason', reason, format(
       'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
       'say why in fewer words and keep the details elsewhere',
       switchyard._clip(pause_function.function_name), char_length(reason), max_chars),
-      detail = jsonb_build_object(
-        'rule', 'max_reason_chars', 'argument', 'reason', 'value', left(reason, 200),
-        'size', char_length(reason), 'limit', max_chars)::text;
+      context => jsonb_build_object('size', char_length(reason), 'limit', max_chars));
   end if;
   update switchyard.worker_functions f
      set paused_at = switchyard.clock_now(), pause_reason = reason
@@ -3538,6 +5154,108 @@ begin
         'function_names', jsonb_build_array(left(pause_function.function_name, 200)))::text;
   end if;
   return false;      -- already paused: the first reason is kept
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/quarantine_messages.sql
+
+-- Moves the messages that paused a queue function (an unsupported batch, docs/ARCHITECTURE.md
+-- §5.3) and have no task out of its queue into switchyard.quarantined_messages, with their
+-- bodies; resumes the function when none of them had a task. Returns what it moved, what had a
+-- task and what was already gone.
+create or replace function switchyard.quarantine_messages(function_name text)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  fn switchyard.worker_functions;
+  queue text;
+  named bigint[];
+  moved bigint[];
+  with_task jsonb;
+  present bigint[];
+  gone bigint[];
+begin
+  select * into fn from switchyard.worker_functions f
+   where f.function_name = quarantine_messages.function_name for update;
+  if not found then
+    raise exception using errcode = 'SY003', message = format(
+      'quarantine: unknown function %s', switchyard._clip(quarantine_messages.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(quarantine_messages.function_name, 200)))::text;
+  end if;
+  if fn.paused_at is null then
+    perform switchyard._refuse('55000', 'function_not_paused', 'function_name', fn.function_name,
+      format(
+      'quarantine: function %s is not paused: nothing to quarantine', switchyard._clip(fn.function_name)));
+  end if;
+  if fn.pause_detail is null or jsonb_typeof(fn.pause_detail -> 'message_ids') is distinct from 'array' then
+    perform switchyard._refuse('55000', 'pause_names_no_messages', 'function_name',
+      fn.function_name, format(
+      'quarantine: function %s was paused by an operator (%s), naming no messages: resume it with deno task resume',
+      switchyard._clip(fn.function_name), left(fn.pause_reason, 200)),
+      context => jsonb_build_object('reason', fn.pause_reason));
+  end if;
+  queue := fn.pause_detail ->> 'queue';
+  select coalesce(array_agg(distinct (e #>> '{}')::bigint), '{}') into named
+    from jsonb_array_elements(fn.pause_detail -> 'message_ids') e;
+
+  -- Named messages that belong to a task: left alone.
+  select coalesce(jsonb_agg(jsonb_build_object('message_id', t.message_id::text,
+                                               'pair', t.flow_slug || '/' || t.step_slug)
+                            order by t.message_id), '[]')
+    into with_task
+    from switchyard.step_tasks t
+   where t.queue_name = queue and t.message_id = any (named);
+
+  -- The rest, while still in the queue: locked, copied with their bodies, then deleted.
+  execute format(
+    'with foreign_rows as (
+       select m.msg_id, m.read_ct, m.enqueued_at, m.message, m.headers from pgmq.%I m
+        where m.msg_id = any ($1)
+          and not exists (select 1 from switchyard.step_tasks t
+                           where t.queue_name = $2 and t.message_id = m.msg_id)
+        order by m.msg_id
+          for update of m
+     ), kept as (
+       insert into switchyard.quarantined_messages
+         (queue_name, msg_id, read_ct, enqueued_at, message, headers, function_name, pause_reason)
+       select $2, f.msg_id, f.read_ct, f.enqueued_at, f.message, f.headers, $3, $4
+         from foreign_rows f
+       returning msg_id
+     )
+     select coalesce(array_agg(k.msg_id order by k.msg_id), ''{}'') from kept k',
+    pgmq.format_table_name(queue, 'q'))
+    into moved
+    using named, queue, fn.function_name, fn.pause_reason;
+  if cardinality(moved) > 0 then
+    perform pgmq.delete(queue, moved);
+  end if;
+
+  execute format('select coalesce(array_agg(m.msg_id), ''{}'') from pgmq.%I m where m.msg_id = any ($1)',
+                 pgmq.format_table_name(queue, 'q'))
+    into present using named;
+  select coalesce(array_agg(n order by n), '{}') into gone
+    from unnest(named) n
+   where not (n = any (moved)) and not (n = any (present))
+     and not exists (select 1 from switchyard.step_tasks t where t.queue_name = queue and t.message_id = n);
+
+  if jsonb_array_length(with_task) = 0 then
+    update switchyard.worker_functions f
+       set paused_at = null, pause_reason = null, pause_detail = null
+     where f.function_name = fn.function_name;
+  end if;
+  return jsonb_build_object(
+    'function_name', fn.function_name,
+    'queue', queue,
+    'quarantined', (select coalesce(jsonb_agg(x::text order by x), '[]') from unnest(moved) x),
+    'with_task', with_task,
+    'gone', (select coalesce(jsonb_agg(x::text order by x), '[]') from unnest(gone) x),
+    'resumed', jsonb_array_length(with_task) = 0);
 end
 $$;
 
@@ -3564,24 +5282,19 @@ declare
 begin
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$'
      or char_length(function_name) > max_name then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
       'record_refusal: function name %s is invalid: use lower-case letters, digits, "-" and "_" '
-      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
+      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name));
   end if;
   if refusal is null or not refusal = any (kinds) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'refusal_unknown', 'refusal', refusal, format(
       'record_refusal: refusal %s is unknown: use %s', switchyard._clip(refusal),
-      array_to_string(kinds, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'refusal_unknown', 'argument', 'refusal', 'value', left(refusal, 200))::text;
+      array_to_string(kinds, ', ')));
   end if;
   if coalesce(trim(message), '') = '' then
-    raise exception using errcode = '22023', message = 'record_refusal: a message is required',
-      detail = jsonb_build_object(
-        'rule', 'message_missing', 'argument', 'message', 'value', left(message, 200))::text;
+    perform switchyard._refuse('22023', 'message_missing', 'message', message,
+      'record_refusal: a message is required');
   end if;
   text_ := case when char_length(message) <= 2000 then message
                 else left(message, 2000) || format('... (%s characters)', char_length(message)) end;
@@ -3589,6 +5302,105 @@ begin
   values (record_refusal.function_name, record_refusal.refusal, text_)
   on conflict on constraint refusals_pkey do update
      set message = excluded.message, last_at = switchyard.clock_now(), count = r.count + 1;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/register_function.sql
+
+-- Records a queue function and its queue (a scaffold migration's step), so operators can pause,
+-- fence and wake it before its first worker starts.
+create or replace function switchyard.register_function(function_name text, queue_name text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
+      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
+      switchyard._clip(function_name)));
+  end if;
+  perform switchyard.assert_queue_name(queue_name, false);
+  insert into switchyard.worker_functions (function_name, queue_name)
+  values (register_function.function_name, register_function.queue_name)
+  on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/workers/register_worker.sql
+
+-- Registers a worker for one physical queue. Upserts its queue function's row but
+-- never re-enables a disabled or paused queue function: those refuse to start. The
+-- supported pairs are stored once, as a row set, for the claim path. The heartbeat
+-- window is stored with the worker: stall recovery judges each worker by its own
+-- (docs/ARCHITECTURE.md §5.6).
+create or replace function switchyard.register_worker(
+  worker_id uuid, queue_name text, function_name text, supported_pairs text[],
+  heartbeat_window_seconds int default 15
+)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  queue alias for queue_name;
+  fn switchyard.worker_functions;
+begin
+  if heartbeat_window_seconds is null
+     or heartbeat_window_seconds < switchyard.heartbeat_window_floor_seconds() then
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
+      'register_worker: heartbeat_window_seconds %s is invalid: use at least %s seconds '
+      '(and at least 3 heartbeat intervals)',
+      coalesce(heartbeat_window_seconds::text, 'null'), switchyard.heartbeat_window_floor_seconds()),
+      context => jsonb_build_object('min', switchyard.heartbeat_window_floor_seconds()));
+  end if;
+  if not exists (select 1 from switchyard.queues q where q.queue_name = queue) then
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', queue, format(
+      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text));
+  end if;
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
+      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
+      coalesce(to_json(function_name)::text, 'null')));
+  end if;
+  insert into switchyard.worker_functions (function_name, queue_name)
+  values (register_worker.function_name, queue)
+  on conflict do nothing;
+  select * into fn from switchyard.worker_functions f
+   where f.function_name = register_worker.function_name for share;
+  if fn.queue_name <> queue then
+    perform switchyard._refuse('22023', 'function_queue_mismatch', 'queue_name', queue, format(
+      'function %s is registered for queue %s, not %s',
+      to_json(fn.function_name)::text, to_json(fn.queue_name)::text, to_json(queue)::text),
+      context => jsonb_build_object('function_name', fn.function_name,
+        'registered_queue', fn.queue_name));
+  end if;
+  if fn.paused_at is not null then
+    raise exception using errcode = 'SY001', message = format(
+      'function %s is paused: %s', to_json(fn.function_name)::text, fn.pause_reason),
+      detail = jsonb_build_object(
+        'function_name', fn.function_name, 'reason', fn.pause_reason)::text,
+      hint = format('fix the registry, then select switchyard.resume_function(%L)', fn.function_name);
+  end if;
+  if not fn.enabled then
+    raise exception using errcode = 'SY002', message = format(
+      'function %s is disabled', to_json(fn.function_name)::text),
+      detail = jsonb_build_object('function_name', fn.function_name)::text,
+      hint = 'a fenced rollout disabled it; switchyard.fence_end() or set_function_enabled re-enables it';
+  end if;
+  insert into switchyard.workers (worker_id, queue_name, function_name, pair_set,
+                                  heartbeat_window_seconds)
+  values (register_worker.worker_id, queue, register_worker.function_name,
+          switchyard.pair_set(supported_pairs), register_worker.heartbeat_window_seconds);
 end
 $$;
 
@@ -3607,6 +5419,56 @@ as $$
   update switchyard.workers w
      set stopped_at = coalesce(w.stopped_at, switchyard.clock_now()), stop_reason = coalesce(w.stop_reason, reason)
    where w.worker_id = worker_stopped.worker_id;
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/maintenance/_cron_job.sql
+
+-- The kit's pg_cron jobs in this database (the keep-alive, retention and the scheduler's tick):
+-- what schedule_keep_alive, schedule_prune and schedule_schedules and their unschedule_* share.
+-- With a command, creates or updates the job `job_name` (pg_cron updates a job of the same name
+-- and user instead of adding another) and returns its id: the schedule is checked first (22023
+-- schedule_missing), then pg_cron (SY020, naming `caller`, with `way_out` as the hint: where
+-- pg_cron lives in another database, or what to run instead), so a bad call is refused alike on
+-- every database. Without a command, removes the job and returns the id it had, or null when
+-- there was none or no pg_cron. Statements on cron run through EXECUTE: the schema exists only
+-- where pg_cron does.
+create or replace function switchyard._cron_job(
+  caller text, job_name text, schedule text default null, command text default null,
+  way_out text default null
+)
+returns bigint
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  job bigint;
+  installed boolean := exists (select 1 from pg_catalog.pg_extension e
+                                where e.extname = 'pg_cron');
+begin
+  if _cron_job.command is null then
+    if installed then
+      execute 'select j.jobid from cron.job j where j.jobname = $1' into job using job_name;
+      if job is not null then
+        execute 'select cron.unschedule($1)' using job_name;
+      end if;
+    end if;
+    return job;
+  end if;
+  if schedule is null or trim(schedule) = '' then
+    perform switchyard._refuse('22023', 'schedule_missing', 'schedule', schedule,
+      format('%s: schedule is missing: use cron syntax such as ''* * * * *''', caller));
+  end if;
+  if not installed then
+    raise exception using errcode = 'SY020', message = format(
+      '%s: pg_cron is not installed in database %s', caller, to_json(current_database())::text),
+      detail = jsonb_build_object('database', current_database())::text,
+      hint = coalesce(way_out, 'enable pg_cron in this database');
+  end if;
+  execute 'select cron.schedule($1, $2, $3)' into job using job_name, schedule, command;
+  return job;
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -3643,68 +5505,58 @@ declare
   req bigint;
 begin
   if debounce_seconds is null or debounce_seconds < 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'debounce_seconds', debounce_seconds::text,
+      format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
       coalesce(debounce_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'debounce_seconds',
-        'value', debounce_seconds::text, 'min', 0)::text;
+      context => jsonb_build_object('min', 0));
   end if;
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'url_format',
+      case when given is null then 'functions_base_url' else 'base_url' end, base, format(
       'keep_alive: base URL %s%s is invalid: %s', switchyard._clip(base),
       case when given is null then ' (setting functions_base_url)' else '' end, problem),
-      detail = jsonb_build_object(
-        'rule', 'url_format',
-        'argument', case when given is null then 'functions_base_url' else 'base_url' end,
-        'value', left(base, 200), 'problem', problem)::text;
+      context => jsonb_build_object('problem', problem));
   end if;
   if given is not null and configured is not null
      and switchyard._url_origin(given) <> switchyard._url_origin(configured) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'bearer_host', 'base_url', given, format(
       'keep_alive: base URL %s is refused: the bearer goes only to the configured host %s '
       '(setting functions_base_url); pass no base_url, or change the setting',
       switchyard._clip(given), to_json(switchyard._url_origin(configured))::text),
-      detail = jsonb_build_object(
-        'rule', 'bearer_host', 'argument', 'base_url', 'value', left(given, 200),
-        'configured', switchyard._url_origin(configured))::text;
+      context => jsonb_build_object('configured', switchyard._url_origin(configured)));
   end if;
   base := rtrim(base, '/');
   if use_net then
     bearer := switchyard._functions_bearer();
     if bearer ~ '[[:space:][:cntrl:]]' then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'bearer_characters', null, null,
         'keep_alive: the bearer (Vault secret switchyard_functions_bearer or setting '
         'functions_bearer) contains whitespace or a control character; store it without them',
-        detail = jsonb_build_object(
-          'rule', 'bearer_characters', 'argument', null, 'value', null,
-          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+        context => jsonb_build_object('setting', 'functions_bearer',
+          'vault_secret', 'switchyard_functions_bearer'));
     end if;
     if base is null then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'base_url_missing', 'base_url', null,
         'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
         'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')',
-        detail = jsonb_build_object(
-          'rule', 'base_url_missing', 'argument', 'base_url', 'value', null,
-          'setting', 'functions_base_url')::text;
+        context => jsonb_build_object('setting', 'functions_base_url'));
     end if;
     if bearer is null then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'bearer_missing', null, null,
         'keep_alive: pg_net is installed but no bearer is configured: store the service role key '
         '(or the kit secret) in Vault as switchyard_functions_bearer, or run '
         'select switchyard.set_setting(''functions_bearer'', ''<key>'')',
-        detail = jsonb_build_object(
-          'rule', 'bearer_missing', 'argument', null, 'value', null,
-          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+        context => jsonb_build_object('setting', 'functions_bearer',
+          'vault_secret', 'switchyard_functions_bearer'));
     end if;
   end if;
 
@@ -3784,6 +5636,42 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/maintenance/keep_alive_command.sql
+
+-- The SQL a keep-alive cron job runs (select switchyard.keep_alive(...)) with the base URL and
+-- debounce checked first, so a bad job is refused when it is scheduled, not every minute after.
+-- Useful on its own where pg_cron lives in another database.
+create or replace function switchyard.keep_alive_command(
+  base_url text default null,
+  debounce_seconds int default 30
+)
+returns text
+language plpgsql
+stable      -- base_url_problem reads functions_hosts
+security definer
+set search_path = ''
+as $$
+declare
+  problem text := case when nullif(base_url, '') is not null then switchyard.base_url_problem(base_url) end;
+begin
+  if problem is not null then
+    perform switchyard._refuse('22023', 'url_format', 'base_url', base_url, format(
+      'keep_alive_command: base URL %s is invalid: %s', switchyard._clip(base_url), problem),
+      context => jsonb_build_object('problem', problem));
+  end if;
+  if debounce_seconds is null or debounce_seconds < 0 then
+    perform switchyard._refuse('22023', 'integer_min', 'debounce_seconds', debounce_seconds::text,
+      format(
+      'keep_alive_command: debounce_seconds %s is invalid: use an integer of at least 0',
+      coalesce(debounce_seconds::text, 'null')),
+      context => jsonb_build_object('min', 0));
+  end if;
+  return format('select count(*) from switchyard.keep_alive(base_url => %s, debounce_seconds => %s)',
+                coalesce(quote_literal(base_url), 'null'), debounce_seconds);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/maintenance/prune.sql
 
 -- Retention (docs/ARCHITECTURE.md §8): deletes one batch of runs finished before `older_than`
@@ -3818,21 +5706,17 @@ declare
   result switchyard.prune_result := row(0, 0, 0, 0, 0, 0, 0, 0);
 begin
   if older_than is null or older_than < interval '1 hour' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'interval_min', 'older_than', older_than::text, format(
       'prune: older_than %s is invalid: use an interval of at least 1 hour (a worker may '
       'claim a message up to its visibility timeout, at most 3600 s, after reading it)',
       coalesce(older_than::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'interval_min', 'argument', 'older_than', 'value', older_than::text,
-        'min', '1 hour')::text;
+      context => jsonb_build_object('min', '1 hour'));
   end if;
   if batch_size is null or batch_size < 1 or batch_size > 10000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'batch_size', batch_size::text, format(
       'prune: batch_size %s is invalid: use an integer from 1 to 10000',
       coalesce(batch_size::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'batch_size', 'value', batch_size::text,
-        'min', 1, 'max', 10000)::text;
+      context => jsonb_build_object('min', 1, 'max', 10000));
   end if;
   cutoff := switchyard.clock_now() - older_than;
 
@@ -3967,6 +5851,38 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/maintenance/prune_command.sql
+
+-- The SQL a cron job runs for retention. Useful on its own where pg_cron lives in another
+-- database (cron.schedule_in_database(name, schedule, <this>, db)).
+create or replace function switchyard.prune_command(
+  older_than interval default '7 days',
+  batch_size int default 1000
+)
+returns text
+language plpgsql
+immutable
+security definer
+set search_path = ''
+as $$
+begin
+  if older_than is null or older_than < interval '1 hour' then
+    perform switchyard._refuse('22023', 'interval_min', 'older_than', older_than::text, format(
+      'prune_command: older_than %s is invalid: use an interval of at least 1 hour',
+      coalesce(older_than::text, 'null')),
+      context => jsonb_build_object('min', '1 hour'));
+  end if;
+  if batch_size is null or batch_size < 1 or batch_size > 10000 then
+    perform switchyard._refuse('22023', 'integer_range', 'batch_size', batch_size::text, format(
+      'prune_command: batch_size %s is invalid: use an integer from 1 to 10000',
+      coalesce(batch_size::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 10000));
+  end if;
+  return format('select runs from switchyard.prune(%L::interval, %s)', older_than::text, batch_size);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/maintenance/recover_stalled.sql
 
 -- Stall recovery (docs/ARCHITECTURE.md §5.6): a started task whose worker stopped heart-beating
@@ -4075,6 +5991,92 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/maintenance/schedule_keep_alive.sql
+
+-- Creates or updates the pg_cron job 'switchyard_keep_alive' in this database and
+-- returns its job id. pg_cron accepts cron syntax ('* * * * *', every minute) and,
+-- from pg_cron 1.5, intervals such as '30 seconds'.
+create or replace function switchyard.schedule_keep_alive(
+  schedule text default '* * * * *',
+  base_url text default null,
+  debounce_seconds int default 30
+)
+returns bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return switchyard._cron_job('schedule_keep_alive', 'switchyard_keep_alive', schedule,
+    switchyard.keep_alive_command(base_url, debounce_seconds),
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in '
+               'the database named by cron.database_name: there run select '
+               'cron.schedule_in_database(''switchyard_keep_alive'', ''* * * * *'', '
+               '<switchyard.keep_alive_command()>, <this database>)');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/maintenance/schedule_prune.sql
+
+-- Creates or updates the pg_cron job 'switchyard_prune' in this database and returns its
+-- job id. Each run removes one batch; the default (every minute, 1000 runs) keeps up with
+-- up to 1.4 million finished runs a day.
+create or replace function switchyard.schedule_prune(
+  older_than interval default '7 days',
+  schedule text default '* * * * *',
+  batch_size int default 1000
+)
+returns bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return switchyard._cron_job('schedule_prune', 'switchyard_prune', schedule,
+    switchyard.prune_command(older_than, batch_size),
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in '
+               'the database named by cron.database_name: there run select '
+               'cron.schedule_in_database(''switchyard_prune'', ''* * * * *'', '
+               '<switchyard.prune_command()>, <this database>)');
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/maintenance/unschedule_keep_alive.sql
+
+-- Removes the keep-alive job; false when there was none.
+create or replace function switchyard.unschedule_keep_alive()
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return switchyard._cron_job('unschedule_keep_alive', 'switchyard_keep_alive') is not null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/maintenance/unschedule_prune.sql
+
+-- Removes the retention job; false when there was none.
+create or replace function switchyard.unschedule_prune()
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return switchyard._cron_job('unschedule_prune', 'switchyard_prune') is not null;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/maintenance/wake_failures.sql
 
 -- The keep-alive's wakes whose HTTP answer was an error, per function, over the last
@@ -4100,12 +6102,10 @@ declare
                          then 'net._http_response' end;
 begin
   if since_seconds is null or since_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'since_seconds', since_seconds::text, format(
       'wake_failures: since_seconds %s is invalid: use an integer of at least 1',
       coalesce(since_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'since_seconds',
-        'value', since_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   return query execute format($q$
     with wakes as (
@@ -4431,12 +6431,11 @@ declare
   queues jsonb := '[]'::jsonb;
 begin
   if window_seconds is null or window_seconds < 1 or window_seconds > 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'window_range', 'window_seconds', window_seconds::text,
+      format(
       'metrics: window_seconds %s is out of range: use 1 to 86400 (one day)',
       coalesce(window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
-        'min', 1, 'max', 86400)::text;
+      context => jsonb_build_object('min', 1, 'max', 86400));
   end if;
   since := switchyard.clock_now() - make_interval(secs => window_seconds);
   -- One sort per step for the three percentiles (percentile_cont over an array of fractions).

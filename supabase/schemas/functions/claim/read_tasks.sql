@@ -44,26 +44,23 @@ declare
   chosen bigint[];
 begin
   if qty is null or qty not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'read_qty', 'qty', qty::text, format(
       'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
       switchyard._clip(queue), coalesce(qty::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_qty', 'argument', 'qty', 'value', qty,
-                                  'min', 1, 'max', 1000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000));
   end if;
   if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'read_visibility', 'visibility_seconds',
+      visibility_seconds::text, format(
       'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
       switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
-                                  'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
+      context => jsonb_build_object('min', 0, 'max', 86400));
   end if;
   perform from switchyard.queues q where q.queue_name = queue;
   if not found then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', queue, format(
       'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
-      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)),
-      detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
-                                  'value', left(queue, 200))::text;
+      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)));
   end if;
   -- Which queues are read in order is read_ordered's rule, here as for the worker.
   if not switchyard.read_ordered(queue) then

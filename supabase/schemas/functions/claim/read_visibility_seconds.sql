@@ -18,12 +18,10 @@ declare
   longest int;
 begin
   if claim_window is null or claim_window < 1 or claim_window > 3600 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'claim_window_range', 'claim_window', claim_window::text,
+      format(
       'read_visibility_seconds: claim window %s is invalid: use whole seconds from 1 to 3600',
-      coalesce(claim_window::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'claim_window_range', 'argument', 'claim_window',
-        'value', claim_window)::text;
+      coalesce(claim_window::text, 'null')));
   end if;
   select max(coalesce(st.timeout, f.timeout)) into longest
     from switchyard.steps st

@@ -43,19 +43,15 @@ begin
   select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
     from switchyard.workers w where w.worker_id = start_tasks.worker_id;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s is not registered', start_tasks.worker_id),
-      detail = jsonb_build_object(
-        'rule', 'worker_not_registered', 'argument', 'worker_id',
-        'value', start_tasks.worker_id::text)::text;
+    perform switchyard._refuse('22023', 'worker_not_registered', 'worker_id',
+      start_tasks.worker_id::text, format(
+      'start_tasks: worker %s is not registered', start_tasks.worker_id));
   end if;
   if worker.queue_name <> queue then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'worker_queue_mismatch', 'queue_name', queue, format(
       'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
       switchyard._clip(worker.queue_name), switchyard._clip(queue)),
-      detail = jsonb_build_object(
-        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
-        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
+      context => jsonb_build_object('worker_id', worker.worker_id, 'worker_queue', worker.queue_name));
   end if;
   support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;

@@ -10,16 +10,14 @@ declare
   problem jsonb := switchyard._json_size_problem(new.output, 'max_output_bytes');
 begin
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_output_bytes', 'output', problem ->> 'excerpt', format(
       'complete_tasks: the output of step %s of run %s is %s bytes of JSON, over the limit of %s '
       'bytes (setting max_output_bytes)',
       to_json(new.step_slug)::text, new.run_id, problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_output_bytes', 'argument', 'output', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
-        'run_id', new.run_id, 'step_slug', new.step_slug)::text,
-      hint = 'return a smaller value (store large data elsewhere and return a reference), or '
-             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int, 'run_id', new.run_id, 'step_slug', new.step_slug),
+      hint => 'return a smaller value (store large data elsewhere and return a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')');
   end if;
   return new;
 end

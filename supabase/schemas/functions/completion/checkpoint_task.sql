@@ -17,32 +17,26 @@ declare
   size int := octet_length(state::text);
 begin
   if state is null then
-    raise exception using errcode = '22023', message =
-      'checkpoint: the state is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'checkpoint_null', 'argument', 'state',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'checkpoint_null', 'state', null,
+      'checkpoint: the state is null: give a JSON value');
   end if;
   if size > switchyard.max_checkpoint_bytes() then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'checkpoint_too_large', 'state', state::text, format(
       'checkpoint of step %s is %s bytes of JSON, over the limit of %s bytes: checkpoint a '
       'position (a cursor, counters), not the data', switchyard._clip(step_slug), size,
       switchyard.max_checkpoint_bytes()),
-      detail = jsonb_build_object('rule', 'checkpoint_too_large', 'argument', 'state',
-                                  'value', left(state::text, 200), 'size', size,
-                                  'limit', switchyard.max_checkpoint_bytes())::text;
+      context => jsonb_build_object('size', size, 'limit', switchyard.max_checkpoint_bytes()));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = checkpoint_task.run_id and t.step_slug = checkpoint_task.step_slug
      and t.task_index = checkpoint_task.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   insert into switchyard.task_checkpoints as c (run_id, step_slug, task_index, state, attempt)
   values (checkpoint_task.run_id, checkpoint_task.step_slug, checkpoint_task.task_index, state,

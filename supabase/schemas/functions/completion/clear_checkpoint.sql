@@ -19,13 +19,11 @@ begin
      and t.task_index = clear_checkpoint.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'clear checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   delete from switchyard.task_checkpoints c
    where c.run_id = clear_checkpoint.run_id and c.step_slug = clear_checkpoint.step_slug

@@ -40,11 +40,8 @@ declare
   err_message text;
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
-    raise exception using errcode = '22023', message =
-      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}',
-      detail = jsonb_build_object(
-        'rule', 'completions_not_array', 'argument', 'completions',
-        'value', left(completions::text, 200))::text;
+    perform switchyard._refuse('22023', 'completions_not_array', 'completions', completions::text,
+      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}');
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.

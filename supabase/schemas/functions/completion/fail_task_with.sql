@@ -29,12 +29,11 @@ declare
   error_text text := left(coalesce(error_message, 'unknown error'), 4000);
 begin
   if retry_after_seconds is not null and (retry_after_seconds < 0 or retry_after_seconds > 604800) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'retry_after_range', 'retry_after_seconds',
+      retry_after_seconds::text, format(
       'fail_task_with: retry_after_seconds %s is out of range: use 0 to 604800 (7 days)',
       retry_after_seconds),
-      detail = jsonb_build_object(
-        'rule', 'retry_after_range', 'argument', 'retry_after_seconds',
-        'value', retry_after_seconds, 'min', 0, 'max', 604800)::text;
+      context => jsonb_build_object('min', 0, 'max', 604800));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = fail_task_with.run_id and t.step_slug = fail_task_with.step_slug

@@ -29,17 +29,14 @@ declare
   max_refunds int := switchyard.max_task_refunds();
 begin
   if worker_id is null then
-    raise exception using errcode = '22023',
-      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
-      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'argument_missing', 'worker_id', null,
+      'release_tasks: worker_id is null: pass the id of the stopping worker');
   end if;
   if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'handed_back_not_array', 'handed_back', handed_back::text,
+      format(
       'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
-      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)),
-      detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
-                                  'value', left(handed_back::text, 200))::text;
+      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)));
   end if;
   update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
    where w.worker_id = release_tasks.worker_id;

@@ -28,39 +28,32 @@ declare
   id bigint;
 begin
   if data is null then
-    raise exception using errcode = '22023', message =
-      'progress: the data is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'progress_null', 'argument', 'data',
-                                  'value', null)::text;
+    perform switchyard._refuse('22023', 'progress_null', 'data', null,
+      'progress: the data is null: give a JSON value');
   end if;
   if size > max_bytes then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'progress_too_large', 'data', data::text, format(
       'progress of step %s is %s bytes of JSON, over the limit of %s bytes (max_progress_bytes): '
       'report counters or a short message, not the data', switchyard._clip(step_slug), size,
       max_bytes),
-      detail = jsonb_build_object('rule', 'progress_too_large', 'argument', 'data',
-                                  'value', left(data::text, 200), 'size', size,
-                                  'limit', max_bytes)::text;
+      context => jsonb_build_object('size', size, 'limit', max_bytes));
   end if;
   select * into task from switchyard.step_tasks t
    where t.run_id = report_progress.run_id and t.step_slug = report_progress.step_slug
      and t.task_index = report_progress.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'progress: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   select * into run from switchyard.runs r where r.run_id = report_progress.run_id for update;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run_id::text, format(
       'progress: run %s is %s, not started: its events ended', run_id, run.status),
-      detail = jsonb_build_object('rule', 'run_not_started', 'argument', 'run_id',
-                                  'value', run_id::text, 'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   insert into switchyard.task_progress as p
          (run_id, step_slug, task_index, window_started_at, window_count)
@@ -72,12 +65,11 @@ begin
                             then p.window_count + 1 else 1 end
   returning p.window_count into counted;
   if counted > per_second then
-    raise exception using errcode = 'PT429', message = format(
+    perform switchyard._refuse('PT429', 'progress_rate', 'data', data::text, format(
       'progress of step %s (task %s) of run %s is over the limit of %s events per second '
       '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
       task_index, run_id, per_second),
-      detail = jsonb_build_object('rule', 'progress_rate', 'argument', 'data',
-                                  'value', left(data::text, 200), 'limit', per_second)::text;
+      context => jsonb_build_object('limit', per_second));
   end if;
   insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event, task_index, data)
   values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',

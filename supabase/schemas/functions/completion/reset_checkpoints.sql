@@ -16,11 +16,9 @@ declare
 begin
   perform 1 from switchyard.runs r where r.run_id = reset_checkpoints.run_id;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id',
-        'value', reset_checkpoints.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', reset_checkpoints.run_id::text,
+      format(
+      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')));
   end if;
   delete from switchyard.task_checkpoints c
    using switchyard.step_tasks t

@@ -40,12 +40,11 @@ declare
   queues jsonb := '[]'::jsonb;
 begin
   if window_seconds is null or window_seconds < 1 or window_seconds > 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'window_range', 'window_seconds', window_seconds::text,
+      format(
       'metrics: window_seconds %s is out of range: use 1 to 86400 (one day)',
       coalesce(window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
-        'min', 1, 'max', 86400)::text;
+      context => jsonb_build_object('min', 1, 'max', 86400));
   end if;
   since := switchyard.clock_now() - make_interval(secs => window_seconds);
   -- One sort per step for the three percentiles (percentile_cont over an array of fractions).

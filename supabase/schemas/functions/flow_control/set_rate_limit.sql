@@ -17,32 +17,26 @@ declare
   result jsonb;
 begin
   if name is null or name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'rate_limit_name', 'name', name, format(
       'set_rate_limit: name %s is invalid: use a letter or digit, then letters, digits, _ . : '
-      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'rate_limit_name', 'argument', 'name', 'value', left(name, 200))::text;
+      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')));
   end if;
   if rate is null or rate not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'rate', rate::text, format(
       'set_rate_limit: rate %s is out of range: use 1 to 1000000 tokens per period',
       coalesce(rate::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'rate', 'value', rate, 'min', 1, 'max', 1000000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000000));
   end if;
   if per_seconds is null or per_seconds not between 1 and 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'per_seconds', per_seconds::text, format(
       'set_rate_limit: per_seconds %s is out of range: use 1 to 86400',
       coalesce(per_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'per_seconds', 'value', per_seconds,
-        'min', 1, 'max', 86400)::text;
+      context => jsonb_build_object('min', 1, 'max', 86400));
   end if;
   if cap not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'burst', cap::text, format(
       'set_rate_limit: burst %s is out of range: use 1 to 1000000', cap),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'burst', 'value', cap, 'min', 1, 'max', 1000000)::text;
+      context => jsonb_build_object('min', 1, 'max', 1000000));
   end if;
   insert into switchyard.rate_limits as l (name, rate, per_seconds, burst, tokens)
   values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)

@@ -29,13 +29,11 @@ begin
         or jsonb_typeof(rate -> 'name') is distinct from 'string'
         or (rate ->> 'name') !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$'
         or (rate - array['name', 'cost']) <> '{}'::jsonb) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'rate_limit_invalid', 'rateLimit', rate::text, format(
         'flow %s %s rateLimit %s is invalid: use {"name": ..., "cost": 1} with a name of a '
         'letter or digit, then letters, digits, _ . : or - (at most 100)',
         to_json(slug)::text, step_what, left(rate::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'rate_limit_invalid', 'argument', 'rateLimit', 'value', left(rate::text, 200),
-          'flow_slug', slug, 'step_slug', step ->> 'slug')::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step ->> 'slug'));
     end if;
     conc := nullif(step -> 'options' -> 'concurrency', 'null'::jsonb);
     if conc is not null and (jsonb_typeof(conc) <> 'object'
@@ -45,12 +43,10 @@ begin
                     where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
         or coalesce(conc ->> 'input', 'run') not in ('run', 'step')
         or (conc - array['key', 'input', 'limit']) <> '{}'::jsonb) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'concurrency_invalid', 'concurrency', conc::text, format(
         'flow %s %s concurrency %s is invalid: use {"key": [1 to 8 keys], "input": "run" or '
         '"step", "limit": 1 to 10000}', to_json(slug)::text, step_what, left(conc::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'concurrency_invalid', 'argument', 'concurrency', 'value', left(conc::text, 200),
-          'flow_slug', slug, 'step_slug', step ->> 'slug')::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step ->> 'slug'));
     end if;
     update switchyard.steps st
        set max_attempts = switchyard._int_option(step -> 'options', 'maxAttempts', step_what, 1, 1000, true),

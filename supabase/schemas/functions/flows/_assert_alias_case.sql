@@ -19,12 +19,10 @@ begin
      limit 1;
   end if;
   if existing is not null then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'alias_case_collision', 'alias_name', alias_name, format(
       'alias %s collides with alias %s: aliases are unique case-insensitively; use %s',
       to_json(alias_name)::text, to_json(existing)::text, to_json(existing)::text),
-      detail = jsonb_build_object(
-        'rule', 'alias_case_collision', 'argument', 'alias_name', 'value', alias_name,
-        'existing_alias', existing)::text;
+      context => jsonb_build_object('existing_alias', existing));
   end if;
 end
 $$;

@@ -12,11 +12,9 @@ begin
     return fallback;
   end if;
   if jsonb_typeof(v) <> 'boolean' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'boolean', left(key, 200), v::text, format(
       '%s %s %s is invalid: use true or false', left(what, 200), left(key, 80), left(v::text, 80)),
-      detail = jsonb_build_object(
-        'rule', 'boolean', 'argument', left(key, 200), 'value', left(v::text, 200),
-        'context', left(what, 200))::text;
+      context => jsonb_build_object('context', left(what, 200)));
   end if;
   return v::text::boolean;
 end

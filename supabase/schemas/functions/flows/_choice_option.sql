@@ -15,11 +15,9 @@ begin
     return fallback;
   end if;
   if jsonb_typeof(v) <> 'string' or not ((v #>> '{}') = any (choices)) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'option_choice', key, v::text, format(
       '%s %s %s is invalid: use one of %s', what, key, v::text, array_to_string(choices, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'option_choice', 'argument', key, 'value', left(v::text, 200),
-        'choices', to_jsonb(choices), 'context', what)::text;
+      context => jsonb_build_object('choices', to_jsonb(choices), 'context', what));
   end if;
   return v #>> '{}';
 end

@@ -16,18 +16,16 @@ begin
     if nullable then
       return null;
     end if;
-    raise exception using errcode = '22023', message = format('%s %s is missing', left(what, 200), left(key, 80)),
-      detail = jsonb_build_object(
-        'rule', 'option_missing', 'argument', left(key, 200), 'value', null, 'context', left(what, 200))::text;
+    perform switchyard._refuse('22023', 'option_missing', left(key, 200), null,
+      format('%s %s is missing', left(what, 200), left(key, 80)),
+      context => jsonb_build_object('context', left(what, 200)));
   end if;
   if jsonb_typeof(v) <> 'number' or (v::text)::numeric <> trunc((v::text)::numeric)
      or (v::text)::numeric < min_value or (v::text)::numeric > max_value then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', left(key, 200), v::text, format(
       '%s %s %s is invalid: use an integer from %s to %s', left(what, 200), left(key, 80),
       left(v::text, 80), min_value, max_value),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', left(key, 200), 'value', left(v::text, 200),
-        'min', min_value, 'max', max_value, 'context', left(what, 200))::text;
+      context => jsonb_build_object('min', min_value, 'max', max_value, 'context', left(what, 200)));
   end if;
   return (v::text)::int;
 end

@@ -15,21 +15,17 @@ begin
   perform switchyard.assert_slug('alias', alias_name);
   perform switchyard._assert_alias_case(alias_name);
   if not exists (select 1 from switchyard.flows f where f.flow_slug = target_flow) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'flow_not_compiled', 'target_flow', target_flow, format(
       'cannot activate alias %s: flow %s is not compiled', switchyard._clip(alias_name),
       switchyard._clip(target_flow)),
-      detail = jsonb_build_object(
-        'rule', 'flow_not_compiled', 'argument', 'target_flow', 'value', left(target_flow, 200),
-        'alias', alias_name)::text;
+      context => jsonb_build_object('alias', alias_name));
   end if;
   select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = target_flow;
   if other_alias is not null and other_alias <> alias_name then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'flow_in_other_alias', 'target_flow', target_flow, format(
       'cannot activate alias %s: flow %s belongs to alias %s',
       switchyard._clip(alias_name), switchyard._clip(target_flow), switchyard._clip(other_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_in_other_alias', 'argument', 'target_flow', 'value', target_flow,
-        'alias', alias_name, 'other_alias', other_alias)::text;
+      context => jsonb_build_object('alias', alias_name, 'other_alias', other_alias));
   end if;
   perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
   perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won

@@ -15,20 +15,17 @@ declare
 begin
   perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(delete_flow.flow_slug), 0));
   if not exists (select 1 from switchyard.flows f where f.flow_slug = delete_flow.flow_slug) then
-    raise exception using errcode = '22023', message = format(
-      'cannot delete flow %s: it is not compiled', switchyard._clip(delete_flow.flow_slug)),
-      detail = jsonb_build_object(
-        'rule', 'flow_not_compiled', 'argument', 'flow_slug',
-        'value', left(delete_flow.flow_slug, 200))::text;
+    perform switchyard._refuse('22023', 'flow_not_compiled', 'flow_slug', delete_flow.flow_slug,
+      format(
+      'cannot delete flow %s: it is not compiled', switchyard._clip(delete_flow.flow_slug)));
   end if;
   select a.alias into target_alias from switchyard.aliases a where a.flow_slug = delete_flow.flow_slug;
   if target_alias is not null then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'flow_is_alias_target', 'flow_slug', delete_flow.flow_slug,
+      format(
       'cannot delete flow %s: it is the active target of alias %s; activate another version first',
       switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_is_alias_target', 'argument', 'flow_slug',
-        'value', delete_flow.flow_slug, 'alias', target_alias)::text;
+      context => jsonb_build_object('alias', target_alias));
   end if;
   for task in
     select t.queue_name, t.message_id from switchyard.step_tasks t

@@ -27,33 +27,28 @@ declare
   i int := 0;
 begin
   if shape is null or jsonb_typeof(shape) <> 'object' then
-    raise exception using errcode = '22023', message = 'flow shape must be a JSON object',
-      detail = jsonb_build_object(
-        'rule', 'shape_not_object', 'argument', 'shape', 'value', left(shape::text, 200))::text;
+    perform switchyard._refuse('22023', 'shape_not_object', 'shape', shape::text,
+      'flow shape must be a JSON object');
   end if;
   slug := switchyard.assert_slug('flow', shape ->> 'slug');
   placement := shape ->> 'placement';
   if placement is null or placement not in ('plain', 'step_queues', 'routed') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'placement_invalid', 'placement', shape ->> 'placement',
+      format(
       'flow %s placement %s is invalid: use plain, step_queues or routed',
       to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text),
-      detail = jsonb_build_object(
-        'rule', 'placement_invalid', 'argument', 'placement',
-        'value', left(shape ->> 'placement', 200), 'flow_slug', slug)::text;
+      context => jsonb_build_object('flow_slug', slug));
   end if;
   if jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'options_not_object', 'options', (shape -> 'options')::text,
+      format(
       'flow %s options must be a JSON object', to_json(slug)::text),
-      detail = jsonb_build_object(
-        'rule', 'options_not_object', 'argument', 'options',
-        'value', left((shape -> 'options')::text, 200), 'flow_slug', slug)::text;
+      context => jsonb_build_object('flow_slug', slug));
   end if;
   if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'steps_missing', 'steps', (shape -> 'steps')::text, format(
       'flow %s has no steps: add at least one step', to_json(slug)::text),
-      detail = jsonb_build_object(
-        'rule', 'steps_missing', 'argument', 'steps',
-        'value', left((shape -> 'steps')::text, 200), 'flow_slug', slug)::text;
+      context => jsonb_build_object('flow_slug', slug));
   end if;
   canonical := switchyard._canonical_shape(shape);
 
@@ -63,12 +58,10 @@ begin
   select * into existing from switchyard.flows f where lower(f.flow_slug) = lower(slug);
   if found then
     if existing.flow_slug <> slug then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'flow_slug_case_collision', 'flow_slug', slug, format(
         'flow slug %s collides with compiled flow %s: slugs are unique case-insensitively',
         to_json(slug)::text, to_json(existing.flow_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'flow_slug_case_collision', 'argument', 'flow_slug', 'value', slug,
-          'existing_flow_slug', existing.flow_slug)::text;
+        context => jsonb_build_object('existing_flow_slug', existing.flow_slug));
     end if;
     existing_canonical := switchyard._canonical_shape(existing.shape);
     if existing_canonical = canonical then
@@ -112,41 +105,33 @@ begin
 
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     if jsonb_typeof(step) <> 'object' then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'step_not_object', 'steps', step::text, format(
         'flow %s step #%s must be a JSON object', to_json(slug)::text, i),
-        detail = jsonb_build_object(
-          'rule', 'step_not_object', 'argument', 'steps', 'value', left(step::text, 200),
-          'flow_slug', slug)::text;
+        context => jsonb_build_object('flow_slug', slug));
     end if;
     step_slug := switchyard.assert_slug('step', step ->> 'slug');
     if lower(step_slug) = any (select lower(s) from unnest(seen_steps) s) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'step_slug_duplicate', 'step_slug', step_slug, format(
         'flow %s lists step %s twice: step slugs are unique case-insensitively',
         to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'step_slug_duplicate', 'argument', 'step_slug', 'value', step_slug,
-          'flow_slug', slug)::text;
+        context => jsonb_build_object('flow_slug', slug));
     end if;
     if (step -> 'index') is distinct from to_jsonb(i) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'step_index_order', 'index', (step -> 'index')::text,
+        format(
         'flow %s step %s has index %s: steps must be listed in index order from 0',
         to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb)),
-        detail = jsonb_build_object(
-          'rule', 'step_index_order', 'argument', 'index',
-          'value', left((step -> 'index')::text, 200), 'expected', i,
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('expected', i, 'flow_slug', slug, 'step_slug', step_slug));
     end if;
     step_queue := step ->> 'queue';
     step_kind := step ->> 'kind';
     if step_kind in ('wait', 'sleep', 'flow') then
       -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
       if step_queue is not null then
-        raise exception using errcode = '22023', message = format(
+        perform switchyard._refuse('22023', 'wait_queue', 'queue', step_queue, format(
           'flow %s step %s: a %s step uses no queue, not %s',
           to_json(slug)::text, to_json(step_slug)::text, step_kind, to_json(step_queue)::text),
-          detail = jsonb_build_object(
-            'rule', 'wait_queue', 'argument', 'queue', 'value', left(step_queue, 200),
-            'flow_slug', slug, 'step_slug', step_slug)::text;
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
       end if;
       expected_queue := null;
     elsif placement = 'plain' then
@@ -157,14 +142,12 @@ begin
       expected_queue := null;
     end if;
     if expected_queue is not null and step_queue is distinct from expected_queue then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'placement_queue', 'queue', step_queue, format(
         'flow %s step %s: a %s flow must use queue %s, not %s',
         to_json(slug)::text, to_json(step_slug)::text, placement, to_json(expected_queue)::text,
         coalesce(to_json(step_queue)::text, 'null')),
-        detail = jsonb_build_object(
-          'rule', 'placement_queue', 'argument', 'queue', 'value', left(step_queue, 200),
-          'expected', expected_queue, 'placement', placement,
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('expected', expected_queue, 'placement', placement,
+          'flow_slug', slug, 'step_slug', step_slug));
     end if;
     if step_kind in ('wait', 'sleep', 'flow') then
       null;
@@ -175,40 +158,33 @@ begin
     end if;
 
     if jsonb_typeof(step -> 'dependsOn') <> 'array' then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'depends_on_not_array', 'dependsOn',
+        (step -> 'dependsOn')::text, format(
         'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'depends_on_not_array', 'argument', 'dependsOn',
-          'value', left((step -> 'dependsOn')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     if jsonb_typeof(step -> 'options') <> 'object' then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'options_not_object', 'options',
+        (step -> 'options')::text, format(
         'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'options_not_object', 'argument', 'options',
-          'value', left((step -> 'options')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
     -- dependency) or from its one dependency.
     if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'step_kind_invalid', 'kind', (step -> 'kind')::text,
+        format(
         'flow %s step %s kind %s is invalid: use single, map, wait, sleep or flow',
         to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
-        detail = jsonb_build_object(
-          'rule', 'step_kind_invalid', 'argument', 'kind', 'value', left((step -> 'kind')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     if step_kind = 'map' and jsonb_array_length(step -> 'dependsOn') > 1 then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'map_dependencies', 'dependsOn',
+        (step -> 'dependsOn')::text, format(
         'flow %s map step %s depends on %s steps: a map reads one array, from the flow input '
         '(no dependency) or from one step', to_json(slug)::text, to_json(step_slug)::text,
         jsonb_array_length(step -> 'dependsOn')),
-        detail = jsonb_build_object(
-          'rule', 'map_dependencies', 'argument', 'dependsOn',
-          'value', left((step -> 'dependsOn')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
     -- 8 keys and the input it is read from, instead of a length in seconds.
@@ -221,13 +197,12 @@ begin
         or coalesce(sleep_until ->> 'input', 'run') not in ('run', 'step')
         or (sleep_until - array['key', 'input']) <> '{}'::jsonb
         or nullif(step -> 'options' -> 'waitTimeout', 'null'::jsonb) is not null) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'sleep_until_invalid', 'sleepUntil', sleep_until::text,
+        format(
         'flow %s step %s sleepUntil %s is invalid: a sleep step takes {"key": [1 to 8 keys], '
         '"input": "run" or "step"} instead of a waitTimeout (no other kind takes one)',
         to_json(slug)::text, to_json(step_slug)::text, left(sleep_until::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'sleep_until_invalid', 'argument', 'sleepUntil',
-          'value', left(sleep_until::text, 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
     -- Runtime options are set below by _apply_flow_options, with their ranges.
     insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
@@ -260,20 +235,17 @@ begin
     deps_seen := '{}';
     for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
       if jsonb_typeof(dep) <> 'string' or not ((dep #>> '{}') = any (seen_steps)) then
-        raise exception using errcode = '22023', message = format(
+        perform switchyard._refuse('22023', 'dependency_not_earlier_step', 'dependsOn',
+          coalesce(dep #>> '{}', dep::text), format(
           'flow %s step %s depends on %s, which is not an earlier step of the flow',
           to_json(slug)::text, to_json(step_slug)::text, dep::text),
-          detail = jsonb_build_object(
-            'rule', 'dependency_not_earlier_step', 'argument', 'dependsOn',
-            'value', left(coalesce(dep #>> '{}', dep::text), 200),
-            'flow_slug', slug, 'step_slug', step_slug)::text;
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
       end if;
       if (dep #>> '{}') = any (deps_seen) then
-        raise exception using errcode = '22023', message = format(
+        perform switchyard._refuse('22023', 'dependency_duplicate', 'dependsOn', dep #>> '{}',
+          format(
           'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text),
-          detail = jsonb_build_object(
-            'rule', 'dependency_duplicate', 'argument', 'dependsOn',
-            'value', left(dep #>> '{}', 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
       end if;
       deps_seen := deps_seen || (dep #>> '{}');
       insert into switchyard.deps (flow_slug, dep_slug, step_slug) values (slug, dep #>> '{}', step_slug);

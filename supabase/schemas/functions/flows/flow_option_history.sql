@@ -11,12 +11,10 @@ set search_path = ''
 as $$
 begin
   if max_rows is null or max_rows < 1 or max_rows > 10000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'max_rows', max_rows::text, format(
       'flow_option_history max_rows %s is invalid: use an integer from 1 to 10000',
       coalesce(max_rows::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'max_rows', 'value', max_rows,
-        'min', 1, 'max', 10000)::text;
+      context => jsonb_build_object('min', 1, 'max', 10000));
   end if;
   return query
     select c.change_id, c.flow_slug, c.changed_at, c.changed_by, c.application_name,

@@ -13,14 +13,11 @@ begin
   elsif length(flow_slug) + 2 + length(step_index::text) <= 47 then
     return lower(flow_slug || '__' || step_index::text);
   end if;
-  raise exception using errcode = '22023', message = format(
+  perform switchyard._refuse('22023', 'private_queue_name_too_long', 'step_slug', step_slug, format(
     'no private queue name fits for step %s of flow %s: both %s and %s exceed 47 characters',
     switchyard._clip(step_slug), switchyard._clip(flow_slug),
     switchyard._clip(lower(flow_slug || '__' || step_slug)),
     switchyard._clip(lower(flow_slug || '__' || step_index::text))),
-    detail = jsonb_build_object(
-      'rule', 'private_queue_name_too_long', 'argument', 'step_slug',
-      'value', left(step_slug, 200), 'flow_slug', left(flow_slug, 200),
-      'step_index', step_index)::text;
+    context => jsonb_build_object('flow_slug', left(flow_slug, 200), 'step_index', step_index));
 end
 $$;

@@ -29,68 +29,58 @@ declare
   req bigint;
 begin
   if debounce_seconds is null or debounce_seconds < 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'debounce_seconds', debounce_seconds::text,
+      format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
       coalesce(debounce_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'debounce_seconds',
-        'value', debounce_seconds::text, 'min', 0)::text;
+      context => jsonb_build_object('min', 0));
   end if;
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'url_format',
+      case when given is null then 'functions_base_url' else 'base_url' end, base, format(
       'keep_alive: base URL %s%s is invalid: %s', switchyard._clip(base),
       case when given is null then ' (setting functions_base_url)' else '' end, problem),
-      detail = jsonb_build_object(
-        'rule', 'url_format',
-        'argument', case when given is null then 'functions_base_url' else 'base_url' end,
-        'value', left(base, 200), 'problem', problem)::text;
+      context => jsonb_build_object('problem', problem));
   end if;
   if given is not null and configured is not null
      and switchyard._url_origin(given) <> switchyard._url_origin(configured) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'bearer_host', 'base_url', given, format(
       'keep_alive: base URL %s is refused: the bearer goes only to the configured host %s '
       '(setting functions_base_url); pass no base_url, or change the setting',
       switchyard._clip(given), to_json(switchyard._url_origin(configured))::text),
-      detail = jsonb_build_object(
-        'rule', 'bearer_host', 'argument', 'base_url', 'value', left(given, 200),
-        'configured', switchyard._url_origin(configured))::text;
+      context => jsonb_build_object('configured', switchyard._url_origin(configured)));
   end if;
   base := rtrim(base, '/');
   if use_net then
     bearer := switchyard._functions_bearer();
     if bearer ~ '[[:space:][:cntrl:]]' then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'bearer_characters', null, null,
         'keep_alive: the bearer (Vault secret switchyard_functions_bearer or setting '
         'functions_bearer) contains whitespace or a control character; store it without them',
-        detail = jsonb_build_object(
-          'rule', 'bearer_characters', 'argument', null, 'value', null,
-          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+        context => jsonb_build_object('setting', 'functions_bearer',
+          'vault_secret', 'switchyard_functions_bearer'));
     end if;
     if base is null then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'base_url_missing', 'base_url', null,
         'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
         'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')',
-        detail = jsonb_build_object(
-          'rule', 'base_url_missing', 'argument', 'base_url', 'value', null,
-          'setting', 'functions_base_url')::text;
+        context => jsonb_build_object('setting', 'functions_base_url'));
     end if;
     if bearer is null then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'bearer_missing', null, null,
         'keep_alive: pg_net is installed but no bearer is configured: store the service role key '
         '(or the kit secret) in Vault as switchyard_functions_bearer, or run '
         'select switchyard.set_setting(''functions_bearer'', ''<key>'')',
-        detail = jsonb_build_object(
-          'rule', 'bearer_missing', 'argument', null, 'value', null,
-          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+        context => jsonb_build_object('setting', 'functions_bearer',
+          'vault_secret', 'switchyard_functions_bearer'));
     end if;
   end if;
 

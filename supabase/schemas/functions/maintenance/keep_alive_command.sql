@@ -15,19 +15,16 @@ declare
   problem text := case when nullif(base_url, '') is not null then switchyard.base_url_problem(base_url) end;
 begin
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'url_format', 'base_url', base_url, format(
       'keep_alive_command: base URL %s is invalid: %s', switchyard._clip(base_url), problem),
-      detail = jsonb_build_object(
-        'rule', 'url_format', 'argument', 'base_url', 'value', left(base_url, 200),
-        'problem', problem)::text;
+      context => jsonb_build_object('problem', problem));
   end if;
   if debounce_seconds is null or debounce_seconds < 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'debounce_seconds', debounce_seconds::text,
+      format(
       'keep_alive_command: debounce_seconds %s is invalid: use an integer of at least 0',
       coalesce(debounce_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'debounce_seconds',
-        'value', debounce_seconds::text, 'min', 0)::text;
+      context => jsonb_build_object('min', 0));
   end if;
   return format('select count(*) from switchyard.keep_alive(base_url => %s, debounce_seconds => %s)',
                 coalesce(quote_literal(base_url), 'null'), debounce_seconds);

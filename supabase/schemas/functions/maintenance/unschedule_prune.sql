@@ -6,17 +6,7 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  removed boolean := false;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    return false;
-  end if;
-  execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
-    using 'switchyard_prune';
-  if removed then
-    execute 'select cron.unschedule($1)' using 'switchyard_prune';
-  end if;
-  return removed;
+  return switchyard._cron_job('unschedule_prune', 'switchyard_prune') is not null;
 end
 $$;

@@ -21,12 +21,10 @@ declare
                          then 'net._http_response' end;
 begin
   if since_seconds is null or since_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'since_seconds', since_seconds::text, format(
       'wake_failures: since_seconds %s is invalid: use an integer of at least 1',
       coalesce(since_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'since_seconds',
-        'value', since_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   return query execute format($q$
     with wakes as (

@@ -16,31 +16,25 @@ begin
   select * into existing from switchyard.queues q where q.queue_name = queue;
   if found then
     if existing.ownership = 'shared' then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_is_shared', 'queue_name', queue, format(
         'queue %s is shared; flow %s cannot use it as its private queue',
         switchyard._clip(queue), switchyard._clip(owner)),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_shared', 'argument', 'queue_name', 'value', left(queue, 200),
-          'flow_slug', left(owner, 200))::text;
+        context => jsonb_build_object('flow_slug', left(owner, 200)));
     elsif existing.owner_flow <> owner then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_owned_by_other_flow', 'queue_name', queue, format(
         'queue %s is the private queue of flow %s; flow %s cannot own it too',
         switchyard._clip(queue), switchyard._clip(existing.owner_flow), switchyard._clip(owner)),
-        detail = jsonb_build_object(
-          'rule', 'queue_owned_by_other_flow', 'argument', 'queue_name',
-          'value', left(queue, 200), 'flow_slug', left(owner, 200),
-          'owner_flow', existing.owner_flow)::text;
+        context => jsonb_build_object('flow_slug', left(owner, 200),
+          'owner_flow', existing.owner_flow));
     end if;
     return;
   end if;
   if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'queue_not_in_catalog', 'queue_name', queue, format(
       'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
       'a private queue is never adopted: rename the flow or drop that queue',
       switchyard._clip(queue), array_to_string(switchyard._pgmq_spellings(queue), ', ')),
-      detail = jsonb_build_object(
-        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
-        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue))));
   end if;
   perform pgmq.create(queue);
   perform switchyard._tune_queue_table(queue);

@@ -16,36 +16,31 @@ declare
   foreign_count bigint;
 begin
   if pgmq_queue_name is null then
-    raise exception using errcode = '22023', message = 'adopt_queue: queue name is missing',
-      detail = jsonb_build_object(
-        'rule', 'argument_missing', 'argument', 'pgmq_queue_name', 'value', null)::text;
+    perform switchyard._refuse('22023', 'argument_missing', 'pgmq_queue_name', null,
+      'adopt_queue: queue name is missing');
   end if;
   perform switchyard.assert_queue_name(canonical, true);
   perform switchyard._lock_queue_name(canonical);
   spellings := switchyard._pgmq_spellings(canonical);
   if cardinality(spellings) = 0 then
-    raise exception using errcode = '22023', message = format(
-      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_missing', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200))::text;
+    perform switchyard._refuse('22023', 'pgmq_queue_missing', 'pgmq_queue_name', pgmq_queue_name,
+      format(
+      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text));
   elsif cardinality(spellings) > 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'pgmq_queue_ambiguous', 'pgmq_queue_name', pgmq_queue_name,
+      format(
       'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
       to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_ambiguous', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'pgmq_spellings', to_jsonb(spellings))::text;
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(spellings)));
   end if;
   select * into existing from switchyard.queues q where q.queue_name = canonical;
   if found then
     if existing.ownership = 'private' then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_is_private', 'pgmq_queue_name', pgmq_queue_name,
+        format(
         'cannot adopt queue %s: it is the private queue of flow %s',
         to_json(canonical)::text, to_json(existing.owner_flow)::text),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_private', 'argument', 'pgmq_queue_name',
-          'value', left(pgmq_queue_name, 200), 'owner_flow', existing.owner_flow)::text;
+        context => jsonb_build_object('owner_flow', existing.owner_flow));
     end if;
     return 'already registered';
   end if;
@@ -58,14 +53,13 @@ begin
                         where t.queue_name = $1 and t.message_id = m.msg_id)',
     pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
   if foreign_count > 0 then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'queue_has_untracked_messages', 'pgmq_queue_name',
+      pgmq_queue_name, format(
       'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
       'adoption requires an empty queue or only tracked messages',
       to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
-      detail = jsonb_build_object(
-        'rule', 'queue_has_untracked_messages', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
-        'message_ids', to_jsonb(foreign_ids[1:20]))::text;
+      context => jsonb_build_object('untracked_count', foreign_count,
+        'message_ids', to_jsonb(foreign_ids[1:20])));
   end if;
   perform switchyard._tune_queue_table(spellings[1]);
   insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)

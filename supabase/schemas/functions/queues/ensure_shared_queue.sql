@@ -16,24 +16,20 @@ begin
   select * into existing from switchyard.queues q where q.queue_name = queue;
   if found then
     if existing.ownership = 'private' then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'queue_is_private', 'queue_name', queue, format(
         'queue %s is the private queue of flow %s; it cannot be used as a shared queue',
         to_json(queue)::text, to_json(existing.owner_flow)::text),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_private', 'argument', 'queue_name', 'value', left(queue, 200),
-          'owner_flow', existing.owner_flow)::text;
+        context => jsonb_build_object('owner_flow', existing.owner_flow));
     end if;
     return 'registered';
   end if;
   if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'queue_not_in_catalog', 'queue_name', queue, format(
       'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
       'routed flows never adopt it implicitly: run select switchyard.adopt_queue(%L) first',
       to_json(queue)::text, array_to_string(switchyard._pgmq_spellings(queue), ', '),
       (switchyard._pgmq_spellings(queue))[1]),
-      detail = jsonb_build_object(
-        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
-        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue))));
   end if;
   perform pgmq.create(queue);
   perform switchyard._tune_queue_table(queue);

@@ -12,12 +12,12 @@ declare
   problem text := switchyard.queue_name_problem(name, explicit);
 begin
   if problem is not null then
-    raise exception using errcode = '22023', message = problem,
-      detail = jsonb_build_object(
-        'rule', case when name is null then 'queue_name_missing'
-                     when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then 'queue_name_format'
-                     else 'queue_name_reserved_separator' end,
-        'argument', 'queue_name', 'value', left(name, 200), 'explicit', explicit)::text;
+    perform switchyard._refuse('22023',
+      case when name is null then 'queue_name_missing'
+           when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then 'queue_name_format'
+           else 'queue_name_reserved_separator' end,
+      'queue_name', name, problem,
+      context => jsonb_build_object('explicit', explicit));
   end if;
   return name;
 end

@@ -9,19 +9,15 @@ set search_path = ''
 as $$
 begin
   if slug is null or slug !~ '^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$' or length(slug) > 47 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'slug_format',
+      case kind when 'alias' then 'alias_name' else kind || '_slug' end, slug, format(
       '%s slug %s is invalid: start with a letter, then letters, digits and single underscores '
       '(at most 47 characters)', kind, switchyard._clip(slug)),
-      detail = jsonb_build_object(
-        'rule', 'slug_format',
-        'argument', case kind when 'alias' then 'alias_name' else kind || '_slug' end,
-        'value', left(slug, 200), 'kind', kind)::text;
+      context => jsonb_build_object('kind', kind));
   end if;
   if kind = 'step' and lower(slug) = 'run' then
-    raise exception using errcode = '22023', message = format(
-      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)),
-      detail = jsonb_build_object(
-        'rule', 'step_slug_reserved', 'argument', 'step_slug', 'value', left(slug, 200))::text;
+    perform switchyard._refuse('22023', 'step_slug_reserved', 'step_slug', slug, format(
+      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)));
   end if;
   return slug;
 end

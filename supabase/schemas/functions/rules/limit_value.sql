@@ -36,12 +36,10 @@ begin
     when 'progress_per_second' then
       return 20;
     else
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'limit_unknown', 'name', name, format(
         'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
         'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
-        'max_progress_bytes or progress_per_second', switchyard._clip(name)),
-        detail = jsonb_build_object(
-          'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+        'max_progress_bytes or progress_per_second', switchyard._clip(name)));
   end case;
 end
 $$;

@@ -15,13 +15,11 @@ begin
      or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
                      'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
                      'priority_ageing_seconds') then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'setting_unknown', 'name', name, format(
       'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
       'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
       'priority_ageing_seconds',
-      switchyard._clip(name)),
-      detail = jsonb_build_object(
-        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
+      switchyard._clip(name)));
   end if;
   if value is not null then
     if name = 'functions_base_url' then
@@ -51,15 +49,13 @@ begin
       problem := switchyard._hosts_problem(value);
     end if;
     if problem is not null then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023',
+        case when name = 'functions_base_url' then 'url_format' else 'setting_value' end, 'value',
+        case when name = 'functions_bearer' then null else value end, format(
         'setting %s %s is invalid: %s', name,
         case when name = 'functions_bearer' then '(value not shown)' else switchyard._clip(value) end,
         problem),
-        detail = jsonb_build_object(
-          'rule', case when name = 'functions_base_url' then 'url_format' else 'setting_value' end,
-          'argument', 'value',
-          'value', case when name = 'functions_bearer' then null else left(value, 200) end,
-          'setting', name, 'problem', problem)::text;
+        context => jsonb_build_object('setting', name, 'problem', problem));
     end if;
   end if;
   if value is null then

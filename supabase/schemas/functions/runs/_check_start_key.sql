@@ -59,10 +59,8 @@ begin
   else
     return;
   end if;
-  raise exception using errcode = '22023', message = format(
+  perform switchyard._refuse('22023', problem, argument, value, format(
     'start_flow(%s): %s %s is invalid: %s',
-    switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint),
-    detail = jsonb_build_object(
-      'rule', problem, 'argument', argument, 'value', left(value, 200))::text;
+    switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint));
 end
 $$;

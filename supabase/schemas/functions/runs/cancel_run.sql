@@ -22,33 +22,27 @@ declare
   child uuid;
 begin
   if reason is null or btrim(reason) = '' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'reason_missing', 'reason', reason, format(
       'cancel_run(%s): reason %s is invalid: say why the run is cancelled',
       coalesce(cancel_run.run_id::text, 'null'), coalesce(to_json(reason)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200),
-        'run_id', cancel_run.run_id)::text;
+      context => jsonb_build_object('run_id', cancel_run.run_id));
   end if;
   -- The run's family (a child flow's runs, its parent) bottom-up, before the run itself goes on
   -- to lock its children: a child ending meanwhile locks child then parent too.
   perform switchyard._lock_run_family(cancel_run.run_id);
   select * into run from switchyard.runs r where r.run_id = cancel_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', cancel_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', cancel_run.run_id::text, format(
+      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')));
   end if;
   if run.status = 'cancelled' then
     return false;
   end if;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
       'cancel_run: run %s is %s; only a started run can be cancelled',
       run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   -- The queued tasks before their messages, in (queue, message id) order, as start_tasks
   -- locks them (a task, then its message): a claim in flight cannot deadlock with this.

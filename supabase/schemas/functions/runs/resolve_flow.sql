@@ -16,12 +16,10 @@ begin
     select f.flow_slug into found_slug from switchyard.flows f where f.flow_slug = flow_or_alias;
   end if;
   if found_slug is null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'flow_or_alias_unknown', 'flow_or_alias', flow_or_alias,
+      format(
       'unknown flow or alias %s: compile it (start a worker that lists it) first',
-      switchyard._clip(flow_or_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_or_alias_unknown', 'argument', 'flow_or_alias',
-        'value', left(flow_or_alias, 200))::text;
+      switchyard._clip(flow_or_alias)));
   end if;
   return found_slug;
 end

@@ -37,17 +37,13 @@ begin
     order by t.queue_name, t.message_id for update;
   select * into run from switchyard.runs r where r.run_id = retry_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', retry_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', retry_run.run_id::text, format(
+      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')));
   end if;
   if run.status <> 'failed' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_failed', 'run_id', run.run_id::text, format(
       'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_failed', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   update switchyard.runs r
      set status = 'started', failed_at = null, error = null

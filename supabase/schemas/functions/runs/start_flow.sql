@@ -50,38 +50,31 @@ declare
 begin
   if start_flow.trace_context is not null
      and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'trace_context_format', 'trace_context',
+      start_flow.trace_context, format(
       'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
       '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
       '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
-      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)),
-      detail = jsonb_build_object(
-        'rule', 'trace_context_format', 'argument', 'trace_context',
-        'value', left(start_flow.trace_context, 200))::text;
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)));
   end if;
   if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'priority_range', 'priority', start_flow.priority::text,
+      format(
       'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
       '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
-      detail = jsonb_build_object(
-        'rule', 'priority_range', 'argument', 'priority', 'value', start_flow.priority,
-        'min', -10, 'max', 10)::text;
+      context => jsonb_build_object('min', -10, 'max', 10));
   end if;
   if input is null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'input_sql_null', 'input', null, format(
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
       coalesce(to_json(flow_or_alias)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
-        'flow_or_alias', left(flow_or_alias, 200))::text;
+      context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200)));
   end if;
   if begins > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'start_at_range', 'start_at', begins::text, format(
       'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), begins),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '365 days')::text));
   end if;
   perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
                                       start_flow.key, start_flow.mode, start_flow.ttl,
@@ -123,23 +116,20 @@ begin
       if coalesce(live, false) then
         -- Another owner's key is refused first, so the caller learns nothing else of it.
         if held.owner is distinct from start_flow.owner then
-          raise exception using errcode = '23505', message = format(
+          perform switchyard._refuse('23505', 'key_other_owner', 'owner', start_flow.owner::text,
+            format(
             'start_flow(%s): key %s names a run of another owner: '
             'a key names one run at a time; use another key for another owner',
             switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-              'key', left(start_flow.key, 200))::text;
+            context => jsonb_build_object('key', left(start_flow.key, 200)));
         end if;
         if held.mode <> start_flow.mode then
-          raise exception using errcode = '23505', message = format(
+          perform switchyard._refuse('23505', 'key_other_mode', 'mode', start_flow.mode, format(
             'start_flow(%s): key %s is held in mode %s, not %s: '
             'start with the mode the key has, or use another key',
             switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key),
             held.mode, switchyard._clip(start_flow.mode)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_mode', 'argument', 'mode', 'value', left(start_flow.mode, 200),
-              'key', left(start_flow.key, 200), 'key_mode', held.mode)::text;
+            context => jsonb_build_object('key', left(start_flow.key, 200), 'key_mode', held.mode));
         end if;
         if held.mode <> 'debounce' then
           return held.run_id;
@@ -194,33 +184,30 @@ begin
       from switchyard.runs r where r.run_id = id;
     -- Another owner's run is refused first, so the caller learns nothing else of it.
     if existing.owner is distinct from start_flow.owner then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_owner', 'owner', start_flow.owner::text,
+        format(
         'start_flow(%s): run id %s was started for another owner: '
         'a run id names one start; use a new id for another owner',
         to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-          'run_id', start_flow.run_id)::text;
+        context => jsonb_build_object('run_id', start_flow.run_id));
     end if;
     if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_flow', 'run_id', start_flow.run_id::text,
+        format(
         'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
         'a run id names one start; use a new id for another flow',
         to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
         to_json(existing.started_as)::text),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_flow', 'argument', 'run_id', 'value', start_flow.run_id::text,
-          'flow_or_alias', left(flow_or_alias, 200), 'existing_flow_slug', existing.flow_slug,
-          'existing_started_as', existing.started_as)::text;
+        context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200),
+          'existing_flow_slug', existing.flow_slug, 'existing_started_as', existing.started_as));
     end if;
     if existing.input <> input then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'run_id_other_input', 'input', input::text, format(
         'start_flow(%s): run id %s was started with another input: '
         'a run id names one start; use a new id for another input',
         to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_input', 'argument', 'input', 'value', left(input::text, 200),
-          'run_id', start_flow.run_id, 'existing_input', left(existing.input::text, 200))::text;
+        context => jsonb_build_object('run_id', start_flow.run_id,
+          'existing_input', left(existing.input::text, 200)));
     end if;
     return start_flow.run_id;
   end if;

@@ -15,12 +15,10 @@ set search_path = ''
 as $$
 begin
   if start_at is null or start_at > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'start_at_range', 'start_at', start_at::text, format(
       'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
       switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '365 days')::text));
   end if;
   return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
 end

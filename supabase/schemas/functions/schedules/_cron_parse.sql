@@ -33,12 +33,10 @@ declare
   f int;
 begin
   if length(expr) > 1000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'cron_too_long', 'cron', expr, format(
       'cron expression %s... is %s characters, over the limit of 1000: use ranges and steps '
       '(0-30/5) instead of long lists', to_json(left(expr, 60))::text, length(expr)),
-      detail = jsonb_build_object('rule', 'cron_too_long', 'argument', 'cron',
-                                  'value', left(expr, 200), 'size', length(expr),
-                                  'limit', 1000)::text;
+      context => jsonb_build_object('size', length(expr), 'limit', 1000));
   end if;
   if array_length(fields, 1) is distinct from 5 or fields[1] = '' then
     problem := format('it has %s fields, cron needs five (minute hour day-of-month month '
@@ -115,10 +113,8 @@ begin
     f := f + 1;
   end loop;
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'cron expression %s is invalid: %s', to_json(left(coalesce(expr, ''), 200))::text, problem),
-      detail = jsonb_build_object('rule', 'cron_invalid', 'argument', 'cron',
-                                  'value', left(expr, 200))::text;
+    perform switchyard._refuse('22023', 'cron_invalid', 'cron', expr, format(
+      'cron expression %s is invalid: %s', to_json(left(coalesce(expr, ''), 200))::text, problem));
   end if;
   return result || jsonb_build_object('dom_star', fields[3] like '*%',
                                       'dow_star', fields[5] like '*%');

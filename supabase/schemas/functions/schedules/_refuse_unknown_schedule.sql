@@ -6,9 +6,7 @@ immutable
 set search_path = ''
 as $$
 begin
-  raise exception using errcode = '22023', message = format(
-    'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-    detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                'value', left(name, 200))::text;
+  perform switchyard._refuse('22023', 'schedule_unknown', 'name', name, format(
+    'unknown schedule %s', coalesce(switchyard._clip(name), 'null')));
 end
 $$;

@@ -27,19 +27,16 @@ begin
     perform switchyard._refuse_unknown_schedule(name);
   end if;
   if from_at is null or to_at is null or to_at < from_at then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'backfill_range', 'to_at', to_at::text, format(
       'backfill_schedule(%s): the range %s to %s is empty: from_at must be at most to_at',
-      to_json(name)::text, coalesce(from_at::text, 'null'), coalesce(to_at::text, 'null')),
-      detail = jsonb_build_object('rule', 'backfill_range', 'argument', 'to_at',
-                                  'value', to_at::text)::text;
+      to_json(name)::text, coalesce(from_at::text, 'null'), coalesce(to_at::text, 'null')));
   end if;
   if not isfinite(from_at) or not isfinite(to_at)
      or extract(epoch from to_at) - extract(epoch from from_at) > 366 * 86400 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'backfill_too_long', 'to_at', to_at::text, format(
       'backfill_schedule(%s): the range %s to %s is longer than 366 days: backfill at most 366 '
       'days per call', to_json(name)::text, from_at, to_at),
-      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
-                                  'value', to_at::text, 'max_days', 366)::text;
+      context => jsonb_build_object('max_days', 366));
   end if;
   window_from := from_at - interval '1 microsecond';
   while window_from < to_at and cardinality(due) <= 1000 loop
@@ -49,11 +46,9 @@ begin
     window_from := window_to;
   end loop;
   if cardinality(due) > 1000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'backfill_too_long', 'to_at', to_at::text, format(
       'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
-      to_json(name)::text, from_at, to_at),
-      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
-                                  'value', to_at::text)::text;
+      to_json(name)::text, from_at, to_at));
   end if;
   foreach t in array due loop
     if not exists (select 1 from switchyard.schedule_ticks st

@@ -26,10 +26,8 @@ begin
           coalesce(enabled, true), switchyard.clock_now())
   on conflict do nothing;
   if not found then
-    raise exception using errcode = '23505', message = format(
-      'schedule %s exists: change it with update_schedule', to_json(name)::text),
-      detail = jsonb_build_object('rule', 'schedule_exists', 'argument', 'name',
-                                  'value', name)::text;
+    perform switchyard._refuse('23505', 'schedule_exists', 'name', name, format(
+      'schedule %s exists: change it with update_schedule', to_json(name)::text));
   end if;
   return switchyard._schedule_json(name);
 end

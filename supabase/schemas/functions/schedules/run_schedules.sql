@@ -28,11 +28,10 @@ declare
 begin
   if now_at is null or not isfinite(now_at)
      or now_at > switchyard.clock_now() + interval '60 seconds' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'now_at_range', 'now_at', now_at::text, format(
       'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
       'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
-      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at', 'value', now_at::text,
-                                  'max', (switchyard.clock_now() + interval '60 seconds')::text)::text;
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '60 seconds')::text));
   end if;
   for s in select * from switchyard.schedules x where x.enabled order by x.name
              for update skip locked loop

@@ -8,20 +8,11 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  job bigint;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    raise exception using errcode = 'SY020', message = format(
-      'schedule_schedules: pg_cron is not installed in database %s',
-      to_json(current_database())::text),
-      detail = jsonb_build_object('database', current_database())::text,
-      hint = 'on Supabase enable pg_cron (Database > Extensions); or call '
-             'select switchyard.run_schedules() every minute from elsewhere';
-  end if;
   perform switchyard._cron_parse(cron_schedule);
-  execute 'select cron.schedule($1, $2, $3)' into job
-    using 'switchyard_schedules', cron_schedule, 'select switchyard.run_schedules()';
-  return job;
+  return switchyard._cron_job('schedule_schedules', 'switchyard_schedules', cron_schedule,
+    'select switchyard.run_schedules()',
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); or call '
+               'select switchyard.run_schedules() every minute from elsewhere');
 end
 $$;

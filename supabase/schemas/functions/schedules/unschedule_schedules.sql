@@ -6,16 +6,7 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  removed boolean := false;
 begin
-  if exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
-      using 'switchyard_schedules';
-    if removed then
-      execute 'select cron.unschedule($1)' using 'switchyard_schedules';
-    end if;
-  end if;
-  return removed;
+  return switchyard._cron_job('unschedule_schedules', 'switchyard_schedules') is not null;
 end
 $$;

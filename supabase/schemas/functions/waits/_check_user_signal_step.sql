@@ -12,12 +12,11 @@ begin
   if new.payload_schema is not null then
     problem := switchyard._payload_schema_problem(new.payload_schema);
     if problem is not null then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'payload_schema_invalid', 'payload_schema',
+        new.payload_schema::text, format(
         'user_signal_steps (%s, %s): the payload schema is invalid: %s',
         to_json(new.alias)::text, to_json(new.step_slug)::text, problem),
-        detail = jsonb_build_object(
-          'rule', 'payload_schema_invalid', 'argument', 'payload_schema',
-          'value', left(new.payload_schema::text, 200), 'problem', problem)::text;
+        context => jsonb_build_object('problem', problem));
     end if;
   end if;
   return new;

@@ -24,11 +24,10 @@ declare
   err_message text;
 begin
   if max_steps is null or max_steps < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'max_steps', max_steps::text, format(
       'expire_waits: max_steps %s is invalid: use an integer of at least 1',
       coalesce(max_steps::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   -- Delayed starts that are due (start_flow_at): their first steps start now.
   for delayed in

@@ -29,15 +29,15 @@ declare
 begin
   select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', signal_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', signal_run.run_id::text, format(
+      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')));
   end if;
   select * into st from switchyard.steps s
    where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
   if not found or st.step_type <> 'wait' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023',
+      case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end, 'step_slug',
+      signal_run.step_slug, format(
       'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
       switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
       case when st.step_slug is null then 'does not exist'
@@ -45,39 +45,32 @@ begin
       coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
                   from switchyard.steps w
                  where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
-      detail = jsonb_build_object(
-        'rule', case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end,
-        'argument', 'step_slug', 'value', left(signal_run.step_slug, 200),
-        'step_type', st.step_type, 'run_id', run.run_id, 'flow_slug', run.flow_slug)::text;
+      context => jsonb_build_object('step_type', st.step_type, 'run_id', run.run_id,
+        'flow_slug', run.flow_slug));
   end if;
   if key is not null and btrim(key) = '' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'key_empty', 'key', key, format(
       'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('run_id', run.run_id, 'step_slug', st.step_slug));
   end if;
   if char_length(key) > 200 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'key_length', 'key', key, format(
       'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
       'characters', switchyard._clip(key), char_length(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_length', 'argument', 'key', 'value', left(key, 200),
-        'size', char_length(key), 'limit', 200, 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('size', char_length(key), 'limit', 200, 'run_id', run.run_id,
+        'step_slug', st.step_slug));
   end if;
   problem := switchyard._json_size_problem(value, 'max_output_bytes');
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_output_bytes', 'payload', problem ->> 'excerpt',
+      format(
       'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
       'bytes (setting max_output_bytes)',
       to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_output_bytes', 'argument', 'payload', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
-        'run_id', run.run_id, 'step_slug', st.step_slug)::text,
-      hint = 'send a smaller payload (store large data elsewhere and send a reference), or '
-             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int, 'run_id', run.run_id, 'step_slug', st.step_slug),
+      hint => 'send a smaller payload (store large data elsewhere and send a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')');
   end if;
   select * into kept from switchyard.run_signals rs
    where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
@@ -85,39 +78,36 @@ begin
     return 'duplicate';
   end if;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
       'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status, 'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('status', run.status, 'step_slug', st.step_slug));
   end if;
   if kept.run_id is not null then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'step_already_signalled', 'key', key, format(
       'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
       'signal: repeat it with the same key to make the repeat a no-op',
       to_json(st.step_slug)::text, run.run_id,
       case when kept.signal_key is null then 'no key'
            else format('key %s', switchyard._clip(kept.signal_key)) end,
       kept.signalled_at),
-      detail = jsonb_build_object(
-        'rule', 'step_already_signalled', 'argument', 'key', 'value', left(key, 200),
-        'signal_key', left(kept.signal_key, 200), 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
+      context => jsonb_build_object('signal_key', left(kept.signal_key, 200), 'run_id', run.run_id,
+        'step_slug', st.step_slug));
   end if;
   select * into state from switchyard.step_states ss
    where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
   timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
   if state.status not in ('created', 'started') or timed_out then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000',
+      case when timed_out then 'wait_timed_out' else 'wait_not_open' end, 'step_slug',
+      st.step_slug, format(
       'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
       case when timed_out
            then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
                        st.wait_timeout, st.on_timeout)
            else format('is %s; only a step that waits or is not ready yet takes a signal',
                        state.status) end),
-      detail = jsonb_build_object(
-        'rule', case when timed_out then 'wait_timed_out' else 'wait_not_open' end,
-        'argument', 'step_slug', 'value', st.step_slug, 'status', state.status,
-        'deadline', state.wait_deadline, 'run_id', run.run_id)::text;
+      context => jsonb_build_object('status', state.status, 'deadline', state.wait_deadline,
+        'run_id', run.run_id));
   end if;
   insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
   values (run.run_id, st.step_slug, key, value);

@@ -28,53 +28,46 @@ begin
     execute 'select auth.uid()' into user_id;
   end if;
   if user_id is null then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'not_signed_in', 'run_id', signal_user_run.run_id::text,
+      format(
       'signal_user_run(%s, %s): no signed-in user (auth.uid() is null): sign in, or signal '
       'from a trusted server with signal_run', coalesce(signal_user_run.run_id::text, 'null'),
-      switchyard._clip(signal_user_run.step_slug)),
-      detail = jsonb_build_object(
-        'rule', 'not_signed_in', 'argument', 'run_id',
-        'value', signal_user_run.run_id::text)::text;
+      switchyard._clip(signal_user_run.step_slug)));
   end if;
   select r.flow_slug into run_flow from switchyard.runs r
    where r.run_id = signal_user_run.run_id and r.owner = user_id;
   if not found then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'run_not_owned', 'run_id', signal_user_run.run_id::text,
+      format(
       'signal_user_run(%s, %s): run %s is not one of your runs: a signed-in user signals only '
       'runs whose owner they are (runs.owner = auth.uid())',
       coalesce(signal_user_run.run_id::text, 'null'), switchyard._clip(signal_user_run.step_slug),
-      coalesce(signal_user_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_not_owned', 'argument', 'run_id',
-        'value', signal_user_run.run_id::text)::text;
+      coalesce(signal_user_run.run_id::text, 'null')));
   end if;
   select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
   select u.payload_schema into schema from switchyard.user_signal_steps u
    where u.alias = coalesce(run_alias, run_flow) and u.step_slug = signal_user_run.step_slug;
   if not found then
-    raise exception using errcode = '42501', message = format(
+    perform switchyard._refuse('42501', 'step_not_allowed', 'step_slug', signal_user_run.step_slug,
+      format(
       'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
       'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
       signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug),
       switchyard._clip(signal_user_run.step_slug), to_json(coalesce(run_alias, run_flow))::text),
-      detail = jsonb_build_object(
-        'rule', 'step_not_allowed', 'argument', 'step_slug',
-        'value', left(signal_user_run.step_slug, 200),
-        'alias', coalesce(run_alias, run_flow))::text;
+      context => jsonb_build_object('alias', coalesce(run_alias, run_flow)));
   end if;
   -- The payload a browser sends is checked against what the operator declared for the step,
   -- before signal_run keeps it (a refused payload uses up nothing).
   if schema is not null then
     problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');
     if problem is not null then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'payload_invalid', 'payload',
+        switchyard._clip(coalesce(payload, 'null')::text, 200), format(
         'signal_user_run(%s, %s): %s (the payload_schema of step %s of alias %s)',
         signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug), problem,
         to_json(signal_user_run.step_slug)::text, to_json(coalesce(run_alias, run_flow))::text),
-        detail = jsonb_build_object(
-          'rule', 'payload_invalid', 'argument', 'payload', 'problem', problem,
-          'value', switchyard._clip(coalesce(payload, 'null')::text, 200),
-          'run_id', signal_user_run.run_id, 'step_slug', signal_user_run.step_slug)::text;
+        context => jsonb_build_object('problem', problem, 'run_id', signal_user_run.run_id,
+          'step_slug', signal_user_run.step_slug));
     end if;
   end if;
   return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);

@@ -10,23 +10,19 @@ declare
   max_chars int := switchyard.limit_value('max_function_name_chars');
 begin
   if char_length(new.function_name) > max_chars then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_function_name_chars', 'function_name',
+      new.function_name, format(
       'function name %s is %s characters long, over the limit of %s characters',
       switchyard._clip(new.function_name), char_length(new.function_name), max_chars),
-      detail = jsonb_build_object(
-        'rule', 'max_function_name_chars', 'argument', 'function_name',
-        'value', left(new.function_name, 200), 'size', char_length(new.function_name),
-        'limit', max_chars)::text;
+      context => jsonb_build_object('size', char_length(new.function_name), 'limit', max_chars));
   end if;
   if not exists (select 1 from switchyard.queues q where q.queue_name = new.queue_name) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', new.queue_name, format(
       'function %s: queue %s is unknown: it is not in the queue catalog (switchyard.queues), so no '
       'compiled flow routes a step to it; provision a shared queue first with '
       'select switchyard.ensure_shared_queue(%L), or start a worker that routes to it',
       to_json(new.function_name)::text, switchyard._clip(new.queue_name), new.queue_name),
-      detail = jsonb_build_object(
-        'rule', 'queue_unknown', 'argument', 'queue_name', 'value', left(new.queue_name, 200),
-        'function_name', left(new.function_name, 200))::text;
+      context => jsonb_build_object('function_name', left(new.function_name, 200)));
   end if;
   return new;
 end

@@ -18,18 +18,14 @@ declare
   deprecated int;
 begin
   if function_names is null or cardinality(function_names) = 0 then
-    raise exception using errcode = '22023', message =
-      'fence_begin: no functions given: list every queue function the rollout affects',
-      detail = jsonb_build_object(
-        'rule', 'function_names_missing', 'argument', 'function_names',
-        'value', function_names::text)::text;
+    perform switchyard._refuse('22023', 'function_names_missing', 'function_names',
+      function_names::text,
+      'fence_begin: no functions given: list every queue function the rollout affects');
   end if;
   if array_position(function_names, null) is not null then
-    raise exception using errcode = '22023', message =
-      'fence_begin: a function name is null: list function names only',
-      detail = jsonb_build_object(
-        'rule', 'function_name_null', 'argument', 'function_names',
-        'value', left(function_names::text, 200))::text;
+    perform switchyard._refuse('22023', 'function_name_null', 'function_names',
+      function_names::text,
+      'fence_begin: a function name is null: list function names only');
   end if;
   perform switchyard._lock_fences();
 

@@ -17,12 +17,11 @@ set search_path = ''
 as $$
 begin
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'function_states: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   return query
     select f.function_name, f.queue_name, f.enabled, f.paused_at, f.pause_reason,

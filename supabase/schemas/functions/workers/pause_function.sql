@@ -11,18 +11,15 @@ declare
   max_chars int := switchyard.limit_value('max_reason_chars');
 begin
   if coalesce(trim(reason), '') = '' then
-    raise exception using errcode = '22023', message = 'pause_function: a reason is required',
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200))::text;
+    perform switchyard._refuse('22023', 'reason_missing', 'reason', reason,
+      'pause_function: a reason is required');
   end if;
   if char_length(reason) > max_chars then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'max_reason_chars', 'reason', reason, format(
       'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
       'say why in fewer words and keep the details elsewhere',
       switchyard._clip(pause_function.function_name), char_length(reason), max_chars),
-      detail = jsonb_build_object(
-        'rule', 'max_reason_chars', 'argument', 'reason', 'value', left(reason, 200),
-        'size', char_length(reason), 'limit', max_chars)::text;
+      context => jsonb_build_object('size', char_length(reason), 'limit', max_chars));
   end if;
   update switchyard.worker_functions f
      set paused_at = switchyard.clock_now(), pause_reason = reason

@@ -27,17 +27,16 @@ begin
         'function_names', jsonb_build_array(left(quarantine_messages.function_name, 200)))::text;
   end if;
   if fn.paused_at is null then
-    raise exception using errcode = '55000', message = format(
-      'quarantine: function %s is not paused: nothing to quarantine', switchyard._clip(fn.function_name)),
-      detail = jsonb_build_object('rule', 'function_not_paused', 'argument', 'function_name',
-        'value', left(fn.function_name, 200))::text;
+    perform switchyard._refuse('55000', 'function_not_paused', 'function_name', fn.function_name,
+      format(
+      'quarantine: function %s is not paused: nothing to quarantine', switchyard._clip(fn.function_name)));
   end if;
   if fn.pause_detail is null or jsonb_typeof(fn.pause_detail -> 'message_ids') is distinct from 'array' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'pause_names_no_messages', 'function_name',
+      fn.function_name, format(
       'quarantine: function %s was paused by an operator (%s), naming no messages: resume it with deno task resume',
       switchyard._clip(fn.function_name), left(fn.pause_reason, 200)),
-      detail = jsonb_build_object('rule', 'pause_names_no_messages', 'argument', 'function_name',
-        'value', left(fn.function_name, 200), 'reason', fn.pause_reason)::text;
+      context => jsonb_build_object('reason', fn.pause_reason));
   end if;
   queue := fn.pause_detail ->> 'queue';
   select coalesce(array_agg(distinct (e #>> '{}')::bigint), '{}') into named

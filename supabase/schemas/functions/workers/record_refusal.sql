@@ -18,24 +18,19 @@ declare
 begin
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$'
      or char_length(function_name) > max_name then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
       'record_refusal: function name %s is invalid: use lower-case letters, digits, "-" and "_" '
-      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
+      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name));
   end if;
   if refusal is null or not refusal = any (kinds) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'refusal_unknown', 'refusal', refusal, format(
       'record_refusal: refusal %s is unknown: use %s', switchyard._clip(refusal),
-      array_to_string(kinds, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'refusal_unknown', 'argument', 'refusal', 'value', left(refusal, 200))::text;
+      array_to_string(kinds, ', ')));
   end if;
   if coalesce(trim(message), '') = '' then
-    raise exception using errcode = '22023', message = 'record_refusal: a message is required',
-      detail = jsonb_build_object(
-        'rule', 'message_missing', 'argument', 'message', 'value', left(message, 200))::text;
+    perform switchyard._refuse('22023', 'message_missing', 'message', message,
+      'record_refusal: a message is required');
   end if;
   text_ := case when char_length(message) <= 2000 then message
                 else left(message, 2000) || format('... (%s characters)', char_length(message)) end;

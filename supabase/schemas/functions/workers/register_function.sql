@@ -9,12 +9,10 @@ set search_path = ''
 as $$
 begin
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
       'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      switchyard._clip(function_name)),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
+      switchyard._clip(function_name)));
   end if;
   perform switchyard.assert_queue_name(queue_name, false);
   insert into switchyard.worker_functions (function_name, queue_name)

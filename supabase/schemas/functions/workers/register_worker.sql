@@ -19,28 +19,22 @@ declare
 begin
   if heartbeat_window_seconds is null
      or heartbeat_window_seconds < switchyard.heartbeat_window_floor_seconds() then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'register_worker: heartbeat_window_seconds %s is invalid: use at least %s seconds '
       '(and at least 3 heartbeat intervals)',
       coalesce(heartbeat_window_seconds::text, 'null'), switchyard.heartbeat_window_floor_seconds()),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text,
-        'min', switchyard.heartbeat_window_floor_seconds())::text;
+      context => jsonb_build_object('min', switchyard.heartbeat_window_floor_seconds()));
   end if;
   if not exists (select 1 from switchyard.queues q where q.queue_name = queue) then
-    raise exception using errcode = '22023', message = format(
-      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text),
-      detail = jsonb_build_object(
-        'rule', 'queue_unknown', 'argument', 'queue_name', 'value', left(queue, 200))::text;
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', queue, format(
+      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text));
   end if;
   if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
       'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      coalesce(to_json(function_name)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
+      coalesce(to_json(function_name)::text, 'null')));
   end if;
   insert into switchyard.worker_functions (function_name, queue_name)
   values (register_worker.function_name, queue)
@@ -48,12 +42,11 @@ begin
   select * into fn from switchyard.worker_functions f
    where f.function_name = register_worker.function_name for share;
   if fn.queue_name <> queue then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'function_queue_mismatch', 'queue_name', queue, format(
       'function %s is registered for queue %s, not %s',
       to_json(fn.function_name)::text, to_json(fn.queue_name)::text, to_json(queue)::text),
-      detail = jsonb_build_object(
-        'rule', 'function_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
-        'function_name', fn.function_name, 'registered_queue', fn.queue_name)::text;
+      context => jsonb_build_object('function_name', fn.function_name,
+        'registered_queue', fn.queue_name));
   end if;
   if fn.paused_at is not null then
     raise exception using errcode = 'SY001', message = format(
