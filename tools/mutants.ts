@@ -30,8 +30,11 @@ export interface Mutant {
   tests: string[];
 }
 
-/** The source file of an SQL function (supabase/schemas/functions/<name>.sql). */
-const fn = (name: string) => `supabase/schemas/functions/${name}.sql`;
+/** An SQL function's mutant target: its source file (supabase/schemas/functions/<area>/<name>.sql). */
+const fn = (area: string, name: string): { file: string; fn: string } => ({
+  file: `supabase/schemas/functions/${area}/${name}.sql`,
+  fn: name,
+});
 
 /** The list; see the module documentation. */
 export const MUTANTS: readonly Mutant[] = [
@@ -39,8 +42,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'prune-picks-open-runs',
     bug: 'prune also deletes started runs whose started_at is past the cutoff',
-    file: fn('prune'),
-    fn: 'prune',
+    ...fn('maintenance', 'prune'),
     search: `           where r.status in ('completed', 'failed', 'cancelled')
              and coalesce(r.completed_at, r.failed_at, r.cancelled_at) < cutoff`,
     replace: `           where (r.status in ('completed', 'failed', 'cancelled')
@@ -68,8 +70,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'claim-ignores-supported-pairs',
     bug: 'start_tasks treats every pair of the batch as supported, not the registered set',
-    file: fn('start_tasks'),
-    fn: 'start_tasks',
+    ...fn('claim', 'start_tasks'),
     search: `  support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;`,
     replace:
@@ -81,8 +82,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'unsupported-batch-uses-attempts',
     bug: 'a refused (unsupported) batch still counts an attempt on its tasks',
-    file: fn('start_tasks'),
-    fn: 'start_tasks',
+    ...fn('claim', 'start_tasks'),
     search: '    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing\n',
     replace: `    update switchyard.step_tasks t set attempts_count = t.attempts_count + 1
      where t.queue_name = queue and t.message_id = any (message_ids);
@@ -92,8 +92,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'unsupported-pause-not-persisted',
     bug: 'a refused batch does not pause the queue function',
-    file: fn('start_tasks'),
-    fn: 'start_tasks',
+    ...fn('claim', 'start_tasks'),
     search: '     where wf.function_name = worker.function_name and wf.paused_at is null;\n',
     replace: '     where false;\n',
     tests: ['tests/sql/hostile_test.ts', 'tests/worker/shared_queues_test.ts'],
@@ -102,8 +101,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'late-completion-accepted',
     bug: 'a completion from a superseded attempt is accepted',
-    file: fn('complete_tasks'),
-    fn: 'complete_tasks',
+    ...fn('completion', 'complete_tasks'),
     search: "   where x.status = 'started' and x.attempts_count = x.attempt;\n",
     replace: "   where x.status = 'started';\n",
     tests: ['tests/sql/sql_core_test.ts', 'tests/worker/races_test.ts'],
@@ -111,8 +109,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'retry-backoff-constant',
     bug: 'every retry waits baseDelay instead of doubling',
-    file: fn('fail_task_with'),
-    fn: 'fail_task_with',
+    ...fn('completion', 'fail_task_with'),
     search: '(1::bigint << least(task.attempts_count - 1, 40))',
     replace: '(1::bigint << least(task.attempts_count - 1, 0))',
     tests: ['tests/sql/sql_core_test.ts', 'tests/worker/engine_test.ts'],
@@ -120,8 +117,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'stall-recovery-takes-live-tasks',
     bug: 'stall recovery re-queues the started tasks of a live, heart-beating worker',
-    file: fn('recover_stalled'),
-    fn: 'recover_stalled',
+    ...fn('maintenance', 'recover_stalled'),
     search: '            or w.worker_id is null\n',
     replace: '            or w.worker_id is not null\n',
     tests: ['tests/worker/engine_test.ts', 'tests/sql/sql_core_test.ts'],
@@ -155,8 +151,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'map-element-limit-doubled',
     bug: 'a map accepts twice max_map_elements() elements',
-    file: fn('_start_ready_steps'),
-    fn: '_start_ready_steps',
+    ...fn('runs', '_start_ready_steps'),
     search: '        if element_count > switchyard.max_map_elements() then\n',
     replace: '        if element_count > 2 * switchyard.max_map_elements() then\n',
     tests: ['tests/dsl/map_test.ts', 'tests/sql/limits_test.ts'],
@@ -165,8 +160,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'map-aggregation-reversed',
     bug: "a map step's outputs are aggregated in reverse element order",
-    file: fn('complete_tasks'),
-    fn: 'complete_tasks',
+    ...fn('completion', 'complete_tasks'),
     search: '(select jsonb_agg(t.output order by t.task_index)\n',
     replace: '(select jsonb_agg(t.output order by t.task_index desc)\n',
     tests: ['tests/dsl/map_test.ts'],
@@ -174,8 +168,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'condition-ignored',
     bug: "a step's if/ifNot condition is never checked: the step always runs",
-    file: fn('_start_ready_steps'),
-    fn: '_start_ready_steps',
+    ...fn('runs', '_start_ready_steps'),
     search: '        if not ((ready.cond_if is null or step_input @> ready.cond_if)\n',
     replace: '        if false and not ((ready.cond_if is null or step_input @> ready.cond_if)\n',
     tests: ['tests/dsl/conditions_test.ts'],
@@ -186,8 +179,7 @@ export const MUTANTS: readonly Mutant[] = [
     // so none can complete); for a failed run it is the only one.
     name: 'ended-run-starts-successors',
     bug: "a task completing after its run failed (or was cancelled) starts the run's successors",
-    file: fn('complete_tasks'),
-    fn: 'complete_tasks',
+    ...fn('completion', 'complete_tasks'),
     search: '               where g.run_id = any (live_runs)\n',
     replace: '               where true\n',
     tests: ['tests/sql/ended_runs_test.ts'],
@@ -195,8 +187,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'cancel-leaves-queued-messages',
     bug: "cancel_run leaves the run's queued messages on their queues",
-    file: fn('cancel_run'),
-    fn: 'cancel_run',
+    ...fn('runs', 'cancel_run'),
     search: '  perform switchyard._archive_queued(run.run_id);\n',
     replace: '',
     tests: [
@@ -209,8 +200,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'prune-ignores-held-messages',
     bug: 'prune deletes a finished run whose message a worker still holds (hidden on its queue)',
-    file: fn('prune'),
-    fn: 'prune',
+    ...fn('maintenance', 'prune'),
     search: '         and not t.message_id = any (free);\n',
     replace: '         and false;\n',
     tests: ['tests/sql/prune_test.ts'],
@@ -218,19 +208,16 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'schedule-prune-drops-batch-size',
     bug: "schedule_prune's job ignores the batch size it was given",
-    file: fn('schedule_prune'),
-    fn: 'schedule_prune',
-    search:
-      "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, batch_size);",
-    replace: "    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, 1000);",
+    ...fn('maintenance', 'schedule_prune'),
+    search: '    switchyard.prune_command(older_than, batch_size),\n',
+    replace: '    switchyard.prune_command(older_than, 1000),\n',
     tests: ['tests/sql/prune_test.ts'],
   },
   {
     name: 'cancel-previous-before-start',
     bug: "cancel_previous cancels the open run outside the new tick's start, so a failed start " +
       'leaves no run (issue 36 item 7)',
-    file: fn('_start_schedule_run'),
-    fn: '_start_schedule_run',
+    ...fn('schedules', '_start_schedule_run'),
     search: `  begin
     if replaces is not null then
       perform switchyard.cancel_run(replaces,
@@ -250,8 +237,7 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'retry-after-freezes-shared-limit',
     bug: "a RetryAfter drains its step's shared rate limit for all its seconds, not at most the " +
       "limit's period (issue 36 item 6)",
-    file: fn('fail_task_with'),
-    fn: 'fail_task_with',
+    ...fn('completion', 'fail_task_with'),
     search:
       'switchyard.clock_now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))',
     replace: 'switchyard.clock_now() + make_interval(secs => retry_after_seconds))',
@@ -261,8 +247,7 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'set-rate-limit-keeps-drain',
     bug: "set_rate_limit keeps a RetryAfter's drain, so an operator's raised limit waits it out " +
       '(issue 36 item 6)',
-    file: fn('set_rate_limit'),
-    fn: 'set_rate_limit',
+    ...fn('flow_control', 'set_rate_limit'),
     search: '         refilled_at = switchyard.clock_now(),\n',
     replace: '         refilled_at = greatest(l.refilled_at, switchyard.clock_now()),\n',
     tests: ['tests/sql/schedules_flow_control_hardening_test.ts'],
@@ -271,8 +256,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'alias-moves-backwards',
     bug: 'a worker whose registry lacks the current target moves the alias back to its own',
-    file: fn('sync_alias'),
-    fn: 'sync_alias',
+    ...fn('flows', 'sync_alias'),
     search: '  elsif current_target = any (versions) then\n',
     replace: '  elsif true then\n',
     tests: ['tests/worker/shared_queues_test.ts', 'tests/worker/races_test.ts'],
@@ -289,8 +273,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'user-start-allow-list-ignored',
     bug: 'start_user_run starts any alias for a signed-in user',
-    file: fn('start_user_run'),
-    fn: 'start_user_run',
+    ...fn('runs', 'start_user_run'),
     search: '  if not exists (select 1 from switchyard.user_start_aliases a\n',
     replace: '  if false and not exists (select 1 from switchyard.user_start_aliases a\n',
     tests: ['tests/sql/sql_errors_test.ts', 'tests/sql/run_events_rls_test.ts'],
@@ -298,8 +281,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'user-signal-owner-ignored',
     bug: 'signal_user_run signals any run for a signed-in user, not only their own',
-    file: fn('signal_user_run'),
-    fn: 'signal_user_run',
+    ...fn('waits', 'signal_user_run'),
     search: '   where r.run_id = signal_user_run.run_id and r.owner = user_id;\n',
     replace: '   where r.run_id = signal_user_run.run_id;\n',
     tests: ['tests/sql/run_events_rls_test.ts'],
@@ -307,8 +289,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'cancel-locks-parent-first',
     bug: 'cancel_run locks the run before its children again, so a child ending deadlocks with it',
-    file: fn('cancel_run'),
-    fn: 'cancel_run',
+    ...fn('runs', 'cancel_run'),
     search: '  perform switchyard._lock_run_family(cancel_run.run_id);\n',
     replace: '',
     tests: ['tests/dsl/child_cancel_race_test.ts'],
@@ -334,8 +315,7 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'shape-compared-raw',
     bug:
       'ensure_flow compares the stored shape as stored: a key an older release did not know differs',
-    file: fn('ensure_flow'),
-    fn: 'ensure_flow',
+    ...fn('flows', 'ensure_flow'),
     search: '    existing_canonical := switchyard._canonical_shape(existing.shape);\n',
     replace: '    existing_canonical := existing.shape;\n',
     tests: ['tests/dsl/flow_options_test.ts'],
@@ -343,8 +323,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'runtime-options-are-shape',
     bug: 'ensure_flow refuses a change of runtime options only as a shape change (SY004)',
-    file: fn('ensure_flow'),
-    fn: 'ensure_flow',
+    ...fn('flows', 'ensure_flow'),
     search: '    if switchyard._shape_structure(existing_canonical) is distinct from ' +
       'switchyard._shape_structure(canonical) then\n',
     replace: '    if existing_canonical is distinct from canonical then\n',
@@ -370,8 +349,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'progress-without-owner',
     bug: "a progress event does not carry its run's owner, so row-level security hides it",
-    file: fn('report_progress'),
-    fn: 'report_progress',
+    ...fn('completion', 'report_progress'),
     search: "  values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',",
     replace: "  values (run.run_id, null, task.flow_slug, task.step_slug, 'progress',",
     tests: ['tests/sql/progress_test.ts'],
@@ -405,8 +383,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'begin-wait-misses-offset-errors',
     bug: "a sleep-until time whose offset PostgreSQL refuses (22009) escapes _begin_wait's check",
-    file: fn('_begin_wait'),
-    fn: '_begin_wait',
+    ...fn('waits', '_begin_wait'),
     search: '      exception when data_exception then',
     replace: '      exception when invalid_datetime_format or datetime_field_overflow then',
     tests: ['tests/sql/tick_isolation_test.ts'],
@@ -414,8 +391,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'expire-waits-one-run-stops-the-tick',
     bug: "an error in one run's ending wait is raised out of expire_waits (every timer stops)",
-    file: fn('expire_waits'),
-    fn: 'expire_waits',
+    ...fn('waits', 'expire_waits'),
     search:
       `      get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
       begin
@@ -430,8 +406,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'expire-waits-one-delayed-start-stops-the-tick',
     bug: "an error in one run's delayed start is raised out of expire_waits",
-    file: fn('expire_waits'),
-    fn: 'expire_waits',
+    ...fn('waits', 'expire_waits'),
     search: `        if switchyard._fail_run_unforeseen(delayed.run_id,`,
     replace: `        raise exception 'mutant';
         if switchyard._fail_run_unforeseen(delayed.run_id,`,
@@ -440,8 +415,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'overdue-run-stops-every-deadline',
     bug: 'an error cancelling one overdue run is raised out of cancel_overdue_runs',
-    file: fn('cancel_overdue_runs'),
-    fn: 'cancel_overdue_runs',
+    ...fn('runs', 'cancel_overdue_runs'),
     search:
       `      get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;`,
     replace: `      raise;`,
@@ -450,8 +424,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'one-schedule-stops-the-scheduler',
     bug: 'an error in one schedule is raised out of run_schedules (every schedule stops)',
-    file: fn('run_schedules'),
-    fn: 'run_schedules',
+    ...fn('schedules', 'run_schedules'),
     search:
       `      raise warning 'switchyard.run_schedules: schedule %: % (SQLSTATE %); looked at again next tick',`,
     replace: `      raise;
@@ -462,8 +435,7 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'successor-failure-fails-the-completion',
     bug:
       "an error starting a completed step's successors fails the completion (the handler runs again)",
-    file: fn('complete_tasks'),
-    fn: 'complete_tasks',
+    ...fn('completion', 'complete_tasks'),
     search: `        foreach next_run in array advancing loop
           begin`,
     replace: `        raise;
@@ -474,8 +446,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'retry-run-strands-ended-child',
     bug: 'retry_run leaves a flow step whose child ended while the parent was failed started',
-    file: fn('retry_run'),
-    fn: 'retry_run',
+    ...fn('runs', 'retry_run'),
     search: '    perform switchyard._begin_child(run.run_id, step.flow_slug, step.step_slug);',
     replace: '    null;',
     tests: ['tests/sql/tick_isolation_test.ts'],
@@ -484,8 +455,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'refund-without-bound',
     bug: 'release_tasks refunds a handed-back task however often it was refunded before',
-    file: fn('release_tasks'),
-    fn: 'release_tasks',
+    ...fn('completion', 'release_tasks'),
     search: ' and t.refunds < max_refunds\n',
     replace: '\n',
     tests: ['tests/worker/checkpoint_test.ts'],
@@ -493,8 +463,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'refund-every-hand-over',
     bug: 'release_tasks refunds a hung handler with no checkpoint, as if it handed its work back',
-    file: fn('release_tasks'),
-    fn: 'release_tasks',
+    ...fn('completion', 'release_tasks'),
     search: '    if (t.named or t.checkpointed) and',
     replace: '    if true and',
     tests: ['tests/worker/checkpoint_test.ts'],
@@ -527,8 +496,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'signal-user-run-skips-payload-schema',
     bug: "signal_user_run delivers a browser's payload whatever its step's payload_schema says",
-    file: fn('signal_user_run'),
-    fn: 'signal_user_run',
+    ...fn('waits', 'signal_user_run'),
     search:
       "    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');\n",
     replace: '    problem := null;\n',
@@ -537,8 +505,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'metrics-count-failed-tasks',
     bug: "a failed attempt is recorded only on a task's first failure: metrics count failed tasks",
-    file: fn('_record_failed_attempt'),
-    fn: '_record_failed_attempt',
+    ...fn('completion', '_record_failed_attempt'),
     search: '  insert into switchyard.failed_attempts\n',
     replace: '  if old.last_failed_at is not null then return null; end if;\n' +
       '  insert into switchyard.failed_attempts\n',
@@ -549,8 +516,7 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'declared-alias-moves-only-new',
     bug: 'declare_alias activates a new alias only, as the where-not-exists migrations did: a ' +
       'fresh database replays to the first version',
-    file: fn('declare_alias'),
-    fn: 'declare_alias',
+    ...fn('flows', 'declare_alias'),
     search:
       `  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
   return 'activated';`,
@@ -561,8 +527,7 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'declared-alias-keeps-drained-retired-target',
     bug:
       'an alias on a version the registry retired is held back even when that version is drained',
-    file: fn('_alias_move_blocker'),
-    fn: '_alias_move_blocker',
+    ...fn('flows', '_alias_move_blocker'),
     search: '    if open_runs > 0 then',
     replace: '    if open_runs >= 0 then',
     tests: ['tests/sql/declared_aliases_test.ts'],
@@ -570,8 +535,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'declared-alias-strands-open-runs',
     bug: 'declare_alias moves an alias away from a retired version that still has started runs',
-    file: fn('_alias_move_blocker'),
-    fn: '_alias_move_blocker',
+    ...fn('flows', '_alias_move_blocker'),
     search: '    if open_runs > 0 then',
     replace: '    if open_runs < 0 then',
     tests: ['tests/e2e/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
@@ -579,8 +543,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'declared-alias-hands-live-workers-new-version',
     bug: 'declare_alias moves an alias at push while live workers lack the new target',
-    file: fn('_alias_move_blocker'),
-    fn: '_alias_move_blocker',
+    ...fn('flows', '_alias_move_blocker'),
     search: '  if hurt is not null then',
     replace: '  if false then',
     tests: ['tests/e2e/project_history_test.ts', 'tests/sql/declared_aliases_test.ts'],
@@ -647,8 +610,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'refusal-repeat-not-counted',
     bug: 'record_refusal keeps the latest message of a repeated refusal but not how often',
-    file: fn('record_refusal'),
-    fn: 'record_refusal',
+    ...fn('workers', 'record_refusal'),
     search: 'last_at = switchyard.clock_now(), count = r.count + 1;',
     replace: 'last_at = switchyard.clock_now(), count = 1;',
     tests: ['tests/sql/refusals_test.ts'],

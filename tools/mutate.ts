@@ -5,7 +5,7 @@
  * --fail-fast <files>` and reports `N killed, M survived`, the survivors named. A mutant is
  * killed when its tests fail (or pass their time bound); it survives when they pass.
  *
- * An SQL mutant is planted in its function's source file (supabase/schemas/functions/) and
+ * An SQL mutant is planted in its function's source file (supabase/schemas/functions/<area>/) and
  * reaches the database through the unreleased migration, assembled again in the copy.
  *
  * First it checks every mutant still applies (its text occurs once; an SQL mutant's file is its
@@ -21,7 +21,7 @@ import { helpOption } from '../cli/_help.ts';
 import { KIT_ROOT } from '../cli/_project.ts';
 import { ensurePostgresBinaries } from './_provision.ts';
 import { type Mutant, MUTANTS } from './mutants.ts';
-import { assemble, coreMigrationFiles, SCHEMAS } from './sql_source.ts';
+import { assemble, coreMigrationFiles, functionSourcePath, SCHEMAS } from './sql_source.ts';
 
 helpOption(`usage: deno task mutate [--only NAME,...] [--tests FILE,...] [--list] [--no-baseline]
                         [--bound-minutes N]
@@ -54,8 +54,11 @@ export async function staleness(root: string, m: Mutant): Promise<string | undef
   }
   const count = text.split(m.search).length - 1;
   if (count !== 1) return `its text occurs ${count} times in ${m.file} (expected once)`;
-  if (m.fn && m.file !== `${SCHEMAS}/functions/${m.fn}.sql`) {
-    return `switchyard.${m.fn} is defined in ${SCHEMAS}/functions/${m.fn}.sql, not ${m.file}`;
+  if (m.fn) {
+    const source = await functionSourcePath(m.fn, root);
+    if (m.file !== source) {
+      return `switchyard.${m.fn} is defined in ${source ?? '(no source file)'}, not ${m.file}`;
+    }
   }
   for (const t of m.tests) {
     try {

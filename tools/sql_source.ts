@@ -2,11 +2,14 @@
  * The SQL core's one current source and the migration assembled from it
  * (docs/ARCHITECTURE.md §12.1).
  *
- * `supabase/schemas/` is the only place SQL is edited: the schema, composite types, tables by
- * group, one file per function (`functions/<name>.sql`), views, triggers, then the one privilege
- * rule and the run-event exposure. `supabase/upgrades/unreleased/` holds the hand-written steps
- * the next release needs besides redefinitions (ALTER TABLE, a new index, a backfill, a drop):
- * `before/*.sql` run before the redefinitions, `after/*.sql` after them.
+ * `supabase/schemas/` is the only place SQL is edited: the schema, composite types, tables
+ * (`tables/<NNN>_<name>.sql`, numbered), one file per function in the folder of its area
+ * (`functions/<area>/<name>.sql`, the areas of {@linkcode AREAS}; supabase/schemas/README.md),
+ * views, triggers, then the one privilege rule and the run-event exposure.
+ * `supabase/upgrades/unreleased/` holds the hand-written steps the next release needs besides
+ * redefinitions (ALTER TABLE, a new index, a backfill, a drop): `before/<NNN>_<name>.sql` run
+ * before the redefinitions, `after/<NNN>_<name>.sql` after them, each phase in the order of its
+ * numbers.
  *
  * `supabase/migrations/` keeps every released migration as released, plus at most one
  * unreleased migration, sorted last, which `deno task sql:assemble` writes: the upgrade steps,
@@ -22,7 +25,7 @@
  *
  * @module
  */
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { helpOption } from '../cli/_help.ts';
 import { coreMigrations } from '../cli/_kit.ts';
 import { KIT_ROOT } from '../cli/_project.ts';
@@ -37,9 +40,34 @@ export const UPGRADES = 'supabase/upgrades/unreleased';
 /** The suffix of the unreleased migration's file name. */
 export const UNRELEASED_SUFFIX = '_core.sql';
 
+/**
+ * The areas of `supabase/schemas/functions/`, one folder each, in the order a fresh build reads
+ * them (a function still comes after those it needs when it is created): the rules everything
+ * uses, the queue catalog, flows, runs, then the claim path (claim, completion), waits, flow
+ * control, schedules, workers, maintenance and the dashboard. Every function file sits in
+ * exactly one of these folders (supabase/schemas/README.md says what each holds).
+ */
+export const AREAS: readonly string[] = [
+  'rules',
+  'queues',
+  'flows',
+  'runs',
+  'claim',
+  'completion',
+  'waits',
+  'flow_control',
+  'schedules',
+  'workers',
+  'maintenance',
+  'dashboard',
+];
+
+/** A numbered file name (`010_clock_defaults.sql`): its number declares its place. */
+const NUMBERED = /^(\d{3})_[a-z0-9_]+\.sql$/;
+
 /** One file of the source, in the order a fresh build runs it. */
 export interface SourceFile {
-  /** Its path relative to the kit, e.g. `supabase/schemas/functions/start_flow.sql`. */
+  /** Its path relative to the kit, e.g. `supabase/schemas/functions/runs/start_flow.sql`. */
   readonly path: string;
   readonly text: string;
 }
@@ -58,6 +86,60 @@ function tableNames(files: SourceFile[]): Set<string> {
     }
   }
   return names;
+}
+
+/** `names` (numbered files) in the order of their numbers. */
+function byNumber(names: string[]): string[] {
+  const number = (n: string) => Number(NUMBERED.exec(n)?.[1] ?? Infinity);
+  return [...names].sort((a, b) => number(a) - number(b) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The function files of the source, area by area ({@linkcode AREAS}), by file name within. */
+async function functionFiles(kitDir: string): Promise<SourceFile[]> {
+  const files: SourceFile[] = [];
+  for (const area of AREAS) {
+    for (const name of await sqlFileNames(join(kitDir, SCHEMAS, 'functions', area))) {
+      files.push(await readSource(kitDir, `${SCHEMAS}/functions/${area}/${name}`));
+    }
+  }
+  return files;
+}
+
+/**
+ * The path of the file that defines `switchyard.<name>` (`supabase/schemas/functions/<area>/
+ * <name>.sql`), or null when no area holds it.
+ *
+ * @example
+ * ```ts
+ * import { functionSourcePath } from './sql_source.ts';
+ * console.log(await functionSourcePath('start_tasks')); // supabase/schemas/functions/claim/start_tasks.sql
+ * ```
+ */
+export async function functionSourcePath(
+  name: string,
+  kitDir: string = KIT_ROOT,
+): Promise<string | null> {
+  for (const area of AREAS) {
+    const path = `${SCHEMAS}/functions/${area}/${name}.sql`;
+    try {
+      if ((await Deno.stat(join(kitDir, path))).isFile) return path;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+  }
+  return null;
+}
+
+/**
+ * The upgrade steps of one phase (`before` or `after`) of the next release, in the order of their
+ * numbers (`010_clock_defaults.sql` runs before `020_…`).
+ */
+export async function upgradeSteps(
+  phase: 'before' | 'after',
+  kitDir: string = KIT_ROOT,
+): Promise<SourceFile[]> {
+  const names = byNumber(await sqlFileNames(join(kitDir, UPGRADES, phase)));
+  return await Promise.all(names.map((n) => readSource(kitDir, `${UPGRADES}/${phase}/${n}`)));
 }
 
 /** Whether a function's arguments or result name one of `tables` (a row type). */
@@ -111,18 +193,17 @@ function afterCreationCalls(files: SourceFile[]): SourceFile[] {
 
 /**
  * Every file of the source in the order a fresh build runs them: schema, types, the functions
- * whose signature names no table, the tables (by file name), the functions whose arguments or
+ * whose signature names no table, the tables (by number), the functions whose arguments or
  * result are a table's row type, views, triggers, privileges, exposure. Within each group of
- * functions, by file name, except that a function comes after those it needs when it is created.
+ * functions, area by area ({@linkcode AREAS}) and by file name within one, except that a
+ * function comes after those it needs when it is created.
  */
 export async function sourceFiles(kitDir: string = KIT_ROOT): Promise<SourceFile[]> {
   const at = (rel: string) => readSource(kitDir, `${SCHEMAS}/${rel}`);
   const tables = await Promise.all(
-    (await sqlFileNames(join(kitDir, SCHEMAS, 'tables'))).map((n) => at(`tables/${n}`)),
+    byNumber(await sqlFileNames(join(kitDir, SCHEMAS, 'tables'))).map((n) => at(`tables/${n}`)),
   );
-  const functions = await Promise.all(
-    (await sqlFileNames(join(kitDir, SCHEMAS, 'functions'))).map((n) => at(`functions/${n}`)),
-  );
+  const functions = await functionFiles(kitDir);
   const names = tableNames(tables);
   const late = afterCreationCalls(functions.filter((f) => usesRowType(f.text, names)));
   const early = afterCreationCalls(functions.filter((f) => !late.includes(f)));
@@ -263,14 +344,8 @@ export async function assemble(kitDir: string = KIT_ROOT): Promise<string | null
     });
     if (changed) redefined.push(f);
   }
-  const steps = async (phase: string) =>
-    await Promise.all(
-      (await sqlFileNames(join(kitDir, UPGRADES, phase))).map((n) =>
-        readSource(kitDir, `${UPGRADES}/${phase}/${n}`)
-      ),
-    );
-  const before = await steps('before');
-  const after = await steps('after');
+  const before = await upgradeSteps('before', kitDir);
+  const after = await upgradeSteps('after', kitDir);
   if (redefined.length === 0 && before.length === 0 && after.length === 0) return null;
   const finishing = files.filter((f) =>
     f.path === `${SCHEMAS}/privileges.sql` || f.path === `${SCHEMAS}/exposure.sql`
@@ -396,9 +471,9 @@ const RAW_CLOCK = new RegExp(
  */
 export async function clockProblems(kitDir: string = KIT_ROOT): Promise<string[]> {
   const problems: string[] = [];
-  const own = new Set(CLOCK_FUNCTIONS.map((n) => `${SCHEMAS}/functions/${n}.sql`));
+  const own = new Set(CLOCK_FUNCTIONS.map((n) => `${n}.sql`));
   for (const f of await sourceFiles(kitDir)) {
-    if (own.has(f.path)) continue;
+    if (f.path.startsWith(`${SCHEMAS}/functions/`) && own.has(basename(f.path))) continue;
     const lines = withoutComments(f.text).split('\n');
     lines.forEach((line, i) => {
       for (const m of line.matchAll(RAW_CLOCK)) {
@@ -413,14 +488,93 @@ export async function clockProblems(kitDir: string = KIT_ROOT): Promise<string[]
   return problems;
 }
 
-/** Problems of the source's layout: each function defined once, in the file of its name. */
-export async function layoutProblems(kitDir: string = KIT_ROOT): Promise<string[]> {
+/** The `.sql` files under `dir` (relative to it), at any depth. */
+async function sqlFilesUnder(dir: string, prefix = ''): Promise<string[]> {
+  const found: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(join(dir, prefix))) {
+      const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+      if (entry.isDirectory) found.push(...await sqlFilesUnder(dir, rel));
+      else if (entry.name.endsWith('.sql')) found.push(rel);
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return found.sort();
+}
+
+/** A migration's name or timestamp (`20261202001200_map_claim.sql`, `20261202000700`). */
+const MIGRATION_NAME = /\b\d{14}(?:_[a-z0-9_]+(?:\.sql)?)?\b/;
+
+/** Problems of numbered files (`<NNN>_<name>.sql`): a name without a number, a number twice. */
+function numberingProblems(dir: string, names: string[]): string[] {
   const problems: string[] = [];
   const seen = new Map<string, string>();
-  for (const f of await sourceFiles(kitDir)) {
+  for (const name of names) {
+    const number = NUMBERED.exec(name)?.[1];
+    if (!number) {
+      problems.push(
+        `${dir}/${name} has no number: name it <NNN>_<name>.sql (e.g. 010_clock_defaults.sql), ` +
+          'the number declaring its place',
+      );
+      continue;
+    }
+    const other = seen.get(number);
+    if (other) problems.push(`${dir}/${other} and ${dir}/${name} share the number ${number}`);
+    seen.set(number, name);
+  }
+  return problems;
+}
+
+/**
+ * Problems of the source's layout: each function defined once, in the file of its name in the
+ * folder of one area ({@linkcode AREAS}); tables and upgrade steps numbered, no number twice;
+ * every function and table file opens with a header comment saying what it holds and why, and no
+ * file names a migration (the source says what and why; a migration's name is history).
+ */
+export async function layoutProblems(kitDir: string = KIT_ROOT): Promise<string[]> {
+  const problems: string[] = [];
+  const areas = new Set(AREAS);
+  for (const rel of await sqlFilesUnder(join(kitDir, SCHEMAS, 'functions'))) {
+    const parts = rel.split('/');
+    if (parts.length !== 2 || !areas.has(parts[0])) {
+      problems.push(
+        `${SCHEMAS}/functions/${rel} is outside an area folder: move it to ` +
+          `${SCHEMAS}/functions/<area>/${parts[parts.length - 1]}, the area one of ` +
+          `${AREAS.join(', ')} (supabase/schemas/README.md)`,
+      );
+    }
+  }
+  problems.push(
+    ...numberingProblems(
+      `${SCHEMAS}/tables`,
+      await sqlFileNames(join(kitDir, SCHEMAS, 'tables')),
+    ),
+  );
+  for (const phase of ['before', 'after']) {
+    const dir = `${UPGRADES}/${phase}`;
+    problems.push(...numberingProblems(dir, await sqlFileNames(join(kitDir, dir))));
+  }
+  const seen = new Map<string, string>();
+  const steps = [...await upgradeSteps('before', kitDir), ...await upgradeSteps('after', kitDir)];
+  for (const f of [...await sourceFiles(kitDir), ...steps]) {
+    const named = MIGRATION_NAME.exec(f.text);
+    if (named) {
+      const line = f.text.slice(0, named.index).split('\n').length;
+      problems.push(
+        `${f.path}:${line} names the migration ${named[0]}: say what the code does and why ` +
+          '(a migration name is history, and goes stale)',
+      );
+    }
     const statements = splitStatements(f.text).filter((s) => s.body);
     const inFunctions = f.path.startsWith(`${SCHEMAS}/functions/`);
-    const own = inFunctions ? f.path.slice(f.path.lastIndexOf('/') + 1, -4) : null;
+    const inTables = f.path.startsWith(`${SCHEMAS}/tables/`);
+    const own = inFunctions ? basename(f.path, '.sql') : null;
+    if ((inFunctions || inTables) && !/^--[ \t]*[^\s-]/.test(f.text)) {
+      problems.push(
+        `${f.path} has no header: open it with a comment saying what it holds and why`,
+      );
+    }
     if (inFunctions && statements.length !== 1) {
       problems.push(`${f.path} holds ${statements.length} statements: one create function only`);
     }
@@ -437,7 +591,7 @@ export async function layoutProblems(kitDir: string = KIT_ROOT): Promise<string[
       if (own !== d.name) {
         problems.push(
           `function ${d.name} is defined in ${f.path}: each function lives in ` +
-            `${SCHEMAS}/functions/${d.name}.sql`,
+            `${SCHEMAS}/functions/<area>/${d.name}.sql`,
         );
       }
     }

@@ -86,7 +86,621 @@ create type switchyard.prune_result as (
   workers bigint            -- rows of workers stopped or silent since before the cutoff
 );
 
--- supabase/schemas/functions/_alias_members_add.sql
+-- supabase/schemas/functions/rules/_clip.sql
+-- A text value for a message: JSON-quoted; a value longer than \`n\` characters is cut there and
+-- followed by its length, so a refusal names the value without echoing a megabyte of it.
+create or replace function switchyard._clip(value text, n int default 80)
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when value is null then 'null'
+    when char_length(value) <= n then to_json(value)::text
+    else to_json(left(value, n))::text || format('... (%s characters)', char_length(value))
+  end
+$$;
+
+-- supabase/schemas/functions/rules/_json_size_problem.sql
+-- The size of a JSON value against its limit, as a refusal: null when it fits.
+create or replace function switchyard._json_size_problem(value jsonb, limit_name text)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  size bigint := octet_length(value::text);
+  max_size int := switchyard.limit_value(limit_name);
+begin
+  if size <= max_size then
+    return null;
+  end if;
+  return jsonb_build_object('size', size, 'limit', max_size,
+                            'excerpt', left(value::text, 200));
+end
+$$;
+
+-- supabase/schemas/functions/rules/_keep_routines_private.sql
+-- The event trigger's function (triggers.sql): revokes EXECUTE from PUBLIC, anon and
+-- authenticated on every routine created in schema switchyard, so a function is never callable
+-- through PostgREST before privileges.sql runs again (docs/ARCHITECTURE.md §7, Privileges).
+create or replace function switchyard._keep_routines_private()
+returns event_trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  created record;
+  grantees text;
+begin
+  select string_agg(g, ', ') into grantees
+    from (select 'public' as g
+          union all
+          select quote_ident(r.rolname) from pg_catalog.pg_roles r
+           where r.rolname in ('anon', 'authenticated')) x;
+  for created in
+    select c.object_identity from pg_catalog.pg_event_trigger_ddl_commands() c
+     where c.schema_name = 'switchyard' and c.object_type in ('function', 'procedure', 'aggregate')
+  loop
+    execute format('revoke all on routine %s from %s', created.object_identity, grantees);
+  end loop;
+end
+$$;
+
+-- supabase/schemas/functions/rules/_refuse.sql
+-- Raises a refusal of the SQL core (docs/ARCHITECTURE.md §10, the SQL error contract): SQLSTATE
+-- \`code\` (22023, 23505, 42501, 55000 or PT429), \`message\` for people (it names the value and the
+-- rule), and the DETAIL callers map by: a JSON object with \`rule\`, \`argument\` and \`value\` (cut to
+-- 200 characters, or null) and \`context\`'s fields besides; \`hint\` when given. The one place that
+-- builds a refusal's detail, so every refusal carries the same fields. Never returns. Volatile, so
+-- a call with constant arguments is never evaluated while a statement is planned.
+create or replace function switchyard._refuse(
+  code text, rule text, argument text, value text, message text,
+  context jsonb default '{}', hint text default null
+)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  detail text := (jsonb_build_object('rule', _refuse.rule, 'argument', _refuse.argument,
+                                     'value', left(_refuse.value, 200))
+                  || coalesce(_refuse.context, '{}'))::text;
+begin
+  if _refuse.hint is null then
+    raise exception using errcode = _refuse.code, message = _refuse.message, detail = detail;
+  end if;
+  raise exception using errcode = _refuse.code, message = _refuse.message, detail = detail,
+    hint = _refuse.hint;
+end
+$$;
+
+-- supabase/schemas/functions/rules/assert_queue_name.sql
+-- Refuses a queue name that breaks the naming rule (docs/ARCHITECTURE.md §2): the third place
+-- the rule is checked, after the literal types and the runtime check. Returns the name.
+-- queue_name_problem words the rule; the detail names it (queue_name_missing, _format,
+-- _reserved_separator).
+create or replace function switchyard.assert_queue_name(name text, explicit boolean)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  problem text := switchyard.queue_name_problem(name, explicit);
+begin
+  if problem is not null then
+    perform switchyard._refuse('22023',
+      case when name is null then 'queue_name_missing'
+           when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then 'queue_name_format'
+           else 'queue_name_reserved_separator' end,
+      'queue_name', name, problem,
+      context => jsonb_build_object('explicit', explicit));
+  end if;
+  return name;
+end
+$$;
+
+-- supabase/schemas/functions/rules/assert_slug.sql
+-- Refuses a flow, step or alias slug that breaks the slug rule (docs/ARCHITECTURE.md §2):
+-- letters, digits and single underscores, starting with a letter; \`run\` is reserved for steps.
+-- The value it echoes is clipped.
+create or replace function switchyard.assert_slug(kind text, slug text)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  if slug is null or slug !~ '^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$' or length(slug) > 47 then
+    perform switchyard._refuse('22023', 'slug_format',
+      case kind when 'alias' then 'alias_name' else kind || '_slug' end, slug, format(
+      '%s slug %s is invalid: start with a letter, then letters, digits and single underscores '
+      '(at most 47 characters)', kind, switchyard._clip(slug)),
+      context => jsonb_build_object('kind', kind));
+  end if;
+  if kind = 'step' and lower(slug) = 'run' then
+    perform switchyard._refuse('22023', 'step_slug_reserved', 'step_slug', slug, format(
+      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)));
+  end if;
+  return slug;
+end
+$$;
+
+-- supabase/schemas/functions/rules/clock_now.sql
+-- The SQL core's clock (docs/ARCHITECTURE.md §17): the time every time rule reads — wait
+-- timeouts, sleeps and \`until\`, delayed starts, run deadlines, retry and stall recovery, the
+-- lost-message grace, schedules, start keys' TTLs and delays, rate-limit refills, heartbeats, and
+-- every recorded time (column defaults included). It is now(), this transaction's start, and
+-- nothing else: a plain SQL expression, stable, neither STRICT nor security definer and without
+-- SET options, so PostgreSQL inlines it into the calling statement and it costs what now() costs.
+-- A test engine (switchyard/testing) replaces this body, in its own test database only, with a
+-- set time that moves when the test advances it; PGMQ's clock (queue_now, queue_clock) is never
+-- replaced: the engine moves the queue tables' times instead.
+create or replace function switchyard.clock_now()
+returns timestamptz
+language sql
+stable
+parallel safe
+as $$ select pg_catalog.now() $$;
+
+-- supabase/schemas/functions/rules/core_version.sql
+-- The release of this database's SQL core (docs/ARCHITECTURE.md §8.3). A runtime checks it at
+-- start, so a runtime deployed before its migrations refuses with "apply the migrations".
+create or replace function switchyard.core_version()
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select '0.4.0'::text
+$$;
+
+-- supabase/schemas/functions/rules/limit_value.sql
+-- One limit of switchyard.limits() by name: what every check of a limit reads, so an operator's
+-- setting (set_setting) changes it everywhere at once. Refuses an unknown name.
+create or replace function switchyard.limit_value(name text)
+returns int
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  setting text;
+begin
+  case name
+    when 'max_function_name_chars' then
+      return 63;      -- a DNS label; the longest generated name (47 + '-worker') is 54
+    when 'max_reason_chars' then
+      return 1000;
+    when 'max_input_bytes', 'max_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 1048576);
+    -- A map step's outputs together (its aggregate, what its dependents get), 16 MiB.
+    when 'max_map_output_bytes' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 16777216);
+    -- New runs per signed-in user per minute (start_user_run).
+    when 'user_runs_per_minute' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
+    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
+    when 'priority_ageing_seconds' then
+      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
+      return coalesce(setting::int, 60);
+    -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
+    when 'max_progress_bytes' then
+      return 8192;
+    -- Progress events per task in any window of one second from its first (report_progress).
+    when 'progress_per_second' then
+      return 20;
+    else
+      perform switchyard._refuse('22023', 'limit_unknown', 'name', name, format(
+        'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
+        'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
+        'max_progress_bytes or progress_per_second', switchyard._clip(name)));
+  end case;
+end
+$$;
+
+-- supabase/schemas/functions/rules/limits.sql
+-- Every limit of the SQL core with its value (docs/ARCHITECTURE.md §13): the default, or the
+-- operator's setting from switchyard.settings where one is set.
+create or replace function switchyard.limits()
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'max_input_bytes', switchyard.limit_value('max_input_bytes'),
+    'max_output_bytes', switchyard.limit_value('max_output_bytes'),
+    'max_map_output_bytes', switchyard.limit_value('max_map_output_bytes'),
+    'user_runs_per_minute', switchyard.limit_value('user_runs_per_minute'),
+    'max_function_name_chars', switchyard.limit_value('max_function_name_chars'),
+    'max_reason_chars', switchyard.limit_value('max_reason_chars'),
+    'max_progress_bytes', switchyard.limit_value('max_progress_bytes'),
+    'progress_per_second', switchyard.limit_value('progress_per_second'))
+$$;
+
+-- supabase/schemas/functions/rules/queue_clock.sql
+-- PGMQ's clock as it runs (docs/ARCHITECTURE.md §17): clock_timestamp(), the time PGMQ's send,
+-- read and set_vt compare a message's visibility (\`vt\`) with. The core's own reads and writes of
+-- \`vt\` (the ordered read, hiding claimed messages, prune, the dashboard's queue counts) use it, so
+-- they agree with PGMQ's. A test engine never replaces it: advancing a test clock moves the \`vt\`
+-- of the kit's queues back instead. Inlined like clock_now (plain SQL, no SET); volatile, as
+-- clock_timestamp() is.
+create or replace function switchyard.queue_clock()
+returns timestamptz
+language sql
+volatile
+parallel safe
+as $$ select pg_catalog.clock_timestamp() $$;
+
+-- supabase/schemas/functions/rules/queue_name_problem.sql
+-- Why a queue name breaks the naming rule (docs/ARCHITECTURE.md §2), in words that name the
+-- value and the rule, or null when it is valid. \`explicit\`: a routed name, which must not
+-- contain \`__\` (reserved for generated private names).
+create or replace function switchyard.queue_name_problem(name text, explicit boolean)
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when name is null then 'queue name is missing'
+    when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then
+      format('queue name %s is invalid: use lower-case letters, digits and single underscores '
+        '(^[a-z][a-z0-9_]*$, at most 47 characters)', switchyard._clip(name))
+    when explicit and position('__' in name) > 0 then
+      format('queue name %s is invalid: explicit queue names must not contain "__" '
+        '(reserved for generated private step queues)', switchyard._clip(name))
+    else null
+  end
+$$;
+
+-- supabase/schemas/functions/rules/queue_now.sql
+-- PGMQ's clock at this transaction's start (docs/ARCHITECTURE.md §17): what the core reads when it
+-- compares with or writes a time of PGMQ's frame, where PGMQ itself reads the real clock: a queue
+-- message's \`enqueued_at\`, its \`vt\` in the metrics, and the \`ranked_at\` of a message body (§5.14),
+-- which the ordered read ranks against \`enqueued_at\`. It is now(), and unlike clock_now a test
+-- engine never replaces it: advancing a test clock moves these times back instead. Inlined like
+-- clock_now (plain SQL, stable, no SET).
+create or replace function switchyard.queue_now()
+returns timestamptz
+language sql
+stable
+parallel safe
+as $$ select pg_catalog.now() $$;
+
+-- supabase/schemas/functions/rules/set_setting.sql
+-- Sets (or, with null, clears) an operator setting: a limit of switchyard.limits() (input and
+-- output sizes, user runs per minute, priority ageing) or a keep-alive setting (base URL, bearer,
+-- hosts), each value checked against its rule before it is stored.
+create or replace function switchyard.set_setting(name text, value text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  problem text;
+begin
+  if name is null
+     or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
+                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
+                     'priority_ageing_seconds') then
+    perform switchyard._refuse('22023', 'setting_unknown', 'name', name, format(
+      'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
+      'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
+      'priority_ageing_seconds',
+      switchyard._clip(name)));
+  end if;
+  if value is not null then
+    if name = 'functions_base_url' then
+      problem := switchyard.base_url_problem(value);
+    elsif name = 'functions_bearer' and value ~ '[[:space:][:cntrl:]]' then
+      problem := 'a bearer contains no whitespace or control characters';
+    elsif name = 'functions_bearer' and char_length(value) > 8192 then
+      problem := format('it is %s characters long; the limit is 8192', char_length(value));
+    elsif name in ('max_input_bytes', 'max_output_bytes')
+          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 104857600
+                    else true end) then
+      problem := 'use a number of bytes from 65536 (64 KiB) to 104857600 (100 MiB)';
+    elsif name = 'max_map_output_bytes'
+          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 209715200
+                    else true end) then
+      -- jsonb holds at most 255 MB; an aggregate near that fails in PostgreSQL itself.
+      problem := 'use a number of bytes from 65536 (64 KiB) to 209715200 (200 MiB)';
+    elsif name = 'user_runs_per_minute'
+          and (case when value ~ '^[0-9]{1,7}$' then value::int not between 1 and 1000000
+                    else true end) then
+      problem := 'use a number of runs from 1 to 1000000 (revoke start_user_run to allow none)';
+    elsif name = 'priority_ageing_seconds'
+          and (case when value ~ '^[0-9]{1,6}$' then value::int not between 1 and 86400
+                    else true end) then
+      problem := 'use a number of seconds from 1 to 86400 (what one priority level is worth)';
+    elsif name = 'functions_hosts' then
+      problem := switchyard._hosts_problem(value);
+    end if;
+    if problem is not null then
+      perform switchyard._refuse('22023',
+        case when name = 'functions_base_url' then 'url_format' else 'setting_value' end, 'value',
+        case when name = 'functions_bearer' then null else value end, format(
+        'setting %s %s is invalid: %s', name,
+        case when name = 'functions_bearer' then '(value not shown)' else switchyard._clip(value) end,
+        problem),
+        context => jsonb_build_object('setting', name, 'problem', problem));
+    end if;
+  end if;
+  if value is null then
+    delete from switchyard.settings s where s.name = set_setting.name;
+  else
+    insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
+    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = switchyard.clock_now();
+  end if;
+end
+$$;
+
+-- supabase/schemas/functions/queues/_ensure_private_queue.sql
+-- Creates or finds the private queue of a flow (docs/ARCHITECTURE.md §3): recorded in the queue
+-- catalog with its owner, created in PGMQ when absent, its queue table tuned for churn
+-- (_tune_queue_table). Refuses a queue another flow owns or that is shared, and a name PGMQ
+-- spells several ways. The values it echoes are clipped.
+create or replace function switchyard._ensure_private_queue(queue text, owner text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  existing switchyard.queues;
+begin
+  perform switchyard.assert_queue_name(queue, false);
+  perform switchyard._lock_queue_name(queue);
+  select * into existing from switchyard.queues q where q.queue_name = queue;
+  if found then
+    if existing.ownership = 'shared' then
+      perform switchyard._refuse('23505', 'queue_is_shared', 'queue_name', queue, format(
+        'queue %s is shared; flow %s cannot use it as its private queue',
+        switchyard._clip(queue), switchyard._clip(owner)),
+        context => jsonb_build_object('flow_slug', left(owner, 200)));
+    elsif existing.owner_flow <> owner then
+      perform switchyard._refuse('23505', 'queue_owned_by_other_flow', 'queue_name', queue, format(
+        'queue %s is the private queue of flow %s; flow %s cannot own it too',
+        switchyard._clip(queue), switchyard._clip(existing.owner_flow), switchyard._clip(owner)),
+        context => jsonb_build_object('flow_slug', left(owner, 200),
+          'owner_flow', existing.owner_flow));
+    end if;
+    return;
+  end if;
+  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
+    perform switchyard._refuse('23505', 'queue_not_in_catalog', 'queue_name', queue, format(
+      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
+      'a private queue is never adopted: rename the flow or drop that queue',
+      switchyard._clip(queue), array_to_string(switchyard._pgmq_spellings(queue), ', ')),
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue))));
+  end if;
+  perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
+  values (queue, queue, 'private', owner);
+end
+$$;
+
+-- supabase/schemas/functions/queues/_lock_queue_name.sql
+-- Serializes every catalog operation on one canonical queue name (a transaction-level advisory
+-- lock), so two flows or an adoption racing for a name cannot both create or claim it.
+create or replace function switchyard._lock_queue_name(canonical text)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  select pg_advisory_xact_lock(hashtextextended('switchyard.queue:' || canonical, 0))
+$$;
+
+-- supabase/schemas/functions/queues/_pgmq_spellings.sql
+-- Every spelling PGMQ knows for a canonical queue name (names differing only by case share one
+-- table, so more than one spelling is ambiguous). Shared-queue workers and routed compilation
+-- provision queues only through the catalog's functions, never a generic create-queue helper.
+create or replace function switchyard._pgmq_spellings(canonical text)
+returns text[]
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(array_agg(m.queue_name::text order by m.queue_name), '{}')
+  from pgmq.meta m
+  where lower(m.queue_name) = canonical
+$$;
+
+-- supabase/schemas/functions/queues/_tune_queue_table.sql
+-- Tunes the queue table of a queue the kit creates or adopts for its churn (docs/ARCHITECTURE.md
+-- §3): every message is inserted, updated by the read and deleted by the archive, so a busy queue
+-- table holds few live rows and makes dead ones fast. PostgreSQL's defaults vacuum a table when its
+-- dead rows pass 50 + 20 % of its rows, throttled by the cost delay: a queue with a backlog waits
+-- for a fifth of it, and a vacuum of the small hot table queues behind the long throttled vacuums
+-- of the growing history tables (issue 27 measured an empty queue table with 224,610 dead rows
+-- vacuumed once in 33,000 runs). Here its dead rows alone decide (scale factor 0, threshold 1,000)
+-- and its vacuum is not throttled (cost delay 0: the table is small, the vacuum short). No
+-- fillfactor: PGMQ indexes vt, so its updates are never HOT and free space in a page would only
+-- make the table larger. A table that already has these settings is not altered again (the
+-- ALTER takes a SHARE UPDATE EXCLUSIVE lock, which waits for a running vacuum). A queue table this
+-- role does not own keeps its settings, with a warning naming the table and the statement to run.
+--
+-- It also gives the table the partial index of ranked messages (those of runs with a priority,
+-- docs/ARCHITECTURE.md §5.14) that read_tasks reads them through, in rank order. The index holds
+-- no entry for any other message, so a queue without priorities pays only its predicate's test
+-- on each write. Created once (its name is checked first): building it takes a SHARE lock, which
+-- waits for the writes in progress on the table and holds off new ones until the transaction
+-- that builds it ends.
+create or replace function switchyard._tune_queue_table(queue text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  tbl text := pgmq.format_table_name(queue, 'q');
+  wanted text[] := array['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=1000',
+                         'autovacuum_vacuum_cost_delay=0'];
+  statement text;
+  options text[];
+  ranked text := tbl || '_ranked';
+begin
+  select coalesce(c.reloptions, '{}') into options
+    from pg_catalog.pg_class c
+   where c.oid = to_regclass(format('pgmq.%I', tbl));
+  -- No table (a queue dropped outside the kit, seen by the upgrade step): nothing to tune.
+  if not found then
+    return;
+  end if;
+  if to_regclass(format('pgmq.%I', ranked)) is null then
+    statement := format(
+      'create index %I on pgmq.%I (((message ->> ''ranked_at'')::numeric)) '
+      'where message ? ''ranked_at''', ranked, tbl);
+    begin
+      execute statement;
+    exception when insufficient_privilege then
+      raise warning using message = format(
+        'queue table pgmq.%s has no index of ranked messages: this role does not own it, so '
+        'its priority read scans the table; its owner can run: %s', tbl, statement);
+    end;
+  end if;
+  if options @> wanted then
+    return;
+  end if;
+  statement := format('alter table pgmq.%I set (%s)', tbl, array_to_string(wanted, ', '));
+  begin
+    execute statement;
+  exception when insufficient_privilege then
+    raise warning using message = format(
+      'queue table pgmq.%s keeps its autovacuum settings: this role does not own it; '
+      'its owner can run: %s', tbl, statement);
+  end;
+end
+$$;
+
+-- supabase/schemas/functions/queues/adopt_queue.sql
+-- Administrative adoption of an existing PGMQ queue as a shared queue. Succeeds
+-- only when the queue is empty or every message in it belongs to a tracked task. The adopted
+-- queue's table is tuned for churn (_tune_queue_table).
+create or replace function switchyard.adopt_queue(pgmq_queue_name text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  canonical text := lower(pgmq_queue_name);
+  spellings text[];
+  existing switchyard.queues;
+  foreign_ids bigint[];
+  foreign_count bigint;
+begin
+  if pgmq_queue_name is null then
+    perform switchyard._refuse('22023', 'argument_missing', 'pgmq_queue_name', null,
+      'adopt_queue: queue name is missing');
+  end if;
+  perform switchyard.assert_queue_name(canonical, true);
+  perform switchyard._lock_queue_name(canonical);
+  spellings := switchyard._pgmq_spellings(canonical);
+  if cardinality(spellings) = 0 then
+    perform switchyard._refuse('22023', 'pgmq_queue_missing', 'pgmq_queue_name', pgmq_queue_name,
+      format(
+      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text));
+  elsif cardinality(spellings) > 1 then
+    perform switchyard._refuse('22023', 'pgmq_queue_ambiguous', 'pgmq_queue_name', pgmq_queue_name,
+      format(
+      'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
+      to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(spellings)));
+  end if;
+  select * into existing from switchyard.queues q where q.queue_name = canonical;
+  if found then
+    if existing.ownership = 'private' then
+      perform switchyard._refuse('23505', 'queue_is_private', 'pgmq_queue_name', pgmq_queue_name,
+        format(
+        'cannot adopt queue %s: it is the private queue of flow %s',
+        to_json(canonical)::text, to_json(existing.owner_flow)::text),
+        context => jsonb_build_object('owner_flow', existing.owner_flow));
+    end if;
+    return 'already registered';
+  end if;
+  -- Hold off writers while the messages are checked. PGMQ names the queue's table
+  -- (pgmq.format_table_name lower-cases the spelling).
+  execute format('lock table pgmq.%I in exclusive mode', pgmq.format_table_name(spellings[1], 'q'));
+  execute format(
+    'select array_agg(m.msg_id order by m.msg_id), count(*) from pgmq.%I m
+      where not exists (select 1 from switchyard.step_tasks t
+                        where t.queue_name = $1 and t.message_id = m.msg_id)',
+    pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
+  if foreign_count > 0 then
+    perform switchyard._refuse('55000', 'queue_has_untracked_messages', 'pgmq_queue_name',
+      pgmq_queue_name, format(
+      'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
+      'adoption requires an empty queue or only tracked messages',
+      to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
+      context => jsonb_build_object('untracked_count', foreign_count,
+        'message_ids', to_jsonb(foreign_ids[1:20])));
+  end if;
+  perform switchyard._tune_queue_table(spellings[1]);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
+  values (canonical, spellings[1], 'shared', null, switchyard.clock_now());
+  return 'adopted';
+end
+$$;
+
+-- supabase/schemas/functions/queues/ensure_shared_queue.sql
+-- A shared (explicit, routed) queue: validated and provisioned when absent; never
+-- adopted implicitly and never dropped with a flow. A queue it creates has its queue table
+-- tuned for churn (_tune_queue_table).
+create or replace function switchyard.ensure_shared_queue(queue text)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  existing switchyard.queues;
+begin
+  perform switchyard.assert_queue_name(queue, true);
+  perform switchyard._lock_queue_name(queue);
+  select * into existing from switchyard.queues q where q.queue_name = queue;
+  if found then
+    if existing.ownership = 'private' then
+      perform switchyard._refuse('23505', 'queue_is_private', 'queue_name', queue, format(
+        'queue %s is the private queue of flow %s; it cannot be used as a shared queue',
+        to_json(queue)::text, to_json(existing.owner_flow)::text),
+        context => jsonb_build_object('owner_flow', existing.owner_flow));
+    end if;
+    return 'registered';
+  end if;
+  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
+    perform switchyard._refuse('23505', 'queue_not_in_catalog', 'queue_name', queue, format(
+      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
+      'routed flows never adopt it implicitly: run select switchyard.adopt_queue(%L) first',
+      to_json(queue)::text, array_to_string(switchyard._pgmq_spellings(queue), ', '),
+      (switchyard._pgmq_spellings(queue))[1]),
+      context => jsonb_build_object('pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue))));
+  end if;
+  perform pgmq.create(queue);
+  perform switchyard._tune_queue_table(queue);
+  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
+  values (queue, queue, 'shared', null);
+  return 'created';
+end
+$$;
+
+-- supabase/schemas/functions/flows/_alias_members_add.sql
 -- The versions a registry lists for an alias, checked and recorded as its members
 -- (docs/ARCHITECTURE.md §6): each must be compiled and belong to no other alias. Shared by
 -- sync_alias (a worker's start-up) and declare_alias (a compiled migration); the values it
@@ -103,37 +717,29 @@ declare
 begin
   perform switchyard.assert_slug('alias', alias_name);
   if versions is null or cardinality(versions) = 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'versions_missing', 'versions', versions::text, format(
       'alias %s lists no versions', switchyard._clip(alias_name)),
-      detail = jsonb_build_object(
-        'rule', 'versions_missing', 'argument', 'versions', 'value', left(versions::text, 200),
-        'alias', alias_name)::text;
+      context => jsonb_build_object('alias', alias_name));
   end if;
   if array_position(versions, null) is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'version_null', 'versions', versions::text, format(
       'alias %s: version %s of %s is null: list the concrete flow slugs of the alias, oldest first',
       switchyard._clip(alias_name), array_position(versions, null), switchyard._clip(versions::text, 200)),
-      detail = jsonb_build_object(
-        'rule', 'version_null', 'argument', 'versions', 'value', left(versions::text, 200),
-        'alias', alias_name, 'position', array_position(versions, null))::text;
+      context => jsonb_build_object('alias', alias_name, 'position', array_position(versions, null)));
   end if;
   perform switchyard._assert_alias_case(alias_name);
   foreach v in array versions loop
     if not exists (select 1 from switchyard.flows f where f.flow_slug = v) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'flow_not_compiled', 'versions', v, format(
         'alias %s: flow %s is not compiled', switchyard._clip(alias_name), switchyard._clip(v)),
-        detail = jsonb_build_object(
-          'rule', 'flow_not_compiled', 'argument', 'versions', 'value', left(v, 200),
-          'alias', alias_name)::text;
+        context => jsonb_build_object('alias', alias_name));
     end if;
     select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = v;
     if other_alias is not null and other_alias <> alias_name then
-      raise exception using errcode = '23505', message = format(
+      perform switchyard._refuse('23505', 'flow_in_other_alias', 'versions', v, format(
         'flow %s already belongs to alias %s; it cannot join alias %s',
         switchyard._clip(v), switchyard._clip(other_alias), switchyard._clip(alias_name)),
-        detail = jsonb_build_object(
-          'rule', 'flow_in_other_alias', 'argument', 'versions', 'value', v,
-          'alias', alias_name, 'other_alias', other_alias)::text;
+        context => jsonb_build_object('alias', alias_name, 'other_alias', other_alias));
     end if;
     insert into switchyard.alias_members (alias, flow_slug) values (alias_name, v)
     on conflict do nothing;
@@ -141,7 +747,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/_alias_move_blocker.sql
+-- supabase/schemas/functions/flows/_alias_move_blocker.sql
 -- Why an alias may not move from its current target to the target of a declared version list
 -- now, or null when it may (docs/ARCHITECTURE.md §6, Declared aliases). Two things hold a move
 -- back, both to be reported, never overridden:
@@ -193,7 +799,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/_apply_flow_options.sql
+-- supabase/schemas/functions/flows/_apply_flow_options.sql
 -- Sets a compiled flow's runtime options (flows and steps rows) from a canonical shape, with
 -- the ranges ensure_flow has always checked. Tasks created afterwards copy them.
 create or replace function switchyard._apply_flow_options(slug text, canonical jsonb)
@@ -225,13 +831,11 @@ begin
         or jsonb_typeof(rate -> 'name') is distinct from 'string'
         or (rate ->> 'name') !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$'
         or (rate - array['name', 'cost']) <> '{}'::jsonb) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'rate_limit_invalid', 'rateLimit', rate::text, format(
         'flow %s %s rateLimit %s is invalid: use {"name": ..., "cost": 1} with a name of a '
         'letter or digit, then letters, digits, _ . : or - (at most 100)',
         to_json(slug)::text, step_what, left(rate::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'rate_limit_invalid', 'argument', 'rateLimit', 'value', left(rate::text, 200),
-          'flow_slug', slug, 'step_slug', step ->> 'slug')::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step ->> 'slug'));
     end if;
     conc := nullif(step -> 'options' -> 'concurrency', 'null'::jsonb);
     if conc is not null and (jsonb_typeof(conc) <> 'object'
@@ -241,12 +845,10 @@ begin
                     where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
         or coalesce(conc ->> 'input', 'run') not in ('run', 'step')
         or (conc - array['key', 'input', 'limit']) <> '{}'::jsonb) then
-      raise exception using errcode = '22023', message = format(
+      perform switchyard._refuse('22023', 'concurrency_invalid', 'concurrency', conc::text, format(
         'flow %s %s concurrency %s is invalid: use {"key": [1 to 8 keys], "input": "run" or '
         '"step", "limit": 1 to 10000}', to_json(slug)::text, step_what, left(conc::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'concurrency_invalid', 'argument', 'concurrency', 'value', left(conc::text, 200),
-          'flow_slug', slug, 'step_slug', step ->> 'slug')::text;
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step ->> 'slug'));
     end if;
     update switchyard.steps st
        set max_attempts = switchyard._int_option(step -> 'options', 'maxAttempts', step_what, 1, 1000, true),
@@ -265,43 +867,10 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/_archive_queued.sql
--- Archives every queued message of a run, one pgmq.archive per queue (a map step may have
--- thousands): their tasks then classify as stale (the run is no longer started). The run's
--- tasks are read by key and filtered afterwards, as _fail_run does (docs/ARCHITECTURE.md §5.7:
--- a status condition in the query let the planner read every live task of every queue).
-create or replace function switchyard._archive_queued(run uuid)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  q record;
-begin
-  for q in
-    select t.queue_name,
-           array_agg(t.message_id order by t.message_id) filter (where t.status = 'queued') as ids
-      from switchyard.step_tasks t
-     where t.run_id = run
-     group by t.queue_name order by t.queue_name
-  loop
-    if q.ids is not null then
-      perform pgmq.archive(q.queue_name, q.ids);
-    end if;
-  end loop;
-end
-$$;
-
--- supabase/schemas/functions/_assert_alias_case.sql
--- Alias refusals that name the value and the rule (docs/ARCHITECTURE.md §6): sync_alias refuses a
--- null version with its position (it reported "flow  is not compiled"), and both sync_alias and
--- activate_alias refuse a name that differs only in case from an existing alias with both
--- spellings (activate_alias surfaced a raw unique-key error). The rest as in
--- 20261201000600_function_aliases.sql.
-
+-- supabase/schemas/functions/flows/_assert_alias_case.sql
 -- Aliases are unique case-insensitively (docs/ARCHITECTURE.md §2): refuses a name that only
--- differs in case from an existing alias (or alias membership), naming both spellings.
+-- differs in case from an existing alias (or alias membership), naming both spellings, so
+-- sync_alias and activate_alias answer with the rule instead of a raw unique-key error.
 create or replace function switchyard._assert_alias_case(alias_name text)
 returns void
 language plpgsql
@@ -320,170 +889,15 @@ begin
      limit 1;
   end if;
   if existing is not null then
-    raise exception using errcode = '23505', message = format(
+    perform switchyard._refuse('23505', 'alias_case_collision', 'alias_name', alias_name, format(
       'alias %s collides with alias %s: aliases are unique case-insensitively; use %s',
       to_json(alias_name)::text, to_json(existing)::text, to_json(existing)::text),
-      detail = jsonb_build_object(
-        'rule', 'alias_case_collision', 'argument', 'alias_name', 'value', alias_name,
-        'existing_alias', existing)::text;
+      context => jsonb_build_object('existing_alias', existing));
   end if;
 end
 $$;
 
--- supabase/schemas/functions/_begin_child.sql
--- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
--- of the active version of the step's alias whose input is the step's input (the run input for
--- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
--- is derived from the parent's run and step (_child_run_id, never a shape a signed-in user may
--- choose), and the link is kept in child_runs, so a retry of
--- the parent finds the same child instead of starting a second: a failed child is retried, a
--- completed one gives its output again. Returns true when the step is done already (the child
--- completed at once, or the step failed with the run: a child that could not start, one that
--- ended failed or cancelled); else the step waits for the child (_child_run_ended ends it).
-create or replace function switchyard._begin_child(run uuid, flow text, step text)
-returns boolean
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  st switchyard.steps;
-  parent switchyard.runs;
-  child uuid;
-  child_run switchyard.runs;
-  step_input jsonb;
-begin
-  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
-  select * into parent from switchyard.runs r where r.run_id = run;
-  select c.run_id into child from switchyard.child_runs c
-   where c.parent_run_id = run and c.parent_step = step;
-  if child is null then
-    if st.deps_count = 0 then
-      step_input := parent.input;
-    else
-      step_input := switchyard._dependency_outputs(run, flow, step);
-    end if;
-    begin
-      -- The child runs at its parent's priority (§5.14).
-      child := switchyard.start_flow(st.child_alias, step_input,
-                                     switchyard._child_run_id(run, step), parent.owner,
-                                     priority => parent.priority);
-    exception when others then
-      -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
-      if sqlstate like '40%' or sqlstate like '57%' then
-        raise;
-      end if;
-      perform switchyard._fail_run_step(run, step, format(
-        'flow step %s could not start a run of alias %s: %s', to_json(step)::text,
-        to_json(st.child_alias)::text, sqlerrm));
-      return true;
-    end;
-    insert into switchyard.child_runs (run_id, parent_run_id, parent_step) values (child, run, step);
-  end if;
-  select * into child_run from switchyard.runs r where r.run_id = child for update;
-  if child_run.status = 'failed' then
-    perform switchyard.retry_run(child);
-    child_run.status := 'started';
-  end if;
-  if child_run.status = 'completed' then
-    perform switchyard._complete_without_tasks(run, flow, step, child_run.output);
-    return true;
-  end if;
-  if child_run.status = 'cancelled' then
-    perform switchyard._fail_run_step(run, step, format(
-      'flow step %s: its child run %s was cancelled (%s)', to_json(step)::text, child,
-      child_run.error));
-    return true;
-  end if;
-  perform switchyard._wait_event(run, flow, step, 'waiting');
-  return false;
-end
-$$;
-
--- supabase/schemas/functions/_begin_wait.sql
--- A wait or sleep step just moved to started (by _start_ready_steps; a 'flow' step goes to
--- _begin_child): a wait whose signal
--- arrived early gets it now (returns true: the step is done, its dependents may be ready);
--- else the step waits (returns false): its deadline is set from its timeout (a wait without
--- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
--- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
--- A sleep until a time reads it now, at the step's path of the run input or of the step's
--- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
--- fails the step and the run naming the path, the value and the rule (returns true); a time
--- already past completes the sleep at once (true); else it is the deadline.
-create or replace function switchyard._begin_wait(run uuid, flow text, step text)
-returns boolean
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  st switchyard.steps;
-  deadline timestamptz;
-  source jsonb;
-  v jsonb;
-  problem text;
-begin
-  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
-  if st.step_type = 'flow' then
-    return switchyard._begin_child(run, flow, step);
-  end if;
-  if st.step_type = 'wait'
-     and exists (select 1 from switchyard.run_signals rs where rs.run_id = run and rs.step_slug = step) then
-    perform switchyard._finish_wait(run, flow, step, 'signalled');
-    return true;
-  end if;
-  if st.sleep_until is null then
-    deadline := switchyard.clock_now() + make_interval(secs => st.wait_timeout);
-  else
-    if st.sleep_until_input = 'run' or st.deps_count = 0 then
-      select r.input into source from switchyard.runs r where r.run_id = run;
-    else
-      source := switchyard._dependency_outputs(run, flow, step);
-    end if;
-    v := source #> st.sleep_until;
-    if v is null then
-      problem := 'is missing';
-    elsif jsonb_typeof(v) <> 'string' then
-      problem := format('is a JSON %s (%s), not a string', jsonb_typeof(v), switchyard._clip(v::text));
-    -- A date, a time and a zone: PostgreSQL would also read 'now', 'epoch' or a local time.
-    elsif (v #>> '{}') !~ '^\\d{4}-\\d\\d-\\d\\d[Tt ]\\d\\d:\\d\\d(:\\d\\d(\\.\\d+)?)?([Zz]|[+-]\\d\\d(:?\\d\\d)?)$' then
-      problem := format('%s is not an ISO 8601 timestamp with a time zone', switchyard._clip(v #>> '{}'));
-    else
-      begin
-        deadline := (v #>> '{}')::timestamptz;
-      -- Any data exception: a bad format (22007), a field out of range (22008), an offset
-      -- PostgreSQL refuses (22009: +16:00, +15:60, -1599) although the pattern and
-      -- JavaScript's Date accept it.
-      exception when data_exception then
-        problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
-      end;
-      if problem is null and deadline > switchyard.clock_now() + interval '365 days' then
-        problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
-      end if;
-    end if;
-    if problem is not null then
-      perform switchyard._fail_run_step(run, step, format(
-        'sleep step %s until: the value at %s of the %s input %s: use an ISO 8601 timestamp '
-        'with a time zone such as "2026-12-24T09:00:00Z", at most 365 days ahead',
-        to_json(step)::text, to_json(array_to_string(st.sleep_until, '.'))::text,
-        st.sleep_until_input, problem));
-      return true;
-    end if;
-    if deadline <= switchyard.clock_now() then
-      perform switchyard._finish_wait(run, flow, step, 'slept');
-      return true;
-    end if;
-  end if;
-  update switchyard.step_states ss
-     set wait_deadline = deadline, remaining_tasks = 0
-   where ss.run_id = run and ss.step_slug = step;
-  perform switchyard._wait_event(run, flow, step, 'waiting');
-  return false;
-end
-$$;
-
--- supabase/schemas/functions/_bool_option.sql
+-- supabase/schemas/functions/flows/_bool_option.sql
 -- A boolean option of a shape (the flow's events): absent or JSON null is the default.
 create or replace function switchyard._bool_option(obj jsonb, key text, what text, fallback boolean)
 returns boolean
@@ -498,17 +912,15 @@ begin
     return fallback;
   end if;
   if jsonb_typeof(v) <> 'boolean' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'boolean', left(key, 200), v::text, format(
       '%s %s %s is invalid: use true or false', left(what, 200), left(key, 80), left(v::text, 80)),
-      detail = jsonb_build_object(
-        'rule', 'boolean', 'argument', left(key, 200), 'value', left(v::text, 200),
-        'context', left(what, 200))::text;
+      context => jsonb_build_object('context', left(what, 200)));
   end if;
   return v::text::boolean;
 end
 $$;
 
--- supabase/schemas/functions/_canonical_shape.sql
+-- supabase/schemas/functions/flows/_canonical_shape.sql
 -- Every option a shape can carry, with the value an absent key means (a wait or sleep step's
 -- waitTimeout and onTimeout: only on such a step, which older runtimes never send).
 create or replace function switchyard._canonical_shape(shape jsonb)
@@ -556,287 +968,9 @@ as $$
   end
 $$;
 
--- supabase/schemas/functions/_check_run_input.sql
--- Flow input: refused at start_flow (the run's row), before anything is sent.
-create or replace function switchyard._check_run_input()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-declare
-  problem jsonb := switchyard._json_size_problem(new.input, 'max_input_bytes');
-begin
-  if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
-      switchyard._clip(new.started_as), problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_input_bytes', 'argument', 'input', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int)::text,
-      hint = 'send a smaller input (store large data elsewhere and pass a reference), or raise '
-             'the limit: select switchyard.set_setting(''max_input_bytes'', ''<bytes>'')';
-  end if;
-  return new;
-end
-$$;
-
--- supabase/schemas/functions/_check_start_key.sql
--- Refuses (22023) a start_flow whose start key arguments do not fit together
--- (docs/ARCHITECTURE.md §5.13): mode, ttl, delay and max_delay need a key; a key needs a mode
--- and no run_id (each names the run); ttl is dedupe's, delay and max_delay debounce's, and a
--- debounce sets its own start, so it takes no start_at.
-create or replace function switchyard._check_start_key(
-  flow_or_alias text, run_id uuid, start_at timestamptz, key text, mode text, ttl int,
-  delay int, max_delay int
-)
-returns void
-language plpgsql
-immutable
-set search_path = ''
-as $$
-declare
-  problem text;
-  argument text;
-  value text;
-  hint text;
-begin
-  if key is null then
-    select a.name, a.value into argument, value
-      from (values (1, 'mode', mode), (2, 'ttl', ttl::text), (3, 'delay', delay::text),
-                   (4, 'max_delay', max_delay::text)) as a(n, name, value)
-     where a.value is not null order by a.n limit 1;
-    if argument is null then
-      return;
-    end if;
-    problem := 'key_required';
-    hint := 'it applies to a start with a key: pass key too';
-  elsif char_length(key) not between 1 and 200 then
-    problem := 'key_length'; argument := 'key'; value := key;
-    hint := 'use a key of 1 to 200 characters';
-  elsif run_id is not null then
-    problem := 'key_with_run_id'; argument := 'run_id'; value := run_id::text;
-    hint := 'a key and a run id each name the run: pass one of them';
-  elsif mode is null or mode not in ('singleton', 'dedupe', 'debounce') then
-    problem := 'mode_unknown'; argument := 'mode'; value := mode;
-    hint := 'use mode ''singleton'', ''dedupe'' or ''debounce'' with a key';
-  elsif ttl is not null and mode <> 'dedupe' then
-    problem := 'ttl_dedupe_only'; argument := 'ttl'; value := ttl::text;
-    hint := 'ttl is how long a dedupe key is kept after its run ended: use it with mode ''dedupe''';
-  elsif ttl not between 1 and 31536000 then
-    problem := 'ttl_range'; argument := 'ttl'; value := ttl::text;
-    hint := 'use a ttl of 1 to 31536000 seconds';
-  elsif mode <> 'debounce' and (delay is not null or max_delay is not null) then
-    problem := 'delay_debounce_only';
-    argument := case when delay is not null then 'delay' else 'max_delay' end;
-    value := coalesce(delay, max_delay)::text;
-    hint := 'delay and max_delay are a debounce''s: use them with mode ''debounce''';
-  elsif mode = 'debounce' and (delay is null or delay not between 1 and 31536000) then
-    problem := 'delay_range'; argument := 'delay'; value := delay::text;
-    hint := 'a debounce needs a delay of 1 to 31536000 seconds after the last start';
-  elsif mode = 'debounce' and max_delay not between delay and 31536000 then
-    problem := 'max_delay_range'; argument := 'max_delay'; value := max_delay::text;
-    hint := format('use a max_delay from delay (%s) to 31536000 seconds', delay);
-  elsif mode = 'debounce' and start_at is not null then
-    problem := 'debounce_start_at'; argument := 'start_at'; value := start_at::text;
-    hint := 'a debounce starts delay seconds after the last start: pass no start_at';
-  else
-    return;
-  end if;
-  raise exception using errcode = '22023', message = format(
-    'start_flow(%s): %s %s is invalid: %s',
-    switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint),
-    detail = jsonb_build_object(
-      'rule', problem, 'argument', argument, 'value', left(value, 200))::text;
-end
-$$;
-
--- supabase/schemas/functions/_check_task_output.sql
--- Step output: a completion over the limit is refused. The worker measures the same way before
--- it sends (jsonTextBytes) and fails the attempt instead, so it never gets here. JSON text is at
--- most six times its jsonb size and the limit is at least 64 KiB, so a smaller value needs no look.
-create or replace function switchyard._check_task_output()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-declare
-  problem jsonb := switchyard._json_size_problem(new.output, 'max_output_bytes');
-begin
-  if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'complete_tasks: the output of step %s of run %s is %s bytes of JSON, over the limit of %s '
-      'bytes (setting max_output_bytes)',
-      to_json(new.step_slug)::text, new.run_id, problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_output_bytes', 'argument', 'output', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
-        'run_id', new.run_id, 'step_slug', new.step_slug)::text,
-      hint = 'return a smaller value (store large data elsewhere and return a reference), or '
-             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
-  end if;
-  return new;
-end
-$$;
-
--- supabase/schemas/functions/_check_user_signal_step.sql
--- A user_signal_steps row's payload_schema must be one _payload_problem can check
--- (_payload_schema_problem): refused with the problem (22023 payload_schema_invalid), so a typo
--- in a keyword never leaves a step open to any payload while it looks checked.
-create or replace function switchyard._check_user_signal_step()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-declare
-  problem text;
-begin
-  if new.payload_schema is not null then
-    problem := switchyard._payload_schema_problem(new.payload_schema);
-    if problem is not null then
-      raise exception using errcode = '22023', message = format(
-        'user_signal_steps (%s, %s): the payload schema is invalid: %s',
-        to_json(new.alias)::text, to_json(new.step_slug)::text, problem),
-        detail = jsonb_build_object(
-          'rule', 'payload_schema_invalid', 'argument', 'payload_schema',
-          'value', left(new.payload_schema::text, 200), 'problem', problem)::text;
-    end if;
-  end if;
-  return new;
-end
-$$;
-
--- supabase/schemas/functions/_check_worker_function.sql
--- Function names (at most 63 characters) and their queue, which must be in the queue catalog
--- (docs/ARCHITECTURE.md §3): register_function no longer accepts a queue that exists nowhere
--- (the scaffold's migration provisions its shared queue first), register_worker already checks.
-create or replace function switchyard._check_worker_function()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-declare
-  max_chars int := switchyard.limit_value('max_function_name_chars');
-begin
-  if char_length(new.function_name) > max_chars then
-    raise exception using errcode = '22023', message = format(
-      'function name %s is %s characters long, over the limit of %s characters',
-      switchyard._clip(new.function_name), char_length(new.function_name), max_chars),
-      detail = jsonb_build_object(
-        'rule', 'max_function_name_chars', 'argument', 'function_name',
-        'value', left(new.function_name, 200), 'size', char_length(new.function_name),
-        'limit', max_chars)::text;
-  end if;
-  if not exists (select 1 from switchyard.queues q where q.queue_name = new.queue_name) then
-    raise exception using errcode = '22023', message = format(
-      'function %s: queue %s is unknown: it is not in the queue catalog (switchyard.queues), so no '
-      'compiled flow routes a step to it; provision a shared queue first with '
-      'select switchyard.ensure_shared_queue(%L), or start a worker that routes to it',
-      to_json(new.function_name)::text, switchyard._clip(new.queue_name), new.queue_name),
-      detail = jsonb_build_object(
-        'rule', 'queue_unknown', 'argument', 'queue_name', 'value', left(new.queue_name, 200),
-        'function_name', left(new.function_name, 200))::text;
-  end if;
-  return new;
-end
-$$;
-
--- supabase/schemas/functions/_child_run_ended.sql
--- Runs ended (a statement trigger on runs with transition tables: one call per statement, one
--- join of its ended runs with child_runs by key). Each ended run that is the child run of a
--- 'flow' step (child_runs), in the statement's order, ends that step with it (docs/
--- ARCHITECTURE.md §5.11), holding the parent's row lock (taken after the child's, which the
--- ending transaction holds): completed, the step completes with the child's output and the
--- parent goes on; failed, the step and the parent fail naming the child's error; cancelled, the
--- parent is cancelled too. A parent that is not started, or a step no longer waiting (a retry
--- moved it), is left alone.
-create or replace function switchyard._child_run_ended()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-set enable_hashjoin = on
-as $$
-declare
-  ended record;
-  parent switchyard.runs;
-  state switchyard.step_states;
-  err_state text;
-  err_message text;
-begin
-  -- No child run at all (a project without flow steps): one probe of an empty table. A link
-  -- is committed before its child run can end (the child's tasks appear with that commit).
-  perform from switchyard.child_runs limit 1;
-  if not found then
-    return null;
-  end if;
-  for ended in
-    select n.run_id, n.status, n.output, n.error, c.parent_run_id, c.parent_step
-      from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
-      join switchyard_old_runs o on o.run_id = n.run_id
-      join switchyard.child_runs c on c.run_id = n.run_id
-     where o.status = 'started' and n.status in ('completed', 'failed', 'cancelled')
-     order by n.ord
-  loop
-    select * into parent from switchyard.runs r where r.run_id = ended.parent_run_id for update;
-    select * into state from switchyard.step_states ss
-     where ss.run_id = ended.parent_run_id and ss.step_slug = ended.parent_step;
-    if parent.status <> 'started' or state.status <> 'started' then
-      continue;
-    end if;
-    if ended.status = 'completed' then
-      perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug,
-                                                 ended.parent_step, ended.output);
-      -- The parent's next steps start in a subtransaction: an error no rule foresaw there
-      -- fails the parent alone, never the child's ending (the completion of its last task).
-      begin
-        perform switchyard._start_ready_steps(parent.run_id);
-        perform switchyard._complete_run_if_done(parent.run_id);
-      exception when others then
-        if sqlstate like '40%' or sqlstate like '57%' then
-          raise;
-        end if;
-        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
-        perform switchyard._fail_run_unforeseen(
-          parent.run_id, format('the steps ready after flow step %s could not start',
-                                to_json(ended.parent_step)::text),
-          err_state, err_message);
-      end;
-    elsif ended.status = 'failed' then
-      perform switchyard._fail_run_step(parent.run_id, ended.parent_step, format(
-        'flow step %s: its child run %s failed: %s', to_json(ended.parent_step)::text,
-        ended.run_id, ended.error));
-    else
-      perform switchyard.cancel_run(parent.run_id, format(
-        'its child run %s (step %s) was cancelled', ended.run_id,
-        to_json(ended.parent_step)::text));
-    end if;
-  end loop;
-  return null;
-end
-$$;
-
--- supabase/schemas/functions/_child_run_id.sql
--- The run id of a 'flow' step's child (docs/ARCHITECTURE.md §5.11): derived from the parent run
--- and the step, so a retry of the parent finds the same child (child_runs keeps the link too).
--- Shaped as a version-8 UUID (RFC 9562's custom version) from an MD5 of the pair: anyone who
--- knows the parent's id can compute it, but it never has the shape of a random (version 4) id,
--- the only ids start_user_run takes, so no signed-in user can start a run under it first and
--- make the parent's child fail to start. (Schedules' tick ids are version 5, _schedule_run_id.)
-create or replace function switchyard._child_run_id(parent uuid, step text)
-returns uuid
-language sql
-immutable
-set search_path = ''
-as $$
-  select (substr(h, 1, 12) || '8' || substr(h, 14, 3) || '9' || substr(h, 18, 15))::uuid
-    from (select md5('switchyard child ' || parent::text || '/' || step) as h) x
-$$;
-
--- supabase/schemas/functions/_choice_option.sql
--- ---------------------------------------------------------------------------------------------
--- Compiling: kind and conditions are part of the shape (docs/ARCHITECTURE.md §2)
-
--- A text option that must be one of \`choices\`; absent or null gives \`fallback\`.
+-- supabase/schemas/functions/flows/_choice_option.sql
+-- A text option of a shape that must be one of \`choices\` (whenUnmet, whenExhausted); absent or
+-- null gives \`fallback\`. Refuses another value naming the choices (22023 option_choice).
 create or replace function switchyard._choice_option(
   obj jsonb, key text, what text, choices text[], fallback text
 )
@@ -852,706 +986,18 @@ begin
     return fallback;
   end if;
   if jsonb_typeof(v) <> 'string' or not ((v #>> '{}') = any (choices)) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'option_choice', key, v::text, format(
       '%s %s %s is invalid: use one of %s', what, key, v::text, array_to_string(choices, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'option_choice', 'argument', key, 'value', left(v::text, 200),
-        'choices', to_jsonb(choices), 'context', what)::text;
+      context => jsonb_build_object('choices', to_jsonb(choices), 'context', what));
   end if;
   return v #>> '{}';
 end
 $$;
 
--- supabase/schemas/functions/_clip.sql
--- A text value for a message: JSON-quoted; a value longer than \`n\` characters is cut there and
--- followed by its length, so a refusal names the value without echoing a megabyte of it.
-create or replace function switchyard._clip(value text, n int default 80)
-returns text
-language sql
-immutable
-set search_path = ''
-as $$
-  select case
-    when value is null then 'null'
-    when char_length(value) <= n then to_json(value)::text
-    else to_json(left(value, n))::text || format('... (%s characters)', char_length(value))
-  end
-$$;
-
--- supabase/schemas/functions/clock_now.sql
--- The SQL core's clock (docs/ARCHITECTURE.md §17): the time every time rule reads — wait
--- timeouts, sleeps and \`until\`, delayed starts, run deadlines, retry and stall recovery, the
--- lost-message grace, schedules, start keys' TTLs and delays, rate-limit refills, heartbeats, and
--- every recorded time (column defaults included). It is now(), this transaction's start, and
--- nothing else: a plain SQL expression, stable, neither STRICT nor security definer and without
--- SET options, so PostgreSQL inlines it into the calling statement and it costs what now() costs.
--- A test engine (switchyard/testing) replaces this body, in its own test database only, with a
--- set time that moves when the test advances it; PGMQ's clock (queue_now, queue_clock) is never
--- replaced: the engine moves the queue tables' times instead.
-create or replace function switchyard.clock_now()
-returns timestamptz
-language sql
-stable
-parallel safe
-as $$ select pg_catalog.now() $$;
-
--- supabase/schemas/functions/_run_output.sql
--- A run's output (see _run_outputs, its one definition): _complete_run_if_done (a run that
--- ended by a skip or an empty map) calls it.
-create or replace function switchyard._run_output(run uuid, flow text)
-returns jsonb
-language plpgsql
-stable
-set search_path = ''
-as $$
-begin
-  return coalesce((select o.output from switchyard._run_outputs(array[run]) o), '{}'::jsonb);
-end
-$$;
-
--- supabase/schemas/functions/_complete_run_if_done.sql
--- Completes a started run none of whose steps is left (every one completed or skipped), with
--- its leaf outputs (complete_tasks completes the runs its batch finishes in its count-down).
-create or replace function switchyard._complete_run_if_done(run uuid)
-returns void
-language sql
-volatile
-set search_path = ''
-as $$
-  update switchyard.runs r
-     set status = 'completed', completed_at = switchyard.clock_now(),
-         output = switchyard._run_output(r.run_id, r.flow_slug)
-   where r.run_id = run and r.status = 'started' and r.remaining_steps = 0
-$$;
-
--- supabase/schemas/functions/_complete_without_tasks.sql
--- A step that is done without a task (an empty map: output []): completes its state, counts
--- the run and its waiting dependents down.
-create or replace function switchyard._complete_without_tasks(
-  run uuid, flow text, step text, step_output jsonb
-)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  update switchyard.step_states ss
-     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0
-   where ss.run_id = run and ss.step_slug = step;
-  update switchyard.step_states ss
-     set remaining_deps = ss.remaining_deps - 1
-    from switchyard.deps d
-   where d.flow_slug = flow and d.dep_slug = step
-     and ss.run_id = run and ss.step_slug = d.step_slug;
-  update switchyard.runs r set remaining_steps = r.remaining_steps - 1 where r.run_id = run;
-end
-$$;
-
--- supabase/schemas/functions/_concurrency_key.sql
--- The keyed concurrency slot of a task (docs/ARCHITECTURE.md §5.12): \`<flow>/<step>:<value>\`,
--- the value at the step's \`concurrency.key\` path of the run input (input 'run') or of the task's
--- own input (input 'step': a map task's element, a dependent step's object of dependency
--- outputs, a root step's run input), as JSON text ("acme" and 1 stay apart; absent: null, a key of
--- its own; over 200 characters: its MD5). Null when the step has no keyed concurrency. The one
--- computation of a key: the claim's _flow_control counts slots by it, and a task's message
--- carries it (_task_message) so the read can serve keys in turn (§5.14).
-create or replace function switchyard._concurrency_key(
-  run_id uuid, flow_slug text, step_slug text, task_index int
-)
-returns text
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  st record;
-  src jsonb;
-  v text;
-begin
-  select s.concurrency_path, s.concurrency_input, s.step_type, s.deps_count into st
-    from switchyard.steps s
-   where s.flow_slug = _concurrency_key.flow_slug and s.step_slug = _concurrency_key.step_slug
-     and s.concurrency_limit is not null;
-  if not found then
-    return null;
-  end if;
-  select r.input into src from switchyard.runs r where r.run_id = _concurrency_key.run_id;
-  if st.concurrency_input = 'step' then
-    -- The task's input, as start_tasks hands it to the handler.
-    if st.step_type = 'map' then
-      if st.deps_count > 0 then
-        select ds.output into src from switchyard.deps d
-          join switchyard.step_states ds
-            on ds.run_id = _concurrency_key.run_id and ds.step_slug = d.dep_slug
-         where d.flow_slug = _concurrency_key.flow_slug and d.step_slug = _concurrency_key.step_slug
-         limit 1;
-      end if;
-      src := src -> task_index;
-    elsif st.deps_count > 0 then
-      select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into src
-        from switchyard.deps d
-        join switchyard.step_states ds
-          on ds.run_id = _concurrency_key.run_id and ds.step_slug = d.dep_slug
-       where d.flow_slug = _concurrency_key.flow_slug and d.step_slug = _concurrency_key.step_slug
-         and ds.status = 'completed';
-    end if;
-  end if;
-  v := coalesce((src #> st.concurrency_path)::text, 'null');
-  if length(v) > 200 then
-    v := 'md5:' || md5(v);
-  end if;
-  return _concurrency_key.flow_slug || '/' || _concurrency_key.step_slug || ':' || v;
-end
-$$;
-
--- supabase/schemas/functions/_cron_parse.sql
--- A cron expression (five fields: minute hour day-of-month month day-of-week) as the sets it
--- allows: {"minute": [...], "hour": [...], "dom": [...], "month": [...], "dow": [...],
--- "dom_star", "dow_star"}. A field is *, a value, a range a-b, a step */n or a-b/n, or a list
--- of those separated by commas; months may be jan-dec, days of the week sun-sat, and 7 is
--- Sunday as 0 is. When both day fields are restricted, a day matches either (as cron does).
--- An invalid expression is refused with the field, the part and the rule (22023 cron_invalid);
--- one over 1000 characters before it is read (22023 cron_too_long: every field listed value by
--- value takes under 400).
-create or replace function switchyard._cron_parse(expr text)
-returns jsonb
-language plpgsql
-immutable
-set search_path = ''
-as $$
-declare
-  fields text[] := regexp_split_to_array(trim(coalesce(expr, '')), '\\s+');
-  names constant text[] := array['minute', 'hour', 'day of month', 'month', 'day of week'];
-  keys constant text[] := array['minute', 'hour', 'dom', 'month', 'dow'];
-  lows constant int[] := array[0, 0, 1, 1, 0];
-  highs constant int[] := array[59, 23, 31, 12, 7];
-  months constant text[] := array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep',
-                                  'oct', 'nov', 'dec'];
-  days constant text[] := array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
-  result jsonb := '{}';
-  part text;
-  m text[];
-  lo int;
-  hi int;
-  step int;
-  val int;
-  allowed int[];
-  problem text;
-  f int;
-begin
-  if length(expr) > 1000 then
-    raise exception using errcode = '22023', message = format(
-      'cron expression %s... is %s characters, over the limit of 1000: use ranges and steps '
-      '(0-30/5) instead of long lists', to_json(left(expr, 60))::text, length(expr)),
-      detail = jsonb_build_object('rule', 'cron_too_long', 'argument', 'cron',
-                                  'value', left(expr, 200), 'size', length(expr),
-                                  'limit', 1000)::text;
-  end if;
-  if array_length(fields, 1) is distinct from 5 or fields[1] = '' then
-    problem := format('it has %s fields, cron needs five (minute hour day-of-month month '
-                      'day-of-week), e.g. ''0 3 * * *''',
-                      case when fields[1] = '' then 0 else array_length(fields, 1) end);
-  end if;
-  f := 1;
-  while problem is null and f <= 5 loop
-    allowed := '{}';
-    foreach part in array string_to_array(lower(fields[f]), ',') loop
-      m := regexp_match(part, '^(\\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:/([0-9]+))?$');
-      if m is null then
-        problem := format('%s field part %s is not a value, a range a-b, * or a step /n',
-                          names[f], to_json(part)::text);
-        exit;
-      end if;
-      if length(m[3]) > 4 then
-        problem := format('%s field part %s: step %s is out of range 1-%s', names[f],
-                          to_json(part)::text, left(m[3], 20), highs[f]);
-        exit;
-      end if;
-      step := coalesce(m[3]::int, 1);
-      if step < 1 then
-        problem := format('%s field part %s has step 0', names[f], to_json(part)::text);
-        exit;
-      end if;
-      if m[1] = '*' then
-        if m[2] is not null then
-          problem := format('%s field part %s: * takes no range', names[f], to_json(part)::text);
-          exit;
-        end if;
-        lo := lows[f];
-        hi := case when f = 5 then 6 else highs[f] end;
-      else
-        for i in 1..2 loop
-          continue when m[i] is null;
-          if m[i] ~ '^[0-9]+$' and length(m[i]) <= 4 then
-            val := m[i]::int;
-          elsif f = 4 and array_position(months, m[i]) is not null then
-            val := array_position(months, m[i]);
-          elsif f = 5 and array_position(days, m[i]) is not null then
-            val := array_position(days, m[i]) - 1;
-          else
-            problem := format('%s field part %s: %s is not a %s', names[f], to_json(part)::text,
-                              to_json(m[i])::text, names[f]);
-            exit;
-          end if;
-          if val < lows[f] or val > highs[f] then
-            problem := format('%s field part %s: %s is out of range %s-%s', names[f],
-                              to_json(part)::text, val, lows[f], highs[f]);
-            exit;
-          end if;
-          if i = 1 then lo := val; else hi := val; end if;
-        end loop;
-        exit when problem is not null;
-        if m[2] is null then
-          hi := case when m[3] is null then lo else highs[f] end;
-        end if;
-        if hi < lo then
-          problem := format('%s field part %s: the range runs backwards', names[f],
-                            to_json(part)::text);
-          exit;
-        end if;
-      end if;
-      allowed := allowed || array(select g from generate_series(lo, hi, step) g);
-    end loop;
-    if problem is null then
-      if f = 5 then
-        allowed := array(select case when v = 7 then 0 else v end from unnest(allowed) v);
-      end if;
-      result := result || jsonb_build_object(keys[f],
-        (select jsonb_agg(distinct v order by v) from unnest(allowed) v));
-    end if;
-    f := f + 1;
-  end loop;
-  if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'cron expression %s is invalid: %s', to_json(left(coalesce(expr, ''), 200))::text, problem),
-      detail = jsonb_build_object('rule', 'cron_invalid', 'argument', 'cron',
-                                  'value', left(expr, 200))::text;
-  end if;
-  return result || jsonb_build_object('dom_star', fields[3] like '*%',
-                                      'dow_star', fields[5] like '*%');
-end
-$$;
-
--- supabase/schemas/functions/_cron_ticks.sql
--- The instants after \`after\` and at most \`until\` that the cron expression names in time zone
--- \`tz\`, in order, at most \`max_ticks\`. Each matching local time is one instant: a local time in
--- a daylight-saving gap (it does not exist) is taken with the offset before the change, so it
--- falls the gap's length later (02:30 in Europe/Berlin on the last Sunday of March runs at
--- 03:30 CEST); a repeated local time (the hour that occurs twice in autumn) with the offset
--- after the change, so it runs once. Two local times that name the same instant run once.
-create or replace function switchyard._cron_ticks(
-  expr text, tz text, after timestamptz, until timestamptz, max_ticks int
-)
-returns setof timestamptz
-language sql
-stable
-set search_path = ''
-as $$
-  -- Parsed once per call (materialized): inlined, the parse would run again for every day.
-  with spec as materialized (select switchyard._cron_parse(expr) as s)
-  select distinct x.t
-    from spec,
-         generate_series(((after at time zone tz)::date)::timestamp,
-                         ((until at time zone tz)::date)::timestamp, interval '1 day') as d(day)
-   cross join lateral (select (d.day + make_interval(hours => h::int, mins => mi::int))
-                                at time zone tz as t
-                         from jsonb_array_elements_text(spec.s -> 'hour') h,
-                              jsonb_array_elements_text(spec.s -> 'minute') mi) x
-   where (spec.s -> 'month') @> to_jsonb(extract(month from d.day)::int)
-     and case
-           when (spec.s ->> 'dom_star')::boolean and (spec.s ->> 'dow_star')::boolean then true
-           when (spec.s ->> 'dom_star')::boolean then
-             (spec.s -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
-           when (spec.s ->> 'dow_star')::boolean then
-             (spec.s -> 'dom') @> to_jsonb(extract(day from d.day)::int)
-           else (spec.s -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
-             or (spec.s -> 'dom') @> to_jsonb(extract(day from d.day)::int)
-         end
-     and x.t > after and x.t <= until
-   order by x.t
-   limit max_ticks
-$$;
-
--- supabase/schemas/functions/_dependency_outputs.sql
--- ---------------------------------------------------------------------------------------------
--- Starting runs and ready steps: idempotent starts, conditions, skips, map fan-out
-
--- The input a dependent step's handler receives and its condition is evaluated over: the
--- outputs of its completed dependencies by slug; a skipped dependency is absent
--- (docs/ARCHITECTURE.md §5.9). start_tasks builds the same object inline for the claim.
-create or replace function switchyard._dependency_outputs(run uuid, flow text, step text)
-returns jsonb
-language sql
-stable
-set search_path = ''
-as $$
-  select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
-    from switchyard.deps d
-    join switchyard.step_states ds on ds.run_id = run and ds.step_slug = d.dep_slug
-   where d.flow_slug = flow and d.step_slug = step and ds.status = 'completed'
-$$;
-
--- supabase/schemas/functions/_ensure_private_queue.sql
--- ---- _ensure_private_queue (latest: 20261201000400_function_queue_catalog.sql): the values it echoes clipped;
--- the queue table of the queue it creates tuned for churn (_tune_queue_table)
-create or replace function switchyard._ensure_private_queue(queue text, owner text)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  existing switchyard.queues;
-begin
-  perform switchyard.assert_queue_name(queue, false);
-  perform switchyard._lock_queue_name(queue);
-  select * into existing from switchyard.queues q where q.queue_name = queue;
-  if found then
-    if existing.ownership = 'shared' then
-      raise exception using errcode = '23505', message = format(
-        'queue %s is shared; flow %s cannot use it as its private queue',
-        switchyard._clip(queue), switchyard._clip(owner)),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_shared', 'argument', 'queue_name', 'value', left(queue, 200),
-          'flow_slug', left(owner, 200))::text;
-    elsif existing.owner_flow <> owner then
-      raise exception using errcode = '23505', message = format(
-        'queue %s is the private queue of flow %s; flow %s cannot own it too',
-        switchyard._clip(queue), switchyard._clip(existing.owner_flow), switchyard._clip(owner)),
-        detail = jsonb_build_object(
-          'rule', 'queue_owned_by_other_flow', 'argument', 'queue_name',
-          'value', left(queue, 200), 'flow_slug', left(owner, 200),
-          'owner_flow', existing.owner_flow)::text;
-    end if;
-    return;
-  end if;
-  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
-    raise exception using errcode = '23505', message = format(
-      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
-      'a private queue is never adopted: rename the flow or drop that queue',
-      switchyard._clip(queue), array_to_string(switchyard._pgmq_spellings(queue), ', ')),
-      detail = jsonb_build_object(
-        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
-        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
-  end if;
-  perform pgmq.create(queue);
-  perform switchyard._tune_queue_table(queue);
-  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
-  values (queue, queue, 'private', owner);
-end
-$$;
-
--- supabase/schemas/functions/_fail_run_step.sql
--- Fails a step and its run without a task attempt (an unmet condition with whenUnmet
--- 'fail'); the run's queued messages are archived.
-create or replace function switchyard._fail_run_step(run uuid, step text, error_text text)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
-   where ss.run_id = run and ss.step_slug = step;
-  update switchyard.runs r
-     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
-   where r.run_id = run and r.status = 'started';
-  perform switchyard._archive_queued(run);
-end
-$$;
-
--- supabase/schemas/functions/_fail_run_unforeseen.sql
--- Fails a started run for an error no rule of the SQL core foresaw (a bug, a value that got past
--- every check), raised while a tick or a completion worked on that run alone: the run fails
--- naming what was being done, the error and its SQLSTATE, and its queued messages are
--- archived, so the rest of the tick or the completion of a valid output goes on (docs/
--- ARCHITECTURE.md §5.11, "One run's bad value is that run's problem"). Step states are left as
--- they were: retry_run starts the run again where it stopped once the cause is fixed. The
--- caller's subtransaction that raised is rolled back; the run's row lock is taken again here.
--- Returns whether the run was failed (false: it is no longer started).
-create or replace function switchyard._fail_run_unforeseen(
-  run uuid, what text, err_state text, err_message text
-)
-returns boolean
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  perform 1 from switchyard.runs r where r.run_id = run and r.status = 'started' for update;
-  if not found then
-    return false;
-  end if;
-  update switchyard.runs r
-     set status = 'failed', failed_at = switchyard.clock_now(),
-         error = format('%s: %s (SQLSTATE %s); only this run failed: retry it once the cause is '
-                        'fixed', what, switchyard._clip(err_message, 500), err_state)
-   where r.run_id = run;
-  perform switchyard._archive_queued(run);
-  return true;
-end
-$$;
-
--- supabase/schemas/functions/_finish_wait.sql
--- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
---   - 'signalled': its kept signal is marked delivered and its payload becomes the output;
---   - 'slept': a sleep's time is up, its output is null;
---   - 'timed out': a wait's timeout, as its on_timeout says: 'skip' skips the step (its
---     dependents run without its output), 'fail' fails the step and the run.
--- The caller holds the run's row lock, and starts the ready steps after (_start_ready_steps
--- when it is not that function itself) and completes the run when none is left.
-create or replace function switchyard._finish_wait(run uuid, flow text, step text, outcome text)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  st switchyard.steps;
-  signal_payload jsonb;
-begin
-  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
-  if outcome = 'signalled' then
-    update switchyard.run_signals rs set delivered_at = switchyard.clock_now()
-     where rs.run_id = run and rs.step_slug = step
-    returning rs.payload into signal_payload;
-    perform switchyard._wait_event(run, flow, step, 'signalled');
-    perform switchyard._complete_without_tasks(run, flow, step, signal_payload);
-  elsif outcome = 'slept' then
-    perform switchyard._complete_without_tasks(run, flow, step, 'null');
-  elsif st.on_timeout = 'skip' then
-    perform switchyard._wait_event(run, flow, step, 'timed out');
-    perform switchyard._skip_step(run, flow, step, format(
-      'wait timed out: no signal within %s seconds (onTimeout skip)', st.wait_timeout), false);
-  else
-    perform switchyard._wait_event(run, flow, step, 'timed out');
-    perform switchyard._fail_run_step(run, step, format(
-      'wait step %s timed out: no signal within %s seconds (onTimeout fail); signal it with '
-      'switchyard.signal_run before its timeout, or give it onTimeout ''skip''',
-      to_json(step)::text, st.wait_timeout));
-  end if;
-end
-$$;
-
--- supabase/schemas/functions/_flow_control.sql
--- Flow control in the claim (docs/ARCHITECTURE.md §5.12): for the eligible messages of a batch
--- whose steps have a rate limit or a keyed concurrency, in message order, whether each may start
--- now (wait_seconds null; slot: the concurrency slot it takes, or null) or waits (wait_seconds:
--- when it may run: the next tokens of its limit, at most 5 s so that a limit the operator
--- raises takes effect by the message's next claim; or 1 s for a full concurrency key, whose
--- slot frees when a started task of the key ends). Messages of steps without flow control are not
--- returned. Called by start_tasks with the batch's tasks locked; it takes the concurrency keys'
--- advisory locks (sorted), then the rate limits' rows (sorted), so two claims cannot deadlock and
--- a key's started tasks are counted after the claim before this one committed. The tokens taken
--- are written here; a task waiting takes none.
-create or replace function switchyard._flow_control(queue text, ids bigint[])
-returns table (message_id bigint, wait_seconds int, slot text)
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  t record;
-  lim record;
-  m_ids bigint[] := '{}';
-  m_slots text[] := '{}';
-  m_limits int[] := '{}';
-  m_rates text[] := '{}';
-  m_costs int[] := '{}';
-  granted text[] := '{}';
-  key text;
-  used bigint;
-  per_second double precision;
-  avail double precision;
-  wait int;
-begin
-  for t in
-    select x.message_id, x.run_id, x.flow_slug, x.step_slug, x.task_index, st.rate_limit,
-           st.rate_cost, st.concurrency_limit
-      from (select distinct u.id from unnest(ids) as u(id)) b
-      cross join lateral (select y.message_id, y.run_id, y.flow_slug, y.step_slug, y.task_index
-                            from switchyard.step_tasks y
-                           where y.queue_name = queue and y.message_id = b.id
-                           limit 1) x
-      join switchyard.steps st on st.flow_slug = x.flow_slug and st.step_slug = x.step_slug
-     where st.rate_limit is not null or st.concurrency_limit is not null
-     order by x.message_id
-  loop
-    key := switchyard._concurrency_key(t.run_id, t.flow_slug, t.step_slug, t.task_index);
-    m_ids := m_ids || t.message_id;
-    m_slots := m_slots || key;
-    m_limits := m_limits || t.concurrency_limit;
-    m_rates := m_rates || t.rate_limit;
-    m_costs := m_costs || t.rate_cost;
-  end loop;
-  if cardinality(m_ids) = 0 then
-    return;
-  end if;
-
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.concurrency:' || k.slot, 0))
-     from (select distinct s.slot from unnest(m_slots) as s(slot)
-            where s.slot is not null order by s.slot) k;
-  perform 1 from switchyard.rate_limits l
-    where l.name = any (m_rates)
-    order by l.name
-      for update;
-
-  for i in 1 .. cardinality(m_ids) loop
-    wait := null;
-    if m_slots[i] is not null then
-      -- Started tasks holding the key (committed; the lock above orders the claims), and the
-      -- ones this batch gave it.
-      select count(*) into used from switchyard.step_tasks y
-       where y.concurrency_key = m_slots[i] and y.status = 'started';
-      used := used + (select count(*) from unnest(granted) g where g = m_slots[i]);
-      if used >= m_limits[i] then
-        wait := 1;
-      end if;
-    end if;
-    if wait is null and m_rates[i] is not null then
-      select l.rate, l.per_seconds, l.burst, l.tokens, l.refilled_at into lim
-        from switchyard.rate_limits l where l.name = m_rates[i];
-      if found then
-        per_second := lim.rate::double precision / lim.per_seconds;
-        avail := least(greatest(lim.burst, m_costs[i]),
-                       lim.tokens + greatest(0, extract(epoch from switchyard.clock_now() - lim.refilled_at))
-                                    * per_second);
-        if avail >= m_costs[i] then
-          update switchyard.rate_limits l
-             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, switchyard.clock_now())
-           where l.name = m_rates[i];
-        else
-          wait := least(5, greatest(1, ceil(
-            greatest(0, extract(epoch from lim.refilled_at - switchyard.clock_now()))
-            + (m_costs[i] - avail) / per_second)))::int;
-        end if;
-      end if;
-    end if;
-    if wait is null and m_slots[i] is not null then
-      granted := granted || m_slots[i];
-    end if;
-    message_id := m_ids[i];
-    wait_seconds := wait;
-    slot := m_slots[i];
-    return next;
-  end loop;
-end
-$$;
-
--- supabase/schemas/functions/_functions_bearer.sql
--- The bearer a wake request carries: the Vault secret 'switchyard_functions_bearer'
--- when Vault is installed and holds it, else the functions_bearer setting.
-create or replace function switchyard._functions_bearer()
-returns text
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  secret text;
-begin
-  if to_regclass('vault.decrypted_secrets') is not null then
-    execute 'select decrypted_secret from vault.decrypted_secrets where name = $1 limit 1'
-      into secret using 'switchyard_functions_bearer';
-  end if;
-  return coalesce(secret, (select s.value from switchyard.settings s where s.name = 'functions_bearer'));
-end
-$$;
-
--- supabase/schemas/functions/_heartbeat_window.sql
--- Every liveness judgement uses the worker's own heartbeat window (docs/ARCHITECTURE.md §6,
--- live worker; §5.6). A worker stores its window at registration
--- (workers.heartbeat_window_seconds) and heart-beats at a third of it or more often; stall
--- recovery already judges it by that window. The operator calls judged it by the window their
--- caller passed (default 15 s), so a worker started with a 60 s window, heart-beating every
--- 20 s, looked silent between two heartbeats: a fence reported the rollout quiet while the
--- worker still ran tasks, the keep-alive woke a function that had a live worker, the dashboard
--- showed a live worker as not live. Now each call judges each worker by the larger of the
--- caller's window and the worker's own: a caller can widen the window, never narrow it.
---
--- fence_status, keep_alive, function_states and dashboard_functions are defined again whole
--- from their latest definitions (20261201001400_function_fence.sql,
--- 20261202000300_function_keep_alive_urls.sql, 20261201001000_function_workers.sql,
--- 20261201002000_function_dashboard.sql), with their signatures, so their privileges stay.
--- Stall recovery (recover_stalled) passes the worker's own window already and is unchanged.
-
--- The window, in seconds, a liveness judgement (switchyard._worker_running,
--- switchyard._worker_live) uses for a worker: its own (workers.heartbeat_window_seconds),
--- widened by the caller's when that is larger, never narrowed. A null caller's window leaves
--- the worker's own. Plain SQL like the liveness helpers, so the planner inlines it.
-create or replace function switchyard._heartbeat_window(worker_window int, caller_window int)
-returns int
-language sql
-immutable
-as $$
-  select greatest(worker_window, caller_window)
-$$;
-
--- supabase/schemas/functions/_hide_messages.sql
--- Sets the visibility of a batch of messages in one statement: the claimed messages
--- (their step's timeout plus the margin) and a refused batch (visible again at once).
--- PGMQ 1.5 has only a one-message set_vt, and a call per message (dynamic SQL each) was
--- a sixth of the database time of a claim. This writes PGMQ's documented queue table
--- (msg_id, read_ct, enqueued_at, vt, message, headers) the way set_vt does (vt =
--- switchyard.queue_clock() + seconds), naming the table with PGMQ's own
--- pgmq.format_table_name(queue, 'q') as PGMQ's functions do (it lower-cases the name, so
--- any spelling PGMQ accepts reaches the same table). Messages gone meanwhile are skipped.
--- The callers, start_tasks and release_tasks, lock the messages' tasks first, in message
--- order.
-create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  execute format(
-    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
-       from unnest($1::bigint[], $2::int[]) as v(id, secs)
-      where q.msg_id = v.id',
-    pgmq.format_table_name(queue, 'q'))
-  using ids, seconds;
-end
-$$;
-
--- supabase/schemas/functions/_hosts_problem.sql
--- Why a functions_hosts value is refused, or null: host names separated by commas (spaces
--- around them allowed), each letters, digits, "." and "-" (or a bracketed IPv6 address), no
--- scheme, port, path or wildcard; at most 50 of them.
-create or replace function switchyard._hosts_problem(hosts text)
-returns text
-language plpgsql
-immutable
-set search_path = ''
-as $$
-declare
-  host text;
-  n int := 0;
-begin
-  if char_length(hosts) > 4096 then
-    return format('it is %s characters long; the limit is 4096', char_length(hosts));
-  end if;
-  foreach host in array string_to_array(hosts, ',') loop
-    host := btrim(host, ' ');
-    n := n + 1;
-    if host !~ '^([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])$' then
-      return format('host %s is invalid: list host names (letters, digits, ".", "-") separated '
-                    'by commas, without scheme, port, path or wildcard', switchyard._clip(host));
-    end if;
-  end loop;
-  if n = 0 then
-    return 'list at least one host name (null restores the default)';
-  elsif n > 50 then
-    return format('it lists %s hosts; the limit is 50', n);
-  end if;
-  return null;
-end
-$$;
-
--- supabase/schemas/functions/_int_option.sql
--- ---- _int_option (latest: 20261201000500_function_ensure_flow.sql): the values it echoes clipped
+-- supabase/schemas/functions/flows/_int_option.sql
+-- An integer option of a shape (maxAttempts, baseDelay, timeout, ...) within [min, max]; absent
+-- or null gives \`fallback\`, or is refused when there is none (22023 option_missing,
+-- integer_range). The value it echoes is clipped.
 create or replace function switchyard._int_option(
   obj jsonb, key text, what text, min_value int, max_value int, nullable boolean
 )
@@ -1567,195 +1013,25 @@ begin
     if nullable then
       return null;
     end if;
-    raise exception using errcode = '22023', message = format('%s %s is missing', left(what, 200), left(key, 80)),
-      detail = jsonb_build_object(
-        'rule', 'option_missing', 'argument', left(key, 200), 'value', null, 'context', left(what, 200))::text;
+    perform switchyard._refuse('22023', 'option_missing', left(key, 200), null,
+      format('%s %s is missing', left(what, 200), left(key, 80)),
+      context => jsonb_build_object('context', left(what, 200)));
   end if;
   if jsonb_typeof(v) <> 'number' or (v::text)::numeric <> trunc((v::text)::numeric)
      or (v::text)::numeric < min_value or (v::text)::numeric > max_value then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', left(key, 200), v::text, format(
       '%s %s %s is invalid: use an integer from %s to %s', left(what, 200), left(key, 80),
       left(v::text, 80), min_value, max_value),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', left(key, 200), 'value', left(v::text, 200),
-        'min', min_value, 'max', max_value, 'context', left(what, 200))::text;
+      context => jsonb_build_object('min', min_value, 'max', max_value, 'context', left(what, 200)));
   end if;
   return (v::text)::int;
 end
 $$;
 
--- supabase/schemas/functions/_json_size_problem.sql
--- The size of a JSON value against its limit, as a refusal: null when it fits.
-create or replace function switchyard._json_size_problem(value jsonb, limit_name text)
-returns jsonb
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  size bigint := octet_length(value::text);
-  max_size int := switchyard.limit_value(limit_name);
-begin
-  if size <= max_size then
-    return null;
-  end if;
-  return jsonb_build_object('size', size, 'limit', max_size,
-                            'excerpt', left(value::text, 200));
-end
-$$;
-
--- supabase/schemas/functions/_keep_hidden.sql
--- Keeps each claimed message hidden at least \`seconds\` from now (its task's timeout plus the
--- margin), writing only the messages that would reappear sooner (docs/ARCHITECTURE.md §5.4).
--- The worker reads with the visibility its queue's tasks need (read_visibility_seconds), so in
--- the common case the read already hid each message long enough and this writes nothing: each
--- message is then written twice in PGMQ's queue table (the read, the archive), not three times,
--- and a queue table's dead rows grow a third slower. A message read with less (an older worker,
--- a timeout raised after the read, a claim later than its window) is written as set_vt would,
--- like _hide_messages; a message hidden longer stays so (stall recovery and the failure path
--- set its visibility when it must reappear). Messages gone meanwhile are skipped. The test of vt
--- is written so that no index can answer it (vt minus the seconds, not vt alone): as a plain
--- range on vt the planner read PGMQ's vt index, dead entries and all, instead of probing each
--- message by its key, and in a long-lived queue the claim that wrote nothing took 5.6 ms where a
--- fresh one took 0.3 ms (BENCHMARKS.md, issue 27).
-create or replace function switchyard._keep_hidden(queue text, ids bigint[], seconds int[])
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  execute format(
-    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
-       from unnest($1::bigint[], $2::int[]) as v(id, secs)
-      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < switchyard.queue_clock()',
-    pgmq.format_table_name(queue, 'q'))
-  using ids, seconds;
-end
-$$;
-
--- supabase/schemas/functions/_keep_routines_private.sql
-create or replace function switchyard._keep_routines_private()
-returns event_trigger
-language plpgsql
-set search_path = ''
-as $$
-declare
-  created record;
-  grantees text;
-begin
-  select string_agg(g, ', ') into grantees
-    from (select 'public' as g
-          union all
-          select quote_ident(r.rolname) from pg_catalog.pg_roles r
-           where r.rolname in ('anon', 'authenticated')) x;
-  for created in
-    select c.object_identity from pg_catalog.pg_event_trigger_ddl_commands() c
-     where c.schema_name = 'switchyard' and c.object_type in ('function', 'procedure', 'aggregate')
-  loop
-    execute format('revoke all on routine %s from %s', created.object_identity, grantees);
-  end loop;
-end
-$$;
-
--- supabase/schemas/functions/_lock_fences.sql
-create or replace function switchyard._lock_fences()
-returns void
-language sql
-volatile
-set search_path = ''
-as $$
-  select pg_advisory_xact_lock(hashtextextended('switchyard.fence', 0))
-$$;
-
--- supabase/schemas/functions/_lock_queue_name.sql
-create or replace function switchyard._lock_queue_name(canonical text)
-returns void
-language sql
-volatile
-set search_path = ''
-as $$
-  select pg_advisory_xact_lock(hashtextextended('switchyard.queue:' || canonical, 0))
-$$;
-
--- supabase/schemas/functions/_lock_run_family.sql
--- Takes the row locks of a run's family in the one order every writer of two runs of it
--- follows (docs/ARCHITECTURE.md §5.11): bottom-up, deepest first (then by run id), the run's
--- ancestors last. A child run's end holds the child's row (its writer took it) and the trigger
--- runs_child_ended then takes its parent's; so cancel_run, which goes on to its children, takes
--- them all here first instead of parent before child, and neither can wait for the other in a
--- cycle. The family is the root ancestor (followed up child_runs) and its started descendants,
--- and always the run and its ancestors (a cancelled child's trigger takes a parent of any
--- status). A child started between reading the family and holding the last lock (by a
--- transaction holding its parent) is found on a second read: the locks are let go (the
--- subtransaction rolled back) and taken again, at most five times. A run with no family costs
--- two index probes and its own lock. With no_wait, a row another transaction holds raises
--- 55P03 (lock_not_available) instead of waiting, holding none of them.
-create or replace function switchyard._lock_run_family(run uuid, no_wait boolean default false)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  root uuid := run;
-  up uuid;
-  chain uuid[] := array[run];
-  locked uuid[];
-  tries int := 0;
-  -- One statement for both ways of taking the locks: waiting, or nowait (55P03).
-  wait_clause text := case when no_wait then ' nowait' else '' end;
-begin
-  loop
-    select c.parent_run_id into up from switchyard.child_runs c where c.run_id = root;
-    exit when not found;
-    root := up;
-    chain := chain || up;
-  end loop;
-  if root = run and not exists (select 1 from switchyard.child_runs c where c.parent_run_id = run) then
-    execute 'select 1 from switchyard.runs r where r.run_id = $1 for update' || wait_clause
-      using run;
-    return;
-  end if;
-  loop
-    tries := tries + 1;
-    begin
-      execute
-        'select array_agg(x.run_id) from (
-           with recursive family(run_id, depth) as (
-             select $1, 0
-             union all
-             select c.run_id, f.depth + 1 from switchyard.child_runs c
-               join family f on c.parent_run_id = f.run_id
-           )
-           select r.run_id from family f join switchyard.runs r on r.run_id = f.run_id
-            where r.status = ''started'' or r.run_id = any ($2)
-            order by f.depth desc, f.run_id
-              for update of r' || wait_clause || ') x'
-        into locked using root, chain;
-      -- Every member held now was held before any lock of a parent: done.
-      exit when tries >= 5 or not exists (
-        with recursive family(run_id) as (
-          select root
-          union all
-          select c.run_id from switchyard.child_runs c join family f on c.parent_run_id = f.run_id
-        )
-        select 1 from family f join switchyard.runs r on r.run_id = f.run_id
-         where r.status = 'started' and not (r.run_id = any (coalesce(locked, '{}'))));
-      -- Caught below, never seen by a caller: it rolls the locks back.
-      raise exception using errcode = 'SY090', message = 'the run family grew: lock it again',
-        detail = jsonb_build_object('rule', 'run_family_grew', 'run_id', run)::text;
-    exception when sqlstate 'SY090' then
-      null;
-    end;
-  end loop;
-end
-$$;
-
--- supabase/schemas/functions/_next_flow_slug.sql
+-- supabase/schemas/functions/flows/_next_flow_slug.sql
 -- The slug a SY004 refusal suggests for a changed flow: the next free one in the flow's own
 -- naming, its trailing number plus one (ordersV3 -> ordersV4, not ordersV3V2), or V2 added to a
--- slug without one, skipping compiled flows (case-insensitively). scripts/_shape_change.ts
+-- slug without one, skipping compiled flows (case-insensitively). cli/_shape_change.ts
 -- (nextSlug) gives compile the same.
 create or replace function switchyard._next_flow_slug(slug text)
 returns text
@@ -1774,294 +1050,9 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/_payload_problem.sql
--- Why a signal payload (val) does not match its declared schema (a _payload_schema_problem-valid
--- subset of JSON Schema), naming the path (payload.items[2].id) and the rule, or null when it
--- does: its type (integer: a number without a fraction), enum (equal to one of the values),
--- required properties, additionalProperties false (no property beyond properties), each
--- property's and each item's schema, maxLength (characters), maxItems, minimum and maximum.
-create or replace function switchyard._payload_problem(val jsonb, schema jsonb, path text)
-returns text
-language plpgsql
-immutable
-set search_path = ''
-as $$
-declare
-  kind text := jsonb_typeof(val);
-  allowed jsonb;
-  sub record;
-  problem text;
-begin
-  if schema ? 'type' then
-    allowed := case jsonb_typeof(schema -> 'type') when 'array' then schema -> 'type'
-                    else jsonb_build_array(schema -> 'type') end;
-    if not (allowed ? kind
-            or (kind = 'number' and allowed ? 'integer'
-                and (val #>> '{}')::numeric = trunc((val #>> '{}')::numeric))) then
-      return format('%s is a%s %s, not %s', path, case when kind in ('object', 'array') then 'n'
-                                                       else '' end,
-                    kind, (select string_agg(t.value #>> '{}', ' or ')
-                             from jsonb_array_elements(allowed) t));
-    end if;
-  end if;
-  if schema ? 'enum' and not exists (select 1 from jsonb_array_elements(schema -> 'enum') e
-                                      where e.value = val) then
-    return format('%s is not one of %s', path, left((schema -> 'enum')::text, 200));
-  end if;
-  if kind = 'object' then
-    select format('%s lacks the required property %s', path, r.value::text) into problem
-      from jsonb_array_elements(coalesce(schema -> 'required', '[]')) r
-     where not val ? (r.value #>> '{}')
-     limit 1;
-    if problem is not null then
-      return problem;
-    end if;
-    if schema -> 'additionalProperties' = 'false' then
-      select format('%s has the property %s, which its schema does not list '
-                    '(additionalProperties false)', path, switchyard._clip(k))
-        into problem
-        from jsonb_object_keys(val) k
-       where not coalesce(schema -> 'properties', '{}') ? k
-       limit 1;
-      if problem is not null then
-        return problem;
-      end if;
-    end if;
-    for sub in select p.key, p.value from jsonb_each(coalesce(schema -> 'properties', '{}')) p
-                where val ? p.key loop
-      problem := switchyard._payload_problem(val -> sub.key, sub.value,
-                   path || case when sub.key ~ '^[A-Za-z_][A-Za-z0-9_]*$' then '.' || sub.key
-                                else format('[%s]', to_json(sub.key)::text) end);
-      if problem is not null then
-        return problem;
-      end if;
-    end loop;
-  elsif kind = 'array' then
-    if (schema ->> 'maxItems')::numeric < jsonb_array_length(val) then
-      return format('%s has %s items, over its maxItems %s', path, jsonb_array_length(val),
-                    schema ->> 'maxItems');
-    end if;
-    if schema ? 'items' then
-      for sub in select e.value, e.n - 1 as i
-                   from jsonb_array_elements(val) with ordinality e(value, n) loop
-        problem := switchyard._payload_problem(sub.value, schema -> 'items',
-                                               format('%s[%s]', path, sub.i));
-        if problem is not null then
-          return problem;
-        end if;
-      end loop;
-    end if;
-  elsif kind = 'string' then
-    if (schema ->> 'maxLength')::numeric < char_length(val #>> '{}') then
-      return format('%s is %s characters long, over its maxLength %s', path,
-                    char_length(val #>> '{}'), schema ->> 'maxLength');
-    end if;
-  elsif kind = 'number' then
-    if (val #>> '{}')::numeric < (schema ->> 'minimum')::numeric then
-      return format('%s is %s, under its minimum %s', path, val #>> '{}', schema ->> 'minimum');
-    end if;
-    if (val #>> '{}')::numeric > (schema ->> 'maximum')::numeric then
-      return format('%s is %s, over its maximum %s', path, val #>> '{}', schema ->> 'maximum');
-    end if;
-  end if;
-  return null;
-end
-$$;
-
--- supabase/schemas/functions/_payload_schema_problem.sql
--- What is wrong with a declared payload schema (user_signal_steps.payload_schema, its check
--- constraint), or null: the subset of JSON Schema that _payload_problem checks. A schema is an
--- object of the keywords type (object, array, string, number, integer, boolean, null, or an
--- array of them), enum (an array of values), properties (an object of schemas), required (an
--- array of names), additionalProperties (a boolean), items (a schema), maxLength and maxItems
--- (integers >= 0), minimum and maximum (numbers). Any other keyword is refused: a typo would
--- otherwise check nothing.
-create or replace function switchyard._payload_schema_problem(
-  schema jsonb, path text default 'schema'
-)
-returns text
-language plpgsql
-immutable
-set search_path = ''
-as $$
-declare
-  types constant text[] := array['object', 'array', 'string', 'number', 'integer', 'boolean',
-                                 'null'];
-  keyword text;
-  sub record;
-  problem text;
-begin
-  if jsonb_typeof(schema) is distinct from 'object' then
-    return format('%s is a %s: a schema is a JSON object of keywords', path,
-                  coalesce(jsonb_typeof(schema), 'SQL null'));
-  end if;
-  for keyword in select k from jsonb_object_keys(schema) k loop
-    if keyword not in ('type', 'enum', 'properties', 'required', 'additionalProperties', 'items',
-                       'maxLength', 'maxItems', 'minimum', 'maximum') then
-      return format('%s has the keyword %s, which is not checked: use type, enum, properties, '
-                    'required, additionalProperties, items, maxLength, maxItems, minimum or '
-                    'maximum', path, to_json(keyword)::text);
-    end if;
-  end loop;
-  if schema ? 'type' and not (
-       (jsonb_typeof(schema -> 'type') = 'string' and schema ->> 'type' = any (types))
-       or (jsonb_typeof(schema -> 'type') = 'array' and jsonb_array_length(schema -> 'type') > 0
-           and not exists (select 1 from jsonb_array_elements(schema -> 'type') t
-                            where jsonb_typeof(t.value) <> 'string'
-                               or t.value #>> '{}' <> all (types)))) then
-    return format('%s.type is invalid: use one of %s, or an array of them', path,
-                  array_to_string(types, ', '));
-  end if;
-  if schema ? 'enum' and jsonb_typeof(schema -> 'enum') <> 'array' then
-    return format('%s.enum is invalid: use an array of the values allowed', path);
-  end if;
-  if schema ? 'required' and (jsonb_typeof(schema -> 'required') <> 'array'
-       or exists (select 1 from jsonb_array_elements(schema -> 'required') r
-                   where jsonb_typeof(r.value) <> 'string')) then
-    return format('%s.required is invalid: use an array of property names', path);
-  end if;
-  if schema ? 'additionalProperties'
-     and jsonb_typeof(schema -> 'additionalProperties') <> 'boolean' then
-    return format('%s.additionalProperties is invalid: use true or false', path);
-  end if;
-  for keyword in select k from unnest(array['maxLength', 'maxItems']) k where schema ? k loop
-    if jsonb_typeof(schema -> keyword) <> 'number' or (schema ->> keyword)::numeric < 0
-       or (schema ->> keyword)::numeric <> trunc((schema ->> keyword)::numeric) then
-      return format('%s.%s is invalid: use an integer >= 0', path, keyword);
-    end if;
-  end loop;
-  for keyword in select k from unnest(array['minimum', 'maximum']) k where schema ? k loop
-    if jsonb_typeof(schema -> keyword) <> 'number' then
-      return format('%s.%s is invalid: use a number', path, keyword);
-    end if;
-  end loop;
-  if schema ? 'properties' then
-    if jsonb_typeof(schema -> 'properties') <> 'object' then
-      return format('%s.properties is invalid: use an object of schemas by property name', path);
-    end if;
-    for sub in select p.key, p.value from jsonb_each(schema -> 'properties') p loop
-      problem := switchyard._payload_schema_problem(sub.value,
-                                                     format('%s.properties.%s', path, sub.key));
-      if problem is not null then
-        return problem;
-      end if;
-    end loop;
-  end if;
-  if schema ? 'items' then
-    return switchyard._payload_schema_problem(schema -> 'items', path || '.items');
-  end if;
-  return null;
-end
-$$;
-
--- supabase/schemas/functions/_pg_net_available.sql
-create or replace function switchyard._pg_net_available()
-returns boolean
-language sql
-stable
-set search_path = ''
-as $$
-  select exists (
-    select 1 from pg_catalog.pg_proc p
-      join pg_catalog.pg_namespace n on n.oid = p.pronamespace
-     where n.nspname = 'net' and p.proname = 'http_post')
-$$;
-
--- supabase/schemas/functions/_pgmq_spellings.sql
--- Queue catalog operations (docs/ARCHITECTURE.md §3). Shared-queue workers and routed
--- compilation provision queues only through these SQL functions, never through a
--- generic create-queue helper.
-
--- Every spelling PGMQ knows for a canonical name (names differing only by case
--- share one table, so more than one spelling is ambiguous).
-create or replace function switchyard._pgmq_spellings(canonical text)
-returns text[]
-language sql
-stable
-set search_path = ''
-as $$
-  select coalesce(array_agg(m.queue_name::text order by m.queue_name), '{}')
-  from pgmq.meta m
-  where lower(m.queue_name) = canonical
-$$;
-
--- supabase/schemas/functions/_queue_plain_tasks.sql
--- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
--- to started: one task each (task index 0), its queue an immutable snapshot of the step's, its
--- message sent with the step's start delay. The one implementation of successor start for plain
--- steps (docs/ARCHITECTURE.md §5.9): complete_tasks calls it for a batch's runs together,
--- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
--- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
--- every queue numbers the messages as one send per step would. Returns the number of tasks.
-create or replace function switchyard._queue_plain_tasks(runs uuid[], flows text[], steps text[])
-returns int
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  q record;
-  queues text[];
-  delays int[];
-  max_attempts int[];
-  base_delays int[];
-  max_delays int[];
-  timeouts int[];
-  priorities int[];
-  keyed boolean[];
-begin
-  if cardinality(runs) = 0 then
-    return 0;
-  end if;
-  -- Each step's queue snapshot, start delay and attempt options, read once, by position.
-  select array_agg(st.queue_name order by u.ord), array_agg(st.start_delay order by u.ord),
-         array_agg(coalesce(st.max_attempts, f.max_attempts) order by u.ord),
-         array_agg(coalesce(st.base_delay, f.base_delay) order by u.ord),
-         array_agg(coalesce(st.max_delay, f.max_delay) order by u.ord),
-         array_agg(coalesce(st.timeout, f.timeout) order by u.ord),
-         array_agg(r.priority order by u.ord),
-         array_agg(st.concurrency_limit is not null order by u.ord)
-    into queues, delays, max_attempts, base_delays, max_delays, timeouts, priorities, keyed
-    from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
-    join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug
-    join switchyard.flows f on f.flow_slug = u.flow_slug
-    join switchyard.runs r on r.run_id = u.run_id;
-  for q in
-    select g.queue_name, g.start_delay, array_agg(g.ord::int order by g.ord) as ords,
-           array_agg(switchyard._task_message(
-                       g.run_id, g.flow_slug, g.step_slug, null, g.priority, g.start_delay,
-                       case when g.keyed
-                            then switchyard._concurrency_key(g.run_id, g.flow_slug, g.step_slug, 0)
-                       end) order by g.ord) as bodies
-      from (select u.queue_name, u.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
-                   u.priority, u.keyed,
-                   row_number() over (partition by u.queue_name order by u.ord)
-                     - row_number() over (partition by u.queue_name, u.start_delay
-                                          order by u.ord) as stretch
-              from unnest(queues, delays, runs, flows, steps, priorities, keyed)
-                     with ordinality as u(queue_name, start_delay, run_id, flow_slug, step_slug,
-                                          priority, keyed, ord)) g
-     group by g.queue_name, g.start_delay, g.stretch
-     order by g.queue_name, min(g.ord)
-  loop
-    -- PGMQ numbers a batch's messages in the order given. The body (_task_message) is for
-    -- humans and the read's order; claiming trusts only (queue_name, message_id).
-    insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
-                                       max_attempts, base_delay, max_delay, timeout)
-    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id, max_attempts[o.ord],
-           base_delays[o.ord], max_delays[o.ord], timeouts[o.ord]
-      from (select m.msg_id, row_number() over (order by m.msg_id) as i
-              from pgmq.send_batch(q.queue_name, q.bodies, q.start_delay) as m(msg_id)) b
-      join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i;
-  end loop;
-  return cardinality(runs);
-end
-$$;
-
--- supabase/schemas/functions/_record_activation.sql
--- Aliases (docs/ARCHITECTURE.md §6): one active concrete version per alias; every activation
--- is recorded.
-
+-- supabase/schemas/functions/flows/_record_activation.sql
+-- Records one activation of an alias (docs/ARCHITECTURE.md §6): every move of its one active
+-- concrete version is kept, with the version before it and what moved it.
 create or replace function switchyard._record_activation(
   alias_name text, target text, previous text, source text
 )
@@ -2077,306 +1068,7 @@ as $$
   values (alias_name, target, previous, source);
 $$;
 
--- supabase/schemas/functions/_record_failed_attempt.sql
--- The trigger step_tasks_failed_attempt: a started task's last_failed_at moved, so its attempt
--- failed (fail_task_with, recover_stalled, or any later path that sets it): one row of
--- switchyard.failed_attempts for the metrics (docs/ARCHITECTURE.md §16).
-create or replace function switchyard._record_failed_attempt()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  insert into switchyard.failed_attempts
-    (run_id, step_slug, task_index, attempt, queue_name, flow_slug, failed_at)
-  values (new.run_id, new.step_slug, new.task_index, new.attempts_count, new.queue_name,
-          new.flow_slug, new.last_failed_at);
-  return null;
-end
-$$;
-
--- supabase/schemas/functions/_refuse_unknown_schedule.sql
--- Raises the refusal of a schedule name that names no schedule (22023 schedule_unknown).
-create or replace function switchyard._refuse_unknown_schedule(name text)
-returns void
-language plpgsql
-immutable
-set search_path = ''
-as $$
-begin
-  raise exception using errcode = '22023', message = format(
-    'unknown schedule %s', coalesce(switchyard._clip(name), 'null')),
-    detail = jsonb_build_object('rule', 'schedule_unknown', 'argument', 'name',
-                                'value', left(name, 200))::text;
-end
-$$;
-
--- supabase/schemas/functions/_run_event.sql
--- Statement triggers with transition tables (triggers.sql): one call per statement that
--- inserts runs or changes their status, one insert of that statement's events, whatever the
--- number of rows. Rows whose status did not change (a run's counters) write nothing. A
--- transaction's notifications are delivered at commit and identical ones are folded, so each
--- run touched is notified once.
-
--- Runs were inserted ('started') or changed status ('retried' when a failed run starts again).
--- A run's own transitions update its row, so the run is locked before its event is numbered.
--- The events follow the statement's order of rows (the transition table's).
-create or replace function switchyard._run_event()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-set enable_hashjoin = on
-as $$
-declare
-  notified bigint;
-begin
-  -- A statement that wrote no row: nothing to do, and one probe instead of the query below.
-  perform from switchyard_new_runs limit 1;
-  if not found then
-    return null;
-  end if;
-  if tg_op = 'INSERT' then
-    with t as (select n.run_id, n.owner, n.flow_slug, n.status as event,
-                      row_number() over () as ord
-                 from switchyard_new_runs n),
-         written as (
-           -- A flow with events: false writes no row; the notification still wakes the
-           -- client's waits.
-           insert into switchyard.run_events (run_id, owner, flow_slug, event)
-           select t.run_id, t.owner, t.flow_slug, t.event
-             from t left join switchyard.flows f on f.flow_slug = t.flow_slug
-            where coalesce(f.events, true)
-            order by t.ord)
-    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
-      from t;
-  else
-    with t as (select n.run_id, n.owner, n.flow_slug,
-                      case when o.status = 'failed' and n.status = 'started' then 'retried'
-                           else n.status end as event,
-                      n.ord
-                 from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
-                 join switchyard_old_runs o on o.run_id = n.run_id
-                where o.status is distinct from n.status),
-         written as (
-           insert into switchyard.run_events (run_id, owner, flow_slug, event)
-           select t.run_id, t.owner, t.flow_slug, t.event
-             from t left join switchyard.flows f on f.flow_slug = t.flow_slug
-            where coalesce(f.events, true)
-            order by t.ord)
-    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
-      from t;
-  end if;
-  return null;
-end
-$$;
-
--- supabase/schemas/functions/_run_outputs.sql
--- Runs' outputs, one row per run given: the outputs of its completed leaf steps (no step
--- depends on them), '{}' when there is none; a skipped leaf is absent. The one definition:
--- complete_tasks asks it once for a batch's runs (one query instead of a call per completed
--- run), _run_output for one run. PL/pgSQL, so its query is planned once per session.
-create or replace function switchyard._run_outputs(runs uuid[])
-returns table (run_id uuid, output jsonb)
-rows 10
-language plpgsql
-stable
-set search_path = ''
-as $$
-begin
-  return query
-    select r.run_id,
-           coalesce((select jsonb_object_agg(ss.step_slug, ss.output)
-                       from switchyard.step_states ss
-                      where ss.run_id = r.run_id and ss.status = 'completed'
-                        and not exists (select 1 from switchyard.deps d
-                                         where d.flow_slug = r.flow_slug
-                                           and d.dep_slug = ss.step_slug)),
-                    '{}'::jsonb)
-      from switchyard.runs r
-     where r.run_id = any (runs);
-end
-$$;
-
--- supabase/schemas/functions/_schedule_json.sql
--- A schedule as the API answers it: its fields, its next tick, and its latest tick's run.
-create or replace function switchyard._schedule_json(schedule_name text)
-returns jsonb
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  s switchyard.schedules;
-  spec jsonb;
-  from_at timestamptz;
-  horizon timestamptz;
-  day date;
-  next_at timestamptz;
-  last jsonb;
-begin
-  select * into s from switchyard.schedules x where x.name = schedule_name;
-  if not found then
-    return null;
-  end if;
-  -- The next tick, at most 366 days ahead. _cron_ticks scans every local day of its window (a
-  -- year of days cost up to a second per schedule, and the dashboard lists them every few
-  -- seconds), so the expression is parsed once here to find the days whose month and day
-  -- fields match (the day rule of _cron_ticks), and _cron_ticks is asked only about the first
-  -- of them that has a tick left (today's may all be past), about that day (a time in a
-  -- daylight-saving gap falls later, possibly past midnight).
-  spec := switchyard._cron_parse(s.cron);
-  from_at := greatest(switchyard.clock_now(), s.checked_until);
-  horizon := from_at + interval '366 days';
-  for day in
-    select d.day::date
-      from generate_series(((from_at at time zone s.time_zone)::date)::timestamp,
-                           ((horizon at time zone s.time_zone)::date)::timestamp,
-                           interval '1 day') as d(day)
-     where (spec -> 'month') @> to_jsonb(extract(month from d.day)::int)
-       and case
-             when (spec ->> 'dom_star')::boolean and (spec ->> 'dow_star')::boolean then true
-             when (spec ->> 'dom_star')::boolean then
-               (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
-             when (spec ->> 'dow_star')::boolean then
-               (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
-             else (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
-               or (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
-           end
-     order by d.day
-  loop
-    select min(t) into next_at
-      from switchyard._cron_ticks(
-             s.cron, s.time_zone,
-             greatest(from_at, (day::timestamp at time zone s.time_zone) - interval '1 second'),
-             least(horizon, ((day + 1)::timestamp at time zone s.time_zone) + interval '3 hours'),
-             1) t;
-    exit when next_at is not null;
-  end loop;
-  select jsonb_build_object('tick_at', st.tick_at, 'outcome', st.outcome, 'run_id', st.run_id,
-                            'run_status', r.status, 'error', st.error)
-    into last
-    from switchyard.schedule_ticks st
-    left join switchyard.runs r on r.run_id = st.run_id
-   where st.schedule_name = s.name
-   order by st.tick_at desc
-   limit 1;
-  return jsonb_build_object(
-    'name', s.name, 'alias', s.alias, 'cron', s.cron, 'time_zone', s.time_zone,
-    'input', s.input, 'overlap', s.overlap, 'catch_up', s.catch_up,
-    'catch_up_limit', s.catch_up_limit, 'enabled', s.enabled, 'next_tick_at', next_at,
-    'checked_until', s.checked_until, 'last_tick', last, 'missed_ticks', s.missed_ticks,
-    'skipped_ticks', s.skipped_ticks, 'created_at', s.created_at, 'updated_at', s.updated_at);
-end
-$$;
-
--- supabase/schemas/functions/_schedule_problem.sql
--- Checks a schedule's fields and raises the first refusal (22023, rule named): the name, the
--- cron expression, the time zone, the target alias (it must resolve now), the input (JSON, at
--- most max_input_bytes), the overlap and catch-up policies and the catch-up bound. A time zone
--- is 'UTC' or an IANA region name (Area/Location, e.g. 'Europe/Berlin',
--- 'America/Argentina/Buenos_Aires'; 'Etc/UTC') that PostgreSQL knows: PostgreSQL also takes a
--- POSIX rule ('UTC+5', which POSIX reads as five hours *west* of UTC), abbreviations ('EST',
--- 'CET') and 'Etc/GMT+5' (also west), whose meaning a reader gets wrong, so they are refused.
-create or replace function switchyard._schedule_problem(
-  name text, alias text, cron text, time_zone text, input jsonb, overlap text, catch_up text,
-  catch_up_limit int
-)
-returns void
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  too_big jsonb;
-begin
-  if name is null or name !~ '^[a-z][a-z0-9_-]{0,62}$' then
-    raise exception using errcode = '22023', message = format(
-      'schedule name %s is invalid: 1-63 characters, lower-case letters, digits, _ and -, '
-      'starting with a letter', coalesce(switchyard._clip(name), 'null')),
-      detail = jsonb_build_object('rule', 'schedule_name_invalid', 'argument', 'name',
-                                  'value', left(name, 200))::text;
-  end if;
-  perform switchyard._cron_parse(cron);
-  if time_zone is null then
-    raise exception using errcode = '22023', message =
-      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', null)::text;
-  end if;
-  if time_zone not in ('UTC', 'Etc/UTC')
-     and time_zone !~ ('^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian'
-                       '|Pacific)(/[A-Z][A-Za-z0-9_+-]{1,30}){1,2}$') then
-    raise exception using errcode = '22023', message = format(
-      'time zone %s is not a region name: a POSIX rule, an offset or an abbreviation misleads '
-      '(POSIX reads UTC+5 as 5 hours west of UTC); use an IANA region name such as '
-      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)),
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', left(time_zone, 200))::text;
-  end if;
-  begin
-    perform switchyard.clock_now() at time zone time_zone;
-  exception when others then
-    raise exception using errcode = '22023', message = format(
-      'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
-      switchyard._clip(time_zone)),
-      detail = jsonb_build_object('rule', 'time_zone_unknown', 'argument', 'time_zone',
-                                  'value', left(time_zone, 200))::text;
-  end;
-  perform switchyard.resolve_flow(alias);
-  if input is null then
-    raise exception using errcode = '22023', message =
-      'schedule input is null: give a JSON value (''{}'' for none)',
-      detail = jsonb_build_object('rule', 'input_null', 'argument', 'input', 'value', null)::text;
-  end if;
-  too_big := switchyard._json_size_problem(input, 'max_input_bytes');
-  if too_big is not null then
-    raise exception using errcode = '22023', message = format(
-      'schedule input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
-      too_big ->> 'size', too_big ->> 'limit'),
-      detail = jsonb_build_object('rule', 'input_too_large', 'argument', 'input',
-                                  'value', too_big ->> 'excerpt', 'size', too_big -> 'size',
-                                  'limit', too_big -> 'limit')::text;
-  end if;
-  if overlap is null or overlap not in ('skip', 'queue', 'cancel_previous') then
-    raise exception using errcode = '22023', message = format(
-      'overlap %s is invalid: skip, queue or cancel_previous',
-      coalesce(to_json(left(overlap, 200))::text, 'null')),
-      detail = jsonb_build_object('rule', 'overlap_invalid', 'argument', 'overlap',
-                                  'value', left(overlap, 200))::text;
-  end if;
-  if catch_up is null or catch_up not in ('none', 'latest', 'all') then
-    raise exception using errcode = '22023', message = format(
-      'catch_up %s is invalid: none, latest or all',
-      coalesce(to_json(left(catch_up, 200))::text, 'null')),
-      detail = jsonb_build_object('rule', 'catch_up_invalid', 'argument', 'catch_up',
-                                  'value', left(catch_up, 200))::text;
-  end if;
-  if catch_up_limit is null or catch_up_limit not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
-      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')),
-      detail = jsonb_build_object('rule', 'catch_up_limit_range', 'argument', 'catch_up_limit',
-                                  'value', catch_up_limit::text)::text;
-  end if;
-end
-$$;
-
--- supabase/schemas/functions/_schedule_run_id.sql
--- The run id of a schedule's tick: derived from (schedule, tick instant), so the tick's run is
--- started at most once however often the tick fires, and a backfill of a tick that ran is a
--- no-op. A version-5-shaped UUID from an MD5 of the pair; it can never be a user's (v4) id.
-create or replace function switchyard._schedule_run_id(schedule_name text, tick_at timestamptz)
-returns uuid
-language sql
-immutable
-set search_path = ''
-as $$
-  select (substr(h, 1, 12) || '5' || substr(h, 14, 3) || '8' || substr(h, 18, 15))::uuid
-    from (select md5('switchyard schedule ' || schedule_name || ' '
-                     || extract(epoch from tick_at)::bigint::text) as h) x
-$$;
-
--- supabase/schemas/functions/_shape_diff.sql
+-- supabase/schemas/functions/flows/_shape_diff.sql
 -- Readable differences between a compiled shape and a requested one, steps by slug.
 create or replace function switchyard._shape_diff(old_shape jsonb, new_shape jsonb)
 returns text[]
@@ -2456,7 +1148,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/_shape_options.sql
+-- supabase/schemas/functions/flows/_shape_options.sql
 -- The runtime options of a canonical shape: {"flow": {...}, "steps": {"<slug>": {...}}}.
 create or replace function switchyard._shape_options(canonical jsonb)
 returns jsonb
@@ -2480,7 +1172,7 @@ as $$
        where jsonb_typeof(s) = 'object'), '{}'))
 $$;
 
--- supabase/schemas/functions/_shape_structure.sql
+-- supabase/schemas/functions/flows/_shape_structure.sql
 -- A canonical shape without its runtime options: what must never change under one slug.
 create or replace function switchyard._shape_structure(canonical jsonb)
 returns jsonb
@@ -2500,7 +1192,1068 @@ as $$
         from jsonb_array_elements(canonical -> 'steps') with ordinality as e(s, o)), '[]'))
 $$;
 
--- supabase/schemas/functions/_skip_step.sql
+-- supabase/schemas/functions/flows/activate_alias.sql
+-- Makes a compiled concrete version the active target of an alias (docs/ARCHITECTURE.md §6):
+-- the operator's explicit move, recorded as an activation. Refuses an unknown or uncompiled
+-- target and a name that differs from an existing alias only in case.
+create or replace function switchyard.activate_alias(alias_name text, target_flow text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  previous text;
+  other_alias text;
+begin
+  perform switchyard.assert_slug('alias', alias_name);
+  perform switchyard._assert_alias_case(alias_name);
+  if not exists (select 1 from switchyard.flows f where f.flow_slug = target_flow) then
+    perform switchyard._refuse('22023', 'flow_not_compiled', 'target_flow', target_flow, format(
+      'cannot activate alias %s: flow %s is not compiled', switchyard._clip(alias_name),
+      switchyard._clip(target_flow)),
+      context => jsonb_build_object('alias', alias_name));
+  end if;
+  select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = target_flow;
+  if other_alias is not null and other_alias <> alias_name then
+    perform switchyard._refuse('23505', 'flow_in_other_alias', 'target_flow', target_flow, format(
+      'cannot activate alias %s: flow %s belongs to alias %s',
+      switchyard._clip(alias_name), switchyard._clip(target_flow), switchyard._clip(other_alias)),
+      context => jsonb_build_object('alias', alias_name, 'other_alias', other_alias));
+  end if;
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+  insert into switchyard.alias_members (alias, flow_slug) values (alias_name, target_flow)
+  on conflict do nothing;
+  select a.flow_slug into previous from switchyard.aliases a where a.alias = alias_name for update;
+  perform switchyard._record_activation(alias_name, target_flow, previous, 'operator');
+end
+$$;
+
+-- supabase/schemas/functions/flows/alias_status.sql
+-- Each alias with its active version and what the project's registry declares for it (the latest
+-- compiled declaration, declare_alias; docs/ARCHITECTURE.md §6, Declared aliases):
+--   current     the active version is the declared target;
+--   pending     it is not, and reason says why (a retired version's started runs, live workers
+--               that lack the target, an operator's later activation) or who moves it next;
+--   undeclared  no compiled migration declared it (migrations written before declarations, or a
+--               registry no migration compiled): a worker's start-up moves it (sync_alias).
+create or replace function switchyard.alias_status()
+returns table (
+  alias text, flow_slug text, declared_versions text[], declared_at timestamptz, state text,
+  reason text
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return query
+  select a.alias, a.flow_slug, d.versions, d.declared_at,
+         case when d.alias is null then 'undeclared'
+              when a.flow_slug = d.versions[cardinality(d.versions)] then 'current'
+              else 'pending' end,
+         case when d.alias is null or a.flow_slug = d.versions[cardinality(d.versions)] then null
+              when a.activated_at >= d.declared_at then format(
+                'activated on %s by %s after the declaration: it stays until the next '
+                'declaration, or select switchyard.activate_alias(%L, %L)', a.flow_slug,
+                (select x.source from switchyard.alias_activations x
+                  where x.alias = a.alias order by x.activation_id desc limit 1),
+                a.alias, d.versions[cardinality(d.versions)])
+              else coalesce(
+                switchyard._alias_move_blocker(a.flow_slug, d.versions),
+                format('nothing holds it back any more: the first worker whose registry has %s '
+                       'moves it, or select switchyard.activate_alias(%L, %L)',
+                       d.versions[cardinality(d.versions)], a.alias,
+                       d.versions[cardinality(d.versions)]))
+         end
+    from switchyard.aliases a
+    left join switchyard.alias_declarations d on d.alias = a.alias
+   order by a.alias;
+end
+$$;
+
+-- supabase/schemas/functions/flows/declare_alias.sql
+-- The versions the project's registry declares for an alias, oldest first, the last one the
+-- target: what \`deno task compile\` writes into a migration (docs/ARCHITECTURE.md §6, Declared
+-- aliases). Records the declaration (the latest replaces the one before), then moves the alias
+-- to the target unless _alias_move_blocker says why not. So the compiled migrations, replayed
+-- in any order on any database (incrementally, all at once on an empty one, after a backup),
+-- leave each alias where the project's current registry puts it, without a worker: new, it is
+-- activated; pointing at an earlier listed version, or at a retired one with no started run, it
+-- moves when no live worker lacks the target. Otherwise it stays, and the answer says why:
+-- 'activated', 'current', or 'deferred: <why>'. A held-back move is made by the first worker
+-- whose registry has the target (sync_alias), or by the next declaration that may.
+create or replace function switchyard.declare_alias(alias_name text, versions text[])
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  target text;
+  current_target text;
+  blocker text;
+begin
+  perform switchyard._alias_members_add(alias_name, versions);
+  target := versions[cardinality(versions)];
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  insert into switchyard.alias_declarations as d (alias, versions, declared_at)
+  values (alias_name, versions, switchyard.clock_now())
+  on conflict (alias) do update set versions = excluded.versions, declared_at = excluded.declared_at;
+  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
+  if not found then
+    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+    perform switchyard._record_activation(alias_name, target, null, 'migration');
+    return 'activated';
+  elsif current_target = target then
+    return 'current';
+  end if;
+  blocker := switchyard._alias_move_blocker(current_target, versions);
+  if blocker is not null then
+    raise notice 'alias % stays on %: %', alias_name, current_target, blocker;
+    return 'deferred: ' || blocker;
+  end if;
+  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
+  return 'activated';
+end
+$$;
+
+-- supabase/schemas/functions/flows/delete_flow.sql
+-- Deletes a concrete flow with its runs (docs/ARCHITECTURE.md §3): its private queues are
+-- dropped with it, shared queues are kept and only its own queued messages archived. Refuses an
+-- alias target (55000 flow_is_alias_target). The values it echoes are clipped.
+create or replace function switchyard.delete_flow(flow_slug text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  task record;
+  q record;
+  target_alias text;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(delete_flow.flow_slug), 0));
+  if not exists (select 1 from switchyard.flows f where f.flow_slug = delete_flow.flow_slug) then
+    perform switchyard._refuse('22023', 'flow_not_compiled', 'flow_slug', delete_flow.flow_slug,
+      format(
+      'cannot delete flow %s: it is not compiled', switchyard._clip(delete_flow.flow_slug)));
+  end if;
+  select a.alias into target_alias from switchyard.aliases a where a.flow_slug = delete_flow.flow_slug;
+  if target_alias is not null then
+    perform switchyard._refuse('55000', 'flow_is_alias_target', 'flow_slug', delete_flow.flow_slug,
+      format(
+      'cannot delete flow %s: it is the active target of alias %s; activate another version first',
+      switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
+      context => jsonb_build_object('alias', target_alias));
+  end if;
+  for task in
+    select t.queue_name, t.message_id from switchyard.step_tasks t
+     where t.flow_slug = delete_flow.flow_slug and t.status in ('queued', 'started')
+     order by t.queue_name, t.message_id
+     for update
+  loop
+    perform pgmq.archive(task.queue_name, task.message_id);
+  end loop;
+  delete from switchyard.runs r where r.flow_slug = delete_flow.flow_slug;
+  delete from switchyard.alias_members m where m.flow_slug = delete_flow.flow_slug;
+  delete from switchyard.flows f where f.flow_slug = delete_flow.flow_slug;
+  for q in
+    select x.queue_name, x.pgmq_name from switchyard.queues x
+     where x.ownership = 'private' and x.owner_flow = delete_flow.flow_slug
+  loop
+    delete from switchyard.queues x where x.queue_name = q.queue_name;
+    perform pgmq.drop_queue(q.pgmq_name);
+  end loop;
+end
+$$;
+
+-- supabase/schemas/functions/flows/ensure_flow.sql
+-- Compiles or verifies a flow's shape (docs/ARCHITECTURE.md §4.1, §8.3): shapes compare canonically; a
+-- change of runtime options only is applied and recorded ('updated'); any other change is
+-- SY004. New flows store their canonical shape.
+create or replace function switchyard.ensure_flow(shape jsonb)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  slug text;
+  placement text;
+  existing switchyard.flows;
+  canonical jsonb;
+  existing_canonical jsonb;
+  step jsonb;
+  step_slug text;
+  step_queue text;
+  step_kind text;
+  expected_queue text;
+  sleep_until jsonb;
+  dep jsonb;
+  seen_steps text[] := '{}';
+  deps_seen text[];
+  diffs text[];
+  i int := 0;
+begin
+  if shape is null or jsonb_typeof(shape) <> 'object' then
+    perform switchyard._refuse('22023', 'shape_not_object', 'shape', shape::text,
+      'flow shape must be a JSON object');
+  end if;
+  slug := switchyard.assert_slug('flow', shape ->> 'slug');
+  placement := shape ->> 'placement';
+  if placement is null or placement not in ('plain', 'step_queues', 'routed') then
+    perform switchyard._refuse('22023', 'placement_invalid', 'placement', shape ->> 'placement',
+      format(
+      'flow %s placement %s is invalid: use plain, step_queues or routed',
+      to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text),
+      context => jsonb_build_object('flow_slug', slug));
+  end if;
+  if jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then
+    perform switchyard._refuse('22023', 'options_not_object', 'options', (shape -> 'options')::text,
+      format(
+      'flow %s options must be a JSON object', to_json(slug)::text),
+      context => jsonb_build_object('flow_slug', slug));
+  end if;
+  if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
+    perform switchyard._refuse('22023', 'steps_missing', 'steps', (shape -> 'steps')::text, format(
+      'flow %s has no steps: add at least one step', to_json(slug)::text),
+      context => jsonb_build_object('flow_slug', slug));
+  end if;
+  canonical := switchyard._canonical_shape(shape);
+
+  -- Concurrent workers compiling the same flow serialize here.
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(slug), 0));
+
+  select * into existing from switchyard.flows f where lower(f.flow_slug) = lower(slug);
+  if found then
+    if existing.flow_slug <> slug then
+      perform switchyard._refuse('23505', 'flow_slug_case_collision', 'flow_slug', slug, format(
+        'flow slug %s collides with compiled flow %s: slugs are unique case-insensitively',
+        to_json(slug)::text, to_json(existing.flow_slug)::text),
+        context => jsonb_build_object('existing_flow_slug', existing.flow_slug));
+    end if;
+    existing_canonical := switchyard._canonical_shape(existing.shape);
+    if existing_canonical = canonical then
+      return 'verified';
+    end if;
+    if switchyard._shape_structure(existing_canonical) is distinct from switchyard._shape_structure(canonical) then
+      diffs := switchyard._shape_diff(switchyard._shape_structure(existing_canonical),
+                                      switchyard._shape_structure(canonical));
+      raise exception using errcode = 'SY004', message = format(
+        'flow %s is already compiled with a different shape (%s); the steps, dependencies, '
+        'kinds, conditions and queues of a concrete flow never change (its runtime options '
+        'may): deploy the change under a new slug (for example %s)',
+        to_json(slug)::text, array_to_string(diffs, '; '), to_json(switchyard._next_flow_slug(slug))::text),
+        detail = jsonb_build_object(
+          'flow_slug', slug,
+          'differences', (select jsonb_agg(left(d, 200) order by o)
+                            from unnest(diffs) with ordinality as x(d, o)))::text;
+    end if;
+    -- Runtime options only: applied for tasks created from now on, and recorded.
+    diffs := switchyard._shape_diff(existing_canonical, canonical);
+    perform switchyard._apply_flow_options(slug, canonical);
+    update switchyard.flows f set shape = canonical where f.flow_slug = slug;
+    insert into switchyard.flow_option_changes
+      (flow_slug, changed_by, application_name, old_options, new_options, differences)
+    values (slug, session_user, nullif(current_setting('application_name', true), ''),
+            switchyard._shape_options(existing_canonical), switchyard._shape_options(canonical),
+            diffs);
+    return 'updated';
+  end if;
+
+  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape,
+                                run_timeout, events)
+  values (slug, placement,
+    switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
+    switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
+    coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
+    switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
+    canonical,
+    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true),
+    switchyard._bool_option(canonical -> 'options', 'events', format('flow %s option', to_json(slug)), true));
+
+  for step in select value from jsonb_array_elements(canonical -> 'steps') loop
+    if jsonb_typeof(step) <> 'object' then
+      perform switchyard._refuse('22023', 'step_not_object', 'steps', step::text, format(
+        'flow %s step #%s must be a JSON object', to_json(slug)::text, i),
+        context => jsonb_build_object('flow_slug', slug));
+    end if;
+    step_slug := switchyard.assert_slug('step', step ->> 'slug');
+    if lower(step_slug) = any (select lower(s) from unnest(seen_steps) s) then
+      perform switchyard._refuse('22023', 'step_slug_duplicate', 'step_slug', step_slug, format(
+        'flow %s lists step %s twice: step slugs are unique case-insensitively',
+        to_json(slug)::text, to_json(step_slug)::text),
+        context => jsonb_build_object('flow_slug', slug));
+    end if;
+    if (step -> 'index') is distinct from to_jsonb(i) then
+      perform switchyard._refuse('22023', 'step_index_order', 'index', (step -> 'index')::text,
+        format(
+        'flow %s step %s has index %s: steps must be listed in index order from 0',
+        to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb)),
+        context => jsonb_build_object('expected', i, 'flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    step_queue := step ->> 'queue';
+    step_kind := step ->> 'kind';
+    if step_kind in ('wait', 'sleep', 'flow') then
+      -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
+      if step_queue is not null then
+        perform switchyard._refuse('22023', 'wait_queue', 'queue', step_queue, format(
+          'flow %s step %s: a %s step uses no queue, not %s',
+          to_json(slug)::text, to_json(step_slug)::text, step_kind, to_json(step_queue)::text),
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+      end if;
+      expected_queue := null;
+    elsif placement = 'plain' then
+      expected_queue := lower(slug);
+    elsif placement = 'step_queues' then
+      expected_queue := switchyard.step_queue_name(slug, step_slug, i);
+    else
+      expected_queue := null;
+    end if;
+    if expected_queue is not null and step_queue is distinct from expected_queue then
+      perform switchyard._refuse('22023', 'placement_queue', 'queue', step_queue, format(
+        'flow %s step %s: a %s flow must use queue %s, not %s',
+        to_json(slug)::text, to_json(step_slug)::text, placement, to_json(expected_queue)::text,
+        coalesce(to_json(step_queue)::text, 'null')),
+        context => jsonb_build_object('expected', expected_queue, 'placement', placement,
+          'flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    if step_kind in ('wait', 'sleep', 'flow') then
+      null;
+    elsif placement = 'routed' then
+      perform switchyard.ensure_shared_queue(step_queue);
+    else
+      perform switchyard._ensure_private_queue(step_queue, slug);
+    end if;
+
+    if jsonb_typeof(step -> 'dependsOn') <> 'array' then
+      perform switchyard._refuse('22023', 'depends_on_not_array', 'dependsOn',
+        (step -> 'dependsOn')::text, format(
+        'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    if jsonb_typeof(step -> 'options') <> 'object' then
+      perform switchyard._refuse('22023', 'options_not_object', 'options',
+        (step -> 'options')::text, format(
+        'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
+    -- dependency) or from its one dependency.
+    if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
+      perform switchyard._refuse('22023', 'step_kind_invalid', 'kind', (step -> 'kind')::text,
+        format(
+        'flow %s step %s kind %s is invalid: use single, map, wait, sleep or flow',
+        to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    if step_kind = 'map' and jsonb_array_length(step -> 'dependsOn') > 1 then
+      perform switchyard._refuse('22023', 'map_dependencies', 'dependsOn',
+        (step -> 'dependsOn')::text, format(
+        'flow %s map step %s depends on %s steps: a map reads one array, from the flow input '
+        '(no dependency) or from one step', to_json(slug)::text, to_json(step_slug)::text,
+        jsonb_array_length(step -> 'dependsOn')),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
+    -- 8 keys and the input it is read from, instead of a length in seconds.
+    sleep_until := nullif(step -> 'options' -> 'sleepUntil', 'null'::jsonb);
+    if sleep_until is not null and (step_kind <> 'sleep' or jsonb_typeof(sleep_until) <> 'object'
+        or jsonb_typeof(sleep_until -> 'key') is distinct from 'array'
+        or jsonb_array_length(sleep_until -> 'key') not between 1 and 8
+        or exists (select 1 from jsonb_array_elements(sleep_until -> 'key') k
+                    where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
+        or coalesce(sleep_until ->> 'input', 'run') not in ('run', 'step')
+        or (sleep_until - array['key', 'input']) <> '{}'::jsonb
+        or nullif(step -> 'options' -> 'waitTimeout', 'null'::jsonb) is not null) then
+      perform switchyard._refuse('22023', 'sleep_until_invalid', 'sleepUntil', sleep_until::text,
+        format(
+        'flow %s step %s sleepUntil %s is invalid: a sleep step takes {"key": [1 to 8 keys], '
+        '"input": "run" or "step"} instead of a waitTimeout (no other kind takes one)',
+        to_json(slug)::text, to_json(step_slug)::text, left(sleep_until::text, 200)),
+        context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+    end if;
+    -- Runtime options are set below by _apply_flow_options, with their ranges.
+    insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
+                                  step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
+                                  wait_timeout, on_timeout, child_alias, sleep_until,
+                                  sleep_until_input)
+    values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
+      step_kind,
+      -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
+      nullif(step -> 'options' -> 'if', 'null'::jsonb),
+      nullif(step -> 'options' -> 'ifNot', 'null'::jsonb),
+      switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
+                                array['skip', 'skip-cascade', 'fail'], 'skip'),
+      switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip', 'skip-cascade'], 'fail'),
+      -- A wait's timeout (none: null) and what it does; a sleep's length, required unless it
+      -- sleeps until a time.
+      switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
+                             1, 31536000, step_kind <> 'sleep' or sleep_until is not null),
+      switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
+                                array['fail', 'skip'], 'fail'),
+      -- A flow step's alias (checked as an alias slug; it need not exist yet).
+      case when step_kind = 'flow'
+           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end,
+      case when sleep_until is not null then
+        array(select k #>> '{}' from jsonb_array_elements(sleep_until -> 'key') with ordinality e(k, o)
+               order by o) end,
+      case when sleep_until is not null then coalesce(sleep_until ->> 'input', 'run') end);
+
+    deps_seen := '{}';
+    for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
+      if jsonb_typeof(dep) <> 'string' or not ((dep #>> '{}') = any (seen_steps)) then
+        perform switchyard._refuse('22023', 'dependency_not_earlier_step', 'dependsOn',
+          coalesce(dep #>> '{}', dep::text), format(
+          'flow %s step %s depends on %s, which is not an earlier step of the flow',
+          to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+      end if;
+      if (dep #>> '{}') = any (deps_seen) then
+        perform switchyard._refuse('22023', 'dependency_duplicate', 'dependsOn', dep #>> '{}',
+          format(
+          'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text),
+          context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
+      end if;
+      deps_seen := deps_seen || (dep #>> '{}');
+      insert into switchyard.deps (flow_slug, dep_slug, step_slug) values (slug, dep #>> '{}', step_slug);
+    end loop;
+    seen_steps := seen_steps || step_slug;
+    i := i + 1;
+  end loop;
+  perform switchyard._apply_flow_options(slug, canonical);
+  return 'created';
+end
+$$;
+
+-- supabase/schemas/functions/flows/flow_option_history.sql
+-- The recorded option changes, newest first; of one flow when of_flow is given.
+create or replace function switchyard.flow_option_history(of_flow text default null, max_rows int default 100)
+returns table (
+  change_id bigint, flow_slug text, changed_at timestamptz, changed_by text,
+  application_name text, old_options jsonb, new_options jsonb, differences text[]
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if max_rows is null or max_rows < 1 or max_rows > 10000 then
+    perform switchyard._refuse('22023', 'integer_range', 'max_rows', max_rows::text, format(
+      'flow_option_history max_rows %s is invalid: use an integer from 1 to 10000',
+      coalesce(max_rows::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 10000));
+  end if;
+  return query
+    select c.change_id, c.flow_slug, c.changed_at, c.changed_by, c.application_name,
+           c.old_options, c.new_options, c.differences
+      from switchyard.flow_option_changes c
+     where of_flow is null or c.flow_slug = of_flow
+     order by c.change_id desc
+     limit max_rows;
+end
+$$;
+
+-- supabase/schemas/functions/flows/recompile_flow.sql
+-- Local development only (docs/ARCHITECTURE.md §4.1): compiles a flow like ensure_flow, but a
+-- changed shape, which ensure_flow refuses with SY004, replaces the compiled flow instead: its
+-- runs, tasks and private queues are deleted (delete_flow) and the new shape is compiled, the
+-- flow keeping its alias membership and, when it was one, its place as the alias's target.
+-- Returns ensure_flow's answer, or 'recompiled'. A worker calls it only where it is sure of a
+-- local database and not the hosted runtime; deployed code never does.
+create or replace function switchyard.recompile_flow(shape jsonb)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  slug text;
+  target_of text;
+  member_of text;
+begin
+  begin
+    return switchyard.ensure_flow(shape);
+  exception when sqlstate 'SY004' then
+    null; -- a changed shape: replaced below
+  end;
+  slug := shape ->> 'slug';
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(slug), 0));
+  select a.alias into target_of from switchyard.aliases a where a.flow_slug = slug;
+  select m.alias into member_of from switchyard.alias_members m where m.flow_slug = slug;
+  -- delete_flow keeps an alias's target; the alias points at the new shape again below.
+  delete from switchyard.aliases a where a.alias = target_of;
+  perform switchyard.delete_flow(slug);
+  perform switchyard.ensure_flow(shape);
+  if member_of is not null then
+    insert into switchyard.alias_members (alias, flow_slug) values (member_of, slug);
+  end if;
+  if target_of is not null then
+    insert into switchyard.aliases (alias, flow_slug) values (target_of, slug);
+  end if;
+  return 'recompiled';
+end
+$$;
+
+-- supabase/schemas/functions/flows/step_queue_name.sql
+-- The generated private queue of one step (withStepQueues, docs/ARCHITECTURE.md §1):
+-- lower(flow__step) when that is at most 47 characters, else lower(flow__<stepIndex>), else a
+-- refusal (22023 private_queue_name_too_long). Never truncated or hashed.
+create or replace function switchyard.step_queue_name(flow_slug text, step_slug text, step_index int)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  if length(flow_slug) + 2 + length(step_slug) <= 47 then
+    return lower(flow_slug || '__' || step_slug);
+  elsif length(flow_slug) + 2 + length(step_index::text) <= 47 then
+    return lower(flow_slug || '__' || step_index::text);
+  end if;
+  perform switchyard._refuse('22023', 'private_queue_name_too_long', 'step_slug', step_slug, format(
+    'no private queue name fits for step %s of flow %s: both %s and %s exceed 47 characters',
+    switchyard._clip(step_slug), switchyard._clip(flow_slug),
+    switchyard._clip(lower(flow_slug || '__' || step_slug)),
+    switchyard._clip(lower(flow_slug || '__' || step_index::text))),
+    context => jsonb_build_object('flow_slug', left(flow_slug, 200), 'step_index', step_index));
+end
+$$;
+
+-- supabase/schemas/functions/flows/sync_alias.sql
+-- A worker's start-up moves an alias forward within its registry's list, never backwards
+-- (docs/ARCHITECTURE.md §6). Also, when the project's latest declaration (declare_alias) has this
+-- registry's target and the current target may be left (_alias_move_blocker, without the
+-- live-worker rule: this worker is the one that covers the target, as with a forward move), it
+-- moves to it: so a move a compiled migration held back, from a retired version or while older
+-- workers were live, is made by the first worker with the declared registry. The values it
+-- echoes are clipped.
+create or replace function switchyard.sync_alias(alias_name text, versions text[])
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  target text;
+  current_target text;
+  declared switchyard.alias_declarations;
+  activated timestamptz;
+begin
+  perform switchyard._alias_members_add(alias_name, versions);
+  target := versions[cardinality(versions)];
+
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
+  select a.flow_slug, a.activated_at into current_target, activated
+    from switchyard.aliases a where a.alias = alias_name for update;
+  if not found then
+    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
+    perform switchyard._record_activation(alias_name, target, null, 'worker');
+    return 'activated';
+  elsif current_target = target then
+    return 'current';
+  elsif current_target = any (versions) then
+    perform switchyard._record_activation(alias_name, target, current_target, 'worker');
+    return 'activated';
+  end if;
+  -- The current target is not in this registry. The project's declaration, newer than the
+  -- alias's last move (an operator's later activation stands), may move it to this target.
+  select * into declared from switchyard.alias_declarations d where d.alias = alias_name;
+  if found and declared.versions[cardinality(declared.versions)] = target
+     and declared.declared_at > activated
+     and not exists (select 1 from switchyard.runs r
+                      where r.flow_slug = current_target and r.status = 'started') then
+    perform switchyard._record_activation(alias_name, target, current_target, 'worker');
+    return 'activated';
+  end if;
+  return 'unchanged';
+end
+$$;
+
+-- supabase/schemas/functions/runs/_archive_queued.sql
+-- Archives every queued message of a run, one pgmq.archive per queue (a map step may have
+-- thousands): their tasks then classify as stale (the run is no longer started). The run's
+-- tasks are read by key and filtered afterwards, as _fail_run does (docs/ARCHITECTURE.md §5.7:
+-- a status condition in the query let the planner read every live task of every queue).
+create or replace function switchyard._archive_queued(run uuid)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  q record;
+begin
+  for q in
+    select t.queue_name,
+           array_agg(t.message_id order by t.message_id) filter (where t.status = 'queued') as ids
+      from switchyard.step_tasks t
+     where t.run_id = run
+     group by t.queue_name order by t.queue_name
+  loop
+    if q.ids is not null then
+      perform pgmq.archive(q.queue_name, q.ids);
+    end if;
+  end loop;
+end
+$$;
+
+-- supabase/schemas/functions/runs/_check_run_input.sql
+-- Flow input: refused at start_flow (the run's row), before anything is sent.
+create or replace function switchyard._check_run_input()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  problem jsonb := switchyard._json_size_problem(new.input, 'max_input_bytes');
+begin
+  if problem is not null then
+    perform switchyard._refuse('22023', 'max_input_bytes', 'input', problem ->> 'excerpt', format(
+      'start_flow(%s): input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
+      switchyard._clip(new.started_as), problem ->> 'size', problem ->> 'limit'),
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int),
+      hint => 'send a smaller input (store large data elsewhere and pass a reference), or raise '
+             'the limit: select switchyard.set_setting(''max_input_bytes'', ''<bytes>'')');
+  end if;
+  return new;
+end
+$$;
+
+-- supabase/schemas/functions/runs/_check_start_key.sql
+-- Refuses (22023) a start_flow whose start key arguments do not fit together
+-- (docs/ARCHITECTURE.md §5.13): mode, ttl, delay and max_delay need a key; a key needs a mode
+-- and no run_id (each names the run); ttl is dedupe's, delay and max_delay debounce's, and a
+-- debounce sets its own start, so it takes no start_at.
+create or replace function switchyard._check_start_key(
+  flow_or_alias text, run_id uuid, start_at timestamptz, key text, mode text, ttl int,
+  delay int, max_delay int
+)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  problem text;
+  argument text;
+  value text;
+  hint text;
+begin
+  if key is null then
+    select a.name, a.value into argument, value
+      from (values (1, 'mode', mode), (2, 'ttl', ttl::text), (3, 'delay', delay::text),
+                   (4, 'max_delay', max_delay::text)) as a(n, name, value)
+     where a.value is not null order by a.n limit 1;
+    if argument is null then
+      return;
+    end if;
+    problem := 'key_required';
+    hint := 'it applies to a start with a key: pass key too';
+  elsif char_length(key) not between 1 and 200 then
+    problem := 'key_length'; argument := 'key'; value := key;
+    hint := 'use a key of 1 to 200 characters';
+  elsif run_id is not null then
+    problem := 'key_with_run_id'; argument := 'run_id'; value := run_id::text;
+    hint := 'a key and a run id each name the run: pass one of them';
+  elsif mode is null or mode not in ('singleton', 'dedupe', 'debounce') then
+    problem := 'mode_unknown'; argument := 'mode'; value := mode;
+    hint := 'use mode ''singleton'', ''dedupe'' or ''debounce'' with a key';
+  elsif ttl is not null and mode <> 'dedupe' then
+    problem := 'ttl_dedupe_only'; argument := 'ttl'; value := ttl::text;
+    hint := 'ttl is how long a dedupe key is kept after its run ended: use it with mode ''dedupe''';
+  elsif ttl not between 1 and 31536000 then
+    problem := 'ttl_range'; argument := 'ttl'; value := ttl::text;
+    hint := 'use a ttl of 1 to 31536000 seconds';
+  elsif mode <> 'debounce' and (delay is not null or max_delay is not null) then
+    problem := 'delay_debounce_only';
+    argument := case when delay is not null then 'delay' else 'max_delay' end;
+    value := coalesce(delay, max_delay)::text;
+    hint := 'delay and max_delay are a debounce''s: use them with mode ''debounce''';
+  elsif mode = 'debounce' and (delay is null or delay not between 1 and 31536000) then
+    problem := 'delay_range'; argument := 'delay'; value := delay::text;
+    hint := 'a debounce needs a delay of 1 to 31536000 seconds after the last start';
+  elsif mode = 'debounce' and max_delay not between delay and 31536000 then
+    problem := 'max_delay_range'; argument := 'max_delay'; value := max_delay::text;
+    hint := format('use a max_delay from delay (%s) to 31536000 seconds', delay);
+  elsif mode = 'debounce' and start_at is not null then
+    problem := 'debounce_start_at'; argument := 'start_at'; value := start_at::text;
+    hint := 'a debounce starts delay seconds after the last start: pass no start_at';
+  else
+    return;
+  end if;
+  perform switchyard._refuse('22023', problem, argument, value, format(
+    'start_flow(%s): %s %s is invalid: %s',
+    switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint));
+end
+$$;
+
+-- supabase/schemas/functions/runs/_run_output.sql
+-- A run's output (see _run_outputs, its one definition): _complete_run_if_done (a run that
+-- ended by a skip or an empty map) calls it.
+create or replace function switchyard._run_output(run uuid, flow text)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return coalesce((select o.output from switchyard._run_outputs(array[run]) o), '{}'::jsonb);
+end
+$$;
+
+-- supabase/schemas/functions/runs/_complete_run_if_done.sql
+-- Completes a started run none of whose steps is left (every one completed or skipped), with
+-- its leaf outputs (complete_tasks completes the runs its batch finishes in its count-down).
+create or replace function switchyard._complete_run_if_done(run uuid)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  update switchyard.runs r
+     set status = 'completed', completed_at = switchyard.clock_now(),
+         output = switchyard._run_output(r.run_id, r.flow_slug)
+   where r.run_id = run and r.status = 'started' and r.remaining_steps = 0
+$$;
+
+-- supabase/schemas/functions/runs/_complete_without_tasks.sql
+-- A step that is done without a task (an empty map: output []): completes its state, counts
+-- the run and its waiting dependents down.
+create or replace function switchyard._complete_without_tasks(
+  run uuid, flow text, step text, step_output jsonb
+)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  update switchyard.step_states ss
+     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0
+   where ss.run_id = run and ss.step_slug = step;
+  update switchyard.step_states ss
+     set remaining_deps = ss.remaining_deps - 1
+    from switchyard.deps d
+   where d.flow_slug = flow and d.dep_slug = step
+     and ss.run_id = run and ss.step_slug = d.step_slug;
+  update switchyard.runs r set remaining_steps = r.remaining_steps - 1 where r.run_id = run;
+end
+$$;
+
+-- supabase/schemas/functions/runs/_dependency_outputs.sql
+-- The input a dependent step's handler receives and its condition is evaluated over: the
+-- outputs of its completed dependencies by slug; a skipped dependency is absent
+-- (docs/ARCHITECTURE.md §5.9). start_tasks builds the same object inline for the claim.
+create or replace function switchyard._dependency_outputs(run uuid, flow text, step text)
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb)
+    from switchyard.deps d
+    join switchyard.step_states ds on ds.run_id = run and ds.step_slug = d.dep_slug
+   where d.flow_slug = flow and d.step_slug = step and ds.status = 'completed'
+$$;
+
+-- supabase/schemas/functions/runs/_fail_run_step.sql
+-- Fails a step and its run without a task attempt (an unmet condition with whenUnmet
+-- 'fail'); the run's queued messages are archived.
+create or replace function switchyard._fail_run_step(run uuid, step text, error_text text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  update switchyard.step_states ss
+     set status = 'failed', failed_at = switchyard.clock_now()
+   where ss.run_id = run and ss.step_slug = step;
+  update switchyard.runs r
+     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
+   where r.run_id = run and r.status = 'started';
+  perform switchyard._archive_queued(run);
+end
+$$;
+
+-- supabase/schemas/functions/runs/_fail_run_unforeseen.sql
+-- Fails a started run for an error no rule of the SQL core foresaw (a bug, a value that got past
+-- every check), raised while a tick or a completion worked on that run alone: the run fails
+-- naming what was being done, the error and its SQLSTATE, and its queued messages are
+-- archived, so the rest of the tick or the completion of a valid output goes on (docs/
+-- ARCHITECTURE.md §5.11, "One run's bad value is that run's problem"). Step states are left as
+-- they were: retry_run starts the run again where it stopped once the cause is fixed. The
+-- caller's subtransaction that raised is rolled back; the run's row lock is taken again here.
+-- Returns whether the run was failed (false: it is no longer started).
+create or replace function switchyard._fail_run_unforeseen(
+  run uuid, what text, err_state text, err_message text
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  perform 1 from switchyard.runs r where r.run_id = run and r.status = 'started' for update;
+  if not found then
+    return false;
+  end if;
+  update switchyard.runs r
+     set status = 'failed', failed_at = switchyard.clock_now(),
+         error = format('%s: %s (SQLSTATE %s); only this run failed: retry it once the cause is '
+                        'fixed', what, switchyard._clip(err_message, 500), err_state)
+   where r.run_id = run;
+  perform switchyard._archive_queued(run);
+  return true;
+end
+$$;
+
+-- supabase/schemas/functions/runs/_lock_run_family.sql
+-- Takes the row locks of a run's family in the one order every writer of two runs of it
+-- follows (docs/ARCHITECTURE.md §5.11): bottom-up, deepest first (then by run id), the run's
+-- ancestors last. A child run's end holds the child's row (its writer took it) and the trigger
+-- runs_child_ended then takes its parent's; so cancel_run, which goes on to its children, takes
+-- them all here first instead of parent before child, and neither can wait for the other in a
+-- cycle. The family is the root ancestor (followed up child_runs) and its started descendants,
+-- and always the run and its ancestors (a cancelled child's trigger takes a parent of any
+-- status). A child started between reading the family and holding the last lock (by a
+-- transaction holding its parent) is found on a second read: the locks are let go (the
+-- subtransaction rolled back) and taken again, at most five times. A run with no family costs
+-- two index probes and its own lock. With no_wait, a row another transaction holds raises
+-- 55P03 (lock_not_available) instead of waiting, holding none of them.
+create or replace function switchyard._lock_run_family(run uuid, no_wait boolean default false)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  root uuid := run;
+  up uuid;
+  chain uuid[] := array[run];
+  locked uuid[];
+  tries int := 0;
+  -- One statement for both ways of taking the locks: waiting, or nowait (55P03).
+  wait_clause text := case when no_wait then ' nowait' else '' end;
+begin
+  loop
+    select c.parent_run_id into up from switchyard.child_runs c where c.run_id = root;
+    exit when not found;
+    root := up;
+    chain := chain || up;
+  end loop;
+  if root = run and not exists (select 1 from switchyard.child_runs c where c.parent_run_id = run) then
+    execute 'select 1 from switchyard.runs r where r.run_id = $1 for update' || wait_clause
+      using run;
+    return;
+  end if;
+  loop
+    tries := tries + 1;
+    begin
+      execute
+        'select array_agg(x.run_id) from (
+           with recursive family(run_id, depth) as (
+             select $1, 0
+             union all
+             select c.run_id, f.depth + 1 from switchyard.child_runs c
+               join family f on c.parent_run_id = f.run_id
+           )
+           select r.run_id from family f join switchyard.runs r on r.run_id = f.run_id
+            where r.status = ''started'' or r.run_id = any ($2)
+            order by f.depth desc, f.run_id
+              for update of r' || wait_clause || ') x'
+        into locked using root, chain;
+      -- Every member held now was held before any lock of a parent: done.
+      exit when tries >= 5 or not exists (
+        with recursive family(run_id) as (
+          select root
+          union all
+          select c.run_id from switchyard.child_runs c join family f on c.parent_run_id = f.run_id
+        )
+        select 1 from family f join switchyard.runs r on r.run_id = f.run_id
+         where r.status = 'started' and not (r.run_id = any (coalesce(locked, '{}'))));
+      -- Caught below, never seen by a caller: it rolls the locks back.
+      raise exception using errcode = 'SY090', message = 'the run family grew: lock it again',
+        detail = jsonb_build_object('rule', 'run_family_grew', 'run_id', run)::text;
+    exception when sqlstate 'SY090' then
+      null;
+    end;
+  end loop;
+end
+$$;
+
+-- supabase/schemas/functions/runs/_queue_plain_tasks.sql
+-- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
+-- to started: one task each (task index 0), its queue an immutable snapshot of the step's, its
+-- message sent with the step's start delay. The one implementation of successor start for plain
+-- steps (docs/ARCHITECTURE.md §5.9): complete_tasks calls it for a batch's runs together,
+-- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
+-- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
+-- every queue numbers the messages as one send per step would. Returns the number of tasks.
+create or replace function switchyard._queue_plain_tasks(runs uuid[], flows text[], steps text[])
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  q record;
+  queues text[];
+  delays int[];
+  max_attempts int[];
+  base_delays int[];
+  max_delays int[];
+  timeouts int[];
+  priorities int[];
+  keyed boolean[];
+begin
+  if cardinality(runs) = 0 then
+    return 0;
+  end if;
+  -- Each step's queue snapshot, start delay and attempt options, read once, by position.
+  select array_agg(st.queue_name order by u.ord), array_agg(st.start_delay order by u.ord),
+         array_agg(coalesce(st.max_attempts, f.max_attempts) order by u.ord),
+         array_agg(coalesce(st.base_delay, f.base_delay) order by u.ord),
+         array_agg(coalesce(st.max_delay, f.max_delay) order by u.ord),
+         array_agg(coalesce(st.timeout, f.timeout) order by u.ord),
+         array_agg(r.priority order by u.ord),
+         array_agg(st.concurrency_limit is not null order by u.ord)
+    into queues, delays, max_attempts, base_delays, max_delays, timeouts, priorities, keyed
+    from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
+    join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug
+    join switchyard.flows f on f.flow_slug = u.flow_slug
+    join switchyard.runs r on r.run_id = u.run_id;
+  for q in
+    select g.queue_name, g.start_delay, array_agg(g.ord::int order by g.ord) as ords,
+           array_agg(switchyard._task_message(
+                       g.run_id, g.flow_slug, g.step_slug, null, g.priority, g.start_delay,
+                       case when g.keyed
+                            then switchyard._concurrency_key(g.run_id, g.flow_slug, g.step_slug, 0)
+                       end) order by g.ord) as bodies
+      from (select u.queue_name, u.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
+                   u.priority, u.keyed,
+                   row_number() over (partition by u.queue_name order by u.ord)
+                     - row_number() over (partition by u.queue_name, u.start_delay
+                                          order by u.ord) as stretch
+              from unnest(queues, delays, runs, flows, steps, priorities, keyed)
+                     with ordinality as u(queue_name, start_delay, run_id, flow_slug, step_slug,
+                                          priority, keyed, ord)) g
+     group by g.queue_name, g.start_delay, g.stretch
+     order by g.queue_name, min(g.ord)
+  loop
+    -- PGMQ numbers a batch's messages in the order given. The body (_task_message) is for
+    -- humans and the read's order; claiming trusts only (queue_name, message_id).
+    insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
+                                       max_attempts, base_delay, max_delay, timeout)
+    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id, max_attempts[o.ord],
+           base_delays[o.ord], max_delays[o.ord], timeouts[o.ord]
+      from (select m.msg_id, row_number() over (order by m.msg_id) as i
+              from pgmq.send_batch(q.queue_name, q.bodies, q.start_delay) as m(msg_id)) b
+      join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i;
+  end loop;
+  return cardinality(runs);
+end
+$$;
+
+-- supabase/schemas/functions/runs/_run_event.sql
+-- Runs were inserted ('started') or changed status ('retried' when a failed run starts again):
+-- a statement trigger with transition tables (triggers.sql), one call and one insert of events
+-- per statement whatever the number of rows (docs/ARCHITECTURE.md §14). Rows whose status did
+-- not change (a run's counters) write nothing. A run's own transitions update its row, so the
+-- run is locked before its event is numbered; the events follow the statement's order of rows.
+-- A transaction's notifications are delivered at commit and identical ones folded, so each run
+-- touched is notified once.
+create or replace function switchyard._run_event()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+set enable_hashjoin = on
+as $$
+declare
+  notified bigint;
+begin
+  -- A statement that wrote no row: nothing to do, and one probe instead of the query below.
+  perform from switchyard_new_runs limit 1;
+  if not found then
+    return null;
+  end if;
+  if tg_op = 'INSERT' then
+    with t as (select n.run_id, n.owner, n.flow_slug, n.status as event,
+                      row_number() over () as ord
+                 from switchyard_new_runs n),
+         written as (
+           -- A flow with events: false writes no row; the notification still wakes the
+           -- client's waits.
+           insert into switchyard.run_events (run_id, owner, flow_slug, event)
+           select t.run_id, t.owner, t.flow_slug, t.event
+             from t left join switchyard.flows f on f.flow_slug = t.flow_slug
+            where coalesce(f.events, true)
+            order by t.ord)
+    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
+      from t;
+  else
+    with t as (select n.run_id, n.owner, n.flow_slug,
+                      case when o.status = 'failed' and n.status = 'started' then 'retried'
+                           else n.status end as event,
+                      n.ord
+                 from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
+                 join switchyard_old_runs o on o.run_id = n.run_id
+                where o.status is distinct from n.status),
+         written as (
+           insert into switchyard.run_events (run_id, owner, flow_slug, event)
+           select t.run_id, t.owner, t.flow_slug, t.event
+             from t left join switchyard.flows f on f.flow_slug = t.flow_slug
+            where coalesce(f.events, true)
+            order by t.ord)
+    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
+      from t;
+  end if;
+  return null;
+end
+$$;
+
+-- supabase/schemas/functions/runs/_run_outputs.sql
+-- Runs' outputs, one row per run given: the outputs of its completed leaf steps (no step
+-- depends on them), '{}' when there is none; a skipped leaf is absent. The one definition:
+-- complete_tasks asks it once for a batch's runs (one query instead of a call per completed
+-- run), _run_output for one run. PL/pgSQL, so its query is planned once per session.
+create or replace function switchyard._run_outputs(runs uuid[])
+returns table (run_id uuid, output jsonb)
+rows 10
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return query
+    select r.run_id,
+           coalesce((select jsonb_object_agg(ss.step_slug, ss.output)
+                       from switchyard.step_states ss
+                      where ss.run_id = r.run_id and ss.status = 'completed'
+                        and not exists (select 1 from switchyard.deps d
+                                         where d.flow_slug = r.flow_slug
+                                           and d.dep_slug = ss.step_slug)),
+                    '{}'::jsonb)
+      from switchyard.runs r
+     where r.run_id = any (runs);
+end
+$$;
+
+-- supabase/schemas/functions/runs/_skip_step.sql
 -- Skips a step (docs/ARCHITECTURE.md §5.9): its state becomes 'skipped' with the reason; with
 -- \`cascading\`, every step that depends on it, transitively, is skipped too. The run's step
 -- count goes down by the number skipped, and the dependents of skipped steps that still wait
@@ -2546,7 +2299,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/_start_ready_steps.sql
+-- supabase/schemas/functions/runs/_start_ready_steps.sql
 -- Moves every created step of a run whose dependencies are done (completed or skipped) to
 -- started, then per step, in index order:
 --   - a condition (docs/ARCHITECTURE.md §5.9) is evaluated here, in SQL only, over the step's
@@ -2726,49 +2479,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/_start_schedule_run.sql
--- Starts the run of a schedule's tick with its derived id and records the tick (a queued
--- tick's record is updated). A failed start is recorded as 'failed' with its error, inside a
--- subtransaction, so one broken schedule never stops the others. \`replaces\` (overlap
--- 'cancel_previous') is the open run the tick replaces: it is cancelled in the same
--- subtransaction, first (a singleton start key of the alias is free then), so a start that
--- fails rolls the cancel back and the open run goes on. Returns whether it started.
-create or replace function switchyard._start_schedule_run(
-  schedule_name text, alias text, input jsonb, tick_at timestamptz, run uuid,
-  replaces uuid default null
-)
-returns boolean
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  message text;
-begin
-  begin
-    if replaces is not null then
-      perform switchyard.cancel_run(replaces,
-        format('schedule %s: replaced by the tick of %s', schedule_name, tick_at));
-    end if;
-    perform switchyard.start_flow(alias, input, run);
-  exception when others then
-    get stacked diagnostics message = message_text;
-    insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome, error)
-    values (schedule_name, tick_at, run, 'failed', left(message, 1000))
-    on conflict on constraint schedule_ticks_pkey do update
-      set outcome = 'failed', error = excluded.error, recorded_at = switchyard.clock_now();
-    return false;
-  end;
-  insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
-  values (schedule_name, tick_at, run, 'started')
-  on conflict on constraint schedule_ticks_pkey do update
-    set outcome = 'started', recorded_at = switchyard.clock_now();
-  update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
-  return true;
-end
-$$;
-
--- supabase/schemas/functions/_step_event.sql
+-- supabase/schemas/functions/runs/_step_event.sql
 -- Steps were inserted past 'created' or changed status (a statement trigger, see _run_event).
 -- The statement's runs are locked, in run order, before their events get numbers (see the
 -- table); every writer of a run's steps holds those locks already (complete_tasks, fail_task
@@ -2830,69 +2541,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/queue_now.sql
--- PGMQ's clock at this transaction's start (docs/ARCHITECTURE.md §17): what the core reads when it
--- compares with or writes a time of PGMQ's frame, where PGMQ itself reads the real clock: a queue
--- message's \`enqueued_at\`, its \`vt\` in the metrics, and the \`ranked_at\` of a message body (§5.14),
--- which the ordered read ranks against \`enqueued_at\`. It is now(), and unlike clock_now a test
--- engine never replaces it: advancing a test clock moves these times back instead. Inlined like
--- clock_now (plain SQL, stable, no SET).
-create or replace function switchyard.queue_now()
-returns timestamptz
-language sql
-stable
-parallel safe
-as $$ select pg_catalog.now() $$;
-
--- supabase/schemas/functions/limit_value.sql
--- ---- limit_value (latest: 20261202000200_function_limits.sql)
-create or replace function switchyard.limit_value(name text)
-returns int
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  setting text;
-begin
-  case name
-    when 'max_function_name_chars' then
-      return 63;      -- a DNS label; the longest generated name (47 + '-worker') is 54
-    when 'max_reason_chars' then
-      return 1000;
-    when 'max_input_bytes', 'max_output_bytes' then
-      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
-      return coalesce(setting::int, 1048576);
-    -- A map step's outputs together (its aggregate, what its dependents get), 16 MiB.
-    when 'max_map_output_bytes' then
-      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
-      return coalesce(setting::int, 16777216);
-    -- New runs per signed-in user per minute (start_user_run).
-    when 'user_runs_per_minute' then
-      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
-      return coalesce(setting::int, 60);
-    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
-    when 'priority_ageing_seconds' then
-      select s.value into setting from switchyard.settings s where s.name = limit_value.name;
-      return coalesce(setting::int, 60);
-    -- A progress event's JSON text (ctx.progress, report_progress), 8 KiB.
-    when 'max_progress_bytes' then
-      return 8192;
-    -- Progress events per task in any window of one second from its first (report_progress).
-    when 'progress_per_second' then
-      return 20;
-    else
-      raise exception using errcode = '22023', message = format(
-        'limit %s is unknown: use max_input_bytes, max_output_bytes, max_map_output_bytes, '
-        'user_runs_per_minute, priority_ageing_seconds, max_function_name_chars, max_reason_chars, '
-        'max_progress_bytes or progress_per_second', switchyard._clip(name)),
-        detail = jsonb_build_object(
-          'rule', 'limit_unknown', 'argument', 'name', 'value', left(name, 200))::text;
-  end case;
-end
-$$;
-
--- supabase/schemas/functions/_task_message.sql
+-- supabase/schemas/functions/runs/_task_message.sql
 -- The body of a task's message. Claiming trusts only (queue_name, message_id); the body is for
 -- humans and for the read's order (docs/ARCHITECTURE.md §5.14): \`task_index\` when given (a map
 -- task's element, a retried or re-sent task past index 0); \`priority\` and \`ranked_at\` (when the
@@ -2924,486 +2573,7 @@ as $$
                  else '{}'::jsonb end
 $$;
 
--- supabase/schemas/functions/_tune_queue_table.sql
--- Tunes the queue table of a queue the kit creates or adopts for its churn (docs/ARCHITECTURE.md
--- §3): every message is inserted, updated by the read and deleted by the archive, so a busy queue
--- table holds few live rows and makes dead ones fast. PostgreSQL's defaults vacuum a table when its
--- dead rows pass 50 + 20 % of its rows, throttled by the cost delay: a queue with a backlog waits
--- for a fifth of it, and a vacuum of the small hot table queues behind the long throttled vacuums
--- of the growing history tables (issue 27 measured an empty queue table with 224,610 dead rows
--- vacuumed once in 33,000 runs). Here its dead rows alone decide (scale factor 0, threshold 1,000)
--- and its vacuum is not throttled (cost delay 0: the table is small, the vacuum short). No
--- fillfactor: PGMQ indexes vt, so its updates are never HOT and free space in a page would only
--- make the table larger. A table that already has these settings is not altered again (the
--- ALTER takes a SHARE UPDATE EXCLUSIVE lock, which waits for a running vacuum). A queue table this
--- role does not own keeps its settings, with a warning naming the table and the statement to run.
---
--- It also gives the table the partial index of ranked messages (those of runs with a priority,
--- docs/ARCHITECTURE.md §5.14) that read_tasks reads them through, in rank order. The index holds
--- no entry for any other message, so a queue without priorities pays only its predicate's test
--- on each write. Created once (its name is checked first): building it takes a SHARE lock, which
--- waits for the writes in progress on the table and holds off new ones until the transaction
--- that builds it ends.
-create or replace function switchyard._tune_queue_table(queue text)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  tbl text := pgmq.format_table_name(queue, 'q');
-  wanted text[] := array['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=1000',
-                         'autovacuum_vacuum_cost_delay=0'];
-  statement text;
-  options text[];
-  ranked text := tbl || '_ranked';
-begin
-  select coalesce(c.reloptions, '{}') into options
-    from pg_catalog.pg_class c
-   where c.oid = to_regclass(format('pgmq.%I', tbl));
-  -- No table (a queue dropped outside the kit, seen by the upgrade step): nothing to tune.
-  if not found then
-    return;
-  end if;
-  if to_regclass(format('pgmq.%I', ranked)) is null then
-    statement := format(
-      'create index %I on pgmq.%I (((message ->> ''ranked_at'')::numeric)) '
-      'where message ? ''ranked_at''', ranked, tbl);
-    begin
-      execute statement;
-    exception when insufficient_privilege then
-      raise warning using message = format(
-        'queue table pgmq.%s has no index of ranked messages: this role does not own it, so '
-        'its priority read scans the table; its owner can run: %s', tbl, statement);
-    end;
-  end if;
-  if options @> wanted then
-    return;
-  end if;
-  statement := format('alter table pgmq.%I set (%s)', tbl, array_to_string(wanted, ', '));
-  begin
-    execute statement;
-  exception when insufficient_privilege then
-    raise warning using message = format(
-      'queue table pgmq.%s keeps its autovacuum settings: this role does not own it; '
-      'its owner can run: %s', tbl, statement);
-  end;
-end
-$$;
-
--- supabase/schemas/functions/_url_origin.sql
--- The origin (scheme://host[:port], lower-cased) of a base URL that base_url_problem accepts.
-create or replace function switchyard._url_origin(url text)
-returns text
-language sql
-immutable
-set search_path = ''
-as $$
-  select lower(substring(url from '^https?://[^/]+'))
-$$;
-
--- supabase/schemas/functions/_wait_event.sql
--- Records one of a wait step's own run events (docs/ARCHITECTURE.md §5.11): 'waiting' (no
--- signal yet, the step waits), 'signalled' (its signal is delivered) or 'timed out', next to
--- the status events the triggers write. The caller holds the run's row lock. A flow with
--- events: false writes no row, and still notifies (§14).
-create or replace function switchyard._wait_event(run uuid, flow text, step text, event text)
-returns void
-language sql
-volatile
-set search_path = ''
-as $$
-  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
-  select r.run_id, r.owner, flow, step, event from switchyard.runs r
-   where r.run_id = run
-     and coalesce((select f.events from switchyard.flows f where f.flow_slug = flow), true);
-  select pg_notify('switchyard_run_events', run::text);
-$$;
-
--- supabase/schemas/functions/_worker_running.sql
--- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
---   running: not stopped, and heart-beat within the window (a worker that crashed without
---            stopping stops counting once its heartbeat is that old). A deprecated worker
---            still runs until it stops: a fence waits for it (fence_status), and stall
---            recovery leaves its tasks alone (recover_stalled recovers the tasks of workers
---            that are not running).
---   live:    running and not deprecated: the keep-alive wakes a queue function without a
---            live worker (keep_alive, function_states).
--- Plain SQL expressions, neither STRICT nor security definer and without SET options, so
--- the planner inlines them into the calling statement: the caller's index use is unchanged.
--- (That is also why search_path is not pinned here; the functions are schema-qualified and
--- every caller in the kit pins its own.)
-create or replace function switchyard._worker_running(
-  stopped_at timestamptz, last_heartbeat_at timestamptz, heartbeat_window_seconds int
-)
-returns boolean
-language sql
-stable
-as $$
-  select stopped_at is null
-     and last_heartbeat_at >= switchyard.clock_now()
-                              - pg_catalog.make_interval(secs => heartbeat_window_seconds)
-$$;
-
--- supabase/schemas/functions/_worker_live.sql
-create or replace function switchyard._worker_live(
-  stopped_at timestamptz, deprecated_at timestamptz, last_heartbeat_at timestamptz,
-  heartbeat_window_seconds int
-)
-returns boolean
-language sql
-stable
-as $$
-  select deprecated_at is null
-     and switchyard._worker_running(stopped_at, last_heartbeat_at, heartbeat_window_seconds)
-$$;
-
--- supabase/schemas/functions/activate_alias.sql
--- ---- activate_alias (latest: 20261202000400_function_alias_rules.sql): the values it echoes clipped
-create or replace function switchyard.activate_alias(alias_name text, target_flow text)
-returns void
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  previous text;
-  other_alias text;
-begin
-  perform switchyard.assert_slug('alias', alias_name);
-  perform switchyard._assert_alias_case(alias_name);
-  if not exists (select 1 from switchyard.flows f where f.flow_slug = target_flow) then
-    raise exception using errcode = '22023', message = format(
-      'cannot activate alias %s: flow %s is not compiled', switchyard._clip(alias_name),
-      switchyard._clip(target_flow)),
-      detail = jsonb_build_object(
-        'rule', 'flow_not_compiled', 'argument', 'target_flow', 'value', left(target_flow, 200),
-        'alias', alias_name)::text;
-  end if;
-  select m.alias into other_alias from switchyard.alias_members m where m.flow_slug = target_flow;
-  if other_alias is not null and other_alias <> alias_name then
-    raise exception using errcode = '23505', message = format(
-      'cannot activate alias %s: flow %s belongs to alias %s',
-      switchyard._clip(alias_name), switchyard._clip(target_flow), switchyard._clip(other_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_in_other_alias', 'argument', 'target_flow', 'value', target_flow,
-        'alias', alias_name, 'other_alias', other_alias)::text;
-  end if;
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
-  perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
-  insert into switchyard.alias_members (alias, flow_slug) values (alias_name, target_flow)
-  on conflict do nothing;
-  select a.flow_slug into previous from switchyard.aliases a where a.alias = alias_name for update;
-  perform switchyard._record_activation(alias_name, target_flow, previous, 'operator');
-end
-$$;
-
--- supabase/schemas/functions/adopt_queue.sql
--- Administrative adoption of an existing PGMQ queue as a shared queue. Succeeds
--- only when the queue is empty or every message in it belongs to a tracked task. The adopted
--- queue's table is tuned for churn (_tune_queue_table).
-create or replace function switchyard.adopt_queue(pgmq_queue_name text)
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  canonical text := lower(pgmq_queue_name);
-  spellings text[];
-  existing switchyard.queues;
-  foreign_ids bigint[];
-  foreign_count bigint;
-begin
-  if pgmq_queue_name is null then
-    raise exception using errcode = '22023', message = 'adopt_queue: queue name is missing',
-      detail = jsonb_build_object(
-        'rule', 'argument_missing', 'argument', 'pgmq_queue_name', 'value', null)::text;
-  end if;
-  perform switchyard.assert_queue_name(canonical, true);
-  perform switchyard._lock_queue_name(canonical);
-  spellings := switchyard._pgmq_spellings(canonical);
-  if cardinality(spellings) = 0 then
-    raise exception using errcode = '22023', message = format(
-      'cannot adopt queue %s: PGMQ has no such queue', to_json(pgmq_queue_name)::text),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_missing', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200))::text;
-  elsif cardinality(spellings) > 1 then
-    raise exception using errcode = '22023', message = format(
-      'cannot adopt queue %s: PGMQ lists it under several spellings (%s), which share one table',
-      to_json(pgmq_queue_name)::text, array_to_string(spellings, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'pgmq_queue_ambiguous', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'pgmq_spellings', to_jsonb(spellings))::text;
-  end if;
-  select * into existing from switchyard.queues q where q.queue_name = canonical;
-  if found then
-    if existing.ownership = 'private' then
-      raise exception using errcode = '23505', message = format(
-        'cannot adopt queue %s: it is the private queue of flow %s',
-        to_json(canonical)::text, to_json(existing.owner_flow)::text),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_private', 'argument', 'pgmq_queue_name',
-          'value', left(pgmq_queue_name, 200), 'owner_flow', existing.owner_flow)::text;
-    end if;
-    return 'already registered';
-  end if;
-  -- Hold off writers while the messages are checked. PGMQ names the queue's table
-  -- (pgmq.format_table_name lower-cases the spelling).
-  execute format('lock table pgmq.%I in exclusive mode', pgmq.format_table_name(spellings[1], 'q'));
-  execute format(
-    'select array_agg(m.msg_id order by m.msg_id), count(*) from pgmq.%I m
-      where not exists (select 1 from switchyard.step_tasks t
-                        where t.queue_name = $1 and t.message_id = m.msg_id)',
-    pgmq.format_table_name(spellings[1], 'q')) into foreign_ids, foreign_count using canonical;
-  if foreign_count > 0 then
-    raise exception using errcode = '55000', message = format(
-      'cannot adopt queue %s: %s message(s) do not belong to any tracked task (message ids %s); '
-      'adoption requires an empty queue or only tracked messages',
-      to_json(spellings[1])::text, foreign_count, array_to_string(foreign_ids[1:20], ', ')),
-      detail = jsonb_build_object(
-        'rule', 'queue_has_untracked_messages', 'argument', 'pgmq_queue_name',
-        'value', left(pgmq_queue_name, 200), 'untracked_count', foreign_count,
-        'message_ids', to_jsonb(foreign_ids[1:20]))::text;
-  end if;
-  perform switchyard._tune_queue_table(spellings[1]);
-  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow, adopted_at)
-  values (canonical, spellings[1], 'shared', null, switchyard.clock_now());
-  return 'adopted';
-end
-$$;
-
--- supabase/schemas/functions/alias_status.sql
--- Each alias with its active version and what the project's registry declares for it (the latest
--- compiled declaration, declare_alias; docs/ARCHITECTURE.md §6, Declared aliases):
---   current     the active version is the declared target;
---   pending     it is not, and reason says why (a retired version's started runs, live workers
---               that lack the target, an operator's later activation) or who moves it next;
---   undeclared  no compiled migration declared it (migrations written before declarations, or a
---               registry no migration compiled): a worker's start-up moves it (sync_alias).
-create or replace function switchyard.alias_status()
-returns table (
-  alias text, flow_slug text, declared_versions text[], declared_at timestamptz, state text,
-  reason text
-)
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-begin
-  return query
-  select a.alias, a.flow_slug, d.versions, d.declared_at,
-         case when d.alias is null then 'undeclared'
-              when a.flow_slug = d.versions[cardinality(d.versions)] then 'current'
-              else 'pending' end,
-         case when d.alias is null or a.flow_slug = d.versions[cardinality(d.versions)] then null
-              when a.activated_at >= d.declared_at then format(
-                'activated on %s by %s after the declaration: it stays until the next '
-                'declaration, or select switchyard.activate_alias(%L, %L)', a.flow_slug,
-                (select x.source from switchyard.alias_activations x
-                  where x.alias = a.alias order by x.activation_id desc limit 1),
-                a.alias, d.versions[cardinality(d.versions)])
-              else coalesce(
-                switchyard._alias_move_blocker(a.flow_slug, d.versions),
-                format('nothing holds it back any more: the first worker whose registry has %s '
-                       'moves it, or select switchyard.activate_alias(%L, %L)',
-                       d.versions[cardinality(d.versions)], a.alias,
-                       d.versions[cardinality(d.versions)]))
-         end
-    from switchyard.aliases a
-    left join switchyard.alias_declarations d on d.alias = a.alias
-   order by a.alias;
-end
-$$;
-
--- supabase/schemas/functions/assert_queue_name.sql
-create or replace function switchyard.assert_queue_name(name text, explicit boolean)
-returns text
-language plpgsql
-immutable
-set search_path = ''
-as $$
-declare
-  problem text := switchyard.queue_name_problem(name, explicit);
-begin
-  if problem is not null then
-    raise exception using errcode = '22023', message = problem,
-      detail = jsonb_build_object(
-        'rule', case when name is null then 'queue_name_missing'
-                     when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then 'queue_name_format'
-                     else 'queue_name_reserved_separator' end,
-        'argument', 'queue_name', 'value', left(name, 200), 'explicit', explicit)::text;
-  end if;
-  return name;
-end
-$$;
-
--- supabase/schemas/functions/assert_slug.sql
--- ---- assert_slug (latest: 20261201000200_queue_names.sql): the values it echoes clipped
-create or replace function switchyard.assert_slug(kind text, slug text)
-returns text
-language plpgsql
-immutable
-set search_path = ''
-as $$
-begin
-  if slug is null or slug !~ '^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$' or length(slug) > 47 then
-    raise exception using errcode = '22023', message = format(
-      '%s slug %s is invalid: start with a letter, then letters, digits and single underscores '
-      '(at most 47 characters)', kind, switchyard._clip(slug)),
-      detail = jsonb_build_object(
-        'rule', 'slug_format',
-        'argument', case kind when 'alias' then 'alias_name' else kind || '_slug' end,
-        'value', left(slug, 200), 'kind', kind)::text;
-  end if;
-  if kind = 'step' and lower(slug) = 'run' then
-    raise exception using errcode = '22023', message = format(
-      'step slug %s is invalid: "run" is reserved', switchyard._clip(slug)),
-      detail = jsonb_build_object(
-        'rule', 'step_slug_reserved', 'argument', 'step_slug', 'value', left(slug, 200))::text;
-  end if;
-  return slug;
-end
-$$;
-
--- supabase/schemas/functions/backfill_schedule.sql
--- Starts the runs of a schedule's ticks from \`from_at\` to \`to_at\` (both included) on purpose,
--- at most 1000 ticks in at most 366 days per call, each with its tick's derived run id: a tick
--- that already ran is a no-op, so a backfill can be repeated. The overlap policy does not apply
--- (a backfill is an explicit catch-up). Its work is bounded before any run starts: the ticks
--- are found a week at a time and the search stops at the 1001st, so a refusal costs little and
--- the schedule's lock (which run_schedules skips, never waits for) is held briefly. A longer or
--- infinite range, or more ticks, is refused (22023 backfill_too_long) and starts nothing.
--- Returns the number of runs started.
-create or replace function switchyard.backfill_schedule(
-  name text, from_at timestamptz, to_at timestamptz
-)
-returns int
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  s switchyard.schedules;
-  t timestamptz;
-  due timestamptz[] := '{}';
-  window_from timestamptz;
-  window_to timestamptz;
-  started int := 0;
-begin
-  select * into s from switchyard.schedules x where x.name = backfill_schedule.name for update;
-  if not found then
-    perform switchyard._refuse_unknown_schedule(name);
-  end if;
-  if from_at is null or to_at is null or to_at < from_at then
-    raise exception using errcode = '22023', message = format(
-      'backfill_schedule(%s): the range %s to %s is empty: from_at must be at most to_at',
-      to_json(name)::text, coalesce(from_at::text, 'null'), coalesce(to_at::text, 'null')),
-      detail = jsonb_build_object('rule', 'backfill_range', 'argument', 'to_at',
-                                  'value', to_at::text)::text;
-  end if;
-  if not isfinite(from_at) or not isfinite(to_at)
-     or extract(epoch from to_at) - extract(epoch from from_at) > 366 * 86400 then
-    raise exception using errcode = '22023', message = format(
-      'backfill_schedule(%s): the range %s to %s is longer than 366 days: backfill at most 366 '
-      'days per call', to_json(name)::text, from_at, to_at),
-      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
-                                  'value', to_at::text, 'max_days', 366)::text;
-  end if;
-  window_from := from_at - interval '1 microsecond';
-  while window_from < to_at and cardinality(due) <= 1000 loop
-    window_to := least(to_at, window_from + interval '7 days');
-    due := due || array(select switchyard._cron_ticks(s.cron, s.time_zone, window_from,
-                                                      window_to, 1001 - cardinality(due)));
-    window_from := window_to;
-  end loop;
-  if cardinality(due) > 1000 then
-    raise exception using errcode = '22023', message = format(
-      'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
-      to_json(name)::text, from_at, to_at),
-      detail = jsonb_build_object('rule', 'backfill_too_long', 'argument', 'to_at',
-                                  'value', to_at::text)::text;
-  end if;
-  foreach t in array due loop
-    if not exists (select 1 from switchyard.schedule_ticks st
-                    where st.schedule_name = s.name and st.tick_at = t and st.outcome = 'started')
-       and switchyard._start_schedule_run(s.name, s.alias, s.input, t,
-                                          switchyard._schedule_run_id(s.name, t)) then
-      started := started + 1;
-    end if;
-  end loop;
-  return started;
-end
-$$;
-
--- supabase/schemas/functions/base_url_problem.sql
--- ---- base_url_problem (latest: 20261202001500_keep_alive_local_hosts.sql)
--- The host must be one of functions_hosts (a setting: host names separated by commas); without
--- it, a Supabase project's own host (<ref>.supabase.co, https) or a local one (localhost,
--- 127.x.x.x, [::1], kong, host.docker.internal). It reads that setting, so it is stable now.
-create or replace function switchyard.base_url_problem(url text)
-returns text
-language plpgsql
-stable
-set search_path = ''
-as $$
-declare
-  parts text[];
-  host text;
-  allowed text;
-  local_host boolean;
-begin
-  if url is null then
-    return 'it is missing';
-  elsif char_length(url) > 2048 then
-    return format('it is %s characters long; the limit is 2048', char_length(url));
-  elsif url ~ '[[:space:][:cntrl:]]' then
-    return 'it contains whitespace or a control character';
-  elsif position('@' in url) > 0 then
-    return 'it contains "@" (a user name or password, or a host in disguise)';
-  end if;
-  parts := regexp_match(url,
-    '^(https?)://([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])(:([0-9]{1,5}))?(/[A-Za-z0-9._~%/-]*)?$');
-  if parts is null then
-    return 'use https://host[:port][/path] (letters, digits, ".", "-" in the host; no query or fragment)';
-  end if;
-  if coalesce(parts[5]::int, 0) > 65535 then
-    return format('port %s is out of range', parts[5]);
-  end if;
-  host := lower(parts[2]);
-  -- A name without a dot resolves only on the local network (a Docker network's service
-  -- names). It must start with a letter: a number without dots (2130706433, 0x7f000001) is an
-  -- IPv4 address to many resolvers, and could be any host.
-  if parts[1] = 'http'
-     and not (host = 'localhost' or host = '[::1]' or host ~ '^127(\\.[0-9]{1,3}){3}$'
-              or host = 'host.docker.internal' or host ~ '^[a-z]([a-z0-9-]*[a-z0-9])?$') then
-    return 'plain http:// is allowed only for a loopback or local network host (localhost, '
-      '127.0.0.1, [::1], host.docker.internal, a name without a dot such as kong): use https://';
-  end if;
-  -- The bearer goes to this host: only hosts the operator lists, by default the project's own.
-  select s.value into allowed from switchyard.settings s where s.name = 'functions_hosts';
-  local_host := host = 'localhost' or host = '[::1]' or host ~ '^127(\\.[0-9]{1,3}){3}$'
-                or host = 'host.docker.internal' or host = 'kong';
-  if allowed is null then
-    if not (local_host or (parts[1] = 'https' and host ~ '^[a-z0-9]([a-z0-9-]*[a-z0-9])?\\.supabase\\.co$')) then
-      return format('host %s is not the project''s own functions host (<project-ref>.supabase.co) '
-        'or a local one (localhost, 127.0.0.1, [::1], kong, host.docker.internal): list it first '
-        'with select switchyard.set_setting(''functions_hosts'', ''%s'')', host, host);
-    end if;
-  elsif not (host = any (select lower(btrim(h, ' ')) from unnest(string_to_array(allowed, ',')) h)) then
-    return format('host %s is not in functions_hosts (%s): add it with '
-      'select switchyard.set_setting(''functions_hosts'', ''<hosts, comma-separated>'')',
-      host, left(allowed, 200));
-  end if;
-  return null;
-end
-$$;
-
--- supabase/schemas/functions/cancel_overdue_runs.sql
+-- supabase/schemas/functions/runs/cancel_overdue_runs.sql
 -- Cancels the started runs whose deadline passed (docs/ARCHITECTURE.md §14, "Deadlines"), at
 -- most max_runs, soonest deadline first, through cancel_run with the reason 'deadline' (so the
 -- run's error reads "cancelled: deadline", its queued tasks are archived and its running
@@ -3458,21 +2628,18 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/cancel_run.sql
--- Cancelling and retrying runs, and the opt-in start for signed-in users
--- (docs/ARCHITECTURE.md §14). The 'cancelled' statuses and runs.owner are in
--- 20261202000800; every transition here is a run event (20261202000900).
-
--- Cancels a started run. In one transaction, holding the run's row lock (which
--- complete_tasks and fail_task take too, so none of them interleaves):
+-- supabase/schemas/functions/runs/cancel_run.sql
+-- Cancels a started run (docs/ARCHITECTURE.md §14); every transition is a run event. In one
+-- transaction, holding the run's row lock (which complete_tasks and fail_task take too, so none
+-- of them interleaves):
 --   - the messages of its queued tasks are archived (nothing of the run stays visible) and
 --     those tasks become 'cancelled';
 --   - its created and started steps become 'cancelled';
 --   - the run becomes 'cancelled' with the reason in \`error\`.
 -- Tasks a worker is running finish: their late answer is refused, by complete_tasks (ok
 -- false, no output kept) and by fail_task ('cancelled', no failed attempt counted), which
--- archive the message and cancel the task; nothing changes a step or starts a successor. A cancelled run never starts
--- another step. Returns true when it cancelled the run, false when it already was
+-- archive the message and cancel the task; nothing changes a step or starts a successor. A cancelled run
+-- never starts another step. Returns true when it cancelled the run, false when it already was
 -- cancelled (the first reason is kept). A completed or failed run is refused (55000).
 create or replace function switchyard.cancel_run(run_id uuid, reason text)
 returns boolean
@@ -3486,33 +2653,27 @@ declare
   child uuid;
 begin
   if reason is null or btrim(reason) = '' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'reason_missing', 'reason', reason, format(
       'cancel_run(%s): reason %s is invalid: say why the run is cancelled',
       coalesce(cancel_run.run_id::text, 'null'), coalesce(to_json(reason)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200),
-        'run_id', cancel_run.run_id)::text;
+      context => jsonb_build_object('run_id', cancel_run.run_id));
   end if;
   -- The run's family (a child flow's runs, its parent) bottom-up, before the run itself goes on
   -- to lock its children: a child ending meanwhile locks child then parent too.
   perform switchyard._lock_run_family(cancel_run.run_id);
   select * into run from switchyard.runs r where r.run_id = cancel_run.run_id for update;
   if not found then
-    raise exception using errcode = '22023', message = format(
-      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', cancel_run.run_id::text)::text;
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', cancel_run.run_id::text, format(
+      'cancel_run: run %s does not exist', coalesce(cancel_run.run_id::text, 'null')));
   end if;
   if run.status = 'cancelled' then
     return false;
   end if;
   if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
       'cancel_run: run %s is %s; only a started run can be cancelled',
       run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
+      context => jsonb_build_object('status', run.status));
   end if;
   -- The queued tasks before their messages, in (queue, message id) order, as start_tasks
   -- locks them (a task, then its message): a claim in flight cannot deadlock with this.
@@ -3520,7 +2681,7 @@ begin
    where t.run_id = run.run_id and t.status = 'queued'
    order by t.queue_name, t.message_id
      for update;
-  -- Their messages, one archive per queue (as a failure archives them, 20261202000700).
+  -- Their messages, one archive per queue (as a final failure archives them).
   perform switchyard._archive_queued(run.run_id);
   -- Cancelled, not queued: nothing that looks for queued work (a sweep that re-sends a
   -- queued task's missing message, drain counts) finds them.
@@ -3547,64 +2708,688 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/checkpoint_task.sql
--- Saves a running task's checkpoint (ctx.checkpoint; docs/ARCHITECTURE.md §9, "Checkpoints"):
--- only while \`attempt\` holds the task (started, that attempt), else 55000 attempt_not_current
--- and nothing changes. The state is at most max_checkpoint_bytes() of JSON text (22023
--- checkpoint_too_large, naming the size and the limit). The task's message stays hidden for its
--- timeout from now, so a handler that checkpoints is not taken over while it works. Returns the
--- state's size in bytes.
-create or replace function switchyard.checkpoint_task(
-  run_id uuid, step_slug text, task_index int, attempt int, state jsonb
-)
-returns int
+-- supabase/schemas/functions/runs/expose_run_events.sql
+-- Where the auth schema exists (Supabase), the policy for signed-in users; where Supabase's
+-- supabase_realtime publication exists, the table joins it so supabase-js
+-- \`channel(...).on('postgres_changes', ...)\` can follow a run (Realtime checks this policy
+-- for each subscriber). Run switchyard.expose_run_events() again if either appears later.
+-- Returns what it added. A step the running role may not take (it does not own the table or
+-- the publication) is skipped with a notice naming the statement to run as their owner, so a
+-- migration never fails on it.
+create or replace function switchyard.expose_run_events()
+returns text[]
 language plpgsql
 volatile
 set search_path = ''
 as $$
 declare
-  task switchyard.step_tasks;
-  size int := octet_length(state::text);
+  done text[] := '{}';
 begin
-  if state is null then
-    raise exception using errcode = '22023', message =
-      'checkpoint: the state is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'checkpoint_null', 'argument', 'state',
-                                  'value', null)::text;
+  -- auth.uid() looked up in the catalog: to_regprocedure needs USAGE on schema auth.
+  if exists (select 1 from pg_catalog.pg_proc p
+               join pg_catalog.pg_namespace ns on ns.oid = p.pronamespace
+              where ns.nspname = 'auth' and p.proname = 'uid' and p.pronargs = 0)
+     and exists (select 1 from pg_catalog.pg_roles where rolname = 'authenticated')
+     and not exists (select 1 from pg_catalog.pg_policies
+                      where schemaname = 'switchyard' and tablename = 'run_events'
+                        and policyname = 'run_events_owner_read') then
+    begin
+      create policy run_events_owner_read on switchyard.run_events
+        for select to authenticated using (owner = (select auth.uid()));
+      done := done || 'policy run_events_owner_read'::text;
+    exception when insufficient_privilege then
+      raise notice using message = format(
+        'switchyard.expose_run_events: %s may not create the policy run_events_owner_read (%s); '
+        'run select switchyard.expose_run_events() as the owner of switchyard.run_events',
+        current_user, sqlerrm);
+    end;
   end if;
-  if size > switchyard.max_checkpoint_bytes() then
-    raise exception using errcode = '22023', message = format(
-      'checkpoint of step %s is %s bytes of JSON, over the limit of %s bytes: checkpoint a '
-      'position (a cursor, counters), not the data', switchyard._clip(step_slug), size,
-      switchyard.max_checkpoint_bytes()),
-      detail = jsonb_build_object('rule', 'checkpoint_too_large', 'argument', 'state',
-                                  'value', left(state::text, 200), 'size', size,
-                                  'limit', switchyard.max_checkpoint_bytes())::text;
+  if exists (select 1 from pg_catalog.pg_publication
+              where pubname = 'supabase_realtime' and not puballtables)
+     and not exists (select 1 from pg_catalog.pg_publication_tables
+                      where pubname = 'supabase_realtime' and schemaname = 'switchyard'
+                        and tablename = 'run_events') then
+    begin
+      alter publication supabase_realtime add table switchyard.run_events;
+      done := done || 'publication supabase_realtime'::text;
+    exception when insufficient_privilege then
+      raise notice using message = format(
+        'switchyard.expose_run_events: %s may not add switchyard.run_events to the publication '
+        'supabase_realtime (%s); run alter publication supabase_realtime add table '
+        'switchyard.run_events as its owner', current_user, sqlerrm);
+    end;
   end if;
-  select * into task from switchyard.step_tasks t
-   where t.run_id = checkpoint_task.run_id and t.step_slug = checkpoint_task.step_slug
-     and t.task_index = checkpoint_task.task_index
-   for update;
-  if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
-      'checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
-      attempt, switchyard._clip(step_slug), task_index, run_id,
-      case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
-  end if;
-  insert into switchyard.task_checkpoints as c (run_id, step_slug, task_index, state, attempt)
-  values (checkpoint_task.run_id, checkpoint_task.step_slug, checkpoint_task.task_index, state,
-          attempt)
-  on conflict on constraint task_checkpoints_pkey do update
-    set state = excluded.state, attempt = excluded.attempt, saved_at = switchyard.clock_now();
-  perform pgmq.set_vt(task.queue_name, task.message_id, task.timeout);
-  return size;
+  return done;
 end
 $$;
 
--- supabase/schemas/functions/claim_margin_seconds.sql
+-- supabase/schemas/functions/runs/max_map_elements.sql
+-- The most elements one map step may fan out to (docs/ARCHITECTURE.md §5.10): a longer array
+-- fails the run with the count and this limit.
+create or replace function switchyard.max_map_elements()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 10000 $$;
+
+-- supabase/schemas/functions/runs/resolve_flow.sql
+-- The concrete flow a caller's name starts: the flow itself, or an alias's active version
+-- (docs/ARCHITECTURE.md §6). Refuses a name that is neither (22023 flow_or_alias_unknown). The
+-- value it echoes is clipped.
+create or replace function switchyard.resolve_flow(flow_or_alias text)
+returns text
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  found_slug text;
+begin
+  select a.flow_slug into found_slug from switchyard.aliases a where a.alias = flow_or_alias;
+  if found_slug is null then
+    select f.flow_slug into found_slug from switchyard.flows f where f.flow_slug = flow_or_alias;
+  end if;
+  if found_slug is null then
+    perform switchyard._refuse('22023', 'flow_or_alias_unknown', 'flow_or_alias', flow_or_alias,
+      format(
+      'unknown flow or alias %s: compile it (start a worker that lists it) first',
+      switchyard._clip(flow_or_alias)));
+  end if;
+  return found_slug;
+end
+$$;
+
+-- supabase/schemas/functions/runs/retry_run.sql
+-- Retries a failed run: its failed steps are queued again with fresh attempts and the run
+-- is started again, so it continues where it stopped; completed steps are not run again.
+-- Holding the row locks of the run's tasks and then the run, in one transaction:
+--   - the run becomes 'started' again (its error and failed_at are cleared);
+--   - a failed step with tasks becomes 'started'; one that failed without a task (an unmet
+--     condition with whenUnmet 'fail', a map without an array) becomes 'created', so
+--     _start_ready_steps decides it again;
+--   - in every started step, each task no worker is running is queued again on its queue
+--     snapshot with a new message (an old message still in the queue is archived first):
+--     failed, skipped and queued tasks (the failure archived their messages). A completed
+--     task whose answer came after the run had failed was not counted: then the step's
+--     completed tasks run again too, and the step waits for all of its tasks;
+--   - each queued task gets a fresh budget of attempts: max_attempts becomes attempts_count
+--     plus the step's maxAttempts. Attempt numbers keep counting, so a late answer of an
+--     earlier attempt is still ignored;
+--   - tasks a worker is running are left alone: they complete as usual now that the run is
+--     started, or stall recovery requeues them.
+--   - a flow step whose child run ended meanwhile is examined again (_begin_child).
+-- Returns the number of tasks queued again. A run that is not failed is refused (55000).
+create or replace function switchyard.retry_run(run_id uuid)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  step record;
+  task record;
+  msg_id bigint;
+  queued int := 0;
+begin
+  -- The run's tasks first, in (queue, message id) order, then the run: the order in which
+  -- start_tasks and complete_tasks lock them, so a retry cannot deadlock with either.
+  perform 1 from switchyard.step_tasks t where t.run_id = retry_run.run_id
+    order by t.queue_name, t.message_id for update;
+  select * into run from switchyard.runs r where r.run_id = retry_run.run_id for update;
+  if not found then
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', retry_run.run_id::text, format(
+      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')));
+  end if;
+  if run.status <> 'failed' then
+    perform switchyard._refuse('55000', 'run_not_failed', 'run_id', run.run_id::text, format(
+      'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
+      context => jsonb_build_object('status', run.status));
+  end if;
+  update switchyard.runs r
+     set status = 'started', failed_at = null, error = null
+   where r.run_id = run.run_id;
+  update switchyard.step_states ss
+     set status = case when exists (select 1 from switchyard.step_tasks t
+                                     where t.run_id = ss.run_id and t.step_slug = ss.step_slug)
+                       then 'started' else 'created' end,
+         failed_at = null
+   where ss.run_id = run.run_id and ss.status = 'failed';
+  for step in
+    select ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index,
+           coalesce(st.max_attempts, f.max_attempts) as budget,
+           count(t.*)::int as total,
+           count(t.*) filter (where t.status = 'completed')::int as completed
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+      join switchyard.flows f on f.flow_slug = ss.flow_slug
+      join switchyard.step_tasks t on t.run_id = ss.run_id and t.step_slug = ss.step_slug
+     where ss.run_id = run.run_id and ss.status = 'started'
+     group by ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index, st.max_attempts,
+              f.max_attempts
+     order by st.step_index
+  loop
+    -- Answers accepted while the run was started counted the step down; more completed tasks
+    -- than that means some answer came too late: run the step's completed tasks again too.
+    if step.completed > step.total - step.remaining_tasks then
+      update switchyard.step_states ss set remaining_tasks = step.total
+       where ss.run_id = run.run_id and ss.step_slug = step.step_slug;
+    end if;
+    for task in
+      select t.task_index, t.queue_name, t.message_id, t.attempts_count
+        from switchyard.step_tasks t
+       where t.run_id = run.run_id and t.step_slug = step.step_slug and t.status <> 'started'
+         and (t.status <> 'completed' or step.completed > step.total - step.remaining_tasks)
+       order by t.task_index
+    loop
+      -- A message of the task may still be in the queue (a stalled task made visible after
+      -- the run failed, not read since): archive it, so only the new one names the task.
+      perform pgmq.archive(task.queue_name, task.message_id);
+      select s into msg_id from pgmq.send(
+        task.queue_name,
+        switchyard._task_message(
+          run.run_id, run.flow_slug, step.step_slug, nullif(task.task_index, 0), run.priority, 0,
+          switchyard._concurrency_key(run.run_id, run.flow_slug, step.step_slug, task.task_index)),
+        0) s;
+      update switchyard.step_tasks t
+         set status = 'queued', message_id = msg_id, worker_id = null,
+             max_attempts = task.attempts_count + step.budget,
+             queued_at = switchyard.clock_now(), failed_at = null, completed_at = null, output = null
+       where t.run_id = run.run_id and t.step_slug = step.step_slug
+         and t.task_index = task.task_index;
+      queued := queued + 1;
+    end loop;
+  end loop;
+  -- A flow step whose child run ended while this run was failed (_child_run_ended leaves a
+  -- parent that is not started alone) is still started: it is examined again as when it began
+  -- (_begin_child): a completed child gives its output, a failed one is retried, a cancelled
+  -- one fails the step.
+  for step in
+    select ss.step_slug, ss.flow_slug
+      from switchyard.step_states ss
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+      join switchyard.child_runs c on c.parent_run_id = ss.run_id and c.parent_step = ss.step_slug
+      join switchyard.runs cr on cr.run_id = c.run_id
+     where ss.run_id = run.run_id and ss.status = 'started' and st.step_type = 'flow'
+       and cr.status in ('completed', 'failed', 'cancelled')
+     order by st.step_index
+  loop
+    exit when not exists (select 1 from switchyard.runs r
+                           where r.run_id = run.run_id and r.status = 'started');
+    perform switchyard._begin_child(run.run_id, step.flow_slug, step.step_slug);
+  end loop;
+  perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
+  return queued;
+end
+$$;
+
+-- supabase/schemas/functions/runs/run_status.sql
+-- One run's status document (docs/ARCHITECTURE.md §14): its status, input, output or error, owner
+-- and times, with each step's state, queue snapshot and attempts.
+create or replace function switchyard.run_status(run_id uuid)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'run_id', r.run_id, 'flow_slug', r.flow_slug, 'started_as', r.started_as,
+    'status', r.status, 'output', r.output, 'error', r.error,
+    'started_at', r.started_at, 'completed_at', r.completed_at, 'failed_at', r.failed_at,
+    'cancelled_at', r.cancelled_at, 'owner', r.owner,
+    -- Per step: its queue snapshot and attempts (a map step: the most attempts any element
+    -- used), its number of tasks (a map step's elements), the first error in element order,
+    -- and why it was skipped.
+    'steps', (select coalesce(jsonb_agg(jsonb_build_object(
+                'step_slug', ss.step_slug, 'status', ss.status,
+                'queue_name', t.queue_name, 'attempts', coalesce(t.attempts, 0),
+                'tasks', coalesce(t.tasks, 0), 'error', t.error,
+                'skip_reason', ss.skip_reason) order by st.step_index), '[]')
+                from switchyard.step_states ss
+                join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+                left join lateral (
+                  select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts,
+                         count(*)::int as tasks,
+                         (array_agg(x.error order by x.task_index) filter (where x.error is not null))[1] as error
+                    from switchyard.step_tasks x
+                   where x.run_id = ss.run_id and x.step_slug = ss.step_slug
+                ) t on true
+               where ss.run_id = r.run_id))
+  from switchyard.runs r where r.run_id = run_status.run_id
+$$;
+
+-- supabase/schemas/functions/runs/run_step_outputs.sql
+-- Every completed step's output of a run, by step slug (a map step's: its elements' outputs in
+-- element order), whatever the run's status; skipped and unfinished steps are absent. Null when
+-- there is no such run. The client's stepOutputs() (docs/ARCHITECTURE.md §14).
+create or replace function switchyard.run_step_outputs(run_id uuid)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select case when exists (select 1 from switchyard.runs r where r.run_id = run_step_outputs.run_id)
+              then coalesce((select jsonb_object_agg(ss.step_slug, ss.output)
+                               from switchyard.step_states ss
+                              where ss.run_id = run_step_outputs.run_id
+                                and ss.status = 'completed'), '{}'::jsonb)
+         end
+$$;
+
+-- supabase/schemas/functions/runs/run_trace_contexts.sql
+-- The trace contexts stored with these runs (docs/ARCHITECTURE.md §16), one row per run that
+-- has one, by key: the worker reads them for a claimed batch only while tracing records spans.
+create or replace function switchyard.run_trace_contexts(run_ids uuid[])
+returns table (run_id uuid, trace_context text)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, r.trace_context
+    from switchyard.runs r
+   where r.run_id = any(run_ids) and r.trace_context is not null
+$$;
+
+-- supabase/schemas/functions/runs/start_flow.sql
+-- Starts a run of a concrete flow or of an alias's active version.
+--
+-- \`run_id\` (optional) makes the start idempotent: the caller chooses the id, and a second
+-- start with the same id returns the existing run and starts nothing. The same id with
+-- another input, naming another flow, or for another owner, is refused (23505). Two concurrent
+-- starts with one id create one run: the second insert waits for the first on the primary key
+-- and then finds its row (docs/ARCHITECTURE.md §5.8).
+--
+-- \`owner\` (optional) records who the run is for: its events carry it for row-level security
+-- (docs/ARCHITECTURE.md §14). \`start_at\` (optional) delays the steps (§5.11, start_flow_at);
+-- \`deadline_at\` (optional) is the run's deadline, or the flow's runTimeout if that is sooner.
+--
+-- \`key\` with \`mode\` (optional, docs/ARCHITECTURE.md §5.13) names the start in the scope of
+-- \`flow_or_alias\`, in the caller's transaction (a rolled back start leaves no key):
+-- 'singleton' returns the open run of the key, if any; 'dedupe' returns the key's run while it
+-- is open and \`ttl\` seconds (default 86400) after it ended; 'debounce' starts the run \`delay\`
+-- seconds later, and a start with the key before then gives the run its input and moves its
+-- start to \`delay\` seconds from now, but never past \`max_delay\` seconds after the first start.
+-- Concurrent starts with one key wait for each other on the key's row: one run per key.
+--
+-- Every argument after \`owner\` is defaulted, so the four-argument call of released runtimes
+-- resolves to this function.
+--
+-- \`trace_context\` (optional) is the caller's W3C traceparent, stored with a new run so the spans
+-- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
+--
+-- \`priority\` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
+-- first, each level worth priority_ageing_seconds of waiting (docs/ARCHITECTURE.md §5.14).
+create or replace function switchyard.start_flow(
+  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
+  start_at timestamptz default null, deadline_at timestamptz default null,
+  key text default null, mode text default null, ttl int default null, delay int default null,
+  max_delay int default null, trace_context text default null, priority int default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  concrete text;
+  new_run uuid;
+  id uuid;
+  existing record;
+  held switchyard.start_keys;
+  kept record;
+  live boolean;
+  begins timestamptz := start_flow.start_at;
+begin
+  if start_flow.trace_context is not null
+     and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
+    perform switchyard._refuse('22023', 'trace_context_format', 'trace_context',
+      start_flow.trace_context, format(
+      'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
+      '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)));
+  end if;
+  if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
+    perform switchyard._refuse('22023', 'priority_range', 'priority', start_flow.priority::text,
+      format(
+      'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
+      '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
+      context => jsonb_build_object('min', -10, 'max', 10));
+  end if;
+  if input is null then
+    perform switchyard._refuse('22023', 'input_sql_null', 'input', null, format(
+      'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
+      coalesce(to_json(flow_or_alias)::text, 'null')),
+      context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200)));
+  end if;
+  if begins > switchyard.clock_now() + interval '365 days' then
+    perform switchyard._refuse('22023', 'start_at_range', 'start_at', begins::text, format(
+      'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
+      switchyard._clip(flow_or_alias), begins),
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '365 days')::text));
+  end if;
+  perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
+                                      start_flow.key, start_flow.mode, start_flow.ttl,
+                                      start_flow.delay, start_flow.max_delay);
+  if start_flow.mode = 'dedupe' then
+    ttl := coalesce(start_flow.ttl, 86400);
+  end if;
+  concrete := switchyard.resolve_flow(flow_or_alias);
+  id := coalesce(start_flow.run_id, gen_random_uuid());
+
+  if start_flow.key is not null then
+    -- The key's row, locked; or a new one. A concurrent start with the key waits for this
+    -- transaction on the primary key, then finds the row (or, if this one rolled back, none).
+    loop
+      select k.* into held from switchyard.start_keys k
+       where k.started_as = flow_or_alias and k.key = start_flow.key
+         for update;
+      if not found then
+        insert into switchyard.start_keys (started_as, key, mode, run_id, owner, ttl, delay,
+                                           max_delay)
+        values (flow_or_alias, start_flow.key, start_flow.mode, id, start_flow.owner,
+                start_flow.ttl, start_flow.delay, start_flow.max_delay)
+        on conflict on constraint start_keys_pkey do nothing;
+        exit when found;
+        continue;
+      end if;
+      select r.status, coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
+             exists (select 1 from switchyard.delayed_starts d where d.run_id = r.run_id)
+               as delayed
+        into kept
+        from switchyard.runs r where r.run_id = held.run_id;
+      live := case held.mode
+        when 'singleton' then kept.status = 'started'
+        when 'dedupe' then kept.status = 'started'
+                        or kept.ended_at + held.ttl * interval '1 second' > switchyard.clock_now()
+                        or (kept.status is null and held.expires_at > switchyard.clock_now())
+        else kept.status = 'started' and kept.delayed
+      end;
+      if coalesce(live, false) then
+        -- Another owner's key is refused first, so the caller learns nothing else of it.
+        if held.owner is distinct from start_flow.owner then
+          perform switchyard._refuse('23505', 'key_other_owner', 'owner', start_flow.owner::text,
+            format(
+            'start_flow(%s): key %s names a run of another owner: '
+            'a key names one run at a time; use another key for another owner',
+            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key)),
+            context => jsonb_build_object('key', left(start_flow.key, 200)));
+        end if;
+        if held.mode <> start_flow.mode then
+          perform switchyard._refuse('23505', 'key_other_mode', 'mode', start_flow.mode, format(
+            'start_flow(%s): key %s is held in mode %s, not %s: '
+            'start with the mode the key has, or use another key',
+            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key),
+            held.mode, switchyard._clip(start_flow.mode)),
+            context => jsonb_build_object('key', left(start_flow.key, 200), 'key_mode', held.mode));
+        end if;
+        if held.mode <> 'debounce' then
+          return held.run_id;
+        end if;
+        -- Debounce: the run's row (expire_waits begins a delayed run holding it), then its
+        -- delayed start, if it has not begun meanwhile.
+        perform 1 from switchyard.runs r
+         where r.run_id = held.run_id and r.status = 'started' for update;
+        if found then
+          update switchyard.delayed_starts d
+             set start_at = least(switchyard.clock_now() + start_flow.delay * interval '1 second',
+                                  held.first_at + start_flow.max_delay * interval '1 second')
+           where d.run_id = held.run_id;
+          if found then
+            update switchyard.runs r set input = start_flow.input where r.run_id = held.run_id;
+            update switchyard.start_keys k
+               set delay = start_flow.delay, max_delay = start_flow.max_delay
+             where k.started_as = held.started_as and k.key = held.key;
+            return held.run_id;
+          end if;
+        end if;
+      end if;
+      -- The key's run ended, began (debounce) or expired (dedupe): the key names a new run.
+      update switchyard.start_keys k
+         set mode = start_flow.mode, run_id = id, owner = start_flow.owner, ttl = start_flow.ttl,
+             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = switchyard.clock_now(),
+             expires_at = null
+       where k.started_as = held.started_as and k.key = held.key;
+      exit;
+    end loop;
+    if start_flow.mode = 'debounce' then
+      begins := switchyard.clock_now() + start_flow.delay * interval '1 second';
+    end if;
+  end if;
+
+  -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
+  -- start's deadline_at, whichever is first.
+  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
+                               deadline_at, trace_context, priority)
+  select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
+         least(switchyard.clock_now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
+                       * interval '1 second',
+               start_flow.deadline_at),
+         start_flow.trace_context, coalesce(start_flow.priority, 0)
+    from switchyard.steps st where st.flow_slug = concrete
+  on conflict on constraint runs_pkey do nothing
+  returning runs.run_id into new_run;
+  if new_run is null then
+    -- The id exists (committed, or committed while this insert waited for it): the same
+    -- start again returns it; anything else under that id is refused.
+    select r.flow_slug, r.started_as, r.input, r.owner into existing
+      from switchyard.runs r where r.run_id = id;
+    -- Another owner's run is refused first, so the caller learns nothing else of it.
+    if existing.owner is distinct from start_flow.owner then
+      perform switchyard._refuse('23505', 'run_id_other_owner', 'owner', start_flow.owner::text,
+        format(
+        'start_flow(%s): run id %s was started for another owner: '
+        'a run id names one start; use a new id for another owner',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        context => jsonb_build_object('run_id', start_flow.run_id));
+    end if;
+    if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
+      perform switchyard._refuse('23505', 'run_id_other_flow', 'run_id', start_flow.run_id::text,
+        format(
+        'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
+        'a run id names one start; use a new id for another flow',
+        to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
+        to_json(existing.started_as)::text),
+        context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200),
+          'existing_flow_slug', existing.flow_slug, 'existing_started_as', existing.started_as));
+    end if;
+    if existing.input <> input then
+      perform switchyard._refuse('23505', 'run_id_other_input', 'input', input::text, format(
+        'start_flow(%s): run id %s was started with another input: '
+        'a run id names one start; use a new id for another input',
+        to_json(flow_or_alias)::text, start_flow.run_id),
+        context => jsonb_build_object('run_id', start_flow.run_id,
+          'existing_input', left(existing.input::text, 200)));
+    end if;
+    return start_flow.run_id;
+  end if;
+  insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
+  select new_run, st.flow_slug, st.step_slug, st.deps_count
+    from switchyard.steps st where st.flow_slug = concrete;
+  -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
+  -- row is written once, so later starts take no lock.
+  if coalesce(start_flow.priority, 0) <> 0 then
+    update switchyard.queues q set priority_used_at = switchyard.clock_now()
+     where q.priority_used_at is null
+       and q.queue_name in (select st.queue_name from switchyard.steps st
+                             where st.flow_slug = concrete and st.queue_name is not null);
+  end if;
+  -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
+  -- steps start when expire_waits finds the run due.
+  if begins is null or begins <= switchyard.clock_now() then
+    perform switchyard._start_ready_steps(new_run);
+  else
+    insert into switchyard.delayed_starts (run_id, start_at) values (new_run, begins);
+  end if;
+  return new_run;
+end
+$$;
+
+-- supabase/schemas/functions/runs/start_flow_at.sql
+-- Starts a run as start_flow does with start_at (the same idempotent run_id, owner and
+-- refusals), whose steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
+-- once (it keeps the version the alias names now, and counts as open for drain), its steps
+-- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
+-- to one tick late. A time not in the future starts at once; at most 365 days ahead.
+create or replace function switchyard.start_flow_at(
+  flow_or_alias text, input jsonb, start_at timestamptz, run_id uuid default null,
+  owner uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if start_at is null or start_at > switchyard.clock_now() + interval '365 days' then
+    perform switchyard._refuse('22023', 'start_at_range', 'start_at', start_at::text, format(
+      'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
+      switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '365 days')::text));
+  end if;
+  return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
+end
+$$;
+
+-- supabase/schemas/functions/runs/start_user_run.sql
+-- Starts a run for the signed-in user (docs/ARCHITECTURE.md §14): only an alias an operator put
+-- in user_start_aliases, owned by auth.uid(), at most user_runs_per_minute a minute (PT429).
+-- The values it echoes are clipped.
+create or replace function switchyard.start_user_run(
+  alias text, input jsonb, run_id uuid default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  user_id uuid;
+  per_minute int;
+  recent int;
+begin
+  if to_regprocedure('auth.uid()') is not null then
+    execute 'select auth.uid()' into user_id;
+  end if;
+  if user_id is null then
+    perform switchyard._refuse('42501', 'not_signed_in', 'alias', start_user_run.alias, format(
+      'start_user_run(%s): no signed-in user (auth.uid() is null): '
+      'sign in, or start the run from a trusted server with start_flow',
+      switchyard._clip(start_user_run.alias)));
+  end if;
+  if not exists (select 1 from switchyard.user_start_aliases a
+                  where a.alias = start_user_run.alias) then
+    perform switchyard._refuse('42501', 'alias_not_allowed', 'alias', start_user_run.alias, format(
+      'start_user_run(%s): signed-in users may not start this alias: '
+      'an operator allows it with insert into switchyard.user_start_aliases',
+      switchyard._clip(start_user_run.alias)));
+  end if;
+  -- A user's run id is random (version 4, as crypto.randomUUID() gives): the other versions,
+  -- which a trusted server may derive from names or times (v3, v5, v7, ...) and so a user
+  -- could predict, are never a user's, and a server's id can never be taken first by a user.
+  if start_user_run.run_id is not null
+     and start_user_run.run_id::text !~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' then
+    perform switchyard._refuse('22023', 'run_id_not_random', 'run_id', start_user_run.run_id::text,
+      format(
+      'start_user_run(%s): run id %s is invalid: a signed-in user''s run id is a random '
+      '(version 4) UUID, such as crypto.randomUUID() gives; other versions are kept for '
+      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id));
+  end if;
+  -- The same start again (a resubscription) returns the run and counts nothing.
+  if start_user_run.run_id is not null
+     and exists (select 1 from switchyard.runs r
+                  where r.run_id = start_user_run.run_id and r.owner = user_id) then
+    return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+  end if;
+  -- At most user_runs_per_minute new runs per user in any minute; one user's starts are
+  -- counted one at a time (a transaction-scoped lock per user), so concurrent calls cannot
+  -- all pass the count.
+  per_minute := switchyard.limit_value('user_runs_per_minute');
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.start_user_run ' || user_id::text, 0));
+  select count(*) into recent from switchyard.runs r
+   where r.owner = user_id and r.started_at > switchyard.clock_now() - interval '1 minute';
+  if recent >= per_minute then
+    -- PT429: PostgREST answers HTTP 429 Too Many Requests.
+    perform switchyard._refuse('PT429', 'user_runs_per_minute', 'alias', start_user_run.alias,
+      format(
+      'start_user_run(%s): user %s started %s runs in the last minute, the limit '
+      '(setting user_runs_per_minute): wait a minute and try again',
+      switchyard._clip(start_user_run.alias), user_id, recent),
+      context => jsonb_build_object('limit', per_minute),
+      hint => 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')');
+  end if;
+  return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+end
+$$;
+
+-- supabase/schemas/functions/claim/_hide_messages.sql
+-- Sets the visibility of a batch of messages in one statement: the claimed messages
+-- (their step's timeout plus the margin) and a refused batch (visible again at once).
+-- PGMQ 1.5 has only a one-message set_vt, and a call per message (dynamic SQL each) was
+-- a sixth of the database time of a claim. This writes PGMQ's documented queue table
+-- (msg_id, read_ct, enqueued_at, vt, message, headers) the way set_vt does (vt =
+-- switchyard.queue_clock() + seconds), naming the table with PGMQ's own
+-- pgmq.format_table_name(queue, 'q') as PGMQ's functions do (it lower-cases the name, so
+-- any spelling PGMQ accepts reaches the same table). Messages gone meanwhile are skipped.
+-- The callers, start_tasks and release_tasks, lock the messages' tasks first, in message
+-- order.
+create or replace function switchyard._hide_messages(queue text, ids bigint[], seconds int[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  execute format(
+    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::int[]) as v(id, secs)
+      where q.msg_id = v.id',
+    pgmq.format_table_name(queue, 'q'))
+  using ids, seconds;
+end
+$$;
+
+-- supabase/schemas/functions/claim/_keep_hidden.sql
+-- Keeps each claimed message hidden at least \`seconds\` from now (its task's timeout plus the
+-- margin), writing only the messages that would reappear sooner (docs/ARCHITECTURE.md §5.4).
+-- The worker reads with the visibility its queue's tasks need (read_visibility_seconds), so in
+-- the common case the read already hid each message long enough and this writes nothing: each
+-- message is then written twice in PGMQ's queue table (the read, the archive), not three times,
+-- and a queue table's dead rows grow a third slower. A message read with less (an older worker,
+-- a timeout raised after the read, a claim later than its window) is written as set_vt would,
+-- like _hide_messages; a message hidden longer stays so (stall recovery and the failure path
+-- set its visibility when it must reappear). Messages gone meanwhile are skipped. The test of vt
+-- is written so that no index can answer it (vt minus the seconds, not vt alone): as a plain
+-- range on vt the planner read PGMQ's vt index, dead entries and all, instead of probing each
+-- message by its key, and in a long-lived queue the claim that wrote nothing took 5.6 ms where a
+-- fresh one took 0.3 ms (BENCHMARKS.md, issue 27).
+create or replace function switchyard._keep_hidden(queue text, ids bigint[], seconds int[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  execute format(
+    'update pgmq.%I q set vt = switchyard.queue_clock() + make_interval(secs => v.secs)
+       from unnest($1::bigint[], $2::int[]) as v(id, secs)
+      where q.msg_id = v.id and q.vt - make_interval(secs => v.secs) < switchyard.queue_clock()',
+    pgmq.format_table_name(queue, 'q'))
+  using ids, seconds;
+end
+$$;
+
+-- supabase/schemas/functions/claim/claim_margin_seconds.sql
 -- Visibility of a claimed message: the step's timeout plus this margin, so the
 -- message does not reappear while its handler may legitimately still run.
 create or replace function switchyard.claim_margin_seconds()
@@ -3614,14 +3399,12 @@ immutable
 set search_path = ''
 as $$ select 5 $$;
 
--- supabase/schemas/functions/classify_batch.sql
--- ---------------------------------------------------------------------------------------------
--- The claim: a map task's input is its element; 'skipped' tasks are stale
-
--- Classification of one batch (no side effects). Identity is (queue_name,
--- message_id) only: message bodies are never trusted. \`pair_set\` is a key from
--- switchyard.pair_set(); each message costs index lookups only, so the cost does
--- not grow with the size of the registry.
+-- supabase/schemas/functions/claim/classify_batch.sql
+-- Classifies one claimed batch (no side effects): the heart of the claim (docs/ARCHITECTURE.md
+-- §5.2). Identity is (queue_name, message_id) only: message bodies are never trusted. \`pair_set\`
+-- is a key from switchyard.pair_set(); each message costs index lookups only, so the cost does
+-- not grow with the size of the registry. A map task's input is its element; 'skipped' tasks are
+-- stale.
 --   eligible    supported pair, task queued, run started
 --   duplicate   supported pair, task started, run started (left to stall recovery)
 --   stale       supported pair, task terminal (completed, failed, skipped) or run ended (archived)
@@ -3661,7 +3444,582 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/clear_checkpoint.sql
+-- supabase/schemas/functions/claim/pair_set.sql
+-- The key of a support set of \`flow/step\` pairs in switchyard.pair_sets (a hash of
+-- the sorted, de-duplicated set), adding the set when it is new. Registration calls
+-- it once per worker; claims then look pairs up by index.
+create or replace function switchyard.pair_set(pairs text[])
+returns text
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  key text;
+begin
+  select encode(sha256(convert_to(
+           coalesce(array_agg(distinct p.pair order by p.pair), '{}')::text, 'UTF8')), 'hex')
+    into key
+    from unnest(pairs) as p(pair)
+   where p.pair is not null;
+  if not exists (select 1 from switchyard.pair_sets s where s.pair_set = key) then
+    insert into switchyard.pair_sets (pair_set, pair)
+    select distinct key, p.pair from unnest(pairs) as p(pair) where p.pair is not null
+    on conflict do nothing;
+  end if;
+  return key;
+end
+$$;
+
+-- supabase/schemas/functions/claim/read_ordered.sql
+-- Whether the worker reads \`queue_name\` through read_tasks, in the order of docs/ARCHITECTURE.md
+-- §5.14 (true), or through PGMQ's own read_with_poll, in message order (false): true once a run
+-- with a priority had a step on the queue (start_flow sets queues.priority_used_at) or while a
+-- step on it has keyed concurrency. One probe of the queue's row and one of a partial index of
+-- steps (empty when no step has flow control). False for a queue the kit does not know, which
+-- PGMQ's read then names.
+create or replace function switchyard.read_ordered(queue_name text)
+returns boolean
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select coalesce((select q.priority_used_at is not null from switchyard.queues q
+                    where q.queue_name = read_ordered.queue_name), false)
+         or exists (select 1 from switchyard.steps s
+                     where s.queue_name = read_ordered.queue_name
+                       and s.concurrency_limit is not null)
+$$;
+
+-- supabase/schemas/functions/claim/read_tasks.sql
+-- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to \`qty\` message
+-- ids, hidden for \`visibility_seconds\`; none when no message may be read now. It does not wait:
+-- the worker polls, sleeping between reads outside any statement, so no lock on a switchyard table
+-- is held while it waits (a migration's preamble takes them all, §7). The worker calls it only for
+-- a queue that read_ordered(queue) names; any other it reads with PGMQ's own read_with_poll, in
+-- message order, as every earlier release did. Here a plain queue gets pgmq.read.
+--
+-- The order:
+--   - by rank: a message whose body has \`ranked_at\` (a run of priority p, _task_message) ranks
+--     as if it had become visible p x priority_ageing_seconds earlier; any other by its send time,
+--     in message order. Higher priority goes first, and a message that waited longer than the
+--     levels between them goes before one of higher priority: none is starved;
+--   - by turn: a message of a step with keyed concurrency (its body's \`concurrency_key\`) takes
+--     its key's next turn, so keys are served round-robin (the first message of every key, then
+--     the second, ...), and a key is given at most its free slots (the step's limit less its
+--     started tasks): messages of a full key are not read at all, so they are neither written
+--     nor counted as read while they wait.
+-- Each side (ranked, unranked) offers its first candidates through its own index (the partial
+-- index of ranked messages that _tune_queue_table gives every kit queue, and the primary key);
+-- the chosen ones are then locked, skipping those another reader holds, and hidden. The claim
+-- (start_tasks, _flow_control) still decides every start: the order is a hint, never a rule a
+-- claim trusts.
+create or replace function switchyard.read_tasks(
+  queue_name text, visibility_seconds int, qty int
+)
+returns setof bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  queue alias for queue_name;
+  keyed boolean;
+  window_size int;
+  used_keys text[];
+  used_counts int[];
+  full_keys text[];
+  tbl text := pgmq.format_table_name(read_tasks.queue_name, 'q');
+  c_ids bigint[];
+  c_ranks numeric[];
+  c_slots text[];
+  c_steps text[];
+  chosen bigint[];
+begin
+  if qty is null or qty not between 1 and 1000 then
+    perform switchyard._refuse('22023', 'read_qty', 'qty', qty::text, format(
+      'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
+      switchyard._clip(queue), coalesce(qty::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 1000));
+  end if;
+  if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
+    perform switchyard._refuse('22023', 'read_visibility', 'visibility_seconds',
+      visibility_seconds::text, format(
+      'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
+      switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
+      context => jsonb_build_object('min', 0, 'max', 86400));
+  end if;
+  perform from switchyard.queues q where q.queue_name = queue;
+  if not found then
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', queue, format(
+      'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
+      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)));
+  end if;
+  -- Which queues are read in order is read_ordered's rule, here as for the worker.
+  if not switchyard.read_ordered(queue) then
+    return query select r.msg_id from pgmq.read(queue, visibility_seconds, qty) r;
+    return;
+  end if;
+  -- Whether the read counts the keys' slots (a queue may be ordered by priority alone).
+  keyed := exists (select 1 from switchyard.steps s
+                    where s.queue_name = queue and s.concurrency_limit is not null);
+
+  window_size := least(greatest(qty * 4, 50), 2000);
+  if keyed then
+    -- The keys holding slots now: every started task with a slot, through the partial index
+    -- of those (as many as the limits allow, however long the queue).
+    select coalesce(array_agg(k.slot), '{}'), coalesce(array_agg(k.used), '{}'),
+           coalesce(array_agg(k.slot) filter (where k.used >= k.lim), '{}')
+      into used_keys, used_counts, full_keys
+      from (select t.concurrency_key as slot, count(*)::int as used,
+                   min(s.concurrency_limit) as lim
+              from switchyard.step_tasks t
+              join switchyard.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
+             where t.status = 'started' and t.concurrency_key is not null
+               and t.queue_name = queue
+             group by t.concurrency_key) k;
+  end if;
+  -- 1. The candidates, each side through its own index. Three statements rather than one: the
+  -- two on the queue table are dynamic (its name), so they are planned on every call, and kept
+  -- as small as PGMQ's own; the choice between them is static SQL, planned once per session.
+  execute format($q$
+    select coalesce(array_agg(c.msg_id), '{}'), coalesce(array_agg(c.rank), '{}'),
+           coalesce(array_agg(c.slot), '{}'), coalesce(array_agg(c.step), '{}')
+      from ((select m.msg_id, (m.message ->> 'ranked_at')::numeric as rank,
+                    m.message ->> 'concurrency_key' as slot,
+                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug') as step
+               from pgmq.%1$I m
+              where m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
+                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
+              order by (m.message ->> 'ranked_at')::numeric
+              limit $1)
+            union all
+            (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
+                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug')
+               from pgmq.%1$I m
+              where not m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
+                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
+              order by m.msg_id
+              limit $1)) c$q$, tbl)
+    into c_ids, c_ranks, c_slots, c_steps
+    using window_size, coalesce(full_keys, '{}');
+  if cardinality(c_ids) = 0 then
+    return;
+  end if;
+  -- 2. Turns: each key's candidates in rank order, at most its free slots (its step's limit less
+  -- its started tasks); then the first \`qty\` by (turn, rank, id).
+  select coalesce(array_agg(t.id order by t.turn, t.rank, t.id), '{}') into chosen
+    from (select x.id, x.rank, x.turn
+            from (select c.id, c.rank, c.slot,
+                         row_number() over (partition by coalesce(c.slot, c.id::text)
+                                            order by c.rank, c.id) as turn,
+                         (select s.concurrency_limit from switchyard.steps s
+                           where c.slot is not null
+                             and s.flow_slug = split_part(c.step, '/', 1)
+                             and s.step_slug = split_part(c.step, '/', 2))
+                           - coalesce(used_counts[array_position(used_keys, c.slot)], 0) as free
+                    from unnest(c_ids, c_ranks, c_slots, c_steps) as c(id, rank, slot, step)) x
+           where x.slot is null or x.free is null or x.turn <= x.free
+           order by x.turn, x.rank, x.id
+           limit qty) t;
+  -- 3. Lock the chosen (by key; one another reader holds is left to it) and hide them.
+  return query execute format($q$
+    update pgmq.%1$I m
+       set vt = switchyard.queue_clock() + make_interval(secs => $1), read_ct = m.read_ct + 1
+      from (select x.msg_id from pgmq.%1$I x
+             where x.msg_id = any ($2) and x.vt <= switchyard.queue_clock()
+               for update skip locked) l
+     where m.msg_id = l.msg_id
+    returning m.msg_id$q$, tbl)
+    using visibility_seconds, chosen;
+end
+$$;
+
+-- supabase/schemas/functions/claim/read_visibility_cap_seconds.sql
+-- The longest visibility read_visibility_seconds gives a read (unless the worker's own claim
+-- window is longer): how long a batch stays hidden when its worker dies between read and claim.
+create or replace function switchyard.read_visibility_cap_seconds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$ select 300 $$;
+
+-- supabase/schemas/functions/claim/read_visibility_seconds.sql
+-- The visibility a worker's read gives the messages it reads (docs/ARCHITECTURE.md §5.1): its
+-- claim window plus the longest task timeout of the steps on the queue plus the claim margin,
+-- so the claim that follows finds every message hidden long enough and writes none of them
+-- again (_keep_hidden). At most read_visibility_cap_seconds() (300) unless the window itself is
+-- longer: a worker that dies between its read and its claim leaves the batch hidden that long
+-- (its tasks are still queued, so stall recovery does not see them), and a task with a longer
+-- timeout is hidden further by its claim. A queue with no step: the window alone. The timeouts
+-- are read on every call (one probe of steps_queue per read), so a timeout changed live counts
+-- from the next read.
+create or replace function switchyard.read_visibility_seconds(queue_name text, claim_window int)
+returns int
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  longest int;
+begin
+  if claim_window is null or claim_window < 1 or claim_window > 3600 then
+    perform switchyard._refuse('22023', 'claim_window_range', 'claim_window', claim_window::text,
+      format(
+      'read_visibility_seconds: claim window %s is invalid: use whole seconds from 1 to 3600',
+      coalesce(claim_window::text, 'null')));
+  end if;
+  select max(coalesce(st.timeout, f.timeout)) into longest
+    from switchyard.steps st
+    join switchyard.flows f on f.flow_slug = st.flow_slug
+   where st.queue_name = read_visibility_seconds.queue_name;
+  if longest is null then
+    return claim_window;
+  end if;
+  return greatest(claim_window,
+                  least(claim_window + longest + switchyard.claim_margin_seconds(),
+                        switchyard.read_visibility_cap_seconds()));
+end
+$$;
+
+-- supabase/schemas/functions/claim/start_tasks.sql
+-- The claim (docs/ARCHITECTURE.md §5.2-§5.4): turns the messages a worker read into started
+-- tasks, all or nothing per batch. It locks the batch's runs and tasks, classifies every message
+-- (classify_batch), refuses a batch with unsupported work whole (the function pauses), archives
+-- stale messages, holds back what flow control says must wait (§5.12), starts the eligible tasks
+-- and returns each with its input. Per message it probes unique keys only (§5.7), so its cost
+-- does not grow with the backlog or the registry.
+create or replace function switchyard.start_tasks(
+  queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
+)
+returns setof switchyard.task_claim
+language plpgsql
+volatile
+security definer
+set search_path = ''
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
+as $$
+declare
+  queue alias for queue_name;
+  worker record;
+  unsupported_ids bigint[];
+  unsupported_pairs text[];
+  stale_ids bigint[];
+  eligible_ids bigint[];
+  duplicate_ids bigint[];
+  claimed_ids bigint[];
+  claimed_secs int[];
+  reason text;
+  support text;
+  task_ids bigint[];      -- the batch's tasks (parallel arrays, in message order)
+  task_runs uuid[];
+  task_steps text[];
+  task_idxs int[];
+  held_ids bigint[];      -- eligible, but held back by flow control (§5.12), and their waits
+  held_secs int[];
+  slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
+  slot_keys text[];
+begin
+  if message_ids is null or cardinality(message_ids) = 0 then
+    return;
+  end if;
+  select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
+    from switchyard.workers w where w.worker_id = start_tasks.worker_id;
+  if not found then
+    perform switchyard._refuse('22023', 'worker_not_registered', 'worker_id',
+      start_tasks.worker_id::text, format(
+      'start_tasks: worker %s is not registered', start_tasks.worker_id));
+  end if;
+  if worker.queue_name <> queue then
+    perform switchyard._refuse('22023', 'worker_queue_mismatch', 'queue_name', queue, format(
+      'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
+      switchyard._clip(worker.queue_name), switchyard._clip(queue)),
+      context => jsonb_build_object('worker_id', worker.worker_id, 'worker_queue', worker.queue_name));
+  end if;
+  support := case when supported_pairs is null then worker.pair_set
+                  else switchyard.pair_set(supported_pairs) end;
+
+  -- The batch's runs first, in run order, FOR KEY SHARE (claims do not block each other): a
+  -- failure, a cancel or a completion holds its run FOR UPDATE until it commits, so a claim
+  -- that overlaps one waits for it, and the classification below (a statement of its own, so
+  -- a newer snapshot) sees the run's new status: a task of a run that is no longer started is
+  -- stale, never claimed. Without this lock a claim could start an element of a map after a
+  -- sibling's failure had failed the run (the failure was not committed when the claim read the
+  -- run). Runs before tasks, as cancel_run locks them; a task's run never changes, so the
+  -- unlocked probe that finds it is exact.
+  perform 1
+     from switchyard.runs r
+    where r.run_id in (select l.run_id
+                         from (select distinct u.id from unnest(message_ids) as u(id)) b
+                         cross join lateral (select t.run_id from switchyard.step_tasks t
+                                              where t.queue_name = queue and t.message_id = b.id
+                                              limit 1) l)
+    order by r.run_id
+      for key share of r;
+
+  -- Lock every task of the batch, in message order, before deciding anything, so the
+  -- classification holds until the claim commits. One unique-index probe per message:
+  -- the LIMIT keeps the planner from replacing the probes with a scan of the whole queue
+  -- when its statistics are stale (as they are right after a burst of new work), which
+  -- would make every claim cost as much as the backlog.
+  select coalesce(array_agg(b.id order by b.id), '{}'),
+         coalesce(array_agg(l.run_id order by b.id), '{}'),
+         coalesce(array_agg(l.step_slug order by b.id), '{}'),
+         coalesce(array_agg(l.task_index order by b.id), '{}')
+    into task_ids, task_runs, task_steps, task_idxs
+    from (select distinct u.id from unnest(message_ids) as u(id) order by u.id) b
+    cross join lateral (select t.run_id, t.step_slug, t.task_index from switchyard.step_tasks t
+                         where t.queue_name = queue and t.message_id = b.id
+                         limit 1 for update) l;
+
+  select array_agg(c.message_id order by c.message_id) filter (where c.class = 'unsupported'),
+         array_agg(distinct coalesce(c.flow_slug || '/' || c.step_slug, '(no task)'))
+           filter (where c.class = 'unsupported'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'stale'),
+         coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
+    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
+    from switchyard.classify_batch(queue, message_ids, support) c;
+
+  if unsupported_ids is not null then
+    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
+    -- archived; every message visible again; the queue function pauses durably.
+    perform switchyard._hide_messages(
+      queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
+    reason := format(
+      'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
+      queue, to_char(switchyard.clock_now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+      array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
+    update switchyard.worker_functions wf
+       set paused_at = switchyard.clock_now(), pause_reason = reason,
+           pause_detail = jsonb_build_object(
+             'queue', queue,
+             'message_ids', (select jsonb_agg(u.id::text order by u.id)
+                               from unnest(unsupported_ids) u(id)),
+             'pairs', to_jsonb(unsupported_pairs))
+     where wf.function_name = worker.function_name and wf.paused_at is null;
+    update switchyard.workers w
+       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now()), stop_reason = reason
+     where w.worker_id = worker.worker_id;
+    return query
+      select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
+             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int, null::int
+        from switchyard.classify_batch(queue, message_ids, support) c
+       where c.class = 'unsupported';
+    return;
+  end if;
+
+  if stale_ids is not null then
+    perform pgmq.archive(queue, stale_ids);
+  end if;
+
+  -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
+  -- or a keyed concurrency (one probe of a partial index that is empty otherwise). A task held
+  -- back is not started and uses no attempt; its same message is visible again when it may run.
+  if cardinality(eligible_ids) > 0
+     and exists (select 1 from switchyard.steps s
+                  where s.queue_name = queue
+                    and (s.rate_limit is not null or s.concurrency_limit is not null)) then
+    select coalesce(array_agg(f.message_id order by f.message_id)
+                      filter (where f.wait_seconds is not null), '{}'),
+           coalesce(array_agg(f.wait_seconds order by f.message_id)
+                      filter (where f.wait_seconds is not null), '{}'),
+           array_agg(f.message_id) filter (where f.wait_seconds is null and f.slot is not null),
+           array_agg(f.slot) filter (where f.wait_seconds is null and f.slot is not null)
+      into held_ids, held_secs, slot_ids, slot_keys
+      from switchyard._flow_control(queue, eligible_ids) f;
+    if cardinality(held_ids) > 0 then
+      eligible_ids := array(select e from unnest(eligible_ids) e where e <> all (held_ids));
+      perform switchyard._hide_messages(queue, held_ids, held_secs);
+    end if;
+  end if;
+
+  with claimed as (
+    update switchyard.step_tasks t
+       set status = 'started', attempts_count = t.attempts_count + 1, started_at = switchyard.clock_now(),
+           worker_id = worker.worker_id,
+           -- The time earlier instances used of the step timeout: kept for the attempt they
+           -- handed back (release_tasks), none for a new attempt.
+           carried_ms = case when t.carried_attempt = t.attempts_count + 1 then t.carried_ms
+                             else 0 end,
+           carried_attempt = t.attempts_count + 1,
+           concurrency_key = case when slot_ids is not null
+                                  then slot_keys[array_position(slot_ids, t.message_id)] end
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+     where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
+       and t.task_index = k.idx
+    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
+  )
+  select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
+         coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
+                            order by c.message_id), '{}')
+    into claimed_ids, claimed_secs
+    from claimed c;
+  if cardinality(claimed_ids) > 0 then
+    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
+    perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
+  end if;
+
+  return query
+    select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
+           t.attempts_count, t.timeout,
+           case
+             -- A map task: its element of the run input (root map) or of the one
+             -- dependency's output (docs/ARCHITECTURE.md §5.10). Never SQL NULL (a JSON
+             -- null element is 'null'), so the worker never mistakes it for a root step.
+             when st.step_type = 'map' then
+               case when st.deps_count = 0 then r.input
+                    else (select ds.output from switchyard.deps d
+                            join switchyard.step_states ds
+                              on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                           limit 1)
+               end -> t.task_index
+             -- As switchyard._dependency_outputs, inline: a skipped dependency is absent.
+             when st.deps_count > 0 then
+               coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
+                           from switchyard.deps d
+                           join switchyard.step_states ds
+                             on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
+                          where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
+                            and ds.status = 'completed'), '{}'::jsonb)
+           end,
+           case when row_number() over (partition by t.run_id order by t.message_id) = 1
+                then r.input end,
+           t.task_index, t.carried_ms
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+      -- One probe of the whole key per claimed task: a join here let the plan probe by
+      -- run_id alone and filter the rest, reading every task of a map run up to the element.
+      cross join lateral (select x.message_id, x.queue_name, x.flow_slug, x.step_slug,
+                                 x.run_id, x.attempts_count, x.timeout, x.task_index, x.carried_ms
+                            from switchyard.step_tasks x
+                           where x.run_id = k.run_id and x.step_slug = k.step_slug
+                             and x.task_index = k.idx
+                           limit 1) t
+      join switchyard.runs r on r.run_id = t.run_id
+      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
+     where k.id = any (claimed_ids)
+    union all
+    select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
+           null, null, null, null, null, t.task_index, null
+      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
+      cross join lateral (select x.flow_slug, x.step_slug, x.task_index
+                            from switchyard.step_tasks x
+                           where x.run_id = k.run_id and x.step_slug = k.step_slug
+                             and x.task_index = k.idx
+                           limit 1) t
+     where k.id = any (duplicate_ids)
+    union all
+    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null, null
+      from unnest(stale_ids) s
+    union all
+    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
+      from unnest(held_ids) h;
+end
+$$;
+
+-- supabase/schemas/functions/completion/_check_task_output.sql
+-- Step output: a completion over the limit is refused. The worker measures the same way before
+-- it sends (jsonTextBytes) and fails the attempt instead, so it never gets here. JSON text is at
+-- most six times its jsonb size and the limit is at least 64 KiB, so a smaller value needs no look.
+create or replace function switchyard._check_task_output()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  problem jsonb := switchyard._json_size_problem(new.output, 'max_output_bytes');
+begin
+  if problem is not null then
+    perform switchyard._refuse('22023', 'max_output_bytes', 'output', problem ->> 'excerpt', format(
+      'complete_tasks: the output of step %s of run %s is %s bytes of JSON, over the limit of %s '
+      'bytes (setting max_output_bytes)',
+      to_json(new.step_slug)::text, new.run_id, problem ->> 'size', problem ->> 'limit'),
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int, 'run_id', new.run_id, 'step_slug', new.step_slug),
+      hint => 'return a smaller value (store large data elsewhere and return a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')');
+  end if;
+  return new;
+end
+$$;
+
+-- supabase/schemas/functions/completion/_record_failed_attempt.sql
+-- The trigger step_tasks_failed_attempt: a started task's last_failed_at moved, so its attempt
+-- failed (fail_task_with, recover_stalled, or any later path that sets it): one row of
+-- switchyard.failed_attempts for the metrics (docs/ARCHITECTURE.md §16).
+create or replace function switchyard._record_failed_attempt()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  insert into switchyard.failed_attempts
+    (run_id, step_slug, task_index, attempt, queue_name, flow_slug, failed_at)
+  values (new.run_id, new.step_slug, new.task_index, new.attempts_count, new.queue_name,
+          new.flow_slug, new.last_failed_at);
+  return null;
+end
+$$;
+
+-- supabase/schemas/functions/completion/checkpoint_task.sql
+-- Saves a running task's checkpoint (ctx.checkpoint; docs/ARCHITECTURE.md §9, "Checkpoints"):
+-- only while \`attempt\` holds the task (started, that attempt), else 55000 attempt_not_current
+-- and nothing changes. The state is at most max_checkpoint_bytes() of JSON text (22023
+-- checkpoint_too_large, naming the size and the limit). The task's message stays hidden for its
+-- timeout from now, so a handler that checkpoints is not taken over while it works. Returns the
+-- state's size in bytes.
+create or replace function switchyard.checkpoint_task(
+  run_id uuid, step_slug text, task_index int, attempt int, state jsonb
+)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+  size int := octet_length(state::text);
+begin
+  if state is null then
+    perform switchyard._refuse('22023', 'checkpoint_null', 'state', null,
+      'checkpoint: the state is null: give a JSON value');
+  end if;
+  if size > switchyard.max_checkpoint_bytes() then
+    perform switchyard._refuse('22023', 'checkpoint_too_large', 'state', state::text, format(
+      'checkpoint of step %s is %s bytes of JSON, over the limit of %s bytes: checkpoint a '
+      'position (a cursor, counters), not the data', switchyard._clip(step_slug), size,
+      switchyard.max_checkpoint_bytes()),
+      context => jsonb_build_object('size', size, 'limit', switchyard.max_checkpoint_bytes()));
+  end if;
+  select * into task from switchyard.step_tasks t
+   where t.run_id = checkpoint_task.run_id and t.step_slug = checkpoint_task.step_slug
+     and t.task_index = checkpoint_task.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
+      'checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
+      attempt, switchyard._clip(step_slug), task_index, run_id,
+      case when not found then 'no such task'
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
+  end if;
+  insert into switchyard.task_checkpoints as c (run_id, step_slug, task_index, state, attempt)
+  values (checkpoint_task.run_id, checkpoint_task.step_slug, checkpoint_task.task_index, state,
+          attempt)
+  on conflict on constraint task_checkpoints_pkey do update
+    set state = excluded.state, attempt = excluded.attempt, saved_at = switchyard.clock_now();
+  perform pgmq.set_vt(task.queue_name, task.message_id, task.timeout);
+  return size;
+end
+$$;
+
+-- supabase/schemas/functions/completion/clear_checkpoint.sql
 -- Deletes a running task's checkpoint (ctx.clearCheckpoint; docs/ARCHITECTURE.md §9,
 -- "Checkpoints"): only while \`attempt\` holds the task (started, that attempt), else 55000
 -- attempt_not_current and nothing changes, as checkpoint_task. The next attempt's ctx.resume()
@@ -3683,13 +4041,11 @@ begin
      and t.task_index = clear_checkpoint.task_index
    for update;
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
       'clear checkpoint: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
       attempt, switchyard._clip(step_slug), task_index, run_id,
       case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
   end if;
   delete from switchyard.task_checkpoints c
    where c.run_id = clear_checkpoint.run_id and c.step_slug = clear_checkpoint.step_slug
@@ -3698,8 +4054,12 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/complete_tasks.sql
--- ---- complete_tasks (latest: 20261202001600_hot_path.sql)
+-- supabase/schemas/functions/completion/complete_tasks.sql
+-- The completion (docs/ARCHITECTURE.md §5.5): records a batch of task outputs in one call, in
+-- (queue_name, message_id) order. Each task is accepted only while its attempt holds it; a
+-- step's state counts its tasks down and completes with its last one; the successors of plain
+-- steps start together (one send per queue), the rest through _start_ready_steps; a run with no
+-- step left completes with its output. Returns one row per item: whether it was accepted.
 create or replace function switchyard.complete_tasks(completions jsonb)
 returns table (ok boolean)
 language plpgsql
@@ -3737,11 +4097,8 @@ declare
   err_message text;
 begin
   if completions is null or jsonb_typeof(completions) <> 'array' then
-    raise exception using errcode = '22023', message =
-      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}',
-      detail = jsonb_build_object(
-        'rule', 'completions_not_array', 'argument', 'completions',
-        'value', left(completions::text, 200))::text;
+    perform switchyard._refuse('22023', 'completions_not_array', 'completions', completions::text,
+      'complete_tasks: completions must be a JSON array of {run_id, step_slug, attempt, output}');
   end if;
 
   -- Lock the listed tasks in (queue, message id) order; keep those the item's attempt holds.
@@ -4003,7 +4360,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/complete_task.sql
+-- supabase/schemas/functions/completion/complete_task.sql
 -- Completes one task: a batch of one (see complete_tasks).
 create or replace function switchyard.complete_task(
   run_id uuid, step_slug text, attempt int, output jsonb, task_index int default 0
@@ -4020,1010 +4377,872 @@ as $$
     'attempt', complete_task.attempt, 'output', coalesce(complete_task.output, 'null')))) c
 $$;
 
--- supabase/schemas/functions/core_version.sql
--- Upgrades keep existing flows (docs/ARCHITECTURE.md §8.3):
---
--- 1. Shapes compare in their canonical form: every key at its value, a key a release did not
---    know at its default (0.1.0 runtimes send no step kind, conditions, whenUnmet or
---    whenExhausted; a 0.2.0 database holds such shapes). A new release never makes an existing
---    flow's shape differ.
--- 2. Runtime options (maxAttempts, baseDelay, maxDelay, timeout, startDelay) are not shape: a
---    change of options only is applied to the flow and its steps (tasks created afterwards use
---    it; tasks keep the options they were created with) and recorded in
---    switchyard.flow_option_changes. Structure (steps, order, dependencies, kinds, conditions,
---    whenUnmet, whenExhausted, queues, placement) stays strict: SY004.
--- 3. switchyard.core_version(): the release of the SQL core, which a runtime checks at start so
---    that a runtime deployed before its migrations refuses with "apply the migrations".
---
--- Safe under load: it creates one table and replaces functions; the only rows it writes are the
--- stored shapes of switchyard.flows (no lock a worker's claim or completion takes).
-
--- The release of this database's SQL core. A runtime refuses a database older than it needs.
-create or replace function switchyard.core_version()
+-- supabase/schemas/functions/completion/fail_task.sql
+-- A failed attempt: retried after min(base_delay * 2^(attempt - 1), max_delay) seconds
+-- while attempts remain (the same message becomes visible again), else the run fails, or with
+-- whenExhausted 'skip' the step is skipped (_exhaust_task). The signature released runtimes
+-- call; fail_task_with is the same with the handler's RetryAfter and NonRetriable.
+create or replace function switchyard.fail_task(
+  run_id uuid, step_slug text, attempt int, error_message text, task_index int default 0
+)
 returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return switchyard.fail_task_with(
+    fail_task.run_id, fail_task.step_slug, fail_task.attempt, fail_task.error_message,
+    fail_task.task_index, null, false);
+end
+$$;
+
+-- supabase/schemas/functions/completion/fail_task_with.sql
+-- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
+-- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
+-- step's rate limit named, it also empties that limit's bucket until the retry is due, but for
+-- at most the limit's own period (per_seconds), so every step sharing the limit backs off (an
+-- HTTP 429) while one task cannot freeze a bucket others share for longer than its period (a
+-- RetryAfter(604800) waits 7 days itself; the bucket, a minute for a limit per minute), and
+-- set_rate_limit lifts the drain. non_retriable (NonRetriable) fails the task
+-- now, its remaining attempts unused, as an exhausted task does (_exhaust_task: whenExhausted
+-- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
+-- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
+-- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
+-- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
+-- 'cancelled' (its task cancelled, no failed attempt counted).
+create or replace function switchyard.fail_task_with(
+  run_id uuid, step_slug text, attempt int, error_message text, task_index int,
+  retry_after_seconds int, non_retriable boolean
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+  run_status text;
+  delay_seconds int;
+  limit_name text;
+  error_text text := left(coalesce(error_message, 'unknown error'), 4000);
+begin
+  if retry_after_seconds is not null and (retry_after_seconds < 0 or retry_after_seconds > 604800) then
+    perform switchyard._refuse('22023', 'retry_after_range', 'retry_after_seconds',
+      retry_after_seconds::text, format(
+      'fail_task_with: retry_after_seconds %s is out of range: use 0 to 604800 (7 days)',
+      retry_after_seconds),
+      context => jsonb_build_object('min', 0, 'max', 604800));
+  end if;
+  select * into task from switchyard.step_tasks t
+   where t.run_id = fail_task_with.run_id and t.step_slug = fail_task_with.step_slug
+     and t.task_index = fail_task_with.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    return 'ignored';
+  end if;
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
+  -- progress report, an aborted call): not a failure. The task is cancelled like the run's
+  -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
+  if run_status = 'cancelled' then
+    update switchyard.step_tasks t
+       set status = 'cancelled', error = error_text, worker_id = null
+     where t.run_id = task.run_id and t.step_slug = task.step_slug
+       and t.task_index = task.task_index;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    return 'cancelled';
+  end if;
+  if task.attempts_count < task.max_attempts and run_status = 'started'
+     and not coalesce(non_retriable, false) then
+    delay_seconds := coalesce(retry_after_seconds,
+      least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
+            task.max_delay)::int);
+    update switchyard.step_tasks t
+       set status = 'queued', error = error_text, worker_id = null, last_failed_at = switchyard.clock_now()
+     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+    perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
+    if retry_after_seconds is not null then
+      select st.rate_limit into limit_name from switchyard.steps st
+       where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
+      if limit_name is not null then
+        update switchyard.rate_limits l
+           set tokens = least(l.tokens, 0),
+               refilled_at = greatest(l.refilled_at,
+                 switchyard.clock_now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
+         where l.name = limit_name;
+      end if;
+    end if;
+    return 'retrying';
+  end if;
+  -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
+  update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
+   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+  return switchyard._exhaust_task(task, error_text);
+end
+$$;
+
+-- supabase/schemas/functions/completion/max_checkpoint_bytes.sql
+-- The most JSON text a checkpoint may hold: 256 KiB. A checkpoint is a handler's position in its
+-- work (a cursor, counters), not its data.
+create or replace function switchyard.max_checkpoint_bytes()
+returns int
 language sql
 immutable
 set search_path = ''
 as $$
-  select '0.4.0'::text
+  select 262144
 $$;
 
--- supabase/schemas/functions/coverage_gaps.sql
--- Every (flow, step) pair a worker on this queue must support that the given set
--- lacks, with why: an active alias target routed here, a started run that may
--- still reach the queue, or an executable/recoverable task snapshot on the queue.
--- PL/pgSQL rather than SQL so the query is planned for the actual queue name (a SQL
--- function's body gets a generic plan, which scans every open task and run of every
--- queue at each worker start-up).
-create or replace function switchyard.coverage_gaps(queue_name text, supported_pairs text[])
-returns table (flow_slug text, step_slug text, reasons text)
-language plpgsql
-stable
-security definer
+-- supabase/schemas/functions/completion/max_task_refunds.sql
+-- The most attempts of one task handed back at an instance's end without being counted
+-- (release_tasks, docs/ARCHITECTURE.md §9): enough for a checkpointed handler to cross a day-long
+-- step timeout on 150 s instances (about 600 hand-overs); past it a hand-over counts as a
+-- failed attempt, so maxAttempts still ends a task that is handed back forever.
+create or replace function switchyard.max_task_refunds()
+returns int
+language sql
+immutable
 set search_path = ''
 as $$
-begin
-  return query
-  with supported as (
-    select distinct p.pair from unnest(supported_pairs) p(pair)
-  ),
-  needed as (
-    select st.flow_slug, st.step_slug, format('active target of alias %s', a.alias) as reason
-      from switchyard.aliases a
-      join switchyard.steps st on st.flow_slug = a.flow_slug
-     where st.queue_name = coverage_gaps.queue_name
-    union all
-    select distinct o.flow_slug, o.step_slug, 'started run may reach the queue'
-      from switchyard.open_run_steps o
-     where o.queue_name = coverage_gaps.queue_name
-    union all
-    select distinct t.flow_slug, t.step_slug, format('%s task on the queue', t.status)
-      from switchyard.step_tasks t
-      join switchyard.runs r on r.run_id = t.run_id and r.status = 'started'
-     where t.queue_name = coverage_gaps.queue_name and t.status in ('queued', 'started')
-  )
-  select n.flow_slug, n.step_slug, string_agg(distinct n.reason, '; ' order by n.reason)
-    from needed n
-   where not exists (select 1 from supported s where s.pair = n.flow_slug || '/' || n.step_slug)
-   group by n.flow_slug, n.step_slug
-   order by n.flow_slug, n.step_slug;
-end
+  select 1000
 $$;
 
--- supabase/schemas/functions/create_schedule.sql
--- Creates a schedule (docs/ARCHITECTURE.md §15): from now on every tick of \`cron\` in
--- \`time_zone\` starts \`alias\` with \`input\`, exactly once. Refuses bad fields with their rule
--- (see _schedule_problem) and an existing name (23505 schedule_exists). Returns the schedule.
-create or replace function switchyard.create_schedule(
-  name text,
-  alias text,
-  cron text,
-  input jsonb default '{}',
-  time_zone text default 'UTC',
-  overlap text default 'skip',
-  catch_up text default 'latest',
-  catch_up_limit int default 10,
-  enabled boolean default true
-)
-returns jsonb
+-- supabase/schemas/functions/completion/release_tasks.sql
+-- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9), in
+-- one transaction; the worker is marked deprecated in it, so a worker released by anyone else
+-- stops at its next heartbeat. The worker drops whatever its released handlers return, so an
+-- attempt number claimed again elsewhere is never answered twice.
+--
+-- An attempt is refunded (the task queued again with attempts_count - 1, its message visible at
+-- once) only for work handed back: the worker names the task in \`handed_back\` (a JSON array of
+-- {run_id, step_slug, task_index}: its handler honoured the shutdown, throwing the abort reason
+-- within the grace period, or never started), or the task saved a checkpoint since its claim.
+-- Refunds are bounded: at most max_task_refunds() per task, and the time the attempt ran on
+-- every instance counts toward the step timeout (carried_ms, which start_tasks hands to the next
+-- claim of the same attempt). Every other task the worker holds fails its attempt through
+-- fail_task_with (retried with backoff while attempts remain, else its run fails or its step is
+-- skipped), saying why: a handler still running after the grace period with no checkpoint since
+-- its claim, a task handed back max_task_refunds() times, or an attempt past its step timeout.
+-- \`handed_back\` null (a 0.3.0 runtime's call) names every task the worker holds.
+-- Locks in (queue, message id) order, as complete_tasks and start_tasks do, then a failed
+-- attempt's run (fail_task_with). Returns the tasks handed back, refunded or not.
+create or replace function switchyard.release_tasks(worker_id uuid, handed_back jsonb default null)
+returns int
 language plpgsql
 volatile
-set search_path = ''
-as $$
-begin
-  perform switchyard._schedule_problem(name, alias, cron, time_zone, input, overlap, catch_up,
-                                       catch_up_limit);
-  insert into switchyard.schedules (name, alias, cron, time_zone, input, overlap, catch_up,
-                                    catch_up_limit, enabled, checked_until)
-  values (name, alias, cron, time_zone, input, overlap, catch_up, catch_up_limit,
-          coalesce(enabled, true), switchyard.clock_now())
-  on conflict do nothing;
-  if not found then
-    raise exception using errcode = '23505', message = format(
-      'schedule %s exists: change it with update_schedule', to_json(name)::text),
-      detail = jsonb_build_object('rule', 'schedule_exists', 'argument', 'name',
-                                  'value', name)::text;
-  end if;
-  return switchyard._schedule_json(name);
-end
-$$;
-
--- supabase/schemas/functions/function_states.sql
--- Every queue function with its durable flags and its number of live workers (see
--- switchyard._worker_live; each worker judged by its own window, or by
--- heartbeat_window_seconds when that is larger), by name; one row when a name is given, none
--- when it is unknown.
-create or replace function switchyard.function_states(
-  p_function_name text default null,
-  heartbeat_window_seconds int default 15
-)
-returns table (
-  function_name text, queue_name text, enabled boolean, paused_at timestamptz,
-  pause_reason text, last_woken_at timestamptz, live_workers int
-)
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-begin
-  if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
-      'function_states: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
-      coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
-  end if;
-  return query
-    select f.function_name, f.queue_name, f.enabled, f.paused_at, f.pause_reason,
-           f.last_woken_at,
-           (select count(*) from switchyard.workers w
-             where w.function_name = f.function_name
-               and switchyard._worker_live(
-                     w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
-                     switchyard._heartbeat_window(w.heartbeat_window_seconds,
-                                                  function_states.heartbeat_window_seconds)))::int
-      from switchyard.worker_functions f
-     where p_function_name is null or f.function_name = p_function_name
-     order by f.function_name;
-end
-$$;
-
--- supabase/schemas/functions/dashboard_functions.sql
--- Every queue function of switchyard.function_states (its flags and live workers) with its
--- unstopped workers, newest first (at most 20 each); \`live\` is switchyard._worker_live, the
--- one definition of docs/ARCHITECTURE.md §6, over the worker's own window or the given one
--- when that is larger, as in function_states. A window below 1 second counts as 1.
-create or replace function switchyard.dashboard_functions(heartbeat_window_seconds int default 15)
-returns table (
-  function_name text, queue_name text, enabled boolean, paused_at timestamptz,
-  pause_reason text, last_woken_at timestamptz, live_workers int, workers jsonb
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select s.function_name, s.queue_name, s.enabled, s.paused_at, s.pause_reason, s.last_woken_at,
-         s.live_workers,
-         coalesce((
-           select jsonb_agg(jsonb_build_object(
-                    'worker_id', w.worker_id, 'started_at', w.started_at,
-                    'last_heartbeat_at', w.last_heartbeat_at, 'deprecated_at', w.deprecated_at,
-                    'live', switchyard._worker_live(
-                              w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
-                              switchyard._heartbeat_window(w.heartbeat_window_seconds, h.secs)))
-                  order by w.started_at desc)
-             from (select * from switchyard.workers w0
-                    where w0.function_name = s.function_name and w0.stopped_at is null
-                    order by w0.started_at desc limit 20) w
-         ), '[]'::jsonb)
-    from (select greatest(coalesce(dashboard_functions.heartbeat_window_seconds, 15), 1) as secs) h
-    cross join lateral switchyard.function_states(null, h.secs) s
-   order by s.function_name
-$$;
-
--- supabase/schemas/functions/dashboard_metrics_history.sql
--- The dashboard's charts (docs/ARCHITECTURE.md §16): per queue and minute over the last
--- \`minutes\` (1-1440, default 60), the current minute last, every minute present:
---   lag_seconds  the longest wait of a ready task: of the first attempts claimed in the minute,
---                from when their message became visible (queued, plus the step's startDelay)
---                to the claim, and, for the tasks of started runs still waiting for their
---                first claim, up to the minute's end (a queue no worker reads shows its lag);
---   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
---                completed in the minute, null when none;
---   failures     the failed attempts in the minute (a task failing five times counts five);
---   completions  the tasks completed in the minute.
--- The tasks of the window are read through step_tasks_recent, their failed attempts through
--- failed_attempts_recent, the waiting ones through step_tasks_live: no history is read.
-create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
-returns table (
-  queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
-  failures int, completions int
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  with span as (
-    select date_trunc('minute', switchyard.clock_now())
-             - make_interval(mins => least(greatest(coalesce(minutes, 60), 1), 1440) - 1)
-             as first_minute
-  ),
-  recent as materialized (
-    select t.queue_name, t.started_at, t.completed_at, t.last_failed_at, t.attempts_count,
-           t.queued_at, t.flow_slug, t.step_slug
-      from switchyard.step_tasks t, span
-     where t.started_at is not null
-       and greatest(t.started_at, t.completed_at, t.last_failed_at) >= span.first_minute
-  ),
-  done as (
-    select r.queue_name, date_trunc('minute', r.completed_at) as minute, count(*) as n,
-           percentile_cont(0.95) within group (
-             order by extract(epoch from r.completed_at - r.started_at) * 1000) as p95
-      from recent r, span where r.completed_at >= span.first_minute group by 1, 2
-  ),
-  failed as (
-    select fa.queue_name, date_trunc('minute', fa.failed_at) as minute, count(*) as n
-      from switchyard.failed_attempts fa, span
-     where fa.failed_at >= span.first_minute group by 1, 2
-  ),
-  waited as (
-    select r.queue_name, date_trunc('minute', r.started_at) as minute,
-           max(extract(epoch from r.started_at - r.queued_at) - st.start_delay) as secs
-      from recent r
-      join switchyard.steps st on st.flow_slug = r.flow_slug and st.step_slug = r.step_slug,
-           span
-     where r.started_at >= span.first_minute and r.attempts_count = 1
-     group by 1, 2
-  ),
-  waiting as (
-    select t.queue_name, min(t.queued_at + make_interval(secs => st.start_delay)) as since
-      from switchyard.step_tasks t
-      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
-      join switchyard.runs ru on ru.run_id = t.run_id and ru.status = 'started'
-     where t.status = 'queued' and t.attempts_count = 0
-     group by 1
-  )
-  select x.queue_name, m.minute,
-         greatest(coalesce(w.secs, 0),
-                  coalesce(extract(epoch from least(m.minute + interval '1 minute', switchyard.clock_now())
-                                             - wn.since), 0),
-                  0)::double precision,
-         d.p95::double precision, coalesce(f.n, 0)::int, coalesce(d.n, 0)::int
-    from switchyard.queues x
-    cross join span
-    cross join lateral generate_series(span.first_minute, date_trunc('minute', switchyard.clock_now()),
-                                       interval '1 minute') as m(minute)
-    left join done d on d.queue_name = x.queue_name and d.minute = m.minute
-    left join failed f on f.queue_name = x.queue_name and f.minute = m.minute
-    left join waited w on w.queue_name = x.queue_name and w.minute = m.minute
-    left join waiting wn on wn.queue_name = x.queue_name
-   order by x.queue_name, m.minute
-$$;
-
--- supabase/schemas/functions/dashboard_queues.sql
--- Every catalogued queue with its depth, read from PGMQ's queue table (the documented
--- layout the contract suite checks; docs/ARCHITECTURE.md §5.4): messages visible now,
--- hidden (read or claimed, or waiting for a retry's delay), and the oldest one's age.
-create or replace function switchyard.dashboard_queues()
-returns table (
-  queue_name text, pgmq_name text, ownership text, owner_flow text,
-  visible bigint, hidden bigint, oldest_enqueued_at timestamptz
-)
-language plpgsql
-stable
 security definer
 set search_path = ''
 as $$
 declare
-  q record;
-  tbl text;
+  t record;
+  released int := 0;
+  max_refunds int := switchyard.max_task_refunds();
 begin
-  for q in
-    select x.queue_name, x.pgmq_name, x.ownership, x.owner_flow
-      from switchyard.queues x order by x.queue_name
+  if worker_id is null then
+    perform switchyard._refuse('22023', 'argument_missing', 'worker_id', null,
+      'release_tasks: worker_id is null: pass the id of the stopping worker');
+  end if;
+  if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
+    perform switchyard._refuse('22023', 'handed_back_not_array', 'handed_back', handed_back::text,
+      format(
+      'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
+      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)));
+  end if;
+  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
+   where w.worker_id = release_tasks.worker_id;
+  for t in
+    select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id, x.attempts_count,
+           x.timeout, x.refunds,
+           x.carried_ms + (extract(epoch from switchyard.clock_now() - x.started_at) * 1000)::bigint as used_ms,
+           handed_back is null
+             or exists (select 1 from jsonb_array_elements(handed_back) h
+                         where h ->> 'run_id' = x.run_id::text and h ->> 'step_slug' = x.step_slug
+                           and coalesce(h ->> 'task_index', '0') = x.task_index::text) as named,
+           exists (select 1 from switchyard.task_checkpoints c
+                    where c.run_id = x.run_id and c.step_slug = x.step_slug
+                      and c.task_index = x.task_index and c.saved_at >= x.started_at)
+             as checkpointed
+      from switchyard.step_tasks x
+     where x.worker_id = release_tasks.worker_id and x.status = 'started'
+     order by x.queue_name, x.message_id
+       for update of x
   loop
-    queue_name := q.queue_name;
-    pgmq_name := q.pgmq_name;
-    ownership := q.ownership;
-    owner_flow := q.owner_flow;
-    visible := null;
-    hidden := null;
-    oldest_enqueued_at := null;
-    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
-    if to_regclass(format('pgmq.%I', tbl)) is not null then
-      execute format(
-        'select count(*) filter (where vt <= switchyard.queue_clock()),
-                count(*) filter (where vt > switchyard.queue_clock()), min(enqueued_at)
-           from pgmq.%I', tbl)
-        into visible, hidden, oldest_enqueued_at;
-    end if;
-    return next;
-  end loop;
-end
-$$;
-
--- supabase/schemas/functions/dashboard_run_retries.sql
--- How often each of these runs was retried (its 'retried' events), for the dashboard's runs
--- table: a run that completed after a retry says so. Runs never retried are absent.
-create or replace function switchyard.dashboard_run_retries(run_ids uuid[])
-returns table (run_id uuid, retries int)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select e.run_id, count(*)::int
-    from switchyard.run_events e
-   where e.run_id = any (run_ids) and e.step_slug is null and e.event = 'retried'
-   group by e.run_id
-$$;
-
--- supabase/schemas/functions/dashboard_runs.sql
--- Recent runs, newest first (at most 200), optionally of one status, of flows with a step on
--- one queue, or one run. Each with its duration (so far, for a started run), its error and
--- failing step, and its steps in step order with their task's queue snapshot, attempts and
--- times: queued (the step became ready), started (the latest attempt), finished. A map step
--- (docs/ARCHITECTURE.md §5.10) has one task per element: its row sums them up (the most
--- attempts any element used, the first error in element order, \`tasks\` the element count).
-create or replace function switchyard.dashboard_runs(
-  max_runs int default 25, run_status text default null, queue_name text default null,
-  run_id uuid default null
-)
-returns table (
-  run_id uuid, flow_slug text, started_as text, status text, started_at timestamptz,
-  finished_at timestamptz, duration_ms bigint, error text, failed_step text, steps jsonb
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select r.run_id, r.flow_slug, r.started_as, r.status, r.started_at,
-         coalesce(r.completed_at, r.failed_at, r.cancelled_at),
-         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, switchyard.clock_now()) - r.started_at)
-           * 1000)::bigint,
-         r.error,
-         (select ss.step_slug from switchyard.step_states ss
-           where ss.run_id = r.run_id and ss.status = 'failed'
-           order by ss.failed_at nulls last, ss.step_slug limit 1),
-         (select coalesce(jsonb_agg(jsonb_build_object(
-                   'step_slug', ss.step_slug, 'step_index', st.step_index, 'status', ss.status,
-                   'queue_name', coalesce(t.queue_name, st.queue_name),
-                   'attempts', coalesce(t.attempts_count, 0),
-                   'max_attempts', coalesce(t.max_attempts, st.max_attempts),
-                   'queued_at', t.queued_at, 'started_at', t.started_at,
-                   'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
-                                           t.completed_at, t.failed_at),
-                   'error', t.error, 'tasks', t.tasks,
-                   -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11): its kind, and
-                   -- when its timeout is due while it waits.
-                   'kind', st.step_type,
-                   'wait_deadline', case when ss.status = 'started' then ss.wait_deadline end)
-                 order by st.step_index), '[]'::jsonb)
-            from switchyard.step_states ss
-            join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-            left join lateral (
-              select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts_count,
-                     max(x.max_attempts) as max_attempts, min(x.queued_at) as queued_at,
-                     max(x.started_at) as started_at, max(x.completed_at) as completed_at,
-                     max(x.failed_at) as failed_at, count(*)::int as tasks,
-                     (array_agg(x.error order by x.task_index)
-                        filter (where x.error is not null))[1] as error
-                from switchyard.step_tasks x
-               where x.run_id = ss.run_id and x.step_slug = ss.step_slug
-            ) t on true
-           where ss.run_id = r.run_id)
-    from switchyard.runs r
-   where (dashboard_runs.run_id is null or r.run_id = dashboard_runs.run_id)
-     and (dashboard_runs.run_status is null or r.status = dashboard_runs.run_status)
-     and (dashboard_runs.queue_name is null or exists (
-           select 1 from switchyard.steps st
-            where st.flow_slug = r.flow_slug and st.queue_name = dashboard_runs.queue_name))
-   order by r.started_at desc, r.run_id
-   limit least(greatest(coalesce(dashboard_runs.max_runs, 25), 1), 200)
-$$;
-
--- supabase/schemas/functions/dashboard_throughput.sql
--- Completed tasks per queue and minute over the last \`minutes\` minutes (1-1440, default 60),
--- the current minute last, every minute present (0 when none). A completion archives its
--- message in the same transaction (§5.5), so the count starts from PGMQ's archive table,
--- whose archived_at index bounds it to the window, and keeps the archived messages whose
--- task completed (stale and failed messages are archived too). archived_at is PGMQ's time: the
--- window's start is moved to PGMQ's clock for that bound (the same instant in production, where
--- both clocks are now(); docs/ARCHITECTURE.md §17).
-create or replace function switchyard.dashboard_throughput(minutes int default 60)
-returns table (queue_name text, minute timestamptz, completed int)
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-declare
-  q record;
-  span int := least(greatest(coalesce(dashboard_throughput.minutes, 60), 1), 1440);
-  first_minute timestamptz :=
-    date_trunc('minute', switchyard.clock_now()) - make_interval(mins => span - 1);
-  first_archived timestamptz :=
-    first_minute - (switchyard.clock_now() - switchyard.queue_now());
-  tbl text;
-begin
-  for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
-    tbl := pgmq.format_table_name(q.pgmq_name, 'a');
-    if to_regclass(format('pgmq.%I', tbl)) is null then
-      return query
-        select q.queue_name, m.minute, 0
-          from generate_series(first_minute, date_trunc('minute', switchyard.clock_now()),
-                               interval '1 minute') as m(minute);
+    released := released + 1;
+    if (t.named or t.checkpointed) and t.refunds < max_refunds
+       and t.used_ms < t.timeout * 1000::bigint then
+      update switchyard.step_tasks x
+         set status = 'queued', attempts_count = x.attempts_count - 1, worker_id = null,
+             refunds = x.refunds + 1, carried_ms = t.used_ms::int,
+             carried_attempt = t.attempts_count
+       where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
+      perform pgmq.set_vt(t.queue_name, t.message_id, 0);
       continue;
     end if;
-    return query execute format(
-      'select $1, m.minute, coalesce(c.n, 0)::int
-         from generate_series($2, date_trunc(''minute'', switchyard.clock_now()),
-                              interval ''1 minute'') as m(minute)
-         left join (select date_trunc(''minute'', t.completed_at) as minute, count(*) as n
-                      from pgmq.%I a
-                      join switchyard.step_tasks t
-                        on t.queue_name = $1 and t.message_id = a.msg_id and t.status = ''completed''
-                     where a.archived_at >= $3
-                     group by 1) c on c.minute = m.minute
-        order by m.minute', tbl)
-      using q.queue_name, first_minute, first_archived;
+    perform switchyard.fail_task_with(t.run_id, t.step_slug, t.attempts_count,
+      case
+        when t.used_ms >= t.timeout * 1000::bigint then format(
+          'step %s timed out: attempt %s ran %s s over the instances that handed it back, '
+          'past its timeout of %s s', t.step_slug, t.attempts_count, round(t.used_ms / 1000.0, 1),
+          t.timeout)
+        when t.named or t.checkpointed then format(
+          'attempt %s was handed back at an instance''s end %s times, the most a task may be '
+          'without counting (max_task_refunds()): this hand-over counts as a failed attempt',
+          t.attempts_count, t.refunds)
+        else format(
+          'attempt %s was still running when the worker stopped and its grace period ended, '
+          'with no checkpoint since its claim: it counts as a failed attempt (watch ctx.signal, '
+          'and save progress with ctx.checkpoint, to hand the task over without one)',
+          t.attempts_count)
+      end, t.task_index, null, false);
   end loop;
+  return released;
 end
 $$;
 
--- supabase/schemas/functions/declare_alias.sql
--- The versions the project's registry declares for an alias, oldest first, the last one the
--- target: what \`deno task compile\` writes into a migration (docs/ARCHITECTURE.md §6, Declared
--- aliases). Records the declaration (the latest replaces the one before), then moves the alias
--- to the target unless _alias_move_blocker says why not. So the compiled migrations, replayed
--- in any order on any database (incrementally, all at once on an empty one, after a backup),
--- leave each alias where the project's current registry puts it, without a worker: new, it is
--- activated; pointing at an earlier listed version, or at a retired one with no started run, it
--- moves when no live worker lacks the target. Otherwise it stays, and the answer says why:
--- 'activated', 'current', or 'deferred: <why>'. A held-back move is made by the first worker
--- whose registry has the target (sync_alias), or by the next declaration that may.
-create or replace function switchyard.declare_alias(alias_name text, versions text[])
-returns text
+-- supabase/schemas/functions/completion/report_progress.sql
+-- Records a running task's progress (ctx.progress; docs/ARCHITECTURE.md §16): one 'progress'
+-- event of its run, in the run's event order, with the owner copied for row-level security and
+-- the task's index and the JSON as its data, and a NOTIFY like every other event. Only while
+-- \`attempt\` holds the task (started, that attempt) of a started run, else 55000
+-- attempt_not_current or run_not_started. The JSON text is at most limit_value
+-- ('max_progress_bytes') (22023 progress_too_large), and a task reports at most limit_value
+-- ('progress_per_second') events in any window of one second from the window's first event
+-- (PT429 progress_rate, the SQLSTATE of start_user_run's rate). A refusal records nothing.
+-- Returns the event's id.
+--
+-- Locks the task and then its run, the order of complete_tasks: the run's lock numbers the event
+-- after every event committed before it, as the triggers do.
+create or replace function switchyard.report_progress(
+  run_id uuid, step_slug text, task_index int, attempt int, data jsonb
+)
+returns bigint
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  task switchyard.step_tasks;
+  run switchyard.runs;
+  size int := octet_length(data::text);
+  max_bytes int := switchyard.limit_value('max_progress_bytes');
+  per_second int := switchyard.limit_value('progress_per_second');
+  counted int;
+  id bigint;
+begin
+  if data is null then
+    perform switchyard._refuse('22023', 'progress_null', 'data', null,
+      'progress: the data is null: give a JSON value');
+  end if;
+  if size > max_bytes then
+    perform switchyard._refuse('22023', 'progress_too_large', 'data', data::text, format(
+      'progress of step %s is %s bytes of JSON, over the limit of %s bytes (max_progress_bytes): '
+      'report counters or a short message, not the data', switchyard._clip(step_slug), size,
+      max_bytes),
+      context => jsonb_build_object('size', size, 'limit', max_bytes));
+  end if;
+  select * into task from switchyard.step_tasks t
+   where t.run_id = report_progress.run_id and t.step_slug = report_progress.step_slug
+     and t.task_index = report_progress.task_index
+   for update;
+  if not found or task.status <> 'started' or task.attempts_count <> attempt then
+    perform switchyard._refuse('55000', 'attempt_not_current', 'attempt', attempt::text, format(
+      'progress: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
+      attempt, switchyard._clip(step_slug), task_index, run_id,
+      case when not found then 'no such task'
+           else format('%s, attempt %s', task.status, task.attempts_count) end));
+  end if;
+  select * into run from switchyard.runs r where r.run_id = report_progress.run_id for update;
+  if run.status <> 'started' then
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run_id::text, format(
+      'progress: run %s is %s, not started: its events ended', run_id, run.status),
+      context => jsonb_build_object('status', run.status));
+  end if;
+  insert into switchyard.task_progress as p
+         (run_id, step_slug, task_index, window_started_at, window_count)
+  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, switchyard.clock_now(), 1)
+  on conflict on constraint task_progress_pkey do update
+    set window_started_at = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
+                                 then p.window_started_at else switchyard.clock_now() end,
+        window_count = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
+                            then p.window_count + 1 else 1 end
+  returning p.window_count into counted;
+  if counted > per_second then
+    perform switchyard._refuse('PT429', 'progress_rate', 'data', data::text, format(
+      'progress of step %s (task %s) of run %s is over the limit of %s events per second '
+      '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
+      task_index, run_id, per_second),
+      context => jsonb_build_object('limit', per_second));
+  end if;
+  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event, task_index, data)
+  values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',
+          report_progress.task_index, data)
+  returning event_id into id;
+  perform pg_notify('switchyard_run_events', run_id::text);
+  return id;
+end
+$$;
+
+-- supabase/schemas/functions/completion/reset_checkpoints.sql
+-- Deletes the checkpoints of a run's tasks that no worker is running (docs/ARCHITECTURE.md §9,
+-- "Checkpoints"): checkpoints survive failed attempts and retry_run on purpose (a task resumes
+-- where it was), and this is the way to start them over, e.g. before retry_run when a saved
+-- state is what made the run fail (retryRun(..., { resetCheckpoints: true }) does both in one
+-- transaction). A started task keeps its checkpoint: its handler may still save one. Unknown
+-- run: 22023 run_unknown. Returns the checkpoints deleted.
+create or replace function switchyard.reset_checkpoints(run_id uuid)
+returns int
 language plpgsql
 volatile
 security definer
 set search_path = ''
 as $$
 declare
-  target text;
-  current_target text;
-  blocker text;
+  deleted int;
 begin
-  perform switchyard._alias_members_add(alias_name, versions);
-  target := versions[cardinality(versions)];
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
-  insert into switchyard.alias_declarations as d (alias, versions, declared_at)
-  values (alias_name, versions, switchyard.clock_now())
-  on conflict (alias) do update set versions = excluded.versions, declared_at = excluded.declared_at;
-  select a.flow_slug into current_target from switchyard.aliases a where a.alias = alias_name for update;
+  perform 1 from switchyard.runs r where r.run_id = reset_checkpoints.run_id;
   if not found then
-    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
-    perform switchyard._record_activation(alias_name, target, null, 'migration');
-    return 'activated';
-  elsif current_target = target then
-    return 'current';
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', reset_checkpoints.run_id::text,
+      format(
+      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')));
   end if;
-  blocker := switchyard._alias_move_blocker(current_target, versions);
-  if blocker is not null then
-    raise notice 'alias % stays on %: %', alias_name, current_target, blocker;
-    return 'deferred: ' || blocker;
-  end if;
-  perform switchyard._record_activation(alias_name, target, current_target, 'migration');
-  return 'activated';
+  delete from switchyard.task_checkpoints c
+   using switchyard.step_tasks t
+   where c.run_id = reset_checkpoints.run_id and t.run_id = c.run_id
+     and t.step_slug = c.step_slug and t.task_index = c.task_index and t.status <> 'started';
+  get diagnostics deleted = row_count;
+  return deleted;
 end
 $$;
 
--- supabase/schemas/functions/delete_flow.sql
--- ---- delete_flow (latest: 20261201001200_function_delete_flow_run_status.sql): the values it echoes clipped
-create or replace function switchyard.delete_flow(flow_slug text)
+-- supabase/schemas/functions/completion/task_checkpoint.sql
+-- A task's last checkpoint (ctx.resume()): {"state", "attempt" (the attempt that saved it),
+-- "saved_at"}, or null when it has none.
+create or replace function switchyard.task_checkpoint(run_id uuid, step_slug text, task_index int)
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select jsonb_build_object('state', c.state, 'attempt', c.attempt, 'saved_at', c.saved_at)
+    from switchyard.task_checkpoints c
+   where c.run_id = task_checkpoint.run_id and c.step_slug = task_checkpoint.step_slug
+     and c.task_index = task_checkpoint.task_index
+$$;
+
+-- supabase/schemas/functions/waits/_begin_child.sql
+-- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
+-- of the active version of the step's alias whose input is the step's input (the run input for
+-- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
+-- is derived from the parent's run and step (_child_run_id, never a shape a signed-in user may
+-- choose), and the link is kept in child_runs, so a retry of
+-- the parent finds the same child instead of starting a second: a failed child is retried, a
+-- completed one gives its output again. Returns true when the step is done already (the child
+-- completed at once, or the step failed with the run: a child that could not start, one that
+-- ended failed or cancelled); else the step waits for the child (_child_run_ended ends it).
+create or replace function switchyard._begin_child(run uuid, flow text, step text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  parent switchyard.runs;
+  child uuid;
+  child_run switchyard.runs;
+  step_input jsonb;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  select * into parent from switchyard.runs r where r.run_id = run;
+  select c.run_id into child from switchyard.child_runs c
+   where c.parent_run_id = run and c.parent_step = step;
+  if child is null then
+    if st.deps_count = 0 then
+      step_input := parent.input;
+    else
+      step_input := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    begin
+      -- The child runs at its parent's priority (§5.14).
+      child := switchyard.start_flow(st.child_alias, step_input,
+                                     switchyard._child_run_id(run, step), parent.owner,
+                                     priority => parent.priority);
+    exception when others then
+      -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
+      if sqlstate like '40%' or sqlstate like '57%' then
+        raise;
+      end if;
+      perform switchyard._fail_run_step(run, step, format(
+        'flow step %s could not start a run of alias %s: %s', to_json(step)::text,
+        to_json(st.child_alias)::text, sqlerrm));
+      return true;
+    end;
+    insert into switchyard.child_runs (run_id, parent_run_id, parent_step) values (child, run, step);
+  end if;
+  select * into child_run from switchyard.runs r where r.run_id = child for update;
+  if child_run.status = 'failed' then
+    perform switchyard.retry_run(child);
+    child_run.status := 'started';
+  end if;
+  if child_run.status = 'completed' then
+    perform switchyard._complete_without_tasks(run, flow, step, child_run.output);
+    return true;
+  end if;
+  if child_run.status = 'cancelled' then
+    perform switchyard._fail_run_step(run, step, format(
+      'flow step %s: its child run %s was cancelled (%s)', to_json(step)::text, child,
+      child_run.error));
+    return true;
+  end if;
+  perform switchyard._wait_event(run, flow, step, 'waiting');
+  return false;
+end
+$$;
+
+-- supabase/schemas/functions/waits/_begin_wait.sql
+-- A wait or sleep step just moved to started (by _start_ready_steps; a 'flow' step goes to
+-- _begin_child): a wait whose signal
+-- arrived early gets it now (returns true: the step is done, its dependents may be ready);
+-- else the step waits (returns false): its deadline is set from its timeout (a wait without
+-- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
+-- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+-- A sleep until a time reads it now, at the step's path of the run input or of the step's
+-- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
+-- fails the step and the run naming the path, the value and the rule (returns true); a time
+-- already past completes the sleep at once (true); else it is the deadline.
+create or replace function switchyard._begin_wait(run uuid, flow text, step text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  deadline timestamptz;
+  source jsonb;
+  v jsonb;
+  problem text;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if st.step_type = 'flow' then
+    return switchyard._begin_child(run, flow, step);
+  end if;
+  if st.step_type = 'wait'
+     and exists (select 1 from switchyard.run_signals rs where rs.run_id = run and rs.step_slug = step) then
+    perform switchyard._finish_wait(run, flow, step, 'signalled');
+    return true;
+  end if;
+  if st.sleep_until is null then
+    deadline := switchyard.clock_now() + make_interval(secs => st.wait_timeout);
+  else
+    if st.sleep_until_input = 'run' or st.deps_count = 0 then
+      select r.input into source from switchyard.runs r where r.run_id = run;
+    else
+      source := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    v := source #> st.sleep_until;
+    if v is null then
+      problem := 'is missing';
+    elsif jsonb_typeof(v) <> 'string' then
+      problem := format('is a JSON %s (%s), not a string', jsonb_typeof(v), switchyard._clip(v::text));
+    -- A date, a time and a zone: PostgreSQL would also read 'now', 'epoch' or a local time.
+    elsif (v #>> '{}') !~ '^\\d{4}-\\d\\d-\\d\\d[Tt ]\\d\\d:\\d\\d(:\\d\\d(\\.\\d+)?)?([Zz]|[+-]\\d\\d(:?\\d\\d)?)$' then
+      problem := format('%s is not an ISO 8601 timestamp with a time zone', switchyard._clip(v #>> '{}'));
+    else
+      begin
+        deadline := (v #>> '{}')::timestamptz;
+      -- Any data exception: a bad format (22007), a field out of range (22008), an offset
+      -- PostgreSQL refuses (22009: +16:00, +15:60, -1599) although the pattern and
+      -- JavaScript's Date accept it.
+      exception when data_exception then
+        problem := format('%s is not a valid time', switchyard._clip(v #>> '{}'));
+      end;
+      if problem is null and deadline > switchyard.clock_now() + interval '365 days' then
+        problem := format('%s is more than 365 days ahead', switchyard._clip(v #>> '{}'));
+      end if;
+    end if;
+    if problem is not null then
+      perform switchyard._fail_run_step(run, step, format(
+        'sleep step %s until: the value at %s of the %s input %s: use an ISO 8601 timestamp '
+        'with a time zone such as "2026-12-24T09:00:00Z", at most 365 days ahead',
+        to_json(step)::text, to_json(array_to_string(st.sleep_until, '.'))::text,
+        st.sleep_until_input, problem));
+      return true;
+    end if;
+    if deadline <= switchyard.clock_now() then
+      perform switchyard._finish_wait(run, flow, step, 'slept');
+      return true;
+    end if;
+  end if;
+  update switchyard.step_states ss
+     set wait_deadline = deadline, remaining_tasks = 0
+   where ss.run_id = run and ss.step_slug = step;
+  perform switchyard._wait_event(run, flow, step, 'waiting');
+  return false;
+end
+$$;
+
+-- supabase/schemas/functions/waits/_check_user_signal_step.sql
+-- A user_signal_steps row's payload_schema must be one _payload_problem can check
+-- (_payload_schema_problem): refused with the problem (22023 payload_schema_invalid), so a typo
+-- in a keyword never leaves a step open to any payload while it looks checked.
+create or replace function switchyard._check_user_signal_step()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  problem text;
+begin
+  if new.payload_schema is not null then
+    problem := switchyard._payload_schema_problem(new.payload_schema);
+    if problem is not null then
+      perform switchyard._refuse('22023', 'payload_schema_invalid', 'payload_schema',
+        new.payload_schema::text, format(
+        'user_signal_steps (%s, %s): the payload schema is invalid: %s',
+        to_json(new.alias)::text, to_json(new.step_slug)::text, problem),
+        context => jsonb_build_object('problem', problem));
+    end if;
+  end if;
+  return new;
+end
+$$;
+
+-- supabase/schemas/functions/waits/_child_run_ended.sql
+-- Runs ended (a statement trigger on runs with transition tables: one call per statement, one
+-- join of its ended runs with child_runs by key). Each ended run that is the child run of a
+-- 'flow' step (child_runs), in the statement's order, ends that step with it (docs/
+-- ARCHITECTURE.md §5.11), holding the parent's row lock (taken after the child's, which the
+-- ending transaction holds): completed, the step completes with the child's output and the
+-- parent goes on; failed, the step and the parent fail naming the child's error; cancelled, the
+-- parent is cancelled too. A parent that is not started, or a step no longer waiting (a retry
+-- moved it), is left alone.
+create or replace function switchyard._child_run_ended()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+set enable_hashjoin = on
+as $$
+declare
+  ended record;
+  parent switchyard.runs;
+  state switchyard.step_states;
+  err_state text;
+  err_message text;
+begin
+  -- No child run at all (a project without flow steps): one probe of an empty table. A link
+  -- is committed before its child run can end (the child's tasks appear with that commit).
+  perform from switchyard.child_runs limit 1;
+  if not found then
+    return null;
+  end if;
+  for ended in
+    select n.run_id, n.status, n.output, n.error, c.parent_run_id, c.parent_step
+      from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
+      join switchyard_old_runs o on o.run_id = n.run_id
+      join switchyard.child_runs c on c.run_id = n.run_id
+     where o.status = 'started' and n.status in ('completed', 'failed', 'cancelled')
+     order by n.ord
+  loop
+    select * into parent from switchyard.runs r where r.run_id = ended.parent_run_id for update;
+    select * into state from switchyard.step_states ss
+     where ss.run_id = ended.parent_run_id and ss.step_slug = ended.parent_step;
+    if parent.status <> 'started' or state.status <> 'started' then
+      continue;
+    end if;
+    if ended.status = 'completed' then
+      perform switchyard._complete_without_tasks(parent.run_id, parent.flow_slug,
+                                                 ended.parent_step, ended.output);
+      -- The parent's next steps start in a subtransaction: an error no rule foresaw there
+      -- fails the parent alone, never the child's ending (the completion of its last task).
+      begin
+        perform switchyard._start_ready_steps(parent.run_id);
+        perform switchyard._complete_run_if_done(parent.run_id);
+      exception when others then
+        if sqlstate like '40%' or sqlstate like '57%' then
+          raise;
+        end if;
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text;
+        perform switchyard._fail_run_unforeseen(
+          parent.run_id, format('the steps ready after flow step %s could not start',
+                                to_json(ended.parent_step)::text),
+          err_state, err_message);
+      end;
+    elsif ended.status = 'failed' then
+      perform switchyard._fail_run_step(parent.run_id, ended.parent_step, format(
+        'flow step %s: its child run %s failed: %s', to_json(ended.parent_step)::text,
+        ended.run_id, ended.error));
+    else
+      perform switchyard.cancel_run(parent.run_id, format(
+        'its child run %s (step %s) was cancelled', ended.run_id,
+        to_json(ended.parent_step)::text));
+    end if;
+  end loop;
+  return null;
+end
+$$;
+
+-- supabase/schemas/functions/waits/_child_run_id.sql
+-- The run id of a 'flow' step's child (docs/ARCHITECTURE.md §5.11): derived from the parent run
+-- and the step, so a retry of the parent finds the same child (child_runs keeps the link too).
+-- Shaped as a version-8 UUID (RFC 9562's custom version) from an MD5 of the pair: anyone who
+-- knows the parent's id can compute it, but it never has the shape of a random (version 4) id,
+-- the only ids start_user_run takes, so no signed-in user can start a run under it first and
+-- make the parent's child fail to start. (Schedules' tick ids are version 5, _schedule_run_id.)
+create or replace function switchyard._child_run_id(parent uuid, step text)
+returns uuid
+language sql
+immutable
+set search_path = ''
+as $$
+  select (substr(h, 1, 12) || '8' || substr(h, 14, 3) || '9' || substr(h, 18, 15))::uuid
+    from (select md5('switchyard child ' || parent::text || '/' || step) as h) x
+$$;
+
+-- supabase/schemas/functions/waits/_finish_wait.sql
+-- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
+--   - 'signalled': its kept signal is marked delivered and its payload becomes the output;
+--   - 'slept': a sleep's time is up, its output is null;
+--   - 'timed out': a wait's timeout, as its on_timeout says: 'skip' skips the step (its
+--     dependents run without its output), 'fail' fails the step and the run.
+-- The caller holds the run's row lock, and starts the ready steps after (_start_ready_steps
+-- when it is not that function itself) and completes the run when none is left.
+create or replace function switchyard._finish_wait(run uuid, flow text, step text, outcome text)
 returns void
 language plpgsql
 volatile
-security definer
 set search_path = ''
 as $$
 declare
-  task record;
-  q record;
-  target_alias text;
+  st switchyard.steps;
+  signal_payload jsonb;
 begin
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(delete_flow.flow_slug), 0));
-  if not exists (select 1 from switchyard.flows f where f.flow_slug = delete_flow.flow_slug) then
-    raise exception using errcode = '22023', message = format(
-      'cannot delete flow %s: it is not compiled', switchyard._clip(delete_flow.flow_slug)),
-      detail = jsonb_build_object(
-        'rule', 'flow_not_compiled', 'argument', 'flow_slug',
-        'value', left(delete_flow.flow_slug, 200))::text;
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  if outcome = 'signalled' then
+    update switchyard.run_signals rs set delivered_at = switchyard.clock_now()
+     where rs.run_id = run and rs.step_slug = step
+    returning rs.payload into signal_payload;
+    perform switchyard._wait_event(run, flow, step, 'signalled');
+    perform switchyard._complete_without_tasks(run, flow, step, signal_payload);
+  elsif outcome = 'slept' then
+    perform switchyard._complete_without_tasks(run, flow, step, 'null');
+  elsif st.on_timeout = 'skip' then
+    perform switchyard._wait_event(run, flow, step, 'timed out');
+    perform switchyard._skip_step(run, flow, step, format(
+      'wait timed out: no signal within %s seconds (onTimeout skip)', st.wait_timeout), false);
+  else
+    perform switchyard._wait_event(run, flow, step, 'timed out');
+    perform switchyard._fail_run_step(run, step, format(
+      'wait step %s timed out: no signal within %s seconds (onTimeout fail); signal it with '
+      'switchyard.signal_run before its timeout, or give it onTimeout ''skip''',
+      to_json(step)::text, st.wait_timeout));
   end if;
-  select a.alias into target_alias from switchyard.aliases a where a.flow_slug = delete_flow.flow_slug;
-  if target_alias is not null then
-    raise exception using errcode = '55000', message = format(
-      'cannot delete flow %s: it is the active target of alias %s; activate another version first',
-      switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_is_alias_target', 'argument', 'flow_slug',
-        'value', delete_flow.flow_slug, 'alias', target_alias)::text;
-  end if;
-  for task in
-    select t.queue_name, t.message_id from switchyard.step_tasks t
-     where t.flow_slug = delete_flow.flow_slug and t.status in ('queued', 'started')
-     order by t.queue_name, t.message_id
-     for update
-  loop
-    perform pgmq.archive(task.queue_name, task.message_id);
-  end loop;
-  delete from switchyard.runs r where r.flow_slug = delete_flow.flow_slug;
-  delete from switchyard.alias_members m where m.flow_slug = delete_flow.flow_slug;
-  delete from switchyard.flows f where f.flow_slug = delete_flow.flow_slug;
-  for q in
-    select x.queue_name, x.pgmq_name from switchyard.queues x
-     where x.ownership = 'private' and x.owner_flow = delete_flow.flow_slug
-  loop
-    delete from switchyard.queues x where x.queue_name = q.queue_name;
-    perform pgmq.drop_queue(q.pgmq_name);
-  end loop;
 end
 $$;
 
--- supabase/schemas/functions/delete_rate_limit.sql
--- Removes a rate limit (docs/ARCHITECTURE.md §5.12): steps naming it start unlimited from the
--- next claim. Returns whether it existed.
-create or replace function switchyard.delete_rate_limit(name text)
-returns boolean
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-begin
-  delete from switchyard.rate_limits l where l.name = delete_rate_limit.name;
-  return found;
-end
-$$;
-
--- supabase/schemas/functions/delete_schedule.sql
--- Deletes a schedule and its tick records; the runs it started are kept. Returns whether it
--- existed.
-create or replace function switchyard.delete_schedule(name text)
-returns boolean
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  delete from switchyard.schedules x where x.name = delete_schedule.name;
-  return found;
-end
-$$;
-
--- supabase/schemas/functions/deprecate_workers.sql
--- Asks every worker of a queue function that has not stopped yet to stop.
-create or replace function switchyard.deprecate_workers(function_name text)
-returns int
-language sql
-volatile
-security definer
-set search_path = ''
-as $$
-  with d as (
-    update switchyard.workers w
-       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
-     where w.function_name = deprecate_workers.function_name and w.stopped_at is null
-    returning 1
-  )
-  select count(*)::int from d;
-$$;
-
--- supabase/schemas/functions/drain_status.sql
--- Per queue and concrete version: active (an alias target, or a flow that is its
--- own alias), draining (started runs may still reach the queue, or executable or
--- recoverable tasks remain), or drained. Steps with no queue (wait, sleep and flow steps) add no
--- row: their open runs count on the queues of the version's other steps.
-create or replace function switchyard.drain_status(queue_name text default null)
-returns table (
-  queue_name text, flow_slug text, alias text, state text,
-  started_runs bigint, queued_tasks bigint, started_tasks bigint
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  with placements as (
-    select distinct st.queue_name, st.flow_slug
-      from switchyard.steps st
-     where st.queue_name is not null
-       and (drain_status.queue_name is null or st.queue_name = drain_status.queue_name)
-  ),
-  counted as (
-    select p.queue_name, p.flow_slug,
-           coalesce(m.alias, a_self.alias) as alias,
-           (a_target.alias is not null or m.alias is null) as is_active,
-           (select count(distinct o.run_id) from switchyard.open_run_steps o
-             where o.queue_name = p.queue_name and o.flow_slug = p.flow_slug) as started_runs,
-           (select count(*) from switchyard.step_tasks t
-              join switchyard.runs r on r.run_id = t.run_id and r.status = 'started'
-             where t.queue_name = p.queue_name and t.flow_slug = p.flow_slug and t.status = 'queued') as queued_tasks,
-           (select count(*) from switchyard.step_tasks t
-              join switchyard.runs r on r.run_id = t.run_id and r.status = 'started'
-             where t.queue_name = p.queue_name and t.flow_slug = p.flow_slug and t.status = 'started') as started_tasks
-      from placements p
-      left join switchyard.alias_members m on m.flow_slug = p.flow_slug
-      left join switchyard.aliases a_target on a_target.flow_slug = p.flow_slug
-      left join switchyard.aliases a_self on a_self.alias = p.flow_slug and m.alias is null
-  )
-  select c.queue_name, c.flow_slug, c.alias,
-         case when c.is_active then 'active'
-              when c.started_runs > 0 or c.queued_tasks > 0 or c.started_tasks > 0 then 'draining'
-              else 'drained' end,
-         c.started_runs, c.queued_tasks, c.started_tasks
-    from counted c
-   order by c.queue_name, c.flow_slug
-$$;
-
--- supabase/schemas/functions/ensure_flow.sql
--- Compiles or verifies a flow's shape (from 20261202001400): shapes compare canonically; a
--- change of runtime options only is applied and recorded ('updated'); any other change is
--- SY004. New flows store their canonical shape.
-create or replace function switchyard.ensure_flow(shape jsonb)
+-- supabase/schemas/functions/waits/_payload_problem.sql
+-- Why a signal payload (val) does not match its declared schema (a _payload_schema_problem-valid
+-- subset of JSON Schema), naming the path (payload.items[2].id) and the rule, or null when it
+-- does: its type (integer: a number without a fraction), enum (equal to one of the values),
+-- required properties, additionalProperties false (no property beyond properties), each
+-- property's and each item's schema, maxLength (characters), maxItems, minimum and maximum.
+create or replace function switchyard._payload_problem(val jsonb, schema jsonb, path text)
 returns text
 language plpgsql
-volatile
-security definer
+immutable
 set search_path = ''
 as $$
 declare
-  slug text;
-  placement text;
-  existing switchyard.flows;
-  canonical jsonb;
-  existing_canonical jsonb;
-  step jsonb;
-  step_slug text;
-  step_queue text;
-  step_kind text;
-  expected_queue text;
-  sleep_until jsonb;
-  dep jsonb;
-  seen_steps text[] := '{}';
-  deps_seen text[];
-  diffs text[];
-  i int := 0;
+  kind text := jsonb_typeof(val);
+  allowed jsonb;
+  sub record;
+  problem text;
 begin
-  if shape is null or jsonb_typeof(shape) <> 'object' then
-    raise exception using errcode = '22023', message = 'flow shape must be a JSON object',
-      detail = jsonb_build_object(
-        'rule', 'shape_not_object', 'argument', 'shape', 'value', left(shape::text, 200))::text;
+  if schema ? 'type' then
+    allowed := case jsonb_typeof(schema -> 'type') when 'array' then schema -> 'type'
+                    else jsonb_build_array(schema -> 'type') end;
+    if not (allowed ? kind
+            or (kind = 'number' and allowed ? 'integer'
+                and (val #>> '{}')::numeric = trunc((val #>> '{}')::numeric))) then
+      return format('%s is a%s %s, not %s', path, case when kind in ('object', 'array') then 'n'
+                                                       else '' end,
+                    kind, (select string_agg(t.value #>> '{}', ' or ')
+                             from jsonb_array_elements(allowed) t));
+    end if;
   end if;
-  slug := switchyard.assert_slug('flow', shape ->> 'slug');
-  placement := shape ->> 'placement';
-  if placement is null or placement not in ('plain', 'step_queues', 'routed') then
-    raise exception using errcode = '22023', message = format(
-      'flow %s placement %s is invalid: use plain, step_queues or routed',
-      to_json(slug)::text, coalesce(shape -> 'placement', 'null'::jsonb)::text),
-      detail = jsonb_build_object(
-        'rule', 'placement_invalid', 'argument', 'placement',
-        'value', left(shape ->> 'placement', 200), 'flow_slug', slug)::text;
+  if schema ? 'enum' and not exists (select 1 from jsonb_array_elements(schema -> 'enum') e
+                                      where e.value = val) then
+    return format('%s is not one of %s', path, left((schema -> 'enum')::text, 200));
   end if;
-  if jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then
-    raise exception using errcode = '22023', message = format(
-      'flow %s options must be a JSON object', to_json(slug)::text),
-      detail = jsonb_build_object(
-        'rule', 'options_not_object', 'argument', 'options',
-        'value', left((shape -> 'options')::text, 200), 'flow_slug', slug)::text;
-  end if;
-  if jsonb_typeof(shape -> 'steps') is distinct from 'array' or jsonb_array_length(shape -> 'steps') = 0 then
-    raise exception using errcode = '22023', message = format(
-      'flow %s has no steps: add at least one step', to_json(slug)::text),
-      detail = jsonb_build_object(
-        'rule', 'steps_missing', 'argument', 'steps',
-        'value', left((shape -> 'steps')::text, 200), 'flow_slug', slug)::text;
-  end if;
-  canonical := switchyard._canonical_shape(shape);
-
-  -- Concurrent workers compiling the same flow serialize here.
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(slug), 0));
-
-  select * into existing from switchyard.flows f where lower(f.flow_slug) = lower(slug);
-  if found then
-    if existing.flow_slug <> slug then
-      raise exception using errcode = '23505', message = format(
-        'flow slug %s collides with compiled flow %s: slugs are unique case-insensitively',
-        to_json(slug)::text, to_json(existing.flow_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'flow_slug_case_collision', 'argument', 'flow_slug', 'value', slug,
-          'existing_flow_slug', existing.flow_slug)::text;
+  if kind = 'object' then
+    select format('%s lacks the required property %s', path, r.value::text) into problem
+      from jsonb_array_elements(coalesce(schema -> 'required', '[]')) r
+     where not val ? (r.value #>> '{}')
+     limit 1;
+    if problem is not null then
+      return problem;
     end if;
-    existing_canonical := switchyard._canonical_shape(existing.shape);
-    if existing_canonical = canonical then
-      return 'verified';
-    end if;
-    if switchyard._shape_structure(existing_canonical) is distinct from switchyard._shape_structure(canonical) then
-      diffs := switchyard._shape_diff(switchyard._shape_structure(existing_canonical),
-                                      switchyard._shape_structure(canonical));
-      raise exception using errcode = 'SY004', message = format(
-        'flow %s is already compiled with a different shape (%s); the steps, dependencies, '
-        'kinds, conditions and queues of a concrete flow never change (its runtime options '
-        'may): deploy the change under a new slug (for example %s)',
-        to_json(slug)::text, array_to_string(diffs, '; '), to_json(switchyard._next_flow_slug(slug))::text),
-        detail = jsonb_build_object(
-          'flow_slug', slug,
-          'differences', (select jsonb_agg(left(d, 200) order by o)
-                            from unnest(diffs) with ordinality as x(d, o)))::text;
-    end if;
-    -- Runtime options only: applied for tasks created from now on, and recorded.
-    diffs := switchyard._shape_diff(existing_canonical, canonical);
-    perform switchyard._apply_flow_options(slug, canonical);
-    update switchyard.flows f set shape = canonical where f.flow_slug = slug;
-    insert into switchyard.flow_option_changes
-      (flow_slug, changed_by, application_name, old_options, new_options, differences)
-    values (slug, session_user, nullif(current_setting('application_name', true), ''),
-            switchyard._shape_options(existing_canonical), switchyard._shape_options(canonical),
-            diffs);
-    return 'updated';
-  end if;
-
-  insert into switchyard.flows (flow_slug, placement, max_attempts, base_delay, max_delay, timeout, shape,
-                                run_timeout, events)
-  values (slug, placement,
-    switchyard._int_option(canonical -> 'options', 'maxAttempts', format('flow %s option', to_json(slug)), 1, 1000, false),
-    switchyard._int_option(canonical -> 'options', 'baseDelay', format('flow %s option', to_json(slug)), 0, 86400, false),
-    coalesce(switchyard._int_option(canonical -> 'options', 'maxDelay', format('flow %s option', to_json(slug)), 0, 604800, true), 86400),
-    switchyard._int_option(canonical -> 'options', 'timeout', format('flow %s option', to_json(slug)), 1, 86400, false),
-    canonical,
-    switchyard._int_option(canonical -> 'options', 'runTimeout', format('flow %s option', to_json(slug)), 1, 31536000, true),
-    switchyard._bool_option(canonical -> 'options', 'events', format('flow %s option', to_json(slug)), true));
-
-  for step in select value from jsonb_array_elements(canonical -> 'steps') loop
-    if jsonb_typeof(step) <> 'object' then
-      raise exception using errcode = '22023', message = format(
-        'flow %s step #%s must be a JSON object', to_json(slug)::text, i),
-        detail = jsonb_build_object(
-          'rule', 'step_not_object', 'argument', 'steps', 'value', left(step::text, 200),
-          'flow_slug', slug)::text;
-    end if;
-    step_slug := switchyard.assert_slug('step', step ->> 'slug');
-    if lower(step_slug) = any (select lower(s) from unnest(seen_steps) s) then
-      raise exception using errcode = '22023', message = format(
-        'flow %s lists step %s twice: step slugs are unique case-insensitively',
-        to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'step_slug_duplicate', 'argument', 'step_slug', 'value', step_slug,
-          'flow_slug', slug)::text;
-    end if;
-    if (step -> 'index') is distinct from to_jsonb(i) then
-      raise exception using errcode = '22023', message = format(
-        'flow %s step %s has index %s: steps must be listed in index order from 0',
-        to_json(slug)::text, to_json(step_slug)::text, coalesce(step -> 'index', 'null'::jsonb)),
-        detail = jsonb_build_object(
-          'rule', 'step_index_order', 'argument', 'index',
-          'value', left((step -> 'index')::text, 200), 'expected', i,
-          'flow_slug', slug, 'step_slug', step_slug)::text;
-    end if;
-    step_queue := step ->> 'queue';
-    step_kind := step ->> 'kind';
-    if step_kind in ('wait', 'sleep', 'flow') then
-      -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
-      if step_queue is not null then
-        raise exception using errcode = '22023', message = format(
-          'flow %s step %s: a %s step uses no queue, not %s',
-          to_json(slug)::text, to_json(step_slug)::text, step_kind, to_json(step_queue)::text),
-          detail = jsonb_build_object(
-            'rule', 'wait_queue', 'argument', 'queue', 'value', left(step_queue, 200),
-            'flow_slug', slug, 'step_slug', step_slug)::text;
+    if schema -> 'additionalProperties' = 'false' then
+      select format('%s has the property %s, which its schema does not list '
+                    '(additionalProperties false)', path, switchyard._clip(k))
+        into problem
+        from jsonb_object_keys(val) k
+       where not coalesce(schema -> 'properties', '{}') ? k
+       limit 1;
+      if problem is not null then
+        return problem;
       end if;
-      expected_queue := null;
-    elsif placement = 'plain' then
-      expected_queue := lower(slug);
-    elsif placement = 'step_queues' then
-      expected_queue := switchyard.step_queue_name(slug, step_slug, i);
-    else
-      expected_queue := null;
     end if;
-    if expected_queue is not null and step_queue is distinct from expected_queue then
-      raise exception using errcode = '22023', message = format(
-        'flow %s step %s: a %s flow must use queue %s, not %s',
-        to_json(slug)::text, to_json(step_slug)::text, placement, to_json(expected_queue)::text,
-        coalesce(to_json(step_queue)::text, 'null')),
-        detail = jsonb_build_object(
-          'rule', 'placement_queue', 'argument', 'queue', 'value', left(step_queue, 200),
-          'expected', expected_queue, 'placement', placement,
-          'flow_slug', slug, 'step_slug', step_slug)::text;
-    end if;
-    if step_kind in ('wait', 'sleep', 'flow') then
-      null;
-    elsif placement = 'routed' then
-      perform switchyard.ensure_shared_queue(step_queue);
-    else
-      perform switchyard._ensure_private_queue(step_queue, slug);
-    end if;
-
-    if jsonb_typeof(step -> 'dependsOn') <> 'array' then
-      raise exception using errcode = '22023', message = format(
-        'flow %s step %s: dependsOn must be an array of step slugs', to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'depends_on_not_array', 'argument', 'dependsOn',
-          'value', left((step -> 'dependsOn')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
-    end if;
-    if jsonb_typeof(step -> 'options') <> 'object' then
-      raise exception using errcode = '22023', message = format(
-        'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
-        detail = jsonb_build_object(
-          'rule', 'options_not_object', 'argument', 'options',
-          'value', left((step -> 'options')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
-    end if;
-    -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
-    -- dependency) or from its one dependency.
-    if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
-      raise exception using errcode = '22023', message = format(
-        'flow %s step %s kind %s is invalid: use single, map, wait, sleep or flow',
-        to_json(slug)::text, to_json(step_slug)::text, (step -> 'kind')::text),
-        detail = jsonb_build_object(
-          'rule', 'step_kind_invalid', 'argument', 'kind', 'value', left((step -> 'kind')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
-    end if;
-    if step_kind = 'map' and jsonb_array_length(step -> 'dependsOn') > 1 then
-      raise exception using errcode = '22023', message = format(
-        'flow %s map step %s depends on %s steps: a map reads one array, from the flow input '
-        '(no dependency) or from one step', to_json(slug)::text, to_json(step_slug)::text,
-        jsonb_array_length(step -> 'dependsOn')),
-        detail = jsonb_build_object(
-          'rule', 'map_dependencies', 'argument', 'dependsOn',
-          'value', left((step -> 'dependsOn')::text, 200),
-          'flow_slug', slug, 'step_slug', step_slug)::text;
-    end if;
-    -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
-    -- 8 keys and the input it is read from, instead of a length in seconds.
-    sleep_until := nullif(step -> 'options' -> 'sleepUntil', 'null'::jsonb);
-    if sleep_until is not null and (step_kind <> 'sleep' or jsonb_typeof(sleep_until) <> 'object'
-        or jsonb_typeof(sleep_until -> 'key') is distinct from 'array'
-        or jsonb_array_length(sleep_until -> 'key') not between 1 and 8
-        or exists (select 1 from jsonb_array_elements(sleep_until -> 'key') k
-                    where jsonb_typeof(k) <> 'string' or k #>> '{}' = '')
-        or coalesce(sleep_until ->> 'input', 'run') not in ('run', 'step')
-        or (sleep_until - array['key', 'input']) <> '{}'::jsonb
-        or nullif(step -> 'options' -> 'waitTimeout', 'null'::jsonb) is not null) then
-      raise exception using errcode = '22023', message = format(
-        'flow %s step %s sleepUntil %s is invalid: a sleep step takes {"key": [1 to 8 keys], '
-        '"input": "run" or "step"} instead of a waitTimeout (no other kind takes one)',
-        to_json(slug)::text, to_json(step_slug)::text, left(sleep_until::text, 200)),
-        detail = jsonb_build_object(
-          'rule', 'sleep_until_invalid', 'argument', 'sleepUntil',
-          'value', left(sleep_until::text, 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
-    end if;
-    -- Runtime options are set below by _apply_flow_options, with their ranges.
-    insert into switchyard.steps (flow_slug, step_slug, step_index, queue_name, deps_count,
-                                  step_type, cond_if, cond_if_not, when_unmet, when_exhausted,
-                                  wait_timeout, on_timeout, child_alias, sleep_until,
-                                  sleep_until_input)
-    values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
-      step_kind,
-      -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
-      nullif(step -> 'options' -> 'if', 'null'::jsonb),
-      nullif(step -> 'options' -> 'ifNot', 'null'::jsonb),
-      switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
-                                array['skip', 'skip-cascade', 'fail'], 'skip'),
-      switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
-                                array['fail', 'skip', 'skip-cascade'], 'fail'),
-      -- A wait's timeout (none: null) and what it does; a sleep's length, required unless it
-      -- sleeps until a time.
-      switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
-                             1, 31536000, step_kind <> 'sleep' or sleep_until is not null),
-      switchyard._choice_option(step -> 'options', 'onTimeout', format('step %s option', to_json(step_slug)),
-                                array['fail', 'skip'], 'fail'),
-      -- A flow step's alias (checked as an alias slug; it need not exist yet).
-      case when step_kind = 'flow'
-           then switchyard.assert_slug('alias', step -> 'options' ->> 'childAlias') end,
-      case when sleep_until is not null then
-        array(select k #>> '{}' from jsonb_array_elements(sleep_until -> 'key') with ordinality e(k, o)
-               order by o) end,
-      case when sleep_until is not null then coalesce(sleep_until ->> 'input', 'run') end);
-
-    deps_seen := '{}';
-    for dep in select value from jsonb_array_elements(step -> 'dependsOn') loop
-      if jsonb_typeof(dep) <> 'string' or not ((dep #>> '{}') = any (seen_steps)) then
-        raise exception using errcode = '22023', message = format(
-          'flow %s step %s depends on %s, which is not an earlier step of the flow',
-          to_json(slug)::text, to_json(step_slug)::text, dep::text),
-          detail = jsonb_build_object(
-            'rule', 'dependency_not_earlier_step', 'argument', 'dependsOn',
-            'value', left(coalesce(dep #>> '{}', dep::text), 200),
-            'flow_slug', slug, 'step_slug', step_slug)::text;
+    for sub in select p.key, p.value from jsonb_each(coalesce(schema -> 'properties', '{}')) p
+                where val ? p.key loop
+      problem := switchyard._payload_problem(val -> sub.key, sub.value,
+                   path || case when sub.key ~ '^[A-Za-z_][A-Za-z0-9_]*$' then '.' || sub.key
+                                else format('[%s]', to_json(sub.key)::text) end);
+      if problem is not null then
+        return problem;
       end if;
-      if (dep #>> '{}') = any (deps_seen) then
-        raise exception using errcode = '22023', message = format(
-          'flow %s step %s lists dependency %s twice', to_json(slug)::text, to_json(step_slug)::text, dep::text),
-          detail = jsonb_build_object(
-            'rule', 'dependency_duplicate', 'argument', 'dependsOn',
-            'value', left(dep #>> '{}', 200), 'flow_slug', slug, 'step_slug', step_slug)::text;
-      end if;
-      deps_seen := deps_seen || (dep #>> '{}');
-      insert into switchyard.deps (flow_slug, dep_slug, step_slug) values (slug, dep #>> '{}', step_slug);
     end loop;
-    seen_steps := seen_steps || step_slug;
-    i := i + 1;
-  end loop;
-  perform switchyard._apply_flow_options(slug, canonical);
-  return 'created';
+  elsif kind = 'array' then
+    if (schema ->> 'maxItems')::numeric < jsonb_array_length(val) then
+      return format('%s has %s items, over its maxItems %s', path, jsonb_array_length(val),
+                    schema ->> 'maxItems');
+    end if;
+    if schema ? 'items' then
+      for sub in select e.value, e.n - 1 as i
+                   from jsonb_array_elements(val) with ordinality e(value, n) loop
+        problem := switchyard._payload_problem(sub.value, schema -> 'items',
+                                               format('%s[%s]', path, sub.i));
+        if problem is not null then
+          return problem;
+        end if;
+      end loop;
+    end if;
+  elsif kind = 'string' then
+    if (schema ->> 'maxLength')::numeric < char_length(val #>> '{}') then
+      return format('%s is %s characters long, over its maxLength %s', path,
+                    char_length(val #>> '{}'), schema ->> 'maxLength');
+    end if;
+  elsif kind = 'number' then
+    if (val #>> '{}')::numeric < (schema ->> 'minimum')::numeric then
+      return format('%s is %s, under its minimum %s', path, val #>> '{}', schema ->> 'minimum');
+    end if;
+    if (val #>> '{}')::numeric > (schema ->> 'maximum')::numeric then
+      return format('%s is %s, over its maximum %s', path, val #>> '{}', schema ->> 'maximum');
+    end if;
+  end if;
+  return null;
 end
 $$;
 
--- supabase/schemas/functions/ensure_schedule.sql
--- A schedule as declared (in a migration, so every environment gets it): created when missing,
--- updated when a field differs, else left alone. Returns 'created', 'updated' or 'unchanged'.
-create or replace function switchyard.ensure_schedule(
-  name text,
-  alias text,
-  cron text,
-  input jsonb default '{}',
-  time_zone text default 'UTC',
-  overlap text default 'skip',
-  catch_up text default 'latest',
-  catch_up_limit int default 10
+-- supabase/schemas/functions/waits/_payload_schema_problem.sql
+-- What is wrong with a declared payload schema (user_signal_steps.payload_schema, its check
+-- constraint), or null: the subset of JSON Schema that _payload_problem checks. A schema is an
+-- object of the keywords type (object, array, string, number, integer, boolean, null, or an
+-- array of them), enum (an array of values), properties (an object of schemas), required (an
+-- array of names), additionalProperties (a boolean), items (a schema), maxLength and maxItems
+-- (integers >= 0), minimum and maximum (numbers). Any other keyword is refused: a typo would
+-- otherwise check nothing.
+create or replace function switchyard._payload_schema_problem(
+  schema jsonb, path text default 'schema'
 )
 returns text
 language plpgsql
-volatile
+immutable
 set search_path = ''
 as $$
 declare
-  s switchyard.schedules;
+  types constant text[] := array['object', 'array', 'string', 'number', 'integer', 'boolean',
+                                 'null'];
+  keyword text;
+  sub record;
+  problem text;
 begin
-  select * into s from switchyard.schedules x where x.name = ensure_schedule.name for update;
-  if not found then
-    perform switchyard.create_schedule(name, alias, cron, input, time_zone, overlap, catch_up,
-                                       catch_up_limit);
-    return 'created';
+  if jsonb_typeof(schema) is distinct from 'object' then
+    return format('%s is a %s: a schema is a JSON object of keywords', path,
+                  coalesce(jsonb_typeof(schema), 'SQL null'));
   end if;
-  if (s.alias, s.cron, s.input, s.time_zone, s.overlap, s.catch_up, s.catch_up_limit)
-     is not distinct from (alias, cron, input, time_zone, overlap, catch_up, catch_up_limit) then
-    return 'unchanged';
-  end if;
-  perform switchyard.update_schedule(name, alias, cron, input, time_zone, overlap, catch_up,
-                                     catch_up_limit);
-  return 'updated';
-end
-$$;
-
--- supabase/schemas/functions/ensure_shared_queue.sql
--- A shared (explicit, routed) queue: validated and provisioned when absent; never
--- adopted implicitly and never dropped with a flow. A queue it creates has its queue table
--- tuned for churn (_tune_queue_table).
-create or replace function switchyard.ensure_shared_queue(queue text)
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  existing switchyard.queues;
-begin
-  perform switchyard.assert_queue_name(queue, true);
-  perform switchyard._lock_queue_name(queue);
-  select * into existing from switchyard.queues q where q.queue_name = queue;
-  if found then
-    if existing.ownership = 'private' then
-      raise exception using errcode = '23505', message = format(
-        'queue %s is the private queue of flow %s; it cannot be used as a shared queue',
-        to_json(queue)::text, to_json(existing.owner_flow)::text),
-        detail = jsonb_build_object(
-          'rule', 'queue_is_private', 'argument', 'queue_name', 'value', left(queue, 200),
-          'owner_flow', existing.owner_flow)::text;
+  for keyword in select k from jsonb_object_keys(schema) k loop
+    if keyword not in ('type', 'enum', 'properties', 'required', 'additionalProperties', 'items',
+                       'maxLength', 'maxItems', 'minimum', 'maximum') then
+      return format('%s has the keyword %s, which is not checked: use type, enum, properties, '
+                    'required, additionalProperties, items, maxLength, maxItems, minimum or '
+                    'maximum', path, to_json(keyword)::text);
     end if;
-    return 'registered';
+  end loop;
+  if schema ? 'type' and not (
+       (jsonb_typeof(schema -> 'type') = 'string' and schema ->> 'type' = any (types))
+       or (jsonb_typeof(schema -> 'type') = 'array' and jsonb_array_length(schema -> 'type') > 0
+           and not exists (select 1 from jsonb_array_elements(schema -> 'type') t
+                            where jsonb_typeof(t.value) <> 'string'
+                               or t.value #>> '{}' <> all (types)))) then
+    return format('%s.type is invalid: use one of %s, or an array of them', path,
+                  array_to_string(types, ', '));
   end if;
-  if cardinality(switchyard._pgmq_spellings(queue)) > 0 then
-    raise exception using errcode = '23505', message = format(
-      'queue %s already exists in PGMQ (as %s) but is not in the switchyard registry; '
-      'routed flows never adopt it implicitly: run select switchyard.adopt_queue(%L) first',
-      to_json(queue)::text, array_to_string(switchyard._pgmq_spellings(queue), ', '),
-      (switchyard._pgmq_spellings(queue))[1]),
-      detail = jsonb_build_object(
-        'rule', 'queue_not_in_catalog', 'argument', 'queue_name', 'value', left(queue, 200),
-        'pgmq_spellings', to_jsonb(switchyard._pgmq_spellings(queue)))::text;
+  if schema ? 'enum' and jsonb_typeof(schema -> 'enum') <> 'array' then
+    return format('%s.enum is invalid: use an array of the values allowed', path);
   end if;
-  perform pgmq.create(queue);
-  perform switchyard._tune_queue_table(queue);
-  insert into switchyard.queues (queue_name, pgmq_name, ownership, owner_flow)
-  values (queue, queue, 'shared', null);
-  return 'created';
+  if schema ? 'required' and (jsonb_typeof(schema -> 'required') <> 'array'
+       or exists (select 1 from jsonb_array_elements(schema -> 'required') r
+                   where jsonb_typeof(r.value) <> 'string')) then
+    return format('%s.required is invalid: use an array of property names', path);
+  end if;
+  if schema ? 'additionalProperties'
+     and jsonb_typeof(schema -> 'additionalProperties') <> 'boolean' then
+    return format('%s.additionalProperties is invalid: use true or false', path);
+  end if;
+  for keyword in select k from unnest(array['maxLength', 'maxItems']) k where schema ? k loop
+    if jsonb_typeof(schema -> keyword) <> 'number' or (schema ->> keyword)::numeric < 0
+       or (schema ->> keyword)::numeric <> trunc((schema ->> keyword)::numeric) then
+      return format('%s.%s is invalid: use an integer >= 0', path, keyword);
+    end if;
+  end loop;
+  for keyword in select k from unnest(array['minimum', 'maximum']) k where schema ? k loop
+    if jsonb_typeof(schema -> keyword) <> 'number' then
+      return format('%s.%s is invalid: use a number', path, keyword);
+    end if;
+  end loop;
+  if schema ? 'properties' then
+    if jsonb_typeof(schema -> 'properties') <> 'object' then
+      return format('%s.properties is invalid: use an object of schemas by property name', path);
+    end if;
+    for sub in select p.key, p.value from jsonb_each(schema -> 'properties') p loop
+      problem := switchyard._payload_schema_problem(sub.value,
+                                                     format('%s.properties.%s', path, sub.key));
+      if problem is not null then
+        return problem;
+      end if;
+    end loop;
+  end if;
+  if schema ? 'items' then
+    return switchyard._payload_schema_problem(schema -> 'items', path || '.items');
+  end if;
+  return null;
 end
 $$;
 
--- supabase/schemas/functions/expire_waits.sql
+-- supabase/schemas/functions/waits/_wait_event.sql
+-- Records one of a wait step's own run events (docs/ARCHITECTURE.md §5.11): 'waiting' (no
+-- signal yet, the step waits), 'signalled' (its signal is delivered) or 'timed out', next to
+-- the status events the triggers write. The caller holds the run's row lock. A flow with
+-- events: false writes no row, and still notifies (§14).
+create or replace function switchyard._wait_event(run uuid, flow text, step text, event text)
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event)
+  select r.run_id, r.owner, flow, step, event from switchyard.runs r
+   where r.run_id = run
+     and coalesce((select f.events from switchyard.flows f where f.flow_slug = flow), true);
+  select pg_notify('switchyard_run_events', run::text);
+$$;
+
+-- supabase/schemas/functions/waits/expire_waits.sql
 -- Begins the delayed starts that are due (start_flow_at), then ends the wait and sleep steps
 -- whose time is up (docs/ARCHITECTURE.md §5.11), oldest first, at most max_steps of each: a
 -- delayed run's ready steps start; a sleep completes, a wait times out as its onTimeout
@@ -5050,11 +5269,10 @@ declare
   err_message text;
 begin
   if max_steps is null or max_steps < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'max_steps', max_steps::text, format(
       'expire_waits: max_steps %s is invalid: use an integer of at least 1',
       coalesce(max_steps::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'max_steps', 'value', max_steps::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   -- Delayed starts that are due (start_flow_at): their first steps start now.
   for delayed in
@@ -5141,99 +5359,20 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/expose_run_events.sql
--- Where the auth schema exists (Supabase), the policy for signed-in users; where Supabase's
--- supabase_realtime publication exists, the table joins it so supabase-js
--- \`channel(...).on('postgres_changes', ...)\` can follow a run (Realtime checks this policy
--- for each subscriber). Run switchyard.expose_run_events() again if either appears later.
--- Returns what it added. A step the running role may not take (it does not own the table or
--- the publication) is skipped with a notice naming the statement to run as their owner, so a
--- migration never fails on it.
-create or replace function switchyard.expose_run_events()
-returns text[]
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  done text[] := '{}';
-begin
-  -- auth.uid() looked up in the catalog: to_regprocedure needs USAGE on schema auth.
-  if exists (select 1 from pg_catalog.pg_proc p
-               join pg_catalog.pg_namespace ns on ns.oid = p.pronamespace
-              where ns.nspname = 'auth' and p.proname = 'uid' and p.pronargs = 0)
-     and exists (select 1 from pg_catalog.pg_roles where rolname = 'authenticated')
-     and not exists (select 1 from pg_catalog.pg_policies
-                      where schemaname = 'switchyard' and tablename = 'run_events'
-                        and policyname = 'run_events_owner_read') then
-    begin
-      create policy run_events_owner_read on switchyard.run_events
-        for select to authenticated using (owner = (select auth.uid()));
-      done := done || 'policy run_events_owner_read'::text;
-    exception when insufficient_privilege then
-      raise notice using message = format(
-        'switchyard.expose_run_events: %s may not create the policy run_events_owner_read (%s); '
-        'run select switchyard.expose_run_events() as the owner of switchyard.run_events',
-        current_user, sqlerrm);
-    end;
-  end if;
-  if exists (select 1 from pg_catalog.pg_publication
-              where pubname = 'supabase_realtime' and not puballtables)
-     and not exists (select 1 from pg_catalog.pg_publication_tables
-                      where pubname = 'supabase_realtime' and schemaname = 'switchyard'
-                        and tablename = 'run_events') then
-    begin
-      alter publication supabase_realtime add table switchyard.run_events;
-      done := done || 'publication supabase_realtime'::text;
-    exception when insufficient_privilege then
-      raise notice using message = format(
-        'switchyard.expose_run_events: %s may not add switchyard.run_events to the publication '
-        'supabase_realtime (%s); run alter publication supabase_realtime add table '
-        'switchyard.run_events as its owner', current_user, sqlerrm);
-    end;
-  end if;
-  return done;
-end
-$$;
-
--- supabase/schemas/functions/fail_task.sql
--- A failed attempt: retried after min(base_delay * 2^(attempt - 1), max_delay) seconds
--- while attempts remain (the same message becomes visible again), else the run fails, or with
--- whenExhausted 'skip' the step is skipped (_exhaust_task). The signature released runtimes
--- call; fail_task_with is the same with the handler's RetryAfter and NonRetriable.
-create or replace function switchyard.fail_task(
-  run_id uuid, step_slug text, attempt int, error_message text, task_index int default 0
-)
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-begin
-  return switchyard.fail_task_with(
-    fail_task.run_id, fail_task.step_slug, fail_task.attempt, fail_task.error_message,
-    fail_task.task_index, null, false);
-end
-$$;
-
--- supabase/schemas/functions/fail_task_with.sql
--- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
--- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
--- step's rate limit named, it also empties that limit's bucket until the retry is due, but for
--- at most the limit's own period (per_seconds), so every step sharing the limit backs off (an
--- HTTP 429) while one task cannot freeze a bucket others share for longer than its period (a
--- RetryAfter(604800) waits 7 days itself; the bucket, a minute for a limit per minute), and
--- set_rate_limit lifts the drain. non_retriable (NonRetriable) fails the task
--- now, its remaining attempts unused, as an exhausted task does (_exhaust_task: whenExhausted
--- holds). Null and false: fail_task's backoff, min(base_delay * 2^(attempt - 1), max_delay).
--- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
--- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
--- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
--- 'cancelled' (its task cancelled, no failed attempt counted).
-create or replace function switchyard.fail_task_with(
-  run_id uuid, step_slug text, attempt int, error_message text, task_index int,
-  retry_after_seconds int, non_retriable boolean
+-- supabase/schemas/functions/waits/signal_run.sql
+-- Signals a wait step of a run (docs/ARCHITECTURE.md §5.11): the payload becomes the step's
+-- output. Callable inside the application's own transaction (a trigger on its table, say):
+-- the signal exists only once that transaction commits. Holding the run's row lock:
+--   - the step waits: the signal is delivered now, its dependents start ('delivered');
+--   - the step is not ready yet: the signal is kept and delivered when it is ('kept');
+--   - the step already has a signal with this key: nothing changes ('duplicate').
+-- Refused, changing nothing: an unknown run or step, a step that is not a wait step
+-- (22023), an empty key or one over 200 characters, as a start key (22023 key_empty,
+-- key_length), a payload over max_output_bytes (22023), a run that is not started, a step that
+-- already has a signal under another key or none, a wait that ended without one or whose
+-- timeout is due (55000). The timeout is compared with clock_now(), this transaction's start.
+create or replace function switchyard.signal_run(
+  run_id uuid, step_slug text, payload jsonb, key text default null
 )
 returns text
 language plpgsql
@@ -5242,70 +5381,1418 @@ security definer
 set search_path = ''
 as $$
 declare
-  task switchyard.step_tasks;
-  run_status text;
-  delay_seconds int;
-  limit_name text;
-  error_text text := left(coalesce(error_message, 'unknown error'), 4000);
+  run switchyard.runs;
+  st switchyard.steps;
+  state switchyard.step_states;
+  kept switchyard.run_signals;
+  value jsonb := coalesce(payload, 'null');
+  problem jsonb;
+  timed_out boolean;
 begin
-  if retry_after_seconds is not null and (retry_after_seconds < 0 or retry_after_seconds > 604800) then
-    raise exception using errcode = '22023', message = format(
-      'fail_task_with: retry_after_seconds %s is out of range: use 0 to 604800 (7 days)',
-      retry_after_seconds),
-      detail = jsonb_build_object(
-        'rule', 'retry_after_range', 'argument', 'retry_after_seconds',
-        'value', retry_after_seconds, 'min', 0, 'max', 604800)::text;
+  select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
+  if not found then
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', signal_run.run_id::text, format(
+      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')));
   end if;
-  select * into task from switchyard.step_tasks t
-   where t.run_id = fail_task_with.run_id and t.step_slug = fail_task_with.step_slug
-     and t.task_index = fail_task_with.task_index
-   for update;
-  if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    return 'ignored';
+  select * into st from switchyard.steps s
+   where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
+  if not found or st.step_type <> 'wait' then
+    perform switchyard._refuse('22023',
+      case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end, 'step_slug',
+      signal_run.step_slug, format(
+      'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
+      switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
+      case when st.step_slug is null then 'does not exist'
+           else format('is a %s step, not a wait step', st.step_type) end,
+      coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
+                  from switchyard.steps w
+                 where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
+      context => jsonb_build_object('step_type', st.step_type, 'run_id', run.run_id,
+        'flow_slug', run.flow_slug));
   end if;
-  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
-  -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
-  -- progress report, an aborted call): not a failure. The task is cancelled like the run's
-  -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
-  if run_status = 'cancelled' then
-    update switchyard.step_tasks t
-       set status = 'cancelled', error = error_text, worker_id = null
-     where t.run_id = task.run_id and t.step_slug = task.step_slug
-       and t.task_index = task.task_index;
-    perform pgmq.archive(task.queue_name, task.message_id);
-    return 'cancelled';
+  if key is not null and btrim(key) = '' then
+    perform switchyard._refuse('22023', 'key_empty', 'key', key, format(
+      'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
+      context => jsonb_build_object('run_id', run.run_id, 'step_slug', st.step_slug));
   end if;
-  if task.attempts_count < task.max_attempts and run_status = 'started'
-     and not coalesce(non_retriable, false) then
-    delay_seconds := coalesce(retry_after_seconds,
-      least(task.base_delay::bigint * (1::bigint << least(task.attempts_count - 1, 40)),
-            task.max_delay)::int);
-    update switchyard.step_tasks t
-       set status = 'queued', error = error_text, worker_id = null, last_failed_at = switchyard.clock_now()
-     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
-    perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
-    if retry_after_seconds is not null then
-      select st.rate_limit into limit_name from switchyard.steps st
-       where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
-      if limit_name is not null then
-        update switchyard.rate_limits l
-           set tokens = least(l.tokens, 0),
-               refilled_at = greatest(l.refilled_at,
-                 switchyard.clock_now() + make_interval(secs => least(retry_after_seconds, l.per_seconds)))
-         where l.name = limit_name;
+  if char_length(key) > 200 then
+    perform switchyard._refuse('22023', 'key_length', 'key', key, format(
+      'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
+      'characters', switchyard._clip(key), char_length(key)),
+      context => jsonb_build_object('size', char_length(key), 'limit', 200, 'run_id', run.run_id,
+        'step_slug', st.step_slug));
+  end if;
+  problem := switchyard._json_size_problem(value, 'max_output_bytes');
+  if problem is not null then
+    perform switchyard._refuse('22023', 'max_output_bytes', 'payload', problem ->> 'excerpt',
+      format(
+      'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
+      'bytes (setting max_output_bytes)',
+      to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
+      context => jsonb_build_object('size', (problem ->> 'size')::bigint,
+        'limit', (problem ->> 'limit')::int, 'run_id', run.run_id, 'step_slug', st.step_slug),
+      hint => 'send a smaller payload (store large data elsewhere and send a reference), or '
+             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')');
+  end if;
+  select * into kept from switchyard.run_signals rs
+   where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
+  if found and key is not null and kept.signal_key = key then
+    return 'duplicate';
+  end if;
+  if run.status <> 'started' then
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
+      'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
+      context => jsonb_build_object('status', run.status, 'step_slug', st.step_slug));
+  end if;
+  if kept.run_id is not null then
+    perform switchyard._refuse('55000', 'step_already_signalled', 'key', key, format(
+      'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
+      'signal: repeat it with the same key to make the repeat a no-op',
+      to_json(st.step_slug)::text, run.run_id,
+      case when kept.signal_key is null then 'no key'
+           else format('key %s', switchyard._clip(kept.signal_key)) end,
+      kept.signalled_at),
+      context => jsonb_build_object('signal_key', left(kept.signal_key, 200), 'run_id', run.run_id,
+        'step_slug', st.step_slug));
+  end if;
+  select * into state from switchyard.step_states ss
+   where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
+  timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
+  if state.status not in ('created', 'started') or timed_out then
+    perform switchyard._refuse('55000',
+      case when timed_out then 'wait_timed_out' else 'wait_not_open' end, 'step_slug',
+      st.step_slug, format(
+      'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
+      case when timed_out
+           then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
+                       st.wait_timeout, st.on_timeout)
+           else format('is %s; only a step that waits or is not ready yet takes a signal',
+                       state.status) end),
+      context => jsonb_build_object('status', state.status, 'deadline', state.wait_deadline,
+        'run_id', run.run_id));
+  end if;
+  insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
+  values (run.run_id, st.step_slug, key, value);
+  if state.status = 'created' then
+    return 'kept';
+  end if;
+  perform switchyard._finish_wait(run.run_id, run.flow_slug, st.step_slug, 'signalled');
+  perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
+  return 'delivered';
+end
+$$;
+
+-- supabase/schemas/functions/waits/signal_user_run.sql
+-- Signals a wait step of a run from a browser (docs/ARCHITECTURE.md §14): what signal_run does,
+-- for a signed-in user (auth.uid()) and only in a run they own (runs.owner), and only for a
+-- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
+-- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
+-- or is not theirs, alike so that another user's run ids are not revealed (run_not_owned); a
+-- step not listed (step_not_allowed). A payload that does not match the step's declared
+-- payload_schema is refused with 22023 payload_invalid (PostgREST answers 400), naming the path
+-- and the rule. Then signal_run's own refusals and outcomes apply
+-- ('delivered', 'kept', 'duplicate'). Granted to no one: the operator grants EXECUTE to
+-- authenticated (the opt-in).
+create or replace function switchyard.signal_user_run(
+  run_id uuid, step_slug text, payload jsonb, key text default null
+)
+returns text
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  user_id uuid;
+  run_flow text;
+  run_alias text;
+  schema jsonb;
+  problem text;
+begin
+  if to_regprocedure('auth.uid()') is not null then
+    execute 'select auth.uid()' into user_id;
+  end if;
+  if user_id is null then
+    perform switchyard._refuse('42501', 'not_signed_in', 'run_id', signal_user_run.run_id::text,
+      format(
+      'signal_user_run(%s, %s): no signed-in user (auth.uid() is null): sign in, or signal '
+      'from a trusted server with signal_run', coalesce(signal_user_run.run_id::text, 'null'),
+      switchyard._clip(signal_user_run.step_slug)));
+  end if;
+  select r.flow_slug into run_flow from switchyard.runs r
+   where r.run_id = signal_user_run.run_id and r.owner = user_id;
+  if not found then
+    perform switchyard._refuse('42501', 'run_not_owned', 'run_id', signal_user_run.run_id::text,
+      format(
+      'signal_user_run(%s, %s): run %s is not one of your runs: a signed-in user signals only '
+      'runs whose owner they are (runs.owner = auth.uid())',
+      coalesce(signal_user_run.run_id::text, 'null'), switchyard._clip(signal_user_run.step_slug),
+      coalesce(signal_user_run.run_id::text, 'null')));
+  end if;
+  select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
+  select u.payload_schema into schema from switchyard.user_signal_steps u
+   where u.alias = coalesce(run_alias, run_flow) and u.step_slug = signal_user_run.step_slug;
+  if not found then
+    perform switchyard._refuse('42501', 'step_not_allowed', 'step_slug', signal_user_run.step_slug,
+      format(
+      'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
+      'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
+      signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug),
+      switchyard._clip(signal_user_run.step_slug), to_json(coalesce(run_alias, run_flow))::text),
+      context => jsonb_build_object('alias', coalesce(run_alias, run_flow)));
+  end if;
+  -- The payload a browser sends is checked against what the operator declared for the step,
+  -- before signal_run keeps it (a refused payload uses up nothing).
+  if schema is not null then
+    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');
+    if problem is not null then
+      perform switchyard._refuse('22023', 'payload_invalid', 'payload',
+        switchyard._clip(coalesce(payload, 'null')::text, 200), format(
+        'signal_user_run(%s, %s): %s (the payload_schema of step %s of alias %s)',
+        signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug), problem,
+        to_json(signal_user_run.step_slug)::text, to_json(coalesce(run_alias, run_flow))::text),
+        context => jsonb_build_object('problem', problem, 'run_id', signal_user_run.run_id,
+          'step_slug', signal_user_run.step_slug));
+    end if;
+  end if;
+  return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
+end
+$$;
+
+-- supabase/schemas/functions/flow_control/_concurrency_key.sql
+-- The keyed concurrency slot of a task (docs/ARCHITECTURE.md §5.12): \`<flow>/<step>:<value>\`,
+-- the value at the step's \`concurrency.key\` path of the run input (input 'run') or of the task's
+-- own input (input 'step': a map task's element, a dependent step's object of dependency
+-- outputs, a root step's run input), as JSON text ("acme" and 1 stay apart; absent: null, a key of
+-- its own; over 200 characters: its MD5). Null when the step has no keyed concurrency. The one
+-- computation of a key: the claim's _flow_control counts slots by it, and a task's message
+-- carries it (_task_message) so the read can serve keys in turn (§5.14).
+create or replace function switchyard._concurrency_key(
+  run_id uuid, flow_slug text, step_slug text, task_index int
+)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  st record;
+  src jsonb;
+  v text;
+begin
+  select s.concurrency_path, s.concurrency_input, s.step_type, s.deps_count into st
+    from switchyard.steps s
+   where s.flow_slug = _concurrency_key.flow_slug and s.step_slug = _concurrency_key.step_slug
+     and s.concurrency_limit is not null;
+  if not found then
+    return null;
+  end if;
+  select r.input into src from switchyard.runs r where r.run_id = _concurrency_key.run_id;
+  if st.concurrency_input = 'step' then
+    -- The task's input, as start_tasks hands it to the handler.
+    if st.step_type = 'map' then
+      if st.deps_count > 0 then
+        select ds.output into src from switchyard.deps d
+          join switchyard.step_states ds
+            on ds.run_id = _concurrency_key.run_id and ds.step_slug = d.dep_slug
+         where d.flow_slug = _concurrency_key.flow_slug and d.step_slug = _concurrency_key.step_slug
+         limit 1;
+      end if;
+      src := src -> task_index;
+    elsif st.deps_count > 0 then
+      select coalesce(jsonb_object_agg(d.dep_slug, ds.output), '{}'::jsonb) into src
+        from switchyard.deps d
+        join switchyard.step_states ds
+          on ds.run_id = _concurrency_key.run_id and ds.step_slug = d.dep_slug
+       where d.flow_slug = _concurrency_key.flow_slug and d.step_slug = _concurrency_key.step_slug
+         and ds.status = 'completed';
+    end if;
+  end if;
+  v := coalesce((src #> st.concurrency_path)::text, 'null');
+  if length(v) > 200 then
+    v := 'md5:' || md5(v);
+  end if;
+  return _concurrency_key.flow_slug || '/' || _concurrency_key.step_slug || ':' || v;
+end
+$$;
+
+-- supabase/schemas/functions/flow_control/_flow_control.sql
+-- Flow control in the claim (docs/ARCHITECTURE.md §5.12): for the eligible messages of a batch
+-- whose steps have a rate limit or a keyed concurrency, in message order, whether each may start
+-- now (wait_seconds null; slot: the concurrency slot it takes, or null) or waits (wait_seconds:
+-- when it may run: the next tokens of its limit, at most 5 s so that a limit the operator
+-- raises takes effect by the message's next claim; or 1 s for a full concurrency key, whose
+-- slot frees when a started task of the key ends). Messages of steps without flow control are not
+-- returned. Called by start_tasks with the batch's tasks locked; it takes the concurrency keys'
+-- advisory locks (sorted), then the rate limits' rows (sorted), so two claims cannot deadlock and
+-- a key's started tasks are counted after the claim before this one committed. The tokens taken
+-- are written here; a task waiting takes none.
+create or replace function switchyard._flow_control(queue text, ids bigint[])
+returns table (message_id bigint, wait_seconds int, slot text)
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  t record;
+  lim record;
+  m_ids bigint[] := '{}';
+  m_slots text[] := '{}';
+  m_limits int[] := '{}';
+  m_rates text[] := '{}';
+  m_costs int[] := '{}';
+  granted text[] := '{}';
+  key text;
+  used bigint;
+  per_second double precision;
+  avail double precision;
+  wait int;
+begin
+  for t in
+    select x.message_id, x.run_id, x.flow_slug, x.step_slug, x.task_index, st.rate_limit,
+           st.rate_cost, st.concurrency_limit
+      from (select distinct u.id from unnest(ids) as u(id)) b
+      cross join lateral (select y.message_id, y.run_id, y.flow_slug, y.step_slug, y.task_index
+                            from switchyard.step_tasks y
+                           where y.queue_name = queue and y.message_id = b.id
+                           limit 1) x
+      join switchyard.steps st on st.flow_slug = x.flow_slug and st.step_slug = x.step_slug
+     where st.rate_limit is not null or st.concurrency_limit is not null
+     order by x.message_id
+  loop
+    key := switchyard._concurrency_key(t.run_id, t.flow_slug, t.step_slug, t.task_index);
+    m_ids := m_ids || t.message_id;
+    m_slots := m_slots || key;
+    m_limits := m_limits || t.concurrency_limit;
+    m_rates := m_rates || t.rate_limit;
+    m_costs := m_costs || t.rate_cost;
+  end loop;
+  if cardinality(m_ids) = 0 then
+    return;
+  end if;
+
+  perform pg_advisory_xact_lock(hashtextextended('switchyard.concurrency:' || k.slot, 0))
+     from (select distinct s.slot from unnest(m_slots) as s(slot)
+            where s.slot is not null order by s.slot) k;
+  perform 1 from switchyard.rate_limits l
+    where l.name = any (m_rates)
+    order by l.name
+      for update;
+
+  for i in 1 .. cardinality(m_ids) loop
+    wait := null;
+    if m_slots[i] is not null then
+      -- Started tasks holding the key (committed; the lock above orders the claims), and the
+      -- ones this batch gave it.
+      select count(*) into used from switchyard.step_tasks y
+       where y.concurrency_key = m_slots[i] and y.status = 'started';
+      used := used + (select count(*) from unnest(granted) g where g = m_slots[i]);
+      if used >= m_limits[i] then
+        wait := 1;
       end if;
     end if;
-    return 'retrying';
-  end if;
-  -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
-  update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
-   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
-  return switchyard._exhaust_task(task, error_text);
+    if wait is null and m_rates[i] is not null then
+      select l.rate, l.per_seconds, l.burst, l.tokens, l.refilled_at into lim
+        from switchyard.rate_limits l where l.name = m_rates[i];
+      if found then
+        per_second := lim.rate::double precision / lim.per_seconds;
+        avail := least(greatest(lim.burst, m_costs[i]),
+                       lim.tokens + greatest(0, extract(epoch from switchyard.clock_now() - lim.refilled_at))
+                                    * per_second);
+        if avail >= m_costs[i] then
+          update switchyard.rate_limits l
+             set tokens = avail - m_costs[i], refilled_at = greatest(l.refilled_at, switchyard.clock_now())
+           where l.name = m_rates[i];
+        else
+          wait := least(5, greatest(1, ceil(
+            greatest(0, extract(epoch from lim.refilled_at - switchyard.clock_now()))
+            + (m_costs[i] - avail) / per_second)))::int;
+        end if;
+      end if;
+    end if;
+    if wait is null and m_slots[i] is not null then
+      granted := granted || m_slots[i];
+    end if;
+    message_id := m_ids[i];
+    wait_seconds := wait;
+    slot := m_slots[i];
+    return next;
+  end loop;
 end
 $$;
 
--- supabase/schemas/functions/fence_begin.sql
--- ---- fence_begin (latest: 20261201001400_function_fence.sql): the values it echoes clipped
+-- supabase/schemas/functions/flow_control/delete_rate_limit.sql
+-- Removes a rate limit (docs/ARCHITECTURE.md §5.12): steps naming it start unlimited from the
+-- next claim. Returns whether it existed.
+create or replace function switchyard.delete_rate_limit(name text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  delete from switchyard.rate_limits l where l.name = delete_rate_limit.name;
+  return found;
+end
+$$;
+
+-- supabase/schemas/functions/flow_control/rate_limit_status.sql
+-- The rate limits for operators and the dashboard (docs/ARCHITECTURE.md §5.12): each limit
+-- with its tokens now, and the steps (flow/step) that name it; a name steps use without a row
+-- (no limit) is listed with null rate.
+create or replace function switchyard.rate_limit_status()
+returns table (
+  name text, rate int, per_seconds int, burst int, tokens double precision,
+  updated_at timestamptz, steps text[]
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select n.name, l.rate, l.per_seconds, l.burst,
+         case when l.name is not null then
+           case when l.refilled_at > switchyard.clock_now() then l.tokens
+                else least(l.burst, l.tokens + extract(epoch from switchyard.clock_now() - l.refilled_at)
+                                          * l.rate::double precision / l.per_seconds) end end,
+         l.updated_at,
+         coalesce((select array_agg(s.flow_slug || '/' || s.step_slug
+                                    order by s.flow_slug, s.step_slug)
+                     from switchyard.steps s where s.rate_limit = n.name), '{}')
+    from (select r.name from switchyard.rate_limits r
+          union
+          select s.rate_limit from switchyard.steps s where s.rate_limit is not null) n
+    left join switchyard.rate_limits l on l.name = n.name
+   order by n.name
+$$;
+
+-- supabase/schemas/functions/flow_control/set_rate_limit.sql
+-- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
+-- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
+-- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
+-- new one starts full. It also lifts a RetryAfter's drain (fail_task_with): the bucket refills
+-- from now at the new rate, so the operator's word is the latest. Returns the limit as JSON.
+create or replace function switchyard.set_rate_limit(
+  name text, rate int, per_seconds int default 1, burst int default null
+)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  cap int := coalesce(burst, rate);
+  result jsonb;
+begin
+  if name is null or name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
+    perform switchyard._refuse('22023', 'rate_limit_name', 'name', name, format(
+      'set_rate_limit: name %s is invalid: use a letter or digit, then letters, digits, _ . : '
+      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')));
+  end if;
+  if rate is null or rate not between 1 and 1000000 then
+    perform switchyard._refuse('22023', 'integer_range', 'rate', rate::text, format(
+      'set_rate_limit: rate %s is out of range: use 1 to 1000000 tokens per period',
+      coalesce(rate::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 1000000));
+  end if;
+  if per_seconds is null or per_seconds not between 1 and 86400 then
+    perform switchyard._refuse('22023', 'integer_range', 'per_seconds', per_seconds::text, format(
+      'set_rate_limit: per_seconds %s is out of range: use 1 to 86400',
+      coalesce(per_seconds::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 86400));
+  end if;
+  if cap not between 1 and 1000000 then
+    perform switchyard._refuse('22023', 'integer_range', 'burst', cap::text, format(
+      'set_rate_limit: burst %s is out of range: use 1 to 1000000', cap),
+      context => jsonb_build_object('min', 1, 'max', 1000000));
+  end if;
+  insert into switchyard.rate_limits as l (name, rate, per_seconds, burst, tokens)
+  values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
+  on conflict on constraint rate_limits_pkey do update
+     set tokens = least(excluded.burst,
+                        l.tokens + greatest(0, extract(epoch from switchyard.clock_now() - l.refilled_at))
+                                   * l.rate::double precision / l.per_seconds),
+         refilled_at = switchyard.clock_now(),
+         rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
+         updated_at = switchyard.clock_now()
+  returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
+                               'burst', l.burst, 'tokens', l.tokens)
+    into result;
+  return result;
+end
+$$;
+
+-- supabase/schemas/functions/schedules/_cron_parse.sql
+-- A cron expression (five fields: minute hour day-of-month month day-of-week) as the sets it
+-- allows: {"minute": [...], "hour": [...], "dom": [...], "month": [...], "dow": [...],
+-- "dom_star", "dow_star"}. A field is *, a value, a range a-b, a step */n or a-b/n, or a list
+-- of those separated by commas; months may be jan-dec, days of the week sun-sat, and 7 is
+-- Sunday as 0 is. When both day fields are restricted, a day matches either (as cron does).
+-- An invalid expression is refused with the field, the part and the rule (22023 cron_invalid);
+-- one over 1000 characters before it is read (22023 cron_too_long: every field listed value by
+-- value takes under 400).
+create or replace function switchyard._cron_parse(expr text)
+returns jsonb
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  fields text[] := regexp_split_to_array(trim(coalesce(expr, '')), '\\s+');
+  names constant text[] := array['minute', 'hour', 'day of month', 'month', 'day of week'];
+  keys constant text[] := array['minute', 'hour', 'dom', 'month', 'dow'];
+  lows constant int[] := array[0, 0, 1, 1, 0];
+  highs constant int[] := array[59, 23, 31, 12, 7];
+  months constant text[] := array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep',
+                                  'oct', 'nov', 'dec'];
+  days constant text[] := array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+  result jsonb := '{}';
+  part text;
+  m text[];
+  lo int;
+  hi int;
+  step int;
+  val int;
+  allowed int[];
+  problem text;
+  f int;
+begin
+  if length(expr) > 1000 then
+    perform switchyard._refuse('22023', 'cron_too_long', 'cron', expr, format(
+      'cron expression %s... is %s characters, over the limit of 1000: use ranges and steps '
+      '(0-30/5) instead of long lists', to_json(left(expr, 60))::text, length(expr)),
+      context => jsonb_build_object('size', length(expr), 'limit', 1000));
+  end if;
+  if array_length(fields, 1) is distinct from 5 or fields[1] = '' then
+    problem := format('it has %s fields, cron needs five (minute hour day-of-month month '
+                      'day-of-week), e.g. ''0 3 * * *''',
+                      case when fields[1] = '' then 0 else array_length(fields, 1) end);
+  end if;
+  f := 1;
+  while problem is null and f <= 5 loop
+    allowed := '{}';
+    foreach part in array string_to_array(lower(fields[f]), ',') loop
+      m := regexp_match(part, '^(\\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:/([0-9]+))?$');
+      if m is null then
+        problem := format('%s field part %s is not a value, a range a-b, * or a step /n',
+                          names[f], to_json(part)::text);
+        exit;
+      end if;
+      if length(m[3]) > 4 then
+        problem := format('%s field part %s: step %s is out of range 1-%s', names[f],
+                          to_json(part)::text, left(m[3], 20), highs[f]);
+        exit;
+      end if;
+      step := coalesce(m[3]::int, 1);
+      if step < 1 then
+        problem := format('%s field part %s has step 0', names[f], to_json(part)::text);
+        exit;
+      end if;
+      if m[1] = '*' then
+        if m[2] is not null then
+          problem := format('%s field part %s: * takes no range', names[f], to_json(part)::text);
+          exit;
+        end if;
+        lo := lows[f];
+        hi := case when f = 5 then 6 else highs[f] end;
+      else
+        for i in 1..2 loop
+          continue when m[i] is null;
+          if m[i] ~ '^[0-9]+$' and length(m[i]) <= 4 then
+            val := m[i]::int;
+          elsif f = 4 and array_position(months, m[i]) is not null then
+            val := array_position(months, m[i]);
+          elsif f = 5 and array_position(days, m[i]) is not null then
+            val := array_position(days, m[i]) - 1;
+          else
+            problem := format('%s field part %s: %s is not a %s', names[f], to_json(part)::text,
+                              to_json(m[i])::text, names[f]);
+            exit;
+          end if;
+          if val < lows[f] or val > highs[f] then
+            problem := format('%s field part %s: %s is out of range %s-%s', names[f],
+                              to_json(part)::text, val, lows[f], highs[f]);
+            exit;
+          end if;
+          if i = 1 then lo := val; else hi := val; end if;
+        end loop;
+        exit when problem is not null;
+        if m[2] is null then
+          hi := case when m[3] is null then lo else highs[f] end;
+        end if;
+        if hi < lo then
+          problem := format('%s field part %s: the range runs backwards', names[f],
+                            to_json(part)::text);
+          exit;
+        end if;
+      end if;
+      allowed := allowed || array(select g from generate_series(lo, hi, step) g);
+    end loop;
+    if problem is null then
+      if f = 5 then
+        allowed := array(select case when v = 7 then 0 else v end from unnest(allowed) v);
+      end if;
+      result := result || jsonb_build_object(keys[f],
+        (select jsonb_agg(distinct v order by v) from unnest(allowed) v));
+    end if;
+    f := f + 1;
+  end loop;
+  if problem is not null then
+    perform switchyard._refuse('22023', 'cron_invalid', 'cron', expr, format(
+      'cron expression %s is invalid: %s', to_json(left(coalesce(expr, ''), 200))::text, problem));
+  end if;
+  return result || jsonb_build_object('dom_star', fields[3] like '*%',
+                                      'dow_star', fields[5] like '*%');
+end
+$$;
+
+-- supabase/schemas/functions/schedules/_cron_ticks.sql
+-- The instants after \`after\` and at most \`until\` that the cron expression names in time zone
+-- \`tz\`, in order, at most \`max_ticks\`. Each matching local time is one instant: a local time in
+-- a daylight-saving gap (it does not exist) is taken with the offset before the change, so it
+-- falls the gap's length later (02:30 in Europe/Berlin on the last Sunday of March runs at
+-- 03:30 CEST); a repeated local time (the hour that occurs twice in autumn) with the offset
+-- after the change, so it runs once. Two local times that name the same instant run once.
+create or replace function switchyard._cron_ticks(
+  expr text, tz text, after timestamptz, until timestamptz, max_ticks int
+)
+returns setof timestamptz
+language sql
+stable
+set search_path = ''
+as $$
+  -- Parsed once per call (materialized): inlined, the parse would run again for every day.
+  with spec as materialized (select switchyard._cron_parse(expr) as s)
+  select distinct x.t
+    from spec,
+         generate_series(((after at time zone tz)::date)::timestamp,
+                         ((until at time zone tz)::date)::timestamp, interval '1 day') as d(day)
+   cross join lateral (select (d.day + make_interval(hours => h::int, mins => mi::int))
+                                at time zone tz as t
+                         from jsonb_array_elements_text(spec.s -> 'hour') h,
+                              jsonb_array_elements_text(spec.s -> 'minute') mi) x
+   where (spec.s -> 'month') @> to_jsonb(extract(month from d.day)::int)
+     and case
+           when (spec.s ->> 'dom_star')::boolean and (spec.s ->> 'dow_star')::boolean then true
+           when (spec.s ->> 'dom_star')::boolean then
+             (spec.s -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+           when (spec.s ->> 'dow_star')::boolean then
+             (spec.s -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+           else (spec.s -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+             or (spec.s -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+         end
+     and x.t > after and x.t <= until
+   order by x.t
+   limit max_ticks
+$$;
+
+-- supabase/schemas/functions/schedules/_refuse_unknown_schedule.sql
+-- Raises the refusal of a schedule name that names no schedule (22023 schedule_unknown).
+create or replace function switchyard._refuse_unknown_schedule(name text)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+  perform switchyard._refuse('22023', 'schedule_unknown', 'name', name, format(
+    'unknown schedule %s', coalesce(switchyard._clip(name), 'null')));
+end
+$$;
+
+-- supabase/schemas/functions/schedules/_schedule_json.sql
+-- A schedule as the API answers it: its fields, its next tick, and its latest tick's run.
+create or replace function switchyard._schedule_json(schedule_name text)
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  spec jsonb;
+  from_at timestamptz;
+  horizon timestamptz;
+  day date;
+  next_at timestamptz;
+  last jsonb;
+begin
+  select * into s from switchyard.schedules x where x.name = schedule_name;
+  if not found then
+    return null;
+  end if;
+  -- The next tick, at most 366 days ahead. _cron_ticks scans every local day of its window (a
+  -- year of days cost up to a second per schedule, and the dashboard lists them every few
+  -- seconds), so the expression is parsed once here to find the days whose month and day
+  -- fields match (the day rule of _cron_ticks), and _cron_ticks is asked only about the first
+  -- of them that has a tick left (today's may all be past), about that day (a time in a
+  -- daylight-saving gap falls later, possibly past midnight).
+  spec := switchyard._cron_parse(s.cron);
+  from_at := greatest(switchyard.clock_now(), s.checked_until);
+  horizon := from_at + interval '366 days';
+  for day in
+    select d.day::date
+      from generate_series(((from_at at time zone s.time_zone)::date)::timestamp,
+                           ((horizon at time zone s.time_zone)::date)::timestamp,
+                           interval '1 day') as d(day)
+     where (spec -> 'month') @> to_jsonb(extract(month from d.day)::int)
+       and case
+             when (spec ->> 'dom_star')::boolean and (spec ->> 'dow_star')::boolean then true
+             when (spec ->> 'dom_star')::boolean then
+               (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+             when (spec ->> 'dow_star')::boolean then
+               (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+             else (spec -> 'dow') @> to_jsonb(extract(dow from d.day)::int)
+               or (spec -> 'dom') @> to_jsonb(extract(day from d.day)::int)
+           end
+     order by d.day
+  loop
+    select min(t) into next_at
+      from switchyard._cron_ticks(
+             s.cron, s.time_zone,
+             greatest(from_at, (day::timestamp at time zone s.time_zone) - interval '1 second'),
+             least(horizon, ((day + 1)::timestamp at time zone s.time_zone) + interval '3 hours'),
+             1) t;
+    exit when next_at is not null;
+  end loop;
+  select jsonb_build_object('tick_at', st.tick_at, 'outcome', st.outcome, 'run_id', st.run_id,
+                            'run_status', r.status, 'error', st.error)
+    into last
+    from switchyard.schedule_ticks st
+    left join switchyard.runs r on r.run_id = st.run_id
+   where st.schedule_name = s.name
+   order by st.tick_at desc
+   limit 1;
+  return jsonb_build_object(
+    'name', s.name, 'alias', s.alias, 'cron', s.cron, 'time_zone', s.time_zone,
+    'input', s.input, 'overlap', s.overlap, 'catch_up', s.catch_up,
+    'catch_up_limit', s.catch_up_limit, 'enabled', s.enabled, 'next_tick_at', next_at,
+    'checked_until', s.checked_until, 'last_tick', last, 'missed_ticks', s.missed_ticks,
+    'skipped_ticks', s.skipped_ticks, 'created_at', s.created_at, 'updated_at', s.updated_at);
+end
+$$;
+
+-- supabase/schemas/functions/schedules/_schedule_problem.sql
+-- Checks a schedule's fields and raises the first refusal (22023, rule named): the name, the
+-- cron expression, the time zone, the target alias (it must resolve now), the input (JSON, at
+-- most max_input_bytes), the overlap and catch-up policies and the catch-up bound. A time zone
+-- is 'UTC' or an IANA region name (Area/Location, e.g. 'Europe/Berlin',
+-- 'America/Argentina/Buenos_Aires'; 'Etc/UTC') that PostgreSQL knows: PostgreSQL also takes a
+-- POSIX rule ('UTC+5', which POSIX reads as five hours *west* of UTC), abbreviations ('EST',
+-- 'CET') and 'Etc/GMT+5' (also west), whose meaning a reader gets wrong, so they are refused.
+create or replace function switchyard._schedule_problem(
+  name text, alias text, cron text, time_zone text, input jsonb, overlap text, catch_up text,
+  catch_up_limit int
+)
+returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  too_big jsonb;
+begin
+  if name is null or name !~ '^[a-z][a-z0-9_-]{0,62}$' then
+    perform switchyard._refuse('22023', 'schedule_name_invalid', 'name', name, format(
+      'schedule name %s is invalid: 1-63 characters, lower-case letters, digits, _ and -, '
+      'starting with a letter', coalesce(switchyard._clip(name), 'null')));
+  end if;
+  perform switchyard._cron_parse(cron);
+  if time_zone is null then
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', null,
+      'time zone is null: use an IANA region name such as ''Europe/Berlin'', or ''UTC''');
+  end if;
+  if time_zone not in ('UTC', 'Etc/UTC')
+     and time_zone !~ ('^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian'
+                       '|Pacific)(/[A-Z][A-Za-z0-9_+-]{1,30}){1,2}$') then
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', time_zone, format(
+      'time zone %s is not a region name: a POSIX rule, an offset or an abbreviation misleads '
+      '(POSIX reads UTC+5 as 5 hours west of UTC); use an IANA region name such as '
+      '''Europe/Berlin'', or ''UTC''', switchyard._clip(time_zone)));
+  end if;
+  begin
+    perform switchyard.clock_now() at time zone time_zone;
+  exception when others then
+    perform switchyard._refuse('22023', 'time_zone_unknown', 'time_zone', time_zone, format(
+      'time zone %s is unknown: use an IANA region name such as ''Europe/Berlin'', or ''UTC''',
+      switchyard._clip(time_zone)));
+  end;
+  perform switchyard.resolve_flow(alias);
+  if input is null then
+    perform switchyard._refuse('22023', 'input_null', 'input', null,
+      'schedule input is null: give a JSON value (''{}'' for none)');
+  end if;
+  too_big := switchyard._json_size_problem(input, 'max_input_bytes');
+  if too_big is not null then
+    perform switchyard._refuse('22023', 'input_too_large', 'input', too_big ->> 'excerpt', format(
+      'schedule input is %s bytes of JSON, over the limit of %s bytes (setting max_input_bytes)',
+      too_big ->> 'size', too_big ->> 'limit'),
+      context => jsonb_build_object('size', too_big -> 'size', 'limit', too_big -> 'limit'));
+  end if;
+  if overlap is null or overlap not in ('skip', 'queue', 'cancel_previous') then
+    perform switchyard._refuse('22023', 'overlap_invalid', 'overlap', overlap, format(
+      'overlap %s is invalid: skip, queue or cancel_previous',
+      coalesce(to_json(left(overlap, 200))::text, 'null')));
+  end if;
+  if catch_up is null or catch_up not in ('none', 'latest', 'all') then
+    perform switchyard._refuse('22023', 'catch_up_invalid', 'catch_up', catch_up, format(
+      'catch_up %s is invalid: none, latest or all',
+      coalesce(to_json(left(catch_up, 200))::text, 'null')));
+  end if;
+  if catch_up_limit is null or catch_up_limit not between 1 and 1000 then
+    perform switchyard._refuse('22023', 'catch_up_limit_range', 'catch_up_limit',
+      catch_up_limit::text, format(
+      'catch_up_limit %s is out of range 1-1000', coalesce(catch_up_limit::text, 'null')));
+  end if;
+end
+$$;
+
+-- supabase/schemas/functions/schedules/_schedule_run_id.sql
+-- The run id of a schedule's tick: derived from (schedule, tick instant), so the tick's run is
+-- started at most once however often the tick fires, and a backfill of a tick that ran is a
+-- no-op. A version-5-shaped UUID from an MD5 of the pair; it can never be a user's (v4) id.
+create or replace function switchyard._schedule_run_id(schedule_name text, tick_at timestamptz)
+returns uuid
+language sql
+immutable
+set search_path = ''
+as $$
+  select (substr(h, 1, 12) || '5' || substr(h, 14, 3) || '8' || substr(h, 18, 15))::uuid
+    from (select md5('switchyard schedule ' || schedule_name || ' '
+                     || extract(epoch from tick_at)::bigint::text) as h) x
+$$;
+
+-- supabase/schemas/functions/schedules/_start_schedule_run.sql
+-- Starts the run of a schedule's tick with its derived id and records the tick (a queued
+-- tick's record is updated). A failed start is recorded as 'failed' with its error, inside a
+-- subtransaction, so one broken schedule never stops the others. \`replaces\` (overlap
+-- 'cancel_previous') is the open run the tick replaces: it is cancelled in the same
+-- subtransaction, first (a singleton start key of the alias is free then), so a start that
+-- fails rolls the cancel back and the open run goes on. Returns whether it started.
+create or replace function switchyard._start_schedule_run(
+  schedule_name text, alias text, input jsonb, tick_at timestamptz, run uuid,
+  replaces uuid default null
+)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  message text;
+begin
+  begin
+    if replaces is not null then
+      perform switchyard.cancel_run(replaces,
+        format('schedule %s: replaced by the tick of %s', schedule_name, tick_at));
+    end if;
+    perform switchyard.start_flow(alias, input, run);
+  exception when others then
+    get stacked diagnostics message = message_text;
+    insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome, error)
+    values (schedule_name, tick_at, run, 'failed', left(message, 1000))
+    on conflict on constraint schedule_ticks_pkey do update
+      set outcome = 'failed', error = excluded.error, recorded_at = switchyard.clock_now();
+    return false;
+  end;
+  insert into switchyard.schedule_ticks (schedule_name, tick_at, run_id, outcome)
+  values (schedule_name, tick_at, run, 'started')
+  on conflict on constraint schedule_ticks_pkey do update
+    set outcome = 'started', recorded_at = switchyard.clock_now();
+  update switchyard.schedules x set last_run_id = run where x.name = schedule_name;
+  return true;
+end
+$$;
+
+-- supabase/schemas/functions/schedules/backfill_schedule.sql
+-- Starts the runs of a schedule's ticks from \`from_at\` to \`to_at\` (both included) on purpose,
+-- at most 1000 ticks in at most 366 days per call, each with its tick's derived run id: a tick
+-- that already ran is a no-op, so a backfill can be repeated. The overlap policy does not apply
+-- (a backfill is an explicit catch-up). Its work is bounded before any run starts: the ticks
+-- are found a week at a time and the search stops at the 1001st, so a refusal costs little and
+-- the schedule's lock (which run_schedules skips, never waits for) is held briefly. A longer or
+-- infinite range, or more ticks, is refused (22023 backfill_too_long) and starts nothing.
+-- Returns the number of runs started.
+create or replace function switchyard.backfill_schedule(
+  name text, from_at timestamptz, to_at timestamptz
+)
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  t timestamptz;
+  due timestamptz[] := '{}';
+  window_from timestamptz;
+  window_to timestamptz;
+  started int := 0;
+begin
+  select * into s from switchyard.schedules x where x.name = backfill_schedule.name for update;
+  if not found then
+    perform switchyard._refuse_unknown_schedule(name);
+  end if;
+  if from_at is null or to_at is null or to_at < from_at then
+    perform switchyard._refuse('22023', 'backfill_range', 'to_at', to_at::text, format(
+      'backfill_schedule(%s): the range %s to %s is empty: from_at must be at most to_at',
+      to_json(name)::text, coalesce(from_at::text, 'null'), coalesce(to_at::text, 'null')));
+  end if;
+  if not isfinite(from_at) or not isfinite(to_at)
+     or extract(epoch from to_at) - extract(epoch from from_at) > 366 * 86400 then
+    perform switchyard._refuse('22023', 'backfill_too_long', 'to_at', to_at::text, format(
+      'backfill_schedule(%s): the range %s to %s is longer than 366 days: backfill at most 366 '
+      'days per call', to_json(name)::text, from_at, to_at),
+      context => jsonb_build_object('max_days', 366));
+  end if;
+  window_from := from_at - interval '1 microsecond';
+  while window_from < to_at and cardinality(due) <= 1000 loop
+    window_to := least(to_at, window_from + interval '7 days');
+    due := due || array(select switchyard._cron_ticks(s.cron, s.time_zone, window_from,
+                                                      window_to, 1001 - cardinality(due)));
+    window_from := window_to;
+  end loop;
+  if cardinality(due) > 1000 then
+    perform switchyard._refuse('22023', 'backfill_too_long', 'to_at', to_at::text, format(
+      'backfill_schedule(%s): more than 1000 ticks from %s to %s: backfill a shorter range',
+      to_json(name)::text, from_at, to_at));
+  end if;
+  foreach t in array due loop
+    if not exists (select 1 from switchyard.schedule_ticks st
+                    where st.schedule_name = s.name and st.tick_at = t and st.outcome = 'started')
+       and switchyard._start_schedule_run(s.name, s.alias, s.input, t,
+                                          switchyard._schedule_run_id(s.name, t)) then
+      started := started + 1;
+    end if;
+  end loop;
+  return started;
+end
+$$;
+
+-- supabase/schemas/functions/schedules/create_schedule.sql
+-- Creates a schedule (docs/ARCHITECTURE.md §15): from now on every tick of \`cron\` in
+-- \`time_zone\` starts \`alias\` with \`input\`, exactly once. Refuses bad fields with their rule
+-- (see _schedule_problem) and an existing name (23505 schedule_exists). Returns the schedule.
+create or replace function switchyard.create_schedule(
+  name text,
+  alias text,
+  cron text,
+  input jsonb default '{}',
+  time_zone text default 'UTC',
+  overlap text default 'skip',
+  catch_up text default 'latest',
+  catch_up_limit int default 10,
+  enabled boolean default true
+)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  perform switchyard._schedule_problem(name, alias, cron, time_zone, input, overlap, catch_up,
+                                       catch_up_limit);
+  insert into switchyard.schedules (name, alias, cron, time_zone, input, overlap, catch_up,
+                                    catch_up_limit, enabled, checked_until)
+  values (name, alias, cron, time_zone, input, overlap, catch_up, catch_up_limit,
+          coalesce(enabled, true), switchyard.clock_now())
+  on conflict do nothing;
+  if not found then
+    perform switchyard._refuse('23505', 'schedule_exists', 'name', name, format(
+      'schedule %s exists: change it with update_schedule', to_json(name)::text));
+  end if;
+  return switchyard._schedule_json(name);
+end
+$$;
+
+-- supabase/schemas/functions/schedules/delete_schedule.sql
+-- Deletes a schedule and its tick records; the runs it started are kept. Returns whether it
+-- existed.
+create or replace function switchyard.delete_schedule(name text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  delete from switchyard.schedules x where x.name = delete_schedule.name;
+  return found;
+end
+$$;
+
+-- supabase/schemas/functions/schedules/ensure_schedule.sql
+-- A schedule as declared (in a migration, so every environment gets it): created when missing,
+-- updated when a field differs, else left alone. Returns 'created', 'updated' or 'unchanged'.
+create or replace function switchyard.ensure_schedule(
+  name text,
+  alias text,
+  cron text,
+  input jsonb default '{}',
+  time_zone text default 'UTC',
+  overlap text default 'skip',
+  catch_up text default 'latest',
+  catch_up_limit int default 10
+)
+returns text
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+begin
+  select * into s from switchyard.schedules x where x.name = ensure_schedule.name for update;
+  if not found then
+    perform switchyard.create_schedule(name, alias, cron, input, time_zone, overlap, catch_up,
+                                       catch_up_limit);
+    return 'created';
+  end if;
+  if (s.alias, s.cron, s.input, s.time_zone, s.overlap, s.catch_up, s.catch_up_limit)
+     is not distinct from (alias, cron, input, time_zone, overlap, catch_up, catch_up_limit) then
+    return 'unchanged';
+  end if;
+  perform switchyard.update_schedule(name, alias, cron, input, time_zone, overlap, catch_up,
+                                     catch_up_limit);
+  return 'updated';
+end
+$$;
+
+-- supabase/schemas/functions/schedules/list_schedules.sql
+-- Every schedule as the API answers one (_schedule_json: fields, next tick, latest tick and its
+-- run's status, missed and skipped ticks), by name. For the dashboard and \`deno task schedule\`.
+create or replace function switchyard.list_schedules()
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(jsonb_agg(switchyard._schedule_json(s.name) order by s.name), '[]'::jsonb)
+    from switchyard.schedules s
+$$;
+
+-- supabase/schemas/functions/schedules/pause_schedule.sql
+-- Pauses a schedule: no tick starts a run until resume_schedule. Ticks while paused are
+-- not run later (resuming looks at ticks from then on). Returns the schedule.
+create or replace function switchyard.pause_schedule(name text)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  return switchyard.update_schedule(pause_schedule.name, enabled => false);
+end
+$$;
+
+-- supabase/schemas/functions/schedules/resume_schedule.sql
+-- Resumes a paused schedule: ticks from now on start runs (the ticks while it was paused
+-- are not run; backfill_schedule starts them on purpose). Returns the schedule.
+create or replace function switchyard.resume_schedule(name text)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  return switchyard.update_schedule(resume_schedule.name, enabled => true);
+end
+$$;
+
+-- supabase/schemas/functions/schedules/run_schedules.sql
+-- The scheduler's tick (docs/ARCHITECTURE.md §15): for every enabled schedule, the ticks of its
+-- cron after the last look and at most \`now_at\`, chosen by its catch-up policy, fire
+-- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
+-- job (schedule_schedules), from every keep-alive tick, or by hand; \`now_at\` lets a test drive
+-- the clock back, never ahead: at most 60 s past clock_now() (a caller's clock skew), else refused
+-- (22023 now_at_range), as are null and infinities. Each schedule is locked while it is looked
+-- at, so concurrent ticks start each tick's run once; a schedule another transaction holds (an
+-- update, a backfill) is skipped, never waited for: the next tick looks at its due ticks (a
+-- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
+-- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
+-- clock that recorded them (clock_now(), whatever \`now_at\` says), at most 1000 per call. Returns the
+-- number of runs started. Each schedule is isolated from the others (an error no rule foresaw
+-- is a warning; the schedule is looked at again next tick).
+create or replace function switchyard.run_schedules(now_at timestamptz default switchyard.clock_now())
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+  due timestamptz[];
+  chosen timestamptz[];
+  t timestamptz;
+  q record;
+  started int := 0;
+  from_at timestamptz;
+begin
+  if now_at is null or not isfinite(now_at)
+     or now_at > switchyard.clock_now() + interval '60 seconds' then
+    perform switchyard._refuse('22023', 'now_at_range', 'now_at', now_at::text, format(
+      'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
+      'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
+      context => jsonb_build_object('max', (switchyard.clock_now() + interval '60 seconds')::text));
+  end if;
+  for s in select * from switchyard.schedules x where x.enabled order by x.name
+             for update skip locked loop
+    -- Each schedule in a subtransaction of its own: an error no rule foresaw (a row that got
+    -- past every check) is a warning naming the schedule, which is looked at again next tick;
+    -- it never stops another schedule nor the rest of the tick (docs/ARCHITECTURE.md §5.11).
+    begin
+      from_at := coalesce(s.checked_until, s.created_at);
+      if from_at < now_at then
+        due := array(select switchyard._cron_ticks(s.cron, s.time_zone,
+                                                   greatest(from_at, now_at - interval '31 days'),
+                                                   now_at, 100000));
+        chosen := case s.catch_up
+          when 'all' then due[greatest(1, cardinality(due) - s.catch_up_limit + 1):]
+          when 'latest' then due[cardinality(due):]
+          else case when cardinality(due) > 0 and now_at - due[cardinality(due)] < interval '60 seconds'
+                    then due[cardinality(due):] else '{}' end
+        end;
+        foreach t in array chosen loop
+          if switchyard._fire_schedule(s, t) then
+            started := started + 1;
+            select * into s from switchyard.schedules x where x.name = s.name;
+          end if;
+        end loop;
+        update switchyard.schedules x
+           set checked_until = now_at,
+               missed_ticks = x.missed_ticks + cardinality(due) - cardinality(chosen)
+         where x.name = s.name;
+        select * into s from switchyard.schedules x where x.name = s.name;
+      end if;
+      -- A queued tick (overlap 'queue') starts once its schedule has no open run, oldest first.
+      if not exists (select 1 from switchyard.runs r
+                      where r.run_id = s.last_run_id and r.status = 'started') then
+        select st.tick_at, st.run_id into q from switchyard.schedule_ticks st
+         where st.schedule_name = s.name and st.outcome = 'queued'
+         order by st.tick_at limit 1;
+        if found and switchyard._start_schedule_run(s.name, s.alias, s.input, q.tick_at, q.run_id)
+        then
+          started := started + 1;
+        end if;
+      end if;
+    exception when others then
+      if sqlstate like '40%' or sqlstate like '57%' then
+        raise;
+      end if;
+      raise warning 'switchyard.run_schedules: schedule %: % (SQLSTATE %); looked at again next tick',
+        to_json(s.name)::text, sqlerrm, sqlstate;
+    end;
+  end loop;
+  delete from switchyard.schedule_ticks st
+   where (st.schedule_name, st.tick_at) in (
+     select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
+      where x.recorded_at < switchyard.clock_now() - interval '30 days' and x.outcome <> 'queued'
+      order by x.recorded_at limit 1000);
+  return started;
+end
+$$;
+
+-- supabase/schemas/functions/schedules/schedule_schedules.sql
+-- Installs the scheduler's own pg_cron job 'switchyard_schedules' in this database (every minute
+-- by default: select switchyard.run_schedules()) and returns its job id. Without it the
+-- keep-alive's job ticks the scheduler too; both may run, a tick is never started twice.
+create or replace function switchyard.schedule_schedules(cron_schedule text default '* * * * *')
+returns bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  perform switchyard._cron_parse(cron_schedule);
+  return switchyard._cron_job('schedule_schedules', 'switchyard_schedules', cron_schedule,
+    'select switchyard.run_schedules()',
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); or call '
+               'select switchyard.run_schedules() every minute from elsewhere');
+end
+$$;
+
+-- supabase/schemas/functions/schedules/unschedule_schedules.sql
+-- Removes the pg_cron job 'switchyard_schedules'; returns whether there was one.
+create or replace function switchyard.unschedule_schedules()
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return switchyard._cron_job('unschedule_schedules', 'switchyard_schedules') is not null;
+end
+$$;
+
+-- supabase/schemas/functions/schedules/update_schedule.sql
+-- Changes a schedule: every argument left null keeps its value. The next tick follows the new
+-- cron from now on (ticks before now are not run again); \`enabled\` pauses or resumes it
+-- (pause_schedule and resume_schedule call this). Refuses an unknown name
+-- (22023 schedule_unknown) and bad fields as create_schedule does. Returns the schedule.
+create or replace function switchyard.update_schedule(
+  name text,
+  alias text default null,
+  cron text default null,
+  input jsonb default null,
+  time_zone text default null,
+  overlap text default null,
+  catch_up text default null,
+  catch_up_limit int default null,
+  enabled boolean default null
+)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  s switchyard.schedules;
+begin
+  select * into s from switchyard.schedules x where x.name = update_schedule.name for update;
+  if not found then
+    perform switchyard._refuse_unknown_schedule(name);
+  end if;
+  s.alias := coalesce(alias, s.alias);
+  s.cron := coalesce(cron, s.cron);
+  s.input := coalesce(input, s.input);
+  s.time_zone := coalesce(time_zone, s.time_zone);
+  s.overlap := coalesce(overlap, s.overlap);
+  s.catch_up := coalesce(catch_up, s.catch_up);
+  s.catch_up_limit := coalesce(catch_up_limit, s.catch_up_limit);
+  -- Fields are checked when one is given: a pause or resume alone (enabled) is never refused,
+  -- even when the alias no longer resolves.
+  if num_nonnulls(alias, cron, input, time_zone, overlap, catch_up, catch_up_limit) > 0 then
+    perform switchyard._schedule_problem(s.name, s.alias, s.cron, s.time_zone, s.input,
+                                         s.overlap, s.catch_up, s.catch_up_limit);
+  end if;
+  update switchyard.schedules x
+     set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
+         overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
+         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = switchyard.clock_now(),
+         -- A changed cron or zone applies from now; so does a resume (ticks while paused are
+         -- not run later).
+         checked_until = case when x.cron is distinct from s.cron
+                                or x.time_zone is distinct from s.time_zone
+                                or (not x.enabled and coalesce(update_schedule.enabled, false))
+                              then greatest(x.checked_until, switchyard.clock_now()) else x.checked_until end
+   where x.name = s.name;
+  return switchyard._schedule_json(s.name);
+end
+$$;
+
+-- supabase/schemas/functions/workers/_check_worker_function.sql
+-- Function names (at most 63 characters) and their queue, which must be in the queue catalog
+-- (docs/ARCHITECTURE.md §3): register_function no longer accepts a queue that exists nowhere
+-- (the scaffold's migration provisions its shared queue first), register_worker already checks.
+create or replace function switchyard._check_worker_function()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  max_chars int := switchyard.limit_value('max_function_name_chars');
+begin
+  if char_length(new.function_name) > max_chars then
+    perform switchyard._refuse('22023', 'max_function_name_chars', 'function_name',
+      new.function_name, format(
+      'function name %s is %s characters long, over the limit of %s characters',
+      switchyard._clip(new.function_name), char_length(new.function_name), max_chars),
+      context => jsonb_build_object('size', char_length(new.function_name), 'limit', max_chars));
+  end if;
+  if not exists (select 1 from switchyard.queues q where q.queue_name = new.queue_name) then
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', new.queue_name, format(
+      'function %s: queue %s is unknown: it is not in the queue catalog (switchyard.queues), so no '
+      'compiled flow routes a step to it; provision a shared queue first with '
+      'select switchyard.ensure_shared_queue(%L), or start a worker that routes to it',
+      to_json(new.function_name)::text, switchyard._clip(new.queue_name), new.queue_name),
+      context => jsonb_build_object('function_name', left(new.function_name, 200)));
+  end if;
+  return new;
+end
+$$;
+
+-- supabase/schemas/functions/workers/_heartbeat_window.sql
+-- The window, in seconds, a liveness judgement (switchyard._worker_running,
+-- switchyard._worker_live) uses for a worker: its own (workers.heartbeat_window_seconds),
+-- widened by the caller's when that is larger, never narrowed; a null caller's window leaves the
+-- worker's own (docs/ARCHITECTURE.md §6, live worker; §5.6). A worker heart-beats at a third of
+-- its window or more often, so judging it by a caller's shorter window would call a live worker
+-- silent between two heartbeats. Plain SQL like the liveness helpers, so the planner inlines it.
+create or replace function switchyard._heartbeat_window(worker_window int, caller_window int)
+returns int
+language sql
+immutable
+as $$
+  select greatest(worker_window, caller_window)
+$$;
+
+-- supabase/schemas/functions/workers/_lock_fences.sql
+-- Serializes fence_begin and fence_end (a transaction-level advisory lock), so two rollouts
+-- cannot both find no fence open and open one each.
+create or replace function switchyard._lock_fences()
+returns void
+language sql
+volatile
+set search_path = ''
+as $$
+  select pg_advisory_xact_lock(hashtextextended('switchyard.fence', 0))
+$$;
+
+-- supabase/schemas/functions/workers/_worker_running.sql
+-- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
+--   running: not stopped, and heart-beat within the window (a worker that crashed without
+--            stopping stops counting once its heartbeat is that old). A deprecated worker
+--            still runs until it stops: a fence waits for it (fence_status), and stall
+--            recovery leaves its tasks alone (recover_stalled recovers the tasks of workers
+--            that are not running).
+--   live:    running and not deprecated: the keep-alive wakes a queue function without a
+--            live worker (keep_alive, function_states).
+-- Plain SQL expressions, neither STRICT nor security definer and without SET options, so
+-- the planner inlines them into the calling statement: the caller's index use is unchanged.
+-- (That is also why search_path is not pinned here; the functions are schema-qualified and
+-- every caller in the kit pins its own.)
+create or replace function switchyard._worker_running(
+  stopped_at timestamptz, last_heartbeat_at timestamptz, heartbeat_window_seconds int
+)
+returns boolean
+language sql
+stable
+as $$
+  select stopped_at is null
+     and last_heartbeat_at >= switchyard.clock_now()
+                              - pg_catalog.make_interval(secs => heartbeat_window_seconds)
+$$;
+
+-- supabase/schemas/functions/workers/_worker_live.sql
+-- Whether a worker is live (docs/ARCHITECTURE.md §6): running (_worker_running) and not asked to
+-- stop. Plain SQL without a SET clause, so the planner inlines it into its callers.
+create or replace function switchyard._worker_live(
+  stopped_at timestamptz, deprecated_at timestamptz, last_heartbeat_at timestamptz,
+  heartbeat_window_seconds int
+)
+returns boolean
+language sql
+stable
+as $$
+  select deprecated_at is null
+     and switchyard._worker_running(stopped_at, last_heartbeat_at, heartbeat_window_seconds)
+$$;
+
+-- supabase/schemas/functions/workers/coverage_gaps.sql
+-- Every (flow, step) pair a worker on this queue must support that the given set
+-- lacks, with why: an active alias target routed here, a started run that may
+-- still reach the queue, or an executable/recoverable task snapshot on the queue.
+-- PL/pgSQL rather than SQL so the query is planned for the actual queue name (a SQL
+-- function's body gets a generic plan, which scans every open task and run of every
+-- queue at each worker start-up).
+create or replace function switchyard.coverage_gaps(queue_name text, supported_pairs text[])
+returns table (flow_slug text, step_slug text, reasons text)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return query
+  with supported as (
+    select distinct p.pair from unnest(supported_pairs) p(pair)
+  ),
+  needed as (
+    select st.flow_slug, st.step_slug, format('active target of alias %s', a.alias) as reason
+      from switchyard.aliases a
+      join switchyard.steps st on st.flow_slug = a.flow_slug
+     where st.queue_name = coverage_gaps.queue_name
+    union all
+    select distinct o.flow_slug, o.step_slug, 'started run may reach the queue'
+      from switchyard.open_run_steps o
+     where o.queue_name = coverage_gaps.queue_name
+    union all
+    select distinct t.flow_slug, t.step_slug, format('%s task on the queue', t.status)
+      from switchyard.step_tasks t
+      join switchyard.runs r on r.run_id = t.run_id and r.status = 'started'
+     where t.queue_name = coverage_gaps.queue_name and t.status in ('queued', 'started')
+  )
+  select n.flow_slug, n.step_slug, string_agg(distinct n.reason, '; ' order by n.reason)
+    from needed n
+   where not exists (select 1 from supported s where s.pair = n.flow_slug || '/' || n.step_slug)
+   group by n.flow_slug, n.step_slug
+   order by n.flow_slug, n.step_slug;
+end
+$$;
+
+-- supabase/schemas/functions/workers/deprecate_workers.sql
+-- Asks every worker of a queue function that has not stopped yet to stop.
+create or replace function switchyard.deprecate_workers(function_name text)
+returns int
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  with d as (
+    update switchyard.workers w
+       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
+     where w.function_name = deprecate_workers.function_name and w.stopped_at is null
+    returning 1
+  )
+  select count(*)::int from d;
+$$;
+
+-- supabase/schemas/functions/workers/drain_status.sql
+-- Per queue and concrete version: active (an alias target, or a flow that is its
+-- own alias), draining (started runs may still reach the queue, or executable or
+-- recoverable tasks remain), or drained. Steps with no queue (wait, sleep and flow steps) add no
+-- row: their open runs count on the queues of the version's other steps.
+create or replace function switchyard.drain_status(queue_name text default null)
+returns table (
+  queue_name text, flow_slug text, alias text, state text,
+  started_runs bigint, queued_tasks bigint, started_tasks bigint
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  with placements as (
+    select distinct st.queue_name, st.flow_slug
+      from switchyard.steps st
+     where st.queue_name is not null
+       and (drain_status.queue_name is null or st.queue_name = drain_status.queue_name)
+  ),
+  counted as (
+    select p.queue_name, p.flow_slug,
+           coalesce(m.alias, a_self.alias) as alias,
+           (a_target.alias is not null or m.alias is null) as is_active,
+           (select count(distinct o.run_id) from switchyard.open_run_steps o
+             where o.queue_name = p.queue_name and o.flow_slug = p.flow_slug) as started_runs,
+           (select count(*) from switchyard.step_tasks t
+              join switchyard.runs r on r.run_id = t.run_id and r.status = 'started'
+             where t.queue_name = p.queue_name and t.flow_slug = p.flow_slug and t.status = 'queued') as queued_tasks,
+           (select count(*) from switchyard.step_tasks t
+              join switchyard.runs r on r.run_id = t.run_id and r.status = 'started'
+             where t.queue_name = p.queue_name and t.flow_slug = p.flow_slug and t.status = 'started') as started_tasks
+      from placements p
+      left join switchyard.alias_members m on m.flow_slug = p.flow_slug
+      left join switchyard.aliases a_target on a_target.flow_slug = p.flow_slug
+      left join switchyard.aliases a_self on a_self.alias = p.flow_slug and m.alias is null
+  )
+  select c.queue_name, c.flow_slug, c.alias,
+         case when c.is_active then 'active'
+              when c.started_runs > 0 or c.queued_tasks > 0 or c.started_tasks > 0 then 'draining'
+              else 'drained' end,
+         c.started_runs, c.queued_tasks, c.started_tasks
+    from counted c
+   order by c.queue_name, c.flow_slug
+$$;
+
+-- supabase/schemas/functions/workers/fence_begin.sql
+-- Opens the fenced rollout (docs/ARCHITECTURE.md §6): records every given queue function's
+-- enabled flag, disables them and deprecates their workers, so no old worker takes work while
+-- the new version deploys. Fences do not nest (SY010); unknown functions are refused (SY003).
 create or replace function switchyard.fence_begin(function_names text[])
 returns table (fence_id bigint, function_name text, was_enabled boolean, deprecated_workers int)
 language plpgsql
@@ -5323,18 +6810,14 @@ declare
   deprecated int;
 begin
   if function_names is null or cardinality(function_names) = 0 then
-    raise exception using errcode = '22023', message =
-      'fence_begin: no functions given: list every queue function the rollout affects',
-      detail = jsonb_build_object(
-        'rule', 'function_names_missing', 'argument', 'function_names',
-        'value', function_names::text)::text;
+    perform switchyard._refuse('22023', 'function_names_missing', 'function_names',
+      function_names::text,
+      'fence_begin: no functions given: list every queue function the rollout affects');
   end if;
   if array_position(function_names, null) is not null then
-    raise exception using errcode = '22023', message =
-      'fence_begin: a function name is null: list function names only',
-      detail = jsonb_build_object(
-        'rule', 'function_name_null', 'argument', 'function_names',
-        'value', left(function_names::text, 200))::text;
+    perform switchyard._refuse('22023', 'function_name_null', 'function_names',
+      function_names::text,
+      'fence_begin: a function name is null: list function names only');
   end if;
   perform switchyard._lock_fences();
 
@@ -5383,7 +6866,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/fence_end.sql
+-- supabase/schemas/functions/workers/fence_end.sql
 -- Closes the open fence and sets every member's enabled flag back to the value
 -- recorded at fence_begin: only queue functions that were enabled before are enabled.
 create or replace function switchyard.fence_end()
@@ -5417,7 +6900,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/fence_status.sql
+-- supabase/schemas/functions/workers/fence_status.sql
 -- The open fence, one row per member queue function; no rows when no fence is open.
 -- live_workers: workers that still run (switchyard._worker_running: not stopped and
 -- heart-beat within the window, switchyard._heartbeat_window: the worker's own window, or
@@ -5439,12 +6922,11 @@ set search_path = ''
 as $$
 begin
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'fence_status: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   return query
     with members as (
@@ -5486,12 +6968,18 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/flow_option_history.sql
--- The recorded option changes, newest first; of one flow when of_flow is given.
-create or replace function switchyard.flow_option_history(of_flow text default null, max_rows int default 100)
+-- supabase/schemas/functions/workers/function_states.sql
+-- Every queue function with its durable flags and its number of live workers (see
+-- switchyard._worker_live; each worker judged by its own window, or by
+-- heartbeat_window_seconds when that is larger), by name; one row when a name is given, none
+-- when it is unknown.
+create or replace function switchyard.function_states(
+  p_function_name text default null,
+  heartbeat_window_seconds int default 15
+)
 returns table (
-  change_id bigint, flow_slug text, changed_at timestamptz, changed_by text,
-  application_name text, old_options jsonb, new_options jsonb, differences text[]
+  function_name text, queue_name text, enabled boolean, paused_at timestamptz,
+  pause_reason text, last_woken_at timestamptz, live_workers int
 )
 language plpgsql
 stable
@@ -5499,25 +6987,29 @@ security definer
 set search_path = ''
 as $$
 begin
-  if max_rows is null or max_rows < 1 or max_rows > 10000 then
-    raise exception using errcode = '22023', message = format(
-      'flow_option_history max_rows %s is invalid: use an integer from 1 to 10000',
-      coalesce(max_rows::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'max_rows', 'value', max_rows,
-        'min', 1, 'max', 10000)::text;
+  if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
+      'function_states: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
+      coalesce(heartbeat_window_seconds::text, 'null')),
+      context => jsonb_build_object('min', 1));
   end if;
   return query
-    select c.change_id, c.flow_slug, c.changed_at, c.changed_by, c.application_name,
-           c.old_options, c.new_options, c.differences
-      from switchyard.flow_option_changes c
-     where of_flow is null or c.flow_slug = of_flow
-     order by c.change_id desc
-     limit max_rows;
+    select f.function_name, f.queue_name, f.enabled, f.paused_at, f.pause_reason,
+           f.last_woken_at,
+           (select count(*) from switchyard.workers w
+             where w.function_name = f.function_name
+               and switchyard._worker_live(
+                     w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                     switchyard._heartbeat_window(w.heartbeat_window_seconds,
+                                                  function_states.heartbeat_window_seconds)))::int
+      from switchyard.worker_functions f
+     where p_function_name is null or f.function_name = p_function_name
+     order by f.function_name;
 end
 $$;
 
--- supabase/schemas/functions/heartbeat.sql
+-- supabase/schemas/functions/workers/heartbeat.sql
 -- Heartbeat; tells the worker whether it must stop: 'ok', 'deprecated', 'paused' or 'disabled'.
 create or replace function switchyard.heartbeat(worker_id uuid)
 returns text
@@ -5548,10 +7040,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/heartbeat_window_floor_seconds.sql
--- Workers and the queue functions they run in: registration, heartbeats, the
--- persistent pause flag and the enabled flag (docs/ARCHITECTURE.md §4, §6).
-
+-- supabase/schemas/functions/workers/heartbeat_window_floor_seconds.sql
 -- The smallest heartbeat window a worker may register with (seconds). The worker's
 -- settings check the window against its heartbeat interval (at least 3 intervals) before
 -- it starts; this floor holds for every caller of register_worker.
@@ -5562,12 +7051,579 @@ immutable
 set search_path = ''
 as $$ select 2 $$;
 
--- supabase/schemas/functions/keep_alive.sql
+-- supabase/schemas/functions/workers/pause_function.sql
+-- Pauses a queue function durably (docs/ARCHITECTURE.md §9): its workers stop taking work and
+-- a new worker refuses to start until resume_function. The reason is required and kept.
+create or replace function switchyard.pause_function(function_name text, reason text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  max_chars int := switchyard.limit_value('max_reason_chars');
+begin
+  if coalesce(trim(reason), '') = '' then
+    perform switchyard._refuse('22023', 'reason_missing', 'reason', reason,
+      'pause_function: a reason is required');
+  end if;
+  if char_length(reason) > max_chars then
+    perform switchyard._refuse('22023', 'max_reason_chars', 'reason', reason, format(
+      'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
+      'say why in fewer words and keep the details elsewhere',
+      switchyard._clip(pause_function.function_name), char_length(reason), max_chars),
+      context => jsonb_build_object('size', char_length(reason), 'limit', max_chars));
+  end if;
+  update switchyard.worker_functions f
+     set paused_at = switchyard.clock_now(), pause_reason = reason
+   where f.function_name = pause_function.function_name and f.paused_at is null;
+  if found then
+    return true;
+  end if;
+  if not exists (select 1 from switchyard.worker_functions f where f.function_name = pause_function.function_name) then
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', switchyard._clip(pause_function.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(pause_function.function_name, 200)))::text;
+  end if;
+  return false;      -- already paused: the first reason is kept
+end
+$$;
+
+-- supabase/schemas/functions/workers/quarantine_messages.sql
+-- Moves the messages that paused a queue function (an unsupported batch, docs/ARCHITECTURE.md
+-- §5.3) and have no task out of its queue into switchyard.quarantined_messages, with their
+-- bodies; resumes the function when none of them had a task. Returns what it moved, what had a
+-- task and what was already gone.
+create or replace function switchyard.quarantine_messages(function_name text)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  fn switchyard.worker_functions;
+  queue text;
+  named bigint[];
+  moved bigint[];
+  with_task jsonb;
+  present bigint[];
+  gone bigint[];
+begin
+  select * into fn from switchyard.worker_functions f
+   where f.function_name = quarantine_messages.function_name for update;
+  if not found then
+    raise exception using errcode = 'SY003', message = format(
+      'quarantine: unknown function %s', switchyard._clip(quarantine_messages.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(quarantine_messages.function_name, 200)))::text;
+  end if;
+  if fn.paused_at is null then
+    perform switchyard._refuse('55000', 'function_not_paused', 'function_name', fn.function_name,
+      format(
+      'quarantine: function %s is not paused: nothing to quarantine', switchyard._clip(fn.function_name)));
+  end if;
+  if fn.pause_detail is null or jsonb_typeof(fn.pause_detail -> 'message_ids') is distinct from 'array' then
+    perform switchyard._refuse('55000', 'pause_names_no_messages', 'function_name',
+      fn.function_name, format(
+      'quarantine: function %s was paused by an operator (%s), naming no messages: resume it with deno task resume',
+      switchyard._clip(fn.function_name), left(fn.pause_reason, 200)),
+      context => jsonb_build_object('reason', fn.pause_reason));
+  end if;
+  queue := fn.pause_detail ->> 'queue';
+  select coalesce(array_agg(distinct (e #>> '{}')::bigint), '{}') into named
+    from jsonb_array_elements(fn.pause_detail -> 'message_ids') e;
+
+  -- Named messages that belong to a task: left alone.
+  select coalesce(jsonb_agg(jsonb_build_object('message_id', t.message_id::text,
+                                               'pair', t.flow_slug || '/' || t.step_slug)
+                            order by t.message_id), '[]')
+    into with_task
+    from switchyard.step_tasks t
+   where t.queue_name = queue and t.message_id = any (named);
+
+  -- The rest, while still in the queue: locked, copied with their bodies, then deleted.
+  execute format(
+    'with foreign_rows as (
+       select m.msg_id, m.read_ct, m.enqueued_at, m.message, m.headers from pgmq.%I m
+        where m.msg_id = any ($1)
+          and not exists (select 1 from switchyard.step_tasks t
+                           where t.queue_name = $2 and t.message_id = m.msg_id)
+        order by m.msg_id
+          for update of m
+     ), kept as (
+       insert into switchyard.quarantined_messages
+         (queue_name, msg_id, read_ct, enqueued_at, message, headers, function_name, pause_reason)
+       select $2, f.msg_id, f.read_ct, f.enqueued_at, f.message, f.headers, $3, $4
+         from foreign_rows f
+       returning msg_id
+     )
+     select coalesce(array_agg(k.msg_id order by k.msg_id), ''{}'') from kept k',
+    pgmq.format_table_name(queue, 'q'))
+    into moved
+    using named, queue, fn.function_name, fn.pause_reason;
+  if cardinality(moved) > 0 then
+    perform pgmq.delete(queue, moved);
+  end if;
+
+  execute format('select coalesce(array_agg(m.msg_id), ''{}'') from pgmq.%I m where m.msg_id = any ($1)',
+                 pgmq.format_table_name(queue, 'q'))
+    into present using named;
+  select coalesce(array_agg(n order by n), '{}') into gone
+    from unnest(named) n
+   where not (n = any (moved)) and not (n = any (present))
+     and not exists (select 1 from switchyard.step_tasks t where t.queue_name = queue and t.message_id = n);
+
+  if jsonb_array_length(with_task) = 0 then
+    update switchyard.worker_functions f
+       set paused_at = null, pause_reason = null, pause_detail = null
+     where f.function_name = fn.function_name;
+  end if;
+  return jsonb_build_object(
+    'function_name', fn.function_name,
+    'queue', queue,
+    'quarantined', (select coalesce(jsonb_agg(x::text order by x), '[]') from unnest(moved) x),
+    'with_task', with_task,
+    'gone', (select coalesce(jsonb_agg(x::text order by x), '[]') from unnest(gone) x),
+    'resumed', jsonb_array_length(with_task) = 0);
+end
+$$;
+
+-- supabase/schemas/functions/workers/record_refusal.sql
+-- Records that a queue function's worker refused to start (the error of its HTTP answer:
+-- function_paused, function_disabled, coverage, worker_config, start_failed) or paused on
+-- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.1). One row per function
+-- and kind: a repeat moves last_at, counts and keeps the latest message, cut at 2000 characters
+-- (a record is never refused for its length). The worker calls it best effort.
+create or replace function switchyard.record_refusal(function_name text, refusal text, message text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  max_name int := switchyard.limit_value('max_function_name_chars');
+  kinds text[] := array['function_paused', 'function_disabled', 'coverage', 'worker_config',
+                        'start_failed', 'unsupported_work'];
+  text_ text;
+begin
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$'
+     or char_length(function_name) > max_name then
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
+      'record_refusal: function name %s is invalid: use lower-case letters, digits, "-" and "_" '
+      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name));
+  end if;
+  if refusal is null or not refusal = any (kinds) then
+    perform switchyard._refuse('22023', 'refusal_unknown', 'refusal', refusal, format(
+      'record_refusal: refusal %s is unknown: use %s', switchyard._clip(refusal),
+      array_to_string(kinds, ', ')));
+  end if;
+  if coalesce(trim(message), '') = '' then
+    perform switchyard._refuse('22023', 'message_missing', 'message', message,
+      'record_refusal: a message is required');
+  end if;
+  text_ := case when char_length(message) <= 2000 then message
+                else left(message, 2000) || format('... (%s characters)', char_length(message)) end;
+  insert into switchyard.refusals as r (function_name, refusal, message)
+  values (record_refusal.function_name, record_refusal.refusal, text_)
+  on conflict on constraint refusals_pkey do update
+     set message = excluded.message, last_at = switchyard.clock_now(), count = r.count + 1;
+end
+$$;
+
+-- supabase/schemas/functions/workers/register_function.sql
+-- Records a queue function and its queue (a scaffold migration's step), so operators can pause,
+-- fence and wake it before its first worker starts.
+create or replace function switchyard.register_function(function_name text, queue_name text)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
+      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
+      switchyard._clip(function_name)));
+  end if;
+  perform switchyard.assert_queue_name(queue_name, false);
+  insert into switchyard.worker_functions (function_name, queue_name)
+  values (register_function.function_name, register_function.queue_name)
+  on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;
+end
+$$;
+
+-- supabase/schemas/functions/workers/register_worker.sql
+-- Registers a worker for one physical queue. Upserts its queue function's row but
+-- never re-enables a disabled or paused queue function: those refuse to start. The
+-- supported pairs are stored once, as a row set, for the claim path. The heartbeat
+-- window is stored with the worker: stall recovery judges each worker by its own
+-- (docs/ARCHITECTURE.md §5.6).
+create or replace function switchyard.register_worker(
+  worker_id uuid, queue_name text, function_name text, supported_pairs text[],
+  heartbeat_window_seconds int default 15
+)
+returns void
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  queue alias for queue_name;
+  fn switchyard.worker_functions;
+begin
+  if heartbeat_window_seconds is null
+     or heartbeat_window_seconds < switchyard.heartbeat_window_floor_seconds() then
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
+      'register_worker: heartbeat_window_seconds %s is invalid: use at least %s seconds '
+      '(and at least 3 heartbeat intervals)',
+      coalesce(heartbeat_window_seconds::text, 'null'), switchyard.heartbeat_window_floor_seconds()),
+      context => jsonb_build_object('min', switchyard.heartbeat_window_floor_seconds()));
+  end if;
+  if not exists (select 1 from switchyard.queues q where q.queue_name = queue) then
+    perform switchyard._refuse('22023', 'queue_unknown', 'queue_name', queue, format(
+      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text));
+  end if;
+  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
+    perform switchyard._refuse('22023', 'function_name_format', 'function_name', function_name,
+      format(
+      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
+      coalesce(to_json(function_name)::text, 'null')));
+  end if;
+  insert into switchyard.worker_functions (function_name, queue_name)
+  values (register_worker.function_name, queue)
+  on conflict do nothing;
+  select * into fn from switchyard.worker_functions f
+   where f.function_name = register_worker.function_name for share;
+  if fn.queue_name <> queue then
+    perform switchyard._refuse('22023', 'function_queue_mismatch', 'queue_name', queue, format(
+      'function %s is registered for queue %s, not %s',
+      to_json(fn.function_name)::text, to_json(fn.queue_name)::text, to_json(queue)::text),
+      context => jsonb_build_object('function_name', fn.function_name,
+        'registered_queue', fn.queue_name));
+  end if;
+  if fn.paused_at is not null then
+    raise exception using errcode = 'SY001', message = format(
+      'function %s is paused: %s', to_json(fn.function_name)::text, fn.pause_reason),
+      detail = jsonb_build_object(
+        'function_name', fn.function_name, 'reason', fn.pause_reason)::text,
+      hint = format('fix the registry, then select switchyard.resume_function(%L)', fn.function_name);
+  end if;
+  if not fn.enabled then
+    raise exception using errcode = 'SY002', message = format(
+      'function %s is disabled', to_json(fn.function_name)::text),
+      detail = jsonb_build_object('function_name', fn.function_name)::text,
+      hint = 'a fenced rollout disabled it; switchyard.fence_end() or set_function_enabled re-enables it';
+  end if;
+  insert into switchyard.workers (worker_id, queue_name, function_name, pair_set,
+                                  heartbeat_window_seconds)
+  values (register_worker.worker_id, queue, register_worker.function_name,
+          switchyard.pair_set(supported_pairs), register_worker.heartbeat_window_seconds);
+end
+$$;
+
+-- supabase/schemas/functions/workers/resume_function.sql
+-- Resumes a paused queue function: the only way back from a pause (docs/ARCHITECTURE.md §9).
+create or replace function switchyard.resume_function(function_name text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  if not exists (select 1 from switchyard.worker_functions f where f.function_name = resume_function.function_name) then
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', switchyard._clip(resume_function.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(resume_function.function_name, 200)))::text;
+  end if;
+  update switchyard.worker_functions f
+     set paused_at = null, pause_reason = null, pause_detail = null
+   where f.function_name = resume_function.function_name and f.paused_at is not null;
+  return found;
+end
+$$;
+
+-- supabase/schemas/functions/workers/set_function_enabled.sql
+-- Sets a queue function's enabled flag (the fenced rollout's switch, docs/ARCHITECTURE.md §6): a
+-- disabled function's new workers refuse to start and its live ones stop.
+create or replace function switchyard.set_function_enabled(function_name text, enabled boolean)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  previous boolean;
+begin
+  select f.enabled into previous from switchyard.worker_functions f
+   where f.function_name = set_function_enabled.function_name for update;
+  if not found then
+    raise exception using errcode = 'SY003', message = format(
+      'unknown function %s', switchyard._clip(set_function_enabled.function_name)),
+      detail = jsonb_build_object(
+        'function_names', jsonb_build_array(left(set_function_enabled.function_name, 200)))::text;
+  end if;
+  update switchyard.worker_functions f set enabled = set_function_enabled.enabled
+   where f.function_name = set_function_enabled.function_name;
+  return previous;
+end
+$$;
+
+-- supabase/schemas/functions/workers/worker_heartbeat.sql
+-- The heartbeat of a 0.4.0 runtime (docs/ARCHITECTURE.md §9, "Cancellation reaches handlers"):
+-- switchyard.heartbeat's state ('ok', 'deprecated', 'paused' or 'disabled'), and the runs of the
+-- tasks this worker holds started that are no longer started (cancelled, or failed by another
+-- task), each with its status and error, so the worker aborts those handlers' signals. One
+-- probe of the worker's started tasks (index step_tasks_worker) per heartbeat: no extra round
+-- trip per task. switchyard.heartbeat stays for older runtimes.
+create or replace function switchyard.worker_heartbeat(worker_id uuid)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  state text := switchyard.heartbeat(worker_heartbeat.worker_id);
+begin
+  return jsonb_build_object(
+    'state', state,
+    'ended_runs', coalesce((
+      select jsonb_agg(jsonb_build_object('run_id', r.run_id, 'status', r.status,
+                                          'reason', left(r.error, 1000))
+                       order by r.run_id)
+        from (select distinct t.run_id from switchyard.step_tasks t
+               where t.worker_id = worker_heartbeat.worker_id and t.status = 'started') held
+        join switchyard.runs r on r.run_id = held.run_id
+       where r.status <> 'started'), '[]'::jsonb));
+end
+$$;
+
+-- supabase/schemas/functions/workers/worker_stopped.sql
+-- Records that a worker stopped (its first reason kept), so liveness judges it stopped at once
+-- instead of after its heartbeat window.
+create or replace function switchyard.worker_stopped(worker_id uuid, reason text default null)
+returns void
+language sql
+volatile
+security definer
+set search_path = ''
+as $$
+  update switchyard.workers w
+     set stopped_at = coalesce(w.stopped_at, switchyard.clock_now()), stop_reason = coalesce(w.stop_reason, reason)
+   where w.worker_id = worker_stopped.worker_id;
+$$;
+
+-- supabase/schemas/functions/maintenance/_cron_job.sql
+-- The kit's pg_cron jobs in this database (the keep-alive, retention and the scheduler's tick):
+-- what schedule_keep_alive, schedule_prune and schedule_schedules and their unschedule_* share.
+-- With a command, creates or updates the job \`job_name\` (pg_cron updates a job of the same name
+-- and user instead of adding another) and returns its id: the schedule is checked first (22023
+-- schedule_missing), then pg_cron (SY020, naming \`caller\`, with \`way_out\` as the hint: where
+-- pg_cron lives in another database, or what to run instead), so a bad call is refused alike on
+-- every database. Without a command, removes the job and returns the id it had, or null when
+-- there was none or no pg_cron. Statements on cron run through EXECUTE: the schema exists only
+-- where pg_cron does.
+create or replace function switchyard._cron_job(
+  caller text, job_name text, schedule text default null, command text default null,
+  way_out text default null
+)
+returns bigint
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  job bigint;
+  installed boolean := exists (select 1 from pg_catalog.pg_extension e
+                                where e.extname = 'pg_cron');
+begin
+  if _cron_job.command is null then
+    if installed then
+      execute 'select j.jobid from cron.job j where j.jobname = $1' into job using job_name;
+      if job is not null then
+        execute 'select cron.unschedule($1)' using job_name;
+      end if;
+    end if;
+    return job;
+  end if;
+  if schedule is null or trim(schedule) = '' then
+    perform switchyard._refuse('22023', 'schedule_missing', 'schedule', schedule,
+      format('%s: schedule is missing: use cron syntax such as ''* * * * *''', caller));
+  end if;
+  if not installed then
+    raise exception using errcode = 'SY020', message = format(
+      '%s: pg_cron is not installed in database %s', caller, to_json(current_database())::text),
+      detail = jsonb_build_object('database', current_database())::text,
+      hint = coalesce(way_out, 'enable pg_cron in this database');
+  end if;
+  execute 'select cron.schedule($1, $2, $3)' into job using job_name, schedule, command;
+  return job;
+end
+$$;
+
+-- supabase/schemas/functions/maintenance/_functions_bearer.sql
+-- The bearer a wake request carries: the Vault secret 'switchyard_functions_bearer'
+-- when Vault is installed and holds it, else the functions_bearer setting.
+create or replace function switchyard._functions_bearer()
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  secret text;
+begin
+  if to_regclass('vault.decrypted_secrets') is not null then
+    execute 'select decrypted_secret from vault.decrypted_secrets where name = $1 limit 1'
+      into secret using 'switchyard_functions_bearer';
+  end if;
+  return coalesce(secret, (select s.value from switchyard.settings s where s.name = 'functions_bearer'));
+end
+$$;
+
+-- supabase/schemas/functions/maintenance/_hosts_problem.sql
+-- Why a functions_hosts value is refused, or null: host names separated by commas (spaces
+-- around them allowed), each letters, digits, "." and "-" (or a bracketed IPv6 address), no
+-- scheme, port, path or wildcard; at most 50 of them.
+create or replace function switchyard._hosts_problem(hosts text)
+returns text
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  host text;
+  n int := 0;
+begin
+  if char_length(hosts) > 4096 then
+    return format('it is %s characters long; the limit is 4096', char_length(hosts));
+  end if;
+  foreach host in array string_to_array(hosts, ',') loop
+    host := btrim(host, ' ');
+    n := n + 1;
+    if host !~ '^([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])$' then
+      return format('host %s is invalid: list host names (letters, digits, ".", "-") separated '
+                    'by commas, without scheme, port, path or wildcard', switchyard._clip(host));
+    end if;
+  end loop;
+  if n = 0 then
+    return 'list at least one host name (null restores the default)';
+  elsif n > 50 then
+    return format('it lists %s hosts; the limit is 50', n);
+  end if;
+  return null;
+end
+$$;
+
+-- supabase/schemas/functions/maintenance/_pg_net_available.sql
+-- Whether pg_net is there to send the keep-alive's wake requests (net.http_post): the
+-- keep-alive and doctor report a missing pg_net instead of failing on it.
+create or replace function switchyard._pg_net_available()
+returns boolean
+language sql
+stable
+set search_path = ''
+as $$
+  select exists (
+    select 1 from pg_catalog.pg_proc p
+      join pg_catalog.pg_namespace n on n.oid = p.pronamespace
+     where n.nspname = 'net' and p.proname = 'http_post')
+$$;
+
+-- supabase/schemas/functions/maintenance/_url_origin.sql
+-- The origin (scheme://host[:port], lower-cased) of a base URL that base_url_problem accepts.
+create or replace function switchyard._url_origin(url text)
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select lower(substring(url from '^https?://[^/]+'))
+$$;
+
+-- supabase/schemas/functions/maintenance/base_url_problem.sql
+-- Why a keep-alive base URL is refused, or null (docs/ARCHITECTURE.md §6, keep-alive). The host
+-- must be one of functions_hosts (a setting: host names separated by commas); without it, a
+-- Supabase project's own host (<ref>.supabase.co, https) or a local one (localhost, 127.x.x.x,
+-- [::1], kong, host.docker.internal), so a wake with the service key goes nowhere else. It
+-- reads that setting, so it is stable.
+create or replace function switchyard.base_url_problem(url text)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+  parts text[];
+  host text;
+  allowed text;
+  local_host boolean;
+begin
+  if url is null then
+    return 'it is missing';
+  elsif char_length(url) > 2048 then
+    return format('it is %s characters long; the limit is 2048', char_length(url));
+  elsif url ~ '[[:space:][:cntrl:]]' then
+    return 'it contains whitespace or a control character';
+  elsif position('@' in url) > 0 then
+    return 'it contains "@" (a user name or password, or a host in disguise)';
+  end if;
+  parts := regexp_match(url,
+    '^(https?)://([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])(:([0-9]{1,5}))?(/[A-Za-z0-9._~%/-]*)?$');
+  if parts is null then
+    return 'use https://host[:port][/path] (letters, digits, ".", "-" in the host; no query or fragment)';
+  end if;
+  if coalesce(parts[5]::int, 0) > 65535 then
+    return format('port %s is out of range', parts[5]);
+  end if;
+  host := lower(parts[2]);
+  -- A name without a dot resolves only on the local network (a Docker network's service
+  -- names). It must start with a letter: a number without dots (2130706433, 0x7f000001) is an
+  -- IPv4 address to many resolvers, and could be any host.
+  if parts[1] = 'http'
+     and not (host = 'localhost' or host = '[::1]' or host ~ '^127(\\.[0-9]{1,3}){3}$'
+              or host = 'host.docker.internal' or host ~ '^[a-z]([a-z0-9-]*[a-z0-9])?$') then
+    return 'plain http:// is allowed only for a loopback or local network host (localhost, '
+      '127.0.0.1, [::1], host.docker.internal, a name without a dot such as kong): use https://';
+  end if;
+  -- The bearer goes to this host: only hosts the operator lists, by default the project's own.
+  select s.value into allowed from switchyard.settings s where s.name = 'functions_hosts';
+  local_host := host = 'localhost' or host = '[::1]' or host ~ '^127(\\.[0-9]{1,3}){3}$'
+                or host = 'host.docker.internal' or host = 'kong';
+  if allowed is null then
+    if not (local_host or (parts[1] = 'https' and host ~ '^[a-z0-9]([a-z0-9-]*[a-z0-9])?\\.supabase\\.co$')) then
+      return format('host %s is not the project''s own functions host (<project-ref>.supabase.co) '
+        'or a local one (localhost, 127.0.0.1, [::1], kong, host.docker.internal): list it first '
+        'with select switchyard.set_setting(''functions_hosts'', ''%s'')', host, host);
+    end if;
+  elsif not (host = any (select lower(btrim(h, ' ')) from unnest(string_to_array(allowed, ',')) h)) then
+    return format('host %s is not in functions_hosts (%s): add it with '
+      'select switchyard.set_setting(''functions_hosts'', ''<hosts, comma-separated>'')',
+      host, left(allowed, 200));
+  end if;
+  return null;
+end
+$$;
+
+-- supabase/schemas/functions/maintenance/keep_alive.sql
 -- Checks its arguments and the wake configuration, ticks the scheduler (run_schedules), ends
 -- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
--- each part isolated from the others, then wakes every queue function that is enabled, unpaused, has no live worker and was not woken
--- within debounce_seconds (20261201001300_function_keep_alive.sql has the full description);
--- the base URL as in 20261202000300_function_keep_alive_urls.sql. A live worker
+-- each part isolated from the others, then wakes every queue function that is enabled,
+-- unpaused, has no live worker and was not woken within debounce_seconds (docs/ARCHITECTURE.md
+-- §6, keep-alive): one HTTP request through pg_net to its Edge Function at the base URL
+-- (base_url_problem says which hosts are allowed). A live worker
 -- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
 -- window, or within heartbeat_window_seconds when that is larger (switchyard._heartbeat_window).
 create or replace function switchyard.keep_alive(
@@ -5593,68 +7649,58 @@ declare
   req bigint;
 begin
   if debounce_seconds is null or debounce_seconds < 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'debounce_seconds', debounce_seconds::text,
+      format(
       'keep_alive: debounce_seconds %s is invalid: use an integer of at least 0',
       coalesce(debounce_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'debounce_seconds',
-        'value', debounce_seconds::text, 'min', 0)::text;
+      context => jsonb_build_object('min', 0));
   end if;
   if heartbeat_window_seconds is null or heartbeat_window_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'heartbeat_window_seconds',
+      heartbeat_window_seconds::text, format(
       'keep_alive: heartbeat_window_seconds %s is invalid: use an integer of at least 1',
       coalesce(heartbeat_window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'url_format',
+      case when given is null then 'functions_base_url' else 'base_url' end, base, format(
       'keep_alive: base URL %s%s is invalid: %s', switchyard._clip(base),
       case when given is null then ' (setting functions_base_url)' else '' end, problem),
-      detail = jsonb_build_object(
-        'rule', 'url_format',
-        'argument', case when given is null then 'functions_base_url' else 'base_url' end,
-        'value', left(base, 200), 'problem', problem)::text;
+      context => jsonb_build_object('problem', problem));
   end if;
   if given is not null and configured is not null
      and switchyard._url_origin(given) <> switchyard._url_origin(configured) then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'bearer_host', 'base_url', given, format(
       'keep_alive: base URL %s is refused: the bearer goes only to the configured host %s '
       '(setting functions_base_url); pass no base_url, or change the setting',
       switchyard._clip(given), to_json(switchyard._url_origin(configured))::text),
-      detail = jsonb_build_object(
-        'rule', 'bearer_host', 'argument', 'base_url', 'value', left(given, 200),
-        'configured', switchyard._url_origin(configured))::text;
+      context => jsonb_build_object('configured', switchyard._url_origin(configured)));
   end if;
   base := rtrim(base, '/');
   if use_net then
     bearer := switchyard._functions_bearer();
     if bearer ~ '[[:space:][:cntrl:]]' then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'bearer_characters', null, null,
         'keep_alive: the bearer (Vault secret switchyard_functions_bearer or setting '
         'functions_bearer) contains whitespace or a control character; store it without them',
-        detail = jsonb_build_object(
-          'rule', 'bearer_characters', 'argument', null, 'value', null,
-          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+        context => jsonb_build_object('setting', 'functions_bearer',
+          'vault_secret', 'switchyard_functions_bearer'));
     end if;
     if base is null then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'base_url_missing', 'base_url', null,
         'keep_alive: pg_net is installed but no base URL is configured: pass base_url or run '
         'select switchyard.set_setting(''functions_base_url'', ''https://<project-ref>.supabase.co'')',
-        detail = jsonb_build_object(
-          'rule', 'base_url_missing', 'argument', 'base_url', 'value', null,
-          'setting', 'functions_base_url')::text;
+        context => jsonb_build_object('setting', 'functions_base_url'));
     end if;
     if bearer is null then
-      raise exception using errcode = '22023', message =
+      perform switchyard._refuse('22023', 'bearer_missing', null, null,
         'keep_alive: pg_net is installed but no bearer is configured: store the service role key '
         '(or the kit secret) in Vault as switchyard_functions_bearer, or run '
         'select switchyard.set_setting(''functions_bearer'', ''<key>'')',
-        detail = jsonb_build_object(
-          'rule', 'bearer_missing', 'argument', null, 'value', null,
-          'setting', 'functions_bearer', 'vault_secret', 'switchyard_functions_bearer')::text;
+        context => jsonb_build_object('setting', 'functions_bearer',
+          'vault_secret', 'switchyard_functions_bearer'));
     end if;
   end if;
 
@@ -5733,8 +7779,10 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/keep_alive_command.sql
--- ---- keep_alive_command (latest: 20261202000300_function_keep_alive_urls.sql)
+-- supabase/schemas/functions/maintenance/keep_alive_command.sql
+-- The SQL a keep-alive cron job runs (select switchyard.keep_alive(...)) with the base URL and
+-- debounce checked first, so a bad job is refused when it is scheduled, not every minute after.
+-- Useful on its own where pg_cron lives in another database.
 create or replace function switchyard.keep_alive_command(
   base_url text default null,
   debounce_seconds int default 30
@@ -5749,59 +7797,23 @@ declare
   problem text := case when nullif(base_url, '') is not null then switchyard.base_url_problem(base_url) end;
 begin
   if problem is not null then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'url_format', 'base_url', base_url, format(
       'keep_alive_command: base URL %s is invalid: %s', switchyard._clip(base_url), problem),
-      detail = jsonb_build_object(
-        'rule', 'url_format', 'argument', 'base_url', 'value', left(base_url, 200),
-        'problem', problem)::text;
+      context => jsonb_build_object('problem', problem));
   end if;
   if debounce_seconds is null or debounce_seconds < 0 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'debounce_seconds', debounce_seconds::text,
+      format(
       'keep_alive_command: debounce_seconds %s is invalid: use an integer of at least 0',
       coalesce(debounce_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'debounce_seconds',
-        'value', debounce_seconds::text, 'min', 0)::text;
+      context => jsonb_build_object('min', 0));
   end if;
   return format('select count(*) from switchyard.keep_alive(base_url => %s, debounce_seconds => %s)',
                 coalesce(quote_literal(base_url), 'null'), debounce_seconds);
 end
 $$;
 
--- supabase/schemas/functions/limits.sql
--- ---- limits (latest: 20261202000200_function_limits.sql)
-create or replace function switchyard.limits()
-returns jsonb
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select jsonb_build_object(
-    'max_input_bytes', switchyard.limit_value('max_input_bytes'),
-    'max_output_bytes', switchyard.limit_value('max_output_bytes'),
-    'max_map_output_bytes', switchyard.limit_value('max_map_output_bytes'),
-    'user_runs_per_minute', switchyard.limit_value('user_runs_per_minute'),
-    'max_function_name_chars', switchyard.limit_value('max_function_name_chars'),
-    'max_reason_chars', switchyard.limit_value('max_reason_chars'),
-    'max_progress_bytes', switchyard.limit_value('max_progress_bytes'),
-    'progress_per_second', switchyard.limit_value('progress_per_second'))
-$$;
-
--- supabase/schemas/functions/list_schedules.sql
--- Every schedule as the API answers one (_schedule_json: fields, next tick, latest tick and its
--- run's status, missed and skipped ticks), by name. For the dashboard and \`deno task schedule\`.
-create or replace function switchyard.list_schedules()
-returns jsonb
-language sql
-stable
-set search_path = ''
-as $$
-  select coalesce(jsonb_agg(switchyard._schedule_json(s.name) order by s.name), '[]'::jsonb)
-    from switchyard.schedules s
-$$;
-
--- supabase/schemas/functions/lost_message_grace_seconds.sql
+-- supabase/schemas/functions/maintenance/lost_message_grace_seconds.sql
 -- How long a queued task must have been queued (or last claimed) before the stall sweep
 -- treats its missing message as lost, and how often one queue is searched for lost messages.
 -- The kit sends a task's message in the transaction that queues the task, so a queued task
@@ -5815,255 +7827,10 @@ immutable
 set search_path = ''
 as $$ select 60 $$;
 
--- supabase/schemas/functions/max_checkpoint_bytes.sql
--- The most JSON text a checkpoint may hold: 256 KiB. A checkpoint is a handler's position in its
--- work (a cursor, counters), not its data.
-create or replace function switchyard.max_checkpoint_bytes()
-returns int
-language sql
-immutable
-set search_path = ''
-as $$
-  select 262144
-$$;
-
--- supabase/schemas/functions/max_map_elements.sql
--- The most elements one map step may fan out to (docs/ARCHITECTURE.md §5.10): a longer array
--- fails the run with the count and this limit.
-create or replace function switchyard.max_map_elements()
-returns int
-language sql
-immutable
-set search_path = ''
-as $$ select 10000 $$;
-
--- supabase/schemas/functions/max_task_refunds.sql
--- The most attempts of one task handed back at an instance's end without being counted
--- (release_tasks, docs/ARCHITECTURE.md §9): enough for a checkpointed handler to cross a day-long
--- step timeout on 150 s instances (about 600 hand-overs); past it a hand-over counts as a
--- failed attempt, so maxAttempts still ends a task that is handed back forever.
-create or replace function switchyard.max_task_refunds()
-returns int
-language sql
-immutable
-set search_path = ''
-as $$
-  select 1000
-$$;
-
--- supabase/schemas/functions/metrics.sql
--- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last \`window_seconds\`
--- (1 to 86400, default 60), as one JSON document:
---
---   { "at", "window_seconds",
---     "queues": [{ queue_name, functions, depth, hidden, lag_seconds, oldest_age_seconds,
---                  claims, completions, failures, retries, and the first three per second }],
---     "steps":  [{ queue_name, flow_slug, step_slug, claims, completions, failures, retries,
---                  p50_ms, p95_ms, p99_ms, attempts_avg, attempts_max }] }
---
--- depth is the messages visible now, hidden the others (claimed, or waiting for a delay);
--- lag_seconds how long the oldest visible message has been visible (0 when none), and
--- oldest_age_seconds the age of the oldest message, from PGMQ's queue table (O(depth), as
--- dashboard_queues). The counts come from the tasks touched in the window, read through the
--- index step_tasks_recent, and from the failed attempts of the window, read through
--- failed_attempts_recent, so their cost grows with the window's activity, never with the
--- history: claims are the tasks whose latest claim is in the window, retries those of them
--- claimed again after a failed attempt, completions the tasks completed, failures the failed
--- attempts (a throw, a timeout, a stall; retried or not) in it: a task that failed five times
--- in the window counts five (a retry storm shows), while a task claimed twice in one window
--- counts once among the claims. Durations are a completed task's last
--- attempt, from its claim to its completion; attempts those of the tasks that finished
--- (completed, or failed for good) in the window. A step or queue with no activity in the window
--- has no step rows and zero counts.
-create or replace function switchyard.metrics(window_seconds int default 60)
-returns jsonb
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-declare
-  since timestamptz;
-  q record;
-  tbl text;
-  depth bigint;
-  hidden bigint;
-  oldest_visible timestamptz;
-  oldest timestamptz;
-  steps jsonb;
-  queues jsonb := '[]'::jsonb;
-begin
-  if window_seconds is null or window_seconds < 1 or window_seconds > 86400 then
-    raise exception using errcode = '22023', message = format(
-      'metrics: window_seconds %s is out of range: use 1 to 86400 (one day)',
-      coalesce(window_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'window_range', 'argument', 'window_seconds', 'value', window_seconds,
-        'min', 1, 'max', 86400)::text;
-  end if;
-  since := switchyard.clock_now() - make_interval(secs => window_seconds);
-  -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
-  select coalesce(jsonb_agg(jsonb_build_object(
-           'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
-           'claims', s.claims, 'completions', s.completions, 'failures', coalesce(f.n, 0),
-           'retries', s.retries, 'p50_ms', s.p[1], 'p95_ms', s.p[2], 'p99_ms', s.p[3],
-           'attempts_avg', s.attempts_avg, 'attempts_max', s.attempts_max)
-           order by s.queue_name, s.flow_slug, s.step_slug), '[]'::jsonb)
-    into steps
-    from (
-      select t.queue_name, t.flow_slug, t.step_slug,
-             count(*) filter (where t.started_at >= since) as claims,
-             count(*) filter (where t.completed_at >= since) as completions,
-             count(*) filter (where t.started_at >= since and t.attempts_count > 1) as retries,
-             percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from
-               t.completed_at - t.started_at) * 1000) filter (where t.completed_at >= since)
-               as p,
-             (avg(t.attempts_count) filter (where t.completed_at >= since
-               or (t.status = 'failed' and t.last_failed_at >= since)))::double precision
-               as attempts_avg,
-             max(t.attempts_count) filter (where t.completed_at >= since
-               or (t.status = 'failed' and t.last_failed_at >= since)) as attempts_max
-        from switchyard.step_tasks t
-       where t.started_at is not null
-         and greatest(t.started_at, t.completed_at, t.last_failed_at) >= since
-       group by t.queue_name, t.flow_slug, t.step_slug
-    ) s
-    -- A step with a failed attempt in the window has a task whose last failure is in it: a row
-    -- of s.
-    left join (
-      select fa.queue_name, fa.flow_slug, fa.step_slug, count(*) as n
-        from switchyard.failed_attempts fa
-       where fa.failed_at >= since
-       group by fa.queue_name, fa.flow_slug, fa.step_slug
-    ) f on f.queue_name = s.queue_name and f.flow_slug = s.flow_slug
-       and f.step_slug = s.step_slug;
-  for q in
-    select x.queue_name, x.pgmq_name,
-           coalesce((select jsonb_agg(f.function_name order by f.function_name)
-                       from switchyard.worker_functions f where f.queue_name = x.queue_name),
-                    '[]'::jsonb) as functions,
-           coalesce(sum((s.value ->> 'claims')::bigint), 0) as claims,
-           coalesce(sum((s.value ->> 'completions')::bigint), 0) as completions,
-           coalesce(sum((s.value ->> 'failures')::bigint), 0) as failures,
-           coalesce(sum((s.value ->> 'retries')::bigint), 0) as retries
-      from switchyard.queues x
-      left join jsonb_array_elements(steps) s on s.value ->> 'queue_name' = x.queue_name
-     group by x.queue_name, x.pgmq_name
-     order by x.queue_name
-  loop
-    depth := null;
-    hidden := null;
-    oldest_visible := null;
-    oldest := null;
-    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
-    if to_regclass(format('pgmq.%I', tbl)) is not null then
-      execute format(
-        'select count(*) filter (where vt <= switchyard.queue_now()), count(*) filter (where vt > switchyard.queue_now()),
-                min(vt) filter (where vt <= switchyard.queue_now()), min(enqueued_at)
-           from pgmq.%I', tbl)
-        into depth, hidden, oldest_visible, oldest;
-    end if;
-    queues := queues || jsonb_build_object(
-      'queue_name', q.queue_name, 'functions', q.functions,
-      'depth', depth, 'hidden', hidden,
-      'lag_seconds', coalesce(greatest(extract(epoch from switchyard.queue_now() - oldest_visible), 0), 0),
-      'oldest_age_seconds', coalesce(extract(epoch from switchyard.queue_now() - oldest), 0),
-      'claims', q.claims, 'completions', q.completions, 'failures', q.failures,
-      'retries', q.retries,
-      'claims_per_second', q.claims::double precision / window_seconds,
-      'completions_per_second', q.completions::double precision / window_seconds,
-      'failures_per_second', q.failures::double precision / window_seconds);
-  end loop;
-  return jsonb_build_object('at', switchyard.clock_now(), 'window_seconds', window_seconds, 'queues', queues,
-                            'steps', steps);
-end
-$$;
-
--- supabase/schemas/functions/pair_set.sql
--- The key of a support set of \`flow/step\` pairs in switchyard.pair_sets (a hash of
--- the sorted, de-duplicated set), adding the set when it is new. Registration calls
--- it once per worker; claims then look pairs up by index.
-create or replace function switchyard.pair_set(pairs text[])
-returns text
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  key text;
-begin
-  select encode(sha256(convert_to(
-           coalesce(array_agg(distinct p.pair order by p.pair), '{}')::text, 'UTF8')), 'hex')
-    into key
-    from unnest(pairs) as p(pair)
-   where p.pair is not null;
-  if not exists (select 1 from switchyard.pair_sets s where s.pair_set = key) then
-    insert into switchyard.pair_sets (pair_set, pair)
-    select distinct key, p.pair from unnest(pairs) as p(pair) where p.pair is not null
-    on conflict do nothing;
-  end if;
-  return key;
-end
-$$;
-
--- supabase/schemas/functions/pause_function.sql
--- ---- pause_function (latest: 20261202000200_function_limits.sql): the values it echoes clipped
-create or replace function switchyard.pause_function(function_name text, reason text)
-returns boolean
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  max_chars int := switchyard.limit_value('max_reason_chars');
-begin
-  if coalesce(trim(reason), '') = '' then
-    raise exception using errcode = '22023', message = 'pause_function: a reason is required',
-      detail = jsonb_build_object(
-        'rule', 'reason_missing', 'argument', 'reason', 'value', left(reason, 200))::text;
-  end if;
-  if char_length(reason) > max_chars then
-    raise exception using errcode = '22023', message = format(
-      'pause_function(%s): the reason is %s characters long, over the limit of %s characters; '
-      'say why in fewer words and keep the details elsewhere',
-      switchyard._clip(pause_function.function_name), char_length(reason), max_chars),
-      detail = jsonb_build_object(
-        'rule', 'max_reason_chars', 'argument', 'reason', 'value', left(reason, 200),
-        'size', char_length(reason), 'limit', max_chars)::text;
-  end if;
-  update switchyard.worker_functions f
-     set paused_at = switchyard.clock_now(), pause_reason = reason
-   where f.function_name = pause_function.function_name and f.paused_at is null;
-  if found then
-    return true;
-  end if;
-  if not exists (select 1 from switchyard.worker_functions f where f.function_name = pause_function.function_name) then
-    raise exception using errcode = 'SY003', message = format(
-      'unknown function %s', switchyard._clip(pause_function.function_name)),
-      detail = jsonb_build_object(
-        'function_names', jsonb_build_array(left(pause_function.function_name, 200)))::text;
-  end if;
-  return false;      -- already paused: the first reason is kept
-end
-$$;
-
--- supabase/schemas/functions/pause_schedule.sql
--- Pauses a schedule: no tick starts a run until resume_schedule. Ticks while paused are
--- not run later (resuming looks at ticks from then on). Returns the schedule.
-create or replace function switchyard.pause_schedule(name text)
-returns jsonb
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  return switchyard.update_schedule(pause_schedule.name, enabled => false);
-end
-$$;
-
--- supabase/schemas/functions/prune.sql
--- Retention (20261202000600): finished runs are completed, failed or cancelled ones.
+-- supabase/schemas/functions/maintenance/prune.sql
+-- Retention (docs/ARCHITECTURE.md §8): deletes one batch of runs finished before \`older_than\`
+-- (completed, failed or cancelled), with their tasks and events; a run whose message a worker
+-- still holds is kept for a later batch.
 create or replace function switchyard.prune(older_than interval, batch_size int default 1000)
 returns switchyard.prune_result
 language plpgsql
@@ -6093,21 +7860,17 @@ declare
   result switchyard.prune_result := row(0, 0, 0, 0, 0, 0, 0, 0);
 begin
   if older_than is null or older_than < interval '1 hour' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'interval_min', 'older_than', older_than::text, format(
       'prune: older_than %s is invalid: use an interval of at least 1 hour (a worker may '
       'claim a message up to its visibility timeout, at most 3600 s, after reading it)',
       coalesce(older_than::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'interval_min', 'argument', 'older_than', 'value', older_than::text,
-        'min', '1 hour')::text;
+      context => jsonb_build_object('min', '1 hour'));
   end if;
   if batch_size is null or batch_size < 1 or batch_size > 10000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'batch_size', batch_size::text, format(
       'prune: batch_size %s is invalid: use an integer from 1 to 10000',
       coalesce(batch_size::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'batch_size', 'value', batch_size::text,
-        'min', 1, 'max', 10000)::text;
+      context => jsonb_build_object('min', 1, 'max', 10000));
   end if;
   cutoff := switchyard.clock_now() - older_than;
 
@@ -6241,7 +8004,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/prune_command.sql
+-- supabase/schemas/functions/maintenance/prune_command.sql
 -- The SQL a cron job runs for retention. Useful on its own where pg_cron lives in another
 -- database (cron.schedule_in_database(name, schedule, <this>, db)).
 create or replace function switchyard.prune_command(
@@ -6256,502 +8019,25 @@ set search_path = ''
 as $$
 begin
   if older_than is null or older_than < interval '1 hour' then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'interval_min', 'older_than', older_than::text, format(
       'prune_command: older_than %s is invalid: use an interval of at least 1 hour',
       coalesce(older_than::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'interval_min', 'argument', 'older_than', 'value', older_than::text,
-        'min', '1 hour')::text;
+      context => jsonb_build_object('min', '1 hour'));
   end if;
   if batch_size is null or batch_size < 1 or batch_size > 10000 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_range', 'batch_size', batch_size::text, format(
       'prune_command: batch_size %s is invalid: use an integer from 1 to 10000',
       coalesce(batch_size::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'batch_size', 'value', batch_size::text,
-        'min', 1, 'max', 10000)::text;
+      context => jsonb_build_object('min', 1, 'max', 10000));
   end if;
   return format('select runs from switchyard.prune(%L::interval, %s)', older_than::text, batch_size);
 end
 $$;
 
--- supabase/schemas/functions/quarantine_messages.sql
--- ---- quarantine_messages (latest: 20261201001500_function_quarantine.sql): the values it echoes clipped
-create or replace function switchyard.quarantine_messages(function_name text)
-returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  fn switchyard.worker_functions;
-  queue text;
-  named bigint[];
-  moved bigint[];
-  with_task jsonb;
-  present bigint[];
-  gone bigint[];
-begin
-  select * into fn from switchyard.worker_functions f
-   where f.function_name = quarantine_messages.function_name for update;
-  if not found then
-    raise exception using errcode = 'SY003', message = format(
-      'quarantine: unknown function %s', switchyard._clip(quarantine_messages.function_name)),
-      detail = jsonb_build_object(
-        'function_names', jsonb_build_array(left(quarantine_messages.function_name, 200)))::text;
-  end if;
-  if fn.paused_at is null then
-    raise exception using errcode = '55000', message = format(
-      'quarantine: function %s is not paused: nothing to quarantine', switchyard._clip(fn.function_name)),
-      detail = jsonb_build_object('rule', 'function_not_paused', 'argument', 'function_name',
-        'value', left(fn.function_name, 200))::text;
-  end if;
-  if fn.pause_detail is null or jsonb_typeof(fn.pause_detail -> 'message_ids') is distinct from 'array' then
-    raise exception using errcode = '55000', message = format(
-      'quarantine: function %s was paused by an operator (%s), naming no messages: resume it with deno task resume',
-      switchyard._clip(fn.function_name), left(fn.pause_reason, 200)),
-      detail = jsonb_build_object('rule', 'pause_names_no_messages', 'argument', 'function_name',
-        'value', left(fn.function_name, 200), 'reason', fn.pause_reason)::text;
-  end if;
-  queue := fn.pause_detail ->> 'queue';
-  select coalesce(array_agg(distinct (e #>> '{}')::bigint), '{}') into named
-    from jsonb_array_elements(fn.pause_detail -> 'message_ids') e;
-
-  -- Named messages that belong to a task: left alone.
-  select coalesce(jsonb_agg(jsonb_build_object('message_id', t.message_id::text,
-                                               'pair', t.flow_slug || '/' || t.step_slug)
-                            order by t.message_id), '[]')
-    into with_task
-    from switchyard.step_tasks t
-   where t.queue_name = queue and t.message_id = any (named);
-
-  -- The rest, while still in the queue: locked, copied with their bodies, then deleted.
-  execute format(
-    'with foreign_rows as (
-       select m.msg_id, m.read_ct, m.enqueued_at, m.message, m.headers from pgmq.%I m
-        where m.msg_id = any ($1)
-          and not exists (select 1 from switchyard.step_tasks t
-                           where t.queue_name = $2 and t.message_id = m.msg_id)
-        order by m.msg_id
-          for update of m
-     ), kept as (
-       insert into switchyard.quarantined_messages
-         (queue_name, msg_id, read_ct, enqueued_at, message, headers, function_name, pause_reason)
-       select $2, f.msg_id, f.read_ct, f.enqueued_at, f.message, f.headers, $3, $4
-         from foreign_rows f
-       returning msg_id
-     )
-     select coalesce(array_agg(k.msg_id order by k.msg_id), ''{}'') from kept k',
-    pgmq.format_table_name(queue, 'q'))
-    into moved
-    using named, queue, fn.function_name, fn.pause_reason;
-  if cardinality(moved) > 0 then
-    perform pgmq.delete(queue, moved);
-  end if;
-
-  execute format('select coalesce(array_agg(m.msg_id), ''{}'') from pgmq.%I m where m.msg_id = any ($1)',
-                 pgmq.format_table_name(queue, 'q'))
-    into present using named;
-  select coalesce(array_agg(n order by n), '{}') into gone
-    from unnest(named) n
-   where not (n = any (moved)) and not (n = any (present))
-     and not exists (select 1 from switchyard.step_tasks t where t.queue_name = queue and t.message_id = n);
-
-  if jsonb_array_length(with_task) = 0 then
-    update switchyard.worker_functions f
-       set paused_at = null, pause_reason = null, pause_detail = null
-     where f.function_name = fn.function_name;
-  end if;
-  return jsonb_build_object(
-    'function_name', fn.function_name,
-    'queue', queue,
-    'quarantined', (select coalesce(jsonb_agg(x::text order by x), '[]') from unnest(moved) x),
-    'with_task', with_task,
-    'gone', (select coalesce(jsonb_agg(x::text order by x), '[]') from unnest(gone) x),
-    'resumed', jsonb_array_length(with_task) = 0);
-end
-$$;
-
--- supabase/schemas/functions/queue_clock.sql
--- PGMQ's clock as it runs (docs/ARCHITECTURE.md §17): clock_timestamp(), the time PGMQ's send,
--- read and set_vt compare a message's visibility (\`vt\`) with. The core's own reads and writes of
--- \`vt\` (the ordered read, hiding claimed messages, prune, the dashboard's queue counts) use it, so
--- they agree with PGMQ's. A test engine never replaces it: advancing a test clock moves the \`vt\`
--- of the kit's queues back instead. Inlined like clock_now (plain SQL, no SET); volatile, as
--- clock_timestamp() is.
-create or replace function switchyard.queue_clock()
-returns timestamptz
-language sql
-volatile
-parallel safe
-as $$ select pg_catalog.clock_timestamp() $$;
-
--- supabase/schemas/functions/queue_name_problem.sql
--- ---- queue_name_problem (latest: 20261201000200_queue_names.sql)
-create or replace function switchyard.queue_name_problem(name text, explicit boolean)
-returns text
-language sql
-immutable
-set search_path = ''
-as $$
-  select case
-    when name is null then 'queue name is missing'
-    when name !~ '^[a-z][a-z0-9_]*$' or length(name) > 47 then
-      format('queue name %s is invalid: use lower-case letters, digits and single underscores '
-        '(^[a-z][a-z0-9_]*$, at most 47 characters)', switchyard._clip(name))
-    when explicit and position('__' in name) > 0 then
-      format('queue name %s is invalid: explicit queue names must not contain "__" '
-        '(reserved for generated private step queues)', switchyard._clip(name))
-    else null
-  end
-$$;
-
--- supabase/schemas/functions/rate_limit_status.sql
--- The rate limits for operators and the dashboard (docs/ARCHITECTURE.md §5.12): each limit
--- with its tokens now, and the steps (flow/step) that name it; a name steps use without a row
--- (no limit) is listed with null rate.
-create or replace function switchyard.rate_limit_status()
-returns table (
-  name text, rate int, per_seconds int, burst int, tokens double precision,
-  updated_at timestamptz, steps text[]
-)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select n.name, l.rate, l.per_seconds, l.burst,
-         case when l.name is not null then
-           case when l.refilled_at > switchyard.clock_now() then l.tokens
-                else least(l.burst, l.tokens + extract(epoch from switchyard.clock_now() - l.refilled_at)
-                                          * l.rate::double precision / l.per_seconds) end end,
-         l.updated_at,
-         coalesce((select array_agg(s.flow_slug || '/' || s.step_slug
-                                    order by s.flow_slug, s.step_slug)
-                     from switchyard.steps s where s.rate_limit = n.name), '{}')
-    from (select r.name from switchyard.rate_limits r
-          union
-          select s.rate_limit from switchyard.steps s where s.rate_limit is not null) n
-    left join switchyard.rate_limits l on l.name = n.name
-   order by n.name
-$$;
-
--- supabase/schemas/functions/read_ordered.sql
--- Whether the worker reads \`queue_name\` through read_tasks, in the order of docs/ARCHITECTURE.md
--- §5.14 (true), or through PGMQ's own read_with_poll, in message order (false): true once a run
--- with a priority had a step on the queue (start_flow sets queues.priority_used_at) or while a
--- step on it has keyed concurrency. One probe of the queue's row and one of a partial index of
--- steps (empty when no step has flow control). False for a queue the kit does not know, which
--- PGMQ's read then names.
-create or replace function switchyard.read_ordered(queue_name text)
-returns boolean
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select coalesce((select q.priority_used_at is not null from switchyard.queues q
-                    where q.queue_name = read_ordered.queue_name), false)
-         or exists (select 1 from switchyard.steps s
-                     where s.queue_name = read_ordered.queue_name
-                       and s.concurrency_limit is not null)
-$$;
-
--- supabase/schemas/functions/read_tasks.sql
--- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to \`qty\` message
--- ids, hidden for \`visibility_seconds\`; none when no message may be read now. It does not wait:
--- the worker polls, sleeping between reads outside any statement, so no lock on a switchyard table
--- is held while it waits (a migration's preamble takes them all, §7). The worker calls it only for
--- a queue that read_ordered(queue) names; any other it reads with PGMQ's own read_with_poll, in
--- message order, as every earlier release did. Here a plain queue gets pgmq.read.
---
--- The order:
---   - by rank: a message whose body has \`ranked_at\` (a run of priority p, _task_message) ranks
---     as if it had become visible p x priority_ageing_seconds earlier; any other by its send time,
---     in message order. Higher priority goes first, and a message that waited longer than the
---     levels between them goes before one of higher priority: none is starved;
---   - by turn: a message of a step with keyed concurrency (its body's \`concurrency_key\`) takes
---     its key's next turn, so keys are served round-robin (the first message of every key, then
---     the second, ...), and a key is given at most its free slots (the step's limit less its
---     started tasks): messages of a full key are not read at all, so they are neither written
---     nor counted as read while they wait.
--- Each side (ranked, unranked) offers its first candidates through its own index (the partial
--- index of ranked messages that _tune_queue_table gives every kit queue, and the primary key);
--- the chosen ones are then locked, skipping those another reader holds, and hidden. The claim
--- (start_tasks, _flow_control) still decides every start: the order is a hint, never a rule a
--- claim trusts.
-create or replace function switchyard.read_tasks(
-  queue_name text, visibility_seconds int, qty int
-)
-returns setof bigint
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  queue alias for queue_name;
-  keyed boolean;
-  window_size int;
-  used_keys text[];
-  used_counts int[];
-  full_keys text[];
-  tbl text := pgmq.format_table_name(read_tasks.queue_name, 'q');
-  c_ids bigint[];
-  c_ranks numeric[];
-  c_slots text[];
-  c_steps text[];
-  chosen bigint[];
-begin
-  if qty is null or qty not between 1 and 1000 then
-    raise exception using errcode = '22023', message = format(
-      'read_tasks(%s): qty %s is invalid: read 1 to 1000 messages at a time',
-      switchyard._clip(queue), coalesce(qty::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_qty', 'argument', 'qty', 'value', qty,
-                                  'min', 1, 'max', 1000)::text;
-  end if;
-  if visibility_seconds is null or visibility_seconds not between 0 and 86400 then
-    raise exception using errcode = '22023', message = format(
-      'read_tasks(%s): visibility_seconds %s is invalid: use 0 to 86400 seconds',
-      switchyard._clip(queue), coalesce(visibility_seconds::text, 'null')),
-      detail = jsonb_build_object('rule', 'read_visibility', 'argument', 'visibility_seconds',
-                                  'value', visibility_seconds, 'min', 0, 'max', 86400)::text;
-  end if;
-  perform from switchyard.queues q where q.queue_name = queue;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'read_tasks: queue %s is not a queue of the kit: create it with ensure_shared_queue or '
-      'adopt_queue, or deploy a flow whose steps use it', switchyard._clip(queue)),
-      detail = jsonb_build_object('rule', 'queue_unknown', 'argument', 'queue_name',
-                                  'value', left(queue, 200))::text;
-  end if;
-  -- Which queues are read in order is read_ordered's rule, here as for the worker.
-  if not switchyard.read_ordered(queue) then
-    return query select r.msg_id from pgmq.read(queue, visibility_seconds, qty) r;
-    return;
-  end if;
-  -- Whether the read counts the keys' slots (a queue may be ordered by priority alone).
-  keyed := exists (select 1 from switchyard.steps s
-                    where s.queue_name = queue and s.concurrency_limit is not null);
-
-  window_size := least(greatest(qty * 4, 50), 2000);
-  if keyed then
-    -- The keys holding slots now: every started task with a slot, through the partial index
-    -- of those (as many as the limits allow, however long the queue).
-    select coalesce(array_agg(k.slot), '{}'), coalesce(array_agg(k.used), '{}'),
-           coalesce(array_agg(k.slot) filter (where k.used >= k.lim), '{}')
-      into used_keys, used_counts, full_keys
-      from (select t.concurrency_key as slot, count(*)::int as used,
-                   min(s.concurrency_limit) as lim
-              from switchyard.step_tasks t
-              join switchyard.steps s on s.flow_slug = t.flow_slug and s.step_slug = t.step_slug
-             where t.status = 'started' and t.concurrency_key is not null
-               and t.queue_name = queue
-             group by t.concurrency_key) k;
-  end if;
-  -- 1. The candidates, each side through its own index. Three statements rather than one: the
-  -- two on the queue table are dynamic (its name), so they are planned on every call, and kept
-  -- as small as PGMQ's own; the choice between them is static SQL, planned once per session.
-  execute format($q$
-    select coalesce(array_agg(c.msg_id), '{}'), coalesce(array_agg(c.rank), '{}'),
-           coalesce(array_agg(c.slot), '{}'), coalesce(array_agg(c.step), '{}')
-      from ((select m.msg_id, (m.message ->> 'ranked_at')::numeric as rank,
-                    m.message ->> 'concurrency_key' as slot,
-                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug') as step
-               from pgmq.%1$I m
-              where m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
-                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
-              order by (m.message ->> 'ranked_at')::numeric
-              limit $1)
-            union all
-            (select m.msg_id, extract(epoch from m.enqueued_at), m.message ->> 'concurrency_key',
-                    (m.message ->> 'flow_slug') || '/' || (m.message ->> 'step_slug')
-               from pgmq.%1$I m
-              where not m.message ? 'ranked_at' and m.vt <= switchyard.queue_clock()
-                and not coalesce(m.message ->> 'concurrency_key' = any ($2), false)
-              order by m.msg_id
-              limit $1)) c$q$, tbl)
-    into c_ids, c_ranks, c_slots, c_steps
-    using window_size, coalesce(full_keys, '{}');
-  if cardinality(c_ids) = 0 then
-    return;
-  end if;
-  -- 2. Turns: each key's candidates in rank order, at most its free slots (its step's limit less
-  -- its started tasks); then the first \`qty\` by (turn, rank, id).
-  select coalesce(array_agg(t.id order by t.turn, t.rank, t.id), '{}') into chosen
-    from (select x.id, x.rank, x.turn
-            from (select c.id, c.rank, c.slot,
-                         row_number() over (partition by coalesce(c.slot, c.id::text)
-                                            order by c.rank, c.id) as turn,
-                         (select s.concurrency_limit from switchyard.steps s
-                           where c.slot is not null
-                             and s.flow_slug = split_part(c.step, '/', 1)
-                             and s.step_slug = split_part(c.step, '/', 2))
-                           - coalesce(used_counts[array_position(used_keys, c.slot)], 0) as free
-                    from unnest(c_ids, c_ranks, c_slots, c_steps) as c(id, rank, slot, step)) x
-           where x.slot is null or x.free is null or x.turn <= x.free
-           order by x.turn, x.rank, x.id
-           limit qty) t;
-  -- 3. Lock the chosen (by key; one another reader holds is left to it) and hide them.
-  return query execute format($q$
-    update pgmq.%1$I m
-       set vt = switchyard.queue_clock() + make_interval(secs => $1), read_ct = m.read_ct + 1
-      from (select x.msg_id from pgmq.%1$I x
-             where x.msg_id = any ($2) and x.vt <= switchyard.queue_clock()
-               for update skip locked) l
-     where m.msg_id = l.msg_id
-    returning m.msg_id$q$, tbl)
-    using visibility_seconds, chosen;
-end
-$$;
-
--- supabase/schemas/functions/read_visibility_cap_seconds.sql
--- The longest visibility read_visibility_seconds gives a read (unless the worker's own claim
--- window is longer): how long a batch stays hidden when its worker dies between read and claim.
-create or replace function switchyard.read_visibility_cap_seconds()
-returns int
-language sql
-immutable
-set search_path = ''
-as $$ select 300 $$;
-
--- supabase/schemas/functions/read_visibility_seconds.sql
--- The visibility a worker's read gives the messages it reads (docs/ARCHITECTURE.md §5.1): its
--- claim window plus the longest task timeout of the steps on the queue plus the claim margin,
--- so the claim that follows finds every message hidden long enough and writes none of them
--- again (_keep_hidden). At most read_visibility_cap_seconds() (300) unless the window itself is
--- longer: a worker that dies between its read and its claim leaves the batch hidden that long
--- (its tasks are still queued, so stall recovery does not see them), and a task with a longer
--- timeout is hidden further by its claim. A queue with no step: the window alone. The timeouts
--- are read on every call (one probe of steps_queue per read), so a timeout changed live counts
--- from the next read.
-create or replace function switchyard.read_visibility_seconds(queue_name text, claim_window int)
-returns int
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-declare
-  longest int;
-begin
-  if claim_window is null or claim_window < 1 or claim_window > 3600 then
-    raise exception using errcode = '22023', message = format(
-      'read_visibility_seconds: claim window %s is invalid: use whole seconds from 1 to 3600',
-      coalesce(claim_window::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'claim_window_range', 'argument', 'claim_window',
-        'value', claim_window)::text;
-  end if;
-  select max(coalesce(st.timeout, f.timeout)) into longest
-    from switchyard.steps st
-    join switchyard.flows f on f.flow_slug = st.flow_slug
-   where st.queue_name = read_visibility_seconds.queue_name;
-  if longest is null then
-    return claim_window;
-  end if;
-  return greatest(claim_window,
-                  least(claim_window + longest + switchyard.claim_margin_seconds(),
-                        switchyard.read_visibility_cap_seconds()));
-end
-$$;
-
--- supabase/schemas/functions/recompile_flow.sql
--- Local development only (docs/ARCHITECTURE.md §4.1): compiles a flow like ensure_flow, but a
--- changed shape, which ensure_flow refuses with SY004, replaces the compiled flow instead: its
--- runs, tasks and private queues are deleted (delete_flow) and the new shape is compiled, the
--- flow keeping its alias membership and, when it was one, its place as the alias's target.
--- Returns ensure_flow's answer, or 'recompiled'. A worker calls it only where it is sure of a
--- local database and not the hosted runtime; deployed code never does.
-create or replace function switchyard.recompile_flow(shape jsonb)
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  slug text;
-  target_of text;
-  member_of text;
-begin
-  begin
-    return switchyard.ensure_flow(shape);
-  exception when sqlstate 'SY004' then
-    null; -- a changed shape: replaced below
-  end;
-  slug := shape ->> 'slug';
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.flow:' || lower(slug), 0));
-  select a.alias into target_of from switchyard.aliases a where a.flow_slug = slug;
-  select m.alias into member_of from switchyard.alias_members m where m.flow_slug = slug;
-  -- delete_flow keeps an alias's target; the alias points at the new shape again below.
-  delete from switchyard.aliases a where a.alias = target_of;
-  perform switchyard.delete_flow(slug);
-  perform switchyard.ensure_flow(shape);
-  if member_of is not null then
-    insert into switchyard.alias_members (alias, flow_slug) values (member_of, slug);
-  end if;
-  if target_of is not null then
-    insert into switchyard.aliases (alias, flow_slug) values (target_of, slug);
-  end if;
-  return 'recompiled';
-end
-$$;
-
--- supabase/schemas/functions/record_refusal.sql
--- Records that a queue function's worker refused to start (the error of its HTTP answer:
--- function_paused, function_disabled, coverage, worker_config, start_failed) or paused on
--- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.1). One row per function
--- and kind: a repeat moves last_at, counts and keeps the latest message, cut at 2000 characters
--- (a record is never refused for its length). The worker calls it best effort.
-create or replace function switchyard.record_refusal(function_name text, refusal text, message text)
-returns void
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  max_name int := switchyard.limit_value('max_function_name_chars');
-  kinds text[] := array['function_paused', 'function_disabled', 'coverage', 'worker_config',
-                        'start_failed', 'unsupported_work'];
-  text_ text;
-begin
-  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$'
-     or char_length(function_name) > max_name then
-    raise exception using errcode = '22023', message = format(
-      'record_refusal: function name %s is invalid: use lower-case letters, digits, "-" and "_" '
-      '(^[a-z][a-z0-9_-]*$), at most %s characters', switchyard._clip(function_name), max_name),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
-  end if;
-  if refusal is null or not refusal = any (kinds) then
-    raise exception using errcode = '22023', message = format(
-      'record_refusal: refusal %s is unknown: use %s', switchyard._clip(refusal),
-      array_to_string(kinds, ', ')),
-      detail = jsonb_build_object(
-        'rule', 'refusal_unknown', 'argument', 'refusal', 'value', left(refusal, 200))::text;
-  end if;
-  if coalesce(trim(message), '') = '' then
-    raise exception using errcode = '22023', message = 'record_refusal: a message is required',
-      detail = jsonb_build_object(
-        'rule', 'message_missing', 'argument', 'message', 'value', left(message, 200))::text;
-  end if;
-  text_ := case when char_length(message) <= 2000 then message
-                else left(message, 2000) || format('... (%s characters)', char_length(message)) end;
-  insert into switchyard.refusals as r (function_name, refusal, message)
-  values (record_refusal.function_name, record_refusal.refusal, text_)
-  on conflict on constraint refusals_pkey do update
-     set message = excluded.message, last_at = switchyard.clock_now(), count = r.count + 1;
-end
-$$;
-
--- supabase/schemas/functions/recover_stalled.sql
--- Stall recovery (docs/ARCHITECTURE.md §5.6), as in 20261202000700, except that a stalled task
--- of a cancelled run (its worker died while the run was cancelled) is cancelled instead of
--- queued again. The run is read by its key.
+-- supabase/schemas/functions/maintenance/recover_stalled.sql
+-- Stall recovery (docs/ARCHITECTURE.md §5.6): a started task whose worker stopped heart-beating
+-- within its own window gets its attempt counted as failed and is queued again (or fails for
+-- good); a stalled task of a cancelled run is cancelled instead. The run is read by its key.
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
@@ -6854,689 +8140,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/register_function.sql
--- ---- register_function (latest: 20261201001000_function_workers.sql): the values it echoes clipped
-create or replace function switchyard.register_function(function_name text, queue_name text)
-returns void
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-begin
-  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
-    raise exception using errcode = '22023', message = format(
-      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      switchyard._clip(function_name)),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
-  end if;
-  perform switchyard.assert_queue_name(queue_name, false);
-  insert into switchyard.worker_functions (function_name, queue_name)
-  values (register_function.function_name, register_function.queue_name)
-  on conflict on constraint worker_functions_pkey do update set queue_name = excluded.queue_name;
-end
-$$;
-
--- supabase/schemas/functions/register_worker.sql
--- Registers a worker for one physical queue. Upserts its queue function's row but
--- never re-enables a disabled or paused queue function: those refuse to start. The
--- supported pairs are stored once, as a row set, for the claim path. The heartbeat
--- window is stored with the worker: stall recovery judges each worker by its own
--- (docs/ARCHITECTURE.md §5.6).
-create or replace function switchyard.register_worker(
-  worker_id uuid, queue_name text, function_name text, supported_pairs text[],
-  heartbeat_window_seconds int default 15
-)
-returns void
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  queue alias for queue_name;
-  fn switchyard.worker_functions;
-begin
-  if heartbeat_window_seconds is null
-     or heartbeat_window_seconds < switchyard.heartbeat_window_floor_seconds() then
-    raise exception using errcode = '22023', message = format(
-      'register_worker: heartbeat_window_seconds %s is invalid: use at least %s seconds '
-      '(and at least 3 heartbeat intervals)',
-      coalesce(heartbeat_window_seconds::text, 'null'), switchyard.heartbeat_window_floor_seconds()),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'heartbeat_window_seconds',
-        'value', heartbeat_window_seconds::text,
-        'min', switchyard.heartbeat_window_floor_seconds())::text;
-  end if;
-  if not exists (select 1 from switchyard.queues q where q.queue_name = queue) then
-    raise exception using errcode = '22023', message = format(
-      'queue %s is not registered: no compiled flow routes a step to it', to_json(queue)::text),
-      detail = jsonb_build_object(
-        'rule', 'queue_unknown', 'argument', 'queue_name', 'value', left(queue, 200))::text;
-  end if;
-  if function_name is null or function_name !~ '^[a-z][a-z0-9_-]*$' then
-    raise exception using errcode = '22023', message = format(
-      'function name %s is invalid: use lower-case letters, digits, "-" and "_" (^[a-z][a-z0-9_-]*$)',
-      coalesce(to_json(function_name)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'function_name_format', 'argument', 'function_name',
-        'value', left(function_name, 200))::text;
-  end if;
-  insert into switchyard.worker_functions (function_name, queue_name)
-  values (register_worker.function_name, queue)
-  on conflict do nothing;
-  select * into fn from switchyard.worker_functions f
-   where f.function_name = register_worker.function_name for share;
-  if fn.queue_name <> queue then
-    raise exception using errcode = '22023', message = format(
-      'function %s is registered for queue %s, not %s',
-      to_json(fn.function_name)::text, to_json(fn.queue_name)::text, to_json(queue)::text),
-      detail = jsonb_build_object(
-        'rule', 'function_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
-        'function_name', fn.function_name, 'registered_queue', fn.queue_name)::text;
-  end if;
-  if fn.paused_at is not null then
-    raise exception using errcode = 'SY001', message = format(
-      'function %s is paused: %s', to_json(fn.function_name)::text, fn.pause_reason),
-      detail = jsonb_build_object(
-        'function_name', fn.function_name, 'reason', fn.pause_reason)::text,
-      hint = format('fix the registry, then select switchyard.resume_function(%L)', fn.function_name);
-  end if;
-  if not fn.enabled then
-    raise exception using errcode = 'SY002', message = format(
-      'function %s is disabled', to_json(fn.function_name)::text),
-      detail = jsonb_build_object('function_name', fn.function_name)::text,
-      hint = 'a fenced rollout disabled it; switchyard.fence_end() or set_function_enabled re-enables it';
-  end if;
-  insert into switchyard.workers (worker_id, queue_name, function_name, pair_set,
-                                  heartbeat_window_seconds)
-  values (register_worker.worker_id, queue, register_worker.function_name,
-          switchyard.pair_set(supported_pairs), register_worker.heartbeat_window_seconds);
-end
-$$;
-
--- supabase/schemas/functions/release_tasks.sql
--- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9), in
--- one transaction; the worker is marked deprecated in it, so a worker released by anyone else
--- stops at its next heartbeat. The worker drops whatever its released handlers return, so an
--- attempt number claimed again elsewhere is never answered twice.
---
--- An attempt is refunded (the task queued again with attempts_count - 1, its message visible at
--- once) only for work handed back: the worker names the task in \`handed_back\` (a JSON array of
--- {run_id, step_slug, task_index}: its handler honoured the shutdown, throwing the abort reason
--- within the grace period, or never started), or the task saved a checkpoint since its claim.
--- Refunds are bounded: at most max_task_refunds() per task, and the time the attempt ran on
--- every instance counts toward the step timeout (carried_ms, which start_tasks hands to the next
--- claim of the same attempt). Every other task the worker holds fails its attempt through
--- fail_task_with (retried with backoff while attempts remain, else its run fails or its step is
--- skipped), saying why: a handler still running after the grace period with no checkpoint since
--- its claim, a task handed back max_task_refunds() times, or an attempt past its step timeout.
--- \`handed_back\` null (a 0.3.0 runtime's call) names every task the worker holds.
--- Locks in (queue, message id) order, as complete_tasks and start_tasks do, then a failed
--- attempt's run (fail_task_with). Returns the tasks handed back, refunded or not.
-create or replace function switchyard.release_tasks(worker_id uuid, handed_back jsonb default null)
-returns int
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  t record;
-  released int := 0;
-  max_refunds int := switchyard.max_task_refunds();
-begin
-  if worker_id is null then
-    raise exception using errcode = '22023',
-      message = 'release_tasks: worker_id is null: pass the id of the stopping worker',
-      detail = jsonb_build_object('rule', 'argument_missing', 'argument', 'worker_id',
-                                  'value', null)::text;
-  end if;
-  if handed_back is not null and jsonb_typeof(handed_back) <> 'array' then
-    raise exception using errcode = '22023', message = format(
-      'release_tasks: handed_back %s is invalid: pass a JSON array of {run_id, step_slug, '
-      'task_index}, or null for every task the worker holds', left(handed_back::text, 200)),
-      detail = jsonb_build_object('rule', 'handed_back_not_array', 'argument', 'handed_back',
-                                  'value', left(handed_back::text, 200))::text;
-  end if;
-  update switchyard.workers w set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now())
-   where w.worker_id = release_tasks.worker_id;
-  for t in
-    select x.run_id, x.step_slug, x.task_index, x.queue_name, x.message_id, x.attempts_count,
-           x.timeout, x.refunds,
-           x.carried_ms + (extract(epoch from switchyard.clock_now() - x.started_at) * 1000)::bigint as used_ms,
-           handed_back is null
-             or exists (select 1 from jsonb_array_elements(handed_back) h
-                         where h ->> 'run_id' = x.run_id::text and h ->> 'step_slug' = x.step_slug
-                           and coalesce(h ->> 'task_index', '0') = x.task_index::text) as named,
-           exists (select 1 from switchyard.task_checkpoints c
-                    where c.run_id = x.run_id and c.step_slug = x.step_slug
-                      and c.task_index = x.task_index and c.saved_at >= x.started_at)
-             as checkpointed
-      from switchyard.step_tasks x
-     where x.worker_id = release_tasks.worker_id and x.status = 'started'
-     order by x.queue_name, x.message_id
-       for update of x
-  loop
-    released := released + 1;
-    if (t.named or t.checkpointed) and t.refunds < max_refunds
-       and t.used_ms < t.timeout * 1000::bigint then
-      update switchyard.step_tasks x
-         set status = 'queued', attempts_count = x.attempts_count - 1, worker_id = null,
-             refunds = x.refunds + 1, carried_ms = t.used_ms::int,
-             carried_attempt = t.attempts_count
-       where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
-      perform pgmq.set_vt(t.queue_name, t.message_id, 0);
-      continue;
-    end if;
-    perform switchyard.fail_task_with(t.run_id, t.step_slug, t.attempts_count,
-      case
-        when t.used_ms >= t.timeout * 1000::bigint then format(
-          'step %s timed out: attempt %s ran %s s over the instances that handed it back, '
-          'past its timeout of %s s', t.step_slug, t.attempts_count, round(t.used_ms / 1000.0, 1),
-          t.timeout)
-        when t.named or t.checkpointed then format(
-          'attempt %s was handed back at an instance''s end %s times, the most a task may be '
-          'without counting (max_task_refunds()): this hand-over counts as a failed attempt',
-          t.attempts_count, t.refunds)
-        else format(
-          'attempt %s was still running when the worker stopped and its grace period ended, '
-          'with no checkpoint since its claim: it counts as a failed attempt (watch ctx.signal, '
-          'and save progress with ctx.checkpoint, to hand the task over without one)',
-          t.attempts_count)
-      end, t.task_index, null, false);
-  end loop;
-  return released;
-end
-$$;
-
--- supabase/schemas/functions/report_progress.sql
--- Records a running task's progress (ctx.progress; docs/ARCHITECTURE.md §16): one 'progress'
--- event of its run, in the run's event order, with the owner copied for row-level security and
--- the task's index and the JSON as its data, and a NOTIFY like every other event. Only while
--- \`attempt\` holds the task (started, that attempt) of a started run, else 55000
--- attempt_not_current or run_not_started. The JSON text is at most limit_value
--- ('max_progress_bytes') (22023 progress_too_large), and a task reports at most limit_value
--- ('progress_per_second') events in any window of one second from the window's first event
--- (PT429 progress_rate, the SQLSTATE of start_user_run's rate). A refusal records nothing.
--- Returns the event's id.
---
--- Locks the task and then its run, the order of complete_tasks: the run's lock numbers the event
--- after every event committed before it, as the triggers do.
-create or replace function switchyard.report_progress(
-  run_id uuid, step_slug text, task_index int, attempt int, data jsonb
-)
-returns bigint
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  task switchyard.step_tasks;
-  run switchyard.runs;
-  size int := octet_length(data::text);
-  max_bytes int := switchyard.limit_value('max_progress_bytes');
-  per_second int := switchyard.limit_value('progress_per_second');
-  counted int;
-  id bigint;
-begin
-  if data is null then
-    raise exception using errcode = '22023', message =
-      'progress: the data is null: give a JSON value',
-      detail = jsonb_build_object('rule', 'progress_null', 'argument', 'data',
-                                  'value', null)::text;
-  end if;
-  if size > max_bytes then
-    raise exception using errcode = '22023', message = format(
-      'progress of step %s is %s bytes of JSON, over the limit of %s bytes (max_progress_bytes): '
-      'report counters or a short message, not the data', switchyard._clip(step_slug), size,
-      max_bytes),
-      detail = jsonb_build_object('rule', 'progress_too_large', 'argument', 'data',
-                                  'value', left(data::text, 200), 'size', size,
-                                  'limit', max_bytes)::text;
-  end if;
-  select * into task from switchyard.step_tasks t
-   where t.run_id = report_progress.run_id and t.step_slug = report_progress.step_slug
-     and t.task_index = report_progress.task_index
-   for update;
-  if not found or task.status <> 'started' or task.attempts_count <> attempt then
-    raise exception using errcode = '55000', message = format(
-      'progress: attempt %s of step %s (task %s) of run %s does not hold the task (%s)',
-      attempt, switchyard._clip(step_slug), task_index, run_id,
-      case when not found then 'no such task'
-           else format('%s, attempt %s', task.status, task.attempts_count) end),
-      detail = jsonb_build_object('rule', 'attempt_not_current', 'argument', 'attempt',
-                                  'value', attempt::text)::text;
-  end if;
-  select * into run from switchyard.runs r where r.run_id = report_progress.run_id for update;
-  if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
-      'progress: run %s is %s, not started: its events ended', run_id, run.status),
-      detail = jsonb_build_object('rule', 'run_not_started', 'argument', 'run_id',
-                                  'value', run_id::text, 'status', run.status)::text;
-  end if;
-  insert into switchyard.task_progress as p
-         (run_id, step_slug, task_index, window_started_at, window_count)
-  values (report_progress.run_id, report_progress.step_slug, report_progress.task_index, switchyard.clock_now(), 1)
-  on conflict on constraint task_progress_pkey do update
-    set window_started_at = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
-                                 then p.window_started_at else switchyard.clock_now() end,
-        window_count = case when p.window_started_at > switchyard.clock_now() - interval '1 second'
-                            then p.window_count + 1 else 1 end
-  returning p.window_count into counted;
-  if counted > per_second then
-    raise exception using errcode = 'PT429', message = format(
-      'progress of step %s (task %s) of run %s is over the limit of %s events per second '
-      '(progress_per_second): report less often, e.g. every few percent', switchyard._clip(step_slug),
-      task_index, run_id, per_second),
-      detail = jsonb_build_object('rule', 'progress_rate', 'argument', 'data',
-                                  'value', left(data::text, 200), 'limit', per_second)::text;
-  end if;
-  insert into switchyard.run_events (run_id, owner, flow_slug, step_slug, event, task_index, data)
-  values (run.run_id, run.owner, task.flow_slug, task.step_slug, 'progress',
-          report_progress.task_index, data)
-  returning event_id into id;
-  perform pg_notify('switchyard_run_events', run_id::text);
-  return id;
-end
-$$;
-
--- supabase/schemas/functions/reset_checkpoints.sql
--- Deletes the checkpoints of a run's tasks that no worker is running (docs/ARCHITECTURE.md §9,
--- "Checkpoints"): checkpoints survive failed attempts and retry_run on purpose (a task resumes
--- where it was), and this is the way to start them over, e.g. before retry_run when a saved
--- state is what made the run fail (retryRun(..., { resetCheckpoints: true }) does both in one
--- transaction). A started task keeps its checkpoint: its handler may still save one. Unknown
--- run: 22023 run_unknown. Returns the checkpoints deleted.
-create or replace function switchyard.reset_checkpoints(run_id uuid)
-returns int
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  deleted int;
-begin
-  perform 1 from switchyard.runs r where r.run_id = reset_checkpoints.run_id;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'reset_checkpoints: run %s does not exist', coalesce(reset_checkpoints.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id',
-        'value', reset_checkpoints.run_id::text)::text;
-  end if;
-  delete from switchyard.task_checkpoints c
-   using switchyard.step_tasks t
-   where c.run_id = reset_checkpoints.run_id and t.run_id = c.run_id
-     and t.step_slug = c.step_slug and t.task_index = c.task_index and t.status <> 'started';
-  get diagnostics deleted = row_count;
-  return deleted;
-end
-$$;
-
--- supabase/schemas/functions/resolve_flow.sql
--- ---- resolve_flow (latest: 20261201000600_function_aliases.sql): the values it echoes clipped
-create or replace function switchyard.resolve_flow(flow_or_alias text)
-returns text
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
-declare
-  found_slug text;
-begin
-  select a.flow_slug into found_slug from switchyard.aliases a where a.alias = flow_or_alias;
-  if found_slug is null then
-    select f.flow_slug into found_slug from switchyard.flows f where f.flow_slug = flow_or_alias;
-  end if;
-  if found_slug is null then
-    raise exception using errcode = '22023', message = format(
-      'unknown flow or alias %s: compile it (start a worker that lists it) first',
-      switchyard._clip(flow_or_alias)),
-      detail = jsonb_build_object(
-        'rule', 'flow_or_alias_unknown', 'argument', 'flow_or_alias',
-        'value', left(flow_or_alias, 200))::text;
-  end if;
-  return found_slug;
-end
-$$;
-
--- supabase/schemas/functions/resume_function.sql
--- ---- resume_function (latest: 20261201001000_function_workers.sql): the values it echoes clipped
-create or replace function switchyard.resume_function(function_name text)
-returns boolean
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-begin
-  if not exists (select 1 from switchyard.worker_functions f where f.function_name = resume_function.function_name) then
-    raise exception using errcode = 'SY003', message = format(
-      'unknown function %s', switchyard._clip(resume_function.function_name)),
-      detail = jsonb_build_object(
-        'function_names', jsonb_build_array(left(resume_function.function_name, 200)))::text;
-  end if;
-  update switchyard.worker_functions f
-     set paused_at = null, pause_reason = null, pause_detail = null
-   where f.function_name = resume_function.function_name and f.paused_at is not null;
-  return found;
-end
-$$;
-
--- supabase/schemas/functions/resume_schedule.sql
--- Resumes a paused schedule: ticks from now on start runs (the ticks while it was paused
--- are not run; backfill_schedule starts them on purpose). Returns the schedule.
-create or replace function switchyard.resume_schedule(name text)
-returns jsonb
-language plpgsql
-volatile
-set search_path = ''
-as $$
-begin
-  return switchyard.update_schedule(resume_schedule.name, enabled => true);
-end
-$$;
-
--- supabase/schemas/functions/retry_run.sql
--- Retries a failed run: its failed steps are queued again with fresh attempts and the run
--- is started again, so it continues where it stopped; completed steps are not run again.
--- Holding the row locks of the run's tasks and then the run, in one transaction:
---   - the run becomes 'started' again (its error and failed_at are cleared);
---   - a failed step with tasks becomes 'started'; one that failed without a task (an unmet
---     condition with whenUnmet 'fail', a map without an array) becomes 'created', so
---     _start_ready_steps decides it again;
---   - in every started step, each task no worker is running is queued again on its queue
---     snapshot with a new message (an old message still in the queue is archived first):
---     failed, skipped and queued tasks (the failure archived their messages). A completed
---     task whose answer came after the run had failed was not counted: then the step's
---     completed tasks run again too, and the step waits for all of its tasks;
---   - each queued task gets a fresh budget of attempts: max_attempts becomes attempts_count
---     plus the step's maxAttempts. Attempt numbers keep counting, so a late answer of an
---     earlier attempt is still ignored;
---   - tasks a worker is running are left alone: they complete as usual now that the run is
---     started, or stall recovery requeues them.
---   - a flow step whose child run ended meanwhile is examined again (_begin_child).
--- Returns the number of tasks queued again. A run that is not failed is refused (55000).
-create or replace function switchyard.retry_run(run_id uuid)
-returns int
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  run switchyard.runs;
-  step record;
-  task record;
-  msg_id bigint;
-  queued int := 0;
-begin
-  -- The run's tasks first, in (queue, message id) order, then the run: the order in which
-  -- start_tasks and complete_tasks lock them, so a retry cannot deadlock with either.
-  perform 1 from switchyard.step_tasks t where t.run_id = retry_run.run_id
-    order by t.queue_name, t.message_id for update;
-  select * into run from switchyard.runs r where r.run_id = retry_run.run_id for update;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'retry_run: run %s does not exist', coalesce(retry_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', retry_run.run_id::text)::text;
-  end if;
-  if run.status <> 'failed' then
-    raise exception using errcode = '55000', message = format(
-      'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_failed', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status)::text;
-  end if;
-  update switchyard.runs r
-     set status = 'started', failed_at = null, error = null
-   where r.run_id = run.run_id;
-  update switchyard.step_states ss
-     set status = case when exists (select 1 from switchyard.step_tasks t
-                                     where t.run_id = ss.run_id and t.step_slug = ss.step_slug)
-                       then 'started' else 'created' end,
-         failed_at = null
-   where ss.run_id = run.run_id and ss.status = 'failed';
-  for step in
-    select ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index,
-           coalesce(st.max_attempts, f.max_attempts) as budget,
-           count(t.*)::int as total,
-           count(t.*) filter (where t.status = 'completed')::int as completed
-      from switchyard.step_states ss
-      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-      join switchyard.flows f on f.flow_slug = ss.flow_slug
-      join switchyard.step_tasks t on t.run_id = ss.run_id and t.step_slug = ss.step_slug
-     where ss.run_id = run.run_id and ss.status = 'started'
-     group by ss.step_slug, ss.remaining_tasks, st.step_type, st.step_index, st.max_attempts,
-              f.max_attempts
-     order by st.step_index
-  loop
-    -- Answers accepted while the run was started counted the step down; more completed tasks
-    -- than that means some answer came too late: run the step's completed tasks again too.
-    if step.completed > step.total - step.remaining_tasks then
-      update switchyard.step_states ss set remaining_tasks = step.total
-       where ss.run_id = run.run_id and ss.step_slug = step.step_slug;
-    end if;
-    for task in
-      select t.task_index, t.queue_name, t.message_id, t.attempts_count
-        from switchyard.step_tasks t
-       where t.run_id = run.run_id and t.step_slug = step.step_slug and t.status <> 'started'
-         and (t.status <> 'completed' or step.completed > step.total - step.remaining_tasks)
-       order by t.task_index
-    loop
-      -- A message of the task may still be in the queue (a stalled task made visible after
-      -- the run failed, not read since): archive it, so only the new one names the task.
-      perform pgmq.archive(task.queue_name, task.message_id);
-      select s into msg_id from pgmq.send(
-        task.queue_name,
-        switchyard._task_message(
-          run.run_id, run.flow_slug, step.step_slug, nullif(task.task_index, 0), run.priority, 0,
-          switchyard._concurrency_key(run.run_id, run.flow_slug, step.step_slug, task.task_index)),
-        0) s;
-      update switchyard.step_tasks t
-         set status = 'queued', message_id = msg_id, worker_id = null,
-             max_attempts = task.attempts_count + step.budget,
-             queued_at = switchyard.clock_now(), failed_at = null, completed_at = null, output = null
-       where t.run_id = run.run_id and t.step_slug = step.step_slug
-         and t.task_index = task.task_index;
-      queued := queued + 1;
-    end loop;
-  end loop;
-  -- A flow step whose child run ended while this run was failed (_child_run_ended leaves a
-  -- parent that is not started alone) is still started: it is examined again as when it began
-  -- (_begin_child): a completed child gives its output, a failed one is retried, a cancelled
-  -- one fails the step.
-  for step in
-    select ss.step_slug, ss.flow_slug
-      from switchyard.step_states ss
-      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-      join switchyard.child_runs c on c.parent_run_id = ss.run_id and c.parent_step = ss.step_slug
-      join switchyard.runs cr on cr.run_id = c.run_id
-     where ss.run_id = run.run_id and ss.status = 'started' and st.step_type = 'flow'
-       and cr.status in ('completed', 'failed', 'cancelled')
-     order by st.step_index
-  loop
-    exit when not exists (select 1 from switchyard.runs r
-                           where r.run_id = run.run_id and r.status = 'started');
-    perform switchyard._begin_child(run.run_id, step.flow_slug, step.step_slug);
-  end loop;
-  perform switchyard._start_ready_steps(run.run_id);
-  perform switchyard._complete_run_if_done(run.run_id);
-  return queued;
-end
-$$;
-
--- supabase/schemas/functions/run_schedules.sql
--- The scheduler's tick (docs/ARCHITECTURE.md §15): for every enabled schedule, the ticks of its
--- cron after the last look and at most \`now_at\`, chosen by its catch-up policy, fire
--- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
--- job (schedule_schedules), from every keep-alive tick, or by hand; \`now_at\` lets a test drive
--- the clock back, never ahead: at most 60 s past clock_now() (a caller's clock skew), else refused
--- (22023 now_at_range), as are null and infinities. Each schedule is locked while it is looked
--- at, so concurrent ticks start each tick's run once; a schedule another transaction holds (an
--- update, a backfill) is skipped, never waited for: the next tick looks at its due ticks (a
--- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
--- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
--- clock that recorded them (clock_now(), whatever \`now_at\` says), at most 1000 per call. Returns the
--- number of runs started. Each schedule is isolated from the others (an error no rule foresaw
--- is a warning; the schedule is looked at again next tick).
-create or replace function switchyard.run_schedules(now_at timestamptz default switchyard.clock_now())
-returns int
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  s switchyard.schedules;
-  due timestamptz[];
-  chosen timestamptz[];
-  t timestamptz;
-  q record;
-  started int := 0;
-  from_at timestamptz;
-begin
-  if now_at is null or not isfinite(now_at)
-     or now_at > switchyard.clock_now() + interval '60 seconds' then
-    raise exception using errcode = '22023', message = format(
-      'run_schedules: now_at %s is out of range: a test clock may go back, never more than 60 s '
-      'ahead of the core''s clock (%s)', coalesce(now_at::text, 'null'), switchyard.clock_now()),
-      detail = jsonb_build_object('rule', 'now_at_range', 'argument', 'now_at', 'value', now_at::text,
-                                  'max', (switchyard.clock_now() + interval '60 seconds')::text)::text;
-  end if;
-  for s in select * from switchyard.schedules x where x.enabled order by x.name
-             for update skip locked loop
-    -- Each schedule in a subtransaction of its own: an error no rule foresaw (a row that got
-    -- past every check) is a warning naming the schedule, which is looked at again next tick;
-    -- it never stops another schedule nor the rest of the tick (docs/ARCHITECTURE.md §5.11).
-    begin
-      from_at := coalesce(s.checked_until, s.created_at);
-      if from_at < now_at then
-        due := array(select switchyard._cron_ticks(s.cron, s.time_zone,
-                                                   greatest(from_at, now_at - interval '31 days'),
-                                                   now_at, 100000));
-        chosen := case s.catch_up
-          when 'all' then due[greatest(1, cardinality(due) - s.catch_up_limit + 1):]
-          when 'latest' then due[cardinality(due):]
-          else case when cardinality(due) > 0 and now_at - due[cardinality(due)] < interval '60 seconds'
-                    then due[cardinality(due):] else '{}' end
-        end;
-        foreach t in array chosen loop
-          if switchyard._fire_schedule(s, t) then
-            started := started + 1;
-            select * into s from switchyard.schedules x where x.name = s.name;
-          end if;
-        end loop;
-        update switchyard.schedules x
-           set checked_until = now_at,
-               missed_ticks = x.missed_ticks + cardinality(due) - cardinality(chosen)
-         where x.name = s.name;
-        select * into s from switchyard.schedules x where x.name = s.name;
-      end if;
-      -- A queued tick (overlap 'queue') starts once its schedule has no open run, oldest first.
-      if not exists (select 1 from switchyard.runs r
-                      where r.run_id = s.last_run_id and r.status = 'started') then
-        select st.tick_at, st.run_id into q from switchyard.schedule_ticks st
-         where st.schedule_name = s.name and st.outcome = 'queued'
-         order by st.tick_at limit 1;
-        if found and switchyard._start_schedule_run(s.name, s.alias, s.input, q.tick_at, q.run_id)
-        then
-          started := started + 1;
-        end if;
-      end if;
-    exception when others then
-      if sqlstate like '40%' or sqlstate like '57%' then
-        raise;
-      end if;
-      raise warning 'switchyard.run_schedules: schedule %: % (SQLSTATE %); looked at again next tick',
-        to_json(s.name)::text, sqlerrm, sqlstate;
-    end;
-  end loop;
-  delete from switchyard.schedule_ticks st
-   where (st.schedule_name, st.tick_at) in (
-     select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
-      where x.recorded_at < switchyard.clock_now() - interval '30 days' and x.outcome <> 'queued'
-      order by x.recorded_at limit 1000);
-  return started;
-end
-$$;
-
--- supabase/schemas/functions/run_status.sql
--- One run's status document with its steps (20261202000700), with its owner and when it was
--- cancelled.
-create or replace function switchyard.run_status(run_id uuid)
-returns jsonb
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select jsonb_build_object(
-    'run_id', r.run_id, 'flow_slug', r.flow_slug, 'started_as', r.started_as,
-    'status', r.status, 'output', r.output, 'error', r.error,
-    'started_at', r.started_at, 'completed_at', r.completed_at, 'failed_at', r.failed_at,
-    'cancelled_at', r.cancelled_at, 'owner', r.owner,
-    -- Per step: its queue snapshot and attempts (a map step: the most attempts any element
-    -- used), its number of tasks (a map step's elements), the first error in element order,
-    -- and why it was skipped.
-    'steps', (select coalesce(jsonb_agg(jsonb_build_object(
-                'step_slug', ss.step_slug, 'status', ss.status,
-                'queue_name', t.queue_name, 'attempts', coalesce(t.attempts, 0),
-                'tasks', coalesce(t.tasks, 0), 'error', t.error,
-                'skip_reason', ss.skip_reason) order by st.step_index), '[]')
-                from switchyard.step_states ss
-                join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
-                left join lateral (
-                  select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts,
-                         count(*)::int as tasks,
-                         (array_agg(x.error order by x.task_index) filter (where x.error is not null))[1] as error
-                    from switchyard.step_tasks x
-                   where x.run_id = ss.run_id and x.step_slug = ss.step_slug
-                ) t on true
-               where ss.run_id = r.run_id))
-  from switchyard.runs r where r.run_id = run_status.run_id
-$$;
-
--- supabase/schemas/functions/run_step_outputs.sql
--- Every completed step's output of a run, by step slug (a map step's: its elements' outputs in
--- element order), whatever the run's status; skipped and unfinished steps are absent. Null when
--- there is no such run. The client's stepOutputs() (docs/ARCHITECTURE.md §14).
-create or replace function switchyard.run_step_outputs(run_id uuid)
-returns jsonb
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select case when exists (select 1 from switchyard.runs r where r.run_id = run_step_outputs.run_id)
-              then coalesce((select jsonb_object_agg(ss.step_slug, ss.output)
-                               from switchyard.step_states ss
-                              where ss.run_id = run_step_outputs.run_id
-                                and ss.status = 'completed'), '{}'::jsonb)
-         end
-$$;
-
--- supabase/schemas/functions/run_trace_contexts.sql
--- The trace contexts stored with these runs (docs/ARCHITECTURE.md §16), one row per run that
--- has one, by key: the worker reads them for a claimed batch only while tracing records spans.
-create or replace function switchyard.run_trace_contexts(run_ids uuid[])
-returns table (run_id uuid, trace_context text)
-language sql
-stable
-security definer
-set search_path = ''
-as $$
-  select r.run_id, r.trace_context
-    from switchyard.runs r
-   where r.run_id = any(run_ids) and r.trace_context is not null
-$$;
-
--- supabase/schemas/functions/schedule_keep_alive.sql
+-- supabase/schemas/functions/maintenance/schedule_keep_alive.sql
 -- Creates or updates the pg_cron job 'switchyard_keep_alive' in this database and
 -- returns its job id. pg_cron accepts cron syntax ('* * * * *', every minute) and,
 -- from pg_cron 1.5, intervals such as '30 seconds'.
@@ -7551,31 +8155,17 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  job bigint;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    raise exception using errcode = 'SY020', message = format(
-      'schedule_keep_alive: pg_cron is not installed in database %s', to_json(current_database())::text),
-      detail = jsonb_build_object('database', current_database())::text,
-      hint = 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in the '
-             'database named by cron.database_name: there run select cron.schedule_in_database('
-             '''switchyard_keep_alive'', ''* * * * *'', <switchyard.keep_alive_command()>, <this database>)';
-  end if;
-  if schedule is null or trim(schedule) = '' then
-    raise exception using errcode = '22023', message =
-      'schedule_keep_alive: schedule is missing: use cron syntax such as ''* * * * *''',
-      detail = jsonb_build_object(
-        'rule', 'schedule_missing', 'argument', 'schedule', 'value', left(schedule, 200))::text;
-  end if;
-  -- pg_cron updates a job of the same name (and user) instead of adding another.
-  execute 'select cron.schedule($1, $2, $3)' into job
-    using 'switchyard_keep_alive', schedule, switchyard.keep_alive_command(base_url, debounce_seconds);
-  return job;
+  return switchyard._cron_job('schedule_keep_alive', 'switchyard_keep_alive', schedule,
+    switchyard.keep_alive_command(base_url, debounce_seconds),
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in '
+               'the database named by cron.database_name: there run select '
+               'cron.schedule_in_database(''switchyard_keep_alive'', ''* * * * *'', '
+               '<switchyard.keep_alive_command()>, <this database>)');
 end
 $$;
 
--- supabase/schemas/functions/schedule_prune.sql
+-- supabase/schemas/functions/maintenance/schedule_prune.sql
 -- Creates or updates the pg_cron job 'switchyard_prune' in this database and returns its
 -- job id. Each run removes one batch; the default (every minute, 1000 runs) keeps up with
 -- up to 1.4 million finished runs a day.
@@ -7590,1125 +8180,17 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  job bigint;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    raise exception using errcode = 'SY020', message = format(
-      'schedule_prune: pg_cron is not installed in database %s', to_json(current_database())::text),
-      detail = jsonb_build_object('database', current_database())::text,
-      hint = 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in the '
-             'database named by cron.database_name: there run select cron.schedule_in_database('
-             '''switchyard_prune'', ''* * * * *'', <switchyard.prune_command()>, <this database>)';
-  end if;
-  if schedule is null or trim(schedule) = '' then
-    raise exception using errcode = '22023', message =
-      'schedule_prune: schedule is missing: use cron syntax such as ''* * * * *''',
-      detail = jsonb_build_object(
-        'rule', 'schedule_missing', 'argument', 'schedule', 'value', left(schedule, 200))::text;
-  end if;
-  -- pg_cron updates a job of the same name (and user) instead of adding another.
-  execute 'select cron.schedule($1, $2, $3)' into job
-    using 'switchyard_prune', schedule, switchyard.prune_command(older_than, batch_size);
-  return job;
+  return switchyard._cron_job('schedule_prune', 'switchyard_prune', schedule,
+    switchyard.prune_command(older_than, batch_size),
+    way_out => 'on Supabase enable pg_cron (Database > Extensions); elsewhere pg_cron lives in '
+               'the database named by cron.database_name: there run select '
+               'cron.schedule_in_database(''switchyard_prune'', ''* * * * *'', '
+               '<switchyard.prune_command()>, <this database>)');
 end
 $$;
 
--- supabase/schemas/functions/schedule_schedules.sql
--- Installs the scheduler's own pg_cron job 'switchyard_schedules' in this database (every minute
--- by default: select switchyard.run_schedules()) and returns its job id. Without it the
--- keep-alive's job ticks the scheduler too; both may run, a tick is never started twice.
-create or replace function switchyard.schedule_schedules(cron_schedule text default '* * * * *')
-returns bigint
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  job bigint;
-begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    raise exception using errcode = 'SY020', message = format(
-      'schedule_schedules: pg_cron is not installed in database %s',
-      to_json(current_database())::text),
-      detail = jsonb_build_object('database', current_database())::text,
-      hint = 'on Supabase enable pg_cron (Database > Extensions); or call '
-             'select switchyard.run_schedules() every minute from elsewhere';
-  end if;
-  perform switchyard._cron_parse(cron_schedule);
-  execute 'select cron.schedule($1, $2, $3)' into job
-    using 'switchyard_schedules', cron_schedule, 'select switchyard.run_schedules()';
-  return job;
-end
-$$;
-
--- supabase/schemas/functions/set_function_enabled.sql
--- ---- set_function_enabled (latest: 20261201001000_function_workers.sql): the values it echoes clipped
-create or replace function switchyard.set_function_enabled(function_name text, enabled boolean)
-returns boolean
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  previous boolean;
-begin
-  select f.enabled into previous from switchyard.worker_functions f
-   where f.function_name = set_function_enabled.function_name for update;
-  if not found then
-    raise exception using errcode = 'SY003', message = format(
-      'unknown function %s', switchyard._clip(set_function_enabled.function_name)),
-      detail = jsonb_build_object(
-        'function_names', jsonb_build_array(left(set_function_enabled.function_name, 200)))::text;
-  end if;
-  update switchyard.worker_functions f set enabled = set_function_enabled.enabled
-   where f.function_name = set_function_enabled.function_name;
-  return previous;
-end
-$$;
-
--- supabase/schemas/functions/set_rate_limit.sql
--- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
--- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
--- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
--- new one starts full. It also lifts a RetryAfter's drain (fail_task_with): the bucket refills
--- from now at the new rate, so the operator's word is the latest. Returns the limit as JSON.
-create or replace function switchyard.set_rate_limit(
-  name text, rate int, per_seconds int default 1, burst int default null
-)
-returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  cap int := coalesce(burst, rate);
-  result jsonb;
-begin
-  if name is null or name !~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$' then
-    raise exception using errcode = '22023', message = format(
-      'set_rate_limit: name %s is invalid: use a letter or digit, then letters, digits, _ . : '
-      'or - (at most 100)', coalesce(to_json(left(name, 200))::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'rate_limit_name', 'argument', 'name', 'value', left(name, 200))::text;
-  end if;
-  if rate is null or rate not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
-      'set_rate_limit: rate %s is out of range: use 1 to 1000000 tokens per period',
-      coalesce(rate::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'rate', 'value', rate, 'min', 1, 'max', 1000000)::text;
-  end if;
-  if per_seconds is null or per_seconds not between 1 and 86400 then
-    raise exception using errcode = '22023', message = format(
-      'set_rate_limit: per_seconds %s is out of range: use 1 to 86400',
-      coalesce(per_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'per_seconds', 'value', per_seconds,
-        'min', 1, 'max', 86400)::text;
-  end if;
-  if cap not between 1 and 1000000 then
-    raise exception using errcode = '22023', message = format(
-      'set_rate_limit: burst %s is out of range: use 1 to 1000000', cap),
-      detail = jsonb_build_object(
-        'rule', 'integer_range', 'argument', 'burst', 'value', cap, 'min', 1, 'max', 1000000)::text;
-  end if;
-  insert into switchyard.rate_limits as l (name, rate, per_seconds, burst, tokens)
-  values (set_rate_limit.name, set_rate_limit.rate, set_rate_limit.per_seconds, cap, cap)
-  on conflict on constraint rate_limits_pkey do update
-     set tokens = least(excluded.burst,
-                        l.tokens + greatest(0, extract(epoch from switchyard.clock_now() - l.refilled_at))
-                                   * l.rate::double precision / l.per_seconds),
-         refilled_at = switchyard.clock_now(),
-         rate = excluded.rate, per_seconds = excluded.per_seconds, burst = excluded.burst,
-         updated_at = switchyard.clock_now()
-  returning jsonb_build_object('name', l.name, 'rate', l.rate, 'per_seconds', l.per_seconds,
-                               'burst', l.burst, 'tokens', l.tokens)
-    into result;
-  return result;
-end
-$$;
-
--- supabase/schemas/functions/set_setting.sql
--- ---- set_setting (latest: 20261202000300_function_keep_alive_urls.sql)
-create or replace function switchyard.set_setting(name text, value text)
-returns void
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  problem text;
-begin
-  if name is null
-     or name not in ('functions_base_url', 'functions_bearer', 'functions_hosts', 'max_input_bytes',
-                     'max_output_bytes', 'max_map_output_bytes', 'user_runs_per_minute',
-                     'priority_ageing_seconds') then
-    raise exception using errcode = '22023', message = format(
-      'setting %s is unknown: use functions_base_url, functions_bearer, functions_hosts, '
-      'max_input_bytes, max_output_bytes, max_map_output_bytes, user_runs_per_minute or '
-      'priority_ageing_seconds',
-      switchyard._clip(name)),
-      detail = jsonb_build_object(
-        'rule', 'setting_unknown', 'argument', 'name', 'value', left(name, 200))::text;
-  end if;
-  if value is not null then
-    if name = 'functions_base_url' then
-      problem := switchyard.base_url_problem(value);
-    elsif name = 'functions_bearer' and value ~ '[[:space:][:cntrl:]]' then
-      problem := 'a bearer contains no whitespace or control characters';
-    elsif name = 'functions_bearer' and char_length(value) > 8192 then
-      problem := format('it is %s characters long; the limit is 8192', char_length(value));
-    elsif name in ('max_input_bytes', 'max_output_bytes')
-          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 104857600
-                    else true end) then
-      problem := 'use a number of bytes from 65536 (64 KiB) to 104857600 (100 MiB)';
-    elsif name = 'max_map_output_bytes'
-          and (case when value ~ '^[0-9]{1,9}$' then value::int not between 65536 and 209715200
-                    else true end) then
-      -- jsonb holds at most 255 MB; an aggregate near that fails in PostgreSQL itself.
-      problem := 'use a number of bytes from 65536 (64 KiB) to 209715200 (200 MiB)';
-    elsif name = 'user_runs_per_minute'
-          and (case when value ~ '^[0-9]{1,7}$' then value::int not between 1 and 1000000
-                    else true end) then
-      problem := 'use a number of runs from 1 to 1000000 (revoke start_user_run to allow none)';
-    elsif name = 'priority_ageing_seconds'
-          and (case when value ~ '^[0-9]{1,6}$' then value::int not between 1 and 86400
-                    else true end) then
-      problem := 'use a number of seconds from 1 to 86400 (what one priority level is worth)';
-    elsif name = 'functions_hosts' then
-      problem := switchyard._hosts_problem(value);
-    end if;
-    if problem is not null then
-      raise exception using errcode = '22023', message = format(
-        'setting %s %s is invalid: %s', name,
-        case when name = 'functions_bearer' then '(value not shown)' else switchyard._clip(value) end,
-        problem),
-        detail = jsonb_build_object(
-          'rule', case when name = 'functions_base_url' then 'url_format' else 'setting_value' end,
-          'argument', 'value',
-          'value', case when name = 'functions_bearer' then null else left(value, 200) end,
-          'setting', name, 'problem', problem)::text;
-    end if;
-  end if;
-  if value is null then
-    delete from switchyard.settings s where s.name = set_setting.name;
-  else
-    insert into switchyard.settings as s (name, value) values (set_setting.name, set_setting.value)
-    on conflict on constraint settings_pkey do update set value = excluded.value, updated_at = switchyard.clock_now();
-  end if;
-end
-$$;
-
--- supabase/schemas/functions/signal_run.sql
--- Signals a wait step of a run (docs/ARCHITECTURE.md §5.11): the payload becomes the step's
--- output. Callable inside the application's own transaction (a trigger on its table, say):
--- the signal exists only once that transaction commits. Holding the run's row lock:
---   - the step waits: the signal is delivered now, its dependents start ('delivered');
---   - the step is not ready yet: the signal is kept and delivered when it is ('kept');
---   - the step already has a signal with this key: nothing changes ('duplicate').
--- Refused, changing nothing: an unknown run or step, a step that is not a wait step
--- (22023), an empty key or one over 200 characters, as a start key (22023 key_empty,
--- key_length), a payload over max_output_bytes (22023), a run that is not started, a step that
--- already has a signal under another key or none, a wait that ended without one or whose
--- timeout is due (55000). The timeout is compared with clock_now(), this transaction's start.
-create or replace function switchyard.signal_run(
-  run_id uuid, step_slug text, payload jsonb, key text default null
-)
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  run switchyard.runs;
-  st switchyard.steps;
-  state switchyard.step_states;
-  kept switchyard.run_signals;
-  value jsonb := coalesce(payload, 'null');
-  problem jsonb;
-  timed_out boolean;
-begin
-  select * into run from switchyard.runs r where r.run_id = signal_run.run_id for update;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: run %s does not exist', coalesce(signal_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_unknown', 'argument', 'run_id', 'value', signal_run.run_id::text)::text;
-  end if;
-  select * into st from switchyard.steps s
-   where s.flow_slug = run.flow_slug and s.step_slug = signal_run.step_slug;
-  if not found or st.step_type <> 'wait' then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: step %s of run %s (flow %s) %s; signal one of its wait steps: %s',
-      switchyard._clip(signal_run.step_slug), run.run_id, to_json(run.flow_slug)::text,
-      case when st.step_slug is null then 'does not exist'
-           else format('is a %s step, not a wait step', st.step_type) end,
-      coalesce((select string_agg(to_json(w.step_slug)::text, ', ' order by w.step_index)
-                  from switchyard.steps w
-                 where w.flow_slug = run.flow_slug and w.step_type = 'wait'), 'none')),
-      detail = jsonb_build_object(
-        'rule', case when st.step_slug is null then 'step_unknown' else 'step_not_wait' end,
-        'argument', 'step_slug', 'value', left(signal_run.step_slug, 200),
-        'step_type', st.step_type, 'run_id', run.run_id, 'flow_slug', run.flow_slug)::text;
-  end if;
-  if key is not null and btrim(key) = '' then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: key %s is invalid: pass null or a non-empty string', switchyard._clip(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_empty', 'argument', 'key', 'value', left(key, 200), 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
-  end if;
-  if char_length(key) > 200 then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: key %s is %s characters long, over the limit of 200: use a key of 1 to 200 '
-      'characters', switchyard._clip(key), char_length(key)),
-      detail = jsonb_build_object(
-        'rule', 'key_length', 'argument', 'key', 'value', left(key, 200),
-        'size', char_length(key), 'limit', 200, 'run_id', run.run_id,
-        'step_slug', st.step_slug)::text;
-  end if;
-  problem := switchyard._json_size_problem(value, 'max_output_bytes');
-  if problem is not null then
-    raise exception using errcode = '22023', message = format(
-      'signal_run: the payload for step %s of run %s is %s bytes of JSON, over the limit of %s '
-      'bytes (setting max_output_bytes)',
-      to_json(st.step_slug)::text, run.run_id, problem ->> 'size', problem ->> 'limit'),
-      detail = jsonb_build_object(
-        'rule', 'max_output_bytes', 'argument', 'payload', 'value', problem ->> 'excerpt',
-        'size', (problem ->> 'size')::bigint, 'limit', (problem ->> 'limit')::int,
-        'run_id', run.run_id, 'step_slug', st.step_slug)::text,
-      hint = 'send a smaller payload (store large data elsewhere and send a reference), or '
-             'raise the limit: select switchyard.set_setting(''max_output_bytes'', ''<bytes>'')';
-  end if;
-  select * into kept from switchyard.run_signals rs
-   where rs.run_id = run.run_id and rs.step_slug = st.step_slug;
-  if found and key is not null and kept.signal_key = key then
-    return 'duplicate';
-  end if;
-  if run.status <> 'started' then
-    raise exception using errcode = '55000', message = format(
-      'signal_run: run %s is %s; only a started run can be signalled', run.run_id, run.status),
-      detail = jsonb_build_object(
-        'rule', 'run_not_started', 'argument', 'run_id', 'value', run.run_id::text,
-        'status', run.status, 'step_slug', st.step_slug)::text;
-  end if;
-  if kept.run_id is not null then
-    raise exception using errcode = '55000', message = format(
-      'signal_run: step %s of run %s already has a signal (%s, at %s); a wait step takes one '
-      'signal: repeat it with the same key to make the repeat a no-op',
-      to_json(st.step_slug)::text, run.run_id,
-      case when kept.signal_key is null then 'no key'
-           else format('key %s', switchyard._clip(kept.signal_key)) end,
-      kept.signalled_at),
-      detail = jsonb_build_object(
-        'rule', 'step_already_signalled', 'argument', 'key', 'value', left(key, 200),
-        'signal_key', left(kept.signal_key, 200), 'run_id', run.run_id, 'step_slug', st.step_slug)::text;
-  end if;
-  select * into state from switchyard.step_states ss
-   where ss.run_id = run.run_id and ss.step_slug = st.step_slug;
-  timed_out := coalesce(state.wait_deadline <= switchyard.clock_now() and state.status <> 'created', false);
-  if state.status not in ('created', 'started') or timed_out then
-    raise exception using errcode = '55000', message = format(
-      'signal_run: wait step %s of run %s %s', to_json(st.step_slug)::text, run.run_id,
-      case when timed_out
-           then format('timed out at %s (timeout %s seconds, onTimeout %s)', state.wait_deadline,
-                       st.wait_timeout, st.on_timeout)
-           else format('is %s; only a step that waits or is not ready yet takes a signal',
-                       state.status) end),
-      detail = jsonb_build_object(
-        'rule', case when timed_out then 'wait_timed_out' else 'wait_not_open' end,
-        'argument', 'step_slug', 'value', st.step_slug, 'status', state.status,
-        'deadline', state.wait_deadline, 'run_id', run.run_id)::text;
-  end if;
-  insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
-  values (run.run_id, st.step_slug, key, value);
-  if state.status = 'created' then
-    return 'kept';
-  end if;
-  perform switchyard._finish_wait(run.run_id, run.flow_slug, st.step_slug, 'signalled');
-  perform switchyard._start_ready_steps(run.run_id);
-  perform switchyard._complete_run_if_done(run.run_id);
-  return 'delivered';
-end
-$$;
-
--- supabase/schemas/functions/signal_user_run.sql
--- Signals a wait step of a run from a browser (docs/ARCHITECTURE.md §14): what signal_run does,
--- for a signed-in user (auth.uid()) and only in a run they own (runs.owner), and only for a
--- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
--- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
--- or is not theirs, alike so that another user's run ids are not revealed (run_not_owned); a
--- step not listed (step_not_allowed). A payload that does not match the step's declared
--- payload_schema is refused with 22023 payload_invalid (PostgREST answers 400), naming the path
--- and the rule. Then signal_run's own refusals and outcomes apply
--- ('delivered', 'kept', 'duplicate'). Granted to no one: the operator grants EXECUTE to
--- authenticated (the opt-in).
-create or replace function switchyard.signal_user_run(
-  run_id uuid, step_slug text, payload jsonb, key text default null
-)
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  user_id uuid;
-  run_flow text;
-  run_alias text;
-  schema jsonb;
-  problem text;
-begin
-  if to_regprocedure('auth.uid()') is not null then
-    execute 'select auth.uid()' into user_id;
-  end if;
-  if user_id is null then
-    raise exception using errcode = '42501', message = format(
-      'signal_user_run(%s, %s): no signed-in user (auth.uid() is null): sign in, or signal '
-      'from a trusted server with signal_run', coalesce(signal_user_run.run_id::text, 'null'),
-      switchyard._clip(signal_user_run.step_slug)),
-      detail = jsonb_build_object(
-        'rule', 'not_signed_in', 'argument', 'run_id',
-        'value', signal_user_run.run_id::text)::text;
-  end if;
-  select r.flow_slug into run_flow from switchyard.runs r
-   where r.run_id = signal_user_run.run_id and r.owner = user_id;
-  if not found then
-    raise exception using errcode = '42501', message = format(
-      'signal_user_run(%s, %s): run %s is not one of your runs: a signed-in user signals only '
-      'runs whose owner they are (runs.owner = auth.uid())',
-      coalesce(signal_user_run.run_id::text, 'null'), switchyard._clip(signal_user_run.step_slug),
-      coalesce(signal_user_run.run_id::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'run_not_owned', 'argument', 'run_id',
-        'value', signal_user_run.run_id::text)::text;
-  end if;
-  select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
-  select u.payload_schema into schema from switchyard.user_signal_steps u
-   where u.alias = coalesce(run_alias, run_flow) and u.step_slug = signal_user_run.step_slug;
-  if not found then
-    raise exception using errcode = '42501', message = format(
-      'signal_user_run(%s, %s): signed-in users may not signal step %s of alias %s: an '
-      'operator allows it with insert into switchyard.user_signal_steps (alias, step_slug)',
-      signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug),
-      switchyard._clip(signal_user_run.step_slug), to_json(coalesce(run_alias, run_flow))::text),
-      detail = jsonb_build_object(
-        'rule', 'step_not_allowed', 'argument', 'step_slug',
-        'value', left(signal_user_run.step_slug, 200),
-        'alias', coalesce(run_alias, run_flow))::text;
-  end if;
-  -- The payload a browser sends is checked against what the operator declared for the step,
-  -- before signal_run keeps it (a refused payload uses up nothing).
-  if schema is not null then
-    problem := switchyard._payload_problem(coalesce(payload, 'null'), schema, 'payload');
-    if problem is not null then
-      raise exception using errcode = '22023', message = format(
-        'signal_user_run(%s, %s): %s (the payload_schema of step %s of alias %s)',
-        signal_user_run.run_id, switchyard._clip(signal_user_run.step_slug), problem,
-        to_json(signal_user_run.step_slug)::text, to_json(coalesce(run_alias, run_flow))::text),
-        detail = jsonb_build_object(
-          'rule', 'payload_invalid', 'argument', 'payload', 'problem', problem,
-          'value', switchyard._clip(coalesce(payload, 'null')::text, 200),
-          'run_id', signal_user_run.run_id, 'step_slug', signal_user_run.step_slug)::text;
-    end if;
-  end if;
-  return switchyard.signal_run(signal_user_run.run_id, signal_user_run.step_slug, payload, key);
-end
-$$;
-
--- supabase/schemas/functions/start_flow.sql
--- Starts a run of a concrete flow or of an alias's active version.
---
--- \`run_id\` (optional) makes the start idempotent: the caller chooses the id, and a second
--- start with the same id returns the existing run and starts nothing. The same id with
--- another input, naming another flow, or for another owner, is refused (23505). Two concurrent
--- starts with one id create one run: the second insert waits for the first on the primary key
--- and then finds its row (docs/ARCHITECTURE.md §5.8).
---
--- \`owner\` (optional) records who the run is for: its events carry it for row-level security
--- (docs/ARCHITECTURE.md §14). \`start_at\` (optional) delays the steps (§5.11, start_flow_at);
--- \`deadline_at\` (optional) is the run's deadline, or the flow's runTimeout if that is sooner.
---
--- \`key\` with \`mode\` (optional, docs/ARCHITECTURE.md §5.13) names the start in the scope of
--- \`flow_or_alias\`, in the caller's transaction (a rolled back start leaves no key):
--- 'singleton' returns the open run of the key, if any; 'dedupe' returns the key's run while it
--- is open and \`ttl\` seconds (default 86400) after it ended; 'debounce' starts the run \`delay\`
--- seconds later, and a start with the key before then gives the run its input and moves its
--- start to \`delay\` seconds from now, but never past \`max_delay\` seconds after the first start.
--- Concurrent starts with one key wait for each other on the key's row: one run per key.
---
--- Every argument after \`owner\` is defaulted, so the four-argument call of released runtimes
--- resolves to this function.
---
--- \`trace_context\` (optional) is the caller's W3C traceparent, stored with a new run so the spans
--- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
---
--- \`priority\` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
--- first, each level worth priority_ageing_seconds of waiting (docs/ARCHITECTURE.md §5.14).
-create or replace function switchyard.start_flow(
-  flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
-  start_at timestamptz default null, deadline_at timestamptz default null,
-  key text default null, mode text default null, ttl int default null, delay int default null,
-  max_delay int default null, trace_context text default null, priority int default null
-)
-returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  concrete text;
-  new_run uuid;
-  id uuid;
-  existing record;
-  held switchyard.start_keys;
-  kept record;
-  live boolean;
-  begins timestamptz := start_flow.start_at;
-begin
-  if start_flow.trace_context is not null
-     and start_flow.trace_context !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): trace context %s is invalid: use a W3C traceparent, '
-      '<2 hex>-<32 hex>-<16 hex>-<2 hex> in lower case, such as '
-      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
-      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.trace_context)),
-      detail = jsonb_build_object(
-        'rule', 'trace_context_format', 'argument', 'trace_context',
-        'value', left(start_flow.trace_context, 200))::text;
-  end if;
-  if start_flow.priority is not null and start_flow.priority not between -10 and 10 then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
-      '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
-      detail = jsonb_build_object(
-        'rule', 'priority_range', 'argument', 'priority', 'value', start_flow.priority,
-        'min', -10, 'max', 10)::text;
-  end if;
-  if input is null then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
-      coalesce(to_json(flow_or_alias)::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'input_sql_null', 'argument', 'input', 'value', null,
-        'flow_or_alias', left(flow_or_alias, 200))::text;
-  end if;
-  if begins > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
-      'start_flow(%s): start_at %s is invalid: use a time at most 365 days from now',
-      switchyard._clip(flow_or_alias), begins),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', begins::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
-  end if;
-  perform switchyard._check_start_key(flow_or_alias, start_flow.run_id, start_flow.start_at,
-                                      start_flow.key, start_flow.mode, start_flow.ttl,
-                                      start_flow.delay, start_flow.max_delay);
-  if start_flow.mode = 'dedupe' then
-    ttl := coalesce(start_flow.ttl, 86400);
-  end if;
-  concrete := switchyard.resolve_flow(flow_or_alias);
-  id := coalesce(start_flow.run_id, gen_random_uuid());
-
-  if start_flow.key is not null then
-    -- The key's row, locked; or a new one. A concurrent start with the key waits for this
-    -- transaction on the primary key, then finds the row (or, if this one rolled back, none).
-    loop
-      select k.* into held from switchyard.start_keys k
-       where k.started_as = flow_or_alias and k.key = start_flow.key
-         for update;
-      if not found then
-        insert into switchyard.start_keys (started_as, key, mode, run_id, owner, ttl, delay,
-                                           max_delay)
-        values (flow_or_alias, start_flow.key, start_flow.mode, id, start_flow.owner,
-                start_flow.ttl, start_flow.delay, start_flow.max_delay)
-        on conflict on constraint start_keys_pkey do nothing;
-        exit when found;
-        continue;
-      end if;
-      select r.status, coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
-             exists (select 1 from switchyard.delayed_starts d where d.run_id = r.run_id)
-               as delayed
-        into kept
-        from switchyard.runs r where r.run_id = held.run_id;
-      live := case held.mode
-        when 'singleton' then kept.status = 'started'
-        when 'dedupe' then kept.status = 'started'
-                        or kept.ended_at + held.ttl * interval '1 second' > switchyard.clock_now()
-                        or (kept.status is null and held.expires_at > switchyard.clock_now())
-        else kept.status = 'started' and kept.delayed
-      end;
-      if coalesce(live, false) then
-        -- Another owner's key is refused first, so the caller learns nothing else of it.
-        if held.owner is distinct from start_flow.owner then
-          raise exception using errcode = '23505', message = format(
-            'start_flow(%s): key %s names a run of another owner: '
-            'a key names one run at a time; use another key for another owner',
-            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-              'key', left(start_flow.key, 200))::text;
-        end if;
-        if held.mode <> start_flow.mode then
-          raise exception using errcode = '23505', message = format(
-            'start_flow(%s): key %s is held in mode %s, not %s: '
-            'start with the mode the key has, or use another key',
-            switchyard._clip(flow_or_alias), switchyard._clip(start_flow.key),
-            held.mode, switchyard._clip(start_flow.mode)),
-            detail = jsonb_build_object(
-              'rule', 'key_other_mode', 'argument', 'mode', 'value', left(start_flow.mode, 200),
-              'key', left(start_flow.key, 200), 'key_mode', held.mode)::text;
-        end if;
-        if held.mode <> 'debounce' then
-          return held.run_id;
-        end if;
-        -- Debounce: the run's row (expire_waits begins a delayed run holding it), then its
-        -- delayed start, if it has not begun meanwhile.
-        perform 1 from switchyard.runs r
-         where r.run_id = held.run_id and r.status = 'started' for update;
-        if found then
-          update switchyard.delayed_starts d
-             set start_at = least(switchyard.clock_now() + start_flow.delay * interval '1 second',
-                                  held.first_at + start_flow.max_delay * interval '1 second')
-           where d.run_id = held.run_id;
-          if found then
-            update switchyard.runs r set input = start_flow.input where r.run_id = held.run_id;
-            update switchyard.start_keys k
-               set delay = start_flow.delay, max_delay = start_flow.max_delay
-             where k.started_as = held.started_as and k.key = held.key;
-            return held.run_id;
-          end if;
-        end if;
-      end if;
-      -- The key's run ended, began (debounce) or expired (dedupe): the key names a new run.
-      update switchyard.start_keys k
-         set mode = start_flow.mode, run_id = id, owner = start_flow.owner, ttl = start_flow.ttl,
-             delay = start_flow.delay, max_delay = start_flow.max_delay, first_at = switchyard.clock_now(),
-             expires_at = null
-       where k.started_as = held.started_as and k.key = held.key;
-      exit;
-    end loop;
-    if start_flow.mode = 'debounce' then
-      begins := switchyard.clock_now() + start_flow.delay * interval '1 second';
-    end if;
-  end if;
-
-  -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
-  -- start's deadline_at, whichever is first.
-  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at, trace_context, priority)
-  select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
-         least(switchyard.clock_now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
-                       * interval '1 second',
-               start_flow.deadline_at),
-         start_flow.trace_context, coalesce(start_flow.priority, 0)
-    from switchyard.steps st where st.flow_slug = concrete
-  on conflict on constraint runs_pkey do nothing
-  returning runs.run_id into new_run;
-  if new_run is null then
-    -- The id exists (committed, or committed while this insert waited for it): the same
-    -- start again returns it; anything else under that id is refused.
-    select r.flow_slug, r.started_as, r.input, r.owner into existing
-      from switchyard.runs r where r.run_id = id;
-    -- Another owner's run is refused first, so the caller learns nothing else of it.
-    if existing.owner is distinct from start_flow.owner then
-      raise exception using errcode = '23505', message = format(
-        'start_flow(%s): run id %s was started for another owner: '
-        'a run id names one start; use a new id for another owner',
-        to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_owner', 'argument', 'owner', 'value', start_flow.owner::text,
-          'run_id', start_flow.run_id)::text;
-    end if;
-    if existing.flow_slug <> concrete and existing.started_as <> flow_or_alias then
-      raise exception using errcode = '23505', message = format(
-        'start_flow(%s): run id %s already belongs to a run of flow %s (started as %s): '
-        'a run id names one start; use a new id for another flow',
-        to_json(flow_or_alias)::text, start_flow.run_id, to_json(existing.flow_slug)::text,
-        to_json(existing.started_as)::text),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_flow', 'argument', 'run_id', 'value', start_flow.run_id::text,
-          'flow_or_alias', left(flow_or_alias, 200), 'existing_flow_slug', existing.flow_slug,
-          'existing_started_as', existing.started_as)::text;
-    end if;
-    if existing.input <> input then
-      raise exception using errcode = '23505', message = format(
-        'start_flow(%s): run id %s was started with another input: '
-        'a run id names one start; use a new id for another input',
-        to_json(flow_or_alias)::text, start_flow.run_id),
-        detail = jsonb_build_object(
-          'rule', 'run_id_other_input', 'argument', 'input', 'value', left(input::text, 200),
-          'run_id', start_flow.run_id, 'existing_input', left(existing.input::text, 200))::text;
-    end if;
-    return start_flow.run_id;
-  end if;
-  insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
-  select new_run, st.flow_slug, st.step_slug, st.deps_count
-    from switchyard.steps st where st.flow_slug = concrete;
-  -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
-  -- row is written once, so later starts take no lock.
-  if coalesce(start_flow.priority, 0) <> 0 then
-    update switchyard.queues q set priority_used_at = switchyard.clock_now()
-     where q.priority_used_at is null
-       and q.queue_name in (select st.queue_name from switchyard.steps st
-                             where st.flow_slug = concrete and st.queue_name is not null);
-  end if;
-  -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
-  -- steps start when expire_waits finds the run due.
-  if begins is null or begins <= switchyard.clock_now() then
-    perform switchyard._start_ready_steps(new_run);
-  else
-    insert into switchyard.delayed_starts (run_id, start_at) values (new_run, begins);
-  end if;
-  return new_run;
-end
-$$;
-
--- supabase/schemas/functions/start_flow_at.sql
--- Starts a run as start_flow does with start_at (the same idempotent run_id, owner and
--- refusals), whose steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
--- once (it keeps the version the alias names now, and counts as open for drain), its steps
--- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
--- to one tick late. A time not in the future starts at once; at most 365 days ahead.
-create or replace function switchyard.start_flow_at(
-  flow_or_alias text, input jsonb, start_at timestamptz, run_id uuid default null,
-  owner uuid default null
-)
-returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-begin
-  if start_at is null or start_at > switchyard.clock_now() + interval '365 days' then
-    raise exception using errcode = '22023', message = format(
-      'start_flow_at(%s): start_at %s is invalid: use a time at most 365 days from now',
-      switchyard._clip(flow_or_alias), coalesce(start_at::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'start_at_range', 'argument', 'start_at', 'value', start_at::text,
-        'max', (switchyard.clock_now() + interval '365 days')::text)::text;
-  end if;
-  return switchyard.start_flow(flow_or_alias, input, run_id, owner, start_at);
-end
-$$;
-
--- supabase/schemas/functions/start_tasks.sql
--- ---- start_tasks (latest: 20261202001200_map_claim.sql)
-create or replace function switchyard.start_tasks(
-  queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
-)
-returns setof switchyard.task_claim
-language plpgsql
-volatile
-security definer
-set search_path = ''
-set enable_seqscan = off
-set enable_hashjoin = off
-set enable_mergejoin = off
-as $$
-declare
-  queue alias for queue_name;
-  worker record;
-  unsupported_ids bigint[];
-  unsupported_pairs text[];
-  stale_ids bigint[];
-  eligible_ids bigint[];
-  duplicate_ids bigint[];
-  claimed_ids bigint[];
-  claimed_secs int[];
-  reason text;
-  support text;
-  task_ids bigint[];      -- the batch's tasks (parallel arrays, in message order)
-  task_runs uuid[];
-  task_steps text[];
-  task_idxs int[];
-  held_ids bigint[];      -- eligible, but held back by flow control (§5.12), and their waits
-  held_secs int[];
-  slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
-  slot_keys text[];
-begin
-  if message_ids is null or cardinality(message_ids) = 0 then
-    return;
-  end if;
-  select w.worker_id, w.queue_name, w.function_name, w.pair_set into worker
-    from switchyard.workers w where w.worker_id = start_tasks.worker_id;
-  if not found then
-    raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s is not registered', start_tasks.worker_id),
-      detail = jsonb_build_object(
-        'rule', 'worker_not_registered', 'argument', 'worker_id',
-        'value', start_tasks.worker_id::text)::text;
-  end if;
-  if worker.queue_name <> queue then
-    raise exception using errcode = '22023', message = format(
-      'start_tasks: worker %s polls queue %s, not %s', worker.worker_id,
-      switchyard._clip(worker.queue_name), switchyard._clip(queue)),
-      detail = jsonb_build_object(
-        'rule', 'worker_queue_mismatch', 'argument', 'queue_name', 'value', left(queue, 200),
-        'worker_id', worker.worker_id, 'worker_queue', worker.queue_name)::text;
-  end if;
-  support := case when supported_pairs is null then worker.pair_set
-                  else switchyard.pair_set(supported_pairs) end;
-
-  -- The batch's runs first, in run order, FOR KEY SHARE (claims do not block each other): a
-  -- failure, a cancel or a completion holds its run FOR UPDATE until it commits, so a claim
-  -- that overlaps one waits for it, and the classification below (a statement of its own, so
-  -- a newer snapshot) sees the run's new status: a task of a run that is no longer started is
-  -- stale, never claimed. Without this lock a claim could start an element of a map after a
-  -- sibling's failure had failed the run (the failure was not committed when the claim read the
-  -- run). Runs before tasks, as cancel_run locks them; a task's run never changes, so the
-  -- unlocked probe that finds it is exact.
-  perform 1
-     from switchyard.runs r
-    where r.run_id in (select l.run_id
-                         from (select distinct u.id from unnest(message_ids) as u(id)) b
-                         cross join lateral (select t.run_id from switchyard.step_tasks t
-                                              where t.queue_name = queue and t.message_id = b.id
-                                              limit 1) l)
-    order by r.run_id
-      for key share of r;
-
-  -- Lock every task of the batch, in message order, before deciding anything, so the
-  -- classification holds until the claim commits. One unique-index probe per message:
-  -- the LIMIT keeps the planner from replacing the probes with a scan of the whole queue
-  -- when its statistics are stale (as they are right after a burst of new work), which
-  -- would make every claim cost as much as the backlog.
-  select coalesce(array_agg(b.id order by b.id), '{}'),
-         coalesce(array_agg(l.run_id order by b.id), '{}'),
-         coalesce(array_agg(l.step_slug order by b.id), '{}'),
-         coalesce(array_agg(l.task_index order by b.id), '{}')
-    into task_ids, task_runs, task_steps, task_idxs
-    from (select distinct u.id from unnest(message_ids) as u(id) order by u.id) b
-    cross join lateral (select t.run_id, t.step_slug, t.task_index from switchyard.step_tasks t
-                         where t.queue_name = queue and t.message_id = b.id
-                         limit 1 for update) l;
-
-  select array_agg(c.message_id order by c.message_id) filter (where c.class = 'unsupported'),
-         array_agg(distinct coalesce(c.flow_slug || '/' || c.step_slug, '(no task)'))
-           filter (where c.class = 'unsupported'),
-         array_agg(c.message_id order by c.message_id) filter (where c.class = 'stale'),
-         coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
-         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
-    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
-    from switchyard.classify_batch(queue, message_ids, support) c;
-
-  if unsupported_ids is not null then
-    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
-    -- archived; every message visible again; the queue function pauses durably.
-    perform switchyard._hide_messages(
-      queue, message_ids, array_fill(0, array[cardinality(message_ids)]));
-    reason := format(
-      'unsupported work on queue %s at %s: message ids [%s]; unsupported flow/step pairs [%s]',
-      queue, to_char(switchyard.clock_now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-      array_to_string(unsupported_ids, ', '), array_to_string(unsupported_pairs, ', '));
-    update switchyard.worker_functions wf
-       set paused_at = switchyard.clock_now(), pause_reason = reason,
-           pause_detail = jsonb_build_object(
-             'queue', queue,
-             'message_ids', (select jsonb_agg(u.id::text order by u.id)
-                               from unnest(unsupported_ids) u(id)),
-             'pairs', to_jsonb(unsupported_pairs))
-     where wf.function_name = worker.function_name and wf.paused_at is null;
-    update switchyard.workers w
-       set deprecated_at = coalesce(w.deprecated_at, switchyard.clock_now()), stop_reason = reason
-     where w.worker_id = worker.worker_id;
-    return query
-      select 'unsupported'::text, c.message_id, queue, c.flow_slug, c.step_slug,
-             null::uuid, null::int, null::int, null::jsonb, null::jsonb, null::int, null::int
-        from switchyard.classify_batch(queue, message_ids, support) c
-       where c.class = 'unsupported';
-    return;
-  end if;
-
-  if stale_ids is not null then
-    perform pgmq.archive(queue, stale_ids);
-  end if;
-
-  -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
-  -- or a keyed concurrency (one probe of a partial index that is empty otherwise). A task held
-  -- back is not started and uses no attempt; its same message is visible again when it may run.
-  if cardinality(eligible_ids) > 0
-     and exists (select 1 from switchyard.steps s
-                  where s.queue_name = queue
-                    and (s.rate_limit is not null or s.concurrency_limit is not null)) then
-    select coalesce(array_agg(f.message_id order by f.message_id)
-                      filter (where f.wait_seconds is not null), '{}'),
-           coalesce(array_agg(f.wait_seconds order by f.message_id)
-                      filter (where f.wait_seconds is not null), '{}'),
-           array_agg(f.message_id) filter (where f.wait_seconds is null and f.slot is not null),
-           array_agg(f.slot) filter (where f.wait_seconds is null and f.slot is not null)
-      into held_ids, held_secs, slot_ids, slot_keys
-      from switchyard._flow_control(queue, eligible_ids) f;
-    if cardinality(held_ids) > 0 then
-      eligible_ids := array(select e from unnest(eligible_ids) e where e <> all (held_ids));
-      perform switchyard._hide_messages(queue, held_ids, held_secs);
-    end if;
-  end if;
-
-  with claimed as (
-    update switchyard.step_tasks t
-       set status = 'started', attempts_count = t.attempts_count + 1, started_at = switchyard.clock_now(),
-           worker_id = worker.worker_id,
-           -- The time earlier instances used of the step timeout: kept for the attempt they
-           -- handed back (release_tasks), none for a new attempt.
-           carried_ms = case when t.carried_attempt = t.attempts_count + 1 then t.carried_ms
-                             else 0 end,
-           carried_attempt = t.attempts_count + 1,
-           concurrency_key = case when slot_ids is not null
-                                  then slot_keys[array_position(slot_ids, t.message_id)] end
-      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
-     where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
-       and t.task_index = k.idx
-    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
-  )
-  select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
-         coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
-                            order by c.message_id), '{}')
-    into claimed_ids, claimed_secs
-    from claimed c;
-  if cardinality(claimed_ids) > 0 then
-    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
-    perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
-  end if;
-
-  return query
-    select 'claimed'::text, t.message_id, t.queue_name, t.flow_slug, t.step_slug, t.run_id,
-           t.attempts_count, t.timeout,
-           case
-             -- A map task: its element of the run input (root map) or of the one
-             -- dependency's output (docs/ARCHITECTURE.md §5.10). Never SQL NULL (a JSON
-             -- null element is 'null'), so the worker never mistakes it for a root step.
-             when st.step_type = 'map' then
-               case when st.deps_count = 0 then r.input
-                    else (select ds.output from switchyard.deps d
-                            join switchyard.step_states ds
-                              on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-                           where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-                           limit 1)
-               end -> t.task_index
-             -- As switchyard._dependency_outputs, inline: a skipped dependency is absent.
-             when st.deps_count > 0 then
-               coalesce((select jsonb_object_agg(d.dep_slug, ds.output)
-                           from switchyard.deps d
-                           join switchyard.step_states ds
-                             on ds.run_id = t.run_id and ds.step_slug = d.dep_slug
-                          where d.flow_slug = t.flow_slug and d.step_slug = t.step_slug
-                            and ds.status = 'completed'), '{}'::jsonb)
-           end,
-           case when row_number() over (partition by t.run_id order by t.message_id) = 1
-                then r.input end,
-           t.task_index, t.carried_ms
-      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
-      -- One probe of the whole key per claimed task: a join here let the plan probe by
-      -- run_id alone and filter the rest, reading every task of a map run up to the element.
-      cross join lateral (select x.message_id, x.queue_name, x.flow_slug, x.step_slug,
-                                 x.run_id, x.attempts_count, x.timeout, x.task_index, x.carried_ms
-                            from switchyard.step_tasks x
-                           where x.run_id = k.run_id and x.step_slug = k.step_slug
-                             and x.task_index = k.idx
-                           limit 1) t
-      join switchyard.runs r on r.run_id = t.run_id
-      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
-     where k.id = any (claimed_ids)
-    union all
-    select 'duplicate'::text, k.id, queue, t.flow_slug, t.step_slug,
-           null, null, null, null, null, t.task_index, null
-      from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
-      cross join lateral (select x.flow_slug, x.step_slug, x.task_index
-                            from switchyard.step_tasks x
-                           where x.run_id = k.run_id and x.step_slug = k.step_slug
-                             and x.task_index = k.idx
-                           limit 1) t
-     where k.id = any (duplicate_ids)
-    union all
-    select 'stale'::text, s, queue, null, null, null, null, null, null, null, null, null
-      from unnest(stale_ids) s
-    union all
-    select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
-      from unnest(held_ids) h;
-end
-$$;
-
--- supabase/schemas/functions/start_user_run.sql
--- ---- start_user_run (latest: 20261202001000_function_cancel_retry.sql): the values it echoes clipped
-create or replace function switchyard.start_user_run(
-  alias text, input jsonb, run_id uuid default null
-)
-returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  user_id uuid;
-  per_minute int;
-  recent int;
-begin
-  if to_regprocedure('auth.uid()') is not null then
-    execute 'select auth.uid()' into user_id;
-  end if;
-  if user_id is null then
-    raise exception using errcode = '42501', message = format(
-      'start_user_run(%s): no signed-in user (auth.uid() is null): '
-      'sign in, or start the run from a trusted server with start_flow',
-      switchyard._clip(start_user_run.alias)),
-      detail = jsonb_build_object(
-        'rule', 'not_signed_in', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200))::text;
-  end if;
-  if not exists (select 1 from switchyard.user_start_aliases a
-                  where a.alias = start_user_run.alias) then
-    raise exception using errcode = '42501', message = format(
-      'start_user_run(%s): signed-in users may not start this alias: '
-      'an operator allows it with insert into switchyard.user_start_aliases',
-      switchyard._clip(start_user_run.alias)),
-      detail = jsonb_build_object(
-        'rule', 'alias_not_allowed', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200))::text;
-  end if;
-  -- A user's run id is random (version 4, as crypto.randomUUID() gives): the other versions,
-  -- which a trusted server may derive from names or times (v3, v5, v7, ...) and so a user
-  -- could predict, are never a user's, and a server's id can never be taken first by a user.
-  if start_user_run.run_id is not null
-     and start_user_run.run_id::text !~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' then
-    raise exception using errcode = '22023', message = format(
-      'start_user_run(%s): run id %s is invalid: a signed-in user''s run id is a random '
-      '(version 4) UUID, such as crypto.randomUUID() gives; other versions are kept for '
-      'trusted servers', switchyard._clip(start_user_run.alias), start_user_run.run_id),
-      detail = jsonb_build_object(
-        'rule', 'run_id_not_random', 'argument', 'run_id',
-        'value', start_user_run.run_id::text)::text;
-  end if;
-  -- The same start again (a resubscription) returns the run and counts nothing.
-  if start_user_run.run_id is not null
-     and exists (select 1 from switchyard.runs r
-                  where r.run_id = start_user_run.run_id and r.owner = user_id) then
-    return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
-  end if;
-  -- At most user_runs_per_minute new runs per user in any minute; one user's starts are
-  -- counted one at a time (a transaction-scoped lock per user), so concurrent calls cannot
-  -- all pass the count.
-  per_minute := switchyard.limit_value('user_runs_per_minute');
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.start_user_run ' || user_id::text, 0));
-  select count(*) into recent from switchyard.runs r
-   where r.owner = user_id and r.started_at > switchyard.clock_now() - interval '1 minute';
-  if recent >= per_minute then
-    -- PT429: PostgREST answers HTTP 429 Too Many Requests.
-    raise exception using errcode = 'PT429', message = format(
-      'start_user_run(%s): user %s started %s runs in the last minute, the limit '
-      '(setting user_runs_per_minute): wait a minute and try again',
-      switchyard._clip(start_user_run.alias), user_id, recent),
-      detail = jsonb_build_object(
-        'rule', 'user_runs_per_minute', 'argument', 'alias',
-        'value', left(start_user_run.alias, 200), 'limit', per_minute)::text,
-      hint = 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')';
-  end if;
-  return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
-end
-$$;
-
--- supabase/schemas/functions/step_queue_name.sql
--- ---- step_queue_name (latest: 20261201000200_queue_names.sql): the values it echoes clipped
-create or replace function switchyard.step_queue_name(flow_slug text, step_slug text, step_index int)
-returns text
-language plpgsql
-immutable
-set search_path = ''
-as $$
-begin
-  if length(flow_slug) + 2 + length(step_slug) <= 47 then
-    return lower(flow_slug || '__' || step_slug);
-  elsif length(flow_slug) + 2 + length(step_index::text) <= 47 then
-    return lower(flow_slug || '__' || step_index::text);
-  end if;
-  raise exception using errcode = '22023', message = format(
-    'no private queue name fits for step %s of flow %s: both %s and %s exceed 47 characters',
-    switchyard._clip(step_slug), switchyard._clip(flow_slug),
-    switchyard._clip(lower(flow_slug || '__' || step_slug)),
-    switchyard._clip(lower(flow_slug || '__' || step_index::text))),
-    detail = jsonb_build_object(
-      'rule', 'private_queue_name_too_long', 'argument', 'step_slug',
-      'value', left(step_slug, 200), 'flow_slug', left(flow_slug, 200),
-      'step_index', step_index)::text;
-end
-$$;
-
--- supabase/schemas/functions/sync_alias.sql
--- ---- sync_alias (from 20261202000400_function_alias_rules.sql): a worker's start-up moves an
--- alias forward within its registry's list, never backwards (docs/ARCHITECTURE.md §6). Also, when
--- the project's latest declaration (declare_alias) has this registry's target and the current
--- target may be left (_alias_move_blocker, without the live-worker rule: this worker is the
--- one that covers the target, as with a forward move), it moves to it: so a move a compiled
--- migration held back, from a retired version or while older workers were live, is made by the
--- first worker with the declared registry. The values it echoes clipped.
-create or replace function switchyard.sync_alias(alias_name text, versions text[])
-returns text
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  target text;
-  current_target text;
-  declared switchyard.alias_declarations;
-  activated timestamptz;
-begin
-  perform switchyard._alias_members_add(alias_name, versions);
-  target := versions[cardinality(versions)];
-
-  perform pg_advisory_xact_lock(hashtextextended('switchyard.alias:' || lower(alias_name), 0));
-  select a.flow_slug, a.activated_at into current_target, activated
-    from switchyard.aliases a where a.alias = alias_name for update;
-  if not found then
-    perform switchyard._assert_alias_case(alias_name);   -- again: another spelling may have won
-    perform switchyard._record_activation(alias_name, target, null, 'worker');
-    return 'activated';
-  elsif current_target = target then
-    return 'current';
-  elsif current_target = any (versions) then
-    perform switchyard._record_activation(alias_name, target, current_target, 'worker');
-    return 'activated';
-  end if;
-  -- The current target is not in this registry. The project's declaration, newer than the
-  -- alias's last move (an operator's later activation stands), may move it to this target.
-  select * into declared from switchyard.alias_declarations d where d.alias = alias_name;
-  if found and declared.versions[cardinality(declared.versions)] = target
-     and declared.declared_at > activated
-     and not exists (select 1 from switchyard.runs r
-                      where r.flow_slug = current_target and r.status = 'started') then
-    perform switchyard._record_activation(alias_name, target, current_target, 'worker');
-    return 'activated';
-  end if;
-  return 'unchanged';
-end
-$$;
-
--- supabase/schemas/functions/task_checkpoint.sql
--- A task's last checkpoint (ctx.resume()): {"state", "attempt" (the attempt that saved it),
--- "saved_at"}, or null when it has none.
-create or replace function switchyard.task_checkpoint(run_id uuid, step_slug text, task_index int)
-returns jsonb
-language sql
-stable
-set search_path = ''
-as $$
-  select jsonb_build_object('state', c.state, 'attempt', c.attempt, 'saved_at', c.saved_at)
-    from switchyard.task_checkpoints c
-   where c.run_id = task_checkpoint.run_id and c.step_slug = task_checkpoint.step_slug
-     and c.task_index = task_checkpoint.task_index
-$$;
-
--- supabase/schemas/functions/unschedule_keep_alive.sql
+-- supabase/schemas/functions/maintenance/unschedule_keep_alive.sql
 -- Removes the keep-alive job; false when there was none.
 create or replace function switchyard.unschedule_keep_alive()
 returns boolean
@@ -8717,22 +8199,12 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  removed boolean := false;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    return false;
-  end if;
-  execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
-    using 'switchyard_keep_alive';
-  if removed then
-    execute 'select cron.unschedule($1)' using 'switchyard_keep_alive';
-  end if;
-  return removed;
+  return switchyard._cron_job('unschedule_keep_alive', 'switchyard_keep_alive') is not null;
 end
 $$;
 
--- supabase/schemas/functions/unschedule_prune.sql
+-- supabase/schemas/functions/maintenance/unschedule_prune.sql
 -- Removes the retention job; false when there was none.
 create or replace function switchyard.unschedule_prune()
 returns boolean
@@ -8741,101 +8213,12 @@ volatile
 security definer
 set search_path = ''
 as $$
-declare
-  removed boolean := false;
 begin
-  if not exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    return false;
-  end if;
-  execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
-    using 'switchyard_prune';
-  if removed then
-    execute 'select cron.unschedule($1)' using 'switchyard_prune';
-  end if;
-  return removed;
+  return switchyard._cron_job('unschedule_prune', 'switchyard_prune') is not null;
 end
 $$;
 
--- supabase/schemas/functions/unschedule_schedules.sql
--- Removes the pg_cron job 'switchyard_schedules'; returns whether there was one.
-create or replace function switchyard.unschedule_schedules()
-returns boolean
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
-declare
-  removed boolean := false;
-begin
-  if exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pg_cron') then
-    execute 'select exists (select 1 from cron.job where jobname = $1)' into removed
-      using 'switchyard_schedules';
-    if removed then
-      execute 'select cron.unschedule($1)' using 'switchyard_schedules';
-    end if;
-  end if;
-  return removed;
-end
-$$;
-
--- supabase/schemas/functions/update_schedule.sql
--- Changes a schedule: every argument left null keeps its value. The next tick follows the new
--- cron from now on (ticks before now are not run again); \`enabled\` pauses or resumes it
--- (pause_schedule and resume_schedule call this). Refuses an unknown name
--- (22023 schedule_unknown) and bad fields as create_schedule does. Returns the schedule.
-create or replace function switchyard.update_schedule(
-  name text,
-  alias text default null,
-  cron text default null,
-  input jsonb default null,
-  time_zone text default null,
-  overlap text default null,
-  catch_up text default null,
-  catch_up_limit int default null,
-  enabled boolean default null
-)
-returns jsonb
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  s switchyard.schedules;
-begin
-  select * into s from switchyard.schedules x where x.name = update_schedule.name for update;
-  if not found then
-    perform switchyard._refuse_unknown_schedule(name);
-  end if;
-  s.alias := coalesce(alias, s.alias);
-  s.cron := coalesce(cron, s.cron);
-  s.input := coalesce(input, s.input);
-  s.time_zone := coalesce(time_zone, s.time_zone);
-  s.overlap := coalesce(overlap, s.overlap);
-  s.catch_up := coalesce(catch_up, s.catch_up);
-  s.catch_up_limit := coalesce(catch_up_limit, s.catch_up_limit);
-  -- Fields are checked when one is given: a pause or resume alone (enabled) is never refused,
-  -- even when the alias no longer resolves.
-  if num_nonnulls(alias, cron, input, time_zone, overlap, catch_up, catch_up_limit) > 0 then
-    perform switchyard._schedule_problem(s.name, s.alias, s.cron, s.time_zone, s.input,
-                                         s.overlap, s.catch_up, s.catch_up_limit);
-  end if;
-  update switchyard.schedules x
-     set alias = s.alias, cron = s.cron, input = s.input, time_zone = s.time_zone,
-         overlap = s.overlap, catch_up = s.catch_up, catch_up_limit = s.catch_up_limit,
-         enabled = coalesce(update_schedule.enabled, x.enabled), updated_at = switchyard.clock_now(),
-         -- A changed cron or zone applies from now; so does a resume (ticks while paused are
-         -- not run later).
-         checked_until = case when x.cron is distinct from s.cron
-                                or x.time_zone is distinct from s.time_zone
-                                or (not x.enabled and coalesce(update_schedule.enabled, false))
-                              then greatest(x.checked_until, switchyard.clock_now()) else x.checked_until end
-   where x.name = s.name;
-  return switchyard._schedule_json(s.name);
-end
-$$;
-
--- supabase/schemas/functions/wake_failures.sql
+-- supabase/schemas/functions/maintenance/wake_failures.sql
 -- The keep-alive's wakes whose HTTP answer was an error, per function, over the last
 -- since_seconds, default 6 hours (docs/ARCHITECTURE.md §6, keep-alive): a request pg_net refused
 -- (recorded with no request id), or pg_net's response (net._http_response, joined by request id)
@@ -8859,12 +8242,10 @@ declare
                          then 'net._http_response' end;
 begin
   if since_seconds is null or since_seconds < 1 then
-    raise exception using errcode = '22023', message = format(
+    perform switchyard._refuse('22023', 'integer_min', 'since_seconds', since_seconds::text, format(
       'wake_failures: since_seconds %s is invalid: use an integer of at least 1',
       coalesce(since_seconds::text, 'null')),
-      detail = jsonb_build_object(
-        'rule', 'integer_min', 'argument', 'since_seconds',
-        'value', since_seconds::text, 'min', 1)::text;
+      context => jsonb_build_object('min', 1));
   end if;
   return query execute format($q$
     with wakes as (
@@ -8901,50 +8282,420 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/worker_heartbeat.sql
--- The heartbeat of a 0.4.0 runtime (docs/ARCHITECTURE.md §9, "Cancellation reaches handlers"):
--- switchyard.heartbeat's state ('ok', 'deprecated', 'paused' or 'disabled'), and the runs of the
--- tasks this worker holds started that are no longer started (cancelled, or failed by another
--- task), each with its status and error, so the worker aborts those handlers' signals. One
--- probe of the worker's started tasks (index step_tasks_worker) per heartbeat: no extra round
--- trip per task. switchyard.heartbeat stays for older runtimes.
-create or replace function switchyard.worker_heartbeat(worker_id uuid)
-returns jsonb
+-- supabase/schemas/functions/dashboard/dashboard_functions.sql
+-- Every queue function of switchyard.function_states (its flags and live workers) with its
+-- unstopped workers, newest first (at most 20 each); \`live\` is switchyard._worker_live, the
+-- one definition of docs/ARCHITECTURE.md §6, over the worker's own window or the given one
+-- when that is larger, as in function_states. A window below 1 second counts as 1.
+create or replace function switchyard.dashboard_functions(heartbeat_window_seconds int default 15)
+returns table (
+  function_name text, queue_name text, enabled boolean, paused_at timestamptz,
+  pause_reason text, last_woken_at timestamptz, live_workers int, workers jsonb
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select s.function_name, s.queue_name, s.enabled, s.paused_at, s.pause_reason, s.last_woken_at,
+         s.live_workers,
+         coalesce((
+           select jsonb_agg(jsonb_build_object(
+                    'worker_id', w.worker_id, 'started_at', w.started_at,
+                    'last_heartbeat_at', w.last_heartbeat_at, 'deprecated_at', w.deprecated_at,
+                    'live', switchyard._worker_live(
+                              w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                              switchyard._heartbeat_window(w.heartbeat_window_seconds, h.secs)))
+                  order by w.started_at desc)
+             from (select * from switchyard.workers w0
+                    where w0.function_name = s.function_name and w0.stopped_at is null
+                    order by w0.started_at desc limit 20) w
+         ), '[]'::jsonb)
+    from (select greatest(coalesce(dashboard_functions.heartbeat_window_seconds, 15), 1) as secs) h
+    cross join lateral switchyard.function_states(null, h.secs) s
+   order by s.function_name
+$$;
+
+-- supabase/schemas/functions/dashboard/dashboard_metrics_history.sql
+-- The dashboard's charts (docs/ARCHITECTURE.md §16): per queue and minute over the last
+-- \`minutes\` (1-1440, default 60), the current minute last, every minute present:
+--   lag_seconds  the longest wait of a ready task: of the first attempts claimed in the minute,
+--                from when their message became visible (queued, plus the step's startDelay)
+--                to the claim, and, for the tasks of started runs still waiting for their
+--                first claim, up to the minute's end (a queue no worker reads shows its lag);
+--   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
+--                completed in the minute, null when none;
+--   failures     the failed attempts in the minute (a task failing five times counts five);
+--   completions  the tasks completed in the minute.
+-- The tasks of the window are read through step_tasks_recent, their failed attempts through
+-- failed_attempts_recent, the waiting ones through step_tasks_live: no history is read.
+create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
+returns table (
+  queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
+  failures int, completions int
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  with span as (
+    select date_trunc('minute', switchyard.clock_now())
+             - make_interval(mins => least(greatest(coalesce(minutes, 60), 1), 1440) - 1)
+             as first_minute
+  ),
+  recent as materialized (
+    select t.queue_name, t.started_at, t.completed_at, t.last_failed_at, t.attempts_count,
+           t.queued_at, t.flow_slug, t.step_slug
+      from switchyard.step_tasks t, span
+     where t.started_at is not null
+       and greatest(t.started_at, t.completed_at, t.last_failed_at) >= span.first_minute
+  ),
+  done as (
+    select r.queue_name, date_trunc('minute', r.completed_at) as minute, count(*) as n,
+           percentile_cont(0.95) within group (
+             order by extract(epoch from r.completed_at - r.started_at) * 1000) as p95
+      from recent r, span where r.completed_at >= span.first_minute group by 1, 2
+  ),
+  failed as (
+    select fa.queue_name, date_trunc('minute', fa.failed_at) as minute, count(*) as n
+      from switchyard.failed_attempts fa, span
+     where fa.failed_at >= span.first_minute group by 1, 2
+  ),
+  waited as (
+    select r.queue_name, date_trunc('minute', r.started_at) as minute,
+           max(extract(epoch from r.started_at - r.queued_at) - st.start_delay) as secs
+      from recent r
+      join switchyard.steps st on st.flow_slug = r.flow_slug and st.step_slug = r.step_slug,
+           span
+     where r.started_at >= span.first_minute and r.attempts_count = 1
+     group by 1, 2
+  ),
+  waiting as (
+    select t.queue_name, min(t.queued_at + make_interval(secs => st.start_delay)) as since
+      from switchyard.step_tasks t
+      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
+      join switchyard.runs ru on ru.run_id = t.run_id and ru.status = 'started'
+     where t.status = 'queued' and t.attempts_count = 0
+     group by 1
+  )
+  select x.queue_name, m.minute,
+         greatest(coalesce(w.secs, 0),
+                  coalesce(extract(epoch from least(m.minute + interval '1 minute', switchyard.clock_now())
+                                             - wn.since), 0),
+                  0)::double precision,
+         d.p95::double precision, coalesce(f.n, 0)::int, coalesce(d.n, 0)::int
+    from switchyard.queues x
+    cross join span
+    cross join lateral generate_series(span.first_minute, date_trunc('minute', switchyard.clock_now()),
+                                       interval '1 minute') as m(minute)
+    left join done d on d.queue_name = x.queue_name and d.minute = m.minute
+    left join failed f on f.queue_name = x.queue_name and f.minute = m.minute
+    left join waited w on w.queue_name = x.queue_name and w.minute = m.minute
+    left join waiting wn on wn.queue_name = x.queue_name
+   order by x.queue_name, m.minute
+$$;
+
+-- supabase/schemas/functions/dashboard/dashboard_queues.sql
+-- Every catalogued queue with its depth, read from PGMQ's queue table (the documented
+-- layout the contract suite checks; docs/ARCHITECTURE.md §5.4): messages visible now,
+-- hidden (read or claimed, or waiting for a retry's delay), and the oldest one's age.
+create or replace function switchyard.dashboard_queues()
+returns table (
+  queue_name text, pgmq_name text, ownership text, owner_flow text,
+  visible bigint, hidden bigint, oldest_enqueued_at timestamptz
+)
 language plpgsql
-volatile
+stable
 security definer
 set search_path = ''
 as $$
 declare
-  state text := switchyard.heartbeat(worker_heartbeat.worker_id);
+  q record;
+  tbl text;
 begin
-  return jsonb_build_object(
-    'state', state,
-    'ended_runs', coalesce((
-      select jsonb_agg(jsonb_build_object('run_id', r.run_id, 'status', r.status,
-                                          'reason', left(r.error, 1000))
-                       order by r.run_id)
-        from (select distinct t.run_id from switchyard.step_tasks t
-               where t.worker_id = worker_heartbeat.worker_id and t.status = 'started') held
-        join switchyard.runs r on r.run_id = held.run_id
-       where r.status <> 'started'), '[]'::jsonb));
+  for q in
+    select x.queue_name, x.pgmq_name, x.ownership, x.owner_flow
+      from switchyard.queues x order by x.queue_name
+  loop
+    queue_name := q.queue_name;
+    pgmq_name := q.pgmq_name;
+    ownership := q.ownership;
+    owner_flow := q.owner_flow;
+    visible := null;
+    hidden := null;
+    oldest_enqueued_at := null;
+    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
+    if to_regclass(format('pgmq.%I', tbl)) is not null then
+      execute format(
+        'select count(*) filter (where vt <= switchyard.queue_clock()),
+                count(*) filter (where vt > switchyard.queue_clock()), min(enqueued_at)
+           from pgmq.%I', tbl)
+        into visible, hidden, oldest_enqueued_at;
+    end if;
+    return next;
+  end loop;
 end
 $$;
 
--- supabase/schemas/functions/worker_stopped.sql
-create or replace function switchyard.worker_stopped(worker_id uuid, reason text default null)
-returns void
+-- supabase/schemas/functions/dashboard/dashboard_run_retries.sql
+-- How often each of these runs was retried (its 'retried' events), for the dashboard's runs
+-- table: a run that completed after a retry says so. Runs never retried are absent.
+create or replace function switchyard.dashboard_run_retries(run_ids uuid[])
+returns table (run_id uuid, retries int)
 language sql
-volatile
+stable
 security definer
 set search_path = ''
 as $$
-  update switchyard.workers w
-     set stopped_at = coalesce(w.stopped_at, switchyard.clock_now()), stop_reason = coalesce(w.stop_reason, reason)
-   where w.worker_id = worker_stopped.worker_id;
+  select e.run_id, count(*)::int
+    from switchyard.run_events e
+   where e.run_id = any (run_ids) and e.step_slug is null and e.event = 'retried'
+   group by e.run_id
 $$;
 
--- supabase/schemas/tables/10_queues.sql
+-- supabase/schemas/functions/dashboard/dashboard_runs.sql
+-- Recent runs, newest first (at most 200), optionally of one status, of flows with a step on
+-- one queue, or one run. Each with its duration (so far, for a started run), its error and
+-- failing step, and its steps in step order with their task's queue snapshot, attempts and
+-- times: queued (the step became ready), started (the latest attempt), finished. A map step
+-- (docs/ARCHITECTURE.md §5.10) has one task per element: its row sums them up (the most
+-- attempts any element used, the first error in element order, \`tasks\` the element count).
+create or replace function switchyard.dashboard_runs(
+  max_runs int default 25, run_status text default null, queue_name text default null,
+  run_id uuid default null
+)
+returns table (
+  run_id uuid, flow_slug text, started_as text, status text, started_at timestamptz,
+  finished_at timestamptz, duration_ms bigint, error text, failed_step text, steps jsonb
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, r.flow_slug, r.started_as, r.status, r.started_at,
+         coalesce(r.completed_at, r.failed_at, r.cancelled_at),
+         (extract(epoch from coalesce(r.completed_at, r.failed_at, r.cancelled_at, switchyard.clock_now()) - r.started_at)
+           * 1000)::bigint,
+         r.error,
+         (select ss.step_slug from switchyard.step_states ss
+           where ss.run_id = r.run_id and ss.status = 'failed'
+           order by ss.failed_at nulls last, ss.step_slug limit 1),
+         (select coalesce(jsonb_agg(jsonb_build_object(
+                   'step_slug', ss.step_slug, 'step_index', st.step_index, 'status', ss.status,
+                   'queue_name', coalesce(t.queue_name, st.queue_name),
+                   'attempts', coalesce(t.attempts_count, 0),
+                   'max_attempts', coalesce(t.max_attempts, st.max_attempts),
+                   'queued_at', t.queued_at, 'started_at', t.started_at,
+                   'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
+                                           t.completed_at, t.failed_at),
+                   'error', t.error, 'tasks', t.tasks,
+                   -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11): its kind, and
+                   -- when its timeout is due while it waits.
+                   'kind', st.step_type,
+                   'wait_deadline', case when ss.status = 'started' then ss.wait_deadline end)
+                 order by st.step_index), '[]'::jsonb)
+            from switchyard.step_states ss
+            join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+            left join lateral (
+              select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts_count,
+                     max(x.max_attempts) as max_attempts, min(x.queued_at) as queued_at,
+                     max(x.started_at) as started_at, max(x.completed_at) as completed_at,
+                     max(x.failed_at) as failed_at, count(*)::int as tasks,
+                     (array_agg(x.error order by x.task_index)
+                        filter (where x.error is not null))[1] as error
+                from switchyard.step_tasks x
+               where x.run_id = ss.run_id and x.step_slug = ss.step_slug
+            ) t on true
+           where ss.run_id = r.run_id)
+    from switchyard.runs r
+   where (dashboard_runs.run_id is null or r.run_id = dashboard_runs.run_id)
+     and (dashboard_runs.run_status is null or r.status = dashboard_runs.run_status)
+     and (dashboard_runs.queue_name is null or exists (
+           select 1 from switchyard.steps st
+            where st.flow_slug = r.flow_slug and st.queue_name = dashboard_runs.queue_name))
+   order by r.started_at desc, r.run_id
+   limit least(greatest(coalesce(dashboard_runs.max_runs, 25), 1), 200)
+$$;
+
+-- supabase/schemas/functions/dashboard/dashboard_throughput.sql
+-- Completed tasks per queue and minute over the last \`minutes\` minutes (1-1440, default 60),
+-- the current minute last, every minute present (0 when none). A completion archives its
+-- message in the same transaction (§5.5), so the count starts from PGMQ's archive table,
+-- whose archived_at index bounds it to the window, and keeps the archived messages whose
+-- task completed (stale and failed messages are archived too). archived_at is PGMQ's time: the
+-- window's start is moved to PGMQ's clock for that bound (the same instant in production, where
+-- both clocks are now(); docs/ARCHITECTURE.md §17).
+create or replace function switchyard.dashboard_throughput(minutes int default 60)
+returns table (queue_name text, minute timestamptz, completed int)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  q record;
+  span int := least(greatest(coalesce(dashboard_throughput.minutes, 60), 1), 1440);
+  first_minute timestamptz :=
+    date_trunc('minute', switchyard.clock_now()) - make_interval(mins => span - 1);
+  first_archived timestamptz :=
+    first_minute - (switchyard.clock_now() - switchyard.queue_now());
+  tbl text;
+begin
+  for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
+    tbl := pgmq.format_table_name(q.pgmq_name, 'a');
+    if to_regclass(format('pgmq.%I', tbl)) is null then
+      return query
+        select q.queue_name, m.minute, 0
+          from generate_series(first_minute, date_trunc('minute', switchyard.clock_now()),
+                               interval '1 minute') as m(minute);
+      continue;
+    end if;
+    return query execute format(
+      'select $1, m.minute, coalesce(c.n, 0)::int
+         from generate_series($2, date_trunc(''minute'', switchyard.clock_now()),
+                              interval ''1 minute'') as m(minute)
+         left join (select date_trunc(''minute'', t.completed_at) as minute, count(*) as n
+                      from pgmq.%I a
+                      join switchyard.step_tasks t
+                        on t.queue_name = $1 and t.message_id = a.msg_id and t.status = ''completed''
+                     where a.archived_at >= $3
+                     group by 1) c on c.minute = m.minute
+        order by m.minute', tbl)
+      using q.queue_name, first_minute, first_archived;
+  end loop;
+end
+$$;
+
+-- supabase/schemas/functions/dashboard/metrics.sql
+-- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last \`window_seconds\`
+-- (1 to 86400, default 60), as one JSON document:
+--
+--   { "at", "window_seconds",
+--     "queues": [{ queue_name, functions, depth, hidden, lag_seconds, oldest_age_seconds,
+--                  claims, completions, failures, retries, and the first three per second }],
+--     "steps":  [{ queue_name, flow_slug, step_slug, claims, completions, failures, retries,
+--                  p50_ms, p95_ms, p99_ms, attempts_avg, attempts_max }] }
+--
+-- depth is the messages visible now, hidden the others (claimed, or waiting for a delay);
+-- lag_seconds how long the oldest visible message has been visible (0 when none), and
+-- oldest_age_seconds the age of the oldest message, from PGMQ's queue table (O(depth), as
+-- dashboard_queues). The counts come from the tasks touched in the window, read through the
+-- index step_tasks_recent, and from the failed attempts of the window, read through
+-- failed_attempts_recent, so their cost grows with the window's activity, never with the
+-- history: claims are the tasks whose latest claim is in the window, retries those of them
+-- claimed again after a failed attempt, completions the tasks completed, failures the failed
+-- attempts (a throw, a timeout, a stall; retried or not) in it: a task that failed five times
+-- in the window counts five (a retry storm shows), while a task claimed twice in one window
+-- counts once among the claims. Durations are a completed task's last
+-- attempt, from its claim to its completion; attempts those of the tasks that finished
+-- (completed, or failed for good) in the window. A step or queue with no activity in the window
+-- has no step rows and zero counts.
+create or replace function switchyard.metrics(window_seconds int default 60)
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  since timestamptz;
+  q record;
+  tbl text;
+  depth bigint;
+  hidden bigint;
+  oldest_visible timestamptz;
+  oldest timestamptz;
+  steps jsonb;
+  queues jsonb := '[]'::jsonb;
+begin
+  if window_seconds is null or window_seconds < 1 or window_seconds > 86400 then
+    perform switchyard._refuse('22023', 'window_range', 'window_seconds', window_seconds::text,
+      format(
+      'metrics: window_seconds %s is out of range: use 1 to 86400 (one day)',
+      coalesce(window_seconds::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 86400));
+  end if;
+  since := switchyard.clock_now() - make_interval(secs => window_seconds);
+  -- One sort per step for the three percentiles (percentile_cont over an array of fractions).
+  select coalesce(jsonb_agg(jsonb_build_object(
+           'queue_name', s.queue_name, 'flow_slug', s.flow_slug, 'step_slug', s.step_slug,
+           'claims', s.claims, 'completions', s.completions, 'failures', coalesce(f.n, 0),
+           'retries', s.retries, 'p50_ms', s.p[1], 'p95_ms', s.p[2], 'p99_ms', s.p[3],
+           'attempts_avg', s.attempts_avg, 'attempts_max', s.attempts_max)
+           order by s.queue_name, s.flow_slug, s.step_slug), '[]'::jsonb)
+    into steps
+    from (
+      select t.queue_name, t.flow_slug, t.step_slug,
+             count(*) filter (where t.started_at >= since) as claims,
+             count(*) filter (where t.completed_at >= since) as completions,
+             count(*) filter (where t.started_at >= since and t.attempts_count > 1) as retries,
+             percentile_cont(array[0.5, 0.95, 0.99]) within group (order by extract(epoch from
+               t.completed_at - t.started_at) * 1000) filter (where t.completed_at >= since)
+               as p,
+             (avg(t.attempts_count) filter (where t.completed_at >= since
+               or (t.status = 'failed' and t.last_failed_at >= since)))::double precision
+               as attempts_avg,
+             max(t.attempts_count) filter (where t.completed_at >= since
+               or (t.status = 'failed' and t.last_failed_at >= since)) as attempts_max
+        from switchyard.step_tasks t
+       where t.started_at is not null
+         and greatest(t.started_at, t.completed_at, t.last_failed_at) >= since
+       group by t.queue_name, t.flow_slug, t.step_slug
+    ) s
+    -- A step with a failed attempt in the window has a task whose last failure is in it: a row
+    -- of s.
+    left join (
+      select fa.queue_name, fa.flow_slug, fa.step_slug, count(*) as n
+        from switchyard.failed_attempts fa
+       where fa.failed_at >= since
+       group by fa.queue_name, fa.flow_slug, fa.step_slug
+    ) f on f.queue_name = s.queue_name and f.flow_slug = s.flow_slug
+       and f.step_slug = s.step_slug;
+  for q in
+    select x.queue_name, x.pgmq_name,
+           coalesce((select jsonb_agg(f.function_name order by f.function_name)
+                       from switchyard.worker_functions f where f.queue_name = x.queue_name),
+                    '[]'::jsonb) as functions,
+           coalesce(sum((s.value ->> 'claims')::bigint), 0) as claims,
+           coalesce(sum((s.value ->> 'completions')::bigint), 0) as completions,
+           coalesce(sum((s.value ->> 'failures')::bigint), 0) as failures,
+           coalesce(sum((s.value ->> 'retries')::bigint), 0) as retries
+      from switchyard.queues x
+      left join jsonb_array_elements(steps) s on s.value ->> 'queue_name' = x.queue_name
+     group by x.queue_name, x.pgmq_name
+     order by x.queue_name
+  loop
+    depth := null;
+    hidden := null;
+    oldest_visible := null;
+    oldest := null;
+    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
+    if to_regclass(format('pgmq.%I', tbl)) is not null then
+      execute format(
+        'select count(*) filter (where vt <= switchyard.queue_now()), count(*) filter (where vt > switchyard.queue_now()),
+                min(vt) filter (where vt <= switchyard.queue_now()), min(enqueued_at)
+           from pgmq.%I', tbl)
+        into depth, hidden, oldest_visible, oldest;
+    end if;
+    queues := queues || jsonb_build_object(
+      'queue_name', q.queue_name, 'functions', q.functions,
+      'depth', depth, 'hidden', hidden,
+      'lag_seconds', coalesce(greatest(extract(epoch from switchyard.queue_now() - oldest_visible), 0), 0),
+      'oldest_age_seconds', coalesce(extract(epoch from switchyard.queue_now() - oldest), 0),
+      'claims', q.claims, 'completions', q.completions, 'failures', q.failures,
+      'retries', q.retries,
+      'claims_per_second', q.claims::double precision / window_seconds,
+      'completions_per_second', q.completions::double precision / window_seconds,
+      'failures_per_second', q.failures::double precision / window_seconds);
+  end loop;
+  return jsonb_build_object('at', switchyard.clock_now(), 'window_seconds', window_seconds, 'queues', queues,
+                            'steps', steps);
+end
+$$;
+
+-- supabase/schemas/tables/010_queues.sql
 -- The queue catalog (docs/ARCHITECTURE.md §3): every physical PGMQ queue the kit uses.
 create table switchyard.queues (
   queue_name text primary key
@@ -8962,7 +8713,7 @@ create table switchyard.queues (
   check (ownership = 'private' or position('__' in queue_name) = 0)
 );
 
--- supabase/schemas/tables/20_flows.sql
+-- supabase/schemas/tables/020_flows.sql
 -- Compiled flows, their steps and dependencies (docs/ARCHITECTURE.md §1, §2).
 create table switchyard.flows (
   flow_slug text primary key,
@@ -9071,7 +8822,7 @@ create table switchyard.flow_option_changes (
 
 create index flow_option_changes_flow on switchyard.flow_option_changes (flow_slug, change_id);
 
--- supabase/schemas/tables/30_aliases.sql
+-- supabase/schemas/tables/030_aliases.sql
 -- Aliases: a stable name over one active concrete version (docs/ARCHITECTURE.md §6).
 create table switchyard.aliases (
   alias text primary key,
@@ -9111,8 +8862,10 @@ create table switchyard.alias_declarations (
   declared_at timestamptz not null default switchyard.clock_now()
 );
 
--- supabase/schemas/tables/40_runs.sql
--- Runs, their step states and tasks, and their events (docs/ARCHITECTURE.md §5, §14).
+-- supabase/schemas/tables/040_runs.sql
+-- A run of a concrete flow (docs/ARCHITECTURE.md §5.8, §14): its input, status and output, who it
+-- is for, its deadline, trace context and priority. Its step states, tasks and events follow in
+-- 041-051, one table per file.
 create table switchyard.runs (
   run_id uuid primary key default gen_random_uuid(),
   flow_slug text not null references switchyard.flows,
@@ -9154,6 +8907,10 @@ create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at
 -- The user rate limit counts a user's runs of the last minute through this index.
 create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;
 
+-- supabase/schemas/tables/041_step_states.sql
+-- The state of each step of a run (docs/ARCHITECTURE.md §5.9): created, started, then completed,
+-- failed, skipped or cancelled, with its output and, for a wait step, its deadline.
+--
 -- No index of open step states by (flow, step): _start_ready_steps finds a run's created
 -- states by the primary key's run_id prefix (docs/ARCHITECTURE.md §5.7); coverage and drain
 -- reach open states from the started runs (the view open_run_steps).
@@ -9182,6 +8939,7 @@ create table switchyard.step_states (
 create index step_states_wait_deadline on switchyard.step_states (wait_deadline)
   where status = 'started' and wait_deadline is not null;
 
+-- supabase/schemas/tables/042_run_signals.sql
 -- The signal of a wait step (docs/ARCHITECTURE.md §5.11), kept from the moment
 -- switchyard.signal_run's transaction commits: delivered (the step's output) when the step is
 -- waiting, else when it becomes ready. At most one per step; its key makes a repeat a no-op.
@@ -9196,6 +8954,7 @@ create table switchyard.run_signals (
   foreign key (run_id, step_slug) references switchyard.step_states on delete cascade
 );
 
+-- supabase/schemas/tables/043_delayed_starts.sql
 -- Delayed starts (start_flow_at, docs/ARCHITECTURE.md §5.11) not begun yet: the run exists,
 -- its steps start when switchyard.expire_waits finds it due, and the row goes.
 create table switchyard.delayed_starts (
@@ -9205,6 +8964,7 @@ create table switchyard.delayed_starts (
 
 create index delayed_starts_due on switchyard.delayed_starts (start_at);
 
+-- supabase/schemas/tables/044_child_runs.sql
 -- Child runs (docs/ARCHITECTURE.md §5.11): the run a parent's 'flow' step started, its id
 -- derived from the parent's run and step, so starting it again finds the same run.
 create table switchyard.child_runs (
@@ -9215,6 +8975,7 @@ create table switchyard.child_runs (
   foreign key (parent_run_id, parent_step) references switchyard.step_states on delete cascade
 );
 
+-- supabase/schemas/tables/045_step_tasks.sql
 -- One task per (run, step, task index): index 0 for an ordinary step, one per element for a
 -- map step. Its queue is a snapshot taken when the task is created; every queue operation
 -- uses it, never a name recomputed from the flow. 'skipped': the other tasks of a map step
@@ -9278,6 +9039,7 @@ create index step_tasks_worker on switchyard.step_tasks (worker_id) where status
 create index step_tasks_concurrency on switchyard.step_tasks (concurrency_key)
   where status = 'started' and concurrency_key is not null;
 
+-- supabase/schemas/tables/046_run_events.sql
 -- One row per transition of a run or one of its steps, numbered in commit order within a
 -- run: the triggers (triggers.sql) lock the run's row before numbering its events, and every
 -- writer keeps that lock until it commits, so a reader that saw event n of a run never later
@@ -9317,6 +9079,7 @@ create unique index run_events_event_id on switchyard.run_events (event_id);
 
 alter table switchyard.run_events replica identity using index run_events_event_id;
 
+-- supabase/schemas/tables/047_user_start_aliases.sql
 -- Aliases a signed-in user may start through start_user_run. Empty: nobody may, until an
 -- operator inserts an alias (the opt-in of docs/ARCHITECTURE.md §14).
 create table switchyard.user_start_aliases (
@@ -9324,6 +9087,7 @@ create table switchyard.user_start_aliases (
   added_at timestamptz not null default switchyard.clock_now()
 );
 
+-- supabase/schemas/tables/048_task_checkpoints.sql
 -- A long handler's checkpoint (docs/ARCHITECTURE.md §9, "Checkpoints"): the last state it saved
 -- with ctx.checkpoint, read back by the next attempt with ctx.resume(). Deleted with its task.
 create table switchyard.task_checkpoints (
@@ -9337,6 +9101,7 @@ create table switchyard.task_checkpoints (
   foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
 );
 
+-- supabase/schemas/tables/049_task_progress.sql
 -- The progress rate window of a task (switchyard.report_progress, docs/ARCHITECTURE.md §16):
 -- when its current one-second window began and how many progress events it holds. A row exists
 -- only for a task that reported progress. Deleted with its task.
@@ -9350,6 +9115,7 @@ create table switchyard.task_progress (
   foreign key (run_id, step_slug, task_index) references switchyard.step_tasks on delete cascade
 );
 
+-- supabase/schemas/tables/050_failed_attempts.sql
 -- Each failed attempt of a task (a throw, a timeout, a stall; retried or not), for the failure
 -- counts of switchyard.metrics and the dashboard's charts (docs/ARCHITECTURE.md §16): a task that
 -- fails five times is five failures, so a retry storm shows. Written by the trigger
@@ -9372,6 +9138,7 @@ create index failed_attempts_task on switchyard.failed_attempts (run_id, step_sl
 
 create index failed_attempts_recent on switchyard.failed_attempts (failed_at);
 
+-- supabase/schemas/tables/051_user_signal_steps.sql
 -- Wait steps a signed-in user may signal in the runs they own, through signal_user_run, by the
 -- alias whose versions the run's flow belongs to. Empty: nobody may, until an operator inserts
 -- a row (the opt-in of docs/ARCHITECTURE.md §14).
@@ -9385,7 +9152,7 @@ create table switchyard.user_signal_steps (
   primary key (alias, step_slug)
 );
 
--- supabase/schemas/tables/50_workers.sql
+-- supabase/schemas/tables/060_workers.sql
 -- Queue functions, their workers and support sets (docs/ARCHITECTURE.md §4, §9), and the
 -- foreign messages a quarantine moved out of a queue (§5.3).
 
@@ -9449,7 +9216,7 @@ create table switchyard.quarantined_messages (
   primary key (queue_name, msg_id)
 );
 
--- supabase/schemas/tables/55_refusals.sql
+-- supabase/schemas/tables/065_refusals.sql
 -- Refusals (docs/ARCHITECTURE.md §9.1): why a queue function's worker did not start, or stopped
 -- taking work, where an operator looks. The answer of a refused start goes to its caller — on a
 -- hosted project the keep-alive's pg_net, which nobody reads — so the worker records it here too
@@ -9467,7 +9234,7 @@ create table switchyard.refusals (
   primary key (function_name, refusal)
 );
 
--- supabase/schemas/tables/60_keep_alive.sql
+-- supabase/schemas/tables/070_keep_alive.sql
 -- Keep-alive (docs/ARCHITECTURE.md §6, last bullet): the operator settings it reads and the
 -- wakes it asked for.
 
@@ -9500,7 +9267,7 @@ create index wake_requests_by_function on switchyard.wake_requests (function_nam
 -- Wake records by age, for prune's cutoff.
 create index wake_requests_requested on switchyard.wake_requests (requested_at);
 
--- supabase/schemas/tables/70_fences.sql
+-- supabase/schemas/tables/080_fences.sql
 -- The fenced rollout (docs/ARCHITECTURE.md §6): one fence around every affected queue
 -- function. At most one fence is open at a time: fences do not nest, and a second fence_begin
 -- is refused until fence_end. Pause flags are never touched.
@@ -9521,7 +9288,7 @@ create table switchyard.fence_members (
   primary key (fence_id, function_name)
 );
 
--- supabase/schemas/tables/80_flow_control.sql
+-- supabase/schemas/tables/090_flow_control.sql
 -- Rate limits shared by name (docs/ARCHITECTURE.md §5.12): a token bucket of burst tokens,
 -- refilled at rate tokens per per_seconds. Steps of any flow, version or queue name a limit;
 -- start_tasks takes a step's cost from it for each task it starts, and a task it cannot pay
@@ -9538,7 +9305,7 @@ create table switchyard.rate_limits (
   updated_at timestamptz not null default switchyard.clock_now()
 );
 
--- supabase/schemas/tables/80_schedules.sql
+-- supabase/schemas/tables/100_schedules.sql
 -- Schedules (docs/ARCHITECTURE.md §15): cron-started runs of an alias, exactly one run per tick.
 create table switchyard.schedules (
   name text primary key check (name ~ '^[a-z][a-z0-9_-]{0,62}$'),
@@ -9579,7 +9346,7 @@ create index schedule_ticks_queued on switchyard.schedule_ticks (schedule_name, 
 -- Ticks by age, for their retention (30 days).
 create index schedule_ticks_recorded on switchyard.schedule_ticks (recorded_at);
 
--- supabase/schemas/tables/85_start_keys.sql
+-- supabase/schemas/tables/110_start_keys.sql
 -- Start keys (docs/ARCHITECTURE.md §5.13): the key a start_flow with \`key\` gave its run, one
 -- row per (name started, key). The row is written in the starting transaction, so a rolled
 -- back start leaves none, and its primary key serializes concurrent starts with one key. No
@@ -9605,8 +9372,45 @@ create index start_keys_run on switchyard.start_keys (run_id);
 -- The keys of pruned dedupe runs by expiry: what prune deletes once due.
 create index start_keys_expires on switchyard.start_keys (expires_at) where expires_at is not null;
 
--- supabase/schemas/functions/_exhaust_task.sql
--- A task that used its last attempt (20261202000700): with the step's whenExhausted 'skip' or
+-- supabase/schemas/functions/runs/_fail_run.sql
+-- Final failure: the task, its step and its run fail, and the run's queued messages are
+-- archived. A step of a cancelled run stays cancelled, and the run too (only a started run
+-- fails). The run is locked by its key and its status tested in code (docs/ARCHITECTURE.md
+-- §5.7).
+create or replace function switchyard._fail_run(task switchyard.step_tasks, error_text text)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  run_status text;
+begin
+  update switchyard.step_tasks t
+     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
+   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+  perform pgmq.archive(task.queue_name, task.message_id);
+  update switchyard.step_states ss
+     set status = 'failed', failed_at = switchyard.clock_now()
+   where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
+  -- The run by key (locked), then its status: a status condition in the update let a plan
+  -- made with stale statistics read every started run through runs_flow_started
+  -- (docs/ARCHITECTURE.md §5.7).
+  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  if run_status = 'started' then
+    update switchyard.runs r
+       set status = 'failed', failed_at = switchyard.clock_now(),
+           error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
+     where r.run_id = task.run_id;
+  end if;
+  -- The run's other queued messages (a map step: its other elements), by key and filtered
+  -- afterwards, one archive per queue (_archive_queued).
+  perform switchyard._archive_queued(task.run_id);
+end
+$$;
+
+-- supabase/schemas/functions/completion/_exhaust_task.sql
+-- A task that used its last attempt: with the step's whenExhausted 'skip' or
 -- 'skip-cascade' and the run still started, the task fails, the step is skipped (with
 -- 'skip-cascade' its dependents too) and the run goes on without them ('skipped'); else the
 -- run fails ('failed').
@@ -9657,45 +9461,7 @@ begin
 end
 $$;
 
--- supabase/schemas/functions/_fail_run.sql
--- ---------------------------------------------------------------------------------------------
--- Failure, status, dashboard and retention aware of cancelled runs
-
--- Final failure (20261202000700): the task, its step and its run fail. A step of a cancelled
--- run stays cancelled, and the run too (only a started run fails).
-create or replace function switchyard._fail_run(task switchyard.step_tasks, error_text text)
-returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
-declare
-  run_status text;
-begin
-  update switchyard.step_tasks t
-     set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
-   where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
-  perform pgmq.archive(task.queue_name, task.message_id);
-  update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
-   where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
-  -- The run by key (locked), then its status: a status condition in the update let a plan
-  -- made with stale statistics read every started run through runs_flow_started
-  -- (docs/ARCHITECTURE.md §5.7).
-  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
-  if run_status = 'started' then
-    update switchyard.runs r
-       set status = 'failed', failed_at = switchyard.clock_now(),
-           error = format('step %s failed after %s attempt(s): %s', task.step_slug, task.attempts_count, error_text)
-     where r.run_id = task.run_id;
-  end if;
-  -- The run's other queued messages (a map step: its other elements), by key and filtered
-  -- afterwards, one archive per queue (_archive_queued).
-  perform switchyard._archive_queued(task.run_id);
-end
-$$;
-
--- supabase/schemas/functions/_fire_schedule.sql
+-- supabase/schemas/functions/schedules/_fire_schedule.sql
 -- Fires one tick of a locked schedule: records it and, as the overlap policy says, starts its
 -- run (id derived from the schedule and the tick), queues it behind the open run ('queue'),
 -- skips it ('skip') or cancels the open run as it starts the new one ('cancel_previous'). A

@@ -12,6 +12,7 @@ import { ensurePgmq, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
 import { DEFAULT_PG_BIN } from '../../tools/_cluster.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import {
+  AREAS,
   assemble,
   assemblyProblems,
   coreMigrationFiles,
@@ -179,7 +180,7 @@ Deno.test('one character of drift in the source is named: a column type, a colum
   const migrated = await createTestDatabase();
   const kit = await scratchKit();
   try {
-    const runs = join(kit, SCHEMAS, 'tables/40_runs.sql');
+    const runs = join(kit, SCHEMAS, 'tables/040_runs.sql');
     await edit(runs, '  remaining_steps int not null,', '  remaining_steps int8 not null,');
     let fresh = await freshDatabase(kit);
     try {
@@ -230,7 +231,7 @@ Deno.test('one character of drift between the source and the unreleased migratio
     // Right after a release nothing is unreleased: a changed function starts the next release's
     // migration, as the first change after a release does.
     if ((await assemble(kit)) === null) {
-      const first = join(kit, SCHEMAS, 'functions', 'limits.sql');
+      const first = join(kit, SCHEMAS, 'functions', 'rules', 'limits.sql');
       await Deno.writeTextFile(
         first,
         (await Deno.readTextFile(first)).replace(/\bbegin\b|\bselect\b/, (w) => ` ${w}`),
@@ -244,12 +245,15 @@ Deno.test('one character of drift between the source and the unreleased migratio
     // A function changed in the source and not assembled again: one in the unreleased
     // migration, one space more in its body.
     const current = (await assemble(kit))!;
-    const functions = [...Deno.readDirSync(join(kit, SCHEMAS, 'functions'))].map((e) => e.name)
-      .sort();
+    // Each as <area>/<name>.sql.
+    const functions = AREAS.flatMap((area) =>
+      [...Deno.readDirSync(join(kit, SCHEMAS, 'functions', area))].map((e) => `${area}/${e.name}`)
+    ).sort();
     const inAssembly = functions.filter((f) => current.includes(`-- ${SCHEMAS}/functions/${f}\n`));
     const fn = join(kit, SCHEMAS, 'functions', inAssembly[0]);
     const text = await Deno.readTextFile(fn);
-    await Deno.writeTextFile(fn, text.replace(/\bselect /, 'select  '));
+    // In its body: a header comment is not part of the definition.
+    await Deno.writeTextFile(fn, text.replace(/(as \$\$[\s\S]*?)\b(begin|select)\b/, '$1 $2'));
     let problems = await assemblyProblems(kit);
     assert.equal(problems.length, 1, problems.join('\n'));
     assert.match(problems[0], /is not what `deno task sql:assemble` writes: line \d+/);
@@ -289,9 +293,9 @@ Deno.test('one character of drift between the source and the unreleased migratio
 Deno.test('a function defined twice, or away from the file of its name, is refused', async () => {
   const kit = await scratchKit();
   try {
-    const copy = await Deno.readTextFile(join(kit, SCHEMAS, 'functions/limits.sql'));
+    const copy = await Deno.readTextFile(join(kit, SCHEMAS, 'functions/rules/limits.sql'));
     await Deno.writeTextFile(join(kit, SCHEMAS, 'views.sql'), `${copy}\n`, { append: true });
-    await Deno.writeTextFile(join(kit, SCHEMAS, 'functions/limit.sql'), copy);
+    await Deno.writeTextFile(join(kit, SCHEMAS, 'functions/rules/limit.sql'), copy);
     const problems = await layoutProblems(kit);
     assert.ok(
       problems.some((p) => /function limits is defined twice/.test(p)),
@@ -303,10 +307,72 @@ Deno.test('a function defined twice, or away from the file of its name, is refus
     );
     assert.ok(
       problems.some((p) =>
-        p.includes(`function limits is defined in ${SCHEMAS}/functions/limit.sql`)
+        p.includes(`function limits is defined in ${SCHEMAS}/functions/rules/limit.sql`)
       ),
       problems.join('\n'),
     );
+  } finally {
+    await Deno.remove(kit, { recursive: true });
+  }
+});
+
+Deno.test('a function file outside an area folder, a header naming a migration and an unnumbered step are refused', async () => {
+  const kit = await scratchKit();
+  try {
+    assert.deepEqual(await layoutProblems(kit), []);
+    const functions = join(kit, SCHEMAS, 'functions');
+    // A function file straight in functions/, and one in a folder that is no area.
+    await Deno.rename(join(functions, 'rules/limits.sql'), join(functions, 'limits.sql'));
+    await Deno.mkdir(join(functions, 'misc'));
+    await Deno.rename(join(functions, 'rules/_clip.sql'), join(functions, 'misc/_clip.sql'));
+    // A header naming the migration it came from, and a function file without a header.
+    const claim = join(functions, 'claim/start_tasks.sql');
+    await Deno.writeTextFile(
+      claim,
+      `-- ---- start_tasks (latest: 20261202001200_map_claim.sql)\n${await Deno.readTextFile(
+        claim,
+      )}`,
+    );
+    const bare = join(functions, 'claim/pair_set.sql');
+    await Deno.writeTextFile(
+      bare,
+      (await Deno.readTextFile(bare)).replace(/^(--.*\n)+/, ''),
+    );
+    // Two tables with one number, an upgrade step without a number.
+    await Deno.writeTextFile(join(kit, SCHEMAS, 'tables/010_more.sql'), '-- More.\n');
+    await Deno.mkdir(join(kit, 'supabase/upgrades/unreleased/before'), { recursive: true });
+    await Deno.writeTextFile(join(kit, 'supabase/upgrades/unreleased/before/add.sql'), '-- A.\n');
+    const problems = await layoutProblems(kit);
+    const expect = (pattern: RegExp) =>
+      assert.ok(problems.some((p) => pattern.test(p)), `${pattern}: ${problems.join('\n')}`);
+    expect(
+      /functions\/limits\.sql is outside an area folder: move it to .*functions\/<area>\/limits\.sql/,
+    );
+    expect(/functions\/misc\/_clip\.sql is outside an area folder/);
+    expect(/claim\/start_tasks\.sql:1 names the migration 20261202001200_map_claim\.sql/);
+    expect(/claim\/pair_set\.sql has no header/);
+    expect(
+      /tables\/010_more\.sql and .*tables\/010_queues\.sql share the number 010|010_queues\.sql and .*010_more\.sql share the number 010/,
+    );
+    expect(/unreleased\/before\/add\.sql has no number/);
+  } finally {
+    await Deno.remove(kit, { recursive: true });
+  }
+});
+
+Deno.test('upgrade steps run in the order of their numbers', async () => {
+  const kit = await scratchKit();
+  try {
+    const after = join(kit, 'supabase/upgrades/unreleased/after');
+    await Deno.mkdir(after, { recursive: true });
+    await Deno.writeTextFile(join(after, '900_last.sql'), '-- The last step.\nselect 900;\n');
+    await Deno.writeTextFile(join(after, '005_first.sql'), '-- The first step.\nselect 5;\n');
+    const text = (await assemble(kit))!;
+    const at = (name: string) => text.indexOf(`-- supabase/upgrades/unreleased/after/${name}\n`);
+    assert.ok(at('005_first.sql') >= 0 && at('900_last.sql') >= 0, 'both steps are assembled');
+    assert.ok(at('005_first.sql') < at('900_last.sql'), 'the lower number runs first');
+    const clock = at('010_clock_defaults.sql');
+    if (clock >= 0) assert.ok(at('005_first.sql') < clock && clock < at('900_last.sql'));
   } finally {
     await Deno.remove(kit, { recursive: true });
   }

@@ -15,18 +15,23 @@ type Detail = Record<string, unknown>;
 /** Runs a statement that must be refused; returns its code, parsed detail and message. */
 async function refusal(
   query: PromiseLike<unknown>,
-): Promise<{ code: string; detail: Detail; message: string }> {
+): Promise<{ code: string; detail: Detail; message: string; hint?: string }> {
   try {
     await query;
   } catch (e) {
-    const err = e as { code?: string; detail?: string; message: string };
+    const err = e as { code?: string; detail?: string; message: string; hint?: string };
     assert.equal(typeof err.detail, 'string', `${err.code} ${err.message}: no detail`);
     const detail: unknown = JSON.parse(err.detail!);
     assert.ok(
       detail !== null && typeof detail === 'object' && !Array.isArray(detail),
       `${err.code} ${err.message}: detail ${err.detail} is not a JSON object`,
     );
-    return { code: String(err.code), detail: detail as Detail, message: err.message };
+    return {
+      code: String(err.code),
+      detail: detail as Detail,
+      message: err.message,
+      hint: err.hint,
+    };
   }
   return assert.fail('the statement was expected to be refused');
 }
@@ -208,28 +213,65 @@ Deno.test('23505 and 55000: conflicts and object state name the rule and the arg
   });
 });
 
-Deno.test('every raise in the SQL core sets a SQLSTATE and a jsonb_build_object detail', async () => {
+Deno.test('every refusal goes through switchyard._refuse; every other raise sets a SY code and a detail', async () => {
   const rows = await sql<{ proname: string; src: string }[]>`
     select p.proname, p.prosrc as src from pg_proc p
       join pg_namespace n on n.oid = p.pronamespace
-     where n.nspname = 'switchyard' and p.prosrc ~* 'raise\\s+exception'`;
-  assert.ok(rows.length > 20, `${rows.length} SQL functions raise`);
+     where n.nspname = 'switchyard' and p.prosrc ~* 'raise\\s+exception|switchyard\\._refuse\\('`;
+  assert.ok(rows.length > 50, `${rows.length} SQL functions refuse`);
   const missing: string[] = [];
+  let refusals = 0;
   for (const { proname, src } of rows) {
+    if (proname === '_refuse') continue;
     // A raise statement ends at the first `;` that ends a line (messages never do).
     const raises = src.split(/raise\s+exception/i).slice(1).map((rest) =>
       rest.slice(0, rest.search(/;[ \t]*(?:\n|$)/) + 1)
     );
     for (const statement of raises) {
-      if (!/^\s*using\s+errcode\s*=\s*'(22023|23505|42501|55000|SY\d{3}|PT429)'/i.test(statement)) {
-        missing.push(`${proname}: no kit SQLSTATE in ${statement.slice(0, 120)}`);
+      // The refusals of 22023, 23505, 42501, 55000 and PT429 have one shape, built in one place.
+      if (!/^\s*using\s+errcode\s*=\s*'SY\d{3}'/i.test(statement)) {
+        missing.push(
+          `${proname}: a raise without a SY code (use switchyard._refuse) in ${
+            statement.slice(0, 120)
+          }`,
+        );
       }
       if (!/detail\s*=\s*jsonb_build_object\(/i.test(statement)) {
         missing.push(`${proname}: no detail in ${statement.slice(0, 120)}`);
       }
     }
+    for (const call of src.matchAll(/switchyard\._refuse\(\s*([^,]*),/gi)) {
+      refusals++;
+      if (!/^'(22023|23505|42501|55000|PT429)'$/.test(call[1].trim())) {
+        missing.push(
+          `${proname}: switchyard._refuse with ${call[1].trim()}: a kit SQLSTATE literal`,
+        );
+      }
+    }
   }
   assert.deepEqual(missing, []);
+  assert.ok(refusals > 150, `${refusals} refusals through switchyard._refuse`);
+});
+
+Deno.test('switchyard._refuse: the code, the message, rule, argument, value cut to 200, context and hint', async () => {
+  const r = await refusal(sql`select switchyard._refuse('55000', 'a_rule', 'an_argument',
+    ${'é'.repeat(300)}, 'the message', jsonb_build_object('limit', 7), 'the hint')`);
+  assert.equal(r.code, '55000');
+  assert.equal(r.message, 'the message');
+  assert.deepEqual(r.detail, {
+    rule: 'a_rule',
+    argument: 'an_argument',
+    value: 'é'.repeat(200),
+    limit: 7,
+  });
+  assert.equal(r.hint, 'the hint');
+  const plain = await refusal(sql`select switchyard._refuse('22023', 'r', 'a', null, 'm')`);
+  assert.equal(plain.code, '22023');
+  assert.deepEqual(plain.detail, { rule: 'r', argument: 'a', value: null });
+  assert.equal(plain.hint, undefined, 'no hint given, none sent');
+  const [{ execute }] = await sql`select has_function_privilege('service_role',
+    'switchyard._refuse(text, text, text, text, text, jsonb, text)', 'execute') as execute`;
+  assert.equal(execute, false, 'a private helper: no role but the owner runs it');
 });
 
 Deno.test('42501: start_user_run starts an alias on the allow-list only, for the signed-in user', async () => {

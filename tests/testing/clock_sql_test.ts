@@ -75,7 +75,9 @@ Deno.test('an engine on a database replaces clock_now alone while it runs and pu
     const [gone] = await db.sql<{ present: boolean }[]>`
       select to_regnamespace('switchyard_test') is not null as present`;
     assert.equal(gone.present, false);
-    const source = await Deno.readTextFile(join(KIT_ROOT, SCHEMAS, 'functions/clock_now.sql'));
+    const source = await Deno.readTextFile(
+      join(KIT_ROOT, SCHEMAS, 'functions/rules/clock_now.sql'),
+    );
     assert.match(source, /as \$\$ select pg_catalog\.now\(\) \$\$;/);
   } finally {
     await db.close();

@@ -12,8 +12,9 @@ import { KIT_ROOT } from '../../../cli/_project.ts';
 Deno.test('no function, table or view of supabase/schemas reads the clock but the clock functions', async () => {
   assert.deepEqual(await clockProblems(), []);
   for (const name of CLOCK_FUNCTIONS) {
-    const text = (await Deno.readTextFile(join(KIT_ROOT, SCHEMAS, 'functions', `${name}.sql`)))
-      .replace(/^--.*$/gm, '');
+    const text =
+      (await Deno.readTextFile(join(KIT_ROOT, SCHEMAS, 'functions', 'rules', `${name}.sql`)))
+        .replace(/^--.*$/gm, '');
     assert.match(text, new RegExp(`create or replace function switchyard\\.${name}\\(\\)`));
     // Inlined into the caller: plain SQL, no SET option, not security definer.
     assert.match(text, /language sql/);
@@ -24,7 +25,7 @@ Deno.test('no function, table or view of supabase/schemas reads the clock but th
 Deno.test('a raw clock in code or in dynamic SQL is named with its file and line; comments are not', async () => {
   const kit = await Deno.makeTempDir({ prefix: 'switchyard-clock-' });
   try {
-    for (const dir of ['', 'functions', 'tables']) {
+    for (const dir of ['', 'functions/rules', 'tables']) {
       await Deno.mkdir(join(kit, SCHEMAS, dir), { recursive: true });
     }
     for (const f of ['schema.sql', 'types.sql', 'views.sql', 'triggers.sql', 'privileges.sql']) {
@@ -33,12 +34,12 @@ Deno.test('a raw clock in code or in dynamic SQL is named with its file and line
     await Deno.writeTextFile(join(kit, SCHEMAS, 'exposure.sql'), '');
     for (const name of CLOCK_FUNCTIONS) {
       await Deno.copyFile(
-        join(KIT_ROOT, SCHEMAS, 'functions', `${name}.sql`),
-        join(kit, SCHEMAS, 'functions', `${name}.sql`),
+        join(KIT_ROOT, SCHEMAS, 'functions', 'rules', `${name}.sql`),
+        join(kit, SCHEMAS, 'functions', 'rules', `${name}.sql`),
       );
     }
     await Deno.writeTextFile(
-      join(kit, SCHEMAS, 'functions', 'late.sql'),
+      join(kit, SCHEMAS, 'functions', 'rules', 'late.sql'),
       `-- compared with now(), in a comment: fine
 create or replace function switchyard.late(at timestamptz)
 returns boolean
@@ -53,7 +54,7 @@ $$;
 `,
     );
     await Deno.writeTextFile(
-      join(kit, SCHEMAS, 'tables', '10_t.sql'),
+      join(kit, SCHEMAS, 'tables', '010_t.sql'),
       'create table switchyard.t (\n  at timestamptz not null default current_timestamp,\n' +
         "  on_day date default 'today'\n);\n",
     );
@@ -61,10 +62,10 @@ $$;
     assert.deepEqual(
       problems.map((p) => p.match(/^(\S+) reads the clock itself \((.+?)\): use /)?.slice(1)),
       [
-        [`${SCHEMAS}/functions/late.sql:8`, 'clock_timestamp('],
-        [`${SCHEMAS}/functions/late.sql:9`, 'now('],
-        [`${SCHEMAS}/tables/10_t.sql:2`, 'current_timestamp'],
-        [`${SCHEMAS}/tables/10_t.sql:3`, "'today'"],
+        [`${SCHEMAS}/functions/rules/late.sql:8`, 'clock_timestamp('],
+        [`${SCHEMAS}/functions/rules/late.sql:9`, 'now('],
+        [`${SCHEMAS}/tables/010_t.sql:2`, 'current_timestamp'],
+        [`${SCHEMAS}/tables/010_t.sql:3`, "'today'"],
       ],
     );
     assert.match(problems[0], /use switchyard\.clock_now\(\)/);

@@ -27,7 +27,7 @@ Deno.test('a source changed without sql:assemble is named, and so is a missing m
       await copyTree(join(KIT_ROOT, part), join(kit, part));
     }
     assert.deepEqual(await coreBuildProblems(kit), []);
-    const fn = join(kit, SCHEMAS, 'functions', 'clock_now.sql');
+    const fn = join(kit, SCHEMAS, 'functions', 'rules', 'clock_now.sql');
     await Deno.writeTextFile(
       fn,
       (await Deno.readTextFile(fn)).replace('select pg_catalog.now()', 'select  pg_catalog.now()'),

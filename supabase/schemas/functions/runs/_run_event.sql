@@ -1,0 +1,56 @@
+-- Runs were inserted ('started') or changed status ('retried' when a failed run starts again):
+-- a statement trigger with transition tables (triggers.sql), one call and one insert of events
+-- per statement whatever the number of rows (docs/ARCHITECTURE.md §14). Rows whose status did
+-- not change (a run's counters) write nothing. A run's own transitions update its row, so the
+-- run is locked before its event is numbered; the events follow the statement's order of rows.
+-- A transaction's notifications are delivered at commit and identical ones folded, so each run
+-- touched is notified once.
+create or replace function switchyard._run_event()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+set enable_hashjoin = on
+as $$
+declare
+  notified bigint;
+begin
+  -- A statement that wrote no row: nothing to do, and one probe instead of the query below.
+  perform from switchyard_new_runs limit 1;
+  if not found then
+    return null;
+  end if;
+  if tg_op = 'INSERT' then
+    with t as (select n.run_id, n.owner, n.flow_slug, n.status as event,
+                      row_number() over () as ord
+                 from switchyard_new_runs n),
+         written as (
+           -- A flow with events: false writes no row; the notification still wakes the
+           -- client's waits.
+           insert into switchyard.run_events (run_id, owner, flow_slug, event)
+           select t.run_id, t.owner, t.flow_slug, t.event
+             from t left join switchyard.flows f on f.flow_slug = t.flow_slug
+            where coalesce(f.events, true)
+            order by t.ord)
+    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
+      from t;
+  else
+    with t as (select n.run_id, n.owner, n.flow_slug,
+                      case when o.status = 'failed' and n.status = 'started' then 'retried'
+                           else n.status end as event,
+                      n.ord
+                 from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
+                 join switchyard_old_runs o on o.run_id = n.run_id
+                where o.status is distinct from n.status),
+         written as (
+           insert into switchyard.run_events (run_id, owner, flow_slug, event)
+           select t.run_id, t.owner, t.flow_slug, t.event
+             from t left join switchyard.flows f on f.flow_slug = t.flow_slug
+            where coalesce(f.events, true)
+            order by t.ord)
+    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
+      from t;
+  end if;
+  return null;
+end
+$$;

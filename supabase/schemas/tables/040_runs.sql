@@ -1,0 +1,43 @@
+-- A run of a concrete flow (docs/ARCHITECTURE.md §5.8, §14): its input, status and output, who it
+-- is for, its deadline, trace context and priority. Its step states, tasks and events follow in
+-- 041-051, one table per file.
+create table switchyard.runs (
+  run_id uuid primary key default gen_random_uuid(),
+  flow_slug text not null references switchyard.flows,
+  started_as text not null,                -- the alias or slug the caller used
+  status text not null default 'started'
+    check (status in ('started', 'completed', 'failed', 'cancelled')),
+  input jsonb not null,
+  output jsonb,
+  error text,                              -- the failure, or the reason of a cancelled run
+  remaining_steps int not null,
+  started_at timestamptz not null default switchyard.clock_now(),
+  completed_at timestamptz,
+  failed_at timestamptz,
+  owner uuid,                              -- who the run is for (start_flow's owner)
+  cancelled_at timestamptz,
+  deadline_at timestamptz,                 -- cancelled with reason 'deadline' when still started
+  -- The caller's W3C trace context (a traceparent, docs/ARCHITECTURE.md §16): the run's task
+  -- spans join that trace. Null: none given.
+  trace_context text
+    check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
+  -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
+  priority smallint not null default 0 check (priority between -10 and 10)
+);
+
+create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
+
+-- Started runs with a deadline, soonest first: cancel_overdue_runs' probe (empty when unused).
+create index runs_deadline on switchyard.runs (deadline_at)
+  where status = 'started' and deadline_at is not null;
+
+-- Recent runs first, for dashboard_runs.
+create index runs_started_at on switchyard.runs (started_at desc);
+
+-- Finished runs by the time they finished: prune's candidates, oldest first. Keyed by a
+-- column the hot path never filters on, so it cannot be picked for a claim or completion.
+create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at, cancelled_at)))
+  where status in ('completed', 'failed', 'cancelled');
+
+-- The user rate limit counts a user's runs of the last minute through this index.
+create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;
