@@ -93,7 +93,7 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
       switchyard: './_switchyard/mod.ts',
       'switchyard/browser': './_switchyard/browser.ts',
       'switchyard/client': './_switchyard/client.ts',
-      'switchyard/flows': './_switchyard/flows.ts',
+      'switchyard/errors': './_switchyard/errors.ts',
       'switchyard/testing': './_switchyard/testing.ts',
       'switchyard/': './_switchyard/',
       '@electric-sql/pglite': pinned('npm:@electric-sql/pglite@0', locked),
