@@ -34,7 +34,7 @@ const older = (await releases()).filter((r) =>
  * Handlers record their calls; stdin closing stops them.
  */
 const WORKERS_SCRIPT = `import postgres from 'postgres';
-import { Flow, defineDeployedFlow, routeFlow, startWorker } from '../../lib/mod.ts';
+import { Flow, defineDeployedFlow, routeFlow, startWorker } from './lib/mod.ts';
 
 const url = Deno.args[0];
 const db = postgres(url, { max: 4, onnotice: () => {} });
