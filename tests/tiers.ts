@@ -65,6 +65,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/testing/clock_rules_test.ts',
     'tests/testing/replay_test.ts',
     'tests/testing/engine_test.ts',
+    'tests/testing/snapshot_cache_test.ts',
     'tests/testing/clock_sql_test.ts',
     'tests/testing/flow_control_test.ts',
     'tests/testing/mock_types_test.ts',

@@ -200,8 +200,15 @@ junit = args.some((a) => a.startsWith('--junit-path'))
   ? undefined
   : await Deno.makeTempFile({ prefix: 'switchyard-test-', suffix: '.xml' });
 
+// The test engine's snapshot cache (lib/testing/snapshot_cache.ts) of this run alone: the suite
+// never starts from a cache another run left, and leaves none behind.
+const ownEngineCache = Deno.env.get('SWITCHYARD_TEST_CACHE') === undefined
+  ? await Deno.makeTempDir({ prefix: 'switchyard-engine-cache-' })
+  : undefined;
+
 /** Runs deno test with the run's environment; returns its exit code. */
 async function denoTest(env: Record<string, string>): Promise<number> {
+  if (ownEngineCache) env = { ...env, SWITCHYARD_TEST_CACHE: ownEngineCache };
   child = new Deno.Command(Deno.execPath(), {
     args: [
       'test',
@@ -236,6 +243,7 @@ try {
   code = 1;
 } finally {
   await cleanup();
+  if (ownEngineCache) await Deno.remove(ownEngineCache, { recursive: true }).catch(() => {});
 }
 Deno.exit(code);
 

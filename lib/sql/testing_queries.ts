@@ -487,3 +487,20 @@ export async function lastEngineRunNumber(sql: Sql): Promise<number> {
      where r.run_id::text like '00000000-0000-4000-8000-%'`;
   return row.n === null ? 0 : Number(row.n);
 }
+
+/**
+ * Everything an embedded database's snapshot is built from, as text: the SQL core and the PGMQ
+ * layer, the engine's own SQL, and the code of each step that builds it. A snapshot cached on disk
+ * (`lib/testing/snapshot_cache.ts`) is keyed by its hash, so a changed kit never loads an old one.
+ */
+export function snapshotSource(): string {
+  return [
+    CORE_BUILD_SQL,
+    PGMQ_COMPAT_SQL,
+    TEST_CLOCK_SQL,
+    installCore.toString(),
+    installTestSchema.toString(),
+    dropTemplateDatabases.toString(),
+    keepRelations.toString(),
+  ].join('\n--\n');
+}
