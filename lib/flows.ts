@@ -27,9 +27,9 @@
  */
 // What a handler throws to control its retries; every other error class is in `errors`
 // (and alone in `lib/errors.ts`, the `./errors` entry).
-// What a handler throws to control its retries; every other error class is in `errors`
-// (and alone in `lib/errors.ts`, the `./errors` entry).
 export { NonRetriable, RetryAfter } from './errors.ts';
+// Their base class by name too: `deno doc --lint` of this entry alone needs what they extend.
+export { SwitchyardError } from './errors.ts';
 export * as errors from './errors.ts';
 export {
   type AnyFlow,

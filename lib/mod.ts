@@ -29,6 +29,9 @@
  */
 // The runtime-neutral half (the DSL, RetryAfter, NonRetriable, errors): npm's `switchyard`.
 export * from './flows.ts';
+// What `createRunEventStream`'s options name: `deno doc --lint` of this entry alone needs it.
+export type { SqlSource } from './sql/source.ts';
+export type { Sql } from './sql/connection.ts';
 export {
   type CommonWorkerOptions,
   type PlainWorkerOptions,

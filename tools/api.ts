@@ -23,6 +23,21 @@ export const MAIN_ENTRY_LIMIT = 110;
  * entry only (the `errors` namespace of `.` is one name there: its members are `./errors`).
  */
 export const SHARED_NAMES: Readonly<Record<string, { entries: string[]; reason: string }>> = {
+  SwitchyardError: {
+    entries: ['.', './errors'],
+    reason: 'the base class RetryAfter and NonRetriable extend: `deno doc --lint` of the main ' +
+      'entry alone needs it public there',
+  },
+  Sql: {
+    entries: ['.', './client'],
+    reason: 'the postgres.js connection type SqlSource names: `deno doc --lint` of the main ' +
+      'entry alone needs it public there',
+  },
+  SqlSource: {
+    entries: ['.', './ops'],
+    reason: "the connection type createRunEventStream's options name: `deno doc --lint` of the " +
+      'main entry alone needs it public there',
+  },
   RetryAfter: {
     entries: ['.', './errors'],
     reason: "what a handler throws to retry later: in the queue function's entry by name, " +
