@@ -114,7 +114,8 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/sql/plpgsql_check_test.ts',
   ],
   e2e: [
-    'tests/e2e/upgrade_test.ts',
+    'tests/e2e/upgrade_1_test.ts',
+    'tests/e2e/upgrade_2_test.ts',
     'tests/e2e/upgrade_load_test.ts',
     'tests/e2e/readme_test.ts',
     'tests/e2e/harness_test.ts',
@@ -139,5 +140,6 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/e2e/doctor_test.ts',
     'tests/e2e/config_toml_test.ts',
     'tests/e2e/serve_test.ts',
+    'tests/e2e/older_core_test.ts',
   ],
 };

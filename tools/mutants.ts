@@ -335,7 +335,7 @@ export const MUTANTS: readonly Mutant[] = [
     file: 'lib/worker/worker.ts',
     search: '    if (coreProblem) throw new WorkerConfigError(coreProblem);\n',
     replace: '',
-    tests: ['tests/e2e/upgrade_test.ts'],
+    tests: ['tests/e2e/older_core_test.ts'],
   },
   {
     name: 'scaffold-rewrites-registration',

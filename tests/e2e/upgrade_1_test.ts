@@ -1,0 +1,8 @@
+/**
+ * Upgrades to this kit from the recorded releases at even positions (0.1.0, 0.3.0, …), each as a user
+ * makes it; tests/e2e/_upgrade_from_release.ts holds the test. The two shards run side by side,
+ * and every release is in exactly one of them.
+ */
+import { defineUpgradeTests } from './_upgrade_from_release.ts';
+
+defineUpgradeTests(0, 2);
