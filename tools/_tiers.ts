@@ -238,15 +238,20 @@ export function selectTier(
  * console.assert(tier === 'unit' && rest[0] === 'tests/unit/dsl/');
  * ```
  */
-export function parseTierArgs(args: readonly string[]): { tier?: Tier; rest: string[] } {
+export function parseTierArgs(
+  args: readonly string[],
+): { tier?: Tier; pgmqDependent: boolean; rest: string[] } {
   const rest: string[] = [];
   let tier: string | undefined;
+  let pgmqDependent = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === '--tier' || a.startsWith('--tier=')) {
       const value = a === '--tier' ? args[++i] : a.slice('--tier='.length);
       if (tier !== undefined) throw new Error(`--tier is given twice: run one tier at a time`);
       tier = value ?? '';
+    } else if (a === PGMQ_DEPENDENT_FLAG) {
+      pgmqDependent = true;
     } else {
       rest.push(a);
     }
@@ -254,7 +259,76 @@ export function parseTierArgs(args: readonly string[]): { tier?: Tier; rest: str
   if (tier !== undefined && !(TIER_NAMES as readonly string[]).includes(tier)) {
     throw new Error(`--tier "${tier}" is not a tier: use one of ${TIER_NAMES.join(', ')}`);
   }
-  return { tier: tier as Tier | undefined, rest };
+  if (pgmqDependent && tier !== 'db') {
+    throw new Error(
+      `${PGMQ_DEPENDENT_FLAG} selects among the db tier's files: use it with --tier db` +
+        (tier ? ` (not --tier ${tier})` : ''),
+    );
+  }
+  return { tier: tier as Tier | undefined, pgmqDependent, rest };
+}
+
+/** The `deno task test` flag that keeps only the PGMQ-dependent files of the db tier. */
+export const PGMQ_DEPENDENT_FLAG = '--pgmq-dependent';
+
+/**
+ * What makes a db file PGMQ-dependent on its own: it names PGMQ's SQL (`pgmq.read(`,
+ * `pgmq.q_<queue>`, …) or the kit's PGMQ setup (`ensurePgmq`, `pgmqModeFromEnv`, `PGMQ_MODE`).
+ */
+const NAMES_PGMQ =
+  /\bpgmq\.[a-z_]+|\bensurePgmq\b|\bpgmqProvider\b|\bpgmqModeFromEnv\b|\bPGMQ_MODE\b/;
+
+/** Whether a test file opens a database of the test server (not only the test engine's PGlite). */
+const OPENS_SERVER_DATABASE = /^import\b[^;]*?\bfrom\s+['"][./]*\/_helpers\/db\.ts['"]/m;
+
+/**
+ * Checks the declaration of the PGMQ-dependent db files (`PGMQ_DEPENDENT` of tests/tiers.ts, the
+ * files CI runs on the PGMQ extension beside the whole db tier on the compatible layer): each
+ * listed once, each in the db tier, and every db file that opens a server database and names
+ * PGMQ itself (its SQL or the kit's PGMQ setup) listed. Returns the problems, each naming the file
+ * and what to do.
+ *
+ * @example
+ * ```ts
+ * import { pgmqDependentProblems } from './_tiers.ts';
+ * const tiers = { unit: [], db: ['tests/sql/a_test.ts'], e2e: [] };
+ * const problems = await pgmqDependentProblems(tiers, [], async () =>
+ *   "import { createTestDatabase } from '../_helpers/db.ts';\nawait sql`select pgmq.read('q', 1, 1)`;"
+ * );
+ * console.assert(problems[0].startsWith('tests/sql/a_test.ts names PGMQ'));
+ * ```
+ */
+export async function pgmqDependentProblems(
+  tiers: Readonly<Record<Tier, readonly string[]>>,
+  dependent: readonly string[],
+  read: (file: string) => Promise<string>,
+): Promise<string[]> {
+  const problems: string[] = [];
+  const listed = new Set<string>();
+  for (const file of dependent) {
+    if (listed.has(file)) problems.push(`${TIERS_FILE} lists ${file} twice in PGMQ_DEPENDENT`);
+    listed.add(file);
+    if (!tiers.db.includes(file)) {
+      problems.push(
+        `${TIERS_FILE} lists ${file} in PGMQ_DEPENDENT but it is not in the db tier: ` +
+          'PGMQ_DEPENDENT selects among the db files (e2e runs on the extension anyway)',
+      );
+    }
+  }
+  for (const file of tiers.db) {
+    if (listed.has(file)) continue;
+    const text = await read(file);
+    const named = text.match(NAMES_PGMQ);
+    if (named && OPENS_SERVER_DATABASE.test(text)) {
+      const line = text.slice(0, named.index).split('\n').length;
+      problems.push(
+        `${file} names PGMQ (${named[0]} at line ${line}) and opens a test server database, ` +
+          `but is not in PGMQ_DEPENDENT of ${TIERS_FILE}: add it there (CI runs those files on ` +
+          'the PGMQ extension too)',
+      );
+    }
+  }
+  return problems;
 }
 
 /**

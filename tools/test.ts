@@ -25,6 +25,8 @@ import {
   fileDurations,
   listTestFiles,
   parseTierArgs,
+  PGMQ_DEPENDENT_FLAG,
+  pgmqDependentProblems,
   selectTier,
   type Tier,
   TIER_NAMES,
@@ -32,7 +34,7 @@ import {
   tierPermissions,
   tierProblems,
 } from './_tiers.ts';
-import { TIERS } from '../tests/tiers.ts';
+import { PGMQ_DEPENDENT, TIERS } from '../tests/tiers.ts';
 import {
   DEFAULT_CHROMIUM,
   ensureChromium,
@@ -52,6 +54,7 @@ uses another one; it is never installed). The run ends with its five slowest fil
   deno task test tests/e2e/install_test.ts  one file
   deno task test --tier unit                    one tier of tests/tiers.ts (see below)
   deno task test --tier db tests/sql/           the tier's files under a folder
+  deno task test --tier db --pgmq-dependent     the db files that name PGMQ (CI's extension run)
   deno task test --filter upgrade tests/        deno test options pass through
   PG_BIN=/path/to/bin deno task test            other server binaries
 
@@ -155,21 +158,26 @@ async function plan(): Promise<{ tier?: Tier; args: string[] }> {
     console.error(`error: ${(e as Error).message}`);
     Deno.exit(2);
   }
-  const { tier, rest } = parsed;
+  const { tier, rest, pgmqDependent } = parsed;
   if (!tier) return { args: rest.length ? rest : ['tests/'] };
   const files = await listTestFiles(KIT_ROOT);
-  const problems = await tierProblems(
-    files,
-    TIERS,
-    (file) => Deno.readTextFile(join(KIT_ROOT, file)),
-  );
+  const read = (file: string) => Deno.readTextFile(join(KIT_ROOT, file));
+  const problems = [
+    ...await tierProblems(files, TIERS, read),
+    ...await pgmqDependentProblems(TIERS, PGMQ_DEPENDENT, read),
+  ];
   if (problems.length > 0) {
     for (const problem of problems) console.error(`error: ${problem}`);
     Deno.exit(1);
   }
   try {
-    const { files: selected, options } = selectTier(tier, rest, TIERS, Deno.cwd(), KIT_ROOT);
-    log(`tier ${tier}: ${selected.length} file(s)`);
+    const { files: chosen, options } = selectTier(tier, rest, TIERS, Deno.cwd(), KIT_ROOT);
+    const selected = pgmqDependent ? chosen.filter((f) => PGMQ_DEPENDENT.includes(f)) : chosen;
+    log(
+      `tier ${tier}: ${selected.length} file(s)${
+        pgmqDependent ? ` (the PGMQ-dependent ones, ${PGMQ_DEPENDENT_FLAG})` : ''
+      }`,
+    );
     const paths = selected.map((f) => relative(Deno.cwd(), join(KIT_ROOT, f)));
     return { tier, args: [...options, ...paths] };
   } catch (e) {

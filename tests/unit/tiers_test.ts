@@ -12,11 +12,12 @@ import {
   isTestFile,
   listTestFiles,
   parseTierArgs,
+  pgmqDependentProblems,
   selectTier,
   tierPermissions,
   tierProblems,
 } from '../../tools/_tiers.ts';
-import { TIERS } from '../tiers.ts';
+import { PGMQ_DEPENDENT, TIERS } from '../tiers.ts';
 
 Deno.test('every test file of the tree is in exactly one tier, as its folder and imports allow', async () => {
   const files = await listTestFiles(KIT_ROOT);
@@ -141,16 +142,77 @@ Deno.test('--tier picks its files under the named paths, in its order; another t
   );
 });
 
+Deno.test('every db file that names PGMQ and opens a server database is PGMQ-dependent', async () => {
+  const read = (file: string) => Deno.readTextFile(join(KIT_ROOT, file));
+  assert.deepEqual(await pgmqDependentProblems(TIERS, PGMQ_DEPENDENT, read), []);
+  assert.ok(PGMQ_DEPENDENT.length >= 20, `${PGMQ_DEPENDENT.length} files run on the extension`);
+  for (const core of ['tests/sql/pgmq_contract_test.ts', 'tests/worker/races_test.ts']) {
+    assert.ok(PGMQ_DEPENDENT.includes(core), `${core} runs on the extension`);
+  }
+  // Kept in the db tier's order, the order runs start files in.
+  const order = PGMQ_DEPENDENT.map((f) => TIERS.db.indexOf(f));
+  assert.deepEqual(order, [...order].sort((a, b) => a - b), 'PGMQ_DEPENDENT in the db order');
+});
+
+Deno.test('a PGMQ-dependent file missing, listed twice or outside db is named with what to do', async () => {
+  const tiers = {
+    unit: [],
+    db: ['tests/sql/reads_test.ts', 'tests/sql/engine_only_test.ts', 'tests/sql/plain_test.ts'],
+    e2e: ['tests/e2e/x_test.ts'],
+  };
+  const texts: Record<string, string> = {
+    'tests/sql/reads_test.ts': "import { createTestDatabase } from '../_helpers/db.ts';\n\n" +
+      "await sql`select msg_id from pgmq.read('q', 30, 1)`;",
+    // PGlite only (the test engine): which PGMQ the server has does not matter.
+    'tests/sql/engine_only_test.ts': 'await engine.sql`select * from pgmq.a_q`;',
+    'tests/sql/plain_test.ts': "import { createTestDatabase } from '../_helpers/db.ts';",
+  };
+  const read = (file: string) => Promise.resolve(texts[file] ?? '');
+  assert.deepEqual(await pgmqDependentProblems(tiers, [], read), [
+    'tests/sql/reads_test.ts names PGMQ (pgmq.read at line 3) and opens a test server database, ' +
+    'but is not in PGMQ_DEPENDENT of tests/tiers.ts: add it there (CI runs those files on the ' +
+    'PGMQ extension too)',
+  ]);
+  assert.deepEqual(
+    await pgmqDependentProblems(
+      tiers,
+      ['tests/sql/reads_test.ts', 'tests/sql/reads_test.ts', 'tests/e2e/x_test.ts'],
+      read,
+    ),
+    [
+      'tests/tiers.ts lists tests/sql/reads_test.ts twice in PGMQ_DEPENDENT',
+      'tests/tiers.ts lists tests/e2e/x_test.ts in PGMQ_DEPENDENT but it is not in the db tier: ' +
+      'PGMQ_DEPENDENT selects among the db files (e2e runs on the extension anyway)',
+    ],
+  );
+});
+
 Deno.test('--tier NAME and --tier=NAME; an unknown, missing or second tier is refused', () => {
   assert.deepEqual(parseTierArgs(['--tier', 'unit', 'tests/unit/']), {
     tier: 'unit',
+    pgmqDependent: false,
     rest: ['tests/unit/'],
   });
   assert.deepEqual(parseTierArgs(['--fail-fast', '--tier=e2e']), {
     tier: 'e2e',
+    pgmqDependent: false,
     rest: ['--fail-fast'],
   });
-  assert.deepEqual(parseTierArgs(['tests/']), { tier: undefined, rest: ['tests/'] });
+  assert.deepEqual(parseTierArgs(['tests/']), {
+    tier: undefined,
+    pgmqDependent: false,
+    rest: ['tests/'],
+  });
+  assert.deepEqual(parseTierArgs(['--pgmq-dependent', '--tier', 'db']), {
+    tier: 'db',
+    pgmqDependent: true,
+    rest: [],
+  });
+  assert.throws(
+    () => parseTierArgs(['--tier', 'e2e', '--pgmq-dependent']),
+    /^Error: --pgmq-dependent selects among the db tier's files: use it with --tier db \(not --tier e2e\)$/,
+  );
+  assert.throws(() => parseTierArgs(['--pgmq-dependent']), /use it with --tier db$/);
   assert.throws(
     () => parseTierArgs(['--tier', 'integration']),
     /^Error: --tier "integration" is not a tier: use one of unit, db, e2e$/,
