@@ -400,7 +400,7 @@ export type StartRunOptions = StartRunBaseOptions & StartKeyOptions;
  * Runs one transaction again after a deadlock (`40P01`) or a serialization failure (`40001`),
  * at most three times: PostgreSQL rolled it back whole, so repeating it is safe.
  */
-async function repeatable<T>(fn: () => Promise<T>): Promise<T> {
+export async function repeatable<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1;; attempt++) {
     try {
       return await fn();
@@ -427,7 +427,7 @@ export function isUuid(value: unknown): value is string {
     /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 }
 
-function assertUuid(what: string, name: string, value: unknown): void {
+export function assertUuid(what: string, name: string, value: unknown): void {
   if (value !== undefined && !isUuid(value)) {
     throw new SwitchyardError(
       `${what}: ${name} ${describeValue(value)} is invalid: use a UUID such as ` +

@@ -620,6 +620,102 @@ Deno.test('bulk rerun of 1,000 failed runs from two connections: dry run counts,
   assert.equal(big.detail.rule, 'integer_range');
 });
 
+function task(name: string, args: string[]) {
+  const env = Deno.env.toObject();
+  delete env.SUPABASE_DB_URL;
+  return new Deno.Command(Deno.execPath(), {
+    args: ['task', '-q', name, ...args],
+    cwd: new URL('../..', import.meta.url).pathname,
+    clearEnv: true,
+    env: { ...env, NO_COLOR: '1', DATABASE_URL: db.url },
+    stdin: 'null',
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output().then((out) => ({
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  }));
+}
+
+Deno.test("the operator's sequence from the CLI: rerun every run that failed on a bug from its step, move a waiting run onto the fixed version", async () => {
+  await compileVersions();
+  // Three runs fail on b's bug; the fix is deployed (same shape, fixed handler).
+  const runs = await Promise.all([11, 12, 13].map((n) => client.startFlow('rcChain', { n })));
+  for (const run of runs) failing.add(run);
+  for (const run of runs) assert.equal((await client.waitForRun(run)).status, 'failed');
+  for (const run of runs) failing.delete(run);
+  const dry = await task('rerun', [
+    '--flow',
+    'rcChain',
+    '--status',
+    'failed',
+    '--error',
+    'B IS BROKEN',
+    '--from',
+    'b',
+  ]);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.equal(dry.stdout.trim(), 'dry run: 3 would rerun');
+  const applied = await task('rerun', [
+    '--flow',
+    'rcChain',
+    '--status',
+    'failed',
+    '--error',
+    'b is broken',
+    '--from',
+    'b',
+    '--apply',
+  ]);
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.equal(applied.stdout.trim(), '3 rerun');
+  for (const run of runs) assert.equal((await client.waitForRun(run)).status, 'completed');
+  const note = (await events(runs[0])).find((e) => e.event === 'rerun');
+  assert.match(String(note?.data.by), /rerun/);
+  const again = await task('rerun', [
+    '--flow',
+    'rcChain',
+    '--status',
+    'failed',
+    '--error',
+    'b is broken',
+    '--from',
+    'b',
+    '--apply',
+  ]);
+  assert.equal(again.stdout.trim(), 'no run matched');
+
+  // A run still waiting on V1 moves onto V2, where b is fixed.
+  const waiting = await client.startFlow('rcFlowV1', { n: 4 });
+  const moved = await task('move', [waiting, '--to', 'rcFlowV2']);
+  assert.equal(moved.code, 0, moved.stderr);
+  assert.equal(moved.stdout.trim(), `moved run ${waiting} onto rcFlowV2`);
+  const refused = await task('move', [waiting, '--to', 'rcFlowV3']);
+  assert.equal(refused.code, 1);
+  assert.match(
+    refused.stderr,
+    /^error: move_run: run \S+ cannot go onto "rcFlowV3": step "a" depends on/,
+  );
+  const usage = await task('fork', [waiting]);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /^error: missing --from STEP/);
+  const w = await startWorker(deployed, {
+    connectionString: db.url,
+    queueName: 'rc_flow',
+    logger: quiet,
+    ...FAST,
+  });
+  try {
+    assert.deepEqual((await client.waitForRun(waiting)).output, { audit: 'audited 400' });
+  } finally {
+    await w.stop();
+  }
+  const forked = await task('fork', [waiting, '--from', 'b', '--input', '{"n": 5}']);
+  assert.equal(forked.code, 0, forked.stderr);
+  assert.match(forked.stdout, new RegExp(`^forked run ${waiting} from b as [0-9a-f-]{36}`));
+});
+
 // Not a test: it asserts nothing.
 Deno.test.afterAll(async () => {
   await worker?.stop();
