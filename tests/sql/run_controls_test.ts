@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { defineDeployedFlow, Flow, routeFlow, startWorker, type Worker } from '../../lib/mod.ts';
 import { toPlacement } from '../../lib/dsl/placement.ts';
+import { createDashboard } from '../../lib/ops.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
@@ -271,7 +272,10 @@ Deno.test('fork copies the outputs not downstream of the step, runs the rest, wi
 Deno.test('fork while the original is cancelled: both happen, the fork copies only completed steps', async () => {
   const gate: { open?: () => void } = {};
   const held = new Flow<{ id: number }>({ slug: 'rcHeld', maxAttempts: 1 })
-    .step({ slug: 'first' }, () => 'first')
+    .step({ slug: 'first' }, (_input, ctx) => {
+      count(ctx.runId, 'first');
+      return 'first';
+    })
     .step({ slug: 'second', dependsOn: ['first'] }, async () => {
       // Only the original's attempt waits; the fork's runs through.
       if (!gate.open) await new Promise<void>((r) => (gate.open = r));
@@ -295,14 +299,10 @@ Deno.test('fork while the original is cancelled: both happen, the fork copies on
     }
     gate.open!();
     assert.equal((await client.waitForRun(run)).status, 'cancelled');
-    const states = await sql`select step_slug, status from switchyard.step_states
-                              where run_id = ${fork} order by step_slug`;
-    assert.equal(states.find((s) => s.step_slug === 'first')?.status, 'completed');
-    assert.notEqual(
-      states.find((s) => s.step_slug === 'second')?.status,
-      'completed',
-      'second had not completed: the fork runs it',
-    );
+    // What the fork kept, as it recorded it: first, never second (running when it forked).
+    const note = (await events(fork)).find((e) => e.event === 'forked');
+    assert.deepEqual(note?.data.kept, ['first']);
+    assert.equal(called(fork, 'first'), 0, 'first copied, not run');
     const status = await client.waitForRun(fork);
     assert.equal(status.status, 'completed');
   } finally {
@@ -714,6 +714,65 @@ Deno.test("the operator's sequence from the CLI: rerun every run that failed on 
   const forked = await task('fork', [waiting, '--from', 'b', '--input', '{"n": 5}']);
   assert.equal(forked.code, 0, forked.stderr);
   assert.match(forked.stdout, new RegExp(`^forked run ${waiting} from b as [0-9a-f-]{36}`));
+});
+
+Deno.test('the dashboard reruns, forks, pauses and resumes behind the bearer; refusals name the rule', async () => {
+  const secret = 'run-controls-secret';
+  const dashboard = createDashboard({
+    source: client.sql,
+    env: (n) => (n === 'SWITCHYARD_WORKER_SECRET' ? secret : undefined),
+  });
+  const post = async (
+    run: string,
+    action: string,
+    body: unknown,
+    bearer: string | null = secret,
+  ) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (bearer) headers.authorization = `Bearer ${bearer}`;
+    const response = await dashboard.fetch(
+      new Request(`http://127.0.0.1/api/runs/${run}/${action}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+      }),
+    );
+    return { status: response.status, body: await response.json() };
+  };
+  const run = await client.startFlow('rcChain', { n: 20 });
+  assert.equal((await client.waitForRun(run)).status, 'completed');
+  const denied = await post(run, 'rerun', { fromStep: 'c' }, null);
+  assert.equal(denied.status, 401);
+  const bad = await post(run, 'rerun', { fromStep: 'nope' });
+  assert.equal(bad.status, 422);
+  assert.equal(bad.body.rule, 'step_unknown');
+  const shape = await post(run, 'rerun', { fromStep: 'c', inputPatch: [1] });
+  assert.equal(shape.status, 400);
+  assert.equal(shape.body.parameter, 'inputPatch');
+  const ok = await post(run, 'rerun', { fromStep: 'c' });
+  assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  assert.deepEqual(ok.body.result, { runId: run, steps: 1 });
+  assert.equal((await client.waitForRun(run)).status, 'completed');
+  assert.equal((await events(run)).find((e) => e.event === 'rerun')?.data.by, 'dashboard');
+  const forked = await post(run, 'fork', { fromStep: 'd', input: { n: 30 } });
+  assert.equal(forked.status, 200);
+  const fork = forked.body.result.runId as string;
+  assert.equal((await client.runStatus(fork))?.forkedFrom, run);
+  const incompatible = await post(run, 'fork', { fromStep: 'b', toFlow: 'rcFlowV2' });
+  assert.equal(incompatible.status, 422);
+  assert.equal(incompatible.body.rule, 'flow_other_alias');
+  const waiting = await client.startFlow('rcChain', { n: 1 }, {
+    startAt: new Date(Date.now() + 3_600_000),
+  });
+  const paused = await post(waiting, 'pause', {});
+  assert.deepEqual(paused.body.result, { runId: waiting, changed: true });
+  assert.equal((await client.runStatus(waiting))?.pauseReason, 'paused from the dashboard');
+  const resumed = await post(waiting, 'resume', {});
+  assert.deepEqual(resumed.body.result, { runId: waiting, changed: true, requeued: 0 });
+  const notEnded = await post(waiting, 'rerun', { fromStep: 'a' });
+  assert.equal(notEnded.status, 409);
+  assert.equal(notEnded.body.rule, 'run_not_ended');
+  await sql`select switchyard.cancel_run(${waiting}::uuid, 'test over')`;
 });
 
 // Not a test: it asserts nothing.
