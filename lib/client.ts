@@ -57,6 +57,14 @@ export type {
   StepStatusValue,
   UnkeyedStart,
 } from './sql/runs.ts';
+export type {
+  ActorOption,
+  ForkOptions,
+  ForkResult,
+  RerunOptions,
+  RerunResult,
+  RunControlResult,
+} from './sql/run_controls.ts';
 export type { Sql } from './sql/connection.ts';
 // A registry's types as an app sees them: its aliases and their inputs, outputs and signals.
 export type {

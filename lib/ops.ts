@@ -120,6 +120,17 @@ export {
   startRun,
 } from './sql/runs.ts';
 export {
+  type BulkAction,
+  bulkRunAction,
+  type BulkRunOptions,
+  type BulkRunOutcome,
+  forkRun,
+  moveRun,
+  pauseRun,
+  rerunRun,
+  resumeRun,
+} from './sql/run_controls.ts';
+export {
   createDashboard,
   type Dashboard,
   type DashboardAccess,

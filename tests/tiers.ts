@@ -62,6 +62,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/worker/checkpoint_test.ts',
     'tests/worker/shared_queues_test.ts',
     'tests/sql/client_test.ts',
+    'tests/sql/run_controls_test.ts',
     'tests/testing/clock_rules_test.ts',
     'tests/testing/replay_test.ts',
     'tests/testing/engine_test.ts',

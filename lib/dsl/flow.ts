@@ -390,7 +390,7 @@ const MAP_STEP_KEYS = new Set(
 );
 
 const WHEN_UNMET: readonly WhenUnmet[] = ['skip', 'skip-cascade', 'fail'];
-const WHEN_EXHAUSTED: readonly WhenExhausted[] = ['fail', 'skip', 'skip-cascade'];
+const WHEN_EXHAUSTED: readonly WhenExhausted[] = ['fail', 'skip', 'skip-cascade', 'pause'];
 
 function checkChoice<T extends string>(
   owner: string,

@@ -95,7 +95,8 @@ export type WhenUnmet = 'skip' | 'skip-cascade' | 'fail';
 /**
  * What happens when a task used its last attempt (docs/ARCHITECTURE.md §5.9): `fail` fails the
  * run, `skip` skips the step (dependents run without its output), `skip-cascade` skips it and
- * every step that depends on it, and the run goes on without them.
+ * every step that depends on it, and the run goes on without them; `pause` pauses the run for an
+ * operator (the step stays started; `resume_run` retries it, docs/ARCHITECTURE.md §14.1).
  *
  * @example
  * ```ts
@@ -104,7 +105,7 @@ export type WhenUnmet = 'skip' | 'skip-cascade' | 'fail';
  * const mode: WhenExhausted = 'skip-cascade';
  * ```
  */
-export type WhenExhausted = 'fail' | 'skip' | 'skip-cascade';
+export type WhenExhausted = 'fail' | 'skip' | 'skip-cascade' | 'pause';
 
 /**
  * A JSON containment pattern over `T`, as PostgreSQL's `jsonb @>` reads it: any subset of the
@@ -167,7 +168,7 @@ export type ExactPattern<P, S> = unknown extends S ? unknown
  * ```
  */
 export type MaySkip<If, IfNot, Unmet extends WhenUnmet, Exhausted extends WhenExhausted> =
-  [Exhausted] extends ['fail' | 'skip-cascade'] ? [If | IfNot] extends [never] ? false
+  [Exhausted] extends ['fail' | 'skip-cascade' | 'pause'] ? [If | IfNot] extends [never] ? false
     : [Unmet] extends ['skip'] ? true
     : false
     : true;

@@ -26,6 +26,11 @@
  * | POST   | `/api/runs/<run id>/cancel`    | `{ result }` ({@linkcode CancelResult}); JSON body `{ "reason"?: string }` |
  * | POST   | `/api/runs/<run id>/retry`     | `{ result }` ({@linkcode RetryResult})                        |
  * | POST   | `/api/runs/<run id>/signal`    | `{ result }` ({@linkcode SignalResult}); JSON body `{ "step": string, "payload"?: JSON, "key"?: string }` |
+ * | POST   | `/api/runs/<run id>/rerun`     | `{ result }` (`rerun_run`, docs/ARCHITECTURE.md §14.1); JSON body `{ "fromStep": string, "inputPatch"?: object }` |
+ * | POST   | `/api/runs/<run id>/fork`      | `{ result }` (`fork_run`); JSON body `{ "fromStep": string, "input"?: JSON, "toFlow"?: string }` |
+ * | POST   | `/api/runs/<run id>/move`      | `{ result }` (`move_run`); JSON body `{ "toFlow": string }`  |
+ * | POST   | `/api/runs/<run id>/pause`     | `{ result }` (`pause_run`); JSON body `{ "reason"?: string }` |
+ * | POST   | `/api/runs/<run id>/resume`    | `{ result }` (`resume_run`)                                   |
  *
  * Errors are JSON `{ error, message }`: 400 `bad_request` (with `parameter`, naming it and
  * its rule), 401 `unauthorized`, 403 `cross_origin`, 404 `not_found`, 405
@@ -33,7 +38,9 @@
  * that is not started, `run_not_started`, or retrying one that is not failed,
  * `run_not_failed`; a signal the SQL core refuses for the state of the run or step, such as
  * `step_already_signalled`), 422 `signal_refused` (with `rule`: a signal for a step that is
- * not a wait step, a payload over the output limit), 413 `body_too_large`, 415 `unsupported_media_type` (actions take
+ * not a wait step, a payload over the output limit), 422 `action_refused` (with `rule`, and
+ * `problems` for `version_incompatible`: a rerun, fork or move the SQL core refuses, such as a
+ * step the flow lacks or a version it cannot prove compatible), 413 `body_too_large`, 415 `unsupported_media_type` (actions take
  * `application/json`, which a cross-site form cannot send), 421 `misdirected_request` (a host
  * the dashboard is not served as), 503 `database` (the database's own words only with the
  * bearer, or with the check disabled).
@@ -95,6 +102,7 @@ import {
   signalRun,
 } from '../sql/runs.ts';
 import { MAX_METRICS_WINDOW_SECONDS, metrics } from '../sql/metrics.ts';
+import { forkRun, moveRun, pauseRun, rerunRun, resumeRun } from '../sql/run_controls.ts';
 import type { SqlSource } from '../sql/source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
 import { DASHBOARD_PAGE } from './dashboard_page.ts';
@@ -227,7 +235,15 @@ export interface DashboardOverview extends DashboardSnapshot {
  * const onRuns: DashboardAction[] = ['cancel', 'retry'];
  * ```
  */
-export type DashboardAction = 'pause' | 'resume' | 'cancel' | 'retry' | 'signal';
+export type DashboardAction =
+  | 'pause'
+  | 'resume'
+  | 'cancel'
+  | 'retry'
+  | 'signal'
+  | 'rerun'
+  | 'fork'
+  | 'move';
 
 /**
  * What `GET /api/runs/<run id>` answers: the run with its steps, and its latest events.
@@ -346,7 +362,16 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
 const RUN_STATUSES = ['started', 'completed', 'failed', 'cancelled'] as const;
 const FUNCTION_NAME = /^[a-z][a-z0-9_-]*$/;
 const RUN_EVENTS = 200;
-const ACTIONS: DashboardAction[] = ['pause', 'resume', 'cancel', 'retry', 'signal'];
+const ACTIONS: DashboardAction[] = [
+  'pause',
+  'resume',
+  'cancel',
+  'retry',
+  'signal',
+  'rerun',
+  'fork',
+  'move',
+];
 
 function checkParams(params: URLSearchParams, allowed: readonly string[]): void {
   for (const key of new Set(params.keys())) {
@@ -562,9 +587,89 @@ function hostHeader(value: string | null): string | null {
  */
 const ROUTES = {
   functionAction: new URLPattern({ pathname: '/api/functions/:name/:action(pause|resume)' }),
-  runAction: new URLPattern({ pathname: '/api/runs/:id/:action(cancel|retry|signal)' }),
+  runAction: new URLPattern({
+    pathname: '/api/runs/:id/:action(cancel|retry|signal|rerun|fork|move|pause|resume)',
+  }),
   run: new URLPattern({ pathname: '/api/runs/:id' }),
 };
+
+/** The run controls of docs/ARCHITECTURE.md §14.1, each with the fields of its JSON body. */
+const CONTROLS: ReadonlyMap<string, readonly string[]> = new Map([
+  ['rerun', ['fromStep', 'inputPatch']],
+  ['fork', ['fromStep', 'input', 'toFlow']],
+  ['move', ['toFlow']],
+  ['pause', ['reason']],
+  ['resume', []],
+]);
+
+function textField(body: Record<string, unknown>, name: string, required: boolean) {
+  const value = body[name];
+  if (value === undefined && !required) return undefined;
+  if (typeof value !== 'string' || value === '' || value.length > 200 || !storable(value)) {
+    throw new BadRequest(
+      name,
+      `field ${JSON.stringify(name)} is invalid: use a non-empty string of at most 200 characters`,
+    );
+  }
+  return value;
+}
+
+/** A rerun, fork, move, pause or resume of one run, recorded as done from the dashboard. */
+async function runControl(
+  source: SqlSource,
+  id: string,
+  action: string,
+  request: Request,
+  authorized: boolean,
+): Promise<Response> {
+  const body = await jsonBody(request, CONTROLS.get(action)!);
+  if (body instanceof Response) return body;
+  const actor = 'dashboard';
+  try {
+    let result: unknown;
+    if (action === 'rerun') {
+      const fromStep = textField(body, 'fromStep', true)!;
+      const patch = body.inputPatch;
+      if (
+        patch !== undefined && (patch === null || typeof patch !== 'object' || Array.isArray(patch))
+      ) {
+        throw new BadRequest('inputPatch', 'field "inputPatch" is invalid: use a JSON object');
+      }
+      result = await rerunRun(source, id, fromStep, {
+        actor,
+        ...(patch === undefined ? {} : { inputPatch: patch as Record<string, unknown> }),
+      });
+    } else if (action === 'fork') {
+      const fromStep = textField(body, 'fromStep', true)!;
+      const toFlow = textField(body, 'toFlow', false);
+      result = await forkRun(source, id, fromStep, {
+        actor,
+        ...(body.input === undefined ? {} : { input: body.input }),
+        ...(toFlow === undefined ? {} : { toFlow }),
+      });
+    } else if (action === 'move') {
+      result = await moveRun(source, id, textField(body, 'toFlow', true)!, { actor });
+    } else if (action === 'pause') {
+      result = await pauseRun(source, id, {
+        actor,
+        reason: reasonField(body, 'paused from the dashboard'),
+      });
+    } else {
+      result = await resumeRun(source, id, { actor });
+    }
+    return json(200, { result });
+  } catch (e) {
+    if (e instanceof OperationError && e.code === '22023' && !(e instanceof RunNotFoundError)) {
+      return json(422, {
+        error: 'action_refused',
+        rule: e.detail.rule,
+        ...(Array.isArray(e.detail.problems) ? { problems: e.detail.problems } : {}),
+        message: e.message,
+      });
+    }
+    return errorResponse(e, authorized);
+  }
+}
 
 /**
  * Creates the dashboard handler. Throws when `SWITCHYARD_DASHBOARD_AUTH` holds neither
@@ -763,6 +868,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
           }
           throw e;
         }
+      }
+      if (CONTROLS.has(runAction.action!)) {
+        return await runControl(source, id, runAction.action!, request, true);
       }
       const cancel = runAction.action === 'cancel';
       const body = await jsonBody(request, cancel ? ['reason'] : []);

@@ -28,6 +28,19 @@ import {
 } from './connection.ts';
 import { RunNotifications } from './notifications.ts';
 import {
+  type ActorOption,
+  type ForkOptions,
+  type ForkResult,
+  forkRun,
+  moveRun,
+  pauseRun,
+  type RerunOptions,
+  type RerunResult,
+  rerunRun,
+  resumeRun,
+  type RunControlResult,
+} from './run_controls.ts';
+import {
   type CancelResult,
   cancelRun,
   type RetryResult,
@@ -250,6 +263,22 @@ export interface SwitchyardClient<R extends Registry> {
    * fresh attempts and the run continues; completed steps are not run again.
    */
   retry(runId: string): Promise<RetryResult>;
+  /**
+   * Reruns an ended run in place from a step (`switchyard.rerun_run`, docs/ARCHITECTURE.md
+   * §14.1): that step and its dependents run again with fresh attempts, other outputs are kept.
+   */
+  rerun(runId: string, fromStep: string, options?: RerunOptions): Promise<RerunResult>;
+  /**
+   * Forks a run from a step (`switchyard.fork_run`): a new run with lineage that keeps the
+   * outputs not depending on the step, on the same or a proven-compatible version.
+   */
+  fork(runId: string, fromStep: string, options?: ForkOptions): Promise<ForkResult>;
+  /** Moves a started run onto a newer version of its alias when proven (`switchyard.move_run`). */
+  move(runId: string, toFlow: string, options?: ActorOption): Promise<RunControlResult>;
+  /** Pauses a started run (`switchyard.pause_run`): nothing of it is claimed until resumed. */
+  pause(runId: string, options?: ActorOption & { reason?: string }): Promise<RunControlResult>;
+  /** Resumes a paused run (`switchyard.resume_run`), retrying a step paused on exhaustion. */
+  resume(runId: string, options?: ActorOption): Promise<RunControlResult & { requeued: number }>;
   /** Stops listening and closes the pool it opened (a postgres.js client passed in stays open). */
   close(): Promise<void>;
 }
@@ -337,6 +366,11 @@ export function createClient<R extends Registry>(
     run: (runId) => handle(runId),
     cancel: (runId, reason) => cancelRun(sql, runId, reason),
     retry: (runId) => retryRun(sql, runId),
+    rerun: (runId, fromStep, options) => rerunRun(sql, runId, fromStep, options),
+    fork: (runId, fromStep, options) => forkRun(sql, runId, fromStep, options),
+    move: (runId, toFlow, options) => moveRun(sql, runId, toFlow, options),
+    pause: (runId, options) => pauseRun(sql, runId, options),
+    resume: (runId, options) => resumeRun(sql, runId, options),
     signal: (runId, step, payload, options) => signalRun(sql, runId, step, payload, options),
     async close() {
       await notifications.close();

@@ -120,6 +120,14 @@ export interface RunStatus<Output = unknown, StepSlug extends string = string> {
   failedAt: string | null;
   /** When it was cancelled, or null. */
   cancelledAt: string | null;
+  /** The run this one was forked from (`fork_run`, docs/ARCHITECTURE.md §14.1), or null. */
+  forkedFrom: string | null;
+  /** The step a fork ran again from, or null. */
+  fromStep: string | null;
+  /** When the run was paused (`pause_run` or a step's `whenExhausted: 'pause'`), or null. */
+  pausedAt: string | null;
+  /** Why it is paused, or null. */
+  pauseReason: string | null;
   /** Every step with its state, queue and attempts, in the order they were added. */
   steps: StepStatus<StepSlug>[];
 }
@@ -146,7 +154,12 @@ export type RunEventName =
   | 'waiting'
   | 'signalled'
   | 'timed out'
-  | 'progress';
+  | 'progress'
+  | 'rerun'
+  | 'forked'
+  | 'moved'
+  | 'paused'
+  | 'resumed';
 
 /**
  * One transition of a run or of one of its steps (a row of `switchyard.run_events`). Events
@@ -175,9 +188,22 @@ export interface RunEvent<StepSlug extends string = string> {
   at: Date;
   /** A `progress` event's task index (0 for an ordinary step); absent on other events. */
   taskIndex?: number;
-  /** A `progress` event's JSON, what the handler gave `ctx.progress`; absent on other events. */
+  /**
+   * A `progress` event's JSON, what the handler gave `ctx.progress`; for `rerun`, `forked`,
+   * `moved`, `paused` and `resumed`, who did it and what (docs/ARCHITECTURE.md §14.1); absent on
+   * other events.
+   */
   data?: unknown;
 }
+
+/** The events an operator's action writes, with who did it and what in `data` (§14.1). */
+const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
+  'rerun',
+  'forked',
+  'moved',
+  'paused',
+  'resumed',
+]);
 
 /**
  * The channel the SQL core notifies on each transition; the payload is the run id.
@@ -374,7 +400,7 @@ export type StartRunOptions = StartRunBaseOptions & StartKeyOptions;
  * Runs one transaction again after a deadlock (`40P01`) or a serialization failure (`40001`),
  * at most three times: PostgreSQL rolled it back whole, so repeating it is safe.
  */
-async function repeatable<T>(fn: () => Promise<T>): Promise<T> {
+export async function repeatable<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1;; attempt++) {
     try {
       return await fn();
@@ -401,7 +427,7 @@ export function isUuid(value: unknown): value is string {
     /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 }
 
-function assertUuid(what: string, name: string, value: unknown): void {
+export function assertUuid(what: string, name: string, value: unknown): void {
   if (value !== undefined && !isUuid(value)) {
     throw new SwitchyardError(
       `${what}: ${name} ${describeValue(value)} is invalid: use a UUID such as ` +
@@ -712,6 +738,7 @@ export async function runEvents(
     event: r.event,
     at: r.created_at,
     ...(r.event === 'progress' ? { taskIndex: r.task_index ?? 0, data: r.data } : {}),
+    ...(OPERATOR_EVENTS.has(r.event) ? { data: r.data } : {}),
   }));
 }
 

@@ -4,6 +4,45 @@
 -- assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/010_run_controls.sql
+
+-- Rerun, fork, move and pause (issue 41, docs/ARCHITECTURE.md §14.1), as
+-- supabase/schemas/tables/040_runs.sql, 020_flows.sql and 046_run_events.sql have them: the runs'
+-- lineage, pause and attempt floor, the events naming those actions, and whenExhausted 'pause'.
+-- Nullable columns and a constant default rewrite nothing; the widened checks are added NOT VALID
+-- and validated afterwards, so each table is scanned under a lock that lets readers and writers
+-- go on.
+alter table switchyard.runs add column forked_from uuid;
+
+alter table switchyard.runs add column from_step text;
+
+alter table switchyard.runs add column paused_at timestamptz;
+
+alter table switchyard.runs add column pause_reason text;
+
+alter table switchyard.runs add column attempt_floor int not null default 0;
+
+create index runs_paused on switchyard.runs (paused_at) where paused_at is not null;
+
+create index runs_forked_from on switchyard.runs (forked_from) where forked_from is not null;
+
+alter table switchyard.run_events drop constraint run_events_event_check;
+
+alter table switchyard.run_events add constraint run_events_event_check
+  check (event in ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried',
+                   'waiting', 'signalled', 'timed out', 'progress', 'rerun', 'forked', 'moved',
+                   'paused', 'resumed')) not valid;
+
+alter table switchyard.run_events validate constraint run_events_event_check;
+
+alter table switchyard.steps drop constraint steps_when_exhausted_check;
+
+alter table switchyard.steps add constraint steps_when_exhausted_check
+  check (when_exhausted in ('fail', 'skip', 'skip-cascade', 'pause')) not valid;
+
+alter table switchyard.steps validate constraint steps_when_exhausted_check;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/_refuse.sql
 
 -- Raises a refusal of the SQL core (docs/ARCHITECTURE.md §10, the SQL error contract): SQLSTATE
@@ -1052,7 +1091,7 @@ begin
       switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
                                 array['skip', 'skip-cascade', 'fail'], 'skip'),
       switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
-                                array['fail', 'skip', 'skip-cascade'], 'fail'),
+                                array['fail', 'skip', 'skip-cascade', 'pause'], 'fail'),
       -- A wait's timeout (none: null) and what it does; a sleep's length, required unless it
       -- sleeps until a time.
       switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),
@@ -1290,6 +1329,29 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_downstream_steps.sql
+
+-- The steps of `flow` that depend on any of `seeds`, transitively, with the seeds themselves
+-- (those of the flow), in step order: what a rerun from a step runs again (rerun_run, fork_run).
+create or replace function switchyard._downstream_steps(flow text, seeds text[])
+returns text[]
+language sql
+stable
+set search_path = ''
+as $$
+  with recursive down(step_slug) as (
+    select st.step_slug from switchyard.steps st
+     where st.flow_slug = flow and st.step_slug = any (seeds)
+    union
+    select d.step_slug from switchyard.deps d join down on d.dep_slug = down.step_slug
+     where d.flow_slug = flow
+  )
+  select coalesce(array_agg(st.step_slug order by st.step_index), '{}')
+    from switchyard.steps st
+   where st.flow_slug = flow and st.step_slug in (select down.step_slug from down)
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/_fail_run_step.sql
 
 -- Fails a step and its run without a task attempt (an unmet condition with whenUnmet
@@ -1342,6 +1404,215 @@ begin
    where r.run_id = run;
   perform switchyard._archive_queued(run);
   return true;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_flow_alias.sql
+
+-- The alias a concrete flow is a version of (docs/ARCHITECTURE.md §6): the alias that lists it
+-- as a member, else one whose active version it is; null for a flow of no alias. Fork and move
+-- go only between versions of one alias (§14.1).
+create or replace function switchyard._flow_alias(flow text)
+returns text
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(
+    (select m.alias from switchyard.alias_members m where m.flow_slug = flow),
+    (select min(a.alias) from switchyard.aliases a where a.flow_slug = flow))
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_pause_run.sql
+
+-- Pauses a started run (docs/ARCHITECTURE.md §14.1) whose row lock the caller holds: pause_run,
+-- or a step's whenExhausted 'pause' (_exhaust_task). The messages of its queued tasks are hidden
+-- for pause_hide_seconds() so no worker reads them; one read meanwhile (a successor queued by a
+-- task that finished, a message read just before) is classified 'paused' by the claim and hidden
+-- again (classify_batch, start_tasks). Tasks a worker runs finish as usual. Records a 'paused'
+-- event with the reason and who paused it. Returns false when the run was paused already (its
+-- first reason is kept).
+create or replace function switchyard._pause_run(run uuid, reason text, actor text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  q record;
+begin
+  update switchyard.runs r
+     set paused_at = switchyard.clock_now(), pause_reason = left(reason, 4000)
+   where r.run_id = run and r.paused_at is null;
+  if not found then
+    return false;
+  end if;
+  for q in
+    select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
+      from switchyard.step_tasks t
+     where t.run_id = run and t.status = 'queued'
+     group by t.queue_name order by t.queue_name
+  loop
+    perform switchyard._hide_messages(q.queue_name, q.ids,
+      array_fill(switchyard.pause_hide_seconds(), array[cardinality(q.ids)]));
+  end loop;
+  perform switchyard._run_note(run, 'paused',
+    jsonb_build_object('reason', left(reason, 4000), 'by', actor));
+  return true;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_queue_plain_tasks.sql
+
+-- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
+-- to started: one task each (task index 0), its queue an immutable snapshot of the step's, its
+-- message sent with the step's start delay. The one implementation of successor start for plain
+-- steps (docs/ARCHITECTURE.md §5.9): complete_tasks calls it for a batch's runs together,
+-- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
+-- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
+-- every queue numbers the messages as one send per step would. Returns the number of tasks.
+create or replace function switchyard._queue_plain_tasks(runs uuid[], flows text[], steps text[])
+returns int
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  q record;
+  queues text[];
+  delays int[];
+  max_attempts int[];
+  base_delays int[];
+  max_delays int[];
+  timeouts int[];
+  priorities int[];
+  keyed boolean[];
+  floors int[];
+begin
+  if cardinality(runs) = 0 then
+    return 0;
+  end if;
+  -- Each step's queue snapshot, start delay and attempt options, read once, by position.
+  select array_agg(st.queue_name order by u.ord), array_agg(st.start_delay order by u.ord),
+         array_agg(coalesce(st.max_attempts, f.max_attempts) order by u.ord),
+         array_agg(coalesce(st.base_delay, f.base_delay) order by u.ord),
+         array_agg(coalesce(st.max_delay, f.max_delay) order by u.ord),
+         array_agg(coalesce(st.timeout, f.timeout) order by u.ord),
+         array_agg(r.priority order by u.ord),
+         array_agg(st.concurrency_limit is not null order by u.ord),
+         array_agg(r.attempt_floor order by u.ord)
+    into queues, delays, max_attempts, base_delays, max_delays, timeouts, priorities, keyed,
+         floors
+    from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
+    join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug
+    join switchyard.flows f on f.flow_slug = u.flow_slug
+    join switchyard.runs r on r.run_id = u.run_id;
+  for q in
+    select g.queue_name, g.start_delay, array_agg(g.ord::int order by g.ord) as ords,
+           array_agg(switchyard._task_message(
+                       g.run_id, g.flow_slug, g.step_slug, null, g.priority, g.start_delay,
+                       case when g.keyed
+                            then switchyard._concurrency_key(g.run_id, g.flow_slug, g.step_slug, 0)
+                       end) order by g.ord) as bodies
+      from (select u.queue_name, u.start_delay, u.run_id, u.flow_slug, u.step_slug, u.ord,
+                   u.priority, u.keyed,
+                   row_number() over (partition by u.queue_name order by u.ord)
+                     - row_number() over (partition by u.queue_name, u.start_delay
+                                          order by u.ord) as stretch
+              from unnest(queues, delays, runs, flows, steps, priorities, keyed)
+                     with ordinality as u(queue_name, start_delay, run_id, flow_slug, step_slug,
+                                          priority, keyed, ord)) g
+     group by g.queue_name, g.start_delay, g.stretch
+     order by g.queue_name, min(g.ord)
+  loop
+    -- PGMQ numbers a batch's messages in the order given. The body (_task_message) is for
+    -- humans and the read's order; claiming trusts only (queue_name, message_id).
+    -- A rerun run's tasks count their attempts on from its attempt floor (rerun_run); 0 else.
+    insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
+                                       attempts_count, max_attempts, base_delay, max_delay,
+                                       timeout)
+    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id, floors[o.ord],
+           floors[o.ord] + max_attempts[o.ord], base_delays[o.ord], max_delays[o.ord],
+           timeouts[o.ord]
+      from (select m.msg_id, row_number() over (order by m.msg_id) as i
+              from pgmq.send_batch(q.queue_name, q.bodies, q.start_delay) as m(msg_id)) b
+      join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i;
+  end loop;
+  return cardinality(runs);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_rerun_steps.sql
+
+-- Makes `steps` of an ended run (rerun_run holds its tasks and its row) run again, in place
+-- (docs/ARCHITECTURE.md §14.1): their messages still queued are archived and their tasks deleted
+-- (with the tasks' failed attempts, checkpoints and progress windows), a wait step's kept signal
+-- is dropped (it waits again), and each state is 'created' again with its dependencies inside
+-- `steps` still to finish. The run counts `steps` as its remaining steps and its attempt floor
+-- becomes the most attempts any of its tasks had used, so a task created from now on counts its
+-- attempts on from there: a late answer of an attempt from before the rerun (a task that was
+-- still running, a stalled worker) names an attempt no new task has, and is ignored.
+create or replace function switchyard._rerun_steps(run uuid, steps text[])
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  q record;
+  used int;
+begin
+  select coalesce(max(t.attempts_count), 0) into used
+    from switchyard.step_tasks t where t.run_id = run;
+  for q in
+    select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
+      from switchyard.step_tasks t
+     where t.run_id = run and t.step_slug = any (steps) and t.status in ('queued', 'started')
+     group by t.queue_name order by t.queue_name
+  loop
+    perform pgmq.archive(q.queue_name, q.ids);
+  end loop;
+  delete from switchyard.step_tasks t where t.run_id = run and t.step_slug = any (steps);
+  delete from switchyard.run_signals s where s.run_id = run and s.step_slug = any (steps);
+  update switchyard.step_states ss
+     set status = 'created', output = null, started_at = null, completed_at = null,
+         failed_at = null, skipped_at = null, skip_reason = null, remaining_tasks = 1,
+         wait_deadline = null,
+         remaining_deps = (select count(*) from switchyard.deps d
+                            where d.flow_slug = ss.flow_slug and d.step_slug = ss.step_slug
+                              and d.dep_slug = any (steps))
+   where ss.run_id = run and ss.step_slug = any (steps);
+  update switchyard.runs r
+     set remaining_steps = cardinality(steps), attempt_floor = greatest(r.attempt_floor, used)
+   where r.run_id = run;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_run_note.sql
+
+-- Records an operator's action on a run (docs/ARCHITECTURE.md §14.1): a 'rerun', 'forked',
+-- 'moved', 'paused' or 'resumed' event with who did it and what in `data`, and the run's
+-- notification, as _run_event writes the status events (a flow with events: false writes no row;
+-- the notification still wakes waits). The caller holds the run's row lock, so the event's
+-- number follows every event committed before it.
+create or replace function switchyard._run_note(run uuid, event text, data jsonb)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+  insert into switchyard.run_events (run_id, owner, flow_slug, event, data)
+  select r.run_id, r.owner, r.flow_slug, _run_note.event, _run_note.data
+    from switchyard.runs r
+    left join switchyard.flows f on f.flow_slug = r.flow_slug
+   where r.run_id = run and coalesce(f.events, true);
+  perform pg_notify('switchyard_run_events', run::text);
 end
 $$;
 
@@ -1433,6 +1704,7 @@ declare
   skipped_any boolean := false;
   plain_flows text[] := '{}';   -- plain ready steps not queued yet (parallel arrays)
   plain_steps text[] := '{}';
+  floor int;
 begin
   loop
     moved_any := false;
@@ -1535,11 +1807,15 @@ begin
           skipped_any := true;
           continue;
         end if;
-        -- One task per element; PGMQ numbers a batch's messages in the order given.
+        -- One task per element; PGMQ numbers a batch's messages in the order given. A rerun
+        -- run's tasks count their attempts on from its attempt floor (rerun_run).
+        select r.attempt_floor into floor from switchyard.runs r where r.run_id = target_run;
         insert into switchyard.step_tasks (run_id, step_slug, task_index, flow_slug, queue_name,
-                                           message_id, max_attempts, base_delay, max_delay, timeout)
+                                           message_id, attempts_count, max_attempts, base_delay,
+                                           max_delay, timeout)
         select ready.run_id, ready.step_slug, (b.ord - 1)::int, ready.flow_slug, ready.queue_name,
-               b.msg_id, ready.max_attempts, ready.base_delay, ready.max_delay, ready.timeout
+               b.msg_id, floor, floor + ready.max_attempts, ready.base_delay, ready.max_delay,
+               ready.timeout
           from (select m.msg_id, row_number() over (order by m.msg_id) as ord
                   from pgmq.send_batch(
                          ready.queue_name,
@@ -1607,6 +1883,183 @@ as $$
          || case when concurrency_key is not null
                  then jsonb_build_object('concurrency_key', concurrency_key)
                  else '{}'::jsonb end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_version_problems.sql
+
+-- What keeps a run's steps from going onto another concrete version (docs/ARCHITECTURE.md
+-- §14.1), one readable line each, empty when the proof holds: every step whose state is kept
+-- (`kept`: its output copied by a fork, or completed, skipped or started in a moved run) exists
+-- in `target` with the same slug, the same kind and the same dependencies, and every step named
+-- in `must_run` exists there. Steps of `target` not in `source` simply run. Read from the
+-- compiled shapes only, so the proof is the SQL core's, never a caller's.
+create or replace function switchyard._version_problems(
+  source text, target text, kept text[], must_run text[]
+)
+returns text[]
+language sql
+stable
+set search_path = ''
+as $$
+  select coalesce(array_agg(p.problem order by p.ord, p.problem), '{}') from (
+    select 1 as ord, format('step %s is kept but %s has no step %s', to_json(k.slug)::text,
+                            to_json(target)::text, to_json(k.slug)::text) as problem
+      from unnest(kept) k(slug)
+     where not exists (select 1 from switchyard.steps t
+                        where t.flow_slug = target and t.step_slug = k.slug)
+    union all
+    select 2, format('step %s is a %s step in %s but a %s step in %s', to_json(s.step_slug)::text,
+                     s.step_type, to_json(source)::text, t.step_type, to_json(target)::text)
+      from unnest(kept) k(slug)
+      join switchyard.steps s on s.flow_slug = source and s.step_slug = k.slug
+      join switchyard.steps t on t.flow_slug = target and t.step_slug = k.slug
+     where s.step_type <> t.step_type
+    union all
+    select 3, format('step %s depends on [%s] in %s but on [%s] in %s', to_json(k.slug)::text,
+                     array_to_string(sd.deps, ', '), to_json(source)::text,
+                     array_to_string(td.deps, ', '), to_json(target)::text)
+      from unnest(kept) k(slug)
+      join switchyard.steps t on t.flow_slug = target and t.step_slug = k.slug
+      cross join lateral (select coalesce(array_agg(d.dep_slug order by d.dep_slug), '{}') as deps
+                            from switchyard.deps d
+                           where d.flow_slug = source and d.step_slug = k.slug) sd
+      cross join lateral (select coalesce(array_agg(d.dep_slug order by d.dep_slug), '{}') as deps
+                            from switchyard.deps d
+                           where d.flow_slug = target and d.step_slug = k.slug) td
+     where sd.deps <> td.deps
+    union all
+    select 4, format('step %s must run but %s has no step %s', to_json(m.slug)::text,
+                     to_json(target)::text, to_json(m.slug)::text)
+      from unnest(must_run) m(slug)
+     where not exists (select 1 from switchyard.steps t
+                        where t.flow_slug = target and t.step_slug = m.slug)
+  ) p
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/bulk_run_action.sql
+
+-- One action over the runs a filter matches (docs/ARCHITECTURE.md §14.1): 'rerun' (rerun_run from
+-- `from_step` with `input_patch`), 'fork' (fork_run from `from_step` onto `to_flow`, with
+-- `input_patch` as the fork's whole input when given), 'move'
+-- (move_run onto `to_flow`), 'pause' or 'resume'. The filter: `flow_or_alias` (a run of that
+-- concrete flow, started as that name, or of any version of that alias), `status`, started in
+-- [`started_from`, `started_before`), and `error_contains` (case-insensitive, in the run's error).
+-- Bounded and resumable: at most `max_runs` runs (1 to 10000), in run id order after `after_run`,
+-- so the last run id answered is where the next call goes on. Each run is acted on alone (a
+-- subtransaction): a refusal is that run's answer ('refused' with the message), never the
+-- batch's. With `dry_run` (the default) every action is done and rolled back, so the answers
+-- ('would rerun', …) count exactly what would change and nothing does. Idempotent when repeated:
+-- a run already acted on no longer matches, or its action answers 'unchanged' or is refused.
+-- Two calls at once act on each run once: a run another bulk call holds is answered 'busy'
+-- (a transaction-scoped advisory lock, tried without waiting); a repeat picks it up if that call
+-- rolled back. Returns one row per matched run: its id, the outcome and a detail.
+create or replace function switchyard.bulk_run_action(
+  action text, flow_or_alias text default null, status text default null,
+  started_from timestamptz default null, started_before timestamptz default null,
+  error_contains text default null, from_step text default null, to_flow text default null,
+  input_patch jsonb default null, dry_run boolean default true, max_runs int default 100,
+  after_run uuid default null, actor text default null
+)
+returns table (run_id uuid, outcome text, detail text)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  candidate uuid;
+  done text;
+  said text;
+  who text := coalesce(actor, session_user::text);
+begin
+  if action is null or action not in ('rerun', 'fork', 'move', 'pause', 'resume') then
+    perform switchyard._refuse('22023', 'action_unknown', 'action', action, format(
+      'bulk_run_action: action %s is invalid: use rerun, fork, move, pause or resume',
+      coalesce(switchyard._clip(action), 'null')),
+      context => jsonb_build_object('choices', jsonb_build_array('rerun', 'fork', 'move',
+                                                                'pause', 'resume')));
+  end if;
+  if max_runs is null or max_runs not between 1 and 10000 then
+    perform switchyard._refuse('22023', 'integer_range', 'max_runs', max_runs::text, format(
+      'bulk_run_action: max_runs %s is invalid: use 1 to 10000 runs per call, and after_run to '
+      'go on', coalesce(max_runs::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 10000));
+  end if;
+  if status is not null and status not in ('started', 'completed', 'failed', 'cancelled') then
+    perform switchyard._refuse('22023', 'status_unknown', 'status', status, format(
+      'bulk_run_action: status %s is invalid: use started, completed, failed or cancelled',
+      switchyard._clip(status)));
+  end if;
+  if action in ('rerun', 'fork') and from_step is null then
+    perform switchyard._refuse('22023', 'argument_missing', 'from_step', null, format(
+      'bulk_run_action: %s needs from_step, the step the runs run again from', action));
+  end if;
+  if action = 'move' and to_flow is null then
+    perform switchyard._refuse('22023', 'argument_missing', 'to_flow', null,
+      'bulk_run_action: move needs to_flow, the version the runs go onto');
+  end if;
+  for candidate in
+    select r.run_id from switchyard.runs r
+     where (after_run is null or r.run_id > after_run)
+       and (flow_or_alias is null or r.flow_slug = flow_or_alias or r.started_as = flow_or_alias
+            or r.flow_slug in (select m.flow_slug from switchyard.alias_members m
+                                where m.alias = flow_or_alias))
+       and (bulk_run_action.status is null or r.status = bulk_run_action.status)
+       and (started_from is null or r.started_at >= started_from)
+       and (started_before is null or r.started_at < started_before)
+       and (error_contains is null
+            or strpos(lower(coalesce(r.error, '')), lower(error_contains)) > 0)
+     order by r.run_id
+     limit max_runs
+  loop
+    run_id := candidate;
+    begin
+      if not pg_try_advisory_xact_lock(
+               hashtextextended('switchyard.bulk_run_action ' || candidate::text, 0)) then
+        outcome := 'busy';
+        detail := 'another bulk call holds this run: repeat the call to act on it';
+      else
+        case action
+          when 'rerun' then
+            done := 'rerun';
+            said := format('%s step(s) run again',
+              switchyard.rerun_run(candidate, from_step, input_patch, who));
+          when 'fork' then
+            done := 'forked';
+            said := switchyard.fork_run(candidate, from_step, input_patch, to_flow, who)::text;
+          when 'move' then
+            done := case when switchyard.move_run(candidate, to_flow, who) then 'moved'
+                         else 'unchanged' end;
+            said := switchyard.resolve_flow(to_flow);
+          when 'pause' then
+            done := case when switchyard.pause_run(candidate, 'bulk pause', who) then 'paused'
+                         else 'unchanged' end;
+            said := null;
+          else
+            done := 'resumed';
+            said := format('%s task(s) queued again', switchyard.resume_run(candidate, who));
+        end case;
+        outcome := done;
+        detail := said;
+        if dry_run then
+          -- Caught below: it rolls this run's action back.
+          raise exception using errcode = 'SY091', message = 'dry run: rolled back',
+            detail = jsonb_build_object('rule', 'dry_run')::text;
+        end if;
+      end if;
+    exception
+      when sqlstate 'SY091' then
+        outcome := 'would ' || done;
+        detail := said;
+      when sqlstate '22023' or sqlstate '55000' or sqlstate '23505' then
+        outcome := 'refused';
+        detail := sqlerrm;
+    end;
+    return next;
+  end loop;
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -1749,6 +2202,395 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/fork_run.sql
+
+-- Forks a run from one of its steps (docs/ARCHITECTURE.md §14.1): a new run, `forked_from` and
+-- `from_step` naming its lineage, that keeps the output of every step of the original not
+-- depending on `from_step` (transitively) that completed or was skipped there, and runs the rest.
+-- `input` (default: the original's) is the new run's input; `to_flow` (default: the original's
+-- flow) is a flow or an alias naming another concrete version of the same alias, accepted only
+-- when _version_problems proves it: every kept step exists there with the same slug, kind and
+-- dependencies, and `from_step` exists there. The fork has the original's owner and priority,
+-- its started_as, and the deadline of the new flow's runTimeout; it takes no start key. The
+-- original is held (FOR SHARE) while its outputs are copied, so a concurrent cancel or rerun of
+-- it waits for the fork, or the fork for them. Kept steps are inserted completed (or skipped)
+-- and write those events; a 'forked' event records who (`actor`, default the session's role),
+-- the original, the step and the kept steps. Returns the new run's id. Refused: an unknown run
+-- (22023 run_unknown), a step the original's flow does not have (22023 step_unknown), a target
+-- of another alias (22023 flow_other_alias), an unproven version (22023 version_incompatible,
+-- +problems: each incompatibility).
+create or replace function switchyard.fork_run(
+  run_id uuid, from_step text, input jsonb default null, to_flow text default null,
+  actor text default null
+)
+returns uuid
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  src switchyard.runs;
+  target text;
+  kept text[];
+  problems text[];
+  new_run uuid := gen_random_uuid();
+begin
+  select * into src from switchyard.runs r where r.run_id = fork_run.run_id for share;
+  if not found then
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', fork_run.run_id::text, format(
+      'fork_run: run %s does not exist', coalesce(fork_run.run_id::text, 'null')));
+  end if;
+  if not exists (select 1 from switchyard.steps st
+                  where st.flow_slug = src.flow_slug and st.step_slug = from_step) then
+    perform switchyard._refuse('22023', 'step_unknown', 'from_step', from_step, format(
+      'fork_run: flow %s of run %s has no step %s; its steps: %s', to_json(src.flow_slug)::text,
+      src.run_id, switchyard._clip(from_step),
+      (select string_agg(st.step_slug, ', ' order by st.step_index) from switchyard.steps st
+        where st.flow_slug = src.flow_slug)),
+      context => jsonb_build_object('flow_slug', src.flow_slug, 'steps',
+        (select jsonb_agg(st.step_slug order by st.step_index) from switchyard.steps st
+          where st.flow_slug = src.flow_slug)));
+  end if;
+  target := case when to_flow is null then src.flow_slug else switchyard.resolve_flow(to_flow) end;
+  if target <> src.flow_slug
+     and switchyard._flow_alias(target) is distinct from switchyard._flow_alias(src.flow_slug) then
+    perform switchyard._refuse('22023', 'flow_other_alias', 'to_flow', to_flow, format(
+      'fork_run: %s is not a version of the alias of run %s (flow %s, alias %s): fork onto '
+      'another concrete version of the same alias only', switchyard._clip(to_flow), src.run_id,
+      to_json(src.flow_slug)::text, coalesce(switchyard._flow_alias(src.flow_slug), 'none')),
+      context => jsonb_build_object('flow_slug', src.flow_slug, 'target', target));
+  end if;
+  select coalesce(array_agg(ss.step_slug order by ss.step_slug), '{}') into kept
+    from switchyard.step_states ss
+   where ss.run_id = src.run_id and ss.status in ('completed', 'skipped')
+     and ss.step_slug <> all (switchyard._downstream_steps(src.flow_slug, array[from_step]));
+  problems := switchyard._version_problems(src.flow_slug, target, kept, array[from_step]);
+  if cardinality(problems) > 0 then
+    perform switchyard._refuse('22023', 'version_incompatible', 'to_flow', to_flow, format(
+      'fork_run: run %s cannot go onto %s from step %s: %s', src.run_id, to_json(target)::text,
+      to_json(from_step)::text, array_to_string(problems, '; ')),
+      context => jsonb_build_object('flow_slug', src.flow_slug, 'target', target,
+                                    'problems', to_jsonb(problems)));
+  end if;
+  insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
+                               deadline_at, priority, forked_from, from_step)
+  select new_run, target, src.started_as, coalesce(fork_run.input, src.input),
+         (select count(*) from switchyard.steps st
+           where st.flow_slug = target and st.step_slug <> all (kept)),
+         src.owner,
+         switchyard.clock_now() + f.run_timeout * interval '1 second',
+         src.priority, src.run_id, from_step
+    from switchyard.flows f where f.flow_slug = target;
+  perform switchyard._run_note(new_run, 'forked', jsonb_build_object(
+    'by', coalesce(actor, session_user::text), 'forked_from', src.run_id, 'from_step', from_step,
+    'kept', to_jsonb(kept), 'from_flow', src.flow_slug));
+  insert into switchyard.step_states (run_id, flow_slug, step_slug, status, remaining_deps, output,
+                                      started_at, completed_at, skipped_at, skip_reason)
+  select new_run, target, st.step_slug, coalesce(o.status, 'created'),
+         case when o.step_slug is not null then 0
+              else (select count(*) from switchyard.deps d
+                     where d.flow_slug = target and d.step_slug = st.step_slug
+                       and d.dep_slug <> all (kept)) end,
+         o.output, o.started_at, o.completed_at, o.skipped_at, o.skip_reason
+    from switchyard.steps st
+    left join switchyard.step_states o
+      on o.run_id = src.run_id and o.step_slug = st.step_slug and o.step_slug = any (kept)
+   where st.flow_slug = target
+   order by st.step_index;
+  perform switchyard._start_ready_steps(new_run);
+  perform switchyard._complete_run_if_done(new_run);
+  return new_run;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/move_run.sql
+
+-- Moves a started run onto another concrete version of its alias (docs/ARCHITECTURE.md §14.1):
+-- the way off a version with a bug without cancelling the work, and a drain that ends sooner.
+-- Accepted only when _version_problems proves it: every step of the run that completed, was
+-- skipped or started exists in `to_flow` with the same slug, kind and dependencies; what has not
+-- started runs as `to_flow` has it (its steps the run lacks are added, the run's steps it lacks
+-- are dropped, dependencies counted by its shape). Tasks a worker runs finish first: a run with
+-- one is refused (pause it, let them finish, move it, resume it). In one transaction, holding the
+-- run's family and then its queued tasks (cancel_run's order; a claim waits for the run):
+--   - the step states and tasks name `to_flow`; a queued task whose step has another queue there
+--     is sent again on that queue (its old message archived), so only workers of the new version
+--     claim it;
+--   - the run names `to_flow` (drain, coverage and the fence count it there at once) and counts
+--     its remaining steps by the new shape; ready steps start;
+--   - a 'moved' event records who (`actor`, default the session's role), from and to.
+-- Returns true when it moved the run, false when the run is on `to_flow` already. Refused: an
+-- unknown run (22023 run_unknown), a run not started (55000 run_not_started), a target of another
+-- alias (22023 flow_other_alias), running tasks (55000 run_has_running_tasks, +running), an
+-- unproven version (22023 version_incompatible, +problems).
+create or replace function switchyard.move_run(
+  run_id uuid, to_flow text, actor text default null
+)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  target text;
+  kept text[];
+  problems text[];
+  running int;
+  task record;
+  msg_id bigint;
+begin
+  perform switchyard._lock_run_family(move_run.run_id);
+  select * into run from switchyard.runs r where r.run_id = move_run.run_id for update;
+  if not found then
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', move_run.run_id::text, format(
+      'move_run: run %s does not exist', coalesce(move_run.run_id::text, 'null')));
+  end if;
+  if run.status <> 'started' then
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
+      'move_run: run %s is %s; only a started run can be moved (rerun or fork an ended one)',
+      run.run_id, run.status),
+      context => jsonb_build_object('status', run.status));
+  end if;
+  target := switchyard.resolve_flow(to_flow);
+  if target = run.flow_slug then
+    return false;
+  end if;
+  if switchyard._flow_alias(target) is distinct from switchyard._flow_alias(run.flow_slug) then
+    perform switchyard._refuse('22023', 'flow_other_alias', 'to_flow', to_flow, format(
+      'move_run: %s is not a version of the alias of run %s (flow %s, alias %s): move onto '
+      'another concrete version of the same alias only', switchyard._clip(to_flow), run.run_id,
+      to_json(run.flow_slug)::text, coalesce(switchyard._flow_alias(run.flow_slug), 'none')),
+      context => jsonb_build_object('flow_slug', run.flow_slug, 'target', target));
+  end if;
+  select count(*) into running from switchyard.step_tasks t
+   where t.run_id = run.run_id and t.status = 'started';
+  if running > 0 then
+    perform switchyard._refuse('55000', 'run_has_running_tasks', 'run_id', run.run_id::text,
+      format(
+      'move_run: run %s has %s running task(s); running tasks finish on the version that started '
+      'them: pause the run (pause_run), move it once they finished, then resume it',
+      run.run_id, running),
+      context => jsonb_build_object('running', running));
+  end if;
+  select coalesce(array_agg(ss.step_slug order by ss.step_slug), '{}') into kept
+    from switchyard.step_states ss
+   where ss.run_id = run.run_id and ss.status <> 'created';
+  problems := switchyard._version_problems(run.flow_slug, target, kept, '{}');
+  if cardinality(problems) > 0 then
+    perform switchyard._refuse('22023', 'version_incompatible', 'to_flow', to_flow, format(
+      'move_run: run %s cannot go onto %s: %s', run.run_id, to_json(target)::text,
+      array_to_string(problems, '; ')),
+      context => jsonb_build_object('flow_slug', run.flow_slug, 'target', target,
+                                    'problems', to_jsonb(problems)));
+  end if;
+  perform switchyard._run_note(run.run_id, 'moved', jsonb_build_object(
+    'by', coalesce(actor, session_user::text), 'from_flow', run.flow_slug, 'to_flow', target));
+  -- Its queued tasks, in (queue, message id) order as start_tasks locks them.
+  perform 1 from switchyard.step_tasks t where t.run_id = run.run_id and t.status = 'queued'
+   order by t.queue_name, t.message_id for update;
+  -- The run's steps the new version lacks have not started (the proof): dropped.
+  delete from switchyard.step_states ss
+   where ss.run_id = run.run_id
+     and not exists (select 1 from switchyard.steps st
+                      where st.flow_slug = target and st.step_slug = ss.step_slug);
+  update switchyard.step_states ss set flow_slug = target where ss.run_id = run.run_id;
+  insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
+  select run.run_id, target, st.step_slug, 0
+    from switchyard.steps st
+   where st.flow_slug = target
+     and not exists (select 1 from switchyard.step_states ss
+                      where ss.run_id = run.run_id and ss.step_slug = st.step_slug)
+   order by st.step_index;
+  update switchyard.step_states ss
+     set remaining_deps = (select count(*) from switchyard.deps d
+                             join switchyard.step_states ds
+                               on ds.run_id = ss.run_id and ds.step_slug = d.dep_slug
+                            where d.flow_slug = target and d.step_slug = ss.step_slug
+                              and ds.status not in ('completed', 'skipped'))
+   where ss.run_id = run.run_id and ss.status = 'created';
+  for task in
+    select t.step_slug, t.task_index, t.queue_name, t.message_id, st.queue_name as new_queue,
+           st.start_delay, st.concurrency_limit
+      from switchyard.step_tasks t
+      join switchyard.steps st on st.flow_slug = target and st.step_slug = t.step_slug
+     where t.run_id = run.run_id and t.status = 'queued' and st.queue_name <> t.queue_name
+     order by t.queue_name, t.message_id
+  loop
+    perform pgmq.archive(task.queue_name, task.message_id);
+    select s into msg_id from pgmq.send(
+      task.new_queue,
+      switchyard._task_message(
+        run.run_id, target, task.step_slug, nullif(task.task_index, 0), run.priority, 0,
+        case when task.concurrency_limit is not null
+             then switchyard._concurrency_key(run.run_id, target, task.step_slug,
+                                              task.task_index) end),
+      case when run.paused_at is null then 0 else switchyard.pause_hide_seconds() end) s;
+    update switchyard.step_tasks t set queue_name = task.new_queue, message_id = msg_id
+     where t.run_id = run.run_id and t.step_slug = task.step_slug
+       and t.task_index = task.task_index;
+  end loop;
+  update switchyard.step_tasks t set flow_slug = target where t.run_id = run.run_id;
+  update switchyard.runs r
+     set flow_slug = target,
+         remaining_steps = (select count(*) from switchyard.step_states ss
+                             where ss.run_id = r.run_id and ss.status not in ('completed', 'skipped'))
+   where r.run_id = run.run_id;
+  perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
+  return true;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/pause_hide_seconds.sql
+
+-- How long a paused run's message stays hidden each time it is hidden (docs/ARCHITECTURE.md
+-- §14.1): resume_run shows them again at once, so this only bounds how often a paused run's
+-- message is read and hidden again by a claim. One hour.
+create or replace function switchyard.pause_hide_seconds()
+returns int
+language sql
+immutable
+set search_path = ''
+as $$
+  select 3600
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/pause_run.sql
+
+-- Pauses a started run for an operator (docs/ARCHITECTURE.md §14.1): none of its tasks is claimed
+-- until resume_run (a claim classifies them 'paused' and hides their messages); tasks a worker
+-- runs finish and their successors are queued but not claimed. Waits, sleeps and the run's
+-- deadline keep their rules (a paused run whose deadline passes is cancelled). `actor` (default:
+-- the session's role) is recorded with the reason in the 'paused' event. Returns true when it
+-- paused the run, false when it was paused already. A run that is not started is refused (55000
+-- run_not_started); an unknown one 22023 run_unknown.
+create or replace function switchyard.pause_run(
+  run_id uuid, reason text default null, actor text default null
+)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+begin
+  select * into run from switchyard.runs r where r.run_id = pause_run.run_id for update;
+  if not found then
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', pause_run.run_id::text, format(
+      'pause_run: run %s does not exist', coalesce(pause_run.run_id::text, 'null')));
+  end if;
+  if run.status <> 'started' then
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
+      'pause_run: run %s is %s; only a started run can be paused', run.run_id, run.status),
+      context => jsonb_build_object('status', run.status));
+  end if;
+  return switchyard._pause_run(run.run_id,
+    coalesce(nullif(btrim(reason), ''), 'paused by an operator'),
+    coalesce(actor, session_user::text));
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/rerun_run.sql
+
+-- Reruns an ended run in place from one of its steps (docs/ARCHITECTURE.md §14.1): `from_step`
+-- and every step depending on it, transitively, run again with fresh attempts, and so does every
+-- step that did not end completed or skipped (a failed, cancelled or never started one has no
+-- output to keep); every other step keeps its output. `input_patch`, a JSON object, is merged
+-- into the run's input at the top level (input || input_patch) for the steps that run again (a
+-- kept step keeps the output it computed from the old input). In one transaction, holding the
+-- run's tasks and then its family's rows (the order of complete_tasks and retry_run, so a late
+-- answer of an old attempt waits for the rerun or the rerun for it):
+--   - _rerun_steps resets those steps (their tasks deleted, their old attempts fenced off);
+--   - the run is started again: its output, error and end times cleared, its pause lifted, its
+--     deadline the flow's runTimeout from now (or none);
+--   - a 'rerun' event records who (`actor`, default the session's role), the step, the steps
+--     that run again, the input patch and the status the run had; the status change writes its
+--     'started' (or 'retried', from failed) event as ever;
+--   - the ready steps start (_start_ready_steps). A flow step that runs again finds its child
+--     run (_begin_child): a completed child gives its output again, a failed one is retried, a
+--     cancelled one fails the step (rerun the child first). A wait step waits again.
+-- Returns the number of steps that run again. Refused: an unknown run (22023 run_unknown), a
+-- started run (55000 run_not_ended: cancel it, or wait for it to end), a step the run's flow does
+-- not have (22023 step_unknown, +flow_slug, steps), an input patch that is not an object or a
+-- run input that is not one (22023 input_patch_not_object).
+create or replace function switchyard.rerun_run(
+  run_id uuid, from_step text, input_patch jsonb default null, actor text default null
+)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  again text[];
+begin
+  perform 1 from switchyard.step_tasks t where t.run_id = rerun_run.run_id
+    order by t.queue_name, t.message_id for update;
+  perform switchyard._lock_run_family(rerun_run.run_id);
+  select * into run from switchyard.runs r where r.run_id = rerun_run.run_id for update;
+  if not found then
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', rerun_run.run_id::text, format(
+      'rerun_run: run %s does not exist', coalesce(rerun_run.run_id::text, 'null')));
+  end if;
+  if run.status = 'started' then
+    perform switchyard._refuse('55000', 'run_not_ended', 'run_id', run.run_id::text, format(
+      'rerun_run: run %s is started; only a completed, failed or cancelled run can be rerun '
+      '(cancel it, wait for it to end, or fork it)', run.run_id),
+      context => jsonb_build_object('status', run.status));
+  end if;
+  if not exists (select 1 from switchyard.steps st
+                  where st.flow_slug = run.flow_slug and st.step_slug = from_step) then
+    perform switchyard._refuse('22023', 'step_unknown', 'from_step', from_step, format(
+      'rerun_run: flow %s of run %s has no step %s; its steps: %s', to_json(run.flow_slug)::text,
+      run.run_id, switchyard._clip(from_step),
+      (select string_agg(st.step_slug, ', ' order by st.step_index) from switchyard.steps st
+        where st.flow_slug = run.flow_slug)),
+      context => jsonb_build_object('flow_slug', run.flow_slug, 'steps',
+        (select jsonb_agg(st.step_slug order by st.step_index) from switchyard.steps st
+          where st.flow_slug = run.flow_slug)));
+  end if;
+  if input_patch is not null
+     and (jsonb_typeof(input_patch) <> 'object' or jsonb_typeof(run.input) <> 'object') then
+    perform switchyard._refuse('22023', 'input_patch_not_object', 'input_patch',
+      input_patch::text, format(
+      'rerun_run: input patch %s of run %s is invalid: use a JSON object, merged into the run''s '
+      'input at the top level, which must be an object too (it is %s); fork the run to give it '
+      'another input', switchyard._clip(input_patch::text), run.run_id, jsonb_typeof(run.input)),
+      context => jsonb_build_object('input_type', jsonb_typeof(run.input)));
+  end if;
+  again := switchyard._downstream_steps(run.flow_slug, array[from_step] || array(
+    select ss.step_slug from switchyard.step_states ss
+     where ss.run_id = run.run_id and ss.status not in ('completed', 'skipped')));
+  perform switchyard._run_note(run.run_id, 'rerun', jsonb_build_object(
+    'by', coalesce(actor, session_user::text), 'from_step', from_step, 'steps', to_jsonb(again),
+    'input_patch', input_patch, 'previous_status', run.status));
+  perform switchyard._rerun_steps(run.run_id, again);
+  update switchyard.runs r
+     set status = 'started', output = null, error = null, completed_at = null, failed_at = null,
+         cancelled_at = null, paused_at = null, pause_reason = null,
+         input = case when input_patch is null then r.input else r.input || input_patch end,
+         deadline_at = switchyard.clock_now()
+           + (select f.run_timeout from switchyard.flows f where f.flow_slug = r.flow_slug)
+             * interval '1 second'
+   where r.run_id = run.run_id;
+  perform switchyard._start_ready_steps(run.run_id);
+  perform switchyard._complete_run_if_done(run.run_id);
+  return cardinality(again);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/resolve_flow.sql
 
 -- The concrete flow a caller's name starts: the flow itself, or an alias's active version
@@ -1775,6 +2617,86 @@ begin
       switchyard._clip(flow_or_alias)));
   end if;
   return found_slug;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/resume_run.sql
+
+-- Resumes a paused run (docs/ARCHITECTURE.md §14.1): every queued task's message is visible at
+-- once (a retry's backoff still to run is cut short), and a task that ran out of attempts under
+-- its step's whenExhausted 'pause' is queued again with a fresh budget of attempts (its attempt
+-- numbers count on, so a late answer of an earlier attempt is still ignored): the retry of that
+-- step. Records a 'resumed' event with `actor` (default: the session's role). Returns the number
+-- of tasks queued again; 0 for a started run that is not paused. A run that is not started is
+-- refused (55000 run_not_started); an unknown one 22023 run_unknown.
+create or replace function switchyard.resume_run(run_id uuid, actor text default null)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  run switchyard.runs;
+  task record;
+  q record;
+  msg_id bigint;
+  requeued int := 0;
+begin
+  select * into run from switchyard.runs r where r.run_id = resume_run.run_id for update;
+  if not found then
+    perform switchyard._refuse('22023', 'run_unknown', 'run_id', resume_run.run_id::text, format(
+      'resume_run: run %s does not exist', coalesce(resume_run.run_id::text, 'null')));
+  end if;
+  if run.status <> 'started' then
+    perform switchyard._refuse('55000', 'run_not_started', 'run_id', run.run_id::text, format(
+      'resume_run: run %s is %s; only a started (paused) run can be resumed', run.run_id,
+      run.status),
+      context => jsonb_build_object('status', run.status));
+  end if;
+  if run.paused_at is null then
+    return 0;
+  end if;
+  update switchyard.runs r set paused_at = null, pause_reason = null where r.run_id = run.run_id;
+  for task in
+    select t.step_slug, t.task_index, t.queue_name, t.message_id, t.attempts_count,
+           coalesce(st.max_attempts, f.max_attempts) as budget, st.concurrency_limit
+      from switchyard.step_tasks t
+      join switchyard.step_states ss on ss.run_id = t.run_id and ss.step_slug = t.step_slug
+      join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+      join switchyard.flows f on f.flow_slug = ss.flow_slug
+     where t.run_id = run.run_id and t.status = 'failed' and ss.status = 'started'
+     order by t.queue_name, t.message_id
+       for update of t
+  loop
+    select s into msg_id from pgmq.send(
+      task.queue_name,
+      switchyard._task_message(
+        run.run_id, run.flow_slug, task.step_slug, nullif(task.task_index, 0), run.priority, 0,
+        case when task.concurrency_limit is not null
+             then switchyard._concurrency_key(run.run_id, run.flow_slug, task.step_slug,
+                                              task.task_index) end),
+      0) s;
+    update switchyard.step_tasks t
+       set status = 'queued', message_id = msg_id, worker_id = null,
+           max_attempts = task.attempts_count + task.budget,
+           queued_at = switchyard.clock_now(), failed_at = null
+     where t.run_id = run.run_id and t.step_slug = task.step_slug
+       and t.task_index = task.task_index;
+    requeued := requeued + 1;
+  end loop;
+  for q in
+    select t.queue_name, array_agg(t.message_id order by t.message_id) as ids
+      from switchyard.step_tasks t
+     where t.run_id = run.run_id and t.status = 'queued'
+     group by t.queue_name order by t.queue_name
+  loop
+    perform switchyard._hide_messages(q.queue_name, q.ids, array_fill(0, array[cardinality(q.ids)]));
+  end loop;
+  perform switchyard._run_note(run.run_id, 'resumed',
+    jsonb_build_object('by', coalesce(actor, session_user::text), 'requeued', requeued));
+  return requeued;
 end
 $$;
 
@@ -1904,6 +2826,47 @@ begin
   perform switchyard._complete_run_if_done(run.run_id);
   return queued;
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/run_status.sql
+
+-- One run's status document (docs/ARCHITECTURE.md §14): its status, input, output or error, owner
+-- and times, its lineage (a fork's original and step) and pause (§14.1), with each step's state,
+-- queue snapshot and attempts.
+create or replace function switchyard.run_status(run_id uuid)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'run_id', r.run_id, 'flow_slug', r.flow_slug, 'started_as', r.started_as,
+    'status', r.status, 'output', r.output, 'error', r.error,
+    'started_at', r.started_at, 'completed_at', r.completed_at, 'failed_at', r.failed_at,
+    'cancelled_at', r.cancelled_at, 'owner', r.owner,
+    'forked_from', r.forked_from, 'from_step', r.from_step, 'paused_at', r.paused_at,
+    'pause_reason', r.pause_reason,
+    -- Per step: its queue snapshot and attempts (a map step: the most attempts any element
+    -- used), its number of tasks (a map step's elements), the first error in element order,
+    -- and why it was skipped.
+    'steps', (select coalesce(jsonb_agg(jsonb_build_object(
+                'step_slug', ss.step_slug, 'status', ss.status,
+                'queue_name', t.queue_name, 'attempts', coalesce(t.attempts, 0),
+                'tasks', coalesce(t.tasks, 0), 'error', t.error,
+                'skip_reason', ss.skip_reason) order by st.step_index), '[]')
+                from switchyard.step_states ss
+                join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
+                left join lateral (
+                  select min(x.queue_name) as queue_name, max(x.attempts_count) as attempts,
+                         count(*)::int as tasks,
+                         (array_agg(x.error order by x.task_index) filter (where x.error is not null))[1] as error
+                    from switchyard.step_tasks x
+                   where x.run_id = ss.run_id and x.step_slug = ss.step_slug
+                ) t on true
+               where ss.run_id = r.run_id))
+  from switchyard.runs r where r.run_id = run_status.run_id
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -2309,6 +3272,59 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/claim/classify_batch.sql
+
+-- Classifies one claimed batch (no side effects): the heart of the claim (docs/ARCHITECTURE.md
+-- §5.2). Identity is (queue_name, message_id) only: message bodies are never trusted. `pair_set`
+-- is a key from switchyard.pair_set(); each message costs index lookups only, so the cost does
+-- not grow with the size of the registry. A map task's input is its element; 'skipped' tasks are
+-- stale.
+--   eligible    supported pair, task queued, run started and not paused
+--   paused      supported pair, task queued, run paused (docs/ARCHITECTURE.md §14.1): hidden again
+--   duplicate   supported pair, task started, run started (left to stall recovery)
+--   stale       supported pair, task terminal (completed, failed, skipped) or run ended (archived)
+--   unsupported no task for the message on this queue, or an unsupported pair
+-- PL/pgSQL rather than SQL so that the plan is cached per session.
+create or replace function switchyard.classify_batch(
+  queue text, message_ids bigint[], pair_set text
+)
+returns table (message_id bigint, class text, flow_slug text, step_slug text)
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return query
+  select b.id,
+         case
+           when t.run_id is null or not t.supported then 'unsupported'
+           when t.run_status not in ('started', 'paused')
+                or t.status in ('completed', 'failed', 'skipped') then 'stale'
+           when t.status = 'started' then 'duplicate'
+           when t.run_status = 'paused' then 'paused'
+           else 'eligible'
+         end,
+         t.flow_slug,
+         t.step_slug
+    from (select distinct u.id from unnest(message_ids) as u(id)) b
+    left join lateral (
+      select x.run_id, x.flow_slug, x.step_slug, x.status,
+             -- The run's row, read once: a paused run's status reads 'paused' here.
+             (select case when r.paused_at is not null and r.status = 'started' then 'paused'
+                     else r.status end
+                from switchyard.runs r where r.run_id = x.run_id) as run_status,
+             exists (select 1 from switchyard.pair_sets s
+                      where s.pair_set = classify_batch.pair_set
+                        and s.pair = x.flow_slug || '/' || x.step_slug) as supported
+        from switchyard.step_tasks x
+       where x.queue_name = queue and x.message_id = b.id
+       limit 1  -- a probe per message, never a scan of the queue (see start_tasks)
+    ) t on true
+   order by b.id;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/claim/read_tasks.sql
 
 -- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to `qty` message
@@ -2502,7 +3518,7 @@ $$;
 -- The claim (docs/ARCHITECTURE.md §5.2-§5.4): turns the messages a worker read into started
 -- tasks, all or nothing per batch. It locks the batch's runs and tasks, classifies every message
 -- (classify_batch), refuses a batch with unsupported work whole (the function pauses), archives
--- stale messages, holds back what flow control says must wait (§5.12), starts the eligible tasks
+-- stale messages, hides a paused run's again (§14.1), holds back what flow control says must wait (§5.12), starts the eligible tasks
 -- and returns each with its input. Per message it probes unique keys only (§5.7), so its cost
 -- does not grow with the backlog or the registry.
 create or replace function switchyard.start_tasks(
@@ -2523,6 +3539,7 @@ declare
   unsupported_ids bigint[];
   unsupported_pairs text[];
   stale_ids bigint[];
+  paused_ids bigint[];
   eligible_ids bigint[];
   duplicate_ids bigint[];
   claimed_ids bigint[];
@@ -2595,8 +3612,9 @@ begin
            filter (where c.class = 'unsupported'),
          array_agg(c.message_id order by c.message_id) filter (where c.class = 'stale'),
          coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
-         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
-    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'paused')
+    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids, paused_ids
     from switchyard.classify_batch(queue, message_ids, support) c;
 
   if unsupported_ids is not null then
@@ -2629,6 +3647,12 @@ begin
 
   if stale_ids is not null then
     perform pgmq.archive(queue, stale_ids);
+  end if;
+  -- A paused run's messages (docs/ARCHITECTURE.md §14.1): hidden again, no attempt used;
+  -- resume_run shows them. Answered 'throttled', which every worker release skips.
+  if paused_ids is not null then
+    perform switchyard._hide_messages(queue, paused_ids,
+      array_fill(switchyard.pause_hide_seconds(), array[cardinality(paused_ids)]));
   end if;
 
   -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
@@ -2732,7 +3756,7 @@ begin
       from unnest(stale_ids) s
     union all
     select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
-      from unnest(held_ids) h;
+      from unnest(held_ids || coalesce(paused_ids, '{}')) h;
 end
 $$;
 
@@ -6559,8 +7583,10 @@ $$;
 
 -- A task that used its last attempt: with the step's whenExhausted 'skip' or
 -- 'skip-cascade' and the run still started, the task fails, the step is skipped (with
--- 'skip-cascade' its dependents too) and the run goes on without them ('skipped'); else the
--- run fails ('failed').
+-- 'skip-cascade' its dependents too) and the run goes on without them ('skipped'); with
+-- 'pause' and the run still started, the task fails, its step stays started and the run pauses
+-- for an operator (_pause_run; resume_run queues the task again: 'paused'); else the run fails
+-- ('failed').
 create or replace function switchyard._exhaust_task(task switchyard.step_tasks, error_text text)
 returns text
 language plpgsql
@@ -6602,6 +7628,17 @@ begin
     perform switchyard._start_ready_steps(task.run_id);
     perform switchyard._complete_run_if_done(task.run_id);
     return 'skipped';
+  end if;
+  if exhausted = 'pause' and run_status = 'started' then
+    update switchyard.step_tasks t
+       set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
+     where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
+    perform pgmq.archive(task.queue_name, task.message_id);
+    perform switchyard._pause_run(task.run_id, format(
+      'whenExhausted pause: step %s%s failed after %s attempt(s): %s', to_json(task.step_slug)::text,
+      case when task.task_index > 0 then format(' element %s', task.task_index) else '' end,
+      task.attempts_count, error_text), 'whenExhausted');
+    return 'paused';
   end if;
   perform switchyard._fail_run(task, error_text);
   return 'failed';

@@ -276,7 +276,16 @@ Deno.test('run actions need the bearer: cancel and retry without it are refused 
   assert.deepEqual(readOnly.access.actions, []);
   const authorized = (await call(`${base}/api/overview`, { bearer: SECRET }))
     .body as unknown as DashboardOverview;
-  assert.deepEqual(authorized.access.actions, ['pause', 'resume', 'cancel', 'retry', 'signal']);
+  assert.deepEqual(authorized.access.actions, [
+    'pause',
+    'resume',
+    'cancel',
+    'retry',
+    'signal',
+    'rerun',
+    'fork',
+    'move',
+  ]);
 });
 
 Deno.test('run actions: 400 for a bad run id or reason, 404 for an unknown run, 409 for a run in the wrong state', async () => {
@@ -535,7 +544,16 @@ Deno.test('actions need the bearer; with it, pause and resume change the databas
   assert.equal((await row()).pause_reason, 'investigating declines', 'the first reason is kept');
   const overview = (await call(`${base}/api/overview`, { bearer: SECRET }))
     .body as unknown as DashboardOverview;
-  assert.deepEqual(overview.access.actions, ['pause', 'resume', 'cancel', 'retry', 'signal']);
+  assert.deepEqual(overview.access.actions, [
+    'pause',
+    'resume',
+    'cancel',
+    'retry',
+    'signal',
+    'rerun',
+    'fork',
+    'move',
+  ]);
   assert.equal(
     overview.queues.find((x) => x.queueName === 'dash_billing')!.functions[0].pauseReason,
     'investigating declines',

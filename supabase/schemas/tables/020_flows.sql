@@ -40,9 +40,9 @@ create table switchyard.steps (
   cond_if_not jsonb,
   when_unmet text not null default 'skip'
     check (when_unmet in ('skip', 'skip-cascade', 'fail')),
-  -- What a task out of attempts does.
+  -- What a task out of attempts does ('pause': pauses the run for an operator, §14.1).
   when_exhausted text not null default 'fail'
-    check (when_exhausted in ('fail', 'skip', 'skip-cascade')),
+    check (when_exhausted in ('fail', 'skip', 'skip-cascade', 'pause')),
   primary key (flow_slug, step_slug),
   unique (flow_slug, step_index),
   -- Flow control (docs/ARCHITECTURE.md §5.12), runtime options: the rate limit the step's

@@ -22,8 +22,26 @@ create table switchyard.runs (
   trace_context text
     check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
   -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
-  priority smallint not null default 0 check (priority between -10 and 10)
+  priority smallint not null default 0 check (priority between -10 and 10),
+  -- A fork's lineage (switchyard.fork_run, docs/ARCHITECTURE.md §14.1): the run it was forked
+  -- from and the step it reran from. No foreign key: pruning the original leaves the fork whole.
+  forked_from uuid,
+  from_step text,
+  -- Paused (switchyard.pause_run, or a step's whenExhausted 'pause'): none of the run's tasks is
+  -- claimed until switchyard.resume_run; running tasks finish. Null: not paused.
+  paused_at timestamptz,
+  pause_reason text,
+  -- The attempts the run's tasks had used before its latest rerun (switchyard.rerun_run): a task
+  -- created after it counts its attempts on from here, so a late answer of an attempt from
+  -- before the rerun is never taken for a new one. 0 for a run never rerun.
+  attempt_floor int not null default 0
 );
+
+-- The paused runs, for the dashboard and resume (empty when unused).
+create index runs_paused on switchyard.runs (paused_at) where paused_at is not null;
+
+-- A run's forks, newest first (empty when unused).
+create index runs_forked_from on switchyard.runs (forked_from) where forked_from is not null;
 
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
 

@@ -16,9 +16,10 @@ create table switchyard.run_events (
   -- 'waiting', 'signalled' and 'timed out': a wait step's (docs/ARCHITECTURE.md §5.11).
   constraint run_events_event_check check (event in
     ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried', 'waiting',
-     'signalled', 'timed out', 'progress')),
+     'signalled', 'timed out', 'progress', 'rerun', 'forked', 'moved', 'paused', 'resumed')),
   -- A 'progress' event's task (its index) and the JSON its handler reported with ctx.progress
-  -- (switchyard.report_progress, docs/ARCHITECTURE.md §16); null for every other event.
+  -- (switchyard.report_progress, docs/ARCHITECTURE.md §16); for 'rerun', 'forked', 'moved',
+  -- 'paused' and 'resumed' (§14.1), who did it and what; null for every other event.
   task_index int,
   data jsonb
 );

@@ -3,7 +3,8 @@
 -- is a key from switchyard.pair_set(); each message costs index lookups only, so the cost does
 -- not grow with the size of the registry. A map task's input is its element; 'skipped' tasks are
 -- stale.
---   eligible    supported pair, task queued, run started
+--   eligible    supported pair, task queued, run started and not paused
+--   paused      supported pair, task queued, run paused (docs/ARCHITECTURE.md §14.1): hidden again
 --   duplicate   supported pair, task started, run started (left to stall recovery)
 --   stale       supported pair, task terminal (completed, failed, skipped) or run ended (archived)
 --   unsupported no task for the message on this queue, or an unsupported pair
@@ -21,8 +22,10 @@ begin
   select b.id,
          case
            when t.run_id is null or not t.supported then 'unsupported'
-           when t.run_status <> 'started' or t.status in ('completed', 'failed', 'skipped') then 'stale'
+           when t.run_status not in ('started', 'paused')
+                or t.status in ('completed', 'failed', 'skipped') then 'stale'
            when t.status = 'started' then 'duplicate'
+           when t.run_status = 'paused' then 'paused'
            else 'eligible'
          end,
          t.flow_slug,
@@ -30,7 +33,10 @@ begin
     from (select distinct u.id from unnest(message_ids) as u(id)) b
     left join lateral (
       select x.run_id, x.flow_slug, x.step_slug, x.status,
-             (select r.status from switchyard.runs r where r.run_id = x.run_id) as run_status,
+             -- The run's row, read once: a paused run's status reads 'paused' here.
+             (select case when r.paused_at is not null and r.status = 'started' then 'paused'
+                     else r.status end
+                from switchyard.runs r where r.run_id = x.run_id) as run_status,
              exists (select 1 from switchyard.pair_sets s
                       where s.pair_set = classify_batch.pair_set
                         and s.pair = x.flow_slug || '/' || x.step_slug) as supported

@@ -1,7 +1,7 @@
 -- The claim (docs/ARCHITECTURE.md §5.2-§5.4): turns the messages a worker read into started
 -- tasks, all or nothing per batch. It locks the batch's runs and tasks, classifies every message
 -- (classify_batch), refuses a batch with unsupported work whole (the function pauses), archives
--- stale messages, holds back what flow control says must wait (§5.12), starts the eligible tasks
+-- stale messages, hides a paused run's again (§14.1), holds back what flow control says must wait (§5.12), starts the eligible tasks
 -- and returns each with its input. Per message it probes unique keys only (§5.7), so its cost
 -- does not grow with the backlog or the registry.
 create or replace function switchyard.start_tasks(
@@ -22,6 +22,7 @@ declare
   unsupported_ids bigint[];
   unsupported_pairs text[];
   stale_ids bigint[];
+  paused_ids bigint[];
   eligible_ids bigint[];
   duplicate_ids bigint[];
   claimed_ids bigint[];
@@ -94,8 +95,9 @@ begin
            filter (where c.class = 'unsupported'),
          array_agg(c.message_id order by c.message_id) filter (where c.class = 'stale'),
          coalesce(array_agg(c.message_id) filter (where c.class = 'eligible'), '{}'),
-         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate')
-    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'duplicate'),
+         array_agg(c.message_id order by c.message_id) filter (where c.class = 'paused')
+    into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids, paused_ids
     from switchyard.classify_batch(queue, message_ids, support) c;
 
   if unsupported_ids is not null then
@@ -128,6 +130,12 @@ begin
 
   if stale_ids is not null then
     perform pgmq.archive(queue, stale_ids);
+  end if;
+  -- A paused run's messages (docs/ARCHITECTURE.md §14.1): hidden again, no attempt used;
+  -- resume_run shows them. Answered 'throttled', which every worker release skips.
+  if paused_ids is not null then
+    perform switchyard._hide_messages(queue, paused_ids,
+      array_fill(switchyard.pause_hide_seconds(), array[cardinality(paused_ids)]));
   end if;
 
   -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
@@ -231,6 +239,6 @@ begin
       from unnest(stale_ids) s
     union all
     select 'throttled'::text, h, queue, null, null, null, null, null, null, null, null, null
-      from unnest(held_ids) h;
+      from unnest(held_ids || coalesce(paused_ids, '{}')) h;
 end
 $$;

@@ -217,7 +217,7 @@ begin
       switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
                                 array['skip', 'skip-cascade', 'fail'], 'skip'),
       switchyard._choice_option(step -> 'options', 'whenExhausted', format('step %s option', to_json(step_slug)),
-                                array['fail', 'skip', 'skip-cascade'], 'fail'),
+                                array['fail', 'skip', 'skip-cascade', 'pause'], 'fail'),
       -- A wait's timeout (none: null) and what it does; a sleep's length, required unless it
       -- sleeps until a time.
       switchyard._int_option(step -> 'options', 'waitTimeout', format('step %s option', to_json(step_slug)),

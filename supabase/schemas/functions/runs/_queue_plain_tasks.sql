@@ -21,6 +21,7 @@ declare
   timeouts int[];
   priorities int[];
   keyed boolean[];
+  floors int[];
 begin
   if cardinality(runs) = 0 then
     return 0;
@@ -32,8 +33,10 @@ begin
          array_agg(coalesce(st.max_delay, f.max_delay) order by u.ord),
          array_agg(coalesce(st.timeout, f.timeout) order by u.ord),
          array_agg(r.priority order by u.ord),
-         array_agg(st.concurrency_limit is not null order by u.ord)
-    into queues, delays, max_attempts, base_delays, max_delays, timeouts, priorities, keyed
+         array_agg(st.concurrency_limit is not null order by u.ord),
+         array_agg(r.attempt_floor order by u.ord)
+    into queues, delays, max_attempts, base_delays, max_delays, timeouts, priorities, keyed,
+         floors
     from unnest(runs, flows, steps) with ordinality as u(run_id, flow_slug, step_slug, ord)
     join switchyard.steps st on st.flow_slug = u.flow_slug and st.step_slug = u.step_slug
     join switchyard.flows f on f.flow_slug = u.flow_slug
@@ -58,10 +61,13 @@ begin
   loop
     -- PGMQ numbers a batch's messages in the order given. The body (_task_message) is for
     -- humans and the read's order; claiming trusts only (queue_name, message_id).
+    -- A rerun run's tasks count their attempts on from its attempt floor (rerun_run); 0 else.
     insert into switchyard.step_tasks (run_id, step_slug, flow_slug, queue_name, message_id,
-                                       max_attempts, base_delay, max_delay, timeout)
-    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id, max_attempts[o.ord],
-           base_delays[o.ord], max_delays[o.ord], timeouts[o.ord]
+                                       attempts_count, max_attempts, base_delay, max_delay,
+                                       timeout)
+    select runs[o.ord], steps[o.ord], flows[o.ord], q.queue_name, b.msg_id, floors[o.ord],
+           floors[o.ord] + max_attempts[o.ord], base_delays[o.ord], max_delays[o.ord],
+           timeouts[o.ord]
       from (select m.msg_id, row_number() over (order by m.msg_id) as i
               from pgmq.send_batch(q.queue_name, q.bodies, q.start_delay) as m(msg_id)) b
       join unnest(q.ords) with ordinality as o(ord, i) on o.i = b.i;

@@ -35,6 +35,7 @@ declare
   skipped_any boolean := false;
   plain_flows text[] := '{}';   -- plain ready steps not queued yet (parallel arrays)
   plain_steps text[] := '{}';
+  floor int;
 begin
   loop
     moved_any := false;
@@ -137,11 +138,15 @@ begin
           skipped_any := true;
           continue;
         end if;
-        -- One task per element; PGMQ numbers a batch's messages in the order given.
+        -- One task per element; PGMQ numbers a batch's messages in the order given. A rerun
+        -- run's tasks count their attempts on from its attempt floor (rerun_run).
+        select r.attempt_floor into floor from switchyard.runs r where r.run_id = target_run;
         insert into switchyard.step_tasks (run_id, step_slug, task_index, flow_slug, queue_name,
-                                           message_id, max_attempts, base_delay, max_delay, timeout)
+                                           message_id, attempts_count, max_attempts, base_delay,
+                                           max_delay, timeout)
         select ready.run_id, ready.step_slug, (b.ord - 1)::int, ready.flow_slug, ready.queue_name,
-               b.msg_id, ready.max_attempts, ready.base_delay, ready.max_delay, ready.timeout
+               b.msg_id, floor, floor + ready.max_attempts, ready.base_delay, ready.max_delay,
+               ready.timeout
           from (select m.msg_id, row_number() over (order by m.msg_id) as ord
                   from pgmq.send_batch(
                          ready.queue_name,

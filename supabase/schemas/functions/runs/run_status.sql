@@ -1,5 +1,6 @@
 -- One run's status document (docs/ARCHITECTURE.md §14): its status, input, output or error, owner
--- and times, with each step's state, queue snapshot and attempts.
+-- and times, its lineage (a fork's original and step) and pause (§14.1), with each step's state,
+-- queue snapshot and attempts.
 create or replace function switchyard.run_status(run_id uuid)
 returns jsonb
 language sql
@@ -12,6 +13,8 @@ as $$
     'status', r.status, 'output', r.output, 'error', r.error,
     'started_at', r.started_at, 'completed_at', r.completed_at, 'failed_at', r.failed_at,
     'cancelled_at', r.cancelled_at, 'owner', r.owner,
+    'forked_from', r.forked_from, 'from_step', r.from_step, 'paused_at', r.paused_at,
+    'pause_reason', r.pause_reason,
     -- Per step: its queue snapshot and attempts (a map step: the most attempts any element
     -- used), its number of tasks (a map step's elements), the first error in element order,
     -- and why it was skipped.

@@ -1,0 +1,10 @@
+/**
+ * `deno task move`: see cli/_run_controls.ts (docs/ARCHITECTURE.md §14.1).
+ *
+ * Needs `DATABASE_URL`. Exit codes: 0 done (or counted, in a dry run), 1 refused, 2 bad usage.
+ *
+ * @module
+ */
+import { runControlCommand } from './_run_controls.ts';
+
+await runControlCommand('move');

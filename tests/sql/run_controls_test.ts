@@ -1,0 +1,783 @@
+/**
+ * Rerun, fork, move, pause and bulk actions (issue 41, docs/ARCHITECTURE.md §14.1), on real
+ * PostgreSQL with real workers: what each keeps and runs again, what SQL proves before a run
+ * changes version, the refusals (each changes nothing), and the races: a late answer of an old
+ * attempt against a rerun, a fork against a cancel, a bulk rerun from two connections.
+ */
+import assert from 'node:assert/strict';
+import postgres from 'postgres';
+import { defineDeployedFlow, Flow, routeFlow, startWorker, type Worker } from '../../lib/mod.ts';
+import { toPlacement } from '../../lib/dsl/placement.ts';
+import { createDashboard } from '../../lib/ops.ts';
+import { untypedClient } from '../_helpers/untyped_client.ts';
+import { createTestDatabase } from '../_helpers/db.ts';
+import { FAST, waitFor } from '../_helpers/wait.ts';
+
+const db = await createTestDatabase();
+const { sql } = db;
+const client = untypedClient(db.url);
+const quiet = { info() {}, warn() {}, error() {} };
+
+/** Calls of each step, by run: what ran again and what was kept. */
+const calls = new Map<string, number>();
+const count = (runId: string, step: string) => {
+  const key = `${runId}/${step}`;
+  calls.set(key, (calls.get(key) ?? 0) + 1);
+};
+const called = (runId: string, step: string) => calls.get(`${runId}/${step}`) ?? 0;
+
+/** Steps that fail while their run's id is listed here. */
+const failing = new Set<string>();
+
+// a -> b -> c, and d beside them (depends on a only).
+const chain = new Flow<{ n: number; tag?: string }>({
+  slug: 'rcChain',
+  maxAttempts: 2,
+  baseDelay: 1,
+})
+  .step({ slug: 'a' }, (input, ctx) => {
+    count(ctx.runId, 'a');
+    return input.n + 1;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input, ctx) => {
+    count(ctx.runId, 'b');
+    if (failing.has(ctx.runId)) throw new Error('b is broken');
+    return input.a * 10;
+  })
+  .step({ slug: 'c', dependsOn: ['b'] }, (input, ctx) => {
+    count(ctx.runId, 'c');
+    return { c: input.b, tag: ctx.flowInput.tag ?? null };
+  })
+  .step({ slug: 'd', dependsOn: ['a'] }, (input, ctx) => {
+    count(ctx.runId, 'd');
+    return `d${input.a}`;
+  });
+
+async function events(runId: string) {
+  return await sql<{ event: string; step_slug: string | null; data: Record<string, unknown> }[]>`
+    select event, step_slug, data from switchyard.run_events where run_id = ${runId}
+     order by event_id`;
+}
+
+async function snapshot(runId: string) {
+  const [run] = await sql`select status, input, output, error, remaining_steps, attempt_floor,
+                                 paused_at from switchyard.runs where run_id = ${runId}`;
+  const steps = await sql`select step_slug, status, output, remaining_deps
+                            from switchyard.step_states where run_id = ${runId} order by step_slug`;
+  const tasks = await sql`select step_slug, task_index, status, attempts_count, message_id
+                            from switchyard.step_tasks where run_id = ${runId}
+                           order by step_slug, task_index`;
+  const [{ n }] = await sql`select count(*)::int as n from switchyard.run_events
+                             where run_id = ${runId}`;
+  return { run, steps, tasks, events: n };
+}
+
+const refusal = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (e) {
+    const err = e as { code: string; detail: string; message: string };
+    return { code: err.code, detail: JSON.parse(err.detail), message: err.message };
+  }
+  throw new Error('expected a refusal');
+};
+
+let worker: Worker;
+Deno.test.beforeAll(async () => {
+  worker = await startWorker(chain, {
+    connectionString: db.url,
+    logger: quiet,
+    maxConcurrent: 8,
+    ...FAST,
+  });
+});
+
+Deno.test('rerun of a completed run from a middle step runs it and its dependents again, keeps the rest', async () => {
+  const run = await client.startFlow('rcChain', { n: 1 });
+  assert.equal((await client.waitForRun(run)).status, 'completed');
+  const before = await sql`select step_slug, output from switchyard.step_states
+                            where run_id = ${run} order by step_slug`;
+  const [{ rerun }] = await sql`select switchyard.rerun_run(${run}::uuid, 'b',
+                                  ${sql.json({ tag: 'patched' })}::jsonb, 'alice') as rerun`;
+  assert.equal(rerun, 2, 'b and c run again');
+  const done = await client.waitForRun(run);
+  assert.equal(done.status, 'completed');
+  assert.equal(called(run, 'a'), 1, 'a kept');
+  assert.equal(called(run, 'd'), 1, 'd kept');
+  assert.equal(called(run, 'b'), 2);
+  assert.equal(called(run, 'c'), 2);
+  const after = await sql`select step_slug, output from switchyard.step_states
+                           where run_id = ${run} order by step_slug`;
+  assert.deepEqual(after.find((s) => s.step_slug === 'a'), before.find((s) => s.step_slug === 'a'));
+  assert.deepEqual(after.find((s) => s.step_slug === 'c')?.output, { c: 20, tag: 'patched' });
+  const [row] = await sql`select input, remaining_steps from switchyard.runs where run_id = ${run}`;
+  assert.deepEqual(row.input, { n: 1, tag: 'patched' });
+  assert.equal(row.remaining_steps, 0);
+  const log = await events(run);
+  const note = log.find((e) => e.event === 'rerun');
+  assert.ok(note, 'a rerun event');
+  assert.deepEqual(note.data, {
+    by: 'alice',
+    from_step: 'b',
+    steps: ['b', 'c'],
+    input_patch: { tag: 'patched' },
+    previous_status: 'completed',
+  });
+  // The run completed twice: completed, rerun, started, ..., completed.
+  assert.deepEqual(log.filter((e) => e.step_slug === null).map((e) => e.event), [
+    'started',
+    'completed',
+    'rerun',
+    'started',
+    'completed',
+  ]);
+});
+
+Deno.test('rerun of a failed run from the failing step: fresh attempts counting on, the run completes', async () => {
+  const run = await client.startFlow('rcChain', { n: 2 });
+  failing.add(run);
+  await waitFor('the run to start b', () => called(run, 'a') === 1);
+  assert.equal((await client.waitForRun(run)).status, 'failed');
+  const [{ used }] = await sql`select max(attempts_count)::int as used from switchyard.step_tasks
+                                where run_id = ${run} and step_slug = 'b'`;
+  assert.equal(used, 2);
+  failing.delete(run); // the bug is fixed and deployed
+  await sql`select switchyard.rerun_run(${run}::uuid, 'b')`;
+  assert.equal((await client.waitForRun(run)).status, 'completed');
+  const [b] = await sql`select attempts_count, max_attempts from switchyard.step_tasks
+                         where run_id = ${run} and step_slug = 'b'`;
+  assert.deepEqual({ ...b }, { attempts_count: 3, max_attempts: 4 }, 'attempts count on');
+  assert.equal(called(run, 'a'), 1);
+  assert.equal(called(run, 'd'), 1, 'd completed before b failed, and is kept');
+  const log = await events(run);
+  assert.deepEqual(log.filter((e) => e.step_slug === null).map((e) => e.event), [
+    'started',
+    'failed',
+    'rerun',
+    'retried',
+    'completed',
+  ]);
+});
+
+Deno.test('rerun is refused with the rule and changes nothing: unknown run, started run, unknown step, bad patch', async () => {
+  const done = await client.startFlow('rcChain', { n: 3 });
+  assert.equal((await client.waitForRun(done)).status, 'completed');
+  const was = await snapshot(done);
+  let r = await refusal(sql`select switchyard.rerun_run(${crypto.randomUUID()}::uuid, 'a')`);
+  assert.equal(r.code, '22023');
+  assert.equal(r.detail.rule, 'run_unknown');
+  r = await refusal(sql`select switchyard.rerun_run(${done}::uuid, 'work')`);
+  assert.equal(r.code, '22023');
+  assert.equal(r.detail.rule, 'step_unknown');
+  assert.deepEqual(r.detail.steps, ['a', 'b', 'c', 'd']);
+  assert.match(r.message, /has no step "work"; its steps: a, b, c, d/);
+  r = await refusal(sql`select switchyard.rerun_run(${done}::uuid, 'b', '[1]'::jsonb)`);
+  assert.equal(r.detail.rule, 'input_patch_not_object');
+  assert.deepEqual(await snapshot(done), was, 'nothing changed');
+
+  // A started run: b waits on a gate-less queue position (the run is paused, so nothing runs).
+  const started = await client.startFlow('rcChain', { n: 4 }, {
+    startAt: new Date(Date.now() + 3_600_000),
+  });
+  const wasStarted = await snapshot(started);
+  r = await refusal(sql`select switchyard.rerun_run(${started}::uuid, 'a')`);
+  assert.equal(r.code, '55000');
+  assert.equal(r.detail.rule, 'run_not_ended');
+  assert.deepEqual(await snapshot(started), wasStarted);
+  await sql`select switchyard.cancel_run(${started}::uuid, 'test over')`;
+});
+
+Deno.test('a late answer of an attempt from before the rerun is ignored, whichever commits first', async () => {
+  // `slow` holds its first attempt open on a gate; the run is cancelled meanwhile, then rerun
+  // while the old attempt answers at the same moment.
+  const gates = new Map<string, () => void>();
+  const attemptsSeen = new Map<string, number[]>();
+  const slowFlow = new Flow<{ id: number }>({ slug: 'rcSlow', maxAttempts: 3, timeout: 60 })
+    .step({ slug: 'slow' }, async (_input, ctx) => {
+      attemptsSeen.set(ctx.runId, [...(attemptsSeen.get(ctx.runId) ?? []), ctx.attempt]);
+      if (!gates.has(ctx.runId)) {
+        await new Promise<void>((r) => gates.set(ctx.runId, r));
+        return `old attempt ${ctx.attempt}`;
+      }
+      return `new attempt ${ctx.attempt}`;
+    });
+  const w = await startWorker(slowFlow, {
+    connectionString: db.url,
+    logger: quiet,
+    maxConcurrent: 20,
+    ...FAST,
+  });
+  try {
+    const runs = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => client.startFlow('rcSlow', { id: i })),
+    );
+    await waitFor('every first attempt to hold its gate', () => runs.every((r) => gates.has(r)));
+    for (const run of runs) await sql`select switchyard.cancel_run(${run}::uuid, 'to rerun')`;
+    // Each rerun and each late answer race on their own connection.
+    const other = postgres(db.url, { max: 8, onnotice: () => {}, prepare: false });
+    try {
+      await Promise.all(runs.flatMap((run) => [
+        other`select switchyard.rerun_run(${run}::uuid, 'slow')`,
+        Promise.resolve().then(() => gates.get(run)!()),
+      ]));
+    } finally {
+      await other.end();
+    }
+    for (const run of runs) {
+      const status = await client.waitForRun(run);
+      assert.equal(status.status, 'completed', `${run} completes`);
+      const [s] = await sql`select output from switchyard.step_states
+                             where run_id = ${run} and step_slug = 'slow'`;
+      assert.match(s.output, /^new attempt [2-9]$/, "the output is the new attempt's");
+      const [t] = await sql`select attempts_count from switchyard.step_tasks
+                             where run_id = ${run} and step_slug = 'slow'`;
+      assert.ok(t.attempts_count >= 2, 'the new attempt counts on from the old one');
+      const seen = attemptsSeen.get(run)!;
+      assert.equal(seen[0], 1, 'the old attempt was attempt 1');
+      assert.equal(seen.at(-1), t.attempts_count, "the output is the last attempt's");
+    }
+  } finally {
+    for (const open of gates.values()) open();
+    await w.stop();
+  }
+});
+
+Deno.test('fork copies the outputs not downstream of the step, runs the rest, with lineage; the original is untouched', async () => {
+  const run = await client.startFlow('rcChain', { n: 5 });
+  assert.equal((await client.waitForRun(run)).status, 'completed');
+  const was = await snapshot(run);
+  const [{ fork }] = await sql`select switchyard.fork_run(${run}::uuid, 'b',
+                                 ${sql.json({ n: 5, tag: 'fork' })}::jsonb) as fork`;
+  assert.equal((await client.waitForRun(fork)).status, 'completed');
+  const [row] = await sql`select forked_from::text, from_step, flow_slug from switchyard.runs
+                           where run_id = ${fork}`;
+  assert.deepEqual({ ...row }, { forked_from: run, from_step: 'b', flow_slug: 'rcChain' });
+  assert.equal(called(fork, 'a'), 0, 'a copied');
+  assert.equal(called(fork, 'd'), 0, 'd copied');
+  assert.equal(called(fork, 'b'), 1);
+  assert.equal(called(fork, 'c'), 1);
+  const [c] =
+    await sql`select output from switchyard.step_states where run_id = ${fork} and step_slug = 'c'`;
+  assert.deepEqual(c.output, { c: 60, tag: 'fork' });
+  assert.deepEqual(await snapshot(run), was, 'the original is untouched');
+  const note = (await events(fork)).find((e) => e.event === 'forked');
+  assert.equal(note?.data.forked_from, run);
+  assert.deepEqual(note?.data.kept, ['a', 'd']);
+  // The client's run record shows the lineage.
+  const status = await client.runStatus(fork);
+  assert.equal(status?.forkedFrom, run);
+  assert.equal(status?.fromStep, 'b');
+});
+
+Deno.test('fork while the original is cancelled: both happen, the fork copies only completed steps', async () => {
+  const gate: { open?: () => void } = {};
+  const held = new Flow<{ id: number }>({ slug: 'rcHeld', maxAttempts: 1 })
+    .step({ slug: 'first' }, (_input, ctx) => {
+      count(ctx.runId, 'first');
+      return 'first';
+    })
+    .step({ slug: 'second', dependsOn: ['first'] }, async () => {
+      // Only the original's attempt waits; the fork's runs through.
+      if (!gate.open) await new Promise<void>((r) => (gate.open = r));
+      return 'second';
+    })
+    .step({ slug: 'third', dependsOn: ['second'] }, () => 'third');
+  const w = await startWorker(held, { connectionString: db.url, logger: quiet, ...FAST });
+  try {
+    const run = await client.startFlow('rcHeld', { id: 1 });
+    await waitFor('second to run', () => gate.open);
+    const other = postgres(db.url, { max: 2, onnotice: () => {}, prepare: false });
+    let fork: string;
+    try {
+      const [forked] = await Promise.all([
+        other`select switchyard.fork_run(${run}::uuid, 'third') as id`,
+        sql`select switchyard.cancel_run(${run}::uuid, 'cancelled during a fork')`,
+      ]);
+      fork = forked[0].id;
+    } finally {
+      await other.end();
+    }
+    gate.open!();
+    assert.equal((await client.waitForRun(run)).status, 'cancelled');
+    // What the fork kept, as it recorded it: first, never second (running when it forked).
+    const note = (await events(fork)).find((e) => e.event === 'forked');
+    assert.deepEqual(note?.data.kept, ['first']);
+    assert.equal(called(fork, 'first'), 0, 'first copied, not run');
+    const status = await client.waitForRun(fork);
+    assert.equal(status.status, 'completed');
+  } finally {
+    gate.open?.();
+    await w.stop();
+  }
+});
+
+// Versions of alias rcFlow on one shared queue: V2 fixes b and adds a step; V3 makes a depend on
+// a new step and has no b.
+const gateA: { open?: () => void } = {};
+const v1 = new Flow<{ n: number }>({ slug: 'rcFlowV1', maxAttempts: 1, timeout: 60 })
+  .step({ slug: 'a' }, async (input) => {
+    // A negative n holds a's attempt open until the test lets it go.
+    if (input.n < 0) await new Promise<void>((r) => (gateA.open = r));
+    return input.n;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => {
+    throw new Error(`V1 b is broken (${input.a})`);
+  });
+const v2 = new Flow<{ n: number }>({ slug: 'rcFlowV2', maxAttempts: 1 })
+  .step({ slug: 'a' }, (input) => input.n)
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => input.a * 100)
+  .step({ slug: 'audit', dependsOn: ['b'] }, (input) => `audited ${input.b}`);
+const v3 = new Flow<{ n: number }>({ slug: 'rcFlowV3', maxAttempts: 1 })
+  .step({ slug: 'z' }, () => 1)
+  .step({ slug: 'a', dependsOn: ['z'] }, (input) => input.z)
+  .step({ slug: 'c', dependsOn: ['a'] }, (input) => input.a);
+const deployed = [
+  defineDeployedFlow(routeFlow(v1, { queues: { a: 'rc_flow', b: 'rc_flow' } }), {
+    alias: 'rcFlow',
+  }),
+  defineDeployedFlow(routeFlow(v2, { queues: { a: 'rc_flow', b: 'rc_flow', audit: 'rc_flow' } }), {
+    alias: 'rcFlow',
+  }),
+  defineDeployedFlow(routeFlow(v3, { queues: { z: 'rc_flow', a: 'rc_flow', c: 'rc_flow' } }), {
+    alias: 'rcFlow',
+  }),
+] as const;
+
+let compiled = false;
+async function compileVersions() {
+  if (compiled) return;
+  compiled = true;
+  for (const d of deployed) {
+    await sql`select switchyard.ensure_flow(${sql.json(toPlacement(d).shape as never)}::jsonb)`;
+  }
+  await sql`select switchyard.declare_alias('rcFlow', array['rcFlowV1', 'rcFlowV2', 'rcFlowV3'])`;
+  await sql`select switchyard.activate_alias('rcFlow', 'rcFlowV1')`;
+}
+
+Deno.test('fork onto another version only when SQL proves it, naming each incompatibility', async () => {
+  await compileVersions();
+  const w = await startWorker(deployed, {
+    connectionString: db.url,
+    queueName: 'rc_flow',
+    logger: quiet,
+    ...FAST,
+  });
+  try {
+    const run = await client.startFlow('rcFlowV1', { n: 7 });
+    assert.equal((await client.waitForRun(run)).status, 'failed');
+    const [{ before }] = await sql`select count(*)::int as before from switchyard.runs`;
+    const r = await refusal(sql`select switchyard.fork_run(${run}::uuid, 'b', null, 'rcFlowV3')`);
+    assert.equal(r.code, '22023');
+    assert.equal(r.detail.rule, 'version_incompatible');
+    assert.deepEqual(r.detail.problems, [
+      'step "a" depends on [] in "rcFlowV1" but on [z] in "rcFlowV3"',
+      'step "b" must run but "rcFlowV3" has no step "b"',
+    ]);
+    assert.match(r.message, /cannot go onto "rcFlowV3" from step "b": step "a" depends on/);
+    const [{ after }] = await sql`select count(*)::int as after from switchyard.runs`;
+    assert.equal(after, before, 'no run created');
+    const other = await refusal(
+      sql`select switchyard.fork_run(${run}::uuid, 'b', null, 'rcChain')`,
+    );
+    assert.equal(other.detail.rule, 'flow_other_alias');
+    // Onto V2 (same a and b, plus audit): a is copied, b and audit run on V2.
+    const [{ fork }] =
+      await sql`select switchyard.fork_run(${run}::uuid, 'b', null, 'rcFlowV2') as fork`;
+    const done = await client.waitForRun(fork);
+    assert.equal(done.status, 'completed');
+    const outs = await sql`select step_slug, output from switchyard.step_states
+                            where run_id = ${fork} order by step_slug`;
+    assert.deepEqual(outs.map((o) => [o.step_slug, o.output]), [
+      ['a', 7],
+      ['audit', 'audited 700'],
+      ['b', 700],
+    ]);
+  } finally {
+    await w.stop();
+  }
+});
+
+Deno.test('move a started run onto a newer version: proven, kept steps kept, the rest on the new shape, drain counts move', async () => {
+  await compileVersions();
+  // No worker on rc_flow: a's task stays queued.
+  const run = await client.startFlow('rcFlowV1', { n: 3 });
+  const drain = async (flow: string) =>
+    Number(
+      (await sql`select coalesce(sum(started_runs), 0)::int as n from switchyard.drain_status('rc_flow')
+                  where flow_slug = ${flow}`)[0].n,
+    );
+  const onV1 = await drain('rcFlowV1');
+  assert.ok(onV1 >= 1);
+  const was = await snapshot(run);
+  const r = await refusal(sql`select switchyard.move_run(${run}::uuid, 'rcFlowV3')`);
+  assert.equal(r.detail.rule, 'version_incompatible');
+  assert.deepEqual(r.detail.problems, [
+    'step "a" depends on [] in "rcFlowV1" but on [z] in "rcFlowV3"',
+  ]);
+  assert.deepEqual(await snapshot(run), was, 'nothing changed');
+  const [{ moved }] =
+    await sql`select switchyard.move_run(${run}::uuid, 'rcFlowV2', 'ops') as moved`;
+  assert.equal(moved, true);
+  const [{ again }] = await sql`select switchyard.move_run(${run}::uuid, 'rcFlowV2') as again`;
+  assert.equal(again, false, 'a repeat changes nothing');
+  assert.equal(await drain('rcFlowV1'), onV1 - 1, 'V1 counts one run less');
+  assert.ok((await drain('rcFlowV2')) >= 1, 'V2 counts it');
+  const [row] =
+    await sql`select flow_slug, remaining_steps from switchyard.runs where run_id = ${run}`;
+  assert.deepEqual({ ...row }, { flow_slug: 'rcFlowV2', remaining_steps: 3 });
+  const note = (await events(run)).find((e) => e.event === 'moved');
+  assert.deepEqual(note?.data, { by: 'ops', from_flow: 'rcFlowV1', to_flow: 'rcFlowV2' });
+  const w = await startWorker(deployed, {
+    connectionString: db.url,
+    queueName: 'rc_flow',
+    logger: quiet,
+    ...FAST,
+  });
+  try {
+    const done = await client.waitForRun(run);
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.output, { audit: 'audited 300' });
+
+    // A run with a running task is refused until it finished; then it moves.
+    const held = await client.startFlow('rcFlowV1', { n: -1 });
+    await waitFor('a to run', () => gateA.open);
+    const busy = await refusal(sql`select switchyard.move_run(${held}::uuid, 'rcFlowV2')`);
+    assert.equal(busy.code, '55000');
+    assert.equal(busy.detail.rule, 'run_has_running_tasks');
+    assert.equal(busy.detail.running, 1);
+    await sql`select switchyard.pause_run(${held}::uuid, 'moving it')`;
+    gateA.open!();
+    await waitFor(
+      'a to finish',
+      async () =>
+        (await sql`select 1 from switchyard.step_states where run_id = ${held}
+                  and step_slug = 'a' and status = 'completed'`).length > 0,
+    );
+    // b (broken on V1) is queued while the run is paused: moved before any worker claims it.
+    await sql`select switchyard.move_run(${held}::uuid, 'rcFlowV2')`;
+    await sql`select switchyard.resume_run(${held}::uuid)`;
+    const ok = await client.waitForRun(held);
+    assert.equal(ok.status, 'completed');
+    assert.deepEqual(ok.output, { audit: 'audited -100' });
+  } finally {
+    await w.stop();
+  }
+  const ended = await refusal(sql`select switchyard.move_run(${run}::uuid, 'rcFlowV1')`);
+  assert.equal(ended.detail.rule, 'run_not_started');
+});
+
+Deno.test('pause while a task runs: it finishes, nothing more is claimed; resume goes on', async () => {
+  const gate: { open?: () => void } = {};
+  const paused = new Flow<{ id: number }>({ slug: 'rcPause', maxAttempts: 1 })
+    .step({ slug: 'first' }, async () => {
+      await new Promise<void>((r) => (gate.open = r));
+      return 1;
+    })
+    .step({ slug: 'second', dependsOn: ['first'] }, (input) => input.first + 1);
+  const w = await startWorker(paused, { connectionString: db.url, logger: quiet, ...FAST });
+  try {
+    const run = await client.startFlow('rcPause', { id: 1 });
+    await waitFor('first to run', () => gate.open);
+    assert.equal(
+      (await sql`select switchyard.pause_run(${run}::uuid, 'look at it', 'bob') as p`)[0].p,
+      true,
+    );
+    assert.equal((await sql`select switchyard.pause_run(${run}::uuid) as p`)[0].p, false);
+    gate.open!();
+    // The worker reads second's message and the claim hides it again: never started.
+    // The worker reads second's message and the claim hides it again for the pause.
+    await waitFor("the claim to hide second's message", async () => {
+      const [task] = await sql`select queue_name, message_id::text from switchyard.step_tasks
+                                where run_id = ${run} and step_slug = 'second'`;
+      if (!task) return false;
+      const [m] = await sql.unsafe(
+        `select read_ct, vt > now() + interval '30 minutes' as hidden
+           from pgmq.q_${task.queue_name} where msg_id = $1`,
+        [task.message_id],
+      );
+      return m?.read_ct > 0 && m.hidden;
+    });
+    const [t] = await sql`select status, attempts_count from switchyard.step_tasks
+                           where run_id = ${run} and step_slug = 'second'`;
+    assert.deepEqual({ ...t }, { status: 'queued', attempts_count: 0 }, 'no attempt used');
+    assert.equal((await client.runStatus(run))?.pauseReason, 'look at it');
+    await sql`select switchyard.resume_run(${run}::uuid, 'bob')`;
+    const done = await client.waitForRun(run);
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(
+      (await events(run)).filter((e) => e.event === 'paused' || e.event === 'resumed').map((
+        e,
+      ) => [e.event, e.data]),
+      [['paused', { reason: 'look at it', by: 'bob' }], ['resumed', { by: 'bob', requeued: 0 }]],
+    );
+  } finally {
+    gate.open?.();
+    await w.stop();
+  }
+});
+
+Deno.test('whenExhausted pause: the run pauses instead of failing; resume retries the step', async () => {
+  let broken = true;
+  const flow = new Flow<{ id: number }>({ slug: 'rcExhaust', maxAttempts: 2, baseDelay: 1 })
+    .step({ slug: 'fetch', whenExhausted: 'pause' }, () => {
+      if (broken) throw new Error('upstream down');
+      return 'fetched';
+    })
+    .step({ slug: 'use', dependsOn: ['fetch'] }, (input) => `used ${input.fetch}`);
+  const w = await startWorker(flow, { connectionString: db.url, logger: quiet, ...FAST });
+  try {
+    const run = await client.startFlow('rcExhaust', { id: 1 });
+    await waitFor('the run to pause', async () => (await client.runStatus(run))?.pausedAt);
+    const status = await client.runStatus(run);
+    assert.equal(status?.status, 'started', 'paused, not failed');
+    assert.match(
+      status!.pauseReason!,
+      /whenExhausted pause: step "fetch" failed after 2 attempt\(s\): .*upstream down/,
+    );
+    const [t] = await sql`select status, attempts_count from switchyard.step_tasks
+                           where run_id = ${run} and step_slug = 'fetch'`;
+    assert.deepEqual({ ...t }, { status: 'failed', attempts_count: 2 });
+    broken = false;
+    const [{ n }] = await sql`select switchyard.resume_run(${run}::uuid) as n`;
+    assert.equal(n, 1, 'fetch queued again');
+    const done = await client.waitForRun(run);
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.output, { use: 'used fetched' });
+    const [again] = await sql`select attempts_count, max_attempts from switchyard.step_tasks
+                               where run_id = ${run} and step_slug = 'fetch'`;
+    assert.deepEqual({ ...again }, { attempts_count: 3, max_attempts: 4 });
+  } finally {
+    await w.stop();
+  }
+});
+
+Deno.test('bulk rerun of 1,000 failed runs from two connections: dry run counts, each run once, a repeat changes nothing', async () => {
+  const flow = new Flow<{ i: number }>({ slug: 'rcBulk', maxAttempts: 1 })
+    .step({ slug: 'only' }, () => {
+      throw new Error('bulk bug 42');
+    });
+  const w = await startWorker(
+    flow,
+    { connectionString: db.url, logger: quiet, maxConcurrent: 50, batchSize: 50, ...FAST } as never,
+  );
+  try {
+    await sql`select switchyard.start_flow('rcBulk', jsonb_build_object('i', g)) from generate_series(1, 1000) g`;
+    await waitFor(
+      '1,000 failed runs',
+      async () =>
+        (await sql`select count(*)::int as n from switchyard.runs where flow_slug = 'rcBulk'
+                  and status = 'failed'`)[0].n === 1000,
+      { timeoutMs: 120_000 },
+    );
+  } finally {
+    await w.stop();
+  }
+  const filter = { flow: 'rcBulk', status: 'failed', error: 'BUG 42' };
+  const dry = await sql`select outcome from switchyard.bulk_run_action('rerun', ${filter.flow},
+                          ${filter.status}, null, null, ${filter.error}, 'only', max_runs => 10000)`;
+  assert.equal(dry.length, 1000);
+  assert.ok(dry.every((r) => r.outcome === 'would rerun'));
+  const [{ failed }] = await sql`select count(*)::int as failed from switchyard.runs
+                                  where flow_slug = 'rcBulk' and status = 'failed'`;
+  assert.equal(failed, 1000, 'the dry run changed nothing');
+  // Two connections, each in pages of 300 resumed by the last run id.
+  const bulk = async (conn: postgres.Sql) => {
+    const acted: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const rows: { run_id: string; outcome: string }[] = await conn`
+        select run_id::text, outcome from switchyard.bulk_run_action('rerun', ${filter.flow},
+          ${filter.status}, null, null, ${filter.error}, 'only', dry_run => false,
+          max_runs => 300, after_run => ${after}::uuid, actor => 'bulk')`;
+      if (rows.length === 0) return acted;
+      acted.push(...rows.filter((r) => r.outcome === 'rerun').map((r) => r.run_id));
+      after = rows[rows.length - 1].run_id;
+    }
+  };
+  const one = postgres(db.url, { max: 1, onnotice: () => {}, prepare: false });
+  const two = postgres(db.url, { max: 1, onnotice: () => {}, prepare: false });
+  try {
+    let [a, b] = await Promise.all([bulk(one), bulk(two)]);
+    // A run answered 'busy' by one connection was rerun by the other (both committed).
+    const all = [...a, ...b];
+    assert.equal(new Set(all).size, all.length, 'no run rerun twice');
+    const [{ n }] = await sql`select count(*)::int as n from switchyard.run_events e
+                               join switchyard.runs r on r.run_id = e.run_id
+                              where r.flow_slug = 'rcBulk' and e.event = 'rerun'`;
+    assert.equal(n, 1000, 'one rerun event per run');
+    assert.equal(all.length, 1000, 'every run rerun once');
+    [a, b] = await Promise.all([bulk(one), bulk(two)]);
+    assert.equal(a.length + b.length, 0, 'a repeat matches nothing');
+  } finally {
+    await one.end();
+    await two.end();
+  }
+  const bad = await refusal(sql`select * from switchyard.bulk_run_action('delete')`);
+  assert.equal(bad.detail.rule, 'action_unknown');
+  const big = await refusal(
+    sql`select * from switchyard.bulk_run_action('rerun', from_step => 'only', max_runs => 20000)`,
+  );
+  assert.equal(big.detail.rule, 'integer_range');
+});
+
+function task(name: string, args: string[]) {
+  const env = Deno.env.toObject();
+  delete env.SUPABASE_DB_URL;
+  return new Deno.Command(Deno.execPath(), {
+    args: ['task', '-q', name, ...args],
+    cwd: new URL('../..', import.meta.url).pathname,
+    clearEnv: true,
+    env: { ...env, NO_COLOR: '1', DATABASE_URL: db.url },
+    stdin: 'null',
+    stdout: 'piped',
+    stderr: 'piped',
+  }).output().then((out) => ({
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  }));
+}
+
+Deno.test("the operator's sequence from the CLI: rerun every run that failed on a bug from its step, move a waiting run onto the fixed version", async () => {
+  await compileVersions();
+  // Three runs fail on b's bug; the fix is deployed (same shape, fixed handler).
+  const runs = await Promise.all([11, 12, 13].map((n) => client.startFlow('rcChain', { n })));
+  for (const run of runs) failing.add(run);
+  for (const run of runs) assert.equal((await client.waitForRun(run)).status, 'failed');
+  for (const run of runs) failing.delete(run);
+  const dry = await task('rerun', [
+    '--flow',
+    'rcChain',
+    '--status',
+    'failed',
+    '--error',
+    'B IS BROKEN',
+    '--from',
+    'b',
+  ]);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.equal(dry.stdout.trim(), 'dry run: 3 would rerun');
+  const applied = await task('rerun', [
+    '--flow',
+    'rcChain',
+    '--status',
+    'failed',
+    '--error',
+    'b is broken',
+    '--from',
+    'b',
+    '--apply',
+  ]);
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.equal(applied.stdout.trim(), '3 rerun');
+  for (const run of runs) assert.equal((await client.waitForRun(run)).status, 'completed');
+  const note = (await events(runs[0])).find((e) => e.event === 'rerun');
+  assert.match(String(note?.data.by), /rerun/);
+  const again = await task('rerun', [
+    '--flow',
+    'rcChain',
+    '--status',
+    'failed',
+    '--error',
+    'b is broken',
+    '--from',
+    'b',
+    '--apply',
+  ]);
+  assert.equal(again.stdout.trim(), 'no run matched');
+
+  // A run still waiting on V1 moves onto V2, where b is fixed.
+  const waiting = await client.startFlow('rcFlowV1', { n: 4 });
+  const moved = await task('move', [waiting, '--to', 'rcFlowV2']);
+  assert.equal(moved.code, 0, moved.stderr);
+  assert.equal(moved.stdout.trim(), `moved run ${waiting} onto rcFlowV2`);
+  const refused = await task('move', [waiting, '--to', 'rcFlowV3']);
+  assert.equal(refused.code, 1);
+  assert.match(
+    refused.stderr,
+    /^error: move_run: run \S+ cannot go onto "rcFlowV3": step "a" depends on/,
+  );
+  const usage = await task('fork', [waiting]);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /^error: missing --from STEP/);
+  const w = await startWorker(deployed, {
+    connectionString: db.url,
+    queueName: 'rc_flow',
+    logger: quiet,
+    ...FAST,
+  });
+  try {
+    assert.deepEqual((await client.waitForRun(waiting)).output, { audit: 'audited 400' });
+  } finally {
+    await w.stop();
+  }
+  const forked = await task('fork', [waiting, '--from', 'b', '--input', '{"n": 5}']);
+  assert.equal(forked.code, 0, forked.stderr);
+  assert.match(forked.stdout, new RegExp(`^forked run ${waiting} from b as [0-9a-f-]{36}`));
+});
+
+Deno.test('the dashboard reruns, forks, pauses and resumes behind the bearer; refusals name the rule', async () => {
+  const secret = 'run-controls-secret';
+  const dashboard = createDashboard({
+    source: client.sql,
+    env: (n) => (n === 'SWITCHYARD_WORKER_SECRET' ? secret : undefined),
+  });
+  const post = async (
+    run: string,
+    action: string,
+    body: unknown,
+    bearer: string | null = secret,
+  ) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (bearer) headers.authorization = `Bearer ${bearer}`;
+    const response = await dashboard.fetch(
+      new Request(`http://127.0.0.1/api/runs/${run}/${action}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+      }),
+    );
+    return { status: response.status, body: await response.json() };
+  };
+  const run = await client.startFlow('rcChain', { n: 20 });
+  assert.equal((await client.waitForRun(run)).status, 'completed');
+  const denied = await post(run, 'rerun', { fromStep: 'c' }, null);
+  assert.equal(denied.status, 401);
+  const bad = await post(run, 'rerun', { fromStep: 'nope' });
+  assert.equal(bad.status, 422);
+  assert.equal(bad.body.rule, 'step_unknown');
+  const shape = await post(run, 'rerun', { fromStep: 'c', inputPatch: [1] });
+  assert.equal(shape.status, 400);
+  assert.equal(shape.body.parameter, 'inputPatch');
+  const ok = await post(run, 'rerun', { fromStep: 'c' });
+  assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  assert.deepEqual(ok.body.result, { runId: run, steps: 1 });
+  assert.equal((await client.waitForRun(run)).status, 'completed');
+  assert.equal((await events(run)).find((e) => e.event === 'rerun')?.data.by, 'dashboard');
+  const forked = await post(run, 'fork', { fromStep: 'd', input: { n: 30 } });
+  assert.equal(forked.status, 200);
+  const fork = forked.body.result.runId as string;
+  assert.equal((await client.runStatus(fork))?.forkedFrom, run);
+  const incompatible = await post(run, 'fork', { fromStep: 'b', toFlow: 'rcFlowV2' });
+  assert.equal(incompatible.status, 422);
+  assert.equal(incompatible.body.rule, 'flow_other_alias');
+  const waiting = await client.startFlow('rcChain', { n: 1 }, {
+    startAt: new Date(Date.now() + 3_600_000),
+  });
+  const paused = await post(waiting, 'pause', {});
+  assert.deepEqual(paused.body.result, { runId: waiting, changed: true });
+  assert.equal((await client.runStatus(waiting))?.pauseReason, 'paused from the dashboard');
+  const resumed = await post(waiting, 'resume', {});
+  assert.deepEqual(resumed.body.result, { runId: waiting, changed: true, requeued: 0 });
+  const notEnded = await post(waiting, 'rerun', { fromStep: 'a' });
+  assert.equal(notEnded.status, 409);
+  assert.equal(notEnded.body.rule, 'run_not_ended');
+  await sql`select switchyard.cancel_run(${waiting}::uuid, 'test over')`;
+});
+
+// Not a test: it asserts nothing.
+Deno.test.afterAll(async () => {
+  await worker?.stop();
+  await client.close();
+  await db.close();
+});
