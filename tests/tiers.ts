@@ -165,6 +165,7 @@ export const PGMQ_DEPENDENT: readonly string[] = [
   'tests/worker/engine_test.ts',
   'tests/worker/shared_queues_test.ts',
   'tests/sql/client_test.ts',
+  'tests/sql/run_controls_test.ts',
   'tests/testing/clock_rules_test.ts',
   'tests/testing/clock_sql_test.ts',
   'tests/testing/flow_control_test.ts',
