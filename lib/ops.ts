@@ -95,6 +95,13 @@ export {
   throughput,
 } from './sql/dashboard_queries.ts';
 export {
+  type MetricBucket,
+  type MetricCounter,
+  type MetricGauge,
+  type MetricSnapshot,
+  metricSnapshot,
+} from './sql/metric_snapshot.ts';
+export {
   type Metrics,
   metrics,
   metricsHistory,

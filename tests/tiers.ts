@@ -103,6 +103,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/dsl/child_flows_test.ts',
     'tests/sql/schedules_flow_control_hardening_test.ts',
     'tests/worker/tracing_test.ts',
+    'tests/ops/metric_counters_test.ts',
     'tests/ops/metrics_test.ts',
     'tests/sql/refusals_test.ts',
     'tests/sql/queue_churn_test.ts',

@@ -227,7 +227,9 @@ interface Sample {
 /**
  * A strict reader of the text exposition format (0.0.4): every sample's family has its HELP and
  * TYPE before it, names and label names are valid, label values are quoted with only \\, \" and
- * \n escaped, values are numbers, and no series appears twice. Throws naming the line.
+ * \n escaped, values are numbers, and no series appears twice; a counter's name ends with
+ * `_total`, a histogram's samples are its `_bucket` (with `le`), `_sum` and `_count`. Throws
+ * naming the line.
  */
 function parsePrometheus(text: string): Sample[] {
   const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
@@ -258,7 +260,18 @@ function parsePrometheus(text: string): Sample[] {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
     if (!m) throw new Error(`${where}: not a sample`);
     const [, name, , body = '', valueText] = m;
-    if (!helps.has(name) || !types.has(name)) throw new Error(`${where}: no HELP and TYPE before`);
+    // A histogram's samples are its name with _bucket (and an le label), _sum or _count.
+    const base = /^(.*)_(bucket|sum|count)$/.exec(name)?.[1];
+    const family = base !== undefined && types.get(base) === 'histogram' ? base : name;
+    if (!helps.has(family) || !types.has(family)) {
+      throw new Error(`${where}: no HELP and TYPE before`);
+    }
+    if (types.get(family) === 'counter' && !name.endsWith('_total')) {
+      throw new Error(`${where}: a counter's name ends with _total`);
+    }
+    if (name === `${base}_bucket` && family === base && !/(^|,)le="/.test(body)) {
+      throw new Error(`${where}: a bucket without le`);
+    }
     const labels: Record<string, string> = {};
     let rest = body;
     while (rest.length > 0) {
@@ -316,7 +329,7 @@ Deno.test('GET /metrics: Prometheus text behind the bearer, equal to the metrics
       samples.filter((s) =>
         s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)
       );
-    assert.deepEqual(get('switchyard_metrics_window_seconds', {}).map((s) => s.value), [3600]);
+    assert.deepEqual(get('switchyard_window_seconds', {}).map((s) => s.value), [3600]);
     assert.deepEqual(get('switchyard_queue_depth', { queue: 'metricsidlev1' })[0].value, 2);
     assert.deepEqual(
       get('switchyard_queue_function_info', { queue: 'metricsfailv1' }).map((s) => s.labels),
@@ -324,16 +337,16 @@ Deno.test('GET /metrics: Prometheus text behind the bearer, equal to the metrics
     );
     const labels = { queue: 'metricsworkv1', flow: 'metricsWorkV1', step: 'finish' };
     const finish = step(m, 'finish');
-    assert.equal(get('switchyard_step_completions', labels)[0].value, finish.completions);
+    assert.equal(get('switchyard_window_step_completions', labels)[0].value, finish.completions);
     assert.equal(
-      get('switchyard_step_duration_seconds', { ...labels, quantile: '0.95' })[0].value,
+      get('switchyard_window_step_duration_seconds', { ...labels, quantile: '0.95' })[0].value,
       finish.p95Ms! / 1000,
     );
     // No completed task, no quantile sample (never NaN).
-    assert.equal(get('switchyard_step_duration_seconds', { step: 'doomed' }).length, 0);
-    assert.equal(get('switchyard_step_failures', { step: 'doomed' })[0].value, 2 * DOOMED);
+    assert.equal(get('switchyard_window_step_duration_seconds', { step: 'doomed' }).length, 0);
+    assert.equal(get('switchyard_window_step_failures', { step: 'doomed' })[0].value, 2 * DOOMED);
     assert.equal(
-      get('switchyard_queue_failures_per_second', { queue: 'metricsfailv1' })[0].value,
+      get('switchyard_window_queue_failures_per_second', { queue: 'metricsfailv1' })[0].value,
       2 * DOOMED / m.windowSeconds,
     );
     // Every queue has a depth sample.
