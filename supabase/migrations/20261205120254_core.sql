@@ -18,7 +18,8 @@
 -- is read from the history, so pruning runs or tasks never makes a counter go down.
 --
 --   metric   'claims', 'retries', 'failed_attempts', 'throttled', 'task_duration',
---            'queue_wait', 'runs_started', 'runs_retried', 'run_duration', 'signals'
+--            'queue_wait', 'runs_retried', 'run_duration', 'signals' (runs started are derived
+--            from these and the started runs: the view metrics_counters)
 --   bucket   a histogram's bucket (switchyard.metric_bucket: 1 to 16 by the bounds of
 --            switchyard.metric_bucket_bounds(), 17 past the last), 0 for a plain counter
 --   n        how many were counted; total the sum of the observations (seconds)
@@ -38,15 +39,16 @@ create table switchyard.metric_counters (
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/_count_metrics.sql
 
--- Counts one figure of the metrics (docs/ARCHITECTURE.md §16.3) for a statement's rows, given as
+-- Counts figures of the metrics (docs/ARCHITECTURE.md §16.3) for a statement's rows, given as
 -- parallel arrays (one element per row; an array shorter than the rest, or null, is '' for a
--- label and no observation for `seconds`): one upsert of switchyard.metric_counters per label
+-- label and no observation for `seconds`; `metric_names` of one element names every row's
+-- figure): one upsert of switchyard.metric_counters per label
 -- set (and bucket), in key order, into the rows of this backend's shard (its process id), which
 -- no other transaction writes. With `seconds`, each row is an observation of a histogram: its
 -- bucket (switchyard.metric_bucket) counts it and `total` adds it up. Called by the claim, the
--- completion, the failed-attempt and run-event triggers, and signal_run.
+-- completion, the failed-attempt and run-event triggers, and signal_run: one call per statement.
 create or replace function switchyard._count_metrics(
-  metric_name text, queue_names text[], flow_slugs text[], step_slugs text[],
+  metric_names text[], queue_names text[], flow_slugs text[], step_slugs text[],
   outcomes text[] default null, seconds double precision[] default null
 )
 returns void
@@ -56,14 +58,15 @@ as $$
 begin
   insert into switchyard.metric_counters as c
          (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard, n, total)
-  select metric_name, coalesce(x.q, ''), coalesce(x.f, ''), coalesce(x.s, ''),
+  select coalesce(x.m, metric_names[1]), coalesce(x.q, ''), coalesce(x.f, ''), coalesce(x.s, ''),
          coalesce(x.o, ''),
          case when x.secs is null then 0 else switchyard.metric_bucket(x.secs) end,
          pg_catalog.pg_backend_pid(),
          count(*), coalesce(sum(greatest(x.secs, 0)), 0)
-    from unnest(queue_names, flow_slugs, step_slugs, outcomes, seconds) as x(q, f, s, o, secs)
-   group by 2, 3, 4, 5, 6
-   order by 2, 3, 4, 5, 6
+    from unnest(metric_names, queue_names, flow_slugs, step_slugs, outcomes, seconds)
+           as x(m, q, f, s, o, secs)
+   group by 1, 2, 3, 4, 5, 6
+   order by 1, 2, 3, 4, 5, 6
   on conflict (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard) do update
      set n = c.n + excluded.n, total = c.total + excluded.total;
 end
@@ -1487,9 +1490,6 @@ begin
             order by t.ord)
     select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
       from t;
-    -- The counter of runs started (§16.3), by version.
-    perform switchyard._count_metrics('runs_started', null,
-      (select array_agg(n.flow_slug) from switchyard_new_runs n), null);
   else
     with t as (select n.run_id, n.owner, n.flow_slug,
                       case when o.status = 'failed' and n.status = 'started' then 'retried'
@@ -1521,11 +1521,11 @@ begin
         join switchyard_old_runs o on o.run_id = n.run_id
        where o.status is distinct from n.status;
       if ended_flows is not null then
-        perform switchyard._count_metrics('run_duration', null, ended_flows, null,
+        perform switchyard._count_metrics(array['run_duration'], null, ended_flows, null,
           ended_outcomes, ended_secs);
       end if;
       if retried_flows is not null then
-        perform switchyard._count_metrics('runs_retried', null, retried_flows, null);
+        perform switchyard._count_metrics(array['runs_retried'], null, retried_flows, null);
       end if;
     end if;
   end if;
@@ -2729,6 +2729,7 @@ declare
   claimed_steps text[];
   claimed_attempts int[];
   claimed_waits double precision[];
+  counted text[];         -- the figures counted per row (claims, retries, queue_wait)
 begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
@@ -2872,32 +2873,28 @@ begin
   if cardinality(claimed_ids) > 0 then
     -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
     perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
-    -- The counters (§16.3): every claim, the claims of a later attempt (retries), and, for a
-    -- first attempt, how long its message waited since it could run (queued, plus the step's
-    -- startDelay).
-    perform switchyard._count_metrics('claims', array_fill(queue, array[cardinality(claimed_ids)]),
-      claimed_flows, claimed_steps);
-    if 1 < any (claimed_attempts) then
-      perform switchyard._count_metrics('retries', array(
-          select queue from unnest(claimed_attempts) a where a > 1),
-        array(select f from unnest(claimed_flows, claimed_attempts) x(f, a) where x.a > 1),
-        array(select s from unnest(claimed_steps, claimed_attempts) x(s, a) where x.a > 1));
-    end if;
-    if 1 = any (claimed_attempts) then
-      select coalesce(array_agg(x.f), '{}'), coalesce(array_agg(x.s), '{}'),
-             coalesce(array_agg(x.w - st.start_delay), '{}')
-        into claimed_flows, claimed_steps, claimed_waits
-        from unnest(claimed_flows, claimed_steps, claimed_attempts, claimed_waits)
-               as x(f, s, a, w)
-        join switchyard.steps st on st.flow_slug = x.f and st.step_slug = x.s
-       where x.a = 1;
-      perform switchyard._count_metrics('queue_wait',
-        array_fill(queue, array[cardinality(claimed_flows)]), claimed_flows, claimed_steps,
-        null, claimed_waits);
-    end if;
+    -- The counters (§16.3), in one call: every claim, the claims of a later attempt
+    -- (retries), and, for a first attempt, how long its message waited since it could run
+    -- (queued, plus the step's startDelay).
+    select array_agg(c.metric), array_agg(c.f), array_agg(c.s), array_agg(c.w)
+      into counted, claimed_flows, claimed_steps, claimed_waits
+      from (select 'claims' as metric, x.f, x.s, null::double precision as w
+              from unnest(claimed_flows, claimed_steps) as x(f, s)
+            union all
+            select 'retries', x.f, x.s, null
+              from unnest(claimed_flows, claimed_steps, claimed_attempts) as x(f, s, a)
+             where x.a > 1
+            union all
+            select 'queue_wait', x.f, x.s, x.w - st.start_delay
+              from unnest(claimed_flows, claimed_steps, claimed_attempts, claimed_waits)
+                     as x(f, s, a, w)
+              join switchyard.steps st on st.flow_slug = x.f and st.step_slug = x.s
+             where x.a = 1) c;
+    perform switchyard._count_metrics(counted, array_fill(queue, array[cardinality(counted)]),
+      claimed_flows, claimed_steps, null, claimed_waits);
   end if;
   if cardinality(held_ids) > 0 then
-    perform switchyard._count_metrics('throttled',
+    perform switchyard._count_metrics(array['throttled'],
       array_fill(queue, array[cardinality(held_ids)]), null, null);
   end if;
 
@@ -3005,7 +3002,7 @@ begin
   values (new.run_id, new.step_slug, new.task_index, new.attempts_count, new.queue_name,
           new.flow_slug, new.last_failed_at);
   -- The counter of failed attempts (§16.3), which pruning the row above never lowers.
-  perform switchyard._count_metrics('failed_attempts', array[new.queue_name],
+  perform switchyard._count_metrics(array['failed_attempts'], array[new.queue_name],
     array[new.flow_slug], array[new.step_slug]);
   return null;
 end
@@ -3226,7 +3223,7 @@ begin
       into timed_queues, timed_flows, timed_steps, timed_secs
       from finished d where d.status = 'completed';
     if timed_queues is not null then
-      perform switchyard._count_metrics('task_duration', timed_queues, timed_flows, timed_steps,
+      perform switchyard._count_metrics(array['task_duration'], timed_queues, timed_flows, timed_steps,
         null, timed_secs);
     end if;
     for q in
@@ -4120,7 +4117,7 @@ begin
   insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
   values (run.run_id, st.step_slug, key, value);
   -- The counter of signals (§16.3), by outcome.
-  perform switchyard._count_metrics('signals', null, array[run.flow_slug], array[st.step_slug],
+  perform switchyard._count_metrics(array['signals'], null, array[run.flow_slug], array[st.step_slug],
     array[case when state.status = 'created' then 'kept' else 'delivered' end]);
   if state.status = 'created' then
     return 'kept';
@@ -7078,7 +7075,7 @@ create or replace view switchyard.open_run_steps as
 -- metrics_counters: every counter and histogram summed over its shards (and buckets): `n` how
 -- many were counted, `total` the sum of a histogram's observations in seconds. The refusals of
 -- queue functions (switchyard.refusals, a count per function and kind already) are the
--- counter 'refused_starts', the kind its outcome.
+-- counter 'refused_starts', the kind its outcome; 'runs_started' is derived (below).
 create or replace view switchyard.metrics_counters as
   select c.metric, c.queue_name, ''::text as function_name, coalesce(am.alias, c.flow_slug) as flow,
          c.flow_slug as version, c.step_slug as step, c.outcome, sum(c.n)::bigint as n,
@@ -7086,6 +7083,20 @@ create or replace view switchyard.metrics_counters as
     from switchyard.metric_counters c
     left join switchyard.alias_members am on am.flow_slug = c.flow_slug
    group by c.metric, c.queue_name, c.flow_slug, am.alias, c.step_slug, c.outcome
+  union all
+  -- Runs started, with no write when a run starts: every run started is ended now, or started
+  -- again after ending (a retry), or still started, so started = ended - retried + started now.
+  -- Each term only grows or moves into another (prune deletes ended runs, never a counter).
+  select 'runs_started', '', '', coalesce(am.alias, x.flow_slug), x.flow_slug, '', '',
+         sum(x.n)::bigint, 0
+    from (select c.flow_slug, case when c.metric = 'run_duration' then c.n else -c.n end as n
+            from switchyard.metric_counters c
+           where c.metric in ('run_duration', 'runs_retried')
+          union all
+          select r.flow_slug, count(*) from switchyard.runs r
+           where r.status = 'started' group by r.flow_slug) x
+    left join switchyard.alias_members am on am.flow_slug = x.flow_slug
+   group by x.flow_slug, am.alias
   union all
   select 'refused_starts', coalesce(f.queue_name, ''), r.function_name, '', '', '', r.refusal,
          r.count, 0

@@ -20,7 +20,7 @@ create or replace view switchyard.open_run_steps as
 -- metrics_counters: every counter and histogram summed over its shards (and buckets): `n` how
 -- many were counted, `total` the sum of a histogram's observations in seconds. The refusals of
 -- queue functions (switchyard.refusals, a count per function and kind already) are the
--- counter 'refused_starts', the kind its outcome.
+-- counter 'refused_starts', the kind its outcome; 'runs_started' is derived (below).
 create or replace view switchyard.metrics_counters as
   select c.metric, c.queue_name, ''::text as function_name, coalesce(am.alias, c.flow_slug) as flow,
          c.flow_slug as version, c.step_slug as step, c.outcome, sum(c.n)::bigint as n,
@@ -28,6 +28,20 @@ create or replace view switchyard.metrics_counters as
     from switchyard.metric_counters c
     left join switchyard.alias_members am on am.flow_slug = c.flow_slug
    group by c.metric, c.queue_name, c.flow_slug, am.alias, c.step_slug, c.outcome
+  union all
+  -- Runs started, with no write when a run starts: every run started is ended now, or started
+  -- again after ending (a retry), or still started, so started = ended - retried + started now.
+  -- Each term only grows or moves into another (prune deletes ended runs, never a counter).
+  select 'runs_started', '', '', coalesce(am.alias, x.flow_slug), x.flow_slug, '', '',
+         sum(x.n)::bigint, 0
+    from (select c.flow_slug, case when c.metric = 'run_duration' then c.n else -c.n end as n
+            from switchyard.metric_counters c
+           where c.metric in ('run_duration', 'runs_retried')
+          union all
+          select r.flow_slug, count(*) from switchyard.runs r
+           where r.status = 'started' group by r.flow_slug) x
+    left join switchyard.alias_members am on am.flow_slug = x.flow_slug
+   group by x.flow_slug, am.alias
   union all
   select 'refused_starts', coalesce(f.queue_name, ''), r.function_name, '', '', '', r.refusal,
          r.count, 0

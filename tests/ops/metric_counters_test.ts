@@ -275,7 +275,7 @@ Deno.test('sessions racing on one label set lose no count and never deadlock; a 
         await sql.begin(async (tx) => {
           const sets = i % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
           for (const step of sets) {
-            await tx`select switchyard._count_metrics('claims', array['race'], array['f'],
+            await tx`select switchyard._count_metrics(array['claims'], array['race'], array['f'],
                        array[${step}], null, array[0.02])`;
           }
         });

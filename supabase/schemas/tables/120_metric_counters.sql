@@ -9,7 +9,8 @@
 -- is read from the history, so pruning runs or tasks never makes a counter go down.
 --
 --   metric   'claims', 'retries', 'failed_attempts', 'throttled', 'task_duration',
---            'queue_wait', 'runs_started', 'runs_retried', 'run_duration', 'signals'
+--            'queue_wait', 'runs_retried', 'run_duration', 'signals' (runs started are derived
+--            from these and the started runs: the view metrics_counters)
 --   bucket   a histogram's bucket (switchyard.metric_bucket: 1 to 16 by the bounds of
 --            switchyard.metric_bucket_bounds(), 17 past the last), 0 for a plain counter
 --   n        how many were counted; total the sum of the observations (seconds)

@@ -40,6 +40,7 @@ declare
   claimed_steps text[];
   claimed_attempts int[];
   claimed_waits double precision[];
+  counted text[];         -- the figures counted per row (claims, retries, queue_wait)
 begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
@@ -183,32 +184,28 @@ begin
   if cardinality(claimed_ids) > 0 then
     -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
     perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
-    -- The counters (§16.3): every claim, the claims of a later attempt (retries), and, for a
-    -- first attempt, how long its message waited since it could run (queued, plus the step's
-    -- startDelay).
-    perform switchyard._count_metrics('claims', array_fill(queue, array[cardinality(claimed_ids)]),
-      claimed_flows, claimed_steps);
-    if 1 < any (claimed_attempts) then
-      perform switchyard._count_metrics('retries', array(
-          select queue from unnest(claimed_attempts) a where a > 1),
-        array(select f from unnest(claimed_flows, claimed_attempts) x(f, a) where x.a > 1),
-        array(select s from unnest(claimed_steps, claimed_attempts) x(s, a) where x.a > 1));
-    end if;
-    if 1 = any (claimed_attempts) then
-      select coalesce(array_agg(x.f), '{}'), coalesce(array_agg(x.s), '{}'),
-             coalesce(array_agg(x.w - st.start_delay), '{}')
-        into claimed_flows, claimed_steps, claimed_waits
-        from unnest(claimed_flows, claimed_steps, claimed_attempts, claimed_waits)
-               as x(f, s, a, w)
-        join switchyard.steps st on st.flow_slug = x.f and st.step_slug = x.s
-       where x.a = 1;
-      perform switchyard._count_metrics('queue_wait',
-        array_fill(queue, array[cardinality(claimed_flows)]), claimed_flows, claimed_steps,
-        null, claimed_waits);
-    end if;
+    -- The counters (§16.3), in one call: every claim, the claims of a later attempt
+    -- (retries), and, for a first attempt, how long its message waited since it could run
+    -- (queued, plus the step's startDelay).
+    select array_agg(c.metric), array_agg(c.f), array_agg(c.s), array_agg(c.w)
+      into counted, claimed_flows, claimed_steps, claimed_waits
+      from (select 'claims' as metric, x.f, x.s, null::double precision as w
+              from unnest(claimed_flows, claimed_steps) as x(f, s)
+            union all
+            select 'retries', x.f, x.s, null
+              from unnest(claimed_flows, claimed_steps, claimed_attempts) as x(f, s, a)
+             where x.a > 1
+            union all
+            select 'queue_wait', x.f, x.s, x.w - st.start_delay
+              from unnest(claimed_flows, claimed_steps, claimed_attempts, claimed_waits)
+                     as x(f, s, a, w)
+              join switchyard.steps st on st.flow_slug = x.f and st.step_slug = x.s
+             where x.a = 1) c;
+    perform switchyard._count_metrics(counted, array_fill(queue, array[cardinality(counted)]),
+      claimed_flows, claimed_steps, null, claimed_waits);
   end if;
   if cardinality(held_ids) > 0 then
-    perform switchyard._count_metrics('throttled',
+    perform switchyard._count_metrics(array['throttled'],
       array_fill(queue, array[cardinality(held_ids)]), null, null);
   end if;
 

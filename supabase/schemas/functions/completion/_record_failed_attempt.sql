@@ -13,7 +13,7 @@ begin
   values (new.run_id, new.step_slug, new.task_index, new.attempts_count, new.queue_name,
           new.flow_slug, new.last_failed_at);
   -- The counter of failed attempts (§16.3), which pruning the row above never lowers.
-  perform switchyard._count_metrics('failed_attempts', array[new.queue_name],
+  perform switchyard._count_metrics(array['failed_attempts'], array[new.queue_name],
     array[new.flow_slug], array[new.step_slug]);
   return null;
 end

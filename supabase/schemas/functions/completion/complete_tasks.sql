@@ -120,7 +120,7 @@ begin
       into timed_queues, timed_flows, timed_steps, timed_secs
       from finished d where d.status = 'completed';
     if timed_queues is not null then
-      perform switchyard._count_metrics('task_duration', timed_queues, timed_flows, timed_steps,
+      perform switchyard._count_metrics(array['task_duration'], timed_queues, timed_flows, timed_steps,
         null, timed_secs);
     end if;
     for q in

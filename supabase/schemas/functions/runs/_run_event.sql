@@ -38,9 +38,6 @@ begin
             order by t.ord)
     select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
       from t;
-    -- The counter of runs started (§16.3), by version.
-    perform switchyard._count_metrics('runs_started', null,
-      (select array_agg(n.flow_slug) from switchyard_new_runs n), null);
   else
     with t as (select n.run_id, n.owner, n.flow_slug,
                       case when o.status = 'failed' and n.status = 'started' then 'retried'
@@ -72,11 +69,11 @@ begin
         join switchyard_old_runs o on o.run_id = n.run_id
        where o.status is distinct from n.status;
       if ended_flows is not null then
-        perform switchyard._count_metrics('run_duration', null, ended_flows, null,
+        perform switchyard._count_metrics(array['run_duration'], null, ended_flows, null,
           ended_outcomes, ended_secs);
       end if;
       if retried_flows is not null then
-        perform switchyard._count_metrics('runs_retried', null, retried_flows, null);
+        perform switchyard._count_metrics(array['runs_retried'], null, retried_flows, null);
       end if;
     end if;
   end if;
