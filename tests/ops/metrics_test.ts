@@ -20,6 +20,7 @@ import { untypedClient } from '../_helpers/untyped_client.ts';
 import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
+import { parsePrometheus } from '../_helpers/prometheus.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
@@ -218,80 +219,6 @@ Deno.test('a window out of range is refused with the rule', async () => {
 });
 
 /** One sample of Prometheus' text format. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/**
- * A strict reader of the text exposition format (0.0.4): every sample's family has its HELP and
- * TYPE before it, names and label names are valid, label values are quoted with only \\, \" and
- * \n escaped, values are numbers, and no series appears twice; a counter's name ends with
- * `_total`, a histogram's samples are its `_bucket` (with `le`), `_sum` and `_count`. Throws
- * naming the line.
- */
-function parsePrometheus(text: string): Sample[] {
-  const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-  const helps = new Set<string>(), types = new Map<string, string>();
-  const seen = new Set<string>();
-  const samples: Sample[] = [];
-  if (!text.endsWith('\n')) throw new Error('the text must end with a newline');
-  const lines = text.slice(0, -1).split('\n');
-  lines.forEach((line, i) => {
-    const where = `line ${i + 1} ${JSON.stringify(line)}`;
-    const meta = /^# (HELP|TYPE) (\S+) (.+)$/.exec(line);
-    if (meta) {
-      const [, kind, name, rest] = meta;
-      if (!NAME.test(name)) throw new Error(`${where}: bad metric name`);
-      if (kind === 'HELP') {
-        if (helps.has(name)) throw new Error(`${where}: a second HELP`);
-        helps.add(name);
-      } else {
-        if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest)) {
-          throw new Error(`${where}: bad type`);
-        }
-        if (types.has(name)) throw new Error(`${where}: a second TYPE`);
-        types.set(name, rest);
-      }
-      return;
-    }
-    if (line.startsWith('#') || line === '') throw new Error(`${where}: not a sample or HELP/TYPE`);
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) throw new Error(`${where}: not a sample`);
-    const [, name, , body = '', valueText] = m;
-    // A histogram's samples are its name with _bucket (and an le label), _sum or _count.
-    const base = /^(.*)_(bucket|sum|count)$/.exec(name)?.[1];
-    const family = base !== undefined && types.get(base) === 'histogram' ? base : name;
-    if (!helps.has(family) || !types.has(family)) {
-      throw new Error(`${where}: no HELP and TYPE before`);
-    }
-    if (types.get(family) === 'counter' && !name.endsWith('_total')) {
-      throw new Error(`${where}: a counter's name ends with _total`);
-    }
-    if (name === `${base}_bucket` && family === base && !/(^|,)le="/.test(body)) {
-      throw new Error(`${where}: a bucket without le`);
-    }
-    const labels: Record<string, string> = {};
-    let rest = body;
-    while (rest.length > 0) {
-      const l = /^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)/.exec(rest);
-      if (!l) throw new Error(`${where}: bad labels at ${JSON.stringify(rest)}`);
-      if (l[1] in labels) throw new Error(`${where}: label ${l[1]} twice`);
-      labels[l[1]] = l[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
-      rest = rest.slice(l[0].length);
-    }
-    if (!/^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/.test(valueText)) {
-      throw new Error(`${where}: bad value`);
-    }
-    const key = name + JSON.stringify(Object.entries(labels).sort());
-    if (seen.has(key)) throw new Error(`${where}: the series appears twice`);
-    seen.add(key);
-    samples.push({ name, labels, value: Number(valueText) });
-  });
-  return samples;
-}
-
 Deno.test('the strict reader refuses malformed text', () => {
   const ok = '# HELP a_b x\n# TYPE a_b gauge\na_b{q="x\\"y"} 1.5\n';
   assert.deepEqual(parsePrometheus(ok), [{ name: 'a_b', labels: { q: 'x"y' }, value: 1.5 }]);
