@@ -3016,6 +3016,25 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/runs/run_span_context.sql
+-- The trace context of a run's span (docs/ARCHITECTURE.md §16.2), from the run and the trace
+-- context it started with (its caller's, or its parent run's span for a child run): the same
+-- trace, flags, and a span id derived from both, the first 16 hex digits of the SHA-256 of
+-- '<run id>/<the caller's span id>'. Derived, never stored: a task's span is a child of it, a
+-- child run starts with it, and take_run_spans names it for the span recorded at the run's end.
+-- Null without a trace context.
+create or replace function switchyard.run_span_context(run_id uuid, trace_context text)
+returns text
+language sql
+immutable
+parallel safe
+as $$
+  select split_part(trace_context, '-', 1) || '-' || split_part(trace_context, '-', 2) || '-'
+         || left(encode(sha256(convert_to(run_id::text || '/' || split_part(trace_context, '-', 3),
+                                          'UTF8')), 'hex'), 16)
+         || '-' || split_part(trace_context, '-', 4)
+$$;
+
 -- supabase/schemas/functions/runs/run_status.sql
 -- One run's status document (docs/ARCHITECTURE.md §14): its status, input, output or error, owner
 -- and times, with each step's state, queue snapshot and attempts.
@@ -3072,8 +3091,9 @@ as $$
 $$;
 
 -- supabase/schemas/functions/runs/run_trace_contexts.sql
--- The trace contexts stored with these runs (docs/ARCHITECTURE.md §16), one row per run that
--- has one, by key: the worker reads them for a claimed batch only while tracing records spans.
+-- The trace contexts of these runs' spans (run_span_context, docs/ARCHITECTURE.md §16), one row
+-- per run that started with one, by key: the parents of the worker's task spans, read for a
+-- claimed batch only while tracing records spans.
 create or replace function switchyard.run_trace_contexts(run_ids uuid[])
 returns table (run_id uuid, trace_context text)
 language sql
@@ -3081,7 +3101,7 @@ stable
 security definer
 set search_path = ''
 as $$
-  select r.run_id, r.trace_context
+  select r.run_id, switchyard.run_span_context(r.run_id, r.trace_context)
     from switchyard.runs r
    where r.run_id = any(run_ids) and r.trace_context is not null
 $$;
@@ -3418,6 +3438,46 @@ begin
       hint => 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')');
   end if;
   return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+end
+$$;
+
+-- supabase/schemas/functions/runs/take_run_spans.sql
+-- Up to \`max_runs\` traced runs that ended and whose span nobody recorded yet (docs/ARCHITECTURE.md
+-- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
+-- with its outcome) as the child of the trace context the run started with, with the span id of
+-- run_span_context. Locked with skip locked, so two workers never take the same run; read
+-- through runs_span_pending, which holds only traced runs not yet taken.
+create or replace function switchyard.take_run_spans(max_runs int default 100)
+returns table (
+  run_id uuid, flow_slug text, flow text, status text, error text, started_at timestamptz,
+  ended_at timestamptz, trace_context text, span_context text
+)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return query
+    with taken as (
+      update switchyard.runs r set run_span_taken = true
+        from (select x.run_id from switchyard.runs x
+               where x.trace_context is not null and not x.run_span_taken
+                 and x.status <> 'started'
+               order by x.run_id
+               limit greatest(coalesce(max_runs, 100), 1)
+                 for update skip locked) s
+       where r.run_id = s.run_id
+      returning r.run_id, r.flow_slug, r.status, r.error, r.started_at,
+                coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
+                r.trace_context
+    )
+    select t.run_id, t.flow_slug, coalesce(am.alias, t.flow_slug), t.status, t.error,
+           t.started_at, t.ended_at, t.trace_context,
+           switchyard.run_span_context(t.run_id, t.trace_context)
+      from taken t
+      left join switchyard.alias_members am on am.flow_slug = t.flow_slug
+     order by t.ended_at;
 end
 $$;
 
@@ -4909,10 +4969,13 @@ begin
       step_input := switchyard._dependency_outputs(run, flow, step);
     end if;
     begin
-      -- The child runs at its parent's priority (§5.14).
+      -- The child runs at its parent's priority (§5.14), in its trace under the parent run's
+      -- span (§16.2).
       child := switchyard.start_flow(st.child_alias, step_input,
                                      switchyard._child_run_id(run, step), parent.owner,
-                                     priority => parent.priority);
+                                     priority => parent.priority,
+                                     trace_context => switchyard.run_span_context(
+                                       parent.run_id, parent.trace_context));
     exception when others then
       -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
       if sqlstate like '40%' or sqlstate like '57%' then
@@ -9204,7 +9267,10 @@ create table switchyard.runs (
   trace_context text
     check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
   -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
-  priority smallint not null default 0 check (priority between -10 and 10)
+  priority smallint not null default 0 check (priority between -10 and 10),
+  -- Whether a worker recorded the run's span (switchyard.take_run_spans, §16.2): a traced run
+  -- that ended waits for it.
+  run_span_taken boolean not null default false
 );
 
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
@@ -9220,6 +9286,10 @@ create index runs_started_at on switchyard.runs (started_at desc);
 -- column the hot path never filters on, so it cannot be picked for a claim or completion.
 create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at, cancelled_at)))
   where status in ('completed', 'failed', 'cancelled');
+
+-- Traced runs whose span is not recorded yet: what take_run_spans reads (empty untraced).
+create index runs_span_pending on switchyard.runs (run_id)
+  where trace_context is not null and not run_span_taken;
 
 -- The user rate limit counts a user's runs of the last minute through this index.
 create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;

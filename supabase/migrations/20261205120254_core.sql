@@ -37,6 +37,17 @@ create table switchyard.metric_counters (
 ) with (fillfactor = 50);
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/043_run_spans.sql
+
+-- Run spans (issue 42, docs/ARCHITECTURE.md §16.2), as supabase/schemas/tables/040_runs.sql
+-- declares them. Runs that ended before this step get no span: they are marked taken.
+alter table switchyard.runs add column run_span_taken boolean not null default false;
+update switchyard.runs set run_span_taken = true
+ where trace_context is not null and status <> 'started';
+create index runs_span_pending on switchyard.runs (run_id)
+  where trace_context is not null and not run_span_taken;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/_count_metrics.sql
 
 -- Counts figures of the metrics (docs/ARCHITECTURE.md §16.3) for a statement's rows, given as
@@ -2095,6 +2106,45 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/run_span_context.sql
+
+-- The trace context of a run's span (docs/ARCHITECTURE.md §16.2), from the run and the trace
+-- context it started with (its caller's, or its parent run's span for a child run): the same
+-- trace, flags, and a span id derived from both, the first 16 hex digits of the SHA-256 of
+-- '<run id>/<the caller's span id>'. Derived, never stored: a task's span is a child of it, a
+-- child run starts with it, and take_run_spans names it for the span recorded at the run's end.
+-- Null without a trace context.
+create or replace function switchyard.run_span_context(run_id uuid, trace_context text)
+returns text
+language sql
+immutable
+parallel safe
+as $$
+  select split_part(trace_context, '-', 1) || '-' || split_part(trace_context, '-', 2) || '-'
+         || left(encode(sha256(convert_to(run_id::text || '/' || split_part(trace_context, '-', 3),
+                                          'UTF8')), 'hex'), 16)
+         || '-' || split_part(trace_context, '-', 4)
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/run_trace_contexts.sql
+
+-- The trace contexts of these runs' spans (run_span_context, docs/ARCHITECTURE.md §16), one row
+-- per run that started with one, by key: the parents of the worker's task spans, read for a
+-- claimed batch only while tracing records spans.
+create or replace function switchyard.run_trace_contexts(run_ids uuid[])
+returns table (run_id uuid, trace_context text)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, switchyard.run_span_context(r.run_id, r.trace_context)
+    from switchyard.runs r
+   where r.run_id = any(run_ids) and r.trace_context is not null
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/start_flow.sql
 
 -- Starts a run of a concrete flow or of an alias's active version.
@@ -2432,6 +2482,48 @@ begin
       hint => 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')');
   end if;
   return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/take_run_spans.sql
+
+-- Up to `max_runs` traced runs that ended and whose span nobody recorded yet (docs/ARCHITECTURE.md
+-- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
+-- with its outcome) as the child of the trace context the run started with, with the span id of
+-- run_span_context. Locked with skip locked, so two workers never take the same run; read
+-- through runs_span_pending, which holds only traced runs not yet taken.
+create or replace function switchyard.take_run_spans(max_runs int default 100)
+returns table (
+  run_id uuid, flow_slug text, flow text, status text, error text, started_at timestamptz,
+  ended_at timestamptz, trace_context text, span_context text
+)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return query
+    with taken as (
+      update switchyard.runs r set run_span_taken = true
+        from (select x.run_id from switchyard.runs x
+               where x.trace_context is not null and not x.run_span_taken
+                 and x.status <> 'started'
+               order by x.run_id
+               limit greatest(coalesce(max_runs, 100), 1)
+                 for update skip locked) s
+       where r.run_id = s.run_id
+      returning r.run_id, r.flow_slug, r.status, r.error, r.started_at,
+                coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
+                r.trace_context
+    )
+    select t.run_id, t.flow_slug, coalesce(am.alias, t.flow_slug), t.status, t.error,
+           t.started_at, t.ended_at, t.trace_context,
+           switchyard.run_span_context(t.run_id, t.trace_context)
+      from taken t
+      left join switchyard.alias_members am on am.flow_slug = t.flow_slug
+     order by t.ended_at;
 end
 $$;
 
@@ -3722,6 +3814,81 @@ begin
      and t.step_slug = c.step_slug and t.task_index = c.task_index and t.status <> 'started';
   get diagnostics deleted = row_count;
   return deleted;
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/waits/_begin_child.sql
+
+-- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
+-- of the active version of the step's alias whose input is the step's input (the run input for
+-- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
+-- is derived from the parent's run and step (_child_run_id, never a shape a signed-in user may
+-- choose), and the link is kept in child_runs, so a retry of
+-- the parent finds the same child instead of starting a second: a failed child is retried, a
+-- completed one gives its output again. Returns true when the step is done already (the child
+-- completed at once, or the step failed with the run: a child that could not start, one that
+-- ended failed or cancelled); else the step waits for the child (_child_run_ended ends it).
+create or replace function switchyard._begin_child(run uuid, flow text, step text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  st switchyard.steps;
+  parent switchyard.runs;
+  child uuid;
+  child_run switchyard.runs;
+  step_input jsonb;
+begin
+  select * into st from switchyard.steps s where s.flow_slug = flow and s.step_slug = step;
+  select * into parent from switchyard.runs r where r.run_id = run;
+  select c.run_id into child from switchyard.child_runs c
+   where c.parent_run_id = run and c.parent_step = step;
+  if child is null then
+    if st.deps_count = 0 then
+      step_input := parent.input;
+    else
+      step_input := switchyard._dependency_outputs(run, flow, step);
+    end if;
+    begin
+      -- The child runs at its parent's priority (§5.14), in its trace under the parent run's
+      -- span (§16.2).
+      child := switchyard.start_flow(st.child_alias, step_input,
+                                     switchyard._child_run_id(run, step), parent.owner,
+                                     priority => parent.priority,
+                                     trace_context => switchyard.run_span_context(
+                                       parent.run_id, parent.trace_context));
+    exception when others then
+      -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
+      if sqlstate like '40%' or sqlstate like '57%' then
+        raise;
+      end if;
+      perform switchyard._fail_run_step(run, step, format(
+        'flow step %s could not start a run of alias %s: %s', to_json(step)::text,
+        to_json(st.child_alias)::text, sqlerrm));
+      return true;
+    end;
+    insert into switchyard.child_runs (run_id, parent_run_id, parent_step) values (child, run, step);
+  end if;
+  select * into child_run from switchyard.runs r where r.run_id = child for update;
+  if child_run.status = 'failed' then
+    perform switchyard.retry_run(child);
+    child_run.status := 'started';
+  end if;
+  if child_run.status = 'completed' then
+    perform switchyard._complete_without_tasks(run, flow, step, child_run.output);
+    return true;
+  end if;
+  if child_run.status = 'cancelled' then
+    perform switchyard._fail_run_step(run, step, format(
+      'flow step %s: its child run %s was cancelled (%s)', to_json(step)::text, child,
+      child_run.error));
+    return true;
+  end if;
+  perform switchyard._wait_event(run, flow, step, 'waiting');
+  return false;
 end
 $$;
 

@@ -22,7 +22,10 @@ create table switchyard.runs (
   trace_context text
     check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
   -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
-  priority smallint not null default 0 check (priority between -10 and 10)
+  priority smallint not null default 0 check (priority between -10 and 10),
+  -- Whether a worker recorded the run's span (switchyard.take_run_spans, §16.2): a traced run
+  -- that ended waits for it.
+  run_span_taken boolean not null default false
 );
 
 create index runs_flow_started on switchyard.runs (flow_slug) where status = 'started';
@@ -38,6 +41,10 @@ create index runs_started_at on switchyard.runs (started_at desc);
 -- column the hot path never filters on, so it cannot be picked for a claim or completion.
 create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at, cancelled_at)))
   where status in ('completed', 'failed', 'cancelled');
+
+-- Traced runs whose span is not recorded yet: what take_run_spans reads (empty untraced).
+create index runs_span_pending on switchyard.runs (run_id)
+  where trace_context is not null and not run_span_taken;
 
 -- The user rate limit counts a user's runs of the last minute through this index.
 create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;
