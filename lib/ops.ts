@@ -86,6 +86,7 @@ export {
   queueDepths,
   type QueueOverview,
   type QueueThroughput,
+  type QueueTotals,
   rateLimits,
   type RateLimitState,
   recentRuns,

@@ -9,7 +9,13 @@
 import assert from 'node:assert/strict';
 import { toPlacement } from '../../lib/dsl/placement.ts';
 import { Flow, startWorker } from '../../lib/mod.ts';
-import { metrics, type MetricSnapshot, metricSnapshot, prometheusText } from '../../lib/ops.ts';
+import {
+  dashboardSnapshot,
+  metrics,
+  type MetricSnapshot,
+  metricSnapshot,
+  prometheusText,
+} from '../../lib/ops.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
@@ -327,6 +333,26 @@ Deno.test('Prometheus text: counters, histograms and levels as the snapshot has 
   )].map((m) => Number(m[2]));
   assert.equal(series.length, BOUNDS.length + 1);
   assert.ok(series.every((v, i) => i === 0 || v >= series[i - 1]));
+});
+
+Deno.test("the kit's dashboard shows the same counters per queue", async () => {
+  const [overview, s] = await Promise.all([dashboardSnapshot(client), metricSnapshot(client)]);
+  const q = overview.queues.find((x) => x.queueName === 'countworkv1');
+  assert.ok(q);
+  const at = { queueName: 'countworkv1' };
+  assert.deepEqual(q.totals, {
+    claims: counter(s, 'claims', at),
+    completions: counter(s, 'task_duration', at),
+    failedAttempts: counter(s, 'failed_attempts', at),
+    retries: counter(s, 'retries', at),
+    throttled: 0,
+  });
+  assert.deepEqual(
+    [q.totals.claims, q.totals.completions, q.totals.retries],
+    [2 * RUNS + FLAKY, 2 * RUNS, FLAKY],
+  );
+  const tenant = overview.queues.find((x) => x.queueName === 'counttenantv1');
+  assert.equal(tenant?.totals.throttled, counter(s, 'throttled', { queueName: 'counttenantv1' }));
 });
 
 // Not a test: it asserts nothing.
