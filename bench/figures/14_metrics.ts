@@ -1,6 +1,7 @@
 /**
- * Figure 14, metrics (issue 26, docs/ARCHITECTURE.md §16): `switchyard.metrics(60)` and the
- * dashboard's `dashboard_metrics_history(60)` on a database holding a million completed tasks of
+ * Figure 14, metrics (issue 26, docs/ARCHITECTURE.md §16): `switchyard.metrics(60)`, the
+ * dashboard's `dashboard_metrics_history(60)` and the counters' `metric_snapshot()` (issue 42: with
+ * `metrics(60)`, a whole scrape of `/metrics`) on a database holding a million completed tasks of
  * history (bulk-inserted, two hours old, analyzed as a quiet system would be) next to a fresh
  * database; both hold the same recent work (completed in the last minute), which the metrics
  * read. Each round times every call  on both sides back to back, in an order that rotates.
