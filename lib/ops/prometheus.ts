@@ -7,7 +7,7 @@
  * @module
  */
 import type { Metrics } from '../sql/metrics.ts';
-import type { MetricCounter, MetricSnapshot } from '../sql/metric_snapshot.ts';
+import type { MetricBucket, MetricCounter, MetricSnapshot } from '../sql/metric_snapshot.ts';
 
 /** The content type of the text format. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -249,21 +249,26 @@ export function prometheusText(m: Metrics, snapshot?: MetricSnapshot): string {
           .map((c) => ({ labels: labelsOf(c, names), value: c.n })),
       });
     }
+    // Each histogram's buckets by label set, so a scrape stays linear in the series.
+    const key = (x: Omit<MetricBucket, 'le' | 'count' | 'flow'>) =>
+      JSON.stringify([x.metric, x.queueName, x.version, x.step, x.outcome]);
+    const buckets = new Map<string, MetricBucket[]>();
+    for (const b of snapshot.histograms) {
+      const k = key(b);
+      const list = buckets.get(k);
+      if (list) list.push(b);
+      else buckets.set(k, [b]);
+    }
     for (const [name, help, metric, names] of HISTOGRAMS) {
       const samples: Family['samples'] = [];
       for (const c of snapshot.counters.filter((x) => x.metric === metric)) {
         const labels = labelsOf(c, names);
-        for (const b of snapshot.histograms) {
-          if (
-            b.metric === metric && b.queueName === c.queueName && b.version === c.version &&
-            b.step === c.step && b.outcome === c.outcome
-          ) {
-            samples.push({
-              suffix: '_bucket',
-              labels: { ...labels, le: leText(b.le) },
-              value: b.count,
-            });
-          }
+        for (const b of buckets.get(key(c)) ?? []) {
+          samples.push({
+            suffix: '_bucket',
+            labels: { ...labels, le: leText(b.le) },
+            value: b.count,
+          });
         }
         samples.push({ suffix: '_sum', labels, value: c.total });
         samples.push({ suffix: '_count', labels, value: c.n });
