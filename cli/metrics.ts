@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { metrics, prometheusText } from '../lib/ops.ts';
+import { metrics, metricSnapshot, prometheusText } from '../lib/ops.ts';
 import { formatMetrics } from '../lib/ops/format.ts';
 import { MAX_METRICS_WINDOW_SECONDS } from '../lib/sql/metrics.ts';
 import { parse, runCommand, secondsOption, UsageError } from './_operator_cli.ts';
@@ -40,7 +40,7 @@ await runCommand(USAGE, async (sql, args) => {
     );
   }
   const m = await metrics(sql, { windowSeconds });
-  if (values.prometheus) console.log(prometheusText(m).trimEnd());
+  if (values.prometheus) console.log(prometheusText(m, await metricSnapshot(sql)).trimEnd());
   else if (values.json) console.log(JSON.stringify(m, null, 2));
   else console.log(formatMetrics(m));
 });

@@ -5,8 +5,9 @@
  * This is what a queue function imports: the flow DSL (`Flow`, `withStepQueues`, `routeFlow`,
  * `defineDeployedFlow`), the worker (`EdgeWorker`, `startWorker`), what a handler throws to
  * control its retries (`RetryAfter`, `NonRetriable`), every error class as the `errors`
- * namespace, and `createRunEventStream`, the endpoint `followRun` reads, for an Edge Function of
- * one's own. The other audiences have entries of their own: `switchyard/client` (an app starts
+ * namespace, `createRunEventStream`, the endpoint `followRun` reads, for an Edge Function of
+ * one's own, and `runSpanIdGenerator` for a tracer provider (run spans). The other audiences
+ * have entries of their own: `switchyard/client` (an app starts
  * and follows runs), `switchyard/ops` (an operator), `switchyard/errors` (every error class),
  * `switchyard/testing` (a test) and `switchyard/browser` (a page). See docs/ARCHITECTURE.md §12.
  *
@@ -55,5 +56,6 @@ export {
   type RunEventStream,
   type RunEventStreamOptions,
 } from './platform/run_event_stream.ts';
+export { runSpanIdGenerator } from './tracing.ts';
 export type { EnvReader } from './sql/connection.ts';
 export type { Platform, PlatformServer, RequestHandler } from './platform/platform.ts';

@@ -86,6 +86,7 @@ export {
   queueDepths,
   type QueueOverview,
   type QueueThroughput,
+  type QueueTotals,
   rateLimits,
   type RateLimitState,
   recentRuns,
@@ -94,6 +95,13 @@ export {
   type RunStepOverview,
   throughput,
 } from './sql/dashboard_queries.ts';
+export {
+  type MetricBucket,
+  type MetricCounter,
+  type MetricGauge,
+  type MetricSnapshot,
+  metricSnapshot,
+} from './sql/metric_snapshot.ts';
 export {
   type Metrics,
   metrics,

@@ -104,6 +104,8 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/dsl/child_flows_test.ts',
     'tests/sql/schedules_flow_control_hardening_test.ts',
     'tests/worker/tracing_test.ts',
+    'tests/ops/metric_counters_test.ts',
+    'tests/ops/grafana_dashboard_test.ts',
     'tests/ops/metrics_test.ts',
     'tests/sql/refusals_test.ts',
     'tests/sql/queue_churn_test.ts',
@@ -121,6 +123,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/e2e/readme_test.ts',
     'tests/e2e/harness_test.ts',
     'tests/ops/dashboard_hardening_test.ts', // `deno task dashboard` served in a child process, over raw HTTP
+    'tests/ops/prometheus_scrape_test.ts', // Debian's prometheus scraping /metrics, and promtool
     'tests/e2e/project_history_test.ts',
     'tests/ops/dashboard_browser_test.ts', // the dashboard in Chromium
     'tests/e2e/demo_test.ts',

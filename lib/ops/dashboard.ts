@@ -102,6 +102,7 @@ import {
   signalRun,
 } from '../sql/runs.ts';
 import { MAX_METRICS_WINDOW_SECONDS, metrics } from '../sql/metrics.ts';
+import { metricSnapshot } from '../sql/metric_snapshot.ts';
 import { forkRun, moveRun, pauseRun, rerunRun, resumeRun } from '../sql/run_controls.ts';
 import type { SqlSource } from '../sql/source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from '../sql/windows.ts';
@@ -983,7 +984,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
     checkParams(url.searchParams, ['window']);
     const windowSeconds = intParam(url.searchParams, 'window', 1, MAX_METRICS_WINDOW_SECONDS, 60);
-    const text = prometheusText(await metrics(source, { windowSeconds }));
+    const [m, snapshot] = await Promise.all([
+      metrics(source, { windowSeconds }),
+      metricSnapshot(source),
+    ]);
+    const text = prometheusText(m, snapshot);
     return new Response(request.method === 'HEAD' ? null : text, {
       headers: { 'content-type': PROMETHEUS_CONTENT_TYPE, 'cache-control': 'no-store' },
     });

@@ -102,6 +102,40 @@ as $$
   end
 $$;
 
+-- supabase/schemas/functions/rules/_count_metrics.sql
+-- Counts figures of the metrics (docs/ARCHITECTURE.md §16.3) for a statement's rows, given as
+-- parallel arrays (one element per row; an array shorter than the rest, or null, is '' for a
+-- label and no observation for \`seconds\`; \`metric_names\` of one element names every row's
+-- figure): one upsert of switchyard.metric_counters per label
+-- set (and bucket), in key order, into the rows of this backend's shard (its process id), which
+-- no other transaction writes. With \`seconds\`, each row is an observation of a histogram: its
+-- bucket (switchyard.metric_bucket) counts it and \`total\` adds it up. Called by the claim, the
+-- completion, the failed-attempt and run-event triggers, and signal_run: one call per statement.
+create or replace function switchyard._count_metrics(
+  metric_names text[], queue_names text[], flow_slugs text[], step_slugs text[],
+  outcomes text[] default null, seconds double precision[] default null
+)
+returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  insert into switchyard.metric_counters as c
+         (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard, n, total)
+  select coalesce(x.m, metric_names[1]), coalesce(x.q, ''), coalesce(x.f, ''), coalesce(x.s, ''),
+         coalesce(x.o, ''),
+         case when x.secs is null then 0 else switchyard.metric_bucket(x.secs) end,
+         pg_catalog.pg_backend_pid(),
+         count(*), coalesce(sum(greatest(x.secs, 0)), 0)
+    from unnest(metric_names, queue_names, flow_slugs, step_slugs, outcomes, seconds)
+           as x(m, q, f, s, o, secs)
+   group by 1, 2, 3, 4, 5, 6
+   order by 1, 2, 3, 4, 5, 6
+  on conflict (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard) do update
+     set n = c.n + excluded.n, total = c.total + excluded.total;
+end
+$$;
+
 -- supabase/schemas/functions/rules/_json_size_problem.sql
 -- The size of a JSON value against its limit, as a refusal: null when it fits.
 create or replace function switchyard._json_size_problem(value jsonb, limit_name text)
@@ -325,6 +359,35 @@ as $$
     'max_reason_chars', switchyard.limit_value('max_reason_chars'),
     'max_progress_bytes', switchyard.limit_value('max_progress_bytes'),
     'progress_per_second', switchyard.limit_value('progress_per_second'))
+$$;
+
+-- supabase/schemas/functions/rules/metric_bucket.sql
+-- The histogram bucket of an observation of \`seconds\` (docs/ARCHITECTURE.md §16.3): 1 for the
+-- first bound of switchyard.metric_bucket_bounds() at or above it (Prometheus' le is
+-- inclusive), 17 past the last. width_bucket counts the bounds at or below its operand, so it
+-- counts the negated bounds, reversed, at or below the negated observation: the bounds at or
+-- above it. A negative duration (clocks of different machines) is the first bucket.
+create or replace function switchyard.metric_bucket(seconds double precision)
+returns smallint
+language sql
+immutable
+parallel safe
+as $$
+  select (17 - width_bucket(-greatest(seconds, 0),
+    '{-3600,-900,-300,-60,-30,-10,-5,-2.5,-1,-0.5,-0.25,-0.1,-0.05,-0.025,-0.01,-0.005}'::double precision[]))::smallint
+$$;
+
+-- supabase/schemas/functions/rules/metric_bucket_bounds.sql
+-- The upper bounds, in seconds, of every histogram bucket of the metrics (docs/ARCHITECTURE.md
+-- §16.3): Prometheus' default buckets (5 ms to 10 s) and five more for long tasks, waits and
+-- runs (30 s to 1 h). A bucket past the last one counts the rest (le="+Inf").
+create or replace function switchyard.metric_bucket_bounds()
+returns double precision[]
+language sql
+immutable
+parallel safe
+as $$
+  select '{0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,60,300,900,3600}'::double precision[]
 $$;
 
 -- supabase/schemas/functions/rules/queue_clock.sql
@@ -2310,6 +2373,10 @@ set enable_hashjoin = on
 as $$
 declare
   notified bigint;
+  ended_flows text[];     -- the runs that ended here: version, outcome, duration (counters)
+  ended_outcomes text[];
+  ended_secs double precision[];
+  retried_flows text[];
 begin
   -- A statement that wrote no row: nothing to do, and one probe instead of the query below.
   perform from switchyard_new_runs limit 1;
@@ -2346,6 +2413,28 @@ begin
             order by t.ord)
     select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
       from t;
+    -- The counters (§16.3): a run that ended (completed, failed, cancelled) is an observation of
+    -- the histogram of run durations, its end the outcome; a failed run started again is a
+    -- retry. Only when a run's status changed (notified), so a run's countdown costs nothing.
+    if notified > 0 then
+      select array_agg(n.flow_slug) filter (where n.status <> 'started'),
+             array_agg(n.status) filter (where n.status <> 'started'),
+             array_agg(extract(epoch from coalesce(n.completed_at, n.failed_at, n.cancelled_at)
+                                          - n.started_at)::double precision)
+               filter (where n.status <> 'started'),
+             array_agg(n.flow_slug) filter (where n.status = 'started')
+        into ended_flows, ended_outcomes, ended_secs, retried_flows
+        from switchyard_new_runs n
+        join switchyard_old_runs o on o.run_id = n.run_id
+       where o.status is distinct from n.status;
+      if ended_flows is not null then
+        perform switchyard._count_metrics(array['run_duration'], null, ended_flows, null,
+          ended_outcomes, ended_secs);
+      end if;
+      if retried_flows is not null then
+        perform switchyard._count_metrics(array['runs_retried'], null, retried_flows, null);
+      end if;
+    end if;
   end if;
   return null;
 end
@@ -3709,6 +3798,25 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/runs/run_span_context.sql
+-- The trace context of a run's span (docs/ARCHITECTURE.md §16.2), from the run and the trace
+-- context it started with (its caller's, or its parent run's span for a child run): the same
+-- trace, flags, and a span id derived from both, the first 16 hex digits of the SHA-256 of
+-- '<run id>/<the caller's span id>'. Derived, never stored: a task's span is a child of it, a
+-- child run starts with it, and take_run_spans names it for the span recorded at the run's end.
+-- Null without a trace context.
+create or replace function switchyard.run_span_context(run_id uuid, trace_context text)
+returns text
+language sql
+immutable
+parallel safe
+as $$
+  select split_part(trace_context, '-', 1) || '-' || split_part(trace_context, '-', 2) || '-'
+         || left(encode(sha256(convert_to(run_id::text || '/' || split_part(trace_context, '-', 3),
+                                          'UTF8')), 'hex'), 16)
+         || '-' || split_part(trace_context, '-', 4)
+$$;
+
 -- supabase/schemas/functions/runs/run_status.sql
 -- One run's status document (docs/ARCHITECTURE.md §14): its status, input, output or error, owner
 -- and times, its lineage (a fork's original and step) and pause (§14.1), with each step's state,
@@ -3768,8 +3876,9 @@ as $$
 $$;
 
 -- supabase/schemas/functions/runs/run_trace_contexts.sql
--- The trace contexts stored with these runs (docs/ARCHITECTURE.md §16), one row per run that
--- has one, by key: the worker reads them for a claimed batch only while tracing records spans.
+-- The trace contexts of these runs' spans (run_span_context, docs/ARCHITECTURE.md §16), one row
+-- per run that started with one, by key: the parents of the worker's task spans, read for a
+-- claimed batch only while tracing records spans.
 create or replace function switchyard.run_trace_contexts(run_ids uuid[])
 returns table (run_id uuid, trace_context text)
 language sql
@@ -3777,7 +3886,7 @@ stable
 security definer
 set search_path = ''
 as $$
-  select r.run_id, r.trace_context
+  select r.run_id, switchyard.run_span_context(r.run_id, r.trace_context)
     from switchyard.runs r
    where r.run_id = any(run_ids) and r.trace_context is not null
 $$;
@@ -4114,6 +4223,46 @@ begin
       hint => 'an operator sets the limit: select switchyard.set_setting(''user_runs_per_minute'', ''<runs>'')');
   end if;
   return switchyard.start_flow(start_user_run.alias, input, start_user_run.run_id, user_id);
+end
+$$;
+
+-- supabase/schemas/functions/runs/take_run_spans.sql
+-- Up to \`max_runs\` traced runs that ended and whose span nobody recorded yet (docs/ARCHITECTURE.md
+-- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
+-- with its outcome) as the child of the trace context the run started with, with the span id of
+-- run_span_context. Locked with skip locked, so two workers never take the same run; read
+-- through runs_span_pending, which holds only traced runs not yet taken.
+create or replace function switchyard.take_run_spans(max_runs int default 100)
+returns table (
+  run_id uuid, flow_slug text, flow text, status text, error text, started_at timestamptz,
+  ended_at timestamptz, trace_context text, span_context text
+)
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+begin
+  return query
+    with taken as (
+      update switchyard.runs r set run_span_taken = true
+        from (select x.run_id from switchyard.runs x
+               where x.trace_context is not null and not x.run_span_taken
+                 and x.status <> 'started'
+               order by x.run_id
+               limit greatest(coalesce(max_runs, 100), 1)
+                 for update skip locked) s
+       where r.run_id = s.run_id
+      returning r.run_id, r.flow_slug, r.status, r.error, r.started_at,
+                coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
+                r.trace_context
+    )
+    select t.run_id, t.flow_slug, coalesce(am.alias, t.flow_slug), t.status, t.error,
+           t.started_at, t.ended_at, t.trace_context,
+           switchyard.run_span_context(t.run_id, t.trace_context)
+      from taken t
+      left join switchyard.alias_members am on am.flow_slug = t.flow_slug
+     order by t.ended_at;
 end
 $$;
 
@@ -4517,6 +4666,11 @@ declare
   held_secs int[];
   slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
   slot_keys text[];
+  claimed_flows text[];   -- the claimed tasks' flows, steps, attempts and waits (the counters)
+  claimed_steps text[];
+  claimed_attempts int[];
+  claimed_waits double precision[];
+  counted text[];         -- the figures counted per row (claims, retries, queue_wait)
 begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
@@ -4653,16 +4807,43 @@ begin
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
        and t.task_index = k.idx
-    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
+    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left, t.flow_slug,
+              t.step_slug, t.attempts_count, t.started_at - t.queued_at as waited
   )
   select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
          coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
-                            order by c.message_id), '{}')
-    into claimed_ids, claimed_secs
+                            order by c.message_id), '{}'),
+         coalesce(array_agg(c.flow_slug), '{}'), coalesce(array_agg(c.step_slug), '{}'),
+         coalesce(array_agg(c.attempts_count), '{}'),
+         coalesce(array_agg(extract(epoch from c.waited)::double precision), '{}')
+    into claimed_ids, claimed_secs, claimed_flows, claimed_steps, claimed_attempts, claimed_waits
     from claimed c;
   if cardinality(claimed_ids) > 0 then
     -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
     perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
+    -- The counters (§16.3), in one call: every claim, the claims of a later attempt
+    -- (retries), and, for a first attempt, how long its message waited since it could run
+    -- (queued, plus the step's startDelay).
+    select array_agg(c.metric), array_agg(c.f), array_agg(c.s), array_agg(c.w)
+      into counted, claimed_flows, claimed_steps, claimed_waits
+      from (select 'claims' as metric, x.f, x.s, null::double precision as w
+              from unnest(claimed_flows, claimed_steps) as x(f, s)
+            union all
+            select 'retries', x.f, x.s, null
+              from unnest(claimed_flows, claimed_steps, claimed_attempts) as x(f, s, a)
+             where x.a > 1
+            union all
+            select 'queue_wait', x.f, x.s, x.w - st.start_delay
+              from unnest(claimed_flows, claimed_steps, claimed_attempts, claimed_waits)
+                     as x(f, s, a, w)
+              join switchyard.steps st on st.flow_slug = x.f and st.step_slug = x.s
+             where x.a = 1) c;
+    perform switchyard._count_metrics(counted, array_fill(queue, array[cardinality(counted)]),
+      claimed_flows, claimed_steps, null, claimed_waits);
+  end if;
+  if cardinality(held_ids) > 0 then
+    perform switchyard._count_metrics(array['throttled'],
+      array_fill(queue, array[cardinality(held_ids)]), null, null);
   end if;
 
   return query
@@ -4752,7 +4933,8 @@ $$;
 -- supabase/schemas/functions/completion/_record_failed_attempt.sql
 -- The trigger step_tasks_failed_attempt: a started task's last_failed_at moved, so its attempt
 -- failed (fail_task_with, recover_stalled, or any later path that sets it): one row of
--- switchyard.failed_attempts for the metrics (docs/ARCHITECTURE.md §16).
+-- switchyard.failed_attempts for the metrics' windows, and the counter of failed attempts
+-- (docs/ARCHITECTURE.md §16).
 create or replace function switchyard._record_failed_attempt()
 returns trigger
 language plpgsql
@@ -4763,6 +4945,9 @@ begin
     (run_id, step_slug, task_index, attempt, queue_name, flow_slug, failed_at)
   values (new.run_id, new.step_slug, new.task_index, new.attempts_count, new.queue_name,
           new.flow_slug, new.last_failed_at);
+  -- The counter of failed attempts (§16.3), which pruning the row above never lowers.
+  perform switchyard._count_metrics(array['failed_attempts'], array[new.queue_name],
+    array[new.flow_slug], array[new.step_slug]);
   return null;
 end
 $$;
@@ -4879,6 +5064,10 @@ declare
   acc_queues text[];
   acc_messages bigint[];
   live_runs uuid[];       -- runs of accepted items that are still started
+  timed_queues text[];    -- the tasks completed here, and their durations (the counters)
+  timed_flows text[];
+  timed_steps text[];
+  timed_secs double precision[];
   refused_ords bigint[];  -- accepted items of cancelled runs: the answer is refused
   done_runs uuid[];       -- steps completed by this call (parallel arrays)
   done_steps text[];
@@ -4952,15 +5141,29 @@ begin
     -- The late answer of a handler whose run was cancelled is refused (ok false): its task is
     -- cancelled like the run's queued tasks (cancel_run), its output is not kept, and nothing
     -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
-    update switchyard.step_tasks t
-       set status = case when r.refused then 'cancelled' else 'completed' end,
-           completed_at = case when r.refused then null else switchyard.clock_now() end,
-           output = case when r.refused then null else a.output end,
-           worker_id = case when r.refused then null else t.worker_id end
-      from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
-             as a(ord, run_id, step_slug, idx, output)
-      cross join lateral (select a.ord = any (refused_ords) as refused) r
-     where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx;
+    -- The completed tasks' durations (claim to completion) feed the histogram of the
+    -- counters (§16.3), whose count is the completions.
+    with finished as (
+      update switchyard.step_tasks t
+         set status = case when r.refused then 'cancelled' else 'completed' end,
+             completed_at = case when r.refused then null else switchyard.clock_now() end,
+             output = case when r.refused then null else a.output end,
+             worker_id = case when r.refused then null else t.worker_id end
+        from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
+               as a(ord, run_id, step_slug, idx, output)
+        cross join lateral (select a.ord = any (refused_ords) as refused) r
+       where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx
+      returning t.queue_name, t.flow_slug, t.step_slug, t.status,
+                extract(epoch from t.completed_at - t.started_at)::double precision as secs
+    )
+    select array_agg(d.queue_name), array_agg(d.flow_slug), array_agg(d.step_slug),
+           array_agg(d.secs)
+      into timed_queues, timed_flows, timed_steps, timed_secs
+      from finished d where d.status = 'completed';
+    if timed_queues is not null then
+      perform switchyard._count_metrics(array['task_duration'], timed_queues, timed_flows, timed_steps,
+        null, timed_secs);
+    end if;
     for q in
       select a.queue_name, array_agg(a.message_id order by a.message_id) as ids
         from unnest(acc_queues, acc_messages) as a(queue_name, message_id)
@@ -5565,10 +5768,13 @@ begin
       step_input := switchyard._dependency_outputs(run, flow, step);
     end if;
     begin
-      -- The child runs at its parent's priority (§5.14).
+      -- The child runs at its parent's priority (§5.14), in its trace under the parent run's
+      -- span (§16.2).
       child := switchyard.start_flow(st.child_alias, step_input,
                                      switchyard._child_run_id(run, step), parent.owner,
-                                     priority => parent.priority);
+                                     priority => parent.priority,
+                                     trace_context => switchyard.run_span_context(
+                                       parent.run_id, parent.trace_context));
     exception when others then
       -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
       if sqlstate like '40%' or sqlstate like '57%' then
@@ -6272,6 +6478,9 @@ begin
   end if;
   insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
   values (run.run_id, st.step_slug, key, value);
+  -- The counter of signals (§16.3), by outcome.
+  perform switchyard._count_metrics(array['signals'], null, array[run.flow_slug], array[st.step_slug],
+    array[case when state.status = 'created' then 'kept' else 'delivered' end]);
   if state.status = 'created' then
     return 'kept';
   end if;
@@ -8416,6 +8625,51 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/maintenance/fold_metric_counters.sql
+-- Folds the rows of switchyard.metric_counters (docs/ARCHITECTURE.md §16.3) that sessions wrote
+-- into shard 0, one row per figure, label set and bucket, keeping every sum: a counter never
+-- goes down and the table stays as small as the label sets times the sessions writing now.
+-- A row a session holds (its transaction has not committed) is skipped, left for the next
+-- fold; a session that writes a folded row again inserts it anew. Rows of shard 0 are written
+-- in key order, so two folds at once queue, never deadlock. Called by prune; returns the rows
+-- folded.
+create or replace function switchyard.fold_metric_counters()
+returns bigint
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  folded bigint;
+begin
+  with taken as (
+    delete from switchyard.metric_counters c
+     where c.ctid = any (array(select x.ctid from switchyard.metric_counters x
+                                where x.shard <> 0
+                                  for update skip locked))
+    returning c.*
+  ),
+  summed as (
+    select t.metric, t.queue_name, t.flow_slug, t.step_slug, t.outcome, t.bucket,
+           sum(t.n) as n, sum(t.total) as total, count(*) as rows
+      from taken t
+     group by 1, 2, 3, 4, 5, 6
+  ),
+  added as (
+    insert into switchyard.metric_counters as c
+           (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard, n, total)
+    select s.metric, s.queue_name, s.flow_slug, s.step_slug, s.outcome, s.bucket, 0, s.n, s.total
+      from summed s
+     order by 1, 2, 3, 4, 5, 6
+    on conflict (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard) do update
+       set n = c.n + excluded.n, total = c.total + excluded.total
+  )
+  select coalesce(sum(s.rows), 0) into folded from summed s;
+  return folded;
+end
+$$;
+
 -- supabase/schemas/functions/maintenance/keep_alive.sql
 -- Checks its arguments and the wake configuration, ticks the scheduler (run_schedules), ends
 -- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
@@ -8799,6 +9053,9 @@ begin
     returning 1)
   select count(*) into result.workers from d;
 
+  -- The counters' rows of other sessions fold into shard 0 (§16.3): the counters keep their
+  -- sums while their table follows the sessions in use.
+  perform switchyard.fold_metric_counters();
   return result;
 end
 $$;
@@ -9367,6 +9624,129 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/dashboard/metric_levels.sql
+-- The levels of the metrics (docs/ARCHITECTURE.md §16.3), gauges of what is true now, one row
+-- each (the view switchyard.metrics_gauges):
+--
+--   queue_depth                 {queue}            messages visible now
+--   queue_hidden                {queue}            messages hidden now (claimed, or delayed)
+--   queue_oldest_visible_age_seconds {queue}       how long the oldest visible message has been
+--                                                  visible (0: none)
+--   queue_oldest_age_seconds    {queue}            the oldest message's age, visible or not
+--   workers_live                {queue, function}  the function's live workers
+--   function_paused             {queue, function}  1 when the function is paused, else 0
+--   runs_active                 {flow, version}    started runs
+--   runs_waiting                {flow, version}    started runs with a wait, sleep or flow step
+--                                                  waiting
+--   waits_overdue               {flow, version}    waiting steps past their timeout (expire_waits
+--                                                  has not ended them)
+--
+-- PGMQ's queue tables are read as dashboard_queues reads them (O(depth)); runs from the started
+-- ones (runs_flow_started) and waits by deadline (step_states_wait_deadline): the cost follows
+-- the work in flight, never the history.
+create or replace function switchyard.metric_levels()
+returns table (
+  gauge text, queue_name text, function_name text, flow text, version text,
+  value double precision
+)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+declare
+  q record;
+  tbl text;
+  depth bigint;
+  hidden bigint;
+  oldest_visible timestamptz;
+  oldest timestamptz;
+begin
+  for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
+    tbl := pgmq.format_table_name(q.pgmq_name, 'q');
+    continue when to_regclass(format('pgmq.%I', tbl)) is null;
+    execute format(
+      'select count(*) filter (where vt <= switchyard.queue_now()),
+              count(*) filter (where vt > switchyard.queue_now()),
+              min(vt) filter (where vt <= switchyard.queue_now()), min(enqueued_at)
+         from pgmq.%I', tbl)
+      into depth, hidden, oldest_visible, oldest;
+    return query values
+      ('queue_depth', q.queue_name, '', '', '', depth::double precision),
+      ('queue_hidden', q.queue_name, '', '', '', hidden::double precision),
+      ('queue_oldest_visible_age_seconds', q.queue_name, '', '', '',
+       coalesce(greatest(extract(epoch from switchyard.queue_now() - oldest_visible), 0), 0)::double precision),
+      ('queue_oldest_age_seconds', q.queue_name, '', '', '',
+       coalesce(greatest(extract(epoch from switchyard.queue_now() - oldest), 0), 0)::double precision);
+  end loop;
+  return query
+    select 'workers_live', f.queue_name, f.function_name, '', '',
+           (select count(*) from switchyard.workers w
+             where w.function_name = f.function_name and w.queue_name = f.queue_name
+               and w.stopped_at is null
+               and switchyard._worker_live(w.stopped_at, w.deprecated_at, w.last_heartbeat_at,
+                                           w.heartbeat_window_seconds))::double precision
+      from switchyard.worker_functions f
+    union all
+    select 'function_paused', f.queue_name, f.function_name, '', '',
+           (f.paused_at is not null)::int::double precision
+      from switchyard.worker_functions f;
+  return query
+    select g.gauge, '', '', coalesce(am.alias, g.flow_slug), g.flow_slug, g.value
+      from (select 'runs_active' as gauge, r.flow_slug, count(*)::double precision as value
+              from switchyard.runs r where r.status = 'started' group by r.flow_slug
+            union all
+            -- One primary-key probe per (started run, waiting kind of step), as
+            -- open_run_steps: no plan can join by scanning every state ever recorded.
+            select 'runs_waiting', r.flow_slug, count(*)::double precision
+              from switchyard.runs r
+             where r.status = 'started'
+               and exists (select 1 from switchyard.steps st
+                            cross join lateral (select ss.status from switchyard.step_states ss
+                                                 where ss.run_id = r.run_id
+                                                   and ss.step_slug = st.step_slug
+                                                 limit 1) ss
+                            where st.flow_slug = r.flow_slug
+                              and st.step_type in ('wait', 'sleep', 'flow')
+                              and ss.status = 'started')
+             group by r.flow_slug
+            union all
+            select 'waits_overdue', ss.flow_slug, count(*)::double precision
+              from switchyard.step_states ss
+             where ss.status = 'started' and ss.wait_deadline is not null
+               and ss.wait_deadline < switchyard.clock_now()
+             group by ss.flow_slug) g
+      left join switchyard.alias_members am on am.flow_slug = g.flow_slug;
+end
+$$;
+
+-- supabase/schemas/functions/dashboard/metric_snapshot.sql
+-- The counters, histograms and levels of the metrics (docs/ARCHITECTURE.md §16.3) in one JSON
+-- document, from one snapshot (a stable function's statements share its caller's), so every
+-- scrape from any instance reads the same figures: { "counters": [...], "histograms": [...],
+-- "gauges": [...] }, the rows of the views metrics_counters, metrics_histograms and
+-- metrics_gauges (plpgsql: the views come after the functions). Its cost follows the label sets and the work in flight, never the history.
+create or replace function switchyard.metric_snapshot()
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return jsonb_build_object(
+    'counters', coalesce((select jsonb_agg(to_jsonb(c) order by c.metric, c.queue_name,
+                            c.function_name, c.flow, c.version, c.step, c.outcome)
+                            from switchyard.metrics_counters c), '[]'::jsonb),
+    'histograms', coalesce((select jsonb_agg(to_jsonb(h) order by h.metric, h.queue_name,
+                              h.flow, h.version, h.step, h.outcome, h.bucket)
+                              from switchyard.metrics_histograms h), '[]'::jsonb),
+    'gauges', coalesce((select jsonb_agg(to_jsonb(g) order by g.gauge, g.queue_name,
+                          g.function_name, g.flow, g.version)
+                          from switchyard.metrics_gauges g), '[]'::jsonb));
+end
+$$;
+
 -- supabase/schemas/functions/dashboard/metrics.sql
 -- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last \`window_seconds\`
 -- (1 to 86400, default 60), as one JSON document:
@@ -9698,7 +10078,10 @@ create table switchyard.runs (
   -- The attempts the run's tasks had used before its latest rerun (switchyard.rerun_run): a task
   -- created after it counts its attempts on from here, so a late answer of an attempt from
   -- before the rerun is never taken for a new one. 0 for a run never rerun.
-  attempt_floor int not null default 0
+  attempt_floor int not null default 0,
+  -- Whether a worker recorded the run's span (switchyard.take_run_spans, §16.2): a traced run
+  -- that ended waits for it.
+  run_span_taken boolean not null default false
 );
 
 -- The paused runs, for the dashboard and resume (empty when unused).
@@ -9720,6 +10103,10 @@ create index runs_started_at on switchyard.runs (started_at desc);
 -- column the hot path never filters on, so it cannot be picked for a claim or completion.
 create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at, cancelled_at)))
   where status in ('completed', 'failed', 'cancelled');
+
+-- Traced runs whose span is not recorded yet: what take_run_spans reads (empty untraced).
+create index runs_span_pending on switchyard.runs (run_id)
+  where trace_context is not null and not run_span_taken;
 
 -- The user rate limit counts a user's runs of the last minute through this index.
 create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;
@@ -10190,6 +10577,36 @@ create index start_keys_run on switchyard.start_keys (run_id);
 -- The keys of pruned dedupe runs by expiry: what prune deletes once due.
 create index start_keys_expires on switchyard.start_keys (expires_at) where expires_at is not null;
 
+-- supabase/schemas/tables/120_metric_counters.sql
+-- The monotonic counters and histograms of the metrics (docs/ARCHITECTURE.md §16.3): what
+-- Prometheus' rate(), increase() and histogram_quantile() read. One row per figure, label set,
+-- histogram bucket and shard; a figure is the sum of its rows. The shard is the backend process
+-- id of the session that counted: a backend runs one transaction at a time, so two transactions
+-- never write the same row (no lock to queue on, no deadlock) and the hot path adds one upsert
+-- per statement, grouped by label set, never one per task on a shared row. switchyard.prune folds
+-- the rows of other backends into shard 0 (switchyard.fold_metric_counters), so the table
+-- follows the connections in use, never the work done. Nothing else deletes a row and no counter
+-- is read from the history, so pruning runs or tasks never makes a counter go down.
+--
+--   metric   'claims', 'retries', 'failed_attempts', 'throttled', 'task_duration',
+--            'queue_wait', 'runs_retried', 'run_duration', 'signals' (runs started are derived
+--            from these and the started runs: the view metrics_counters)
+--   bucket   a histogram's bucket (switchyard.metric_bucket: 1 to 16 by the bounds of
+--            switchyard.metric_bucket_bounds(), 17 past the last), 0 for a plain counter
+--   n        how many were counted; total the sum of the observations (seconds)
+create table switchyard.metric_counters (
+  metric text not null,
+  queue_name text not null default '',
+  flow_slug text not null default '',     -- the concrete flow (the version)
+  step_slug text not null default '',
+  outcome text not null default '',       -- a run's end, a signal's ('delivered', 'kept')
+  bucket smallint not null default 0,
+  shard int not null,
+  n bigint not null default 0,
+  total double precision not null default 0,
+  primary key (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard)
+) with (fillfactor = 50);
+
 -- supabase/schemas/functions/runs/_fail_run.sql
 -- Final failure: the task, its step and its run fail, and the run's queued messages are
 -- archived. A step of a cancelled run stays cancelled, and the run too (only a started run
@@ -10348,6 +10765,76 @@ create or replace view switchyard.open_run_steps as
                          where ss.run_id = r.run_id and ss.step_slug = st.step_slug
                          limit 1) ss
    where r.status = 'started' and ss.status in ('created', 'started');
+
+-- The metrics as rows (docs/ARCHITECTURE.md §16.3), for Prometheus' text (prometheusText reads
+-- them through switchyard.metric_snapshot) and for Grafana's PostgreSQL data source: the same
+-- figures either way. A flow's label is its alias (alias_members), else its slug; its version
+-- the concrete slug.
+--
+-- metrics_counters: every counter and histogram summed over its shards (and buckets): \`n\` how
+-- many were counted, \`total\` the sum of a histogram's observations in seconds. The refusals of
+-- queue functions (switchyard.refusals, a count per function and kind already) are the
+-- counter 'refused_starts', the kind its outcome; 'runs_started' is derived (below).
+create or replace view switchyard.metrics_counters as
+  select c.metric, c.queue_name, ''::text as function_name, coalesce(am.alias, c.flow_slug) as flow,
+         c.flow_slug as version, c.step_slug as step, c.outcome, sum(c.n)::bigint as n,
+         sum(c.total)::double precision as total
+    from switchyard.metric_counters c
+    left join switchyard.alias_members am on am.flow_slug = c.flow_slug
+   group by c.metric, c.queue_name, c.flow_slug, am.alias, c.step_slug, c.outcome
+  union all
+  -- Runs started, with no write when a run starts: every run started is ended now, or started
+  -- again after ending (a retry), or still started, so started = ended - retried + started now.
+  -- Each term only grows or moves into another (prune deletes ended runs, never a counter).
+  select 'runs_started', '', '', coalesce(am.alias, x.flow_slug), x.flow_slug, '', '',
+         sum(x.n)::bigint, 0
+    from (select c.flow_slug, case when c.metric = 'run_duration' then c.n else -c.n end as n
+            from switchyard.metric_counters c
+           where c.metric in ('run_duration', 'runs_retried')
+          union all
+          select r.flow_slug, count(*) from switchyard.runs r
+           where r.status = 'started' group by r.flow_slug) x
+    left join switchyard.alias_members am on am.flow_slug = x.flow_slug
+   group by x.flow_slug, am.alias
+  union all
+  select 'refused_starts', coalesce(f.queue_name, ''), r.function_name, '', '', '', r.refusal,
+         r.count, 0
+    from switchyard.refusals r
+    left join switchyard.worker_functions f on f.function_name = r.function_name;
+
+-- metrics_histograms: each histogram's buckets, cumulative as Prometheus' le buckets are: for
+-- every label set with an observation, every bound of metric_bucket_bounds() and 'Infinity'.
+create or replace view switchyard.metrics_histograms as
+  with b as (
+    select c.metric, c.queue_name, c.flow_slug, c.step_slug, c.outcome, c.bucket, sum(c.n) as n
+      from switchyard.metric_counters c
+     where c.bucket > 0
+     group by c.metric, c.queue_name, c.flow_slug, c.step_slug, c.outcome, c.bucket
+  ),
+  sets as (select distinct b.metric, b.queue_name, b.flow_slug, b.step_slug, b.outcome from b)
+  select s.metric, s.queue_name, coalesce(am.alias, s.flow_slug) as flow, s.flow_slug as version,
+         s.step_slug as step, s.outcome, i.bucket,
+         coalesce((switchyard.metric_bucket_bounds())[i.bucket], 'Infinity')::double precision as le,
+         (sum(coalesce(b.n, 0)) over (partition by s.metric, s.queue_name, s.flow_slug,
+                                                   s.step_slug, s.outcome
+                                      order by i.bucket))::bigint as count
+    from sets s
+    cross join generate_series(1, 17) as i(bucket)
+    left join b on b.metric = s.metric and b.queue_name = s.queue_name
+               and b.flow_slug = s.flow_slug and b.step_slug = s.step_slug
+               and b.outcome = s.outcome and b.bucket = i.bucket
+    left join switchyard.alias_members am on am.flow_slug = s.flow_slug;
+
+-- metrics_gauges: the levels (switchyard.metric_levels).
+create or replace view switchyard.metrics_gauges as
+  select l.gauge, l.queue_name, l.function_name, l.flow, l.version, l.value
+    from switchyard.metric_levels() l;
+
+-- metrics_minutes: the dashboard's charts per queue and minute of the last hour
+-- (dashboard_metrics_history), a time series for a Grafana panel.
+create or replace view switchyard.metrics_minutes as
+  select h.queue_name, h.minute, h.lag_seconds, h.p95_ms, h.failures, h.completions
+    from switchyard.dashboard_metrics_history(60) h;
 
 -- supabase/schemas/triggers.sql
 -- Triggers (they name functions, so they come after them).

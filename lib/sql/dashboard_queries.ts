@@ -17,6 +17,7 @@ import type { FunctionState } from './function_state.ts';
 import { type FunctionRefusal, functionRefusals } from './refusals.ts';
 import type { FenceStatus } from './fence_status.ts';
 import { metricsHistory, type QueueHistory } from './metrics.ts';
+import { metricSnapshot } from './metric_snapshot.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
@@ -521,6 +522,34 @@ export interface QueueOverview {
   throughput: QueueThroughput | null;
   /** Lag, p95 duration and failures per minute (docs/ARCHITECTURE.md §16); null: uncatalogued. */
   history: QueueHistory | null;
+  /**
+   * Its counters since install (docs/ARCHITECTURE.md §16.3), the figures `/metrics` serves as
+   * `switchyard_task_*_total` and `switchyard_claims_throttled_total`, summed over its steps.
+   */
+  totals: QueueTotals;
+}
+
+/**
+ * A queue's counters since install, read from `switchyard.metric_snapshot` (never lowered by
+ * pruning).
+ *
+ * @example
+ * ```ts
+ * import type { QueueTotals } from './dashboard_queries.ts';
+ * const failing = (t: QueueTotals) => t.failedAttempts / Math.max(t.claims, 1);
+ * ```
+ */
+export interface QueueTotals {
+  /** Task attempts claimed. */
+  claims: number;
+  /** Tasks completed. */
+  completions: number;
+  /** Failed attempts (a throw, a timeout, a stall). */
+  failedAttempts: number;
+  /** Claims of a later attempt. */
+  retries: number;
+  /** Tasks a claim held back for flow control. */
+  throttled: number;
 }
 
 /**
@@ -602,6 +631,7 @@ export async function dashboardSnapshot(
     schedules,
     limits,
     histories,
+    snapshot,
   ] = await Promise.all([
     queueDepths(source),
     functionOverviews(source, { heartbeatWindowSeconds }),
@@ -613,7 +643,11 @@ export async function dashboardSnapshot(
     listSchedules(source),
     rateLimits(source),
     metricsHistory(source, { minutes }),
+    metricSnapshot(source),
   ]);
+  const total = (queueName: string, metric: string) =>
+    snapshot.counters.filter((c) => c.queueName === queueName && c.metric === metric)
+      .reduce((n, c) => n + c.n, 0);
   const names = new Set([...depths.map((d) => d.queueName), ...functions.map((f) => f.queueName)]);
   const queues = [...names].sort().map((queueName): QueueOverview => {
     const depth = depths.find((d) => d.queueName === queueName) ?? null;
@@ -625,6 +659,13 @@ export async function dashboardSnapshot(
       versions: versions.filter((v) => v.queueName === queueName),
       throughput: rates.find((t) => t.queueName === queueName) ?? null,
       history: histories.find((h) => h.queueName === queueName) ?? null,
+      totals: {
+        claims: total(queueName, 'claims'),
+        completions: total(queueName, 'task_duration'),
+        failedAttempts: total(queueName, 'failed_attempts'),
+        retries: total(queueName, 'retries'),
+        throttled: total(queueName, 'throttled'),
+      },
     };
   });
   return {

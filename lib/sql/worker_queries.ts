@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { EndedRunSpan } from '../tracing.ts';
 import type postgres from 'postgres';
 import type { FlowShape } from '../dsl/placement.ts';
 
@@ -442,6 +443,35 @@ export class WorkerQueries {
       select run_id, trace_context
         from switchyard.run_trace_contexts(${pgArray(runIds)}::uuid[])`;
     return new Map(rows.map((r) => [r.run_id, r.trace_context]));
+  }
+
+  /**
+   * Up to `max` traced runs that ended and whose span nobody recorded, marked taken
+   * (`switchyard.take_run_spans`): the worker records their spans (docs/ARCHITECTURE.md §16.2).
+   */
+  async takeRunSpans(max = 100): Promise<EndedRunSpan[]> {
+    const rows = await this.sql<{
+      run_id: string;
+      flow_slug: string;
+      flow: string;
+      status: string;
+      error: string | null;
+      started_at: Date;
+      ended_at: Date;
+      trace_context: string;
+      span_context: string;
+    }[]>`select * from switchyard.take_run_spans(${max}::int)`;
+    return rows.map((r) => ({
+      runId: r.run_id,
+      flow: r.flow,
+      version: r.flow_slug,
+      status: r.status,
+      error: r.error,
+      startedAt: new Date(r.started_at),
+      endedAt: new Date(r.ended_at),
+      traceContext: r.trace_context,
+      spanContext: r.span_context,
+    }));
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * The worker's timers (docs/ARCHITECTURE.md §9): the heartbeat, whose answer also tells
  * the worker to stop when it was deprecated or its queue function paused or disabled, and
- * names the runs of its running handlers that were cancelled or failed meanwhile, and
+ * names the runs of its running handlers that were cancelled or failed meanwhile (and, while
+ * spans are recorded, records the spans of traced runs that ended), and
  * the stall sweep, which requeues started tasks of workers that went silent.
  *
  * The heartbeat has its own queries object (its own connection when the worker opened its
@@ -14,6 +15,7 @@
 import type { EndedRun, WorkerQueries } from '../sql/worker_queries.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { errorText, type WorkerLogger } from './persist.ts';
+import { recordRunSpan, spansRecorded } from '../tracing.ts';
 
 /** What {@linkcode startMaintenance} needs. */
 export interface MaintenanceOptions {
@@ -48,6 +50,7 @@ function every(ms: number, fn: () => Promise<void>): () => void {
 /** Starts the heartbeat and the stall sweep; the returned function stops both. */
 export function startMaintenance(o: MaintenanceOptions): () => void {
   let lastBeat = Date.now();
+  let warnedIds = false;
   const stopHeartbeat = every(o.heartbeatIntervalMs, async () => {
     // A handler that keeps the event loop busy delays this timer; past the window, other
     // workers' sweeps may already have requeued this worker's tasks (§9: CPU-bound handlers).
@@ -78,6 +81,25 @@ export function startMaintenance(o: MaintenanceOptions): () => void {
       }
     } catch (e) {
       o.log.warn(`heartbeat failed: ${errorText(e)}`);
+    }
+    // Run spans (docs/ARCHITECTURE.md §16.2): while spans are recorded here, the spans of traced
+    // runs that ended, whichever path ended them, each taken by one worker.
+    if (spansRecorded()) {
+      try {
+        const ended = await o.heartbeatQ.takeRunSpans();
+        let foreign = 0;
+        for (const r of ended) if (!recordRunSpan(r)) foreign++;
+        if (foreign > 0 && !warnedIds) {
+          warnedIds = true;
+          o.log.warn(
+            `${foreign} run span(s) got an id of the SDK's, not the one their tasks name as ` +
+              'parent: give the tracer provider `idGenerator: runSpanIdGenerator()` (from ' +
+              'switchyard) so the tasks and child runs of a run are under its span',
+          );
+        }
+      } catch (e) {
+        o.log.warn(`recording run spans failed: ${errorText(e)}`);
+      }
     }
   });
   const stopSweep = every(o.stallCheckIntervalMs, async () => {

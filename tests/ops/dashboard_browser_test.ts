@@ -132,6 +132,11 @@ Deno.test({
         assert.match(fetchQueue, /0 visible · 2 hidden/);
         assert.match(fetchQueue, /dash-fetch-worker/);
         assert.match(fetchQueue, /live/);
+        // The queue's counters since install, as /metrics serves them (§16.3).
+        assert.match(
+          fetchQueue,
+          /since install: \d+ claimed · \d+ completed · \d+ failed attempts/,
+        );
         assert.equal(await page.locator('[data-queue="dash_fetch"] .chart svg rect').count(), 60);
         const schedule = await page.locator(`[data-schedule="${SCHEDULE}"]`).innerText();
         assert.match(schedule, /archiveV1/);

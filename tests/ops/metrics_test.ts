@@ -20,6 +20,7 @@ import { untypedClient } from '../_helpers/untyped_client.ts';
 import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
+import { parsePrometheus } from '../_helpers/prometheus.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
@@ -218,67 +219,6 @@ Deno.test('a window out of range is refused with the rule', async () => {
 });
 
 /** One sample of Prometheus' text format. */
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/**
- * A strict reader of the text exposition format (0.0.4): every sample's family has its HELP and
- * TYPE before it, names and label names are valid, label values are quoted with only \\, \" and
- * \n escaped, values are numbers, and no series appears twice. Throws naming the line.
- */
-function parsePrometheus(text: string): Sample[] {
-  const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-  const helps = new Set<string>(), types = new Map<string, string>();
-  const seen = new Set<string>();
-  const samples: Sample[] = [];
-  if (!text.endsWith('\n')) throw new Error('the text must end with a newline');
-  const lines = text.slice(0, -1).split('\n');
-  lines.forEach((line, i) => {
-    const where = `line ${i + 1} ${JSON.stringify(line)}`;
-    const meta = /^# (HELP|TYPE) (\S+) (.+)$/.exec(line);
-    if (meta) {
-      const [, kind, name, rest] = meta;
-      if (!NAME.test(name)) throw new Error(`${where}: bad metric name`);
-      if (kind === 'HELP') {
-        if (helps.has(name)) throw new Error(`${where}: a second HELP`);
-        helps.add(name);
-      } else {
-        if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest)) {
-          throw new Error(`${where}: bad type`);
-        }
-        if (types.has(name)) throw new Error(`${where}: a second TYPE`);
-        types.set(name, rest);
-      }
-      return;
-    }
-    if (line.startsWith('#') || line === '') throw new Error(`${where}: not a sample or HELP/TYPE`);
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) throw new Error(`${where}: not a sample`);
-    const [, name, , body = '', valueText] = m;
-    if (!helps.has(name) || !types.has(name)) throw new Error(`${where}: no HELP and TYPE before`);
-    const labels: Record<string, string> = {};
-    let rest = body;
-    while (rest.length > 0) {
-      const l = /^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)/.exec(rest);
-      if (!l) throw new Error(`${where}: bad labels at ${JSON.stringify(rest)}`);
-      if (l[1] in labels) throw new Error(`${where}: label ${l[1]} twice`);
-      labels[l[1]] = l[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
-      rest = rest.slice(l[0].length);
-    }
-    if (!/^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/.test(valueText)) {
-      throw new Error(`${where}: bad value`);
-    }
-    const key = name + JSON.stringify(Object.entries(labels).sort());
-    if (seen.has(key)) throw new Error(`${where}: the series appears twice`);
-    seen.add(key);
-    samples.push({ name, labels, value: Number(valueText) });
-  });
-  return samples;
-}
-
 Deno.test('the strict reader refuses malformed text', () => {
   const ok = '# HELP a_b x\n# TYPE a_b gauge\na_b{q="x\\"y"} 1.5\n';
   assert.deepEqual(parsePrometheus(ok), [{ name: 'a_b', labels: { q: 'x"y' }, value: 1.5 }]);
@@ -316,7 +256,7 @@ Deno.test('GET /metrics: Prometheus text behind the bearer, equal to the metrics
       samples.filter((s) =>
         s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)
       );
-    assert.deepEqual(get('switchyard_metrics_window_seconds', {}).map((s) => s.value), [3600]);
+    assert.deepEqual(get('switchyard_window_seconds', {}).map((s) => s.value), [3600]);
     assert.deepEqual(get('switchyard_queue_depth', { queue: 'metricsidlev1' })[0].value, 2);
     assert.deepEqual(
       get('switchyard_queue_function_info', { queue: 'metricsfailv1' }).map((s) => s.labels),
@@ -324,16 +264,16 @@ Deno.test('GET /metrics: Prometheus text behind the bearer, equal to the metrics
     );
     const labels = { queue: 'metricsworkv1', flow: 'metricsWorkV1', step: 'finish' };
     const finish = step(m, 'finish');
-    assert.equal(get('switchyard_step_completions', labels)[0].value, finish.completions);
+    assert.equal(get('switchyard_window_step_completions', labels)[0].value, finish.completions);
     assert.equal(
-      get('switchyard_step_duration_seconds', { ...labels, quantile: '0.95' })[0].value,
+      get('switchyard_window_step_duration_seconds', { ...labels, quantile: '0.95' })[0].value,
       finish.p95Ms! / 1000,
     );
     // No completed task, no quantile sample (never NaN).
-    assert.equal(get('switchyard_step_duration_seconds', { step: 'doomed' }).length, 0);
-    assert.equal(get('switchyard_step_failures', { step: 'doomed' })[0].value, 2 * DOOMED);
+    assert.equal(get('switchyard_window_step_duration_seconds', { step: 'doomed' }).length, 0);
+    assert.equal(get('switchyard_window_step_failures', { step: 'doomed' })[0].value, 2 * DOOMED);
     assert.equal(
-      get('switchyard_queue_failures_per_second', { queue: 'metricsfailv1' })[0].value,
+      get('switchyard_window_queue_failures_per_second', { queue: 'metricsfailv1' })[0].value,
       2 * DOOMED / m.windowSeconds,
     );
     // Every queue has a depth sample.

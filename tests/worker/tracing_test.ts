@@ -16,14 +16,23 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { toPlacement } from '../../lib/dsl/placement.ts';
-import { defineDeployedFlow, Flow, startWorker } from '../../lib/mod.ts';
+import {
+  defineDeployedFlow,
+  Flow,
+  routeFlow,
+  runSpanIdGenerator,
+  startWorker,
+} from '../../lib/mod.ts';
 import { createClient } from '../../lib/client.ts';
 import { formatTraceparent } from '../../lib/tracing.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const provider = new BasicTracerProvider({
+  idGenerator: runSpanIdGenerator(),
+  spanProcessors: [new SimpleSpanProcessor(exporter)],
+});
 trace.setGlobalTracerProvider(provider);
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 const app = trace.getTracer('the-application');
@@ -108,14 +117,42 @@ Deno.test('one span per task attempt with its attributes, in the trace the calle
     assert.ok(claims.some((c) => c.spanContext().spanId === s.links[0].context.spanId));
   }
   const ofRun = (id: string) => tasks.filter((s) => attr(s, 'switchyard.run_id') === id);
+  // A span per traced run, start to end, a child of the caller's span; its tasks under it.
+  await waitFor(
+    'the run spans',
+    () => exporter.getFinishedSpans().filter((s) => s.name === 'switchyard.run').length === 2,
+  );
+  const runSpans = exporter.getFinishedSpans().filter((s) => s.name === 'switchyard.run');
   for (const [handle, span] of [[explicit, caller], [implicit, active]] as const) {
+    const run = runSpans.find((s) => attr(s, 'switchyard.run_id') === handle.runId);
+    assert.ok(run, `the span of run ${handle.runId}`);
+    assert.equal(run.spanContext().traceId, span.spanContext().traceId, "the caller's trace");
+    assert.equal(parentOf(run), span.spanContext().spanId, "a child of the caller's span");
+    assert.equal(attr(run, 'switchyard.run.outcome'), 'completed');
+    assert.equal(attr(run, 'switchyard.flow'), 'traced');
+    assert.equal(attr(run, 'switchyard.flow.version'), 'tracedV1');
+    const [row] = await sql`select started_at, completed_at,
+        switchyard.run_span_context(run_id, trace_context) as ctx
+        from switchyard.runs where run_id = ${handle.runId}::uuid`;
+    assert.equal(row.ctx.split('-')[2], run.spanContext().spanId, 'the id its tasks name');
+    const ms = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6;
+    assert.ok(Math.abs(ms(run.startTime) - row.started_at.getTime()) < 1, 'from the run start');
+    assert.ok(Math.abs(ms(run.endTime) - row.completed_at.getTime()) < 1, 'to the run end');
     const mine = ofRun(handle.runId);
     assert.equal(mine.length, 3);
     for (const s of mine) {
       assert.equal(s.spanContext().traceId, span.spanContext().traceId, "the caller's trace");
-      assert.equal(parentOf(s), span.spanContext().spanId, "a child of the caller's span");
+      assert.equal(parentOf(s), run.spanContext().spanId, "a child of the run's span");
+      // Within the run's span: its end is the completing transaction's time, a little before the
+      // last task's span ends (once its batch is written).
+      assert.ok(ms(s.startTime) >= ms(run.startTime), 'a task starts after its run');
+      assert.ok(ms(s.endTime) <= ms(run.endTime) + 1000, 'and ends with it');
     }
   }
+  assert.ok(
+    !runSpans.some((s) => attr(s, 'switchyard.run_id') === untraced.runId),
+    'a run started without a trace context has no run span',
+  );
   const loose = ofRun(untraced.runId);
   assert.equal(loose.length, 3);
   for (const s of loose) {
@@ -137,6 +174,104 @@ Deno.test('one span per task attempt with its attributes, in the trace the calle
   const written = spans.filter((s) => s.name === 'switchyard.complete')
     .reduce((n, s) => n + Number(attr(s, 'switchyard.tasks')), 0);
   assert.equal(written, 6, 'every accepted output was written in a completion batch');
+});
+
+Deno.test("a child flow's run span is under its parent run's span; failed and cancelled runs have theirs", async () => {
+  const leaf = defineDeployedFlow(
+    routeFlow(
+      new Flow<{ n: number }>({ slug: 'leafV1', baseDelay: 0, maxAttempts: 1 }).step(
+        { slug: 'square' },
+        (input) => {
+          if (input.n < 0) throw new Error(`negative ${input.n}`);
+          return input.n * input.n;
+        },
+      ),
+      { queues: { square: 'traced_family' } },
+    ),
+    { alias: 'leaf' },
+  );
+  const root = defineDeployedFlow(
+    routeFlow(
+      new Flow<{ n: number }>({ slug: 'rootV1' })
+        .childFlow({ slug: 'sub', flow: leaf })
+        .step({ slug: 'report', dependsOn: ['sub'] }, (input) => input.sub.square + 1),
+      { queues: { report: 'traced_family' } },
+    ),
+    { alias: 'root' },
+  );
+  const hold = new Flow<{ n: number }>({ slug: 'holdV1' }).wait({ slug: 'w' });
+  for (const target of [leaf, root]) {
+    await sql`select switchyard.ensure_flow(${
+      sql.json(toPlacement(target).shape as never)
+    }::jsonb)`;
+    await sql`select switchyard.sync_alias(${target.alias}, array[${
+      toPlacement(target).flow.slug
+    }])`;
+  }
+  await sql`select switchyard.ensure_flow(${sql.json(toPlacement(hold).shape as never)}::jsonb)`;
+  const family = createClient([leaf, root] as const, { connectionString: db.url });
+  const caller = app.startSpan('family request');
+  const traceparent = formatTraceparent(caller.spanContext())!;
+  exporter.reset();
+  const worker = await startWorker([leaf, root], {
+    queueName: 'traced_family',
+    connectionString: db.url,
+    ...FAST,
+    logger: SILENT,
+  });
+  try {
+    const ok = await family.start('root', { n: 3 }, { traceparent });
+    const bad = await family.start('leaf', { n: -1 }, { traceparent });
+    // Cancelled in SQL, by no worker: a worker's sweep still records its span.
+    const [{ held }] = await sql`select switchyard.start_flow('holdV1', '{"n": 0}'::jsonb,
+      trace_context => ${traceparent}) as held`;
+    await sql`select switchyard.cancel_run(${held}::uuid, 'not needed')`;
+    await within(30_000, 'the root run', ok.output({ timeoutMs: 30_000 }));
+    await waitFor('the failed run', async () => {
+      const [r] = await sql`select status from switchyard.runs where run_id = ${bad.runId}::uuid`;
+      return r.status === 'failed';
+    });
+    await waitFor(
+      'four run spans',
+      () => exporter.getFinishedSpans().filter((s) => s.name === 'switchyard.run').length === 4,
+    );
+    const spans = exporter.getFinishedSpans();
+    const runSpan = (id: string) =>
+      spans.find((s) => s.name === 'switchyard.run' && attr(s, 'switchyard.run_id') === id)!;
+    const [{ child }] = await sql`select run_id as child from switchyard.child_runs
+                                   where parent_run_id = ${ok.runId}::uuid`;
+    const parentSpan = runSpan(ok.runId), childSpan = runSpan(child);
+    assert.equal(parentOf(parentSpan), caller.spanContext().spanId);
+    assert.equal(
+      parentOf(childSpan),
+      parentSpan.spanContext().spanId,
+      'the child under its parent',
+    );
+    assert.equal(childSpan.spanContext().traceId, caller.spanContext().traceId);
+    assert.equal(attr(childSpan, 'switchyard.flow'), 'leaf');
+    const childTasks = spans.filter((s) =>
+      s.name === 'switchyard.task' && attr(s, 'switchyard.run_id') === child
+    );
+    assert.equal(childTasks.length, 1);
+    assert.equal(parentOf(childTasks[0]), childSpan.spanContext().spanId);
+    const failed = runSpan(bad.runId);
+    assert.equal(attr(failed, 'switchyard.run.outcome'), 'failed');
+    assert.equal(failed.status.code, 2, 'a failed run is an error span');
+    const cancelled = runSpan(held);
+    assert.equal(attr(cancelled, 'switchyard.run.outcome'), 'cancelled');
+    assert.match(String(attr(cancelled, 'switchyard.run.cancel_reason')), /not needed/);
+    assert.equal(parentOf(cancelled), caller.spanContext().spanId);
+    // Each run's span is recorded once, whatever the sweeps that follow.
+    await new Promise((r) => setTimeout(r, 3 * FAST.heartbeatIntervalMs));
+    assert.equal(
+      exporter.getFinishedSpans().filter((s) => s.name === 'switchyard.run').length,
+      4,
+    );
+  } finally {
+    caller.end();
+    await within(30_000, 'the worker to stop', worker.stop());
+    await family.close();
+  }
 });
 
 Deno.test('a malformed incoming traceparent is logged and the run starts untraced; SQL refuses one with the rule', async () => {

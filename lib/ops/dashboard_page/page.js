@@ -212,6 +212,18 @@
   const millis = (v) => (v < 1000 ? Math.round(v) + ' ms' : (v / 1000).toFixed(2) + ' s');
 
   /**
+   * The queue's counters since install, the same figures `/metrics` serves (§16.3).
+   * @param {Queue['totals']} t
+   */
+  function totalsLine(t) {
+    return '<div class="muted" data-totals="' +
+      esc(JSON.stringify([t.claims, t.completions, t.failedAttempts, t.retries, t.throttled])) +
+      '">since install: ' + t.claims + ' claimed · ' + t.completions + ' completed · ' +
+      t.failedAttempts + ' failed attempts · ' + t.retries + ' retries · ' + t.throttled +
+      ' throttled</div>';
+  }
+
+  /**
    * Lag, p95 step latency and failures per minute of a queue, beside its completed tasks.
    * @param {History | null} hist
    */
@@ -316,7 +328,7 @@
     return '<section class="card" data-queue="' + esc(q.queueName) + '"><h2><span class="mono">' +
       esc(q.queueName) + '</span> ' + owner + '</h2><div class="depth">' + depth + '</div>' +
       '<h3>completed tasks per minute</h3>' + chart(q.throughput, data.minutes) +
-      historyCharts(q.history) +
+      historyCharts(q.history) + totalsLine(q.totals) +
       '<h3>queue functions</h3>' + functions + '<h3>versions</h3>' + versions + '</section>';
   }
 

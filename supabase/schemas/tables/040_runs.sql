@@ -34,7 +34,10 @@ create table switchyard.runs (
   -- The attempts the run's tasks had used before its latest rerun (switchyard.rerun_run): a task
   -- created after it counts its attempts on from here, so a late answer of an attempt from
   -- before the rerun is never taken for a new one. 0 for a run never rerun.
-  attempt_floor int not null default 0
+  attempt_floor int not null default 0,
+  -- Whether a worker recorded the run's span (switchyard.take_run_spans, §16.2): a traced run
+  -- that ended waits for it.
+  run_span_taken boolean not null default false
 );
 
 -- The paused runs, for the dashboard and resume (empty when unused).
@@ -56,6 +59,10 @@ create index runs_started_at on switchyard.runs (started_at desc);
 -- column the hot path never filters on, so it cannot be picked for a claim or completion.
 create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at, cancelled_at)))
   where status in ('completed', 'failed', 'cancelled');
+
+-- Traced runs whose span is not recorded yet: what take_run_spans reads (empty untraced).
+create index runs_span_pending on switchyard.runs (run_id)
+  where trace_context is not null and not run_span_taken;
 
 -- The user rate limit counts a user's runs of the last minute through this index.
 create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;

@@ -37,6 +37,11 @@ declare
   held_secs int[];
   slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
   slot_keys text[];
+  claimed_flows text[];   -- the claimed tasks' flows, steps, attempts and waits (the counters)
+  claimed_steps text[];
+  claimed_attempts int[];
+  claimed_waits double precision[];
+  counted text[];         -- the figures counted per row (claims, retries, queue_wait)
 begin
   if message_ids is null or cardinality(message_ids) = 0 then
     return;
@@ -173,16 +178,43 @@ begin
       from unnest(task_ids, task_runs, task_steps, task_idxs) as k(id, run_id, step_slug, idx)
      where k.id = any (eligible_ids) and t.run_id = k.run_id and t.step_slug = k.step_slug
        and t.task_index = k.idx
-    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left
+    returning t.message_id, t.timeout - t.carried_ms / 1000 as seconds_left, t.flow_slug,
+              t.step_slug, t.attempts_count, t.started_at - t.queued_at as waited
   )
   select coalesce(array_agg(c.message_id order by c.message_id), '{}'),
          coalesce(array_agg(c.seconds_left + switchyard.claim_margin_seconds()
-                            order by c.message_id), '{}')
-    into claimed_ids, claimed_secs
+                            order by c.message_id), '{}'),
+         coalesce(array_agg(c.flow_slug), '{}'), coalesce(array_agg(c.step_slug), '{}'),
+         coalesce(array_agg(c.attempts_count), '{}'),
+         coalesce(array_agg(extract(epoch from c.waited)::double precision), '{}')
+    into claimed_ids, claimed_secs, claimed_flows, claimed_steps, claimed_attempts, claimed_waits
     from claimed c;
   if cardinality(claimed_ids) > 0 then
     -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
     perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
+    -- The counters (§16.3), in one call: every claim, the claims of a later attempt
+    -- (retries), and, for a first attempt, how long its message waited since it could run
+    -- (queued, plus the step's startDelay).
+    select array_agg(c.metric), array_agg(c.f), array_agg(c.s), array_agg(c.w)
+      into counted, claimed_flows, claimed_steps, claimed_waits
+      from (select 'claims' as metric, x.f, x.s, null::double precision as w
+              from unnest(claimed_flows, claimed_steps) as x(f, s)
+            union all
+            select 'retries', x.f, x.s, null
+              from unnest(claimed_flows, claimed_steps, claimed_attempts) as x(f, s, a)
+             where x.a > 1
+            union all
+            select 'queue_wait', x.f, x.s, x.w - st.start_delay
+              from unnest(claimed_flows, claimed_steps, claimed_attempts, claimed_waits)
+                     as x(f, s, a, w)
+              join switchyard.steps st on st.flow_slug = x.f and st.step_slug = x.s
+             where x.a = 1) c;
+    perform switchyard._count_metrics(counted, array_fill(queue, array[cardinality(counted)]),
+      claimed_flows, claimed_steps, null, claimed_waits);
+  end if;
+  if cardinality(held_ids) > 0 then
+    perform switchyard._count_metrics(array['throttled'],
+      array_fill(queue, array[cardinality(held_ids)]), null, null);
   end if;
 
   return query

@@ -23,6 +23,10 @@ declare
   acc_queues text[];
   acc_messages bigint[];
   live_runs uuid[];       -- runs of accepted items that are still started
+  timed_queues text[];    -- the tasks completed here, and their durations (the counters)
+  timed_flows text[];
+  timed_steps text[];
+  timed_secs double precision[];
   refused_ords bigint[];  -- accepted items of cancelled runs: the answer is refused
   done_runs uuid[];       -- steps completed by this call (parallel arrays)
   done_steps text[];
@@ -96,15 +100,29 @@ begin
     -- The late answer of a handler whose run was cancelled is refused (ok false): its task is
     -- cancelled like the run's queued tasks (cancel_run), its output is not kept, and nothing
     -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
-    update switchyard.step_tasks t
-       set status = case when r.refused then 'cancelled' else 'completed' end,
-           completed_at = case when r.refused then null else switchyard.clock_now() end,
-           output = case when r.refused then null else a.output end,
-           worker_id = case when r.refused then null else t.worker_id end
-      from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
-             as a(ord, run_id, step_slug, idx, output)
-      cross join lateral (select a.ord = any (refused_ords) as refused) r
-     where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx;
+    -- The completed tasks' durations (claim to completion) feed the histogram of the
+    -- counters (§16.3), whose count is the completions.
+    with finished as (
+      update switchyard.step_tasks t
+         set status = case when r.refused then 'cancelled' else 'completed' end,
+             completed_at = case when r.refused then null else switchyard.clock_now() end,
+             output = case when r.refused then null else a.output end,
+             worker_id = case when r.refused then null else t.worker_id end
+        from unnest(acc_ords, acc_runs, acc_steps, acc_idxs, acc_outputs)
+               as a(ord, run_id, step_slug, idx, output)
+        cross join lateral (select a.ord = any (refused_ords) as refused) r
+       where t.run_id = a.run_id and t.step_slug = a.step_slug and t.task_index = a.idx
+      returning t.queue_name, t.flow_slug, t.step_slug, t.status,
+                extract(epoch from t.completed_at - t.started_at)::double precision as secs
+    )
+    select array_agg(d.queue_name), array_agg(d.flow_slug), array_agg(d.step_slug),
+           array_agg(d.secs)
+      into timed_queues, timed_flows, timed_steps, timed_secs
+      from finished d where d.status = 'completed';
+    if timed_queues is not null then
+      perform switchyard._count_metrics(array['task_duration'], timed_queues, timed_flows, timed_steps,
+        null, timed_secs);
+    end if;
     for q in
       select a.queue_name, array_agg(a.message_id order by a.message_id) as ids
         from unnest(acc_queues, acc_messages) as a(queue_name, message_id)

@@ -170,6 +170,9 @@ begin
     returning 1)
   select count(*) into result.workers from d;
 
+  -- The counters' rows of other sessions fold into shard 0 (§16.3): the counters keep their
+  -- sums while their table follows the sessions in use.
+  perform switchyard.fold_metric_counters();
   return result;
 end
 $$;

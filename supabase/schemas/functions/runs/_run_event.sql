@@ -14,6 +14,10 @@ set enable_hashjoin = on
 as $$
 declare
   notified bigint;
+  ended_flows text[];     -- the runs that ended here: version, outcome, duration (counters)
+  ended_outcomes text[];
+  ended_secs double precision[];
+  retried_flows text[];
 begin
   -- A statement that wrote no row: nothing to do, and one probe instead of the query below.
   perform from switchyard_new_runs limit 1;
@@ -50,6 +54,28 @@ begin
             order by t.ord)
     select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
       from t;
+    -- The counters (§16.3): a run that ended (completed, failed, cancelled) is an observation of
+    -- the histogram of run durations, its end the outcome; a failed run started again is a
+    -- retry. Only when a run's status changed (notified), so a run's countdown costs nothing.
+    if notified > 0 then
+      select array_agg(n.flow_slug) filter (where n.status <> 'started'),
+             array_agg(n.status) filter (where n.status <> 'started'),
+             array_agg(extract(epoch from coalesce(n.completed_at, n.failed_at, n.cancelled_at)
+                                          - n.started_at)::double precision)
+               filter (where n.status <> 'started'),
+             array_agg(n.flow_slug) filter (where n.status = 'started')
+        into ended_flows, ended_outcomes, ended_secs, retried_flows
+        from switchyard_new_runs n
+        join switchyard_old_runs o on o.run_id = n.run_id
+       where o.status is distinct from n.status;
+      if ended_flows is not null then
+        perform switchyard._count_metrics(array['run_duration'], null, ended_flows, null,
+          ended_outcomes, ended_secs);
+      end if;
+      if retried_flows is not null then
+        perform switchyard._count_metrics(array['runs_retried'], null, retried_flows, null);
+      end if;
+    end if;
   end if;
   return null;
 end

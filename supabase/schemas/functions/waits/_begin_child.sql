@@ -31,10 +31,13 @@ begin
       step_input := switchyard._dependency_outputs(run, flow, step);
     end if;
     begin
-      -- The child runs at its parent's priority (§5.14).
+      -- The child runs at its parent's priority (§5.14), in its trace under the parent run's
+      -- span (§16.2).
       child := switchyard.start_flow(st.child_alias, step_input,
                                      switchyard._child_run_id(run, step), parent.owner,
-                                     priority => parent.priority);
+                                     priority => parent.priority,
+                                     trace_context => switchyard.run_span_context(
+                                       parent.run_id, parent.trace_context));
     exception when others then
       -- A deadlock, a serialization failure or a cancel is the caller's to repeat, not a refusal.
       if sqlstate like '40%' or sqlstate like '57%' then

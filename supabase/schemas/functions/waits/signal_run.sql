@@ -111,6 +111,9 @@ begin
   end if;
   insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
   values (run.run_id, st.step_slug, key, value);
+  -- The counter of signals (§16.3), by outcome.
+  perform switchyard._count_metrics(array['signals'], null, array[run.flow_slug], array[st.step_slug],
+    array[case when state.status = 'created' then 'kept' else 'delivered' end]);
   if state.status = 'created' then
     return 'kept';
   end if;
