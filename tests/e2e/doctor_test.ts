@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { compileFlows } from '../../cli/compile.ts';
 import { copyProject, KIT_ROOT } from '../../cli/_project.ts';
 import { diagnose, type Diagnosis } from '../../cli/doctor.ts';
-import { createTestDatabase, type TestDatabase } from '../_helpers/db.ts';
+import { createTestDatabase, cronDatabaseName, type TestDatabase } from '../_helpers/db.ts';
 import { migrationTimestamp } from '../../cli/_util.ts';
 
 /** Runs `deno task doctor` against `url` for `project`. */
@@ -231,7 +231,10 @@ export const greetV1 = defineDeployedFlow(
     );
     expect(/^problem \[keep-alive\] pg_net is not enabled in database/, /enable pg_net/);
     expect(
-      /^problem \[keep-alive\] pg_cron runs in database "postgres" \(cron\.database_name\), not in database/,
+      new RegExp(
+        `^problem \\[keep-alive\\] pg_cron runs in database "${cronDatabaseName()}" ` +
+          '\\(cron\\.database_name\\), not in database',
+      ),
       /cron\.schedule_in_database/,
     );
     expect(

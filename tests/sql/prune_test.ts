@@ -10,11 +10,9 @@ import postgres from 'postgres';
 import { OperationError, PgCronMissingError } from '../../lib/errors.ts';
 import { Flow, routeFlow, startWorker } from '../../lib/mod.ts';
 import { prune, pruneAll, pruneCommand, schedulePrune, unschedulePrune } from '../../lib/ops.ts';
-import { migrate } from '../../lib/sql/migrate.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { ageInterval } from '../../cli/prune.ts';
-import { startCluster } from '../../tools/_cluster.ts';
-import { createTestDatabase, type TestDatabase } from '../_helpers/db.ts';
+import { createTestDatabase, type TestDatabase, withCronDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -585,18 +583,9 @@ Deno.test('prune skips runs another session holds instead of waiting for them', 
 Deno.test({
   name: 'schedule_prune creates, updates and removes the pg_cron job where pg_cron lives',
   fn: async () => {
-    // pg_cron can only be created in cron.database_name: a cluster of its own, as on Supabase.
-    const cluster = await startCluster();
-    const sql = postgres(cluster.url, { max: 1, onnotice: () => {}, prepare: false });
-    try {
-      assert.ok(
-        cluster.pgCron,
-        'pg_cron.so is missing next to the server binaries: install postgresql-15-cron',
-      );
-      for (const role of ['anon', 'authenticated', 'service_role']) {
-        await sql.unsafe(`create role ${role} nologin`);
-      }
-      await migrate(cluster.url);
+    // pg_cron can only be created in cron.database_name: the server's pg_cron database, with the
+    // kit migrated in it (as on Supabase, one database), in turn.
+    await withCronDatabase(async ({ sql }) => {
       const id = await schedulePrune(sql);
       assert.equal(
         await schedulePrune(sql, { olderThan: '30 days', schedule: '*/5 * * * *', batchSize: 200 }),
@@ -613,9 +602,6 @@ Deno.test({
       assert.equal(Number(runs), 0);
       assert.equal(await unschedulePrune(sql), true);
       assert.equal(await unschedulePrune(sql), false);
-    } finally {
-      await sql.end();
-      await cluster.stop();
-    }
+    });
   },
 });
