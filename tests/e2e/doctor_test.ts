@@ -13,24 +13,19 @@ import { copyProject, KIT_ROOT } from '../../cli/_project.ts';
 import { diagnose, type Diagnosis } from '../../cli/doctor.ts';
 import { createTestDatabase, cronDatabaseName, type TestDatabase } from '../_helpers/db.ts';
 import { migrationTimestamp } from '../../cli/_util.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 
 /** Runs `deno task doctor` against `url` for `project`. */
-async function doctor(url: string, project: string, args: string[] = []) {
-  const inherited = Deno.env.toObject();
-  for (const name of ['DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL']) {
-    delete inherited[name];
-  }
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', 'doctor', '--project', project, ...args],
+function doctor(url: string, project: string, args: string[] = []) {
+  return deno(['task', '-q', 'doctor', '--project', project, ...args], {
     cwd: KIT_ROOT,
     clearEnv: true,
-    env: { ...inherited, NO_COLOR: '1', DATABASE_URL: url },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+    env: {
+      ...envWithout('DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL'),
+      NO_COLOR: '1',
+      DATABASE_URL: url,
+    },
+  });
 }
 
 /** A copy of the kit's project whose registry is compiled and applied, as `db push` would. */

@@ -17,30 +17,21 @@ import {
   urlFor,
   withCronDatabase,
 } from '../_helpers/db.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SECRET = 'keep-alive-test-secret-7f3a';
 
-async function keepAlive(
-  args: string[],
-  env: Record<string, string>,
-  task: string[] = ['keep-alive'],
-) {
-  const inherited = Deno.env.toObject();
-  for (const name of ['DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL']) {
-    delete inherited[name];
-  }
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', ...task, ...args],
+function keepAlive(args: string[], env: Record<string, string>, task: string[] = ['keep-alive']) {
+  return deno(['task', '-q', ...task, ...args], {
     cwd: ROOT,
     clearEnv: true,
-    env: { ...inherited, NO_COLOR: '1', ...env },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+    env: {
+      ...envWithout('DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL'),
+      NO_COLOR: '1',
+      ...env,
+    },
+  });
 }
 
 const URL_ = 'https://abcdefghijklmnopqrst.supabase.co';

@@ -34,6 +34,7 @@ import {
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase, withCronDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
+import { deno, envWithout, spawnDeno, type Spawned } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const client = untypedClient(db.url);
@@ -45,33 +46,16 @@ const count = async (q: Promise<Row[]>) => Number((await q)[0].n);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs `deno task <task> <args…>` from the project root; DATABASE_URL is the test database. */
-function task(
+const run = (
   name: string,
   args: string[],
   env: Record<string, string> = { DATABASE_URL: db.url },
-): Deno.ChildProcess {
-  const inherited = Deno.env.toObject();
-  delete inherited.DATABASE_URL;
-  delete inherited.SUPABASE_DB_URL;
-  return new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', name, ...args],
+) =>
+  deno(['task', '-q', name, ...args], {
     cwd: ROOT,
     clearEnv: true,
-    env: { ...inherited, NO_COLOR: '1', ...env },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).spawn();
-}
-
-async function outputOf(child: Deno.ChildProcess) {
-  const out = await child.output();
-  const text = new TextDecoder();
-  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
-}
-
-const run = (name: string, args: string[], env?: Record<string, string>) =>
-  outputOf(task(name, args, env));
+    env: { ...envWithout('DATABASE_URL', 'SUPABASE_DB_URL'), NO_COLOR: '1', ...env },
+  });
 
 /** Registers a function as the scaffold's migration does: its shared queue first. */
 async function registerFunction(name: string, queue: string, flags: { enabled?: boolean } = {}) {
@@ -110,9 +94,8 @@ await startWorker(flow, {
 async function startDoomedWorker(
   functionName: string,
   flowSlug: string,
-): Promise<{ child: Deno.ChildProcess; runId: string; workerId: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ['eval', '--ext=ts', DOOMED_WORKER],
+): Promise<{ child: Spawned; runId: string; workerId: string }> {
+  const child = spawnDeno(['eval', '--ext=ts', DOOMED_WORKER], {
     cwd: ROOT,
     env: {
       DATABASE_URL: db.url,
@@ -122,7 +105,7 @@ async function startDoomedWorker(
     },
     stdout: 'null',
     stderr: 'inherit',
-  }).spawn();
+  });
   try {
     const [worker] = await waitFor(
       'the child worker to register',
@@ -139,18 +122,14 @@ async function startDoomedWorker(
     });
     return { child, runId, workerId: String(worker.worker_id) };
   } catch (e) {
-    child.kill('SIGKILL');
-    await child.status;
+    await child.stop('SIGKILL');
     throw e;
   }
 }
 
 /** Kills a doomed worker process and waits until its heartbeat is older than `seconds`. */
-async function kill(doomed: { child: Deno.ChildProcess; workerId: string }, seconds: number) {
-  try {
-    doomed.child.kill('SIGKILL');
-  } catch { /* already gone */ }
-  await doomed.child.status;
+async function kill(doomed: { child: Spawned; workerId: string }, seconds: number) {
+  await doomed.child.stop('SIGKILL');
   await waitFor(
     `the killed worker's heartbeat to age ${seconds} s`,
     () =>
@@ -217,10 +196,7 @@ Deno.test('keep_alive wakes only enabled, unpaused functions without a live work
       from switchyard.worker_functions where function_name = 'ka-live'`;
     assert.equal(woken.woken, false, 'a function with a live worker is never woken');
   } finally {
-    try {
-      doomed.child.kill('SIGKILL');
-    } catch { /* already gone */ }
-    await doomed.child.status;
+    await doomed.child.stop('SIGKILL');
     await live.stop();
   }
 });
@@ -598,10 +574,7 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
     }
   } finally {
     open();
-    try {
-      doomed.child.kill('SIGKILL');
-    } catch { /* already gone */ }
-    await doomed.child.status;
+    await doomed.child.stop('SIGKILL');
     await worker.stop();
   }
 });

@@ -13,6 +13,7 @@ import { prune, pruneAll, pruneCommand, schedulePrune, unschedulePrune } from '.
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { ageInterval } from '../../cli/prune.ts';
 import { createTestDatabase, type TestDatabase, withCronDatabase } from '../_helpers/db.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -474,22 +475,16 @@ Deno.test('prune refuses bad arguments with the rule', async () => {
 
 Deno.test('deno task prune loops in batches with a progress line each, and refuses bad usage', async () => {
   const t = await fresh();
-  const run = async (args: string[], env: Record<string, string> = { DATABASE_URL: t.db.url }) => {
-    const inherited = Deno.env.toObject();
-    delete inherited.DATABASE_URL;
-    delete inherited.SUPABASE_DB_URL;
-    delete inherited.SWITCHYARD_DB_URL;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ['task', '-q', 'prune', ...args],
+  const run = (args: string[], env: Record<string, string> = { DATABASE_URL: t.db.url }) =>
+    deno(['task', '-q', 'prune', ...args], {
       cwd: ROOT,
       clearEnv: true,
-      env: { ...inherited, NO_COLOR: '1', ...env },
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    const text = new TextDecoder();
-    return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
-  };
+      env: {
+        ...envWithout('DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL'),
+        NO_COLOR: '1',
+        ...env,
+      },
+    });
   try {
     const flow = new Flow<{ n: number }>({ slug: 'cli' }).step({ slug: 'go' }, (i) => i.n);
     const worker = await startWorker(flow, t.base);
