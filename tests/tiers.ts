@@ -40,6 +40,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/unit/dsl/types_test.ts',
     'tests/unit/dsl/wait_types_test.ts',
     'tests/unit/ops/dashboard_page_test.ts',
+    'tests/unit/process_helper_test.ts',
     'tests/unit/sql/client_types_test.ts',
     'tests/unit/sql/clock_test.ts',
     'tests/unit/sql/core_build_test.ts',
@@ -55,6 +56,9 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
   db: [
     'tests/ops/operations_test.ts',
     'tests/sql/prune_test.ts',
+    // Early, though quick: its turns at the pg_cron database come before operations_test's real
+    // pg_cron job holds it for up to a minute (withCronDatabase, tests/_helpers/db.ts).
+    'tests/sql/cron_database_test.ts',
     'tests/sql/hostile_test.ts',
     'tests/worker/flow_control_test.ts',
     'tests/worker/races_test.ts',
@@ -143,6 +147,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/ops/dashboard_charts_browser_test.ts', // the charts in Chromium
     'tests/e2e/doctor_test.ts',
     'tests/e2e/config_toml_test.ts',
+    'tests/e2e/process_tree_test.ts',
     'tests/e2e/serve_test.ts',
     'tests/e2e/older_core_test.ts',
   ],

@@ -33,8 +33,13 @@ export interface Cluster {
   port: number;
   dir: string;
   pid: number;
-  /** Whether pg_cron is preloaded (and created in the `postgres` database). */
+  /**
+   * Whether pg_cron is preloaded: its jobs run in `cronDatabase` (`cron.database_name`), where
+   * it is created at start when that is `postgres`; another database is the caller's to create.
+   */
   pgCron: boolean;
+  /** The database pg_cron runs its jobs from (`cron.database_name`). */
+  cronDatabase: string;
   /** Stops the server and removes its directory. Safe to call twice. */
   stop(): Promise<void>;
   /**
@@ -70,6 +75,12 @@ export async function startCluster(
     log?: (line: string) => void;
     /** Extra libraries to preload (for example `pg_stat_statements` for profiling). */
     preload?: string[];
+    /**
+     * pg_cron's database (`cron.database_name`, default `postgres`, where the extension is then
+     * created at start). Another name is left to the caller to create, with the extension in it:
+     * the test harness gives the pg_cron tests a database of their own this way.
+     */
+    cronDatabase?: string;
   } = {},
 ): Promise<Cluster> {
   const binDir = opts.binDir ?? Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN;
@@ -108,7 +119,13 @@ export async function startCluster(
   ];
   const preload = [...(pgCron ? ['pg_cron'] : []), ...(opts.preload ?? [])];
   if (preload.length > 0) settings.push(`shared_preload_libraries=${preload.join(',')}`);
-  if (pgCron) settings.push('cron.database_name=postgres');
+  const cronDatabase = opts.cronDatabase ?? 'postgres';
+  if (!/^[a-z_][a-z0-9_]*$/.test(cronDatabase)) {
+    throw new Error(
+      `cronDatabase "${cronDatabase}" is invalid: use a lower-case identifier (letters, digits, _)`,
+    );
+  }
+  if (pgCron) settings.push(`cron.database_name=${cronDatabase}`);
   const args = ['-D', dataDir, ...settings.flatMap((s) => ['-c', s])];
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
 
@@ -153,7 +170,9 @@ export async function startCluster(
       const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 2 });
       try {
         await sql`select 1`;
-        if (pgCron && firstStart) await sql`create extension if not exists pg_cron`;
+        if (pgCron && firstStart && cronDatabase === 'postgres') {
+          await sql`create extension if not exists pg_cron`;
+        }
         await sql.end();
         break;
       } catch (e) {
@@ -177,6 +196,7 @@ export async function startCluster(
       return server!.child.pid;
     },
     pgCron,
+    cronDatabase,
     stop,
     async restart() {
       if (stopped) throw new Error(`cannot restart PostgreSQL on port ${port}: it was stopped`);

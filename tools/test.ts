@@ -7,7 +7,10 @@
  * includes the dashboard's browser test. A template database is migrated once
  * (PGMQ per `PGMQ_MODE`, then `supabase db push`), every test file clones it, and
  * the cluster and its directory are always removed — on success, on failure and
- * on SIGINT/SIGTERM.
+ * on SIGINT/SIGTERM. pg_cron runs its jobs from one database per server
+ * (`cron.database_name`): the cluster names `switchyard_cron`, a clone of the migrated template
+ * with pg_cron created in it, which the pg_cron tests take in turn (`withCronDatabase` in
+ * tests/_helpers/db.ts) instead of a cluster each.
  *
  * `--tier` runs one tier of tests/tiers.ts (tools/_tiers.ts) after checking that every test
  * file has exactly one tier: `unit` without any database or server and with the network
@@ -126,20 +129,74 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /**
- * Whether the server has pg_cron where the cron tests need it: `'1'`, or why not (the tests
- * that need it fail with this reason; they are never skipped).
+ * The pg_cron tests' database (`cron.database_name` of the harness's cluster): a clone of the
+ * migrated template with pg_cron in it, which they take in turn (tests/_helpers/db.ts).
+ */
+const CRON_DATABASE = 'switchyard_cron';
+
+/**
+ * Whether DATABASE_URL's server can give the pg_cron tests their database: `'1'`, or why not
+ * (the tests that need it fail with this reason; they are never skipped). It must run pg_cron
+ * from {@linkcode CRON_DATABASE}, which must not exist yet: pg_cron's launcher connects to it
+ * once it is created, and stops for good when it is dropped, so the harness creates it once and
+ * never drops it.
  */
 async function pgCronOnServer(url: string): Promise<string> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    const [row] = await sql<{ db: string; cron_db: string | null; version: string | null }[]>`
-      select current_database() as db, current_setting('cron.database_name', true) as cron_db,
-             (select extversion from pg_extension where extname = 'pg_cron') as version`;
-    if (row.version) return '1';
-    return `pg_cron is not created in database "${row.db}" of DATABASE_URL` +
-      (row.cron_db ? ` (cron.database_name is "${row.cron_db}")` : ' (pg_cron is not preloaded)') +
-      ": preload it (shared_preload_libraries = 'pg_cron'), set cron.database_name to that " +
-      'database and create extension pg_cron there';
+    const [row] = await sql<{ cron_db: string | null; exists: boolean; available: boolean }[]>`
+      select current_setting('cron.database_name', true) as cron_db,
+             exists (select 1 from pg_database where datname = ${CRON_DATABASE}) as exists,
+             exists (select 1 from pg_available_extensions where name = 'pg_cron') as available`;
+    const setUp = `preload pg_cron (shared_preload_libraries = 'pg_cron') with ` +
+      `cron.database_name = '${CRON_DATABASE}'`;
+    if (!row.available) return `pg_cron is not available on the server of DATABASE_URL: ${setUp}`;
+    if (row.cron_db !== CRON_DATABASE) {
+      return `pg_cron runs from database "${row.cron_db ?? 'none (not preloaded)'}" on the ` +
+        `server of DATABASE_URL, not "${CRON_DATABASE}": ${setUp}`;
+    }
+    if (row.exists) {
+      return `database "${CRON_DATABASE}" exists on the server of DATABASE_URL (an earlier ` +
+        'run made it): the harness makes it afresh from the template, and pg_cron stops ' +
+        'when it is dropped, so drop it and restart the server';
+    }
+    return '1';
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * Makes {@linkcode CRON_DATABASE}: a clone of the migrated template with pg_cron created in it.
+ * Throws, naming the table, when the template holds rows in a kit table: the pg_cron tests'
+ * reset empties them (tests/_helpers/db.ts), so the clone must start empty too.
+ */
+async function createCronDatabase(url: string, template: string): Promise<void> {
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${CRON_DATABASE}" template "${template}"`);
+  } finally {
+    await admin.end();
+  }
+  const cronUrl = new URL(url);
+  cronUrl.pathname = `/${CRON_DATABASE}`;
+  const sql = postgres(cronUrl.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await sql`create extension pg_cron`;
+    const tables = await sql<{ name: string }[]>`
+      select format('%I.%I', n.nspname, c.relname) as name from pg_class c
+        join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = 'switchyard' and c.relkind in ('r', 'p')`;
+    for (const { name } of tables) {
+      const [{ rows }] = await sql.unsafe(`select count(*)::int as rows from ${name}`);
+      if (rows > 0) {
+        throw new Error(
+          `the migrated template has ${rows} row(s) in ${name}: the pg_cron tests' reset ` +
+            '(withCronDatabase in tests/_helpers/db.ts) empties every table of schema ' +
+            'switchyard, so it would lose them; restore them there',
+        );
+      }
+    }
   } finally {
     await sql.end();
   }
@@ -242,6 +299,7 @@ try {
       SWITCHYARD_TEST_ADMIN_URL: '',
       SWITCHYARD_TEST_TEMPLATE: '',
       SWITCHYARD_TEST_PG_CRON: '',
+      SWITCHYARD_TEST_CRON_DATABASE: '',
     });
   } else {
     code = await withDatabase();
@@ -259,7 +317,7 @@ Deno.exit(code);
 async function withDatabase(): Promise<number> {
   if (!adminUrl) {
     await ensurePostgresBinaries(Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN, log);
-    cluster = await startCluster({ log });
+    cluster = await startCluster({ log, cronDatabase: CRON_DATABASE });
     adminUrl = cluster.url;
     // Announce where the cluster lives so a harness test can check it is gone afterwards.
     log(`cluster dir: ${cluster.dir}`);
@@ -317,9 +375,21 @@ async function withDatabase(): Promise<number> {
     await admin2.end();
   }
 
+  let cronReady = pgCron;
+  if (pgCron === '1') {
+    try {
+      await createCronDatabase(adminUrl, template);
+      log(`pg_cron runs from database ${CRON_DATABASE}, a clone of the template`);
+    } catch (e) {
+      cronReady = `the harness could not make database ${CRON_DATABASE}: ${(e as Error).message}`;
+      log(`the pg_cron tests will fail: ${cronReady}`);
+    }
+  }
+
   return await denoTest({
     SWITCHYARD_TEST_ADMIN_URL: adminUrl,
     SWITCHYARD_TEST_TEMPLATE: template,
-    SWITCHYARD_TEST_PG_CRON: pgCron,
+    SWITCHYARD_TEST_PG_CRON: cronReady,
+    SWITCHYARD_TEST_CRON_DATABASE: cronReady === '1' ? CRON_DATABASE : '',
   });
 }

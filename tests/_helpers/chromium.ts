@@ -3,6 +3,7 @@
  * missing binary fails the test with how to install it, never skips it.
  */
 import { exists, freePort } from '../../cli/_util.ts';
+import { Spawned } from './process.ts';
 import { waitFor } from './wait.ts';
 
 /** The chromium binary: `CHROMIUM`, else Debian's. */
@@ -18,8 +19,9 @@ export async function startChromium() {
   }
   const port = freePort();
   const profile = await Deno.makeTempDir({ prefix: 'switchyard-chromium-' });
-  const child = new Deno.Command(CHROMIUM, {
-    args: [
+  const child = new Spawned(
+    CHROMIUM,
+    [
       '--headless',
       '--no-sandbox',
       '--disable-gpu',
@@ -33,10 +35,8 @@ export async function startChromium() {
       `--remote-debugging-port=${port}`,
       'about:blank',
     ],
-    stdin: 'null',
-    stdout: 'null',
-    stderr: 'null',
-  }).spawn();
+    { stdout: 'null', stderr: 'null' },
+  );
   const cdp = `http://127.0.0.1:${port}`;
   await waitFor('chromium to listen for CDP', async () => {
     const r = await fetch(`${cdp}/json/version`);
@@ -49,10 +49,7 @@ export async function startChromium() {
   return {
     cdp,
     async stop() {
-      try {
-        child.kill('SIGTERM');
-      } catch { /* exited */ }
-      await child.status;
+      await child.stop('SIGTERM'); // chromium and every process it started
       await Deno.remove(profile, { recursive: true }).catch(() => {});
     },
   };

@@ -74,7 +74,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 }
 
 /**
- * Throws, with the reason, unless the test server has pg_cron in its admin database
+ * Throws, with the reason, unless the test server has pg_cron and its database for the tests
  * (tools/test.ts probes it and passes `1` or why not): the tests that need pg_cron run or
  * fail, never skip.
  */
@@ -87,4 +87,75 @@ export function requirePgCron(): void {
       }`,
     );
   }
+}
+
+/** The database pg_cron runs its jobs from on the test server (`cron.database_name`). */
+export function cronDatabaseName(): string {
+  requirePgCron();
+  return env('SWITCHYARD_TEST_CRON_DATABASE');
+}
+
+/** The pg_cron database, held by one test at a time ({@linkcode withCronDatabase}). */
+export interface CronDatabase {
+  /** Its name: the server's `cron.database_name`. */
+  name: string;
+  /** Its connection string. */
+  url: string;
+  /** A postgres.js client on it (max 4 connections), ended when the test's turn ends. */
+  sql: postgres.Sql;
+}
+
+/**
+ * The advisory lock that orders the pg_cron tests: one at a time holds the pg_cron database,
+ * across the files `deno test --parallel` runs at once (each in a process of its own).
+ */
+const CRON_LOCK = 0x5359_4352; // "SYCR"
+
+/**
+ * Runs `fn` with the server's pg_cron database, the kit migrated in it (a clone of the
+ * template that tools/test.ts made). pg_cron runs jobs from one database per server, so the
+ * tests that need it take that database in turn: an advisory lock, held on a connection of its
+ * own until `fn` ends, makes every other test (in any file or process) wait; and the database
+ * is reset before each turn — every cron job unscheduled and its run history gone (the job and
+ * run ids start again at 1), every PGMQ queue dropped and every table of schema switchyard
+ * emptied — so a test never sees the previous one's jobs, runs or rows. The database itself is
+ * never dropped: pg_cron's launcher would stop for good.
+ */
+export async function withCronDatabase<T>(fn: (db: CronDatabase) => Promise<T>): Promise<T> {
+  const name = cronDatabaseName();
+  const url = urlFor(name);
+  const lock = postgres(adminUrl(), { max: 1, onnotice: () => {}, prepare: false });
+  let sql: postgres.Sql | undefined;
+  try {
+    await lock`select pg_advisory_lock(${CRON_LOCK})`;
+    sql = postgres(url, { max: 4, onnotice: () => {}, prepare: false });
+    await resetCronDatabase(sql);
+    return await fn({ name, url, sql });
+  } finally {
+    await sql?.end({ timeout: 5 });
+    // Ending the session releases the lock too; unlock first so the next test starts at once.
+    await lock`select pg_advisory_unlock(${CRON_LOCK})`.catch(() => {});
+    await lock.end({ timeout: 5 });
+  }
+}
+
+/** Empties the pg_cron database of what any test left: jobs, runs, queues and kit rows. */
+async function resetCronDatabase(sql: postgres.Sql): Promise<void> {
+  await sql.begin(async (tx) => {
+    // Deleting from cron.job is what cron.unschedule does (pg_cron's trigger reloads its jobs).
+    await tx`delete from cron.job`;
+    await tx`truncate cron.job_run_details`;
+    await tx`alter sequence cron.jobid_seq restart`;
+    await tx`alter sequence cron.runid_seq restart`;
+    await tx`select pgmq.drop_queue(queue_name) from pgmq.list_queues()`;
+    const tables = await tx<{ name: string }[]>`
+      select format('%I.%I', n.nspname, c.relname) as name from pg_class c
+        join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = 'switchyard' and c.relkind in ('r', 'p')`;
+    if (tables.length > 0) {
+      await tx.unsafe(
+        `truncate ${tables.map((t) => t.name).join(', ')} restart identity cascade`,
+      );
+    }
+  });
 }

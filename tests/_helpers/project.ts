@@ -6,30 +6,20 @@
  */
 import assert from 'node:assert/strict';
 import { SUPABASE_CLI } from '../../lib/sql/migrate.ts';
+import { deno, type Output, runCommand } from './process.ts';
 
-/** A finished command's exit code and output. */
-export interface Output {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type { Output };
+
+/** No colours, no telemetry: the environment every command here adds. */
+const QUIET = { NO_COLOR: '1', DO_NOT_TRACK: '1', SUPABASE_TELEMETRY_DISABLED: '1' };
 
 /** Runs this Deno with `args` in `cwd` (no colours, no telemetry, `env` added). */
-export async function run(
+export function run(
   args: string[],
   cwd: string,
   env: Record<string, string> = {},
 ): Promise<Output> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args,
-    cwd,
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-    env: { NO_COLOR: '1', DO_NOT_TRACK: '1', SUPABASE_TELEMETRY_DISABLED: '1', ...env },
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return deno(args, { cwd, env: { ...QUIET, ...env } });
 }
 
 /** Asserts a command succeeded, showing its output when not. */
@@ -59,17 +49,8 @@ export async function supabaseInit(
   cli: SupabaseCli = SUPABASE_CLIS[0],
 ): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix });
-  const out = await new Deno.Command(cli.init[0], {
-    args: cli.init.slice(1),
-    cwd: dir,
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-    env: { NO_COLOR: '1', DO_NOT_TRACK: '1', SUPABASE_TELEMETRY_DISABLED: '1' },
-  }).output();
-  const dec = new TextDecoder();
   ok(
-    { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) },
+    await runCommand(cli.init[0], cli.init.slice(1), { cwd: dir, env: QUIET }),
     `supabase init (${cli.name})`,
   );
   return dir;

@@ -29,6 +29,7 @@ import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createClient } from '../../lib/client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const client = untypedClient(db.url);
@@ -692,20 +693,17 @@ Deno.test('README: "Waiting for a signal" runs as written', async () => {
   const file = `${root}.readme_wait_example_${crypto.randomUUID().slice(0, 8)}.ts`;
   await Deno.writeTextFile(file, code);
   try {
-    const env = Deno.env.toObject();
-    delete env.SUPABASE_DB_URL;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ['run', '-A', file],
+    const { code, stdout, stderr } = await deno(['run', '-A', file], {
       cwd: root,
       clearEnv: true,
-      env: { ...env, NO_COLOR: '1', DATABASE_URL: db.url, SWITCHYARD_LOG: 'error' },
-      stdin: 'null',
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    const stdout = new TextDecoder().decode(out.stdout);
-    const stderr = new TextDecoder().decode(out.stderr);
-    assert.equal(out.code, 0, `${stdout}\n${stderr}`);
+      env: {
+        ...envWithout('SUPABASE_DB_URL'),
+        NO_COLOR: '1',
+        DATABASE_URL: db.url,
+        SWITCHYARD_LOG: 'error',
+      },
+    });
+    assert.equal(code, 0, `${stdout}\n${stderr}`);
     assert.match(stdout, /Launch post: draft \(approved by ada\)/);
   } finally {
     await Deno.remove(file).catch(() => {});

@@ -20,6 +20,7 @@ import { canConnect } from '../../cli/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 import { GREET_FLOW, GREET_REGISTRY, ok, run, supabaseInit } from '../_helpers/project.ts';
+import { spawnDeno, type Spawned } from '../_helpers/process.ts';
 
 const SECRET = 'compile-test-secret-91c2';
 
@@ -43,7 +44,7 @@ Deno.test('install → compile → db push → a start before any worker ran →
   const project = await supabaseInit('switchyard-compile-');
   const database = `sy_compile_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
-  const children: Deno.ChildProcess[] = [];
+  const children: Spawned[] = [];
   try {
     ok(await run(['task', '-q', 'install', '--project', project], KIT_ROOT), 'install');
     await Deno.mkdir(join(project, 'supabase/functions/_shared/flows'));
@@ -97,16 +98,11 @@ Deno.test('install → compile → db push → a start before any worker ran →
 
     // The app starts the flow: no worker has ever run against this database.
     await Deno.writeTextFile(join(project, 'app.ts'), APP);
-    const app = new Deno.Command(Deno.execPath(), {
-      args: ['run', '--check', '-A', '--config', 'supabase/functions/deno.json', 'app.ts'],
-      cwd: project,
-      env: { DATABASE_URL: url, NO_COLOR: '1', SWITCHYARD_LOG: 'error' },
-      stdin: 'null',
-      stdout: 'piped',
-      stderr: 'piped',
-    }).spawn();
+    const app = spawnDeno(
+      ['run', '--check', '-A', '--config', 'supabase/functions/deno.json', 'app.ts'],
+      { cwd: project, env: { DATABASE_URL: url, NO_COLOR: '1', SWITCHYARD_LOG: 'error' } },
+    );
     children.push(app);
-    const appOut = app.output();
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     try {
       const started = await waitFor('the app to start a run', async () => {
@@ -121,15 +117,14 @@ Deno.test('install → compile → db push → a start before any worker ran →
       // Then the queue function, started from the project, finishes it.
       const port = freePort();
       const fnDir = join(project, 'supabase/functions/greetings-worker');
-      const fn = new Deno.Command(Deno.execPath(), {
-        args: [
-          'run',
-          '-A',
-          '--no-lock',
-          '--config',
-          join(fnDir, 'deno.json'),
-          join(fnDir, 'index.ts'),
-        ],
+      const fn = spawnDeno([
+        'run',
+        '-A',
+        '--no-lock',
+        '--config',
+        join(fnDir, 'deno.json'),
+        join(fnDir, 'index.ts'),
+      ], {
         cwd: project,
         env: {
           PORT: String(port),
@@ -141,10 +136,9 @@ Deno.test('install → compile → db push → a start before any worker ran →
           SWITCHYARD_HEARTBEAT_INTERVAL_MS: String(FAST.heartbeatIntervalMs),
           NO_COLOR: '1',
         },
-        stdin: 'null',
         stdout: 'null',
         stderr: 'null',
-      }).spawn();
+      });
       children.push(fn);
       await waitFor('the function to listen', () => canConnect(port), { timeoutMs: 60_000 });
       const res = await fetch(`http://127.0.0.1:${port}/`, {
@@ -152,10 +146,8 @@ Deno.test('install → compile → db push → a start before any worker ran →
         headers: { Authorization: `Bearer ${SECRET}` },
       });
       assert.equal(res.status, 200, await res.text());
-      const out = await appOut;
-      const dec = new TextDecoder();
-      const stdout = dec.decode(out.stdout);
-      assert.equal(out.code, 0, `${stdout}\n${dec.decode(out.stderr)}`);
+      const { code, stdout, stderr } = await app.wait();
+      assert.equal(code, 0, `${stdout}\n${stderr}`);
       assert.match(stdout, new RegExp(`^started ${started.run_id}$`, 'm'));
       assert.match(
         stdout,
@@ -215,12 +207,7 @@ export const greet =`,
       await sql.end();
     }
   } finally {
-    for (const child of children) {
-      try {
-        child.kill('SIGKILL');
-      } catch { /* already ended */ }
-      await child.status;
-    }
+    for (const child of children) await child.stop('SIGKILL');
     await admin.unsafe(`drop database if exists "${database}" with (force)`);
     await admin.end();
     await Deno.remove(project, { recursive: true });

@@ -11,26 +11,21 @@ import { join } from 'node:path';
 import { compileFlows } from '../../cli/compile.ts';
 import { copyProject, KIT_ROOT } from '../../cli/_project.ts';
 import { diagnose, type Diagnosis } from '../../cli/doctor.ts';
-import { createTestDatabase, type TestDatabase } from '../_helpers/db.ts';
+import { createTestDatabase, cronDatabaseName, type TestDatabase } from '../_helpers/db.ts';
 import { migrationTimestamp } from '../../cli/_util.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 
 /** Runs `deno task doctor` against `url` for `project`. */
-async function doctor(url: string, project: string, args: string[] = []) {
-  const inherited = Deno.env.toObject();
-  for (const name of ['DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL']) {
-    delete inherited[name];
-  }
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', 'doctor', '--project', project, ...args],
+function doctor(url: string, project: string, args: string[] = []) {
+  return deno(['task', '-q', 'doctor', '--project', project, ...args], {
     cwd: KIT_ROOT,
     clearEnv: true,
-    env: { ...inherited, NO_COLOR: '1', DATABASE_URL: url },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+    env: {
+      ...envWithout('DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL'),
+      NO_COLOR: '1',
+      DATABASE_URL: url,
+    },
+  });
 }
 
 /** A copy of the kit's project whose registry is compiled and applied, as `db push` would. */
@@ -231,7 +226,10 @@ export const greetV1 = defineDeployedFlow(
     );
     expect(/^problem \[keep-alive\] pg_net is not enabled in database/, /enable pg_net/);
     expect(
-      /^problem \[keep-alive\] pg_cron runs in database "postgres" \(cron\.database_name\), not in database/,
+      new RegExp(
+        `^problem \\[keep-alive\\] pg_cron runs in database "${cronDatabaseName()}" ` +
+          '\\(cron\\.database_name\\), not in database',
+      ),
       /cron\.schedule_in_database/,
     );
     expect(

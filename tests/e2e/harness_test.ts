@@ -7,16 +7,11 @@ import postgres from 'postgres';
 import { MigrationError } from '../../lib/errors.ts';
 import { migrate, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
 import { adminUrl } from '../_helpers/db.ts';
-import { waitFor, within } from '../_helpers/wait.ts';
+import { within } from '../_helpers/wait.ts';
 import { exists, freePort } from '../../cli/_util.ts';
+import { deno, envWithout, spawnDeno, Spawned } from '../_helpers/process.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
-
-function envWithout(...names: string[]): Record<string, string> {
-  const env = Deno.env.toObject();
-  for (const n of names) delete env[n];
-  return env;
-}
 
 /** Is any process running whose command line mentions `text`? */
 async function processMentions(text: string): Promise<boolean> {
@@ -31,61 +26,43 @@ async function processMentions(text: string): Promise<boolean> {
 }
 
 function spawnHarness(file: string, env: Record<string, string>) {
-  return new Deno.Command(Deno.execPath(), {
-    args: ['run', '-A', 'tools/test.ts', file],
-    cwd: root,
-    env,
-    clearEnv: true,
-    stdout: 'piped',
-    stderr: 'piped',
-  }).spawn();
+  return spawnDeno(['run', '-A', 'tools/test.ts', file], { cwd: root, env, clearEnv: true });
 }
 
 /** Text without the terminal colours deno test prints. */
 // deno-lint-ignore no-control-regex
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
 
-async function collect(stream: ReadableStream<Uint8Array>, sink: { text: string }) {
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) sink.text += chunk;
-}
-
 const harnessEnv = () =>
   envWithout('DATABASE_URL', 'SWITCHYARD_TEST_ADMIN_URL', 'SWITCHYARD_TEST_TEMPLATE');
 
 Deno.test('a failing run exits non-zero and leaves no PostgreSQL process or directory behind', async () => {
   const child = spawnHarness('tests/fixtures/harness_failing.ts', harnessEnv());
-  const out = { text: '' }, err = { text: '' };
-  await within(
+  const { code, stdout, stderr } = await within(
     120_000,
     'the failing harness run to exit',
-    Promise.all([collect(child.stdout, out), collect(child.stderr, err), child.status]),
+    child.wait(),
   );
-  const status = await child.status;
-  assert.notEqual(status.code, 0, 'a failing test fails the run');
-  const dir = err.text.match(/cluster dir: (\S+)/)?.[1];
-  assert.ok(dir, `the harness announced its cluster dir:\n${err.text}`);
-  assert.match(out.text + err.text, /deliberate failure/);
+  assert.notEqual(code, 0, 'a failing test fails the run');
+  const dir = stderr.match(/cluster dir: (\S+)/)?.[1];
+  assert.ok(dir, `the harness announced its cluster dir:\n${stderr}`);
+  assert.match(stdout + stderr, /deliberate failure/);
   assert.equal(await exists(dir), false, `${dir} was removed`);
   assert.equal(await processMentions(dir), false, 'no server process is left');
 });
 
 Deno.test('an interrupted run stops the cluster and removes its directory', async () => {
   const child = spawnHarness('tests/fixtures/harness_hanging.ts', harnessEnv());
-  const out = { text: '' }, err = { text: '' };
-  const reading = Promise.all([collect(child.stdout, out), collect(child.stderr, err)]);
-  await waitFor('the hanging test to start', () => out.text.includes('HANGING'), {
-    timeoutMs: 60_000,
-  });
-  const dir = err.text.match(/cluster dir: (\S+)/)?.[1];
+  await child.waitFor(/HANGING/);
+  const dir = child.stderr.match(/cluster dir: (\S+)/)?.[1];
   assert.ok(dir);
   assert.equal(await exists(dir), true);
-  child.kill('SIGINT');
-  const status = await within(60_000, 'the interrupted harness to exit', child.status);
-  await reading;
-  assert.notEqual(status.code, 0);
+  child.signal('SIGINT'); // the harness alone, as Ctrl-C would
+  const out = await within(60_000, 'the interrupted harness to exit', child.wait());
+  assert.notEqual(out.code, 0);
   // The harness passed the SIGINT on: deno test named the test that was still running.
   assert.match(
-    plain(out.text + err.text),
+    plain(out.stdout + out.stderr),
     /The following tests were pending:\s+this test waits until the run is interrupted => \.\/tests\/fixtures\/harness_hanging\.ts:\d+/,
   );
   assert.equal(await exists(dir), false, `${dir} was removed`);
@@ -101,8 +78,9 @@ Deno.test('a hung test ends a bounded run (.ci/bounded, as in .ci/run) within th
   const env: Record<string, string> = { ...harnessEnv(), DATABASE_URL: adminUrl() };
   env.SWITCHYARD_CI_DEADLINE = String(Math.floor(Date.now() / 1000) + BOUND_S);
   const started = Date.now();
-  const child = new Deno.Command('bash', {
-    args: [
+  const child = new Spawned(
+    'bash',
+    [
       '.ci/bounded',
       Deno.execPath(),
       'run',
@@ -110,31 +88,22 @@ Deno.test('a hung test ends a bounded run (.ci/bounded, as in .ci/run) within th
       'tools/test.ts',
       'tests/fixtures/harness_hanging.ts',
     ],
-    cwd: root,
-    env,
-    clearEnv: true,
-    stdout: 'piped',
-    stderr: 'piped',
-  }).spawn();
-  const out = { text: '' }, err = { text: '' };
-  const [, , status] = await within(
-    (BOUND_S + 60) * 1000,
-    'the bounded run to end',
-    Promise.all([collect(child.stdout, out), collect(child.stderr, err), child.status]),
+    { cwd: root, env, clearEnv: true },
   );
+  const out = await within((BOUND_S + 60) * 1000, 'the bounded run to end', child.wait());
   const seconds = (Date.now() - started) / 1000;
-  const text = plain(out.text + err.text);
-  assert.equal(status.code, 124, text);
-  assert.ok(out.text.includes('HANGING'), `the hung test had started:\n${text}`);
+  const text = plain(out.stdout + out.stderr);
+  assert.equal(out.code, 124, text);
+  assert.ok(out.stdout.includes('HANGING'), `the hung test had started:\n${text}`);
   assert.match(
     text,
     /The following tests were pending:\s+this test waits until the run is interrupted => \.\/tests\/fixtures\/harness_hanging\.ts:\d+/,
   );
-  assert.match(err.text, /\[ci\] TIMED OUT: the test run passed its bound/);
+  assert.match(out.stderr, /\[ci\] TIMED OUT: the test run passed its bound/);
   assert.ok(seconds < BOUND_S + 45, `ended ${seconds} s after the start (bound ${BOUND_S} s)`);
   // The harness still cleaned up: its template database is gone.
-  const template = err.text.match(/migrated template (\S+)/)?.[1];
-  assert.ok(template, err.text);
+  const template = out.stderr.match(/migrated template (\S+)/)?.[1];
+  assert.ok(template, out.stderr);
   const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
   try {
     const rows = await admin`select 1 from pg_database where datname = ${template}`;
@@ -146,27 +115,25 @@ Deno.test('a hung test ends a bounded run (.ci/bounded, as in .ci/run) within th
 
 Deno.test('missing server binaries: the harness says which package to install', async () => {
   const env = { ...harnessEnv(), PG_BIN: '/nonexistent/postgresql/bin' };
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['run', '-A', 'tools/test.ts', 'tests/fixtures/harness_failing.ts'],
+  const out = await deno(['run', '-A', 'tools/test.ts', 'tests/fixtures/harness_failing.ts'], {
     cwd: root,
     env,
     clearEnv: true,
-  }).output();
-  const text = new TextDecoder().decode(out.stderr);
+  });
+  const text = out.stderr;
   assert.notEqual(out.code, 0);
   assert.match(text, /apt-get install -y postgresql-15/);
   assert.match(text, /\/nonexistent\/postgresql\/bin/);
 });
 
 Deno.test('db:push without DATABASE_URL fails with one clear error', async () => {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['run', '-A', 'cli/db_push.ts'],
+  const out = await deno(['run', '-A', 'cli/db_push.ts'], {
     cwd: root,
     env: envWithout('DATABASE_URL'),
     clearEnv: true,
-  }).output();
+  });
   assert.equal(out.code, 1);
-  assert.match(new TextDecoder().decode(out.stderr), /DATABASE_URL is not set/);
+  assert.match(out.stderr, /DATABASE_URL is not set/);
 });
 
 Deno.test('migrate() against an unreachable server names the server', async () => {

@@ -37,6 +37,7 @@ import { canConnect, freePort, migrationTimestamp } from '../../cli/_util.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 import { GREET_FLOW, GREET_REGISTRY, ok, run, supabaseInit } from '../_helpers/project.ts';
+import { spawnDeno, type Spawned } from '../_helpers/process.ts';
 
 const SECRET = 'install-test-secret-5b7d';
 const FUNCTION = 'greetings-worker';
@@ -59,7 +60,7 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
   const project = await supabaseInit('switchyard-adopt-');
   const database = `sy_adopt_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
-  let fn: Deno.ChildProcess | undefined;
+  let fn: Spawned | undefined;
   try {
     // Install, as the README says, from the kit's checkout.
     const first = await run(['task', '-q', 'install', '--project', project], KIT_ROOT);
@@ -183,15 +184,14 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
 
     // The function, started from the project with its own deno.json, completes a run.
     const port = freePort();
-    fn = new Deno.Command(Deno.execPath(), {
-      args: [
-        'run',
-        '-A',
-        '--no-lock',
-        '--config',
-        join(fnDir, 'deno.json'),
-        join(fnDir, 'index.ts'),
-      ],
+    fn = spawnDeno([
+      'run',
+      '-A',
+      '--no-lock',
+      '--config',
+      join(fnDir, 'deno.json'),
+      join(fnDir, 'index.ts'),
+    ], {
       cwd: project,
       env: {
         PORT: String(port),
@@ -204,14 +204,8 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
         SWITCHYARD_HEARTBEAT_INTERVAL_MS: String(FAST.heartbeatIntervalMs),
         NO_COLOR: '1',
       },
-      stdin: 'null',
       stdout: 'null',
-      stderr: 'piped',
-    }).spawn();
-    const log = { text: '' };
-    const logged = (async () => {
-      for await (const chunk of fn.stderr.pipeThrough(new TextDecoderStream())) log.text += chunk;
-    })();
+    });
     await waitFor('the function to listen', () => canConnect(port), { timeoutMs: 60_000 });
     const denied = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST' });
     assert.equal(denied.status, 401);
@@ -221,7 +215,7 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
       headers: { Authorization: `Bearer ${SECRET}` },
     });
     const body = await started.json();
-    assert.equal(started.status, 200, `${JSON.stringify(body)}\n${log.text}`);
+    assert.equal(started.status, 200, `${JSON.stringify(body)}\n${fn.stderr}`);
     assert.equal(body.functionName, FUNCTION);
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     try {
@@ -239,16 +233,11 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     } finally {
       await sql.end();
     }
-    fn.kill('SIGTERM');
-    const status = await fn.status;
+    const stopped = await fn.stop('SIGTERM', 60_000);
     fn = undefined;
-    await logged;
-    assert.equal(status.success, true, `the function stops cleanly on SIGTERM:\n${log.text}`);
+    assert.equal(stopped.code, 0, `the function stops cleanly on SIGTERM:\n${stopped.stderr}`);
   } finally {
-    if (fn) {
-      fn.kill('SIGKILL');
-      await fn.status;
-    }
+    if (fn) await fn.stop('SIGKILL');
     await admin.unsafe(`drop database if exists "${database}" with (force)`);
     await admin.end();
     await Deno.remove(project, { recursive: true });

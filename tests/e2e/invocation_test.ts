@@ -25,6 +25,7 @@ import {
 import { MANIFEST_PATH } from '../../cli/install.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { ok, run, supabaseInit } from '../_helpers/project.ts';
+import { runCommand } from '../_helpers/process.ts';
 
 const CLI = join(KIT_ROOT, 'cli', 'cli.ts');
 const INVOCATION = 'SWITCHYARD_INVOCATION';
@@ -245,16 +246,11 @@ async function wrapper(dir: string, command: string): Promise<void> {
 async function supabase(command: string[], args: string[]): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: 'sy-supabase-' });
   try {
-    const out = await new Deno.Command(command[0], {
-      args: [...command.slice(1), ...args],
+    const out = await runCommand(command[0], [...command.slice(1), ...args], {
       cwd: dir,
-      stdin: 'null',
-      stdout: 'piped',
-      stderr: 'piped',
       env: { NO_COLOR: '1', DO_NOT_TRACK: '1', SUPABASE_TELEMETRY_DISABLED: '1' },
-    }).output();
-    const dec = new TextDecoder();
-    return dec.decode(out.stdout) + dec.decode(out.stderr);
+    });
+    return out.stdout + out.stderr;
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

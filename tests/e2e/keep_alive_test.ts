@@ -1,8 +1,8 @@
 /**
  * `deno task keep-alive`: the keep-alive in one command, against real PostgreSQL. In a test
  * database (a clone: no pg_cron, no pg_net) it names both and how to enable them, writing
- * nothing; in a cluster of its own with the kit migrated into `postgres` (where pg_cron lives,
- * as on Supabase) it sets the base URL and the bearer, creates the real pg_cron job through
+ * nothing; in the server's pg_cron database with the kit migrated in it (where pg_cron lives, as
+ * on Supabase; tests/_helpers/db.ts) it sets the base URL and the bearer, creates the real pg_cron job through
  * switchyard.schedule_keep_alive, and a rerun changes nothing. This server has no pg_net: that
  * is named, and `--without-pg-net` sets up a job that records its wakes. `deno task install
  * --keep-alive` runs the same set-up after installing.
@@ -10,33 +10,28 @@
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { keepAliveCommand } from '../../lib/ops.ts';
-import { migrate } from '../../lib/sql/migrate.ts';
-import { startCluster } from '../../tools/_cluster.ts';
-import { createTestDatabase } from '../_helpers/db.ts';
+import {
+  adminUrl,
+  createTestDatabase,
+  cronDatabaseName,
+  urlFor,
+  withCronDatabase,
+} from '../_helpers/db.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SECRET = 'keep-alive-test-secret-7f3a';
 
-async function keepAlive(
-  args: string[],
-  env: Record<string, string>,
-  task: string[] = ['keep-alive'],
-) {
-  const inherited = Deno.env.toObject();
-  for (const name of ['DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL']) {
-    delete inherited[name];
-  }
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', ...task, ...args],
+function keepAlive(args: string[], env: Record<string, string>, task: string[] = ['keep-alive']) {
+  return deno(['task', '-q', ...task, ...args], {
     cwd: ROOT,
     clearEnv: true,
-    env: { ...inherited, NO_COLOR: '1', ...env },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+    env: {
+      ...envWithout('DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL'),
+      NO_COLOR: '1',
+      ...env,
+    },
+  });
 }
 
 const URL_ = 'https://abcdefghijklmnopqrst.supabase.co';
@@ -51,8 +46,13 @@ Deno.test('keep-alive in a database without pg_cron and pg_net names both, and h
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /the keep-alive cannot be set up; nothing was written/);
     assert.match(r.stderr, /pg_net is not available on this server .*--without-pg-net/);
-    // pg_cron runs in the server's postgres database, not in this clone.
-    assert.match(r.stderr, /pg_cron runs in database "postgres" \(cron\.database_name\), not "/);
+    // pg_cron runs in the server's pg_cron database, not in this clone.
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `pg_cron runs in database "${cronDatabaseName()}" \\(cron\\.database_name\\), not "`,
+      ),
+    );
     assert.doesNotMatch(r.stderr + r.stdout, new RegExp(SECRET));
     const settings = await db.sql`select name from switchyard.settings`;
     assert.deepEqual(settings.map((s) => s.name), []);
@@ -101,19 +101,26 @@ Deno.test('keep-alive in a database without pg_cron and pg_net names both, and h
 });
 
 Deno.test('keep-alive where pg_cron lives: settings, bearer and the real pg_cron job, idempotent', async () => {
-  const cluster = await startCluster();
-  const sql = postgres(cluster.url, { max: 1, onnotice: () => {}, prepare: false });
+  // Before the migrations: the SQL core is named first (a database of its own, without the kit).
+  const bare = `sy_bare_${crypto.randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const admin = postgres(adminUrl(), { max: 1, onnotice: () => {}, prepare: false });
   try {
-    assert.ok(cluster.pgCron, 'pg_cron.so is missing: install postgresql-15-cron');
-    for (const role of ['anon', 'authenticated', 'service_role']) {
-      await sql.unsafe(`create role ${role} nologin`);
-    }
-    const env = { DATABASE_URL: cluster.url, KA_SECRET: SECRET };
-    // Before the migrations: the SQL core is named first.
-    const early = await keepAlive(['--url', URL_, '--without-pg-net'], env);
+    await admin.unsafe(`create database "${bare}"`);
+    const early = await keepAlive(['--url', URL_, '--without-pg-net'], {
+      DATABASE_URL: urlFor(bare),
+    });
     assert.equal(early.code, 1);
-    assert.match(early.stderr, /the Switchyard SQL core is not in database "postgres": apply/);
-    await migrate(cluster.url);
+    assert.match(
+      early.stderr,
+      new RegExp(`the Switchyard SQL core is not in database "${bare}": apply`),
+    );
+  } finally {
+    await admin.unsafe(`drop database if exists "${bare}" with (force)`);
+    await admin.end();
+  }
+  // The server's pg_cron database, with the kit migrated in it (tests/_helpers/db.ts), in turn.
+  await withCronDatabase(async ({ name, url, sql }) => {
+    const env = { DATABASE_URL: url, KA_SECRET: SECRET };
 
     // This server has no pg_net, and without --bearer-from-env no bearer is stored.
     const noNet = await keepAlive(['--url', URL_], env);
@@ -154,7 +161,7 @@ Deno.test('keep-alive where pg_cron lives: settings, bearer and the real pg_cron
       jobname: 'switchyard_keep_alive',
       schedule: '* * * * *',
       command: await keepAliveCommand(sql, { debounceSeconds: 30 }),
-      database: 'postgres',
+      database: name,
     });
     // The job's command runs here (what pg_cron will run), recording wakes without pg_net.
     await sql`select switchyard.ensure_shared_queue('ka_idle'::text)`;
@@ -180,7 +187,7 @@ Deno.test('keep-alive where pg_cron lives: settings, bearer and the real pg_cron
     // Other options update the one job; without --bearer-from-env the stored bearer stays.
     const changed = await keepAlive(
       ['--url', URL_, '--debounce', '90', '--schedule', '*/2 * * * *', '--without-pg-net'],
-      { DATABASE_URL: cluster.url },
+      { DATABASE_URL: url },
     );
     assert.equal(changed.code, 0, changed.stderr);
     assert.match(changed.stdout, /^updated {3}pg_cron job switchyard_keep_alive/m);
@@ -193,8 +200,5 @@ Deno.test('keep-alive where pg_cron lives: settings, bearer and the real pg_cron
       (await sql`select value from switchyard.settings where name = 'functions_bearer'`)[0].value,
       SECRET,
     );
-  } finally {
-    await sql.end();
-    await cluster.stop();
-  }
+  });
 });

@@ -13,6 +13,7 @@ import { copyProject, KIT_ROOT } from '../../cli/_project.ts';
 import { type ServedFunctions, serveFunctions } from '../../cli/serve.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST_ENV, waitFor } from '../_helpers/wait.ts';
+import { deno, type Output } from '../_helpers/process.ts';
 
 const SECRET = 'kit-e2e-secret-9f2c4d';
 const CLASSIFY = 'classify-threads-worker';
@@ -44,20 +45,8 @@ const serveEnv = {
   ...FAST_ENV,
 };
 
-async function run(
-  cmd: string[],
-  cwd = KIT_ROOT,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: cmd,
-    cwd,
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-    env: { NO_COLOR: '1' },
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+function run(cmd: string[], cwd = KIT_ROOT): Promise<Output> {
+  return deno(cmd, { cwd, env: { NO_COLOR: '1' } });
 }
 
 const scaffold = (...args: string[]) =>

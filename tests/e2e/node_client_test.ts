@@ -17,6 +17,7 @@ import { buildNpm, npmPack } from '../../tools/build_npm.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { startWorker, type WorkerTarget } from '../../lib/mod.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
+import { type Output, runCommand } from '../_helpers/process.ts';
 
 /** The Node tools the app uses, pinned (TypeScript at the version the build compiles with). */
 const TSX = '4.23.15';
@@ -27,28 +28,12 @@ async function typescriptVersion(): Promise<string> {
   return /^npm:typescript@(.+)$/.exec(imports.typescript)![1];
 }
 
-interface Output {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function run(
-  cwd: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<Output> {
-  const out = await new Deno.Command('npx', {
-    args,
+function run(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Output> {
+  return runCommand('npx', args, {
     cwd,
     env: { ...env, npm_config_update_notifier: 'false' },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-    signal: AbortSignal.timeout(180_000),
-  }).output();
-  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+    timeoutMs: 180_000,
+  });
 }
 
 const START = `import { createClient } from 'switchyard/client';

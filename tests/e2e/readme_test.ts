@@ -36,6 +36,7 @@ import { buildNpm, npmPack } from '../../tools/build_npm.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
 import { ok, run, SUPABASE_CLIS, supabaseInit } from '../_helpers/project.ts';
 import { waitFor } from '../_helpers/wait.ts';
+import { type Output, runCommand, Spawned } from '../_helpers/process.ts';
 
 const README = await Deno.readTextFile(new URL('../../README.md', import.meta.url));
 /** `SWITCHYARD_README_TRANSCRIPT=1` prints each README command (as written) and its output. */
@@ -146,27 +147,11 @@ function assertPrinted(expected: string, actual: string, project: string, where:
 const commands = (body: string): string[] =>
   body.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.trim() !== '');
 
-/** Every process whose parent chain leads to `pid` (Linux /proc), `pid` first. */
-function processTree(pid: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const entry of Deno.readDirSync('/proc')) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry.name)]);
-    } catch { /* ended meanwhile */ }
-  }
-  const tree = [pid];
-  for (let i = 0; i < tree.length; i++) tree.push(...(parents.get(tree[i]) ?? []));
-  return tree;
-}
-
 /** One reader's run through the blocks: the project, the database and what is still running. */
 class Reader {
   env: Record<string, string>;
   port: string | null = null;
-  background: Deno.ChildProcess[] = [];
+  background: Spawned[] = [];
   /** What each command of the last `sh` block printed, in order. */
   outputs: string[] = [];
   get printed(): string {
@@ -234,60 +219,45 @@ class Reader {
         await this.serve(command, where, line);
         continue;
       }
-      const out = await this.bash(`set -eo pipefail\n${command}`).output();
-      const dec = new TextDecoder();
-      const stdout = dec.decode(out.stdout);
-      this.outputs.push(stdout);
-      if (TRANSCRIPT) console.log(`$ ${line}\n${stdout}`);
-      assert.equal(out.code, 0, `${where} failed:\n${stdout}\n${dec.decode(out.stderr)}`);
+      const out = await this.bash(`set -eo pipefail\n${command}`);
+      this.outputs.push(out.stdout);
+      if (TRANSCRIPT) console.log(`$ ${line}\n${out.stdout}`);
+      assert.equal(out.code, 0, `${where} failed:\n${out.stdout}\n${out.stderr}`);
       await after(line);
     }
   }
 
   /** A README line for bash, from the project's directory, in this run's environment only. */
-  bash(script: string): Deno.Command {
-    return new Deno.Command('bash', {
-      args: ['-c', script],
+  bash(script: string): Promise<Output> {
+    // npm installs and the Supabase CLI's first download take long on a loaded machine.
+    return runCommand('bash', ['-c', script], {
       cwd: this.project,
       env: this.env,
       clearEnv: true,
-      stdin: 'null',
-      stdout: 'piped',
-      stderr: 'piped',
+      timeoutMs: 600_000,
     });
   }
 
   /** The serve line, left running as in its own terminal; its printed port is `<port>`. */
   async serve(command: string, where: string, line: string): Promise<void> {
-    const child = this.bash(command).spawn();
+    const child = new Spawned('bash', ['-c', command], {
+      cwd: this.project,
+      env: this.env,
+      clearEnv: true,
+    });
     this.background.push(child);
-    child.stderr.pipeTo(new WritableStream()).catch(() => {});
-    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let seen = '';
-    const port = await waitFor(`${where} to print its port`, async () => {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`serve ended:\n${seen}`);
-      seen += value;
-      return seen.match(/http:\/\/127\.0\.0\.1:(\d+)\/functions\/v1\//)?.[1] ?? null;
-    }, { timeoutMs: 90_000 });
+    const [, port] = await child.waitFor(/http:\/\/127\.0\.0\.1:(\d+)\/functions\/v1\//, {
+      timeoutMs: 90_000,
+    }).catch((e) => {
+      throw new Error(`${where}: ${(e as Error).message}`);
+    });
     this.port = port;
-    if (TRANSCRIPT) console.log(`$ ${line}   (left running)\n${seen}`);
-    (async () => {
-      while (!(await reader.read()).done) { /* keep the pipe drained */ }
-    })().catch(() => {});
+    if (TRANSCRIPT) console.log(`$ ${line}   (left running)\n${child.stdout}`);
   }
 
   /** Ends what `serve` started (the task, serve.ts and its functions). */
   async stop(): Promise<void> {
-    for (const child of this.background) {
-      const tree = processTree(child.pid);
-      for (const pid of tree.reverse()) {
-        try {
-          Deno.kill(pid, 'SIGKILL');
-        } catch { /* ended */ }
-      }
-      await child.status;
-    }
+    for (const child of this.background) await child.stop('SIGKILL');
   }
 
   /** Writes a `ts` or `json` block where its lead paragraph says. */
@@ -363,9 +333,8 @@ async function runSteps(
 
 /** `npx switchyard doctor` in the project: nothing wrong, exit 0. */
 async function doctorClean(reader: Reader): Promise<void> {
-  const out = await reader.bash('npx switchyard doctor').output();
-  const dec = new TextDecoder();
-  const said = `${dec.decode(out.stdout)}${dec.decode(out.stderr)}`;
+  const out = await reader.bash('npx switchyard doctor');
+  const said = `${out.stdout}${out.stderr}`;
   assert.equal(out.code, 0, `npx switchyard doctor:\n${said}`);
   assert.match(said, /no problem found in /);
 }
@@ -378,9 +347,8 @@ async function tscWith(reader: Reader, edit: (ts: string) => string) {
   assert.notEqual(changed, original, 'the edit changes start.mts');
   await Deno.writeTextFile(path, changed);
   try {
-    const out = await reader.bash('npx tsc').output();
-    const dec = new TextDecoder();
-    return { code: out.code, said: `${dec.decode(out.stdout)}${dec.decode(out.stderr)}` };
+    const out = await reader.bash('npx tsc');
+    return { code: out.code, said: `${out.stdout}${out.stderr}` };
   } finally {
     await Deno.writeTextFile(path, original);
   }
@@ -494,8 +462,8 @@ for (const cli of SUPABASE_CLIS) {
           `${install} prints the README's next commands`,
         );
         // "Running it again says nothing to do."
-        const again = await reader.bash(install).output();
-        const said = new TextDecoder().decode(again.stdout);
+        const again = await reader.bash(install);
+        const said = again.stdout;
         assert.equal(again.code, 0, `${install}, again:\n${said}`);
         assert.match(said, /nothing to do/);
         const [first] = await sql<{ run_id: string; started_at: Date; output: unknown }[]>`

@@ -8,24 +8,19 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { BROWSER_TEST } from '../../tools/_provision.ts';
+import { deno } from '../_helpers/process.ts';
 
 const config = JSON.parse(await Deno.readTextFile(join(KIT_ROOT, 'deno.json'))) as {
   tasks: Record<string, string | { description?: string; command?: string }>;
 };
 
-async function task(args: string[], env?: Record<string, string>) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', ...args],
+function task(args: string[], env?: Record<string, string>) {
+  return deno(['task', '-q', ...args], {
     cwd: KIT_ROOT,
     // With env: exactly that environment (no DATABASE_URL inherited).
     env: { NO_COLOR: '1', ...env },
     clearEnv: env !== undefined,
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  });
 }
 
 Deno.test('every command answers --help with its usage', async () => {

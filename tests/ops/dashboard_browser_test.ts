@@ -27,6 +27,7 @@ import {
 } from '../_helpers/dashboard_work.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 import { startChromium } from '../_helpers/chromium.ts';
+import { spawnDeno } from '../_helpers/process.ts';
 
 /** What the page functions below read of the page's window (the test has no DOM types). */
 type PageGlobals = {
@@ -42,8 +43,8 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 /** Runs `deno task dashboard --port N` (same permissions as the task) until `stop()`. */
 async function startDashboardCommand(databaseUrl: string) {
   const port = freePort();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
+  const child = spawnDeno(
+    [
       'run',
       '--allow-env',
       '--allow-net',
@@ -52,28 +53,17 @@ async function startDashboardCommand(databaseUrl: string) {
       '--port',
       String(port),
     ],
-    cwd: ROOT,
-    env: { DATABASE_URL: databaseUrl, SWITCHYARD_WORKER_SECRET: SECRET },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).spawn();
-  const output = Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  let exited = false;
-  child.status.then(() => (exited = true));
+    { cwd: ROOT, env: { DATABASE_URL: databaseUrl, SWITCHYARD_WORKER_SECRET: SECRET } },
+  );
   await waitFor('deno task dashboard to listen', async () => {
-    if (exited) throw new Error(`deno task dashboard exited: ${(await output).join('\n')}`);
+    if (child.exited) throw new Error(`deno task dashboard exited: ${child.output}`);
     return await canConnect(port);
   }, { timeoutMs: 60_000, intervalMs: 100 });
   return {
     url: `http://127.0.0.1:${port}/`,
     async stop() {
-      if (!exited) child.kill('SIGTERM');
-      const status = await child.status;
-      return { code: status.code, output: (await output).join('\n') };
+      const out = await child.stop('SIGTERM');
+      return { code: out.code, output: `${out.stdout}\n${out.stderr}` };
     },
   };
 }

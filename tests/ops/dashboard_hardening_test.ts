@@ -12,6 +12,7 @@ import { freePort } from '../../cli/_util.ts';
 import { canConnect } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { waitFor } from '../_helpers/wait.ts';
+import { spawnDeno } from '../_helpers/process.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const SECRET = 'dashboard-hardening-secret';
@@ -26,8 +27,8 @@ let hostile = 0;
 /** `deno task dashboard` (same permissions as the task) on a free port until `stop()`. */
 async function startDashboard(env: Record<string, string>) {
   const port = freePort();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
+  const child = spawnDeno(
+    [
       'run',
       '--allow-env',
       '--allow-net',
@@ -36,28 +37,17 @@ async function startDashboard(env: Record<string, string>) {
       '--port',
       String(port),
     ],
-    cwd: ROOT,
-    env: { SWITCHYARD_WORKER_SECRET: SECRET, ...env },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).spawn();
-  const output = Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-  ]);
-  let exited = false;
-  child.status.then(() => (exited = true));
+    { cwd: ROOT, env: { SWITCHYARD_WORKER_SECRET: SECRET, ...env } },
+  );
   await waitFor('deno task dashboard to listen', async () => {
-    if (exited) throw new Error(`deno task dashboard exited: ${(await output).join('\n')}`);
+    if (child.exited) throw new Error(`deno task dashboard exited: ${child.output}`);
     return await canConnect(port);
   }, { timeoutMs: 60_000, intervalMs: 100 });
   return {
     port,
     async stop() {
-      if (!exited) child.kill('SIGTERM');
-      await child.status;
-      return (await output).join('\n');
+      const out = await child.stop('SIGTERM');
+      return `${out.stdout}\n${out.stderr}`;
     },
   };
 }

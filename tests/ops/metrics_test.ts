@@ -21,6 +21,7 @@ import { freePort } from '../../cli/_util.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 import { parsePrometheus } from '../_helpers/prometheus.ts';
+import { deno } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
@@ -284,19 +285,10 @@ Deno.test('GET /metrics: Prometheus text behind the bearer, equal to the metrics
 });
 
 Deno.test('deno task metrics prints the tables, Prometheus text, and refuses a bad window', async () => {
-  const run = async (...args: string[]) => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ['run', '--allow-env', '--allow-net', 'cli/metrics.ts', ...args],
+  const run = (...args: string[]) =>
+    deno(['run', '--allow-env', '--allow-net', 'cli/metrics.ts', ...args], {
       env: { DATABASE_URL: db.url },
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    return {
-      code: out.code,
-      stdout: new TextDecoder().decode(out.stdout),
-      stderr: new TextDecoder().decode(out.stderr),
-    };
-  };
+    });
   const table = await run('--window', '3600');
   assert.equal(table.code, 0, table.stderr);
   assert.match(table.stdout, /^window: the last 3600 s/);

@@ -5,7 +5,6 @@
  * commands run as subprocesses.
  */
 import assert from 'node:assert/strict';
-import postgres from 'postgres';
 import { toPlacement } from '../../lib/dsl/placement.ts';
 import {
   FenceStateError,
@@ -33,10 +32,9 @@ import {
   waitForFence,
 } from '../../lib/ops.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
-import { migrate } from '../../lib/sql/migrate.ts';
-import { startCluster } from '../../tools/_cluster.ts';
-import { adminUrl, createTestDatabase, requirePgCron } from '../_helpers/db.ts';
+import { createTestDatabase, withCronDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
+import { deno, envWithout, spawnDeno, type Spawned } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const client = untypedClient(db.url);
@@ -48,33 +46,16 @@ const count = async (q: Promise<Row[]>) => Number((await q)[0].n);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs `deno task <task> <args…>` from the project root; DATABASE_URL is the test database. */
-function task(
+const run = (
   name: string,
   args: string[],
   env: Record<string, string> = { DATABASE_URL: db.url },
-): Deno.ChildProcess {
-  const inherited = Deno.env.toObject();
-  delete inherited.DATABASE_URL;
-  delete inherited.SUPABASE_DB_URL;
-  return new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', name, ...args],
+) =>
+  deno(['task', '-q', name, ...args], {
     cwd: ROOT,
     clearEnv: true,
-    env: { ...inherited, NO_COLOR: '1', ...env },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).spawn();
-}
-
-async function outputOf(child: Deno.ChildProcess) {
-  const out = await child.output();
-  const text = new TextDecoder();
-  return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
-}
-
-const run = (name: string, args: string[], env?: Record<string, string>) =>
-  outputOf(task(name, args, env));
+    env: { ...envWithout('DATABASE_URL', 'SUPABASE_DB_URL'), NO_COLOR: '1', ...env },
+  });
 
 /** Registers a function as the scaffold's migration does: its shared queue first. */
 async function registerFunction(name: string, queue: string, flags: { enabled?: boolean } = {}) {
@@ -113,9 +94,8 @@ await startWorker(flow, {
 async function startDoomedWorker(
   functionName: string,
   flowSlug: string,
-): Promise<{ child: Deno.ChildProcess; runId: string; workerId: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ['eval', '--ext=ts', DOOMED_WORKER],
+): Promise<{ child: Spawned; runId: string; workerId: string }> {
+  const child = spawnDeno(['eval', '--ext=ts', DOOMED_WORKER], {
     cwd: ROOT,
     env: {
       DATABASE_URL: db.url,
@@ -125,7 +105,7 @@ async function startDoomedWorker(
     },
     stdout: 'null',
     stderr: 'inherit',
-  }).spawn();
+  });
   try {
     const [worker] = await waitFor(
       'the child worker to register',
@@ -142,18 +122,14 @@ async function startDoomedWorker(
     });
     return { child, runId, workerId: String(worker.worker_id) };
   } catch (e) {
-    child.kill('SIGKILL');
-    await child.status;
+    await child.stop('SIGKILL');
     throw e;
   }
 }
 
 /** Kills a doomed worker process and waits until its heartbeat is older than `seconds`. */
-async function kill(doomed: { child: Deno.ChildProcess; workerId: string }, seconds: number) {
-  try {
-    doomed.child.kill('SIGKILL');
-  } catch { /* already gone */ }
-  await doomed.child.status;
+async function kill(doomed: { child: Spawned; workerId: string }, seconds: number) {
+  await doomed.child.stop('SIGKILL');
   await waitFor(
     `the killed worker's heartbeat to age ${seconds} s`,
     () =>
@@ -220,10 +196,7 @@ Deno.test('keep_alive wakes only enabled, unpaused functions without a live work
       from switchyard.worker_functions where function_name = 'ka-live'`;
     assert.equal(woken.woken, false, 'a function with a live worker is never woken');
   } finally {
-    try {
-      doomed.child.kill('SIGKILL');
-    } catch { /* already gone */ }
-    await doomed.child.status;
+    await doomed.child.stop('SIGKILL');
     await live.stop();
   }
 });
@@ -276,8 +249,6 @@ Deno.test({
   name:
     'a real pg_cron job wakes only enabled, unpaused functions with no live worker, once per window',
   fn: async () => {
-    requirePgCron();
-    const admin = postgres(adminUrl(), { max: 1, onnotice: () => {}, prepare: false });
     const dbName = new URL(db.url).pathname.slice(1);
     const jobs = [`${dbName}_keep_alive_a`, `${dbName}_keep_alive_b`];
     await registerFunction('cron-recent', 'cron_recent');
@@ -288,32 +259,38 @@ Deno.test({
     await pauseFunction(client, 'cron-paused', 'broken registry');
     const live = await startWorker(plain('cronLive'), { ...base, functionName: 'cron-live' });
     try {
-      // pg_cron >= 1.5 runs second intervals; older releases (Debian 12 ships 1.4) whole minutes.
-      const [{ version }] =
-        await admin`select extversion as version from pg_extension where extname = 'pg_cron'`;
-      const [major, minor] = String(version).split(/[.-]/).map(Number);
-      const schedule = major > 1 || minor >= 5 ? '1 seconds' : '* * * * *';
-      // The same command the kit's own schedule_keep_alive installs, in two jobs that
-      // fire together: concurrent runs still wake each function once.
-      const command = await keepAliveCommand(client, { debounceSeconds: 600 });
-      const ids: number[] = [];
-      for (const job of jobs) {
-        const [{ id }] = await admin`
-          select cron.schedule_in_database(${job}, ${schedule}, ${command}, ${dbName}) as id`;
-        ids.push(Number(id));
-      }
-      await waitFor(
-        'both cron jobs to run in the test database',
-        () =>
-          count(admin`select count(distinct jobid) as n from cron.job_run_details
-                     where jobid = any(${ids}::bigint[]) and status = 'succeeded'`).then((n) =>
-            n === 2
-          ),
-        { timeoutMs: 90_000, intervalMs: 250 },
-      );
-      const [{ failed }] = await admin`select count(*)::int as failed from cron.job_run_details
-        where jobid = any(${ids}::bigint[]) and status = 'failed'`;
-      assert.equal(failed, 0);
+      // pg_cron lives in the server's pg_cron database; its jobs run in this test database.
+      await withCronDatabase(async ({ sql: cron }) => {
+        // pg_cron >= 1.5 runs second intervals; older releases (Debian 12 ships 1.4) whole minutes.
+        const [{ version }] =
+          await cron`select extversion as version from pg_extension where extname = 'pg_cron'`;
+        const [major, minor] = String(version).split(/[.-]/).map(Number);
+        const schedule = major > 1 || minor >= 5 ? '1 seconds' : '* * * * *';
+        // The same command the kit's own schedule_keep_alive installs, in two jobs that
+        // fire together: concurrent runs still wake each function once.
+        const command = await keepAliveCommand(client, { debounceSeconds: 600 });
+        const ids: number[] = [];
+        for (const job of jobs) {
+          const [{ id }] = await cron`
+            select cron.schedule_in_database(${job}, ${schedule}, ${command}, ${dbName}) as id`;
+          ids.push(Number(id));
+        }
+        await waitFor(
+          'both cron jobs to run in the test database',
+          () =>
+            count(cron`select count(distinct jobid) as n from cron.job_run_details
+                       where jobid = any(${ids}::bigint[]) and status = 'succeeded'`).then((n) =>
+              n === 2
+            ),
+          { timeoutMs: 90_000, intervalMs: 250 },
+        );
+        const [{ failed }] = await cron`select count(*)::int as failed from cron.job_run_details
+          where jobid = any(${ids}::bigint[]) and status = 'failed'`;
+        assert.equal(failed, 0);
+        for (const job of jobs) {
+          await cron`select cron.unschedule(jobid) from cron.job where jobname = ${job}`;
+        }
+      });
 
       const wakes = await db
         .sql`select function_name, count(*)::int as n from switchyard.wake_requests
@@ -326,10 +303,6 @@ Deno.test({
         .sql`select via, url from switchyard.wake_requests where function_name = 'cron-idle'`;
       assert.deepEqual({ ...idle }, { via: 'recorded', url: '/functions/v1/cron-idle' });
     } finally {
-      for (const job of jobs) {
-        await admin`select cron.unschedule(jobid) from cron.job where jobname = ${job}`;
-      }
-      await admin.end();
       await live.stop();
     }
   },
@@ -338,19 +311,9 @@ Deno.test({
 Deno.test({
   name: 'schedule_keep_alive creates, updates and removes the pg_cron job where pg_cron lives',
   fn: async () => {
-    // pg_cron can only be created in cron.database_name, so this needs the kit migrated
-    // into that database: a throwaway cluster of its own (as on Supabase, one database).
-    const cluster = await startCluster();
-    const sql = postgres(cluster.url, { max: 1, onnotice: () => {}, prepare: false });
-    try {
-      assert.ok(
-        cluster.pgCron,
-        'pg_cron.so is missing next to the server binaries: install postgresql-15-cron',
-      );
-      for (const role of ['anon', 'authenticated', 'service_role']) {
-        await sql.unsafe(`create role ${role} nologin`);
-      }
-      await migrate(cluster.url);
+    // pg_cron can only be created in cron.database_name, so this needs the kit migrated into
+    // that database (as on Supabase, one database): the server's pg_cron database, in turn.
+    await withCronDatabase(async ({ name, sql }) => {
       const id = await scheduleKeepAlive(sql);
       assert.equal(
         await scheduleKeepAlive(sql, { schedule: '*/5 * * * *', debounceSeconds: 60 }),
@@ -361,7 +324,7 @@ Deno.test({
         jobname: 'switchyard_keep_alive',
         schedule: '*/5 * * * *',
         command: await keepAliveCommand(sql, { debounceSeconds: 60 }),
-        database: 'postgres',
+        database: name,
       }]);
       await assert.rejects(
         scheduleKeepAlive(sql, { schedule: 'whenever' }),
@@ -369,10 +332,7 @@ Deno.test({
       );
       assert.equal(await unscheduleKeepAlive(sql), true);
       assert.equal(await unscheduleKeepAlive(sql), false);
-    } finally {
-      await sql.end();
-      await cluster.stop();
-    }
+    });
   },
 });
 
@@ -614,10 +574,7 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
     }
   } finally {
     open();
-    try {
-      doomed.child.kill('SIGKILL');
-    } catch { /* already gone */ }
-    await doomed.child.status;
+    await doomed.child.stop('SIGKILL');
     await worker.stop();
   }
 });

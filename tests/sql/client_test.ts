@@ -18,6 +18,7 @@ import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { startCluster } from '../../tools/_cluster.ts';
 import { adminUrl, createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -787,21 +788,11 @@ Deno.test('idempotent start through the client: one run per id; another input or
 // Operator commands
 
 function task(name: string, args: string[]) {
-  const env = Deno.env.toObject();
-  delete env.SUPABASE_DB_URL;
-  return new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', name, ...args],
+  return deno(['task', '-q', name, ...args], {
     cwd: ROOT,
     clearEnv: true,
-    env: { ...env, NO_COLOR: '1', DATABASE_URL: db.url },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output().then((out) => ({
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  }));
+    env: { ...envWithout('SUPABASE_DB_URL'), NO_COLOR: '1', DATABASE_URL: db.url },
+  });
 }
 
 Deno.test('deno task cancel and deno task retry', async () => {

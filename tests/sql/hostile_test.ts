@@ -27,6 +27,7 @@ import { untypedClient } from '../_helpers/untyped_client.ts';
 import { pgArray } from '../../lib/sql/worker_queries.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
+import { deno } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
@@ -806,15 +807,9 @@ Deno.test('deno task quarantine moves exactly the foreign messages named in the 
     select s::text as id from pgmq.send('quar_q', '{"later": true}'::jsonb) s`;
 
   const command = (...args: string[]) =>
-    new Deno.Command(Deno.execPath(), {
-      args: ['task', 'quarantine', ...args],
-      cwd: ROOT,
-      env: { DATABASE_URL: db.url },
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
+    deno(['task', 'quarantine', ...args], { cwd: ROOT, env: { DATABASE_URL: db.url } });
   const out = await command('quar-q-worker');
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  const text = out.stdout + out.stderr;
   assert.equal(out.code, 0, text);
   assert.match(
     text,
@@ -840,7 +835,7 @@ Deno.test('deno task quarantine moves exactly the foreign messages named in the 
   // Run again: nothing is paused, so nothing moves (exit 1, the rule named).
   const again = await command('quar-q-worker');
   assert.equal(again.code, 1);
-  assert.match(new TextDecoder().decode(again.stderr), /is not paused: nothing to quarantine/);
+  assert.match(again.stderr, /is not paused: nothing to quarantine/);
 
   // The function works again once the later foreign message is out of the way too.
   await sql`select pgmq.delete('quar_q', ${later}::bigint)`;

@@ -10,11 +10,10 @@ import postgres from 'postgres';
 import { OperationError, PgCronMissingError } from '../../lib/errors.ts';
 import { Flow, routeFlow, startWorker } from '../../lib/mod.ts';
 import { prune, pruneAll, pruneCommand, schedulePrune, unschedulePrune } from '../../lib/ops.ts';
-import { migrate } from '../../lib/sql/migrate.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { ageInterval } from '../../cli/prune.ts';
-import { startCluster } from '../../tools/_cluster.ts';
-import { createTestDatabase, type TestDatabase } from '../_helpers/db.ts';
+import { createTestDatabase, type TestDatabase, withCronDatabase } from '../_helpers/db.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -476,22 +475,16 @@ Deno.test('prune refuses bad arguments with the rule', async () => {
 
 Deno.test('deno task prune loops in batches with a progress line each, and refuses bad usage', async () => {
   const t = await fresh();
-  const run = async (args: string[], env: Record<string, string> = { DATABASE_URL: t.db.url }) => {
-    const inherited = Deno.env.toObject();
-    delete inherited.DATABASE_URL;
-    delete inherited.SUPABASE_DB_URL;
-    delete inherited.SWITCHYARD_DB_URL;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ['task', '-q', 'prune', ...args],
+  const run = (args: string[], env: Record<string, string> = { DATABASE_URL: t.db.url }) =>
+    deno(['task', '-q', 'prune', ...args], {
       cwd: ROOT,
       clearEnv: true,
-      env: { ...inherited, NO_COLOR: '1', ...env },
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    const text = new TextDecoder();
-    return { code: out.code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
-  };
+      env: {
+        ...envWithout('DATABASE_URL', 'SUPABASE_DB_URL', 'SWITCHYARD_DB_URL'),
+        NO_COLOR: '1',
+        ...env,
+      },
+    });
   try {
     const flow = new Flow<{ n: number }>({ slug: 'cli' }).step({ slug: 'go' }, (i) => i.n);
     const worker = await startWorker(flow, t.base);
@@ -585,18 +578,9 @@ Deno.test('prune skips runs another session holds instead of waiting for them', 
 Deno.test({
   name: 'schedule_prune creates, updates and removes the pg_cron job where pg_cron lives',
   fn: async () => {
-    // pg_cron can only be created in cron.database_name: a cluster of its own, as on Supabase.
-    const cluster = await startCluster();
-    const sql = postgres(cluster.url, { max: 1, onnotice: () => {}, prepare: false });
-    try {
-      assert.ok(
-        cluster.pgCron,
-        'pg_cron.so is missing next to the server binaries: install postgresql-15-cron',
-      );
-      for (const role of ['anon', 'authenticated', 'service_role']) {
-        await sql.unsafe(`create role ${role} nologin`);
-      }
-      await migrate(cluster.url);
+    // pg_cron can only be created in cron.database_name: the server's pg_cron database, with the
+    // kit migrated in it (as on Supabase, one database), in turn.
+    await withCronDatabase(async ({ sql }) => {
       const id = await schedulePrune(sql);
       assert.equal(
         await schedulePrune(sql, { olderThan: '30 days', schedule: '*/5 * * * *', batchSize: 200 }),
@@ -613,9 +597,6 @@ Deno.test({
       assert.equal(Number(runs), 0);
       assert.equal(await unschedulePrune(sql), true);
       assert.equal(await unschedulePrune(sql), false);
-    } finally {
-      await sql.end();
-      await cluster.stop();
-    }
+    });
   },
 });

@@ -11,6 +11,7 @@ import { toPlacement } from '../../lib/dsl/placement.ts';
 import { Flow } from '../../lib/mod.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
+import { deno } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const sql = db.sql;
@@ -348,17 +349,11 @@ Deno.test('bad input is refused with its rule and creates nothing', async () => 
   assert.match(cronMessage, /hour field part "25": 25 is out of range 0-23/);
 });
 
-async function cli(args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', 'schedule', ...args],
+function cli(args: string[]) {
+  return deno(['task', '-q', 'schedule', ...args], {
     cwd: KIT_ROOT,
     env: { DATABASE_URL: db.url, NO_COLOR: '1' },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  });
 }
 
 Deno.test('deno task schedule: create, list, pause, tick and delete; a bad cron exits 1 with the rule', async () => {

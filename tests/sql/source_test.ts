@@ -22,6 +22,7 @@ import {
   UNRELEASED_SUFFIX,
 } from '../../tools/sql_source.ts';
 import { adminUrl, createTestDatabase, urlFor } from '../_helpers/db.ts';
+import { runCommand } from '../_helpers/process.ts';
 
 const PG_BIN = Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN;
 
@@ -30,10 +31,8 @@ async function scratchKit(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: 'switchyard-source-' });
   for (const part of ['supabase/schemas', 'supabase/upgrades', 'supabase/migrations', 'releases']) {
     await Deno.mkdir(join(dir, part), { recursive: true });
-    const out = await new Deno.Command('cp', {
-      args: ['-R', `${join(KIT_ROOT, part)}/.`, join(dir, part)],
-    }).output();
-    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    const out = await runCommand('cp', ['-R', `${join(KIT_ROOT, part)}/.`, join(dir, part)]);
+    assert.equal(out.code, 0, out.stderr);
   }
   return dir;
 }
@@ -78,13 +77,14 @@ async function freshDatabase(kitDir: string): Promise<{ url: string; drop(): Pro
 }
 
 async function pgDump(url: string, what: '--schema-only' | '--data-only'): Promise<string> {
-  const out = await new Deno.Command(`${PG_BIN}/pg_dump`, {
-    args: [what, '--schema=switchyard', '--no-owner', url],
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  return new TextDecoder().decode(out.stdout).split('\n')
+  const out = await runCommand(`${PG_BIN}/pg_dump`, [
+    what,
+    '--schema=switchyard',
+    '--no-owner',
+    url,
+  ]);
+  assert.equal(out.code, 0, out.stderr);
+  return out.stdout.split('\n')
     .filter((l) =>
       l.trim() !== '' && !l.startsWith('--') && !l.startsWith('SET ') &&
       !l.startsWith('SELECT pg_catalog.set_config') && !/^\\(un)?restrict /.test(l)

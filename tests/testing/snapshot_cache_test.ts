@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { KIT_ROOT } from '../../cli/_project.ts';
+import { deno } from '../_helpers/process.ts';
 
 const SCRIPT = `import { defineDeployedFlow, Flow } from '${KIT_ROOT}/lib/mod.ts';
 import { createTestEngine } from '${KIT_ROOT}/lib/testing.ts';
@@ -26,16 +27,9 @@ Deno.exit(0);
 
 /** Runs the script in a process of its own with `env`; its output. */
 async function engineProcess(script: string, env: Record<string, string>): Promise<string> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['run', '-A', '--config', join(KIT_ROOT, 'deno.json'), script],
-    env,
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  assert.equal(out.code, 0, `the engine's process failed:\n${dec.decode(out.stderr)}`);
-  return dec.decode(out.stdout).trim();
+  const out = await deno(['run', '-A', '--config', join(KIT_ROOT, 'deno.json'), script], { env });
+  assert.equal(out.code, 0, `the engine's process failed:\n${out.stderr}`);
+  return out.stdout.trim();
 }
 
 async function cacheFiles(dir: string): Promise<string[]> {
@@ -75,8 +69,8 @@ Deno.test('a snapshot cached by one process starts the next; a bad one is built 
     // cache stays where it is).
     const xdg = join(tmp, 'xdg');
     await Deno.mkdir(xdg);
-    const info = await new Deno.Command(Deno.execPath(), { args: ['info', '--json'] }).output();
-    const { denoDir } = JSON.parse(new TextDecoder().decode(info.stdout)) as { denoDir: string };
+    const info = await deno(['info', '--json']);
+    const { denoDir } = JSON.parse(info.stdout) as { denoDir: string };
     assert.equal(
       await engineProcess(script, {
         SWITCHYARD_TEST_CACHE: 'off',

@@ -7,6 +7,7 @@
  * nothing of `tools/`.
  */
 import assert from 'node:assert/strict';
+import { deno } from '../_helpers/process.ts';
 
 const root = new URL('../../', import.meta.url);
 const libDir = decodeURIComponent(new URL('lib/', root).pathname);
@@ -19,14 +20,9 @@ interface Info {
 }
 
 async function graph(entry: string): Promise<Map<string, string[]>> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['info', '--json', entry],
-    cwd: decodeURIComponent(root.pathname),
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  const info: Info = JSON.parse(new TextDecoder().decode(out.stdout));
+  const out = await deno(['info', '--json', entry], { cwd: decodeURIComponent(root.pathname) });
+  assert.equal(out.code, 0, out.stderr);
+  const info: Info = JSON.parse(out.stdout);
   const edges = new Map<string, string[]>();
   for (const m of info.modules) {
     if (!m.specifier.startsWith('file://')) continue;

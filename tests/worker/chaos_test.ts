@@ -16,6 +16,7 @@ import { type Cluster, startCluster } from '../../tools/_cluster.ts';
 import { migrate } from '../../lib/sql/migrate.ts';
 import { CHAOS_MAX_ATTEMPTS } from '../fixtures/chaos_worker.ts';
 import { waitFor } from '../_helpers/wait.ts';
+import { spawnDeno, type Spawned } from '../_helpers/process.ts';
 
 const RUNS = Number(Deno.env.get('SWITCHYARD_CHAOS_RUNS') ?? '200');
 if (!Number.isInteger(RUNS) || RUNS < 10) {
@@ -36,9 +37,8 @@ function isConnectionError(e: unknown): boolean {
 interface Proc {
   name: string;
   queue: 'chaos_a' | 'chaos_b';
-  child: Deno.ChildProcess;
+  child: Spawned;
   workerId: string;
-  exited: boolean;
   killed: boolean;
   /** Survivors are never killed: they prove workers reconnect after the restart. */
   survivor: boolean;
@@ -50,48 +50,21 @@ async function spawnWorker(
   name: string,
   survivor: boolean,
 ): Promise<Proc> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ['run', '-A', FIXTURE],
+  // Its output is captured as it comes, so the child never blocks on a full pipe.
+  const child = spawnDeno(['run', '-A', FIXTURE], {
     env: { DATABASE_URL: url, CHAOS_QUEUE: queue, SWITCHYARD_LOG: 'error' },
-    stdin: 'null',
-    stdout: 'piped',
     stderr: 'inherit',
-  }).spawn();
-  const proc: Proc = { name, queue, child, workerId: '', exited: false, killed: false, survivor };
-  child.status.then(() => (proc.exited = true));
-  const lines = child.stdout.pipeThrough(new TextDecoderStream());
-  const reader = lines.getReader();
-  let seen = '';
-  const deadline = Date.now() + 60_000;
-  while (!/ready [0-9a-f-]{36}/.test(seen)) {
-    const { value, done } = await reader.read();
-    if (done || Date.now() > deadline) {
-      throw new Error(`chaos worker ${name} (${queue}) exited or hung before it was ready`);
-    }
-    seen += value;
-  }
-  proc.workerId = seen.match(/ready ([0-9a-f-]{36})/)![1];
-  // Keep draining stdout so the child never blocks on a full pipe.
-  (async () => {
-    try {
-      while (!(await reader.read()).done) { /* discard */ }
-    } catch { /* the child died */ }
-  })();
-  return proc;
+  });
+  const [, workerId] = await child.waitFor(/ready ([0-9a-f-]{36})/).catch((e) => {
+    throw new Error(`chaos worker ${name} (${queue}) exited or hung before it was ready: ${e}`);
+  });
+  return { name, queue, child, workerId, killed: false, survivor };
 }
 
+/** `signal`, then SIGKILL to what is left after 15 s. */
 async function terminate(proc: Proc, signal: Deno.Signal) {
-  if (proc.exited) return;
-  try {
-    proc.child.kill(signal);
-  } catch { /* already gone */ }
-  const timer = setTimeout(() => {
-    try {
-      proc.child.kill('SIGKILL');
-    } catch { /* gone */ }
-  }, 15_000);
-  await proc.child.status;
-  clearTimeout(timer);
+  if (proc.child.exited) return;
+  await proc.child.stop(signal, 15_000);
 }
 
 Deno.test({
@@ -163,7 +136,7 @@ Deno.test({
       let kills = 0;
       let spawned = procs.length;
       const killer = async () => {
-        const victims = procs.filter((p) => !p.survivor && !p.exited && !p.killed);
+        const victims = procs.filter((p) => !p.survivor && !p.child.exited && !p.killed);
         if (victims.length === 0) return;
         // Prefer a victim holding started tasks, so a kill exercises recovery; wait a little
         // for one to be busy.
@@ -208,7 +181,10 @@ Deno.test({
 
       // Every live process is one the test started; none stopped on its own.
       for (const p of procs) {
-        assert.ok(p.killed || !p.exited, `worker process ${p.name} exited without being killed`);
+        assert.ok(
+          p.killed || !p.child.exited,
+          `worker process ${p.name} exited without being killed`,
+        );
       }
       const survivors = procs.filter((p) => p.survivor);
       for (const p of procs) await terminate(p, 'SIGTERM');

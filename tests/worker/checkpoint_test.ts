@@ -16,6 +16,7 @@ import { untypedClient } from '../_helpers/untyped_client.ts';
 import { type Resumed, summing } from '../fixtures/checkpoint_worker.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
+import { spawnDeno } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const client = untypedClient(db.url);
@@ -113,12 +114,10 @@ Deno.test('a checkpoint over 256 KiB fails the attempt with its size and the lim
 });
 
 Deno.test('a SIGKILLed worker: its task resumes from the last checkpoint on another worker', async () => {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ['run', '-A', new URL('../fixtures/checkpoint_worker.ts', import.meta.url).pathname],
-    env: { DATABASE_URL: db.url, CHUNK_MS: '20' },
-    stdout: 'null',
-    stderr: 'null',
-  }).spawn();
+  const child = spawnDeno(
+    ['run', '-A', new URL('../fixtures/checkpoint_worker.ts', import.meta.url).pathname],
+    { env: { DATABASE_URL: db.url, CHUNK_MS: '20' }, stdout: 'null', stderr: 'null' },
+  );
   await compile(summing('killLoopV1', 1));
   const runId = await client.startFlow('killLoopV1', { n: N });
   let killed = false;
@@ -128,7 +127,7 @@ Deno.test('a SIGKILLed worker: its task resumes from the last checkpoint on anot
                                 where run_id = ${runId}`;
       return c && c.i >= 1000 ? c.i : null;
     }, { timeoutMs: 60_000 });
-    child.kill('SIGKILL');
+    await child.kill('SIGKILL');
     await child.status;
     killed = true;
     const [last] = await db.sql`select (state ->> 'i')::int as i, attempt
@@ -145,10 +144,7 @@ Deno.test('a SIGKILLed worker: its task resumes from the last checkpoint on anot
     }
     assert.deepEqual(resumed, [{ attempt: 2, from: last.i }], 'resumed where it was killed');
   } finally {
-    if (!killed) {
-      child.kill('SIGKILL');
-      await child.status;
-    }
+    if (!killed) await child.stop('SIGKILL');
   }
 });
 

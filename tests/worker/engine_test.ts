@@ -8,6 +8,7 @@ import { createMemoryPlatform } from '../../lib/platform/platform.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
+import { spawnDeno } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 const client = untypedClient(db.url);
@@ -91,12 +92,10 @@ Deno.test('a failing step is retried with growing delays up to maxAttempts, then
 
 Deno.test('a worker process killed mid-task: the task is recovered and completed by another worker', async () => {
   // The child runs a worker whose step blocks until it is killed.
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ['run', '-A', new URL('../fixtures/slow_worker.ts', import.meta.url).pathname],
-    env: { DATABASE_URL: db.url, SLOW_STEP_MS: '600000' },
-    stdout: 'null',
-    stderr: 'inherit',
-  }).spawn();
+  const child = spawnDeno(
+    ['run', '-A', new URL('../fixtures/slow_worker.ts', import.meta.url).pathname],
+    { env: { DATABASE_URL: db.url, SLOW_STEP_MS: '600000' }, stdout: 'null', stderr: 'inherit' },
+  );
   let killed = false;
   try {
     // The flow is compiled by the child; wait for it, then start a run.
@@ -111,7 +110,7 @@ Deno.test('a worker process killed mid-task: the task is recovered and completed
         .sql`select status from switchyard.step_tasks where run_id = ${runId} and step_slug = 'slow'`;
       return t?.status === 'started';
     });
-    child.kill('SIGKILL');
+    await child.kill('SIGKILL');
     killed = true;
     await child.status;
 
@@ -131,10 +130,7 @@ Deno.test('a worker process killed mid-task: the task is recovered and completed
       await rescuer.stop();
     }
   } finally {
-    if (!killed) {
-      child.kill('SIGKILL');
-      await child.status;
-    }
+    if (!killed) await child.stop('SIGKILL');
   }
 });
 

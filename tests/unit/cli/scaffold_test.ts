@@ -13,6 +13,7 @@ import {
   readFunctionConfigs,
   setFunctionSection,
 } from '../../../cli/_functions_config.ts';
+import { deno } from '../../_helpers/process.ts';
 
 async function withProject(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await copyProject('switchyard-scaffold-');
@@ -121,13 +122,10 @@ Deno.test('a 47-character queue name gets a fmt-clean multi-line call; a private
       join(dir, 'supabase/functions', result.functionName, 'index.ts'),
     );
     assert.match(index, new RegExp(`EdgeWorker\\.start\\(registry, \\{\\n  queueName: '${long}',`));
-    const fmt = await new Deno.Command(Deno.execPath(), {
-      args: ['fmt', '--check', `supabase/functions/${result.functionName}`],
+    const fmt = await deno(['fmt', '--check', `supabase/functions/${result.functionName}`], {
       cwd: dir,
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    assert.equal(fmt.code, 0, new TextDecoder().decode(fmt.stderr));
+    });
+    assert.equal(fmt.code, 0, fmt.stderr);
     await assert.rejects(
       scaffoldQueue({ projectDir: dir, queueName: 'plainflow' }),
       /queue "plainflow" is the private queue of flow "plainFlow": the scaffold writes functions for explicit shared queues only/,

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { KIT_ROOT } from '../../../cli/_project.ts';
+import { deno } from '../../_helpers/process.ts';
 
 const MODULE = join(KIT_ROOT, 'lib', 'sql', 'deno_executable.ts');
 
@@ -14,16 +15,12 @@ async function find(env: Record<string, string>) {
 console.log(JSON.stringify({ compiled: isCompiled() }));
 try { console.log(JSON.stringify({ deno: await separateDeno('the registry probe') })); }
 catch (e) { console.log(JSON.stringify({ error: e.message })); }`;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['eval', '--no-lock', code],
+  const out = await deno(['eval', '--no-lock', code], {
     env: { NO_COLOR: '1', ...env },
     clearEnv: true,
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const lines = new TextDecoder().decode(out.stdout).trim().split('\n');
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  });
+  const lines = out.stdout.trim().split('\n');
+  assert.equal(out.code, 0, out.stderr);
   return { compiled: JSON.parse(lines[0]).compiled, ...JSON.parse(lines[1]) };
 }
 
