@@ -167,6 +167,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
 export const PGMQ_DEPENDENT: readonly string[] = [
   'tests/ops/operations_test.ts',
   'tests/sql/prune_test.ts',
+  'tests/sql/cron_database_test.ts',
   'tests/sql/hostile_test.ts',
   'tests/worker/flow_control_test.ts',
   'tests/worker/races_test.ts',
