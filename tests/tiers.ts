@@ -124,7 +124,8 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/e2e/upgrade_1_test.ts',
     'tests/e2e/upgrade_2_test.ts',
     'tests/e2e/upgrade_load_test.ts',
-    'tests/e2e/readme_test.ts',
+    'tests/e2e/readme_cli2_test.ts',
+    'tests/e2e/readme_cli3_test.ts',
     'tests/e2e/harness_test.ts',
     'tests/ops/dashboard_hardening_test.ts', // `deno task dashboard` served in a child process, over raw HTTP
     'tests/ops/prometheus_scrape_test.ts', // Debian's prometheus scraping /metrics, and promtool

@@ -853,7 +853,7 @@ Deno.test('deno task cancel and deno task retry', async () => {
 // ---------------------------------------------------------------------------
 // The README, as written
 
-// The section's app runs as written in an installed project: tests/e2e/readme_test.ts.
+// The section's app runs as written in an installed project: tests/e2e/_readme.ts.
 
 Deno.test("README: the example's catch prints a failed or cancelled run's reason once", () => {
   const readme = Deno.readTextFileSync(`${ROOT}README.md`);

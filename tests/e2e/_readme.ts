@@ -27,6 +27,11 @@
  * and a rate limit, and the example's run exported from the database and replayed). Each ends
  * with `npx switchyard doctor` finding nothing wrong. README drift — a block that no longer runs,
  * an output that is no longer printed — fails this test.
+ *
+ * The test files `readme_cli2_test.ts` and `readme_cli3_test.ts` each register one CLI's two paths
+ * (`defineReadmeTests`), so the two CLIs run side by side, each file packing the package once.
+ *
+ * @module
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -354,7 +359,16 @@ async function tscWith(reader: Reader, edit: (ts: string) => string) {
   }
 }
 
-for (const cli of SUPABASE_CLIS) {
+/** Registers the README's two paths in a project of the named Supabase CLI (`'CLI 2'`, `'CLI 3'`). */
+export function defineReadmeTests(cliName: string): void {
+  const cli = SUPABASE_CLIS.find((c) => c.name === cliName);
+  if (!cli) {
+    throw new Error(
+      `no Supabase CLI named "${cliName}": use one of ${
+        SUPABASE_CLIS.map((c) => c.name).join(', ')
+      }`,
+    );
+  }
   Deno.test(`README (${cli.name}): by hand, npm install → install → flow → scaffold → compile → push → a start with no worker → serve; then the apps`, async () => {
     const project = await supabaseInit('switchyard-readme-', cli);
     try {
