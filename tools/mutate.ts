@@ -10,13 +10,13 @@
  *
  * First it checks every mutant still applies (its text occurs once; an SQL mutant's file is its
  * function's source file) and runs the named files unmutated: a kill only counts
- * against a baseline that passes. One throwaway PostgreSQL cluster (or `DATABASE_URL`) serves
- * every run; each run migrates a template of its own from the mutated copy.
+ * against a baseline that passes. Each run's `deno task test` starts a throwaway PostgreSQL
+ * cluster of its own (or uses `DATABASE_URL`) and migrates a template from the mutated copy.
  *
  * @module
  */
 import { join } from 'node:path';
-import { type Cluster, DEFAULT_PG_BIN, startCluster } from './_cluster.ts';
+import { DEFAULT_PG_BIN } from './_cluster.ts';
 import { helpOption } from '../cli/_help.ts';
 import { KIT_ROOT } from '../cli/_project.ts';
 import { ensurePostgresBinaries } from './_provision.ts';
@@ -201,17 +201,16 @@ if (import.meta.main) {
     Deno.exit(1);
   }
 
-  let cluster: Cluster | undefined;
   let scratch: string | undefined;
   const started = performance.now();
   let code = 1;
   try {
-    let url = Deno.env.get('DATABASE_URL');
-    if (!url) {
-      await ensurePostgresBinaries(Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN, log);
-      cluster = await startCluster({ log });
-      url = cluster.url;
-    }
+    // Without DATABASE_URL each run's `deno task test` starts a cluster of its own (a few
+    // seconds): the pg_cron tests' database is cloned from the run's own migrated template and
+    // cannot be dropped while pg_cron runs (tools/test.ts), so a cluster shared by the runs would
+    // serve every run after the first the previous run's (mutated) core in it.
+    const url = Deno.env.get('DATABASE_URL');
+    if (!url) await ensurePostgresBinaries(Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN, log);
     scratch = await scratchCopy();
     log(`scratch copy: ${scratch}`);
     // The copy has no .git: tests that read releases from history (upgrade, release) use the
@@ -223,7 +222,8 @@ if (import.meta.main) {
         stdout: 'piped',
       }).output()).stdout,
     ).trim();
-    const env = { ...Deno.env.toObject(), DATABASE_URL: url, GIT_DIR: gitDir };
+    const env: Record<string, string> = { ...Deno.env.toObject(), GIT_DIR: gitDir };
+    if (url) env.DATABASE_URL = url;
 
     if (!Deno.args.includes('--no-baseline')) {
       const files = [...new Set(mutants.flatMap((m) => m.tests))].sort();
@@ -281,7 +281,6 @@ if (import.meta.main) {
     code = 1;
   } finally {
     if (scratch) await Deno.remove(scratch, { recursive: true }).catch(() => {});
-    await cluster?.stop();
   }
   Deno.exit(code);
 }
