@@ -10,7 +10,8 @@
  * on SIGINT/SIGTERM. pg_cron runs its jobs from one database per server
  * (`cron.database_name`): the cluster names `switchyard_cron`, a clone of the migrated template
  * with pg_cron created in it, which the pg_cron tests take in turn (`withCronDatabase` in
- * tests/_helpers/db.ts) instead of a cluster each.
+ * tests/_helpers/db.ts) instead of a cluster each; on a DATABASE_URL server, an earlier run's
+ * `switchyard_cron` is migrated again in place (pg_cron stops for good when it is dropped).
  *
  * `--tier` runs one tier of tests/tiers.ts (tools/_tiers.ts) after checking that every test
  * file has exactly one tier: `unit` without any database or server and with the network
@@ -38,6 +39,7 @@ import {
   tierProblems,
 } from './_tiers.ts';
 import { PGMQ_DEPENDENT, TIERS } from '../tests/tiers.ts';
+import { CRON_LOCK } from '../tests/_helpers/db.ts';
 import {
   DEFAULT_CHROMIUM,
   ensureChromium,
@@ -135,11 +137,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 const CRON_DATABASE = 'switchyard_cron';
 
 /**
- * Whether DATABASE_URL's server can give the pg_cron tests their database: `'1'`, or why not
- * (the tests that need it fail with this reason; they are never skipped). It must run pg_cron
- * from {@linkcode CRON_DATABASE}, which must not exist yet: pg_cron's launcher connects to it
- * once it is created, and stops for good when it is dropped, so the harness creates it once and
- * never drops it.
+ * Whether DATABASE_URL's server can give the pg_cron tests their database: `'1'` (it does not
+ * exist yet), `'exists'` (an earlier run made it: {@linkcode refreshCronDatabase} migrates it
+ * again in place), or why not (the tests that need it fail with this reason; they are never
+ * skipped). The server must run pg_cron from {@linkcode CRON_DATABASE}: pg_cron's launcher
+ * connects to it once it is created and stops for good when it is dropped, so the harness
+ * creates it once and never drops it.
  */
 async function pgCronOnServer(url: string): Promise<string> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
@@ -155,12 +158,7 @@ async function pgCronOnServer(url: string): Promise<string> {
       return `pg_cron runs from database "${row.cron_db ?? 'none (not preloaded)'}" on the ` +
         `server of DATABASE_URL, not "${CRON_DATABASE}": ${setUp}`;
     }
-    if (row.exists) {
-      return `database "${CRON_DATABASE}" exists on the server of DATABASE_URL (an earlier ` +
-        'run made it): the harness makes it afresh from the template, and pg_cron stops ' +
-        'when it is dropped, so drop it and restart the server';
-    }
-    return '1';
+    return row.exists ? 'exists' : '1';
   } finally {
     await sql.end();
   }
@@ -200,6 +198,58 @@ async function createCronDatabase(url: string, template: string): Promise<void> 
   } finally {
     await sql.end();
   }
+}
+
+/**
+ * Migrates {@linkcode CRON_DATABASE} again in place, for a DATABASE_URL server where an earlier
+ * run made it (pg_cron stops for good when it is dropped): every schema and extension the
+ * template's migrations made goes (pg_cron and its `cron` schema stay, their jobs emptied), then
+ * the same migrations as the template's run in it.
+ */
+async function refreshCronDatabase(url: string): Promise<void> {
+  const cronUrl = new URL(url);
+  cronUrl.pathname = `/${CRON_DATABASE}`;
+  // The pg_cron tests' lock: a run of the suite on the same server may be using the database.
+  const lock = postgres(url, { max: 1, onnotice: () => {}, prepare: false });
+  const sql = postgres(cronUrl.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await lock`select pg_advisory_lock(${CRON_LOCK})`;
+    const extensions = await sql<{ name: string }[]>`
+      select extname as name from pg_extension where extname not in ('plpgsql', 'pg_cron')`;
+    for (const { name } of extensions) await sql.unsafe(`drop extension "${name}" cascade`);
+    const schemas = await sql<{ name: string }[]>`
+      select nspname as name from pg_namespace
+       where nspname not in ('pg_catalog', 'information_schema', 'public', 'cron')
+         and nspname not like 'pg\_toast%' and nspname not like 'pg\_temp\_%'`;
+    for (const { name } of schemas) await sql.unsafe(`drop schema "${name}" cascade`);
+    await sql`delete from cron.job`;
+    await sql`truncate cron.job_run_details`;
+    await migrate(cronUrl.toString());
+  } finally {
+    await sql.end();
+    await lock`select pg_advisory_unlock(${CRON_LOCK})`.catch(() => {});
+    await lock.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Whether a run of `args` (deno test's paths and options) holds a test file that takes the
+ * pg_cron database (`withCronDatabase`): only then is an existing one migrated again.
+ */
+async function runUsesCronDatabase(args: string[]): Promise<boolean> {
+  const uses = async (path: string): Promise<boolean> => {
+    const info = await Deno.stat(path).catch(() => undefined);
+    if (!info) return false;
+    if (info.isFile) return (await Deno.readTextFile(path)).includes('withCronDatabase');
+    for await (const entry of Deno.readDir(path)) {
+      if (await uses(join(path, entry.name))) return true;
+    }
+    return false;
+  };
+  for (const arg of args) {
+    if (!arg.startsWith('-') && await uses(arg)) return true;
+  }
+  return false;
 }
 
 /**
@@ -328,7 +378,7 @@ async function withDatabase(): Promise<number> {
     ? (cluster.pgCron ? '1' : 'pg_cron.so is missing next to the server binaries: install ' +
       'postgresql-15-cron (tools/_provision.ts does as root)')
     : await pgCronOnServer(adminUrl);
-  if (pgCron !== '1') log(`the pg_cron tests will fail: ${pgCron}`);
+  if (pgCron !== '1' && pgCron !== 'exists') log(`the pg_cron tests will fail: ${pgCron}`);
   if (runsBrowserTest(args, Deno.cwd())) {
     const missing = await ensureChromium(Deno.env.get('CHROMIUM') ?? DEFAULT_CHROMIUM, log);
     if (missing) log(`the browser test will fail: ${missing}`);
@@ -376,7 +426,24 @@ async function withDatabase(): Promise<number> {
   }
 
   let cronReady = pgCron;
-  if (pgCron === '1') {
+  if (pgCron === 'exists' && !await runUsesCronDatabase(args)) {
+    cronReady = `database ${CRON_DATABASE} (an earlier run made it) was left as it is: no file ` +
+      'of this run takes it';
+  } else if (pgCron === 'exists') {
+    try {
+      const started = performance.now();
+      await refreshCronDatabase(adminUrl);
+      cronReady = '1';
+      log(
+        `pg_cron runs from database ${CRON_DATABASE}, made by an earlier run and migrated ` +
+          `again in ${Math.round(performance.now() - started)} ms`,
+      );
+    } catch (e) {
+      cronReady = `the harness could not migrate database ${CRON_DATABASE} again (an earlier ` +
+        `run made it): ${(e as Error).message}`;
+      log(`the pg_cron tests will fail: ${cronReady}`);
+    }
+  } else if (pgCron === '1') {
     try {
       await createCronDatabase(adminUrl, template);
       log(`pg_cron runs from database ${CRON_DATABASE}, a clone of the template`);

@@ -107,9 +107,10 @@ export interface CronDatabase {
 
 /**
  * The advisory lock that orders the pg_cron tests: one at a time holds the pg_cron database,
- * across the files `deno test --parallel` runs at once (each in a process of its own).
+ * across the files `deno test --parallel` runs at once (each in a process of its own), and the
+ * harness's own migration of that database again (tools/test.ts) when an earlier run made it.
  */
-const CRON_LOCK = 0x5359_4352; // "SYCR"
+export const CRON_LOCK = 0x5359_4352; // "SYCR"
 
 /**
  * Runs `fn` with the server's pg_cron database, the kit migrated in it (a clone of the
