@@ -7904,15 +7904,16 @@ begin
       'row trigger %s: table %s is invalid: schema %s is not the app''s own (switchyard, pgmq, '
       'the system''s and Supabase''s schemas are refused); declare triggers on your own tables',
       declare_row_trigger.name, switchyard._clip(declare_row_trigger.table_name),
-      quote_ident(schema_name)), context => jsonb_build_object('schema', schema_name));
+      switchyard._clip(quote_ident(schema_name))),
+      context => jsonb_build_object('schema', left(schema_name, 200)));
   end if;
   select c.oid, c.relkind into rel, kind
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
    where n.nspname = schema_name and c.relname = relation_name;
   if rel is null then
     perform switchyard._refuse('22023', 'table_unknown', 'table_name',
-      declare_row_trigger.table_name, format('row trigger %s: table %I.%I does not exist',
-      declare_row_trigger.name, schema_name, relation_name));
+      declare_row_trigger.table_name, format('row trigger %s: table %s does not exist',
+      declare_row_trigger.name, switchyard._clip(format('%I.%I', schema_name, relation_name))));
   end if;
   if kind not in ('r', 'p') then
     perform switchyard._refuse('22023', 'table_kind', 'table_name', declare_row_trigger.table_name,
@@ -8141,15 +8142,18 @@ $$;
 
 -- supabase/schemas/functions/row_triggers/list_row_triggers.sql
 -- Every row trigger declaration (docs/ARCHITECTURE.md §18) as _row_trigger_json answers one,
--- by name. For \`switchyard trigger list\` and the ops wrapper listRowTriggers.
+-- by name. For \`switchyard trigger list\` and the ops wrapper listRowTriggers. PL/pgSQL, so it
+-- may be created before _row_trigger_json, which takes the table's row type.
 create or replace function switchyard.list_row_triggers()
 returns jsonb
-language sql
+language plpgsql
 stable
 set search_path = ''
 as $$
-  select coalesce(jsonb_agg(switchyard._row_trigger_json(d) order by d.name), '[]'::jsonb)
-    from switchyard.row_triggers d
+begin
+  return (select coalesce(jsonb_agg(switchyard._row_trigger_json(d) order by d.name), '[]'::jsonb)
+            from switchyard.row_triggers d);
+end
 $$;
 
 -- supabase/schemas/functions/row_triggers/remove_row_trigger.sql

@@ -111,7 +111,7 @@ create table switchyard.row_triggers (
   backfill_started bigint not null default 0, -- runs its starts returned (new or keyed)
   backfill_batches int not null default 0,
   backfill_updated_at timestamptz,
-  declared_at timestamptz not null default switchyard.clock_now(),
+  declared_at timestamptz not null default now(), -- clock_now(): after/020_row_triggers_clock.sql
   check (input_columns is null or input_expression is null),
   check (events <@ array['insert', 'update', 'delete'] and cardinality(events) between 1 and 3)
 );
@@ -6584,15 +6584,16 @@ begin
       'row trigger %s: table %s is invalid: schema %s is not the app''s own (switchyard, pgmq, '
       'the system''s and Supabase''s schemas are refused); declare triggers on your own tables',
       declare_row_trigger.name, switchyard._clip(declare_row_trigger.table_name),
-      quote_ident(schema_name)), context => jsonb_build_object('schema', schema_name));
+      switchyard._clip(quote_ident(schema_name))),
+      context => jsonb_build_object('schema', left(schema_name, 200)));
   end if;
   select c.oid, c.relkind into rel, kind
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
    where n.nspname = schema_name and c.relname = relation_name;
   if rel is null then
     perform switchyard._refuse('22023', 'table_unknown', 'table_name',
-      declare_row_trigger.table_name, format('row trigger %s: table %I.%I does not exist',
-      declare_row_trigger.name, schema_name, relation_name));
+      declare_row_trigger.table_name, format('row trigger %s: table %s does not exist',
+      declare_row_trigger.name, switchyard._clip(format('%I.%I', schema_name, relation_name))));
   end if;
   if kind not in ('r', 'p') then
     perform switchyard._refuse('22023', 'table_kind', 'table_name', declare_row_trigger.table_name,
@@ -6823,15 +6824,18 @@ $$;
 -- supabase/schemas/functions/row_triggers/list_row_triggers.sql
 
 -- Every row trigger declaration (docs/ARCHITECTURE.md §18) as _row_trigger_json answers one,
--- by name. For `switchyard trigger list` and the ops wrapper listRowTriggers.
+-- by name. For `switchyard trigger list` and the ops wrapper listRowTriggers. PL/pgSQL, so it
+-- may be created before _row_trigger_json, which takes the table's row type.
 create or replace function switchyard.list_row_triggers()
 returns jsonb
-language sql
+language plpgsql
 stable
 set search_path = ''
 as $$
-  select coalesce(jsonb_agg(switchyard._row_trigger_json(d) order by d.name), '[]'::jsonb)
-    from switchyard.row_triggers d
+begin
+  return (select coalesce(jsonb_agg(switchyard._row_trigger_json(d) order by d.name), '[]'::jsonb)
+            from switchyard.row_triggers d);
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -9091,6 +9095,15 @@ alter table switchyard.schedule_ticks
   alter column recorded_at set default switchyard.clock_now();
 alter table switchyard.start_keys
   alter column first_at set default switchyard.clock_now();
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/020_row_triggers_clock.sql
+
+-- Row triggers (issue 43): the declaration's time comes from the SQL core's clock, as
+-- supabase/schemas/tables/130_row_triggers.sql declares it. before/044_row_triggers.sql created
+-- the table before switchyard.clock_now() was defined, with now() (the same time).
+alter table switchyard.row_triggers
+  alter column declared_at set default switchyard.clock_now();
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql

@@ -7,6 +7,7 @@
  * one per row. Real PostgreSQL, real connections.
  */
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import postgres from 'postgres';
 import { toPlacement } from '../../lib/dsl/placement.ts';
 import { OperationError } from '../../lib/errors.ts';
@@ -17,7 +18,9 @@ import {
   removeRowTrigger,
   rowTriggerMigration,
 } from '../../lib/ops.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
+import { deno } from '../_helpers/process.ts';
 
 const db = await createTestDatabase();
 
@@ -272,7 +275,7 @@ Deno.test('bad declarations are refused with the value and the rule, creating no
       { table: 'switchyard.runs' },
       '22023',
       'table_schema_reserved',
-      /schema switchyard is not the app's own/,
+      /schema "switchyard" is not the app's own/,
     ],
     ['pgmq table', { table: 'pgmq.meta' }, '22023', 'table_schema_reserved', /pgmq/],
     [
@@ -282,13 +285,13 @@ Deno.test('bad declarations are refused with the value and the rule, creating no
       'table_schema_reserved',
       /pg_catalog/,
     ],
-    ['auth table', { table: 'auth.users' }, '22023', 'table_schema_reserved', /schema auth/],
+    ['auth table', { table: 'auth.users' }, '22023', 'table_schema_reserved', /schema "auth"/],
     [
       'unknown table',
       { table: 'public.nope' },
       '22023',
       'table_unknown',
-      /public\.nope does not exist/,
+      /table "public\.nope" does not exist/,
     ],
     [
       'bad table name',
@@ -459,6 +462,148 @@ Deno.test('10,000 inserts from 8 connections start 10,000 runs, one per row; rol
   assert.equal(missing, 0, 'every committed row has its run');
   await removeRowTrigger(db.sql, 'new_event');
   await db.sql`drop table public.events`;
+  await clearRuns();
+});
+
+Deno.test('switchyard trigger add and remove write migrations; list shows the declaration', async () => {
+  const cli = join(KIT_ROOT, 'cli', 'cli.ts');
+  const project = await Deno.makeTempDir({ prefix: 'sy-trigger-' });
+  const migrations = join(project, 'supabase', 'migrations');
+  await Deno.mkdir(migrations, { recursive: true });
+  await Deno.writeTextFile(join(project, 'supabase', 'config.toml'), '');
+  const env = { SWITCHYARD_DB_URL: db.url, DATABASE_URL: db.url };
+  const written = async (pattern: RegExp) => {
+    const names = [...Deno.readDirSync(migrations)].map((e) => e.name).filter((n) =>
+      pattern.test(n)
+    );
+    assert.equal(names.length, 1, `one migration like ${pattern}: ${names}`);
+    return await Deno.readTextFile(join(migrations, names[0]));
+  };
+  try {
+    await db.sql`create table public.invoices (id int primary key, amount int, status text)`;
+    const add = await deno([
+      'run',
+      '-A',
+      cli,
+      'trigger',
+      'add',
+      'paid_invoice',
+      '--table',
+      'public.invoices',
+      '--alias',
+      'row_start',
+      '--events',
+      'update',
+      '--columns',
+      'id,amount',
+      '--when',
+      "status = 'paid'",
+      '--key',
+      'row',
+      '--mode',
+      'dedupe',
+      '--project',
+      project,
+    ], { cwd: KIT_ROOT, env });
+    assert.equal(add.code, 0, add.stderr);
+    assert.match(add.stdout, /wrote supabase\/migrations\/\d{14}_row_trigger_paid_invoice\.sql/);
+    await db.sql.unsafe(await written(/^\d{14}_row_trigger_paid_invoice\.sql$/));
+
+    await db.sql`insert into public.invoices values (1, 40, 'open')`;
+    await db.sql`update public.invoices set status = 'paid' where id = 1`;
+    await db.sql`update public.invoices set amount = 41 where id = 1`;
+    assert.deepEqual(await inputs(), [{ id: 1, amount: 40 }], 'one run per paid invoice');
+
+    const list = await deno(['run', '-A', cli, 'trigger', 'list'], { cwd: KIT_ROOT, env });
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(
+      list.stdout,
+      /^paid_invoice {2}update on public\.invoices -> row_start {2}input id,amount {2}when status = 'paid' {2}key row dedupe$/m,
+    );
+
+    const remove = await deno(
+      ['run', '-A', cli, 'trigger', 'remove', 'paid_invoice', '--project', project],
+      { cwd: KIT_ROOT, env },
+    );
+    assert.equal(remove.code, 0, remove.stderr);
+    await db.sql.unsafe(await written(/^\d{14}_remove_row_trigger_paid_invoice\.sql$/));
+    assert.deepEqual(await footprint(), { declarations: 0, triggers: 0, functions: 0 });
+    const names = [...Deno.readDirSync(migrations)].map((e) => e.name).sort();
+    assert.match(names[1], /remove_row_trigger/, 'the removal sorts after the declaration');
+
+    const bad = await deno(
+      ['run', '-A', cli, 'trigger', 'add', 'x', '--table', 'public.invoices', '--project', project],
+      { cwd: KIT_ROOT, env },
+    );
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /add needs --table and --alias/);
+    assert.equal([...Deno.readDirSync(migrations)].length, 2, 'a refused add writes nothing');
+  } finally {
+    await Deno.remove(project, { recursive: true });
+  }
+  await db.sql`drop table public.invoices`;
+  await clearRuns();
+});
+
+Deno.test('what a trigger adds to the app insert, side by side with a bare insert (printed)', async () => {
+  await db.sql`create table public.bare (id int primary key, email text)`;
+  await db.sql`create table public.triggered (id int primary key, email text)`;
+  await declareRowTrigger(db.sql, {
+    name: 'triggered_insert',
+    table: 'triggered',
+    alias: 'row_start',
+    inputColumns: ['id', 'email'],
+  });
+  const conn = postgres(db.url, { max: 1, onnotice: () => {}, prepare: true });
+  const rounds = 20;
+  const perRound = 50;
+  type Side = 'bare' | 'triggered' | 'insert then start_flow';
+  const times: Record<Side, number[]> = {
+    bare: [],
+    triggered: [],
+    'insert then start_flow': [],
+  };
+  try {
+    // Alternating rounds of single-row autocommit inserts on one connection, so every side sees
+    // the same load; the figure is the median per insert. The third side is the same work by
+    // hand: a bare insert and a start_flow in one transaction (what an app writes without it).
+    for (let r = 0; r < rounds; r++) {
+      for (const side of Object.keys(times) as Side[]) {
+        const t0 = performance.now();
+        for (let i = 0; i < perRound; i++) {
+          const id = r * perRound + i;
+          const email = `u${id}@example.com`;
+          if (side === 'insert then start_flow') {
+            await conn.begin(async (tx) => {
+              await tx`insert into public.bare (id, email) values (${id + 1_000_000}, ${email})`;
+              await tx`select switchyard.start_flow('row_start',
+                              jsonb_build_object('id', ${
+                id + 1_000_000
+              }::int, 'email', ${email}::text))`;
+            });
+          } else {
+            await conn`insert into ${conn(side)} (id, email) values (${id}, ${email})`;
+          }
+        }
+        times[side].push((performance.now() - t0) / perRound);
+      }
+    }
+  } finally {
+    await conn.end({ timeout: 5 });
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const [bare, triggered, byHand] = (Object.keys(times) as Side[]).map((k) => median(times[k]));
+  console.log(
+    `insert overhead (median ms per single-row insert, ${rounds} rounds of ${perRound}): ` +
+      `bare ${bare.toFixed(3)}, with the row trigger ${triggered.toFixed(3)} ` +
+      `(+${(triggered - bare).toFixed(3)}), insert + start_flow by hand ${byHand.toFixed(3)}`,
+  );
+  const [{ runs }] = await db.sql<{ runs: number }[]>`
+    select count(distinct (input ->> 'id')::int)::int as runs from switchyard.runs
+     where flow_slug = 'rowStartV1' and input ? 'email' and (input ->> 'id')::int < 1000000`;
+  assert.equal(runs, rounds * perRound, 'every triggered insert started its run');
+  await removeRowTrigger(db.sql, 'triggered_insert');
+  await db.sql`drop table public.bare, public.triggered`;
   await clearRuns();
 });
 

@@ -94,15 +94,16 @@ begin
       'row trigger %s: table %s is invalid: schema %s is not the app''s own (switchyard, pgmq, '
       'the system''s and Supabase''s schemas are refused); declare triggers on your own tables',
       declare_row_trigger.name, switchyard._clip(declare_row_trigger.table_name),
-      quote_ident(schema_name)), context => jsonb_build_object('schema', schema_name));
+      switchyard._clip(quote_ident(schema_name))),
+      context => jsonb_build_object('schema', left(schema_name, 200)));
   end if;
   select c.oid, c.relkind into rel, kind
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
    where n.nspname = schema_name and c.relname = relation_name;
   if rel is null then
     perform switchyard._refuse('22023', 'table_unknown', 'table_name',
-      declare_row_trigger.table_name, format('row trigger %s: table %I.%I does not exist',
-      declare_row_trigger.name, schema_name, relation_name));
+      declare_row_trigger.table_name, format('row trigger %s: table %s does not exist',
+      declare_row_trigger.name, switchyard._clip(format('%I.%I', schema_name, relation_name))));
   end if;
   if kind not in ('r', 'p') then
     perform switchyard._refuse('22023', 'table_kind', 'table_name', declare_row_trigger.table_name,

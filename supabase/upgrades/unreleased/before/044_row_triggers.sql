@@ -20,7 +20,7 @@ create table switchyard.row_triggers (
   backfill_started bigint not null default 0, -- runs its starts returned (new or keyed)
   backfill_batches int not null default 0,
   backfill_updated_at timestamptz,
-  declared_at timestamptz not null default switchyard.clock_now(),
+  declared_at timestamptz not null default now(), -- clock_now(): after/020_row_triggers_clock.sql
   check (input_columns is null or input_expression is null),
   check (events <@ array['insert', 'update', 'delete'] and cardinality(events) between 1 and 3)
 );
