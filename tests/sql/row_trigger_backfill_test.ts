@@ -195,6 +195,36 @@ Deno.test('a backfill applies the condition and the declared key; refusals name 
   assert.match(e.message, /batch_size 0 is invalid: use 1 to 10000 rows/);
 });
 
+Deno.test('a composite primary key on a quoted table: the cursor walks it, inserts share the key', async () => {
+  await db.sql`create schema "Shop"`;
+  await db.sql`create table "Shop"."Line Items" (order_id int, line int, sku text,
+                                                primary key (order_id, line))`;
+  await db.sql`insert into "Shop"."Line Items"
+               select o, l, 'sku' || o || '-' || l from generate_series(1, 5) o, generate_series(1, 5) l`;
+  await declareRowTrigger(db.sql, {
+    name: 'line_item',
+    table: '"Shop"."Line Items"',
+    alias: 'backfilled',
+    inputExpression: "jsonb_build_object('id', order_id * 100 + line, 'sku', sku)",
+    backfill: true,
+  });
+  const first = await backfillRowTrigger(db.sql, 'line_item', { batchSize: 4, maxBatches: 2 });
+  assert.deepEqual(first.after, ['2', '3'], 'the cursor is the 8th row in primary-key order');
+  assert.equal(first.done, false);
+  // Rows behind and ahead of the cursor, while the backfill is pending.
+  await db.sql`insert into "Shop"."Line Items" values (1, 9, 'behind'), (9, 1, 'ahead')`;
+  const last = await backfillRowTrigger(db.sql, 'line_item', { batchSize: 4 });
+  assert.equal(last.done, true);
+  assert.equal(last.totalRows, 26, '25 old rows and the one ahead');
+  const [{ runs, ids }] = await db.sql<{ runs: number; ids: number }[]>`
+    select count(*)::int as runs, count(distinct (input ->> 'id')::int)::int as ids
+      from switchyard.runs where input ? 'sku'`;
+  assert.deepEqual({ runs, ids }, { runs: 27, ids: 27 }, 'one run per row');
+  const keys = await db.sql<{ key: string }[]>`
+    select key from switchyard.start_keys where key like 'line\_item#%' order by key limit 1`;
+  assert.equal(keys[0].key, 'line_item#[1, 1]', 'a composite key as a JSON array');
+});
+
 Deno.test('cleanup', async () => {
   await db.close();
 });
