@@ -313,16 +313,21 @@ volatile
 security definer
 set search_path = ''
 as $sy_row_trigger$
+declare
+  sy_row %s;
 begin
+  -- On a partition of a partitioned table the row has the partition's type: the assignment
+  -- makes it the declared table's.
   if tg_op = 'DELETE' then
-    perform switchyard.%I(old, tg_op);
+    sy_row := old;
   else
-    perform switchyard.%I(new, tg_op);
+    sy_row := new;
   end if;
+  perform switchyard.%I(sy_row, tg_op);
   return null;
 end
 $sy_row_trigger$
-$f$, trigger_function, row_function, row_function);
+$f$, trigger_function, qualified, row_function);
   execute format('create trigger %I after %s on %s for each row execute function switchyard.%I()',
     'switchyard_' || declare_row_trigger.name, array_to_string(ordered_events, ' or '), qualified,
     trigger_function);
