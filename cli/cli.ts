@@ -53,6 +53,7 @@ export const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   'move': body(() => import('./move.ts')),
   'export-run': body(() => import('./export_run.ts')),
   'schedule': body(() => import('./schedule.ts')),
+  'trigger': body(() => import('./trigger.ts')),
   'dashboard': async (args) => (await import('./dashboard.ts')).dashboardCommand(args),
   'doctor': async (args) => {
     setCommandArgs(args);

@@ -75,6 +75,7 @@ export {
   unschedulePrune,
 } from './sql/prune.ts';
 export * from './sql/schedules.ts';
+export * from './sql/row_triggers.ts';
 export {
   type DashboardSnapshot,
   dashboardSnapshot,

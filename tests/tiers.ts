@@ -60,6 +60,8 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     // pg_cron job holds it for up to a minute (withCronDatabase, tests/_helpers/db.ts).
     'tests/sql/cron_database_test.ts',
     'tests/sql/hostile_test.ts',
+    'tests/sql/row_triggers_test.ts',
+    'tests/sql/row_trigger_backfill_test.ts',
     'tests/worker/flow_control_test.ts',
     'tests/worker/races_test.ts',
     'tests/worker/engine_test.ts',
@@ -170,6 +172,8 @@ export const PGMQ_DEPENDENT: readonly string[] = [
   'tests/sql/prune_test.ts',
   'tests/sql/cron_database_test.ts',
   'tests/sql/hostile_test.ts',
+  'tests/sql/row_triggers_test.ts',
+  'tests/sql/row_trigger_backfill_test.ts',
   'tests/worker/flow_control_test.ts',
   'tests/worker/races_test.ts',
   'tests/worker/engine_test.ts',

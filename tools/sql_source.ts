@@ -57,6 +57,7 @@ export const AREAS: readonly string[] = [
   'waits',
   'flow_control',
   'schedules',
+  'row_triggers',
   'workers',
   'maintenance',
   'dashboard',

@@ -7592,6 +7592,617 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/row_triggers/_primary_key_columns.sql
+-- The columns of a table's primary key, in the key's order, with their types (format_type):
+-- what a row trigger's per-row key and its backfill's cursor are made of. Empty without one.
+create or replace function switchyard._primary_key_columns(rel oid)
+returns table (column_name text, column_type text)
+language sql
+stable
+set search_path = ''
+as $$
+  select a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod)
+    from pg_catalog.pg_index i
+    cross join lateral unnest(i.indkey) with ordinality as k(attnum, n)
+    join pg_catalog.pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
+   where i.indrelid = rel and i.indisprimary
+   order by k.n
+$$;
+
+-- supabase/schemas/functions/row_triggers/_row_expression_problem.sql
+-- What is wrong with an expression a row trigger declares (docs/ARCHITECTURE.md §18), or null:
+-- it must be one SQL expression over the columns of \`qualified\` (as the generated function
+-- reads them, with an empty search_path), and of type \`want_type\` when one is given. It is
+-- typed, never run: pg_typeof of the expression over no row of the table.
+create or replace function switchyard._row_expression_problem(
+  qualified text, expression text, want_type text
+)
+returns text
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  found_type text;
+begin
+  if expression ~ '^\\s*$' then
+    return 'it is empty: give an SQL expression over the row''s columns';
+  end if;
+  if position(';' in expression) > 0 then
+    return 'it holds a ";": give one SQL expression, not statements';
+  end if;
+  if position('$sy_row_trigger$' in expression) > 0 then
+    return 'it holds the quote $sy_row_trigger$, which the generated function uses';
+  end if;
+  begin
+    execute format(E'select pg_catalog.pg_typeof(s.v)::text from (select (\\n%s\\n) as v from %s as t '
+                   'limit 0) as s right join (select 1) as one on true', expression, qualified)
+       into found_type;
+  exception when others then
+    return sqlerrm || ' (expressions see the row''s columns and an empty search_path: qualify '
+      'anything outside pg_catalog)';
+  end;
+  if want_type is not null and found_type is distinct from want_type then
+    return format('it is of type %s, not %s', found_type, want_type);
+  end if;
+  return null;
+end
+$$;
+
+-- supabase/schemas/functions/row_triggers/_row_trigger_key.sql
+-- The start key a row trigger gives a row's run (docs/ARCHITECTURE.md §18): the declaration's
+-- name, a separator (':' for the declared key, '#' for the backfill's per-row key) and the
+-- row's value. Keys are at most 200 characters (§5.13): a longer value is replaced by its md5,
+-- so a long column value still names one key and never refuses the app's write.
+create or replace function switchyard._row_trigger_key(trigger_name text, separator text, value text)
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when char_length(trigger_name || separator || value) <= 200
+      then trigger_name || separator || value
+    else trigger_name || separator || 'md5:' || md5(value)
+  end
+$$;
+
+-- supabase/schemas/functions/row_triggers/_row_trigger_start.sql
+-- Starts the run of one row for a row trigger (docs/ARCHITECTURE.md §18), called by the
+-- declaration's generated \`_row_start_<name>\` with the input, the declared key's value and the
+-- primary key's value it computed from the row, in the writer's (or the backfill's)
+-- transaction: a rolled back write starts nothing, a committed one has started its run.
+--
+-- The declared key, when the row has a value for it, names the start with the declared mode.
+-- Otherwise, while the declaration's backfill is pending, an insert and the backfill name the
+-- row's start by its primary key (mode dedupe, one year), so a row written during the backfill
+-- starts once whichever of the two reaches it first. Otherwise the start is a plain one.
+create or replace function switchyard._row_trigger_start(
+  trigger_name text, op text, input jsonb, key_value text, pk_value text
+)
+returns uuid
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  d switchyard.row_triggers;
+begin
+  select * into d from switchyard.row_triggers r where r.name = trigger_name;
+  if not found then
+    -- Removed in a transaction that also dropped the trigger: nothing fires without a row.
+    return null;
+  end if;
+  if d.key_by is not null and key_value is not null then
+    return switchyard.start_flow(d.alias, input,
+      key => switchyard._row_trigger_key(d.name, ':', key_value), mode => d.mode,
+      ttl => d.ttl, delay => d.delay, max_delay => d.max_delay);
+  end if;
+  if pk_value is not null and d.backfill_state = 'pending' and op in ('INSERT', 'BACKFILL') then
+    return switchyard.start_flow(d.alias, input,
+      key => switchyard._row_trigger_key(d.name, '#', pk_value), mode => 'dedupe',
+      ttl => 31536000);
+  end if;
+  return switchyard.start_flow(d.alias, input);
+end
+$$;
+
+-- supabase/schemas/functions/row_triggers/backfill_row_trigger.sql
+-- One batch of a row trigger's backfill (docs/ARCHITECTURE.md §18): starts the runs of the next
+-- \`batch_size\` rows (1 to 10000, default 500) of the table after the cursor, in primary-key
+-- order, through the declaration's row function (so its condition, input and key apply), and
+-- moves the cursor past them, all in the caller's transaction. Call it until \`done\`: each batch
+-- is its own transaction, so a backfill killed midway rolls back only its current batch and
+-- the next call resumes from the last committed cursor; calls on a finished backfill start
+-- nothing. Concurrent calls take turns on the declaration's row.
+--
+-- Safe while the app writes: while the backfill is pending, an insert's run and the backfill's
+-- run of a row share a per-row start key (or the declared key), so whichever comes second gets
+-- the first's run; a row committed after the last batch read the table was started by its
+-- trigger, which no longer keys once the backfill is done (§18 has the argument).
+--
+-- Answers {name, rows, runs, done, total_rows, total_runs, after}: this batch's rows and the
+-- runs their starts returned (rows the condition passes), and the totals so far.
+create or replace function switchyard.backfill_row_trigger(name text, batch_size int default 500)
+returns jsonb
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  d switchyard.row_triggers;
+  rel oid;
+  columns_sql text;
+  cursor_sql text;
+  pk_text_sql text;
+  batch_rows int;
+  batch_runs int;
+  last_pk jsonb;
+begin
+  if batch_size is null or batch_size not between 1 and 10000 then
+    perform switchyard._refuse('22023', 'integer_range', 'batch_size', batch_size::text, format(
+      'backfill_row_trigger(%s): batch_size %s is invalid: use 1 to 10000 rows',
+      switchyard._clip(backfill_row_trigger.name), coalesce(batch_size::text, 'null')),
+      context => jsonb_build_object('min', 1, 'max', 10000));
+  end if;
+  select * into d from switchyard.row_triggers r where r.name = backfill_row_trigger.name
+     for update;
+  if not found then
+    perform switchyard._refuse('22023', 'row_trigger_unknown', 'name', backfill_row_trigger.name,
+      format('row trigger %s is unknown: see list_row_triggers()',
+      switchyard._clip(backfill_row_trigger.name)));
+  end if;
+  if d.backfill_state is null then
+    perform switchyard._refuse('55000', 'backfill_not_declared', 'name', d.name, format(
+      'row trigger %s declared no backfill: rows written since its declaration were started '
+      'without the backfill''s key and would start twice; declare it with backfill => true',
+      d.name));
+  end if;
+  if d.backfill_state = 'pending' then
+    select c.oid into rel from pg_catalog.pg_class c
+      join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+     where n.nspname = d.table_schema and c.relname = d.table_name;
+    select string_agg(format('sy_t.%I', p.column_name), ', ' order by p.n),
+           string_agg(format('$1[%s]::%s', p.n, p.column_type), ', ' order by p.n),
+           'array[' || string_agg(format('sy_t.%I::text', p.column_name), ', ' order by p.n) || ']'
+      into columns_sql, cursor_sql, pk_text_sql
+      from (select k.*, row_number() over () as n from switchyard._primary_key_columns(rel) k) p;
+    if columns_sql is null then
+      perform switchyard._refuse('55000', 'primary_key_missing', 'name', d.name, format(
+        'row trigger %s: table %I.%I has no primary key (any more): the backfill walks it in '
+        'primary-key order', d.name, d.table_schema, d.table_name));
+    end if;
+    execute format($q$
+      select count(*)::int, count(s.run_id)::int, (array_agg(to_jsonb(s.pk) order by s.n desc))[1]
+        from (select b.n, b.pk, switchyard.%I(b.r, 'BACKFILL') as run_id
+                from (select sy_t as r, %s as pk, row_number() over (order by %s) as n
+                        from %I.%I as sy_t
+                       where %s
+                       order by %s
+                       limit $2) as b) as s$q$,
+      '_row_start_' || d.name, pk_text_sql, columns_sql, d.table_schema, d.table_name,
+      case when d.backfill_after is null then 'true'
+           else format('(%s) > (%s)', columns_sql, cursor_sql) end,
+      columns_sql)
+      into batch_rows, batch_runs, last_pk
+      using d.backfill_after, batch_size;
+    update switchyard.row_triggers r
+       set backfill_after = case when last_pk is null then r.backfill_after
+                                 else array(select jsonb_array_elements_text(last_pk)) end,
+           backfill_rows = r.backfill_rows + batch_rows,
+           backfill_started = r.backfill_started + batch_runs,
+           backfill_batches = r.backfill_batches + 1,
+           backfill_updated_at = switchyard.clock_now(),
+           backfill_state = case when batch_rows < batch_size then 'done' else 'pending' end
+     where r.name = d.name
+    returning * into d;
+  else
+    batch_rows := 0;
+    batch_runs := 0;
+  end if;
+  return jsonb_build_object('name', d.name, 'rows', batch_rows, 'runs', batch_runs,
+    'done', d.backfill_state = 'done', 'total_rows', d.backfill_rows,
+    'total_runs', d.backfill_started, 'after', to_jsonb(d.backfill_after));
+end
+$$;
+
+-- supabase/schemas/functions/row_triggers/declare_row_trigger.sql
+-- Declares that writes to a table of the app start runs of an alias (docs/ARCHITECTURE.md §18):
+-- records the declaration in switchyard.row_triggers, generates its functions and creates the
+-- trigger \`switchyard_<name>\` (after each row) on the table, all in the caller's transaction.
+--
+--   name              ^[a-z][a-z0-9_]{0,46}$, the declaration's name
+--   table_name        'table' (schema public) or 'schema.table': a table of the app's own
+--                     schemas, never switchyard's, pgmq's, the system's or an extension's
+--   alias             the alias (or flow slug) a write starts; it must exist
+--   events            any of 'insert', 'update', 'delete' (default insert); a delete's row is
+--                     the old one, the others' the new one
+--   input_columns     the input: an object of these columns; or
+--   input_expression  the input: an SQL expression over the row's columns (to_jsonb of it);
+--                     neither: the whole row as an object
+--   condition         a boolean SQL expression over the row's columns: rows where it is not
+--                     true start nothing
+--   key_by            the start key: 'row' (the primary key's value) or a column's value, with
+--   mode, ttl, delay, max_delay  the start-key modes of start_flow (§5.13)
+--   backfill          true: a backfill of the rows the table already has is pending
+--                     (backfill_row_trigger)
+--
+-- Expressions run in generated functions with an empty search_path: qualify anything outside
+-- pg_catalog. They are checked here against the table's columns, not run. The writer needs no
+-- privilege on schema switchyard: the generated trigger function is security definer. Declaring
+-- needs the CREATE privilege on schema switchyard (the migration role has it): the declaration
+-- is part of the app's migrations. The same declaration again returns it and changes nothing;
+-- another declaration under a taken name is refused (23505 row_trigger_exists). Every refusal
+-- comes before anything is written.
+create or replace function switchyard.declare_row_trigger(
+  name text, table_name text, alias text, events text[] default array['insert'],
+  input_columns text[] default null, input_expression text default null,
+  condition text default null, key_by text default null, mode text default null,
+  ttl int default null, delay int default null, max_delay int default null,
+  backfill boolean default false
+)
+returns jsonb
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  parts text[];
+  schema_name text;
+  relation_name text;
+  rel oid;
+  kind "char";
+  pk text[];
+  column_found text;
+  problem text;
+  found_type text;
+  wanted switchyard.row_triggers;
+  existing switchyard.row_triggers;
+  ordered_events text[];
+  qualified text;
+  input_sql text;
+  key_sql text := 'null::text';
+  pk_sql text := 'null::text';
+  condition_sql text := 'true';
+  row_function text;
+  trigger_function text;
+  reserved constant text[] := array['switchyard', 'pgmq', 'information_schema', 'auth',
+    'storage', 'realtime', '_realtime', 'extensions', 'graphql', 'graphql_public', 'vault', 'net',
+    'cron', 'pgsodium', 'pgsodium_masks', 'pgbouncer', 'supabase_functions',
+    'supabase_migrations', '_analytics'];
+begin
+  if not pg_catalog.has_schema_privilege('switchyard', 'CREATE') then
+    perform switchyard._refuse('42501', 'declare_needs_create', 'name', declare_row_trigger.name,
+      format('declare_row_trigger(%s): role %s may not declare row triggers: it needs the CREATE '
+        'privilege on schema switchyard; declare them in a migration (the migration role has it)',
+        switchyard._clip(declare_row_trigger.name), current_user));
+  end if;
+  if declare_row_trigger.name is null or declare_row_trigger.name !~ '^[a-z][a-z0-9_]{0,46}$' then
+    perform switchyard._refuse('22023', 'row_trigger_name_format', 'name', declare_row_trigger.name,
+      format('row trigger name %s is invalid: use lower-case letters, digits and underscores, '
+        'starting with a letter (^[a-z][a-z0-9_]{0,46}$)', switchyard._clip(declare_row_trigger.name)));
+  end if;
+
+  -- The table: a plain or partitioned table of the app's own schemas.
+  begin
+    parts := pg_catalog.parse_ident(declare_row_trigger.table_name);
+  exception when others then
+    parts := null;
+  end;
+  if parts is null or cardinality(parts) not between 1 and 2 then
+    perform switchyard._refuse('22023', 'table_name_format', 'table_name',
+      declare_row_trigger.table_name, format(
+      'row trigger %s: table %s is invalid: use "table" (schema public) or "schema.table"',
+      declare_row_trigger.name, switchyard._clip(declare_row_trigger.table_name)));
+  end if;
+  schema_name := case when cardinality(parts) = 2 then parts[1] else 'public' end;
+  relation_name := parts[cardinality(parts)];
+  if schema_name = any (reserved) or schema_name like 'pg\\_%' then
+    perform switchyard._refuse('22023', 'table_schema_reserved', 'table_name',
+      declare_row_trigger.table_name, format(
+      'row trigger %s: table %s is invalid: schema %s is not the app''s own (switchyard, pgmq, '
+      'the system''s and Supabase''s schemas are refused); declare triggers on your own tables',
+      declare_row_trigger.name, switchyard._clip(declare_row_trigger.table_name),
+      switchyard._clip(quote_ident(schema_name))),
+      context => jsonb_build_object('schema', left(schema_name, 200)));
+  end if;
+  select c.oid, c.relkind into rel, kind
+    from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+   where n.nspname = schema_name and c.relname = relation_name;
+  if rel is null then
+    perform switchyard._refuse('22023', 'table_unknown', 'table_name',
+      declare_row_trigger.table_name, format('row trigger %s: table %s does not exist',
+      declare_row_trigger.name, switchyard._clip(format('%I.%I', schema_name, relation_name))));
+  end if;
+  if kind not in ('r', 'p') then
+    perform switchyard._refuse('22023', 'table_kind', 'table_name', declare_row_trigger.table_name,
+      format('row trigger %s: %I.%I is not a table (a view, sequence or foreign table has no '
+      'row triggers of this kind): name a table', declare_row_trigger.name, schema_name,
+      relation_name));
+  end if;
+  if exists (select 1 from pg_catalog.pg_depend dep
+              where dep.classid = 'pg_catalog.pg_class'::regclass and dep.objid = rel
+                and dep.deptype = 'e')
+     or exists (select 1 from pg_catalog.pg_depend dep
+                 where dep.classid = 'pg_catalog.pg_namespace'::regclass
+                   and dep.objid = (select c.relnamespace from pg_catalog.pg_class c where c.oid = rel)
+                   and dep.deptype = 'e') then
+    perform switchyard._refuse('22023', 'table_schema_reserved', 'table_name',
+      declare_row_trigger.table_name, format(
+      'row trigger %s: table %I.%I is invalid: it belongs to an extension, not to the app; '
+      'declare triggers on your own tables', declare_row_trigger.name, schema_name,
+      relation_name), context => jsonb_build_object('schema', schema_name));
+  end if;
+  qualified := format('%I.%I', schema_name, relation_name);
+  select coalesce(array_agg(p.column_name), '{}') into pk
+    from switchyard._primary_key_columns(rel) p;
+
+  if not exists (select 1 from switchyard.aliases a where a.alias = declare_row_trigger.alias)
+     and not exists (select 1 from switchyard.flows f
+                      where f.flow_slug = declare_row_trigger.alias) then
+    perform switchyard._refuse('22023', 'alias_unknown', 'alias', declare_row_trigger.alias, format(
+      'row trigger %s: alias %s is unknown: name an alias or flow the SQL core knows (deploy or '
+      'compile it first)', declare_row_trigger.name, switchyard._clip(declare_row_trigger.alias)));
+  end if;
+
+  select array_agg(e order by array_position(array['insert', 'update', 'delete'], e))
+    into ordered_events from unnest(declare_row_trigger.events) as e;
+  if ordered_events is null
+     or not ordered_events <@ array['insert', 'update', 'delete']
+     or cardinality(ordered_events) <> (select count(distinct e) from unnest(ordered_events) e) then
+    perform switchyard._refuse('22023', 'events_invalid', 'events',
+      declare_row_trigger.events::text, format(
+      'row trigger %s: events %s are invalid: use one or more of insert, update, delete, each once',
+      declare_row_trigger.name, switchyard._clip(declare_row_trigger.events::text)));
+  end if;
+
+  -- The input.
+  if declare_row_trigger.input_columns is not null
+     and declare_row_trigger.input_expression is not null then
+    perform switchyard._refuse('22023', 'input_both', 'input_expression',
+      declare_row_trigger.input_expression, format(
+      'row trigger %s: give input_columns or input_expression, not both',
+      declare_row_trigger.name));
+  end if;
+  if declare_row_trigger.input_columns is not null then
+    if cardinality(declare_row_trigger.input_columns) = 0
+       or cardinality(declare_row_trigger.input_columns) <> (
+         select count(distinct c) from unnest(declare_row_trigger.input_columns) c) then
+      perform switchyard._refuse('22023', 'input_columns_invalid', 'input_columns',
+        declare_row_trigger.input_columns::text, format(
+        'row trigger %s: input_columns %s are invalid: name one or more columns, each once',
+        declare_row_trigger.name, switchyard._clip(declare_row_trigger.input_columns::text)));
+    end if;
+    foreach column_found in array declare_row_trigger.input_columns loop
+      if column_found is null or not exists (
+           select 1 from pg_catalog.pg_attribute a
+            where a.attrelid = rel and a.attname = column_found and a.attnum > 0
+              and not a.attisdropped) then
+        perform switchyard._refuse('22023', 'column_unknown', 'input_columns', column_found,
+          format('row trigger %s: column %s is not a column of %s', declare_row_trigger.name,
+          switchyard._clip(column_found), qualified),
+          context => jsonb_build_object('table', qualified));
+      end if;
+    end loop;
+    select 'jsonb_build_object(' || string_agg(format('%L, t.%I', c, c), ', ' order by n) || ')'
+      into input_sql from unnest(declare_row_trigger.input_columns) with ordinality as u(c, n);
+  elsif declare_row_trigger.input_expression is not null then
+    input_sql := E'to_jsonb((\\n' || declare_row_trigger.input_expression || E'\\n))';
+  else
+    input_sql := 'to_jsonb(sy_row)';
+  end if;
+
+  -- Expressions: one SQL expression each, typed against the table's columns without running.
+  if declare_row_trigger.input_expression is not null then
+    problem := switchyard._row_expression_problem(qualified, declare_row_trigger.input_expression,
+                                                  null);
+    if problem is not null then
+      perform switchyard._refuse('22023', 'input_expression_invalid', 'input_expression',
+        declare_row_trigger.input_expression, format(
+        'row trigger %s: input_expression %s is invalid: %s', declare_row_trigger.name,
+        switchyard._clip(declare_row_trigger.input_expression), problem),
+        context => jsonb_build_object('table', qualified, 'problem', problem));
+    end if;
+  end if;
+  if declare_row_trigger.condition is not null then
+    problem := switchyard._row_expression_problem(qualified, declare_row_trigger.condition,
+                                                  'boolean');
+    if problem is not null then
+      perform switchyard._refuse('22023', 'condition_invalid', 'condition',
+        declare_row_trigger.condition, format(
+        'row trigger %s: condition %s is invalid: %s', declare_row_trigger.name,
+        switchyard._clip(declare_row_trigger.condition), problem),
+        context => jsonb_build_object('table', qualified, 'problem', problem));
+    end if;
+    condition_sql := E'(\\n' || declare_row_trigger.condition || E'\\n)';
+  end if;
+
+  -- The start key.
+  if declare_row_trigger.key_by = 'row' or coalesce(declare_row_trigger.backfill, false) then
+    if cardinality(pk) = 0 then
+      perform switchyard._refuse('22023', 'primary_key_missing',
+        case when declare_row_trigger.key_by = 'row' then 'key_by' else 'backfill' end,
+        case when declare_row_trigger.key_by = 'row' then 'row' else 'true' end, format(
+        'row trigger %s: %s needs a primary key on %s to name each row: add one, or key by a '
+        'column', declare_row_trigger.name,
+        case when declare_row_trigger.key_by = 'row' then 'key_by ''row''' else 'a backfill' end,
+        qualified), context => jsonb_build_object('table', qualified));
+    end if;
+    select case when cardinality(pk) = 1 then format('t.%I::text', pk[1])
+                else 'jsonb_build_array(' || string_agg(format('t.%I', c), ', ' order by n)
+                     || ')::text' end
+      into pk_sql from unnest(pk) with ordinality as u(c, n);
+  end if;
+  if declare_row_trigger.key_by = 'row' then
+    key_sql := pk_sql;
+  elsif declare_row_trigger.key_by is not null then
+    if not exists (select 1 from pg_catalog.pg_attribute a
+                    where a.attrelid = rel and a.attname = declare_row_trigger.key_by
+                      and a.attnum > 0 and not a.attisdropped) then
+      perform switchyard._refuse('22023', 'column_unknown', 'key_by', declare_row_trigger.key_by,
+        format('row trigger %s: key_by %s is invalid: use ''row'' (the primary key) or a column '
+        'of %s', declare_row_trigger.name, switchyard._clip(declare_row_trigger.key_by),
+        qualified), context => jsonb_build_object('table', qualified));
+    end if;
+    key_sql := format('t.%I::text', declare_row_trigger.key_by);
+  end if;
+  if not coalesce(declare_row_trigger.backfill, false) then
+    pk_sql := 'null::text';
+  end if;
+  perform switchyard._check_start_key(declare_row_trigger.alias, null, null,
+    case when declare_row_trigger.key_by is null then null else 'k' end,
+    declare_row_trigger.mode, declare_row_trigger.ttl, declare_row_trigger.delay,
+    declare_row_trigger.max_delay);
+
+  wanted := row(declare_row_trigger.name, schema_name, relation_name, declare_row_trigger.alias,
+    ordered_events, declare_row_trigger.input_columns, declare_row_trigger.input_expression,
+    declare_row_trigger.condition, declare_row_trigger.key_by, declare_row_trigger.mode,
+    declare_row_trigger.ttl, declare_row_trigger.delay, declare_row_trigger.max_delay,
+    case when coalesce(declare_row_trigger.backfill, false) then 'pending' end, null, 0, 0, 0, null,
+    switchyard.clock_now())::switchyard.row_triggers;
+  select * into existing from switchyard.row_triggers r where r.name = declare_row_trigger.name
+     for update;
+  if found then
+    if (existing.table_schema, existing.table_name, existing.alias, existing.events,
+        existing.input_columns, existing.input_expression, existing.condition, existing.key_by,
+        existing.mode, existing.ttl, existing.delay, existing.max_delay,
+        existing.backfill_state is not null)
+       is not distinct from
+       (wanted.table_schema, wanted.table_name, wanted.alias, wanted.events, wanted.input_columns,
+        wanted.input_expression, wanted.condition, wanted.key_by, wanted.mode, wanted.ttl,
+        wanted.delay, wanted.max_delay, wanted.backfill_state is not null) then
+      return switchyard._row_trigger_json(existing);
+    end if;
+    perform switchyard._refuse('23505', 'row_trigger_exists', 'name', declare_row_trigger.name,
+      format('row trigger %s already exists with another declaration (on %I.%I, alias %s): '
+      'remove it first (remove_row_trigger), or choose another name', declare_row_trigger.name,
+      existing.table_schema, existing.table_name, existing.alias));
+  end if;
+
+  insert into switchyard.row_triggers select (wanted).*;
+  row_function := '_row_start_' || declare_row_trigger.name;
+  trigger_function := '_row_trigger_' || declare_row_trigger.name;
+  -- The row function: computes the row's condition, input, key and primary key in one
+  -- statement over the row's columns, and starts through _row_trigger_start. The backfill
+  -- calls it too, so a write and the backfill start a row alike.
+  execute format($f$
+create function switchyard.%I(sy_row %s, sy_op text)
+returns uuid
+language plpgsql
+volatile
+set search_path = ''
+as $sy_row_trigger$
+#variable_conflict use_column
+declare
+  sy_ok boolean;
+  sy_input jsonb;
+  sy_key text;
+  sy_pk text;
+begin
+  select %s,
+         %s,
+         %s,
+         %s
+    into sy_ok, sy_input, sy_key, sy_pk
+    from (select (sy_row).*) as t;
+  if sy_ok is not true then
+    return null;
+  end if;
+  return switchyard._row_trigger_start(%L, sy_op, sy_input, sy_key, sy_pk);
+end
+$sy_row_trigger$
+$f$, row_function, qualified, condition_sql, input_sql, key_sql, pk_sql,
+    declare_row_trigger.name);
+  -- The trigger function: security definer, so the writer needs no privilege on switchyard.
+  execute format($f$
+create function switchyard.%I()
+returns trigger
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $sy_row_trigger$
+declare
+  sy_row %s;
+begin
+  -- On a partition of a partitioned table the row has the partition's type: the assignment
+  -- makes it the declared table's.
+  if tg_op = 'DELETE' then
+    sy_row := old;
+  else
+    sy_row := new;
+  end if;
+  perform switchyard.%I(sy_row, tg_op);
+  return null;
+end
+$sy_row_trigger$
+$f$, trigger_function, qualified, row_function);
+  execute format('create trigger %I after %s on %s for each row execute function switchyard.%I()',
+    'switchyard_' || declare_row_trigger.name, array_to_string(ordered_events, ' or '), qualified,
+    trigger_function);
+  return switchyard._row_trigger_json(wanted);
+end
+$$;
+
+-- supabase/schemas/functions/row_triggers/list_row_triggers.sql
+-- Every row trigger declaration (docs/ARCHITECTURE.md §18) as _row_trigger_json answers one,
+-- by name. For \`switchyard trigger list\` and the ops wrapper listRowTriggers. PL/pgSQL, so it
+-- may be created before _row_trigger_json, which takes the table's row type.
+create or replace function switchyard.list_row_triggers()
+returns jsonb
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return (select coalesce(jsonb_agg(switchyard._row_trigger_json(d) order by d.name), '[]'::jsonb)
+            from switchyard.row_triggers d);
+end
+$$;
+
+-- supabase/schemas/functions/row_triggers/remove_row_trigger.sql
+-- Removes a row trigger declaration (docs/ARCHITECTURE.md §18): its trigger on the table, its
+-- generated functions and its row, in the caller's transaction. True if there was one, false
+-- if not (so a migration that removes it twice changes nothing). Like declaring, removing
+-- needs the CREATE privilege on schema switchyard (the migration role).
+create or replace function switchyard.remove_row_trigger(name text)
+returns boolean
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  d switchyard.row_triggers;
+begin
+  if not pg_catalog.has_schema_privilege('switchyard', 'CREATE') then
+    perform switchyard._refuse('42501', 'declare_needs_create', 'name', remove_row_trigger.name,
+      format('remove_row_trigger(%s): role %s may not remove row triggers: it needs the CREATE '
+        'privilege on schema switchyard; remove them in a migration (the migration role has it)',
+        switchyard._clip(remove_row_trigger.name), current_user));
+  end if;
+  select * into d from switchyard.row_triggers r where r.name = remove_row_trigger.name for update;
+  if not found then
+    return false;
+  end if;
+  -- The table may be gone (dropped with cascade, which took the trigger and functions along).
+  if exists (select 1 from pg_catalog.pg_class c
+               join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+              where n.nspname = d.table_schema and c.relname = d.table_name) then
+    execute format('drop trigger if exists %I on %I.%I', 'switchyard_' || d.name, d.table_schema,
+                   d.table_name);
+  end if;
+  execute format('drop function if exists switchyard.%I()', '_row_trigger_' || d.name);
+  if exists (select 1 from pg_catalog.pg_proc p
+              where p.pronamespace = 'switchyard'::regnamespace
+                and p.proname = '_row_start_' || d.name) then
+    execute format('drop function switchyard.%I', '_row_start_' || d.name);
+  end if;
+  delete from switchyard.row_triggers r where r.name = d.name;
+  return true;
+end
+$$;
+
 -- supabase/schemas/functions/workers/_check_worker_function.sql
 -- Function names (at most 63 characters) and their queue, which must be in the queue catalog
 -- (docs/ARCHITECTURE.md §3): register_function no longer accepts a queue that exists nowhere
@@ -10607,6 +11218,37 @@ create table switchyard.metric_counters (
   primary key (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard)
 ) with (fillfactor = 50);
 
+-- supabase/schemas/tables/130_row_triggers.sql
+-- Row triggers (docs/ARCHITECTURE.md §18): declarations that writes to a table of the app start
+-- runs of an alias, in the writer's transaction. One row per declaration; its trigger on the
+-- app's table (\`switchyard_<name>\`) and its two generated functions (\`_row_trigger_<name>\`,
+-- \`_row_start_<name>\`) are created and dropped with it. The backfill columns track the one
+-- backfill a declaration may ask for: its cursor is the primary key of the last row it passed.
+create table switchyard.row_triggers (
+  name text primary key check (name ~ '^[a-z][a-z0-9_]{0,46}$'),
+  table_schema text not null,
+  table_name text not null,
+  alias text not null,                     -- what a write starts: an alias (or a flow slug)
+  events text[] not null,                  -- of 'insert', 'update', 'delete'
+  input_columns text[],                    -- the input: these columns as an object, or
+  input_expression text,                   -- this expression over the row's columns, or the row
+  condition text,                          -- a boolean expression: only rows where it is true
+  key_by text,                             -- the start key: 'row' (the primary key) or a column
+  mode text check (mode in ('singleton', 'dedupe', 'debounce')),
+  ttl int,
+  delay int,
+  max_delay int,
+  backfill_state text check (backfill_state in ('pending', 'done')), -- null: none declared
+  backfill_after text[],                   -- the primary key of the last row the backfill passed
+  backfill_rows bigint not null default 0, -- rows the backfill passed
+  backfill_started bigint not null default 0, -- runs its starts returned (new or keyed)
+  backfill_batches int not null default 0,
+  backfill_updated_at timestamptz,
+  declared_at timestamptz not null default switchyard.clock_now(),
+  check (input_columns is null or input_expression is null),
+  check (events <@ array['insert', 'update', 'delete'] and cardinality(events) between 1 and 3)
+);
+
 -- supabase/schemas/functions/runs/_fail_run.sql
 -- Final failure: the task, its step and its run fail, and the run's queued messages are
 -- archived. A step of a cancelled run stays cancelled, and the run too (only a started run
@@ -10749,6 +11391,44 @@ begin
   return switchyard._start_schedule_run(s.name, s.alias, s.input, tick_at, run,
     case when open_run and s.overlap = 'cancel_previous' then s.last_run_id end);
 end
+$$;
+
+-- supabase/schemas/functions/row_triggers/_row_trigger_json.sql
+-- One row trigger declaration as the API answers it (list_row_triggers, declare_row_trigger):
+-- its fields, whether its trigger is in place on the table, and its backfill's progress.
+create or replace function switchyard._row_trigger_json(d switchyard.row_triggers)
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'name', d.name,
+    'table', format('%I.%I', d.table_schema, d.table_name),
+    'alias', d.alias,
+    'events', to_jsonb(d.events),
+    'input_columns', to_jsonb(d.input_columns),
+    'input_expression', d.input_expression,
+    'condition', d.condition,
+    'key_by', d.key_by,
+    'mode', d.mode,
+    'ttl', d.ttl,
+    'delay', d.delay,
+    'max_delay', d.max_delay,
+    'installed', exists (
+      select 1 from pg_catalog.pg_trigger g
+        join pg_catalog.pg_class c on c.oid = g.tgrelid
+        join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = d.table_schema and c.relname = d.table_name
+         and g.tgname = 'switchyard_' || d.name),
+    'backfill', case when d.backfill_state is null then null else jsonb_build_object(
+      'state', d.backfill_state,
+      'after', to_jsonb(d.backfill_after),
+      'rows', d.backfill_rows,
+      'runs', d.backfill_started,
+      'batches', d.backfill_batches,
+      'updated_at', d.backfill_updated_at) end,
+    'declared_at', d.declared_at)
 $$;
 
 -- supabase/schemas/views.sql

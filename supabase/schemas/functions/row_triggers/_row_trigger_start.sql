@@ -1,0 +1,38 @@
+-- Starts the run of one row for a row trigger (docs/ARCHITECTURE.md §18), called by the
+-- declaration's generated `_row_start_<name>` with the input, the declared key's value and the
+-- primary key's value it computed from the row, in the writer's (or the backfill's)
+-- transaction: a rolled back write starts nothing, a committed one has started its run.
+--
+-- The declared key, when the row has a value for it, names the start with the declared mode.
+-- Otherwise, while the declaration's backfill is pending, an insert and the backfill name the
+-- row's start by its primary key (mode dedupe, one year), so a row written during the backfill
+-- starts once whichever of the two reaches it first. Otherwise the start is a plain one.
+create or replace function switchyard._row_trigger_start(
+  trigger_name text, op text, input jsonb, key_value text, pk_value text
+)
+returns uuid
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  d switchyard.row_triggers;
+begin
+  select * into d from switchyard.row_triggers r where r.name = trigger_name;
+  if not found then
+    -- Removed in a transaction that also dropped the trigger: nothing fires without a row.
+    return null;
+  end if;
+  if d.key_by is not null and key_value is not null then
+    return switchyard.start_flow(d.alias, input,
+      key => switchyard._row_trigger_key(d.name, ':', key_value), mode => d.mode,
+      ttl => d.ttl, delay => d.delay, max_delay => d.max_delay);
+  end if;
+  if pk_value is not null and d.backfill_state = 'pending' and op in ('INSERT', 'BACKFILL') then
+    return switchyard.start_flow(d.alias, input,
+      key => switchyard._row_trigger_key(d.name, '#', pk_value), mode => 'dedupe',
+      ttl => 31536000);
+  end if;
+  return switchyard.start_flow(d.alias, input);
+end
+$$;

@@ -1,0 +1,26 @@
+-- Row triggers (issue 43, docs/ARCHITECTURE.md §18), as supabase/schemas/tables/130_row_triggers.sql
+-- creates them: the declarations and their backfills.
+create table switchyard.row_triggers (
+  name text primary key check (name ~ '^[a-z][a-z0-9_]{0,46}$'),
+  table_schema text not null,
+  table_name text not null,
+  alias text not null,                     -- what a write starts: an alias (or a flow slug)
+  events text[] not null,                  -- of 'insert', 'update', 'delete'
+  input_columns text[],                    -- the input: these columns as an object, or
+  input_expression text,                   -- this expression over the row's columns, or the row
+  condition text,                          -- a boolean expression: only rows where it is true
+  key_by text,                             -- the start key: 'row' (the primary key) or a column
+  mode text check (mode in ('singleton', 'dedupe', 'debounce')),
+  ttl int,
+  delay int,
+  max_delay int,
+  backfill_state text check (backfill_state in ('pending', 'done')), -- null: none declared
+  backfill_after text[],                   -- the primary key of the last row the backfill passed
+  backfill_rows bigint not null default 0, -- rows the backfill passed
+  backfill_started bigint not null default 0, -- runs its starts returned (new or keyed)
+  backfill_batches int not null default 0,
+  backfill_updated_at timestamptz,
+  declared_at timestamptz not null default now(), -- clock_now(): after/020_row_triggers_clock.sql
+  check (input_columns is null or input_expression is null),
+  check (events <@ array['insert', 'update', 'delete'] and cardinality(events) between 1 and 3)
+);
