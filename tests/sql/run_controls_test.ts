@@ -2,17 +2,28 @@
  * Rerun, fork, move, pause and bulk actions (issue 41, docs/ARCHITECTURE.md §14.1), on real
  * PostgreSQL with real workers: what each keeps and runs again, what SQL proves before a run
  * changes version, the refusals (each changes nothing), and the races: a late answer of an old
- * attempt against a rerun, a fork against a cancel, a bulk rerun from two connections.
+ * attempt against a rerun, a fork against a cancel, a bulk rerun from two connections, a running
+ * task's answer against its run's move (a worker per version); a move inside a rollout fence;
+ * issue 41's "Done when" sequence, its counts printed.
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { defineDeployedFlow, Flow, routeFlow, startWorker, type Worker } from '../../lib/mod.ts';
 import { toPlacement } from '../../lib/dsl/placement.ts';
-import { bulkRunAction, createDashboard } from '../../lib/ops.ts';
+import {
+  bulkRunAction,
+  createDashboard,
+  fenceBegin,
+  fenceEnd,
+  fenceStatus,
+  moveRun,
+  waitForFence,
+} from '../../lib/ops.ts';
+import { FunctionDisabledError } from '../../lib/errors.ts';
 import { createClient } from '../../lib/client.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
-import { FAST, waitFor } from '../_helpers/wait.ts';
+import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const { sql } = db;
@@ -1105,6 +1116,97 @@ Deno.test('done when: fix a handler bug, deploy, rerun every failed run from the
     for (const open of doneGates.values()) open();
     await newWorker?.stop();
     await oldWorker.stop();
+  }
+});
+
+// A move inside a rollout fence: V1's function is fenced (disabled, its worker deprecated) while
+// a's task still runs on it; the operator moves the runs onto V2 meanwhile. The fence still
+// waits for the running task (it is V1's worker's), nothing is claimed while fenced, and after
+// the fence the new registry's worker runs the rest on V2.
+const fenceGates = new Map<string, () => void>();
+const fenceV1 = new Flow<{ n: number; hold?: boolean }>({
+  slug: 'rcFenceV1',
+  maxAttempts: 1,
+  timeout: 120,
+})
+  .step({ slug: 'a' }, async (input, ctx) => {
+    if (input.hold) await new Promise<void>((r) => fenceGates.set(ctx.runId, r));
+    return input.n;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `V1 ${input.a}`);
+const fenceV2 = new Flow<{ n: number; hold?: boolean }>({ slug: 'rcFenceV2', maxAttempts: 1 })
+  .step({ slug: 'a' }, (input) => input.n)
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `V2 ${input.a}`);
+
+Deno.test('a move inside a rollout fence: the fence waits for the running task, the rest runs on V2 after it', async () => {
+  const v1 = defineDeployedFlow(routeFlow(fenceV1, { queues: { a: 'rc_fence', b: 'rc_fence' } }), {
+    alias: 'rcFence',
+  });
+  const v2 = defineDeployedFlow(routeFlow(fenceV2, { queues: { a: 'rc_fence', b: 'rc_fence' } }), {
+    alias: 'rcFence',
+  });
+  for (const d of [v1, v2]) {
+    await sql`select switchyard.ensure_flow(${sql.json(toPlacement(d).shape as never)}::jsonb)`;
+  }
+  await sql`select switchyard.declare_alias('rcFence', array['rcFenceV1', 'rcFenceV2'])`;
+  await sql`select switchyard.activate_alias('rcFence', 'rcFenceV1')`;
+  const options = {
+    connectionString: db.url,
+    queueName: 'rc_fence' as const,
+    logger: quiet,
+    ...FAST,
+  };
+  const old = await startWorker([v1], { ...options, maxConcurrent: 1 });
+  let next: Worker | undefined;
+  try {
+    // One run's a runs (the worker's one slot); the other's waits in the queue.
+    const running = await client.startFlow('rcFenceV1', { n: 1, hold: true });
+    await waitFor('a to run', () => fenceGates.has(running));
+    const waiting = await client.startFlow('rcFenceV1', { n: 2 });
+    await fenceBegin(client.sql, ['rc-fence-worker']);
+    const busy = (await fenceStatus(client.sql))!;
+    assert.equal(busy.quiet, false);
+    assert.equal(busy.functions[0].startedTasks, 1);
+
+    // Inside the fence: both runs move onto V2.
+    for (const run of [running, waiting]) {
+      const r = await moveRun(client.sql, run, 'rcFenceV2', { actor: 'ops' });
+      assert.equal(r.changed, true);
+    }
+    const fenced = (await fenceStatus(client.sql))!;
+    assert.equal(fenced.functions[0].startedTasks, 1, 'the running task still holds the fence');
+    const tasks = await sql`select run_id, flow_slug, status from switchyard.step_tasks
+                             where run_id in (${running}, ${waiting}) and step_slug = 'a'`;
+    assert.deepEqual(
+      Object.fromEntries(tasks.map((t) => [t.run_id, [t.flow_slug, t.status]])),
+      { [running]: ['rcFenceV1', 'started'], [waiting]: ['rcFenceV2', 'queued'] },
+    );
+    // The running task ends on V1's deprecated worker; then the fence is quiet.
+    fenceGates.get(running)!();
+    await within(20_000, 'the deprecated worker to stop', old.done);
+    const quietNow = await waitForFence(client.sql, { timeoutMs: 20_000, intervalMs: 50 });
+    assert.equal(quietNow.quiet, true);
+    const [a] = await sql`select status, output from switchyard.step_states
+                           where run_id = ${running} and step_slug = 'a'`;
+    assert.deepEqual({ ...a }, { status: 'completed', output: 1 }, "a's answer counted");
+    // Nothing was claimed while fenced: b of the moved run and a of the waiting one are queued.
+    const [open] = await sql`select count(*) filter (where status = 'queued')::int as queued,
+                                    count(*) filter (where status = 'started')::int as started
+                               from switchyard.step_tasks where run_id in (${running}, ${waiting})`;
+    assert.deepEqual({ ...open }, { queued: 2, started: 0 });
+    // The replacement registry refuses to start while fenced; after the fence it runs V2.
+    await assert.rejects(startWorker([v1, v2], options), FunctionDisabledError);
+    await fenceEnd(client.sql);
+    next = await startWorker([v1, v2], options);
+    assert.deepEqual((await client.waitForRun(running)).output, { b: 'V2 1' });
+    assert.deepEqual((await client.waitForRun(waiting)).output, { b: 'V2 2' });
+    const [drained] = await sql`select state from switchyard.drain_status('rc_fence')
+                                 where flow_slug = 'rcFenceV1'`;
+    assert.notEqual(drained.state, 'draining', 'V1 has nothing left');
+  } finally {
+    for (const open of fenceGates.values()) open();
+    await next?.stop();
+    await old.stop();
   }
 });
 
