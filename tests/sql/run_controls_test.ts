@@ -611,16 +611,26 @@ Deno.test('move a run whose task is running: it finishes on its old worker, its 
     }
 
     // The six others: each move races the completion of its running a, on its own connection.
+    // A run whose a and b both finished on V1 before its move is completed: its move is refused
+    // (run_not_started), changing nothing. That is an outcome of the race too.
     const other = postgres(db.url, { max: 6, onnotice: () => {}, prepare: false });
+    const moved = new Map<string, boolean>();
     try {
       await Promise.all(racing.flatMap((run) => [
-        other`select switchyard.move_run(${run}::uuid, 'rcMoveV2', 'ops')`,
+        other`select switchyard.move_run(${run}::uuid, 'rcMoveV2', 'ops')`.then(
+          () => moved.set(run, true),
+          (e) => {
+            if (JSON.parse(e.detail).rule !== 'run_not_started') throw e;
+            moved.set(run, false);
+          },
+        ),
         Promise.resolve().then(() => moveGates.get(run)!()),
       ]));
     } finally {
       await other.end();
     }
     let bOnV1 = 0;
+    let endedFirst = 0;
     for (const [i, run] of racing.entries()) {
       const done = await client.waitForRun(run);
       assert.equal(done.status, 'completed', `${run} completes`);
@@ -632,18 +642,26 @@ Deno.test('move a run whose task is running: it finishes on its old worker, its 
       // b ran on V1 only when a's completion committed and V1's worker claimed b before the move.
       if (bs[0] === 'V1 b') bOnV1++;
       const n = i + 1;
-      assert.deepEqual(done.output, {
-        audit: `audited ${bs[0] === 'V1 b' ? n * 10 : n * 100}`,
-      });
       const log = await events(run);
       assert.equal(log.filter((e) => e.event === 'completed' && e.step_slug === 'a').length, 1);
-      assert.equal(log.filter((e) => e.event === 'moved').length, 1);
+      if (moved.get(run)) {
+        assert.deepEqual(done.output, {
+          audit: `audited ${bs[0] === 'V1 b' ? n * 10 : n * 100}`,
+        });
+        assert.equal(log.filter((e) => e.event === 'moved').length, 1);
+      } else {
+        endedFirst++;
+        assert.deepEqual(done.output, { b: n * 10 }, 'ended on V1 before the move');
+        assert.equal(bs[0], 'V1 b');
+        assert.equal(log.filter((e) => e.event === 'moved').length, 0);
+      }
       const [t] = await sql`select status, attempts_count from switchyard.step_tasks
                              where run_id = ${run} and step_slug = 'a'`;
       assert.deepEqual({ ...t }, { status: 'completed', attempts_count: 1 });
     }
     console.log(
-      `move raced a's completion 6 times: b ran on V1 ${bOnV1} time(s), on V2 ${6 - bOnV1}`,
+      `move raced a's completion 6 times: b ran on V1 ${bOnV1} time(s), on V2 ${6 - bOnV1}; ` +
+        `${endedFirst} run(s) ended before their move`,
     );
     // V1 drained when its last running task ended.
     assert.deepEqual(await drainV1(), {
@@ -1164,6 +1182,10 @@ Deno.test('a move inside a rollout fence: the fence waits for the running task, 
     await waitFor('a to run', () => fenceGates.has(running));
     const waiting = await client.startFlow('rcFenceV1', { n: 2 });
     await fenceBegin(client.sql, ['rc-fence-worker']);
+    // The old worker's registry lacks V2 and polls the queue V2 shares: it must have stopped
+    // claiming (it sees the fence's deprecation at its next heartbeat) before a moved task can be
+    // read there, or the read is unsupported work and pauses its function.
+    await waitFor('the fenced worker to stop claiming', () => old.state === 'stopping');
     const busy = (await fenceStatus(client.sql))!;
     assert.equal(busy.quiet, false);
     assert.equal(busy.functions[0].startedTasks, 1);
@@ -1207,6 +1229,57 @@ Deno.test('a move inside a rollout fence: the fence waits for the running task, 
     for (const open of fenceGates.values()) open();
     await next?.stop();
     await old.stop();
+  }
+});
+
+// Deleting the version a run moved off while a task of it still runs there takes nothing of
+// that run: the running task becomes its run's version's, and its answer counts.
+const delGate: { open?: () => void } = {};
+const delV1 = new Flow<{ n: number }>({ slug: 'rcDelV1', maxAttempts: 1, timeout: 120 })
+  .step({ slug: 'a' }, async (input) => {
+    await new Promise<void>((r) => (delGate.open = r));
+    return input.n;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `V1 ${input.a}`);
+const delV2 = new Flow<{ n: number }>({ slug: 'rcDelV2', maxAttempts: 1 })
+  .step({ slug: 'a' }, (input) => input.n)
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `V2 ${input.a}`);
+
+Deno.test('delete_flow of the version a run moved off, while its task still runs there: the run completes on the new one', async () => {
+  const deployedDel = [
+    defineDeployedFlow(routeFlow(delV1, { queues: { a: 'rc_del', b: 'rc_del' } }), {
+      alias: 'rcDel',
+    }),
+    defineDeployedFlow(routeFlow(delV2, { queues: { a: 'rc_del', b: 'rc_del' } }), {
+      alias: 'rcDel',
+    }),
+  ] as const;
+  for (const d of deployedDel) {
+    await sql`select switchyard.ensure_flow(${sql.json(toPlacement(d).shape as never)}::jsonb)`;
+  }
+  await sql`select switchyard.declare_alias('rcDel', array['rcDelV1', 'rcDelV2'])`;
+  const w = await startWorker(deployedDel, {
+    connectionString: db.url,
+    queueName: 'rc_del',
+    logger: quiet,
+    ...FAST,
+  });
+  try {
+    const run = await client.startFlow('rcDelV1', { n: 9 });
+    await waitFor('a to run on V1', () => delGate.open);
+    await sql`select switchyard.move_run(${run}::uuid, 'rcDelV2')`;
+    await sql`select switchyard.activate_alias('rcDel', 'rcDelV2')`;
+    await sql`select switchyard.delete_flow('rcDelV1')`;
+    const [t] = await sql`select flow_slug, status from switchyard.step_tasks
+                           where run_id = ${run} and step_slug = 'a'`;
+    assert.deepEqual({ ...t }, { flow_slug: 'rcDelV2', status: 'started' });
+    delGate.open!();
+    const done = await client.waitForRun(run, { timeoutMs: 20_000 });
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.output, { b: 'V2 9' });
+  } finally {
+    delGate.open?.();
+    await w.stop();
   }
 });
 
