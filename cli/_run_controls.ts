@@ -7,10 +7,27 @@
  * @module
  */
 import { bulkRunAction, forkRun, moveRun, rerunRun } from '../lib/ops.ts';
+import type postgres from 'postgres';
+import type { Sql } from '../lib/sql/connection.ts';
 import { onePositional, parse, runCommand, UsageError } from './_operator_cli.ts';
 import { commandName } from './_invocation.ts';
 
 type Action = 'rerun' | 'fork' | 'move';
+
+/**
+ * Whether an argument is a run id (a UUID, any case): `pause` and `resume` take a run as well as
+ * a queue function, and a function name is never a UUID in practice (it names a worker, such as
+ * classify-threads-worker), so a UUID is taken as a run.
+ *
+ * @example
+ * ```ts
+ * import { isRunId } from './_run_controls.ts';
+ * console.assert(isRunId('0b6a3f3e-2c1d-4e5f-8a9b-0c1d2e3f4a5b') && !isRunId('billing-worker'));
+ * ```
+ */
+export function isRunId(text: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text);
+}
 
 const FILTER = `Filter (instead of <run>; a dry run unless --apply):
   --flow NAME      runs of a concrete flow, started as NAME, or of any version of alias NAME
@@ -24,11 +41,15 @@ const FILTER = `Filter (instead of <run>; a dry run unless --apply):
 /** The usage text of one of the commands. */
 export function usageOf(action: Action): string {
   const head = {
-    rerun: `usage: ${commandName('rerun')} <run> --from STEP [--input-patch JSON] [--actor NAME]
-       ${commandName('rerun')} --from STEP <filter> [--input-patch JSON]
+    rerun: `usage: ${
+      commandName('rerun')
+    } <run> --from STEP [--input-patch JSON] [--to FLOW] [--actor NAME]
+       ${commandName('rerun')} --from STEP <filter> [--input-patch JSON] [--to FLOW]
 
 Reruns an ended run in place from STEP: that step and its dependents run again with
-fresh attempts, other outputs kept. --input-patch merges a JSON object into the input.`,
+fresh attempts, other outputs kept. --input-patch merges a JSON object into the input.
+--to FLOW moves each rerun run onto FLOW (another version of its alias, the fixed one)
+in the same transaction, before any worker of its old version can claim a task of it.`,
     fork: `usage: ${commandName('fork')} <run> --from STEP [--input JSON] [--to FLOW] [--actor NAME]
        ${commandName('fork')} --from STEP <filter> [--to FLOW]
 
@@ -38,7 +59,7 @@ same version or on FLOW (another version of its alias) when SQL proves it compat
        ${commandName('move')} --to FLOW <filter>
 
 Moves a started run onto FLOW, another version of its alias, when SQL proves it
-compatible; a run with running tasks is refused (pause it, let them finish).`,
+compatible; a task still running finishes on its old version, the rest runs on FLOW.`,
   }[action];
   return `${head}\n\n${FILTER}\n\nNeeds DATABASE_URL.`;
 }
@@ -94,11 +115,22 @@ export async function runControlCommand(action: Action): Promise<never> {
       const runId = onePositional(positionals, 'run id', 'missing <run> (or a filter)');
       if (action === 'rerun') {
         const patch = json('input-patch', values['input-patch']);
-        const r = await rerunRun(sql, runId, values.from!, {
-          actor,
-          ...(patch === undefined ? {} : { inputPatch: patch as Record<string, unknown> }),
+        // With --to, the rerun and the move commit together (one transaction).
+        const r = await sql.begin(async (tx) => {
+          const done = await rerunRun(tx as unknown as Sql, runId, values.from!, {
+            actor,
+            ...(patch === undefined ? {} : { inputPatch: patch as Record<string, unknown> }),
+          });
+          if (values.to !== undefined) {
+            await moveRun(tx as unknown as Sql, runId, values.to, { actor });
+          }
+          return done;
         });
-        console.log(`rerun run ${r.runId} from ${values.from}: ${r.steps} step(s) run again`);
+        console.log(
+          `rerun run ${r.runId} from ${values.from}` +
+            (values.to === undefined ? '' : ` onto ${values.to}`) +
+            `: ${r.steps} step(s) run again`,
+        );
       } else if (action === 'fork') {
         const input = json('input', values.input);
         const r = await forkRun(sql, runId, values.from!, {
@@ -136,6 +168,10 @@ export async function runControlCommand(action: Action): Promise<never> {
       action === 'rerun' ? 'input-patch' : 'input',
       values['input-patch'] ?? values.input,
     );
+    if (action === 'rerun' && values.to !== undefined) {
+      await rerunOnto(sql, values, actor, max, status, input);
+      return;
+    }
     const rows = await bulkRunAction(sql, action, {
       actor,
       apply: values.apply ?? false,
@@ -163,4 +199,74 @@ export async function runControlCommand(action: Action): Promise<never> {
       console.log(`more may match: go on with --after ${rows[rows.length - 1].runId}`);
     }
   });
+}
+
+/** A dry run's end: the transaction rolls back with what it counted. */
+class DryRun extends Error {}
+
+/**
+ * `rerun <filter> --to FLOW`: the matched runs are rerun and then moved onto FLOW in one
+ * transaction (a subtransaction per move, so one run's refused move is its own answer and leaves
+ * it rerun on its version); a dry run does the same and rolls it all back, so its counts are exact.
+ */
+async function rerunOnto(
+  sql: Sql,
+  values: Record<string, string | boolean | undefined>,
+  actor: string,
+  max: number,
+  status: string | undefined,
+  input: unknown,
+): Promise<void> {
+  const to = values.to as string;
+  const counts = new Map<string, number>();
+  const lines: string[] = [];
+  let last: string | undefined;
+  let matched = 0;
+  const work = async (tx: Sql) => {
+    const rows = await bulkRunAction(tx, 'rerun', {
+      actor,
+      apply: true,
+      maxRuns: max,
+      ...(values.flow === undefined ? {} : { flowOrAlias: values.flow as string }),
+      ...(status === undefined ? {} : { status: status as 'failed' }),
+      ...(values.error === undefined ? {} : { errorContains: values.error as string }),
+      ...(values.since === undefined ? {} : { startedFrom: date('since', values.since as string) }),
+      ...(values.until === undefined
+        ? {}
+        : { startedBefore: date('until', values.until as string) }),
+      fromStep: values.from as string,
+      ...(values.after === undefined ? {} : { afterRun: values.after as string }),
+      ...(input === undefined ? {} : { input }),
+    });
+    matched = rows.length;
+    last = rows.at(-1)?.runId;
+    for (const r of rows) {
+      let outcome = r.outcome;
+      if (r.outcome === 'rerun') {
+        try {
+          await (tx as unknown as postgres.TransactionSql).savepoint((sp) =>
+            moveRun(sp as unknown as Sql, r.runId, to, { actor })
+          );
+          outcome = `rerun onto ${to}`;
+        } catch (e) {
+          outcome = 'rerun, move refused';
+          lines.push(`${r.runId}: move refused: ${(e as Error).message}`);
+        }
+      } else if (r.outcome === 'refused' || r.outcome === 'busy') {
+        lines.push(`${r.runId}: ${r.outcome}: ${r.detail}`);
+      }
+      counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
+    }
+    if (!values.apply) throw new DryRun();
+  };
+  try {
+    await sql.begin((tx) => work(tx as unknown as Sql));
+  } catch (e) {
+    if (!(e instanceof DryRun)) throw e;
+  }
+  for (const line of lines) console.log(line);
+  const summary = [...counts].map(([k, n]) => `${n} ${values.apply ? k : `would ${k}`}`)
+    .join(', ') || 'no run matched';
+  console.log(`${values.apply ? '' : 'dry run: '}${summary}`);
+  if (matched === max && last) console.log(`more may match: go on with --after ${last}`);
 }

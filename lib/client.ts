@@ -59,6 +59,9 @@ export type {
 } from './sql/runs.ts';
 export type {
   ActorOption,
+  BulkAction,
+  BulkRunOptions,
+  BulkRunOutcome,
   ForkOptions,
   ForkResult,
   RerunOptions,

@@ -128,11 +128,10 @@ export {
   signalRun,
   startRun,
 } from './sql/runs.ts';
+// The types of these calls (ActorOption, RerunResult, BulkRunOptions…) are ./client's, where the
+// typed client names them too.
 export {
-  type BulkAction,
   bulkRunAction,
-  type BulkRunOptions,
-  type BulkRunOutcome,
   forkRun,
   moveRun,
   pauseRun,

@@ -143,6 +143,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/e2e/readme_follow_test.ts',
     'tests/e2e/cli_test.ts',
     'tests/ops/follow_run_browser_test.ts', // lib/browser.ts in Chromium
+    'tests/ops/run_controls_browser_test.ts', // the run controls in Chromium
     'tests/e2e/kit_e2e_test.ts',
     'tests/e2e/install_test.ts',
     'tests/e2e/compile_refusal_test.ts',

@@ -442,6 +442,23 @@ ol.events .at {
   width: 120px;
   vertical-align: middle;
 }
+.run-controls {
+  display: flex;
+  flex-wrap: wrap;
+  gap: 8px;
+  align-items: center;
+  margin: 10px 0 0;
+  padding: 8px 10px;
+  border: 1px solid var(--line);
+  border-radius: 6px;
+}
+.run-controls label {
+  color: var(--muted);
+}
+.lineage {
+  color: var(--muted);
+  font-size: 12px;
+}
 </style>
   </head>
   <body>
@@ -896,8 +913,115 @@ ol.events .at {
         ? '<pre class="error' + (cancelled ? ' cancelled' : '') + '">' + esc(run.error) + '</pre>'
         : '') +
       (signals ? '<div class="signals">' + signals + '</div>' : '') +
-      errors + progressList(run) + eventList(run) + '<div class="muted mono">run ' +
-      esc(run.runId) + '</div>';
+      errors + controls(run, data) + progressList(run) + eventList(run) +
+      '<div class="muted mono">run ' + esc(run.runId) + '</div>';
+  }
+
+  // The run controls (docs/ARCHITECTURE.md §14.1), with the bearer: rerun an ended run from a
+  // step (with an optional input patch), fork it, move a started one onto another version of its
+  // alias, pause or resume it. The SQL core proves each one; what it refuses is shown as is.
+  /**
+   * @param {Run} run
+   * @param {Overview} data
+   */
+  function controls(run, data) {
+    const id = esc(run.runId);
+    /** @param {string} name @param {string} more */
+    const field = (name, more) =>
+      'data-control="' + name + '" data-control-run="' + id + '"' + more;
+    /** @param {string} action @param {string} label @param {string} kind */
+    const button = (action, label, kind) =>
+      '<button class="' + kind + '" data-action="' + action + '" data-run-id="' + id + '">' +
+      esc(label) + '</button>';
+    const ended = run.status !== 'started';
+    const parts = [];
+    const canRerun = ended && can(data, 'rerun');
+    if (canRerun || can(data, 'fork')) {
+      const first = run.failedStep ||
+        (run.steps.find((s) => s.status !== 'completed' && s.status !== 'skipped') ||
+          run.steps[0] || { stepSlug: '' }).stepSlug;
+      parts.push(
+        '<label>from step <select ' + field('step', '') + '>' +
+          run.steps.map((s) =>
+            '<option value="' + esc(s.stepSlug) + '"' + (s.stepSlug === first ? ' selected' : '') +
+            '>' + esc(s.stepSlug) + '</option>'
+          ).join('') + '</select></label>',
+        '<label>input patch <input ' +
+          field('patch', ' placeholder="{&quot;field&quot;: &quot;new value&quot;}"') +
+          ' size="28"></label>',
+      );
+      if (canRerun) parts.push(button('rerun', 'Rerun from step', 'primary'));
+      if (can(data, 'fork')) {
+        parts.push(
+          '<label>fork input <input ' +
+            field('fork-input', ' placeholder="(the same input)"') + ' size="20"></label>',
+          '<label>onto <select ' + field('fork-to', '') + '><option value="">' +
+            esc(run.flowSlug) + ' (same version)</option>' +
+            run.versions.map((v) => '<option value="' + esc(v) + '">' + esc(v) + '</option>')
+              .join('') +
+            '</select></label>',
+          button('fork', 'Fork from step', ''),
+        );
+      }
+    }
+    if (!ended && can(data, 'move')) {
+      parts.push(
+        run.versions.length
+          ? '<label>move onto <select ' + field('move-to', '') + '>' +
+            run.versions.map((v) => '<option value="' + esc(v) + '">' + esc(v) + '</option>')
+              .join('') +
+            '</select></label>' + button('move', 'Move', 'primary')
+          : '<span class="muted">no other version of its alias to move onto</span>',
+      );
+    }
+    if (!ended && can(data, 'pause')) {
+      parts.push(
+        run.pausedAt
+          ? button('resume', 'Resume run', 'primary')
+          : '<input ' + field('reason', ' placeholder="pause reason (optional)" size="22"') +
+            '>' + button('pause', 'Pause run', ''),
+      );
+    }
+    return parts.length
+      ? '<div class="run-controls" data-controls="' + id + '">' + parts.join(' ') + '</div>'
+      : '';
+  }
+
+  /**
+   * What the operator chose in a run's controls.
+   * @param {string} id the run
+   * @param {string} name step, patch, fork-to, move-to or reason
+   */
+  function chosen(id, name) {
+    const el = /** @type {HTMLInputElement | HTMLSelectElement | null} */ (document.querySelector(
+      '[data-control="' + name + '"][data-control-run="' + CSS.escape(id) + '"]',
+    ));
+    return el ? el.value.trim() : '';
+  }
+
+  /**
+   * Renders the runs table, keeping what the operator typed or chose in the run controls, and
+   * the focus, across the refresh.
+   * @param {Overview} data
+   */
+  function renderRuns(data) {
+    /** @type {Map<string, string>} */
+    const kept = new Map();
+    const key = /** @param {HTMLElement} el */ (el) =>
+      el.dataset.control + '|' + el.dataset.controlRun;
+    const fields = () => /** @type {NodeListOf<HTMLInputElement | HTMLSelectElement>} */ (document
+      .querySelectorAll(
+        '#runs [data-control]',
+      ));
+    fields().forEach((el) => kept.set(key(el), el.value));
+    const active = /** @type {HTMLElement | null} */ (document.activeElement);
+    const focused = active && active.dataset && active.dataset.control ? key(active) : null;
+    $('runs').innerHTML = runsTable(data);
+    fields().forEach((el) => {
+      const value = kept.get(key(el));
+      if (value !== undefined) el.value = value;
+      if (key(el) === focused) el.focus();
+    });
   }
 
   // Live progress (docs/ARCHITECTURE.md §16): each task's latest \`progress\` event, from
@@ -1040,7 +1164,7 @@ ol.events .at {
     );
     if (line) line.outerHTML = progressItem(p);
     else if (list) list.insertAdjacentHTML('beforeend', progressItem(p));
-    else if (state.data) $('runs').innerHTML = runsTable(state.data); // its first progress
+    else if (state.data) renderRuns(state.data); // its first progress
   }
 
   /**
@@ -1121,6 +1245,17 @@ ol.events .at {
             r.retries === 1 ? 'retried' : 'retried ×' + r.retries,
             'retried ' + r.retries + ' time' + (r.retries === 1 ? '' : 's') + ' (retry_run)',
           );
+      }
+      if (r.pausedAt) {
+        outcome += ' ' + '<span data-run-paused="' + esc(r.runId) + '">' +
+          pill('warn', 'paused', r.pauseReason || '') + '</span>';
+      }
+      // Lineage (fork_run): the run it was forked from, and the step.
+      if (r.forkedFrom) {
+        outcome += ' <span class="lineage" data-lineage="' + esc(r.runId) + '">forked from ' +
+          '<a href="#" class="mono" data-open-run="' + esc(r.forkedFrom) + '" title="' +
+          esc(r.forkedFrom) + '">' + esc(r.forkedFrom.slice(0, 8)) + '</a> at <b>' +
+          esc(r.fromStep) + '</b></span>';
       }
       let action = '';
       if (r.status === 'started' && can(data, 'cancel')) {
@@ -1303,7 +1438,7 @@ ol.events .at {
       if (typed[reasonFor(el)] !== undefined) el.value = typed[reasonFor(el)];
       if (el.dataset.reasonFor === focused) el.focus();
     });
-    $('runs').innerHTML = runsTable(data);
+    renderRuns(data);
     $('option-changes').innerHTML = optionChanges(data);
     $('schedules').innerHTML = schedules(data);
     $('rate-limits').innerHTML = rateLimits(data);
@@ -1378,7 +1513,7 @@ ol.events .at {
   // An action's POST and its message: okText(result) when it was done, else the refusal.
   /**
    * @param {string} path
-   * @param {{ reason?: string } | { step: string, payload: unknown }} body
+   * @param {Record<string, unknown>} body
    * @param {HTMLButtonElement} button
    * @param {string} label
    * @param {(result: any) => string} okText any: the action's result (PauseResult, CancelResult…)
@@ -1390,20 +1525,32 @@ ol.events .at {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-    // The message stays 4 s through refreshes; only the latest action's timer ends that (an
-    // earlier action's must not clear a newer message).
-    const token = ++state.messageToken;
-    $('message').dataset.sticky = '1';
+    stick();
     if (status === 200) {
       show('ok', okText(answer.result));
     } else {
-      show('bad', label + ' refused (' + status + '): ' + ((answer && answer.message) || ''));
+      // A refusal of the SQL core (422 action_refused) names the rule and, for a version it
+      // cannot prove, each problem.
+      const problems = answer && Array.isArray(answer.problems) ? answer.problems : [];
+      show(
+        'bad',
+        label + ' refused (' + status + (answer && answer.rule ? ', ' + answer.rule : '') + '): ' +
+          ((answer && answer.message) || '') +
+          (problems.length ? ' — problems: ' + problems.join('; ') : ''),
+      );
     }
+    await refresh();
+  }
+
+  // The message stays 4 s through refreshes; only the latest message's timer ends that (an
+  // earlier one's must not clear a newer message).
+  function stick() {
+    const token = ++state.messageToken;
+    $('message').dataset.sticky = '1';
     const unstick = () => {
       if (token === state.messageToken) $('message').dataset.sticky = '';
     };
     setTimeout(unstick, 4000);
-    await refresh();
   }
 
   /**
@@ -1464,6 +1611,10 @@ ol.events .at {
       );
       return;
     }
+    if (['rerun', 'fork', 'move', 'pause', 'resume'].includes(action)) {
+      await controlRun(action, id, button);
+      return;
+    }
     /** @type {{ reason?: string }} */
     const body = {};
     if (action === 'cancel') {
@@ -1490,6 +1641,62 @@ ol.events .at {
     );
   }
 
+  /**
+   * A run control's POST (rerun, fork, move, pause, resume), its body from the run's controls.
+   * @param {string} action
+   * @param {string} id the run
+   * @param {HTMLButtonElement} button
+   */
+  async function controlRun(action, id, button) {
+    const run = 'run ' + id.slice(0, 8);
+    /** @type {Record<string, unknown>} */
+    const body = {};
+    if (action === 'rerun' || action === 'fork') {
+      body.fromStep = chosen(id, 'step');
+      // A rerun's patch is merged into the run's input; a fork's input replaces it.
+      const name = action === 'rerun' ? 'patch' : 'fork-input';
+      const text = chosen(id, name);
+      if (text) {
+        /** @type {unknown} */
+        let value;
+        try {
+          value = JSON.parse(text);
+        } catch {
+          stick();
+          show(
+            'bad',
+            'the ' + (action === 'rerun' ? 'input patch' : 'fork input') +
+              ' is not JSON: ' + text.slice(0, 80),
+          );
+          return;
+        }
+        if (action === 'rerun') body.inputPatch = value;
+        else body.input = value;
+      }
+      if (action === 'fork' && chosen(id, 'fork-to')) body.toFlow = chosen(id, 'fork-to');
+    } else if (action === 'move') {
+      body.toFlow = chosen(id, 'move-to');
+    } else if (action === 'pause' && chosen(id, 'reason')) {
+      body.reason = chosen(id, 'reason');
+    }
+    await postAction(
+      '/api/runs/' + encodeURIComponent(id) + '/' + action,
+      body,
+      button,
+      action + ' ' + run,
+      (r) =>
+        action === 'rerun'
+          ? 'Rerun ' + run + ' from ' + body.fromStep + ': ' + r.steps + ' step(s) run again'
+          : action === 'fork'
+          ? 'Forked ' + run + ' from ' + body.fromStep + ' as run ' + r.runId.slice(0, 8)
+          : action === 'move'
+          ? (r.changed ? 'Moved ' + run + ' onto ' + body.toFlow : run + ' is on ' + body.toFlow)
+          : action === 'pause'
+          ? (r.changed ? 'Paused ' + run : run + ' was already paused')
+          : (r.changed ? 'Resumed ' + run : run + ' was not paused'),
+    );
+  }
+
   document.addEventListener('click', (event) => {
     const target = /** @type {Element} */ (event.target);
     /** @type {HTMLButtonElement | null} */
@@ -1499,6 +1706,22 @@ ol.events .at {
       const action = /** @type {string} */ (button.dataset.action);
       if (button.dataset.runId) actOnRun(action, button.dataset.runId, button);
       else act(action, /** @type {string} */ (button.dataset.function), button);
+      return;
+    }
+    /** @type {HTMLAnchorElement | null} */
+    const link = target.closest('a[data-open-run]');
+    if (link) {
+      event.preventDefault();
+      event.stopPropagation();
+      const id = /** @type {string} */ (link.dataset.openRun);
+      state.open.add(id);
+      loadDetail(id).then(() => state.data && renderRuns(state.data));
+      const shown = document.querySelector('tr.run[data-run="' + CSS.escape(id) + '"]');
+      if (shown) shown.scrollIntoView({ block: 'center' });
+      else {
+        stick();
+        show('', 'run ' + id + ' is not among the runs shown (filter or older than the list)');
+      }
       return;
     }
     /** @type {HTMLTableRowElement | null} */
@@ -1512,11 +1735,11 @@ ol.events .at {
         state.open.add(id);
         loadDetail(id).then((_) => {
           if (!state.data) return;
-          $('runs').innerHTML = runsTable(state.data);
+          renderRuns(state.data);
           followOpenRuns(state.data);
         });
       }
-      if (state.data) $('runs').innerHTML = runsTable(state.data);
+      if (state.data) renderRuns(state.data);
     }
   });
   $('token-form').addEventListener('submit', (event) => {

@@ -29,6 +29,10 @@ import {
 import { RunNotifications } from './notifications.ts';
 import {
   type ActorOption,
+  type BulkAction,
+  bulkRunAction,
+  type BulkRunOptions,
+  type BulkRunOutcome,
   type ForkOptions,
   type ForkResult,
   forkRun,
@@ -279,6 +283,14 @@ export interface SwitchyardClient<R extends Registry> {
   pause(runId: string, options?: ActorOption & { reason?: string }): Promise<RunControlResult>;
   /** Resumes a paused run (`switchyard.resume_run`), retrying a step paused on exhaustion. */
   resume(runId: string, options?: ActorOption): Promise<RunControlResult & { requeued: number }>;
+  /**
+   * Does `action` over the runs a filter matches (`switchyard.bulk_run_action`,
+   * docs/ARCHITECTURE.md §14.1), as `bulkRunAction` of `switchyard/ops` does: a dry run unless
+   * `apply: true` (each action done and rolled back, so `would …` rows count exactly what would
+   * change), at most `maxRuns` runs per call, going on after `afterRun`; one run's refusal is
+   * that run's row, never the call's.
+   */
+  bulk(action: BulkAction, options?: BulkRunOptions): Promise<BulkRunOutcome[]>;
   /** Stops listening and closes the pool it opened (a postgres.js client passed in stays open). */
   close(): Promise<void>;
 }
@@ -371,6 +383,7 @@ export function createClient<R extends Registry>(
     move: (runId, toFlow, options) => moveRun(sql, runId, toFlow, options),
     pause: (runId, options) => pauseRun(sql, runId, options),
     resume: (runId, options) => resumeRun(sql, runId, options),
+    bulk: (action, options) => bulkRunAction(sql, action, options),
     signal: (runId, step, payload, options) => signalRun(sql, runId, step, payload, options),
     async close() {
       await notifications.close();

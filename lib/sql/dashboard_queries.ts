@@ -264,6 +264,16 @@ export interface RunOverview {
   failedStep: string | null;
   /** How often it was retried (`retry_run`); 0 when never. */
   retries: number;
+  /** The run it was forked from (`fork_run`, docs/ARCHITECTURE.md §14.1), or null. */
+  forkedFrom: string | null;
+  /** The step it was forked from, or null. */
+  fromStep: string | null;
+  /** When it was paused (`pause_run`), or null while it is not. */
+  pausedAt: Date | null;
+  /** Why it is paused, or null. */
+  pauseReason: string | null;
+  /** The other concrete versions of its alias: what a move or a fork may name. */
+  versions: string[];
   /** Every step in step order. */
   steps: RunStepOverview[];
 }
@@ -348,8 +358,30 @@ export async function recentRuns(
         pgArray(rows.map((r) => r.run_id))
       }::uuid[])`);
   const retries = new Map(retried.map((r) => [r.run_id, r.retries]));
+  const lineage = new Map(
+    (rows.length === 0 ? [] : await call(sql, () =>
+      sql<
+        {
+          run_id: string;
+          forked_from: string | null;
+          from_step: string | null;
+          paused_at: Date | null;
+          pause_reason: string | null;
+          versions: string[];
+        }[]
+      >`
+      select run_id, forked_from, from_step, paused_at, pause_reason, versions
+        from switchyard.dashboard_run_lineage(${pgArray(rows.map((r) => r.run_id))}::uuid[])`)).map(
+        (l) => [l.run_id, l],
+      ),
+  );
   return rows.map((r) => ({
     retries: retries.get(r.run_id) ?? 0,
+    forkedFrom: lineage.get(r.run_id)?.forked_from ?? null,
+    fromStep: lineage.get(r.run_id)?.from_step ?? null,
+    pausedAt: lineage.get(r.run_id)?.paused_at ?? null,
+    pauseReason: lineage.get(r.run_id)?.pause_reason ?? null,
+    versions: lineage.get(r.run_id)?.versions ?? [],
     runId: r.run_id,
     flowSlug: r.flow_slug,
     startedAs: r.started_as,

@@ -168,11 +168,12 @@ export async function forkRun(
 
 /**
  * Moves a started run onto another concrete version of its alias (`switchyard.move_run`) when
- * the SQL core proves it: completed and started steps kept, the rest on the new shape. A run with
- * running tasks is refused: pause it, let them finish, move it, resume it.
+ * the SQL core proves it: completed and started steps kept, the rest on the new shape. A task
+ * running when the run moves finishes on the worker of its old version; its answer counts, and
+ * what follows it (or its retry) runs on the new version.
  *
  * @throws {OperationError} `22023` (`run_unknown`, `flow_other_alias`, `version_incompatible`) or
- * `55000` (`run_not_started`, `run_has_running_tasks`)
+ * `55000` (`run_not_started`)
  *
  * @example
  * ```ts

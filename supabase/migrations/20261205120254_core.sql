@@ -43,6 +43,19 @@ alter table switchyard.steps add constraint steps_when_exhausted_check
 alter table switchyard.steps validate constraint steps_when_exhausted_check;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/011_user_rerun_aliases.sql
+
+-- The opt-in of signed-in users' reruns (issue 41, docs/ARCHITECTURE.md §14.1), as
+-- supabase/schemas/tables/052_user_rerun_aliases.sql has it: empty, so nobody may until an
+-- operator inserts an alias. A new table: nothing is rewritten. Its default is now() here (the
+-- clock does not exist yet before the functions); after/011_user_rerun_aliases_clock.sql sets
+-- switchyard.clock_now(), as the table declares it.
+create table switchyard.user_rerun_aliases (
+  alias text primary key,
+  added_at timestamptz not null default now()
+);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/042_metric_counters.sql
 
 -- Counters and histograms (issue 42), as supabase/schemas/tables/120_metric_counters.sql creates them.
@@ -964,7 +977,8 @@ $$;
 
 -- Deletes a concrete flow with its runs (docs/ARCHITECTURE.md §3): its private queues are
 -- dropped with it, shared queues are kept and only its own queued messages archived. Refuses an
--- alias target (55000 flow_is_alias_target). The values it echoes are clipped.
+-- alias target (55000 flow_is_alias_target). The values it echoes are clipped. A task still
+-- running on it for a run moved off it is that run's: it names the run's flow from then on.
 create or replace function switchyard.delete_flow(flow_slug text)
 returns void
 language plpgsql
@@ -991,6 +1005,14 @@ begin
       switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
       context => jsonb_build_object('alias', target_alias));
   end if;
+  -- A run moved off this flow while a task of it ran (move_run, docs/ARCHITECTURE.md §14.1) is
+  -- another flow's run: its running task names this flow until it ends. From here on it names
+  -- its run's flow (the move's proof made the step the same there: kind and dependencies), so its
+  -- answer still counts and deleting this flow takes nothing of that run.
+  update switchyard.step_tasks t set flow_slug = r.flow_slug
+    from switchyard.runs r
+   where t.flow_slug = delete_flow.flow_slug and t.status = 'started'
+     and r.run_id = t.run_id and r.flow_slug <> delete_flow.flow_slug;
   for task in
     select t.queue_name, t.message_id from switchyard.step_tasks t
      where t.flow_slug = delete_flow.flow_slug and t.status in ('queued', 'started')
@@ -1565,6 +1587,62 @@ as $$
   select coalesce(
     (select m.alias from switchyard.alias_members m where m.flow_slug = flow),
     (select min(a.alias) from switchyard.aliases a where a.flow_slug = flow))
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_follow_run_flow.sql
+
+-- Puts a queued task of a moved run onto its run's version (docs/ARCHITECTURE.md §14.1). A task
+-- names the version that queued it; move_run moves a run's queued tasks at once and leaves a
+-- running one naming the version its worker runs (drain_status counts it there until it ends).
+-- When such a task is queued again — a retry (fail_task_with), a hand-back (release_tasks), a
+-- stall (recover_stalled), retry_run, resume_run, or a move after one of those — it follows the run: it names
+-- the run's version and, when its step has another queue there, its message is archived and sent
+-- again on that queue `delay` seconds on, so only the new version's workers claim it. The caller
+-- holds the task; the run is held here (for share: a move in flight is waited for, and its
+-- version read once it committed; the caller's order, task then run, is complete_tasks'). Nothing happens to a task that is not queued or that names its
+-- run's version already, so a caller may call it for any task it just queued.
+create or replace function switchyard._follow_run_flow(
+  run uuid, step text, idx int, delay int
+)
+returns void
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  task record;
+  placed record;
+  msg_id bigint;
+begin
+  select t.queue_name, t.message_id, t.flow_slug, r.flow_slug as run_flow, r.priority
+    into task
+    from switchyard.step_tasks t
+    join switchyard.runs r on r.run_id = t.run_id
+   where t.run_id = run and t.step_slug = step and t.task_index = idx and t.status = 'queued'
+     for share of r;
+  if not found or task.flow_slug = task.run_flow then
+    return;
+  end if;
+  select st.queue_name, st.concurrency_limit into placed
+    from switchyard.steps st where st.flow_slug = task.run_flow and st.step_slug = step;
+  if placed.queue_name is distinct from task.queue_name then
+    perform pgmq.archive(task.queue_name, task.message_id);
+    select s into msg_id from pgmq.send(
+      placed.queue_name,
+      switchyard._task_message(
+        run, task.run_flow, step, nullif(idx, 0), task.priority, delay,
+        case when placed.concurrency_limit is not null
+             then switchyard._concurrency_key(run, task.run_flow, step, idx) end),
+      greatest(coalesce(delay, 0), 0)) s;
+    update switchyard.step_tasks t
+       set flow_slug = task.run_flow, queue_name = placed.queue_name, message_id = msg_id
+     where t.run_id = run and t.step_slug = step and t.task_index = idx;
+  else
+    update switchyard.step_tasks t set flow_slug = task.run_flow
+     where t.run_id = run and t.step_slug = step and t.task_index = idx;
+  end if;
+end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -2541,19 +2619,24 @@ $$;
 -- Accepted only when _version_problems proves it: every step of the run that completed, was
 -- skipped or started exists in `to_flow` with the same slug, kind and dependencies; what has not
 -- started runs as `to_flow` has it (its steps the run lacks are added, the run's steps it lacks
--- are dropped, dependencies counted by its shape). Tasks a worker runs finish first: a run with
--- one is refused (pause it, let them finish, move it, resume it). In one transaction, holding the
--- run's family and then its queued tasks (cancel_run's order; a claim waits for the run):
---   - the step states and tasks name `to_flow`; a queued task whose step has another queue there
---     is sent again on that queue (its old message archived), so only workers of the new version
---     claim it;
+-- are dropped, dependencies counted by its shape). Running tasks finish first, on the workers of
+-- the version that started them: their rows keep naming that version (drain_status counts them
+-- there until they end), their completion counts on the run's step states, which name `to_flow`,
+-- so their successors start on `to_flow` (the proof covers started steps: same kind, same
+-- dependencies); one queued again (a retry, a hand-back, a stall) follows the run then
+-- (_follow_run_flow). In one transaction, holding the run's family and then its queued tasks
+-- (cancel_run's order; a claim and a completion wait for the run; a running task's row is not
+-- taken, so a completion holding it waits for the move or the move commits after it):
+--   - the step states and the queued and ended tasks name `to_flow`; a queued task whose step
+--     has another queue there is sent again on that queue (its old message archived), so only
+--     workers of the new version claim it;
 --   - the run names `to_flow` (drain, coverage and the fence count it there at once) and counts
 --     its remaining steps by the new shape; ready steps start;
---   - a 'moved' event records who (`actor`, default the session's role), from and to.
+--   - a 'moved' event records who (`actor`, default the session's role), from and to, and how
+--     many tasks were still running on the old version.
 -- Returns true when it moved the run, false when the run is on `to_flow` already. Refused: an
 -- unknown run (22023 run_unknown), a run not started (55000 run_not_started), a target of another
--- alias (22023 flow_other_alias), running tasks (55000 run_has_running_tasks, +running), an
--- unproven version (22023 version_incompatible, +problems).
+-- alias (22023 flow_other_alias), an unproven version (22023 version_incompatible, +problems).
 create or replace function switchyard.move_run(
   run_id uuid, to_flow text, actor text default null
 )
@@ -2570,7 +2653,6 @@ declare
   problems text[];
   running int;
   task record;
-  msg_id bigint;
 begin
   perform switchyard._lock_run_family(move_run.run_id);
   select * into run from switchyard.runs r where r.run_id = move_run.run_id for update;
@@ -2597,14 +2679,6 @@ begin
   end if;
   select count(*) into running from switchyard.step_tasks t
    where t.run_id = run.run_id and t.status = 'started';
-  if running > 0 then
-    perform switchyard._refuse('55000', 'run_has_running_tasks', 'run_id', run.run_id::text,
-      format(
-      'move_run: run %s has %s running task(s); running tasks finish on the version that started '
-      'them: pause the run (pause_run), move it once they finished, then resume it',
-      run.run_id, running),
-      context => jsonb_build_object('running', running));
-  end if;
   select coalesce(array_agg(ss.step_slug order by ss.step_slug), '{}') into kept
     from switchyard.step_states ss
    where ss.run_id = run.run_id and ss.status <> 'created';
@@ -2617,7 +2691,8 @@ begin
                                     'problems', to_jsonb(problems)));
   end if;
   perform switchyard._run_note(run.run_id, 'moved', jsonb_build_object(
-    'by', coalesce(actor, session_user::text), 'from_flow', run.flow_slug, 'to_flow', target));
+    'by', coalesce(actor, session_user::text), 'from_flow', run.flow_slug, 'to_flow', target,
+    'running', running));
   -- Its queued tasks, in (queue, message id) order as start_tasks locks them.
   perform 1 from switchyard.step_tasks t where t.run_id = run.run_id and t.status = 'queued'
    order by t.queue_name, t.message_id for update;
@@ -2641,33 +2716,21 @@ begin
                             where d.flow_slug = target and d.step_slug = ss.step_slug
                               and ds.status not in ('completed', 'skipped'))
    where ss.run_id = run.run_id and ss.status = 'created';
-  for task in
-    select t.step_slug, t.task_index, t.queue_name, t.message_id, st.queue_name as new_queue,
-           st.start_delay, st.concurrency_limit
-      from switchyard.step_tasks t
-      join switchyard.steps st on st.flow_slug = target and st.step_slug = t.step_slug
-     where t.run_id = run.run_id and t.status = 'queued' and st.queue_name <> t.queue_name
-     order by t.queue_name, t.message_id
-  loop
-    perform pgmq.archive(task.queue_name, task.message_id);
-    select s into msg_id from pgmq.send(
-      task.new_queue,
-      switchyard._task_message(
-        run.run_id, target, task.step_slug, nullif(task.task_index, 0), run.priority, 0,
-        case when task.concurrency_limit is not null
-             then switchyard._concurrency_key(run.run_id, target, task.step_slug,
-                                              task.task_index) end),
-      case when run.paused_at is null then 0 else switchyard.pause_hide_seconds() end) s;
-    update switchyard.step_tasks t set queue_name = task.new_queue, message_id = msg_id
-     where t.run_id = run.run_id and t.step_slug = task.step_slug
-       and t.task_index = task.task_index;
-  end loop;
-  update switchyard.step_tasks t set flow_slug = target where t.run_id = run.run_id;
+  update switchyard.step_tasks t set flow_slug = target
+   where t.run_id = run.run_id and t.status not in ('started', 'queued');
   update switchyard.runs r
      set flow_slug = target,
          remaining_steps = (select count(*) from switchyard.step_states ss
                              where ss.run_id = r.run_id and ss.status not in ('completed', 'skipped'))
    where r.run_id = run.run_id;
+  for task in
+    select t.step_slug, t.task_index from switchyard.step_tasks t
+     where t.run_id = run.run_id and t.status = 'queued'
+     order by t.queue_name, t.message_id
+  loop
+    perform switchyard._follow_run_flow(run.run_id, task.step_slug, task.task_index,
+      case when run.paused_at is null then 0 else switchyard.pause_hide_seconds() end);
+  end loop;
   perform switchyard._start_ready_steps(run.run_id);
   perform switchyard._complete_run_if_done(run.run_id);
   return true;
@@ -2820,6 +2883,69 @@ end
 $$;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/rerun_user_run.sql
+
+-- Reruns one of the signed-in user's own ended runs from a step (docs/ARCHITECTURE.md §14.1):
+-- what rerun_run does, for a user (auth.uid()), only in a run they own (runs.owner), and only
+-- when an operator listed the run's alias (the one alias_members records for its concrete flow,
+-- or the flow's own slug for a flow started without one) in user_rerun_aliases. Refused with
+-- 42501 (PostgREST answers 403), changing nothing: no signed-in user (not_signed_in); a run that
+-- does not exist or is not theirs, alike, so that another user's run ids are not revealed
+-- (run_not_owned); an alias not listed (alias_not_allowed). Then rerun_run's own refusals apply
+-- (a started run, an unknown step, a patch that is not an object). The 'rerun' event records
+-- `by` as 'user <id>'. Granted to no one: the operator grants EXECUTE to authenticated (the
+-- opt-in). Security definer, so rerun_run itself stays ungranted to users.
+create or replace function switchyard.rerun_user_run(
+  run_id uuid, from_step text, input_patch jsonb default null
+)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  user_id uuid;
+  run_flow text;
+  run_alias text;
+begin
+  if to_regprocedure('auth.uid()') is not null then
+    execute 'select auth.uid()' into user_id;
+  end if;
+  if user_id is null then
+    perform switchyard._refuse('42501', 'not_signed_in', 'run_id', rerun_user_run.run_id::text,
+      format(
+      'rerun_user_run(%s, %s): no signed-in user (auth.uid() is null): sign in, or rerun from a '
+      'trusted server with rerun_run', coalesce(rerun_user_run.run_id::text, 'null'),
+      switchyard._clip(rerun_user_run.from_step)));
+  end if;
+  select r.flow_slug into run_flow from switchyard.runs r
+   where r.run_id = rerun_user_run.run_id and r.owner = user_id;
+  if not found then
+    perform switchyard._refuse('42501', 'run_not_owned', 'run_id', rerun_user_run.run_id::text,
+      format(
+      'rerun_user_run(%s, %s): run %s is not one of your runs: a signed-in user reruns only '
+      'runs whose owner they are (runs.owner = auth.uid())',
+      coalesce(rerun_user_run.run_id::text, 'null'), switchyard._clip(rerun_user_run.from_step),
+      coalesce(rerun_user_run.run_id::text, 'null')));
+  end if;
+  select m.alias into run_alias from switchyard.alias_members m where m.flow_slug = run_flow;
+  if not exists (select 1 from switchyard.user_rerun_aliases u
+                  where u.alias = coalesce(run_alias, run_flow)) then
+    perform switchyard._refuse('42501', 'alias_not_allowed', 'run_id', rerun_user_run.run_id::text,
+      format(
+      'rerun_user_run(%s, %s): signed-in users may not rerun runs of alias %s: an operator '
+      'allows it with insert into switchyard.user_rerun_aliases (alias)',
+      rerun_user_run.run_id, switchyard._clip(rerun_user_run.from_step),
+      to_json(coalesce(run_alias, run_flow))::text),
+      context => jsonb_build_object('alias', coalesce(run_alias, run_flow)));
+  end if;
+  return switchyard.rerun_run(rerun_user_run.run_id, rerun_user_run.from_step,
+                              rerun_user_run.input_patch, 'user ' || user_id::text);
+end
+$$;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/resolve_flow.sql
 
 -- The concrete flow a caller's name starts: the flow itself, or an alias's active version
@@ -2913,6 +3039,8 @@ begin
            queued_at = switchyard.clock_now(), failed_at = null
      where t.run_id = run.run_id and t.step_slug = task.step_slug
        and t.task_index = task.task_index;
+    -- A task that ran out on the version its run moved off (move_run) runs on the run's now.
+    perform switchyard._follow_run_flow(run.run_id, task.step_slug, task.task_index, 0);
     requeued := requeued + 1;
   end loop;
   for q in
@@ -3030,6 +3158,8 @@ begin
              queued_at = switchyard.clock_now(), failed_at = null, completed_at = null, output = null
        where t.run_id = run.run_id and t.step_slug = step.step_slug
          and t.task_index = task.task_index;
+      -- A task that failed on the version its run moved off (move_run) runs on the run's now.
+      perform switchyard._follow_run_flow(run.run_id, step.step_slug, task.task_index, 0);
       queued := queued + 1;
     end loop;
   end loop;
@@ -3849,6 +3979,7 @@ declare
   unsupported_ids bigint[];
   unsupported_pairs text[];
   stale_ids bigint[];
+  gone_ids bigint[];          -- read, then archived by a move or a rerun: stale (below)
   paused_ids bigint[];
   eligible_ids bigint[];
   duplicate_ids bigint[];
@@ -3931,6 +4062,26 @@ begin
          array_agg(c.message_id order by c.message_id) filter (where c.class = 'paused')
     into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids, paused_ids
     from switchyard.classify_batch(queue, message_ids, support) c;
+
+  -- A message read before the SQL core took it off this queue names no task here: a move
+  -- re-sent its task on the new version's queue (_follow_run_flow), a rerun deleted its task
+  -- (_rerun_steps), each archiving the message, so it is in the queue no more. Such a read is
+  -- stale, not unsupported work: it must not pause the function. Looked for only when the batch
+  -- has an unsupported message (one probe of the queue's table per such message).
+  if unsupported_ids is not null then
+    execute format(
+      'select array_agg(u.id order by u.id) from unnest($1) u(id)
+        where not exists (select 1 from switchyard.step_tasks t
+                           where t.queue_name = $2 and t.message_id = u.id)
+          and not exists (select 1 from pgmq.%I m where m.msg_id = u.id)',
+      pgmq.format_table_name(queue, 'q'))
+      into gone_ids using unsupported_ids, queue;
+    if gone_ids is not null then
+      unsupported_ids := nullif(array(select u.id from unnest(unsupported_ids) u(id)
+                                       where u.id <> all (gone_ids)), '{}');
+      stale_ids := coalesce(stale_ids, '{}') || gone_ids;
+    end if;
+  end if;
 
   if unsupported_ids is not null then
     -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing
@@ -4585,7 +4736,8 @@ $$;
 -- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
 -- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
 -- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
--- 'cancelled' (its task cancelled, no failed attempt counted).
+-- 'cancelled' (its task cancelled, no failed attempt counted). The retry of a task whose run
+-- moved onto another version while it ran goes to that version (_follow_run_flow, §14.1).
 create or replace function switchyard.fail_task_with(
   run_id uuid, step_slug text, attempt int, error_message text, task_index int,
   retry_after_seconds int, non_retriable boolean
@@ -4599,6 +4751,7 @@ as $$
 declare
   task switchyard.step_tasks;
   run_status text;
+  run_flow text;
   delay_seconds int;
   limit_name text;
   error_text text := left(coalesce(error_message, 'unknown error'), 4000);
@@ -4617,7 +4770,8 @@ begin
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
     return 'ignored';
   end if;
-  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  select r.status, r.flow_slug into run_status, run_flow
+    from switchyard.runs r where r.run_id = task.run_id for update;
   -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
   -- progress report, an aborted call): not a failure. The task is cancelled like the run's
   -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
@@ -4638,6 +4792,12 @@ begin
        set status = 'queued', error = error_text, worker_id = null, last_failed_at = switchyard.clock_now()
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
+    -- The run moved onto another version while this attempt ran (move_run): the retry is the
+    -- new version's (§14.1).
+    if run_flow <> task.flow_slug then
+      perform switchyard._follow_run_flow(task.run_id, task.step_slug, task.task_index,
+                                          delay_seconds);
+    end if;
     if retry_after_seconds is not null then
       select st.rate_limit into limit_name from switchyard.steps st
        where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;
@@ -4729,6 +4889,8 @@ begin
              carried_attempt = t.attempts_count
        where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
       perform pgmq.set_vt(t.queue_name, t.message_id, 0);
+      -- A task of a run moved while it ran follows the run now (§14.1).
+      perform switchyard._follow_run_flow(t.run_id, t.step_slug, t.task_index, 0);
       continue;
     end if;
     perform switchyard.fail_task_with(t.run_id, t.step_slug, t.attempts_count,
@@ -8050,7 +8212,8 @@ $$;
 
 -- Stall recovery (docs/ARCHITECTURE.md §5.6): a started task whose worker stopped heart-beating
 -- within its own window gets its attempt counted as failed and is queued again (or fails for
--- good); a stalled task of a cancelled run is cancelled instead. The run is read by its key.
+-- good); a stalled task of a cancelled run is cancelled instead. The run is read by its key. A
+-- task of a run moved onto another version while it ran is queued on that version (§14.1).
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
@@ -8105,6 +8268,8 @@ begin
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
       perform pgmq.set_vt(queue, task.message_id, 0);
+      -- A task of a run moved while it ran follows the run now (§14.1).
+      perform switchyard._follow_run_flow(task.run_id, task.step_slug, task.task_index, 0);
     end if;
     recovered := recovered + 1;
   end loop;
@@ -8429,6 +8594,36 @@ begin
     return next;
   end loop;
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/dashboard/dashboard_run_lineage.sql
+
+-- What the dashboard's runs table shows of the run controls (docs/ARCHITECTURE.md §14.1) for
+-- these runs: lineage (the run a fork was made from, and the step it was forked from), the pause
+-- (when and why), and the concrete versions of the run's alias other than its own, the targets a
+-- move or a fork may name (the SQL core still proves each one when asked). Runs with none of it
+-- are absent. One probe of the run row and one of its alias per run.
+create or replace function switchyard.dashboard_run_lineage(run_ids uuid[])
+returns table (
+  run_id uuid, forked_from uuid, from_step text, paused_at timestamptz, pause_reason text,
+  versions text[]
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, r.forked_from, r.from_step, r.paused_at, r.pause_reason, v.versions
+    from switchyard.runs r
+    cross join lateral (
+      select coalesce(array_agg(o.flow_slug order by o.flow_slug), '{}') as versions
+        from switchyard.alias_members m
+        join switchyard.alias_members o on o.alias = m.alias and o.flow_slug <> m.flow_slug
+       where m.flow_slug = r.flow_slug
+    ) v
+   where r.run_id = any (run_ids)
+     and (r.forked_from is not null or r.paused_at is not null or cardinality(v.versions) > 0)
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -9102,6 +9297,14 @@ alter table switchyard.start_keys
   alter column first_at set default switchyard.clock_now();
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/after/011_user_rerun_aliases_clock.sql
+
+-- The clock of supabase/schemas/tables/052_user_rerun_aliases.sql (docs/ARCHITECTURE.md §17), once
+-- switchyard.clock_now() exists: before/011_user_rerun_aliases.sql created the table with now().
+alter table switchyard.user_rerun_aliases
+  alter column added_at set default switchyard.clock_now();
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/after/020_row_triggers_clock.sql
 
 -- Row triggers (issue 43): the declaration's time comes from the SQL core's clock, as
@@ -9121,7 +9324,7 @@ alter table switchyard.row_triggers
 --     docs/ARCHITECTURE.md §14 (run events, start_user_run, signal_user_run) are granted by
 --     the operator.
 --   - service_role: USAGE on the schema, SELECT on every table and view, INSERT and DELETE on
---     user_start_aliases and user_signal_steps, and EXECUTE on the API: every function whose
+--     user_start_aliases, user_signal_steps and user_rerun_aliases, and EXECUTE on the API: every function whose
 --     name does not start with "_". Functions named "_..." are the SQL core's own and no role
 --     but the owner runs them.
 revoke all on schema switchyard from public;
@@ -9162,6 +9365,7 @@ begin
     grant select on all tables in schema switchyard to service_role;
     grant insert, delete on switchyard.user_start_aliases to service_role;
     grant insert, delete on switchyard.user_signal_steps to service_role;
+    grant insert, delete on switchyard.user_rerun_aliases to service_role;
     for fn in
       select p.oid::regprocedure from pg_proc p
        where p.pronamespace = 'switchyard'::regnamespace and left(p.proname, 1) <> '_'

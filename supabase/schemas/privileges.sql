@@ -6,7 +6,7 @@
 --     docs/ARCHITECTURE.md §14 (run events, start_user_run, signal_user_run) are granted by
 --     the operator.
 --   - service_role: USAGE on the schema, SELECT on every table and view, INSERT and DELETE on
---     user_start_aliases and user_signal_steps, and EXECUTE on the API: every function whose
+--     user_start_aliases, user_signal_steps and user_rerun_aliases, and EXECUTE on the API: every function whose
 --     name does not start with "_". Functions named "_..." are the SQL core's own and no role
 --     but the owner runs them.
 revoke all on schema switchyard from public;
@@ -47,6 +47,7 @@ begin
     grant select on all tables in schema switchyard to service_role;
     grant insert, delete on switchyard.user_start_aliases to service_role;
     grant insert, delete on switchyard.user_signal_steps to service_role;
+    grant insert, delete on switchyard.user_rerun_aliases to service_role;
     for fn in
       select p.oid::regprocedure from pg_proc p
        where p.pronamespace = 'switchyard'::regnamespace and left(p.proname, 1) <> '_'

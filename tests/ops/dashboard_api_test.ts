@@ -767,6 +767,7 @@ Deno.test('privileges: the service role may call the dashboard functions, anon a
       ['dashboard_functions', true, false, false, 's'],
       ['dashboard_metrics_history', true, false, false, 's'],
       ['dashboard_queues', true, false, false, 's'],
+      ['dashboard_run_lineage', true, false, false, 's'],
       ['dashboard_run_retries', true, false, false, 's'],
       ['dashboard_runs', true, false, false, 's'],
       ['dashboard_throughput', true, false, false, 's'],

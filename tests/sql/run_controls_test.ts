@@ -2,16 +2,28 @@
  * Rerun, fork, move, pause and bulk actions (issue 41, docs/ARCHITECTURE.md §14.1), on real
  * PostgreSQL with real workers: what each keeps and runs again, what SQL proves before a run
  * changes version, the refusals (each changes nothing), and the races: a late answer of an old
- * attempt against a rerun, a fork against a cancel, a bulk rerun from two connections.
+ * attempt against a rerun, a fork against a cancel, a bulk rerun from two connections, a running
+ * task's answer against its run's move (a worker per version); a move inside a rollout fence;
+ * issue 41's "Done when" sequence, its counts printed.
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { defineDeployedFlow, Flow, routeFlow, startWorker, type Worker } from '../../lib/mod.ts';
 import { toPlacement } from '../../lib/dsl/placement.ts';
-import { createDashboard } from '../../lib/ops.ts';
+import {
+  bulkRunAction,
+  createDashboard,
+  fenceBegin,
+  fenceEnd,
+  fenceStatus,
+  moveRun,
+  waitForFence,
+} from '../../lib/ops.ts';
+import { FunctionDisabledError } from '../../lib/errors.ts';
+import { createClient } from '../../lib/client.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
-import { FAST, waitFor } from '../_helpers/wait.ts';
+import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
 const { sql } = db;
@@ -426,7 +438,12 @@ Deno.test('move a started run onto a newer version: proven, kept steps kept, the
     await sql`select flow_slug, remaining_steps from switchyard.runs where run_id = ${run}`;
   assert.deepEqual({ ...row }, { flow_slug: 'rcFlowV2', remaining_steps: 3 });
   const note = (await events(run)).find((e) => e.event === 'moved');
-  assert.deepEqual(note?.data, { by: 'ops', from_flow: 'rcFlowV1', to_flow: 'rcFlowV2' });
+  assert.deepEqual(note?.data, {
+    by: 'ops',
+    from_flow: 'rcFlowV1',
+    to_flow: 'rcFlowV2',
+    running: 0,
+  });
   const w = await startWorker(deployed, {
     connectionString: db.url,
     queueName: 'rc_flow',
@@ -438,13 +455,10 @@ Deno.test('move a started run onto a newer version: proven, kept steps kept, the
     assert.equal(done.status, 'completed');
     assert.deepEqual(done.output, { audit: 'audited 300' });
 
-    // A run with a running task is refused until it finished; then it moves.
+    // Pause, let the running task finish, move, resume: still a way (the move no longer needs
+    // it: see the next test).
     const held = await client.startFlow('rcFlowV1', { n: -1 });
     await waitFor('a to run', () => gateA.open);
-    const busy = await refusal(sql`select switchyard.move_run(${held}::uuid, 'rcFlowV2')`);
-    assert.equal(busy.code, '55000');
-    assert.equal(busy.detail.rule, 'run_has_running_tasks');
-    assert.equal(busy.detail.running, 1);
     await sql`select switchyard.pause_run(${held}::uuid, 'moving it')`;
     gateA.open!();
     await waitFor(
@@ -464,6 +478,203 @@ Deno.test('move a started run onto a newer version: proven, kept steps kept, the
   }
   const ended = await refusal(sql`select switchyard.move_run(${run}::uuid, 'rcFlowV1')`);
   assert.equal(ended.detail.rule, 'run_not_started');
+});
+
+// Versions of alias rcMove on queues of their own, each with its own worker: a task V1's worker
+// runs when its run moves finishes there; what has not started runs on V2.
+const moveGates = new Map<string, () => void>();
+const moveCalls = new Map<string, string[]>();
+const moveCall = (run: string, what: string) =>
+  moveCalls.set(run, [...(moveCalls.get(run) ?? []), what]);
+const mv1 = new Flow<{ n: number; fail?: boolean }>({
+  slug: 'rcMoveV1',
+  maxAttempts: 2,
+  baseDelay: 1,
+  timeout: 60,
+})
+  .step({ slug: 'a' }, async (input, ctx) => {
+    moveCall(ctx.runId, `V1 a#${ctx.attempt}`);
+    await new Promise<void>((r) => moveGates.set(ctx.runId, r));
+    if (input.fail) throw new Error('V1 a failed after the move');
+    return input.n;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input, ctx) => {
+    moveCall(ctx.runId, 'V1 b');
+    return input.a * 10;
+  });
+const mv2 = new Flow<{ n: number; fail?: boolean }>({
+  slug: 'rcMoveV2',
+  maxAttempts: 2,
+  baseDelay: 1,
+})
+  .step({ slug: 'a' }, (input, ctx) => {
+    moveCall(ctx.runId, `V2 a#${ctx.attempt}`);
+    return input.n;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input, ctx) => {
+    moveCall(ctx.runId, 'V2 b');
+    return input.a * 100;
+  })
+  .step({ slug: 'audit', dependsOn: ['b'] }, (input) => `audited ${input.b}`);
+const moveV1 = defineDeployedFlow(
+  routeFlow(mv1, { queues: { a: 'rc_move_v1', b: 'rc_move_v1' } }),
+  {
+    alias: 'rcMove',
+  },
+);
+const moveV2 = defineDeployedFlow(
+  routeFlow(mv2, { queues: { a: 'rc_move_v2', b: 'rc_move_v2', audit: 'rc_move_v2' } }),
+  { alias: 'rcMove' },
+);
+
+Deno.test('move a run whose task is running: it finishes on its old worker, its completion counts, the rest runs on the new version', async () => {
+  for (const d of [moveV1, moveV2]) {
+    await sql`select switchyard.ensure_flow(${sql.json(toPlacement(d).shape as never)}::jsonb)`;
+  }
+  await sql`select switchyard.declare_alias('rcMove', array['rcMoveV1', 'rcMoveV2'])`;
+  await sql`select switchyard.activate_alias('rcMove', 'rcMoveV1')`;
+  const drainV1 = async () => {
+    const [row] = await sql`select state, started_runs::int, queued_tasks::int, started_tasks::int
+                              from switchyard.drain_status('rc_move_v1')
+                             where flow_slug = 'rcMoveV1'`;
+    return { ...row };
+  };
+  const oldWorker = await startWorker([moveV1], {
+    connectionString: db.url,
+    queueName: 'rc_move_v1',
+    logger: quiet,
+    maxConcurrent: 16,
+    ...FAST,
+  });
+  let newWorker: Worker | undefined;
+  try {
+    // Six runs whose a's answer races their move, three whose a fails after their move.
+    const racing = await Promise.all(
+      [1, 2, 3, 4, 5, 6].map((n) => client.startFlow('rcMove', { n })),
+    );
+    const failingRuns = await Promise.all(
+      [7, 8, 9].map((n) => client.startFlow('rcMove', { n, fail: true })),
+    );
+    const all = [...racing, ...failingRuns];
+    await waitFor('every a to run on V1', () => all.every((r) => moveGates.has(r)));
+    // The fix is deployed: V2 is the alias' target, its worker polls its own queue.
+    await sql`select switchyard.activate_alias('rcMove', 'rcMoveV2')`;
+    newWorker = await startWorker([moveV2], {
+      connectionString: db.url,
+      queueName: 'rc_move_v2',
+      logger: quiet,
+      maxConcurrent: 16,
+      ...FAST,
+    });
+
+    // Moved while a runs: accepted; a stays V1's, running, until it ends.
+    for (const run of failingRuns) {
+      const [{ moved }] =
+        await sql`select switchyard.move_run(${run}::uuid, 'rcMoveV2', 'ops') as moved`;
+      assert.equal(moved, true);
+      const note = (await events(run)).find((e) => e.event === 'moved');
+      assert.deepEqual(note?.data, {
+        by: 'ops',
+        from_flow: 'rcMoveV1',
+        to_flow: 'rcMoveV2',
+        running: 1,
+      });
+      const [t] = await sql`select flow_slug, queue_name, status from switchyard.step_tasks
+                             where run_id = ${run} and step_slug = 'a'`;
+      assert.deepEqual({ ...t }, {
+        flow_slug: 'rcMoveV1',
+        queue_name: 'rc_move_v1',
+        status: 'started',
+      });
+    }
+    assert.deepEqual(await drainV1(), {
+      state: 'draining',
+      started_runs: 6,
+      queued_tasks: 0,
+      started_tasks: 9,
+    }, "V1 still runs the three moved runs' tasks, and the six others");
+    // Their a fails on V1 after the move: the retry is V2's, on V2's queue.
+    for (const run of failingRuns) moveGates.get(run)!();
+    for (const run of failingRuns) {
+      const done = await client.waitForRun(run);
+      assert.equal(done.status, 'completed', `${run} completes`);
+      const n = [7, 8, 9][failingRuns.indexOf(run)];
+      assert.deepEqual(done.output, { audit: `audited ${n * 100}` });
+      assert.deepEqual(moveCalls.get(run), ['V1 a#1', 'V2 a#2', 'V2 b']);
+      const [t] = await sql`select flow_slug, queue_name, attempts_count from switchyard.step_tasks
+                             where run_id = ${run} and step_slug = 'a'`;
+      assert.deepEqual({ ...t }, {
+        flow_slug: 'rcMoveV2',
+        queue_name: 'rc_move_v2',
+        attempts_count: 2,
+      });
+    }
+
+    // The six others: each move races the completion of its running a, on its own connection.
+    // A run whose a and b both finished on V1 before its move is completed: its move is refused
+    // (run_not_started), changing nothing. That is an outcome of the race too.
+    const other = postgres(db.url, { max: 6, onnotice: () => {}, prepare: false });
+    const moved = new Map<string, boolean>();
+    try {
+      await Promise.all(racing.flatMap((run) => [
+        other`select switchyard.move_run(${run}::uuid, 'rcMoveV2', 'ops')`.then(
+          () => moved.set(run, true),
+          (e) => {
+            if (JSON.parse(e.detail).rule !== 'run_not_started') throw e;
+            moved.set(run, false);
+          },
+        ),
+        Promise.resolve().then(() => moveGates.get(run)!()),
+      ]));
+    } finally {
+      await other.end();
+    }
+    let bOnV1 = 0;
+    let endedFirst = 0;
+    for (const [i, run] of racing.entries()) {
+      const done = await client.waitForRun(run);
+      assert.equal(done.status, 'completed', `${run} completes`);
+      const seen = moveCalls.get(run)!;
+      // a ran once, on V1, and its answer counted: no V2 a, no second attempt.
+      assert.deepEqual(seen.filter((c) => c.includes(' a#')), ['V1 a#1']);
+      const bs = seen.filter((c) => c.endsWith(' b'));
+      assert.equal(bs.length, 1, 'b ran once');
+      // b ran on V1 only when a's completion committed and V1's worker claimed b before the move.
+      if (bs[0] === 'V1 b') bOnV1++;
+      const n = i + 1;
+      const log = await events(run);
+      assert.equal(log.filter((e) => e.event === 'completed' && e.step_slug === 'a').length, 1);
+      if (moved.get(run)) {
+        assert.deepEqual(done.output, {
+          audit: `audited ${bs[0] === 'V1 b' ? n * 10 : n * 100}`,
+        });
+        assert.equal(log.filter((e) => e.event === 'moved').length, 1);
+      } else {
+        endedFirst++;
+        assert.deepEqual(done.output, { b: n * 10 }, 'ended on V1 before the move');
+        assert.equal(bs[0], 'V1 b');
+        assert.equal(log.filter((e) => e.event === 'moved').length, 0);
+      }
+      const [t] = await sql`select status, attempts_count from switchyard.step_tasks
+                             where run_id = ${run} and step_slug = 'a'`;
+      assert.deepEqual({ ...t }, { status: 'completed', attempts_count: 1 });
+    }
+    console.log(
+      `move raced a's completion 6 times: b ran on V1 ${bOnV1} time(s), on V2 ${6 - bOnV1}; ` +
+        `${endedFirst} run(s) ended before their move`,
+    );
+    // V1 drained when its last running task ended.
+    assert.deepEqual(await drainV1(), {
+      state: 'drained',
+      started_runs: 0,
+      queued_tasks: 0,
+      started_tasks: 0,
+    });
+  } finally {
+    for (const open of moveGates.values()) open();
+    await newWorker?.stop();
+    await oldWorker.stop();
+  }
 });
 
 Deno.test('pause while a task runs: it finishes, nothing more is claimed; resume goes on', async () => {
@@ -638,6 +849,50 @@ function task(name: string, args: string[]) {
   }));
 }
 
+Deno.test('the typed client bulk-reruns: a dry run by default, as ops does; then applied, each once', async () => {
+  const typed = createClient({ connectionString: db.url });
+  try {
+    const since = new Date(Date.now() - 1000);
+    const runs = await Promise.all([31, 32].map((n) => client.startFlow('rcChain', { n })));
+    for (const run of runs) failing.add(run);
+    for (const run of runs) assert.equal((await client.waitForRun(run)).status, 'failed');
+    for (const run of runs) failing.delete(run);
+    const filter = {
+      flowOrAlias: 'rcChain',
+      status: 'failed',
+      startedFrom: since,
+      errorContains: 'B IS BROKEN',
+      fromStep: 'b',
+    } as const;
+    const before = await Promise.all(runs.map(snapshot));
+    const dry = await typed.bulk('rerun', filter);
+    assert.deepEqual(
+      dry.map((o) => o.outcome).sort(),
+      ['would rerun', 'would rerun'],
+    );
+    assert.deepEqual(new Set(dry.map((o) => o.runId)), new Set(runs));
+    assert.deepEqual(await bulkRunAction(client.sql, 'rerun', filter), dry, 'ops answers the same');
+    assert.deepEqual(await Promise.all(runs.map(snapshot)), before, 'a dry run changes nothing');
+    const bad = await typed.bulk('rerun', { ...filter, fromStep: 'nope' });
+    assert.deepEqual(bad.map((o) => o.outcome), ['refused', 'refused']);
+    assert.match(String(bad[0].detail), /has no step .*nope/);
+    const applied = await typed.bulk('rerun', { ...filter, apply: true });
+    assert.deepEqual(applied.map((o) => o.outcome), ['rerun', 'rerun']);
+    for (const run of runs) assert.equal((await client.waitForRun(run)).status, 'completed');
+    assert.deepEqual(
+      await typed.bulk('rerun', { ...filter, apply: true }),
+      [],
+      'a repeat matches none',
+    );
+    await assert.rejects(
+      typed.bulk('rerun', { ...filter, afterRun: 'not-a-run' }),
+      /afterRun "not-a-run" is invalid/,
+    );
+  } finally {
+    await typed.close();
+  }
+});
+
 Deno.test("the operator's sequence from the CLI: rerun every run that failed on a bug from its step, move a waiting run onto the fixed version", async () => {
   await compileVersions();
   // Three runs fail on b's bug; the fix is deployed (same shape, fixed handler).
@@ -714,6 +969,318 @@ Deno.test("the operator's sequence from the CLI: rerun every run that failed on 
   const forked = await task('fork', [waiting, '--from', 'b', '--input', '{"n": 5}']);
   assert.equal(forked.code, 0, forked.stderr);
   assert.match(forked.stdout, new RegExp(`^forked run ${waiting} from b as [0-9a-f-]{36}`));
+
+  // One run paused and resumed by its id (a function's name pauses the function).
+  const later = await client.startFlow('rcChain', { n: 6 }, {
+    startAt: new Date(Date.now() + 3_600_000),
+  });
+  const paused = await task('pause', [later, '--reason', 'vendor down']);
+  assert.equal(paused.code, 0, paused.stderr);
+  assert.equal(paused.stdout.trim(), `paused run ${later}: vendor down`);
+  const [p] =
+    await sql`select paused_at, pause_reason from switchyard.runs where run_id = ${later}`;
+  assert.ok(p.paused_at);
+  assert.equal(p.pause_reason, 'vendor down');
+  const note2 = (await events(later)).find((e) => e.event === 'paused');
+  assert.match(String(note2?.data.by), /pause/);
+  const twice = await task('pause', [later]);
+  assert.equal(twice.stdout.trim(), `run ${later} was already paused (the first reason is kept)`);
+  const resumed = await task('resume', [later.toUpperCase()]);
+  assert.equal(resumed.code, 0, resumed.stderr);
+  assert.equal(resumed.stdout.trim(), `resumed run ${later}`);
+  assert.equal(
+    (await sql`select paused_at from switchyard.runs where run_id = ${later}`)[0]
+      .paused_at,
+    null,
+  );
+  const ended = await task('pause', [runs[0]]);
+  assert.equal(ended.code, 1);
+  assert.match(ended.stderr, new RegExp(`run ${runs[0]} is completed`));
+  const unknownRun = await task('resume', [crypto.randomUUID()]);
+  assert.equal(unknownRun.code, 1);
+  assert.match(unknownRun.stderr, /does not exist/);
+  const badOption = await task('resume', ['billing-worker', '--actor', 'x']);
+  assert.equal(badOption.code, 2);
+  assert.match(badOption.stderr, /--actor is for a run/);
+  const help = await task('pause', ['--help']);
+  assert.match(help.stdout, /<run> \[--reason TEXT\]/);
+  await sql`select switchyard.cancel_run(${later}::uuid, 'test over')`;
+});
+
+// Issue 41's "Done when", walked on a real database with a worker per version: V1's b has a bug;
+// the fix is V2 (b fixed), deployed beside it. Every run that failed on the bug is rerun from the
+// failing step onto V2, and the runs still going (their a running on V1's worker) move onto V2.
+const doneGates = new Map<string, () => void>();
+const doneV1 = new Flow<{ n: number; hold?: boolean }>({
+  slug: 'rcDoneV1',
+  maxAttempts: 1,
+  timeout: 120,
+})
+  .step({ slug: 'a' }, async (input, ctx) => {
+    if (input.hold) await new Promise<void>((r) => doneGates.set(ctx.runId, r));
+    return input.n;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => {
+    throw new Error(`b bug: cannot charge ${input.a}`);
+  });
+const doneV2 = new Flow<{ n: number; hold?: boolean }>({ slug: 'rcDoneV2', maxAttempts: 1 })
+  .step({ slug: 'a' }, (input) => input.n)
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `charged ${input.a}`);
+
+Deno.test('done when: fix a handler bug, deploy, rerun every failed run from the failing step, move the running ones', async () => {
+  const v1Deployed = defineDeployedFlow(
+    routeFlow(doneV1, { queues: { a: 'rc_done_v1', b: 'rc_done_v1' } }),
+    {
+      alias: 'rcDone',
+    },
+  );
+  const v2Deployed = defineDeployedFlow(
+    routeFlow(doneV2, { queues: { a: 'rc_done_v2', b: 'rc_done_v2' } }),
+    {
+      alias: 'rcDone',
+    },
+  );
+  await sql`select switchyard.ensure_flow(${
+    sql.json(toPlacement(v1Deployed).shape as never)
+  }::jsonb)`;
+  await sql`select switchyard.declare_alias('rcDone', array['rcDoneV1'])`;
+  await sql`select switchyard.activate_alias('rcDone', 'rcDoneV1')`;
+  const counts = async () =>
+    Object.fromEntries(
+      (await sql`select flow_slug || ' ' || status as k, count(*)::int as n from switchyard.runs
+                  where flow_slug like 'rcDone%' group by 1 order by 1`).map((r) => [r.k, r.n]),
+    );
+  const drainV1 = async () => {
+    const [row] = await sql`select state, started_runs::int, started_tasks::int
+                              from switchyard.drain_status('rc_done_v1') where flow_slug = 'rcDoneV1'`;
+    return `${row.state} (started runs ${row.started_runs}, running tasks ${row.started_tasks})`;
+  };
+  const oldWorker = await startWorker([v1Deployed], {
+    connectionString: db.url,
+    queueName: 'rc_done_v1',
+    logger: quiet,
+    maxConcurrent: 16,
+    ...FAST,
+  });
+  let newWorker: Worker | undefined;
+  try {
+    const failed = await Promise.all([1, 2, 3, 4, 5].map((n) => client.startFlow('rcDone', { n })));
+    for (const run of failed) assert.equal((await client.waitForRun(run)).status, 'failed');
+    const going = await Promise.all(
+      [6, 7, 8].map((n) => client.startFlow('rcDone', { n, hold: true })),
+    );
+    await waitFor('a of the going runs to run on V1', () => going.every((r) => doneGates.has(r)));
+    const before = await counts();
+    assert.deepEqual(before, { 'rcDoneV1 failed': 5, 'rcDoneV1 started': 3 });
+    console.log(`before the fix: ${JSON.stringify(before)}; V1 ${await drainV1()}`);
+
+    // The fix is deployed: V2 compiled and active, its worker on its own queue.
+    await sql`select switchyard.ensure_flow(${
+      sql.json(toPlacement(v2Deployed).shape as never)
+    }::jsonb)`;
+    await sql`select switchyard.declare_alias('rcDone', array['rcDoneV1', 'rcDoneV2'])`;
+    await sql`select switchyard.activate_alias('rcDone', 'rcDoneV2')`;
+    newWorker = await startWorker([v2Deployed], {
+      connectionString: db.url,
+      queueName: 'rc_done_v2',
+      logger: quiet,
+      maxConcurrent: 16,
+      ...FAST,
+    });
+
+    // Rerun every run that failed on the bug from the failing step, onto the fixed version.
+    const filter = ['--flow', 'rcDone', '--status', 'failed', '--error', 'b bug', '--from', 'b'];
+    const dry = await task('rerun', [...filter, '--to', 'rcDoneV2']);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.equal(dry.stdout.trim(), 'dry run: 5 would rerun onto rcDoneV2');
+    assert.deepEqual(await counts(), before, 'the dry run changed nothing');
+    const rerun = await task('rerun', [...filter, '--to', 'rcDoneV2', '--apply']);
+    assert.equal(rerun.code, 0, rerun.stderr);
+    assert.equal(rerun.stdout.trim(), '5 rerun onto rcDoneV2');
+    console.log(
+      `$ switchyard rerun ${filter.join(' ')} --to rcDoneV2 --apply\n${rerun.stdout.trim()}`,
+    );
+    // Move the runs still going: their a runs on V1's worker and finishes there.
+    const move = ['--flow', 'rcDoneV1', '--status', 'started', '--to', 'rcDoneV2', '--apply'];
+    const moved = await task('move', move);
+    assert.equal(moved.code, 0, moved.stderr);
+    assert.equal(moved.stdout.trim(), '3 moved');
+    console.log(`$ switchyard move ${move.join(' ')}\n${moved.stdout.trim()}`);
+    console.log(`after the commands: ${JSON.stringify(await counts())}; V1 ${await drainV1()}`);
+    assert.match(await drainV1(), /^draining \(started runs 0, running tasks 3\)/);
+
+    for (const run of going) doneGates.get(run)!();
+    for (const [i, run] of [...failed, ...going].entries()) {
+      const done = await client.waitForRun(run);
+      assert.equal(done.status, 'completed', `${run} completes`);
+      assert.deepEqual(done.output, { b: `charged ${i + 1}` });
+    }
+    const after = await counts();
+    assert.deepEqual(after, { 'rcDoneV2 completed': 8 });
+    // The failed runs kept a's output (V1's), the going ones' a answered on V1 and counted once.
+    const [{ reruns }] = await sql`select count(*)::int as reruns from switchyard.run_events
+      where event = 'rerun' and run_id = any(${failed}::uuid[])`;
+    assert.equal(reruns, 5);
+    const aTasks = await sql`select flow_slug, attempts_count from switchyard.step_tasks
+      where step_slug = 'a' and run_id = any(${going}::uuid[])`;
+    assert.deepEqual(aTasks.map((t) => [t.flow_slug, t.attempts_count]), [
+      ['rcDoneV1', 1],
+      ['rcDoneV1', 1],
+      ['rcDoneV1', 1],
+    ]);
+    assert.match(await drainV1(), /^drained/);
+    console.log(`after the workers: ${JSON.stringify(after)}; V1 ${await drainV1()}`);
+  } finally {
+    for (const open of doneGates.values()) open();
+    await newWorker?.stop();
+    await oldWorker.stop();
+  }
+});
+
+// A move inside a rollout fence: V1's function is fenced (disabled, its worker deprecated) while
+// a's task still runs on it; the operator moves the runs onto V2 meanwhile. The fence still
+// waits for the running task (it is V1's worker's), nothing is claimed while fenced, and after
+// the fence the new registry's worker runs the rest on V2.
+const fenceGates = new Map<string, () => void>();
+const fenceV1 = new Flow<{ n: number; hold?: boolean }>({
+  slug: 'rcFenceV1',
+  maxAttempts: 1,
+  timeout: 120,
+})
+  .step({ slug: 'a' }, async (input, ctx) => {
+    if (input.hold) await new Promise<void>((r) => fenceGates.set(ctx.runId, r));
+    return input.n;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `V1 ${input.a}`);
+const fenceV2 = new Flow<{ n: number; hold?: boolean }>({ slug: 'rcFenceV2', maxAttempts: 1 })
+  .step({ slug: 'a' }, (input) => input.n)
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `V2 ${input.a}`);
+
+Deno.test('a move inside a rollout fence: the fence waits for the running task, the rest runs on V2 after it', async () => {
+  const v1 = defineDeployedFlow(routeFlow(fenceV1, { queues: { a: 'rc_fence', b: 'rc_fence' } }), {
+    alias: 'rcFence',
+  });
+  const v2 = defineDeployedFlow(routeFlow(fenceV2, { queues: { a: 'rc_fence', b: 'rc_fence' } }), {
+    alias: 'rcFence',
+  });
+  for (const d of [v1, v2]) {
+    await sql`select switchyard.ensure_flow(${sql.json(toPlacement(d).shape as never)}::jsonb)`;
+  }
+  await sql`select switchyard.declare_alias('rcFence', array['rcFenceV1', 'rcFenceV2'])`;
+  await sql`select switchyard.activate_alias('rcFence', 'rcFenceV1')`;
+  const options = {
+    connectionString: db.url,
+    queueName: 'rc_fence' as const,
+    logger: quiet,
+    ...FAST,
+  };
+  const old = await startWorker([v1], { ...options, maxConcurrent: 1 });
+  let next: Worker | undefined;
+  try {
+    // One run's a runs (the worker's one slot); the other's waits in the queue.
+    const running = await client.startFlow('rcFenceV1', { n: 1, hold: true });
+    await waitFor('a to run', () => fenceGates.has(running));
+    const waiting = await client.startFlow('rcFenceV1', { n: 2 });
+    await fenceBegin(client.sql, ['rc-fence-worker']);
+    // The old worker's registry lacks V2 and polls the queue V2 shares: it must have stopped
+    // claiming (it sees the fence's deprecation at its next heartbeat) before a moved task can be
+    // read there, or the read is unsupported work and pauses its function.
+    await waitFor('the fenced worker to stop claiming', () => old.state === 'stopping');
+    const busy = (await fenceStatus(client.sql))!;
+    assert.equal(busy.quiet, false);
+    assert.equal(busy.functions[0].startedTasks, 1);
+
+    // Inside the fence: both runs move onto V2.
+    for (const run of [running, waiting]) {
+      const r = await moveRun(client.sql, run, 'rcFenceV2', { actor: 'ops' });
+      assert.equal(r.changed, true);
+    }
+    const fenced = (await fenceStatus(client.sql))!;
+    assert.equal(fenced.functions[0].startedTasks, 1, 'the running task still holds the fence');
+    const tasks = await sql`select run_id, flow_slug, status from switchyard.step_tasks
+                             where run_id in (${running}, ${waiting}) and step_slug = 'a'`;
+    assert.deepEqual(
+      Object.fromEntries(tasks.map((t) => [t.run_id, [t.flow_slug, t.status]])),
+      { [running]: ['rcFenceV1', 'started'], [waiting]: ['rcFenceV2', 'queued'] },
+    );
+    // The running task ends on V1's deprecated worker; then the fence is quiet.
+    fenceGates.get(running)!();
+    await within(20_000, 'the deprecated worker to stop', old.done);
+    const quietNow = await waitForFence(client.sql, { timeoutMs: 20_000, intervalMs: 50 });
+    assert.equal(quietNow.quiet, true);
+    const [a] = await sql`select status, output from switchyard.step_states
+                           where run_id = ${running} and step_slug = 'a'`;
+    assert.deepEqual({ ...a }, { status: 'completed', output: 1 }, "a's answer counted");
+    // Nothing was claimed while fenced: b of the moved run and a of the waiting one are queued.
+    const [open] = await sql`select count(*) filter (where status = 'queued')::int as queued,
+                                    count(*) filter (where status = 'started')::int as started
+                               from switchyard.step_tasks where run_id in (${running}, ${waiting})`;
+    assert.deepEqual({ ...open }, { queued: 2, started: 0 });
+    // The replacement registry refuses to start while fenced; after the fence it runs V2.
+    await assert.rejects(startWorker([v1, v2], options), FunctionDisabledError);
+    await fenceEnd(client.sql);
+    next = await startWorker([v1, v2], options);
+    assert.deepEqual((await client.waitForRun(running)).output, { b: 'V2 1' });
+    assert.deepEqual((await client.waitForRun(waiting)).output, { b: 'V2 2' });
+    const [drained] = await sql`select state from switchyard.drain_status('rc_fence')
+                                 where flow_slug = 'rcFenceV1'`;
+    assert.notEqual(drained.state, 'draining', 'V1 has nothing left');
+  } finally {
+    for (const open of fenceGates.values()) open();
+    await next?.stop();
+    await old.stop();
+  }
+});
+
+// Deleting the version a run moved off while a task of it still runs there takes nothing of
+// that run: the running task becomes its run's version's, and its answer counts.
+const delGate: { open?: () => void } = {};
+const delV1 = new Flow<{ n: number }>({ slug: 'rcDelV1', maxAttempts: 1, timeout: 120 })
+  .step({ slug: 'a' }, async (input) => {
+    await new Promise<void>((r) => (delGate.open = r));
+    return input.n;
+  })
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `V1 ${input.a}`);
+const delV2 = new Flow<{ n: number }>({ slug: 'rcDelV2', maxAttempts: 1 })
+  .step({ slug: 'a' }, (input) => input.n)
+  .step({ slug: 'b', dependsOn: ['a'] }, (input) => `V2 ${input.a}`);
+
+Deno.test('delete_flow of the version a run moved off, while its task still runs there: the run completes on the new one', async () => {
+  const deployedDel = [
+    defineDeployedFlow(routeFlow(delV1, { queues: { a: 'rc_del', b: 'rc_del' } }), {
+      alias: 'rcDel',
+    }),
+    defineDeployedFlow(routeFlow(delV2, { queues: { a: 'rc_del', b: 'rc_del' } }), {
+      alias: 'rcDel',
+    }),
+  ] as const;
+  for (const d of deployedDel) {
+    await sql`select switchyard.ensure_flow(${sql.json(toPlacement(d).shape as never)}::jsonb)`;
+  }
+  await sql`select switchyard.declare_alias('rcDel', array['rcDelV1', 'rcDelV2'])`;
+  const w = await startWorker(deployedDel, {
+    connectionString: db.url,
+    queueName: 'rc_del',
+    logger: quiet,
+    ...FAST,
+  });
+  try {
+    const run = await client.startFlow('rcDelV1', { n: 9 });
+    await waitFor('a to run on V1', () => delGate.open);
+    await sql`select switchyard.move_run(${run}::uuid, 'rcDelV2')`;
+    await sql`select switchyard.activate_alias('rcDel', 'rcDelV2')`;
+    await sql`select switchyard.delete_flow('rcDelV1')`;
+    const [t] = await sql`select flow_slug, status from switchyard.step_tasks
+                           where run_id = ${run} and step_slug = 'a'`;
+    assert.deepEqual({ ...t }, { flow_slug: 'rcDelV2', status: 'started' });
+    delGate.open!();
+    const done = await client.waitForRun(run, { timeoutMs: 20_000 });
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.output, { b: 'V2 9' });
+  } finally {
+    delGate.open?.();
+    await w.stop();
+  }
 });
 
 Deno.test('the dashboard reruns, forks, pauses and resumes behind the bearer; refusals name the rule', async () => {

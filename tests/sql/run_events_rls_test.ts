@@ -431,6 +431,96 @@ Deno.test("a browser's signal payload is checked against the step's declared pay
   assert.equal(await signal({ approved: true, by: 'ann', tags: ['legal'] }), 'delivered');
 });
 
+Deno.test("after the README's rerun opt-in a user reruns their own ended runs of an allowed alias only", async () => {
+  const rerunFlow = new Flow<{ n: number }>({ slug: 'rerunUserV1' })
+    .step({ slug: 'a' }, (input) => input.n)
+    .step({ slug: 'b', dependsOn: ['a'] }, (input) => input.a + 1);
+  const otherFlow = new Flow<{ n: number }>({ slug: 'rerunOtherV1' })
+    .step({ slug: 'a' }, (input) => input.n);
+  for (const [flow, alias] of [[rerunFlow, 'rerunUser'], [otherFlow, 'rerunOther']] as const) {
+    await sql`select switchyard.ensure_flow(${
+      sql.json(toPlacement(defineDeployedFlow(flow, { alias })).shape as never)
+    }::jsonb)`;
+    await sql`select switchyard.activate_alias(${alias}, ${flow.slug})`;
+  }
+  // No worker: each run is cancelled (ended) so that it may be rerun.
+  const ended = async (alias: string, owner: string) => {
+    const [{ id }] = await sql<{ id: string }[]>`select switchyard.start_flow(${alias},
+      '{"n": 1}'::jsonb, null, ${owner}::uuid) as id`;
+    await sql`select switchyard.cancel_run(${id}::uuid, 'ended for the test')`;
+    return id;
+  };
+  const aliceRun = await ended('rerunUser', alice);
+  const bobRun = await ended('rerunUser', bob);
+  const aliceOther = await ended('rerunOther', alice);
+  const rerun = (
+    sub: string | null,
+    runId: string,
+    step = 'a',
+    role: 'anon' | 'authenticated' = 'authenticated',
+  ) =>
+    as(
+      role,
+      sub,
+      async (tx) =>
+        (await tx<{ n: number }[]>`select switchyard.rerun_user_run(${runId}::uuid, ${step},
+        '{"n": 5}'::jsonb) as n`)[0].n,
+    );
+  const state = async () =>
+    await sql`select run_id, status, input, (select count(*)::int from switchyard.run_events e
+                where e.run_id = r.run_id) as events
+                from switchyard.runs r where run_id in (${aliceRun}, ${bobRun}, ${aliceOther})
+               order by run_id`;
+
+  // Before the opt-in: not callable.
+  assert.equal((await refusal(rerun(alice, aliceRun))).code, '42501');
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  const optIn = [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1])
+    .find((block) => block.includes('user_rerun_aliases'));
+  assert.ok(optIn, 'the README has the rerun opt-in block');
+  await sql.unsafe(optIn.replaceAll("'myFlow'", "'rerunUser'"));
+
+  // Refused with the rule, changing nothing: no user; another user's run and an unknown run,
+  // alike; a run of an alias not listed; anon; a step the flow lacks; rerun_run itself.
+  const before = await state();
+  assert.deepEqual(await refusal(rerun(null, aliceRun)), { code: '42501', rule: 'not_signed_in' });
+  assert.deepEqual(await refusal(rerun(bob, aliceRun)), { code: '42501', rule: 'run_not_owned' });
+  assert.deepEqual(await refusal(rerun(bob, crypto.randomUUID())), {
+    code: '42501',
+    rule: 'run_not_owned',
+  });
+  assert.deepEqual(await refusal(rerun(alice, aliceOther)), {
+    code: '42501',
+    rule: 'alias_not_allowed',
+  });
+  assert.equal((await refusal(rerun(alice, aliceRun, 'a', 'anon'))).code, '42501');
+  assert.deepEqual(await refusal(rerun(alice, aliceRun, 'nope')), {
+    code: '22023',
+    rule: 'step_unknown',
+  });
+  assert.equal(
+    (await refusal(
+      as('authenticated', alice, (tx) => tx`select switchyard.rerun_run(${aliceRun}::uuid, 'a')`),
+    )).code,
+    '42501',
+  );
+  assert.deepEqual(await state(), before, 'no refusal changed anything');
+
+  // The owner reruns: both steps run again with the patched input; the event names the user.
+  assert.equal(await rerun(alice, aliceRun), 2);
+  const [run] = await sql`select status, input from switchyard.runs where run_id = ${aliceRun}`;
+  assert.deepEqual({ ...run }, { status: 'started', input: { n: 5 } });
+  const [note] = await sql`select data from switchyard.run_events
+                            where run_id = ${aliceRun} and event = 'rerun'`;
+  assert.equal(note.data.by, `user ${alice}`);
+  // Started again, it is rerun_run's to refuse until it ends.
+  assert.deepEqual(await refusal(rerun(alice, aliceRun)), { code: '55000', rule: 'run_not_ended' });
+  // Bob's own run is his to rerun; Alice's other alias stays closed.
+  assert.equal(await rerun(bob, bobRun, 'b'), 2, 'a never ran: it runs too');
+  const [other] = await sql`select status from switchyard.runs where run_id = ${aliceOther}`;
+  assert.equal(other.status, 'cancelled');
+});
+
 // Not a test: it asserts nothing.
 Deno.test.afterAll(async () => {
   await sql.end();

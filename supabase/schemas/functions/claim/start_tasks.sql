@@ -22,6 +22,7 @@ declare
   unsupported_ids bigint[];
   unsupported_pairs text[];
   stale_ids bigint[];
+  gone_ids bigint[];          -- read, then archived by a move or a rerun: stale (below)
   paused_ids bigint[];
   eligible_ids bigint[];
   duplicate_ids bigint[];
@@ -104,6 +105,26 @@ begin
          array_agg(c.message_id order by c.message_id) filter (where c.class = 'paused')
     into unsupported_ids, unsupported_pairs, stale_ids, eligible_ids, duplicate_ids, paused_ids
     from switchyard.classify_batch(queue, message_ids, support) c;
+
+  -- A message read before the SQL core took it off this queue names no task here: a move
+  -- re-sent its task on the new version's queue (_follow_run_flow), a rerun deleted its task
+  -- (_rerun_steps), each archiving the message, so it is in the queue no more. Such a read is
+  -- stale, not unsupported work: it must not pause the function. Looked for only when the batch
+  -- has an unsupported message (one probe of the queue's table per such message).
+  if unsupported_ids is not null then
+    execute format(
+      'select array_agg(u.id order by u.id) from unnest($1) u(id)
+        where not exists (select 1 from switchyard.step_tasks t
+                           where t.queue_name = $2 and t.message_id = u.id)
+          and not exists (select 1 from pgmq.%I m where m.msg_id = u.id)',
+      pgmq.format_table_name(queue, 'q'))
+      into gone_ids using unsupported_ids, queue;
+    if gone_ids is not null then
+      unsupported_ids := nullif(array(select u.id from unnest(unsupported_ids) u(id)
+                                       where u.id <> all (gone_ids)), '{}');
+      stale_ids := coalesce(stale_ids, '{}') || gone_ids;
+    end if;
+  end if;
 
   if unsupported_ids is not null then
     -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing

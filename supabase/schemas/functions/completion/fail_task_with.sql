@@ -10,7 +10,8 @@
 -- The exponent stops at 40: base_delay <= 86400 < 2^17, so the product stays below 2^57
 -- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
 -- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
--- 'cancelled' (its task cancelled, no failed attempt counted).
+-- 'cancelled' (its task cancelled, no failed attempt counted). The retry of a task whose run
+-- moved onto another version while it ran goes to that version (_follow_run_flow, §14.1).
 create or replace function switchyard.fail_task_with(
   run_id uuid, step_slug text, attempt int, error_message text, task_index int,
   retry_after_seconds int, non_retriable boolean
@@ -24,6 +25,7 @@ as $$
 declare
   task switchyard.step_tasks;
   run_status text;
+  run_flow text;
   delay_seconds int;
   limit_name text;
   error_text text := left(coalesce(error_message, 'unknown error'), 4000);
@@ -42,7 +44,8 @@ begin
   if not found or task.status <> 'started' or task.attempts_count <> attempt then
     return 'ignored';
   end if;
-  select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
+  select r.status, r.flow_slug into run_status, run_flow
+    from switchyard.runs r where r.run_id = task.run_id for update;
   -- The run was cancelled while the attempt ran (its handler may fail because of it: a refused
   -- progress report, an aborted call): not a failure. The task is cancelled like the run's
   -- queued tasks (cancel_run), with the handler's error kept and no failed attempt counted.
@@ -63,6 +66,12 @@ begin
        set status = 'queued', error = error_text, worker_id = null, last_failed_at = switchyard.clock_now()
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
+    -- The run moved onto another version while this attempt ran (move_run): the retry is the
+    -- new version's (§14.1).
+    if run_flow <> task.flow_slug then
+      perform switchyard._follow_run_flow(task.run_id, task.step_slug, task.task_index,
+                                          delay_seconds);
+    end if;
     if retry_after_seconds is not null then
       select st.rate_limit into limit_name from switchyard.steps st
        where st.flow_slug = task.flow_slug and st.step_slug = task.step_slug;

@@ -66,6 +66,8 @@ begin
              carried_attempt = t.attempts_count
        where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
       perform pgmq.set_vt(t.queue_name, t.message_id, 0);
+      -- A task of a run moved while it ran follows the run now (§14.1).
+      perform switchyard._follow_run_flow(t.run_id, t.step_slug, t.task_index, 0);
       continue;
     end if;
     perform switchyard.fail_task_with(t.run_id, t.step_slug, t.attempts_count,

@@ -1,6 +1,7 @@
 -- Deletes a concrete flow with its runs (docs/ARCHITECTURE.md §3): its private queues are
 -- dropped with it, shared queues are kept and only its own queued messages archived. Refuses an
--- alias target (55000 flow_is_alias_target). The values it echoes are clipped.
+-- alias target (55000 flow_is_alias_target). The values it echoes are clipped. A task still
+-- running on it for a run moved off it is that run's: it names the run's flow from then on.
 create or replace function switchyard.delete_flow(flow_slug text)
 returns void
 language plpgsql
@@ -27,6 +28,14 @@ begin
       switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
       context => jsonb_build_object('alias', target_alias));
   end if;
+  -- A run moved off this flow while a task of it ran (move_run, docs/ARCHITECTURE.md §14.1) is
+  -- another flow's run: its running task names this flow until it ends. From here on it names
+  -- its run's flow (the move's proof made the step the same there: kind and dependencies), so its
+  -- answer still counts and deleting this flow takes nothing of that run.
+  update switchyard.step_tasks t set flow_slug = r.flow_slug
+    from switchyard.runs r
+   where t.flow_slug = delete_flow.flow_slug and t.status = 'started'
+     and r.run_id = t.run_id and r.flow_slug <> delete_flow.flow_slug;
   for task in
     select t.queue_name, t.message_id from switchyard.step_tasks t
      where t.flow_slug = delete_flow.flow_slug and t.status in ('queued', 'started')

@@ -1,6 +1,7 @@
 -- Stall recovery (docs/ARCHITECTURE.md §5.6): a started task whose worker stopped heart-beating
 -- within its own window gets its attempt counted as failed and is queued again (or fails for
--- good); a stalled task of a cancelled run is cancelled instead. The run is read by its key.
+-- good); a stalled task of a cancelled run is cancelled instead. The run is read by its key. A
+-- task of a run moved onto another version while it ran is queued on that version (§14.1).
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
@@ -55,6 +56,8 @@ begin
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
       perform pgmq.set_vt(queue, task.message_id, 0);
+      -- A task of a run moved while it ran follows the run now (§14.1).
+      perform switchyard._follow_run_flow(task.run_id, task.step_slug, task.task_index, 0);
     end if;
     recovered := recovered + 1;
   end loop;

@@ -3,19 +3,24 @@
 -- Accepted only when _version_problems proves it: every step of the run that completed, was
 -- skipped or started exists in `to_flow` with the same slug, kind and dependencies; what has not
 -- started runs as `to_flow` has it (its steps the run lacks are added, the run's steps it lacks
--- are dropped, dependencies counted by its shape). Tasks a worker runs finish first: a run with
--- one is refused (pause it, let them finish, move it, resume it). In one transaction, holding the
--- run's family and then its queued tasks (cancel_run's order; a claim waits for the run):
---   - the step states and tasks name `to_flow`; a queued task whose step has another queue there
---     is sent again on that queue (its old message archived), so only workers of the new version
---     claim it;
+-- are dropped, dependencies counted by its shape). Running tasks finish first, on the workers of
+-- the version that started them: their rows keep naming that version (drain_status counts them
+-- there until they end), their completion counts on the run's step states, which name `to_flow`,
+-- so their successors start on `to_flow` (the proof covers started steps: same kind, same
+-- dependencies); one queued again (a retry, a hand-back, a stall) follows the run then
+-- (_follow_run_flow). In one transaction, holding the run's family and then its queued tasks
+-- (cancel_run's order; a claim and a completion wait for the run; a running task's row is not
+-- taken, so a completion holding it waits for the move or the move commits after it):
+--   - the step states and the queued and ended tasks name `to_flow`; a queued task whose step
+--     has another queue there is sent again on that queue (its old message archived), so only
+--     workers of the new version claim it;
 --   - the run names `to_flow` (drain, coverage and the fence count it there at once) and counts
 --     its remaining steps by the new shape; ready steps start;
---   - a 'moved' event records who (`actor`, default the session's role), from and to.
+--   - a 'moved' event records who (`actor`, default the session's role), from and to, and how
+--     many tasks were still running on the old version.
 -- Returns true when it moved the run, false when the run is on `to_flow` already. Refused: an
 -- unknown run (22023 run_unknown), a run not started (55000 run_not_started), a target of another
--- alias (22023 flow_other_alias), running tasks (55000 run_has_running_tasks, +running), an
--- unproven version (22023 version_incompatible, +problems).
+-- alias (22023 flow_other_alias), an unproven version (22023 version_incompatible, +problems).
 create or replace function switchyard.move_run(
   run_id uuid, to_flow text, actor text default null
 )
@@ -32,7 +37,6 @@ declare
   problems text[];
   running int;
   task record;
-  msg_id bigint;
 begin
   perform switchyard._lock_run_family(move_run.run_id);
   select * into run from switchyard.runs r where r.run_id = move_run.run_id for update;
@@ -59,14 +63,6 @@ begin
   end if;
   select count(*) into running from switchyard.step_tasks t
    where t.run_id = run.run_id and t.status = 'started';
-  if running > 0 then
-    perform switchyard._refuse('55000', 'run_has_running_tasks', 'run_id', run.run_id::text,
-      format(
-      'move_run: run %s has %s running task(s); running tasks finish on the version that started '
-      'them: pause the run (pause_run), move it once they finished, then resume it',
-      run.run_id, running),
-      context => jsonb_build_object('running', running));
-  end if;
   select coalesce(array_agg(ss.step_slug order by ss.step_slug), '{}') into kept
     from switchyard.step_states ss
    where ss.run_id = run.run_id and ss.status <> 'created';
@@ -79,7 +75,8 @@ begin
                                     'problems', to_jsonb(problems)));
   end if;
   perform switchyard._run_note(run.run_id, 'moved', jsonb_build_object(
-    'by', coalesce(actor, session_user::text), 'from_flow', run.flow_slug, 'to_flow', target));
+    'by', coalesce(actor, session_user::text), 'from_flow', run.flow_slug, 'to_flow', target,
+    'running', running));
   -- Its queued tasks, in (queue, message id) order as start_tasks locks them.
   perform 1 from switchyard.step_tasks t where t.run_id = run.run_id and t.status = 'queued'
    order by t.queue_name, t.message_id for update;
@@ -103,33 +100,21 @@ begin
                             where d.flow_slug = target and d.step_slug = ss.step_slug
                               and ds.status not in ('completed', 'skipped'))
    where ss.run_id = run.run_id and ss.status = 'created';
-  for task in
-    select t.step_slug, t.task_index, t.queue_name, t.message_id, st.queue_name as new_queue,
-           st.start_delay, st.concurrency_limit
-      from switchyard.step_tasks t
-      join switchyard.steps st on st.flow_slug = target and st.step_slug = t.step_slug
-     where t.run_id = run.run_id and t.status = 'queued' and st.queue_name <> t.queue_name
-     order by t.queue_name, t.message_id
-  loop
-    perform pgmq.archive(task.queue_name, task.message_id);
-    select s into msg_id from pgmq.send(
-      task.new_queue,
-      switchyard._task_message(
-        run.run_id, target, task.step_slug, nullif(task.task_index, 0), run.priority, 0,
-        case when task.concurrency_limit is not null
-             then switchyard._concurrency_key(run.run_id, target, task.step_slug,
-                                              task.task_index) end),
-      case when run.paused_at is null then 0 else switchyard.pause_hide_seconds() end) s;
-    update switchyard.step_tasks t set queue_name = task.new_queue, message_id = msg_id
-     where t.run_id = run.run_id and t.step_slug = task.step_slug
-       and t.task_index = task.task_index;
-  end loop;
-  update switchyard.step_tasks t set flow_slug = target where t.run_id = run.run_id;
+  update switchyard.step_tasks t set flow_slug = target
+   where t.run_id = run.run_id and t.status not in ('started', 'queued');
   update switchyard.runs r
      set flow_slug = target,
          remaining_steps = (select count(*) from switchyard.step_states ss
                              where ss.run_id = r.run_id and ss.status not in ('completed', 'skipped'))
    where r.run_id = run.run_id;
+  for task in
+    select t.step_slug, t.task_index from switchyard.step_tasks t
+     where t.run_id = run.run_id and t.status = 'queued'
+     order by t.queue_name, t.message_id
+  loop
+    perform switchyard._follow_run_flow(run.run_id, task.step_slug, task.task_index,
+      case when run.paused_at is null then 0 else switchyard.pause_hide_seconds() end);
+  end loop;
   perform switchyard._start_ready_steps(run.run_id);
   perform switchyard._complete_run_if_done(run.run_id);
   return true;

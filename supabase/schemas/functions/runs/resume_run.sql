@@ -59,6 +59,8 @@ begin
            queued_at = switchyard.clock_now(), failed_at = null
      where t.run_id = run.run_id and t.step_slug = task.step_slug
        and t.task_index = task.task_index;
+    -- A task that ran out on the version its run moved off (move_run) runs on the run's now.
+    perform switchyard._follow_run_flow(run.run_id, task.step_slug, task.task_index, 0);
     requeued := requeued + 1;
   end loop;
   for q in

@@ -96,6 +96,8 @@ begin
              queued_at = switchyard.clock_now(), failed_at = null, completed_at = null, output = null
        where t.run_id = run.run_id and t.step_slug = step.step_slug
          and t.task_index = task.task_index;
+      -- A task that failed on the version its run moved off (move_run) runs on the run's now.
+      perform switchyard._follow_run_flow(run.run_id, step.step_slug, task.task_index, 0);
       queued := queued + 1;
     end loop;
   end loop;
