@@ -3612,9 +3612,17 @@ begin
     'by', coalesce(actor, session_user::text), 'from_step', from_step, 'steps', to_jsonb(again),
     'input_patch', input_patch, 'previous_status', run.status));
   perform switchyard._rerun_steps(run.run_id, again);
+  -- A traced run whose span was recorded at its end gets a span for its new life, a child of
+  -- that one (docs/ARCHITECTURE.md §16.2), as in retry_run.
   update switchyard.runs r
      set status = 'started', output = null, error = null, completed_at = null, failed_at = null,
          cancelled_at = null, paused_at = null, pause_reason = null,
+         trace_context = case when r.run_span_taken
+                              then switchyard.run_span_context(r.run_id, r.trace_context)
+                              else r.trace_context end,
+         span_started_at = case when r.run_span_taken then switchyard.clock_now()
+                                else r.span_started_at end,
+         run_span_taken = false,
          input = case when input_patch is null then r.input else r.input || input_patch end,
          deadline_at = switchyard.clock_now()
            + (select f.run_timeout from switchyard.flows f where f.flow_slug = r.flow_slug)
@@ -3780,8 +3788,17 @@ begin
       'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
       context => jsonb_build_object('status', run.status));
   end if;
+  -- A traced run whose span was recorded at its end gets a span for its new life, a child of
+  -- that one (docs/ARCHITECTURE.md §16.2): its trace context becomes the recorded span's, so
+  -- run_span_context derives a new span id, which its new tasks and child runs name.
   update switchyard.runs r
-     set status = 'started', failed_at = null, error = null
+     set status = 'started', failed_at = null, error = null,
+         trace_context = case when r.run_span_taken
+                              then switchyard.run_span_context(r.run_id, r.trace_context)
+                              else r.trace_context end,
+         span_started_at = case when r.run_span_taken then switchyard.clock_now()
+                                else r.span_started_at end,
+         run_span_taken = false
    where r.run_id = run.run_id;
   update switchyard.step_states ss
      set status = case when exists (select 1 from switchyard.step_tasks t
@@ -4291,7 +4308,9 @@ $$;
 -- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
 -- with its outcome) as the child of the trace context the run started with, with the span id of
 -- run_span_context. Locked with skip locked, so two workers never take the same run; read
--- through runs_span_pending, which holds only traced runs not yet taken.
+-- through runs_span_pending, which holds only traced runs not yet taken. A run retried or rerun
+-- after its span was taken is taken again at its new end: its span starts at the restart
+-- (span_started_at), a child of the first (retry_run and rerun_run moved its trace context).
 create or replace function switchyard.take_run_spans(max_runs int default 100)
 returns table (
   run_id uuid, flow_slug text, flow text, status text, error text, started_at timestamptz,
@@ -4313,7 +4332,8 @@ begin
                limit greatest(coalesce(max_runs, 100), 1)
                  for update skip locked) s
        where r.run_id = s.run_id
-      returning r.run_id, r.flow_slug, r.status, r.error, r.started_at,
+      returning r.run_id, r.flow_slug, r.status, r.error,
+                coalesce(r.span_started_at, r.started_at) as started_at,
                 coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
                 r.trace_context
     )
@@ -10248,7 +10268,8 @@ create table switchyard.runs (
   cancelled_at timestamptz,
   deadline_at timestamptz,                 -- cancelled with reason 'deadline' when still started
   -- The caller's W3C trace context (a traceparent, docs/ARCHITECTURE.md §16): the run's task
-  -- spans join that trace. Null: none given.
+  -- spans join that trace. Null: none given. A run retried or rerun after its span was recorded
+  -- has that span's context here instead (retry_run, rerun_run), so its new span is a child of it.
   trace_context text
     check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
   -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
@@ -10267,7 +10288,10 @@ create table switchyard.runs (
   attempt_floor int not null default 0,
   -- Whether a worker recorded the run's span (switchyard.take_run_spans, §16.2): a traced run
   -- that ended waits for it.
-  run_span_taken boolean not null default false
+  run_span_taken boolean not null default false,
+  -- When the run's current span starts, for a run retried or rerun after its span was recorded
+  -- (its new life's span, a child of the first; retry_run, rerun_run). Null: at started_at.
+  span_started_at timestamptz
 );
 
 -- The paused runs, for the dashboard and resume (empty when unused).

@@ -125,6 +125,14 @@ create table switchyard.metric_samples (
 create index metric_samples_minute on switchyard.metric_samples (minute);
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/045_run_span_restart.sql
+
+-- A span for a retried run's new end (issue 42, docs/ARCHITECTURE.md §16.2), as
+-- supabase/schemas/tables/040_runs.sql declares it: when the span of a run retried or rerun after
+-- its first span was recorded starts. Null for every run so far.
+alter table switchyard.runs add column span_started_at timestamptz;
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/_count_metrics.sql
 
 -- Counts figures of the metrics (docs/ARCHITECTURE.md §16.3) for a statement's rows, given as
@@ -2875,9 +2883,17 @@ begin
     'by', coalesce(actor, session_user::text), 'from_step', from_step, 'steps', to_jsonb(again),
     'input_patch', input_patch, 'previous_status', run.status));
   perform switchyard._rerun_steps(run.run_id, again);
+  -- A traced run whose span was recorded at its end gets a span for its new life, a child of
+  -- that one (docs/ARCHITECTURE.md §16.2), as in retry_run.
   update switchyard.runs r
      set status = 'started', output = null, error = null, completed_at = null, failed_at = null,
          cancelled_at = null, paused_at = null, pause_reason = null,
+         trace_context = case when r.run_span_taken
+                              then switchyard.run_span_context(r.run_id, r.trace_context)
+                              else r.trace_context end,
+         span_started_at = case when r.run_span_taken then switchyard.clock_now()
+                                else r.span_started_at end,
+         run_span_taken = false,
          input = case when input_patch is null then r.input else r.input || input_patch end,
          deadline_at = switchyard.clock_now()
            + (select f.run_timeout from switchyard.flows f where f.flow_slug = r.flow_slug)
@@ -3049,8 +3065,17 @@ begin
       'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
       context => jsonb_build_object('status', run.status));
   end if;
+  -- A traced run whose span was recorded at its end gets a span for its new life, a child of
+  -- that one (docs/ARCHITECTURE.md §16.2): its trace context becomes the recorded span's, so
+  -- run_span_context derives a new span id, which its new tasks and child runs name.
   update switchyard.runs r
-     set status = 'started', failed_at = null, error = null
+     set status = 'started', failed_at = null, error = null,
+         trace_context = case when r.run_span_taken
+                              then switchyard.run_span_context(r.run_id, r.trace_context)
+                              else r.trace_context end,
+         span_started_at = case when r.run_span_taken then switchyard.clock_now()
+                                else r.span_started_at end,
+         run_span_taken = false
    where r.run_id = run.run_id;
   update switchyard.step_states ss
      set status = case when exists (select 1 from switchyard.step_tasks t
@@ -3555,7 +3580,9 @@ $$;
 -- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
 -- with its outcome) as the child of the trace context the run started with, with the span id of
 -- run_span_context. Locked with skip locked, so two workers never take the same run; read
--- through runs_span_pending, which holds only traced runs not yet taken.
+-- through runs_span_pending, which holds only traced runs not yet taken. A run retried or rerun
+-- after its span was taken is taken again at its new end: its span starts at the restart
+-- (span_started_at), a child of the first (retry_run and rerun_run moved its trace context).
 create or replace function switchyard.take_run_spans(max_runs int default 100)
 returns table (
   run_id uuid, flow_slug text, flow text, status text, error text, started_at timestamptz,
@@ -3577,7 +3604,8 @@ begin
                limit greatest(coalesce(max_runs, 100), 1)
                  for update skip locked) s
        where r.run_id = s.run_id
-      returning r.run_id, r.flow_slug, r.status, r.error, r.started_at,
+      returning r.run_id, r.flow_slug, r.status, r.error,
+                coalesce(r.span_started_at, r.started_at) as started_at,
                 coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
                 r.trace_context
     )
