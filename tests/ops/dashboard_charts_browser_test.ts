@@ -92,7 +92,8 @@ Deno.test({
       }
       // The idle queue's oldest message has been visible for 4 minutes; the samples of this
       // minute (and of the next, should the clock have passed it) see it.
-      await sql`update pgmq.q_chartsidlev1 set vt = now() - interval '4 minutes'`;
+      await sql`update pgmq.q_chartsidlev1
+                   set vt = now() - interval '4 minutes', enqueued_at = now() - interval '4 minutes'`;
       await sampler`select switchyard.sample_metrics(m)
                       from generate_series(${t}::timestamptz, now(), interval '1 minute') m`;
 
