@@ -261,6 +261,39 @@ Deno.test("a worker's heartbeat and the keep-alive tick take the minute's sample
   assert.equal(n, 2, 'the keep-alive tick sampled the minute');
 });
 
+Deno.test('a sample that fails is a warning: the heartbeat answers and the tick goes on', async () => {
+  const notices: string[] = [];
+  const session = postgres(db.url, {
+    max: 1,
+    prepare: false,
+    onnotice: (n) => notices.push(String(n.message)),
+  });
+  await sql.unsafe(`
+    create function public.refuse_sample() returns trigger language plpgsql as $$
+    begin raise exception 'planted sample failure'; end $$;
+    create trigger refuse_sample before insert on switchyard.metric_samples
+      for each statement execute function public.refuse_sample();`);
+  try {
+    await sql`delete from switchyard.metric_samples where minute >= date_trunc('minute', now())`;
+    const [{ answer }] = await session`select switchyard.worker_heartbeat(
+      ${crypto.randomUUID()}::uuid) as answer`;
+    assert.equal(answer.state, 'deprecated', 'the heartbeat answers (an unknown worker)');
+    await session`select count(*) from switchyard.keep_alive()`;
+    assert.deepEqual(
+      notices.map((m) => m.replace(/ \(P0001\)$/, '')),
+      [
+        'switchyard.worker_heartbeat: sample_metrics failed: planted sample failure',
+        'switchyard.keep_alive: sample_metrics failed: planted sample failure',
+      ],
+    );
+    await assert.rejects(session`select switchyard.sample_metrics()`, /planted sample failure/);
+  } finally {
+    await sql.unsafe(`drop trigger refuse_sample on switchyard.metric_samples;
+                      drop function public.refuse_sample();`);
+    await session.end();
+  }
+});
+
 Deno.test("samples stay bounded: older than the longest chart, deleted but each queue's newest", async () => {
   // A day of every minute, and older rows, as a database sampled for days would hold without
   // the bound.
