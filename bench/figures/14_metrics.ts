@@ -4,7 +4,9 @@
  * `metrics(60)`, a whole scrape of `/metrics`) on a database holding a million completed tasks of
  * history (bulk-inserted, two hours old, analyzed as a quiet system would be) next to a fresh
  * database; both hold the same recent work (completed in the last minute), which the metrics
- * read. Each round times every call  on both sides back to back, in an order that rotates.
+ * read, and the same counter rows and a day of the counters' per-minute samples (what the charts
+ * read since issue 42's second round). Each round times every call on both sides back to back, in
+ * an order that rotates.
  *
  * @module
  */
@@ -76,6 +78,21 @@ async function seedCounters(db: ExtraDatabase, sessions: number): Promise<void> 
      where (b.bucket = 0) = not f.histogram`);
 }
 
+/**
+ * A day of the counters' per-minute samples (docs/ARCHITECTURE.md §16.3), every queue's, as
+ * `sample_metrics` leaves them at most (1442 per queue): what the charts read. The same on both
+ * sides.
+ */
+async function seedSamples(db: ExtraDatabase): Promise<void> {
+  await db.sql.unsafe(`
+    insert into switchyard.metric_samples
+    select q.queue_name, date_trunc('minute', now()) - make_interval(mins => k), now(),
+           1000 * (1442 - k), 10 * (1442 - k), 20 * (1442 - k), 0, 900 * (1442 - k),
+           array_fill((50 * (1442 - k))::bigint, array[17]), 5.0 * (1442 - k),
+           array_fill((50 * (1442 - k))::bigint, array[17]), 0.5, 3
+      from switchyard.queues q cross join generate_series(0, 1441) k`);
+}
+
 async function timeCalls(db: ExtraDatabase, text: string, calls: number): Promise<number> {
   const ms: number[] = [];
   for (let i = 0; i < calls; i++) {
@@ -104,6 +121,7 @@ export async function metricsFigure(
   for (const db of [withHistory, fresh]) {
     await preloadCompleted(db.sql, Math.ceil(o.recentTasks / 3), FLOW, STEPS, '20 seconds');
     await seedCounters(db, 20);
+    await seedSamples(db);
     await db.sql`analyze`;
   }
   const [{ n }] = await withHistory.sql<{ n: number }[]>`

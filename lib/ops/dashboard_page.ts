@@ -729,7 +729,7 @@ ol.events .at {
   function historyCharts(hist) {
     if (!hist) return '';
     return '<div class="minis">' +
-      miniChart('lag', 'lag (longest wait)', hist.lagSeconds, secs, false) +
+      miniChart('lag', 'lag (oldest visible)', hist.lagSeconds, secs, false) +
       miniChart('p95', 'p95 step latency', hist.p95Ms, millis, false) +
       miniChart('failures', 'failed attempts per minute', hist.failures, String, true) +
       '</div>';

@@ -390,6 +390,66 @@ as $$
   select '{0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,60,300,900,3600}'::double precision[]
 $$;
 
+-- supabase/schemas/functions/rules/metric_quantile.sql
+-- The \`q\` quantile, in seconds, of a histogram given as its count per bucket (\`counts\`, 17
+-- elements in the order of switchyard.metric_bucket, not cumulative: a difference of two
+-- samples, say), interpolated as Prometheus' histogram_quantile() does (docs/ARCHITECTURE.md
+-- §16.3): the first bucket whose cumulative count reaches q times the total, linearly between
+-- its bounds (0 below the first); the last finite bound (3600) when that is the +Inf bucket;
+-- null when the histogram counted nothing. So the dashboard's p95 of a minute equals
+-- histogram_quantile(0.95, ...) over the same bucket differences.
+create or replace function switchyard.metric_quantile(q double precision, counts bigint[])
+returns double precision
+language plpgsql
+immutable
+parallel safe
+set search_path = ''
+as $$
+declare
+  bounds double precision[] := switchyard.metric_bucket_bounds();
+  total double precision;
+  rank double precision;
+  below double precision := 0;
+  c double precision;
+  lower_bound double precision;
+begin
+  if q is null or q < 0 or q > 1 or q = 'NaN'::double precision then
+    perform switchyard._refuse('22023', 'quantile_range', 'q', q::text, format(
+      'metric_quantile: q %s is invalid: use a number from 0 to 1', coalesce(q::text, 'null')),
+      context => jsonb_build_object('min', 0, 'max', 1));
+  end if;
+  if counts is null or cardinality(counts) <> cardinality(bounds) + 1
+     or array_position(counts, null) is not null
+     or exists (select 1 from unnest(counts) x where x < 0) then
+    perform switchyard._refuse('22023', 'bucket_counts', 'counts', counts::text, format(
+      'metric_quantile: counts %s is invalid: use %s counts of at least 0, one per bucket of '
+      'metric_bucket_bounds() and one past the last', coalesce(counts::text, 'null'),
+      cardinality(bounds) + 1),
+      context => jsonb_build_object('length', cardinality(bounds) + 1));
+  end if;
+  select sum(x) into total from unnest(counts) x;
+  if total = 0 then
+    return null;
+  end if;
+  rank := q * total;
+  for i in 1 .. cardinality(counts) loop
+    c := counts[i];
+    if below + c >= rank then
+      if i > cardinality(bounds) then
+        return bounds[cardinality(bounds)];
+      end if;
+      lower_bound := case when i = 1 then 0 else bounds[i - 1] end;
+      if c = 0 then
+        return lower_bound;
+      end if;
+      return lower_bound + (bounds[i] - lower_bound) * ((rank - below) / c);
+    end if;
+    below := below + c;
+  end loop;
+  return bounds[cardinality(bounds)];
+end
+$$;
+
 -- supabase/schemas/functions/rules/queue_clock.sql
 -- PGMQ's clock as it runs (docs/ARCHITECTURE.md §17): clock_timestamp(), the time PGMQ's send,
 -- read and set_vt compare a message's visibility (\`vt\`) with. The core's own reads and writes of
@@ -3600,9 +3660,17 @@ begin
     'by', coalesce(actor, session_user::text), 'from_step', from_step, 'steps', to_jsonb(again),
     'input_patch', input_patch, 'previous_status', run.status));
   perform switchyard._rerun_steps(run.run_id, again);
+  -- A traced run whose span was recorded at its end gets a span for its new life, a child of
+  -- that one (docs/ARCHITECTURE.md §16.2), as in retry_run.
   update switchyard.runs r
      set status = 'started', output = null, error = null, completed_at = null, failed_at = null,
          cancelled_at = null, paused_at = null, pause_reason = null,
+         trace_context = case when r.run_span_taken
+                              then switchyard.run_span_context(r.run_id, r.trace_context)
+                              else r.trace_context end,
+         span_started_at = case when r.run_span_taken then switchyard.clock_now()
+                                else r.span_started_at end,
+         run_span_taken = false,
          input = case when input_patch is null then r.input else r.input || input_patch end,
          deadline_at = switchyard.clock_now()
            + (select f.run_timeout from switchyard.flows f where f.flow_slug = r.flow_slug)
@@ -3831,8 +3899,17 @@ begin
       'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
       context => jsonb_build_object('status', run.status));
   end if;
+  -- A traced run whose span was recorded at its end gets a span for its new life, a child of
+  -- that one (docs/ARCHITECTURE.md §16.2): its trace context becomes the recorded span's, so
+  -- run_span_context derives a new span id, which its new tasks and child runs name.
   update switchyard.runs r
-     set status = 'started', failed_at = null, error = null
+     set status = 'started', failed_at = null, error = null,
+         trace_context = case when r.run_span_taken
+                              then switchyard.run_span_context(r.run_id, r.trace_context)
+                              else r.trace_context end,
+         span_started_at = case when r.run_span_taken then switchyard.clock_now()
+                                else r.span_started_at end,
+         run_span_taken = false
    where r.run_id = run.run_id;
   update switchyard.step_states ss
      set status = case when exists (select 1 from switchyard.step_tasks t
@@ -4344,7 +4421,9 @@ $$;
 -- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
 -- with its outcome) as the child of the trace context the run started with, with the span id of
 -- run_span_context. Locked with skip locked, so two workers never take the same run; read
--- through runs_span_pending, which holds only traced runs not yet taken.
+-- through runs_span_pending, which holds only traced runs not yet taken. A run retried or rerun
+-- after its span was taken is taken again at its new end: its span starts at the restart
+-- (span_started_at), a child of the first (retry_run and rerun_run moved its trace context).
 create or replace function switchyard.take_run_spans(max_runs int default 100)
 returns table (
   run_id uuid, flow_slug text, flow text, status text, error text, started_at timestamptz,
@@ -4366,7 +4445,8 @@ begin
                limit greatest(coalesce(max_runs, 100), 1)
                  for update skip locked) s
        where r.run_id = s.run_id
-      returning r.run_id, r.flow_slug, r.status, r.error, r.started_at,
+      returning r.run_id, r.flow_slug, r.status, r.error,
+                coalesce(r.span_started_at, r.started_at) as started_at,
                 coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
                 r.trace_context
     )
@@ -9150,7 +9230,10 @@ $$;
 -- tasks this worker holds started that are no longer started (cancelled, or failed by another
 -- task), each with its status and error, so the worker aborts those handlers' signals. One
 -- probe of the worker's started tasks (index step_tasks_worker) per heartbeat: no extra round
--- trip per task. switchyard.heartbeat stays for older runtimes.
+-- trip per task. switchyard.heartbeat stays for older runtimes. The first heartbeat of a minute
+-- also takes the minute's sample of the metrics (sample_metrics, docs/ARCHITECTURE.md §16.3),
+-- in a subtransaction whose failure is a warning, never the heartbeat's; every other one makes
+-- one key probe of metric_samples.
 create or replace function switchyard.worker_heartbeat(worker_id uuid)
 returns jsonb
 language plpgsql
@@ -9161,6 +9244,14 @@ as $$
 declare
   state text := switchyard.heartbeat(worker_heartbeat.worker_id);
 begin
+  if not exists (select 1 from switchyard.metric_samples s
+                  where s.minute = date_trunc('minute', switchyard.clock_now())) then
+    begin
+      perform switchyard.sample_metrics();
+    exception when others then
+      raise warning 'switchyard.worker_heartbeat: sample_metrics failed: % (%)', sqlerrm, sqlstate;
+    end;
+  end if;
   return jsonb_build_object(
     'state', state,
     'ended_runs', coalesce((
@@ -9429,6 +9520,7 @@ $$;
 -- supabase/schemas/functions/maintenance/keep_alive.sql
 -- Checks its arguments and the wake configuration, ticks the scheduler (run_schedules), ends
 -- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
+-- takes the minute's sample of the metrics (sample_metrics),
 -- each part isolated from the others, then wakes every queue function that is enabled,
 -- unpaused, has no live worker and was not woken within debounce_seconds (docs/ARCHITECTURE.md
 -- §6, keep-alive): one HTTP request through pg_net to its Edge Function at the base URL
@@ -9518,7 +9610,7 @@ begin
   -- of one never stops another nor the wakes (docs/ARCHITECTURE.md §5.11): the scheduler
   -- (§15), so schedules run where only the keep-alive's pg_cron job is installed; the waits
   -- and sleeps whose time is up and the delayed starts that are due (§5.11); run deadlines
-  -- (§14). Within each part, each run is isolated too.
+  -- (§14); the minute's sample of the metrics (§16.3). Within each part, each run is isolated too.
   begin
     perform switchyard.run_schedules();
   exception when others then
@@ -9533,6 +9625,11 @@ begin
     perform switchyard.cancel_overdue_runs();
   exception when others then
     raise warning 'switchyard.keep_alive: cancel_overdue_runs failed: % (%)', sqlerrm, sqlstate;
+  end;
+  begin
+    perform switchyard.sample_metrics();
+  exception when others then
+    raise warning 'switchyard.keep_alive: sample_metrics failed: % (%)', sqlerrm, sqlstate;
   end;
 
   for woken in
@@ -9955,6 +10052,74 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/maintenance/sample_metrics.sql
+-- Takes the minute's sample of the metrics (docs/ARCHITECTURE.md §16.3) when nobody has yet:
+-- per catalogued queue, its counters and lag now (switchyard._metric_sample_now) as the row of
+-- switchyard.metric_samples for the minute of \`now_at\` (default clock_now()), the row the
+-- dashboard's charts and metrics_minutes take differences of. Then deletes the samples older
+-- than the charts' longest span (1440 minutes) but each queue's newest of them (the base of the
+-- longest chart's first difference), and folds the counters' rows of
+-- other sessions into shard 0 (fold_metric_counters), so neither table grows when prune is
+-- never scheduled. Called by every worker's heartbeat (worker_heartbeat) and the keep-alive
+-- tick, so a minute has its sample whenever a worker runs or the tick is scheduled; any mix is
+-- safe: a minute that has a sample is one key probe, and one caller at a time samples (a
+-- transaction-level advisory lock, tried, never waited for). \`now_at\` lets a test write the
+-- samples of past minutes: at most now, at least 1440 minutes back (22023 now_at_range, as are
+-- null and infinities). Returns the rows written: 0 when the minute had its sample.
+create or replace function switchyard.sample_metrics(now_at timestamptz default switchyard.clock_now())
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  sampled_minute timestamptz := date_trunc('minute', sample_metrics.now_at);
+  written int;
+begin
+  if sample_metrics.now_at is null or not isfinite(sample_metrics.now_at)
+     or sample_metrics.now_at > switchyard.clock_now()
+     or sample_metrics.now_at < switchyard.clock_now() - interval '1440 minutes' then
+    perform switchyard._refuse('22023', 'now_at_range', 'now_at', sample_metrics.now_at::text, format(
+      'sample_metrics: now_at %s is out of range: use an instant of the last 1440 minutes, not '
+      'after the core''s clock (%s)', coalesce(sample_metrics.now_at::text, 'null'),
+      switchyard.clock_now()),
+      context => jsonb_build_object('max', switchyard.clock_now()::text,
+                                    'min', (switchyard.clock_now() - interval '1440 minutes')::text));
+  end if;
+  if exists (select 1 from switchyard.metric_samples s where s.minute = sampled_minute) then
+    return 0;
+  end if;
+  if not pg_try_advisory_xact_lock(hashtextextended('switchyard.sample_metrics', 0)) then
+    return 0;
+  end if;
+  -- Looked at again under the lock, in a statement of its own: a sampler that committed since
+  -- the first look is seen now.
+  if exists (select 1 from switchyard.metric_samples s where s.minute = sampled_minute) then
+    return 0;
+  end if;
+  insert into switchyard.metric_samples as s
+         (queue_name, minute, taken_at, claims, retries, failed_attempts, throttled, completions,
+          task_duration, task_duration_seconds, queue_wait, lag_seconds, depth)
+  select l.queue_name, sampled_minute, sample_metrics.now_at, l.claims, l.retries,
+         l.failed_attempts, l.throttled, l.completions, l.task_duration,
+         l.task_duration_seconds, l.queue_wait, l.lag_seconds, l.depth
+    from switchyard._metric_sample_now() l
+  on conflict (queue_name, minute) do nothing;
+  get diagnostics written = row_count;
+  -- Older than the longest chart: deleted, but each queue's newest such sample, the base of
+  -- its longest chart's first difference.
+  delete from switchyard.metric_samples s
+   where s.minute < date_trunc('minute', switchyard.clock_now()) - interval '1440 minutes'
+     and s.minute < (select max(x.minute) from switchyard.metric_samples x
+                      where x.queue_name = s.queue_name
+                        and x.minute < date_trunc('minute', switchyard.clock_now())
+                                       - interval '1440 minutes');
+  perform switchyard.fold_metric_counters();
+  return written;
+end
+$$;
+
 -- supabase/schemas/functions/maintenance/schedule_keep_alive.sql
 -- Creates or updates the pg_cron job 'switchyard_keep_alive' in this database and
 -- returns its job id. pg_cron accepts cron syntax ('* * * * *', every minute) and,
@@ -10097,6 +10262,67 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/dashboard/_metric_sample_now.sql
+-- Every catalogued queue's sample of the metrics now (docs/ARCHITECTURE.md §16.3), the row
+-- switchyard.sample_metrics stores per minute and the charts' current minute ends with: its
+-- counters of switchyard.metric_counters summed over flows, steps and shards (completions are
+-- task_duration's count), the histograms' counts per bucket, and the lag of
+-- switchyard.metric_levels (the gauge switchyard_queue_lag_seconds) with the depth. One read of
+-- the counters (they follow the label sets and sessions, never the history) and of PGMQ's queue
+-- tables (O(depth)), as a scrape reads them.
+create or replace function switchyard._metric_sample_now()
+returns table (
+  queue_name text, claims bigint, retries bigint, failed_attempts bigint, throttled bigint,
+  completions bigint, task_duration bigint[], task_duration_seconds double precision,
+  queue_wait bigint[], lag_seconds double precision, depth bigint
+)
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  return query
+    with c as materialized (
+      select x.queue_name, x.metric, x.bucket, sum(x.n)::bigint as n, sum(x.total) as total
+        from switchyard.metric_counters x
+       where x.metric in ('claims', 'retries', 'failed_attempts', 'throttled', 'task_duration',
+                          'queue_wait')
+       group by x.queue_name, x.metric, x.bucket
+    ),
+    levels as materialized (
+      select l.queue_name, l.gauge, l.value from switchyard.metric_levels() l
+       where l.gauge in ('queue_oldest_visible_age_seconds', 'queue_depth')
+    )
+    select q.queue_name,
+           coalesce((select sum(c.n) from c where c.queue_name = q.queue_name
+                                              and c.metric = 'claims'), 0)::bigint,
+           coalesce((select sum(c.n) from c where c.queue_name = q.queue_name
+                                              and c.metric = 'retries'), 0)::bigint,
+           coalesce((select sum(c.n) from c where c.queue_name = q.queue_name
+                                              and c.metric = 'failed_attempts'), 0)::bigint,
+           coalesce((select sum(c.n) from c where c.queue_name = q.queue_name
+                                              and c.metric = 'throttled'), 0)::bigint,
+           coalesce((select sum(c.n) from c where c.queue_name = q.queue_name
+                                              and c.metric = 'task_duration'), 0)::bigint,
+           array(select coalesce(c.n, 0) from generate_series(1, 17) b(i)
+                   left join c on c.queue_name = q.queue_name and c.metric = 'task_duration'
+                              and c.bucket = b.i
+                  order by b.i),
+           coalesce((select sum(c.total) from c where c.queue_name = q.queue_name
+                                                  and c.metric = 'task_duration'), 0)::double precision,
+           array(select coalesce(c.n, 0) from generate_series(1, 17) b(i)
+                   left join c on c.queue_name = q.queue_name and c.metric = 'queue_wait'
+                              and c.bucket = b.i
+                  order by b.i),
+           coalesce((select l.value from levels l where l.queue_name = q.queue_name
+                                                    and l.gauge = 'queue_oldest_visible_age_seconds'), 0),
+           coalesce((select l.value from levels l where l.queue_name = q.queue_name
+                                                    and l.gauge = 'queue_depth'), 0)::bigint
+      from switchyard.queues q
+     order by q.queue_name;
+end
+$$;
+
 -- supabase/schemas/functions/dashboard/dashboard_functions.sql
 -- Every queue function of switchyard.function_states (its flags and live workers) with its
 -- unstopped workers, newest first (at most 20 each); \`live\` is switchyard._worker_live, the
@@ -10133,82 +10359,94 @@ $$;
 
 -- supabase/schemas/functions/dashboard/dashboard_metrics_history.sql
 -- The dashboard's charts (docs/ARCHITECTURE.md §16): per queue and minute over the last
--- \`minutes\` (1-1440, default 60), the current minute last, every minute present:
---   lag_seconds  the longest wait of a ready task: of the first attempts claimed in the minute,
---                from when their message became visible (queued, plus the step's startDelay)
---                to the claim, and, for the tasks of started runs still waiting for their
---                first claim, up to the minute's end (a queue no worker reads shows its lag);
---   p95_ms       the 95th percentile of the durations (claim to completion) of the tasks
---                completed in the minute, null when none;
---   failures     the failed attempts in the minute (a task failing five times counts five);
---   completions  the tasks completed in the minute.
--- The tasks of the window are read through step_tasks_recent, their failed attempts through
--- failed_attempts_recent, the waiting ones through step_tasks_live: no history is read.
+-- \`minutes\` (1-1440, default 60), the current minute last, every minute present, read from the
+-- counters through their per-minute samples (switchyard.metric_samples, written by
+-- sample_metrics), so a chart shows what /metrics and the Grafana views serve:
+--   lag_seconds  the queue's lag (how long its oldest visible message had been visible, the
+--                gauge switchyard_queue_lag_seconds) at the minute's end: the sample of the next
+--                minute, now for the current minute; null when no sample ends the minute;
+--   p95_ms       the 95th percentile of the task durations completed in the minute,
+--                metric_quantile (histogram_quantile) of the task_duration buckets' difference;
+--                null when none completed;
+--   failures     failed attempts in the minute (the failed_attempts counter's difference);
+--   completions  tasks completed in the minute (task_duration's count's difference).
+-- A minute's figures are the difference of the sample ending it (the next minute's; for the
+-- current minute the counters now) and the sample before that one, however far back (none: the
+-- counters started at zero): a minute nobody sampled shows 0 and the minute whose end was
+-- sampled next carries its work, so the figures of a span add up to the counters' increase
+-- over it, and to the counters themselves while the span reaches the queue's first sample. No
+-- task row is read.
 create or replace function switchyard.dashboard_metrics_history(minutes int default 60)
 returns table (
   queue_name text, minute timestamptz, lag_seconds double precision, p95_ms double precision,
   failures int, completions int
 )
-language sql
+language plpgsql
 stable
 security definer
 set search_path = ''
 as $$
-  with span as (
-    select date_trunc('minute', switchyard.clock_now())
-             - make_interval(mins => least(greatest(coalesce(minutes, 60), 1), 1440) - 1)
-             as first_minute
-  ),
-  recent as materialized (
-    select t.queue_name, t.started_at, t.completed_at, t.last_failed_at, t.attempts_count,
-           t.queued_at, t.flow_slug, t.step_slug
-      from switchyard.step_tasks t, span
-     where t.started_at is not null
-       and greatest(t.started_at, t.completed_at, t.last_failed_at) >= span.first_minute
-  ),
-  done as (
-    select r.queue_name, date_trunc('minute', r.completed_at) as minute, count(*) as n,
-           percentile_cont(0.95) within group (
-             order by extract(epoch from r.completed_at - r.started_at) * 1000) as p95
-      from recent r, span where r.completed_at >= span.first_minute group by 1, 2
-  ),
-  failed as (
-    select fa.queue_name, date_trunc('minute', fa.failed_at) as minute, count(*) as n
-      from switchyard.failed_attempts fa, span
-     where fa.failed_at >= span.first_minute group by 1, 2
-  ),
-  waited as (
-    select r.queue_name, date_trunc('minute', r.started_at) as minute,
-           max(extract(epoch from r.started_at - r.queued_at) - st.start_delay) as secs
-      from recent r
-      join switchyard.steps st on st.flow_slug = r.flow_slug and st.step_slug = r.step_slug,
-           span
-     where r.started_at >= span.first_minute and r.attempts_count = 1
-     group by 1, 2
-  ),
-  waiting as (
-    select t.queue_name, min(t.queued_at + make_interval(secs => st.start_delay)) as since
-      from switchyard.step_tasks t
-      join switchyard.steps st on st.flow_slug = t.flow_slug and st.step_slug = t.step_slug
-      join switchyard.runs ru on ru.run_id = t.run_id and ru.status = 'started'
-     where t.status = 'queued' and t.attempts_count = 0
-     group by 1
-  )
-  select x.queue_name, m.minute,
-         greatest(coalesce(w.secs, 0),
-                  coalesce(extract(epoch from least(m.minute + interval '1 minute', switchyard.clock_now())
-                                             - wn.since), 0),
-                  0)::double precision,
-         d.p95::double precision, coalesce(f.n, 0)::int, coalesce(d.n, 0)::int
-    from switchyard.queues x
-    cross join span
-    cross join lateral generate_series(span.first_minute, date_trunc('minute', switchyard.clock_now()),
-                                       interval '1 minute') as m(minute)
-    left join done d on d.queue_name = x.queue_name and d.minute = m.minute
-    left join failed f on f.queue_name = x.queue_name and f.minute = m.minute
-    left join waited w on w.queue_name = x.queue_name and w.minute = m.minute
-    left join waiting wn on wn.queue_name = x.queue_name
-   order by x.queue_name, m.minute
+declare
+  this_minute timestamptz := date_trunc('minute', switchyard.clock_now());
+  first_minute timestamptz := this_minute
+    - make_interval(mins => least(greatest(coalesce(dashboard_metrics_history.minutes, 60), 1), 1440) - 1);
+begin
+  return query
+    with points as (
+      -- Each point ends the minute before its own: the samples of the span's minutes after
+      -- the first, the counters now (ending the current minute), and, as the base of the first
+      -- difference, each queue's last sample at or before the first minute.
+      select s.queue_name, s.minute, s.failed_attempts, s.completions, s.task_duration,
+             s.lag_seconds
+        from switchyard.metric_samples s
+       where s.minute > first_minute and s.minute <= this_minute
+      union all
+      select l.queue_name, this_minute + interval '1 minute', l.failed_attempts, l.completions,
+             l.task_duration, l.lag_seconds
+        from switchyard._metric_sample_now() l
+      union all
+      select b.queue_name, b.minute, b.failed_attempts, b.completions, b.task_duration,
+             b.lag_seconds
+        from switchyard.queues x
+        cross join lateral (select s.queue_name, s.minute, s.failed_attempts, s.completions,
+                                   s.task_duration, s.lag_seconds
+                              from switchyard.metric_samples s
+                             where s.queue_name = x.queue_name and s.minute <= first_minute
+                             order by s.minute desc limit 1) b
+    ),
+    paired as (
+      select p.queue_name, p.minute - interval '1 minute' as minute, p.lag_seconds,
+             p.failed_attempts, p.completions, p.task_duration,
+             -- A queue's first sample ever is based on zero: the counters start at zero.
+             lag(p.failed_attempts, 1, 0::bigint) over w as failed_before,
+             lag(p.completions, 1, 0::bigint) over w as completions_before,
+             lag(p.task_duration, 1, array_fill(0::bigint, array[17])) over w as duration_before
+        from points p
+      window w as (partition by p.queue_name order by p.minute)
+    ),
+    -- A counter that went down was reset (as Prometheus reads it): its difference is its value.
+    diffs as (
+      select d.queue_name, d.minute, d.lag_seconds,
+             case when d.failed_attempts >= d.failed_before then d.failed_attempts - d.failed_before
+                  else d.failed_attempts end as failures,
+             case when d.completions >= d.completions_before
+                  then d.completions - d.completions_before else d.completions end as completions,
+             case when d.completions >= d.completions_before
+                  then array(select greatest(e.n - e.b, 0)
+                               from unnest(d.task_duration, d.duration_before) as e(n, b))
+                  else d.task_duration end as buckets
+        from paired d
+       where d.minute >= first_minute
+    )
+    select x.queue_name, m.minute, d.lag_seconds,
+           case when d.buckets is not null
+                then switchyard.metric_quantile(0.95, d.buckets) * 1000 end,
+           coalesce(d.failures, 0)::int, coalesce(d.completions, 0)::int
+      from switchyard.queues x
+      cross join lateral generate_series(first_minute, this_minute, interval '1 minute') as m(minute)
+      left join diffs d on d.queue_name = x.queue_name and d.minute = m.minute
+     order by x.queue_name, m.minute;
+end
 $$;
 
 -- supabase/schemas/functions/dashboard/dashboard_queues.sql
@@ -10364,51 +10602,19 @@ $$;
 
 -- supabase/schemas/functions/dashboard/dashboard_throughput.sql
 -- Completed tasks per queue and minute over the last \`minutes\` minutes (1-1440, default 60),
--- the current minute last, every minute present (0 when none). A completion archives its
--- message in the same transaction (§5.5), so the count starts from PGMQ's archive table,
--- whose archived_at index bounds it to the window, and keeps the archived messages whose
--- task completed (stale and failed messages are archived too). archived_at is PGMQ's time: the
--- window's start is moved to PGMQ's clock for that bound (the same instant in production, where
--- both clocks are now(); docs/ARCHITECTURE.md §17).
+-- the current minute last, every minute present (0 when none): the completions of the charts
+-- (dashboard_metrics_history), differences of the counters' per-minute samples (§16.3), so the
+-- dashboard's completed-tasks chart shows what /metrics' switchyard_task_completions_total
+-- counts. No task row and no archive is read.
 create or replace function switchyard.dashboard_throughput(minutes int default 60)
 returns table (queue_name text, minute timestamptz, completed int)
-language plpgsql
+language sql
 stable
 security definer
 set search_path = ''
 as $$
-declare
-  q record;
-  span int := least(greatest(coalesce(dashboard_throughput.minutes, 60), 1), 1440);
-  first_minute timestamptz :=
-    date_trunc('minute', switchyard.clock_now()) - make_interval(mins => span - 1);
-  first_archived timestamptz :=
-    first_minute - (switchyard.clock_now() - switchyard.queue_now());
-  tbl text;
-begin
-  for q in select x.queue_name, x.pgmq_name from switchyard.queues x order by x.queue_name loop
-    tbl := pgmq.format_table_name(q.pgmq_name, 'a');
-    if to_regclass(format('pgmq.%I', tbl)) is null then
-      return query
-        select q.queue_name, m.minute, 0
-          from generate_series(first_minute, date_trunc('minute', switchyard.clock_now()),
-                               interval '1 minute') as m(minute);
-      continue;
-    end if;
-    return query execute format(
-      'select $1, m.minute, coalesce(c.n, 0)::int
-         from generate_series($2, date_trunc(''minute'', switchyard.clock_now()),
-                              interval ''1 minute'') as m(minute)
-         left join (select date_trunc(''minute'', t.completed_at) as minute, count(*) as n
-                      from pgmq.%I a
-                      join switchyard.step_tasks t
-                        on t.queue_name = $1 and t.message_id = a.msg_id and t.status = ''completed''
-                     where a.archived_at >= $3
-                     group by 1) c on c.minute = m.minute
-        order by m.minute', tbl)
-      using q.queue_name, first_minute, first_archived;
-  end loop;
-end
+  select h.queue_name, h.minute, h.completions
+    from switchyard.dashboard_metrics_history(dashboard_throughput.minutes) h
 $$;
 
 -- supabase/schemas/functions/dashboard/metric_levels.sql
@@ -10849,7 +11055,8 @@ create table switchyard.runs (
   cancelled_at timestamptz,
   deadline_at timestamptz,                 -- cancelled with reason 'deadline' when still started
   -- The caller's W3C trace context (a traceparent, docs/ARCHITECTURE.md §16): the run's task
-  -- spans join that trace. Null: none given.
+  -- spans join that trace. Null: none given. A run retried or rerun after its span was recorded
+  -- has that span's context here instead (retry_run, rerun_run), so its new span is a child of it.
   trace_context text
     check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
   -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
@@ -10868,7 +11075,10 @@ create table switchyard.runs (
   attempt_floor int not null default 0,
   -- Whether a worker recorded the run's span (switchyard.take_run_spans, §16.2): a traced run
   -- that ended waits for it.
-  run_span_taken boolean not null default false
+  run_span_taken boolean not null default false,
+  -- When the run's current span starts, for a run retried or rerun after its span was recorded
+  -- (its new life's span, a child of the first; retry_run, rerun_run). Null: at started_at.
+  span_started_at timestamptz
 );
 
 -- The paused runs, for the dashboard and resume (empty when unused).
@@ -11402,6 +11612,40 @@ create table switchyard.metric_counters (
   total double precision not null default 0,
   primary key (metric, queue_name, flow_slug, step_slug, outcome, bucket, shard)
 ) with (fillfactor = 50);
+
+-- supabase/schemas/tables/121_metric_samples.sql
+-- The per-minute samples of the counters (docs/ARCHITECTURE.md §16.3), what the dashboard's
+-- charts and the view metrics_minutes are differences of: one row per queue and minute, the
+-- queue's counters of switchyard.metric_counters (summed over flows, steps and shards) and its
+-- lag as they were when switchyard.sample_metrics took it, the first time in that minute (a
+-- worker's heartbeat or the keep-alive tick). A chart's minute is the difference of the
+-- sample ending it and the one before it, its p95 the quantile of the bucket differences, as
+-- Prometheus' increase() and histogram_quantile() read the same counters. sample_metrics
+-- deletes the samples older than the charts' longest span (1440 minutes) but each queue's newest
+-- of them (the base of the first difference), so the table holds at most 1442 rows per queue,
+-- whatever the work and whether prune runs or not.
+--
+--   task_duration, queue_wait   a histogram's count per bucket (1 to 17, not cumulative: the
+--                               buckets of switchyard.metric_bucket)
+--   lag_seconds                 how long the oldest visible message had been visible
+--                               (the gauge switchyard_queue_lag_seconds; 0: none)
+create table switchyard.metric_samples (
+  queue_name text not null,
+  minute timestamptz not null,
+  taken_at timestamptz not null,
+  claims bigint not null,
+  retries bigint not null,
+  failed_attempts bigint not null,
+  throttled bigint not null,
+  completions bigint not null,
+  task_duration bigint[] not null,
+  task_duration_seconds double precision not null,
+  queue_wait bigint[] not null,
+  lag_seconds double precision not null,
+  depth bigint not null,
+  primary key (queue_name, minute)
+);
+create index metric_samples_minute on switchyard.metric_samples (minute);
 
 -- supabase/schemas/tables/130_row_triggers.sql
 -- Row triggers (docs/ARCHITECTURE.md §18): declarations that writes to a table of the app start

@@ -410,7 +410,8 @@ export async function recentRuns(
 }
 
 /**
- * Completed tasks per minute on one queue (`switchyard.dashboard_throughput`).
+ * Completed tasks per minute on one queue (`switchyard.dashboard_throughput`: the completions of
+ * the counters' per-minute samples, docs/ARCHITECTURE.md §16.3).
  *
  * @example
  * ```ts
@@ -656,7 +657,6 @@ export async function dashboardSnapshot(
     depths,
     functions,
     versions,
-    rates,
     fence,
     recent,
     optionChanges,
@@ -668,7 +668,6 @@ export async function dashboardSnapshot(
     queueDepths(source),
     functionOverviews(source, { heartbeatWindowSeconds }),
     drainStatus(source),
-    throughput(source, { minutes }),
     fenceStatus(source, { heartbeatWindowSeconds }),
     recentRuns(source, runs),
     flowOptionHistory(source, { limit: 20 }),
@@ -677,6 +676,14 @@ export async function dashboardSnapshot(
     metricsHistory(source, { minutes }),
     metricSnapshot(source),
   ]);
+  // The completed-tasks chart is the history's completions (dashboard_throughput's rows): one
+  // read of the counters' samples serves every chart.
+  const rates: QueueThroughput[] = histories.map((h) => ({
+    queueName: h.queueName,
+    from: h.from,
+    perMinute: h.completions,
+    total: h.completions.reduce((a, b) => a + b, 0),
+  }));
   const total = (queueName: string, metric: string) =>
     snapshot.counters.filter((c) => c.queueName === queueName && c.metric === metric)
       .reduce((n, c) => n + c.n, 0);

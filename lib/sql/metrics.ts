@@ -1,7 +1,8 @@
 /**
  * Metrics (docs/ARCHITECTURE.md §16): `switchyard.metrics` per queue and step over a recent
- * window, and `switchyard.dashboard_metrics_history`, the dashboard's charts per queue and
- * minute. Both read the tasks of their window through an index, never the history.
+ * window, read through an index from the tasks of the window, and
+ * `switchyard.dashboard_metrics_history`, the dashboard's charts per queue and minute,
+ * differences of the counters' per-minute samples (§16.3). Neither reads the history.
  *
  * @module
  */
@@ -180,7 +181,8 @@ export async function metrics(
  * @example
  * ```ts
  * import type { QueueHistory } from './metrics.ts';
- * const worstLag = (h: QueueHistory) => Math.max(...h.lagSeconds);
+ * const worstLag = (h: QueueHistory) =>
+ *   Math.max(0, ...h.lagSeconds.filter((v): v is number => v !== null));
  * ```
  */
 export interface QueueHistory {
@@ -188,9 +190,16 @@ export interface QueueHistory {
   queueName: string;
   /** The first minute (its start). */
   from: Date;
-  /** The longest wait of a ready task per minute, in seconds (docs/ARCHITECTURE.md §16). */
-  lagSeconds: number[];
-  /** The 95th percentile of the durations of the tasks completed per minute (null: none). */
+  /**
+   * The queue's lag at each minute's end, in seconds: how long its oldest visible message had
+   * been visible (the gauge `switchyard_queue_lag_seconds`, sampled; null: no sample ended the
+   * minute; docs/ARCHITECTURE.md §16.3).
+   */
+  lagSeconds: (number | null)[];
+  /**
+   * The 95th percentile of the durations of the tasks completed per minute, interpolated in the
+   * `task_duration` histogram's buckets as `histogram_quantile` does (null: none completed).
+   */
   p95Ms: (number | null)[];
   /** Failed attempts in the minute (a task that failed five times counts five). */
   failures: number[];
@@ -200,7 +209,9 @@ export interface QueueHistory {
 
 /**
  * Per queue and minute over the last `minutes` (1-1440, default 60): lag, p95 duration,
- * failures and completions, as the dashboard's charts draw them.
+ * failures and completions, as the dashboard's charts draw them: differences of the counters'
+ * per-minute samples (`switchyard.sample_metrics`, taken by workers' heartbeats and the
+ * keep-alive tick), so they add up to what `/metrics` serves.
  *
  * @example
  * ```ts
@@ -208,7 +219,7 @@ export interface QueueHistory {
  * import { metricsHistory } from '../ops.ts';
  * const client = createClient({ connectionString: Deno.env.get('DATABASE_URL') });
  * for (const h of await metricsHistory(client, { minutes: 60 })) {
- *   console.log(h.queueName, Math.max(...h.lagSeconds), h.failures.reduce((a, b) => a + b, 0));
+ *   console.log(h.queueName, h.lagSeconds.at(-1), h.failures.reduce((a, b) => a + b, 0));
  * }
  * await client.close();
  * ```
@@ -223,7 +234,7 @@ export async function metricsHistory(
       {
         queue_name: string;
         minute: Date;
-        lag_seconds: number;
+        lag_seconds: number | null;
         p95_ms: number | null;
         failures: number;
         completions: number;
@@ -245,7 +256,7 @@ export async function metricsHistory(
       };
       out.set(r.queue_name, h);
     }
-    h.lagSeconds.push(Number(r.lag_seconds));
+    h.lagSeconds.push(r.lag_seconds === null ? null : Number(r.lag_seconds));
     h.p95Ms.push(r.p95_ms === null ? null : Number(r.p95_ms));
     h.failures.push(r.failures);
     h.completions.push(r.completions);

@@ -172,3 +172,24 @@ export async function startPrometheus(config: string): Promise<Prometheus> {
     log: () => output,
   };
 }
+
+/**
+ * Prometheus' histogram_quantile over one histogram's cumulative buckets (`le` ascending, +Inf
+ * last, as its `_bucket` samples are): the rank q × the +Inf count, the first bucket whose count
+ * reaches it, and a linear interpolation inside it (from 0 below the first bound); the last
+ * finite bound when that is the +Inf bucket; null when it counted nothing (Prometheus' NaN).
+ */
+export function histogramQuantile(
+  q: number,
+  buckets: readonly { le: number; count: number }[],
+): number | null {
+  const total = buckets.at(-1)!.count;
+  if (total === 0) return null;
+  const rank = q * total;
+  const i = buckets.findIndex((b) => b.count >= rank);
+  if (buckets[i].le === Infinity) return buckets[i - 1].le;
+  const below = i === 0 ? 0 : buckets[i - 1].count;
+  const lo = i === 0 ? 0 : buckets[i - 1].le;
+  if (buckets[i].count === below) return lo;
+  return lo + (buckets[i].le - lo) * (rank - below) / (buckets[i].count - below);
+}

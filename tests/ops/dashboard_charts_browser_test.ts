@@ -2,9 +2,9 @@
  * The dashboard's charts of lag, p95 step latency and failures per queue (issue 26;
  * docs/ARCHITECTURE.md §16) in a real headless browser (Debian's chromium over CDP by
  * playwright-core), drawn by the page from real data: tasks run by a real worker (spread over
- * the last hour by moving their times back, as a busy hour would have left them) and a queue no
- * worker reads. What the page draws is checked against `metricsHistory`, which the test reads
- * itself. The screenshot of the cards goes to a temporary file; with
+ * the last hour by writing the counters' per-minute samples after each run, as a busy hour would
+ * have left them) and a queue no worker reads. What the page draws is checked against
+ * `metricsHistory`, which the test reads itself. The screenshot of the cards goes to a temporary file; with
  * `SWITCHYARD_SCREENSHOT=docs` it replaces docs/dashboard_charts.png (the README's image).
  */
 import assert from 'node:assert/strict';
@@ -23,6 +23,7 @@ const SCREENSHOT = Deno.env.get('SWITCHYARD_SCREENSHOT') === 'docs'
   : new URL(`file://${await Deno.makeTempFile({ suffix: '.png' })}`);
 const SILENT = { info: () => {}, warn: () => {}, error: () => {} };
 const RUNS = 48;
+const LOCK = `hashtextextended('switchyard.sample_metrics', 0)`;
 
 Deno.test({
   name: 'the charts draw lag, p95 latency and failures per minute from the database',
@@ -47,48 +48,7 @@ Deno.test({
           if (input.n % 4 === 0 && ctx.attempt === 1) throw new Error('upstream timeout');
           return input.n;
         });
-      const worker = await startWorker(flow, {
-        connectionString: db.url,
-        ...FAST,
-        maxConcurrent: 8,
-        logger: SILENT,
-      });
-      try {
-        for (let n = 0; n < RUNS; n++) {
-          await sql`select switchyard.start_flow('chartsWorkV1', ${sql.json({ n })}::jsonb)`;
-        }
-        await waitFor('every run to complete', async () => {
-          const [{ done }] = await sql`select count(*)::int as done from switchyard.runs
-                                        where status = 'completed'`;
-          return done === RUNS;
-        });
-      } finally {
-        await within(30_000, 'the worker to stop', worker.stop());
-      }
-      // As an hour of work would have left them: run n moves to 20 s into the minute n + 1
-      // minutes ago (its durations, waits and failures unchanged, and within that minute).
-      // Their failed attempts (what the failures chart counts) move with them, first (the shift is
-      // computed from the tasks' times before they move).
-      await sql`with shift as (
-                   select t.run_id, date_trunc('minute', now())
-                            - make_interval(mins => (r.input ->> 'n')::int + 1, secs => -20)
-                            - min(t.queued_at) as d
-                     from switchyard.step_tasks t join switchyard.runs r using (run_id)
-                    where t.flow_slug = 'chartsWorkV1' group by t.run_id, r.input)
-                 update switchyard.failed_attempts f set failed_at = f.failed_at + s.d
-                   from shift s where s.run_id = f.run_id`;
-      await sql`with shift as (
-                   select t.run_id, date_trunc('minute', now())
-                            - make_interval(mins => (r.input ->> 'n')::int + 1, secs => -20)
-                            - min(t.queued_at) as d
-                     from switchyard.step_tasks t join switchyard.runs r using (run_id)
-                    where t.flow_slug = 'chartsWorkV1' group by t.run_id, r.input)
-                 update switchyard.step_tasks t
-                    set queued_at = t.queued_at + s.d, started_at = t.started_at + s.d,
-                        completed_at = t.completed_at + s.d,
-                        last_failed_at = t.last_failed_at + s.d
-                   from shift s where s.run_id = t.run_id`;
-      // A queue no worker reads: its oldest task has waited 4 minutes.
+      // A queue no worker reads, from the start: its messages wait while the hour is written.
       const idle = new Flow<{ n: number }>({ slug: 'chartsIdleV1' }).step({ slug: 'x' }, () => 1);
       await sql`select switchyard.ensure_flow(${
         sql.json(toPlacement(idle).shape as never)
@@ -96,8 +56,46 @@ Deno.test({
       for (let n = 0; n < 3; n++) {
         await sql`select switchyard.start_flow('chartsIdleV1', ${sql.json({ n })}::jsonb)`;
       }
-      await sql`update switchyard.step_tasks set queued_at = now() - interval '4 minutes'
-                 where flow_slug = 'chartsIdleV1'`;
+      // As an hour of work would have left the counters' samples (§16.3): this session holds
+      // the samplers' lock, so the worker's heartbeats sample nothing, and after run n ends it
+      // writes the sample of RUNS - n minutes ago, so run n's work (its duration, its failed
+      // attempt) is the minute RUNS - n + 1 minutes ago.
+      const sampler = await sql.reserve();
+      cleanups.push(async () => {
+        await sampler.unsafe(`select pg_advisory_unlock(${LOCK})`);
+        sampler.release();
+      });
+      await sampler.unsafe(`select pg_advisory_lock(${LOCK})`);
+      const [{ t }] = await sampler`select date_trunc('minute', now()) as t`;
+      const sample = async (back: number) =>
+        await sampler`select switchyard.sample_metrics(
+          ${new Date((t as Date).getTime() - back * 60_000)}::timestamptz + interval '30 s')`;
+      const worker = await startWorker(flow, {
+        connectionString: db.url,
+        ...FAST,
+        maxConcurrent: 8,
+        logger: SILENT,
+      });
+      try {
+        await sample(RUNS + 1);
+        for (let n = 0; n < RUNS; n++) {
+          const [{ id }] = await sql`select switchyard.start_flow('chartsWorkV1',
+            ${sql.json({ n })}::jsonb) as id`;
+          await waitFor(`run ${n} to complete`, async () => {
+            const [{ status }] = await sql`select status from switchyard.runs where run_id = ${id}`;
+            return status === 'completed';
+          });
+          await sample(RUNS - n);
+        }
+      } finally {
+        await within(30_000, 'the worker to stop', worker.stop());
+      }
+      // The idle queue's oldest message has been visible for 4 minutes; the samples of this
+      // minute (and of the next, should the clock have passed it) see it.
+      await sql`update pgmq.q_chartsidlev1
+                   set vt = now() - interval '4 minutes', enqueued_at = now() - interval '4 minutes'`;
+      await sampler`select switchyard.sample_metrics(m)
+                      from generate_series(${t}::timestamptz, now(), interval '1 minute') m`;
 
       const dashboard = createDashboard({ source: client, env: () => undefined });
       const port = freePort();

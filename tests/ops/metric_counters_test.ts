@@ -189,6 +189,61 @@ Deno.test("histograms: the completed tasks' durations, bucketed here, and their 
   );
 });
 
+Deno.test('the upgrade step seeds the counters from the history the rows hold, and samples', async () => {
+  // Run on this database's rows in a transaction rolled back: the counters the workload left are
+  // what the step must find again from the rows (nothing was pruned), but the ones nothing
+  // recorded (throttled claims, retried runs, signals) and retried tasks' first waits.
+  const step = await Deno.readTextFile(
+    new URL(
+      '../../supabase/upgrades/unreleased/after/045_metric_counters_from_history.sql',
+      import.meta.url,
+    ),
+  );
+  const grouped = `select metric, queue_name, flow_slug, step_slug, outcome, bucket,
+                          sum(n)::int as n, sum(total)::float8 as total
+                     from switchyard.metric_counters group by 1, 2, 3, 4, 5, 6 order by 1, 2, 3, 4, 5, 6`;
+  type Row = { metric: string; n: number; total: number; [k: string]: unknown };
+  const ROLLBACK = new Error('rolled back');
+  let before: Row[] = [], after: Row[] = [];
+  let sampled: { n: number; back: number } = { n: 0, back: 0 };
+  let onceClaimed = 0;
+  await sql.begin(async (tx) => {
+    before = (await tx.unsafe(grouped)) as unknown as Row[];
+    await tx`delete from switchyard.metric_counters`;
+    await tx`delete from switchyard.metric_samples`;
+    await tx.unsafe(step);
+    after = (await tx.unsafe(grouped)) as unknown as Row[];
+    [sampled] = await tx`select count(*)::int as n,
+        extract(epoch from date_trunc('minute', now()) - min(minute))::int / 60 as back
+        from switchyard.metric_samples` as unknown as { n: number; back: number }[];
+    [{ n: onceClaimed }] = await tx`select count(*)::int as n from switchyard.step_tasks
+                                     where attempts_count = 1`;
+    throw ROLLBACK;
+  }).catch((e) => {
+    if (e !== ROLLBACK) throw e;
+  });
+  const key = (r: Row) =>
+    [r.metric, r.queue_name, r.flow_slug, r.step_slug, r.outcome, r.bucket].join('/');
+  const seeded = ['claims', 'retries', 'task_duration', 'failed_attempts', 'run_duration'];
+  const pick = (rows: Row[]) => rows.filter((r) => seeded.includes(r.metric));
+  assert.deepEqual(pick(after).map(key), pick(before).map(key));
+  pick(after).forEach((r, i) => {
+    assert.equal(r.n, pick(before)[i].n, key(r));
+    assert.ok(Math.abs(r.total - pick(before)[i].total) < 1e-6, `the sum of ${key(r)}`);
+  });
+  assert.deepEqual(
+    after.filter((r) => ['throttled', 'runs_retried', 'signals'].includes(r.metric)),
+    [],
+    'never recorded, so not seeded',
+  );
+  const waits = (rows: Row[]) =>
+    rows.filter((r) => r.metric === 'queue_wait').reduce((a, r) => a + r.n, 0);
+  assert.equal(waits(after), onceClaimed, 'the waits of tasks claimed once');
+  assert.ok(waits(after) < waits(before), "a retried task's first wait is not in its row");
+  assert.ok(sampled.n > 0, 'a sample for every queue');
+  assert.equal(sampled.back, 1440, "the sample of the charts' oldest minute");
+});
+
 Deno.test('run counters by version and outcome; signals; run durations', async () => {
   const s = await metricSnapshot(client);
   const byOutcome = await sql`select flow_slug, status, count(*)::int as n,

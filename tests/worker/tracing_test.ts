@@ -274,6 +274,72 @@ Deno.test("a child flow's run span is under its parent run's span; failed and ca
   }
 });
 
+Deno.test('a run retried after its span was recorded gets a span for its new end, under the first', async () => {
+  let failing = true;
+  const again = new Flow<{ n: number }>({ slug: 'againV1', baseDelay: 0, maxAttempts: 1 })
+    .step({ slug: 'once' }, (input) => {
+      if (failing) throw new Error(`down ${input.n}`);
+      return input.n;
+    });
+  await sql`select switchyard.ensure_flow(${sql.json(toPlacement(again).shape as never)}::jsonb)`;
+  const caller = app.startSpan('retry request');
+  const traceparent = formatTraceparent(caller.spanContext())!;
+  const runSpans = (id: string) =>
+    exporter.getFinishedSpans().filter((s) =>
+      s.name === 'switchyard.run' && attr(s, 'switchyard.run_id') === id
+    ).sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+  const status = async (id: string) =>
+    (await sql`select status from switchyard.runs where run_id = ${id}::uuid`)[0].status;
+  // Ended while no worker ran: its span is not recorded yet when it is rerun, so the run keeps
+  // one span, from its start to its last end.
+  const [{ quiet }] = await sql`select switchyard.start_flow('againV1', '{"n": 0}'::jsonb,
+    trace_context => ${traceparent}) as quiet`;
+  await sql`select switchyard.cancel_run(${quiet}::uuid, 'first end')`;
+  await sql`select switchyard.rerun_run(${quiet}::uuid, 'once')`;
+  await sql`select switchyard.cancel_run(${quiet}::uuid, 'second end')`;
+  const worker = await startWorker(again, { connectionString: db.url, ...FAST, logger: SILENT });
+  try {
+    const [{ run }] = await sql`select switchyard.start_flow('againV1', '{"n": 1}'::jsonb,
+      trace_context => ${traceparent}) as run`;
+    await waitFor('the first end', async () => (await status(run)) === 'failed');
+    await waitFor('the span of its first end', () => runSpans(run).length === 1);
+    failing = false;
+    await sql`select switchyard.retry_run(${run}::uuid)`;
+    await waitFor('the second end', async () => (await status(run)) === 'completed');
+    await waitFor('the span of its second end', () => runSpans(run).length === 2);
+    const [first, second] = runSpans(run);
+    assert.equal(attr(first, 'switchyard.run.outcome'), 'failed');
+    assert.equal(attr(second, 'switchyard.run.outcome'), 'completed');
+    assert.equal(parentOf(first), caller.spanContext().spanId);
+    assert.equal(parentOf(second), first.spanContext().spanId, 'the new life under the first');
+    assert.notEqual(second.spanContext().spanId, first.spanContext().spanId);
+    assert.equal(second.spanContext().traceId, caller.spanContext().traceId);
+    const ns = (t: [number, number]) => t[0] * 1e9 + t[1];
+    assert.ok(ns(second.startTime) >= ns(first.endTime), 'the second starts at the retry');
+    // Each attempt's task span is under the span of its life.
+    const tasks = exporter.getFinishedSpans().filter((s) =>
+      s.name === 'switchyard.task' && attr(s, 'switchyard.run_id') === run
+    );
+    assert.deepEqual(
+      tasks.map((t) => [attr(t, 'switchyard.disposition'), parentOf(t)]).sort(),
+      [
+        ['completed', second.spanContext().spanId],
+        ['failed', first.spanContext().spanId],
+      ].sort(),
+    );
+    await waitFor("the quiet run's span", () => runSpans(quiet).length === 1);
+    const [only] = runSpans(quiet);
+    assert.equal(parentOf(only), caller.spanContext().spanId);
+    assert.match(String(attr(only, 'switchyard.run.cancel_reason')), /second end/);
+    // Recorded once each, whatever the sweeps that follow.
+    await new Promise((r) => setTimeout(r, 3 * FAST.heartbeatIntervalMs));
+    assert.deepEqual([runSpans(run).length, runSpans(quiet).length], [2, 1]);
+  } finally {
+    caller.end();
+    await within(30_000, 'the worker to stop', worker.stop());
+  }
+});
+
 Deno.test('a malformed incoming traceparent is logged and the run starts untraced; SQL refuses one with the rule', async () => {
   const warned: string[] = [];
   const warn = console.warn;

@@ -18,7 +18,8 @@ create table switchyard.runs (
   cancelled_at timestamptz,
   deadline_at timestamptz,                 -- cancelled with reason 'deadline' when still started
   -- The caller's W3C trace context (a traceparent, docs/ARCHITECTURE.md §16): the run's task
-  -- spans join that trace. Null: none given.
+  -- spans join that trace. Null: none given. A run retried or rerun after its span was recorded
+  -- has that span's context here instead (retry_run, rerun_run), so its new span is a child of it.
   trace_context text
     check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
   -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
@@ -37,7 +38,10 @@ create table switchyard.runs (
   attempt_floor int not null default 0,
   -- Whether a worker recorded the run's span (switchyard.take_run_spans, §16.2): a traced run
   -- that ended waits for it.
-  run_span_taken boolean not null default false
+  run_span_taken boolean not null default false,
+  -- When the run's current span starts, for a run retried or rerun after its span was recorded
+  -- (its new life's span, a child of the first; retry_run, rerun_run). Null: at started_at.
+  span_started_at timestamptz
 );
 
 -- The paused runs, for the dashboard and resume (empty when unused).

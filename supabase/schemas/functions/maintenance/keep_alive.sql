@@ -1,5 +1,6 @@
 -- Checks its arguments and the wake configuration, ticks the scheduler (run_schedules), ends
 -- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
+-- takes the minute's sample of the metrics (sample_metrics),
 -- each part isolated from the others, then wakes every queue function that is enabled,
 -- unpaused, has no live worker and was not woken within debounce_seconds (docs/ARCHITECTURE.md
 -- §6, keep-alive): one HTTP request through pg_net to its Edge Function at the base URL
@@ -89,7 +90,7 @@ begin
   -- of one never stops another nor the wakes (docs/ARCHITECTURE.md §5.11): the scheduler
   -- (§15), so schedules run where only the keep-alive's pg_cron job is installed; the waits
   -- and sleeps whose time is up and the delayed starts that are due (§5.11); run deadlines
-  -- (§14). Within each part, each run is isolated too.
+  -- (§14); the minute's sample of the metrics (§16.3). Within each part, each run is isolated too.
   begin
     perform switchyard.run_schedules();
   exception when others then
@@ -104,6 +105,11 @@ begin
     perform switchyard.cancel_overdue_runs();
   exception when others then
     raise warning 'switchyard.keep_alive: cancel_overdue_runs failed: % (%)', sqlerrm, sqlstate;
+  end;
+  begin
+    perform switchyard.sample_metrics();
+  exception when others then
+    raise warning 'switchyard.keep_alive: sample_metrics failed: % (%)', sqlerrm, sqlstate;
   end;
 
   for woken in

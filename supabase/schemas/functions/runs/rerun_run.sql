@@ -73,9 +73,17 @@ begin
     'by', coalesce(actor, session_user::text), 'from_step', from_step, 'steps', to_jsonb(again),
     'input_patch', input_patch, 'previous_status', run.status));
   perform switchyard._rerun_steps(run.run_id, again);
+  -- A traced run whose span was recorded at its end gets a span for its new life, a child of
+  -- that one (docs/ARCHITECTURE.md §16.2), as in retry_run.
   update switchyard.runs r
      set status = 'started', output = null, error = null, completed_at = null, failed_at = null,
          cancelled_at = null, paused_at = null, pause_reason = null,
+         trace_context = case when r.run_span_taken
+                              then switchyard.run_span_context(r.run_id, r.trace_context)
+                              else r.trace_context end,
+         span_started_at = case when r.run_span_taken then switchyard.clock_now()
+                                else r.span_started_at end,
+         run_span_taken = false,
          input = case when input_patch is null then r.input else r.input || input_patch end,
          deadline_at = switchyard.clock_now()
            + (select f.run_timeout from switchyard.flows f where f.flow_slug = r.flow_slug)

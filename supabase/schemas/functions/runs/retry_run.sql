@@ -45,8 +45,17 @@ begin
       'retry_run: run %s is %s; only a failed run can be retried', run.run_id, run.status),
       context => jsonb_build_object('status', run.status));
   end if;
+  -- A traced run whose span was recorded at its end gets a span for its new life, a child of
+  -- that one (docs/ARCHITECTURE.md §16.2): its trace context becomes the recorded span's, so
+  -- run_span_context derives a new span id, which its new tasks and child runs name.
   update switchyard.runs r
-     set status = 'started', failed_at = null, error = null
+     set status = 'started', failed_at = null, error = null,
+         trace_context = case when r.run_span_taken
+                              then switchyard.run_span_context(r.run_id, r.trace_context)
+                              else r.trace_context end,
+         span_started_at = case when r.run_span_taken then switchyard.clock_now()
+                                else r.span_started_at end,
+         run_span_taken = false
    where r.run_id = run.run_id;
   update switchyard.step_states ss
      set status = case when exists (select 1 from switchyard.step_tasks t

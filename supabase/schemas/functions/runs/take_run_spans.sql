@@ -2,7 +2,9 @@
 -- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
 -- with its outcome) as the child of the trace context the run started with, with the span id of
 -- run_span_context. Locked with skip locked, so two workers never take the same run; read
--- through runs_span_pending, which holds only traced runs not yet taken.
+-- through runs_span_pending, which holds only traced runs not yet taken. A run retried or rerun
+-- after its span was taken is taken again at its new end: its span starts at the restart
+-- (span_started_at), a child of the first (retry_run and rerun_run moved its trace context).
 create or replace function switchyard.take_run_spans(max_runs int default 100)
 returns table (
   run_id uuid, flow_slug text, flow text, status text, error text, started_at timestamptz,
@@ -24,7 +26,8 @@ begin
                limit greatest(coalesce(max_runs, 100), 1)
                  for update skip locked) s
        where r.run_id = s.run_id
-      returning r.run_id, r.flow_slug, r.status, r.error, r.started_at,
+      returning r.run_id, r.flow_slug, r.status, r.error,
+                coalesce(r.span_started_at, r.started_at) as started_at,
                 coalesce(r.completed_at, r.failed_at, r.cancelled_at) as ended_at,
                 r.trace_context
     )
