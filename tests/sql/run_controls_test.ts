@@ -40,6 +40,11 @@ const called = (runId: string, step: string) => calls.get(`${runId}/${step}`) ??
 
 /** Steps that fail while their run's id is listed here. */
 const failing = new Set<string>();
+/**
+ * Steps that fail while their run's input `n` is listed here: listed before the start, so a
+ * worker that reaches b before the start call returns cannot miss the bug.
+ */
+const failingN = new Set<number>();
 
 // a -> b -> c, and d beside them (depends on a only).
 const chain = new Flow<{ n: number; tag?: string }>({
@@ -53,7 +58,7 @@ const chain = new Flow<{ n: number; tag?: string }>({
   })
   .step({ slug: 'b', dependsOn: ['a'] }, (input, ctx) => {
     count(ctx.runId, 'b');
-    if (failing.has(ctx.runId)) throw new Error('b is broken');
+    if (failing.has(ctx.runId) || failingN.has(ctx.flowInput.n)) throw new Error('b is broken');
     return input.a * 10;
   })
   .step({ slug: 'c', dependsOn: ['b'] }, (input, ctx) => {
@@ -146,8 +151,10 @@ Deno.test('rerun of a completed run from a middle step runs it and its dependent
 });
 
 Deno.test('rerun of a failed run from the failing step: fresh attempts counting on, the run completes', async () => {
+  failingN.add(2);
   const run = await client.startFlow('rcChain', { n: 2 });
   failing.add(run);
+  failingN.delete(2);
   await waitFor('the run to start b', () => called(run, 'a') === 1);
   assert.equal((await client.waitForRun(run)).status, 'failed');
   const [{ used }] = await sql`select max(attempts_count)::int as used from switchyard.step_tasks
@@ -853,10 +860,10 @@ Deno.test('the typed client bulk-reruns: a dry run by default, as ops does; then
   const typed = createClient({ connectionString: db.url });
   try {
     const since = new Date(Date.now() - 1000);
+    for (const n of [31, 32]) failingN.add(n);
     const runs = await Promise.all([31, 32].map((n) => client.startFlow('rcChain', { n })));
-    for (const run of runs) failing.add(run);
     for (const run of runs) assert.equal((await client.waitForRun(run)).status, 'failed');
-    for (const run of runs) failing.delete(run);
+    for (const n of [31, 32]) failingN.delete(n);
     const filter = {
       flowOrAlias: 'rcChain',
       status: 'failed',
@@ -896,10 +903,10 @@ Deno.test('the typed client bulk-reruns: a dry run by default, as ops does; then
 Deno.test("the operator's sequence from the CLI: rerun every run that failed on a bug from its step, move a waiting run onto the fixed version", async () => {
   await compileVersions();
   // Three runs fail on b's bug; the fix is deployed (same shape, fixed handler).
+  for (const n of [11, 12, 13]) failingN.add(n);
   const runs = await Promise.all([11, 12, 13].map((n) => client.startFlow('rcChain', { n })));
-  for (const run of runs) failing.add(run);
   for (const run of runs) assert.equal((await client.waitForRun(run)).status, 'failed');
-  for (const run of runs) failing.delete(run);
+  for (const n of [11, 12, 13]) failingN.delete(n);
   const dry = await task('rerun', [
     '--flow',
     'rcChain',
