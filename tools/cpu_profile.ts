@@ -192,7 +192,7 @@ export function processKind(comm: string, argv: string[]): string {
     if (/deno/.test(script)) return 'node (deno launcher)';
     return 'node';
   }
-  if (comm === 'npm' || comm === 'npx' || comm === 'npm exec') return 'npm/npx';
+  if (/^npm\b|^npx\b/.test(comm)) return 'npm/npx';
   if (/supabase/.test(exe) || comm === 'supabase') return 'supabase';
   if (/chrom/.test(comm) || /chrom/.test(exe)) return 'chromium';
   if (comm === 'denort' || exe === 'denort') return 'deno compiled';
@@ -378,7 +378,9 @@ for (const p of results) {
     .filter(([, k]) => k.cpuSeconds >= 0.05)
     .map(([name, k]) => `${name} ${fmt(k.cpuSeconds)} (${k.processes})`)
     .join(', ');
-  const result = p.code === 0 ? p.summary.replace(/ \(.*\)$/, '') : `exit ${p.code}: ${p.summary}`;
+  // deno test's "ok | 9 passed | 0 failed (1m33s)", without the bars that would split the cell.
+  const summary = p.summary.replace(/ \(.*\)$/, '').replaceAll(' | ', ', ');
+  const result = p.code === 0 ? summary : `exit ${p.code}: ${summary}`;
   console.log(
     `| ${p.file} | ${p.pgmq} | ${result} | ${fmt(p.wallSeconds)} | ${fmt(p.cpuSeconds)} | ${
       fmt(p.userSeconds)
