@@ -250,6 +250,14 @@ async function profile(label: string, tier: Tier | 'command', argv: string[]): P
     env: { DENO_JOBS: '1', NO_COLOR: '1' },
     stdin: 'null',
   }).spawn();
+  // Ctrl-C goes to the run (tools/test.ts stops its cluster on it); the group goes after it.
+  const interrupt = () => {
+    interrupted = true;
+    try {
+      child.kill('SIGINT');
+    } catch { /* ended */ }
+  };
+  Deno.addSignalListener('SIGINT', interrupt);
   const last = new Map<string, { kind: string; ticks: number }>();
   let setupUs: number | null = null;
   let ended = false;
@@ -264,6 +272,7 @@ async function profile(label: string, tier: Tier | 'command', argv: string[]): P
     await Promise.race([status, new Promise((r) => setTimeout(r, POLL_MS))]);
   }
   const { code } = await status;
+  Deno.removeSignalListener('SIGINT', interrupt);
   const wallSeconds = (performance.now() - started) / 1000;
   // What the run left behind (a daemon it did not stop): named, then killed.
   const leftover: string[] = [];
@@ -349,8 +358,9 @@ const plan: { label: string; tier: Tier | 'command'; argv: string[] }[] = COMMAN
     };
   });
 const results: Profile[] = [];
+let interrupted = false;
 for (const { label, tier, argv } of plan) {
-  for (let run = 1; run <= RUNS; run++) {
+  for (let run = 1; run <= RUNS && !interrupted; run++) {
     log(
       `${label} (${tier === 'command' ? 'a command' : `tier ${tier}`})${
         RUNS > 1 ? `, run ${run} of ${RUNS}` : ''
