@@ -165,7 +165,8 @@ function createGroup(): Group {
         try {
           Deno.removeSync(dir);
           return;
-        } catch {
+        } catch (e) {
+          if (e instanceof Deno.errors.NotFound) return;
           await new Promise((r) => setTimeout(r, 100));
         }
       }
@@ -235,6 +236,19 @@ interface Profile {
 
 async function profile(label: string, tier: Tier | 'command', argv: string[]): Promise<Profile> {
   const group = createGroup();
+  try {
+    return await profileIn(group, label, tier, argv);
+  } finally {
+    await group.remove();
+  }
+}
+
+async function profileIn(
+  group: Group,
+  label: string,
+  tier: Tier | 'command',
+  argv: string[],
+): Promise<Profile> {
   const logPath = await Deno.makeTempFile({ prefix: 'switchyard-cpu-', suffix: '.log' });
   const started = performance.now();
   // The shell joins the group, then becomes the run: everything it starts is born in the group.
@@ -290,7 +304,6 @@ async function profile(label: string, tier: Tier | 'command', argv: string[]): P
     await new Promise((r) => setTimeout(r, 100));
   }
   const usage = group.usage();
-  await group.remove();
 
   const byKind: Profile['byKind'] = {};
   let attributed = 0;
