@@ -76,6 +76,7 @@ let templateCreated = false;
 let child: Deno.ChildProcess | undefined;
 let cleaning: Promise<void> | undefined;
 let junit: string | undefined = undefined; // the run's JUnit report, removed with the cluster
+let npmPackageDir: string | undefined = undefined; // the run's npm package (below), removed with the cluster
 
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
@@ -97,6 +98,7 @@ function cleanup(): Promise<void> {
       log(`stopped PostgreSQL and removed ${cluster.dir}`);
     }
     if (junit) await Deno.remove(junit).catch(() => {});
+    if (npmPackageDir) await Deno.remove(npmPackageDir, { recursive: true }).catch(() => {});
   })();
   return cleaning;
 }
@@ -321,9 +323,14 @@ const ownEngineCache = Deno.env.get('SWITCHYARD_TEST_CACHE') === undefined
   ? await Deno.makeTempDir({ prefix: 'switchyard-engine-cache-' })
   : undefined;
 
+// The kit's npm package of this run (tests/_helpers/npm_package.ts): the first file that installs
+// it builds and packs it there, the others take that tarball instead of building their own.
+npmPackageDir = await Deno.makeTempDir({ prefix: 'switchyard-test-npm-' });
+
 /** Runs deno test with the run's environment; returns its exit code. */
 async function denoTest(env: Record<string, string>): Promise<number> {
   if (ownEngineCache) env = { ...env, SWITCHYARD_TEST_CACHE: ownEngineCache };
+  if (npmPackageDir) env = { ...env, SWITCHYARD_TEST_NPM_PACKAGE: npmPackageDir };
   child = new Deno.Command(Deno.execPath(), {
     args: [
       'test',

@@ -29,7 +29,8 @@
  * an output that is no longer printed — fails this test.
  *
  * The test files `readme_cli2_test.ts` and `readme_cli3_test.ts` each register one CLI's two paths
- * (`defineReadmeTests`), so the two CLIs run side by side, each file packing the package once.
+ * (`defineReadmeTests`), so the two CLIs run side by side; they install the one tarball the run
+ * builds (tests/_helpers/npm_package.ts).
  *
  * @module
  */
@@ -37,8 +38,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { DEFAULT_PG_BIN } from '../../tools/_cluster.ts';
-import { buildNpm, npmPack } from '../../tools/build_npm.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
+import { packedKit } from '../_helpers/npm_package.ts';
 import { ok, run, SUPABASE_CLIS, supabaseInit } from '../_helpers/project.ts';
 import { waitFor } from '../_helpers/wait.ts';
 import { type Output, runCommand, Spawned } from '../_helpers/process.ts';
@@ -52,18 +53,6 @@ const NODE = '### From a Node app';
 const TESTING = '## Testing flows';
 /** What `npm install --save-dev tsx typescript @types/node` gets, pinned for the suite. */
 const NODE_TOOLS = 'tsx@4.23.15 typescript@7.0.2 @types/node@22.19.1';
-
-/** The package, built and packed once for this file's tests: its tarball. */
-let packed: Promise<string> | undefined;
-const packDir = Deno.makeTempDirSync({ prefix: 'switchyard-readme-npm-' });
-globalThis.addEventListener('unload', () => Deno.removeSync(packDir, { recursive: true }));
-function tarball(): Promise<string> {
-  packed ??= (async () => {
-    await buildNpm(join(packDir, 'package'));
-    return await npmPack(join(packDir, 'package'), packDir);
-  })();
-  return packed;
-}
 
 /** One fenced block of the README. */
 interface Block {
@@ -373,7 +362,7 @@ export function defineReadmeTests(cliName: string): void {
     const project = await supabaseInit('switchyard-readme-', cli);
     try {
       await withDatabase(async (url, sql) => {
-        const reader = new Reader(project, url, await tarball());
+        const reader = new Reader(project, url, await packedKit());
         try {
           const byHand = add.map((_, i) => i).filter((i) => i !== EXAMPLE);
           let firstStart: string | null = null;
@@ -451,7 +440,7 @@ export function defineReadmeTests(cliName: string): void {
     const project = await supabaseInit('switchyard-readme-example-', cli);
     try {
       await withDatabase(async (url, sql) => {
-        const reader = new Reader(project, url, await tarball());
+        const reader = new Reader(project, url, await packedKit());
         await runSteps(reader, steps(add, [INSTALL, INSTALL + 1]));
         await runSteps(reader, steps(add, [EXAMPLE]));
         const [install, ...next] = commands(add[EXAMPLE].body);

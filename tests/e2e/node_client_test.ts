@@ -1,6 +1,6 @@
 /**
  * The npm package in a Node app (docs/ARCHITECTURE.md §12, issue 38): `buildNpm` and `npm pack`
- * it, install the tarball as `switchyard` in a fresh Node project beside pinned tsx, TypeScript
+ * it (once per test run: tests/_helpers/npm_package.ts), install the tarball as `switchyard` in a fresh Node project beside pinned tsx, TypeScript
  * and @types/node, copy in the example's shared registry (its flow imports `switchyard`), and,
  * with a worker of that same registry running here in Deno, run a Node script under tsx that
  * starts the alias with `switchyard/client`, follows the run's events and prints its typed
@@ -13,10 +13,10 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { buildNpm, npmPack } from '../../tools/build_npm.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { startWorker, type WorkerTarget } from '../../lib/mod.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
+import { packedKit } from '../_helpers/npm_package.ts';
 import { type Output, runCommand } from '../_helpers/process.ts';
 
 /** The Node tools the app uses, pinned (TypeScript at the version the build compiles with). */
@@ -112,9 +112,7 @@ Deno.test('a Node app installs the npm package, starts and follows a run with th
   const db = await createTestDatabase();
   const tmp = await Deno.makeTempDir({ prefix: 'switchyard-node-client-' });
   try {
-    const built = join(tmp, 'package');
-    await buildNpm(built);
-    const tarball = await npmPack(built, tmp);
+    const tarball = await packedKit();
 
     const app = join(tmp, 'app');
     await Deno.mkdir(app);
