@@ -1,7 +1,7 @@
 /**
  * `deno task scaffold-webhook <function_name> --alias <alias> [--secret-env NAME] [--force]
  * [--project DIR]` (`npx switchyard scaffold-webhook` from the npm package): writes a signed
- * webhook's Edge Function (docs/ARCHITECTURE.md §18.5), which starts one run of the alias for
+ * webhook's Edge Function (docs/ARCHITECTURE.md §18.1), which starts one run of the alias for
  * each verified delivery.
  *
  * For function `orders-webhook` it writes, inside the project's `supabase/` directory:
@@ -134,10 +134,10 @@ export async function scaffoldWebhook(
 ): Promise<WebhookScaffoldResult> {
   const { functionName, alias, force = false } = options;
   const secretEnv = options.secretEnv ?? 'SWITCHYARD_WEBHOOK_SECRET';
-  if (!/^[a-z][a-z0-9-]{0,62}$/.test(functionName)) {
+  if (!/^[a-z][a-z0-9_-]{0,62}$/.test(functionName)) {
     throw new ScaffoldError(
       `function name ${JSON.stringify(functionName)} is invalid: use 1 to 63 lower-case ` +
-        'letters, digits and dashes, starting with a letter',
+        'letters, digits, dashes and underscores, starting with a letter',
     );
   }
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(alias)) {

@@ -1,5 +1,5 @@
 /**
- * Signed webhooks (docs/ARCHITECTURE.md §18.5): an Edge Function that receives HTTP deliveries
+ * Signed webhooks (docs/ARCHITECTURE.md §18.1): an Edge Function that receives HTTP deliveries
  * from another service and starts a run of an alias for each one, exactly once per delivery.
  *
  * A delivery is answered in this order, each refusal a JSON `{ "error": <rule>, "message": … }`
