@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { copyProject } from '../../../cli/_project.ts';
+import { copyProject, KIT_ROOT } from '../../../cli/_project.ts';
 import { ScaffoldError } from '../../../cli/scaffold_queue.ts';
 import { scaffoldWebhook } from '../../../cli/scaffold_webhook.ts';
 import { functionSection } from '../../../cli/_functions_config.ts';
@@ -68,6 +68,44 @@ Deno.test('writes index.ts, deno.json and the config section; a second run chang
     assert.equal(again.changed, false);
     assert.ok(again.files.every((f) => f.action === 'unchanged'));
   });
+});
+
+Deno.test('in an installed project: the runtime copy, pinned imports, and it type-checks', async () => {
+  const dir = await Deno.makeTempDir({ prefix: 'switchyard-webhook-installed-' });
+  try {
+    await Deno.mkdir(join(dir, 'supabase'));
+    await Deno.writeTextFile(join(dir, 'supabase/config.toml'), 'project_id = "webhooks"\n');
+    const install = await new Deno.Command(Deno.execPath(), {
+      args: ['run', '-A', join(KIT_ROOT, 'cli/install.ts'), '--project', dir],
+      stdout: 'piped',
+      stderr: 'piped',
+    }).output();
+    assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
+    const result = await scaffoldWebhook({
+      projectDir: dir,
+      functionName: 'hook',
+      alias: 'orders',
+    });
+    assert.equal(result.changed, true);
+    const map = JSON.parse(await Deno.readTextFile(join(dir, 'supabase/functions/hook/deno.json')));
+    assert.equal(map.imports.switchyard, '../_switchyard/mod.ts');
+    assert.match(map.imports.postgres, /^npm:postgres@\d+\.\d+\.\d+$/, 'pinned');
+    // The shared map of the functions holds entries the runtime does not load (PGlite, the
+    // testing entry): the function's map keeps only what its graph loads.
+    const shared = JSON.parse(await Deno.readTextFile(join(dir, 'supabase/functions/deno.json')));
+    assert.ok('@electric-sql/pglite' in shared.imports && 'switchyard/testing' in shared.imports);
+    assert.ok(!('@electric-sql/pglite' in map.imports), JSON.stringify(map.imports));
+    assert.ok(!('switchyard/testing' in map.imports), JSON.stringify(map.imports));
+    const check = await new Deno.Command(Deno.execPath(), {
+      args: ['check', '--config', 'deno.json', 'index.ts'],
+      cwd: join(dir, 'supabase/functions/hook'),
+      stdout: 'piped',
+      stderr: 'piped',
+    }).output();
+    assert.equal(check.code, 0, new TextDecoder().decode(check.stderr));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test('a hand-edited index.ts is kept unless --force; other options count as an edit', async () => {
