@@ -257,7 +257,7 @@ export interface WebhookOptions {
   toleranceSeconds?: number;
   /** The largest body accepted, in bytes (default 1 MiB). */
   maxBodyBytes?: number;
-  /** Seconds a delivery id is kept after its run ended (default 604800, 7 days). */
+  /** Seconds a delivery id is kept after its run ended: 1 to 31536000, default 604800 (7 days). */
   ttl?: number;
   /** The run's input from the parsed body (default the body itself). */
   input?: (body: unknown, delivery: { id: string; headers: Headers }) => unknown;
@@ -329,10 +329,17 @@ async function boundedBody(request: Request, limit: number): Promise<Uint8Array 
   return out;
 }
 
-function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+function positiveInteger(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new TypeError(`webhook option ${name} ${value} is invalid: pass a whole number >= 1`);
+  if (!Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw new TypeError(
+      `webhook option ${name} ${value} is invalid: pass a whole number from 1 to ${max}`,
+    );
   }
   return value;
 }
@@ -368,7 +375,7 @@ export function createWebhook(options: WebhookOptions): Webhook {
     WEBHOOK_TOLERANCE_SECONDS,
   );
   const maxBody = positiveInteger('maxBodyBytes', options.maxBodyBytes, WEBHOOK_MAX_BODY_BYTES);
-  const ttl = positiveInteger('ttl', options.ttl, 7 * 86400);
+  const ttl = positiveInteger('ttl', options.ttl, 7 * 86400, 31536000);
   const env: EnvReader = options.env ?? ((name) => {
     try {
       return Deno.env.get(name);

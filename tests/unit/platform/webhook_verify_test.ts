@@ -4,7 +4,7 @@
  * body, a wrong secret, timestamps at and past the tolerance, malformed headers. No database.
  */
 import assert from 'node:assert/strict';
-import { hmacSha256Hex, verifyWebhookSignature } from '../../../lib/mod.ts';
+import { createWebhook, hmacSha256Hex, verifyWebhookSignature } from '../../../lib/mod.ts';
 
 const SECRET = 'whsec-test-0123456789';
 const encoder = new TextEncoder();
@@ -148,4 +148,57 @@ Deno.test('missing and malformed headers are refused with their rule', async () 
     assert.equal(check.ok, false, String(header));
     assert.equal(!check.ok && check.rule, rule, String(header));
   }
+});
+
+Deno.test('createWebhook refuses bad options at once, naming the value and the rule', () => {
+  const cases: [Parameters<typeof createWebhook>[0], RegExp][] = [
+    [{ alias: '' }, /alias "" is invalid/],
+    [{ alias: 'a', ttl: 0 }, /ttl 0 is invalid: pass a whole number from 1 to 31536000/],
+    [{ alias: 'a', ttl: 31536001 }, /ttl 31536001 is invalid/],
+    [{ alias: 'a', maxBodyBytes: 1.5 }, /maxBodyBytes 1.5 is invalid/],
+    [{ alias: 'a', toleranceSeconds: -1 }, /toleranceSeconds -1 is invalid/],
+    [{ alias: 'a', deliveryIdHeaders: [] }, /deliveryIdHeaders is empty/],
+  ];
+  for (const [options, message] of cases) {
+    assert.throws(
+      () => createWebhook(options),
+      (e: Error) => e instanceof TypeError && message.test(e.message),
+    );
+  }
+});
+
+Deno.test('without a database or a secret: 405 and 500 webhook_config, naming the variable only', async () => {
+  const webhook = createWebhook({ alias: 'a', env: () => undefined });
+  const get = await webhook.fetch(new Request('http://local/hook'));
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get('allow'), 'POST');
+  await get.body?.cancel();
+  const errors: string[] = [];
+  const quiet = createWebhook({
+    alias: 'a',
+    env: (name) => (name === 'HOOK_SECRET' ? 's3cret-value' : undefined),
+    secretEnv: 'HOOK_SECRET',
+    logger: { warn: (m) => errors.push(m), error: (m) => errors.push(m) },
+  });
+  const body = '{"a":1}';
+  const noDb = await quiet.fetch(
+    new Request('http://local/hook', {
+      method: 'POST',
+      headers: { 'webhook-signature': await hex('s3cret-value', body), 'webhook-id': 'd1' },
+      body,
+    }),
+  );
+  assert.equal(noDb.status, 500);
+  const json = await noDb.json();
+  assert.equal(json.error, 'webhook_config');
+  assert.ok(!JSON.stringify(json).includes('s3cret-value'));
+  assert.match(errors.join('\n'), /no database connection/);
+  const noSecret = createWebhook({
+    alias: 'a',
+    env: () => undefined,
+    logger: { warn() {}, error() {} },
+  });
+  const refused = await noSecret.fetch(new Request('http://local/hook', { method: 'POST', body }));
+  assert.equal(refused.status, 500);
+  assert.match((await refused.json()).message, /set SWITCHYARD_WEBHOOK_SECRET/);
 });
