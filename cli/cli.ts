@@ -30,6 +30,7 @@ function body(load: () => Promise<unknown>): (args: string[]) => Promise<number>
 export const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   'install': async (args) => (await import('./install.ts')).main(args),
   'scaffold-queue': async (args) => (await import('./scaffold_queue.ts')).main(args),
+  'scaffold-webhook': async (args) => (await import('./scaffold_webhook.ts')).main(args),
   'compile': async (args) => (await import('./compile.ts')).main(args),
   'db:push': body(() => import('./db_push.ts')),
   'serve': async (args) => (await import('./serve.ts')).main(args),

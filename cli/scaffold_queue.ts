@@ -188,7 +188,7 @@ function specifier(fromDir: string, target: string, trailingSlash = false): stri
 }
 
 /** One template: its text and its path (relative to the kit when inside it, for messages). */
-interface Template {
+export interface Template {
   path: string;
   text: string;
 }
@@ -295,12 +295,12 @@ export async function loadRegistry(projectDir: string): Promise<readonly WorkerT
  * installer put in `supabase/functions/_switchyard/` (its manifest says so), or the project's
  * own `lib/` (the kit's checkout and copies of it).
  */
-type KitCopy = { kind: 'installed' | 'checkout'; libDir: string };
+export type KitCopy = { kind: 'installed' | 'checkout'; libDir: string };
 
 /** The installed runtime, relative to the project. */
 const INSTALLED_RUNTIME = 'supabase/functions/_switchyard';
 
-async function kitCopy(projectDir: string): Promise<KitCopy> {
+export async function kitCopy(projectDir: string): Promise<KitCopy> {
   const installed = join(projectDir, INSTALLED_RUNTIME);
   if (await exists(join(installed, 'manifest.json'))) {
     return { kind: 'installed', libDir: installed };
@@ -326,6 +326,7 @@ async function runtimeOnly(
   imports: Record<string, string>,
   projectDir: string,
   functionDir: string,
+  entry: string,
 ): Promise<Record<string, string>> {
   // The graph of the registry, resolved with every candidate entry (absolute paths).
   const absolute: Record<string, string> = {};
@@ -339,11 +340,11 @@ async function runtimeOnly(
   try {
     const mapPath = join(dir, 'import_map.json');
     await Deno.writeTextFile(mapPath, JSON.stringify({ imports: absolute }));
-    const graph = await moduleGraph(join(projectDir, REGISTRY_PATH), { importMap: mapPath });
+    const graph = await moduleGraph(entry, { importMap: mapPath });
     used = new Set(graph.filter((m) => m.local !== null).flatMap((m) => m.bare));
   } catch (e) {
     throw new ScaffoldError(
-      `cannot resolve the modules of ${REGISTRY_PATH}: ${(e as Error).message}`,
+      `cannot resolve the modules of ${relative(projectDir, entry)}: ${(e as Error).message}`,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -435,11 +436,13 @@ export async function registryPlan(
  * rebased to the function's directory, plus the kit; and the project's `fmt` style. In an
  * installed project only the entries the function loads are kept, at exact versions.
  */
-async function functionImportMap(
+export async function functionImportMap(
   template: Template,
   projectDir: string,
   functionDir: string,
   copy: KitCopy,
+  /** The module whose graph names the entries kept in an installed project (default the registry). */
+  entry: string = join(projectDir, REGISTRY_PATH),
 ): Promise<string> {
   const imports: Record<string, string> = {};
   const add = (entries: unknown, baseDir: string) => {
@@ -513,7 +516,7 @@ async function functionImportMap(
     imports[key] ??= specifier(functionDir, join(copy.libDir, inKit), value.endsWith('/'));
   }
   if (copy.kind === 'installed') {
-    const runtime = await runtimeOnly(imports, projectDir, functionDir);
+    const runtime = await runtimeOnly(imports, projectDir, functionDir, entry);
     return `${JSON.stringify(fmt ? { imports: runtime, fmt } : { imports: runtime }, null, 2)}\n`;
   }
   return `${JSON.stringify(fmt ? { imports, fmt } : { imports }, null, 2)}\n`;

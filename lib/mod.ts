@@ -59,3 +59,13 @@ export {
 export { runSpanIdGenerator } from './tracing.ts';
 export type { EnvReader } from './sql/connection.ts';
 export type { Platform, PlatformServer, RequestHandler } from './platform/platform.ts';
+export {
+  createWebhook,
+  hmacSha256Hex,
+  serveWebhook,
+  type SignatureCheck,
+  type VerifyOptions,
+  verifyWebhookSignature,
+  type Webhook,
+  type WebhookOptions,
+} from './platform/webhook.ts';
