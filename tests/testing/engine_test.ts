@@ -104,8 +104,8 @@ Deno.test("later engines start on the previous one's database, reset: the same f
     await engine.advance('30s');
     assert.deepEqual(await engine.output(run), { charge: { receipt: 'hold-o-2 by bo' } });
     const ms = performance.now() - started;
+    // Printed, not asserted: the engine's speed is bench figure 17's, measured side by side.
     timings.push(`the flow again ${Math.round(ms)} ms`);
-    assert.ok(ms < 5000, `the flow took ${ms} ms`);
   } finally {
     await engine.close();
   }
