@@ -53,7 +53,9 @@ Deno.test('a failing run exits non-zero and leaves no PostgreSQL process or dire
 
 Deno.test('an interrupted run stops the cluster and removes its directory', async () => {
   const child = spawnHarness('tests/fixtures/harness_hanging.ts', harnessEnv());
-  await child.waitFor(/HANGING/);
+  // The harness starts a cluster and migrates a template first: 45 s at CI's load, so the bound
+  // is for a hung harness, not a slow one.
+  await child.waitFor(/HANGING/, { timeoutMs: 300_000 });
   const dir = child.stderr.match(/cluster dir: (\S+)/)?.[1];
   assert.ok(dir);
   assert.equal(await exists(dir), true);
