@@ -712,25 +712,49 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
     ),
   ];
 
-  // config.toml is shared by every function: only our section counts as "edited by hand".
+  const files = await writePlanned(projectDir, plans, {
+    configPath: rel(configPath),
+    functionName,
+    sectionEdited: currentSection !== null && currentSection !== section,
+    force,
+  });
+  return {
+    functionName,
+    queueName,
+    changed: files.some((f) => f.action === 'created' || f.action === 'updated'),
+    files,
+  };
+}
+
+/**
+ * Writes a scaffold's planned files (shared by scaffold-queue and scaffold-webhook): refuses,
+ * writing nothing, when a file differs from what the scaffold writes (config.toml is shared by
+ * every function, so there only the function's own section counts as edited by hand) unless
+ * `force`; then writes what changed and says, per file, what it did (`kept` for a plan marked so).
+ */
+export async function writePlanned(
+  projectDir: string,
+  plans: (PlannedFile & { kept?: boolean })[],
+  opts: { configPath: string; functionName: string; sectionEdited: boolean; force: boolean },
+): Promise<{ path: string; action: 'created' | 'updated' | 'unchanged' | 'kept' }[]> {
   const conflicts = plans.filter((p) =>
-    p.path === rel(configPath)
-      ? currentSection !== null && currentSection !== section
+    p.path === opts.configPath
+      ? opts.sectionEdited
       : p.existing !== null && p.existing !== p.content
   );
-  if (conflicts.length > 0 && !force) {
+  if (conflicts.length > 0 && !opts.force) {
     throw new ScaffoldError(
       `refusing to overwrite ${
         conflicts.map((c) =>
-          c.path === rel(configPath)
-            ? `the [functions.${functionName}] section of ${c.path}`
+          c.path === opts.configPath
+            ? `the [functions.${opts.functionName}] section of ${c.path}`
             : c.path
         ).join(', ')
       }: the content differs from what the scaffold writes (edited by hand, or other options); ` +
         'nothing was written. Rerun with --force to overwrite',
     );
   }
-  const files: ScaffoldResult['files'] = [];
+  const files: { path: string; action: 'created' | 'updated' | 'unchanged' | 'kept' }[] = [];
   for (const plan of plans) {
     if (plan.existing === plan.content) {
       files.push({ path: plan.path, action: plan.kept ? 'kept' : 'unchanged' });
@@ -741,12 +765,7 @@ export async function scaffoldQueue(options: ScaffoldOptions): Promise<ScaffoldR
     await Deno.writeTextFile(abs, plan.content);
     files.push({ path: plan.path, action: plan.existing === null ? 'created' : 'updated' });
   }
-  return {
-    functionName,
-    queueName,
-    changed: files.some((f) => f.action === 'created' || f.action === 'updated'),
-    files,
-  };
+  return files;
 }
 
 const USAGE = `usage: ${

@@ -23,12 +23,18 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { functionSection, setFunctionSection } from './_functions_config.ts';
 import { type Planned, readOrNull } from './_util.ts';
 import { KIT_ROOT } from './_project.ts';
 import { commandName, findProject, supabaseCli } from './_invocation.ts';
-import { functionImportMap, kitCopy, ScaffoldError, type Template } from './scaffold_queue.ts';
+import {
+  functionImportMap,
+  kitCopy,
+  ScaffoldError,
+  type Template,
+  writePlanned,
+} from './scaffold_queue.ts';
 
 const TEMPLATES_DIR = join(KIT_ROOT, 'cli', 'templates');
 const TEMPLATES = {
@@ -199,34 +205,12 @@ export async function scaffoldWebhook(
       existing: config,
     },
   ];
-  const conflicts = plans.filter((p) =>
-    p.path === rel(configPath)
-      ? currentSection !== null && currentSection !== section
-      : p.existing !== null && p.existing !== p.content
-  );
-  if (conflicts.length > 0 && !force) {
-    throw new ScaffoldError(
-      `refusing to overwrite ${
-        conflicts.map((c) =>
-          c.path === rel(configPath)
-            ? `the [functions.${functionName}] section of ${c.path}`
-            : c.path
-        ).join(', ')
-      }: the content differs from what the scaffold writes (edited by hand, or other options); ` +
-        'nothing was written. Rerun with --force to overwrite',
-    );
-  }
-  const files: WebhookScaffoldResult['files'] = [];
-  for (const plan of plans) {
-    if (plan.existing === plan.content) {
-      files.push({ path: plan.path, action: 'unchanged' });
-      continue;
-    }
-    const abs = join(projectDir, plan.path);
-    await Deno.mkdir(dirname(abs), { recursive: true });
-    await Deno.writeTextFile(abs, plan.content);
-    files.push({ path: plan.path, action: plan.existing === null ? 'created' : 'updated' });
-  }
+  const files = await writePlanned(projectDir, plans, {
+    configPath: rel(configPath),
+    functionName,
+    sectionEdited: currentSection !== null && currentSection !== section,
+    force,
+  }) as WebhookScaffoldResult['files'];
   return {
     functionName,
     changed: files.some((f) => f.action !== 'unchanged'),
