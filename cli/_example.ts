@@ -1,6 +1,6 @@
 /**
  * `deno task install --example` (`npx switchyard install --example`): one example flow, its queue function and a client script, so a
- * new project runs something with the README's next command (docs/ARCHITECTURE.md §8).
+ * new project runs something with the README's next command (docs/design/local-runs.md).
  *
  * It copies `cli/templates/example/` into the project (the flow
  * `supabase/functions/_shared/flows/greet.ts`, the registry listing it, `example.ts` at the

@@ -1,5 +1,5 @@
 /**
- * Where the user stands and how they run the kit (docs/ARCHITECTURE.md §8): the project a
+ * Where the user stands and how they run the kit (docs/design/local-runs.md): the project a
  * command acts on, the command lines the kit prints for its next steps and fixes, and the
  * Supabase CLI those lines name.
  *

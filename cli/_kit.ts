@@ -1,6 +1,7 @@
 /**
  * What the kit ships, shared by the installer, the release manifest and the scaffold
- * (docs/ARCHITECTURE.md §8): its version, its SQL core migrations, the runtime modules (everything
+ * (docs/design/local-runs.md): its version, its SQL core migrations, the runtime modules
+ * (everything
  * `lib/mod.ts`, `lib/client.ts`, `lib/errors.ts` and `lib/browser.ts` import, found with
  * `deno info --json`), the bare specifiers they use and the exact versions `deno.lock` pins for
  * them.

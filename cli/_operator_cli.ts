@@ -34,7 +34,7 @@ export class UsageError extends Error {
 
 /**
  * The database URL from the one resolver (`SWITCHYARD_DB_URL`, else `SUPABASE_DB_URL`, else
- * `DATABASE_URL`; docs/ARCHITECTURE.md §7); a {@linkcode UsageError} when none is set.
+ * `DATABASE_URL`; docs/design/supabase.md); a {@linkcode UsageError} when none is set.
  *
  * @example
  * ```ts

@@ -1,5 +1,5 @@
 /**
- * The commands `rerun`, `fork` and `move` (docs/ARCHITECTURE.md §14.1): one run named by its id,
+ * The commands `rerun`, `fork` and `move` (docs/design/rerun.md): one run named by its id,
  * or, with a filter instead, every run it matches (`switchyard.bulk_run_action`): a dry run that
  * counts what would change unless `--apply`, at most `--max` runs per call, going on after
  * `--after <run>` (the command prints the id to pass next).

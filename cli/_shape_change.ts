@@ -1,6 +1,7 @@
 /**
  * How a concrete flow's shape changed between two compiled shape documents, without a database:
- * what `deno task compile` decides before a push (docs/ARCHITECTURE.md §4.1). It mirrors the SQL
+ * what `deno task compile` decides before a push
+ * (docs/design/worker.md#compiling-at-deploy-and-in-local-development). It mirrors the SQL
  * core's comparison exactly — `switchyard._canonical_shape` (an absent key compares as its
  * default), `switchyard._shape_structure` (runtime options are not shape) — and
  * tests/e2e/compile_refusal_test.ts proves both agree on every kind of change. A change of

@@ -1,6 +1,6 @@
 /**
  * `deno task cancel <run> [--reason TEXT]`: cancels a started run
- * (`switchyard.cancel_run`, docs/ARCHITECTURE.md §14). Its queued tasks are archived,
+ * (`switchyard.cancel_run`, docs/design/client.md). Its queued tasks are archived,
  * tasks a worker is running finish but their answers change nothing, and the run
  * ends `cancelled` without starting another step.
  *

@@ -1,6 +1,7 @@
 /**
  * `switchyard <command> [args]`: the kit's user commands behind one entry, for the binary that
- * `deno task build-cli` compiles (docs/ARCHITECTURE.md §8.2), for the npm package's
+ * `deno task build-cli` compiles (docs/design/local-runs.md#the-switchyard-command), for the npm
+ * package's
  * `npx switchyard <command>` (`deno task build-npm`) and for
  * `deno run -A cli/cli.ts <command>` from a checkout. Each command is the script its
  * `deno task` runs, with the same options, output and exit codes; the descriptions are the

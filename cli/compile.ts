@@ -2,7 +2,8 @@
  * `deno task compile [--project DIR] [--check]` (`npx switchyard compile` from the npm package;
  * without `--project`, the project the user is in, `cli/_invocation.ts`): writes the registry's flows into a migration,
  * so a flow can be started right after `supabase db push`, before any queue function has run
- * (docs/ARCHITECTURE.md §4.1), and is the gate before the push.
+ * (docs/design/worker.md#compiling-at-deploy-and-in-local-development), and is the gate before the
+ * push.
  *
  * It loads `supabase/functions/_shared/registry.ts` as a queue function does (in an installed
  * project with the project's import map, against the installed runtime) and writes
@@ -11,7 +12,7 @@
  * `select switchyard.declare_alias(<alias>, <versions>)` for each alias, in registry order.
  * `declare_alias` records what the registry declares and moves the alias to its target when
  * that strands no started run of a retired version and no live worker lacks the target
- * (docs/ARCHITECTURE.md §6, Declared aliases): so the migrations, replayed on any database in
+ * (docs/design/versions.md, Declared aliases): so the migrations, replayed on any database in
  * order, leave each alias where the current registry puts it.
  *
  * Migrations are never rewritten (a database may have applied them): it reads what the project's

@@ -3,7 +3,7 @@
  * (`npx switchyard doctor` from the npm package; without `--project`, the project the user is
  * in): checks a project and its database (`DATABASE_URL`) and prints each problem with the
  * command that fixes it, as the user runs the kit and their Supabase CLI
- * (`cli/_invocation.ts`; docs/ARCHITECTURE.md §8.5):
+ * (`cli/_invocation.ts`; docs/design/local-runs.md#doctor):
  *
  * - `migrations`: migrations of `supabase/migrations/` not applied, or applied but missing from
  *   the project (`supabase_migrations.schema_migrations`, what `supabase db push` records);

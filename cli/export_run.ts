@@ -1,6 +1,7 @@
 /**
  * `npx switchyard export-run <run> [--output FILE]`: a run of the database as a fixture
- * (`exportRun`, docs/ARCHITECTURE.md §17.3) — its input and version, each step's state and
+ * (`exportRun`, docs/design/clock.md#export-and-replay) — its input and version, each step's state
+ * and
  * output, each task's attempts and error, the signals its waits received, its events — as JSON, for
  * a flow's test to replay in the test engine (`engine.replay(record)` of `switchyard/testing`):
  * a production failure reproduced locally.

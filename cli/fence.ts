@@ -1,5 +1,5 @@
 /**
- * `deno task fence begin|wait|status|end`: the fenced rollout (docs/ARCHITECTURE.md §6).
+ * `deno task fence begin|wait|status|end`: the fenced rollout (docs/design/versions.md).
  *
  * 1. `fence begin <function…> [--timeout S]` records each function's exact
  *    `enabled` value, disables it, deprecates its live workers, then waits with

@@ -2,7 +2,8 @@
  * `deno task install [--project DIR] [--force] [--example]` (`npx switchyard install` from the
  * npm package): adds the kit to a Supabase project (one made by `supabase init`, or any project
  * with `supabase/config.toml`): `--project DIR`, else the one the user is in
- * (`cli/_invocation.ts`). docs/ARCHITECTURE.md §8. `--example` adds an example flow, its queue function, its compiled
+ * (`cli/_invocation.ts`). docs/design/local-runs.md. `--example` adds an example flow, its queue
+ * function, its compiled
  * migration and a client script (`cli/_example.ts`).
  *
  * It writes, inside `DIR/supabase/`:

@@ -1,6 +1,6 @@
 /**
  * `deno task keep-alive --url <functions base url> [--bearer-from-env NAME] [--debounce N]
- * [--schedule CRON] [--without-pg-net]`: the keep-alive in one command (docs/ARCHITECTURE.md §6),
+ * [--schedule CRON] [--without-pg-net]`: the keep-alive in one command (docs/design/versions.md),
  * instead of enabling pg_net and pg_cron and typing three statements in the SQL editor.
  *
  * It checks first, and writes nothing when something is missing: the SQL core

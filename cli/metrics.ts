@@ -2,7 +2,7 @@
  * `deno task metrics [--window SECONDS] [--prometheus | --json]`: per queue its depth, lag,
  * claims, completions and failures per second and retries, per step its duration percentiles
  * and attempts, over the last `--window` seconds (default 60, at most 86400;
- * docs/ARCHITECTURE.md §16). `--prometheus` prints the text the dashboard serves at
+ * docs/design/observability.md). `--prometheus` prints the text the dashboard serves at
  * `/metrics`; `--json` the document of `switchyard.metrics`.
  *
  * Needs `DATABASE_URL`. Exit codes: 0 printed, 1 refused, 2 bad usage.

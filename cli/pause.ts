@@ -4,7 +4,7 @@
  * answer with the reason and the keep-alive skips it, until `deno task resume`.
  *
  * `deno task pause <run> [--reason TEXT]` (a run id, a UUID): pauses that one run
- * (`switchyard.pause_run`, docs/ARCHITECTURE.md §14.1): none of its tasks is claimed
+ * (`switchyard.pause_run`, docs/design/rerun.md): none of its tasks is claimed
  * until `deno task resume <run>`; its running tasks finish.
  *
  * Needs `DATABASE_URL`. Exit codes: 0 paused (or already paused), 1 refused

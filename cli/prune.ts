@@ -1,5 +1,5 @@
 /**
- * `deno task prune --older-than 7d [--batch-size N]`: retention (docs/ARCHITECTURE.md §6).
+ * `deno task prune --older-than 7d [--batch-size N]`: retention (docs/design/versions.md).
  * Deletes completed and failed runs that finished before the cutoff, with their step
  * states, tasks and PGMQ archive rows, one bounded batch (one transaction) after another,
  * printing a progress line per batch, until nothing more is due. Safe while workers run:

@@ -1,5 +1,5 @@
 /**
- * `deno task rerun`: see cli/_run_controls.ts (docs/ARCHITECTURE.md §14.1).
+ * `deno task rerun`: see cli/_run_controls.ts (docs/design/rerun.md).
  *
  * Needs `DATABASE_URL`. Exit codes: 0 done (or counted, in a dry run), 1 refused, 2 bad usage.
  *

@@ -5,7 +5,7 @@
  * keep-alive).
  *
  * `deno task resume <run>` (a run id, a UUID): resumes that one paused run
- * (`switchyard.resume_run`, docs/ARCHITECTURE.md §14.1): its queued tasks show at once, and a
+ * (`switchyard.resume_run`, docs/design/rerun.md): its queued tasks show at once, and a
  * step paused by `whenExhausted: 'pause'` is queued again with a fresh budget.
  *
  * Needs `DATABASE_URL`. Exit codes: 0 resumed (or was not paused), 1 refused

@@ -1,6 +1,6 @@
 /**
  * `deno task retry <run>`: retries a failed run (`switchyard.retry_run`,
- * docs/ARCHITECTURE.md §14). Its failed steps are queued again with fresh attempts
+ * docs/design/client.md). Its failed steps are queued again with fresh attempts
  * and the run continues; completed steps are not run again.
  *
  * Needs `DATABASE_URL`. Exit codes: 0 retried, 1 refused (unknown run, or a run

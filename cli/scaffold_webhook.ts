@@ -1,7 +1,8 @@
 /**
  * `deno task scaffold-webhook <function_name> --alias <alias> [--secret-env NAME] [--force]
  * [--project DIR]` (`npx switchyard scaffold-webhook` from the npm package): writes a signed
- * webhook's Edge Function (docs/ARCHITECTURE.md §18.1), which starts one run of the alias for
+ * webhook's Edge Function (docs/design/ingestion.md#signed-webhooks), which starts one run of the
+ * alias for
  * each verified delivery.
  *
  * For function `orders-webhook` it writes, inside the project's `supabase/` directory:

@@ -1,5 +1,5 @@
 /**
- * `deno task schedule <command> …`: the schedules of the SQL core (docs/ARCHITECTURE.md §15).
+ * `deno task schedule <command> …`: the schedules of the SQL core (docs/design/schedules.md).
  *
  * ```sh
  * deno task schedule list

@@ -16,7 +16,8 @@
  * Environment of every function: this process's environment, then `supabase/functions/.env`
  * (or `--env-file`), then the `env` option; `PORT` and `HOSTNAME` are set per function, and
  * `SUPABASE_URL` is the gateway's URL unless the env file or option sets it;
- * `SWITCHYARD_DEVELOPMENT=true` (a changed flow shape recompiles, docs/ARCHITECTURE.md §4.1)
+ * `SWITCHYARD_DEVELOPMENT=true` (a changed flow shape recompiles,
+ * docs/design/worker.md#compiling-at-deploy-and-in-local-development)
  * unless this process's environment, the env file or the option sets it. The command's port is
  * `--port`, else `PORT`, else 54321 (Supabase's local API port) or the one the project's last serve
  * used (`cli/_serve_port.ts`): the same across restarts.
@@ -378,7 +379,8 @@ export async function serveFunctions(options: ServeOptions): Promise<ServedFunct
       cwd: projectDir,
       env: {
         SUPABASE_URL: url,
-        // Local development: a changed shape recompiles (docs/ARCHITECTURE.md §4.1), unless the
+        // Local development: a changed shape recompiles
+        // (docs/design/worker.md#compiling-at-deploy-and-in-local-development), unless the
         // environment says otherwise.
         [DEVELOPMENT_ENV]: Deno.env.get(DEVELOPMENT_ENV) ?? 'true',
         ...fileEnv,

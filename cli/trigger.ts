@@ -1,5 +1,5 @@
 /**
- * `switchyard trigger <command> …`: row triggers (docs/ARCHITECTURE.md §18), writes to the app's
+ * `switchyard trigger <command> …`: row triggers (docs/design/ingestion.md), writes to the app's
  * own tables that start runs in the writer's transaction.
  *
  * ```sh

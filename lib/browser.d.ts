@@ -1,5 +1,5 @@
 /**
- * The types of `browser.js` (docs/ARCHITECTURE.md §16), which declares itself with them
+ * The types of `browser.js` (docs/design/observability.md), which declares itself with them
  * (`@ts-self-types`), so TypeScript users and the package's type check see exact types.
  *
  * @module
@@ -15,7 +15,7 @@ export interface FollowedEvent {
   flowSlug: string;
   /** The step, or null for an event of the run itself. */
   stepSlug: string | null;
-  /** `started`, `completed`, `progress`, ... (docs/ARCHITECTURE.md §14). */
+  /** `started`, `completed`, `progress`, ... (docs/design/client.md). */
   event: string;
   /** When, as an ISO timestamp. */
   at: string;

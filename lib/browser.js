@@ -1,7 +1,7 @@
 // @ts-check
 // @ts-self-types="./browser.d.ts"
 /**
- * Following a run from a browser (docs/ARCHITECTURE.md §16): `followRun(runId, { onEvent })`
+ * Following a run from a browser (docs/design/observability.md): `followRun(runId, { onEvent })`
  * delivers every event of the run once, in order, across dropped connections. Plain JavaScript
  * with no imports, so a page loads it as it is:
  *

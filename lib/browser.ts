@@ -1,5 +1,5 @@
 /**
- * Following a run from a browser (docs/ARCHITECTURE.md §16), for TypeScript and bundlers:
+ * Following a run from a browser (docs/design/observability.md), for TypeScript and bundlers:
  * the code is `browser.js` beside this module, plain JavaScript with no imports that a page
  * loads as it is (`<script type="module">`; the dashboard serves it at `browser.js`), with its
  * types in `browser.d.ts`.

@@ -1,7 +1,7 @@
 /**
  * Switchyard's client for applications (`switchyard/client`): start runs by alias with
  * inputs typed from your registry, await their typed outputs, follow their events live,
- * signal, cancel and retry them (docs/ARCHITECTURE.md §14), with a registry's types as an app
+ * signal, cancel and retry them (docs/design/client.md), with a registry's types as an app
  * sees them (`Registry`, `AliasOf`, `AliasInput`, `AliasOutput`, …). It needs no operator
  * tooling (no migrations, no Supabase CLI) and no worker code: import it from a server route, a
  * script, an Edge Function or a handler that starts flows. The errors it throws

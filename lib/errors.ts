@@ -1,7 +1,7 @@
 /**
  * Every error class of Switchyard (`switchyard/errors`; the main entry has them as the `errors`
  * namespace). `lib/sql/sql_errors.ts` maps the SQL core's SQLSTATEs to them
- * (docs/ARCHITECTURE.md §10).
+ * (docs/design/errors.md).
  *
  * Every error the kit throws extends {@link SwitchyardError}, so callers can catch the whole
  * family with one `instanceof` check, or match one class. Messages always name the offending
@@ -246,7 +246,7 @@ export class WorkerConfigError extends SwitchyardError {
 
 /**
  * A database connection string the kit cannot use: not a `postgres://` or `postgresql://` URL,
- * a broken percent-encoding, several hosts, or an unknown `sslmode` (docs/ARCHITECTURE.md §7).
+ * a broken percent-encoding, several hosts, or an unknown `sslmode` (docs/design/supabase.md).
  * The message never contains the password.
  *
  * @example
@@ -446,7 +446,7 @@ export class UnsupportedWorkError extends SwitchyardError {
  * deprecation, pause or disable, a fatal stop). A handler that returns within the worker's
  * `shutdownGraceMs` completes normally; one that throws after this abort, or is still running
  * when the grace period ends, is released: its task is visible again at once and the attempt
- * is refunded (docs/ARCHITECTURE.md §9).
+ * is refunded (docs/design/worker.md#worker-states-and-parts).
  *
  * @example
  * ```ts
@@ -479,7 +479,7 @@ export class WorkerShutdownError extends SwitchyardError {
  * the client), or failed by another of its tasks. The worker learns it from its heartbeat and
  * aborts the handler's `ctx.signal` with this error within one heartbeat interval; whatever the
  * handler then returns or throws is reported, and the SQL core records it without reviving the
- * run (docs/ARCHITECTURE.md §9).
+ * run (docs/design/worker.md#worker-states-and-parts).
  *
  * @example
  * ```ts
@@ -513,7 +513,8 @@ export class RunCancelledError extends SwitchyardError {
  * rounded up to whole seconds) instead of the step's backoff; the retry still uses an attempt,
  * so `maxAttempts` bounds it. When the step has a `rateLimit`, the limit's tokens are drained
  * too, so every step sharing it waits as long (an HTTP 429's `Retry-After`;
- * docs/ARCHITECTURE.md §5.5, §5.12).
+ * docs/design/claim.md#dispatch-and-completion,
+ * docs/design/flow-control.md#rate-limits-and-keyed-concurrency).
  *
  * @example
  * ```ts
@@ -541,8 +542,9 @@ export class RetryAfter extends SwitchyardError {
 
 /**
  * Thrown by a step handler: the task fails now, its remaining attempts unused, as a task out of
- * attempts does (the run fails, or the step's `whenExhausted` skips it; docs/ARCHITECTURE.md
- * §5.5). For an error no retry can fix, such as an HTTP 400.
+ * attempts does (the run fails, or the step's `whenExhausted` skips it;
+ * docs/design/claim.md#dispatch-and-completion). For an error no retry can fix, such as an HTTP
+ * 400.
  *
  * @example
  * ```ts
@@ -751,7 +753,7 @@ export class MigrationError extends SwitchyardError {
   }
 }
 
-// Errors of runs followed by the client (docs/ARCHITECTURE.md §14)
+// Errors of runs followed by the client (docs/design/client.md)
 
 /**
  * A run ended without an output: it failed (a step used all its attempts) or was cancelled.
@@ -793,7 +795,8 @@ export class RunFailedError extends SwitchyardError {
 }
 
 /**
- * A test engine (`switchyard/testing`, docs/ARCHITECTURE.md §17.2) found a run other than a test
+ * A test engine (`switchyard/testing`, docs/design/clock.md#the-test-engine) found a run other than
+ * a test
  * expected: not completed when its output was asked for, not failed or cancelled when its failure
  * was, or no such run. The message is the run's story for a reader: its id, flow and status, each
  * step with its status, attempts and error, the run's events, and the engine's time.

@@ -2,7 +2,7 @@
  * The flow DSL alone, on any runtime: the half of the main entry (`lib/mod.ts`) that loads no
  * worker, platform or database code and touches no runtime global when it is imported. It is
  * not an entry of the Deno package: `lib/mod.ts` re-exports all of it beside the worker, and the
- * npm package's `switchyard` is this module compiled for Node (docs/ARCHITECTURE.md §12), so a
+ * npm package's `switchyard` is this module compiled for Node (docs/design/code-layout.md), so a
  * shared registry (`supabase/functions/_shared/registry.ts`) that imports its flows from
  * `switchyard` loads in a Deno Edge Function and in a Node app alike.
  *

@@ -9,7 +9,7 @@
  * one's own, and `runSpanIdGenerator` for a tracer provider (run spans). The other audiences
  * have entries of their own: `switchyard/client` (an app starts
  * and follows runs), `switchyard/ops` (an operator), `switchyard/errors` (every error class),
- * `switchyard/testing` (a test) and `switchyard/browser` (a page). See docs/ARCHITECTURE.md §12.
+ * `switchyard/testing` (a test) and `switchyard/browser` (a page). See docs/design/code-layout.md.
  *
  * @example
  * ```ts

@@ -6,7 +6,7 @@
  * starts and failed wake-ups, start, signal, cancel and retry runs by hand, and the dashboard
  * itself (`createDashboard`). Queue functions import `switchyard`, applications
  * `switchyard/client`; nothing here is needed inside an Edge Function. See
- * docs/ARCHITECTURE.md §6 and §14.
+ * docs/design/versions.md and docs/design/client.md.
  *
  * Every operator call takes a postgres.js client or any object that carries one as `sql`, such
  * as the client of `createClient()` (`switchyard/client`).

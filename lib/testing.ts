@@ -1,5 +1,5 @@
 /**
- * Switchyard's test engine (`switchyard/testing`, docs/ARCHITECTURE.md §17): test a flow with the
+ * Switchyard's test engine (`switchyard/testing`, docs/design/clock.md): test a flow with the
  * real engine in-process. The project's own SQL core runs in an embedded PGlite database (no
  * server, no Docker) or a given local one, with the registry compiled; the test starts runs by
  * alias with typed inputs, drives the worker loop until nothing is ready, replaces step handlers

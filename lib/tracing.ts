@@ -1,5 +1,5 @@
 /**
- * Traces (docs/ARCHITECTURE.md §16) through `@opentelemetry/api`: a span per claimed batch
+ * Traces (docs/design/observability.md) through `@opentelemetry/api`: a span per claimed batch
  * (`switchyard.claim`), per completion batch (`switchyard.complete`), per task
  * (`switchyard.task`) and per run (`switchyard.run`, from its start to its end, recorded by a
  * worker once it ended). Until the application registers an SDK's tracer provider (or runs with

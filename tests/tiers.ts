@@ -1,5 +1,6 @@
 /**
- * The test tiers, file by file (docs/ARCHITECTURE.md §8.6). `deno task test` runs every file;
+ * The test tiers, file by file (docs/design/testing.md#test-tiers). `deno task test` runs every
+ * file;
  * `deno task test --tier unit|db|e2e [paths…]` runs one tier (tools/test.ts), and `.ci/run`
  * runs unit, then db once per PGMQ kind side by side, then e2e once on the extension.
  *
@@ -36,6 +37,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/unit/cli/migration_timestamps_test.ts',
     'tests/unit/cli/scaffold_test.ts',
     'tests/unit/cli/scaffold_webhook_test.ts',
+    'tests/unit/docs_links_test.ts',
     'tests/unit/dsl/dsl_test.ts',
     'tests/unit/dsl/queue_names_test.ts',
     'tests/unit/dsl/types_test.ts',

@@ -1,5 +1,5 @@
 /**
- * `CHANGELOG.md` held to the release records (docs/ARCHITECTURE.md §8): a section
+ * `CHANGELOG.md` held to the release records (docs/design/local-runs.md): a section
  * `## <version> - <YYYY-MM-DD>` per release, newest first, each with an `### Upgrading`
  * subsection; the sections are exactly the recorded releases (`releases/<version>/`) plus at
  * most one newer, the release being prepared. `tests/unit/changelog_test.ts` runs

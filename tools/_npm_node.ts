@@ -1,5 +1,5 @@
 /**
- * The Node entries of the npm package (`deno task build-npm`, docs/ARCHITECTURE.md §12): the
+ * The Node entries of the npm package (`deno task build-npm`, docs/design/code-layout.md): the
  * flow DSL (`lib/flows.ts`, the package's `switchyard`), the typed client (`lib/client.ts`,
  * `switchyard/client`) and the error classes (`lib/errors.ts`, `switchyard/errors`), compiled
  * with their module graph into one tree of ES modules with declaration files under `node/`. The

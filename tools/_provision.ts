@@ -6,7 +6,7 @@
  * The dashboard's browser test (tests/ops/dashboard_browser_test.ts) needs Debian's `chromium`
  * the same way: installed as root with apt-get when the run includes that test, otherwise a line
  * saying exactly what to install (that test then fails with the same words, never skips).
- * docs/ARCHITECTURE.md §8.
+ * docs/design/local-runs.md.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The test tiers (docs/ARCHITECTURE.md §8.6): every test file belongs to exactly one of
+ * The test tiers (docs/design/testing.md#test-tiers): every test file belongs to exactly one of
  * `unit` (no database, no network), `db` (a database, in process) and `e2e` (commands, projects,
  * browsers, upgrades, chaos), as `tests/tiers.ts` declares it file by file. This module finds the
  * test files, checks the declaration against them (a file in no tier, in two, a listed file that is

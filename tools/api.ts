@@ -1,7 +1,7 @@
 /**
  * `deno task api [--check]`: the public API's snapshot, `docs/api.json`: every entry of
  * deno.json's `exports` with each name it exports and that name's kind, as `deno doc --json`
- * reports them (docs/ARCHITECTURE.md §12, "The public API by audience"). A new export, a removed
+ * reports them (docs/design/code-layout.md, "The public API by audience"). A new export, a removed
  * one or a changed kind is one line of its diff, seen in review. With `--check` it writes
  * nothing and exits 1 on any difference, naming what was added, removed or changed;
  * `tests/unit/api_test.ts` runs the same check and {@linkcode apiProblems}, the targets.

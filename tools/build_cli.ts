@@ -1,7 +1,8 @@
 /**
  * `deno task build-cli [--output PATH]`: compiles cli/cli.ts into one `switchyard` binary
  * (default `dist/switchyard`) that carries the kit, so it installs and operates a project
- * without a checkout (docs/ARCHITECTURE.md §8.2). It embeds, with `deno compile --include`,
+ * without a checkout (docs/design/local-runs.md#the-switchyard-command). It embeds, with
+ * `deno compile --include`,
  * what the commands read at run time: `lib/` (the runtime the installer copies), the SQL core
  * migrations, `cli/templates/`, the registry probe, the PGMQ-compatible layer, `deno.json`,
  * `import_map.json` and `deno.lock` (the versions the installer pins); and

@@ -1,6 +1,7 @@
 /**
  * `deno task build-npm [--output DIR] [--pack]`: the npm package `@switchyard/switchyard`, built
- * from this checkout (docs/ARCHITECTURE.md §8.2). It gives a Node user two things:
+ * from this checkout (docs/design/local-runs.md#the-switchyard-command). It gives a Node user two
+ * things:
  *
  * - the `switchyard` command (`npx switchyard <command>` in a project that installed the package
  *   as `switchyard`, or `npx @switchyard/switchyard <command>`): `bin/switchyard.mjs`, a small

@@ -189,8 +189,11 @@ const PREFIX = String
   .raw`(?:\[(?:docs/)?ARCHITECTURE(?:\.md)?\]\([^)\s]*\)|(?:docs/)?ARCHITECTURE(?:\.md)?\)?|\bdocs)` +
   String.raw`(?:[ \t]+|[ \t]*\n[ \t]*(?:--|\*|//|#)?[ \t]*)`;
 const CITATION = new RegExp(`(${PREFIX})?${SECTION}`, 'g');
-/** An old-style citation, for --check: any section sign with a number, or the old file by name. */
-const OLD = /(?:§|\\u00a7)\d|ARCHITECTURE\.md/g;
+/**
+ * An old-style citation, for --check: any section sign with a number, or the old file by name
+ * (but as a Markdown link's text or target: the link to the table of old numbers).
+ */
+const OLD = /(?:§|\\u00a7)\d|ARCHITECTURE\.md(?![\])])/g;
 
 /**
  * `text` (the file at kit-relative `path`) with every old-style citation rewritten, and how many.
@@ -199,11 +202,8 @@ const OLD = /(?:§|\\u00a7)\d|ARCHITECTURE\.md/g;
  * @example
  * ```ts
  * import { rewriteCitations } from './design_citations.ts';
- * const { text } = rewriteCitations('-- (docs/ARCHITECTURE.md §5.12, §5.13)', 'x.sql');
- * console.assert(
- *   text === '-- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency, ' +
- *       'docs/design/flow-control.md#start-keys)',
- * );
+ * const { text } = rewriteCitations('-- (docs/ARCHITECTURE.md §5.6, §6)', 'x.sql');
+ * console.assert(text === '-- (docs/design/claim.md#stall-recovery, docs/design/versions.md)');
  * ```
  */
 export function rewriteCitations(text: string, path: string): { text: string; count: number } {
@@ -283,7 +283,50 @@ export function rewriteCitations(text: string, path: string): { text: string; co
   // A line left with its opening parenthesis alone at its end takes it along to the next one.
   const tidy = out.replace(/\(\n([ \t]*(?:--|\*|\/\/|#)?[ \t]*)(docs\/design\/)/g, '\n$1($2')
     .replace(/[ \t]+\n([ \t]*(?:--|\*|\/\/|#)?[ \t]*(?:\()?docs\/design\/)/g, '\n$1');
-  return { text: tidy, count };
+  if (markdown) return { text: tidy, count };
+  // A comment line the rewrite made longer than the kit's width is wrapped under the same leader.
+  const before = new Set(lines);
+  const wrapped = tidy.split('\n').flatMap((line) =>
+    before.has(line) || line.length <= WIDTH ? [line] : wrapComment(line)
+  );
+  return { text: wrapped.join('\n'), count };
+}
+
+/** The kit's line width (deno.json's `fmt.lineWidth`). */
+const WIDTH = 100;
+
+/**
+ * A long comment line as lines of at most {@link WIDTH} characters where it has a space to break
+ * at (outside inline code), each after the comment's leader; a line of code is left as it is.
+ */
+function wrapComment(line: string): string[] {
+  const whole = /^([ \t]*(?:--|\*|\/\/|#)[ \t]?)/.exec(line);
+  const trailing = whole ? null : /^(.*?[^ \t])([ \t]+)(--|\/\/)[ \t]/.exec(line);
+  if (!whole && !trailing) return [line];
+  const leader = whole
+    ? whole[1]
+    : `${' '.repeat(trailing![1].length + trailing![2].length)}${trailing![3]} `;
+  const start = whole ? whole[1].length : trailing![0].length;
+  const out: string[] = [];
+  let rest = line;
+  let from = start;
+  while (rest.length > WIDTH) {
+    let ticks = 0;
+    let cut = -1;
+    for (let i = 0; i < rest.length; i++) {
+      if (rest[i] === '`') ticks++;
+      if (rest[i] === ' ' && ticks % 2 === 0 && i > from + 10) {
+        if (i <= WIDTH || cut < 0) cut = i;
+        if (i > WIDTH) break;
+      }
+    }
+    if (cut < 0) break;
+    out.push(rest.slice(0, cut).trimEnd());
+    rest = leader + rest.slice(cut + 1).trimStart();
+    from = leader.length;
+  }
+  out.push(rest);
+  return out;
 }
 
 /** Each old-style citation left in `text`, as its 1-based line and the line itself. */
@@ -306,6 +349,120 @@ export async function citationProblems(kitDir: string = KIT_ROOT): Promise<strin
     for (const c of oldCitations(text)) problems.push(`${path}:${c.line}: ${c.text}`);
   }
   return problems;
+}
+
+/**
+ * The anchors of a Markdown document as GitHub makes them: each heading's slug (outside code
+ * blocks), a repeated one with `-1`, `-2`, … after it, and any HTML `id` or `name`.
+ *
+ * @example
+ * ```ts
+ * import { markdownAnchors } from './design_citations.ts';
+ * const anchors = markdownAnchors('# Read\n\n## The `start_tasks` call\n\n## Read\n');
+ * console.assert(['read', 'the-start_tasks-call', 'read-1'].every((a) => anchors.has(a)));
+ * ```
+ */
+export function markdownAnchors(text: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  let fence = false;
+  for (const line of text.split('\n')) {
+    if (/^\s*```/.test(line)) fence = !fence;
+    if (fence) continue;
+    const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (heading) {
+      const base = headingSlug(heading[1].replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1'));
+      const n = seen.get(base) ?? 0;
+      seen.set(base, n + 1);
+      anchors.add(n === 0 ? base : `${base}-${n}`);
+    }
+    for (const m of line.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) anchors.add(m[1]);
+  }
+  return anchors;
+}
+
+/** Where a link or citation points and where it stands. */
+interface Pointer {
+  readonly path: string;
+  readonly line: number;
+  readonly target: string;
+}
+
+/** The relative links of a Markdown document (outside code), as 1-based line and target. */
+export function markdownLinks(text: string): { line: number; target: string }[] {
+  const out: { line: number; target: string }[] = [];
+  let fence = false;
+  text.split('\n').forEach((raw, i) => {
+    if (/^\s*```/.test(raw)) fence = !fence;
+    if (fence) return;
+    const line = raw.replace(/`[^`]*`/g, '');
+    const targets = [
+      ...[...line.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]),
+      ...[...line.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/g)].map((m) => m[1]),
+    ];
+    for (const target of targets) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto:, …
+      out.push({ line: i + 1, target });
+    }
+  });
+  return out;
+}
+
+const DESIGN_CITATION = /docs\/design\/([\w.-]+\.md)(?:#([\w-]+))?/g;
+
+/**
+ * Every design citation (`docs/design/<page>.md#<anchor>`, in any file the citations may be in)
+ * and every relative Markdown link (in any `*.md`) that points nowhere: a missing file, or an
+ * anchor its Markdown target lacks. Each problem names file:line and the target.
+ */
+export async function linkProblems(kitDir: string = KIT_ROOT): Promise<string[]> {
+  const released = await releasedMigrations(kitDir);
+  const texts = new Map<string, string | null>();
+  const read = async (path: string): Promise<string | null> => {
+    if (!texts.has(path)) {
+      texts.set(path, await Deno.readTextFile(join(kitDir, path)).catch(() => null));
+    }
+    return texts.get(path)!;
+  };
+  const exists = async (path: string) =>
+    await Deno.stat(join(kitDir, path)).then(() => true, () => false);
+  const problems: string[] = [];
+  const pointsTo = async (p: Pointer, file: string, anchor: string | undefined) => {
+    if (file.startsWith('..')) {
+      problems.push(`${p.path}:${p.line}: ${p.target}: outside the kit`);
+    } else if (!(await exists(file))) {
+      problems.push(`${p.path}:${p.line}: ${p.target}: no file ${file}`);
+    } else if (anchor !== undefined && file.endsWith('.md')) {
+      const text = await read(file);
+      if (text !== null && !markdownAnchors(text).has(decodeURIComponent(anchor))) {
+        problems.push(`${p.path}:${p.line}: ${p.target}: ${file} has no heading #${anchor}`);
+      }
+    }
+  };
+  for (const path of await citingFiles(kitDir)) {
+    if (isImmutable(path, released)) continue;
+    const text = (await read(path)) ?? '';
+    const lines = text.split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      for (const m of lines[i].matchAll(DESIGN_CITATION)) {
+        const p = { path, line: i + 1, target: m[0] };
+        await pointsTo(p, `docs/design/${m[1]}`, m[2]);
+      }
+    }
+    if (!path.endsWith('.md')) continue;
+    for (const link of markdownLinks(text)) {
+      const p = { path, line: link.line, target: link.target };
+      const hash = link.target.indexOf('#');
+      const file = hash < 0 ? link.target : link.target.slice(0, hash);
+      const anchor = hash < 0 ? undefined : link.target.slice(hash + 1);
+      const resolved = file === ''
+        ? path
+        : join(dirname(path), decodeURIComponent(file)).replace(/\\/g, '/').replace(/\/$/, '');
+      await pointsTo(p, resolved, anchor);
+    }
+  }
+  // A Markdown link to a design page is a citation too: one problem, said once.
+  return [...new Set(problems)];
 }
 
 if (import.meta.main) {

@@ -5,7 +5,7 @@
  * the way it does on Supabase, where `create extension pgmq` is what provides PGMQ: the kit then
  * finds the extension (`PGMQ_MODE=auto|extension`), never loads the layer as plain SQL, and the
  * layer's objects belong to an extension as the real ones do. CI runs the suite once with the
- * layer as plain SQL and once with this extension (docs/ARCHITECTURE.md §8.4).
+ * layer as plain SQL and once with this extension (docs/design/testing.md#both-kinds-of-pgmq).
  *
  * The real PGMQ cannot be built here (no registry has it); this is a stand-in for its packaging,
  * not for its code: the SQL is the same layer the plain-SQL run loads.

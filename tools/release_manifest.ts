@@ -3,7 +3,7 @@
  * release record `releases/<version>/manifest.json`: the release's git commit and every SQL
  * core migration of `supabase/migrations/` with its SHA-256. A release is that record, never a
  * copy of files: the upgrade tests take a release's SQL and runtime from its commit
- * (docs/ARCHITECTURE.md §8). A copy left by an earlier kit (`releases/<version>/migrations/`)
+ * (docs/design/local-runs.md). A copy left by an earlier kit (`releases/<version>/migrations/`)
  * is removed.
  *
  * From a release on, its migrations never change: `tests/unit/tools/release_test.ts` fails when a file
@@ -209,7 +209,7 @@ async function resolveCommit(rev: string): Promise<string> {
 /**
  * The upgrade steps of the release being cut (`supabase/upgrades/unreleased/`, already in its
  * assembled migration) move to `supabase/upgrades/<version>/`, a record: the next release's
- * steps start empty (docs/ARCHITECTURE.md §12.1).
+ * steps start empty (docs/design/code-layout.md#the-sql-source-and-its-migrations).
  */
 async function releaseUpgradeSteps(version: string): Promise<void> {
   const from = join(KIT_ROOT, 'supabase', 'upgrades', 'unreleased');

@@ -409,7 +409,8 @@ async function withDatabase(): Promise<number> {
   await migrate(templateUrl.toString());
   log(`migrated template ${template} in ${Math.round(performance.now() - started)} ms`);
   {
-    // Which PGMQ the run has (CI runs the db tier once each way; docs/ARCHITECTURE.md §8.4).
+    // Which PGMQ the run has (CI runs the db tier once each way;
+    // docs/design/testing.md#both-kinds-of-pgmq).
     const t = postgres(templateUrl.toString(), { max: 1, onnotice: () => {} });
     try {
       const [row] = await t<{ version: string | null }[]>`

@@ -72,7 +72,8 @@ async function flowControlClaim(
     for (let b = 0; b < batches + 5; b++) {
       for (const side of b % 2 === 0 ? sides : [...sides].reverse()) {
         // The worker's read: PGMQ's own on the plain queue, the ordered read (keys in turn,
-        // docs/ARCHITECTURE.md §5.14) on the keyed one; timed apart from the claim.
+        // docs/design/flow-control.md#priority-and-keys-in-turn) on the keyed one; timed apart from
+        // the claim.
         const r0 = performance.now();
         const ids = await q.readWithPoll(side.queue, 600, perBatch, 1, 10);
         const readMs = since(r0);

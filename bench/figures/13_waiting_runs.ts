@@ -1,5 +1,5 @@
 /**
- * Figure 13, waiting runs (issue 22, docs/ARCHITECTURE.md §5.11): what 10,000 runs waiting on a
+ * Figure 13, waiting runs (issue 22, docs/design/waits.md): what 10,000 runs waiting on a
  * signal cost the SQL core while they wait. Two databases on the same server, migrated alike,
  * with the same flows compiled: one with no waiting run, one with 10,000 runs whose wait step
  * has a timeout a day away (so every one of them is in the deadline index `expire_waits` reads)

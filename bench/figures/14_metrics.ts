@@ -1,5 +1,5 @@
 /**
- * Figure 14, metrics (issue 26, docs/ARCHITECTURE.md §16): `switchyard.metrics(60)`, the
+ * Figure 14, metrics (issue 26, docs/design/observability.md): `switchyard.metrics(60)`, the
  * dashboard's `dashboard_metrics_history(60)` and the counters' `metric_snapshot()` (issue 42: with
  * `metrics(60)`, a whole scrape of `/metrics`) on a database holding a million completed tasks of
  * history (bulk-inserted, two hours old, analyzed as a quiet system would be) next to a fresh
@@ -53,7 +53,8 @@ export interface MetricsFigure {
 
 /**
  * The counter rows of a system that ran this flow from `sessions` sessions since the last fold
- * (docs/ARCHITECTURE.md §16.3): every figure's label sets, every histogram bucket, in shard 0
+ * (docs/design/observability.md#counters-histograms-and-levels): every figure's label sets, every
+ * histogram bucket, in shard 0
  * and in each session's shard. A bulk-loaded history writes none, so they are written here, the
  * same on both sides.
  */
@@ -79,7 +80,8 @@ async function seedCounters(db: ExtraDatabase, sessions: number): Promise<void> 
 }
 
 /**
- * A day of the counters' per-minute samples (docs/ARCHITECTURE.md §16.3), every queue's, as
+ * A day of the counters' per-minute samples
+ * (docs/design/observability.md#counters-histograms-and-levels), every queue's, as
  * `sample_metrics` leaves them at most (1442 per queue): what the charts read. The same on both
  * sides.
  */

@@ -1,5 +1,5 @@
 /**
- * Figure 17 (issue 39): the test engine (`switchyard/testing`, docs/ARCHITECTURE.md §17). In this
+ * Figure 17 (issue 39): the test engine (`switchyard/testing`, docs/design/clock.md). In this
  * process, on its embedded PGlite database: the first engine's start (PGlite's start and the SQL
  * core built, then kept as a snapshot), a start from that snapshot (while another engine holds
  * the database the first one left), later engines' starts (on the database the previous engine

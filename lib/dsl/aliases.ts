@@ -1,6 +1,6 @@
 /**
  * Types that read a registry the way callers see it: the aliases they may start, the input
- * each alias takes and the output its runs end with (docs/ARCHITECTURE.md §14). Types only;
+ * each alias takes and the output its runs end with (docs/design/client.md). Types only;
  * the database decides at run time which version an alias starts.
  *
  * An alias may list several versions in one registry (old ones stay while they drain), and a
@@ -168,7 +168,7 @@ export type AliasStepSlugs<R extends Registry, A extends AliasOf<R>> =
 
 /**
  * The wait steps of an alias (over its versions) and each one's signal payload type: what
- * `run.signal()` accepts on a handle of that alias (docs/ARCHITECTURE.md §5.11).
+ * `run.signal()` accepts on a handle of that alias (docs/design/waits.md).
  *
  * @example
  * ```ts

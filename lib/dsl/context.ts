@@ -1,5 +1,6 @@
 /**
- * What a step handler receives besides its input (docs/ARCHITECTURE.md §5.5): `StepContext`
+ * What a step handler receives besides its input (docs/design/claim.md#dispatch-and-completion):
+ * `StepContext`
  * and the structural types of the clients it hands out (`HandlerSql`, `HandlerSupabase`,
  * `HandlerEnv`). The DSL describes them structurally because it imports no database or npm
  * code; the worker (`lib/worker/handler_resources.ts`) provides them.
@@ -110,7 +111,7 @@ export interface HandlerEnv {
 }
 
 /**
- * What a step handler receives besides its input (docs/ARCHITECTURE.md §5.5).
+ * What a step handler receives besides its input (docs/design/claim.md#dispatch-and-completion).
  *
  * @example
  * ```ts
@@ -141,7 +142,8 @@ export interface StepContext<Input> {
    * Aborted when the task times out (the reason is the timeout error) or the worker shuts down
    * (the reason is a `WorkerShutdownError`): stop and return within the worker's
    * `shutdownGraceMs` to complete, or throw the reason (after a checkpoint, to keep your place)
-   * to hand the task back with the attempt refunded, within bounds (docs/ARCHITECTURE.md §9);
+   * to hand the task back with the attempt refunded, within bounds
+   * (docs/design/worker.md#worker-states-and-parts);
    * another error, or still running after the grace period with no checkpoint, uses the attempt.
    */
   readonly signal: AbortSignal;
@@ -175,7 +177,7 @@ export interface StepContext<Input> {
    */
   clearCheckpoint(): Promise<boolean>;
   /**
-   * Reports progress to whoever follows the run (docs/ARCHITECTURE.md §16): appends a
+   * Reports progress to whoever follows the run (docs/design/observability.md): appends a
    * `progress` event to the run's events (`switchyard.report_progress`), in order with its
    * transitions, readable under the same row-level security, with `data` and this task's index;
    * resolves with the event's id. `data` is JSON of at most 8 KiB of text (`max_progress_bytes`)

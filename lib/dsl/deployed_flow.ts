@@ -3,7 +3,7 @@
  *
  * Callers start the alias; runs and tasks keep the concrete slug (the version). A registry
  * lists deployments; for one alias the last listed deployment is its target and earlier ones
- * stay for drain (docs/ARCHITECTURE.md §6).
+ * stay for drain (docs/design/versions.md).
  *
  * @module
  */

@@ -114,7 +114,7 @@ export type StepSlugs<F extends AnyFlow> = keyof StepOutputs<F> & string;
 
 /**
  * The union of a flow's leaf step slugs: the steps no other step depends on. A completed
- * run's output holds exactly their outputs (docs/ARCHITECTURE.md §5.5).
+ * run's output holds exactly their outputs (docs/design/claim.md#dispatch-and-completion).
  *
  * @example
  * ```ts
@@ -151,7 +151,7 @@ export type FlowOutput<F extends AnyFlow> = F extends Flow<unknown, infer Steps,
 
 /**
  * The slugs of a flow's wait and sleep steps: the steps with no handler and no queue
- * (docs/ARCHITECTURE.md §5.11), which `routeFlow()` does not route.
+ * (docs/design/waits.md), which `routeFlow()` does not route.
  *
  * @example
  * ```ts
@@ -206,7 +206,7 @@ Flow<any, Record<string, any>, string, infer W> ? S extends keyof W ? W[S] : nev
 /**
  * What a flow records, at the type level only, of the handler of one step: the input it receives
  * (a map step's: one element) and the output it returns (awaited; a map step's: one element's).
- * A test engine types a step's mock with it (`switchyard/testing`, docs/ARCHITECTURE.md §17).
+ * A test engine types a step's mock with it (`switchyard/testing`, docs/design/clock.md).
  *
  * @example
  * ```ts
@@ -278,7 +278,7 @@ Flow<any, Record<string, any>, string, Record<string, any>, infer H>
   : never;
 
 /**
- * The marker of a wait step's payload type (docs/ARCHITECTURE.md §5.11):
+ * The marker of a wait step's payload type (docs/design/waits.md):
  * `.wait({ slug, payload: signalPayload<{ approved: boolean }>() })` types the step's output,
  * what its dependents receive and what `client.signal` accepts. (A marker value rather than a
  * type argument: TypeScript infers either all of a call's type arguments or none, and the
@@ -307,7 +307,7 @@ const FLOW_DEFAULTS: ResolvedFlowOptions = Object.freeze({
   timeout: 60,
 });
 
-/** Option bounds, shared by flows and steps (docs/ARCHITECTURE.md §2). */
+/** Option bounds, shared by flows and steps (docs/design/overview.md#identity-rules). */
 const OPTION_RULES = {
   maxAttempts: { min: 1, max: 1000, unit: '' },
   baseDelay: { min: 0, max: 86400, unit: ' seconds' },
@@ -439,7 +439,7 @@ function checkOptionObject(owner: string, option: string, value: unknown, keys: 
   }
 }
 
-/** A step's `rateLimit` as compiled, or null; docs/ARCHITECTURE.md §5.12. */
+/** A step's `rateLimit` as compiled, or null; docs/design/flow-control.md#rate-limits-and-keyed-concurrency. */
 function checkRateLimit(owner: string, value: unknown): RateLimitOption | null {
   if (value === undefined) return null;
   checkOptionObject(owner, 'rateLimit', value, ['name', 'cost?']);
@@ -461,7 +461,7 @@ function checkRateLimit(owner: string, value: unknown): RateLimitOption | null {
   return Object.freeze({ name: v.name, cost });
 }
 
-/** A step's `concurrency` as compiled, or null; docs/ARCHITECTURE.md §5.12. */
+/** A step's `concurrency` as compiled, or null; docs/design/flow-control.md#rate-limits-and-keyed-concurrency. */
 function checkConcurrency(owner: string, value: unknown): ConcurrencyOption | null {
   if (value === undefined) return null;
   checkOptionObject(owner, 'concurrency', value, ['key', 'limit', 'input?']);
@@ -490,7 +490,7 @@ function checkConcurrency(owner: string, value: unknown): ConcurrencyOption | nu
   return Object.freeze({ key: Object.freeze(key), input, limit });
 }
 
-/** A sleep step's `until` as compiled; docs/ARCHITECTURE.md §5.11. */
+/** A sleep step's `until` as compiled; docs/design/waits.md. */
 function checkSleepUntil(owner: string, value: unknown): SleepUntilOption {
   const v = value as { key?: unknown; input?: unknown };
   const extra = typeof value === 'object' && value !== null
@@ -664,7 +664,8 @@ export class Flow<
    * dependency, a bad option or a missing handler.
    *
    * `if` / `ifNot` make the step conditional (evaluated in SQL over the step's input with
-   * `@>`; docs/ARCHITECTURE.md §5.9), with `whenUnmet` and `whenExhausted` deciding what an
+   * `@>`; docs/design/runs.md#ready-steps-conditions-and-skips), with `whenUnmet` and
+   * `whenExhausted` deciding what an
    * unmet condition and a task out of attempts do. When the step may be skipped while its
    * dependents run, they see its output as `T | undefined` ({@linkcode SeenOutput}).
    *
@@ -729,7 +730,7 @@ export class Flow<
   }
 
   /**
-   * Returns a new flow with one more map step (docs/ARCHITECTURE.md §5.10): one task per element
+   * Returns a new flow with one more map step (docs/design/runs.md#map-steps): one task per element
    * of an array, each with its own attempts, timeout and retries. `array` names an earlier step
    * whose output is an array; without it the map reads the flow input, which must be an array.
    * The handler receives one element (typed) and the context (`ctx.taskIndex` is the element's
@@ -802,7 +803,7 @@ export class Flow<
   }
 
   /**
-   * Returns a new flow with one more wait step (docs/ARCHITECTURE.md §5.11): no handler, no
+   * Returns a new flow with one more wait step (docs/design/waits.md): no handler, no
    * queue, no task. When its dependencies are done it waits — nothing runs, no worker is
    * needed — until `switchyard.signal_run(run_id, slug, payload, key)` (or `client.signal`)
    * delivers its signal, whose payload becomes its output, typed with `payload:
@@ -854,7 +855,7 @@ export class Flow<
   }
 
   /**
-   * Returns a new flow with one more sleep step (docs/ARCHITECTURE.md §5.11): once its
+   * Returns a new flow with one more sleep step (docs/design/waits.md): once its
    * dependencies are done it completes after `seconds` (output `null`), with no worker held
    * and nothing running meanwhile; the SQL core's clock ends it (`switchyard.expire_waits`,
    * run by the keep-alive tick), so it may end up to a tick late. No queue, no signal.
@@ -901,7 +902,7 @@ export class Flow<
   }
 
   /**
-   * Returns a new flow with one more flow step (docs/ARCHITECTURE.md §5.11): no handler, no
+   * Returns a new flow with one more flow step (docs/design/waits.md): no handler, no
    * queue. When ready it starts a child run of `flow` (a deployment: the active version of its
    * alias), with the step's input (the flow input for a root step, else its dependencies'
    * outputs, which must be the child's input type) and the parent's owner, and waits — no
@@ -1123,7 +1124,8 @@ export class Flow<
         `${owner} option whenUnmet needs a condition: add if or ifNot, or leave whenUnmet out`,
       );
     }
-    // Flow control (docs/ARCHITECTURE.md §5.12): keys present only when given.
+    // Flow control (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): keys present
+    // only when given.
     const rateLimit = checkRateLimit(owner, step.rateLimit);
     const concurrency = checkConcurrency(owner, step.concurrency);
     const flowControl = {

@@ -38,14 +38,14 @@ export interface FlowOptions {
   /**
    * The whole run's time limit in seconds, 1 to 31536000 (365 days): a run still going that long
    * after it started is cancelled by the SQL core with the reason `deadline`, whether a worker is
-   * alive or not (docs/ARCHITECTURE.md §14). A start may set an earlier `deadlineAt`. Default
+   * alive or not (docs/design/client.md). A start may set an earlier `deadlineAt`. Default
    * none.
    */
   runTimeout?: number;
   /**
    * `false` for throughput-only work: the flow's runs and steps write no `run_events` rows (no
    * `events()` stream, no Realtime rows); their transitions still notify, so `output()` and the
-   * client's other waits work as before (docs/ARCHITECTURE.md §14). A runtime option: changing it
+   * client's other waits work as before (docs/design/client.md). A runtime option: changing it
    * is not a new version, and it applies from the next transition. Default `true`.
    */
   events?: boolean;
@@ -79,7 +79,8 @@ export interface ResolvedFlowOptions {
 }
 
 /**
- * What happens when a step's condition (`if` / `ifNot`) is not met (docs/ARCHITECTURE.md §5.9):
+ * What happens when a step's condition (`if` / `ifNot`) is not met
+ * (docs/design/runs.md#ready-steps-conditions-and-skips):
  * `skip` skips the step (dependents run without its output), `skip-cascade` skips it and every
  * step that depends on it, `fail` fails the run.
  *
@@ -93,10 +94,11 @@ export interface ResolvedFlowOptions {
 export type WhenUnmet = 'skip' | 'skip-cascade' | 'fail';
 
 /**
- * What happens when a task used its last attempt (docs/ARCHITECTURE.md §5.9): `fail` fails the
+ * What happens when a task used its last attempt
+ * (docs/design/runs.md#ready-steps-conditions-and-skips): `fail` fails the
  * run, `skip` skips the step (dependents run without its output), `skip-cascade` skips it and
  * every step that depends on it, and the run goes on without them; `pause` pauses the run for an
- * operator (the step stays started; `resume_run` retries it, docs/ARCHITECTURE.md §14.1).
+ * operator (the step stays started; `resume_run` retries it, docs/design/rerun.md).
  *
  * @example
  * ```ts
@@ -240,7 +242,8 @@ export interface StepOptions {
 }
 
 /**
- * A step's rate limit (docs/ARCHITECTURE.md §5.12): the name of a limit shared by every step
+ * A step's rate limit (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): the name of
+ * a limit shared by every step
  * that names it (set with SQL `switchyard.set_rate_limit`), and the tokens one start costs.
  *
  * @example
@@ -258,7 +261,8 @@ export interface RateLimitOption {
 }
 
 /**
- * A step's keyed concurrency as compiled (docs/ARCHITECTURE.md §5.12): at most `limit` started
+ * A step's keyed concurrency as compiled
+ * (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): at most `limit` started
  * tasks per value at `key` (a JSON path, as keys) of the run input or the task's input.
  *
  * @example
@@ -334,9 +338,9 @@ export interface StepDefinition {
   /** 0-based position in the order the steps were added. */
   readonly index: number;
   /**
-   * `single`: one task; `map`: one task per element of an array (docs/ARCHITECTURE.md §5.10),
+   * `single`: one task; `map`: one task per element of an array (docs/design/runs.md#map-steps),
    * the flow input when `dependsOn` is empty, else the output of its one dependency; `wait`
-   * and `sleep`: no task (§5.11).
+   * and `sleep`: no task (docs/design/waits.md).
    */
   readonly kind: StepKind;
   /** Slugs of the steps this one depends on, in the order given. */
@@ -369,7 +373,7 @@ export interface StepDefinition {
 export type StepKind = 'single' | 'map' | 'wait' | 'sleep' | 'flow';
 
 /**
- * What a wait step's timeout does (docs/ARCHITECTURE.md §5.11): `fail` fails the run, `skip`
+ * What a wait step's timeout does (docs/design/waits.md): `fail` fails the run, `skip`
  * skips the step (its dependents run without its output).
  *
  * @example
@@ -382,7 +386,7 @@ export type StepKind = 'single' | 'map' | 'wait' | 'sleep' | 'flow';
 export type OnTimeout = 'fail' | 'skip';
 
 /**
- * The options of a wait or sleep step (docs/ARCHITECTURE.md §5.11): its timeout (a sleep's
+ * The options of a wait or sleep step (docs/design/waits.md): its timeout (a sleep's
  * length) in seconds, `null` for a wait without timeout, and what the timeout does.
  *
  * @example
@@ -405,7 +409,7 @@ export interface WaitStepOptions {
 }
 
 /**
- * A sleep step's `until` as compiled (docs/ARCHITECTURE.md §5.11): the SQL core reads an ISO
+ * A sleep step's `until` as compiled (docs/design/waits.md): the SQL core reads an ISO
  * 8601 timestamp at `key` (a JSON path, as keys) of the run input or of the step's input when
  * the step becomes ready, and the sleep ends then.
  *
@@ -472,8 +476,8 @@ export type SleepUntilConfig<RunIn, StepIn> =
  * The type of a wait step's signal payload, carried by a value: see {@linkcode signalPayload}
  * in `lib/dsl/flow.ts`. Nothing is checked at runtime: the payload is whatever JSON
  * `switchyard.signal_run` receives. For signals from browsers (`switchyard.signal_user_run`)
- * declare the shape in SQL too, as `user_signal_steps.payload_schema` (docs/ARCHITECTURE.md
- * §14): the SQL core refuses a payload that does not match it.
+ * declare the shape in SQL too, as `user_signal_steps.payload_schema`
+ * (docs/design/client.md): the SQL core refuses a payload that does not match it.
  *
  * @example
  * ```ts
@@ -657,7 +661,8 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
   startDelay?: number;
   /**
    * Run the step only when its input contains this JSON pattern (PostgreSQL `@>`, evaluated in
-   * SQL when the step becomes ready; docs/ARCHITECTURE.md §5.9). The input is the flow input
+   * SQL when the step becomes ready; docs/design/runs.md#ready-steps-conditions-and-skips). The
+   * input is the flow input
    * for a root step, else the object of dependency outputs.
    */
   if?: JsonValue;
@@ -671,14 +676,16 @@ export interface StepConfig<Slug extends string, Deps extends readonly string[]>
    */
   whenExhausted?: WhenExhausted;
   /**
-   * A rate limit shared by name (docs/ARCHITECTURE.md §5.12): each start of a task takes
+   * A rate limit shared by name (docs/design/flow-control.md#rate-limits-and-keyed-concurrency):
+   * each start of a task takes
    * `cost` (default 1) tokens of the limit `name`; a task the limit cannot pay for waits, with
    * no attempt used. The limit's rate is a row the operator sets with
    * `switchyard.set_rate_limit(name, rate, per_seconds, burst)`; no row: no limit.
    */
   rateLimit?: { name: string; cost?: number };
   /**
-   * Keyed concurrency (docs/ARCHITECTURE.md §5.12): at most `limit` started tasks of this step
+   * Keyed concurrency (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): at most
+   * `limit` started tasks of this step
    * per value at the dotted path `key` of the run input (or with `input: 'step'`, of the task's
    * input), across every worker; the others wait, with no attempt used.
    */

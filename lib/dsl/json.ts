@@ -164,7 +164,7 @@ function propertyPath(key: string): string {
 
 /**
  * Bytes of `value` as PostgreSQL prints it as `jsonb` text (UTF-8): the measure of the SQL
- * core's size limits on flow inputs and step outputs (docs/ARCHITECTURE.md §13), computed the
+ * core's size limits on flow inputs and step outputs (docs/design/limits.md), computed the
  * way `octet_length(value::jsonb::text)` counts, so the worker refuses exactly what SQL would:
  * `, ` and `: ` between items, strings escaped as JSON, numbers without an exponent (`jsonb`
  * stores them as `numeric`: `1e21` prints as 22 digits).

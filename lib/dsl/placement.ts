@@ -5,7 +5,8 @@
  *
  * The shape is deterministic (fixed key order, steps in index order) so that compiling the same
  * concrete slug twice with the same placement is a no-op, and any difference in placement,
- * dependencies, options or conditions is a mismatch SQL can report (docs/ARCHITECTURE.md §2: routing is immutable for
+ * dependencies, options or conditions is a mismatch SQL can report
+ * (docs/design/overview.md#identity-rules: routing is immutable for
  * one concrete slug).
  *
  * @module
@@ -89,7 +90,7 @@ export interface FlowShapeStep {
   readonly slug: string;
   /** 0-based position in the order the steps were added. */
   readonly index: number;
-  /** `single`, or `map`: one task per element of its array (docs/ARCHITECTURE.md §5.10). */
+  /** `single`, or `map`: one task per element of its array (docs/design/runs.md#map-steps). */
   readonly kind: StepKind;
   /** Dependency slugs, in the order given (a map step: none, or the step it maps). */
   readonly dependsOn: readonly string[];
@@ -110,11 +111,11 @@ export interface FlowShapeStep {
     readonly waitTimeout?: number | null;
     /** A wait or sleep step only: what the timeout does. */
     readonly onTimeout?: OnTimeout;
-    /** A sleep until a time only: where the time is read (docs/ARCHITECTURE.md §5.11). */
+    /** A sleep until a time only: where the time is read (docs/design/waits.md). */
     readonly sleepUntil?: SleepUntilOption;
     /** A flow step only: the alias its child run starts. */
     readonly childAlias?: string;
-    /** Present only when the step has one (docs/ARCHITECTURE.md §5.12). */
+    /** Present only when the step has one (docs/design/flow-control.md#rate-limits-and-keyed-concurrency). */
     readonly rateLimit?: RateLimitOption;
     /** Present only when the step has one. */
     readonly concurrency?: ConcurrencyOption;

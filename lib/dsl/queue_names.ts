@@ -1,5 +1,6 @@
 /**
- * Queue name rules (docs/ARCHITECTURE.md §2) and the two generated names: a plain flow's private queue
+ * Queue name rules (docs/design/overview.md#identity-rules) and the two generated names: a plain
+ * flow's private queue
  * and a `withStepQueues()` per-step private queue.
  *
  * A queue name matches `^[a-z][a-z0-9_]*$` and has at most 47 characters: PGMQ stores a queue

@@ -1,5 +1,6 @@
 /**
- * Identity rules for flow slugs, step slugs and aliases (docs/ARCHITECTURE.md §2). The JSON
+ * Identity rules for flow slugs, step slugs and aliases (docs/design/overview.md#identity-rules).
+ * The JSON
  * check of flow inputs and step outputs is in `json.ts`.
  *
  * A slug starts with a letter and continues with letters, digits and single underscores,

@@ -7,7 +7,7 @@
  *
  * Access. Actions need the queue functions' bearer (`SUPABASE_SERVICE_ROLE_KEY`, a key of
  * `SUPABASE_SECRET_KEYS` or `SWITCHYARD_WORKER_SECRET`; `SWITCHYARD_AUTH=disabled` turns the
- * check off for local runs; docs/ARCHITECTURE.md §7 Auth). Without it the page is read-only. With
+ * check off for local runs; docs/design/supabase.md Auth). Without it the page is read-only. With
  * `SWITCHYARD_DASHBOARD_AUTH=required` (or `access: 'required'`; the default on Supabase's hosted
  * runtime, where disabled auth is refused) every API request, reads included, needs the bearer
  * too; the page itself is static and shows nothing without it.
@@ -26,7 +26,8 @@
  * | POST   | `/api/runs/<run id>/cancel`    | `{ result }` ({@linkcode CancelResult}); JSON body `{ "reason"?: string }` |
  * | POST   | `/api/runs/<run id>/retry`     | `{ result }` ({@linkcode RetryResult})                        |
  * | POST   | `/api/runs/<run id>/signal`    | `{ result }` ({@linkcode SignalResult}); JSON body `{ "step": string, "payload"?: JSON, "key"?: string }` |
- * | POST   | `/api/runs/<run id>/rerun`     | `{ result }` (`rerun_run`, docs/ARCHITECTURE.md §14.1); JSON body `{ "fromStep": string, "inputPatch"?: object }` |
+ * | POST   | `/api/runs/<run id>/rerun`     | `{ result }` (`rerun_run`, docs/design/rerun.md);
+ * JSON body `{ "fromStep": string, "inputPatch"?: object }` |
  * | POST   | `/api/runs/<run id>/fork`      | `{ result }` (`fork_run`); JSON body `{ "fromStep": string, "input"?: JSON, "toFlow"?: string }` |
  * | POST   | `/api/runs/<run id>/move`      | `{ result }` (`move_run`); JSON body `{ "toFlow": string }`  |
  * | POST   | `/api/runs/<run id>/pause`     | `{ result }` (`pause_run`); JSON body `{ "reason"?: string }` |
@@ -187,7 +188,7 @@ export interface DashboardOptions {
   refreshMs?: number;
   /**
    * Seconds without a heartbeat after which a worker no longer counts as live (default 15): it
-   * widens each worker's own window, never narrows it (docs/ARCHITECTURE.md §6).
+   * widens each worker's own window, never narrows it (docs/design/versions.md).
    */
   heartbeatWindowSeconds?: number;
   /**
@@ -534,7 +535,7 @@ function errorResponse(e: unknown, authorized: boolean): Response {
   if (e instanceof UnknownFunctionError) {
     return json(404, { error: 'not_found', message: e.message });
   }
-  // The refusals of cancel_run and retry_run (docs/ARCHITECTURE.md §10): an unknown run, and a
+  // The refusals of cancel_run and retry_run (docs/design/errors.md): an unknown run, and a
   // run in a status the action does not apply to.
   if (e instanceof RunNotFoundError) {
     return json(404, { error: 'not_found', message: e.message });
@@ -594,7 +595,7 @@ const ROUTES = {
   run: new URLPattern({ pathname: '/api/runs/:id' }),
 };
 
-/** The run controls of docs/ARCHITECTURE.md §14.1, each with the fields of its JSON body. */
+/** The run controls of docs/design/rerun.md, each with the fields of its JSON body. */
 const CONTROLS: ReadonlyMap<string, readonly string[]> = new Map([
   ['rerun', ['fromStep', 'inputPatch']],
   ['fork', ['fromStep', 'input', 'toFlow']],
@@ -780,7 +781,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const unauthorized = (problem: string) =>
     json(401, { error: 'unauthorized', message: problem }, { 'www-authenticate': 'Bearer' });
 
-  // A run's events as server-sent events (docs/ARCHITECTURE.md §16), for the page's timeline
+  // A run's events as server-sent events (docs/design/observability.md), for the page's timeline
   // and lib/browser.js: with `actions` access open like the other reads; with `required`, the
   // bearer follows every run and a signed-in user's JWT only their own.
   let eventStream: RunEventStream | undefined;
@@ -861,7 +862,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
           );
           return json(200, { result });
         } catch (e) {
-          // The SQL core's refusals of the signal itself (docs/ARCHITECTURE.md §5.11).
+          // The SQL core's refusals of the signal itself (docs/design/waits.md).
           if (
             e instanceof OperationError && e.code === '22023' && !(e instanceof RunNotFoundError)
           ) {
@@ -972,7 +973,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     });
   };
 
-  // Prometheus' scrape (docs/ARCHITECTURE.md §16): always behind the bearer, whatever `access`
+  // Prometheus' scrape (docs/design/observability.md): always behind the bearer, whatever `access`
   // says, since a scraper is a service with a secret and the counts name every queue and step.
   const prometheus = async (request: Request, url: URL): Promise<Response> => {
     const problem = await authProblem(request, options.auth, env);

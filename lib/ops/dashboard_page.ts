@@ -428,7 +428,7 @@ ol.events .at {
   padding: 8px 12px;
 }
 
-/* Live progress of an open run (docs/ARCHITECTURE.md §16). */
+/* Live progress of an open run (docs/design/observability.md). */
 .step-progress {
   list-style: none;
   margin: 0 0 8px;
@@ -646,7 +646,7 @@ ol.events .at {
   }
 
   /**
-   * One small chart of a queue's history (docs/ARCHITECTURE.md §16): a line of \`values\` per
+   * One small chart of a queue's history (docs/design/observability.md): a line of \`values\` per
    * minute (a gap where one is null), or bars; the newest minute on the right.
    * @param {string} kind \`lag\`, \`p95\` or \`failures\` (data-chart, for tests and styles)
    * @param {string} title
@@ -711,7 +711,8 @@ ol.events .at {
   const millis = (v) => (v < 1000 ? Math.round(v) + ' ms' : (v / 1000).toFixed(2) + ' s');
 
   /**
-   * The queue's counters since install, the same figures \`/metrics\` serves (§16.3).
+   * The queue's counters since install, the same figures \`/metrics\` serves
+   * (docs/design/observability.md#counters-histograms-and-levels).
    * @param {Queue['totals']} t
    */
   function totalsLine(t) {
@@ -886,7 +887,7 @@ ol.events .at {
         ) +
         '</text>';
     });
-    // A wait step that waits takes a signal (docs/ARCHITECTURE.md §5.11), with the bearer.
+    // A wait step that waits takes a signal (docs/design/waits.md), with the bearer.
     const signals = run.status === 'started' && can(data, 'signal')
       ? run.steps.filter((s) => s.kind === 'wait' && waits(s)).map((s) =>
         '<button class="primary" data-action="signal" data-run-id="' + esc(run.runId) +
@@ -917,7 +918,7 @@ ol.events .at {
       '<div class="muted mono">run ' + esc(run.runId) + '</div>';
   }
 
-  // The run controls (docs/ARCHITECTURE.md §14.1), with the bearer: rerun an ended run from a
+  // The run controls (docs/design/rerun.md), with the bearer: rerun an ended run from a
   // step (with an optional input patch), fork it, move a started one onto another version of its
   // alias, pause or resume it. The SQL core proves each one; what it refuses is shown as is.
   /**
@@ -1024,7 +1025,7 @@ ol.events .at {
     });
   }
 
-  // Live progress (docs/ARCHITECTURE.md §16): each task's latest \`progress\` event, from
+  // Live progress (docs/design/observability.md): each task's latest \`progress\` event, from
   // api/runs/<id> and then, while the run is open and started, from its event stream.
   /** @param {unknown} data a progress event's JSON */
   function progressText(data) {

@@ -35,7 +35,7 @@ export function formatDrainStatus(states: readonly DrainState[]): string {
 }
 
 /**
- * Renders the metrics (docs/ARCHITECTURE.md §16) as two aligned text tables: one line per
+ * Renders the metrics (docs/design/observability.md) as two aligned text tables: one line per
  * queue, then one per step with activity in the window.
  *
  * @example

@@ -1,5 +1,5 @@
 /**
- * The metrics (docs/ARCHITECTURE.md §16) in Prometheus' text exposition format (version
+ * The metrics (docs/design/observability.md) in Prometheus' text exposition format (version
  * 0.0.4), as the dashboard serves them at `GET /metrics`: counters (`_total`), histograms and
  * gauges, every family with its `# HELP` and `# TYPE`, label values escaped, non-finite values
  * never written (a missing percentile is left out, not `NaN`).
@@ -197,7 +197,8 @@ function leText(le: number): string {
 
 /**
  * The metrics as Prometheus text: with a snapshot (`metricSnapshot`), the monotonic counters
- * (`_total`), the histograms (`_bucket`, `_sum`, `_count`) and the levels of §16.3, computed
+ * (`_total`), the histograms (`_bucket`, `_sum`, `_count`) and the levels of
+ * docs/design/observability.md#counters-histograms-and-levels, computed
  * from the database so every scrape from any instance agrees; and the window figures of the
  * metrics document (`switchyard_window_*`: counts, rates and duration quantiles over the last
  * `windowSeconds`), with the queue levels (`switchyard_queue_depth`, `_hidden`, `_lag_seconds`,

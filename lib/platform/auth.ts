@@ -1,5 +1,5 @@
 /**
- * The one bearer check (docs/ARCHITECTURE.md §7 Auth), shared by queue functions
+ * The one bearer check (docs/design/supabase.md Auth), shared by queue functions
  * (`EdgeWorker.start`) and the dashboard's actions: `Authorization: Bearer <token>` with the
  * token equal to `SUPABASE_SERVICE_ROLE_KEY`, to one of the keys in `SUPABASE_SECRET_KEYS` (a
  * JSON object of `sb_secret_…` keys, set by Supabase on projects with the new API keys) or to
@@ -137,7 +137,7 @@ export async function authProblem(
 
 /**
  * Why `SWITCHYARD_AUTH=disabled` (or `auth: 'disabled'`) is refused, or `null`: it is for local
- * runs, and the hosted runtime shows itself by its environment (docs/ARCHITECTURE.md §7). The
+ * runs, and the hosted runtime shows itself by its environment (docs/design/supabase.md). The
  * queue functions (500 `worker_config`) and the dashboard (`createDashboard` throws) refuse it.
  *
  * @example

@@ -2,7 +2,8 @@
  * `EdgeWorker.start()`: a queue worker inside a Supabase Edge Function.
  *
  * The function serves HTTP. The first authorized request starts one worker through the same
- * implementation as `startWorker()` (docs/ARCHITECTURE.md §4 start-up: compile, coverage, pause and
+ * implementation as `startWorker()` (docs/design/worker.md#worker-start-up start-up: compile,
+ * coverage, pause and
  * enabled checks, registration); later requests report the running worker. The instance keeps
  * itself alive with `waitUntil(worker.done)` and stops the worker on `beforeunload`: handlers'
  * `ctx.signal` is aborted, tasks that finish within `shutdownGraceMs` complete, the rest are made
@@ -37,7 +38,8 @@
  *
  * A refused start (the 409s and 500s) is also logged by the function, `worker start refused
  * (<status> <error>): <message>`, and recorded in `switchyard.refusals` with the same text
- * (docs/ARCHITECTURE.md §9.1): the caller on a hosted project is the keep-alive's pg_net, whose
+ * (docs/design/worker.md#refusals-are-seen-where-operators-look): the caller on a hosted project is
+ * the keep-alive's pg_net, whose
  * answers nobody reads.
  *
  * Tuning options that the code does not set can come from the environment:
@@ -307,7 +309,8 @@ function startEdgeWorker(
     } catch (e) {
       // The answer goes to the caller — on a hosted project the keep-alive's pg_net, which
       // nobody reads — so the function's own log says the same, as does the row the start
-      // recorded in switchyard.refusals (docs/ARCHITECTURE.md §9.1).
+      // recorded in switchyard.refusals
+      // (docs/design/worker.md#refusals-are-seen-where-operators-look).
       const refusal = startRefusal(e);
       log.error(
         `worker start refused (${refusal.status} ${refusal.error}): ${refusalText(refusal)}`,

@@ -64,7 +64,8 @@ export interface Platform {
 }
 
 // The hosted runtime's signal lives with the worker, which needs it too (local development,
-// docs/ARCHITECTURE.md §4.1) and may not import this layer.
+// docs/design/worker.md#compiling-at-deploy-and-in-local-development) and may not import this
+// layer.
 export { HOSTED_RUNTIME_ENV_VARS, hostedRuntimeSignal } from '../worker/development.ts';
 
 /** The part of Supabase's `EdgeRuntime` global the kit uses. */

@@ -1,5 +1,5 @@
 /**
- * A run's events as server-sent events (docs/ARCHITECTURE.md §16): the endpoint that
+ * A run's events as server-sent events (docs/design/observability.md): the endpoint that
  * `followRun` of `lib/browser.js` reads, served by the dashboard at
  * `GET /api/runs/<run id>/events` and mountable in an Edge Function of one's own.
  *

@@ -1,5 +1,6 @@
 /**
- * Signed webhooks (docs/ARCHITECTURE.md §18.1): an Edge Function that receives HTTP deliveries
+ * Signed webhooks (docs/design/ingestion.md#signed-webhooks): an Edge Function that receives HTTP
+ * deliveries
  * from another service and starts a run of an alias for each one, exactly once per delivery.
  *
  * A delivery is answered in this order, each refusal a JSON `{ "error": <rule>, "message": … }`
@@ -24,7 +25,8 @@
  * Signatures are checked with `crypto.subtle.verify`, in constant time.
  *
  * A verified delivery starts its run in one transaction with the start key `delivery id` in
- * `dedupe` mode (§5.13): the answer is 202 `{ "runId": … }` for a new run, and a delivery whose
+ * `dedupe` mode (docs/design/flow-control.md#start-keys): the answer is 202 `{ "runId": … }` for a
+ * new run, and a delivery whose
  * id was seen before (a retry of the sender, a replay, ten copies at once) starts nothing and is
  * answered 200 `{ "runId": <the same run>, "duplicate": true }` while the key is kept (`ttl`,
  * default 7 days after the run ended).

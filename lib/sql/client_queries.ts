@@ -1,5 +1,5 @@
 /**
- * The client for applications (docs/ARCHITECTURE.md §14): `createClient(registry, ...)` starts
+ * The client for applications (docs/design/client.md): `createClient(registry, ...)` starts
  * runs by alias with inputs typed from the registry, waits for their typed outputs and
  * follows their events, all without polling: it waits on PostgreSQL notifications and reads
  * state only when one arrives (or after a reconnect). It also signals, cancels and retries runs.
@@ -227,8 +227,9 @@ export interface SwitchyardClient<R extends Registry> {
   /**
    * Starts a run of an alias's active version (`switchyard.start_flow`). The alias must be
    * one the registry deploys, and the input that alias's input type (the union over the
-   * versions the registry lists). With `runId` the start is idempotent (docs/ARCHITECTURE.md
-   * §5.8); `owner` records the user the run is for (row-level security on its events).
+   * versions the registry lists). With `runId` the start is idempotent
+   * (docs/design/runs.md#starting-a-run); `owner` records the user the run is for (row-level
+   * security on its events).
    */
   start<A extends AliasOf<R>>(
     alias: A,
@@ -242,7 +243,7 @@ export interface SwitchyardClient<R extends Registry> {
     runId: string,
   ): RunHandle<AliasOutput<R, A>, AliasStepSlugs<R, A>, AliasSignals<R, A>, AliasStepOutputs<R, A>>;
   /**
-   * Signals a wait step of a run (`switchyard.signal_run`, docs/ARCHITECTURE.md §5.11): the
+   * Signals a wait step of a run (`switchyard.signal_run`, docs/design/waits.md): the
    * step is one of the registry's wait steps and the payload its type. The payload becomes
    * the step's output and the run goes on; a signal sent before the step is ready is kept
    * until it is, and with `key` a repeat is a no-op (`outcome` `duplicate`). Refused
@@ -268,8 +269,9 @@ export interface SwitchyardClient<R extends Registry> {
    */
   retry(runId: string): Promise<RetryResult>;
   /**
-   * Reruns an ended run in place from a step (`switchyard.rerun_run`, docs/ARCHITECTURE.md
-   * §14.1): that step and its dependents run again with fresh attempts, other outputs are kept.
+   * Reruns an ended run in place from a step (`switchyard.rerun_run`,
+   * docs/design/rerun.md): that step and its dependents run again with fresh attempts, other
+   * outputs are kept.
    */
   rerun(runId: string, fromStep: string, options?: RerunOptions): Promise<RerunResult>;
   /**
@@ -285,7 +287,7 @@ export interface SwitchyardClient<R extends Registry> {
   resume(runId: string, options?: ActorOption): Promise<RunControlResult & { requeued: number }>;
   /**
    * Does `action` over the runs a filter matches (`switchyard.bulk_run_action`,
-   * docs/ARCHITECTURE.md §14.1), as `bulkRunAction` of `switchyard/ops` does: a dry run unless
+   * docs/design/rerun.md), as `bulkRunAction` of `switchyard/ops` does: a dry run unless
    * `apply: true` (each action done and rolled back, so `would …` rows count exactly what would
    * change), at most `maxRuns` runs per call, going on after `afterRun`; one run's refusal is
    * that run's row, never the call's.

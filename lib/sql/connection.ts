@@ -1,5 +1,5 @@
 /**
- * The one connection resolver (docs/ARCHITECTURE.md §7): the `connectionString`
+ * The one connection resolver (docs/design/supabase.md): the `connectionString`
  * option, then `SWITCHYARD_DB_URL`, then `SUPABASE_DB_URL`, then `DATABASE_URL`, in this
  * order everywhere (workers, queue functions, the client and the operator commands).
  *
@@ -54,7 +54,7 @@ type EnvGlobals = {
 
 /**
  * The default {@linkcode EnvReader}: `Deno.env` under Deno (undefined without permission),
- * `process.env` under Node (the npm package's client, docs/ARCHITECTURE.md §12). Read at call
+ * `process.env` under Node (the npm package's client, docs/design/code-layout.md). Read at call
  * time, so importing this module touches no runtime global.
  */
 function runtimeEnv(name: string): string | undefined {
@@ -478,7 +478,8 @@ export const ENDED_SOCKET_MESSAGE = 'This socket has been ended by the other par
 let endedSocketGuard = false;
 
 /**
- * Keeps a database restart from killing the process (docs/ARCHITECTURE.md §9). When the server
+ * Keeps a database restart from killing the process
+ * (docs/design/worker.md#worker-states-and-parts). When the server
  * ends a connection while postgres.js is about to write to it, Deno's `node:net` raises EPIPE
  * from the write (postgres.js's `nextWrite`), which postgres.js does not catch there, so the error
  * escapes as an unhandled rejection, which ends a Deno process. The

@@ -1,5 +1,6 @@
 /**
- * Which SQL core a runtime needs (docs/ARCHITECTURE.md §8.3). Migrations are applied before the
+ * Which SQL core a runtime needs (docs/design/testing.md#upgrades-with-work-in-flight). Migrations
+ * are applied before the
  * functions are redeployed, so a runtime meets a core at least as new as itself; a runtime
  * that meets an older core (deployed first) refuses to start and says to apply the migrations,
  * instead of calling SQL that is not there yet.

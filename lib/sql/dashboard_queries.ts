@@ -1,7 +1,7 @@
 /**
  * The dashboard's reads (`switchyard.dashboard_queues`, `dashboard_functions`,
  * `dashboard_runs`, `dashboard_throughput`, plus the operator commands' own
- * `drain_status` and `fence_status`; docs/ARCHITECTURE.md §6). Nothing here writes: the
+ * `drain_status` and `fence_status`; docs/design/versions.md). Nothing here writes: the
  * dashboard's actions are {@linkcode pauseFunction}, {@linkcode resumeFunction},
  * {@linkcode cancelRun} and {@linkcode retryRun}, and a run's events come from
  * {@linkcode runEvents}.
@@ -107,7 +107,7 @@ export interface FunctionWorker {
   deprecatedAt: string | null;
   /**
    * Not deprecated and heart-beat within its own window, or the caller's larger one
-   * (docs/ARCHITECTURE.md §6).
+   * (docs/design/versions.md).
    */
   live: boolean;
 }
@@ -126,7 +126,7 @@ export interface FunctionOverview extends FunctionState {
   workers: FunctionWorker[];
   /**
    * The refusals it recorded (`switchyard.refusals`: refused starts and pauses on unsupported
-   * work, docs/ARCHITECTURE.md §9.1), the latest first.
+   * work, docs/design/worker.md#refusals-are-seen-where-operators-look), the latest first.
    */
   refusals: FunctionRefusal[];
 }
@@ -226,8 +226,9 @@ export interface RunStepOverview {
   /** The task's last error (a map step: the first element's with one), or null. */
   error: string | null;
   /**
-   * How the step runs: `single`, `map`, or one with no task that waits (docs/ARCHITECTURE.md
-   * §5.11): `wait` (for a signal), `sleep`, `flow` (a child run). Its `queueName` is then `''`.
+   * How the step runs: `single`, `map`, or one with no task that waits
+   * (docs/design/waits.md): `wait` (for a signal), `sleep`, `flow` (a child run). Its `queueName`
+   * is then `''`.
    */
   kind: 'single' | 'map' | 'wait' | 'sleep' | 'flow';
   /** A started wait or sleep step: when its timeout is due (null: none, or not waiting). */
@@ -264,7 +265,7 @@ export interface RunOverview {
   failedStep: string | null;
   /** How often it was retried (`retry_run`); 0 when never. */
   retries: number;
-  /** The run it was forked from (`fork_run`, docs/ARCHITECTURE.md §14.1), or null. */
+  /** The run it was forked from (`fork_run`, docs/design/rerun.md), or null. */
   forkedFrom: string | null;
   /** The step it was forked from, or null. */
   fromStep: string | null;
@@ -411,7 +412,7 @@ export async function recentRuns(
 
 /**
  * Completed tasks per minute on one queue (`switchyard.dashboard_throughput`: the completions of
- * the counters' per-minute samples, docs/ARCHITECTURE.md §16.3).
+ * the counters' per-minute samples, docs/design/observability.md#counters-histograms-and-levels).
  *
  * @example
  * ```ts
@@ -465,7 +466,8 @@ export async function throughput(
 }
 
 /**
- * A rate limit shared by name (docs/ARCHITECTURE.md §5.12), as `switchyard.rate_limit_status()`
+ * A rate limit shared by name (docs/design/flow-control.md#rate-limits-and-keyed-concurrency), as
+ * `switchyard.rate_limit_status()`
  * reads it: its rate and tokens now, and the steps naming it. `rate` is null for a name steps
  * use that has no row (no limit).
  *
@@ -493,7 +495,8 @@ export interface RateLimitState {
 }
 
 /**
- * The rate limits (docs/ARCHITECTURE.md §5.12): every row of `switchyard.rate_limits` and every
+ * The rate limits (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): every row of
+ * `switchyard.rate_limits` and every
  * name a step uses, by name.
  *
  * @example
@@ -553,10 +556,11 @@ export interface QueueOverview {
   versions: DrainState[];
   /** Completed tasks per minute. */
   throughput: QueueThroughput | null;
-  /** Lag, p95 duration and failures per minute (docs/ARCHITECTURE.md §16); null: uncatalogued. */
+  /** Lag, p95 duration and failures per minute (docs/design/observability.md); null: uncatalogued. */
   history: QueueHistory | null;
   /**
-   * Its counters since install (docs/ARCHITECTURE.md §16.3), the figures `/metrics` serves as
+   * Its counters since install (docs/design/observability.md#counters-histograms-and-levels), the
+   * figures `/metrics` serves as
    * `switchyard_task_*_total` and `switchyard_claims_throttled_total`, summed over its steps.
    */
   totals: QueueTotals;
@@ -605,9 +609,9 @@ export interface DashboardSnapshot {
   runs: RunOverview[];
   /** The latest changes of flows' runtime options (at most 20), newest first. */
   optionChanges: FlowOptionChange[];
-  /** Every schedule with its next tick and its latest tick's run (docs/ARCHITECTURE.md §15). */
+  /** Every schedule with its next tick and its latest tick's run (docs/design/schedules.md). */
   schedules: Schedule[];
-  /** The rate limits by name (docs/ARCHITECTURE.md §5.12). */
+  /** The rate limits by name (docs/design/flow-control.md#rate-limits-and-keyed-concurrency). */
   rateLimits: RateLimitState[];
 }
 

@@ -1,7 +1,8 @@
 /**
  * Which `deno` runs a child process (the Supabase CLI from npm, a project's own TypeScript).
  * From `deno run` that is the running `deno` itself; from the compiled `switchyard` command
- * (`deno task build-cli`, docs/ARCHITECTURE.md §8.2) `Deno.execPath()` is that binary, which
+ * (`deno task build-cli`, docs/design/local-runs.md#the-switchyard-command) `Deno.execPath()` is
+ * that binary, which
  * runs only its embedded code, so it is `SWITCHYARD_DENO` when set, else a `deno` on PATH.
  *
  * @module

@@ -1,5 +1,6 @@
 /**
- * What `deno task doctor` reads from a database (docs/ARCHITECTURE.md §8.5): the migrations the
+ * What `deno task doctor` reads from a database (docs/design/local-runs.md#doctor): the migrations
+ * the
  * Supabase CLI recorded, the SQL core's release, aliases, queue functions with their flags,
  * workers and refusals, the work on each queue, runs waiting with no live worker, the keep-alive's
  * failing wakes, and whether pg_net, pg_cron and the keep-alive job are there. Reads only; the

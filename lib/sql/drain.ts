@@ -1,5 +1,5 @@
 /**
- * Version drain (`switchyard.drain_status`; docs/ARCHITECTURE.md §6): per queue and
+ * Version drain (`switchyard.drain_status`; docs/design/versions.md): per queue and
  * concrete version, whether it is active, draining or drained.
  *
  * @module

@@ -1,6 +1,6 @@
 /**
  * The fenced rollout (`switchyard.fence_begin`, `fence_status`, `fence_end`;
- * docs/ARCHITECTURE.md §6): record and disable the affected queue functions, wait until
+ * docs/design/versions.md): record and disable the affected queue functions, wait until
  * their workers stopped, deploy, re-enable exactly those that were enabled.
  *
  * @module
@@ -70,7 +70,7 @@ export async function fenceBegin(
 /**
  * The open fence with per-function progress, or null when no fence is open. A worker counts
  * as live within its own heartbeat window, or within `heartbeatWindowSeconds` (default 15)
- * when that is larger (docs/ARCHITECTURE.md §6).
+ * when that is larger (docs/design/versions.md).
  *
  * @example
  * ```ts
@@ -134,7 +134,7 @@ export interface WaitForFenceOptions {
   intervalMs?: number;
   /**
    * Seconds without a heartbeat after which a worker no longer counts as live (default 15): it
-   * widens each worker's own window, never narrows it (docs/ARCHITECTURE.md §6).
+   * widens each worker's own window, never narrows it (docs/design/versions.md).
    */
   heartbeatWindowSeconds?: number;
   /** Called with every status read, before the wait decides. */

@@ -1,5 +1,6 @@
 /**
- * Runtime option changes (`switchyard.flow_option_history`; docs/ARCHITECTURE.md §8.3): a
+ * Runtime option changes (`switchyard.flow_option_history`;
+ * docs/design/testing.md#upgrades-with-work-in-flight): a
  * registry that changes only a flow's runtime options (maxAttempts, baseDelay, maxDelay,
  * timeout, startDelay) is accepted under the same slug, applied to tasks created afterwards,
  * and recorded with who and when.

@@ -1,7 +1,7 @@
 /**
  * Queue functions' durable flags: read them, pause and resume
  * (`switchyard.function_states`, `pause_function`, `resume_function`;
- * docs/ARCHITECTURE.md §6). Every decision stays in SQL.
+ * docs/design/versions.md). Every decision stays in SQL.
  *
  * @module
  */
@@ -11,7 +11,7 @@ import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
 /**
  * The longest pause or cancel reason, in characters: the SQL core's `max_reason_chars`
- * (docs/ARCHITECTURE.md §13). Longer reasons are refused, and a 409 shows at most this much.
+ * (docs/design/limits.md). Longer reasons are refused, and a 409 shows at most this much.
  *
  * @example
  * ```ts
@@ -58,7 +58,7 @@ export interface FunctionState {
   /**
    * Workers that have not stopped, are not deprecated and heart-beat within their own window,
    * or within the caller's `heartbeatWindowSeconds` (default 15) when that is larger
-   * (docs/ARCHITECTURE.md §6).
+   * (docs/design/versions.md).
    */
   liveWorkers: number;
 }

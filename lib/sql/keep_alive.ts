@@ -1,6 +1,6 @@
 /**
  * The keep-alive (`switchyard.keep_alive`, its pg_cron job and settings;
- * docs/ARCHITECTURE.md §6): wakes enabled, unpaused queue functions with no live worker.
+ * docs/design/versions.md): wakes enabled, unpaused queue functions with no live worker.
  *
  * @module
  */
@@ -29,7 +29,7 @@ export interface KeepAliveOptions {
   debounceSeconds?: number;
   /**
    * A worker without a heartbeat for this long no longer counts as live (default 15): it widens
-   * each worker's own window, never narrows it (docs/ARCHITECTURE.md §6).
+   * each worker's own window, never narrows it (docs/design/versions.md).
    */
   heartbeatWindowSeconds?: number;
 }
@@ -161,7 +161,7 @@ export async function unscheduleKeepAlive(source: SqlSource): Promise<boolean> {
 /**
  * Settings the keep-alive reads. The bearer is better kept in Supabase Vault.
  * `functions_hosts` lists the hosts the base URL may name (comma-separated); without it, a
- * Supabase project's own host (`<ref>.supabase.co`) or a local one (docs/ARCHITECTURE.md §6).
+ * Supabase project's own host (`<ref>.supabase.co`) or a local one (docs/design/versions.md).
  */
 export type KeepAliveSetting = 'functions_base_url' | 'functions_bearer' | 'functions_hosts';
 

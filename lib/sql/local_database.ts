@@ -1,5 +1,5 @@
 /**
- * Whether a connection string names a local database (docs/ARCHITECTURE.md §7): the rule the
+ * Whether a connection string names a local database (docs/design/supabase.md): the rule the
  * PGMQ-compatible layer, development mode and the test engine share. No runtime APIs, so it
  * loads in Deno, Node and a browser alike.
  *

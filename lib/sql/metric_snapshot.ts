@@ -1,5 +1,6 @@
 /**
- * The counters, histograms and levels of the metrics (docs/ARCHITECTURE.md §16.3):
+ * The counters, histograms and levels of the metrics
+ * (docs/design/observability.md#counters-histograms-and-levels):
  * `switchyard.metric_snapshot`, the rows of the views `metrics_counters`, `metrics_histograms`
  * and `metrics_gauges` read in one snapshot. Counters only go up (pruning runs never lowers
  * them); histograms count observations by bucket; gauges are levels now.

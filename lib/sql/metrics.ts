@@ -1,8 +1,9 @@
 /**
- * Metrics (docs/ARCHITECTURE.md §16): `switchyard.metrics` per queue and step over a recent
+ * Metrics (docs/design/observability.md): `switchyard.metrics` per queue and step over a recent
  * window, read through an index from the tasks of the window, and
  * `switchyard.dashboard_metrics_history`, the dashboard's charts per queue and minute,
- * differences of the counters' per-minute samples (§16.3). Neither reads the history.
+ * differences of the counters' per-minute samples
+ * (docs/design/observability.md#counters-histograms-and-levels). Neither reads the history.
  *
  * @module
  */
@@ -193,7 +194,7 @@ export interface QueueHistory {
   /**
    * The queue's lag at each minute's end, in seconds: how long its oldest visible message had
    * been visible (the gauge `switchyard_queue_lag_seconds`, sampled; null: no sample ended the
-   * minute; docs/ARCHITECTURE.md §16.3).
+   * minute; docs/design/observability.md#counters-histograms-and-levels).
    */
   lagSeconds: (number | null)[];
   /**

@@ -48,7 +48,7 @@ export function pgmqModeFromEnv(): PgmqMode {
 
 export { isLocalDatabase };
 
-/** The remedy for a server without PGMQ (docs/ARCHITECTURE.md §7, PGMQ). */
+/** The remedy for a server without PGMQ (docs/design/supabase.md, PGMQ). */
 export const PGMQ_REMEDY: string =
   'enable the pgmq extension (1.5 or later; Supabase: Database -> Extensions -> pgmq), or, for ' +
   "a local test database, run `npx switchyard db:push`, which loads the kit's PGMQ-compatible " +

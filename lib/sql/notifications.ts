@@ -1,5 +1,5 @@
 /**
- * Waiting for runs without polling (docs/ARCHITECTURE.md §14): one `LISTEN` per client on
+ * Waiting for runs without polling (docs/design/client.md): one `LISTEN` per client on
  * the channel the SQL core notifies on each run and step transition (the payload is the run
  * id), through postgres.js `sql.listen`. Waiters subscribe by run id and re-read the state
  * they wait for when woken. postgres.js re-issues the `LISTEN` after a lost connection and

@@ -1,5 +1,5 @@
 /**
- * Retention (`switchyard.prune`, its pg_cron job; docs/ARCHITECTURE.md §6): deletes finished
+ * Retention (`switchyard.prune`, its pg_cron job; docs/design/versions.md): deletes finished
  * runs with their step states, tasks and PGMQ archive rows, in bounded batches that are safe
  * while workers run. Every decision stays in SQL.
  *

@@ -1,5 +1,6 @@
 /**
- * Quarantine (`switchyard.quarantine_messages`; docs/ARCHITECTURE.md §5.3): the explicit
+ * Quarantine (`switchyard.quarantine_messages`; docs/design/claim.md#the-unsupported-batch): the
+ * explicit
  * operator way past foreign messages that paused a queue function. Every decision stays in
  * SQL; this module calls it and types the answer.
  *

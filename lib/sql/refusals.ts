@@ -1,5 +1,7 @@
 /**
- * What refused and what failed to wake (docs/ARCHITECTURE.md §9.1 and §6): the refusals queue
+ * What refused and what failed to wake
+ * (docs/design/worker.md#refusals-are-seen-where-operators-look and docs/design/versions.md): the
+ * refusals queue
  * functions recorded (`switchyard.refusals`, one row per function and kind) and the keep-alive's
  * wakes whose HTTP answer was an error (`switchyard.wake_failures`, from pg_net's responses).
  * The dashboard and `deno task doctor` read them.

@@ -1,5 +1,5 @@
 /**
- * Row triggers (docs/ARCHITECTURE.md §18): writes to a table of the app start runs of an alias
+ * Row triggers (docs/design/ingestion.md): writes to a table of the app start runs of an alias
  * in the writer's own transaction, so a rolled back write starts nothing and a committed one has
  * started its run. These are typed calls of the SQL core's `declare_row_trigger`,
  * `list_row_triggers`, `remove_row_trigger` and `backfill_row_trigger`, and the migration text
@@ -14,7 +14,7 @@ import { call, sqlOf, type SqlSource } from './source.ts';
 /** The writes that start runs. */
 export type RowTriggerEvent = 'insert' | 'update' | 'delete';
 
-/** The start-key modes of `start_flow` (docs/ARCHITECTURE.md §5.13). */
+/** The start-key modes of `start_flow` (docs/design/flow-control.md#start-keys). */
 export type RowTriggerKeyMode = 'singleton' | 'dedupe' | 'debounce';
 
 /** What a declaration says: the table, the alias, and how a row becomes a start. */
@@ -220,7 +220,7 @@ export function rowTriggerMigration(d: RowTriggerDeclaration): string {
   return `-- Switchyard row trigger ${d.name}: ${
     (d.events ?? ['insert']).join(', ')
   } on ${d.table} ` +
-    `start runs of ${d.alias}\n-- (docs/ARCHITECTURE.md §18; remove it with ` +
+    `start runs of ${d.alias}\n-- (docs/design/ingestion.md; remove it with ` +
     `switchyard.remove_row_trigger('${d.name.replaceAll("'", "''")}')).\n` +
     `select switchyard.declare_row_trigger(\n  ${declarationArguments(d)}\n);\n`;
 }
@@ -235,7 +235,7 @@ export function rowTriggerMigration(d: RowTriggerDeclaration): string {
  * ```
  */
 export function removeRowTriggerMigration(name: string): string {
-  return `-- Removes the Switchyard row trigger ${name} (docs/ARCHITECTURE.md §18).\n` +
+  return `-- Removes the Switchyard row trigger ${name} (docs/design/ingestion.md).\n` +
     `select switchyard.remove_row_trigger(${literal(name, 'name')});\n`;
 }
 

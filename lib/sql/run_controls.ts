@@ -1,9 +1,10 @@
 /**
- * An operator's controls of single runs and of many (docs/ARCHITECTURE.md §14.1): rerun in place
+ * An operator's controls of single runs and of many (docs/design/rerun.md): rerun in place
  * from a step (`switchyard.rerun_run`), fork (`fork_run`), move onto a newer version
  * (`move_run`), pause and resume (`pause_run`, `resume_run`), and each over a filter
  * (`bulk_run_action`). The SQL core decides and proves everything; these calls check their
- * arguments' types, name the values they refuse, and map the core's refusals (§10).
+ * arguments' types, name the values they refuse, and map the core's refusals
+ * (docs/design/errors.md).
  *
  * @module
  */

@@ -1,5 +1,6 @@
 /**
- * A run as a fixture (docs/ARCHITECTURE.md §17.3): everything a test engine needs to replay a run
+ * A run as a fixture (docs/design/clock.md#export-and-replay): everything a test engine needs to
+ * replay a run
  * from any database — its input and version, each step's state and output, each task's attempts,
  * error and output, the signals its waits received, and its events — read in one statement, as
  * JSON that survives a file.

@@ -1,7 +1,7 @@
 /**
  * Runs from the caller's side: start one, read its status and its events, cancel it, retry
  * it (`switchyard.start_flow`, `run_status`, `run_events`, `cancel_run`, `retry_run`;
- * docs/ARCHITECTURE.md §14). Every decision stays in SQL; these calls only carry arguments
+ * docs/design/client.md). Every decision stays in SQL; these calls only carry arguments
  * and results. The typed client of `lib/client.ts` and the `deno task cancel|retry`
  * commands are built on them.
  *
@@ -120,7 +120,7 @@ export interface RunStatus<Output = unknown, StepSlug extends string = string> {
   failedAt: string | null;
   /** When it was cancelled, or null. */
   cancelledAt: string | null;
-  /** The run this one was forked from (`fork_run`, docs/ARCHITECTURE.md §14.1), or null. */
+  /** The run this one was forked from (`fork_run`, docs/design/rerun.md), or null. */
   forkedFrom: string | null;
   /** The step a fork ran again from, or null. */
   fromStep: string | null;
@@ -164,7 +164,7 @@ export type RunEventName =
 /**
  * One transition of a run or of one of its steps (a row of `switchyard.run_events`). Events
  * carry ids and names, never inputs or outputs; a `progress` event carries the JSON its handler
- * reported (`ctx.progress`, docs/ARCHITECTURE.md §16).
+ * reported (`ctx.progress`, docs/design/observability.md).
  *
  * @example
  * ```ts
@@ -190,13 +190,13 @@ export interface RunEvent<StepSlug extends string = string> {
   taskIndex?: number;
   /**
    * A `progress` event's JSON, what the handler gave `ctx.progress`; for `rerun`, `forked`,
-   * `moved`, `paused` and `resumed`, who did it and what (docs/ARCHITECTURE.md §14.1); absent on
+   * `moved`, `paused` and `resumed`, who did it and what (docs/design/rerun.md); absent on
    * other events.
    */
   data?: unknown;
 }
 
-/** The events an operator's action writes, with who did it and what in `data` (§14.1). */
+/** The events an operator's action writes, with who did it and what in `data` (docs/design/rerun.md). */
 const OPERATOR_EVENTS: ReadonlySet<string> = new Set([
   'rerun',
   'forked',
@@ -228,7 +228,8 @@ export const RUN_EVENTS_CHANNEL = 'switchyard_run_events';
  */
 export interface StartRunBaseOptions {
   /**
-   * A run id the caller chooses, making the start idempotent (docs/ARCHITECTURE.md §5.8): a
+   * A run id the caller chooses, making the start idempotent (docs/design/runs.md#starting-a-run):
+   * a
    * second start with the same id returns the existing run and starts nothing; the same id
    * with another input, flow or owner is refused with an `OperationError` (code `23505`,
    * `detail.rule` `run_id_other_input`, `run_id_other_flow` or `run_id_other_owner`).
@@ -236,11 +237,11 @@ export interface StartRunBaseOptions {
   runId?: string;
   /**
    * Who the run is for: a user id (a UUID, such as Supabase's `auth.uid()`). Row-level
-   * security lets that user read the run's events (docs/ARCHITECTURE.md §14).
+   * security lets that user read the run's events (docs/design/client.md).
    */
   owner?: string;
   /**
-   * A delayed start (`switchyard.start_flow_at`, docs/ARCHITECTURE.md §5.11): the run exists
+   * A delayed start (`switchyard.start_flow_at`, docs/design/waits.md): the run exists
    * at once (with the version its alias names now) and its steps start at this time, on the
    * SQL core's next tick after it (up to a minute late with the keep-alive job). A time not in
    * the future starts at once; at most 365 days ahead.
@@ -248,19 +249,20 @@ export interface StartRunBaseOptions {
   startAt?: Date;
   /**
    * When the run must have finished: still going then, it is cancelled by the SQL core with the
-   * reason `deadline` (docs/ARCHITECTURE.md §14), whether a worker is alive or not. The flow's
+   * reason `deadline` (docs/design/client.md), whether a worker is alive or not. The flow's
    * `runTimeout`, when it has one, may make it earlier. Must be in the future.
    */
   deadlineAt?: Date;
   /**
    * The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`), stored with the run so
-   * the spans of its tasks join that trace (docs/ARCHITECTURE.md §16). Default: the active
+   * the spans of its tasks join that trace (docs/design/observability.md). Default: the active
    * OpenTelemetry span's, when the application has one; else none. A malformed one (an incoming
    * request's header) is logged, at most once a minute, and the run starts as without one.
    */
   traceparent?: string;
   /**
-   * The order of the run's tasks on a shared queue (docs/ARCHITECTURE.md §5.14): a whole number
+   * The order of the run's tasks on a shared queue
+   * (docs/design/flow-control.md#priority-and-keys-in-turn): a whole number
    * from -10 (last) to 10 (first), default 0. Each level is worth `priority_ageing_seconds`
    * (default 60) of waiting, so a task that waited longer than the levels between it and a
    * newer one of higher priority goes first: low priority is delayed, never starved. Child runs
@@ -293,7 +295,8 @@ export interface UnkeyedStart {
 }
 
 /**
- * A start with a key (docs/ARCHITECTURE.md §5.13), in the scope of the alias started: at most
+ * A start with a key (docs/design/flow-control.md#start-keys), in the scope of the alias started:
+ * at most
  * one open run per key. A second start with the key returns the key's run while it is open
  * (the input of the second start is not used). The key takes no `runId` (each names the run).
  *
@@ -320,7 +323,8 @@ export interface SingletonStart {
 }
 
 /**
- * A start with a key that is remembered after its run ended (docs/ARCHITECTURE.md §5.13): a
+ * A start with a key that is remembered after its run ended
+ * (docs/design/flow-control.md#start-keys): a
  * start with the key returns the key's run while it is open and for `ttl` seconds after it
  * ended (completed, failed or cancelled); then the key starts a new run.
  *
@@ -347,7 +351,8 @@ export interface DedupeStart {
 }
 
 /**
- * A debounced start (docs/ARCHITECTURE.md §5.13): the run's steps start `delay` seconds after
+ * A debounced start (docs/design/flow-control.md#start-keys): the run's steps start `delay` seconds
+ * after
  * the last start with the key. A start with the key before then gives the waiting run its
  * input (the trailing payload wins) and moves its start to `delay` seconds from now, never
  * past `maxDelay` seconds after the first start. The start begins on the SQL core's tick
@@ -378,7 +383,8 @@ export interface DebounceStart {
 }
 
 /**
- * The start keys of {@linkcode startRun} (docs/ARCHITECTURE.md §5.13): none, or a key with its
+ * The start keys of {@linkcode startRun} (docs/design/flow-control.md#start-keys): none, or a key
+ * with its
  * mode.
  */
 export type StartKeyOptions = UnkeyedStart | SingletonStart | DedupeStart | DebounceStart;
@@ -458,7 +464,7 @@ export async function startRun(
   flowOrAlias: string,
   input: unknown,
   options: StartRunOptions = {},
-  /** The time `deadlineAt` must be after (ms): the database's clock, a test engine's (§17). */
+  /** The time `deadlineAt` must be after (ms): the database's clock, a test engine's (docs/design/clock.md). */
   now: () => number = Date.now,
 ): Promise<string> {
   const { runId, owner, startAt, deadlineAt, traceparent, priority } = options;
@@ -890,7 +896,8 @@ export interface RetryResult {
 export interface RetryOptions {
   /**
    * Delete the checkpoints of the run's tasks first (`switchyard.reset_checkpoints`), so the
-   * tasks queued again start over instead of resuming (docs/ARCHITECTURE.md §9). Default false:
+   * tasks queued again start over instead of resuming
+   * (docs/design/worker.md#worker-states-and-parts). Default false:
    * a task resumes where it was.
    */
   resetCheckpoints?: boolean;
@@ -977,7 +984,7 @@ export interface SignalResult {
 }
 
 /**
- * Signals a wait step of a run (`switchyard.signal_run`, docs/ARCHITECTURE.md §5.11): the
+ * Signals a wait step of a run (`switchyard.signal_run`, docs/design/waits.md): the
  * payload becomes the step's output. With `key`, sending the same signal again is a no-op.
  * Untyped: the client of `lib/client.ts` types the step and payload from the registry. In
  * an application's own transaction, call the SQL function there instead (or pass the

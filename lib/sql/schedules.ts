@@ -1,5 +1,5 @@
 /**
- * Schedules (docs/ARCHITECTURE.md §15): cron-started runs of an alias, exactly one run per
+ * Schedules (docs/design/schedules.md): cron-started runs of an alias, exactly one run per
  * tick. These are typed calls of the SQL core's schedule functions; every decision (which ticks
  * are due, overlap, catch-up, the derived run id) is SQL's.
  *

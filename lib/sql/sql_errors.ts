@@ -1,7 +1,7 @@
 /**
  * The one table that maps the SQL core's refusals to Switchyard's error classes: by SQLSTATE,
  * with fields read from the JSON object in `DETAIL`, never from the message text
- * (docs/ARCHITECTURE.md §10). Plumbing: the worker and the connection's callers use it; no entry
+ * (docs/design/errors.md). Plumbing: the worker and the connection's callers use it; no entry
  * exports it.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * The SQL of a test engine (`switchyard/testing`, docs/ARCHITECTURE.md §17): the SQL core built
+ * The SQL of a test engine (`switchyard/testing`, docs/design/clock.md): the SQL core built
  * into a database of its own, the virtual clock, and the reads and ticks of its worker loop. The
  * clock's functions live in schema `switchyard_test`, which only a test engine creates; nothing
  * here runs against a production database.
@@ -11,7 +11,8 @@ import type { Sql } from './connection.ts';
 import { pgArray } from './worker_queries.ts';
 
 /**
- * The virtual clock (docs/ARCHITECTURE.md §17.1), installed into a test database:
+ * The virtual clock (docs/design/clock.md#one-clock-for-every-time-rule), installed into a test
+ * database:
  *
  * - `switchyard_test.clock`: one row, the set time and when PGMQ's times were last synced;
  * - `set_clock(at)`: `clock_now()` becomes `select '<at>'::timestamptz` (still inlined);
@@ -394,7 +395,7 @@ export async function setClock(sql: Sql, at: Date): Promise<Date> {
 
 /**
  * Moves the virtual clock forward by `ms` milliseconds, and PGMQ's times of the kit's queues back
- * by as much (docs/ARCHITECTURE.md §17.1); the new time.
+ * by as much (docs/design/clock.md#one-clock-for-every-time-rule); the new time.
  */
 export async function advanceClock(sql: Sql, ms: number): Promise<Date> {
   const [row] = await sql<{ at: Date }[]>`
@@ -457,7 +458,8 @@ export async function startRound(
 
 /**
  * The first ready message of the queues, in their order, read as a worker reads it but without
- * waiting (docs/ARCHITECTURE.md §5.1, §5.14), one at a time; null when none is ready.
+ * waiting (docs/design/claim.md#read, docs/design/flow-control.md#priority-and-keys-in-turn), one
+ * at a time; null when none is ready.
  */
 export async function readOne(
   sql: Sql,

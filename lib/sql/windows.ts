@@ -1,6 +1,6 @@
 /**
  * The default heartbeat window, shared by the worker's settings and the operator calls
- * that count live workers (docs/ARCHITECTURE.md §6: a live worker has not stopped, is not
+ * that count live workers (docs/design/versions.md: a live worker has not stopped, is not
  * deprecated and heart-beat within its window). A worker stores its own window at
  * registration; an operator call's window can only widen it: each worker is judged by the
  * larger of the two. The SQL functions default to the same value.

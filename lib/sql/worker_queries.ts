@@ -1,6 +1,6 @@
 /**
  * The worker's access to the database: one method per SQL call of the core
- * (docs/ARCHITECTURE.md §5). No decision is made here; classification, retries
+ * (docs/design/claim.md). No decision is made here; classification, retries
  * and dependency resolution stay in SQL.
  *
  * @module
@@ -28,7 +28,7 @@ export interface UnlistedFlow {
  * A row of `switchyard.start_tasks`, with the inputs put back together: SQL sends a run's input
  * once per batch (on the first claimed row of the run) and no input for a root step, whose
  * handler input is the flow input; {@linkcode WorkerQueries.startTasks} gives every claimed row
- * both, as one shared value per run (docs/ARCHITECTURE.md §5.2).
+ * both, as one shared value per run (docs/design/claim.md#start_tasks).
  */
 export interface TaskClaim {
   disposition: 'claimed' | 'duplicate' | 'stale' | 'throttled' | 'unsupported';
@@ -43,7 +43,7 @@ export interface TaskClaim {
   timeout: number | null;
   /**
    * Of the step timeout, the milliseconds this attempt already ran on instances that handed it
-   * back (docs/ARCHITECTURE.md §9); absent from a 0.3.0 core.
+   * back (docs/design/worker.md#worker-states-and-parts); absent from a 0.3.0 core.
    */
   carried_ms?: number | null;
   /** The handler input: the flow input for a root step, a map task's element, else the dependencies' outputs. */
@@ -52,7 +52,7 @@ export interface TaskClaim {
   flow_input: unknown;
 }
 
-/** A task's identity (docs/ARCHITECTURE.md §9): its run, step and index (0 unless a map's). */
+/** A task's identity (docs/design/worker.md#worker-states-and-parts): its run, step and index (0 unless a map's). */
 export interface TaskKey {
   runId: string;
   stepSlug: string;
@@ -60,7 +60,7 @@ export interface TaskKey {
 }
 
 /**
- * The limits the SQL core enforces (`switchyard.limits()`, docs/ARCHITECTURE.md §13).
+ * The limits the SQL core enforces (`switchyard.limits()`, docs/design/limits.md).
  *
  * @example
  * ```ts
@@ -142,7 +142,7 @@ export class WorkerQueries {
     return version;
   }
 
-  /** The SQL core's limits (`switchyard.limits()`, docs/ARCHITECTURE.md §13). */
+  /** The SQL core's limits (`switchyard.limits()`, docs/design/limits.md). */
   async limits(): Promise<SqlLimits> {
     const [row] = await this.sql<{ limits: SqlLimits }[]>`select switchyard.limits() as limits`;
     return row.limits;
@@ -220,13 +220,16 @@ export class WorkerQueries {
    * Message ids read from the queue (bodies are not needed: claims trust identity only). The
    * read hides them for the claim window (`visibilityTimeout`) plus what their claim needs
    * (`switchyard.read_visibility_seconds`: the queue's longest task timeout and the margin,
-   * capped), so the claim does not write them again (docs/ARCHITECTURE.md §5.1, §5.4).
+   * capped), so the claim does not write them again (docs/design/claim.md#read,
+   * docs/design/claim.md#hiding-claimed-messages).
    *
    * A plain queue is read by PGMQ's `read_with_poll`, which waits in the database. A queue that
    * `switchyard.read_ordered` names (runs with priorities, or steps with keyed concurrency) is
-   * read by `switchyard.read_tasks` in priority order and keys in turn (§5.14), which does not
+   * read by `switchyard.read_tasks` in priority order and keys in turn
+   * (docs/design/flow-control.md#priority-and-keys-in-turn), which does not
    * wait: this polls it every `pollIntervalMs` for up to `maxPollSeconds`. Either way no
-   * statement that waits holds a lock on a switchyard table, so a migration's preamble (§7) is
+   * statement that waits holds a lock on a switchyard table, so a migration's preamble
+   * (docs/design/supabase.md) is
    * never held off by an idle worker. The plan (visibility, ordered) is asked at most once a
    * second per queue, so a busy worker reads with one statement, as before; a timeout changed
    * live, or a queue turned ordered, counts within a second.
@@ -436,7 +439,8 @@ export class WorkerQueries {
 
   /**
    * The trace contexts stored with these runs (`switchyard.run_trace_contexts`), by run id; a
-   * run without one is absent. Read only while tracing records spans (docs/ARCHITECTURE.md §16).
+   * run without one is absent. Read only while tracing records spans
+   * (docs/design/observability.md).
    */
   async runTraceContexts(runIds: readonly string[]): Promise<Map<string, string>> {
     const rows = await this.sql<{ run_id: string; trace_context: string }[]>`
@@ -447,7 +451,8 @@ export class WorkerQueries {
 
   /**
    * Up to `max` traced runs that ended and whose span nobody recorded, marked taken
-   * (`switchyard.take_run_spans`): the worker records their spans (docs/ARCHITECTURE.md §16.2).
+   * (`switchyard.take_run_spans`): the worker records their spans
+   * (docs/design/observability.md#metrics-traces-and-charts).
    */
   async takeRunSpans(max = 100): Promise<EndedRunSpan[]> {
     const rows = await this.sql<{
@@ -506,7 +511,8 @@ export class WorkerQueries {
 
   /**
    * Records why this function's worker did not start or paused (`switchyard.record_refusal`,
-   * docs/ARCHITECTURE.md §9.1): one row per function and kind, the latest message kept.
+   * docs/design/worker.md#refusals-are-seen-where-operators-look): one row per function and kind,
+   * the latest message kept.
    */
   async recordRefusal(functionName: string, refusal: string, message: string): Promise<void> {
     await this.sql`

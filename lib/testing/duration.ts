@@ -1,5 +1,6 @@
 /**
- * Durations a test moves the virtual clock by (docs/ARCHITECTURE.md §17.2): milliseconds, or text
+ * Durations a test moves the virtual clock by (docs/design/clock.md#the-test-engine): milliseconds,
+ * or text
  * of whole numbers with units, largest first (`'7d'`, `'36h'`, `'1h30m'`, `'90s'`, `'250ms'`).
  *
  * @module

@@ -1,5 +1,6 @@
 /**
- * A test engine's own database (docs/ARCHITECTURE.md §17.2): PGlite (PostgreSQL in WebAssembly)
+ * A test engine's own database (docs/design/clock.md#the-test-engine): PGlite (PostgreSQL in
+ * WebAssembly)
  * in this process, served on a free loopback port through pglite-socket, so the kit's
  * postgres.js code reaches it as any PostgreSQL. No server, no Docker.
  *

@@ -1,5 +1,6 @@
 /**
- * The test engine (docs/ARCHITECTURE.md §17.2): the project's own SQL core, in a PGlite database
+ * The test engine (docs/design/clock.md#the-test-engine): the project's own SQL core, in a PGlite
+ * database
  * of this process (or a given local database), driven by the worker's own parts (the executor,
  * the completion writer, the claim) in this process, under a virtual clock.
  *
@@ -386,7 +387,8 @@ export type AliasHandlerOutput<R extends Registry, A extends AliasOf<R>, S exten
 
 /**
  * A test engine: the project's SQL core with the registry compiled, a worker loop driven by the
- * test, and a virtual clock (docs/ARCHITECTURE.md §17.2). Made by {@linkcode createTestEngine};
+ * test, and a virtual clock (docs/design/clock.md#the-test-engine). Made by {@linkcode
+ * createTestEngine};
  * close it at the end of the test.
  *
  * @typeParam R the registry (`as const`)
@@ -502,7 +504,8 @@ export interface TestEngine<R extends Registry> {
   /** Ticks the scheduler once (`switchyard.run_schedules`); the runs it started. */
   tickSchedules(): Promise<number>;
   /**
-   * Replays a run recorded with `exportRun` (docs/ARCHITECTURE.md §17.3): a run of the recorded
+   * Replays a run recorded with `exportRun` (docs/design/clock.md#export-and-replay): a run of the
+   * recorded
    * version (which the registry must list) with the recorded input, each step answering from the
    * record (its failed attempts fail again, then it returns its output) except, with `from`, that
    * step and the steps after it, which run their current handlers; the recorded signals come at
@@ -582,7 +585,9 @@ async function embeddedWithCore(): Promise<EmbeddedDatabase> {
   snapshot = mine;
   let db: EmbeddedDatabase | undefined;
   try {
-    // The snapshot an earlier process cached (§17.4): a few hundred milliseconds, not seconds.
+    // The snapshot an earlier process cached
+    // (docs/design/clock.md#speed-and-what-the-engine-is-not): a few hundred milliseconds, not
+    // seconds.
     const cached = await readCachedSnapshot();
     if (cached !== null) {
       db = await startEmbeddedDatabase(cached).catch(() => undefined);
@@ -660,7 +665,8 @@ function startTime(now: Date | string | undefined): Date {
 }
 
 /**
- * Starts a test engine for a registry (docs/ARCHITECTURE.md §17.2): an embedded PGlite database
+ * Starts a test engine for a registry (docs/design/clock.md#the-test-engine): an embedded PGlite
+ * database
  * with the SQL core (the first engine of a process builds it; later ones start from its
  * snapshot), or `databaseUrl`'s; the registry compiled and its aliases moved; one worker per
  * queue registered; the virtual clock at `now`.

@@ -1,5 +1,6 @@
 /**
- * Replaying a recorded run (docs/ARCHITECTURE.md §17.3): what a test engine answers for each task
+ * Replaying a recorded run (docs/design/clock.md#export-and-replay): what a test engine answers for
+ * each task
  * of the replayed run, and when its signals and its cancel come. A step answered from the record
  * does what it did there: its failed attempts fail again (with the recorded error), then it
  * returns the recorded output; a step the record never finished fails, naming it. Steps from

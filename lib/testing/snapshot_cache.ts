@@ -1,5 +1,6 @@
 /**
- * The migrated core's snapshot cached on disk (docs/ARCHITECTURE.md §17.4): the first test engine
+ * The migrated core's snapshot cached on disk
+ * (docs/design/clock.md#speed-and-what-the-engine-is-not): the first test engine
  * of a process builds an embedded database with the SQL core (PGlite's own start, then the core),
  * seconds; from a snapshot it starts in a few hundred milliseconds. The snapshot a process built
  * is written to a cache folder under a key that hashes everything it was built from and the PGlite

@@ -1,5 +1,6 @@
 /**
- * The completion writer (docs/ARCHITECTURE.md §9): finished tasks are written in batches.
+ * The completion writer (docs/design/worker.md#worker-states-and-parts): finished tasks are written
+ * in batches.
  * While one write is in flight, finished tasks queue up and go together in the next (one
  * round trip, one transaction). An idle worker's single completion is written on the next
  * turn of the event loop (no timer delay), so the tasks of a batch that finish in the same

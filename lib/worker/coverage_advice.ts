@@ -1,6 +1,7 @@
 /**
  * What a coverage refusal tells its reader to do about the concrete flows it names that the
- * registry lacks (docs/ARCHITECTURE.md §4, §6): an alias still pointing at a version the registry
+ * registry lacks (docs/design/worker.md#worker-start-up, docs/design/versions.md): an alias still
+ * pointing at a version the registry
  * no longer lists is moved with the exact `activate_alias` command; a retired version with
  * started runs goes back into the registry until it is drained (or its runs are cancelled).
  *

@@ -1,5 +1,6 @@
 /**
- * Local development, as a worker tells it (docs/ARCHITECTURE.md §4.1): where a changed shape of
+ * Local development, as a worker tells it
+ * (docs/design/worker.md#compiling-at-deploy-and-in-local-development): where a changed shape of
  * a concrete flow is recompiled (`switchyard.recompile_flow`, the flow's runs deleted) instead of
  * refused with SY004. It is asked for explicitly, and production never recompiles: a worker on
  * the hosted runtime, or connected to a database that is not on this machine or a local
@@ -11,7 +12,7 @@ import { parseConnectionString } from '../sql/connection.ts';
 
 /**
  * Environment variables that Supabase's hosted Edge Runtime sets and local runs do not
- * (docs/ARCHITECTURE.md §7, Auth): `SB_REGION` (the region the function runs in) and
+ * (docs/design/supabase.md, Auth): `SB_REGION` (the region the function runs in) and
  * `DENO_DEPLOYMENT_ID` (the deployed version, `<project-ref>_<function-id>_<version>`; Deno
  * Deploy sets it too). `SB_EXECUTION_ID` is not one of them (the local edge runtime sets it as
  * well), nor are the `SUPABASE_INTERNAL_*` variables, which only the CLI's local serve sets.

@@ -1,8 +1,8 @@
 /**
  * A worker's dispatch index: the registry it was given (the user's list of
  * deployments), normalized and keyed by concrete flow slug, and the exact
- * (flow, step) pairs it supports on the queue it polls (docs/ARCHITECTURE.md §4
- * steps 1, 2 and 4; §11 for the words).
+ * (flow, step) pairs it supports on the queue it polls (docs/design/worker.md#worker-start-up
+ * steps 1, 2 and 4; docs/design/vocabulary.md for the words).
  *
  * @module
  */

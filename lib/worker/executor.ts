@@ -1,5 +1,6 @@
 /**
- * The executor (docs/ARCHITECTURE.md §9): runs the handler of one claimed task with its
+ * The executor (docs/design/worker.md#worker-states-and-parts): runs the handler of one claimed
+ * task with its
  * timeout and an `AbortSignal`, then hands the output to the completion writer or records
  * the failure (`fail_task`: the SQL core decides about retries and backoff).
  *
@@ -33,7 +34,7 @@ import { errorText, handlerErrorText, persist, type WorkerLogger } from './persi
 import { context, type SpanContext, trace } from '@opentelemetry/api';
 import { endWithError, startTaskSpan } from '../tracing.ts';
 
-/** Where a claimed task's span belongs (docs/ARCHITECTURE.md §16). */
+/** Where a claimed task's span belongs (docs/design/observability.md). */
 export interface TaskTrace {
   /** The run's stored `traceparent` (read only while spans are recorded), or null. */
   traceparent: string | null;
@@ -79,7 +80,7 @@ export class Executor {
     private readonly log: WorkerLogger,
     private readonly onSettled: () => void,
     private readonly resources: HandlerResources,
-    /** The SQL core's limits that apply to outputs (docs/ARCHITECTURE.md §13); 0: no check. */
+    /** The SQL core's limits that apply to outputs (docs/design/limits.md); 0: no check. */
     private readonly limits: { maxOutputBytes: number } = { maxOutputBytes: 0 },
     /** When this runtime instance ends (`Date.now()` ms), as handlers read it (`ctx.deadline`). */
     private readonly endsAt: () => number = () => Infinity,

@@ -1,5 +1,6 @@
 /**
- * What the worker lends to handlers through their context (docs/ARCHITECTURE.md §5.5): a
+ * What the worker lends to handlers through their context
+ * (docs/design/claim.md#dispatch-and-completion): a
  * read-only environment, a postgres.js pool of their own (opened on first use) and a
  * supabase-js client when `SUPABASE_URL` and `SUPABASE_SERVICE_ROLE_KEY` are both set.
  *

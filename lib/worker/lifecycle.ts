@@ -1,5 +1,5 @@
 /**
- * The worker's lifecycle as one state machine (docs/ARCHITECTURE.md §9):
+ * The worker's lifecycle as one state machine (docs/design/worker.md#worker-states-and-parts):
  *
  * ```
  * starting -> running -> stopping -> stopped

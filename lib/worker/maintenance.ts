@@ -1,5 +1,6 @@
 /**
- * The worker's timers (docs/ARCHITECTURE.md §9): the heartbeat, whose answer also tells
+ * The worker's timers (docs/design/worker.md#worker-states-and-parts): the heartbeat, whose answer
+ * also tells
  * the worker to stop when it was deprecated or its queue function paused or disabled, and
  * names the runs of its running handlers that were cancelled or failed meanwhile (and, while
  * spans are recorded, records the spans of traced runs that ended), and
@@ -53,7 +54,8 @@ export function startMaintenance(o: MaintenanceOptions): () => void {
   let warnedIds = false;
   const stopHeartbeat = every(o.heartbeatIntervalMs, async () => {
     // A handler that keeps the event loop busy delays this timer; past the window, other
-    // workers' sweeps may already have requeued this worker's tasks (§9: CPU-bound handlers).
+    // workers' sweeps may already have requeued this worker's tasks
+    // (docs/design/worker.md#worker-states-and-parts: CPU-bound handlers).
     const silent = Date.now() - lastBeat;
     if (silent > o.heartbeatWindowSeconds * 1000) {
       o.log.warn(
@@ -69,7 +71,8 @@ export function startMaintenance(o: MaintenanceOptions): () => void {
       if (state !== 'ok' && o.lifecycle.requestStop(`function ${state}`)) {
         if (state === 'paused') {
           // A pause from elsewhere (an operator, another instance's unsupported work): this
-          // function's log says why, as its refused starts do (docs/ARCHITECTURE.md §9.1).
+          // function's log says why, as its refused starts do
+          // (docs/design/worker.md#refusals-are-seen-where-operators-look).
           const flags = await o.heartbeatQ.functionFlags(o.functionName).catch(() => null);
           o.log.warn(
             `stopping: function "${o.functionName}" is paused: ` +
@@ -82,7 +85,8 @@ export function startMaintenance(o: MaintenanceOptions): () => void {
     } catch (e) {
       o.log.warn(`heartbeat failed: ${errorText(e)}`);
     }
-    // Run spans (docs/ARCHITECTURE.md §16.2): while spans are recorded here, the spans of traced
+    // Run spans (docs/design/observability.md#metrics-traces-and-charts): while spans are recorded
+    // here, the spans of traced
     // runs that ended, whichever path ended them, each taken by one worker.
     if (spansRecorded()) {
       try {

@@ -1,5 +1,6 @@
 /**
- * Writes that must survive a lost connection (docs/ARCHITECTURE.md §9): completions,
+ * Writes that must survive a lost connection (docs/design/worker.md#worker-states-and-parts):
+ * completions,
  * failures and the stop record are repeated until the database answers. The SQL core
  * accepts only the attempt that holds a task, so a repeat is harmless.
  *
@@ -23,10 +24,11 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
  * A thrown value as one line of text, for logs and `fail_task`. Never throws: a handler may
  * throw anything (a null-prototype object holding a bigint, a revoked proxy, an error whose
  * `message` getter throws), and a formatter that threw inside a `catch` would turn one failed
- * attempt into an unhandled rejection (docs/ARCHITECTURE.md §9).
+ * attempt into an unhandled rejection (docs/design/worker.md#worker-states-and-parts).
  */
 export function errorText(e: unknown): string {
-  // Storable too: the text goes to fail_task and worker_stopped (docs/ARCHITECTURE.md §5.5).
+  // Storable too: the text goes to fail_task and worker_stopped
+  // (docs/design/claim.md#dispatch-and-completion).
   return storableText(formatThrown(e));
 }
 

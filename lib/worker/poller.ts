@@ -1,9 +1,11 @@
 /**
- * The poller (docs/ARCHITECTURE.md §5 and §9): reads message ids while there are free
+ * The poller (docs/design/claim.md and docs/design/worker.md#worker-states-and-parts): reads
+ * message ids while there are free
  * slots, claims them with `start_tasks` against the exact pair set the worker registered,
  * and hands claimed tasks to the executor. A batch with unsupported work stops the worker
  * fatally; the SQL core has already made the batch visible again and paused the function. The
- * pause is logged and recorded in `switchyard.refusals` (docs/ARCHITECTURE.md §9.1).
+ * pause is logged and recorded in `switchyard.refusals`
+ * (docs/design/worker.md#refusals-are-seen-where-operators-look).
  *
  * @module
  */
@@ -87,7 +89,8 @@ export async function poll(o: PollerOptions): Promise<void> {
         span.end();
       } catch (e) {
         endWithError(span, e);
-        // The read hid the batch for as long as its claim needs (§5.1), and the failed claim
+        // The read hid the batch for as long as its claim needs (docs/design/claim.md#read), and
+        // the failed claim
         // changed nothing: make it visible again now, if the database still answers.
         await q.releaseMessages(o.queueName, ids).catch(() => {});
         throw e;
@@ -105,7 +108,8 @@ export async function poll(o: PollerOptions): Promise<void> {
           ],
         );
         log.error(fatal.message);
-        // Where operators look besides this log (docs/ARCHITECTURE.md §9.1), best effort.
+        // Where operators look besides this log
+        // (docs/design/worker.md#refusals-are-seen-where-operators-look), best effort.
         await recordRefusal(o.functionName, 'unsupported_work', fatal.message, { sql: q.sql, log });
         lifecycle.fail(fatal);
         log.info('stopping: unsupported work');

@@ -1,5 +1,6 @@
 /**
- * Refusals (docs/ARCHITECTURE.md §9.1): why a worker did not start, or paused on unsupported
+ * Refusals (docs/design/worker.md#refusals-are-seen-where-operators-look): why a worker did not
+ * start, or paused on unsupported
  * work, described once — the queue function's HTTP answer, its log line and the row of
  * `switchyard.refusals` carry the same text. On a hosted project the caller of a queue function
  * is the keep-alive's pg_net, whose answers nobody reads, so the log and the database are where

@@ -1,5 +1,6 @@
 /**
- * The worker's tuning settings in one table (docs/ARCHITECTURE.md §9): each with its
+ * The worker's tuning settings in one table (docs/design/worker.md#worker-states-and-parts): each
+ * with its
  * default, the environment variable a queue function may set it from, and its range.
  * `startWorker()` takes them as options; `EdgeWorker.start()` also reads the variables
  * for options the code does not set.
@@ -175,7 +176,7 @@ export function resolveSettings(
     out[name] = value;
   }
   // Validated together: heartbeats every 20 s with a 2 s window would have every other
-  // worker's stall sweep requeue this worker's healthy tasks (docs/ARCHITECTURE.md §5.6).
+  // worker's stall sweep requeue this worker's healthy tasks (docs/design/claim.md#stall-recovery).
   const shortest = Math.ceil(out.heartbeatIntervalMs * HEARTBEAT_WINDOW_INTERVALS / 1000);
   if (out.heartbeatWindowSeconds < shortest) {
     throw new WorkerConfigError(

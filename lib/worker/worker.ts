@@ -3,10 +3,11 @@
  * every flow and version its registry lists. `EdgeWorker.start()` runs this same
  * implementation inside a Supabase Edge Function.
  *
- * Start-up (docs/ARCHITECTURE.md §4): normalize → reject duplicate concrete slugs →
+ * Start-up (docs/design/worker.md#worker-start-up): normalize → reject duplicate concrete slugs →
  * compile or verify every deployment and sync aliases → derive the pairs routed to the
  * queue → coverage check → register → poll. The running worker is its parts
- * (docs/ARCHITECTURE.md §9): a lifecycle, the poller, the executor, the completion
+ * (docs/design/worker.md#worker-states-and-parts): a lifecycle, the poller, the executor, the
+ * completion
  * writer and the maintenance timers.
  *
  * @module
@@ -60,7 +61,8 @@ export interface CommonWorkerOptions extends Partial<WorkerSettings> {
    * Local development: a changed shape of a concrete flow is recompiled (its runs deleted, a log
    * line says so) instead of refused with SY004. Default: `SWITCHYARD_DEVELOPMENT=true` (which
    * `deno task serve` sets). Only against a local database (loopback, a dotless container name)
-   * and never on the hosted runtime, whatever is given (docs/ARCHITECTURE.md §4.1).
+   * and never on the hosted runtime, whatever is given
+   * (docs/design/worker.md#compiling-at-deploy-and-in-local-development).
    */
   development?: boolean;
 }
@@ -88,7 +90,7 @@ export interface Worker {
   readonly queueName: string;
   /** The queue function whose pause and enabled flags it obeys. */
   readonly functionName: string;
-  /** Where it is in its lifecycle (docs/ARCHITECTURE.md §9). */
+  /** Where it is in its lifecycle (docs/design/worker.md#worker-states-and-parts). */
   readonly state: WorkerState;
   /** Stops claiming, lets in-flight tasks finish, records the stop. */
   stop(): Promise<void>;
@@ -106,7 +108,7 @@ function readDenoEnv(name: string): string | undefined {
 
 export { defaultFunctionName };
 
-/** Characters a function name may have (the SQL core's max_function_name_chars, §13). */
+/** Characters a function name may have (the SQL core's max_function_name_chars, docs/design/limits.md). */
 const MAX_FUNCTION_NAME_CHARS = 63;
 
 /** The function name rule, checked before anything is compiled (SQL checks it again). */
@@ -223,7 +225,8 @@ export function workerFunctionName(
 /**
  * The untyped implementation shared by `startWorker` and `EdgeWorker.start`. A refused start,
  * once the function is known, is recorded in `switchyard.refusals` (best effort, with the text
- * of its answer; docs/ARCHITECTURE.md §9.1) before the error is thrown.
+ * of its answer; docs/design/worker.md#refusals-are-seen-where-operators-look) before the error is
+ * thrown.
  */
 export async function startWorkerImpl(
   target: WorkerTarget | readonly WorkerTarget[],
@@ -249,7 +252,7 @@ export async function startWorkerImpl(
   }
 }
 
-/** Start-up from the settings on (docs/ARCHITECTURE.md §4), for {@linkcode startWorkerImpl}. */
+/** Start-up from the settings on (docs/design/worker.md#worker-start-up), for {@linkcode startWorkerImpl}. */
 async function startChecked(
   index: DispatchIndex,
   queueName: string,
@@ -265,7 +268,8 @@ async function startChecked(
   let url: string | undefined;
   // The heartbeat gets a connection of its own (one more than the pool): reads, claims,
   // completions and sweeps waiting for a busy pool never delay it past the heartbeat window
-  // (docs/ARCHITECTURE.md §9). The pool is `maxConnections` (default 4), whatever
+  // (docs/design/worker.md#worker-states-and-parts). The pool is `maxConnections` (default 4),
+  // whatever
   // `maxConcurrent`. With a client passed in, the caller owns the connections and the heartbeat
   // shares them.
   let heartbeatSql = sql;
@@ -301,15 +305,16 @@ async function startChecked(
     if (flags?.paused_at) throw new FunctionPausedError(functionName, flags.pause_reason ?? '');
     if (flags && !flags.enabled) throw new FunctionDisabledError(functionName);
     // A runtime deployed before its migrations refuses, instead of calling SQL that is not
-    // there yet (docs/ARCHITECTURE.md §8.3).
+    // there yet (docs/design/testing.md#upgrades-with-work-in-flight).
     const coreProblem = coreVersionProblem(await q.coreVersion());
     if (coreProblem) throw new WorkerConfigError(coreProblem);
-    // The SQL core's limits (docs/ARCHITECTURE.md §13): outputs over the limit fail here,
+    // The SQL core's limits (docs/design/limits.md): outputs over the limit fail here,
     // before they are sent.
     maxOutputBytes = (await q.limits()).max_output_bytes;
 
     // 3: compile or verify every complete deployment, then move aliases. In local development
-    // a changed shape is recompiled instead of refused (docs/ARCHITECTURE.md §4.1).
+    // a changed shape is recompiled instead of refused
+    // (docs/design/worker.md#compiling-at-deploy-and-in-local-development).
     const development = localDevelopment({
       env: options.env ?? readDenoEnv,
       url,

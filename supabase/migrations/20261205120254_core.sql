@@ -1,12 +1,12 @@
 -- The SQL core, unreleased: assembled by `deno task sql:assemble` from
 -- supabase/upgrades/unreleased/ and the files of supabase/schemas/ whose definitions differ from what the
--- released migrations leave (docs/ARCHITECTURE.md §12.1). Do not edit: edit the source and
--- assemble again. Released migrations are never edited.
+-- released migrations leave (docs/design/code-layout.md#the-sql-source-and-its-migrations).
+-- Do not edit: edit the source and assemble again. Released migrations are never edited.
 
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/010_run_controls.sql
 
--- Rerun, fork, move and pause (issue 41, docs/ARCHITECTURE.md §14.1), as
+-- Rerun, fork, move and pause (issue 41, docs/design/rerun.md), as
 -- supabase/schemas/tables/040_runs.sql, 020_flows.sql and 046_run_events.sql have them: the runs'
 -- lineage, pause and attempt floor, the events naming those actions, and whenExhausted 'pause'.
 -- Nullable columns and a constant default rewrite nothing; the widened checks are added NOT VALID
@@ -45,7 +45,7 @@ alter table switchyard.steps validate constraint steps_when_exhausted_check;
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/011_user_rerun_aliases.sql
 
--- The opt-in of signed-in users' reruns (issue 41, docs/ARCHITECTURE.md §14.1), as
+-- The opt-in of signed-in users' reruns (issue 41, docs/design/rerun.md), as
 -- supabase/schemas/tables/052_user_rerun_aliases.sql has it: empty, so nobody may until an
 -- operator inserts an alias. A new table: nothing is rewritten. Its default is now() here (the
 -- clock does not exist yet before the functions); after/011_user_rerun_aliases_clock.sql sets
@@ -59,7 +59,8 @@ create table switchyard.user_rerun_aliases (
 -- supabase/upgrades/unreleased/before/042_metric_counters.sql
 
 -- Counters and histograms (issue 42), as supabase/schemas/tables/120_metric_counters.sql creates them.
--- The monotonic counters and histograms of the metrics (docs/ARCHITECTURE.md §16.3): what
+-- The monotonic counters and histograms of the metrics
+-- (docs/design/observability.md#counters-histograms-and-levels): what
 -- Prometheus' rate(), increase() and histogram_quantile() read. One row per figure, label set,
 -- histogram bucket and shard; a figure is the sum of its rows. The shard is the backend process
 -- id of the session that counted: a backend runs one transaction at a time, so two transactions
@@ -91,7 +92,8 @@ create table switchyard.metric_counters (
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/043_run_spans.sql
 
--- Run spans (issue 42, docs/ARCHITECTURE.md §16.2), as supabase/schemas/tables/040_runs.sql
+-- Run spans (issue 42, docs/design/observability.md#metrics-traces-and-charts), as
+-- supabase/schemas/tables/040_runs.sql
 -- declares them. Runs that ended before this step get no span: they are marked taken.
 alter table switchyard.runs add column run_span_taken boolean not null default false;
 update switchyard.runs set run_span_taken = true
@@ -104,7 +106,8 @@ create index runs_span_pending on switchyard.runs (run_id)
 
 -- Per-minute samples of the counters (issue 42), as supabase/schemas/tables/121_metric_samples.sql
 -- creates them. The charts start from the first sample: the minutes before it show nothing.
--- The per-minute samples of the counters (docs/ARCHITECTURE.md §16.3), what the dashboard's
+-- The per-minute samples of the counters
+-- (docs/design/observability.md#counters-histograms-and-levels), what the dashboard's
 -- charts and the view metrics_minutes are differences of: one row per queue and minute, the
 -- queue's counters of switchyard.metric_counters (summed over flows, steps and shards) and its
 -- lag as they were when switchyard.sample_metrics took it, the first time in that minute (a
@@ -140,7 +143,8 @@ create index metric_samples_minute on switchyard.metric_samples (minute);
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/045_run_span_restart.sql
 
--- A span for a retried run's new end (issue 42, docs/ARCHITECTURE.md §16.2), as
+-- A span for a retried run's new end (issue 42,
+-- docs/design/observability.md#metrics-traces-and-charts), as
 -- supabase/schemas/tables/040_runs.sql declares it: when the span of a run retried or rerun after
 -- its first span was recorded starts. Null for every run so far.
 alter table switchyard.runs add column span_started_at timestamptz;
@@ -148,7 +152,8 @@ alter table switchyard.runs add column span_started_at timestamptz;
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/before/046_row_triggers.sql
 
--- Row triggers (issue 43, docs/ARCHITECTURE.md §18), as supabase/schemas/tables/130_row_triggers.sql
+-- Row triggers (issue 43, docs/design/ingestion.md), as
+-- supabase/schemas/tables/130_row_triggers.sql
 -- creates them: the declarations and their backfills.
 create table switchyard.row_triggers (
   name text primary key check (name ~ '^[a-z][a-z0-9_]{0,46}$'),
@@ -178,7 +183,8 @@ create table switchyard.row_triggers (
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/_count_metrics.sql
 
--- Counts figures of the metrics (docs/ARCHITECTURE.md §16.3) for a statement's rows, given as
+-- Counts figures of the metrics (docs/design/observability.md#counters-histograms-and-levels) for a
+-- statement's rows, given as
 -- parallel arrays (one element per row; an array shorter than the rest, or null, is '' for a
 -- label and no observation for `seconds`; `metric_names` of one element names every row's
 -- figure): one upsert of switchyard.metric_counters per label
@@ -214,7 +220,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/_refuse.sql
 
--- Raises a refusal of the SQL core (docs/ARCHITECTURE.md §10, the SQL error contract): SQLSTATE
+-- Raises a refusal of the SQL core (docs/design/errors.md, the SQL error contract): SQLSTATE
 -- `code` (22023, 23505, 42501, 55000 or PT429), `message` for people (it names the value and the
 -- rule), and the DETAIL callers map by: a JSON object with `rule`, `argument` and `value` (cut to
 -- 200 characters, or null) and `context`'s fields besides; `hint` when given. The one place that
@@ -245,7 +251,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/assert_queue_name.sql
 
--- Refuses a queue name that breaks the naming rule (docs/ARCHITECTURE.md §2): the third place
+-- Refuses a queue name that breaks the naming rule (docs/design/overview.md#identity-rules): the
+-- third place
 -- the rule is checked, after the literal types and the runtime check. Returns the name.
 -- queue_name_problem words the rule; the detail names it (queue_name_missing, _format,
 -- _reserved_separator).
@@ -273,7 +280,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/assert_slug.sql
 
--- Refuses a flow, step or alias slug that breaks the slug rule (docs/ARCHITECTURE.md §2):
+-- Refuses a flow, step or alias slug that breaks the slug rule
+-- (docs/design/overview.md#identity-rules):
 -- letters, digits and single underscores, starting with a letter; `run` is reserved for steps.
 -- The value it echoes is clipped.
 create or replace function switchyard.assert_slug(kind text, slug text)
@@ -301,7 +309,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/clock_now.sql
 
--- The SQL core's clock (docs/ARCHITECTURE.md §17): the time every time rule reads — wait
+-- The SQL core's clock (docs/design/clock.md): the time every time rule reads — wait
 -- timeouts, sleeps and `until`, delayed starts, run deadlines, retry and stall recovery, the
 -- lost-message grace, schedules, start keys' TTLs and delays, rate-limit refills, heartbeats, and
 -- every recorded time (column defaults included). It is now(), this transaction's start, and
@@ -347,7 +355,8 @@ begin
     when 'user_runs_per_minute' then
       select s.value into setting from switchyard.settings s where s.name = limit_value.name;
       return coalesce(setting::int, 60);
-    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
+    -- What one level of run priority is worth in waiting time, in seconds
+    -- (docs/design/flow-control.md#priority-and-keys-in-turn).
     when 'priority_ageing_seconds' then
       select s.value into setting from switchyard.settings s where s.name = limit_value.name;
       return coalesce(setting::int, 60);
@@ -369,7 +378,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/metric_bucket.sql
 
--- The histogram bucket of an observation of `seconds` (docs/ARCHITECTURE.md §16.3): 1 for the
+-- The histogram bucket of an observation of `seconds`
+-- (docs/design/observability.md#counters-histograms-and-levels): 1 for the
 -- first bound of switchyard.metric_bucket_bounds() at or above it (Prometheus' le is
 -- inclusive), 17 past the last. width_bucket counts the bounds at or below its operand, so it
 -- counts the negated bounds, reversed, at or below the negated observation: the bounds at or
@@ -387,8 +397,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/metric_bucket_bounds.sql
 
--- The upper bounds, in seconds, of every histogram bucket of the metrics (docs/ARCHITECTURE.md
--- §16.3): Prometheus' default buckets (5 ms to 10 s) and five more for long tasks, waits and
+-- The upper bounds, in seconds, of every histogram bucket of the metrics
+-- (docs/design/observability.md#counters-histograms-and-levels): Prometheus' default buckets (5 ms
+-- to 10 s) and five more for long tasks, waits and
 -- runs (30 s to 1 h). A bucket past the last one counts the rest (le="+Inf").
 create or replace function switchyard.metric_bucket_bounds()
 returns double precision[]
@@ -404,8 +415,9 @@ $$;
 
 -- The `q` quantile, in seconds, of a histogram given as its count per bucket (`counts`, 17
 -- elements in the order of switchyard.metric_bucket, not cumulative: a difference of two
--- samples, say), interpolated as Prometheus' histogram_quantile() does (docs/ARCHITECTURE.md
--- §16.3): the first bucket whose cumulative count reaches q times the total, linearly between
+-- samples, say), interpolated as Prometheus' histogram_quantile() does
+-- (docs/design/observability.md#counters-histograms-and-levels): the first bucket whose cumulative
+-- count reaches q times the total, linearly between
 -- its bounds (0 below the first); the last finite bound (3600) when that is the +Inf bucket;
 -- null when the histogram counted nothing. So the dashboard's p95 of a minute equals
 -- histogram_quantile(0.95, ...) over the same bucket differences.
@@ -464,7 +476,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/queue_clock.sql
 
--- PGMQ's clock as it runs (docs/ARCHITECTURE.md §17): clock_timestamp(), the time PGMQ's send,
+-- PGMQ's clock as it runs (docs/design/clock.md): clock_timestamp(), the time PGMQ's send,
 -- read and set_vt compare a message's visibility (`vt`) with. The core's own reads and writes of
 -- `vt` (the ordered read, hiding claimed messages, prune, the dashboard's queue counts) use it, so
 -- they agree with PGMQ's. A test engine never replaces it: advancing a test clock moves the `vt`
@@ -480,9 +492,10 @@ as $$ select pg_catalog.clock_timestamp() $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/queue_now.sql
 
--- PGMQ's clock at this transaction's start (docs/ARCHITECTURE.md §17): what the core reads when it
+-- PGMQ's clock at this transaction's start (docs/design/clock.md): what the core reads when it
 -- compares with or writes a time of PGMQ's frame, where PGMQ itself reads the real clock: a queue
--- message's `enqueued_at`, its `vt` in the metrics, and the `ranked_at` of a message body (§5.14),
+-- message's `enqueued_at`, its `vt` in the metrics, and the `ranked_at` of a message body
+-- (docs/design/flow-control.md#priority-and-keys-in-turn),
 -- which the ordered read ranks against `enqueued_at`. It is now(), and unlike clock_now a test
 -- engine never replaces it: advancing a test clock moves these times back instead. Inlined like
 -- clock_now (plain SQL, stable, no SET).
@@ -568,7 +581,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/queues/_ensure_private_queue.sql
 
--- Creates or finds the private queue of a flow (docs/ARCHITECTURE.md §3): recorded in the queue
+-- Creates or finds the private queue of a flow (docs/design/overview.md#queue-ownership): recorded
+-- in the queue
 -- catalog with its owner, created in PGMQ when absent, its queue table tuned for churn
 -- (_tune_queue_table). Refuses a queue another flow owns or that is shared, and a name PGMQ
 -- spells several ways. The values it echoes are clipped.
@@ -734,7 +748,7 @@ $$;
 -- supabase/schemas/functions/flows/_alias_members_add.sql
 
 -- The versions a registry lists for an alias, checked and recorded as its members
--- (docs/ARCHITECTURE.md §6): each must be compiled and belong to no other alias. Shared by
+-- (docs/design/versions.md): each must be compiled and belong to no other alias. Shared by
 -- sync_alias (a worker's start-up) and declare_alias (a compiled migration); the values it
 -- echoes clipped.
 create or replace function switchyard._alias_members_add(alias_name text, versions text[])
@@ -807,7 +821,8 @@ begin
    where f.flow_slug = slug;
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     step_what := format('step %s option', to_json(step ->> 'slug'));
-    -- Flow control (docs/ARCHITECTURE.md §5.12): JSON null means none.
+    -- Flow control (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): JSON null means
+    -- none.
     rate := nullif(step -> 'options' -> 'rateLimit', 'null'::jsonb);
     if rate is not null and (jsonb_typeof(rate) <> 'object'
         or jsonb_typeof(rate -> 'name') is distinct from 'string'
@@ -852,7 +867,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flows/_assert_alias_case.sql
 
--- Aliases are unique case-insensitively (docs/ARCHITECTURE.md §2): refuses a name that only
+-- Aliases are unique case-insensitively (docs/design/overview.md#identity-rules): refuses a name
+-- that only
 -- differs in case from an existing alias (or alias membership), naming both spellings, so
 -- sync_alias and activate_alias answer with the rule instead of a raw unique-key error.
 create or replace function switchyard._assert_alias_case(alias_name text)
@@ -904,6 +920,56 @@ begin
   end if;
   return v::text::boolean;
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/flows/_canonical_shape.sql
+
+-- Every option a shape can carry, with the value an absent key means (a wait or sleep step's
+-- waitTimeout and onTimeout: only on such a step, which older runtimes never send).
+create or replace function switchyard._canonical_shape(shape jsonb)
+returns jsonb
+language sql
+immutable
+set search_path = ''
+as $$
+  select case
+    when jsonb_typeof(shape) is distinct from 'object'
+      or jsonb_typeof(shape -> 'steps') is distinct from 'array'
+      or jsonb_typeof(coalesce(shape -> 'options', '{}')) <> 'object' then shape
+    else shape || jsonb_build_object(
+      -- runTimeout (0.4.0) is absent when none, as the flow control options are; events
+      -- (0.4.0) is absent when true (its default) or null.
+      'options', ('{"maxAttempts": 3, "baseDelay": 1, "maxDelay": 86400, "timeout": 60}'::jsonb
+                  || coalesce(shape -> 'options', '{}'))
+                 - case when shape -> 'options' -> 'runTimeout' = 'null'::jsonb
+                        then array['runTimeout'] else '{}'::text[] end
+                 - case when shape -> 'options' -> 'events' in ('null'::jsonb, 'true'::jsonb)
+                        then array['events'] else '{}'::text[] end,
+      'steps', coalesce((
+        select jsonb_agg(case
+                 when jsonb_typeof(s) = 'object'
+                  and jsonb_typeof(coalesce(s -> 'options', '{}')) = 'object' then
+                   '{"kind": "single", "dependsOn": []}'::jsonb || s || jsonb_build_object(
+                     'options',
+                     -- The flow control options (rateLimit, concurrency; 0.4.0) and a sleep's
+                     -- sleepUntil are absent when none: a JSON null is their default,
+                     -- canonically left out, so the shapes of earlier releases stay as they
+                     -- were stored.
+                     ('{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
+                        "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
+                        "whenExhausted": "fail"}'::jsonb
+                      -- A wait or sleep step's own options (docs/design/waits.md).
+                      || case when s ->> 'kind' in ('wait', 'sleep')
+                              then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
+                              else '{}'::jsonb end
+                      || coalesce(s -> 'options', '{}'))
+                     - array(select k from unnest(array['rateLimit', 'concurrency', 'sleepUntil']) as k
+                              where s -> 'options' -> k = 'null'::jsonb))
+                 else s end
+               order by o)
+          from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))
+  end
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -973,7 +1039,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flows/_record_activation.sql
 
--- Records one activation of an alias (docs/ARCHITECTURE.md §6): every move of its one active
+-- Records one activation of an alias (docs/design/versions.md): every move of its one active
 -- concrete version is kept, with the version before it and what moved it.
 create or replace function switchyard._record_activation(
   alias_name text, target text, previous text, source text
@@ -993,7 +1059,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flows/activate_alias.sql
 
--- Makes a compiled concrete version the active target of an alias (docs/ARCHITECTURE.md §6):
+-- Makes a compiled concrete version the active target of an alias (docs/design/versions.md):
 -- the operator's explicit move, recorded as an activation. Refuses an unknown or uncompiled
 -- target and a name that differs from an existing alias only in case.
 create or replace function switchyard.activate_alias(alias_name text, target_flow text)
@@ -1035,7 +1101,7 @@ $$;
 -- supabase/schemas/functions/flows/declare_alias.sql
 
 -- The versions the project's registry declares for an alias, oldest first, the last one the
--- target: what `deno task compile` writes into a migration (docs/ARCHITECTURE.md §6, Declared
+-- target: what `deno task compile` writes into a migration (docs/design/versions.md, Declared
 -- aliases). Records the declaration (the latest replaces the one before), then moves the alias
 -- to the target unless _alias_move_blocker says why not. So the compiled migrations, replayed
 -- in any order on any database (incrementally, all at once on an empty one, after a backup),
@@ -1083,7 +1149,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flows/delete_flow.sql
 
--- Deletes a concrete flow with its runs (docs/ARCHITECTURE.md §3): its private queues are
+-- Deletes a concrete flow with its runs (docs/design/overview.md#queue-ownership): its private
+-- queues are
 -- dropped with it, shared queues are kept and only its own queued messages archived. Refuses an
 -- alias target (55000 flow_is_alias_target). The values it echoes are clipped. A task still
 -- running on it for a run moved off it is that run's: it names the run's flow from then on.
@@ -1113,7 +1180,7 @@ begin
       switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
       context => jsonb_build_object('alias', target_alias));
   end if;
-  -- A run moved off this flow while a task of it ran (move_run, docs/ARCHITECTURE.md §14.1) is
+  -- A run moved off this flow while a task of it ran (move_run, docs/design/rerun.md) is
   -- another flow's run: its running task names this flow until it ends. From here on it names
   -- its run's flow (the move's proof made the step the same there: kind and dependencies), so its
   -- answer still counts and deleting this flow takes nothing of that run.
@@ -1145,7 +1212,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flows/ensure_flow.sql
 
--- Compiles or verifies a flow's shape (docs/ARCHITECTURE.md §4.1, §8.3): shapes compare canonically; a
+-- Compiles or verifies a flow's shape
+-- (docs/design/worker.md#compiling-at-deploy-and-in-local-development,
+-- docs/design/testing.md#upgrades-with-work-in-flight): shapes compare canonically; a
 -- change of runtime options only is applied and recorded ('updated'); any other change is
 -- SY004. New flows store their canonical shape.
 create or replace function switchyard.ensure_flow(shape jsonb)
@@ -1273,7 +1342,7 @@ begin
     step_queue := step ->> 'queue';
     step_kind := step ->> 'kind';
     if step_kind in ('wait', 'sleep', 'flow') then
-      -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
+      -- A wait, sleep or flow step (docs/design/waits.md) has no task, so no queue.
       if step_queue is not null then
         perform switchyard._refuse('22023', 'wait_queue', 'queue', step_queue, format(
           'flow %s step %s: a %s step uses no queue, not %s',
@@ -1316,7 +1385,7 @@ begin
         'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
         context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
-    -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
+    -- A map step (docs/design/runs.md#map-steps) reads its array from the run input (no
     -- dependency) or from its one dependency.
     if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
       perform switchyard._refuse('22023', 'step_kind_invalid', 'kind', (step -> 'kind')::text,
@@ -1333,7 +1402,7 @@ begin
         jsonb_array_length(step -> 'dependsOn')),
         context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
-    -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
+    -- A sleep until a time read from the input (docs/design/waits.md): a path of 1 to
     -- 8 keys and the input it is read from, instead of a length in seconds.
     sleep_until := nullif(step -> 'options' -> 'sleepUntil', 'null'::jsonb);
     if sleep_until is not null and (step_kind <> 'sleep' or jsonb_typeof(sleep_until) <> 'object'
@@ -1358,7 +1427,8 @@ begin
                                   sleep_until_input)
     values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
       step_kind,
-      -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
+      -- Conditions are JSON patterns for @> (docs/design/runs.md#ready-steps-conditions-and-skips);
+      -- JSON null means none.
       nullif(step -> 'options' -> 'if', 'null'::jsonb),
       nullif(step -> 'options' -> 'ifNot', 'null'::jsonb),
       switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),
@@ -1439,7 +1509,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flows/step_queue_name.sql
 
--- The generated private queue of one step (withStepQueues, docs/ARCHITECTURE.md §1):
+-- The generated private queue of one step (withStepQueues, docs/design/overview.md#layers):
 -- lower(flow__step) when that is at most 47 characters, else lower(flow__<stepIndex>), else a
 -- refusal (22023 private_queue_name_too_long). Never truncated or hashed.
 create or replace function switchyard.step_queue_name(flow_slug text, step_slug text, step_index int)
@@ -1492,7 +1562,8 @@ $$;
 -- supabase/schemas/functions/runs/_check_start_key.sql
 
 -- Refuses (22023) a start_flow whose start key arguments do not fit together
--- (docs/ARCHITECTURE.md §5.13): mode, ttl, delay and max_delay need a key; a key needs a mode
+-- (docs/design/flow-control.md#start-keys): mode, ttl, delay and max_delay need a key; a key needs
+-- a mode
 -- and no run_id (each names the run); ttl is dedupe's, delay and max_delay debounce's, and a
 -- debounce sets its own start, so it takes no start_at.
 create or replace function switchyard._check_start_key(
@@ -1653,7 +1724,7 @@ $$;
 -- every check), raised while a tick or a completion worked on that run alone: the run fails
 -- naming what was being done, the error and its SQLSTATE, and its queued messages are
 -- archived, so the rest of the tick or the completion of a valid output goes on (docs/
--- ARCHITECTURE.md §5.11, "One run's bad value is that run's problem"). Step states are left as
+-- docs/design/waits.md, "One run's bad value is that run's problem"). Step states are left as
 -- they were: retry_run starts the run again where it stopped once the cause is fixed. The
 -- caller's subtransaction that raised is rolled back; the run's row lock is taken again here.
 -- Returns whether the run was failed (false: it is no longer started).
@@ -1683,9 +1754,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/_flow_alias.sql
 
--- The alias a concrete flow is a version of (docs/ARCHITECTURE.md §6): the alias that lists it
+-- The alias a concrete flow is a version of (docs/design/versions.md): the alias that lists it
 -- as a member, else one whose active version it is; null for a flow of no alias. Fork and move
--- go only between versions of one alias (§14.1).
+-- go only between versions of one alias (docs/design/rerun.md).
 create or replace function switchyard._flow_alias(flow text)
 returns text
 language sql
@@ -1700,7 +1771,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/_follow_run_flow.sql
 
--- Puts a queued task of a moved run onto its run's version (docs/ARCHITECTURE.md §14.1). A task
+-- Puts a queued task of a moved run onto its run's version (docs/design/rerun.md). A task
 -- names the version that queued it; move_run moves a run's queued tasks at once and leaves a
 -- running one naming the version its worker runs (drain_status counts it there until it ends).
 -- When such a task is queued again — a retry (fail_task_with), a hand-back (release_tasks), a
@@ -1756,7 +1827,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/_pause_run.sql
 
--- Pauses a started run (docs/ARCHITECTURE.md §14.1) whose row lock the caller holds: pause_run,
+-- Pauses a started run (docs/design/rerun.md) whose row lock the caller holds: pause_run,
 -- or a step's whenExhausted 'pause' (_exhaust_task). The messages of its queued tasks are hidden
 -- for pause_hide_seconds() so no worker reads them; one read meanwhile (a successor queued by a
 -- task that finished, a message read just before) is classified 'paused' by the claim and hidden
@@ -1799,7 +1870,8 @@ $$;
 -- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
 -- to started: one task each (task index 0), its queue an immutable snapshot of the step's, its
 -- message sent with the step's start delay. The one implementation of successor start for plain
--- steps (docs/ARCHITECTURE.md §5.9): complete_tasks calls it for a batch's runs together,
+-- steps (docs/design/runs.md#ready-steps-conditions-and-skips): complete_tasks calls it for a
+-- batch's runs together,
 -- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
 -- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
 -- every queue numbers the messages as one send per step would. Returns the number of tasks.
@@ -1878,7 +1950,7 @@ $$;
 -- supabase/schemas/functions/runs/_rerun_steps.sql
 
 -- Makes `steps` of an ended run (rerun_run holds its tasks and its row) run again, in place
--- (docs/ARCHITECTURE.md §14.1): their messages still queued are archived and their tasks deleted
+-- (docs/design/rerun.md): their messages still queued are archived and their tasks deleted
 -- (with the tasks' failed attempts, checkpoints and progress windows), a wait step's kept signal
 -- is dropped (it waits again), and each state is 'created' again with its dependencies inside
 -- `steps` still to finish. The run counts `steps` as its remaining steps and its attempt floor
@@ -1926,7 +1998,7 @@ $$;
 
 -- Runs were inserted ('started') or changed status ('retried' when a failed run starts again):
 -- a statement trigger with transition tables (triggers.sql), one call and one insert of events
--- per statement whatever the number of rows (docs/ARCHITECTURE.md §14). Rows whose status did
+-- per statement whatever the number of rows (docs/design/client.md). Rows whose status did
 -- not change (a run's counters) write nothing. A run's own transitions update its row, so the
 -- run is locked before its event is numbered; the events follow the statement's order of rows.
 -- A transaction's notifications are delivered at commit and identical ones folded, so each run
@@ -1980,7 +2052,8 @@ begin
             order by t.ord)
     select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
       from t;
-    -- The counters (§16.3): a run that ended (completed, failed, cancelled) is an observation of
+    -- The counters (docs/design/observability.md#counters-histograms-and-levels): a run that ended
+    -- (completed, failed, cancelled) is an observation of
     -- the histogram of run durations, its end the outcome; a failed run started again is a
     -- retry. Only when a run's status changed (notified), so a run's countdown costs nothing.
     if notified > 0 then
@@ -2010,7 +2083,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/_run_note.sql
 
--- Records an operator's action on a run (docs/ARCHITECTURE.md §14.1): a 'rerun', 'forked',
+-- Records an operator's action on a run (docs/design/rerun.md): a 'rerun', 'forked',
 -- 'moved', 'paused' or 'resumed' event with who did it and what in `data`, and the run's
 -- notification, as _run_event writes the status events (a flow with events: false writes no row;
 -- the notification still wakes waits). The caller holds the run's row lock, so the event's
@@ -2034,7 +2107,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/_skip_step.sql
 
--- Skips a step (docs/ARCHITECTURE.md §5.9): its state becomes 'skipped' with the reason; with
+-- Skips a step (docs/design/runs.md#ready-steps-conditions-and-skips): its state becomes 'skipped'
+-- with the reason; with
 -- `cascading`, every step that depends on it, transitively, is skipped too. The run's step
 -- count goes down by the number skipped, and the dependents of skipped steps that still wait
 -- count one dependency down (they run without the skipped output). Returns how many were
@@ -2084,16 +2158,17 @@ $$;
 
 -- Moves every created step of a run whose dependencies are done (completed or skipped) to
 -- started, then per step, in index order:
---   - a condition (docs/ARCHITECTURE.md §5.9) is evaluated here, in SQL only, over the step's
+--   - a condition (docs/design/runs.md#ready-steps-conditions-and-skips) is evaluated here, in SQL
+-- only, over the step's
 --     input (the run input for a root step, else _dependency_outputs): met when the input
 --     contains cond_if and does not contain cond_if_not (jsonb @>). Unmet: 'skip' skips the
 --     step, 'skip-cascade' also every step depending on it, 'fail' fails the run;
---   - a map step (docs/ARCHITECTURE.md §5.10) reads its array (the run input, or its one
+--   - a map step (docs/design/runs.md#map-steps) reads its array (the run input, or its one
 --     dependency's output): not an array fails the run naming the step and the value's type;
 --     more than max_map_elements() elements fails it with the count and the limit; an empty
 --     array completes the step with [] and no task; else one task per element, task_index
 --     0..n-1, every message sent in one pgmq.send_batch;
---   - a wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait
+--   - a wait, sleep or flow step (docs/design/waits.md) gets no task: _begin_wait
 --     delivers a signal kept for it, else the step waits (until signal_run or expire_waits
 --     ends it); a flow step starts its child run (_begin_child);
 --   - otherwise (a plain step) its task is created by _queue_plain_tasks, the one path of plain
@@ -2270,7 +2345,8 @@ $$;
 -- supabase/schemas/functions/runs/_task_message.sql
 
 -- The body of a task's message. Claiming trusts only (queue_name, message_id); the body is for
--- humans and for the read's order (docs/ARCHITECTURE.md §5.14): `task_index` when given (a map
+-- humans and for the read's order (docs/design/flow-control.md#priority-and-keys-in-turn):
+-- `task_index` when given (a map
 -- task's element, a retried or re-sent task past index 0); `priority` and `ranked_at` (when the
 -- message may be read, in epoch seconds, less `priority` times priority_ageing_seconds) for a run
 -- of priority other than 0; `concurrency_key` for a step with keyed concurrency. A run of
@@ -2303,8 +2379,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/_version_problems.sql
 
--- What keeps a run's steps from going onto another concrete version (docs/ARCHITECTURE.md
--- §14.1), one readable line each, empty when the proof holds: every step whose state is kept
+-- What keeps a run's steps from going onto another concrete version
+-- (docs/design/rerun.md), one readable line each, empty when the proof holds: every step whose
+-- state is kept
 -- (`kept`: its output copied by a fork, or completed, skipped or started in a moved run) exists
 -- in `target` with the same slug, the same kind and the same dependencies, and every step named
 -- in `must_run` exists there. Steps of `target` not in `source` simply run. Read from the
@@ -2355,7 +2432,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/bulk_run_action.sql
 
--- One action over the runs a filter matches (docs/ARCHITECTURE.md §14.1): 'rerun' (rerun_run from
+-- One action over the runs a filter matches (docs/design/rerun.md): 'rerun' (rerun_run from
 -- `from_step` with `input_patch`), 'fork' (fork_run from `from_step` onto `to_flow`, with
 -- `input_patch` as the fork's whole input when given), 'move'
 -- (move_run onto `to_flow`), 'pause' or 'resume'. The filter: `flow_or_alias` (a run of that
@@ -2480,7 +2557,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/cancel_overdue_runs.sql
 
--- Cancels the started runs whose deadline passed (docs/ARCHITECTURE.md §14, "Deadlines"), at
+-- Cancels the started runs whose deadline passed (docs/design/client.md, "Deadlines"), at
 -- most max_runs, soonest deadline first, through cancel_run with the reason 'deadline' (so the
 -- run's error reads "cancelled: deadline", its queued tasks are archived and its running
 -- handlers hear of it at their next heartbeat). Runs from every stall sweep, every keep-alive
@@ -2537,7 +2614,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/cancel_run.sql
 
--- Cancels a started run (docs/ARCHITECTURE.md §14); every transition is a run event. In one
+-- Cancels a started run (docs/design/client.md); every transition is a run event. In one
 -- transaction, holding the run's row lock (which complete_tasks and fail_task take too, so none
 -- of them interleaves):
 --   - the messages of its queued tasks are archived (nothing of the run stays visible) and
@@ -2603,7 +2680,7 @@ begin
      set status = 'cancelled', cancelled_at = switchyard.clock_now(),
          error = format('cancelled: %s', left(reason, 4000))
    where r.run_id = run.run_id;
-  -- Its child runs (flow steps, docs/ARCHITECTURE.md §5.11) that are still started, and theirs.
+  -- Its child runs (flow steps, docs/design/waits.md) that are still started, and theirs.
   for child in
     select c.run_id from switchyard.child_runs c
       join switchyard.runs r on r.run_id = c.run_id and r.status = 'started'
@@ -2619,7 +2696,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/fork_run.sql
 
--- Forks a run from one of its steps (docs/ARCHITECTURE.md §14.1): a new run, `forked_from` and
+-- Forks a run from one of its steps (docs/design/rerun.md): a new run, `forked_from` and
 -- `from_step` naming its lineage, that keeps the output of every step of the original not
 -- depending on `from_step` (transitively) that completed or was skipped there, and runs the rest.
 -- `input` (default: the original's) is the new run's input; `to_flow` (default: the original's
@@ -2722,7 +2799,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/move_run.sql
 
--- Moves a started run onto another concrete version of its alias (docs/ARCHITECTURE.md §14.1):
+-- Moves a started run onto another concrete version of its alias (docs/design/rerun.md):
 -- the way off a version with a bug without cancelling the work, and a drain that ends sooner.
 -- Accepted only when _version_problems proves it: every step of the run that completed, was
 -- skipped or started exists in `to_flow` with the same slug, kind and dependencies; what has not
@@ -2848,8 +2925,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/pause_hide_seconds.sql
 
--- How long a paused run's message stays hidden each time it is hidden (docs/ARCHITECTURE.md
--- §14.1): resume_run shows them again at once, so this only bounds how often a paused run's
+-- How long a paused run's message stays hidden each time it is hidden
+-- (docs/design/rerun.md): resume_run shows them again at once, so this only bounds how often a
+-- paused run's
 -- message is read and hidden again by a claim. One hour.
 create or replace function switchyard.pause_hide_seconds()
 returns int
@@ -2863,7 +2941,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/pause_run.sql
 
--- Pauses a started run for an operator (docs/ARCHITECTURE.md §14.1): none of its tasks is claimed
+-- Pauses a started run for an operator (docs/design/rerun.md): none of its tasks is claimed
 -- until resume_run (a claim classifies them 'paused' and hides their messages); tasks a worker
 -- runs finish and their successors are queued but not claimed. Waits, sleeps and the run's
 -- deadline keep their rules (a paused run whose deadline passes is cancelled). `actor` (default:
@@ -2901,7 +2979,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/rerun_run.sql
 
--- Reruns an ended run in place from one of its steps (docs/ARCHITECTURE.md §14.1): `from_step`
+-- Reruns an ended run in place from one of its steps (docs/design/rerun.md): `from_step`
 -- and every step depending on it, transitively, run again with fresh attempts, and so does every
 -- step that did not end completed or skipped (a failed, cancelled or never started one has no
 -- output to keep); every other step keeps its output. `input_patch`, a JSON object, is merged
@@ -2977,7 +3055,7 @@ begin
     'input_patch', input_patch, 'previous_status', run.status));
   perform switchyard._rerun_steps(run.run_id, again);
   -- A traced run whose span was recorded at its end gets a span for its new life, a child of
-  -- that one (docs/ARCHITECTURE.md §16.2), as in retry_run.
+  -- that one (docs/design/observability.md#metrics-traces-and-charts), as in retry_run.
   update switchyard.runs r
      set status = 'started', output = null, error = null, completed_at = null, failed_at = null,
          cancelled_at = null, paused_at = null, pause_reason = null,
@@ -3001,7 +3079,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/rerun_user_run.sql
 
--- Reruns one of the signed-in user's own ended runs from a step (docs/ARCHITECTURE.md §14.1):
+-- Reruns one of the signed-in user's own ended runs from a step (docs/design/rerun.md):
 -- what rerun_run does, for a user (auth.uid()), only in a run they own (runs.owner), and only
 -- when an operator listed the run's alias (the one alias_members records for its concrete flow,
 -- or the flow's own slug for a flow started without one) in user_rerun_aliases. Refused with
@@ -3065,7 +3143,7 @@ $$;
 -- supabase/schemas/functions/runs/resolve_flow.sql
 
 -- The concrete flow a caller's name starts: the flow itself, or an alias's active version
--- (docs/ARCHITECTURE.md §6). Refuses a name that is neither (22023 flow_or_alias_unknown). The
+-- (docs/design/versions.md). Refuses a name that is neither (22023 flow_or_alias_unknown). The
 -- value it echoes is clipped.
 create or replace function switchyard.resolve_flow(flow_or_alias text)
 returns text
@@ -3094,7 +3172,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/resume_run.sql
 
--- Resumes a paused run (docs/ARCHITECTURE.md §14.1): every queued task's message is visible at
+-- Resumes a paused run (docs/design/rerun.md): every queued task's message is visible at
 -- once (a retry's backoff still to run is cut short), and a task that ran out of attempts under
 -- its step's whenExhausted 'pause' is queued again with a fresh budget of attempts (its attempt
 -- numbers count on, so a late answer of an earlier attempt is still ignored): the retry of that
@@ -3224,7 +3302,8 @@ begin
       context => jsonb_build_object('status', run.status));
   end if;
   -- A traced run whose span was recorded at its end gets a span for its new life, a child of
-  -- that one (docs/ARCHITECTURE.md §16.2): its trace context becomes the recorded span's, so
+  -- that one (docs/design/observability.md#metrics-traces-and-charts): its trace context becomes
+  -- the recorded span's, so
   -- run_span_context derives a new span id, which its new tasks and child runs name.
   update switchyard.runs r
      set status = 'started', failed_at = null, error = null,
@@ -3315,7 +3394,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/run_span_context.sql
 
--- The trace context of a run's span (docs/ARCHITECTURE.md §16.2), from the run and the trace
+-- The trace context of a run's span (docs/design/observability.md#metrics-traces-and-charts), from
+-- the run and the trace
 -- context it started with (its caller's, or its parent run's span for a child run): the same
 -- trace, flags, and a span id derived from both, the first 16 hex digits of the SHA-256 of
 -- '<run id>/<the caller's span id>'. Derived, never stored: a task's span is a child of it, a
@@ -3336,8 +3416,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/run_status.sql
 
--- One run's status document (docs/ARCHITECTURE.md §14): its status, input, output or error, owner
--- and times, its lineage (a fork's original and step) and pause (§14.1), with each step's state,
+-- One run's status document (docs/design/client.md): its status, input, output or error, owner
+-- and times, its lineage (a fork's original and step) and pause (docs/design/rerun.md), with each
+-- step's state,
 -- queue snapshot and attempts.
 create or replace function switchyard.run_status(run_id uuid)
 returns jsonb
@@ -3377,7 +3458,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/run_trace_contexts.sql
 
--- The trace contexts of these runs' spans (run_span_context, docs/ARCHITECTURE.md §16), one row
+-- The trace contexts of these runs' spans (run_span_context, docs/design/observability.md), one row
 -- per run that started with one, by key: the parents of the worker's task spans, read for a
 -- claimed batch only while tracing records spans.
 create or replace function switchyard.run_trace_contexts(run_ids uuid[])
@@ -3401,13 +3482,15 @@ $$;
 -- start with the same id returns the existing run and starts nothing. The same id with
 -- another input, naming another flow, or for another owner, is refused (23505). Two concurrent
 -- starts with one id create one run: the second insert waits for the first on the primary key
--- and then finds its row (docs/ARCHITECTURE.md §5.8).
+-- and then finds its row (docs/design/runs.md#starting-a-run).
 --
 -- `owner` (optional) records who the run is for: its events carry it for row-level security
--- (docs/ARCHITECTURE.md §14). `start_at` (optional) delays the steps (§5.11, start_flow_at);
+-- (docs/design/client.md). `start_at` (optional) delays the steps (docs/design/waits.md,
+-- start_flow_at);
 -- `deadline_at` (optional) is the run's deadline, or the flow's runTimeout if that is sooner.
 --
--- `key` with `mode` (optional, docs/ARCHITECTURE.md §5.13) names the start in the scope of
+-- `key` with `mode` (optional, docs/design/flow-control.md#start-keys) names the start in the scope
+-- of
 -- `flow_or_alias`, in the caller's transaction (a rolled back start leaves no key):
 -- 'singleton' returns the open run of the key, if any; 'dedupe' returns the key's run while it
 -- is open and `ttl` seconds (default 86400) after it ended; 'debounce' starts the run `delay`
@@ -3419,10 +3502,11 @@ $$;
 -- resolves to this function.
 --
 -- `trace_context` (optional) is the caller's W3C traceparent, stored with a new run so the spans
--- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
+-- of its tasks join the caller's trace (docs/design/observability.md).
 --
 -- `priority` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
--- first, each level worth priority_ageing_seconds of waiting (docs/ARCHITECTURE.md §5.14).
+-- first, each level worth priority_ageing_seconds of waiting
+-- (docs/design/flow-control.md#priority-and-keys-in-turn).
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
@@ -3562,7 +3646,7 @@ begin
     end if;
   end if;
 
-  -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
+  -- The run's deadline (docs/design/client.md): the flow's runTimeout from now, or the
   -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
                                deadline_at, trace_context, priority)
@@ -3611,7 +3695,8 @@ begin
   insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
   select new_run, st.flow_slug, st.step_slug, st.deps_count
     from switchyard.steps st where st.flow_slug = concrete;
-  -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
+  -- The first run with a priority on a queue turns on that queue's priority read
+  -- (docs/design/flow-control.md#priority-and-keys-in-turn); the
   -- row is written once, so later starts take no lock.
   if coalesce(start_flow.priority, 0) <> 0 then
     update switchyard.queues q set priority_used_at = switchyard.clock_now()
@@ -3619,7 +3704,7 @@ begin
        and q.queue_name in (select st.queue_name from switchyard.steps st
                              where st.flow_slug = concrete and st.queue_name is not null);
   end if;
-  -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
+  -- A delayed start (start_at in the future, or a debounce, docs/design/waits.md): the
   -- steps start when expire_waits finds the run due.
   if begins is null or begins <= switchyard.clock_now() then
     perform switchyard._start_ready_steps(new_run);
@@ -3634,7 +3719,8 @@ $$;
 -- supabase/schemas/functions/runs/start_flow_at.sql
 
 -- Starts a run as start_flow does with start_at (the same idempotent run_id, owner and
--- refusals), whose steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
+-- refusals), whose steps start at start_at instead of now (docs/design/waits.md): the run is
+-- 'started' at
 -- once (it keeps the version the alias names now, and counts as open for drain), its steps
 -- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
 -- to one tick late. A time not in the future starts at once; at most 365 days ahead.
@@ -3662,7 +3748,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/start_user_run.sql
 
--- Starts a run for the signed-in user (docs/ARCHITECTURE.md §14): only an alias an operator put
+-- Starts a run for the signed-in user (docs/design/client.md): only an alias an operator put
 -- in user_start_aliases, owned by auth.uid(), at most user_runs_per_minute a minute (PT429).
 -- The values it echoes are clipped.
 create or replace function switchyard.start_user_run(
@@ -3736,8 +3822,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/runs/take_run_spans.sql
 
--- Up to `max_runs` traced runs that ended and whose span nobody recorded yet (docs/ARCHITECTURE.md
--- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
+-- Up to `max_runs` traced runs that ended and whose span nobody recorded yet
+-- (docs/design/observability.md#metrics-traces-and-charts), marked taken: a worker records each
+-- one's span (switchyard.run, its start to its end,
 -- with its outcome) as the child of the trace context the run started with, with the span id of
 -- run_span_context. Locked with skip locked, so two workers never take the same run; read
 -- through runs_span_pending, which holds only traced runs not yet taken. A run retried or rerun
@@ -3811,7 +3898,8 @@ $$;
 -- supabase/schemas/functions/claim/_keep_hidden.sql
 
 -- Keeps each claimed message hidden at least `seconds` from now (its task's timeout plus the
--- margin), writing only the messages that would reappear sooner (docs/ARCHITECTURE.md §5.4).
+-- margin), writing only the messages that would reappear sooner
+-- (docs/design/claim.md#hiding-claimed-messages).
 -- The worker reads with the visibility its queue's tasks need (read_visibility_seconds), so in
 -- the common case the read already hid each message long enough and this writes nothing: each
 -- message is then written twice in PGMQ's queue table (the read, the archive), not three times,
@@ -3842,13 +3930,14 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/claim/classify_batch.sql
 
--- Classifies one claimed batch (no side effects): the heart of the claim (docs/ARCHITECTURE.md
--- §5.2). Identity is (queue_name, message_id) only: message bodies are never trusted. `pair_set`
+-- Classifies one claimed batch (no side effects): the heart of the claim
+-- (docs/design/claim.md#start_tasks). Identity is (queue_name, message_id) only: message bodies are
+-- never trusted. `pair_set`
 -- is a key from switchyard.pair_set(); each message costs index lookups only, so the cost does
 -- not grow with the size of the registry. A map task's input is its element; 'skipped' tasks are
 -- stale.
 --   eligible    supported pair, task queued, run started and not paused
---   paused      supported pair, task queued, run paused (docs/ARCHITECTURE.md §14.1): hidden again
+--   paused      supported pair, task queued, run paused (docs/design/rerun.md): hidden again
 --   duplicate   supported pair, task started, run started (left to stall recovery)
 --   stale       supported pair, task terminal (completed, failed, skipped) or run ended (archived)
 --   unsupported no task for the message on this queue, or an unsupported pair
@@ -3895,10 +3984,12 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/claim/read_tasks.sql
 
--- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to `qty` message
+-- One read of a queue in the order docs/design/flow-control.md#priority-and-keys-in-turn gives
+-- (docs/design/claim.md#read): up to `qty` message
 -- ids, hidden for `visibility_seconds`; none when no message may be read now. It does not wait:
 -- the worker polls, sleeping between reads outside any statement, so no lock on a switchyard table
--- is held while it waits (a migration's preamble takes them all, §7). The worker calls it only for
+-- is held while it waits (a migration's preamble takes them all, docs/design/supabase.md). The
+-- worker calls it only for
 -- a queue that read_ordered(queue) names; any other it reads with PGMQ's own read_with_poll, in
 -- message order, as every earlier release did. Here a plain queue gets pgmq.read.
 --
@@ -4042,7 +4133,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/claim/read_visibility_seconds.sql
 
--- The visibility a worker's read gives the messages it reads (docs/ARCHITECTURE.md §5.1): its
+-- The visibility a worker's read gives the messages it reads (docs/design/claim.md#read): its
 -- claim window plus the longest task timeout of the steps on the queue plus the claim margin,
 -- so the claim that follows finds every message hidden long enough and writes none of them
 -- again (_keep_hidden). At most read_visibility_cap_seconds() (300) unless the window itself is
@@ -4083,11 +4174,14 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/claim/start_tasks.sql
 
--- The claim (docs/ARCHITECTURE.md §5.2-§5.4): turns the messages a worker read into started
+-- The claim (docs/design/claim.md): turns the messages a worker read into started
 -- tasks, all or nothing per batch. It locks the batch's runs and tasks, classifies every message
 -- (classify_batch), refuses a batch with unsupported work whole (the function pauses), archives
--- stale messages, hides a paused run's again (§14.1), holds back what flow control says must wait (§5.12), starts the eligible tasks
--- and returns each with its input. Per message it probes unique keys only (§5.7), so its cost
+-- stale messages, hides a paused run's again (docs/design/rerun.md), holds back what flow control
+-- says must wait (docs/design/flow-control.md#rate-limits-and-keyed-concurrency), starts the
+-- eligible tasks
+-- and returns each with its input. Per message it probes unique keys only
+-- (docs/design/claim.md#planner-settings), so its cost
 -- does not grow with the backlog or the registry.
 create or replace function switchyard.start_tasks(
   queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
@@ -4119,7 +4213,9 @@ declare
   task_runs uuid[];
   task_steps text[];
   task_idxs int[];
-  held_ids bigint[];      -- eligible, but held back by flow control (§5.12), and their waits
+  held_ids bigint[];      -- eligible, but held back by flow control
+                          -- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency), and
+                          -- their waits
   held_secs int[];
   slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
   slot_keys text[];
@@ -4242,14 +4338,15 @@ begin
   if stale_ids is not null then
     perform pgmq.archive(queue, stale_ids);
   end if;
-  -- A paused run's messages (docs/ARCHITECTURE.md §14.1): hidden again, no attempt used;
+  -- A paused run's messages (docs/design/rerun.md): hidden again, no attempt used;
   -- resume_run shows them. Answered 'throttled', which every worker release skips.
   if paused_ids is not null then
     perform switchyard._hide_messages(queue, paused_ids,
       array_fill(switchyard.pause_hide_seconds(), array[cardinality(paused_ids)]));
   end if;
 
-  -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
+  -- Flow control (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): only when a step
+  -- on this queue has a rate limit
   -- or a keyed concurrency (one probe of a partial index that is empty otherwise). A task held
   -- back is not started and uses no attempt; its same message is visible again when it may run.
   if cardinality(eligible_ids) > 0
@@ -4296,9 +4393,11 @@ begin
     into claimed_ids, claimed_secs, claimed_flows, claimed_steps, claimed_attempts, claimed_waits
     from claimed c;
   if cardinality(claimed_ids) > 0 then
-    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
+    -- Only the messages the read did not already hide long enough
+    -- (docs/design/claim.md#hiding-claimed-messages): none in the common case.
     perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
-    -- The counters (§16.3), in one call: every claim, the claims of a later attempt
+    -- The counters (docs/design/observability.md#counters-histograms-and-levels), in one call:
+    -- every claim, the claims of a later attempt
     -- (retries), and, for a first attempt, how long its message waited since it could run
     -- (queued, plus the step's startDelay).
     select array_agg(c.metric), array_agg(c.f), array_agg(c.s), array_agg(c.w)
@@ -4328,7 +4427,7 @@ begin
            t.attempts_count, t.timeout,
            case
              -- A map task: its element of the run input (root map) or of the one
-             -- dependency's output (docs/ARCHITECTURE.md §5.10). Never SQL NULL (a JSON
+             -- dependency's output (docs/design/runs.md#map-steps). Never SQL NULL (a JSON
              -- null element is 'null'), so the worker never mistakes it for a root step.
              when st.step_type = 'map' then
                case when st.deps_count = 0 then r.input
@@ -4415,7 +4514,7 @@ $$;
 -- The trigger step_tasks_failed_attempt: a started task's last_failed_at moved, so its attempt
 -- failed (fail_task_with, recover_stalled, or any later path that sets it): one row of
 -- switchyard.failed_attempts for the metrics' windows, and the counter of failed attempts
--- (docs/ARCHITECTURE.md §16).
+-- (docs/design/observability.md).
 create or replace function switchyard._record_failed_attempt()
 returns trigger
 language plpgsql
@@ -4426,7 +4525,8 @@ begin
     (run_id, step_slug, task_index, attempt, queue_name, flow_slug, failed_at)
   values (new.run_id, new.step_slug, new.task_index, new.attempts_count, new.queue_name,
           new.flow_slug, new.last_failed_at);
-  -- The counter of failed attempts (§16.3), which pruning the row above never lowers.
+  -- The counter of failed attempts (docs/design/observability.md#counters-histograms-and-levels),
+  -- which pruning the row above never lowers.
   perform switchyard._count_metrics(array['failed_attempts'], array[new.queue_name],
     array[new.flow_slug], array[new.step_slug]);
   return null;
@@ -4436,7 +4536,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/completion/checkpoint_task.sql
 
--- Saves a running task's checkpoint (ctx.checkpoint; docs/ARCHITECTURE.md §9, "Checkpoints"):
+-- Saves a running task's checkpoint (ctx.checkpoint; docs/design/worker.md#worker-states-and-parts,
+-- "Checkpoints"):
 -- only while `attempt` holds the task (started, that attempt), else 55000 attempt_not_current
 -- and nothing changes. The state is at most max_checkpoint_bytes() of JSON text (22023
 -- checkpoint_too_large, naming the size and the limit). The task's message stays hidden for its
@@ -4489,7 +4590,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/completion/clear_checkpoint.sql
 
--- Deletes a running task's checkpoint (ctx.clearCheckpoint; docs/ARCHITECTURE.md §9,
+-- Deletes a running task's checkpoint (ctx.clearCheckpoint;
+-- docs/design/worker.md#worker-states-and-parts,
 -- "Checkpoints"): only while `attempt` holds the task (started, that attempt), else 55000
 -- attempt_not_current and nothing changes, as checkpoint_task. The next attempt's ctx.resume()
 -- reads nothing, so a handler that finds its saved state bad can start over. Returns whether
@@ -4526,7 +4628,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/completion/complete_tasks.sql
 
--- The completion (docs/ARCHITECTURE.md §5.5): records a batch of task outputs in one call, in
+-- The completion (docs/design/claim.md#dispatch-and-completion): records a batch of task outputs in
+-- one call, in
 -- (queue_name, message_id) order. Each task is accepted only while its attempt holds it; a
 -- step's state counts its tasks down and completes with its last one; the successors of plain
 -- steps start together (one send per queue), the rest through _start_ready_steps; a run with no
@@ -4581,7 +4684,7 @@ begin
   -- key by its primary key, then, in message order, the lock by that key. A join filtered on
   -- the status instead let the planner read every started task of every queue through the
   -- partial index step_tasks_worker (dead entries included), so the cost grew with the
-  -- history (docs/ARCHITECTURE.md §5.7).
+  -- history (docs/design/claim.md#planner-settings).
   select coalesce(array_agg(x.ord order by x.run_id, x.step_slug, x.task_index), '{}'),
          coalesce(array_agg(x.run_id order by x.run_id, x.step_slug, x.task_index), '{}'),
          coalesce(array_agg(x.step_slug order by x.run_id, x.step_slug, x.task_index), '{}'),
@@ -4629,7 +4732,8 @@ begin
     -- cancelled like the run's queued tasks (cancel_run), its output is not kept, and nothing
     -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
     -- The completed tasks' durations (claim to completion) feed the histogram of the
-    -- counters (§16.3), whose count is the completions.
+    -- counters (docs/design/observability.md#counters-histograms-and-levels), whose count is the
+    -- completions.
     with finished as (
       update switchyard.step_tasks t
          set status = case when r.refused then 'cancelled' else 'completed' end,
@@ -4852,7 +4956,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/completion/fail_task_with.sql
 
--- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
+-- A failed attempt with the handler's say (docs/design/claim.md#dispatch-and-completion,
+-- docs/design/flow-control.md#rate-limits-and-keyed-concurrency): retry_after_seconds
 -- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
 -- step's rate limit named, it also empties that limit's bucket until the retry is due, but for
 -- at most the limit's own period (per_seconds), so every step sharing the limit backs off (an
@@ -4865,7 +4970,8 @@ $$;
 -- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
 -- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
 -- 'cancelled' (its task cancelled, no failed attempt counted). The retry of a task whose run
--- moved onto another version while it ran goes to that version (_follow_run_flow, §14.1).
+-- moved onto another version while it ran goes to that version (_follow_run_flow,
+-- docs/design/rerun.md).
 create or replace function switchyard.fail_task_with(
   run_id uuid, step_slug text, attempt int, error_message text, task_index int,
   retry_after_seconds int, non_retriable boolean
@@ -4921,7 +5027,7 @@ begin
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
     -- The run moved onto another version while this attempt ran (move_run): the retry is the
-    -- new version's (§14.1).
+    -- new version's (docs/design/rerun.md).
     if run_flow <> task.flow_slug then
       perform switchyard._follow_run_flow(task.run_id, task.step_slug, task.task_index,
                                           delay_seconds);
@@ -4939,7 +5045,8 @@ begin
     end if;
     return 'retrying';
   end if;
-  -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
+  -- The failed attempt's time for the metrics (docs/design/observability.md); an exhausted task is
+  -- failed only here.
   update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   return switchyard._exhaust_task(task, error_text);
@@ -4949,7 +5056,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/completion/release_tasks.sql
 
--- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9), in
+-- Shutdown: a stopping worker hands back the tasks it still holds
+-- (docs/design/worker.md#worker-states-and-parts), in
 -- one transaction; the worker is marked deprecated in it, so a worker released by anyone else
 -- stops at its next heartbeat. The worker drops whatever its released handlers return, so an
 -- attempt number claimed again elsewhere is never answered twice.
@@ -5017,7 +5125,7 @@ begin
              carried_attempt = t.attempts_count
        where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
       perform pgmq.set_vt(t.queue_name, t.message_id, 0);
-      -- A task of a run moved while it ran follows the run now (§14.1).
+      -- A task of a run moved while it ran follows the run now (docs/design/rerun.md).
       perform switchyard._follow_run_flow(t.run_id, t.step_slug, t.task_index, 0);
       continue;
     end if;
@@ -5045,7 +5153,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/completion/report_progress.sql
 
--- Records a running task's progress (ctx.progress; docs/ARCHITECTURE.md §16): one 'progress'
+-- Records a running task's progress (ctx.progress; docs/design/observability.md): one 'progress'
 -- event of its run, in the run's event order, with the owner copied for row-level security and
 -- the task's index and the JSON as its data, and a NOTIFY like every other event. Only while
 -- `attempt` holds the task (started, that attempt) of a started run, else 55000
@@ -5130,7 +5238,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/completion/reset_checkpoints.sql
 
--- Deletes the checkpoints of a run's tasks that no worker is running (docs/ARCHITECTURE.md §9,
+-- Deletes the checkpoints of a run's tasks that no worker is running
+-- (docs/design/worker.md#worker-states-and-parts,
 -- "Checkpoints"): checkpoints survive failed attempts and retry_run on purpose (a task resumes
 -- where it was), and this is the way to start them over, e.g. before retry_run when a saved
 -- state is what made the run fail (retryRun(..., { resetCheckpoints: true }) does both in one
@@ -5164,7 +5273,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/waits/_begin_child.sql
 
--- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
+-- A 'flow' step just moved to started (docs/design/waits.md): starts its child run, a run
 -- of the active version of the step's alias whose input is the step's input (the run input for
 -- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
 -- is derived from the parent's run and step (_child_run_id, never a shape a signed-in user may
@@ -5197,8 +5306,10 @@ begin
       step_input := switchyard._dependency_outputs(run, flow, step);
     end if;
     begin
-      -- The child runs at its parent's priority (§5.14), in its trace under the parent run's
-      -- span (§16.2).
+      -- The child runs at its parent's priority
+      -- (docs/design/flow-control.md#priority-and-keys-in-turn), in its trace under the parent
+      -- run's
+      -- span (docs/design/observability.md#metrics-traces-and-charts).
       child := switchyard.start_flow(st.child_alias, step_input,
                                      switchyard._child_run_id(run, step), parent.owner,
                                      priority => parent.priority,
@@ -5244,7 +5355,7 @@ $$;
 -- arrived early gets it now (returns true: the step is done, its dependents may be ready);
 -- else the step waits (returns false): its deadline is set from its timeout (a wait without
 -- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
--- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+-- message: nothing runs while it waits (docs/design/waits.md).
 -- A sleep until a time reads it now, at the step's path of the run input or of the step's
 -- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
 -- fails the step and the run naming the path, the value and the rule (returns true); a time
@@ -5352,7 +5463,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/waits/_finish_wait.sql
 
--- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
+-- Ends a started wait or sleep step (docs/design/waits.md) without starting anything:
 --   - 'signalled': its kept signal is marked delivered and its payload becomes the output;
 --   - 'slept': a sleep's time is up, its output is null;
 --   - 'timed out': a wait's timeout, as its on_timeout says: 'skip' skips the step (its
@@ -5396,10 +5507,11 @@ $$;
 -- supabase/schemas/functions/waits/expire_waits.sql
 
 -- Begins the delayed starts that are due (start_flow_at), then ends the wait and sleep steps
--- whose time is up (docs/ARCHITECTURE.md §5.11), oldest first, at most max_steps of each: a
+-- whose time is up (docs/design/waits.md), oldest first, at most max_steps of each: a
 -- delayed run's ready steps start; a sleep completes, a wait times out as its onTimeout
 -- says ('fail' fails the run, 'skip' skips the step), and the ready steps after them start.
--- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs §6), so waits end
+-- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs/design/versions.md), so
+-- waits end
 -- with no worker alive; call it from any scheduler, or a test. A run another transaction
 -- holds (a signal being sent) is left for the next call. Each run is worked on in a
 -- subtransaction of its own: an error no rule foresaw fails that run alone
@@ -5514,7 +5626,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/waits/signal_run.sql
 
--- Signals a wait step of a run (docs/ARCHITECTURE.md §5.11): the payload becomes the step's
+-- Signals a wait step of a run (docs/design/waits.md): the payload becomes the step's
 -- output. Callable inside the application's own transaction (a trigger on its table, say):
 -- the signal exists only once that transaction commits. Holding the run's row lock:
 --   - the step waits: the signal is delivered now, its dependents start ('delivered');
@@ -5627,7 +5739,8 @@ begin
   end if;
   insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
   values (run.run_id, st.step_slug, key, value);
-  -- The counter of signals (§16.3), by outcome.
+  -- The counter of signals (docs/design/observability.md#counters-histograms-and-levels), by
+  -- outcome.
   perform switchyard._count_metrics(array['signals'], null, array[run.flow_slug], array[st.step_slug],
     array[case when state.status = 'created' then 'kept' else 'delivered' end]);
   if state.status = 'created' then
@@ -5643,7 +5756,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/waits/signal_user_run.sql
 
--- Signals a wait step of a run from a browser (docs/ARCHITECTURE.md §14): what signal_run does,
+-- Signals a wait step of a run from a browser (docs/design/client.md): what signal_run does,
 -- for a signed-in user (auth.uid()) and only in a run they own (runs.owner), and only for a
 -- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
 -- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist
@@ -5722,7 +5835,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flow_control/_flow_control.sql
 
--- Flow control in the claim (docs/ARCHITECTURE.md §5.12): for the eligible messages of a batch
+-- Flow control in the claim (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): for
+-- the eligible messages of a batch
 -- whose steps have a rate limit or a keyed concurrency, in message order, whether each may start
 -- now (wait_seconds null; slot: the concurrency slot it takes, or null) or waits (wait_seconds:
 -- when it may run: the next tokens of its limit, at most 5 s so that a limit the operator
@@ -5829,7 +5943,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flow_control/rate_limit_status.sql
 
--- The rate limits for operators and the dashboard (docs/ARCHITECTURE.md §5.12): each limit
+-- The rate limits for operators and the dashboard
+-- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): each limit
 -- with its tokens now, and the steps (flow/step) that name it; a name steps use without a row
 -- (no limit) is listed with null rate.
 create or replace function switchyard.rate_limit_status()
@@ -5861,7 +5976,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/flow_control/set_rate_limit.sql
 
--- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
+-- Creates or changes a rate limit shared by name
+-- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): rate tokens per
 -- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
 -- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
 -- new one starts full. It also lifts a RetryAfter's drain (fail_task_with): the bucket refills
@@ -6324,7 +6440,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/schedules/create_schedule.sql
 
--- Creates a schedule (docs/ARCHITECTURE.md §15): from now on every tick of `cron` in
+-- Creates a schedule (docs/design/schedules.md): from now on every tick of `cron` in
 -- `time_zone` starts `alias` with `input`, exactly once. Refuses bad fields with their rule
 -- (see _schedule_problem) and an existing name (23505 schedule_exists). Returns the schedule.
 create or replace function switchyard.create_schedule(
@@ -6362,7 +6478,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/schedules/run_schedules.sql
 
--- The scheduler's tick (docs/ARCHITECTURE.md §15): for every enabled schedule, the ticks of its
+-- The scheduler's tick (docs/design/schedules.md): for every enabled schedule, the ticks of its
 -- cron after the last look and at most `now_at`, chosen by its catch-up policy, fire
 -- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
 -- job (schedule_schedules), from every keep-alive tick, or by hand; `now_at` lets a test drive
@@ -6401,7 +6517,7 @@ begin
              for update skip locked loop
     -- Each schedule in a subtransaction of its own: an error no rule foresaw (a row that got
     -- past every check) is a warning naming the schedule, which is looked at again next tick;
-    -- it never stops another schedule nor the rest of the tick (docs/ARCHITECTURE.md §5.11).
+    -- it never stops another schedule nor the rest of the tick (docs/design/waits.md).
     begin
       from_at := coalesce(s.checked_until, s.created_at);
       if from_at < now_at then
@@ -6572,7 +6688,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/row_triggers/_row_expression_problem.sql
 
--- What is wrong with an expression a row trigger declares (docs/ARCHITECTURE.md §18), or null:
+-- What is wrong with an expression a row trigger declares (docs/design/ingestion.md), or null:
 -- it must be one SQL expression over the columns of `qualified` (as the generated function
 -- reads them, with an empty search_path), and of type `want_type` when one is given. It is
 -- typed, never run: pg_typeof of the expression over no row of the table.
@@ -6614,9 +6730,10 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/row_triggers/_row_trigger_key.sql
 
--- The start key a row trigger gives a row's run (docs/ARCHITECTURE.md §18): the declaration's
+-- The start key a row trigger gives a row's run (docs/design/ingestion.md): the declaration's
 -- name, a separator (':' for the declared key, '#' for the backfill's per-row key) and the
--- row's value. Keys are at most 200 characters (§5.13): a longer value is replaced by its md5,
+-- row's value. Keys are at most 200 characters (docs/design/flow-control.md#start-keys): a longer
+-- value is replaced by its md5,
 -- so a long column value still names one key and never refuses the app's write.
 create or replace function switchyard._row_trigger_key(trigger_name text, separator text, value text)
 returns text
@@ -6634,7 +6751,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/row_triggers/_row_trigger_start.sql
 
--- Starts the run of one row for a row trigger (docs/ARCHITECTURE.md §18), called by the
+-- Starts the run of one row for a row trigger (docs/design/ingestion.md), called by the
 -- declaration's generated `_row_start_<name>` with the input, the declared key's value and the
 -- primary key's value it computed from the row, in the writer's (or the backfill's)
 -- transaction: a rolled back write starts nothing, a committed one has started its run.
@@ -6676,7 +6793,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/row_triggers/backfill_row_trigger.sql
 
--- One batch of a row trigger's backfill (docs/ARCHITECTURE.md §18): starts the runs of the next
+-- One batch of a row trigger's backfill (docs/design/ingestion.md): starts the runs of the next
 -- `batch_size` rows (1 to 10000, default 500) of the table after the cursor, in primary-key
 -- order, through the declaration's row function (so its condition, input and key apply), and
 -- moves the cursor past them, all in the caller's transaction. Call it until `done`: each batch
@@ -6687,7 +6804,8 @@ $$;
 -- Safe while the app writes: while the backfill is pending, an insert's run and the backfill's
 -- run of a row share a per-row start key (or the declared key), so whichever comes second gets
 -- the first's run; a row committed after the last batch read the table was started by its
--- trigger, which no longer keys once the backfill is done (§18 has the argument).
+-- trigger, which no longer keys once the backfill is done (docs/design/ingestion.md has the
+-- argument).
 --
 -- Answers {name, rows, runs, done, total_rows, total_runs, after}: this batch's rows and the
 -- runs their starts returned (rows the condition passes), and the totals so far.
@@ -6778,7 +6896,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/row_triggers/declare_row_trigger.sql
 
--- Declares that writes to a table of the app start runs of an alias (docs/ARCHITECTURE.md §18):
+-- Declares that writes to a table of the app start runs of an alias (docs/design/ingestion.md):
 -- records the declaration in switchyard.row_triggers, generates its functions and creates the
 -- trigger `switchyard_<name>` (after each row) on the table, all in the caller's transaction.
 --
@@ -6794,7 +6912,8 @@ $$;
 --   condition         a boolean SQL expression over the row's columns: rows where it is not
 --                     true start nothing
 --   key_by            the start key: 'row' (the primary key's value) or a column's value, with
---   mode, ttl, delay, max_delay  the start-key modes of start_flow (§5.13)
+--   mode, ttl, delay, max_delay  the start-key modes of start_flow
+-- (docs/design/flow-control.md#start-keys)
 --   backfill          true: a backfill of the rows the table already has is pending
 --                     (backfill_row_trigger)
 --
@@ -7118,7 +7237,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/row_triggers/list_row_triggers.sql
 
--- Every row trigger declaration (docs/ARCHITECTURE.md §18) as _row_trigger_json answers one,
+-- Every row trigger declaration (docs/design/ingestion.md) as _row_trigger_json answers one,
 -- by name. For `switchyard trigger list` and the ops wrapper listRowTriggers. PL/pgSQL, so it
 -- may be created before _row_trigger_json, which takes the table's row type.
 create or replace function switchyard.list_row_triggers()
@@ -7136,7 +7255,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/row_triggers/remove_row_trigger.sql
 
--- Removes a row trigger declaration (docs/ARCHITECTURE.md §18): its trigger on the table, its
+-- Removes a row trigger declaration (docs/design/ingestion.md): its trigger on the table, its
 -- generated functions and its row, in the caller's transaction. True if there was one, false
 -- if not (so a migration that removes it twice changes nothing). Like declaring, removing
 -- needs the CREATE privilege on schema switchyard (the migration role).
@@ -7181,7 +7300,8 @@ $$;
 -- supabase/schemas/functions/workers/_check_worker_function.sql
 
 -- Function names (at most 63 characters) and their queue, which must be in the queue catalog
--- (docs/ARCHITECTURE.md §3): register_function no longer accepts a queue that exists nowhere
+-- (docs/design/overview.md#queue-ownership): register_function no longer accepts a queue that
+-- exists nowhere
 -- (the scaffold's migration provisions its shared queue first), register_worker already checks.
 create or replace function switchyard._check_worker_function()
 returns trigger
@@ -7213,7 +7333,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/workers/_worker_running.sql
 
--- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
+-- Worker liveness (docs/design/versions.md), defined once for every SQL function that asks.
 --   running: not stopped, and heart-beat within the window (a worker that crashed without
 --            stopping stops counting once its heartbeat is that old). A deprecated worker
 --            still runs until it stops: a fence waits for it (fence_status), and stall
@@ -7260,7 +7380,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/workers/fence_begin.sql
 
--- Opens the fenced rollout (docs/ARCHITECTURE.md §6): records every given queue function's
+-- Opens the fenced rollout (docs/design/versions.md): records every given queue function's
 -- enabled flag, disables them and deprecates their workers, so no old worker takes work while
 -- the new version deploys. Fences do not nest (SY010); unknown functions are refused (SY003).
 create or replace function switchyard.fence_begin(function_names text[])
@@ -7521,7 +7641,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/workers/pause_function.sql
 
--- Pauses a queue function durably (docs/ARCHITECTURE.md §9): its workers stop taking work and
+-- Pauses a queue function durably (docs/design/worker.md#worker-states-and-parts): its workers stop
+-- taking work and
 -- a new worker refuses to start until resume_function. The reason is required and kept.
 create or replace function switchyard.pause_function(function_name text, reason text)
 returns boolean
@@ -7563,8 +7684,9 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/workers/quarantine_messages.sql
 
--- Moves the messages that paused a queue function (an unsupported batch, docs/ARCHITECTURE.md
--- §5.3) and have no task out of its queue into switchyard.quarantined_messages, with their
+-- Moves the messages that paused a queue function (an unsupported batch,
+-- docs/design/claim.md#the-unsupported-batch) and have no task out of its queue into
+-- switchyard.quarantined_messages, with their
 -- bodies; resumes the function when none of them had a task. Returns what it moved, what had a
 -- task and what was already gone.
 create or replace function switchyard.quarantine_messages(function_name text)
@@ -7667,7 +7789,8 @@ $$;
 
 -- Records that a queue function's worker refused to start (the error of its HTTP answer:
 -- function_paused, function_disabled, coverage, worker_config, start_failed) or paused on
--- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.1). One row per function
+-- unsupported work, with the message it logged
+-- (docs/design/worker.md#refusals-are-seen-where-operators-look). One row per function
 -- and kind: a repeat moves last_at, counts and keeps the latest message, cut at 2000 characters
 -- (a record is never refused for its length). The worker calls it best effort.
 create or replace function switchyard.record_refusal(function_name text, refusal text, message text)
@@ -7741,7 +7864,7 @@ $$;
 -- never re-enables a disabled or paused queue function: those refuse to start. The
 -- supported pairs are stored once, as a row set, for the claim path. The heartbeat
 -- window is stored with the worker: stall recovery judges each worker by its own
--- (docs/ARCHITECTURE.md §5.6).
+-- (docs/design/claim.md#stall-recovery).
 create or replace function switchyard.register_worker(
   worker_id uuid, queue_name text, function_name text, supported_pairs text[],
   heartbeat_window_seconds int default 15
@@ -7810,13 +7933,15 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/workers/worker_heartbeat.sql
 
--- The heartbeat of a 0.4.0 runtime (docs/ARCHITECTURE.md §9, "Cancellation reaches handlers"):
+-- The heartbeat of a 0.4.0 runtime (docs/design/worker.md#worker-states-and-parts, "Cancellation
+-- reaches handlers"):
 -- switchyard.heartbeat's state ('ok', 'deprecated', 'paused' or 'disabled'), and the runs of the
 -- tasks this worker holds started that are no longer started (cancelled, or failed by another
 -- task), each with its status and error, so the worker aborts those handlers' signals. One
 -- probe of the worker's started tasks (index step_tasks_worker) per heartbeat: no extra round
 -- trip per task. switchyard.heartbeat stays for older runtimes. The first heartbeat of a minute
--- also takes the minute's sample of the metrics (sample_metrics, docs/ARCHITECTURE.md §16.3),
+-- also takes the minute's sample of the metrics (sample_metrics,
+-- docs/design/observability.md#counters-histograms-and-levels),
 -- in a subtransaction whose failure is a warning, never the heartbeat's; every other one makes
 -- one key probe of metric_samples.
 create or replace function switchyard.worker_heartbeat(worker_id uuid)
@@ -7920,7 +8045,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/maintenance/fold_metric_counters.sql
 
--- Folds the rows of switchyard.metric_counters (docs/ARCHITECTURE.md §16.3) that sessions wrote
+-- Folds the rows of switchyard.metric_counters
+-- (docs/design/observability.md#counters-histograms-and-levels) that sessions wrote
 -- into shard 0, one row per figure, label set and bucket, keeping every sum: a counter never
 -- goes down and the table stays as small as the label sets times the sessions writing now.
 -- A row a session holds (its transaction has not committed) is skipped, left for the next
@@ -7971,8 +8097,9 @@ $$;
 -- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
 -- takes the minute's sample of the metrics (sample_metrics),
 -- each part isolated from the others, then wakes every queue function that is enabled,
--- unpaused, has no live worker and was not woken within debounce_seconds (docs/ARCHITECTURE.md
--- §6, keep-alive): one HTTP request through pg_net to its Edge Function at the base URL
+-- unpaused, has no live worker and was not woken within debounce_seconds
+-- (docs/design/versions.md, keep-alive): one HTTP request through pg_net to its Edge Function at
+-- the base URL
 -- (base_url_problem says which hosts are allowed). A live worker
 -- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
 -- window, or within heartbeat_window_seconds when that is larger (switchyard._heartbeat_window).
@@ -8012,7 +8139,7 @@ begin
       coalesce(heartbeat_window_seconds::text, 'null')),
       context => jsonb_build_object('min', 1));
   end if;
-  -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
+  -- The bearer goes to this base URL only (docs/design/versions.md, keep-alive).
   if problem is not null then
     perform switchyard._refuse('22023', 'url_format',
       case when given is null then 'functions_base_url' else 'base_url' end, base, format(
@@ -8056,10 +8183,14 @@ begin
 
   -- The tick's timers, after every check of the arguments and the wake configuration (a
   -- refusal above does nothing at all), each part in a subtransaction of its own, so a failure
-  -- of one never stops another nor the wakes (docs/ARCHITECTURE.md §5.11): the scheduler
-  -- (§15), so schedules run where only the keep-alive's pg_cron job is installed; the waits
-  -- and sleeps whose time is up and the delayed starts that are due (§5.11); run deadlines
-  -- (§14); the minute's sample of the metrics (§16.3). Within each part, each run is isolated too.
+  -- of one never stops another nor the wakes (docs/design/waits.md): the scheduler
+  -- (docs/design/schedules.md), so schedules run where only the keep-alive's pg_cron job is
+  -- installed; the waits
+  -- and sleeps whose time is up and the delayed starts that are due (docs/design/waits.md); run
+  -- deadlines
+  -- (docs/design/client.md); the minute's sample of the metrics
+  -- (docs/design/observability.md#counters-histograms-and-levels). Within each part, each run is
+  -- isolated too.
   begin
     perform switchyard.run_schedules();
   exception when others then
@@ -8173,7 +8304,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/maintenance/prune.sql
 
--- Retention (docs/ARCHITECTURE.md §8): deletes one batch of runs finished before `older_than`
+-- Retention (docs/design/local-runs.md): deletes one batch of runs finished before `older_than`
 -- (completed, failed or cancelled), with their tasks and events; a run whose message a worker
 -- still holds is kept for a later batch.
 create or replace function switchyard.prune(older_than interval, batch_size int default 1000)
@@ -8182,7 +8313,7 @@ language plpgsql
 volatile
 security definer
 set search_path = ''
--- Key probes only, as on the claim path (docs/ARCHITECTURE.md §5.7): a long prune loop
+-- Key probes only, as on the claim path (docs/design/claim.md#planner-settings): a long prune loop
 -- runs in one session, and a cached generic plan must not turn into a scan of the history.
 set enable_seqscan = off
 set enable_hashjoin = off
@@ -8304,7 +8435,7 @@ begin
     with d as (delete from switchyard.step_states ss
                 where ss.run_id = any (kept) returning 1)
     select count(*) into result.step_states from d;
-    -- Their start keys (docs/ARCHITECTURE.md §5.13): a dedupe key still within its TTL
+    -- Their start keys (docs/design/flow-control.md#start-keys): a dedupe key still within its TTL
     -- outlives its run, with the expiry it has; the others go with the run.
     update switchyard.start_keys k
        set expires_at = coalesce(r.completed_at, r.failed_at, r.cancelled_at)
@@ -8338,7 +8469,8 @@ begin
   select count(*) into result.wake_requests from d;
 
   -- A worker row whose worker stopped, or has not heart-beat, since before the cutoff: not
-  -- live by any window (§6), and stall recovery treats a missing worker as a stopped one.
+  -- live by any window (docs/design/versions.md), and stall recovery treats a missing worker as a
+  -- stopped one.
   with d as (
     delete from switchyard.workers w
      where w.worker_id in (select x.worker_id from switchyard.workers x
@@ -8349,7 +8481,8 @@ begin
     returning 1)
   select count(*) into result.workers from d;
 
-  -- The counters' rows of other sessions fold into shard 0 (§16.3): the counters keep their
+  -- The counters' rows of other sessions fold into shard 0
+  -- (docs/design/observability.md#counters-histograms-and-levels): the counters keep their
   -- sums while their table follows the sessions in use.
   perform switchyard.fold_metric_counters();
   return result;
@@ -8391,10 +8524,12 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/maintenance/recover_stalled.sql
 
--- Stall recovery (docs/ARCHITECTURE.md §5.6): a started task whose worker stopped heart-beating
+-- Stall recovery (docs/design/claim.md#stall-recovery): a started task whose worker stopped
+-- heart-beating
 -- within its own window gets its attempt counted as failed and is queued again (or fails for
 -- good); a stalled task of a cancelled run is cancelled instead. The run is read by its key. A
--- task of a run moved onto another version while it ran is queued on that version (§14.1).
+-- task of a run moved onto another version while it ran is queued on that version
+-- (docs/design/rerun.md).
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
@@ -8435,7 +8570,7 @@ begin
       recovered := recovered + 1;
       continue;
     end if;
-    -- A stalled attempt is a failed attempt for the metrics (docs/ARCHITECTURE.md §16).
+    -- A stalled attempt is a failed attempt for the metrics (docs/design/observability.md).
     if task.attempts_count >= task.max_attempts then
       update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
        where t.run_id = task.run_id and t.step_slug = task.step_slug
@@ -8449,7 +8584,7 @@ begin
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
       perform pgmq.set_vt(queue, task.message_id, 0);
-      -- A task of a run moved while it ran follows the run now (§14.1).
+      -- A task of a run moved while it ran follows the run now (docs/design/rerun.md).
       perform switchyard._follow_run_flow(task.run_id, task.step_slug, task.task_index, 0);
     end if;
     recovered := recovered + 1;
@@ -8465,7 +8600,8 @@ begin
     update switchyard.queues q set lost_checked_at = switchyard.clock_now() where q.queue_name = queue;
     -- Only tasks of started runs: when a run fails, _fail_run archives its other queued tasks'
     -- messages and leaves the tasks queued, and a new message would be archived as stale and
-    -- sent again every period. The run's status is read by its key (§5.7).
+    -- sent again every period. The run's status is read by its key
+    -- (docs/design/claim.md#planner-settings).
     for task in execute format(
       'select t.* from switchyard.step_tasks t
         where t.queue_name = $1 and t.status = ''queued''
@@ -8492,7 +8628,7 @@ begin
       recovered := recovered + 1;
     end loop;
   end if;
-  -- Run deadlines, on the same sweep (docs/ARCHITECTURE.md §14): one probe of an index of
+  -- Run deadlines, on the same sweep (docs/design/client.md): one probe of an index of
   -- started runs with a deadline, empty when no flow or start sets one.
   perform switchyard.cancel_overdue_runs();
   return recovered;
@@ -8502,7 +8638,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/maintenance/sample_metrics.sql
 
--- Takes the minute's sample of the metrics (docs/ARCHITECTURE.md §16.3) when nobody has yet:
+-- Takes the minute's sample of the metrics
+-- (docs/design/observability.md#counters-histograms-and-levels) when nobody has yet:
 -- per catalogued queue, its counters and lag now (switchyard._metric_sample_now) as the row of
 -- switchyard.metric_samples for the minute of `now_at` (default clock_now()), the row the
 -- dashboard's charts and metrics_minutes take differences of. Then deletes the samples older
@@ -8659,7 +8796,7 @@ $$;
 -- supabase/schemas/functions/maintenance/wake_failures.sql
 
 -- The keep-alive's wakes whose HTTP answer was an error, per function, over the last
--- since_seconds, default 6 hours (docs/ARCHITECTURE.md §6, keep-alive): a request pg_net refused
+-- since_seconds, default 6 hours (docs/design/versions.md, keep-alive): a request pg_net refused
 -- (recorded with no request id), or pg_net's response (net._http_response, joined by request id)
 -- with a status of 400 or more, a timeout or an error message. pg_net keeps responses for 6 hours
 -- by default, so older wakes are unknown, not failed; a wake whose response has not arrived is
@@ -8724,7 +8861,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/dashboard/_metric_sample_now.sql
 
--- Every catalogued queue's sample of the metrics now (docs/ARCHITECTURE.md §16.3), the row
+-- Every catalogued queue's sample of the metrics now
+-- (docs/design/observability.md#counters-histograms-and-levels), the row
 -- switchyard.sample_metrics stores per minute and the charts' current minute ends with: its
 -- counters of switchyard.metric_counters summed over flows, steps and shards (completions are
 -- task_duration's count), the histograms' counts per bucket, and the lag of
@@ -8787,7 +8925,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/dashboard/dashboard_metrics_history.sql
 
--- The dashboard's charts (docs/ARCHITECTURE.md §16): per queue and minute over the last
+-- The dashboard's charts (docs/design/observability.md): per queue and minute over the last
 -- `minutes` (1-1440, default 60), the current minute last, every minute present, read from the
 -- counters through their per-minute samples (switchyard.metric_samples, written by
 -- sample_metrics), so a chart shows what /metrics and the Grafana views serve:
@@ -8882,7 +9020,8 @@ $$;
 -- supabase/schemas/functions/dashboard/dashboard_queues.sql
 
 -- Every catalogued queue with its depth, read from PGMQ's queue table (the documented
--- layout the contract suite checks; docs/ARCHITECTURE.md §5.4): messages visible now,
+-- layout the contract suite checks; docs/design/claim.md#hiding-claimed-messages): messages visible
+-- now,
 -- hidden (read or claimed, or waiting for a retry's delay), and the oldest one's age.
 create or replace function switchyard.dashboard_queues()
 returns table (
@@ -8925,7 +9064,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/dashboard/dashboard_run_lineage.sql
 
--- What the dashboard's runs table shows of the run controls (docs/ARCHITECTURE.md §14.1) for
+-- What the dashboard's runs table shows of the run controls (docs/design/rerun.md) for
 -- these runs: lineage (the run a fork was made from, and the step it was forked from), the pause
 -- (when and why), and the concrete versions of the run's alias other than its own, the targets a
 -- move or a fork may name (the SQL core still proves each one when asked). Runs with none of it
@@ -8959,7 +9098,7 @@ $$;
 -- one queue, or one run. Each with its duration (so far, for a started run), its error and
 -- failing step, and its steps in step order with their task's queue snapshot, attempts and
 -- times: queued (the step became ready), started (the latest attempt), finished. A map step
--- (docs/ARCHITECTURE.md §5.10) has one task per element: its row sums them up (the most
+-- (docs/design/runs.md#map-steps) has one task per element: its row sums them up (the most
 -- attempts any element used, the first error in element order, `tasks` the element count).
 create or replace function switchyard.dashboard_runs(
   max_runs int default 25, run_status text default null, queue_name text default null,
@@ -8991,7 +9130,7 @@ as $$
                    'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
                                            t.completed_at, t.failed_at),
                    'error', t.error, 'tasks', t.tasks,
-                   -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11): its kind, and
+                   -- A wait, sleep or flow step (docs/design/waits.md): its kind, and
                    -- when its timeout is due while it waits.
                    'kind', st.step_type,
                    'wait_deadline', case when ss.status = 'started' then ss.wait_deadline end)
@@ -9024,7 +9163,8 @@ $$;
 
 -- Completed tasks per queue and minute over the last `minutes` minutes (1-1440, default 60),
 -- the current minute last, every minute present (0 when none): the completions of the charts
--- (dashboard_metrics_history), differences of the counters' per-minute samples (§16.3), so the
+-- (dashboard_metrics_history), differences of the counters' per-minute samples
+-- (docs/design/observability.md#counters-histograms-and-levels), so the
 -- dashboard's completed-tasks chart shows what /metrics' switchyard_task_completions_total
 -- counts. No task row and no archive is read.
 create or replace function switchyard.dashboard_throughput(minutes int default 60)
@@ -9041,7 +9181,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/dashboard/metric_levels.sql
 
--- The levels of the metrics (docs/ARCHITECTURE.md §16.3), gauges of what is true now, one row
+-- The levels of the metrics (docs/design/observability.md#counters-histograms-and-levels), gauges
+-- of what is true now, one row
 -- each (the view switchyard.metrics_gauges):
 --
 --   queue_depth                 {queue}            messages visible now
@@ -9139,7 +9280,8 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/dashboard/metric_snapshot.sql
 
--- The counters, histograms and levels of the metrics (docs/ARCHITECTURE.md §16.3) in one JSON
+-- The counters, histograms and levels of the metrics
+-- (docs/design/observability.md#counters-histograms-and-levels) in one JSON
 -- document, from one snapshot (a stable function's statements share its caller's), so every
 -- scrape from any instance reads the same figures: { "counters": [...], "histograms": [...],
 -- "gauges": [...] }, the rows of the views metrics_counters, metrics_histograms and
@@ -9168,7 +9310,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/dashboard/metrics.sql
 
--- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last `window_seconds`
+-- The metrics of every queue and step (docs/design/observability.md) over the last `window_seconds`
 -- (1 to 86400, default 60), as one JSON document:
 --
 --   { "at", "window_seconds",
@@ -9299,8 +9441,8 @@ $$;
 
 -- Final failure: the task, its step and its run fail, and the run's queued messages are
 -- archived. A step of a cancelled run stays cancelled, and the run too (only a started run
--- fails). The run is locked by its key and its status tested in code (docs/ARCHITECTURE.md
--- §5.7).
+-- fails). The run is locked by its key and its status tested in code
+-- (docs/design/claim.md#planner-settings).
 create or replace function switchyard._fail_run(task switchyard.step_tasks, error_text text)
 returns void
 language plpgsql
@@ -9319,7 +9461,7 @@ begin
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
   -- The run by key (locked), then its status: a status condition in the update let a plan
   -- made with stale statistics read every started run through runs_flow_started
-  -- (docs/ARCHITECTURE.md §5.7).
+  -- (docs/design/claim.md#planner-settings).
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
   if run_status = 'started' then
     update switchyard.runs r
@@ -9444,7 +9586,8 @@ $$;
 -- supabase/schemas/views.sql
 
 -- Steps routed to a queue that started runs may still reach: the step has not finished in
--- that run yet (startup coverage, docs/ARCHITECTURE.md §4 step 5, and drain, §6). Driven from
+-- that run yet (startup coverage, docs/design/worker.md#worker-start-up step 5, and drain,
+-- docs/design/versions.md). Driven from
 -- the started runs (runs_flow_started), with one primary-key probe per (run, step) (a
 -- LATERAL ... LIMIT 1, so no plan can join by scanning every state ever recorded): the cost
 -- follows the open runs, never the history.
@@ -9457,7 +9600,8 @@ create or replace view switchyard.open_run_steps as
                          limit 1) ss
    where r.status = 'started' and ss.status in ('created', 'started');
 
--- The metrics as rows (docs/ARCHITECTURE.md §16.3), for Prometheus' text (prometheusText reads
+-- The metrics as rows (docs/design/observability.md#counters-histograms-and-levels), for
+-- Prometheus' text (prometheusText reads
 -- them through switchyard.metric_snapshot) and for Grafana's PostgreSQL data source: the same
 -- figures either way. A flow's label is its alias (alias_members), else its slug; its version
 -- the concrete slug.
@@ -9531,7 +9675,7 @@ create or replace view switchyard.metrics_minutes as
 -- supabase/upgrades/unreleased/after/010_clock_defaults.sql
 
 -- Every recorded time of the SQL core comes from its clock, switchyard.clock_now()
--- (docs/ARCHITECTURE.md §17), column defaults included, as tables/*.sql declare them. The function
+-- (docs/design/clock.md), column defaults included, as tables/*.sql declare them. The function
 -- is now(), so rows written before and after this step read the same clock.
 alter table switchyard.queues
   alter column created_at set default switchyard.clock_now();
@@ -9593,7 +9737,7 @@ alter table switchyard.start_keys
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/after/011_user_rerun_aliases_clock.sql
 
--- The clock of supabase/schemas/tables/052_user_rerun_aliases.sql (docs/ARCHITECTURE.md §17), once
+-- The clock of supabase/schemas/tables/052_user_rerun_aliases.sql (docs/design/clock.md), once
 -- switchyard.clock_now() exists: before/011_user_rerun_aliases.sql created the table with now().
 alter table switchyard.user_rerun_aliases
   alter column added_at set default switchyard.clock_now();
@@ -9610,7 +9754,8 @@ alter table switchyard.row_triggers
 -- --------------------------------------------------------------------------------------------
 -- supabase/upgrades/unreleased/after/045_metric_counters_from_history.sql
 
--- The counters start from the history (issue 42, docs/ARCHITECTURE.md §16.3): a database upgraded
+-- The counters start from the history (issue 42,
+-- docs/design/observability.md#counters-histograms-and-levels): a database upgraded
 -- from 0.4.0 counts on from what its rows still hold (what prune has not deleted), not from zero.
 -- One pass over the tasks, the failed attempts and the ended runs, in the migration:
 --   claims            every attempt a task used (attempts_count); retries those after its first
@@ -9671,12 +9816,12 @@ select switchyard.sample_metrics(switchyard.clock_now() - interval '1440 minutes
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/privileges.sql
 
--- Privileges: one rule for the whole schema (docs/ARCHITECTURE.md §7, Privileges), applied
+-- Privileges: one rule for the whole schema (docs/design/supabase.md, Privileges), applied
 -- last in a fresh build and again at the end of every migration, so a database upgraded from
 -- any release has exactly the privileges of a fresh one.
 --
 --   - PUBLIC, anon and authenticated (PostgREST's roles): nothing. The opt-ins of
---     docs/ARCHITECTURE.md §14 (run events, start_user_run, signal_user_run) are granted by
+--     docs/design/client.md (run events, start_user_run, signal_user_run) are granted by
 --     the operator.
 --   - service_role: USAGE on the schema, SELECT on every table and view, INSERT and DELETE on
 --     user_start_aliases, user_signal_steps and user_rerun_aliases, and EXECUTE on the API: every function whose
@@ -9735,7 +9880,7 @@ $$;
 -- --------------------------------------------------------------------------------------------
 -- supabase/schemas/exposure.sql
 
--- Run events for signed-in users and Supabase Realtime (docs/ARCHITECTURE.md §14): the
+-- Run events for signed-in users and Supabase Realtime (docs/design/client.md): the
 -- policy where the auth schema exists, the publication where supabase_realtime exists. Safe to
 -- run again; every migration ends with it.
 select switchyard.expose_run_events();

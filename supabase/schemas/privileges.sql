@@ -1,9 +1,9 @@
--- Privileges: one rule for the whole schema (docs/ARCHITECTURE.md §7, Privileges), applied
+-- Privileges: one rule for the whole schema (docs/design/supabase.md, Privileges), applied
 -- last in a fresh build and again at the end of every migration, so a database upgraded from
 -- any release has exactly the privileges of a fresh one.
 --
 --   - PUBLIC, anon and authenticated (PostgREST's roles): nothing. The opt-ins of
---     docs/ARCHITECTURE.md §14 (run events, start_user_run, signal_user_run) are granted by
+--     docs/design/client.md (run events, start_user_run, signal_user_run) are granted by
 --     the operator.
 --   - service_role: USAGE on the schema, SELECT on every table and view, INSERT and DELETE on
 --     user_start_aliases, user_signal_steps and user_rerun_aliases, and EXECUTE on the API: every function whose

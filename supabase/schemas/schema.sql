@@ -1,4 +1,4 @@
--- The schema and PGMQ (docs/ARCHITECTURE.md §7).
+-- The schema and PGMQ (docs/design/supabase.md).
 --
 -- On Supabase the real PGMQ extension is created here. Local runs and tests
 -- pre-load a PGMQ-compatible layer (pgmq_compat/pgmq.sql, never deployed), so
@@ -13,7 +13,7 @@ $$;
 
 create schema if not exists switchyard;
 
--- SQL errors (docs/ARCHITECTURE.md §10). Every refusal of the SQL core carries a SQLSTATE
+-- SQL errors (docs/design/errors.md). Every refusal of the SQL core carries a SQLSTATE
 -- and a DETAIL that is a JSON object, so callers map errors by code and read fields from
 -- the detail, never from the message (which names the value and the rule, for people):
 --   22023 invalid argument, 23505 conflict, 55000 object state:

@@ -1,6 +1,6 @@
 -- Composite types the SQL core returns.
 
--- A row of the claim path's answer (docs/ARCHITECTURE.md §5.2): one per message of a batch.
+-- A row of the claim path's answer (docs/design/claim.md#start_tasks): one per message of a batch.
 create type switchyard.task_claim as (
   disposition text,        -- claimed | duplicate | stale | unsupported
   message_id bigint,
@@ -16,10 +16,11 @@ create type switchyard.task_claim as (
                            -- batch only (a large input travels once per batch, not per row)
   task_index int,          -- a map element's index, else 0
   carried_ms int           -- of the step timeout, the milliseconds this attempt already ran on
-                           -- instances that handed it back (docs/ARCHITECTURE.md §9)
+                           -- instances that handed it back
+                           -- (docs/design/worker.md#worker-states-and-parts)
 );
 
--- What one call of switchyard.prune removed (docs/ARCHITECTURE.md §6, "Retention").
+-- What one call of switchyard.prune removed (docs/design/versions.md, "Retention").
 create type switchyard.prune_result as (
   runs bigint,              -- runs deleted
   step_states bigint,       -- their step states

@@ -1,5 +1,6 @@
 -- Steps routed to a queue that started runs may still reach: the step has not finished in
--- that run yet (startup coverage, docs/ARCHITECTURE.md §4 step 5, and drain, §6). Driven from
+-- that run yet (startup coverage, docs/design/worker.md#worker-start-up step 5, and drain,
+-- docs/design/versions.md). Driven from
 -- the started runs (runs_flow_started), with one primary-key probe per (run, step) (a
 -- LATERAL ... LIMIT 1, so no plan can join by scanning every state ever recorded): the cost
 -- follows the open runs, never the history.
@@ -12,7 +13,8 @@ create or replace view switchyard.open_run_steps as
                          limit 1) ss
    where r.status = 'started' and ss.status in ('created', 'started');
 
--- The metrics as rows (docs/ARCHITECTURE.md §16.3), for Prometheus' text (prometheusText reads
+-- The metrics as rows (docs/design/observability.md#counters-histograms-and-levels), for
+-- Prometheus' text (prometheusText reads
 -- them through switchyard.metric_snapshot) and for Grafana's PostgreSQL data source: the same
 -- figures either way. A flow's label is its alias (alias_members), else its slug; its version
 -- the concrete slug.

@@ -1,5 +1,6 @@
 /**
- * Prometheus for the tests (docs/ARCHITECTURE.md §16.3): a strict reader of the text format, and
+ * Prometheus for the tests (docs/design/observability.md#counters-histograms-and-levels): a strict
+ * reader of the text format, and
  * Debian's `prometheus` started on a free port with a temporary configuration, queried through
  * its HTTP API.
  *

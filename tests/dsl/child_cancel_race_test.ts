@@ -1,6 +1,7 @@
 /**
- * A child run ending while its parent is being cancelled (issue 22, docs/ARCHITECTURE.md
- * §5.11): two connections race, round after round, with no sleeps: one ends the child (a
+ * A child run ending while its parent is being cancelled (issue 22,
+ * docs/design/waits.md): two connections race, round after round, with no sleeps: one ends the
+ * child (a
  * signal completes it, its timeout fails it, or it is cancelled itself), the other cancels the
  * parent. The child's end takes the child's row and then the parent's (the trigger
  * runs_child_ended); a cancel takes the run family bottom-up too, so no deadlock (40P01) ever
@@ -110,7 +111,8 @@ Deno.test('a child ending while its parent is cancelled: no deadlock reaches a c
         `round ${round}: root ${rootStatus}`,
       );
       // A cancelled root cancels its whole family; a root its child failed keeps its other
-      // child open for a retry (§5.11), so then the raced chain alone must have ended.
+      // child open for a retry (docs/design/waits.md), so then the raced chain alone must have
+      // ended.
       const raced = rootStatus === 'cancelled'
         ? family
         : deep
@@ -125,7 +127,7 @@ Deno.test('a child ending while its parent is cancelled: no deadlock reaches a c
         from switchyard.step_states ss
         join switchyard.runs r on r.run_id = ss.run_id and r.status = 'cancelled'
        where ss.run_id = any (${family}::uuid[]) and ss.status in ('created', 'started')`;
-      // (A failed run keeps its other steps as they were, for a retry, §14.)
+      // (A failed run keeps its other steps as they were, for a retry, docs/design/client.md.)
       assert.deepEqual([...open], [], `round ${round}: no open step in a cancelled run`);
       const key = `${ending}${deep ? '/deep' : ''} root ${rootStatus}, end ${ended}`;
       outcomes.set(key, (outcomes.get(key) ?? 0) + 1);

@@ -1,5 +1,5 @@
 /**
- * Child flows (issue 22, docs/ARCHITECTURE.md §5.11) on real PostgreSQL with a real worker: a
+ * Child flows (issue 22, docs/design/waits.md) on real PostgreSQL with a real worker: a
  * flow step starts a run of another deployed flow (by alias) whose id is derived from the
  * parent run and step, waits with no worker held, and completes with the child's output, or
  * fails with it; a retry of the parent retries the same child instead of starting a second;

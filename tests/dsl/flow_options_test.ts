@@ -1,5 +1,6 @@
 /**
- * Runtime options are not shape (docs/ARCHITECTURE.md §8.3). A registry that changes only a
+ * Runtime options are not shape (docs/design/testing.md#upgrades-with-work-in-flight). A registry
+ * that changes only a
  * flow's maxAttempts, baseDelay, maxDelay, timeout or startDelay keeps its slug: the change is
  * applied to tasks created afterwards (tasks keep the options they were created with) and
  * recorded (who, when, old, new), readable with `flowOptionHistory` and on the dashboard.

@@ -1,5 +1,5 @@
 /**
- * Wait and sleep steps (issue 22, docs/ARCHITECTURE.md §5.11) on real PostgreSQL, with real
+ * Wait and sleep steps (issue 22, docs/design/waits.md) on real PostgreSQL, with real
  * workers where handlers run. A wait step has no task and no message: the tests start runs
  * with no worker alive, signal them from the application's own transaction (a trigger on an
  * app table calling switchyard.signal_run) and show that a rolled-back signal is not

@@ -1,5 +1,6 @@
 /**
- * Upgrades as a user makes them (docs/ARCHITECTURE.md §8.3), from every release so far to this
+ * Upgrades as a user makes them (docs/design/testing.md#upgrades-with-work-in-flight), from every
+ * release so far to this
  * kit, shared by the test files `upgrade_<n>_test.ts` (each runs a shard of the releases, so they
  * run side by side). Each release is taken from its recorded commit (tests/_helpers/releases.ts):
  * its own `install`, `scaffold-queue`, `db:push` and `serve` set up a project, and its own runtime

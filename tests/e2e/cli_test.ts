@@ -1,5 +1,6 @@
 /**
- * The one `switchyard` command (cli/cli.ts, docs/ARCHITECTURE.md §8.2): its help lists
+ * The one `switchyard` command (cli/cli.ts, docs/design/local-runs.md#the-switchyard-command): its
+ * help lists
  * every command; from a checkout it installs into a project made by the real `supabase init`,
  * pushes it and runs operator commands with their arguments; and what `deno task build-cli`
  * embeds in the binary exists.
@@ -112,7 +113,8 @@ Deno.test('switchyard from a checkout: install, db:push, operator commands with 
 
 // The compiled binary itself is not run here: `deno compile` downloads its base runtime
 // (denort) from Deno's server, which this environment cannot reach and no registry offers
-// (npm's deno packages carry the full deno only; docs/ARCHITECTURE.md §8.2). What the build
+// (npm's deno packages carry the full deno only; docs/design/local-runs.md#the-switchyard-command).
+// What the build
 // embeds is checked without it, and a build on a full deno is refused.
 Deno.test('deno task build-cli embeds files that exist, and the runtime list the binary reads', async () => {
   const list = await writeRuntimeList();

@@ -1,5 +1,6 @@
 /**
- * `deno task compile` is the gate before the push (docs/ARCHITECTURE.md §4.1), in a project made
+ * `deno task compile` is the gate before the push
+ * (docs/design/worker.md#compiling-at-deploy-and-in-local-development), in a project made
  * by the real `supabase init` and `deno task install`: a runtime-option change is compiled
  * (applied at push, recorded); a shape change of a compiled concrete flow is refused — exit 1,
  * nothing written, what changed named by step, the next free slug in the flow's own naming and

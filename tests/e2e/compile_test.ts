@@ -1,5 +1,6 @@
 /**
- * Flows startable right after deploy (docs/ARCHITECTURE.md §4.1), as a new user does it: a
+ * Flows startable right after deploy
+ * (docs/design/worker.md#compiling-at-deploy-and-in-local-development), as a new user does it: a
  * project made by the real `supabase init` → `deno task install` → a flow in the registry →
  * `deno task scaffold-queue` → `deno task compile` → `supabase db push` → an app starts the flow
  * with the typed client while no worker has ever run → a queue function started afterwards

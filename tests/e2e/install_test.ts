@@ -1,5 +1,5 @@
 /**
- * Adoption, as a new user does it (docs/ARCHITECTURE.md §8): a project made by the real
+ * Adoption, as a new user does it (docs/design/local-runs.md): a project made by the real
  * Supabase CLI (`supabase init`, offline) → `deno task install --project DIR` → a flow in the
  * registry → `deno task scaffold-queue --project DIR` → the function type-checks there, loads
  * only files under the project root and pins exact runtime versions → `supabase db push
@@ -88,7 +88,7 @@ Deno.test('supabase init → install → scaffold → type-check, files under th
     const shared = JSON.parse(await Deno.readTextFile(join(project, FUNCTIONS_DENO_JSON)));
     const locked = await lockedSpecifiers(join(KIT_ROOT, 'deno.lock'));
     // The runtime loads supabase-js (for a handler's ctx.supabase) and the OpenTelemetry API
-    // (its spans, docs/ARCHITECTURE.md §16) besides postgres.js; its test engine PGlite and
+    // (its spans, docs/design/observability.md) besides postgres.js; its test engine PGlite and
     // pglite-socket. Each package entry the runtime holds is mapped by its name.
     assert.deepEqual(shared.imports, {
       switchyard: './_switchyard/mod.ts',

@@ -1,6 +1,6 @@
 /**
  * How the kit's commands find the project and what they print (cli/_invocation.ts,
- * docs/ARCHITECTURE.md §8): `--project` or the nearest directory upward with
+ * docs/design/local-runs.md): `--project` or the nearest directory upward with
  * `supabase/config.toml`; every next step and fix written as the user runs the kit (the npm
  * package's `npx switchyard`, the compiled `switchyard`, a checkout's `npx -y deno@2 task`);
  * the remote flag of the user's Supabase CLI, checked against the real CLI 2 and CLI 3; and the

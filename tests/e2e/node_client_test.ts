@@ -1,5 +1,5 @@
 /**
- * The npm package in a Node app (docs/ARCHITECTURE.md §12, issue 38): `buildNpm` and `npm pack`
+ * The npm package in a Node app (docs/design/code-layout.md, issue 38): `buildNpm` and `npm pack`
  * it (once per test run: tests/_helpers/npm_package.ts), install the tarball as `switchyard` in a fresh Node project beside pinned tsx, TypeScript
  * and @types/node, copy in the example's shared registry (its flow imports `switchyard`), and,
  * with a worker of that same registry running here in Deno, run a Node script under tsx that

@@ -1,6 +1,7 @@
 /**
  * A runtime that meets an SQL core older than it needs refuses to start with "apply the
- * migrations" and compiles nothing (docs/ARCHITECTURE.md §8.3): the release 0.2.0's core, from
+ * migrations" and compiles nothing (docs/design/testing.md#upgrades-with-work-in-flight): the
+ * release 0.2.0's core, from
  * its recorded commit, under this kit's worker.
  */
 import assert from 'node:assert/strict';

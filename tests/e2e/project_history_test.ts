@@ -1,5 +1,5 @@
 /**
- * A project's history on every database (issue 37; docs/ARCHITECTURE.md §6, Declared aliases):
+ * A project's history on every database (issue 37; docs/design/versions.md, Declared aliases):
  * `ordersV1` → `ordersV2` under the same alias → V1 retired once drained → `ordersV3` with a
  * wait step, each step compiled by `deno task compile` in a project made by the real
  * `supabase init` and `deno task install`, and pushed with the real `supabase db push`:

@@ -1,5 +1,6 @@
 /**
- * Migrations under load (docs/ARCHITECTURE.md §8.3): a project on a release (made by that
+ * Migrations under load (docs/design/testing.md#upgrades-with-work-in-flight): a project on a
+ * release (made by that
  * release's installer), its database served by 4 workers of that release's own runtime claiming
  * and completing, gets this kit's migrations as a user does — this kit's `install`, then
  * `supabase db push` of the project — while runs keep starting. The push succeeds the first time (no deadlock,

@@ -122,7 +122,8 @@ Deno.test({
         assert.match(fetchQueue, /0 visible · 2 hidden/);
         assert.match(fetchQueue, /dash-fetch-worker/);
         assert.match(fetchQueue, /live/);
-        // The queue's counters since install, as /metrics serves them (§16.3).
+        // The queue's counters since install, as /metrics serves them
+        // (docs/design/observability.md#counters-histograms-and-levels).
         assert.match(
           fetchQueue,
           /since install: \d+ claimed · \d+ completed · \d+ failed attempts/,

@@ -1,6 +1,6 @@
 /**
  * The dashboard's charts of lag, p95 step latency and failures per queue (issue 26;
- * docs/ARCHITECTURE.md §16) in a real headless browser (Debian's chromium over CDP by
+ * docs/design/observability.md) in a real headless browser (Debian's chromium over CDP by
  * playwright-core), drawn by the page from real data: tasks run by a real worker (spread over
  * the last hour by writing the counters' per-minute samples after each run, as a busy hour would
  * have left them) and a queue no worker reads. What the page draws is checked against
@@ -56,7 +56,8 @@ Deno.test({
       for (let n = 0; n < 3; n++) {
         await sql`select switchyard.start_flow('chartsIdleV1', ${sql.json({ n })}::jsonb)`;
       }
-      // As an hour of work would have left the counters' samples (§16.3): this session holds
+      // As an hour of work would have left the counters' samples
+      // (docs/design/observability.md#counters-histograms-and-levels): this session holds
       // the samplers' lock, so the worker's heartbeats sample nothing, and after run n ends it
       // writes the sample of RUNS - n minutes ago, so run n's work (its duration, its failed
       // attempt) is the minute RUNS - n + 1 minutes ago.

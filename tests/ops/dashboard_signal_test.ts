@@ -1,5 +1,5 @@
 /**
- * The dashboard and wait steps (issue 22, docs/ARCHITECTURE.md §5.11): a waiting step is shown
+ * The dashboard and wait steps (issue 22, docs/design/waits.md): a waiting step is shown
  * with its kind and deadline, and `POST /api/runs/<id>/signal` sends its signal behind the same
  * guard as the other actions (the bearer, POST, JSON, the page's own origin). Refusals map by
  * rule: 422 for a signal the step cannot take by its kind or size, 409 for one the state of

@@ -1,5 +1,5 @@
 /**
- * Following a run from a browser (issue 26, docs/ARCHITECTURE.md §16): a plain
+ * Following a run from a browser (issue 26, docs/design/observability.md): a plain
  * `<script type="module">` page in headless chromium imports lib/browser.js as it is and follows
  * a run over server-sent events from `createRunEventStream` (mounted in a server of its own, as
  * in an Edge Function) while a real worker's handler reports 100 progress events; the test drops

@@ -1,5 +1,5 @@
 /**
- * followRun's Supabase Realtime transport (issue 26, docs/ARCHITECTURE.md §16). Supabase
+ * followRun's Supabase Realtime transport (issue 26, docs/design/observability.md). Supabase
  * Realtime cannot run here (it needs Docker), so the client handed to followRun is a channel over
  * the real database that behaves as Realtime's `postgres_changes` does for followRun: after
  * `SUBSCRIBED` it delivers the run's `run_events` inserts as `payload.new` rows — the first

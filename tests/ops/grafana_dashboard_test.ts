@@ -1,5 +1,6 @@
 /**
- * The Grafana dashboard shipped with the kit (issue 42; docs/ARCHITECTURE.md §16.3): every query
+ * The Grafana dashboard shipped with the kit (issue 42;
+ * docs/design/observability.md#counters-histograms-and-levels): every query
  * of lib/ops/monitoring/grafana_dashboard.json runs, its Grafana macros expanded as the
  * PostgreSQL data source expands them, as a role granted only lib/ops/monitoring/grafana_reader.sql,
  * on a database where real workers ran a workload; each returns rows of the shape its panel's

@@ -1,5 +1,6 @@
 /**
- * Counters, histograms and levels (issue 42; docs/ARCHITECTURE.md §16.3) against a workload run
+ * Counters, histograms and levels (issue 42;
+ * docs/design/observability.md#counters-histograms-and-levels) against a workload run
  * by real workers on real PostgreSQL: every counter equals what the workload's own rows say
  * (attempts, failed attempts, completed tasks and their durations bucketed here, runs by
  * outcome, signals), pruning the history never lowers one, folding keeps every sum, sessions

@@ -1,5 +1,6 @@
 /**
- * The charts read the counters (issue 42; docs/ARCHITECTURE.md §16.3): the per-minute samples of
+ * The charts read the counters (issue 42;
+ * docs/design/observability.md#counters-histograms-and-levels): the per-minute samples of
  * `switchyard.sample_metrics` and the charts taken as their differences, on real PostgreSQL with
  * real workers. One workload in three phases, each ended by a sample and a scrape of the
  * dashboard's `/metrics` at the same quiet moment: every chart minute equals the scrapes'

@@ -1,5 +1,5 @@
 /**
- * Metrics (issue 26; docs/ARCHITECTURE.md §16): `switchyard.metrics` and the charts' history
+ * Metrics (issue 26; docs/design/observability.md): `switchyard.metrics` and the charts' history
  * against known workloads run by real workers on real PostgreSQL — counts from the workload's
  * own arithmetic, percentiles computed here from known durations and from the raw rows —, the
  * Prometheus text of the dashboard's `/metrics` read by a strict parser, and the operator
@@ -174,7 +174,8 @@ Deno.test('percentiles: known durations, and the raw durations of a real step', 
 });
 
 Deno.test('the window bounds what counts: tasks of two hours ago are history, read by no metric', async () => {
-  // The charts are the counters' (§16.3): they add up to the workload, and no task row moves them.
+  // The charts are the counters' (docs/design/observability.md#counters-histograms-and-levels):
+  // they add up to the workload, and no task row moves them.
   const history = await metricsHistory(client, { minutes: 60 });
   const workQ = history.find((h) => h.queueName === 'metricsworkv1')!;
   const sum = (a: number[]) => a.reduce((x, y) => x + y, 0);

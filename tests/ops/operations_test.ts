@@ -1,5 +1,5 @@
 /**
- * Operations (issue 5, docs/ARCHITECTURE.md §6): the keep-alive with real pg_cron, pause and
+ * Operations (issue 5, docs/design/versions.md): the keep-alive with real pg_cron, pause and
  * resume, the fenced rollout from v1 to v2 with runs in flight, and drain status —
  * against real PostgreSQL with real workers; the `deno task pause|resume|fence|drain`
  * commands run as subprocesses.
@@ -175,7 +175,7 @@ Deno.test('keep_alive wakes only enabled, unpaused functions without a live work
     );
 
     // A worker killed without stopping counts as live only within the heartbeat window: its
-    // own (2 s), which the caller's 1 s cannot narrow (docs/ARCHITECTURE.md §6).
+    // own (2 s), which the caller's 1 s cannot narrow (docs/design/versions.md).
     await kill(doomed, 2);
     assert.deepEqual(mine(await keepAlive(client, { heartbeatWindowSeconds: 1 })), ['ka-crashed']);
 
@@ -531,7 +531,7 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
       const [t] = await db.sql`select status from switchyard.step_tasks where run_id = ${runId}`;
       return t?.status === 'started';
     });
-    // Past its own 2 s window: the caller's 1 s below cannot narrow it (docs/ARCHITECTURE.md §6).
+    // Past its own 2 s window: the caller's 1 s below cannot narrow it (docs/design/versions.md).
     await kill(doomed, 2);
 
     const members = await fenceBegin(client, ['gated-worker', 'fence-crashed']);
@@ -580,7 +580,7 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
 });
 
 // ---------------------------------------------------------------------------
-// The fenced rollout from v1 to v2 (docs/ARCHITECTURE.md §6)
+// The fenced rollout from v1 to v2 (docs/design/versions.md)
 
 const SHIP_MS = 1200;
 

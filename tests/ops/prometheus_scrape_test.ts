@@ -1,5 +1,6 @@
 /**
- * The metrics read by a real Prometheus (issue 42; docs/ARCHITECTURE.md §16.3): Debian's
+ * The metrics read by a real Prometheus (issue 42;
+ * docs/design/observability.md#counters-histograms-and-levels): Debian's
  * `prometheus`, started here on a free port with a temporary configuration, scrapes the
  * dashboard's `GET /metrics` with the bearer every second while real workers run a workload of
  * known size and known durations; `increase()`, `rate()` and `histogram_quantile()` evaluated

@@ -1,5 +1,5 @@
 /**
- * The dashboard page's run controls (issue 41, docs/ARCHITECTURE.md §14.1) in a real headless
+ * The dashboard page's run controls (issue 41, docs/design/rerun.md) in a real headless
  * browser (Debian's chromium over CDP, playwright-core) against real PostgreSQL with a real
  * worker: with the bearer, a run's detail reruns a failed run from the chosen step with an input
  * patch, forks it onto another version of its alias (the fork's lineage shown in the runs table,

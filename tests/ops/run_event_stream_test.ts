@@ -1,5 +1,5 @@
 /**
- * The run event stream over real HTTP (issue 36, docs/ARCHITECTURE.md §16), served as an Edge
+ * The run event stream over real HTTP (issue 36, docs/design/observability.md), served as an Edge
  * Function serves it (`Deno.serve`) and as `deno task dashboard` does (`serveWithTimeouts`):
  *
  * - a client that never reads costs the server a bounded number of events, however long the

@@ -1,5 +1,5 @@
 /**
- * Bearers a queue function accepts (docs/ARCHITECTURE.md §7): the keys of
+ * Bearers a queue function accepts (docs/design/supabase.md): the keys of
  * `SUPABASE_SECRET_KEYS` (Supabase's new API keys, a JSON object of `sb_secret_…` keys) next to
  * `SUPABASE_SERVICE_ROLE_KEY` and `SWITCHYARD_WORKER_SECRET`; a malformed value accepts nothing.
  */

@@ -1,6 +1,7 @@
 /**
- * Signed webhooks over real HTTP against a real database (issue 43, docs/ARCHITECTURE.md
- * §18.1): `createWebhook` served by `Deno.serve` on a free port. A good delivery starts one run
+ * Signed webhooks over real HTTP against a real database (issue 43,
+ * docs/design/ingestion.md#signed-webhooks): `createWebhook` served by `Deno.serve` on a free port.
+ * A good delivery starts one run
  * with the body as input; the same delivery id again (and ten copies at once) starts nothing
  * more and answers the same run; bad signatures, late timestamps, oversized bodies (with and
  * without Content-Length), non-JSON bodies, wrong methods and missing delivery ids are refused

@@ -1,5 +1,5 @@
 /**
- * The client, consistent (issue 25; docs/ARCHITECTURE.md §14), with real workers on real
+ * The client, consistent (issue 25; docs/design/client.md), with real workers on real
  * PostgreSQL: every step's output through `stepOutputs()` (a skipped leaf leaves `output()`
  * without it), `status()` in camelCase only (the 0.3.0 snake_case names went in 0.5.0), and `events()`
  * following a failed run through its retry with `throughRetries`.

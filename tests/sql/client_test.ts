@@ -1,5 +1,5 @@
 /**
- * The client for applications (issue 14, docs/ARCHITECTURE.md §14) against real PostgreSQL
+ * The client for applications (issue 14, docs/design/client.md) against real PostgreSQL
  * and real workers: typed start and output, waiting on notifications (queries counted, never
  * timed), a lost listener connection and a database restart mid-wait, events in order,
  * cancel and retry (SQL functions, client methods and `deno task cancel|retry`), idempotent

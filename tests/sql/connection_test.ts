@@ -1,6 +1,6 @@
 /**
  * The one connection resolver and the kit's own connection-string parser
- * (docs/ARCHITECTURE.md §7): precedence of `SWITCHYARD_DB_URL`, the URL shapes Supabase hands
+ * (docs/design/supabase.md): precedence of `SWITCHYARD_DB_URL`, the URL shapes Supabase hands
  * out (direct, session pooler, transaction pooler), percent-encoding, `sslmode`, refusals that
  * never echo the password, and real connections made from the parsed options.
  */

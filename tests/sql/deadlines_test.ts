@@ -1,5 +1,5 @@
 /**
- * Run deadlines (issue 25; docs/ARCHITECTURE.md §14, "Deadlines"): a flow's runTimeout and a
+ * Run deadlines (issue 25; docs/design/client.md, "Deadlines"): a flow's runTimeout and a
  * start's deadlineAt, the earlier one kept; the SQL core cancels overdue runs with the reason
  * `deadline` on the keep-alive tick with no worker alive, and on a worker's stall sweep, where
  * the running handler hears of it through ctx.signal. Real PostgreSQL, real workers.

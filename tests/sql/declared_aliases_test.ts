@@ -1,5 +1,5 @@
 /**
- * Declared aliases (docs/ARCHITECTURE.md §6): `switchyard.declare_alias`, what a compiled
+ * Declared aliases (docs/design/versions.md): `switchyard.declare_alias`, what a compiled
  * migration calls, records what the registry declares and moves the alias unless that strands a
  * retired version's started runs or hands a live worker a version it lacks; the first worker with
  * the declared registry makes a held-back move; `alias_status` says where each alias stands and

@@ -1,6 +1,7 @@
 /**
  * Work of ended runs stays ended (issue 11): the stall sweep's search for lost messages
- * (docs/ARCHITECTURE.md §5.6) sends no new message for a queued task of a run that failed,
+ * (docs/design/claim.md#stall-recovery) sends no new message for a queued task of a run that
+ * failed,
  * whose message `_fail_run` archived on purpose; a started run's lost message is still sent
  * again.
  */

@@ -1,5 +1,5 @@
 /**
- * The flow option `events: false` (issue 27, docs/ARCHITECTURE.md §14): a throughput-only flow
+ * The flow option `events: false` (issue 27, docs/design/client.md): a throughput-only flow
  * writes no run_events rows, its transitions still notify, and the client's waits still work.
  */
 import assert from 'node:assert/strict';

@@ -175,7 +175,7 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 const KIT_CODES = new Set(['22023', '23505', '55000']);
 
 /**
- * The detail of a kit refusal (docs/ARCHITECTURE.md §10): a JSON object naming the rule and
+ * The detail of a kit refusal (docs/design/errors.md): a JSON object naming the rule and
  * the argument, with the value echoed as text of at most 200 characters (or null).
  */
 function wellFormedDetail(detail: string | undefined): boolean {
@@ -544,7 +544,8 @@ Deno.test('forged messages are refused as unsupported, never executed, and never
 });
 
 // ---------------------------------------------------------------------------------------------
-// Thrown values no formatter can print (docs/ARCHITECTURE.md §9: the executor).
+// Thrown values no formatter can print (docs/design/worker.md#worker-states-and-parts: the
+// executor).
 
 Deno.test('a handler throwing an unprintable value fails its attempt; the worker keeps running', async () => {
   const unhandled: unknown[] = [];

@@ -1,5 +1,5 @@
 /**
- * Access and limits (issue 10, items 10-12, 14, 15; docs/ARCHITECTURE.md §13): later routines in
+ * Access and limits (issue 10, items 10-12, 14, 15; docs/design/limits.md): later routines in
  * schema switchyard stay private; flow input, step output, function names and pause reasons are
  * refused over their limits with their size and the limit; the keep-alive's base URL is https://
  * (http:// for loopback) without userinfo or whitespace, and its bearer goes to the configured

@@ -1,5 +1,5 @@
 /**
- * Static checks of the SQL core's PL/pgSQL (docs/ARCHITECTURE.md §10, "Static checks"): every
+ * Static checks of the SQL core's PL/pgSQL (docs/design/errors.md, "Static checks"): every
  * function in schema switchyard written in PL/pgSQL, trigger functions with the table they fire
  * on, is compiled by plpgsql_check (Debian's postgresql-15-plpgsql-check), which finds what a
  * test reaches only on a rare path: a column or variable that does not exist, a type mismatch

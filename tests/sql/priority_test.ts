@@ -1,5 +1,6 @@
 /**
- * Run priority and keys in turn (issue 23, docs/ARCHITECTURE.md §5.14): `start_flow(...,
+ * Run priority and keys in turn (issue 23, docs/design/flow-control.md#priority-and-keys-in-turn):
+ * `start_flow(...,
  * priority => p)` and the client's `priority` option, the worker's read
  * `switchyard.read_tasks` (higher priority first, ageing, message order among equals, keys served
  * round-robin within their free slots, full keys not read), a plain queue left to PGMQ's own
@@ -217,7 +218,7 @@ Deno.test('read_ordered names the queues read in order; an idle worker polling e
   ]);
   // Two workers polling idle queues, one plain (PGMQ's read_with_poll waits in the database) and
   // one ordered (read_tasks, polled by the worker), for 5 s per read. A migration's preamble takes
-  // every switchyard table with a 100 ms lock_timeout (docs/ARCHITECTURE.md §7): it must get them.
+  // every switchyard table with a 100 ms lock_timeout (docs/design/supabase.md): it must get them.
   const options = { connectionString: db.url, maxPollSeconds: 5, pollIntervalMs: 50 };
   const ws = [
     await startWorker([routeFlow(plain, { queues: { a: 'prio_plain' } })], {

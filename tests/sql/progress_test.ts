@@ -1,5 +1,5 @@
 /**
- * Progress events (issue 26, docs/ARCHITECTURE.md §16) with a real worker on real PostgreSQL:
+ * Progress events (issue 26, docs/design/observability.md) with a real worker on real PostgreSQL:
  * ctx.progress appends `progress` events in the run's event order, with the task's index and
  * the JSON; over 8 KiB or over 20 a second per task it is refused naming the value and the limit
  * and records nothing; a finished attempt may not report; and under the row-level security

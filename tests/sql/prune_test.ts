@@ -1,5 +1,5 @@
 /**
- * Retention (issue 11, docs/ARCHITECTURE.md §6): `switchyard.prune` removes finished runs with
+ * Retention (issue 11, docs/design/versions.md): `switchyard.prune` removes finished runs with
  * every row they left and the PGMQ archive rows of their messages, in bounded batches, while
  * workers run; never an open run, never another run's or flow's archive rows. Each test
  * clones its own database, since prune is global. "Old" runs are made old by moving their

@@ -1,5 +1,6 @@
 /**
- * The queue table's churn (issue 27, docs/ARCHITECTURE.md §3, §5.1, §5.4): the worker's read
+ * The queue table's churn (issue 27, docs/design/overview.md#queue-ownership,
+ * docs/design/claim.md#read, docs/design/claim.md#hiding-claimed-messages): the worker's read
  * hides a message as long as its claim needs, so the claim writes it no more, and every queue
  * table the kit creates or adopts is tuned for churn (autovacuum by dead rows, unthrottled).
  */

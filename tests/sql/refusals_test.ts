@@ -1,5 +1,6 @@
 /**
- * The records of refusals and failing wakes (issue 37, docs/ARCHITECTURE.md §9.1 and §6):
+ * The records of refusals and failing wakes (issue 37,
+ * docs/design/worker.md#refusals-are-seen-where-operators-look and docs/design/versions.md):
  * switchyard.record_refusal keeps one bounded row per function and kind and refuses what is not
  * a refusal, with the rule; switchyard.wake_failures joins the keep-alive's wakes with pg_net's
  * responses (a stand-in `net` schema with pg_net's documented `net._http_response` layout).

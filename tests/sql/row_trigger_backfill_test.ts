@@ -1,5 +1,5 @@
 /**
- * The backfill of a row trigger (issue 43, docs/ARCHITECTURE.md §18): runs for the rows a table
+ * The backfill of a row trigger (issue 43, docs/design/ingestion.md): runs for the rows a table
  * had before its declaration, batch by batch. While 4 connections keep inserting rows (before
  * and after the backfill's cursor, some rolled back), the backfill command is killed midway
  * (SIGKILL), then resumed by two backfills at once; afterwards every committed row has exactly

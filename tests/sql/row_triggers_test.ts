@@ -1,5 +1,5 @@
 /**
- * Row triggers (issue 43, docs/ARCHITECTURE.md §18): `switchyard.declare_row_trigger` and its
+ * Row triggers (issue 43, docs/design/ingestion.md): `switchyard.declare_row_trigger` and its
  * TypeScript form. Writes to an app table start runs in the writer's transaction (a rolled back
  * write starts nothing), the writer needs no privilege on schema switchyard, input columns,
  * expressions, conditions, keys and events do what they say, bad declarations are refused with

@@ -1,5 +1,5 @@
 /**
- * Rerun, fork, move, pause and bulk actions (issue 41, docs/ARCHITECTURE.md §14.1), on real
+ * Rerun, fork, move, pause and bulk actions (issue 41, docs/design/rerun.md), on real
  * PostgreSQL with real workers: what each keeps and runs again, what SQL proves before a run
  * changes version, the refusals (each changes nothing), and the races: a late answer of an old
  * attempt against a rerun, a fork against a cancel, a bulk rerun from two connections, a running

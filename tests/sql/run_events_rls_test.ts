@@ -1,5 +1,5 @@
 /**
- * Run events on Supabase (issue 14, docs/ARCHITECTURE.md §14): in a database laid out as a
+ * Run events on Supabase (issue 14, docs/design/client.md): in a database laid out as a
  * Supabase project (the roles, an `auth` schema whose `auth.uid()` reads
  * `request.jwt.claim.sub`, the `supabase_realtime` publication) before the migrations run,
  * the events table joins the publication and a policy on `auth.uid()`; nothing is exposed

@@ -1,5 +1,5 @@
 /**
- * Schedules (docs/ARCHITECTURE.md §15): the scheduler's tick `switchyard.run_schedules(now)`
+ * Schedules (docs/design/schedules.md): the scheduler's tick `switchyard.run_schedules(now)`
  * driven by a test clock on real PostgreSQL. Exactly one run per tick (double fires, 100
  * concurrent ticks), the overlap policies, the catch-up policies after missed ticks, an alias
  * moved between ticks, a daylight-saving change in Europe/Berlin, a paused target function,

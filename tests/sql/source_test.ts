@@ -1,5 +1,6 @@
 /**
- * The SQL core's one source (docs/ARCHITECTURE.md §12.1): a database built from
+ * The SQL core's one source (docs/design/code-layout.md#the-sql-source-and-its-migrations): a
+ * database built from
  * `supabase/schemas/` equals one built by applying every migration (normalized `pg_dump`,
  * column order named per column, event triggers, rows); the unreleased migration is what
  * `deno task sql:assemble` writes; every function is defined once, in the file of its name.

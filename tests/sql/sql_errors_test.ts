@@ -1,5 +1,5 @@
 /**
- * The SQL core's refusals (docs/ARCHITECTURE.md §10): every error carries its SQLSTATE and
+ * The SQL core's refusals (docs/design/errors.md): every error carries its SQLSTATE and
  * a DETAIL that is a JSON object, so callers map by code and read fields, never the message.
  */
 import assert from 'node:assert/strict';
@@ -99,7 +99,8 @@ Deno.test('SY004: a changed shape lists the flow and its differences', async () 
   const r = await refusal(sql`select switchyard.ensure_flow(${sql.json(changed as never)}::jsonb)`);
   assert.equal(r.code, 'SY004');
   assert.equal(r.detail.flow_slug, 'errs');
-  // Runtime options are not shape (docs/ARCHITECTURE.md §8.3): only the queue is named.
+  // Runtime options are not shape (docs/design/testing.md#upgrades-with-work-in-flight): only the
+  // queue is named.
   assert.deepEqual(r.detail.differences, ['step "a" queue "errs_q" -> "errs_other_q"']);
 });
 

@@ -1,5 +1,6 @@
 /**
- * Start keys (issue 23, docs/ARCHITECTURE.md §5.13): `switchyard.start_flow(..., key, mode,
+ * Start keys (issue 23, docs/design/flow-control.md#start-keys):
+ * `switchyard.start_flow(..., key, mode,
  * ttl, delay, max_delay)` and the client's `start(alias, input, { key, mode, ... })`:
  * singleton, dedupe (a key after its TTL, kept past prune), debounce (trailing payload,
  * maxDelay), a rolled back start, a trigger starting a run, and 100 concurrent starts with one

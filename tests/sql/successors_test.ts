@@ -1,5 +1,7 @@
 /**
- * Successor start (docs/ARCHITECTURE.md §5.9, §12.1 check 5): complete_tasks starts the plain
+ * Successor start (docs/design/runs.md#ready-steps-conditions-and-skips,
+ * docs/design/code-layout.md#the-sql-source-and-its-migrations check 5): complete_tasks starts the
+ * plain
  * successors of a batch's runs together, and a run with a condition or map step among its ready
  * steps goes through _start_ready_steps. Both end in _queue_plain_tasks; the same successors
  * through either path get the same tasks, message bodies, delays and message order per queue.

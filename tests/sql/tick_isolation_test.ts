@@ -1,6 +1,7 @@
 /**
- * One run's bad value is that run's problem (issue 36, item 1 and 2; docs/ARCHITECTURE.md
- * §5.11): a sleep-until time whose offset PostgreSQL refuses fails only its own run with the
+ * One run's bad value is that run's problem (issue 36, item 1 and 2;
+ * docs/design/waits.md): a sleep-until time whose offset PostgreSQL refuses fails only its own run
+ * with the
  * rule, wherever it is read (a start, a delayed start, a kept early signal, a completion); an
  * error no rule foresaw (a trigger planted by the test, raising for one run) in a tick's waits,
  * delayed starts or deadlines, or in the start of a completion's successors, fails that run

@@ -1,6 +1,6 @@
 /**
  * Every time rule of the SQL core under a test engine's virtual clock gives the outcome the real
- * clock gives (docs/ARCHITECTURE.md §17). One timeline of runs, each built for one rule (a wait's
+ * clock gives (docs/design/clock.md). One timeline of runs, each built for one rule (a wait's
  * timeout that skips and one that fails, a sleep, a sleep until a time, a delayed start, a
  * deadline, a retry's backoff, a rate limit's refill, a debounce, a dedupe's TTL), is looked at
  * after the same steps of time four ways: the real clock on PostgreSQL (the sample, 3 s a unit),

@@ -1,5 +1,6 @@
 /**
- * The SQL core's clock (docs/ARCHITECTURE.md §17.1) on PostgreSQL: in production the clock
+ * The SQL core's clock (docs/design/clock.md#one-clock-for-every-time-rule) on PostgreSQL: in
+ * production the clock
  * functions are `now()` and `clock_timestamp()`, inlined into their callers; a test engine on a
  * database replaces `clock_now()` alone, puts the production definition back when it closes, and
  * moves PGMQ's own times with its clock (PGMQ's `read` sees a delayed message when the virtual

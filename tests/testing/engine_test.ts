@@ -1,5 +1,6 @@
 /**
- * The test engine (`switchyard/testing`, docs/ARCHITECTURE.md §17.2) on its embedded database: a
+ * The test engine (`switchyard/testing`, docs/design/clock.md#the-test-engine) on its embedded
+ * database: a
  * flow end to end under the virtual clock, mocks, signals, cancel and retry, determinism, the
  * story a failed expectation tells, and the refusals of bad input. The first test of the file
  * builds the SQL core's snapshot; the others start from it.
@@ -364,6 +365,6 @@ Deno.test('bad input is refused with the value and the rule; a closed engine ref
 });
 
 Deno.test.afterAll(() => {
-  // The run times the report quotes (docs/ARCHITECTURE.md §17.2).
+  // The run times the report quotes (docs/design/clock.md#the-test-engine).
   console.log(`test engine timings:\n  ${timings.join('\n  ')}`);
 });

@@ -1,6 +1,8 @@
 /**
  * Flow control in a test engine behaves as the SQL core makes it behave on PostgreSQL
- * (docs/ARCHITECTURE.md §5.12, §5.13, §17.2): a rate limit's refills, keyed concurrency held by a
+ * (docs/design/flow-control.md#rate-limits-and-keyed-concurrency,
+ * docs/design/flow-control.md#start-keys, docs/design/clock.md#the-test-engine): a rate limit's
+ * refills, keyed concurrency held by a
  * task another worker runs, and start keys (singleton, dedupe with its TTL, debounce with its
  * delay and maximum delay). One scenario runs on the embedded PGlite engine and on an engine on a
  * PostgreSQL test database; what each saw, and when, is the same, and is the rule's story.

@@ -1,5 +1,6 @@
 /**
- * Type tests of the test engine (docs/ARCHITECTURE.md §17.2): `deno check` passes only if every
+ * Type tests of the test engine (docs/design/clock.md#the-test-engine): `deno check` passes only if
+ * every
  * `@ts-expect-error` line below really is a type error (a mock's wrong output, a step without a
  * handler, an unknown step or alias, a wrong input or signal) and every other line type-checks
  * (a mock's input is its step's: the flow input, its dependencies' outputs, one element of a

@@ -1,5 +1,6 @@
 /**
- * A real run as a fixture (docs/ARCHITECTURE.md §17.3): runs recorded on PostgreSQL by a real
+ * A real run as a fixture (docs/design/clock.md#export-and-replay): runs recorded on PostgreSQL by
+ * a real
  * worker (a retry, a map, a signal; and one that failed) are exported to a JSON file and replayed
  * in a test engine: answered from the record, to the same outputs, attempts and events with no
  * handler called; or from a chosen step on with the current code, to reproduce the failure and

@@ -1,5 +1,6 @@
 /**
- * The migrated core's snapshot cached on disk (docs/ARCHITECTURE.md §17.4,
+ * The migrated core's snapshot cached on disk
+ * (docs/design/clock.md#speed-and-what-the-engine-is-not,
  * lib/testing/snapshot_cache.ts), across real processes: the first writes it whole, the next
  * starts from it without building (the file is not rewritten), a file that is not a snapshot is
  * built over, and `off` leaves no cache anywhere.
@@ -21,7 +22,8 @@ const v1 = new Flow<{ n: number }>({ slug: 'cacheV1' }).step({ slug: 'double' },
   await engine.runUntilIdle();
   console.log(JSON.stringify(await engine.output(run)));
 }
-// The closed engine's idle database would hold the process for PGlite's own timer (§17.2).
+// The closed engine's idle database would hold the process for PGlite's own timer
+// (docs/design/clock.md#the-test-engine).
 Deno.exit(0);
 `;
 

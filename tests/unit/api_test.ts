@@ -1,6 +1,6 @@
 /**
  * The public API against its committed snapshot (docs/api.json, written by `deno task api`;
- * docs/ARCHITECTURE.md §12, "The public API by audience"): every entry's names and kinds as
+ * docs/design/code-layout.md, "The public API by audience"): every entry's names and kinds as
  * `deno doc --json` reports them now, and the targets (the main entry under 110 names, no name
  * in two entries but the allowed ones, the `errors` namespace exactly `./errors`). Runs the deno
  * binary (`deno doc`), no database.

@@ -1,5 +1,5 @@
 /**
- * The layout's rules (docs/ARCHITECTURE.md §12), checked on the module graph that
+ * The layout's rules (docs/design/code-layout.md), checked on the module graph that
  * `deno info --json` reports (type-only imports included): no import circles among the kit's modules; the DSL imports
  * nothing of the database, worker or platform layers; only `lib/sql/` imports postgres.js or
  * sends SQL; `lib/mod.ts` (what a queue function loads) reaches no development tooling; `lib/`

@@ -1,5 +1,5 @@
 /**
- * CHANGELOG.md against the release records (tools/_changelog.ts, docs/ARCHITECTURE.md §8):
+ * CHANGELOG.md against the release records (tools/_changelog.ts, docs/design/local-runs.md):
  * a dated section per recorded release, newest first, each saying how to upgrade from the one
  * before; at most one newer section, the release being prepared, which must be the kit's version
  * once that is raised. Then each rule is shown failing on a changelog that breaks it. No

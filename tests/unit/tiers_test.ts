@@ -1,5 +1,6 @@
 /**
- * The test tiers (tests/tiers.ts, tools/_tiers.ts, docs/ARCHITECTURE.md §8.6): every test file
+ * The test tiers (tests/tiers.ts, tools/_tiers.ts, docs/design/testing.md#test-tiers): every test
+ * file
  * of the tree is in exactly one tier, and the checks name the file and where to declare it when
  * one is not; `--tier` picks a tier's files and refuses another tier's; a JUnit report gives the
  * slowest files without counting steps twice.

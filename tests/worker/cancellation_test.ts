@@ -1,5 +1,6 @@
 /**
- * Cancellation reaches running handlers (docs/ARCHITECTURE.md §9): when a run is cancelled, or
+ * Cancellation reaches running handlers (docs/design/worker.md#worker-states-and-parts): when a run
+ * is cancelled, or
  * failed by another of its tasks, the heartbeat (`switchyard.worker_heartbeat`) names it and the
  * worker aborts `ctx.signal` of every handler of that run with a `RunCancelledError`; what the
  * handler of a cancelled run answers afterwards is refused (its task is cancelled, never counted

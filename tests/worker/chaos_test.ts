@@ -2,7 +2,8 @@
  * Chaos: N runs x 3 steps over two shared queues, four worker processes, random SIGKILLs
  * (each victim is replaced) and one PostgreSQL restart in the middle, with flow control on every
  * step (a concurrency key on the first, a shared rate limit on the others) and runs of priorities
- * -1, 0 and 1, so both queues are read by the ordered read (docs/ARCHITECTURE.md §5.14).
+ * -1, 0 and 1, so both queues are read by the ordered read
+ * (docs/design/flow-control.md#priority-and-keys-in-turn).
  *
  * The suite starts its own throwaway cluster (the shared harness cluster serves other files
  * in parallel and must not be restarted) and always stops it. N is 200 by default; set

@@ -1,5 +1,6 @@
 /**
- * Checkpoints for long handlers (issue 25; docs/ARCHITECTURE.md §9, "Checkpoints"), with real
+ * Checkpoints for long handlers (issue 25; docs/design/worker.md#worker-states-and-parts,
+ * "Checkpoints"), with real
  * workers on real PostgreSQL: a loop on a simulated wall clock hands its task over at each
  * instance's end and finishes in several instances with its attempt count unchanged; a
  * SIGKILLed worker's task resumes from its checkpoint on another worker; a checkpoint over the

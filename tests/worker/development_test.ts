@@ -1,5 +1,6 @@
 /**
- * Local development (docs/ARCHITECTURE.md §4.1): a worker asked for it (`development`, or
+ * Local development (docs/design/worker.md#compiling-at-deploy-and-in-local-development): a worker
+ * asked for it (`development`, or
  * `SWITCHYARD_DEVELOPMENT=true`) against a local database recompiles a changed shape of a
  * concrete flow, with a log line, instead of refusing with SY004; the flow's runs go, its alias
  * keeps pointing at it. Without the request, on the hosted runtime or against a remote database

@@ -1,5 +1,6 @@
 /**
- * Flow control in the claim (issue 23, docs/ARCHITECTURE.md §5.12): keyed concurrency and rate
+ * Flow control in the claim (issue 23,
+ * docs/design/flow-control.md#rate-limits-and-keyed-concurrency): keyed concurrency and rate
  * limits enforced by switchyard.start_tasks, RetryAfter and NonRetriable through fail_task_with,
  * against real PostgreSQL with several real workers on one shared queue.
  */

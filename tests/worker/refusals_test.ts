@@ -1,5 +1,6 @@
 /**
- * Refusals are seen where operators look (issue 37, docs/ARCHITECTURE.md §9.1): a refused start
+ * Refusals are seen where operators look (issue 37,
+ * docs/design/worker.md#refusals-are-seen-where-operators-look): a refused start
  * and a pause are logged by the function and recorded in switchyard.refusals with the same text,
  * one row per function and kind — against real PostgreSQL with real workers.
  */

@@ -1,5 +1,5 @@
 /**
- * Traces (issue 26; docs/ARCHITECTURE.md §16): with an OpenTelemetry SDK registered (an
+ * Traces (issue 26; docs/design/observability.md): with an OpenTelemetry SDK registered (an
  * in-memory exporter), a real worker on real PostgreSQL makes one span per task attempt with
  * its attributes, a child of the trace context the caller gave at `client.start` (explicitly, or
  * its active span), linked to the claim span of its batch; claim and completion batches have

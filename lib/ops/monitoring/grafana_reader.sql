@@ -1,5 +1,6 @@
--- What Grafana's PostgreSQL data source needs to read Switchyard's metrics (docs/ARCHITECTURE.md
--- §16.3), and nothing more: the schema, the four metrics views, and the functions those views
+-- What Grafana's PostgreSQL data source needs to read Switchyard's metrics
+-- (docs/design/observability.md#counters-histograms-and-levels), and nothing more: the schema, the
+-- four metrics views, and the functions those views
 -- call. Create the role first with a password of your own, e.g.
 --   create role switchyard_grafana login password '...';
 -- then run this file. tests/ops/grafana_dashboard_test.ts runs every query of

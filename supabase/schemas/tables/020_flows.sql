@@ -1,4 +1,5 @@
--- Compiled flows, their steps and dependencies (docs/ARCHITECTURE.md §1, §2).
+-- Compiled flows, their steps and dependencies (docs/design/overview.md#layers,
+-- docs/design/overview.md#identity-rules).
 create table switchyard.flows (
   flow_slug text primary key,
   placement text not null check (placement in ('plain', 'step_queues', 'routed')),
@@ -11,7 +12,7 @@ create table switchyard.flows (
   run_timeout int                          -- a run's time limit in seconds (runTimeout), or null
     check (run_timeout between 1 and 31536000),
   -- false (the flow option events: false): its runs and steps write no run_events rows; their
-  -- transitions still notify (docs/ARCHITECTURE.md §14).
+  -- transitions still notify (docs/design/client.md).
   events boolean not null default true
 );
 
@@ -29,23 +30,27 @@ create table switchyard.steps (
   max_delay int,
   timeout int,
   start_delay int not null default 0,
-  -- 'map' (docs/ARCHITECTURE.md §5.10): one task per element of an array, the run input (a
-  -- root map) or the output of its one dependency. 'wait' and 'sleep' (§5.11): no task and no
+  -- 'map' (docs/design/runs.md#map-steps): one task per element of an array, the run input (a
+  -- root map) or the output of its one dependency. 'wait' and 'sleep' (docs/design/waits.md): no
+  -- task and no
   -- queue; a wait ends with a signal or its timeout, a sleep after wait_timeout seconds; a 'flow'
   -- step starts a child run and ends with it.
   step_type text not null default 'single',
-  -- Condition (docs/ARCHITECTURE.md §5.9): the step runs when its input contains cond_if and
+  -- Condition (docs/design/runs.md#ready-steps-conditions-and-skips): the step runs when its input
+  -- contains cond_if and
   -- does not contain cond_if_not (jsonb @>); null means no pattern.
   cond_if jsonb,
   cond_if_not jsonb,
   when_unmet text not null default 'skip'
     check (when_unmet in ('skip', 'skip-cascade', 'fail')),
-  -- What a task out of attempts does ('pause': pauses the run for an operator, §14.1).
+  -- What a task out of attempts does ('pause': pauses the run for an operator,
+  -- docs/design/rerun.md).
   when_exhausted text not null default 'fail'
     check (when_exhausted in ('fail', 'skip', 'skip-cascade', 'pause')),
   primary key (flow_slug, step_slug),
   unique (flow_slug, step_index),
-  -- Flow control (docs/ARCHITECTURE.md §5.12), runtime options: the rate limit the step's
+  -- Flow control (docs/design/flow-control.md#rate-limits-and-keyed-concurrency), runtime options:
+  -- the rate limit the step's
   -- tasks draw from (switchyard.rate_limits by name; cost tokens per start), and the keyed
   -- concurrency: at most concurrency_limit started tasks per value of the key at the JSON
   -- path concurrency_path in the run input ('run') or the task's input ('step').
@@ -61,9 +66,9 @@ create table switchyard.steps (
   constraint steps_step_type_check check (step_type in ('single', 'map', 'wait', 'sleep', 'flow')),
   constraint steps_queue_by_type
     check ((queue_name is null) = (step_type in ('wait', 'sleep', 'flow'))),
-  -- A 'flow' step (docs/ARCHITECTURE.md §5.11): the alias whose active version it starts.
+  -- A 'flow' step (docs/design/waits.md): the alias whose active version it starts.
   child_alias text,
-  -- A sleep until a time (docs/ARCHITECTURE.md §5.11): the path of keys to an ISO 8601
+  -- A sleep until a time (docs/design/waits.md): the path of keys to an ISO 8601
   -- timestamp in the run input ('run') or the step's input ('step'); null: a sleep of
   -- wait_timeout seconds.
   sleep_until text[],
@@ -76,7 +81,8 @@ create table switchyard.steps (
 create index steps_queue on switchyard.steps (queue_name);
 
 -- The steps under flow control, by queue: start_tasks asks it once per batch, so a queue with
--- none pays one probe of an empty index (docs/ARCHITECTURE.md §5.12).
+-- none pays one probe of an empty index
+-- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency).
 create index steps_flow_control on switchyard.steps (queue_name)
   where rate_limit is not null or concurrency_limit is not null;
 

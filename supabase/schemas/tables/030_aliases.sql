@@ -1,4 +1,4 @@
--- Aliases: a stable name over one active concrete version (docs/ARCHITECTURE.md §6).
+-- Aliases: a stable name over one active concrete version (docs/design/versions.md).
 create table switchyard.aliases (
   alias text primary key,
   flow_slug text not null references switchyard.flows,
@@ -28,7 +28,7 @@ create table switchyard.alias_activations (
 );
 
 -- What the project's registry declares for each alias, as its latest compiled migration states
--- it (switchyard.declare_alias; docs/ARCHITECTURE.md §6, Declared aliases): the versions, oldest
+-- it (switchyard.declare_alias; docs/design/versions.md, Declared aliases): the versions, oldest
 -- first, the last one the target. One row per alias, replaced by each later declaration; the
 -- alias itself moves to the target only when that strands no run and hurts no live worker.
 create table switchyard.alias_declarations (

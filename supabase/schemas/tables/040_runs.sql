@@ -1,4 +1,5 @@
--- A run of a concrete flow (docs/ARCHITECTURE.md §5.8, §14): its input, status and output, who it
+-- A run of a concrete flow (docs/design/runs.md#starting-a-run, docs/design/client.md): its input,
+-- status and output, who it
 -- is for, its deadline, trace context and priority. Its step states, tasks and events follow in
 -- 041-051, one table per file.
 create table switchyard.runs (
@@ -17,14 +18,15 @@ create table switchyard.runs (
   owner uuid,                              -- who the run is for (start_flow's owner)
   cancelled_at timestamptz,
   deadline_at timestamptz,                 -- cancelled with reason 'deadline' when still started
-  -- The caller's W3C trace context (a traceparent, docs/ARCHITECTURE.md §16): the run's task
+  -- The caller's W3C trace context (a traceparent, docs/design/observability.md): the run's task
   -- spans join that trace. Null: none given. A run retried or rerun after its span was recorded
   -- has that span's context here instead (retry_run, rerun_run), so its new span is a child of it.
   trace_context text
     check (trace_context ~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'),
-  -- Claim order on a shared queue (docs/ARCHITECTURE.md §5.14): higher first, with ageing.
+  -- Claim order on a shared queue (docs/design/flow-control.md#priority-and-keys-in-turn): higher
+  -- first, with ageing.
   priority smallint not null default 0 check (priority between -10 and 10),
-  -- A fork's lineage (switchyard.fork_run, docs/ARCHITECTURE.md §14.1): the run it was forked
+  -- A fork's lineage (switchyard.fork_run, docs/design/rerun.md): the run it was forked
   -- from and the step it reran from. No foreign key: pruning the original leaves the fork whole.
   forked_from uuid,
   from_step text,
@@ -36,7 +38,8 @@ create table switchyard.runs (
   -- created after it counts its attempts on from here, so a late answer of an attempt from
   -- before the rerun is never taken for a new one. 0 for a run never rerun.
   attempt_floor int not null default 0,
-  -- Whether a worker recorded the run's span (switchyard.take_run_spans, §16.2): a traced run
+  -- Whether a worker recorded the run's span (switchyard.take_run_spans,
+  -- docs/design/observability.md#metrics-traces-and-charts): a traced run
   -- that ended waits for it.
   run_span_taken boolean not null default false,
   -- When the run's current span starts, for a run retried or rerun after its span was recorded

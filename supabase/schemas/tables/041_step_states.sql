@@ -1,8 +1,10 @@
--- The state of each step of a run (docs/ARCHITECTURE.md §5.9): created, started, then completed,
+-- The state of each step of a run (docs/design/runs.md#ready-steps-conditions-and-skips): created,
+-- started, then completed,
 -- failed, skipped or cancelled, with its output and, for a wait step, its deadline.
 --
 -- No index of open step states by (flow, step): _start_ready_steps finds a run's created
--- states by the primary key's run_id prefix (docs/ARCHITECTURE.md §5.7); coverage and drain
+-- states by the primary key's run_id prefix (docs/design/claim.md#planner-settings); coverage and
+-- drain
 -- reach open states from the started runs (the view open_run_steps).
 create table switchyard.step_states (
   run_id uuid not null references switchyard.runs on delete cascade,

@@ -1,4 +1,4 @@
--- The signal of a wait step (docs/ARCHITECTURE.md §5.11), kept from the moment
+-- The signal of a wait step (docs/design/waits.md), kept from the moment
 -- switchyard.signal_run's transaction commits: delivered (the step's output) when the step is
 -- waiting, else when it becomes ready. At most one per step; its key makes a repeat a no-op.
 create table switchyard.run_signals (

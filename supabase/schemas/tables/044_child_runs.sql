@@ -1,4 +1,4 @@
--- Child runs (docs/ARCHITECTURE.md §5.11): the run a parent's 'flow' step started, its id
+-- Child runs (docs/design/waits.md): the run a parent's 'flow' step started, its id
 -- derived from the parent's run and step, so starting it again finds the same run.
 create table switchyard.child_runs (
   run_id uuid primary key references switchyard.runs on delete cascade,

@@ -27,13 +27,16 @@ create table switchyard.step_tasks (
   primary key (run_id, step_slug, task_index),
   foreign key (run_id, step_slug) references switchyard.step_states on delete cascade,
   check (attempts_count <= max_attempts),
-  -- The keyed concurrency slot a claim gave the task (docs/ARCHITECTURE.md §5.12): the step's
+  -- The keyed concurrency slot a claim gave the task
+  -- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): the step's
   -- scope and the key's value; the task holds it while it is started.
   concurrency_key text,
-  -- When an attempt of the task last failed (retried or not): failures over time (§16).
+  -- When an attempt of the task last failed (retried or not): failures over time
+  -- (docs/design/observability.md).
   last_failed_at timestamptz,
   -- Attempts handed back at an instance's end without being counted (release_tasks,
-  -- docs/ARCHITECTURE.md §9): at most max_task_refunds(), then a hand-over counts.
+  -- docs/design/worker.md#worker-states-and-parts): at most max_task_refunds(), then a hand-over
+  -- counts.
   refunds int not null default 0,
   -- Milliseconds attempt carried_attempt already ran on instances that handed it back: the step
   -- timeout counts them, so it keeps its meaning across instances (start_tasks sets it to 0 for
@@ -50,13 +53,14 @@ create index step_tasks_live on switchyard.step_tasks (queue_name, flow_slug, st
 
 -- The tasks by their latest claim, completion or failed attempt: switchyard.metrics and the
 -- dashboard's charts read the tasks of a recent window through it, never the history
--- (docs/ARCHITECTURE.md §16). A claim and a completion already update the row off the HOT path
+-- (docs/design/observability.md). A claim and a completion already update the row off the HOT path
 -- (its status is in step_tasks_live's predicate), so the key adds one index entry to each.
 create index step_tasks_recent on switchyard.step_tasks
   ((greatest(started_at, completed_at, last_failed_at))) where started_at is not null;
 
 create index step_tasks_worker on switchyard.step_tasks (worker_id) where status = 'started';
 
--- The started tasks holding a keyed concurrency slot, counted by the claim (§5.12).
+-- The started tasks holding a keyed concurrency slot, counted by the claim
+-- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency).
 create index step_tasks_concurrency on switchyard.step_tasks (concurrency_key)
   where status = 'started' and concurrency_key is not null;

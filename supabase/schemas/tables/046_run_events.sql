@@ -13,27 +13,27 @@ create table switchyard.run_events (
   -- One index: a reader always names the run (event_id > n within it), and so does the
   -- cascade from runs.
   primary key (run_id, event_id),
-  -- 'waiting', 'signalled' and 'timed out': a wait step's (docs/ARCHITECTURE.md §5.11).
+  -- 'waiting', 'signalled' and 'timed out': a wait step's (docs/design/waits.md).
   constraint run_events_event_check check (event in
     ('started', 'completed', 'failed', 'skipped', 'cancelled', 'retried', 'waiting',
      'signalled', 'timed out', 'progress', 'rerun', 'forked', 'moved', 'paused', 'resumed')),
   -- A 'progress' event's task (its index) and the JSON its handler reported with ctx.progress
-  -- (switchyard.report_progress, docs/ARCHITECTURE.md §16); for 'rerun', 'forked', 'moved',
-  -- 'paused' and 'resumed' (§14.1), who did it and what; null for every other event.
+  -- (switchyard.report_progress, docs/design/observability.md); for 'rerun', 'forked', 'moved',
+  -- 'paused' and 'resumed' (docs/design/rerun.md), who did it and what; null for every other event.
   task_index int,
   data jsonb
 );
 
 -- Rows are readable only through row-level security: the table owner (the migration role)
 -- and roles with BYPASSRLS (Supabase's service_role) read every row; a signed-in user reads
--- the events of the runs they own, once the opt-in grant of docs/ARCHITECTURE.md §14 gives
+-- the events of the runs they own, once the opt-in grant of docs/design/client.md gives
 -- them SELECT (nothing is granted here).
 alter table switchyard.run_events enable row level security;
 
 -- What a DELETE of an event (prune) publishes: Supabase Realtime sends it to every subscriber
 -- of the table, without row-level security, with the old row's replica identity. The default,
 -- the primary key, holds run_id: other users' run ids. The identity is event_id alone, a
--- number that names no run (docs/ARCHITECTURE.md §14). One more index entry per event.
+-- number that names no run (docs/design/client.md). One more index entry per event.
 create unique index run_events_event_id on switchyard.run_events (event_id);
 
 alter table switchyard.run_events replica identity using index run_events_event_id;

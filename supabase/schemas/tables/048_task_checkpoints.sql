@@ -1,4 +1,5 @@
--- A long handler's checkpoint (docs/ARCHITECTURE.md §9, "Checkpoints"): the last state it saved
+-- A long handler's checkpoint (docs/design/worker.md#worker-states-and-parts, "Checkpoints"): the
+-- last state it saved
 -- with ctx.checkpoint, read back by the next attempt with ctx.resume(). Deleted with its task.
 create table switchyard.task_checkpoints (
   run_id uuid not null,

@@ -1,4 +1,4 @@
--- The progress rate window of a task (switchyard.report_progress, docs/ARCHITECTURE.md §16):
+-- The progress rate window of a task (switchyard.report_progress, docs/design/observability.md):
 -- when its current one-second window began and how many progress events it holds. A row exists
 -- only for a task that reported progress. Deleted with its task.
 create table switchyard.task_progress (

@@ -1,5 +1,6 @@
 -- Each failed attempt of a task (a throw, a timeout, a stall; retried or not), for the failure
--- counts of switchyard.metrics and the dashboard's charts (docs/ARCHITECTURE.md §16): a task that
+-- counts of switchyard.metrics and the dashboard's charts (docs/design/observability.md): a task
+-- that
 -- fails five times is five failures, so a retry storm shows. Written by the trigger
 -- step_tasks_failed_attempt whenever a started task's last_failed_at moves, so every path that
 -- fails an attempt is counted without a second copy of it. Read by time through

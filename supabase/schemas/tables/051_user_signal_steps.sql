@@ -1,6 +1,6 @@
 -- Wait steps a signed-in user may signal in the runs they own, through signal_user_run, by the
 -- alias whose versions the run's flow belongs to. Empty: nobody may, until an operator inserts
--- a row (the opt-in of docs/ARCHITECTURE.md §14).
+-- a row (the opt-in of docs/design/client.md).
 create table switchyard.user_signal_steps (
   alias text not null,
   step_slug text not null,

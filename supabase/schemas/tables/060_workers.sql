@@ -1,5 +1,6 @@
--- Queue functions, their workers and support sets (docs/ARCHITECTURE.md §4, §9), and the
--- foreign messages a quarantine moved out of a queue (§5.3).
+-- Queue functions, their workers and support sets (docs/design/worker.md#worker-start-up,
+-- docs/design/worker.md#worker-states-and-parts), and the
+-- foreign messages a quarantine moved out of a queue (docs/design/claim.md#the-unsupported-batch).
 
 -- A queue function (one Supabase Edge Function per explicit queue) and its durable flags.
 create table switchyard.worker_functions (
@@ -45,7 +46,8 @@ create table switchyard.pair_sets (
   primary key (pair_set, pair)
 );
 
--- Quarantine (docs/ARCHITECTURE.md §5.3) is never automatic: only quarantine_messages moves
+-- Quarantine (docs/design/claim.md#the-unsupported-batch) is never automatic: only
+-- quarantine_messages moves
 -- anything, and only messages the pause named that belong to no task.
 -- Foreign messages moved out of their queue, bodies and headers kept for inspection.
 create table switchyard.quarantined_messages (

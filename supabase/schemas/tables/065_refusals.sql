@@ -1,4 +1,5 @@
--- Refusals (docs/ARCHITECTURE.md §9.1): why a queue function's worker did not start, or stopped
+-- Refusals (docs/design/worker.md#refusals-are-seen-where-operators-look): why a queue function's
+-- worker did not start, or stopped
 -- taking work, where an operator looks. The answer of a refused start goes to its caller — on a
 -- hosted project the keep-alive's pg_net, which nobody reads — so the worker records it here too
 -- (switchyard.record_refusal), best effort. Bounded: one row per function and kind, with its

@@ -1,7 +1,8 @@
--- Keep-alive (docs/ARCHITECTURE.md §6, last bullet): the operator settings it reads and the
+-- Keep-alive (docs/design/versions.md, last bullet): the operator settings it reads and the
 -- wakes it asked for.
 
--- Operator settings (the keep-alive's, and the limits of docs/ARCHITECTURE.md §13). Secrets belong in Supabase Vault when
+-- Operator settings (the keep-alive's, and the limits of docs/design/limits.md). Secrets belong in
+-- Supabase Vault when
 -- it is present (a secret named 'switchyard_functions_bearer' wins over the row
 -- here); the table is the fallback for servers without Vault.
 create table switchyard.settings (

@@ -1,4 +1,4 @@
--- The fenced rollout (docs/ARCHITECTURE.md §6): one fence around every affected queue
+-- The fenced rollout (docs/design/versions.md): one fence around every affected queue
 -- function. At most one fence is open at a time: fences do not nest, and a second fence_begin
 -- is refused until fence_end. Pause flags are never touched.
 create table switchyard.fences (

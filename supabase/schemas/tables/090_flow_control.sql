@@ -1,4 +1,5 @@
--- Rate limits shared by name (docs/ARCHITECTURE.md §5.12): a token bucket of burst tokens,
+-- Rate limits shared by name (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): a
+-- token bucket of burst tokens,
 -- refilled at rate tokens per per_seconds. Steps of any flow, version or queue name a limit;
 -- start_tasks takes a step's cost from it for each task it starts, and a task it cannot pay
 -- for waits, visible again when the tokens will be there. The operator changes a row with

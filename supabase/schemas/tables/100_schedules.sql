@@ -1,4 +1,4 @@
--- Schedules (docs/ARCHITECTURE.md §15): cron-started runs of an alias, exactly one run per tick.
+-- Schedules (docs/design/schedules.md): cron-started runs of an alias, exactly one run per tick.
 create table switchyard.schedules (
   name text primary key check (name ~ '^[a-z][a-z0-9_-]{0,62}$'),
   alias text not null,                     -- what a tick starts: an alias (or a flow slug)

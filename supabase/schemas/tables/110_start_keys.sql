@@ -1,4 +1,5 @@
--- Start keys (docs/ARCHITECTURE.md §5.13): the key a start_flow with `key` gave its run, one
+-- Start keys (docs/design/flow-control.md#start-keys): the key a start_flow with `key` gave its
+-- run, one
 -- row per (name started, key). The row is written in the starting transaction, so a rolled
 -- back start leaves none, and its primary key serializes concurrent starts with one key. No
 -- foreign key to the run: a dedupe key outlives a pruned run until its TTL (expires_at, set

@@ -1,4 +1,5 @@
--- The per-minute samples of the counters (docs/ARCHITECTURE.md §16.3), what the dashboard's
+-- The per-minute samples of the counters
+-- (docs/design/observability.md#counters-histograms-and-levels), what the dashboard's
 -- charts and the view metrics_minutes are differences of: one row per queue and minute, the
 -- queue's counters of switchyard.metric_counters (summed over flows, steps and shards) and its
 -- lag as they were when switchyard.sample_metrics took it, the first time in that minute (a

@@ -1,4 +1,4 @@
--- Row triggers (docs/ARCHITECTURE.md §18): declarations that writes to a table of the app start
+-- Row triggers (docs/design/ingestion.md): declarations that writes to a table of the app start
 -- runs of an alias, in the writer's transaction. One row per declaration; its trigger on the
 -- app's table (`switchyard_<name>`) and its two generated functions (`_row_trigger_<name>`,
 -- `_row_start_<name>`) are created and dropped with it. The backfill columns track the one

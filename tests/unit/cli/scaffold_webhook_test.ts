@@ -1,5 +1,6 @@
 /**
- * `scaffoldWebhook()` (issue 43, docs/ARCHITECTURE.md §18.1): the files it writes in a copy of
+ * `scaffoldWebhook()` (issue 43, docs/design/ingestion.md#signed-webhooks): the files it writes in
+ * a copy of
  * the kit's project, idempotence, the hand-edit guard, and refusals of bad names.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Type tests of wait and sleep steps (issue 22, docs/ARCHITECTURE.md §5.11): `deno check` passes
+ * Type tests of wait and sleep steps (issue 22, docs/design/waits.md): `deno check` passes
  * only if every `@ts-expect-error` line below really is a type error and every other line
  * type-checks. The payload type reaches the step's dependents and `client.signal`; `routeFlow`
  * takes no queue for a wait or sleep step (and refuses one). The type code never runs: it sits

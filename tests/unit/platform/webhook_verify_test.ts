@@ -1,5 +1,6 @@
 /**
- * Webhook signature verification (issue 43, docs/ARCHITECTURE.md §18.1): both header forms
+ * Webhook signature verification (issue 43, docs/design/ingestion.md#signed-webhooks): both header
+ * forms
  * against digests computed here with crypto.subtle (and RFC 4231's test case 2), a tampered
  * body, a wrong secret, timestamps at and past the tolerance, malformed headers. No database.
  */

@@ -1,5 +1,5 @@
 /**
- * Type tests of the typed client (docs/ARCHITECTURE.md §14): `deno check` passes only if every
+ * Type tests of the typed client (docs/design/client.md): `deno check` passes only if every
  * `@ts-expect-error` line below really is a type error (a wrong alias, a wrong input shape, a
  * wrong output use) and every other line type-checks. The code never runs: it sits in a
  * function that the single runtime test does not call.
@@ -78,7 +78,7 @@ async function typeTests(): Promise<void> {
   // @ts-expect-error the input is required
   await client.start('tickets');
 
-  // Start keys (docs/ARCHITECTURE.md §5.13): typed per mode.
+  // Start keys (docs/design/flow-control.md#start-keys): typed per mode.
   await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'singleton' });
   await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'dedupe', ttl: 3600 });
   await client.start('tickets', { ticket: 7 }, { key: 't-7', mode: 'debounce', delay: 5 });

@@ -1,5 +1,5 @@
 /**
- * The SQL core reads the clock only through its clock functions (docs/ARCHITECTURE.md §17):
+ * The SQL core reads the clock only through its clock functions (docs/design/clock.md):
  * `switchyard.clock_now()` for every time rule and recorded time, `queue_now()` and
  * `queue_clock()` for PGMQ's times. A test engine sets `clock_now` alone, so a raw now() or
  * clock_timestamp() anywhere else would be a rule the virtual clock does not move.

@@ -1,5 +1,6 @@
 /**
- * `lib/sql/core_build.ts`, what a test engine loads (docs/ARCHITECTURE.md §17.2), is the fresh
+ * `lib/sql/core_build.ts`, what a test engine loads (docs/design/clock.md#the-test-engine), is the
+ * fresh
  * build of `supabase/schemas/` and the PGMQ-compatible layer, as `deno task sql:assemble` writes
  * it; a source changed without assembling again is named.
  */

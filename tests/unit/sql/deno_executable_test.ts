@@ -1,6 +1,7 @@
 /**
- * The Deno a compiled `switchyard` spawns (lib/sql/deno_executable.ts, docs/ARCHITECTURE.md
- * §8.2): SWITCHYARD_DENO or `deno` on PATH, a Deno 2 checked by its version, else an error naming
+ * The Deno a compiled `switchyard` spawns (lib/sql/deno_executable.ts,
+ * docs/design/local-runs.md#the-switchyard-command): SWITCHYARD_DENO or `deno` on PATH, a Deno 2
+ * checked by its version, else an error naming
  * the step and the way out. Each case runs in a child process with its own environment.
  */
 import assert from 'node:assert/strict';

@@ -1,6 +1,7 @@
 /**
  * The guard against a database restart ending the process (lib/sql/connection.ts,
- * docs/ARCHITECTURE.md §9): the EPIPE that Deno's node:net raises for a write after the server's
+ * docs/design/worker.md#worker-states-and-parts): the EPIPE that Deno's node:net raises for a write
+ * after the server's
  * FIN, escaping postgres.js as an unhandled rejection, is stopped; every other rejection is not.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Release discipline for SQL (docs/ARCHITECTURE.md §8): a migration listed in a release
+ * Release discipline for SQL (docs/design/local-runs.md): a migration listed in a release
  * manifest (`releases/<version>/manifest.json`) never changes and never goes away; changes go
  * into new migrations, which sort after every released one. A release is a record (its commit,
  * its migrations and their hashes), never a copy: the commit it names holds exactly that SQL

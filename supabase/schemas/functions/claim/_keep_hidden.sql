@@ -1,5 +1,6 @@
 -- Keeps each claimed message hidden at least `seconds` from now (its task's timeout plus the
--- margin), writing only the messages that would reappear sooner (docs/ARCHITECTURE.md §5.4).
+-- margin), writing only the messages that would reappear sooner
+-- (docs/design/claim.md#hiding-claimed-messages).
 -- The worker reads with the visibility its queue's tasks need (read_visibility_seconds), so in
 -- the common case the read already hid each message long enough and this writes nothing: each
 -- message is then written twice in PGMQ's queue table (the read, the archive), not three times,

@@ -1,10 +1,11 @@
--- Classifies one claimed batch (no side effects): the heart of the claim (docs/ARCHITECTURE.md
--- §5.2). Identity is (queue_name, message_id) only: message bodies are never trusted. `pair_set`
+-- Classifies one claimed batch (no side effects): the heart of the claim
+-- (docs/design/claim.md#start_tasks). Identity is (queue_name, message_id) only: message bodies are
+-- never trusted. `pair_set`
 -- is a key from switchyard.pair_set(); each message costs index lookups only, so the cost does
 -- not grow with the size of the registry. A map task's input is its element; 'skipped' tasks are
 -- stale.
 --   eligible    supported pair, task queued, run started and not paused
---   paused      supported pair, task queued, run paused (docs/ARCHITECTURE.md §14.1): hidden again
+--   paused      supported pair, task queued, run paused (docs/design/rerun.md): hidden again
 --   duplicate   supported pair, task started, run started (left to stall recovery)
 --   stale       supported pair, task terminal (completed, failed, skipped) or run ended (archived)
 --   unsupported no task for the message on this queue, or an unsupported pair

@@ -1,5 +1,6 @@
--- Whether the worker reads `queue_name` through read_tasks, in the order of docs/ARCHITECTURE.md
--- §5.14 (true), or through PGMQ's own read_with_poll, in message order (false): true once a run
+-- Whether the worker reads `queue_name` through read_tasks, in the order of
+-- docs/design/flow-control.md#priority-and-keys-in-turn (true), or through PGMQ's own
+-- read_with_poll, in message order (false): true once a run
 -- with a priority had a step on the queue (start_flow sets queues.priority_used_at) or while a
 -- step on it has keyed concurrency. One probe of the queue's row and one of a partial index of
 -- steps (empty when no step has flow control). False for a queue the kit does not know, which

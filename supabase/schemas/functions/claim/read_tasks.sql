@@ -1,7 +1,9 @@
--- One read of a queue in the order docs/ARCHITECTURE.md §5.14 gives (§5.1): up to `qty` message
+-- One read of a queue in the order docs/design/flow-control.md#priority-and-keys-in-turn gives
+-- (docs/design/claim.md#read): up to `qty` message
 -- ids, hidden for `visibility_seconds`; none when no message may be read now. It does not wait:
 -- the worker polls, sleeping between reads outside any statement, so no lock on a switchyard table
--- is held while it waits (a migration's preamble takes them all, §7). The worker calls it only for
+-- is held while it waits (a migration's preamble takes them all, docs/design/supabase.md). The
+-- worker calls it only for
 -- a queue that read_ordered(queue) names; any other it reads with PGMQ's own read_with_poll, in
 -- message order, as every earlier release did. Here a plain queue gets pgmq.read.
 --

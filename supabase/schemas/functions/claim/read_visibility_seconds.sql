@@ -1,4 +1,4 @@
--- The visibility a worker's read gives the messages it reads (docs/ARCHITECTURE.md §5.1): its
+-- The visibility a worker's read gives the messages it reads (docs/design/claim.md#read): its
 -- claim window plus the longest task timeout of the steps on the queue plus the claim margin,
 -- so the claim that follows finds every message hidden long enough and writes none of them
 -- again (_keep_hidden). At most read_visibility_cap_seconds() (300) unless the window itself is

@@ -1,8 +1,11 @@
--- The claim (docs/ARCHITECTURE.md §5.2-§5.4): turns the messages a worker read into started
+-- The claim (docs/design/claim.md): turns the messages a worker read into started
 -- tasks, all or nothing per batch. It locks the batch's runs and tasks, classifies every message
 -- (classify_batch), refuses a batch with unsupported work whole (the function pauses), archives
--- stale messages, hides a paused run's again (§14.1), holds back what flow control says must wait (§5.12), starts the eligible tasks
--- and returns each with its input. Per message it probes unique keys only (§5.7), so its cost
+-- stale messages, hides a paused run's again (docs/design/rerun.md), holds back what flow control
+-- says must wait (docs/design/flow-control.md#rate-limits-and-keyed-concurrency), starts the
+-- eligible tasks
+-- and returns each with its input. Per message it probes unique keys only
+-- (docs/design/claim.md#planner-settings), so its cost
 -- does not grow with the backlog or the registry.
 create or replace function switchyard.start_tasks(
   queue_name text, message_ids bigint[], worker_id uuid, supported_pairs text[] default null
@@ -34,7 +37,9 @@ declare
   task_runs uuid[];
   task_steps text[];
   task_idxs int[];
-  held_ids bigint[];      -- eligible, but held back by flow control (§5.12), and their waits
+  held_ids bigint[];      -- eligible, but held back by flow control
+                          -- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency), and
+                          -- their waits
   held_secs int[];
   slot_ids bigint[];      -- claimed with a keyed concurrency slot, and the slots
   slot_keys text[];
@@ -157,14 +162,15 @@ begin
   if stale_ids is not null then
     perform pgmq.archive(queue, stale_ids);
   end if;
-  -- A paused run's messages (docs/ARCHITECTURE.md §14.1): hidden again, no attempt used;
+  -- A paused run's messages (docs/design/rerun.md): hidden again, no attempt used;
   -- resume_run shows them. Answered 'throttled', which every worker release skips.
   if paused_ids is not null then
     perform switchyard._hide_messages(queue, paused_ids,
       array_fill(switchyard.pause_hide_seconds(), array[cardinality(paused_ids)]));
   end if;
 
-  -- Flow control (docs/ARCHITECTURE.md §5.12): only when a step on this queue has a rate limit
+  -- Flow control (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): only when a step
+  -- on this queue has a rate limit
   -- or a keyed concurrency (one probe of a partial index that is empty otherwise). A task held
   -- back is not started and uses no attempt; its same message is visible again when it may run.
   if cardinality(eligible_ids) > 0
@@ -211,9 +217,11 @@ begin
     into claimed_ids, claimed_secs, claimed_flows, claimed_steps, claimed_attempts, claimed_waits
     from claimed c;
   if cardinality(claimed_ids) > 0 then
-    -- Only the messages the read did not already hide long enough (§5.4): none in the common case.
+    -- Only the messages the read did not already hide long enough
+    -- (docs/design/claim.md#hiding-claimed-messages): none in the common case.
     perform switchyard._keep_hidden(queue, claimed_ids, claimed_secs);
-    -- The counters (§16.3), in one call: every claim, the claims of a later attempt
+    -- The counters (docs/design/observability.md#counters-histograms-and-levels), in one call:
+    -- every claim, the claims of a later attempt
     -- (retries), and, for a first attempt, how long its message waited since it could run
     -- (queued, plus the step's startDelay).
     select array_agg(c.metric), array_agg(c.f), array_agg(c.s), array_agg(c.w)
@@ -243,7 +251,7 @@ begin
            t.attempts_count, t.timeout,
            case
              -- A map task: its element of the run input (root map) or of the one
-             -- dependency's output (docs/ARCHITECTURE.md §5.10). Never SQL NULL (a JSON
+             -- dependency's output (docs/design/runs.md#map-steps). Never SQL NULL (a JSON
              -- null element is 'null'), so the worker never mistakes it for a root step.
              when st.step_type = 'map' then
                case when st.deps_count = 0 then r.input

@@ -1,4 +1,5 @@
--- Saves a running task's checkpoint (ctx.checkpoint; docs/ARCHITECTURE.md §9, "Checkpoints"):
+-- Saves a running task's checkpoint (ctx.checkpoint; docs/design/worker.md#worker-states-and-parts,
+-- "Checkpoints"):
 -- only while `attempt` holds the task (started, that attempt), else 55000 attempt_not_current
 -- and nothing changes. The state is at most max_checkpoint_bytes() of JSON text (22023
 -- checkpoint_too_large, naming the size and the limit). The task's message stays hidden for its

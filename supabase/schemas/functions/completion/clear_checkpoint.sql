@@ -1,4 +1,5 @@
--- Deletes a running task's checkpoint (ctx.clearCheckpoint; docs/ARCHITECTURE.md §9,
+-- Deletes a running task's checkpoint (ctx.clearCheckpoint;
+-- docs/design/worker.md#worker-states-and-parts,
 -- "Checkpoints"): only while `attempt` holds the task (started, that attempt), else 55000
 -- attempt_not_current and nothing changes, as checkpoint_task. The next attempt's ctx.resume()
 -- reads nothing, so a handler that finds its saved state bad can start over. Returns whether

@@ -1,4 +1,5 @@
--- The completion (docs/ARCHITECTURE.md §5.5): records a batch of task outputs in one call, in
+-- The completion (docs/design/claim.md#dispatch-and-completion): records a batch of task outputs in
+-- one call, in
 -- (queue_name, message_id) order. Each task is accepted only while its attempt holds it; a
 -- step's state counts its tasks down and completes with its last one; the successors of plain
 -- steps start together (one send per queue), the rest through _start_ready_steps; a run with no
@@ -53,7 +54,7 @@ begin
   -- key by its primary key, then, in message order, the lock by that key. A join filtered on
   -- the status instead let the planner read every started task of every queue through the
   -- partial index step_tasks_worker (dead entries included), so the cost grew with the
-  -- history (docs/ARCHITECTURE.md §5.7).
+  -- history (docs/design/claim.md#planner-settings).
   select coalesce(array_agg(x.ord order by x.run_id, x.step_slug, x.task_index), '{}'),
          coalesce(array_agg(x.run_id order by x.run_id, x.step_slug, x.task_index), '{}'),
          coalesce(array_agg(x.step_slug order by x.run_id, x.step_slug, x.task_index), '{}'),
@@ -101,7 +102,8 @@ begin
     -- cancelled like the run's queued tasks (cancel_run), its output is not kept, and nothing
     -- counts it as a completion. A failed run's late answer is recorded (retry_run reruns it).
     -- The completed tasks' durations (claim to completion) feed the histogram of the
-    -- counters (§16.3), whose count is the completions.
+    -- counters (docs/design/observability.md#counters-histograms-and-levels), whose count is the
+    -- completions.
     with finished as (
       update switchyard.step_tasks t
          set status = case when r.refused then 'cancelled' else 'completed' end,

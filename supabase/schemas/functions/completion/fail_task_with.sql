@@ -1,4 +1,5 @@
--- A failed attempt with the handler's say (docs/ARCHITECTURE.md §5.5, §5.12): retry_after_seconds
+-- A failed attempt with the handler's say (docs/design/claim.md#dispatch-and-completion,
+-- docs/design/flow-control.md#rate-limits-and-keyed-concurrency): retry_after_seconds
 -- (RetryAfter) replaces the backoff delay of the retry (attempts are counted as ever); with the
 -- step's rate limit named, it also empties that limit's bucket until the retry is due, but for
 -- at most the limit's own period (per_seconds), so every step sharing the limit backs off (an
@@ -11,7 +12,8 @@
 -- (no bigint overflow at any attempt), and 2^40 s is beyond every accepted max_delay
 -- (at most 604800), so the cap is unchanged by it. An attempt of a cancelled run answers
 -- 'cancelled' (its task cancelled, no failed attempt counted). The retry of a task whose run
--- moved onto another version while it ran goes to that version (_follow_run_flow, §14.1).
+-- moved onto another version while it ran goes to that version (_follow_run_flow,
+-- docs/design/rerun.md).
 create or replace function switchyard.fail_task_with(
   run_id uuid, step_slug text, attempt int, error_message text, task_index int,
   retry_after_seconds int, non_retriable boolean
@@ -67,7 +69,7 @@ begin
      where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
     perform pgmq.set_vt(task.queue_name, task.message_id, delay_seconds);
     -- The run moved onto another version while this attempt ran (move_run): the retry is the
-    -- new version's (§14.1).
+    -- new version's (docs/design/rerun.md).
     if run_flow <> task.flow_slug then
       perform switchyard._follow_run_flow(task.run_id, task.step_slug, task.task_index,
                                           delay_seconds);
@@ -85,7 +87,8 @@ begin
     end if;
     return 'retrying';
   end if;
-  -- The failed attempt's time for the metrics (§16); an exhausted task is failed only here.
+  -- The failed attempt's time for the metrics (docs/design/observability.md); an exhausted task is
+  -- failed only here.
   update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   return switchyard._exhaust_task(task, error_text);

@@ -1,4 +1,5 @@
--- Shutdown: a stopping worker hands back the tasks it still holds (docs/ARCHITECTURE.md §9), in
+-- Shutdown: a stopping worker hands back the tasks it still holds
+-- (docs/design/worker.md#worker-states-and-parts), in
 -- one transaction; the worker is marked deprecated in it, so a worker released by anyone else
 -- stops at its next heartbeat. The worker drops whatever its released handlers return, so an
 -- attempt number claimed again elsewhere is never answered twice.
@@ -66,7 +67,7 @@ begin
              carried_attempt = t.attempts_count
        where x.run_id = t.run_id and x.step_slug = t.step_slug and x.task_index = t.task_index;
       perform pgmq.set_vt(t.queue_name, t.message_id, 0);
-      -- A task of a run moved while it ran follows the run now (§14.1).
+      -- A task of a run moved while it ran follows the run now (docs/design/rerun.md).
       perform switchyard._follow_run_flow(t.run_id, t.step_slug, t.task_index, 0);
       continue;
     end if;

@@ -1,4 +1,4 @@
--- Records a running task's progress (ctx.progress; docs/ARCHITECTURE.md §16): one 'progress'
+-- Records a running task's progress (ctx.progress; docs/design/observability.md): one 'progress'
 -- event of its run, in the run's event order, with the owner copied for row-level security and
 -- the task's index and the JSON as its data, and a NOTIFY like every other event. Only while
 -- `attempt` holds the task (started, that attempt) of a started run, else 55000

@@ -1,4 +1,5 @@
--- Deletes the checkpoints of a run's tasks that no worker is running (docs/ARCHITECTURE.md §9,
+-- Deletes the checkpoints of a run's tasks that no worker is running
+-- (docs/design/worker.md#worker-states-and-parts,
 -- "Checkpoints"): checkpoints survive failed attempts and retry_run on purpose (a task resumes
 -- where it was), and this is the way to start them over, e.g. before retry_run when a saved
 -- state is what made the run fail (retryRun(..., { resetCheckpoints: true }) does both in one

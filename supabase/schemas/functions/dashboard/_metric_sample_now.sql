@@ -1,4 +1,5 @@
--- Every catalogued queue's sample of the metrics now (docs/ARCHITECTURE.md §16.3), the row
+-- Every catalogued queue's sample of the metrics now
+-- (docs/design/observability.md#counters-histograms-and-levels), the row
 -- switchyard.sample_metrics stores per minute and the charts' current minute ends with: its
 -- counters of switchyard.metric_counters summed over flows, steps and shards (completions are
 -- task_duration's count), the histograms' counts per bucket, and the lag of

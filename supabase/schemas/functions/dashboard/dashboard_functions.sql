@@ -1,6 +1,6 @@
 -- Every queue function of switchyard.function_states (its flags and live workers) with its
 -- unstopped workers, newest first (at most 20 each); `live` is switchyard._worker_live, the
--- one definition of docs/ARCHITECTURE.md §6, over the worker's own window or the given one
+-- one definition of docs/design/versions.md, over the worker's own window or the given one
 -- when that is larger, as in function_states. A window below 1 second counts as 1.
 create or replace function switchyard.dashboard_functions(heartbeat_window_seconds int default 15)
 returns table (

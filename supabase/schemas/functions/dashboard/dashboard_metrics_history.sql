@@ -1,4 +1,4 @@
--- The dashboard's charts (docs/ARCHITECTURE.md §16): per queue and minute over the last
+-- The dashboard's charts (docs/design/observability.md): per queue and minute over the last
 -- `minutes` (1-1440, default 60), the current minute last, every minute present, read from the
 -- counters through their per-minute samples (switchyard.metric_samples, written by
 -- sample_metrics), so a chart shows what /metrics and the Grafana views serve:

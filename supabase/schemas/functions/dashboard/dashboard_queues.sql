@@ -1,5 +1,6 @@
 -- Every catalogued queue with its depth, read from PGMQ's queue table (the documented
--- layout the contract suite checks; docs/ARCHITECTURE.md §5.4): messages visible now,
+-- layout the contract suite checks; docs/design/claim.md#hiding-claimed-messages): messages visible
+-- now,
 -- hidden (read or claimed, or waiting for a retry's delay), and the oldest one's age.
 create or replace function switchyard.dashboard_queues()
 returns table (

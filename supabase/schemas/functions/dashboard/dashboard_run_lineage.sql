@@ -1,4 +1,4 @@
--- What the dashboard's runs table shows of the run controls (docs/ARCHITECTURE.md §14.1) for
+-- What the dashboard's runs table shows of the run controls (docs/design/rerun.md) for
 -- these runs: lineage (the run a fork was made from, and the step it was forked from), the pause
 -- (when and why), and the concrete versions of the run's alias other than its own, the targets a
 -- move or a fork may name (the SQL core still proves each one when asked). Runs with none of it

@@ -2,7 +2,7 @@
 -- one queue, or one run. Each with its duration (so far, for a started run), its error and
 -- failing step, and its steps in step order with their task's queue snapshot, attempts and
 -- times: queued (the step became ready), started (the latest attempt), finished. A map step
--- (docs/ARCHITECTURE.md §5.10) has one task per element: its row sums them up (the most
+-- (docs/design/runs.md#map-steps) has one task per element: its row sums them up (the most
 -- attempts any element used, the first error in element order, `tasks` the element count).
 create or replace function switchyard.dashboard_runs(
   max_runs int default 25, run_status text default null, queue_name text default null,
@@ -34,7 +34,7 @@ as $$
                    'finished_at', coalesce(ss.completed_at, ss.failed_at, ss.skipped_at,
                                            t.completed_at, t.failed_at),
                    'error', t.error, 'tasks', t.tasks,
-                   -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11): its kind, and
+                   -- A wait, sleep or flow step (docs/design/waits.md): its kind, and
                    -- when its timeout is due while it waits.
                    'kind', st.step_type,
                    'wait_deadline', case when ss.status = 'started' then ss.wait_deadline end)

@@ -1,4 +1,5 @@
--- The levels of the metrics (docs/ARCHITECTURE.md §16.3), gauges of what is true now, one row
+-- The levels of the metrics (docs/design/observability.md#counters-histograms-and-levels), gauges
+-- of what is true now, one row
 -- each (the view switchyard.metrics_gauges):
 --
 --   queue_depth                 {queue}            messages visible now

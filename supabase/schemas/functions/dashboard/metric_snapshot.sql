@@ -1,4 +1,5 @@
--- The counters, histograms and levels of the metrics (docs/ARCHITECTURE.md §16.3) in one JSON
+-- The counters, histograms and levels of the metrics
+-- (docs/design/observability.md#counters-histograms-and-levels) in one JSON
 -- document, from one snapshot (a stable function's statements share its caller's), so every
 -- scrape from any instance reads the same figures: { "counters": [...], "histograms": [...],
 -- "gauges": [...] }, the rows of the views metrics_counters, metrics_histograms and

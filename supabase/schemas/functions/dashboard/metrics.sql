@@ -1,4 +1,4 @@
--- The metrics of every queue and step (docs/ARCHITECTURE.md §16) over the last `window_seconds`
+-- The metrics of every queue and step (docs/design/observability.md) over the last `window_seconds`
 -- (1 to 86400, default 60), as one JSON document:
 --
 --   { "at", "window_seconds",

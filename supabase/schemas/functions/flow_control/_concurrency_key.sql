@@ -1,10 +1,12 @@
--- The keyed concurrency slot of a task (docs/ARCHITECTURE.md §5.12): `<flow>/<step>:<value>`,
+-- The keyed concurrency slot of a task
+-- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): `<flow>/<step>:<value>`,
 -- the value at the step's `concurrency.key` path of the run input (input 'run') or of the task's
 -- own input (input 'step': a map task's element, a dependent step's object of dependency
 -- outputs, a root step's run input), as JSON text ("acme" and 1 stay apart; absent: null, a key of
 -- its own; over 200 characters: its MD5). Null when the step has no keyed concurrency. The one
 -- computation of a key: the claim's _flow_control counts slots by it, and a task's message
--- carries it (_task_message) so the read can serve keys in turn (§5.14).
+-- carries it (_task_message) so the read can serve keys in turn
+-- (docs/design/flow-control.md#priority-and-keys-in-turn).
 create or replace function switchyard._concurrency_key(
   run_id uuid, flow_slug text, step_slug text, task_index int
 )

@@ -1,4 +1,5 @@
--- Flow control in the claim (docs/ARCHITECTURE.md §5.12): for the eligible messages of a batch
+-- Flow control in the claim (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): for
+-- the eligible messages of a batch
 -- whose steps have a rate limit or a keyed concurrency, in message order, whether each may start
 -- now (wait_seconds null; slot: the concurrency slot it takes, or null) or waits (wait_seconds:
 -- when it may run: the next tokens of its limit, at most 5 s so that a limit the operator

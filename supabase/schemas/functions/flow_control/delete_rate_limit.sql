@@ -1,4 +1,5 @@
--- Removes a rate limit (docs/ARCHITECTURE.md §5.12): steps naming it start unlimited from the
+-- Removes a rate limit (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): steps
+-- naming it start unlimited from the
 -- next claim. Returns whether it existed.
 create or replace function switchyard.delete_rate_limit(name text)
 returns boolean

@@ -1,4 +1,5 @@
--- The rate limits for operators and the dashboard (docs/ARCHITECTURE.md §5.12): each limit
+-- The rate limits for operators and the dashboard
+-- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): each limit
 -- with its tokens now, and the steps (flow/step) that name it; a name steps use without a row
 -- (no limit) is listed with null rate.
 create or replace function switchyard.rate_limit_status()

@@ -1,4 +1,5 @@
--- Creates or changes a rate limit shared by name (docs/ARCHITECTURE.md §5.12): rate tokens per
+-- Creates or changes a rate limit shared by name
+-- (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): rate tokens per
 -- per_seconds, at most burst (default: rate) saved up. Live: the next claim uses it. A changed
 -- limit keeps the tokens it had (refilled at the old rate up to now), at most the new burst; a
 -- new one starts full. It also lifts a RetryAfter's drain (fail_task_with): the bucket refills

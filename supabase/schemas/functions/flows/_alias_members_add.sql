@@ -1,5 +1,5 @@
 -- The versions a registry lists for an alias, checked and recorded as its members
--- (docs/ARCHITECTURE.md §6): each must be compiled and belong to no other alias. Shared by
+-- (docs/design/versions.md): each must be compiled and belong to no other alias. Shared by
 -- sync_alias (a worker's start-up) and declare_alias (a compiled migration); the values it
 -- echoes clipped.
 create or replace function switchyard._alias_members_add(alias_name text, versions text[])

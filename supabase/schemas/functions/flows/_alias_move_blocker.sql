@@ -1,11 +1,12 @@
 -- Why an alias may not move from its current target to the target of a declared version list
--- now, or null when it may (docs/ARCHITECTURE.md §6, Declared aliases). Two things hold a move
+-- now, or null when it may (docs/design/versions.md, Declared aliases). Two things hold a move
 -- back, both to be reported, never overridden:
 --   - the current target is not in the list (the registry retired it) and still has started
 --     runs: only a registry that lists it can finish them, so the alias stays until it does
 --     (list it again until drained, or cancel those runs);
 --   - a live worker polls a queue a step of the new target is routed to and its registry lacks
---     that step: handed such a task it would refuse the batch and pause its function (§5.3).
+--     that step: handed such a task it would refuse the batch and pause its function
+-- (docs/design/claim.md#the-unsupported-batch).
 --     The first worker whose registry has the new target moves the alias when it starts.
 -- A worker that is not live (stopped, deprecated by a fence, or silent past its window) is not
 -- hurt: a later start of an older registry is refused by coverage, which pauses nothing.

@@ -23,7 +23,8 @@ begin
    where f.flow_slug = slug;
   for step in select value from jsonb_array_elements(canonical -> 'steps') loop
     step_what := format('step %s option', to_json(step ->> 'slug'));
-    -- Flow control (docs/ARCHITECTURE.md §5.12): JSON null means none.
+    -- Flow control (docs/design/flow-control.md#rate-limits-and-keyed-concurrency): JSON null means
+    -- none.
     rate := nullif(step -> 'options' -> 'rateLimit', 'null'::jsonb);
     if rate is not null and (jsonb_typeof(rate) <> 'object'
         or jsonb_typeof(rate -> 'name') is distinct from 'string'

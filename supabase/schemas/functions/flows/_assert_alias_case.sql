@@ -1,4 +1,5 @@
--- Aliases are unique case-insensitively (docs/ARCHITECTURE.md §2): refuses a name that only
+-- Aliases are unique case-insensitively (docs/design/overview.md#identity-rules): refuses a name
+-- that only
 -- differs in case from an existing alias (or alias membership), naming both spellings, so
 -- sync_alias and activate_alias answer with the rule instead of a raw unique-key error.
 create or replace function switchyard._assert_alias_case(alias_name text)

@@ -32,7 +32,7 @@ as $$
                      ('{"maxAttempts": null, "baseDelay": null, "maxDelay": null, "timeout": null,
                         "startDelay": 0, "if": null, "ifNot": null, "whenUnmet": "skip",
                         "whenExhausted": "fail"}'::jsonb
-                      -- A wait or sleep step's own options (docs/ARCHITECTURE.md §5.11).
+                      -- A wait or sleep step's own options (docs/design/waits.md).
                       || case when s ->> 'kind' in ('wait', 'sleep')
                               then '{"waitTimeout": null, "onTimeout": "fail"}'::jsonb
                               else '{}'::jsonb end

@@ -1,4 +1,4 @@
--- Records one activation of an alias (docs/ARCHITECTURE.md §6): every move of its one active
+-- Records one activation of an alias (docs/design/versions.md): every move of its one active
 -- concrete version is kept, with the version before it and what moved it.
 create or replace function switchyard._record_activation(
   alias_name text, target text, previous text, source text

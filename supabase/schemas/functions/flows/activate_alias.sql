@@ -1,4 +1,4 @@
--- Makes a compiled concrete version the active target of an alias (docs/ARCHITECTURE.md §6):
+-- Makes a compiled concrete version the active target of an alias (docs/design/versions.md):
 -- the operator's explicit move, recorded as an activation. Refuses an unknown or uncompiled
 -- target and a name that differs from an existing alias only in case.
 create or replace function switchyard.activate_alias(alias_name text, target_flow text)

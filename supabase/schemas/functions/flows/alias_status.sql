@@ -1,5 +1,5 @@
 -- Each alias with its active version and what the project's registry declares for it (the latest
--- compiled declaration, declare_alias; docs/ARCHITECTURE.md §6, Declared aliases):
+-- compiled declaration, declare_alias; docs/design/versions.md, Declared aliases):
 --   current     the active version is the declared target;
 --   pending     it is not, and reason says why (a retired version's started runs, live workers
 --               that lack the target, an operator's later activation) or who moves it next;

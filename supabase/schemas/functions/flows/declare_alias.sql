@@ -1,5 +1,5 @@
 -- The versions the project's registry declares for an alias, oldest first, the last one the
--- target: what `deno task compile` writes into a migration (docs/ARCHITECTURE.md §6, Declared
+-- target: what `deno task compile` writes into a migration (docs/design/versions.md, Declared
 -- aliases). Records the declaration (the latest replaces the one before), then moves the alias
 -- to the target unless _alias_move_blocker says why not. So the compiled migrations, replayed
 -- in any order on any database (incrementally, all at once on an empty one, after a backup),

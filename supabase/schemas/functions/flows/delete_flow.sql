@@ -1,4 +1,5 @@
--- Deletes a concrete flow with its runs (docs/ARCHITECTURE.md §3): its private queues are
+-- Deletes a concrete flow with its runs (docs/design/overview.md#queue-ownership): its private
+-- queues are
 -- dropped with it, shared queues are kept and only its own queued messages archived. Refuses an
 -- alias target (55000 flow_is_alias_target). The values it echoes are clipped. A task still
 -- running on it for a run moved off it is that run's: it names the run's flow from then on.
@@ -28,7 +29,7 @@ begin
       switchyard._clip(delete_flow.flow_slug), switchyard._clip(target_alias)),
       context => jsonb_build_object('alias', target_alias));
   end if;
-  -- A run moved off this flow while a task of it ran (move_run, docs/ARCHITECTURE.md §14.1) is
+  -- A run moved off this flow while a task of it ran (move_run, docs/design/rerun.md) is
   -- another flow's run: its running task names this flow until it ends. From here on it names
   -- its run's flow (the move's proof made the step the same there: kind and dependencies), so its
   -- answer still counts and deleting this flow takes nothing of that run.

@@ -1,4 +1,6 @@
--- Compiles or verifies a flow's shape (docs/ARCHITECTURE.md §4.1, §8.3): shapes compare canonically; a
+-- Compiles or verifies a flow's shape
+-- (docs/design/worker.md#compiling-at-deploy-and-in-local-development,
+-- docs/design/testing.md#upgrades-with-work-in-flight): shapes compare canonically; a
 -- change of runtime options only is applied and recorded ('updated'); any other change is
 -- SY004. New flows store their canonical shape.
 create or replace function switchyard.ensure_flow(shape jsonb)
@@ -126,7 +128,7 @@ begin
     step_queue := step ->> 'queue';
     step_kind := step ->> 'kind';
     if step_kind in ('wait', 'sleep', 'flow') then
-      -- A wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) has no task, so no queue.
+      -- A wait, sleep or flow step (docs/design/waits.md) has no task, so no queue.
       if step_queue is not null then
         perform switchyard._refuse('22023', 'wait_queue', 'queue', step_queue, format(
           'flow %s step %s: a %s step uses no queue, not %s',
@@ -169,7 +171,7 @@ begin
         'flow %s step %s: options must be a JSON object', to_json(slug)::text, to_json(step_slug)::text),
         context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
-    -- A map step (docs/ARCHITECTURE.md §5.10) reads its array from the run input (no
+    -- A map step (docs/design/runs.md#map-steps) reads its array from the run input (no
     -- dependency) or from its one dependency.
     if step_kind is null or step_kind not in ('single', 'map', 'wait', 'sleep', 'flow') then
       perform switchyard._refuse('22023', 'step_kind_invalid', 'kind', (step -> 'kind')::text,
@@ -186,7 +188,7 @@ begin
         jsonb_array_length(step -> 'dependsOn')),
         context => jsonb_build_object('flow_slug', slug, 'step_slug', step_slug));
     end if;
-    -- A sleep until a time read from the input (docs/ARCHITECTURE.md §5.11): a path of 1 to
+    -- A sleep until a time read from the input (docs/design/waits.md): a path of 1 to
     -- 8 keys and the input it is read from, instead of a length in seconds.
     sleep_until := nullif(step -> 'options' -> 'sleepUntil', 'null'::jsonb);
     if sleep_until is not null and (step_kind <> 'sleep' or jsonb_typeof(sleep_until) <> 'object'
@@ -211,7 +213,8 @@ begin
                                   sleep_until_input)
     values (slug, step_slug, i, step_queue, jsonb_array_length(step -> 'dependsOn'),
       step_kind,
-      -- Conditions are JSON patterns for @> (docs/ARCHITECTURE.md §5.9); JSON null means none.
+      -- Conditions are JSON patterns for @> (docs/design/runs.md#ready-steps-conditions-and-skips);
+      -- JSON null means none.
       nullif(step -> 'options' -> 'if', 'null'::jsonb),
       nullif(step -> 'options' -> 'ifNot', 'null'::jsonb),
       switchyard._choice_option(step -> 'options', 'whenUnmet', format('step %s option', to_json(step_slug)),

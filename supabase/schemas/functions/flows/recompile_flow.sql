@@ -1,4 +1,5 @@
--- Local development only (docs/ARCHITECTURE.md §4.1): compiles a flow like ensure_flow, but a
+-- Local development only (docs/design/worker.md#compiling-at-deploy-and-in-local-development):
+-- compiles a flow like ensure_flow, but a
 -- changed shape, which ensure_flow refuses with SY004, replaces the compiled flow instead: its
 -- runs, tasks and private queues are deleted (delete_flow) and the new shape is compiled, the
 -- flow keeping its alias membership and, when it was one, its place as the alias's target.

@@ -1,4 +1,4 @@
--- The generated private queue of one step (withStepQueues, docs/ARCHITECTURE.md §1):
+-- The generated private queue of one step (withStepQueues, docs/design/overview.md#layers):
 -- lower(flow__step) when that is at most 47 characters, else lower(flow__<stepIndex>), else a
 -- refusal (22023 private_queue_name_too_long). Never truncated or hashed.
 create or replace function switchyard.step_queue_name(flow_slug text, step_slug text, step_index int)

@@ -1,5 +1,5 @@
 -- A worker's start-up moves an alias forward within its registry's list, never backwards
--- (docs/ARCHITECTURE.md §6). Also, when the project's latest declaration (declare_alias) has this
+-- (docs/design/versions.md). Also, when the project's latest declaration (declare_alias) has this
 -- registry's target and the current target may be left (_alias_move_blocker, without the
 -- live-worker rule: this worker is the one that covers the target, as with a forward move), it
 -- moves to it: so a move a compiled migration held back, from a retired version or while older

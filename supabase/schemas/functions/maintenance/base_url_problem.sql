@@ -1,4 +1,4 @@
--- Why a keep-alive base URL is refused, or null (docs/ARCHITECTURE.md §6, keep-alive). The host
+-- Why a keep-alive base URL is refused, or null (docs/design/versions.md, keep-alive). The host
 -- must be one of functions_hosts (a setting: host names separated by commas); without it, a
 -- Supabase project's own host (<ref>.supabase.co, https) or a local one (localhost, 127.x.x.x,
 -- [::1], kong, host.docker.internal), so a wake with the service key goes nowhere else. It

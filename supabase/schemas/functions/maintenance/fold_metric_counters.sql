@@ -1,4 +1,5 @@
--- Folds the rows of switchyard.metric_counters (docs/ARCHITECTURE.md §16.3) that sessions wrote
+-- Folds the rows of switchyard.metric_counters
+-- (docs/design/observability.md#counters-histograms-and-levels) that sessions wrote
 -- into shard 0, one row per figure, label set and bucket, keeping every sum: a counter never
 -- goes down and the table stays as small as the label sets times the sessions writing now.
 -- A row a session holds (its transaction has not committed) is skipped, left for the next

@@ -2,8 +2,9 @@
 -- the waits that are due (expire_waits) and the runs past their deadline (cancel_overdue_runs),
 -- takes the minute's sample of the metrics (sample_metrics),
 -- each part isolated from the others, then wakes every queue function that is enabled,
--- unpaused, has no live worker and was not woken within debounce_seconds (docs/ARCHITECTURE.md
--- §6, keep-alive): one HTTP request through pg_net to its Edge Function at the base URL
+-- unpaused, has no live worker and was not woken within debounce_seconds
+-- (docs/design/versions.md, keep-alive): one HTTP request through pg_net to its Edge Function at
+-- the base URL
 -- (base_url_problem says which hosts are allowed). A live worker
 -- (switchyard._worker_live) has not stopped, is not deprecated, and heart-beat within its own
 -- window, or within heartbeat_window_seconds when that is larger (switchyard._heartbeat_window).
@@ -43,7 +44,7 @@ begin
       coalesce(heartbeat_window_seconds::text, 'null')),
       context => jsonb_build_object('min', 1));
   end if;
-  -- The bearer goes to this base URL only (docs/ARCHITECTURE.md §6, keep-alive).
+  -- The bearer goes to this base URL only (docs/design/versions.md, keep-alive).
   if problem is not null then
     perform switchyard._refuse('22023', 'url_format',
       case when given is null then 'functions_base_url' else 'base_url' end, base, format(
@@ -87,10 +88,14 @@ begin
 
   -- The tick's timers, after every check of the arguments and the wake configuration (a
   -- refusal above does nothing at all), each part in a subtransaction of its own, so a failure
-  -- of one never stops another nor the wakes (docs/ARCHITECTURE.md §5.11): the scheduler
-  -- (§15), so schedules run where only the keep-alive's pg_cron job is installed; the waits
-  -- and sleeps whose time is up and the delayed starts that are due (§5.11); run deadlines
-  -- (§14); the minute's sample of the metrics (§16.3). Within each part, each run is isolated too.
+  -- of one never stops another nor the wakes (docs/design/waits.md): the scheduler
+  -- (docs/design/schedules.md), so schedules run where only the keep-alive's pg_cron job is
+  -- installed; the waits
+  -- and sleeps whose time is up and the delayed starts that are due (docs/design/waits.md); run
+  -- deadlines
+  -- (docs/design/client.md); the minute's sample of the metrics
+  -- (docs/design/observability.md#counters-histograms-and-levels). Within each part, each run is
+  -- isolated too.
   begin
     perform switchyard.run_schedules();
   exception when others then

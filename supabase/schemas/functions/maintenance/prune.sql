@@ -1,4 +1,4 @@
--- Retention (docs/ARCHITECTURE.md §8): deletes one batch of runs finished before `older_than`
+-- Retention (docs/design/local-runs.md): deletes one batch of runs finished before `older_than`
 -- (completed, failed or cancelled), with their tasks and events; a run whose message a worker
 -- still holds is kept for a later batch.
 create or replace function switchyard.prune(older_than interval, batch_size int default 1000)
@@ -7,7 +7,7 @@ language plpgsql
 volatile
 security definer
 set search_path = ''
--- Key probes only, as on the claim path (docs/ARCHITECTURE.md §5.7): a long prune loop
+-- Key probes only, as on the claim path (docs/design/claim.md#planner-settings): a long prune loop
 -- runs in one session, and a cached generic plan must not turn into a scan of the history.
 set enable_seqscan = off
 set enable_hashjoin = off
@@ -129,7 +129,7 @@ begin
     with d as (delete from switchyard.step_states ss
                 where ss.run_id = any (kept) returning 1)
     select count(*) into result.step_states from d;
-    -- Their start keys (docs/ARCHITECTURE.md §5.13): a dedupe key still within its TTL
+    -- Their start keys (docs/design/flow-control.md#start-keys): a dedupe key still within its TTL
     -- outlives its run, with the expiry it has; the others go with the run.
     update switchyard.start_keys k
        set expires_at = coalesce(r.completed_at, r.failed_at, r.cancelled_at)
@@ -163,7 +163,8 @@ begin
   select count(*) into result.wake_requests from d;
 
   -- A worker row whose worker stopped, or has not heart-beat, since before the cutoff: not
-  -- live by any window (§6), and stall recovery treats a missing worker as a stopped one.
+  -- live by any window (docs/design/versions.md), and stall recovery treats a missing worker as a
+  -- stopped one.
   with d as (
     delete from switchyard.workers w
      where w.worker_id in (select x.worker_id from switchyard.workers x
@@ -174,7 +175,8 @@ begin
     returning 1)
   select count(*) into result.workers from d;
 
-  -- The counters' rows of other sessions fold into shard 0 (§16.3): the counters keep their
+  -- The counters' rows of other sessions fold into shard 0
+  -- (docs/design/observability.md#counters-histograms-and-levels): the counters keep their
   -- sums while their table follows the sessions in use.
   perform switchyard.fold_metric_counters();
   return result;

@@ -1,7 +1,9 @@
--- Stall recovery (docs/ARCHITECTURE.md §5.6): a started task whose worker stopped heart-beating
+-- Stall recovery (docs/design/claim.md#stall-recovery): a started task whose worker stopped
+-- heart-beating
 -- within its own window gets its attempt counted as failed and is queued again (or fails for
 -- good); a stalled task of a cancelled run is cancelled instead. The run is read by its key. A
--- task of a run moved onto another version while it ran is queued on that version (§14.1).
+-- task of a run moved onto another version while it ran is queued on that version
+-- (docs/design/rerun.md).
 create or replace function switchyard.recover_stalled(queue_name text)
 returns int
 language plpgsql
@@ -42,7 +44,7 @@ begin
       recovered := recovered + 1;
       continue;
     end if;
-    -- A stalled attempt is a failed attempt for the metrics (docs/ARCHITECTURE.md §16).
+    -- A stalled attempt is a failed attempt for the metrics (docs/design/observability.md).
     if task.attempts_count >= task.max_attempts then
       update switchyard.step_tasks t set last_failed_at = switchyard.clock_now()
        where t.run_id = task.run_id and t.step_slug = task.step_slug
@@ -56,7 +58,7 @@ begin
        where t.run_id = task.run_id and t.step_slug = task.step_slug
          and t.task_index = task.task_index;
       perform pgmq.set_vt(queue, task.message_id, 0);
-      -- A task of a run moved while it ran follows the run now (§14.1).
+      -- A task of a run moved while it ran follows the run now (docs/design/rerun.md).
       perform switchyard._follow_run_flow(task.run_id, task.step_slug, task.task_index, 0);
     end if;
     recovered := recovered + 1;
@@ -72,7 +74,8 @@ begin
     update switchyard.queues q set lost_checked_at = switchyard.clock_now() where q.queue_name = queue;
     -- Only tasks of started runs: when a run fails, _fail_run archives its other queued tasks'
     -- messages and leaves the tasks queued, and a new message would be archived as stale and
-    -- sent again every period. The run's status is read by its key (§5.7).
+    -- sent again every period. The run's status is read by its key
+    -- (docs/design/claim.md#planner-settings).
     for task in execute format(
       'select t.* from switchyard.step_tasks t
         where t.queue_name = $1 and t.status = ''queued''
@@ -99,7 +102,7 @@ begin
       recovered := recovered + 1;
     end loop;
   end if;
-  -- Run deadlines, on the same sweep (docs/ARCHITECTURE.md §14): one probe of an index of
+  -- Run deadlines, on the same sweep (docs/design/client.md): one probe of an index of
   -- started runs with a deadline, empty when no flow or start sets one.
   perform switchyard.cancel_overdue_runs();
   return recovered;

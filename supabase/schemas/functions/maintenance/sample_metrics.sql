@@ -1,4 +1,5 @@
--- Takes the minute's sample of the metrics (docs/ARCHITECTURE.md §16.3) when nobody has yet:
+-- Takes the minute's sample of the metrics
+-- (docs/design/observability.md#counters-histograms-and-levels) when nobody has yet:
 -- per catalogued queue, its counters and lag now (switchyard._metric_sample_now) as the row of
 -- switchyard.metric_samples for the minute of `now_at` (default clock_now()), the row the
 -- dashboard's charts and metrics_minutes take differences of. Then deletes the samples older

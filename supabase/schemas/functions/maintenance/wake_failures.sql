@@ -1,5 +1,5 @@
 -- The keep-alive's wakes whose HTTP answer was an error, per function, over the last
--- since_seconds, default 6 hours (docs/ARCHITECTURE.md §6, keep-alive): a request pg_net refused
+-- since_seconds, default 6 hours (docs/design/versions.md, keep-alive): a request pg_net refused
 -- (recorded with no request id), or pg_net's response (net._http_response, joined by request id)
 -- with a status of 400 or more, a timeout or an error message. pg_net keeps responses for 6 hours
 -- by default, so older wakes are unknown, not failed; a wake whose response has not arrived is

@@ -1,4 +1,5 @@
--- Creates or finds the private queue of a flow (docs/ARCHITECTURE.md §3): recorded in the queue
+-- Creates or finds the private queue of a flow (docs/design/overview.md#queue-ownership): recorded
+-- in the queue
 -- catalog with its owner, created in PGMQ when absent, its queue table tuned for churn
 -- (_tune_queue_table). Refuses a queue another flow owns or that is shared, and a name PGMQ
 -- spells several ways. The values it echoes are clipped.

@@ -1,5 +1,6 @@
--- Tunes the queue table of a queue the kit creates or adopts for its churn (docs/ARCHITECTURE.md
--- §3): every message is inserted, updated by the read and deleted by the archive, so a busy queue
+-- Tunes the queue table of a queue the kit creates or adopts for its churn
+-- (docs/design/overview.md#queue-ownership): every message is inserted, updated by the read and
+-- deleted by the archive, so a busy queue
 -- table holds few live rows and makes dead ones fast. PostgreSQL's defaults vacuum a table when its
 -- dead rows pass 50 + 20 % of its rows, throttled by the cost delay: a queue with a backlog waits
 -- for a fifth of it, and a vacuum of the small hot table queues behind the long throttled vacuums
@@ -12,7 +13,8 @@
 -- role does not own keeps its settings, with a warning naming the table and the statement to run.
 --
 -- It also gives the table the partial index of ranked messages (those of runs with a priority,
--- docs/ARCHITECTURE.md §5.14) that read_tasks reads them through, in rank order. The index holds
+-- docs/design/flow-control.md#priority-and-keys-in-turn) that read_tasks reads them through, in
+-- rank order. The index holds
 -- no entry for any other message, so a queue without priorities pays only its predicate's test
 -- on each write. Created once (its name is checked first): building it takes a SHARE lock, which
 -- waits for the writes in progress on the table and holds off new ones until the transaction

@@ -1,4 +1,4 @@
--- What is wrong with an expression a row trigger declares (docs/ARCHITECTURE.md §18), or null:
+-- What is wrong with an expression a row trigger declares (docs/design/ingestion.md), or null:
 -- it must be one SQL expression over the columns of `qualified` (as the generated function
 -- reads them, with an empty search_path), and of type `want_type` when one is given. It is
 -- typed, never run: pg_typeof of the expression over no row of the table.

@@ -1,4 +1,4 @@
--- Starts the run of one row for a row trigger (docs/ARCHITECTURE.md §18), called by the
+-- Starts the run of one row for a row trigger (docs/design/ingestion.md), called by the
 -- declaration's generated `_row_start_<name>` with the input, the declared key's value and the
 -- primary key's value it computed from the row, in the writer's (or the backfill's)
 -- transaction: a rolled back write starts nothing, a committed one has started its run.

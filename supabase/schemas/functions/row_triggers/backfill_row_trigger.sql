@@ -1,4 +1,4 @@
--- One batch of a row trigger's backfill (docs/ARCHITECTURE.md §18): starts the runs of the next
+-- One batch of a row trigger's backfill (docs/design/ingestion.md): starts the runs of the next
 -- `batch_size` rows (1 to 10000, default 500) of the table after the cursor, in primary-key
 -- order, through the declaration's row function (so its condition, input and key apply), and
 -- moves the cursor past them, all in the caller's transaction. Call it until `done`: each batch
@@ -9,7 +9,8 @@
 -- Safe while the app writes: while the backfill is pending, an insert's run and the backfill's
 -- run of a row share a per-row start key (or the declared key), so whichever comes second gets
 -- the first's run; a row committed after the last batch read the table was started by its
--- trigger, which no longer keys once the backfill is done (§18 has the argument).
+-- trigger, which no longer keys once the backfill is done (docs/design/ingestion.md has the
+-- argument).
 --
 -- Answers {name, rows, runs, done, total_rows, total_runs, after}: this batch's rows and the
 -- runs their starts returned (rows the condition passes), and the totals so far.

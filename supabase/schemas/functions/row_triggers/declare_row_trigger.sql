@@ -1,4 +1,4 @@
--- Declares that writes to a table of the app start runs of an alias (docs/ARCHITECTURE.md §18):
+-- Declares that writes to a table of the app start runs of an alias (docs/design/ingestion.md):
 -- records the declaration in switchyard.row_triggers, generates its functions and creates the
 -- trigger `switchyard_<name>` (after each row) on the table, all in the caller's transaction.
 --
@@ -14,7 +14,8 @@
 --   condition         a boolean SQL expression over the row's columns: rows where it is not
 --                     true start nothing
 --   key_by            the start key: 'row' (the primary key's value) or a column's value, with
---   mode, ttl, delay, max_delay  the start-key modes of start_flow (§5.13)
+--   mode, ttl, delay, max_delay  the start-key modes of start_flow
+-- (docs/design/flow-control.md#start-keys)
 --   backfill          true: a backfill of the rows the table already has is pending
 --                     (backfill_row_trigger)
 --

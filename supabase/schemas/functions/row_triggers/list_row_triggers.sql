@@ -1,4 +1,4 @@
--- Every row trigger declaration (docs/ARCHITECTURE.md §18) as _row_trigger_json answers one,
+-- Every row trigger declaration (docs/design/ingestion.md) as _row_trigger_json answers one,
 -- by name. For `switchyard trigger list` and the ops wrapper listRowTriggers. PL/pgSQL, so it
 -- may be created before _row_trigger_json, which takes the table's row type.
 create or replace function switchyard.list_row_triggers()

@@ -1,4 +1,4 @@
--- Removes a row trigger declaration (docs/ARCHITECTURE.md §18): its trigger on the table, its
+-- Removes a row trigger declaration (docs/design/ingestion.md): its trigger on the table, its
 -- generated functions and its row, in the caller's transaction. True if there was one, false
 -- if not (so a migration that removes it twice changes nothing). Like declaring, removing
 -- needs the CREATE privilege on schema switchyard (the migration role).

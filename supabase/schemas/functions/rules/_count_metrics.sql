@@ -1,4 +1,5 @@
--- Counts figures of the metrics (docs/ARCHITECTURE.md §16.3) for a statement's rows, given as
+-- Counts figures of the metrics (docs/design/observability.md#counters-histograms-and-levels) for a
+-- statement's rows, given as
 -- parallel arrays (one element per row; an array shorter than the rest, or null, is '' for a
 -- label and no observation for `seconds`; `metric_names` of one element names every row's
 -- figure): one upsert of switchyard.metric_counters per label

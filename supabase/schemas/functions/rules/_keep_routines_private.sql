@@ -1,6 +1,6 @@
 -- The event trigger's function (triggers.sql): revokes EXECUTE from PUBLIC, anon and
 -- authenticated on every routine created in schema switchyard, so a function is never callable
--- through PostgREST before privileges.sql runs again (docs/ARCHITECTURE.md §7, Privileges).
+-- through PostgREST before privileges.sql runs again (docs/design/supabase.md, Privileges).
 create or replace function switchyard._keep_routines_private()
 returns event_trigger
 language plpgsql

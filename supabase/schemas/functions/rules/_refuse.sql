@@ -1,4 +1,4 @@
--- Raises a refusal of the SQL core (docs/ARCHITECTURE.md §10, the SQL error contract): SQLSTATE
+-- Raises a refusal of the SQL core (docs/design/errors.md, the SQL error contract): SQLSTATE
 -- `code` (22023, 23505, 42501, 55000 or PT429), `message` for people (it names the value and the
 -- rule), and the DETAIL callers map by: a JSON object with `rule`, `argument` and `value` (cut to
 -- 200 characters, or null) and `context`'s fields besides; `hint` when given. The one place that

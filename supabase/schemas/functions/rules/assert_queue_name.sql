@@ -1,4 +1,5 @@
--- Refuses a queue name that breaks the naming rule (docs/ARCHITECTURE.md §2): the third place
+-- Refuses a queue name that breaks the naming rule (docs/design/overview.md#identity-rules): the
+-- third place
 -- the rule is checked, after the literal types and the runtime check. Returns the name.
 -- queue_name_problem words the rule; the detail names it (queue_name_missing, _format,
 -- _reserved_separator).

@@ -1,4 +1,5 @@
--- Refuses a flow, step or alias slug that breaks the slug rule (docs/ARCHITECTURE.md §2):
+-- Refuses a flow, step or alias slug that breaks the slug rule
+-- (docs/design/overview.md#identity-rules):
 -- letters, digits and single underscores, starting with a letter; `run` is reserved for steps.
 -- The value it echoes is clipped.
 create or replace function switchyard.assert_slug(kind text, slug text)

@@ -1,4 +1,4 @@
--- The SQL core's clock (docs/ARCHITECTURE.md §17): the time every time rule reads — wait
+-- The SQL core's clock (docs/design/clock.md): the time every time rule reads — wait
 -- timeouts, sleeps and `until`, delayed starts, run deadlines, retry and stall recovery, the
 -- lost-message grace, schedules, start keys' TTLs and delays, rate-limit refills, heartbeats, and
 -- every recorded time (column defaults included). It is now(), this transaction's start, and

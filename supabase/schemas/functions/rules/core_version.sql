@@ -1,4 +1,5 @@
--- The release of this database's SQL core (docs/ARCHITECTURE.md §8.3). A runtime checks it at
+-- The release of this database's SQL core (docs/design/testing.md#upgrades-with-work-in-flight). A
+-- runtime checks it at
 -- start, so a runtime deployed before its migrations refuses with "apply the migrations".
 create or replace function switchyard.core_version()
 returns text

@@ -25,7 +25,8 @@ begin
     when 'user_runs_per_minute' then
       select s.value into setting from switchyard.settings s where s.name = limit_value.name;
       return coalesce(setting::int, 60);
-    -- What one level of run priority is worth in waiting time, in seconds (§5.14).
+    -- What one level of run priority is worth in waiting time, in seconds
+    -- (docs/design/flow-control.md#priority-and-keys-in-turn).
     when 'priority_ageing_seconds' then
       select s.value into setting from switchyard.settings s where s.name = limit_value.name;
       return coalesce(setting::int, 60);

@@ -1,4 +1,4 @@
--- Every limit of the SQL core with its value (docs/ARCHITECTURE.md §13): the default, or the
+-- Every limit of the SQL core with its value (docs/design/limits.md): the default, or the
 -- operator's setting from switchyard.settings where one is set.
 create or replace function switchyard.limits()
 returns jsonb

@@ -1,4 +1,5 @@
--- The histogram bucket of an observation of `seconds` (docs/ARCHITECTURE.md §16.3): 1 for the
+-- The histogram bucket of an observation of `seconds`
+-- (docs/design/observability.md#counters-histograms-and-levels): 1 for the
 -- first bound of switchyard.metric_bucket_bounds() at or above it (Prometheus' le is
 -- inclusive), 17 past the last. width_bucket counts the bounds at or below its operand, so it
 -- counts the negated bounds, reversed, at or below the negated observation: the bounds at or

@@ -1,5 +1,6 @@
--- The upper bounds, in seconds, of every histogram bucket of the metrics (docs/ARCHITECTURE.md
--- §16.3): Prometheus' default buckets (5 ms to 10 s) and five more for long tasks, waits and
+-- The upper bounds, in seconds, of every histogram bucket of the metrics
+-- (docs/design/observability.md#counters-histograms-and-levels): Prometheus' default buckets (5 ms
+-- to 10 s) and five more for long tasks, waits and
 -- runs (30 s to 1 h). A bucket past the last one counts the rest (le="+Inf").
 create or replace function switchyard.metric_bucket_bounds()
 returns double precision[]

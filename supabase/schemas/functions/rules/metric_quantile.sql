@@ -1,7 +1,8 @@
 -- The `q` quantile, in seconds, of a histogram given as its count per bucket (`counts`, 17
 -- elements in the order of switchyard.metric_bucket, not cumulative: a difference of two
--- samples, say), interpolated as Prometheus' histogram_quantile() does (docs/ARCHITECTURE.md
--- §16.3): the first bucket whose cumulative count reaches q times the total, linearly between
+-- samples, say), interpolated as Prometheus' histogram_quantile() does
+-- (docs/design/observability.md#counters-histograms-and-levels): the first bucket whose cumulative
+-- count reaches q times the total, linearly between
 -- its bounds (0 below the first); the last finite bound (3600) when that is the +Inf bucket;
 -- null when the histogram counted nothing. So the dashboard's p95 of a minute equals
 -- histogram_quantile(0.95, ...) over the same bucket differences.

@@ -1,4 +1,4 @@
--- PGMQ's clock as it runs (docs/ARCHITECTURE.md §17): clock_timestamp(), the time PGMQ's send,
+-- PGMQ's clock as it runs (docs/design/clock.md): clock_timestamp(), the time PGMQ's send,
 -- read and set_vt compare a message's visibility (`vt`) with. The core's own reads and writes of
 -- `vt` (the ordered read, hiding claimed messages, prune, the dashboard's queue counts) use it, so
 -- they agree with PGMQ's. A test engine never replaces it: advancing a test clock moves the `vt`

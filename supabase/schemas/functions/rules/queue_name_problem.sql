@@ -1,4 +1,5 @@
--- Why a queue name breaks the naming rule (docs/ARCHITECTURE.md §2), in words that name the
+-- Why a queue name breaks the naming rule (docs/design/overview.md#identity-rules), in words that
+-- name the
 -- value and the rule, or null when it is valid. `explicit`: a routed name, which must not
 -- contain `__` (reserved for generated private names).
 create or replace function switchyard.queue_name_problem(name text, explicit boolean)

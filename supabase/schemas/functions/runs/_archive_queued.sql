@@ -1,6 +1,7 @@
 -- Archives every queued message of a run, one pgmq.archive per queue (a map step may have
 -- thousands): their tasks then classify as stale (the run is no longer started). The run's
--- tasks are read by key and filtered afterwards, as _fail_run does (docs/ARCHITECTURE.md §5.7:
+-- tasks are read by key and filtered afterwards, as _fail_run does
+-- (docs/design/claim.md#planner-settings:
 -- a status condition in the query let the planner read every live task of every queue).
 create or replace function switchyard._archive_queued(run uuid)
 returns void

@@ -1,5 +1,6 @@
 -- Refuses (22023) a start_flow whose start key arguments do not fit together
--- (docs/ARCHITECTURE.md §5.13): mode, ttl, delay and max_delay need a key; a key needs a mode
+-- (docs/design/flow-control.md#start-keys): mode, ttl, delay and max_delay need a key; a key needs
+-- a mode
 -- and no run_id (each names the run); ttl is dedupe's, delay and max_delay debounce's, and a
 -- debounce sets its own start, so it takes no start_at.
 create or replace function switchyard._check_start_key(

@@ -1,6 +1,7 @@
 -- The input a dependent step's handler receives and its condition is evaluated over: the
 -- outputs of its completed dependencies by slug; a skipped dependency is absent
--- (docs/ARCHITECTURE.md §5.9). start_tasks builds the same object inline for the claim.
+-- (docs/design/runs.md#ready-steps-conditions-and-skips). start_tasks builds the same object inline
+-- for the claim.
 create or replace function switchyard._dependency_outputs(run uuid, flow text, step text)
 returns jsonb
 language sql

@@ -1,7 +1,7 @@
 -- Final failure: the task, its step and its run fail, and the run's queued messages are
 -- archived. A step of a cancelled run stays cancelled, and the run too (only a started run
--- fails). The run is locked by its key and its status tested in code (docs/ARCHITECTURE.md
--- §5.7).
+-- fails). The run is locked by its key and its status tested in code
+-- (docs/design/claim.md#planner-settings).
 create or replace function switchyard._fail_run(task switchyard.step_tasks, error_text text)
 returns void
 language plpgsql
@@ -20,7 +20,7 @@ begin
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
   -- The run by key (locked), then its status: a status condition in the update let a plan
   -- made with stale statistics read every started run through runs_flow_started
-  -- (docs/ARCHITECTURE.md §5.7).
+  -- (docs/design/claim.md#planner-settings).
   select r.status into run_status from switchyard.runs r where r.run_id = task.run_id for update;
   if run_status = 'started' then
     update switchyard.runs r

@@ -2,7 +2,7 @@
 -- every check), raised while a tick or a completion worked on that run alone: the run fails
 -- naming what was being done, the error and its SQLSTATE, and its queued messages are
 -- archived, so the rest of the tick or the completion of a valid output goes on (docs/
--- ARCHITECTURE.md §5.11, "One run's bad value is that run's problem"). Step states are left as
+-- docs/design/waits.md, "One run's bad value is that run's problem"). Step states are left as
 -- they were: retry_run starts the run again where it stopped once the cause is fixed. The
 -- caller's subtransaction that raised is rolled back; the run's row lock is taken again here.
 -- Returns whether the run was failed (false: it is no longer started).

@@ -1,6 +1,6 @@
--- The alias a concrete flow is a version of (docs/ARCHITECTURE.md §6): the alias that lists it
+-- The alias a concrete flow is a version of (docs/design/versions.md): the alias that lists it
 -- as a member, else one whose active version it is; null for a flow of no alias. Fork and move
--- go only between versions of one alias (§14.1).
+-- go only between versions of one alias (docs/design/rerun.md).
 create or replace function switchyard._flow_alias(flow text)
 returns text
 language sql

@@ -1,4 +1,4 @@
--- Puts a queued task of a moved run onto its run's version (docs/ARCHITECTURE.md §14.1). A task
+-- Puts a queued task of a moved run onto its run's version (docs/design/rerun.md). A task
 -- names the version that queued it; move_run moves a run's queued tasks at once and leaves a
 -- running one naming the version its worker runs (drain_status counts it there until it ends).
 -- When such a task is queued again — a retry (fail_task_with), a hand-back (release_tasks), a

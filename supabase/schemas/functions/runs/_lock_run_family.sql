@@ -1,5 +1,5 @@
 -- Takes the row locks of a run's family in the one order every writer of two runs of it
--- follows (docs/ARCHITECTURE.md §5.11): bottom-up, deepest first (then by run id), the run's
+-- follows (docs/design/waits.md): bottom-up, deepest first (then by run id), the run's
 -- ancestors last. A child run's end holds the child's row (its writer took it) and the trigger
 -- runs_child_ended then takes its parent's; so cancel_run, which goes on to its children, takes
 -- them all here first instead of parent before child, and neither can wait for the other in a

@@ -1,4 +1,4 @@
--- Pauses a started run (docs/ARCHITECTURE.md §14.1) whose row lock the caller holds: pause_run,
+-- Pauses a started run (docs/design/rerun.md) whose row lock the caller holds: pause_run,
 -- or a step's whenExhausted 'pause' (_exhaust_task). The messages of its queued tasks are hidden
 -- for pause_hide_seconds() so no worker reads them; one read meanwhile (a successor queued by a
 -- task that finished, a message read just before) is classified 'paused' by the claim and hidden

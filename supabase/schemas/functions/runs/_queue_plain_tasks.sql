@@ -1,7 +1,8 @@
 -- Creates the tasks of plain ready steps (no condition, not a map) whose states were just moved
 -- to started: one task each (task index 0), its queue an immutable snapshot of the step's, its
 -- message sent with the step's start delay. The one implementation of successor start for plain
--- steps (docs/ARCHITECTURE.md §5.9): complete_tasks calls it for a batch's runs together,
+-- steps (docs/design/runs.md#ready-steps-conditions-and-skips): complete_tasks calls it for a
+-- batch's runs together,
 -- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
 -- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
 -- every queue numbers the messages as one send per step would. Returns the number of tasks.

@@ -1,5 +1,5 @@
 -- Makes `steps` of an ended run (rerun_run holds its tasks and its row) run again, in place
--- (docs/ARCHITECTURE.md §14.1): their messages still queued are archived and their tasks deleted
+-- (docs/design/rerun.md): their messages still queued are archived and their tasks deleted
 -- (with the tasks' failed attempts, checkpoints and progress windows), a wait step's kept signal
 -- is dropped (it waits again), and each state is 'created' again with its dependencies inside
 -- `steps` still to finish. The run counts `steps` as its remaining steps and its attempt floor

@@ -1,6 +1,6 @@
 -- Runs were inserted ('started') or changed status ('retried' when a failed run starts again):
 -- a statement trigger with transition tables (triggers.sql), one call and one insert of events
--- per statement whatever the number of rows (docs/ARCHITECTURE.md §14). Rows whose status did
+-- per statement whatever the number of rows (docs/design/client.md). Rows whose status did
 -- not change (a run's counters) write nothing. A run's own transitions update its row, so the
 -- run is locked before its event is numbered; the events follow the statement's order of rows.
 -- A transaction's notifications are delivered at commit and identical ones folded, so each run
@@ -54,7 +54,8 @@ begin
             order by t.ord)
     select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
       from t;
-    -- The counters (§16.3): a run that ended (completed, failed, cancelled) is an observation of
+    -- The counters (docs/design/observability.md#counters-histograms-and-levels): a run that ended
+    -- (completed, failed, cancelled) is an observation of
     -- the histogram of run durations, its end the outcome; a failed run started again is a
     -- retry. Only when a run's status changed (notified), so a run's countdown costs nothing.
     if notified > 0 then

@@ -1,4 +1,4 @@
--- Records an operator's action on a run (docs/ARCHITECTURE.md §14.1): a 'rerun', 'forked',
+-- Records an operator's action on a run (docs/design/rerun.md): a 'rerun', 'forked',
 -- 'moved', 'paused' or 'resumed' event with who did it and what in `data`, and the run's
 -- notification, as _run_event writes the status events (a flow with events: false writes no row;
 -- the notification still wakes waits). The caller holds the run's row lock, so the event's

@@ -1,4 +1,5 @@
--- Skips a step (docs/ARCHITECTURE.md §5.9): its state becomes 'skipped' with the reason; with
+-- Skips a step (docs/design/runs.md#ready-steps-conditions-and-skips): its state becomes 'skipped'
+-- with the reason; with
 -- `cascading`, every step that depends on it, transitively, is skipped too. The run's step
 -- count goes down by the number skipped, and the dependents of skipped steps that still wait
 -- count one dependency down (they run without the skipped output). Returns how many were

@@ -1,15 +1,16 @@
 -- Moves every created step of a run whose dependencies are done (completed or skipped) to
 -- started, then per step, in index order:
---   - a condition (docs/ARCHITECTURE.md §5.9) is evaluated here, in SQL only, over the step's
+--   - a condition (docs/design/runs.md#ready-steps-conditions-and-skips) is evaluated here, in SQL
+-- only, over the step's
 --     input (the run input for a root step, else _dependency_outputs): met when the input
 --     contains cond_if and does not contain cond_if_not (jsonb @>). Unmet: 'skip' skips the
 --     step, 'skip-cascade' also every step depending on it, 'fail' fails the run;
---   - a map step (docs/ARCHITECTURE.md §5.10) reads its array (the run input, or its one
+--   - a map step (docs/design/runs.md#map-steps) reads its array (the run input, or its one
 --     dependency's output): not an array fails the run naming the step and the value's type;
 --     more than max_map_elements() elements fails it with the count and the limit; an empty
 --     array completes the step with [] and no task; else one task per element, task_index
 --     0..n-1, every message sent in one pgmq.send_batch;
---   - a wait, sleep or flow step (docs/ARCHITECTURE.md §5.11) gets no task: _begin_wait
+--   - a wait, sleep or flow step (docs/design/waits.md) gets no task: _begin_wait
 --     delivers a signal kept for it, else the step waits (until signal_run or expire_waits
 --     ends it); a flow step starts its child run (_begin_child);
 --   - otherwise (a plain step) its task is created by _queue_plain_tasks, the one path of plain

@@ -1,5 +1,6 @@
 -- The body of a task's message. Claiming trusts only (queue_name, message_id); the body is for
--- humans and for the read's order (docs/ARCHITECTURE.md §5.14): `task_index` when given (a map
+-- humans and for the read's order (docs/design/flow-control.md#priority-and-keys-in-turn):
+-- `task_index` when given (a map
 -- task's element, a retried or re-sent task past index 0); `priority` and `ranked_at` (when the
 -- message may be read, in epoch seconds, less `priority` times priority_ageing_seconds) for a run
 -- of priority other than 0; `concurrency_key` for a step with keyed concurrency. A run of

@@ -1,5 +1,6 @@
--- What keeps a run's steps from going onto another concrete version (docs/ARCHITECTURE.md
--- §14.1), one readable line each, empty when the proof holds: every step whose state is kept
+-- What keeps a run's steps from going onto another concrete version
+-- (docs/design/rerun.md), one readable line each, empty when the proof holds: every step whose
+-- state is kept
 -- (`kept`: its output copied by a fork, or completed, skipped or started in a moved run) exists
 -- in `target` with the same slug, the same kind and the same dependencies, and every step named
 -- in `must_run` exists there. Steps of `target` not in `source` simply run. Read from the

@@ -1,4 +1,4 @@
--- One action over the runs a filter matches (docs/ARCHITECTURE.md §14.1): 'rerun' (rerun_run from
+-- One action over the runs a filter matches (docs/design/rerun.md): 'rerun' (rerun_run from
 -- `from_step` with `input_patch`), 'fork' (fork_run from `from_step` onto `to_flow`, with
 -- `input_patch` as the fork's whole input when given), 'move'
 -- (move_run onto `to_flow`), 'pause' or 'resume'. The filter: `flow_or_alias` (a run of that

@@ -1,4 +1,4 @@
--- Cancels the started runs whose deadline passed (docs/ARCHITECTURE.md §14, "Deadlines"), at
+-- Cancels the started runs whose deadline passed (docs/design/client.md, "Deadlines"), at
 -- most max_runs, soonest deadline first, through cancel_run with the reason 'deadline' (so the
 -- run's error reads "cancelled: deadline", its queued tasks are archived and its running
 -- handlers hear of it at their next heartbeat). Runs from every stall sweep, every keep-alive

@@ -1,4 +1,4 @@
--- Cancels a started run (docs/ARCHITECTURE.md §14); every transition is a run event. In one
+-- Cancels a started run (docs/design/client.md); every transition is a run event. In one
 -- transaction, holding the run's row lock (which complete_tasks and fail_task take too, so none
 -- of them interleaves):
 --   - the messages of its queued tasks are archived (nothing of the run stays visible) and
@@ -64,7 +64,7 @@ begin
      set status = 'cancelled', cancelled_at = switchyard.clock_now(),
          error = format('cancelled: %s', left(reason, 4000))
    where r.run_id = run.run_id;
-  -- Its child runs (flow steps, docs/ARCHITECTURE.md §5.11) that are still started, and theirs.
+  -- Its child runs (flow steps, docs/design/waits.md) that are still started, and theirs.
   for child in
     select c.run_id from switchyard.child_runs c
       join switchyard.runs r on r.run_id = c.run_id and r.status = 'started'

@@ -1,4 +1,4 @@
--- Forks a run from one of its steps (docs/ARCHITECTURE.md §14.1): a new run, `forked_from` and
+-- Forks a run from one of its steps (docs/design/rerun.md): a new run, `forked_from` and
 -- `from_step` naming its lineage, that keeps the output of every step of the original not
 -- depending on `from_step` (transitively) that completed or was skipped there, and runs the rest.
 -- `input` (default: the original's) is the new run's input; `to_flow` (default: the original's

@@ -1,4 +1,4 @@
--- The most elements one map step may fan out to (docs/ARCHITECTURE.md §5.10): a longer array
+-- The most elements one map step may fan out to (docs/design/runs.md#map-steps): a longer array
 -- fails the run with the count and this limit.
 create or replace function switchyard.max_map_elements()
 returns int

@@ -1,4 +1,4 @@
--- Moves a started run onto another concrete version of its alias (docs/ARCHITECTURE.md §14.1):
+-- Moves a started run onto another concrete version of its alias (docs/design/rerun.md):
 -- the way off a version with a bug without cancelling the work, and a drain that ends sooner.
 -- Accepted only when _version_problems proves it: every step of the run that completed, was
 -- skipped or started exists in `to_flow` with the same slug, kind and dependencies; what has not

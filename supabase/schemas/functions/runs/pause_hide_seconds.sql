@@ -1,5 +1,6 @@
--- How long a paused run's message stays hidden each time it is hidden (docs/ARCHITECTURE.md
--- §14.1): resume_run shows them again at once, so this only bounds how often a paused run's
+-- How long a paused run's message stays hidden each time it is hidden
+-- (docs/design/rerun.md): resume_run shows them again at once, so this only bounds how often a
+-- paused run's
 -- message is read and hidden again by a claim. One hour.
 create or replace function switchyard.pause_hide_seconds()
 returns int

@@ -1,4 +1,4 @@
--- Pauses a started run for an operator (docs/ARCHITECTURE.md §14.1): none of its tasks is claimed
+-- Pauses a started run for an operator (docs/design/rerun.md): none of its tasks is claimed
 -- until resume_run (a claim classifies them 'paused' and hides their messages); tasks a worker
 -- runs finish and their successors are queued but not claimed. Waits, sleeps and the run's
 -- deadline keep their rules (a paused run whose deadline passes is cancelled). `actor` (default:

@@ -1,4 +1,4 @@
--- Reruns an ended run in place from one of its steps (docs/ARCHITECTURE.md §14.1): `from_step`
+-- Reruns an ended run in place from one of its steps (docs/design/rerun.md): `from_step`
 -- and every step depending on it, transitively, run again with fresh attempts, and so does every
 -- step that did not end completed or skipped (a failed, cancelled or never started one has no
 -- output to keep); every other step keeps its output. `input_patch`, a JSON object, is merged
@@ -74,7 +74,7 @@ begin
     'input_patch', input_patch, 'previous_status', run.status));
   perform switchyard._rerun_steps(run.run_id, again);
   -- A traced run whose span was recorded at its end gets a span for its new life, a child of
-  -- that one (docs/ARCHITECTURE.md §16.2), as in retry_run.
+  -- that one (docs/design/observability.md#metrics-traces-and-charts), as in retry_run.
   update switchyard.runs r
      set status = 'started', output = null, error = null, completed_at = null, failed_at = null,
          cancelled_at = null, paused_at = null, pause_reason = null,

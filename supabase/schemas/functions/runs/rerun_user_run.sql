@@ -1,4 +1,4 @@
--- Reruns one of the signed-in user's own ended runs from a step (docs/ARCHITECTURE.md §14.1):
+-- Reruns one of the signed-in user's own ended runs from a step (docs/design/rerun.md):
 -- what rerun_run does, for a user (auth.uid()), only in a run they own (runs.owner), and only
 -- when an operator listed the run's alias (the one alias_members records for its concrete flow,
 -- or the flow's own slug for a flow started without one) in user_rerun_aliases. Refused with

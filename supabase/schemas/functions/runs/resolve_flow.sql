@@ -1,5 +1,5 @@
 -- The concrete flow a caller's name starts: the flow itself, or an alias's active version
--- (docs/ARCHITECTURE.md §6). Refuses a name that is neither (22023 flow_or_alias_unknown). The
+-- (docs/design/versions.md). Refuses a name that is neither (22023 flow_or_alias_unknown). The
 -- value it echoes is clipped.
 create or replace function switchyard.resolve_flow(flow_or_alias text)
 returns text

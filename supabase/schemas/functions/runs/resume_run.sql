@@ -1,4 +1,4 @@
--- Resumes a paused run (docs/ARCHITECTURE.md §14.1): every queued task's message is visible at
+-- Resumes a paused run (docs/design/rerun.md): every queued task's message is visible at
 -- once (a retry's backoff still to run is cut short), and a task that ran out of attempts under
 -- its step's whenExhausted 'pause' is queued again with a fresh budget of attempts (its attempt
 -- numbers count on, so a late answer of an earlier attempt is still ignored): the retry of that

@@ -46,7 +46,8 @@ begin
       context => jsonb_build_object('status', run.status));
   end if;
   -- A traced run whose span was recorded at its end gets a span for its new life, a child of
-  -- that one (docs/ARCHITECTURE.md §16.2): its trace context becomes the recorded span's, so
+  -- that one (docs/design/observability.md#metrics-traces-and-charts): its trace context becomes
+  -- the recorded span's, so
   -- run_span_context derives a new span id, which its new tasks and child runs name.
   update switchyard.runs r
      set status = 'started', failed_at = null, error = null,

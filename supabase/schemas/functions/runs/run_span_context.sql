@@ -1,4 +1,5 @@
--- The trace context of a run's span (docs/ARCHITECTURE.md §16.2), from the run and the trace
+-- The trace context of a run's span (docs/design/observability.md#metrics-traces-and-charts), from
+-- the run and the trace
 -- context it started with (its caller's, or its parent run's span for a child run): the same
 -- trace, flags, and a span id derived from both, the first 16 hex digits of the SHA-256 of
 -- '<run id>/<the caller's span id>'. Derived, never stored: a task's span is a child of it, a

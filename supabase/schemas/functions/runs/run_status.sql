@@ -1,5 +1,6 @@
--- One run's status document (docs/ARCHITECTURE.md §14): its status, input, output or error, owner
--- and times, its lineage (a fork's original and step) and pause (§14.1), with each step's state,
+-- One run's status document (docs/design/client.md): its status, input, output or error, owner
+-- and times, its lineage (a fork's original and step) and pause (docs/design/rerun.md), with each
+-- step's state,
 -- queue snapshot and attempts.
 create or replace function switchyard.run_status(run_id uuid)
 returns jsonb

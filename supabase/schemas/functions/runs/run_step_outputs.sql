@@ -1,6 +1,6 @@
 -- Every completed step's output of a run, by step slug (a map step's: its elements' outputs in
 -- element order), whatever the run's status; skipped and unfinished steps are absent. Null when
--- there is no such run. The client's stepOutputs() (docs/ARCHITECTURE.md §14).
+-- there is no such run. The client's stepOutputs() (docs/design/client.md).
 create or replace function switchyard.run_step_outputs(run_id uuid)
 returns jsonb
 language sql

@@ -1,4 +1,4 @@
--- The trace contexts of these runs' spans (run_span_context, docs/ARCHITECTURE.md §16), one row
+-- The trace contexts of these runs' spans (run_span_context, docs/design/observability.md), one row
 -- per run that started with one, by key: the parents of the worker's task spans, read for a
 -- claimed batch only while tracing records spans.
 create or replace function switchyard.run_trace_contexts(run_ids uuid[])

@@ -4,13 +4,15 @@
 -- start with the same id returns the existing run and starts nothing. The same id with
 -- another input, naming another flow, or for another owner, is refused (23505). Two concurrent
 -- starts with one id create one run: the second insert waits for the first on the primary key
--- and then finds its row (docs/ARCHITECTURE.md §5.8).
+-- and then finds its row (docs/design/runs.md#starting-a-run).
 --
 -- `owner` (optional) records who the run is for: its events carry it for row-level security
--- (docs/ARCHITECTURE.md §14). `start_at` (optional) delays the steps (§5.11, start_flow_at);
+-- (docs/design/client.md). `start_at` (optional) delays the steps (docs/design/waits.md,
+-- start_flow_at);
 -- `deadline_at` (optional) is the run's deadline, or the flow's runTimeout if that is sooner.
 --
--- `key` with `mode` (optional, docs/ARCHITECTURE.md §5.13) names the start in the scope of
+-- `key` with `mode` (optional, docs/design/flow-control.md#start-keys) names the start in the scope
+-- of
 -- `flow_or_alias`, in the caller's transaction (a rolled back start leaves no key):
 -- 'singleton' returns the open run of the key, if any; 'dedupe' returns the key's run while it
 -- is open and `ttl` seconds (default 86400) after it ended; 'debounce' starts the run `delay`
@@ -22,10 +24,11 @@
 -- resolves to this function.
 --
 -- `trace_context` (optional) is the caller's W3C traceparent, stored with a new run so the spans
--- of its tasks join the caller's trace (docs/ARCHITECTURE.md §16).
+-- of its tasks join the caller's trace (docs/design/observability.md).
 --
 -- `priority` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
--- first, each level worth priority_ageing_seconds of waiting (docs/ARCHITECTURE.md §5.14).
+-- first, each level worth priority_ageing_seconds of waiting
+-- (docs/design/flow-control.md#priority-and-keys-in-turn).
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
@@ -165,7 +168,7 @@ begin
     end if;
   end if;
 
-  -- The run's deadline (docs/ARCHITECTURE.md §14): the flow's runTimeout from now, or the
+  -- The run's deadline (docs/design/client.md): the flow's runTimeout from now, or the
   -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
                                deadline_at, trace_context, priority)
@@ -214,7 +217,8 @@ begin
   insert into switchyard.step_states (run_id, flow_slug, step_slug, remaining_deps)
   select new_run, st.flow_slug, st.step_slug, st.deps_count
     from switchyard.steps st where st.flow_slug = concrete;
-  -- The first run with a priority on a queue turns on that queue's priority read (§5.14); the
+  -- The first run with a priority on a queue turns on that queue's priority read
+  -- (docs/design/flow-control.md#priority-and-keys-in-turn); the
   -- row is written once, so later starts take no lock.
   if coalesce(start_flow.priority, 0) <> 0 then
     update switchyard.queues q set priority_used_at = switchyard.clock_now()
@@ -222,7 +226,7 @@ begin
        and q.queue_name in (select st.queue_name from switchyard.steps st
                              where st.flow_slug = concrete and st.queue_name is not null);
   end if;
-  -- A delayed start (start_at in the future, or a debounce, docs/ARCHITECTURE.md §5.11): the
+  -- A delayed start (start_at in the future, or a debounce, docs/design/waits.md): the
   -- steps start when expire_waits finds the run due.
   if begins is null or begins <= switchyard.clock_now() then
     perform switchyard._start_ready_steps(new_run);

@@ -1,5 +1,6 @@
 -- Starts a run as start_flow does with start_at (the same idempotent run_id, owner and
--- refusals), whose steps start at start_at instead of now (docs/ARCHITECTURE.md §5.11): the run is 'started' at
+-- refusals), whose steps start at start_at instead of now (docs/design/waits.md): the run is
+-- 'started' at
 -- once (it keeps the version the alias names now, and counts as open for drain), its steps
 -- begin on the first switchyard.expire_waits at or after start_at (the keep-alive tick), so up
 -- to one tick late. A time not in the future starts at once; at most 365 days ahead.

@@ -1,4 +1,4 @@
--- Starts a run for the signed-in user (docs/ARCHITECTURE.md §14): only an alias an operator put
+-- Starts a run for the signed-in user (docs/design/client.md): only an alias an operator put
 -- in user_start_aliases, owned by auth.uid(), at most user_runs_per_minute a minute (PT429).
 -- The values it echoes are clipped.
 create or replace function switchyard.start_user_run(

@@ -1,5 +1,6 @@
--- Up to `max_runs` traced runs that ended and whose span nobody recorded yet (docs/ARCHITECTURE.md
--- §16.2), marked taken: a worker records each one's span (switchyard.run, its start to its end,
+-- Up to `max_runs` traced runs that ended and whose span nobody recorded yet
+-- (docs/design/observability.md#metrics-traces-and-charts), marked taken: a worker records each
+-- one's span (switchyard.run, its start to its end,
 -- with its outcome) as the child of the trace context the run started with, with the span id of
 -- run_span_context. Locked with skip locked, so two workers never take the same run; read
 -- through runs_span_pending, which holds only traced runs not yet taken. A run retried or rerun

@@ -1,4 +1,4 @@
--- Creates a schedule (docs/ARCHITECTURE.md §15): from now on every tick of `cron` in
+-- Creates a schedule (docs/design/schedules.md): from now on every tick of `cron` in
 -- `time_zone` starts `alias` with `input`, exactly once. Refuses bad fields with their rule
 -- (see _schedule_problem) and an existing name (23505 schedule_exists). Returns the schedule.
 create or replace function switchyard.create_schedule(

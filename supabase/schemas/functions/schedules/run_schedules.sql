@@ -1,4 +1,4 @@
--- The scheduler's tick (docs/ARCHITECTURE.md §15): for every enabled schedule, the ticks of its
+-- The scheduler's tick (docs/design/schedules.md): for every enabled schedule, the ticks of its
 -- cron after the last look and at most `now_at`, chosen by its catch-up policy, fire
 -- (_fire_schedule); a queued tick starts when its schedule has no open run. Runs from a pg_cron
 -- job (schedule_schedules), from every keep-alive tick, or by hand; `now_at` lets a test drive
@@ -37,7 +37,7 @@ begin
              for update skip locked loop
     -- Each schedule in a subtransaction of its own: an error no rule foresaw (a row that got
     -- past every check) is a warning naming the schedule, which is looked at again next tick;
-    -- it never stops another schedule nor the rest of the tick (docs/ARCHITECTURE.md §5.11).
+    -- it never stops another schedule nor the rest of the tick (docs/design/waits.md).
     begin
       from_at := coalesce(s.checked_until, s.created_at);
       if from_at < now_at then

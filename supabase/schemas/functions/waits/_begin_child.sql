@@ -1,4 +1,4 @@
--- A 'flow' step just moved to started (docs/ARCHITECTURE.md §5.11): starts its child run, a run
+-- A 'flow' step just moved to started (docs/design/waits.md): starts its child run, a run
 -- of the active version of the step's alias whose input is the step's input (the run input for
 -- a root step, else its dependencies' outputs) and whose owner is the parent's. The child's id
 -- is derived from the parent's run and step (_child_run_id, never a shape a signed-in user may
@@ -31,8 +31,10 @@ begin
       step_input := switchyard._dependency_outputs(run, flow, step);
     end if;
     begin
-      -- The child runs at its parent's priority (§5.14), in its trace under the parent run's
-      -- span (§16.2).
+      -- The child runs at its parent's priority
+      -- (docs/design/flow-control.md#priority-and-keys-in-turn), in its trace under the parent
+      -- run's
+      -- span (docs/design/observability.md#metrics-traces-and-charts).
       child := switchyard.start_flow(st.child_alias, step_input,
                                      switchyard._child_run_id(run, step), parent.owner,
                                      priority => parent.priority,

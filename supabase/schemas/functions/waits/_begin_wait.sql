@@ -3,7 +3,7 @@
 -- arrived early gets it now (returns true: the step is done, its dependents may be ready);
 -- else the step waits (returns false): its deadline is set from its timeout (a wait without
 -- one waits until signalled or cancelled) and a 'waiting' event is recorded. No task, no
--- message: nothing runs while it waits (docs/ARCHITECTURE.md §5.11).
+-- message: nothing runs while it waits (docs/design/waits.md).
 -- A sleep until a time reads it now, at the step's path of the run input or of the step's
 -- input: a string that is not an ISO 8601 timestamp with a time zone, at most 365 days ahead,
 -- fails the step and the run naming the path, the value and the rule (returns true); a time

@@ -1,7 +1,7 @@
 -- Runs ended (a statement trigger on runs with transition tables: one call per statement, one
 -- join of its ended runs with child_runs by key). Each ended run that is the child run of a
 -- 'flow' step (child_runs), in the statement's order, ends that step with it (docs/
--- ARCHITECTURE.md §5.11), holding the parent's row lock (taken after the child's, which the
+-- docs/design/waits.md), holding the parent's row lock (taken after the child's, which the
 -- ending transaction holds): completed, the step completes with the child's output and the
 -- parent goes on; failed, the step and the parent fail naming the child's error; cancelled, the
 -- parent is cancelled too. A parent that is not started, or a step no longer waiting (a retry

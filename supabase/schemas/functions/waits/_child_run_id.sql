@@ -1,4 +1,4 @@
--- The run id of a 'flow' step's child (docs/ARCHITECTURE.md §5.11): derived from the parent run
+-- The run id of a 'flow' step's child (docs/design/waits.md): derived from the parent run
 -- and the step, so a retry of the parent finds the same child (child_runs keeps the link too).
 -- Shaped as a version-8 UUID (RFC 9562's custom version) from an MD5 of the pair: anyone who
 -- knows the parent's id can compute it, but it never has the shape of a random (version 4) id,

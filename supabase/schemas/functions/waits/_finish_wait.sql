@@ -1,4 +1,4 @@
--- Ends a started wait or sleep step (docs/ARCHITECTURE.md §5.11) without starting anything:
+-- Ends a started wait or sleep step (docs/design/waits.md) without starting anything:
 --   - 'signalled': its kept signal is marked delivered and its payload becomes the output;
 --   - 'slept': a sleep's time is up, its output is null;
 --   - 'timed out': a wait's timeout, as its on_timeout says: 'skip' skips the step (its

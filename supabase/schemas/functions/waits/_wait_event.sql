@@ -1,7 +1,7 @@
--- Records one of a wait step's own run events (docs/ARCHITECTURE.md §5.11): 'waiting' (no
+-- Records one of a wait step's own run events (docs/design/waits.md): 'waiting' (no
 -- signal yet, the step waits), 'signalled' (its signal is delivered) or 'timed out', next to
 -- the status events the triggers write. The caller holds the run's row lock. A flow with
--- events: false writes no row, and still notifies (§14).
+-- events: false writes no row, and still notifies (docs/design/client.md).
 create or replace function switchyard._wait_event(run uuid, flow text, step text, event text)
 returns void
 language sql

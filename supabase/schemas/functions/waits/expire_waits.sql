@@ -1,8 +1,9 @@
 -- Begins the delayed starts that are due (start_flow_at), then ends the wait and sleep steps
--- whose time is up (docs/ARCHITECTURE.md §5.11), oldest first, at most max_steps of each: a
+-- whose time is up (docs/design/waits.md), oldest first, at most max_steps of each: a
 -- delayed run's ready steps start; a sleep completes, a wait times out as its onTimeout
 -- says ('fail' fails the run, 'skip' skips the step), and the ready steps after them start.
--- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs §6), so waits end
+-- The SQL core's own clock: keep_alive runs it on every tick (pg_cron, docs/design/versions.md), so
+-- waits end
 -- with no worker alive; call it from any scheduler, or a test. A run another transaction
 -- holds (a signal being sent) is left for the next call. Each run is worked on in a
 -- subtransaction of its own: an error no rule foresaw fails that run alone

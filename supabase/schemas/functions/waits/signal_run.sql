@@ -1,4 +1,4 @@
--- Signals a wait step of a run (docs/ARCHITECTURE.md §5.11): the payload becomes the step's
+-- Signals a wait step of a run (docs/design/waits.md): the payload becomes the step's
 -- output. Callable inside the application's own transaction (a trigger on its table, say):
 -- the signal exists only once that transaction commits. Holding the run's row lock:
 --   - the step waits: the signal is delivered now, its dependents start ('delivered');
@@ -111,7 +111,8 @@ begin
   end if;
   insert into switchyard.run_signals (run_id, step_slug, signal_key, payload)
   values (run.run_id, st.step_slug, key, value);
-  -- The counter of signals (§16.3), by outcome.
+  -- The counter of signals (docs/design/observability.md#counters-histograms-and-levels), by
+  -- outcome.
   perform switchyard._count_metrics(array['signals'], null, array[run.flow_slug], array[st.step_slug],
     array[case when state.status = 'created' then 'kept' else 'delivered' end]);
   if state.status = 'created' then

@@ -1,4 +1,4 @@
--- Signals a wait step of a run from a browser (docs/ARCHITECTURE.md §14): what signal_run does,
+-- Signals a wait step of a run from a browser (docs/design/client.md): what signal_run does,
 -- for a signed-in user (auth.uid()) and only in a run they own (runs.owner), and only for a
 -- step an operator listed for the run's alias in user_signal_steps. Refused with 42501 (PostgREST
 -- answers 403), changing nothing: no signed-in user (not_signed_in); a run that does not exist

@@ -1,5 +1,6 @@
 -- Function names (at most 63 characters) and their queue, which must be in the queue catalog
--- (docs/ARCHITECTURE.md §3): register_function no longer accepts a queue that exists nowhere
+-- (docs/design/overview.md#queue-ownership): register_function no longer accepts a queue that
+-- exists nowhere
 -- (the scaffold's migration provisions its shared queue first), register_worker already checks.
 create or replace function switchyard._check_worker_function()
 returns trigger

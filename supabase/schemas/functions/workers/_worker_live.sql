@@ -1,4 +1,4 @@
--- Whether a worker is live (docs/ARCHITECTURE.md §6): running (_worker_running) and not asked to
+-- Whether a worker is live (docs/design/versions.md): running (_worker_running) and not asked to
 -- stop. Plain SQL without a SET clause, so the planner inlines it into its callers.
 create or replace function switchyard._worker_live(
   stopped_at timestamptz, deprecated_at timestamptz, last_heartbeat_at timestamptz,

@@ -1,4 +1,4 @@
--- Worker liveness (docs/ARCHITECTURE.md §6), defined once for every SQL function that asks.
+-- Worker liveness (docs/design/versions.md), defined once for every SQL function that asks.
 --   running: not stopped, and heart-beat within the window (a worker that crashed without
 --            stopping stops counting once its heartbeat is that old). A deprecated worker
 --            still runs until it stops: a fence waits for it (fence_status), and stall

@@ -1,4 +1,4 @@
--- Opens the fenced rollout (docs/ARCHITECTURE.md §6): records every given queue function's
+-- Opens the fenced rollout (docs/design/versions.md): records every given queue function's
 -- enabled flag, disables them and deprecates their workers, so no old worker takes work while
 -- the new version deploys. Fences do not nest (SY010); unknown functions are refused (SY003).
 create or replace function switchyard.fence_begin(function_names text[])

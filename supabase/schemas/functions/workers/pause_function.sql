@@ -1,4 +1,5 @@
--- Pauses a queue function durably (docs/ARCHITECTURE.md §9): its workers stop taking work and
+-- Pauses a queue function durably (docs/design/worker.md#worker-states-and-parts): its workers stop
+-- taking work and
 -- a new worker refuses to start until resume_function. The reason is required and kept.
 create or replace function switchyard.pause_function(function_name text, reason text)
 returns boolean

@@ -1,5 +1,6 @@
--- Moves the messages that paused a queue function (an unsupported batch, docs/ARCHITECTURE.md
--- §5.3) and have no task out of its queue into switchyard.quarantined_messages, with their
+-- Moves the messages that paused a queue function (an unsupported batch,
+-- docs/design/claim.md#the-unsupported-batch) and have no task out of its queue into
+-- switchyard.quarantined_messages, with their
 -- bodies; resumes the function when none of them had a task. Returns what it moved, what had a
 -- task and what was already gone.
 create or replace function switchyard.quarantine_messages(function_name text)

@@ -1,6 +1,7 @@
 -- Records that a queue function's worker refused to start (the error of its HTTP answer:
 -- function_paused, function_disabled, coverage, worker_config, start_failed) or paused on
--- unsupported work, with the message it logged (docs/ARCHITECTURE.md §9.1). One row per function
+-- unsupported work, with the message it logged
+-- (docs/design/worker.md#refusals-are-seen-where-operators-look). One row per function
 -- and kind: a repeat moves last_at, counts and keeps the latest message, cut at 2000 characters
 -- (a record is never refused for its length). The worker calls it best effort.
 create or replace function switchyard.record_refusal(function_name text, refusal text, message text)

@@ -2,7 +2,7 @@
 -- never re-enables a disabled or paused queue function: those refuse to start. The
 -- supported pairs are stored once, as a row set, for the claim path. The heartbeat
 -- window is stored with the worker: stall recovery judges each worker by its own
--- (docs/ARCHITECTURE.md §5.6).
+-- (docs/design/claim.md#stall-recovery).
 create or replace function switchyard.register_worker(
   worker_id uuid, queue_name text, function_name text, supported_pairs text[],
   heartbeat_window_seconds int default 15

@@ -1,4 +1,5 @@
--- Resumes a paused queue function: the only way back from a pause (docs/ARCHITECTURE.md §9).
+-- Resumes a paused queue function: the only way back from a pause
+-- (docs/design/worker.md#worker-states-and-parts).
 create or replace function switchyard.resume_function(function_name text)
 returns boolean
 language plpgsql

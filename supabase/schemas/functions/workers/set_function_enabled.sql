@@ -1,4 +1,4 @@
--- Sets a queue function's enabled flag (the fenced rollout's switch, docs/ARCHITECTURE.md §6): a
+-- Sets a queue function's enabled flag (the fenced rollout's switch, docs/design/versions.md): a
 -- disabled function's new workers refuse to start and its live ones stop.
 create or replace function switchyard.set_function_enabled(function_name text, enabled boolean)
 returns boolean

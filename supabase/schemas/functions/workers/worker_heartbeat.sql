@@ -1,10 +1,12 @@
--- The heartbeat of a 0.4.0 runtime (docs/ARCHITECTURE.md §9, "Cancellation reaches handlers"):
+-- The heartbeat of a 0.4.0 runtime (docs/design/worker.md#worker-states-and-parts, "Cancellation
+-- reaches handlers"):
 -- switchyard.heartbeat's state ('ok', 'deprecated', 'paused' or 'disabled'), and the runs of the
 -- tasks this worker holds started that are no longer started (cancelled, or failed by another
 -- task), each with its status and error, so the worker aborts those handlers' signals. One
 -- probe of the worker's started tasks (index step_tasks_worker) per heartbeat: no extra round
 -- trip per task. switchyard.heartbeat stays for older runtimes. The first heartbeat of a minute
--- also takes the minute's sample of the metrics (sample_metrics, docs/ARCHITECTURE.md §16.3),
+-- also takes the minute's sample of the metrics (sample_metrics,
+-- docs/design/observability.md#counters-histograms-and-levels),
 -- in a subtransaction whose failure is a warning, never the heartbeat's; every other one makes
 -- one key probe of metric_samples.
 create or replace function switchyard.worker_heartbeat(worker_id uuid)

@@ -1,5 +1,5 @@
 -- Every recorded time of the SQL core comes from its clock, switchyard.clock_now()
--- (docs/ARCHITECTURE.md §17), column defaults included, as tables/*.sql declare them. The function
+-- (docs/design/clock.md), column defaults included, as tables/*.sql declare them. The function
 -- is now(), so rows written before and after this step read the same clock.
 alter table switchyard.queues
   alter column created_at set default switchyard.clock_now();

@@ -1,4 +1,5 @@
--- The counters start from the history (issue 42, docs/ARCHITECTURE.md §16.3): a database upgraded
+-- The counters start from the history (issue 42,
+-- docs/design/observability.md#counters-histograms-and-levels): a database upgraded
 -- from 0.4.0 counts on from what its rows still hold (what prune has not deleted), not from zero.
 -- One pass over the tasks, the failed attempts and the ended runs, in the migration:
 --   claims            every attempt a task used (attempts_count); retries those after its first

@@ -1,4 +1,4 @@
--- Rerun, fork, move and pause (issue 41, docs/ARCHITECTURE.md §14.1), as
+-- Rerun, fork, move and pause (issue 41, docs/design/rerun.md), as
 -- supabase/schemas/tables/040_runs.sql, 020_flows.sql and 046_run_events.sql have them: the runs'
 -- lineage, pause and attempt floor, the events naming those actions, and whenExhausted 'pause'.
 -- Nullable columns and a constant default rewrite nothing; the widened checks are added NOT VALID

@@ -1,5 +1,6 @@
 -- Counters and histograms (issue 42), as supabase/schemas/tables/120_metric_counters.sql creates them.
--- The monotonic counters and histograms of the metrics (docs/ARCHITECTURE.md §16.3): what
+-- The monotonic counters and histograms of the metrics
+-- (docs/design/observability.md#counters-histograms-and-levels): what
 -- Prometheus' rate(), increase() and histogram_quantile() read. One row per figure, label set,
 -- histogram bucket and shard; a figure is the sum of its rows. The shard is the backend process
 -- id of the session that counted: a backend runs one transaction at a time, so two transactions

@@ -1,4 +1,5 @@
--- Run spans (issue 42, docs/ARCHITECTURE.md §16.2), as supabase/schemas/tables/040_runs.sql
+-- Run spans (issue 42, docs/design/observability.md#metrics-traces-and-charts), as
+-- supabase/schemas/tables/040_runs.sql
 -- declares them. Runs that ended before this step get no span: they are marked taken.
 alter table switchyard.runs add column run_span_taken boolean not null default false;
 update switchyard.runs set run_span_taken = true

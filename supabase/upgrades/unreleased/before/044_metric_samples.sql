@@ -1,6 +1,7 @@
 -- Per-minute samples of the counters (issue 42), as supabase/schemas/tables/121_metric_samples.sql
 -- creates them. The charts start from the first sample: the minutes before it show nothing.
--- The per-minute samples of the counters (docs/ARCHITECTURE.md §16.3), what the dashboard's
+-- The per-minute samples of the counters
+-- (docs/design/observability.md#counters-histograms-and-levels), what the dashboard's
 -- charts and the view metrics_minutes are differences of: one row per queue and minute, the
 -- queue's counters of switchyard.metric_counters (summed over flows, steps and shards) and its
 -- lag as they were when switchyard.sample_metrics took it, the first time in that minute (a

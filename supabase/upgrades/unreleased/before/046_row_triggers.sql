@@ -1,4 +1,5 @@
--- Row triggers (issue 43, docs/ARCHITECTURE.md §18), as supabase/schemas/tables/130_row_triggers.sql
+-- Row triggers (issue 43, docs/design/ingestion.md), as
+-- supabase/schemas/tables/130_row_triggers.sql
 -- creates them: the declarations and their backfills.
 create table switchyard.row_triggers (
   name text primary key check (name ~ '^[a-z][a-z0-9_]{0,46}$'),
