@@ -51,6 +51,8 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/unit/sql/deno_executable_test.ts',
     'tests/unit/sql/ended_socket_test.ts',
     'tests/unit/tiers_test.ts',
+    'tests/unit/troubleshooting_test.ts',
+    'tests/unit/tools/api_html_test.ts',
     'tests/unit/tools/bench_table_test.ts',
     'tests/unit/tools/npm_node_test.ts',
     'tests/unit/tools/release_test.ts',
