@@ -214,7 +214,7 @@ const asRecordRow = ([label, measured, sideBySide, ratio, target, result]: Row) 
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
     console.log(
-      'usage: deno task bench [--quick] [--only=1,...,17] [--json=PATH] [--explain] [--profile]\n' +
+      'usage: deno task bench [--quick] [--only=1,...,18] [--json=PATH] [--explain] [--profile]\n' +
         '                       [--rounds=N] [--batch=N] [--concurrency=N] [--connections=N]\n' +
         '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n' +
         '                       [--history-rounds=N] [--history-runs=N]\n\n' +

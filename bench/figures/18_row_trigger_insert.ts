@@ -31,6 +31,8 @@ async function rowTriggerInsert(db: BenchDatabase, o: Options) {
     ),
   ];
   await compile(sql, registry);
+  await sql`select switchyard.sync_alias('bench_row', array['benchRowV1'])`;
+  await sql`select switchyard.sync_alias('bench_row_batch', array['benchRowBatchV1'])`;
   for (const side of ['bare', 'trigger', 'batch'] as const) {
     await sql.unsafe(`create table if not exists public.bench_${side} (id bigint primary key,
                         account int not null, body text not null)`);
