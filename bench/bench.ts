@@ -58,6 +58,7 @@ import { figure as figure14 } from './figures/14_metrics.ts';
 import { figure as figure15 } from './figures/15_events_option.ts';
 import { figure as figure16 } from './figures/16_scale.ts';
 import { figure as figure17 } from './figures/17_test_engine.ts';
+import { figure as figure18 } from './figures/18_row_trigger_insert.ts';
 
 /** Every figure, by number. */
 const ALL: readonly Figure[] = [
@@ -78,6 +79,7 @@ const ALL: readonly Figure[] = [
   figure15,
   figure16,
   figure17,
+  figure18,
 ];
 const FIGURES = ALL.map((f) => f.number);
 
@@ -212,7 +214,7 @@ const asRecordRow = ([label, measured, sideBySide, ratio, target, result]: Row) 
 async function main() {
   if (Deno.args.includes('--help') || Deno.args.includes('-h')) {
     console.log(
-      'usage: deno task bench [--quick] [--only=1,...,17] [--json=PATH] [--explain] [--profile]\n' +
+      'usage: deno task bench [--quick] [--only=1,...,18] [--json=PATH] [--explain] [--profile]\n' +
         '                       [--rounds=N] [--batch=N] [--concurrency=N] [--connections=N]\n' +
         '                       [--baseline=<git revision>] [--pgflow-version=X.Y.Z]\n' +
         '                       [--history-rounds=N] [--history-runs=N]\n\n' +

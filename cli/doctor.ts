@@ -372,6 +372,19 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
       `${task('scaffold-queue', w.queueName)}, ${push}, then ${sb} functions deploy`,
     );
   }
+  // batches (docs/design/batching.md): the tick closes them; overdue means it is not running
+  for (const b of facts.stuckBatches ?? []) {
+    add(
+      'batches',
+      `batch ${JSON.stringify(b.batchKey)} of ${b.startedAs} (${b.size} event(s)) ` +
+        (b.lastError === null
+          ? `should have closed at ${b.closeAt.toISOString()}: no tick is closing batches`
+          : `fails to close: ${b.lastError}`),
+      b.lastError === null
+        ? 'schedule the tick: select switchyard.schedule_schedules() (or the keep-alive job)'
+        : `fix what the error says (is alias ${b.startedAs} still there?); the next tick retries`,
+    );
+  }
   for (const w of facts.waiting) {
     const functions = served(w.queueName);
     if (functions.length === 0 || functions.some((f) => f.liveWorkers > 0)) continue;

@@ -39,8 +39,10 @@ const USAGE = `usage: ${commandName('trigger')} <command> [<name>] [options]
 Commands:
   add <name> --table T --alias A [--events insert,update,delete] [--columns a,b | --input EXPR]
              [--when EXPR] [--key row|COLUMN --mode singleton|dedupe|debounce [--ttl S]
-             [--delay S] [--max-delay S]] [--backfill] [--project DIR]
+             [--delay S] [--max-delay S]] [--backfill] [--batch-by table|COLUMN|EXPR]
+             [--project DIR]
                           write a migration declaring that writes to table T start runs of A
+                          (with --batch-by: join batches of A's batched flow)
   remove <name> [--project DIR]   write a migration removing the declaration
   list                            every declaration and its backfill (DATABASE_URL)
   backfill <name> [--batch-size N] [--max-batches N]
@@ -55,6 +57,7 @@ const OPTIONS = {
   input: { type: 'string' },
   when: { type: 'string' },
   key: { type: 'string' },
+  'batch-by': { type: 'string' },
   mode: { type: 'string' },
   ttl: { type: 'string' },
   delay: { type: 'string' },
@@ -84,12 +87,13 @@ function line(t: RowTrigger): string {
     ? `input ${t.inputExpression}`
     : 'input the row';
   const key = t.keyBy ? `  key ${t.keyBy} ${t.mode}` : '';
+  const batch = t.batchBy ? `  batch by ${t.batchBy}` : '';
   const backfill = t.backfill
     ? `  backfill ${t.backfill.state} (${t.backfill.rows} rows, ${t.backfill.runs} runs, ` +
       `${t.backfill.batches} batches)`
     : '';
   return `${t.name}  ${t.events.join(',')} on ${t.table} -> ${t.alias}  ${input}` +
-    `${t.condition ? `  when ${t.condition}` : ''}${key}${backfill}` +
+    `${t.condition ? `  when ${t.condition}` : ''}${key}${batch}${backfill}` +
     `${t.installed ? '' : '  TRIGGER MISSING from the table'}`;
 }
 
@@ -160,6 +164,7 @@ async function writeCommand(args: string[]): Promise<never> {
         delay: wholeNumber('delay', values.delay),
         maxDelay: wholeNumber('max-delay', values['max-delay']),
         backfill: values.backfill,
+        batchBy: values['batch-by'],
       };
       const path = await writeMigration(
         values.project,

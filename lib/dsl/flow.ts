@@ -316,6 +316,8 @@ const OPTION_RULES = {
   startDelay: { min: 0, max: 86400, unit: ' seconds' },
   timeoutSeconds: { min: 1, max: 31536000, unit: ' seconds' },
   runTimeout: { min: 1, max: 31536000, unit: ' seconds' },
+  maxSize: { min: 1, max: 10000, unit: ' events' },
+  batchTimeout: { min: 1, max: 86400, unit: ' seconds' },
 } as const;
 
 const WAIT_OPTION_KEYS = new Set(['slug', 'dependsOn', 'payload', 'timeout', 'onTimeout']);
@@ -356,6 +358,36 @@ function checkEvents(owner: string, value: unknown): boolean {
   return value;
 }
 
+/** The flow option `batch` (docs/guide/batching.md): `{ maxSize, timeout }`, both required. */
+function checkBatch(
+  owner: string,
+  value: unknown,
+): { readonly maxSize: number; readonly timeout: number } | undefined {
+  if (value === undefined) return undefined;
+  const rule = 'use { maxSize: 1 to 10000, timeout: 1 to 86400 seconds }';
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new FlowDefinitionError(
+      `${owner} option batch ${describeValue(value)} is invalid: ${rule}`,
+    );
+  }
+  const extra = Object.keys(value).filter((k) => k !== 'maxSize' && k !== 'timeout');
+  if (extra.length > 0) {
+    throw new FlowDefinitionError(
+      `${owner} option batch has unknown key ${JSON.stringify(extra[0])}: ${rule}`,
+    );
+  }
+  const { maxSize, timeout } = value as { maxSize?: unknown; timeout?: unknown };
+  if (maxSize === undefined || timeout === undefined) {
+    throw new FlowDefinitionError(
+      `${owner} option batch needs ${maxSize === undefined ? 'maxSize' : 'timeout'}: ${rule}`,
+    );
+  }
+  return Object.freeze({
+    maxSize: checkOption(owner, 'maxSize', maxSize, 'batch.maxSize')!,
+    timeout: checkOption(owner, 'batchTimeout', timeout, 'batch.timeout')!,
+  });
+}
+
 const FLOW_OPTION_KEYS = new Set([
   'slug',
   'maxAttempts',
@@ -364,6 +396,7 @@ const FLOW_OPTION_KEYS = new Set([
   'timeout',
   'runTimeout',
   'events',
+  'batch',
 ]);
 const STEP_OPTION_KEYS = new Set([
   'slug',
@@ -620,6 +653,7 @@ export class Flow<
         ? {}
         : { runTimeout: checkOption(owner, 'runTimeout', options.runTimeout)! }),
       ...(checkEvents(owner, options.events) ? {} : { events: false as const }),
+      ...(options.batch === undefined ? {} : { batch: checkBatch(owner, options.batch)! }),
     });
     this.#steps = Object.freeze([]);
     Object.freeze(this);

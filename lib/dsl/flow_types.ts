@@ -49,6 +49,21 @@ export interface FlowOptions {
    * is not a new version, and it applies from the next transition. Default `true`.
    */
   events?: boolean;
+  /**
+   * Batching (docs/guide/batching.md): the flow's runs are batches of events. An event is a
+   * start with a batch key (`start_flow(..., batch_key => k)`, `startRun(..., { batchKey })`) or
+   * a row of a row trigger declared with `batchBy`; events of one key collect into one open
+   * batch, which becomes one run when it holds `maxSize` events or `timeout` seconds after its
+   * first event (closed by the SQL core's tick, up to a tick late). The run's input is the list
+   * of the events' inputs, in the order they joined, so the flow's input type is that list.
+   * Part of the flow's structure: adding, changing or removing it is a new version.
+   */
+  batch?: {
+    /** Events per batch, 1 to 10000: the batch closes when it holds this many. */
+    readonly maxSize: number;
+    /** Seconds from a batch's first event until the tick closes it, 1 to 86400. */
+    readonly timeout: number;
+  };
 }
 
 /**
@@ -76,6 +91,8 @@ export interface ResolvedFlowOptions {
   readonly runTimeout?: number;
   /** `false` when the flow writes no run events; absent when it does (the default). */
   readonly events?: false;
+  /** The batching of its runs (`maxSize`, `timeout`); absent when the flow is not batched. */
+  readonly batch?: { readonly maxSize: number; readonly timeout: number };
 }
 
 /**

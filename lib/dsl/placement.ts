@@ -155,6 +155,8 @@ export interface FlowShape {
     readonly runTimeout?: number;
     /** Present (`false`) only when the flow writes no run events. */
     readonly events?: false;
+    /** Present only when the flow is batched (docs/guide/batching.md). */
+    readonly batch?: { readonly maxSize: number; readonly timeout: number };
   };
   /** The steps, in index order. */
   readonly steps: readonly FlowShapeStep[];
@@ -308,6 +310,12 @@ export function flowShape(placement: Pick<Placement, 'flow' | 'kind' | 'queueOf'
       timeout: flow.options.timeout,
       ...(flow.options.runTimeout === undefined ? {} : { runTimeout: flow.options.runTimeout }),
       ...(flow.options.events === false ? { events: false as const } : {}),
+      ...(flow.options.batch === undefined ? {} : {
+        batch: Object.freeze({
+          maxSize: flow.options.batch.maxSize,
+          timeout: flow.options.batch.timeout,
+        }),
+      }),
     }),
     steps: Object.freeze(flow.steps.map((step) =>
       Object.freeze({

@@ -955,6 +955,7 @@ declare
   rate jsonb;
   conc jsonb;
 begin
+  perform switchyard._check_batch_option(slug, canonical);
   update switchyard.flows f
      set max_attempts = switchyard._int_option(canonical -> 'options', 'maxAttempts', what, 1, 1000, false),
          base_delay = switchyard._int_option(canonical -> 'options', 'baseDelay', what, 0, 86400, false),
@@ -1083,7 +1084,10 @@ as $$
                  - case when shape -> 'options' -> 'runTimeout' = 'null'::jsonb
                         then array['runTimeout'] else '{}'::text[] end
                  - case when shape -> 'options' -> 'events' in ('null'::jsonb, 'true'::jsonb)
-                        then array['events'] else '{}'::text[] end,
+                        then array['events'] else '{}'::text[] end
+                 -- batch (docs/design/batching.md) is absent when none.
+                 - case when shape -> 'options' -> 'batch' = 'null'::jsonb
+                        then array['batch'] else '{}'::text[] end,
       'steps', coalesce((
         select jsonb_agg(case
                  when jsonb_typeof(s) = 'object'
@@ -1108,6 +1112,52 @@ as $$
                order by o)
           from jsonb_array_elements(shape -> 'steps') with ordinality as e(s, o)), '[]'))
   end
+$$;
+
+-- supabase/schemas/functions/flows/_check_batch_option.sql
+-- Checks a flow's \`batch\` option (docs/design/batching.md): {"maxSize": 1 to 10000, "timeout":
+-- 1 to 86400 seconds}, both required, nothing else; absent or JSON null: the flow is not
+-- batched. A batched run's input is the list of its events, so a step that reads a key of the
+-- run input (a concurrency key or a sleepUntil with "input": "run") makes no sense there and is
+-- refused (22023 batch_run_input_key). The option is part of the flow's structure (a version
+-- takes single inputs or lists, never both): ensure_flow refuses changing it under one slug.
+create or replace function switchyard._check_batch_option(slug text, canonical jsonb)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+  batch jsonb := nullif(canonical -> 'options' -> 'batch', 'null'::jsonb);
+  what text := format('flow %s option batch', to_json(slug));
+  reader text;
+begin
+  if batch is null then
+    return;
+  end if;
+  if jsonb_typeof(batch) <> 'object' or (batch - array['maxSize', 'timeout']) <> '{}'::jsonb then
+    perform switchyard._refuse('22023', 'batch_invalid', 'batch', left(batch::text, 200), format(
+      '%s %s is invalid: use {"maxSize": 1 to 10000, "timeout": 1 to 86400 seconds}',
+      what, left(batch::text, 200)), context => jsonb_build_object('flow_slug', slug));
+  end if;
+  perform switchyard._int_option(batch, 'maxSize', what, 1, 10000, false);
+  perform switchyard._int_option(batch, 'timeout', what, 1, 86400, false);
+  select s ->> 'slug' into reader
+    from jsonb_array_elements(canonical -> 'steps') as e(s)
+   where coalesce(s -> 'options' -> 'concurrency' ->> 'input', 'run') = 'run'
+         and nullif(s -> 'options' -> 'concurrency', 'null'::jsonb) is not null
+      or coalesce(s -> 'options' -> 'sleepUntil' ->> 'input', 'run') = 'run'
+         and nullif(s -> 'options' -> 'sleepUntil', 'null'::jsonb) is not null
+   limit 1;
+  if reader is not null then
+    perform switchyard._refuse('22023', 'batch_run_input_key', 'batch', left(batch::text, 200),
+      format('%s: step %s reads a key of the run input (a concurrency key or sleepUntil with '
+        '"input": "run"), but a batched run''s input is the list of its events, which has no '
+        'keys: read the key from a step''s input ("input": "step"), or do not batch this flow',
+        what, to_json(reader)::text),
+      context => jsonb_build_object('flow_slug', slug, 'step_slug', reader));
+  end if;
+end
 $$;
 
 -- supabase/schemas/functions/flows/_choice_option.sql
@@ -1966,6 +2016,102 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/runs/_batch_event.sql
+-- One event of a batched flow (docs/design/batching.md), from start_flow(..., batch_key) or a
+-- row trigger's batch, in the caller's transaction: it joins the open batch of
+-- (started_as, batch_key), opening one when there is none, and closes the batch when it is full
+-- (maxSize events; or a list that would pass max_input_bytes with this event, which then opens
+-- the next batch). Answers the id of the run the batch becomes.
+--
+-- Exactly one batch per event: the open batch's row is locked (FOR UPDATE), or inserted
+-- ON CONFLICT DO NOTHING on (started_as, batch_key), so writers of one key take turns and a
+-- second opener waits for the first's transaction, then finds its batch (or, if it rolled back,
+-- opens one). The tick (close_batches) skips a batch a writer holds; a writer waiting on a batch
+-- the tick is closing finds it gone when the tick commits (READ COMMITTED re-reads the row) and
+-- opens the next. A rolled back event leaves nothing: its event row, the batch it opened and a
+-- close it caused go with its transaction. \`refused_with\` names an option given with the batch
+-- key (start_flow's), which is refused.
+create or replace function switchyard._batch_event(
+  started_as text, input jsonb, batch_key text, refused_with text default null
+)
+returns uuid
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  concrete text;
+  options jsonb;
+  b switchyard.batches;
+  event_bytes bigint := octet_length(input::text) + 2;
+  max_bytes int := switchyard.limit_value('max_input_bytes');
+begin
+  if refused_with is not null then
+    perform switchyard._refuse('22023', 'batch_key_alone', refused_with, batch_key, format(
+      'start_flow(%s): batch_key %s comes with %s: an event of a batch takes no run id, owner, '
+      'start or deadline time, start key, trace context or priority (the batch''s run is '
+      'started when the batch closes); start without them',
+      switchyard._clip(started_as), switchyard._clip(batch_key), refused_with));
+  end if;
+  if length(batch_key) not between 1 and 200 then
+    perform switchyard._refuse('22023', 'batch_key_length', 'batch_key', batch_key, format(
+      'start_flow(%s): batch_key %s is invalid: use 1 to 200 characters',
+      switchyard._clip(started_as), switchyard._clip(batch_key)),
+      context => jsonb_build_object('min', 1, 'max', 200));
+  end if;
+  concrete := switchyard.resolve_flow(started_as);
+  select nullif(f.shape -> 'options' -> 'batch', 'null'::jsonb) into options
+    from switchyard.flows f where f.flow_slug = concrete;
+  if options is null then
+    perform switchyard._refuse('22023', 'batch_not_declared', 'batch_key', batch_key, format(
+      'start_flow(%s): batch_key %s is refused: flow %s has no batch option; declare '
+      'batch: { maxSize, timeout } on the flow, or start without a batch key',
+      switchyard._clip(started_as), switchyard._clip(batch_key), to_json(concrete)::text),
+      context => jsonb_build_object('flow_slug', concrete));
+  end if;
+  -- The list [e1, e2] is 2 bytes of brackets and each event's text with ", ": a single event
+  -- that could never fit is refused as start_flow refuses any input over the limit.
+  if 2 + event_bytes > max_bytes then
+    perform switchyard._refuse('22023', 'max_input_bytes', 'input', left(input::text, 200), format(
+      'start_flow(%s): event is %s bytes of JSON: a batch of it alone would be over the limit of '
+      '%s bytes (setting max_input_bytes)', switchyard._clip(started_as), event_bytes - 2,
+      max_bytes),
+      context => jsonb_build_object('size', event_bytes - 2, 'limit', max_bytes));
+  end if;
+  loop
+    select * into b from switchyard.batches x
+     where x.started_as = _batch_event.started_as and x.batch_key = _batch_event.batch_key
+       for update;
+    if not found then
+      insert into switchyard.batches (started_as, batch_key, run_id, max_size, timeout,
+                                      close_at)
+      values (_batch_event.started_as, _batch_event.batch_key, gen_random_uuid(),
+              (options ->> 'maxSize')::int, (options ->> 'timeout')::int,
+              switchyard.clock_now() + (options ->> 'timeout')::int * interval '1 second')
+      on conflict on constraint batches_open_key do nothing
+      returning * into b;
+      exit when b.batch_id is not null;
+      continue;
+    end if;
+    -- Full by bytes: this event would make the run input too large; the batch closes and the
+    -- event opens the next one.
+    if b.bytes + event_bytes > max_bytes then
+      perform switchyard._close_batch(b.batch_id, 'bytes');
+      continue;
+    end if;
+    exit;
+  end loop;
+  insert into switchyard.batch_events (batch_id, seq, input)
+  values (b.batch_id, b.size + 1, input);
+  update switchyard.batches x set size = x.size + 1, bytes = x.bytes + event_bytes
+   where x.batch_id = b.batch_id;
+  if b.size + 1 >= b.max_size then
+    perform switchyard._close_batch(b.batch_id, 'size');
+  end if;
+  return b.run_id;
+end
+$$;
+
 -- supabase/schemas/functions/runs/_check_run_input.sql
 -- Flow input: refused at start_flow (the run's row), before anything is sent.
 create or replace function switchyard._check_run_input()
@@ -2055,6 +2201,35 @@ begin
   perform switchyard._refuse('22023', problem, argument, value, format(
     'start_flow(%s): %s %s is invalid: %s',
     switchyard._clip(flow_or_alias), argument, switchyard._clip(value), hint));
+end
+$$;
+
+-- supabase/schemas/functions/runs/_close_batch.sql
+-- Closes an open batch the caller holds locked (docs/design/batching.md): starts its run (the
+-- id chosen when it opened) with the list of its events in the order they joined, records
+-- where the run came from in its 'started' event's data ({"batch": {"key", "size", "closed",
+-- "opened_at"}}; \`reason\` 'size', 'bytes' or 'timeout'), and deletes the batch and its events,
+-- all in the caller's transaction. The next event of the key opens a new batch.
+create or replace function switchyard._close_batch(batch bigint, reason text)
+returns uuid
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+  b switchyard.batches;
+  events jsonb;
+begin
+  select * into b from switchyard.batches x where x.batch_id = batch;
+  select jsonb_agg(e.input order by e.seq) into events
+    from switchyard.batch_events e where e.batch_id = batch;
+  perform switchyard.start_flow(b.started_as, events, run_id => b.run_id);
+  update switchyard.run_events ev
+     set data = jsonb_build_object('batch', jsonb_build_object(
+           'key', b.batch_key, 'size', b.size, 'closed', reason, 'opened_at', b.opened_at))
+   where ev.run_id = b.run_id and ev.step_slug is null and ev.event = 'started';
+  delete from switchyard.batches x where x.batch_id = batch;
+  return b.run_id;
 end
 $$;
 
@@ -3278,6 +3453,60 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/runs/close_batches.sql
+-- The tick's part of batching (docs/design/batching.md): closes every open batch whose timeout
+-- has passed by \`now_at\` (close_at <= now_at), oldest first, at most \`max_batches\`, each in a
+-- subtransaction of its own; returns how many runs it started. A batch a writer holds (an event
+-- joining it, in a transaction not yet committed) is skipped, never waited for: the next tick
+-- closes it, with that event if it committed. A close that fails (the alias was deleted) keeps
+-- the batch and its events, records the error (list_batches shows it) and is tried again next
+-- tick. run_schedules calls it, so the keep-alive's and the scheduler's pg_cron jobs, \`schedule
+-- tick\` and a test engine's rounds all close batches.
+create or replace function switchyard.close_batches(
+  now_at timestamptz default switchyard.clock_now(), max_batches int default 1000
+)
+returns int
+language plpgsql
+volatile
+security definer
+set search_path = ''
+as $$
+declare
+  b record;
+  closed int := 0;
+begin
+  if now_at is null or not isfinite(now_at) then
+    perform switchyard._refuse('22023', 'now_at_range', 'now_at', now_at::text,
+      'close_batches: now_at must be a finite time');
+  end if;
+  if max_batches is null or max_batches not between 1 and 100000 then
+    perform switchyard._refuse('22023', 'integer_range', 'max_batches', max_batches::text, format(
+      'close_batches: max_batches %s is invalid: use an integer from 1 to 100000',
+      coalesce(max_batches::text, 'null')), context => jsonb_build_object('min', 1, 'max', 100000));
+  end if;
+  for b in select x.batch_id, x.started_as, x.batch_key from switchyard.batches x
+            where x.close_at <= now_at
+            order by x.close_at, x.batch_id
+            limit max_batches
+              for update skip locked loop
+    begin
+      perform switchyard._close_batch(b.batch_id, 'timeout');
+      closed := closed + 1;
+    exception when others then
+      if sqlstate like '40%' or sqlstate like '57%' then
+        raise;
+      end if;
+      update switchyard.batches x set last_error = left(format('%s (SQLSTATE %s)', sqlerrm,
+                                                               sqlstate), 1000)
+       where x.batch_id = b.batch_id;
+      raise warning 'switchyard.close_batches: batch % of %: % (SQLSTATE %); tried again next tick',
+        to_json(b.batch_key)::text, to_json(b.started_as)::text, sqlerrm, sqlstate;
+    end;
+  end loop;
+  return closed;
+end
+$$;
+
 -- supabase/schemas/functions/runs/expose_run_events.sql
 -- Where the auth schema exists (Supabase), the policy for signed-in users; where Supabase's
 -- supabase_realtime publication exists, the table joins it so supabase-js
@@ -3432,6 +3661,28 @@ begin
   perform switchyard._complete_run_if_done(new_run);
   return new_run;
 end
+$$;
+
+-- supabase/schemas/functions/runs/list_batches.sql
+-- The open batches (docs/design/batching.md), for the dashboard, \`doctor\` and operators: per
+-- batch the name its events started, its key, the run it becomes, its events and bytes so far,
+-- its maxSize, when it opened and when the tick closes it, and the last error of a close that
+-- failed. Oldest first, at most \`max_rows\`.
+create or replace function switchyard.list_batches(max_rows int default 100)
+returns table (
+  started_as text, batch_key text, run_id uuid, size int, max_size int, bytes bigint,
+  opened_at timestamptz, close_at timestamptz, last_error text
+)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select b.started_as, b.batch_key, b.run_id, b.size, b.max_size, b.bytes, b.opened_at,
+         b.close_at, b.last_error
+    from switchyard.batches b
+   order by b.opened_at, b.batch_id
+   limit greatest(coalesce(max_rows, 100), 0)
 $$;
 
 -- supabase/schemas/functions/runs/max_map_elements.sql
@@ -4150,11 +4401,17 @@ $$;
 -- \`priority\` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
 -- first, each level worth priority_ageing_seconds of waiting
 -- (docs/design/flow-control.md#priority-and-keys-in-turn).
+--
+-- \`batch_key\` (optional, 1 to 200 characters) makes the input an event of a batched flow (its
+-- \`batch\` option): it joins the open batch of (flow_or_alias, batch_key), in the caller's
+-- transaction, and the answer is the id of the run the batch becomes when it closes
+-- (docs/design/batching.md, _batch_event). It takes no other option.
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
   key text default null, mode text default null, ttl int default null, delay int default null,
-  max_delay int default null, trace_context text default null, priority int default null
+  max_delay int default null, trace_context text default null, priority int default null,
+  batch_key text default null
 )
 returns uuid
 language plpgsql
@@ -4193,6 +4450,20 @@ begin
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
       coalesce(to_json(flow_or_alias)::text, 'null')),
       context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200)));
+  end if;
+  if start_flow.batch_key is not null then
+    return switchyard._batch_event(flow_or_alias, input, start_flow.batch_key,
+      case when start_flow.run_id is not null then 'run_id'
+           when start_flow.owner is not null then 'owner'
+           when start_flow.start_at is not null then 'start_at'
+           when start_flow.deadline_at is not null then 'deadline_at'
+           when start_flow.key is not null then 'key'
+           when start_flow.mode is not null then 'mode'
+           when start_flow.ttl is not null then 'ttl'
+           when start_flow.delay is not null then 'delay'
+           when start_flow.max_delay is not null then 'max_delay'
+           when start_flow.trace_context is not null then 'trace_context'
+           when start_flow.priority is not null then 'priority' end);
   end if;
   if begins > switchyard.clock_now() + interval '365 days' then
     perform switchyard._refuse('22023', 'start_at_range', 'start_at', begins::text, format(
@@ -7723,7 +7994,8 @@ $$;
 -- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
 -- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
 -- clock that recorded them (clock_now(), whatever \`now_at\` says), at most 1000 per call. Returns the
--- number of runs started. Each schedule is isolated from the others (an error no rule foresaw
+-- number of runs started, those of the batches it closed too (close_batches, whose timeout
+-- passed by \`now_at\`; docs/design/batching.md). Each schedule is isolated from the others (an error no rule foresaw
 -- is a warning; the schedule is looked at again next tick).
 create or replace function switchyard.run_schedules(now_at timestamptz default switchyard.clock_now())
 returns int
@@ -7795,6 +8067,17 @@ begin
         to_json(s.name)::text, sqlerrm, sqlstate;
     end;
   end loop;
+  -- Batches whose timeout passed (docs/design/batching.md), in a subtransaction: a failure
+  -- there never undoes the schedules' runs.
+  begin
+    started := started + switchyard.close_batches(now_at);
+  exception when others then
+    if sqlstate like '40%' or sqlstate like '57%' then
+      raise;
+    end if;
+    raise warning 'switchyard.run_schedules: close_batches failed: % (SQLSTATE %)', sqlerrm,
+      sqlstate;
+  end;
   delete from switchyard.schedule_ticks st
    where (st.schedule_name, st.tick_at) in (
      select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
@@ -7980,8 +8263,13 @@ $$;
 -- Otherwise, while the declaration's backfill is pending, an insert and the backfill name the
 -- row's start by its primary key (mode dedupe, one year), so a row written during the backfill
 -- starts once whichever of the two reaches it first. Otherwise the start is a plain one.
+--
+-- A batching declaration (batch_by, docs/design/batching.md) makes the row an event of the
+-- batch \`<name>:<value>\` of its batch value, or \`<name>\` (the table's batch) when the value is
+-- null or batch_by is 'table'; the answer is the id of the batch's run.
 create or replace function switchyard._row_trigger_start(
-  trigger_name text, op text, input jsonb, key_value text, pk_value text
+  trigger_name text, op text, input jsonb, key_value text, pk_value text,
+  batch_value text default null
 )
 returns uuid
 language plpgsql
@@ -7995,6 +8283,11 @@ begin
   if not found then
     -- Removed in a transaction that also dropped the trigger: nothing fires without a row.
     return null;
+  end if;
+  if d.batch_by is not null then
+    return switchyard.start_flow(d.alias, input,
+      batch_key => case when batch_value is null then d.name
+                        else switchyard._row_trigger_key(d.name, ':', batch_value) end);
   end if;
   if d.key_by is not null and key_value is not null then
     return switchyard.start_flow(d.alias, input,
@@ -8132,6 +8425,11 @@ $$;
 -- (docs/design/flow-control.md#start-keys)
 --   backfill          true: a backfill of the rows the table already has is pending
 --                     (backfill_row_trigger)
+--   batch_by          the alias's flow is batched (its batch option, docs/design/batching.md):
+--                     each row is an event joining the open batch of 'table' (one batch for
+--                     the table), a column's value, or an SQL expression's value over the
+--                     row's columns (a null value: the table's batch); not with key_by or a
+--                     backfill
 --
 -- Expressions run in generated functions with an empty search_path: qualify anything outside
 -- pg_catalog. They are checked here against the table's columns, not run. The writer needs no
@@ -8145,7 +8443,7 @@ create or replace function switchyard.declare_row_trigger(
   input_columns text[] default null, input_expression text default null,
   condition text default null, key_by text default null, mode text default null,
   ttl int default null, delay int default null, max_delay int default null,
-  backfill boolean default false
+  backfill boolean default false, batch_by text default null
 )
 returns jsonb
 language plpgsql
@@ -8170,6 +8468,8 @@ declare
   key_sql text := 'null::text';
   pk_sql text := 'null::text';
   condition_sql text := 'true';
+  batch_sql text := 'null::text';
+  batch_flow text;
   row_function text;
   trigger_function text;
   reserved constant text[] := array['switchyard', 'pgmq', 'information_schema', 'auth',
@@ -8355,6 +8655,45 @@ begin
   if not coalesce(declare_row_trigger.backfill, false) then
     pk_sql := 'null::text';
   end if;
+
+  -- Batching: the flow must be batched, and each row is an event, so no start key or backfill.
+  if declare_row_trigger.batch_by is not null then
+    if declare_row_trigger.key_by is not null or coalesce(declare_row_trigger.backfill, false) then
+      perform switchyard._refuse('22023', 'batch_with_key', 'batch_by', declare_row_trigger.batch_by,
+        format('row trigger %s: batch_by comes with %s: a batched row joins a batch and starts no '
+        'run of its own, so it takes no start key, and a backfill (which relies on one) is not '
+        'offered for it; declare batch_by alone', declare_row_trigger.name,
+        case when declare_row_trigger.key_by is not null then 'key_by' else 'backfill' end));
+    end if;
+    select nullif(f.shape -> 'options' -> 'batch', 'null'::jsonb)::text into batch_flow
+      from switchyard.flows f where f.flow_slug = switchyard.resolve_flow(declare_row_trigger.alias);
+    if batch_flow is null then
+      perform switchyard._refuse('22023', 'batch_not_declared', 'batch_by',
+        declare_row_trigger.batch_by, format('row trigger %s: batch_by %s is refused: alias %s '
+        'names flow %s, which has no batch option; declare batch: { maxSize, timeout } on the '
+        'flow first', declare_row_trigger.name, switchyard._clip(declare_row_trigger.batch_by),
+        switchyard._clip(declare_row_trigger.alias),
+        to_json(switchyard.resolve_flow(declare_row_trigger.alias))::text));
+    end if;
+    if declare_row_trigger.batch_by = 'table' then
+      batch_sql := 'null::text';
+    elsif exists (select 1 from pg_catalog.pg_attribute a
+                   where a.attrelid = rel and a.attname = declare_row_trigger.batch_by
+                     and a.attnum > 0 and not a.attisdropped) then
+      batch_sql := format('t.%I::text', declare_row_trigger.batch_by);
+    else
+      problem := switchyard._row_expression_problem(qualified, declare_row_trigger.batch_by, null);
+      if problem is not null then
+        perform switchyard._refuse('22023', 'batch_by_invalid', 'batch_by',
+          declare_row_trigger.batch_by, format(
+          'row trigger %s: batch_by %s is invalid: use ''table'', a column of %s or an SQL '
+          'expression over its columns: %s', declare_row_trigger.name,
+          switchyard._clip(declare_row_trigger.batch_by), qualified, problem),
+          context => jsonb_build_object('table', qualified, 'problem', problem));
+      end if;
+      batch_sql := E'((\\n' || declare_row_trigger.batch_by || E'\\n))::text';
+    end if;
+  end if;
   perform switchyard._check_start_key(declare_row_trigger.alias, null, null,
     case when declare_row_trigger.key_by is null then null else 'k' end,
     declare_row_trigger.mode, declare_row_trigger.ttl, declare_row_trigger.delay,
@@ -8365,18 +8704,18 @@ begin
     declare_row_trigger.condition, declare_row_trigger.key_by, declare_row_trigger.mode,
     declare_row_trigger.ttl, declare_row_trigger.delay, declare_row_trigger.max_delay,
     case when coalesce(declare_row_trigger.backfill, false) then 'pending' end, null, 0, 0, 0, null,
-    switchyard.clock_now())::switchyard.row_triggers;
+    switchyard.clock_now(), declare_row_trigger.batch_by)::switchyard.row_triggers;
   select * into existing from switchyard.row_triggers r where r.name = declare_row_trigger.name
      for update;
   if found then
     if (existing.table_schema, existing.table_name, existing.alias, existing.events,
         existing.input_columns, existing.input_expression, existing.condition, existing.key_by,
         existing.mode, existing.ttl, existing.delay, existing.max_delay,
-        existing.backfill_state is not null)
+        existing.backfill_state is not null, existing.batch_by)
        is not distinct from
        (wanted.table_schema, wanted.table_name, wanted.alias, wanted.events, wanted.input_columns,
         wanted.input_expression, wanted.condition, wanted.key_by, wanted.mode, wanted.ttl,
-        wanted.delay, wanted.max_delay, wanted.backfill_state is not null) then
+        wanted.delay, wanted.max_delay, wanted.backfill_state is not null, wanted.batch_by) then
       return switchyard._row_trigger_json(existing);
     end if;
     perform switchyard._refuse('23505', 'row_trigger_exists', 'name', declare_row_trigger.name,
@@ -8404,20 +8743,22 @@ declare
   sy_input jsonb;
   sy_key text;
   sy_pk text;
+  sy_batch text;
 begin
   select %s,
          %s,
          %s,
+         %s,
          %s
-    into sy_ok, sy_input, sy_key, sy_pk
+    into sy_ok, sy_input, sy_key, sy_pk, sy_batch
     from (select (sy_row).*) as t;
   if sy_ok is not true then
     return null;
   end if;
-  return switchyard._row_trigger_start(%L, sy_op, sy_input, sy_key, sy_pk);
+  return switchyard._row_trigger_start(%L, sy_op, sy_input, sy_key, sy_pk, sy_batch);
 end
 $sy_row_trigger$
-$f$, row_function, qualified, condition_sql, input_sql, key_sql, pk_sql,
+$f$, row_function, qualified, condition_sql, input_sql, key_sql, pk_sql, batch_sql,
     declare_row_trigger.name);
   -- The trigger function: security definer, so the writer needs no privilege on switchyard.
   execute format($f$
@@ -11811,7 +12152,44 @@ create table switchyard.row_triggers (
   backfill_updated_at timestamptz,
   declared_at timestamptz not null default switchyard.clock_now(),
   check (input_columns is null or input_expression is null),
+  -- Batching (docs/design/batching.md; before/047_batches.sql adds the column): 'table' (one
+  -- batch for the table), a column's name or an SQL expression over the row's columns: each
+  -- row is an event joining the batch of that value; null: each row starts its own run.
+  batch_by text,
   check (events <@ array['insert', 'update', 'delete'] and cardinality(events) between 1 and 3)
+);
+
+-- supabase/schemas/tables/135_batches.sql
+-- Open batches (docs/design/batching.md): events of a flow with the \`batch\` option collect per
+-- (name started, batch key) until the batch reaches its maxSize (closed in the transaction of
+-- the event that fills it) or its timeout passed since its first event (closed by the tick,
+-- close_batches). Closing starts the batch's run with the list of its events and deletes the
+-- batch, so only open batches are here. One open batch per (started_as, batch_key): writers
+-- serialize on its row; the tick skips a batch a writer holds.
+create table switchyard.batches (
+  batch_id bigint generated always as identity primary key,
+  started_as text not null,                -- the alias (or flow slug) the events name
+  batch_key text not null check (length(batch_key) between 1 and 200),
+  run_id uuid not null unique,             -- the run the batch becomes, chosen when it opens
+  max_size int not null check (max_size between 1 and 10000), -- the flow's, when it opened
+  timeout int not null check (timeout between 1 and 86400),   -- seconds
+  size int not null default 0,             -- events in it
+  bytes bigint not null default 2,         -- the JSON text of the list its run input will be
+  opened_at timestamptz not null default switchyard.clock_now(),
+  close_at timestamptz not null,           -- opened_at + timeout: the tick closes it then
+  last_error text,                         -- the last close that failed (the tick retries)
+  constraint batches_open_key unique (started_as, batch_key)
+);
+
+create index batches_close_at on switchyard.batches (close_at);
+
+-- The events of an open batch, numbered in the order they joined it (under the batch's lock).
+create table switchyard.batch_events (
+  batch_id bigint not null references switchyard.batches on delete cascade,
+  seq int not null,
+  input jsonb not null,
+  added_at timestamptz not null default switchyard.clock_now(),
+  primary key (batch_id, seq)
 );
 
 -- supabase/schemas/functions/runs/_fail_run.sql
@@ -11980,6 +12358,7 @@ as $$
     'ttl', d.ttl,
     'delay', d.delay,
     'max_delay', d.max_delay,
+    'batch_by', d.batch_by,
     'installed', exists (
       select 1 from pg_catalog.pg_trigger g
         join pg_catalog.pg_class c on c.oid = g.tgrelid

@@ -52,6 +52,18 @@ export interface WaitingRuns {
   oldestQueuedAt: Date;
 }
 
+/**
+ * An open batch the tick should have closed (docs/design/batching.md): its timeout passed more
+ * than two minutes ago, or its last close failed.
+ */
+export interface StuckBatch {
+  startedAs: string;
+  batchKey: string;
+  size: number;
+  closeAt: Date;
+  lastError: string | null;
+}
+
 /** The keep-alive's pg_cron job (`switchyard_keep_alive`). */
 export interface KeepAliveJob {
   active: boolean;
@@ -84,6 +96,8 @@ export interface DoctorFacts {
   keepAliveJob: KeepAliveJob | null;
   /** The `functions_base_url` setting. */
   functionsBaseUrl: string | null;
+  /** Open batches overdue or failing to close (none on a core without batching). */
+  stuckBatches?: StuckBatch[];
 }
 
 /**
@@ -237,6 +251,31 @@ export async function doctorFacts(
       runs: r.runs,
       oldestQueuedAt: r.oldest,
     }));
+    // Batches (docs/design/batching.md), on a core that has them.
+    if (
+      (await sql<{ ok: boolean }[]>`
+      select to_regprocedure('switchyard.list_batches(int)') is not null as ok`)[0].ok
+    ) {
+      facts.stuckBatches = (await sql<
+        {
+          started_as: string;
+          batch_key: string;
+          size: number;
+          close_at: Date;
+          last_error: string | null;
+        }[]
+      >`
+        select started_as, batch_key, size, close_at, last_error
+          from switchyard.list_batches(100000)
+         where last_error is not null or close_at < switchyard.clock_now() - interval '2 minutes'
+         limit 100`).map((r) => ({
+        startedAs: r.started_as,
+        batchKey: r.batch_key,
+        size: r.size,
+        closeAt: r.close_at,
+        lastError: r.last_error,
+      }));
+    }
     // A core older than this release has no records of refusals and wakes.
     if (env.has_refusals) {
       facts.refusals = await functionRefusals(sql);

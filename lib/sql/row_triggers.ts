@@ -45,6 +45,13 @@ export interface RowTriggerDeclaration {
   maxDelay?: number;
   /** True: a backfill of the rows the table already has is pending ({@linkcode backfillRowTrigger}). */
   backfill?: boolean;
+  /**
+   * Batching (docs/guide/batching.md): the alias's flow has the `batch` option, and each row is
+   * an event joining the open batch of `'table'` (one batch for the table), a column's value or
+   * an SQL expression's value over the row's columns (a null value joins the table's batch).
+   * Not with `keyBy` or `backfill`.
+   */
+  batchBy?: string;
 }
 
 /** A backfill's progress. */
@@ -89,6 +96,8 @@ export interface RowTrigger {
   delay: number | null;
   /** Debounce's bound, or null. */
   maxDelay: number | null;
+  /** What rows batch by (`'table'`, a column or an expression), or null when not batched. */
+  batchBy: string | null;
   /** False when the trigger is missing from the table (dropped by hand). */
   installed: boolean;
   /** Its backfill, or null when none was declared. */
@@ -110,6 +119,7 @@ interface Row {
   ttl: number | null;
   delay: number | null;
   max_delay: number | null;
+  batch_by?: string | null;
   installed: boolean;
   backfill: {
     state: 'pending' | 'done';
@@ -136,6 +146,7 @@ function toRowTrigger(r: Row): RowTrigger {
     ttl: r.ttl,
     delay: r.delay,
     maxDelay: r.max_delay,
+    batchBy: r.batch_by ?? null,
     installed: r.installed,
     backfill: r.backfill
       ? {
@@ -199,6 +210,7 @@ function declarationArguments(d: RowTriggerDeclaration): string {
     ['delay', intArgument('delay', d.delay)?.toString() ?? null],
     ['max_delay', intArgument('max_delay', d.maxDelay)?.toString() ?? null],
     ['backfill', d.backfill ? 'true' : null],
+    ['batch_by', text(d.batchBy, 'batch_by')],
   ];
   return parts.filter(([, v]) => v !== null).map(([k, v]) => `${k} => ${v}`).join(',\n  ');
 }

@@ -269,6 +269,14 @@ export interface StartRunBaseOptions {
    * inherit their parent's priority.
    */
   priority?: number;
+  /**
+   * An event of a batched flow (the flow option `batch`, docs/guide/batching.md): the input
+   * joins the open batch of this key (1 to 200 characters) in the scope of the alias started,
+   * and the answer is the id of the run the batch becomes when it closes (at its `maxSize`, or
+   * its `timeout` after its first event). Takes no other option (`OperationError`, 22023
+   * `batch_key_alone`); a flow without `batch` refuses it (`batch_not_declared`).
+   */
+  batchKey?: string;
 }
 
 /**
@@ -467,7 +475,7 @@ export async function startRun(
   /** The time `deadlineAt` must be after (ms): the database's clock, a test engine's (docs/design/clock.md). */
   now: () => number = Date.now,
 ): Promise<string> {
-  const { runId, owner, startAt, deadlineAt, traceparent, priority } = options;
+  const { runId, owner, startAt, deadlineAt, traceparent, priority, batchKey } = options;
   const { key, mode, ttl, delay, maxDelay } = options as {
     key?: unknown;
     mode?: unknown;
@@ -522,8 +530,18 @@ export async function startRun(
         '(last) to 10 (first); 0 is the default',
     );
   }
+  if (batchKey !== undefined && typeof batchKey !== 'string') {
+    throw new SwitchyardError(
+      `${what}: batchKey ${describeValue(batchKey)} is invalid: pass a string of 1 to 200 ` +
+        'characters',
+    );
+  }
   // A malformed one is logged and the run starts untraced (runTraceparent).
-  const trace = runTraceparent(what, traceparent);
+  // An event of a batch takes no trace context: not the active span's by default (a given one
+  // is the SQL core's refusal, batch_key_alone).
+  const trace = batchKey !== undefined && traceparent === undefined
+    ? null
+    : runTraceparent(what, traceparent);
   const seconds = (value: unknown) => (value as number | undefined) ?? null;
   const sql = sqlOf(source);
   const [row] = await call(
@@ -538,7 +556,7 @@ export async function startRun(
       }::text,
           ${(mode as string | undefined) ?? null}::text, ${seconds(ttl)}::int,
           ${seconds(delay)}::int, ${seconds(maxDelay)}::int, ${trace}::text,
-          ${priority ?? null}::int) as id`,
+          ${priority ?? null}::int, ${batchKey ?? null}::text) as id`,
   );
   return row.id;
 }

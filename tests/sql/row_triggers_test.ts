@@ -146,7 +146,7 @@ Deno.test('a writer with no privilege on schema switchyard starts runs through t
   await db.sql.unsafe(`grant usage on schema switchyard to ${role}`);
   await db.sql.unsafe(
     `grant execute on function switchyard.declare_row_trigger(text, text, text, text[], text[], ` +
-      `text, text, text, text, int, int, int, boolean) to ${role}`,
+      `text, text, text, text, int, int, int, boolean, text) to ${role}`,
   );
   const user = postgres(url.toString(), { max: 1, onnotice: () => {}, prepare: false });
   try {

@@ -25,5 +25,9 @@ create table switchyard.row_triggers (
   backfill_updated_at timestamptz,
   declared_at timestamptz not null default switchyard.clock_now(),
   check (input_columns is null or input_expression is null),
+  -- Batching (docs/design/batching.md; before/047_batches.sql adds the column): 'table' (one
+  -- batch for the table), a column's name or an SQL expression over the row's columns: each
+  -- row is an event joining the batch of that value; null: each row starts its own run.
+  batch_by text,
   check (events <@ array['insert', 'update', 'delete'] and cardinality(events) between 1 and 3)
 );

@@ -13,6 +13,7 @@ declare
   rate jsonb;
   conc jsonb;
 begin
+  perform switchyard._check_batch_option(slug, canonical);
   update switchyard.flows f
      set max_attempts = switchyard._int_option(canonical -> 'options', 'maxAttempts', what, 1, 1000, false),
          base_delay = switchyard._int_option(canonical -> 'options', 'baseDelay', what, 0, 86400, false),

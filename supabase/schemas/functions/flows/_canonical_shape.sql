@@ -18,7 +18,10 @@ as $$
                  - case when shape -> 'options' -> 'runTimeout' = 'null'::jsonb
                         then array['runTimeout'] else '{}'::text[] end
                  - case when shape -> 'options' -> 'events' in ('null'::jsonb, 'true'::jsonb)
-                        then array['events'] else '{}'::text[] end,
+                        then array['events'] else '{}'::text[] end
+                 -- batch (docs/design/batching.md) is absent when none.
+                 - case when shape -> 'options' -> 'batch' = 'null'::jsonb
+                        then array['batch'] else '{}'::text[] end,
       'steps', coalesce((
         select jsonb_agg(case
                  when jsonb_typeof(s) = 'object'

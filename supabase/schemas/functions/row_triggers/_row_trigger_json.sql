@@ -19,6 +19,7 @@ as $$
     'ttl', d.ttl,
     'delay', d.delay,
     'max_delay', d.max_delay,
+    'batch_by', d.batch_by,
     'installed', exists (
       select 1 from pg_catalog.pg_trigger g
         join pg_catalog.pg_class c on c.oid = g.tgrelid

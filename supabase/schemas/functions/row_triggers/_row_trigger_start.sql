@@ -7,8 +7,13 @@
 -- Otherwise, while the declaration's backfill is pending, an insert and the backfill name the
 -- row's start by its primary key (mode dedupe, one year), so a row written during the backfill
 -- starts once whichever of the two reaches it first. Otherwise the start is a plain one.
+--
+-- A batching declaration (batch_by, docs/design/batching.md) makes the row an event of the
+-- batch `<name>:<value>` of its batch value, or `<name>` (the table's batch) when the value is
+-- null or batch_by is 'table'; the answer is the id of the batch's run.
 create or replace function switchyard._row_trigger_start(
-  trigger_name text, op text, input jsonb, key_value text, pk_value text
+  trigger_name text, op text, input jsonb, key_value text, pk_value text,
+  batch_value text default null
 )
 returns uuid
 language plpgsql
@@ -22,6 +27,11 @@ begin
   if not found then
     -- Removed in a transaction that also dropped the trigger: nothing fires without a row.
     return null;
+  end if;
+  if d.batch_by is not null then
+    return switchyard.start_flow(d.alias, input,
+      batch_key => case when batch_value is null then d.name
+                        else switchyard._row_trigger_key(d.name, ':', batch_value) end);
   end if;
   if d.key_by is not null and key_value is not null then
     return switchyard.start_flow(d.alias, input,

@@ -18,6 +18,11 @@
 -- (docs/design/flow-control.md#start-keys)
 --   backfill          true: a backfill of the rows the table already has is pending
 --                     (backfill_row_trigger)
+--   batch_by          the alias's flow is batched (its batch option, docs/design/batching.md):
+--                     each row is an event joining the open batch of 'table' (one batch for
+--                     the table), a column's value, or an SQL expression's value over the
+--                     row's columns (a null value: the table's batch); not with key_by or a
+--                     backfill
 --
 -- Expressions run in generated functions with an empty search_path: qualify anything outside
 -- pg_catalog. They are checked here against the table's columns, not run. The writer needs no
@@ -31,7 +36,7 @@ create or replace function switchyard.declare_row_trigger(
   input_columns text[] default null, input_expression text default null,
   condition text default null, key_by text default null, mode text default null,
   ttl int default null, delay int default null, max_delay int default null,
-  backfill boolean default false
+  backfill boolean default false, batch_by text default null
 )
 returns jsonb
 language plpgsql
@@ -56,6 +61,8 @@ declare
   key_sql text := 'null::text';
   pk_sql text := 'null::text';
   condition_sql text := 'true';
+  batch_sql text := 'null::text';
+  batch_flow text;
   row_function text;
   trigger_function text;
   reserved constant text[] := array['switchyard', 'pgmq', 'information_schema', 'auth',
@@ -241,6 +248,45 @@ begin
   if not coalesce(declare_row_trigger.backfill, false) then
     pk_sql := 'null::text';
   end if;
+
+  -- Batching: the flow must be batched, and each row is an event, so no start key or backfill.
+  if declare_row_trigger.batch_by is not null then
+    if declare_row_trigger.key_by is not null or coalesce(declare_row_trigger.backfill, false) then
+      perform switchyard._refuse('22023', 'batch_with_key', 'batch_by', declare_row_trigger.batch_by,
+        format('row trigger %s: batch_by comes with %s: a batched row joins a batch and starts no '
+        'run of its own, so it takes no start key, and a backfill (which relies on one) is not '
+        'offered for it; declare batch_by alone', declare_row_trigger.name,
+        case when declare_row_trigger.key_by is not null then 'key_by' else 'backfill' end));
+    end if;
+    select nullif(f.shape -> 'options' -> 'batch', 'null'::jsonb)::text into batch_flow
+      from switchyard.flows f where f.flow_slug = switchyard.resolve_flow(declare_row_trigger.alias);
+    if batch_flow is null then
+      perform switchyard._refuse('22023', 'batch_not_declared', 'batch_by',
+        declare_row_trigger.batch_by, format('row trigger %s: batch_by %s is refused: alias %s '
+        'names flow %s, which has no batch option; declare batch: { maxSize, timeout } on the '
+        'flow first', declare_row_trigger.name, switchyard._clip(declare_row_trigger.batch_by),
+        switchyard._clip(declare_row_trigger.alias),
+        to_json(switchyard.resolve_flow(declare_row_trigger.alias))::text));
+    end if;
+    if declare_row_trigger.batch_by = 'table' then
+      batch_sql := 'null::text';
+    elsif exists (select 1 from pg_catalog.pg_attribute a
+                   where a.attrelid = rel and a.attname = declare_row_trigger.batch_by
+                     and a.attnum > 0 and not a.attisdropped) then
+      batch_sql := format('t.%I::text', declare_row_trigger.batch_by);
+    else
+      problem := switchyard._row_expression_problem(qualified, declare_row_trigger.batch_by, null);
+      if problem is not null then
+        perform switchyard._refuse('22023', 'batch_by_invalid', 'batch_by',
+          declare_row_trigger.batch_by, format(
+          'row trigger %s: batch_by %s is invalid: use ''table'', a column of %s or an SQL '
+          'expression over its columns: %s', declare_row_trigger.name,
+          switchyard._clip(declare_row_trigger.batch_by), qualified, problem),
+          context => jsonb_build_object('table', qualified, 'problem', problem));
+      end if;
+      batch_sql := E'((\n' || declare_row_trigger.batch_by || E'\n))::text';
+    end if;
+  end if;
   perform switchyard._check_start_key(declare_row_trigger.alias, null, null,
     case when declare_row_trigger.key_by is null then null else 'k' end,
     declare_row_trigger.mode, declare_row_trigger.ttl, declare_row_trigger.delay,
@@ -251,18 +297,18 @@ begin
     declare_row_trigger.condition, declare_row_trigger.key_by, declare_row_trigger.mode,
     declare_row_trigger.ttl, declare_row_trigger.delay, declare_row_trigger.max_delay,
     case when coalesce(declare_row_trigger.backfill, false) then 'pending' end, null, 0, 0, 0, null,
-    switchyard.clock_now())::switchyard.row_triggers;
+    switchyard.clock_now(), declare_row_trigger.batch_by)::switchyard.row_triggers;
   select * into existing from switchyard.row_triggers r where r.name = declare_row_trigger.name
      for update;
   if found then
     if (existing.table_schema, existing.table_name, existing.alias, existing.events,
         existing.input_columns, existing.input_expression, existing.condition, existing.key_by,
         existing.mode, existing.ttl, existing.delay, existing.max_delay,
-        existing.backfill_state is not null)
+        existing.backfill_state is not null, existing.batch_by)
        is not distinct from
        (wanted.table_schema, wanted.table_name, wanted.alias, wanted.events, wanted.input_columns,
         wanted.input_expression, wanted.condition, wanted.key_by, wanted.mode, wanted.ttl,
-        wanted.delay, wanted.max_delay, wanted.backfill_state is not null) then
+        wanted.delay, wanted.max_delay, wanted.backfill_state is not null, wanted.batch_by) then
       return switchyard._row_trigger_json(existing);
     end if;
     perform switchyard._refuse('23505', 'row_trigger_exists', 'name', declare_row_trigger.name,
@@ -290,20 +336,22 @@ declare
   sy_input jsonb;
   sy_key text;
   sy_pk text;
+  sy_batch text;
 begin
   select %s,
          %s,
          %s,
+         %s,
          %s
-    into sy_ok, sy_input, sy_key, sy_pk
+    into sy_ok, sy_input, sy_key, sy_pk, sy_batch
     from (select (sy_row).*) as t;
   if sy_ok is not true then
     return null;
   end if;
-  return switchyard._row_trigger_start(%L, sy_op, sy_input, sy_key, sy_pk);
+  return switchyard._row_trigger_start(%L, sy_op, sy_input, sy_key, sy_pk, sy_batch);
 end
 $sy_row_trigger$
-$f$, row_function, qualified, condition_sql, input_sql, key_sql, pk_sql,
+$f$, row_function, qualified, condition_sql, input_sql, key_sql, pk_sql, batch_sql,
     declare_row_trigger.name);
   -- The trigger function: security definer, so the writer needs no privilege on switchyard.
   execute format($f$

@@ -29,11 +29,17 @@
 -- `priority` (optional, -10 to 10, default 0) orders the run's tasks on a shared queue: higher
 -- first, each level worth priority_ageing_seconds of waiting
 -- (docs/design/flow-control.md#priority-and-keys-in-turn).
+--
+-- `batch_key` (optional, 1 to 200 characters) makes the input an event of a batched flow (its
+-- `batch` option): it joins the open batch of (flow_or_alias, batch_key), in the caller's
+-- transaction, and the answer is the id of the run the batch becomes when it closes
+-- (docs/design/batching.md, _batch_event). It takes no other option.
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
   key text default null, mode text default null, ttl int default null, delay int default null,
-  max_delay int default null, trace_context text default null, priority int default null
+  max_delay int default null, trace_context text default null, priority int default null,
+  batch_key text default null
 )
 returns uuid
 language plpgsql
@@ -72,6 +78,20 @@ begin
       'start_flow(%s): input must be a JSON value, got SQL NULL (use ''null''::jsonb for JSON null)',
       coalesce(to_json(flow_or_alias)::text, 'null')),
       context => jsonb_build_object('flow_or_alias', left(flow_or_alias, 200)));
+  end if;
+  if start_flow.batch_key is not null then
+    return switchyard._batch_event(flow_or_alias, input, start_flow.batch_key,
+      case when start_flow.run_id is not null then 'run_id'
+           when start_flow.owner is not null then 'owner'
+           when start_flow.start_at is not null then 'start_at'
+           when start_flow.deadline_at is not null then 'deadline_at'
+           when start_flow.key is not null then 'key'
+           when start_flow.mode is not null then 'mode'
+           when start_flow.ttl is not null then 'ttl'
+           when start_flow.delay is not null then 'delay'
+           when start_flow.max_delay is not null then 'max_delay'
+           when start_flow.trace_context is not null then 'trace_context'
+           when start_flow.priority is not null then 'priority' end);
   end if;
   if begins > switchyard.clock_now() + interval '365 days' then
     perform switchyard._refuse('22023', 'start_at_range', 'start_at', begins::text, format(

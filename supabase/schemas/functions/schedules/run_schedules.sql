@@ -9,7 +9,8 @@
 -- 'none' schedule's tick then counts as missed when it is over 60 s late). At most 31 days are
 -- looked back; older ticks count as missed. Also removes tick records older than 30 days by the
 -- clock that recorded them (clock_now(), whatever `now_at` says), at most 1000 per call. Returns the
--- number of runs started. Each schedule is isolated from the others (an error no rule foresaw
+-- number of runs started, those of the batches it closed too (close_batches, whose timeout
+-- passed by `now_at`; docs/design/batching.md). Each schedule is isolated from the others (an error no rule foresaw
 -- is a warning; the schedule is looked at again next tick).
 create or replace function switchyard.run_schedules(now_at timestamptz default switchyard.clock_now())
 returns int
@@ -81,6 +82,17 @@ begin
         to_json(s.name)::text, sqlerrm, sqlstate;
     end;
   end loop;
+  -- Batches whose timeout passed (docs/design/batching.md), in a subtransaction: a failure
+  -- there never undoes the schedules' runs.
+  begin
+    started := started + switchyard.close_batches(now_at);
+  exception when others then
+    if sqlstate like '40%' or sqlstate like '57%' then
+      raise;
+    end if;
+    raise warning 'switchyard.run_schedules: close_batches failed: % (SQLSTATE %)', sqlerrm,
+      sqlstate;
+  end;
   delete from switchyard.schedule_ticks st
    where (st.schedule_name, st.tick_at) in (
      select x.schedule_name, x.tick_at from switchyard.schedule_ticks x
