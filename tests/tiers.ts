@@ -64,6 +64,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/sql/hostile_test.ts',
     'tests/sql/row_triggers_test.ts',
     'tests/sql/row_trigger_backfill_test.ts',
+    'tests/sql/run_origin_test.ts',
     'tests/worker/flow_control_test.ts',
     'tests/worker/races_test.ts',
     'tests/worker/engine_test.ts',
@@ -151,6 +152,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/e2e/kit_e2e_test.ts',
     'tests/e2e/install_test.ts',
     'tests/e2e/compile_refusal_test.ts',
+    'tests/e2e/webhook_serve_test.ts', // a scaffolded webhook served by serve, over real HTTP
     'tests/e2e/keep_alive_test.ts',
     'tests/ops/dashboard_charts_browser_test.ts', // the charts in Chromium
     'tests/e2e/doctor_test.ts',

@@ -1,0 +1,10 @@
+-- Where a run came from (issue 43, docs/design/origins.md), as supabase/schemas/tables/040_runs.sql
+-- declares it: the run's origin and the index of the runs that have one. start_flow takes the
+-- origin as a new last argument: the released signature is dropped so the redefinition does not
+-- leave two overloads (a call naming neither would be ambiguous).
+alter table switchyard.runs add column origin jsonb;
+
+create index runs_origin_started on switchyard.runs (started_at) where origin is not null;
+
+drop function switchyard.start_flow(text, jsonb, uuid, uuid, timestamptz, timestamptz, text,
+  text, int, int, int, text, int);
