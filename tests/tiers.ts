@@ -152,12 +152,12 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/e2e/kit_e2e_test.ts',
     'tests/e2e/install_test.ts',
     'tests/e2e/compile_refusal_test.ts',
-    'tests/e2e/webhook_serve_test.ts', // a scaffolded webhook served by serve, over real HTTP
     'tests/e2e/keep_alive_test.ts',
     'tests/ops/dashboard_charts_browser_test.ts', // the charts in Chromium
     'tests/e2e/doctor_test.ts',
     'tests/e2e/config_toml_test.ts',
     'tests/e2e/process_tree_test.ts',
+    'tests/e2e/webhook_serve_test.ts', // a scaffolded webhook served by serve, over real HTTP
     'tests/e2e/serve_test.ts',
     'tests/e2e/older_core_test.ts',
   ],
