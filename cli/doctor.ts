@@ -16,12 +16,20 @@
  * - `refusals`: refused worker starts since the function's last start (`switchyard.refusals`);
  * - `queues`: work on a queue with no queue function, and runs with a task queued longer than
  *   `--stuck-after` (default 300 seconds) on a queue with no live worker;
+ * - `row triggers`: a declaration whose trigger is missing from its table (writes start nothing),
+ *   with the migrations that declare it again; a backfill left unfinished is a notice;
+ * - `webhooks`: a webhook function of the project (`serveWebhook`/`createWebhook` in its
+ *   `index.ts`) whose secret variable is set neither in this environment nor in
+ *   `supabase/functions/.env`: a problem on a local database (every delivery is answered 500
+ *   `webhook_config`), a notice on a remote one (its secret is set with `supabase secrets set`,
+ *   which the doctor cannot read);
  * - `keep-alive`: pg_net or pg_cron missing, no (or an inactive or failing) keep-alive job,
  *   functions never woken, wakes answered with an error (`switchyard.wake_failures`). Checked
  *   when the database is not local, or with `--keep-alive`: locally `deno task serve` starts the
  *   workers.
  *
- * `--json` prints `{ project, database, problems: [{ check, problem, fix }], skipped }` for CI.
+ * `--json` prints `{ project, database, problems: [{ check, problem, fix }], notices: [{ check,
+ * notice, fix }], skipped }` for CI. Notices are printed but do not fail the check.
  * Exit codes: 0 no problem, 1 problems (or the database refused), 2 bad usage.
  *
  * @module
@@ -44,6 +52,8 @@ import {
 import { databaseUrl, parse, runCommand, secondsOption, UsageError } from './_operator_cli.ts';
 import { readOrNull, sqlFileNames } from './_util.ts';
 import { REGISTRY_PATH, registryPlan } from './scaffold_queue.ts';
+import { readEnvFile } from './serve.ts';
+import type { RowTrigger } from '../lib/sql/row_triggers.ts';
 
 /** One problem: which check found it, what is wrong, and the command that fixes it. */
 export interface Problem {
@@ -52,11 +62,20 @@ export interface Problem {
   fix: string;
 }
 
+/** Something worth knowing that is not wrong (yet): an unfinished backfill, say. */
+export interface Notice {
+  check: string;
+  notice: string;
+  fix: string;
+}
+
 /** What {@linkcode diagnose} found. */
 export interface Diagnosis {
   project: string;
   database: string;
   problems: Problem[];
+  /** What is worth knowing but does not fail the check. */
+  notices: Notice[];
   /** Checks not made, and why. */
   skipped: { check: string; why: string }[];
 }
@@ -74,6 +93,11 @@ export interface DoctorOptions {
   stuckAfterSeconds: number;
   /** Check the keep-alive (pg_net, pg_cron, its job and wakes). */
   keepAlive: boolean;
+  /**
+   * Whether the database is a local one (`isLocalDatabase`): a webhook's secret missing from the
+   * local environment is then a problem, else a notice. Default: true.
+   */
+  localDatabase?: boolean;
 }
 
 /** How long a registered function may go without any worker before it counts as never run. */
@@ -156,9 +180,11 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
   const local = `a local database: DATABASE_URL=… ${task('db:push')}`;
   const push = supabaseRemote(cli, 'db push', { aside: local });
   const problems: Problem[] = [];
+  const notices: Notice[] = [];
   const skipped: Diagnosis['skipped'] = [];
   const add = (check: string, problem: string, fix: string) =>
     problems.push({ check, problem, fix });
+  const note = (check: string, notice: string, fix: string) => notices.push({ check, notice, fix });
 
   if ((await readOrNull(join(projectDir, 'supabase', 'config.toml'))) === null) {
     throw new UsageError(
@@ -293,8 +319,12 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
   }
 
   if (facts.coreVersion === undefined) {
-    skipped.push({ check: 'aliases, functions, refusals, queues', why: 'no SQL core' });
-    return { project: projectDir, database: facts.database, problems, skipped };
+    skipped.push({
+      check: 'aliases, functions, refusals, queues, row triggers',
+      why: 'no SQL core',
+    });
+    await checkWebhooks(projectDir, options.localDatabase ?? true, add, note);
+    return { project: projectDir, database: facts.database, problems, notices, skipped };
   }
 
   // aliases
@@ -405,6 +435,34 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
     );
   }
 
+  // row triggers (docs/design/ingestion.md; docs/design/origins.md)
+  for (const t of facts.rowTriggers.filter((t) => !t.installed)) {
+    add(
+      'row triggers',
+      `row trigger ${t.name} is declared on ${t.table} but its trigger switchyard_${t.name} is ` +
+        `missing from the table: writes to ${t.table} start no run of ${t.alias}`,
+      `declare it again: ${task('trigger', `remove ${t.name}`)}, then ${
+        task('trigger', addArguments(t))
+      }, then ${push}`,
+    );
+  }
+  for (const t of facts.rowTriggers.filter((t) => t.backfill?.state === 'pending')) {
+    const b = t.backfill!;
+    note(
+      'row triggers',
+      b.batches === 0
+        ? `row trigger ${t.name}'s backfill of the rows ${t.table} had has not started`
+        : `row trigger ${t.name}'s backfill is unfinished: ${b.rows} row(s) passed in ` +
+          `${b.batches} batch(es), ${b.runs} run(s) started, the cursor at ${
+            JSON.stringify(b.after)
+          }${b.updatedAt ? `, last moved at ${b.updatedAt.toISOString()}` : ''}`,
+      `DATABASE_URL=… ${op('trigger', `backfill ${t.name}`)} (resumes at the cursor)`,
+    );
+  }
+
+  // webhooks
+  await checkWebhooks(projectDir, options.localDatabase ?? true, add, note);
+
   // keep-alive
   if (!options.keepAlive) {
     skipped.push({
@@ -484,7 +542,73 @@ export async function diagnose(sql: postgres.Sql, options: DoctorOptions): Promi
       );
     }
   }
-  return { project: projectDir, database: facts.database, problems, skipped };
+  return { project: projectDir, database: facts.database, problems, notices, skipped };
+}
+
+/** The arguments of `trigger add` that declare `t` again, as it was declared. */
+function addArguments(t: RowTrigger): string {
+  const quote = (
+    v: string,
+  ) => (/^[A-Za-z0-9_.,:=/-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
+  const args = [`add ${t.name}`, `--table ${quote(t.table)}`, `--alias ${quote(t.alias)}`];
+  if (t.events.join(',') !== 'insert') args.push(`--events ${t.events.join(',')}`);
+  if (t.inputColumns) args.push(`--columns ${quote(t.inputColumns.join(','))}`);
+  if (t.inputExpression) args.push(`--input ${quote(t.inputExpression)}`);
+  if (t.condition) args.push(`--when ${quote(t.condition)}`);
+  if (t.keyBy) args.push(`--key ${quote(t.keyBy)}`);
+  if (t.mode) args.push(`--mode ${t.mode}`);
+  if (t.ttl !== null) args.push(`--ttl ${t.ttl}`);
+  if (t.delay !== null) args.push(`--delay ${t.delay}`);
+  if (t.maxDelay !== null) args.push(`--max-delay ${t.maxDelay}`);
+  if (t.backfill) args.push('--backfill');
+  return args.join(' ');
+}
+
+/**
+ * The project's webhook functions (an `index.ts` under `supabase/functions/` calling
+ * `serveWebhook` or `createWebhook`) whose secret variable (`secretEnv`, default
+ * `SWITCHYARD_WEBHOOK_SECRET`) is set neither in this environment nor in
+ * `supabase/functions/.env`, what `serve` gives the functions. A function given its `secret`
+ * inline, or naming its variable other than as a string literal, is not judged.
+ */
+async function checkWebhooks(
+  projectDir: string,
+  local: boolean,
+  add: (check: string, problem: string, fix: string) => void,
+  note: (check: string, notice: string, fix: string) => void,
+): Promise<void> {
+  const functionsDir = join(projectDir, 'supabase', 'functions');
+  const names: string[] = [];
+  try {
+    for await (const e of Deno.readDir(functionsDir)) {
+      if (e.isDirectory && !e.name.startsWith('_') && !e.name.startsWith('.')) names.push(e.name);
+    }
+  } catch {
+    return;
+  }
+  const fileEnv = await readEnvFile(join(functionsDir, '.env'));
+  for (const name of names.sort()) {
+    const text = await readOrNull(join(functionsDir, name, 'index.ts'));
+    if (text === null || !/\b(serveWebhook|createWebhook)\s*\(/.test(text)) continue;
+    if (/\bsecret\s*:/.test(text)) continue;
+    const named = /\bsecretEnv\s*:\s*(['"])([A-Za-z_][A-Za-z0-9_]*)\1/.exec(text);
+    if (!named && /\bsecretEnv\s*:/.test(text)) continue;
+    const variable = named?.[2] ?? 'SWITCHYARD_WEBHOOK_SECRET';
+    let set: string | undefined;
+    try {
+      set = Deno.env.get(variable);
+    } catch {
+      set = undefined;
+    }
+    if (set || fileEnv[variable]) continue;
+    const what = `webhook function ${name} reads its shared secret from ${variable}, which is ` +
+      'set neither in this environment nor in supabase/functions/.env';
+    const fix = `add ${variable}=<the shared secret> to supabase/functions/.env (local serve); ` +
+      `on Supabase: supabase secrets set ${variable}=<the shared secret>`;
+    if (local) {
+      add('webhooks', `${what}: locally every delivery is answered 500 webhook_config`, fix);
+    } else note('webhooks', `${what} (the deployed function's secrets are not visible here)`, fix);
+  }
 }
 
 /** The text output: each problem and its fix, or that there is none. */
@@ -495,6 +619,7 @@ export function formatDiagnosis(d: Diagnosis, cwd: string = userDirectory()): st
   for (const p of d.problems) {
     lines.push(`problem [${p.check}] ${p.problem}`, `  fix: ${p.fix}`);
   }
+  for (const n of d.notices ?? []) lines.push(`notice [${n.check}] ${n.notice}`, `  do: ${n.fix}`);
   for (const s of d.skipped) lines.push(`not checked [${s.check}]: ${s.why}`);
   lines.push(
     d.problems.length === 0
@@ -512,11 +637,13 @@ Checks a project and its database (DATABASE_URL) and prints each problem with th
 that fixes it: migrations not applied (or applied but missing), the SQL core against the
 runtime, the registry not compiled, aliases whose version the registry lacks, paused and
 disabled functions, refused worker starts, work with no queue function or no live worker,
-and the keep-alive (pg_net, pg_cron, its job, failing wakes). Exit 1 when any.
+row triggers missing from their table (unfinished backfills as notices), webhook functions
+whose secret is not set locally, and the keep-alive (pg_net, pg_cron, its job, failing wakes). Exit 1 when any.
 
   --project DIR        the Supabase project; default: the project you are in (the nearest
                        directory upward with supabase/config.toml)
-  --json               print { project, database, problems: [{ check, problem, fix }], skipped }
+  --json               print { project, database, problems: [{ check, problem, fix }],
+                       notices: [{ check, notice, fix }], skipped }
   --stuck-after N      a task queued N seconds with no live worker is a problem (default 300)
   --keep-alive         check the keep-alive on a local database too (always on a remote one)
   -h, --help           this text`;
@@ -537,6 +664,7 @@ export function doctorCommand(): Promise<never> {
       projectDir: findProject(values.project),
       stuckAfterSeconds: secondsOption('stuck-after', values['stuck-after'], 300),
       keepAlive: values['keep-alive'] === true || !isLocalDatabase(databaseUrl()),
+      localDatabase: isLocalDatabase(databaseUrl()),
     });
     console.log(values.json ? JSON.stringify(d, null, 2) : formatDiagnosis(d));
     return d.problems.length === 0 ? 0 : 1;

@@ -15,7 +15,11 @@
  * - a `[functions.orders-webhook]` section in `config.toml` (`verify_jwt = false`: a sender has
  *   no Supabase JWT, the function checks the signature itself).
  *
- * No migration: the webhook starts runs of an alias a worker compiles. The shared secret is
+ * No migration: the webhook starts runs of an alias a worker compiles. The alias must be one the
+ * project's registry deploys (`supabase/functions/_shared/registry.ts`, loaded as `compile`
+ * loads it; an alias or a flow slug): an unknown one is refused naming the aliases it knows,
+ * unless `--force`. The function's `index.ts` names the function, recorded in each run's origin
+ * (docs/design/origins.md). The shared secret is
  * read at run time from `--secret-env` (default `SWITCHYARD_WEBHOOK_SECRET`; set it with
  * `supabase secrets set`, which refuses names starting with `SUPABASE_`). Idempotent as
  * `scaffold-queue` is: a second run changes nothing, and a file edited by hand is never
@@ -32,6 +36,8 @@ import { commandName, findProject, supabaseCli } from './_invocation.ts';
 import {
   functionImportMap,
   kitCopy,
+  REGISTRY_PATH,
+  registryPlan,
   ScaffoldError,
   type Template,
   writePlanned,
@@ -70,7 +76,10 @@ export interface WebhookScaffoldOptions {
   alias: string;
   /** The variable holding the shared secret (default `SWITCHYARD_WEBHOOK_SECRET`). */
   secretEnv?: string;
-  /** Overwrite files whose content differs from what the scaffold writes. */
+  /**
+   * Overwrite files whose content differs from what the scaffold writes, and write the function
+   * even when `alias` is not in the project's registry (yet).
+   */
   force?: boolean;
 }
 
@@ -122,6 +131,35 @@ function substitute(
 }
 
 /**
+ * Refuses an alias the project's registry does not deploy (loaded as `compile` loads it): a
+ * webhook of an unknown alias would answer every delivery 500 `start_failed`. The registry's
+ * aliases and its flow slugs are known (a webhook may start a concrete version).
+ */
+async function checkAlias(projectDir: string, alias: string): Promise<void> {
+  let known: string[];
+  try {
+    const plan = await registryPlan(projectDir);
+    known = [...new Set([...plan.aliases.map(([a]) => a), ...plan.placements.map((p) => p.flow)])];
+  } catch (e) {
+    const message = (e as Error).message;
+    if (!/the worker registry is empty/.test(message)) {
+      throw new ScaffoldError(
+        `cannot check --alias ${JSON.stringify(alias)} against ${REGISTRY_PATH}: ${message}; ` +
+          'fix the registry, or pass --force to write the function anyway',
+      );
+    }
+    known = [];
+  }
+  if (known.includes(alias)) return;
+  throw new ScaffoldError(
+    `--alias ${JSON.stringify(alias)} is unknown (alias_unknown): a webhook starts runs of an ` +
+      `alias (or flow slug) that ${REGISTRY_PATH} deploys, and it knows ${
+        known.length === 0 ? 'none yet' : known.sort().join(', ')
+      }; add the flow to the registry first, or pass --force to write the function anyway`,
+  );
+}
+
+/**
  * Writes (or verifies) a signed webhook's Edge Function. See the module docs.
  *
  * @example
@@ -168,12 +206,14 @@ export async function scaffoldWebhook(
       `${configPath} is missing: run the scaffold in a Supabase project (supabase init) or pass --project DIR`,
     );
   }
+  if (!force) await checkAlias(projectDir, alias);
   const copy = await kitCopy(projectDir);
   const functionDir = join(supabaseDir, 'functions', functionName);
   const values = { ALIAS_NAME: alias, SECRET_ENV_NAME: secretEnv, FUNCTION_NAME: functionName };
   const index = substitute(await template(TEMPLATES_DIR, TEMPLATES.index), values, [
     'ALIAS_NAME',
     'SECRET_ENV_NAME',
+    'FUNCTION_NAME',
   ]);
   const section = substitute(await template(TEMPLATES_DIR, TEMPLATES.config), values, [
     'FUNCTION_NAME',
@@ -223,7 +263,8 @@ const USAGE = `usage: ${
   commandName('scaffold-webhook')
 } <function_name> --alias <alias> [--secret-env NAME] [--force] [--project DIR]
 
-  --alias ALIAS      the alias each verified delivery starts a run of
+  --alias ALIAS      the alias each verified delivery starts a run of: one the project's
+                     registry deploys (checked; --force writes the function anyway)
   --secret-env NAME  the variable holding the shared secret (default SWITCHYARD_WEBHOOK_SECRET)
   --project DIR      the Supabase project; default: the project you are in`;
 

@@ -46,6 +46,7 @@ export type {
   RetryResult,
   RunEvent,
   RunEventName,
+  RunOrigin,
   RunStatus,
   RunStatusValue,
   SignalResult,

@@ -69,6 +69,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/sql/row_triggers_test.ts',
     'tests/sql/row_trigger_backfill_test.ts',
     'tests/sql/batching_test.ts',
+    'tests/sql/run_origin_test.ts',
     'tests/worker/flow_control_test.ts',
     'tests/worker/races_test.ts',
     'tests/worker/engine_test.ts',
@@ -161,6 +162,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/e2e/doctor_test.ts',
     'tests/e2e/config_toml_test.ts',
     'tests/e2e/process_tree_test.ts',
+    'tests/e2e/webhook_serve_test.ts', // a scaffolded webhook served by serve, over real HTTP
     'tests/e2e/serve_test.ts',
     'tests/e2e/older_core_test.ts',
   ],

@@ -585,6 +585,7 @@ export async function layoutProblems(kitDir: string = KIT_ROOT): Promise<string[
       const d = definesOf(s.body);
       if (d.kind !== 'function') continue;
       if (d.action === 'drop') {
+        // An upgrade step is where a drop belongs (a signature that changes, say).
         if (!f.path.startsWith(`${UPGRADES}/`)) {
           problems.push(
             `${f.path} drops function ${d.name}: drops are upgrade steps (${UPGRADES})`,

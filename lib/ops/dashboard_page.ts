@@ -499,6 +499,10 @@ ol.events .at {
         <h2>Schedules <span class="muted">cron-started runs, one per tick</span></h2>
         <div id="schedules"></div>
       </section>
+      <section class="card" id="row-triggers-card">
+        <h2>Row triggers <span class="muted">writes to the app's tables that start runs</span></h2>
+        <div id="row-triggers"></div>
+      </section>
       <section class="card" id="option-changes-card">
         <h2>Option changes <span class="muted">runtime options changed under the same slug</span></h2>
         <div id="option-changes"></div>
@@ -833,6 +837,22 @@ ol.events .at {
   }
 
   /**
+   * Where a run came from (docs/design/origins.md): a row trigger's write, its backfill, a
+   * webhook's delivery, or another source's kind; '' for a plain start.
+   * @param {Run['origin']} o
+   */
+  function originText(o) {
+    if (!o) return '';
+    const f = /** @type {Record<string, unknown>} */ (o);
+    if (f.kind === 'row_trigger') {
+      return 'row trigger ' + f.trigger + ' (' + f.op + ' on ' + f.table + ')';
+    }
+    if (f.kind === 'backfill') return 'backfill of row trigger ' + f.trigger;
+    if (f.kind === 'webhook') return 'webhook ' + f.function + ' (delivery ' + f.delivery + ')';
+    return String(f.kind);
+  }
+
+  /**
    * @param {Run} run
    * @param {Overview} data
    */
@@ -915,7 +935,12 @@ ol.events .at {
         : '') +
       (signals ? '<div class="signals">' + signals + '</div>' : '') +
       errors + controls(run, data) + progressList(run) + eventList(run) +
-      '<div class="muted mono">run ' + esc(run.runId) + '</div>';
+      '<div class="muted mono">run ' + esc(run.runId) +
+      (run.origin
+        ? ' · <span data-run-detail-origin="' + esc(run.runId) + '">from ' +
+          esc(originText(run.origin)) + '</span>'
+        : '') +
+      '</div>';
   }
 
   // The run controls (docs/design/rerun.md), with the bearer: rerun an ended run from a
@@ -1268,7 +1293,12 @@ ol.events .at {
       }
       rows += '<tr class="run" data-run="' + esc(r.runId) + '"><td>' +
         pill(STATE_CLASS[r.status] || 'idle', r.status) + '</td><td><b>' + esc(r.startedAs) +
-        '</b></td><td class="mono">' + esc(r.flowSlug) + '</td><td title="' + esc(r.startedAt) +
+        '</b>' +
+        (r.origin
+          ? '<br><span class="muted" data-run-origin="' + esc(r.runId) + '">from ' +
+            esc(originText(r.origin)) + '</span>'
+          : '') +
+        '</td><td class="mono">' + esc(r.flowSlug) + '</td><td title="' + esc(r.startedAt) +
         '">' +
         esc(ago(r.startedAt)) + '</td><td class="num">' + esc(duration(r.durationMs)) +
         '</td><td>' + outcome + '</td>' + (canAct ? '<td>' + action + '</td>' : '') + '</tr>';
@@ -1391,6 +1421,40 @@ ol.events .at {
       }).join('') + '</tbody></table>';
   }
 
+  /**
+   * Row trigger declarations (docs/design/ingestion.md): installed or missing, the backfill's
+   * state and cursor, the runs started in the last hour (docs/design/origins.md).
+   * @param {Overview} data
+   */
+  function rowTriggers(data) {
+    const list = data.rowTriggers || [];
+    if (list.length === 0) {
+      return '<div class="empty">None. Declare one with <code>npx switchyard trigger add &lt;name&gt; ' +
+        '--table &lt;table&gt; --alias &lt;alias&gt;</code> (it writes a migration).</div>';
+    }
+    return '<table><thead><tr><th>trigger</th><th>table</th><th>events</th><th>alias</th>' +
+      '<th>trigger in place</th><th>backfill</th><th class="num">runs, last hour</th></tr></thead>' +
+      '<tbody>' +
+      list.map((t) => {
+        const b = t.backfill;
+        const backfill = !b
+          ? '<span class="muted">none declared</span>'
+          : b.state === 'done'
+          ? pill('ok', 'done') + ' <span class="muted">' + b.rows + ' rows · ' + b.runs +
+            ' runs</span>'
+          : pill('warn', b.batches === 0 ? 'pending' : 'unfinished') + ' <span class="muted">' +
+            b.rows + ' rows · ' + b.runs + ' runs · ' + b.batches + ' batches' +
+            (b.after ? ' · after ' + esc(JSON.stringify(b.after)) : '') + '</span>';
+        return '<tr data-row-trigger="' + esc(t.name) + '"><td class="mono">' + esc(t.name) +
+          '</td><td class="mono">' + esc(t.table) + '</td><td>' + esc(t.events.join(', ')) +
+          '</td><td class="mono">' + esc(t.alias) + '</td><td>' +
+          (t.installed
+            ? pill('ok', 'installed')
+            : pill('bad', 'missing', 'writes start nothing: npx switchyard doctor names the fix')) +
+          '</td><td>' + backfill + '</td><td class="num">' + t.runsLastHour + '</td></tr>';
+      }).join('') + '</tbody></table>';
+  }
+
   /** @param {Overview} data */
   function rateLimits(data) {
     const limits = data.rateLimits || [];
@@ -1443,6 +1507,7 @@ ol.events .at {
     $('option-changes').innerHTML = optionChanges(data);
     $('schedules').innerHTML = schedules(data);
     $('rate-limits').innerHTML = rateLimits(data);
+    $('row-triggers').innerHTML = rowTriggers(data);
     const queueSelect = $select('run-queue');
     const selected = queueSelect.value;
     const names = data.queues.map((q) => q.queueName);

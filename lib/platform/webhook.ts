@@ -247,6 +247,12 @@ function mismatch(): SignatureCheck {
 export interface WebhookOptions {
   /** The alias (or flow slug) each delivery starts a run of. */
   alias: string;
+  /**
+   * The Edge Function's name, recorded in each run's origin (`{ kind: 'webhook', function,
+   * delivery }`, docs/design/origins.md); `scaffold-webhook` writes it. Default: the request
+   * path's function segment (`/functions/v1/<name>` or `/<name>`), else the alias.
+   */
+  name?: string;
   /** The shared secret; default the value of `secretEnv`. */
   secret?: string;
   /** The variable holding the shared secret (default `SWITCHYARD_WEBHOOK_SECRET`). */
@@ -304,6 +310,13 @@ function answer(status: number, body: Record<string, unknown>): Response {
 
 function refuse(status: number, rule: string, message: string): Response {
   return answer(status, { error: rule, message });
+}
+
+/** The function's name from the request's path (`/functions/v1/<name>/…` or `/<name>/…`). */
+function functionOf(request: Request, fallback: string): string {
+  const parts = new URL(request.url).pathname.split('/').filter((p) => p !== '');
+  const name = parts[0] === 'functions' && parts[1] === 'v1' ? parts[2] : parts[0];
+  return name && name.length <= 200 ? name : fallback;
 }
 
 /** The body, read a chunk at a time up to `limit` bytes; null when it is longer. */
@@ -477,6 +490,12 @@ export function createWebhook(options: WebhookOptions): Webhook {
           key: id,
           mode: 'dedupe',
           ttl,
+          // Where the run came from (docs/design/origins.md).
+          origin: {
+            kind: 'webhook',
+            function: options.name ?? functionOf(request, alias),
+            delivery: id,
+          },
         });
         // The key's row was written by this transaction exactly when it named a new run.
         const [row] = await tx<{ fresh: boolean }[]>`

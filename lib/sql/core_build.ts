@@ -2206,9 +2206,10 @@ $$;
 
 -- supabase/schemas/functions/runs/_close_batch.sql
 -- Closes an open batch the caller holds locked (docs/design/batching.md): starts its run (the
--- id chosen when it opened) with the list of its events in the order they joined, records
--- where the run came from in its 'started' event's data ({"batch": {"key", "size", "closed",
--- "opened_at"}}; \`reason\` 'size', 'bytes' or 'timeout'), and deletes the batch and its events,
+-- id chosen when it opened) with the list of its events in the order they joined and its origin
+-- {kind: 'batch', key, size, closed} (docs/design/origins.md), records the batch in its
+-- 'started' event's data as well ({"batch": {"key", "size", "closed", "opened_at"}}; \`reason\`
+-- 'size', 'bytes' or 'timeout'), and deletes the batch and its events,
 -- all in the caller's transaction. The next event of the key opens a new batch.
 create or replace function switchyard._close_batch(batch bigint, reason text)
 returns uuid
@@ -2223,9 +2224,11 @@ begin
   select * into b from switchyard.batches x where x.batch_id = batch;
   select jsonb_agg(e.input order by e.seq) into events
     from switchyard.batch_events e where e.batch_id = batch;
-  perform switchyard.start_flow(b.started_as, events, run_id => b.run_id);
+  perform switchyard.start_flow(b.started_as, events, run_id => b.run_id,
+    origin => jsonb_build_object('kind', 'batch', 'key', b.batch_key, 'size', b.size,
+                                 'closed', reason));
   update switchyard.run_events ev
-     set data = jsonb_build_object('batch', jsonb_build_object(
+     set data = coalesce(ev.data, '{}'::jsonb) || jsonb_build_object('batch', jsonb_build_object(
            'key', b.batch_key, 'size', b.size, 'closed', reason, 'opened_at', b.opened_at))
    where ev.run_id = b.run_id and ev.step_slug is null and ev.event = 'started';
   delete from switchyard.batches x where x.batch_id = batch;
@@ -2710,14 +2713,17 @@ begin
     return null;
   end if;
   if tg_op = 'INSERT' then
+    -- A run with an origin (docs/design/origins.md) says so in its 'started' event's data.
     with t as (select n.run_id, n.owner, n.flow_slug, n.status as event,
+                      case when n.origin is not null
+                           then jsonb_build_object('origin', n.origin) end as data,
                       row_number() over () as ord
                  from switchyard_new_runs n),
          written as (
            -- A flow with events: false writes no row; the notification still wakes the
            -- client's waits.
-           insert into switchyard.run_events (run_id, owner, flow_slug, event)
-           select t.run_id, t.owner, t.flow_slug, t.event
+           insert into switchyard.run_events (run_id, owner, flow_slug, event, data)
+           select t.run_id, t.owner, t.flow_slug, t.event, t.data
              from t left join switchyard.flows f on f.flow_slug = t.flow_slug
             where coalesce(f.events, true)
             order by t.ord)
@@ -4296,9 +4302,8 @@ $$;
 
 -- supabase/schemas/functions/runs/run_status.sql
 -- One run's status document (docs/design/client.md): its status, input, output or error, owner
--- and times, its lineage (a fork's original and step) and pause (docs/design/rerun.md), with each
--- step's state,
--- queue snapshot and attempts.
+-- and times, its origin (docs/design/origins.md), its lineage (a fork's original and step) and pause
+-- (docs/design/rerun.md), with each step's state, queue snapshot and attempts.
 create or replace function switchyard.run_status(run_id uuid)
 returns jsonb
 language sql
@@ -4313,6 +4318,8 @@ as $$
     'cancelled_at', r.cancelled_at, 'owner', r.owner,
     'forked_from', r.forked_from, 'from_step', r.from_step, 'paused_at', r.paused_at,
     'pause_reason', r.pause_reason,
+    -- Where the run came from (docs/design/origins.md), or null for a plain start.
+    'origin', r.origin,
     -- Per step: its queue snapshot and attempts (a map step: the most attempts any element
     -- used), its number of tasks (a map step's elements), the first error in element order,
     -- and why it was skipped.
@@ -4406,12 +4413,18 @@ $$;
 -- \`batch\` option): it joins the open batch of (flow_or_alias, batch_key), in the caller's
 -- transaction, and the answer is the id of the run the batch becomes when it closes
 -- (docs/design/batching.md, _batch_event). It takes no other option.
+--
+-- \`origin\` (optional) says where the run came from (docs/design/origins.md): a JSON object with
+-- a \`kind\` of 1 to 40 lower-case letters, digits and underscores (row_trigger, backfill,
+-- webhook, batch, …) and what names the source, at most 1 KiB. Stored with a new run and carried
+-- by its 'started' event (\`data.origin\`); a keyed start that returns an existing run keeps that
+-- run's origin. Null (every plain start) is checked by one comparison and stored as null.
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
   key text default null, mode text default null, ttl int default null, delay int default null,
   max_delay int default null, trace_context text default null, priority int default null,
-  batch_key text default null
+  batch_key text default null, origin jsonb default null
 )
 returns uuid
 language plpgsql
@@ -4444,6 +4457,19 @@ begin
       'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
       '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
       context => jsonb_build_object('min', -10, 'max', 10));
+  end if;
+  if start_flow.origin is not null and not (
+       jsonb_typeof(start_flow.origin) = 'object'
+       and coalesce(start_flow.origin ->> 'kind', '') ~ '^[a-z][a-z0-9_]{0,39}$'
+       and jsonb_typeof(start_flow.origin -> 'kind') = 'string'
+       and octet_length(start_flow.origin::text) <= 1024) then
+    perform switchyard._refuse('22023', 'origin_invalid', 'origin',
+      left(start_flow.origin::text, 200), format(
+      'start_flow(%s): origin %s is invalid: pass a JSON object of at most 1024 bytes whose '
+      '"kind" is 1 to 40 lower-case letters, digits and underscores starting with a letter, '
+      'such as {"kind": "webhook", "function": "orders-webhook", "delivery": "d-1"}',
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.origin::text)),
+      context => jsonb_build_object('max_bytes', 1024));
   end if;
   if input is null then
     perform switchyard._refuse('22023', 'input_sql_null', 'input', null, format(
@@ -4563,12 +4589,12 @@ begin
   -- The run's deadline (docs/design/client.md): the flow's runTimeout from now, or the
   -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at, trace_context, priority)
+                               deadline_at, trace_context, priority, origin)
   select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
          least(switchyard.clock_now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
                start_flow.deadline_at),
-         start_flow.trace_context, coalesce(start_flow.priority, 0)
+         start_flow.trace_context, coalesce(start_flow.priority, 0), start_flow.origin
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;
@@ -8264,6 +8290,10 @@ $$;
 -- row's start by its primary key (mode dedupe, one year), so a row written during the backfill
 -- starts once whichever of the two reaches it first. Otherwise the start is a plain one.
 --
+-- Every start carries its origin (docs/design/origins.md): {kind: 'row_trigger', trigger,
+-- table, op} for a write (op insert, update or delete), {kind: 'backfill', trigger} for the
+-- backfill's start of a row.
+--
 -- A batching declaration (batch_by, docs/design/batching.md) makes the row an event of the
 -- batch \`<name>:<value>\` of its batch value, or \`<name>\` (the table's batch) when the value is
 -- null or batch_by is 'table'; the answer is the id of the batch's run.
@@ -8278,6 +8308,7 @@ set search_path = ''
 as $$
 declare
   d switchyard.row_triggers;
+  run_origin jsonb;
 begin
   select * into d from switchyard.row_triggers r where r.name = trigger_name;
   if not found then
@@ -8289,17 +8320,23 @@ begin
       batch_key => case when batch_value is null then d.name
                         else switchyard._row_trigger_key(d.name, ':', batch_value) end);
   end if;
+  run_origin := case when op = 'BACKFILL'
+    then jsonb_build_object('kind', 'backfill', 'trigger', d.name)
+    else jsonb_build_object('kind', 'row_trigger', 'trigger', d.name,
+                            'table', format('%I.%I', d.table_schema, d.table_name),
+                            'op', lower(op)) end;
   if d.key_by is not null and key_value is not null then
     return switchyard.start_flow(d.alias, input,
       key => switchyard._row_trigger_key(d.name, ':', key_value), mode => d.mode,
-      ttl => d.ttl, delay => d.delay, max_delay => d.max_delay);
+      ttl => d.ttl, delay => d.delay, max_delay => d.max_delay,
+      origin => run_origin);
   end if;
   if pk_value is not null and d.backfill_state = 'pending' and op in ('INSERT', 'BACKFILL') then
     return switchyard.start_flow(d.alias, input,
       key => switchyard._row_trigger_key(d.name, '#', pk_value), mode => 'dedupe',
-      ttl => 31536000);
+      ttl => 31536000, origin => run_origin);
   end if;
-  return switchyard.start_flow(d.alias, input);
+  return switchyard.start_flow(d.alias, input, origin => run_origin);
 end
 $$;
 
@@ -10938,6 +10975,37 @@ begin
 end
 $$;
 
+-- supabase/schemas/functions/dashboard/dashboard_row_triggers.sql
+-- The dashboard's row triggers section (docs/design/origins.md, docs/design/ingestion.md): every
+-- declaration as list_row_triggers answers it (table, alias, events, whether its trigger is in
+-- place, its backfill's state, cursor and counts), with the runs it started in the last hour:
+-- the runs with an origin naming it (row_trigger or backfill), counted through the partial
+-- index runs_origin_started, which holds only runs with an origin. PL/pgSQL, so it may be
+-- created before _row_trigger_json, which takes the table's row type.
+create or replace function switchyard.dashboard_row_triggers()
+returns jsonb
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  return (
+    with recent as (
+      select r.origin ->> 'trigger' as name, count(*) as runs
+        from switchyard.runs r
+       where r.origin is not null
+         and r.started_at > switchyard.clock_now() - interval '1 hour'
+         and r.origin ->> 'kind' in ('row_trigger', 'backfill')
+       group by 1)
+    select coalesce(jsonb_agg(switchyard._row_trigger_json(d)
+                                || jsonb_build_object('runs_last_hour', coalesce(c.runs, 0))
+                              order by d.name), '[]'::jsonb)
+      from switchyard.row_triggers d
+      left join recent c on c.name = d.name);
+end
+$$;
+
 -- supabase/schemas/functions/dashboard/dashboard_run_lineage.sql
 -- What the dashboard's runs table shows of the run controls (docs/design/rerun.md) for
 -- these runs: lineage (the run a fork was made from, and the step it was forked from), the pause
@@ -10964,6 +11032,22 @@ as $$
     ) v
    where r.run_id = any (run_ids)
      and (r.forked_from is not null or r.paused_at is not null or cardinality(v.versions) > 0)
+$$;
+
+-- supabase/schemas/functions/dashboard/dashboard_run_origins.sql
+-- Where these runs came from (docs/design/origins.md), for the dashboard's runs table and run
+-- detail: each run's origin (a row trigger, a backfill, a webhook, a batch). Runs started plainly
+-- (no origin) are absent. One probe of the run's row per run.
+create or replace function switchyard.dashboard_run_origins(run_ids uuid[])
+returns table (run_id uuid, origin jsonb)
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select r.run_id, r.origin
+    from switchyard.runs r
+   where r.run_id = any (run_ids) and r.origin is not null
 $$;
 
 -- supabase/schemas/functions/dashboard/dashboard_run_retries.sql
@@ -11539,7 +11623,11 @@ create table switchyard.runs (
   run_span_taken boolean not null default false,
   -- When the run's current span starts, for a run retried or rerun after its span was recorded
   -- (its new life's span, a child of the first; retry_run, rerun_run). Null: at started_at.
-  span_started_at timestamptz
+  span_started_at timestamptz,
+  -- Where the run came from (docs/design/origins.md): a JSON object with a \`kind\` (row_trigger,
+  -- backfill, webhook, batch, …) and what names the source, as start_flow's \`origin\` gave it.
+  -- Null: a plain start (start_flow called by the app, the client, a schedule or a child step).
+  origin jsonb
 );
 
 -- The paused runs, for the dashboard and resume (empty when unused).
@@ -11565,6 +11653,10 @@ create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at
 -- Traced runs whose span is not recorded yet: what take_run_spans reads (empty untraced).
 create index runs_span_pending on switchyard.runs (run_id)
   where trace_context is not null and not run_span_taken;
+
+-- Runs with an origin, newest first: the dashboard's runs per row trigger in the last hour
+-- (dashboard_row_triggers). Plain starts (origin null) add no entry.
+create index runs_origin_started on switchyard.runs (started_at) where origin is not null;
 
 -- The user rate limit counts a user's runs of the last minute through this index.
 create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;

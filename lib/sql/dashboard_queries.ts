@@ -1,6 +1,6 @@
 /**
  * The dashboard's reads (`switchyard.dashboard_queues`, `dashboard_functions`,
- * `dashboard_runs`, `dashboard_throughput`, plus the operator commands' own
+ * `dashboard_runs`, `dashboard_run_origins`, `dashboard_throughput`, `dashboard_row_triggers`, plus the operator commands' own
  * `drain_status` and `fence_status`; docs/design/versions.md). Nothing here writes: the
  * dashboard's actions are {@linkcode pauseFunction}, {@linkcode resumeFunction},
  * {@linkcode cancelRun} and {@linkcode retryRun}, and a run's events come from
@@ -18,6 +18,8 @@ import { type FunctionRefusal, functionRefusals } from './refusals.ts';
 import type { FenceStatus } from './fence_status.ts';
 import { metricsHistory, type QueueHistory } from './metrics.ts';
 import { metricSnapshot } from './metric_snapshot.ts';
+import type { RunOrigin } from './runs.ts';
+import { type RowTriggerOverview, rowTriggerOverviews } from './row_triggers.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
@@ -275,6 +277,11 @@ export interface RunOverview {
   pauseReason: string | null;
   /** The other concrete versions of its alias: what a move or a fork may name. */
   versions: string[];
+  /**
+   * Where it came from (a row trigger, a backfill, a webhook; docs/design/origins.md), or null
+   * for a plain start.
+   */
+  origin: RunOrigin | null;
   /** Every step in step order. */
   steps: RunStepOverview[];
 }
@@ -376,8 +383,16 @@ export async function recentRuns(
         (l) => [l.run_id, l],
       ),
   );
+  const origins = new Map(
+    (rows.length === 0 ? [] : await call(sql, () =>
+      sql<{ run_id: string; origin: RunOrigin }[]>`
+      select run_id, origin
+        from switchyard.dashboard_run_origins(${pgArray(rows.map((r) => r.run_id))}::uuid[])`))
+      .map((o) => [o.run_id, o.origin]),
+  );
   return rows.map((r) => ({
     retries: retries.get(r.run_id) ?? 0,
+    origin: origins.get(r.run_id) ?? null,
     forkedFrom: lineage.get(r.run_id)?.forked_from ?? null,
     fromStep: lineage.get(r.run_id)?.from_step ?? null,
     pausedAt: lineage.get(r.run_id)?.paused_at ?? null,
@@ -613,6 +628,11 @@ export interface DashboardSnapshot {
   schedules: Schedule[];
   /** The rate limits by name (docs/design/flow-control.md#rate-limits-and-keyed-concurrency). */
   rateLimits: RateLimitState[];
+  /**
+   * Every row trigger declaration (docs/design/ingestion.md): installed or missing, its
+   * backfill, the runs it started in the last hour (docs/design/origins.md).
+   */
+  rowTriggers: RowTriggerOverview[];
 }
 
 /**
@@ -668,6 +688,7 @@ export async function dashboardSnapshot(
     limits,
     histories,
     snapshot,
+    rowTriggers,
   ] = await Promise.all([
     queueDepths(source),
     functionOverviews(source, { heartbeatWindowSeconds }),
@@ -679,6 +700,7 @@ export async function dashboardSnapshot(
     rateLimits(source),
     metricsHistory(source, { minutes }),
     metricSnapshot(source),
+    rowTriggerOverviews(source),
   ]);
   // The completed-tasks chart is the history's completions (dashboard_throughput's rows): one
   // read of the counters' samples serves every chart.
@@ -719,5 +741,6 @@ export async function dashboardSnapshot(
     optionChanges,
     schedules,
     rateLimits: limits,
+    rowTriggers,
   };
 }

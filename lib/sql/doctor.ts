@@ -3,7 +3,7 @@
  * the
  * Supabase CLI recorded, the SQL core's release, aliases, queue functions with their flags,
  * workers and refusals, the work on each queue, runs waiting with no live worker, the keep-alive's
- * failing wakes, and whether pg_net, pg_cron and the keep-alive job are there. Reads only; the
+ * failing wakes, row trigger declarations (installed, backfill), and whether pg_net, pg_cron and the keep-alive job are there. Reads only; the
  * judgement (what is a problem, and the command that fixes it) is the doctor's.
  *
  * @module
@@ -16,6 +16,7 @@ import {
   wakeFailures,
 } from './refusals.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
+import { listRowTriggers, type RowTrigger } from './row_triggers.ts';
 
 /** A queue function as the doctor sees it. */
 export interface DoctorFunction {
@@ -98,6 +99,11 @@ export interface DoctorFacts {
   functionsBaseUrl: string | null;
   /** Open batches overdue or failing to close (none on a core without batching). */
   stuckBatches?: StuckBatch[];
+  /**
+   * Row trigger declarations (docs/design/ingestion.md): whether each trigger is in place and
+   * its backfill's state. Empty before the core has them.
+   */
+  rowTriggers: RowTrigger[];
 }
 
 /**
@@ -126,6 +132,7 @@ export async function doctorFacts(
         has_core: boolean;
         has_version: boolean;
         has_refusals: boolean;
+        has_row_triggers: boolean;
         pg_net: boolean;
         pg_cron: boolean;
         cron_runs: boolean;
@@ -137,6 +144,7 @@ export async function doctorFacts(
              to_regclass('switchyard.worker_functions') is not null as has_core,
              to_regprocedure('switchyard.core_version()') is not null as has_version,
              to_regclass('switchyard.refusals') is not null as has_refusals,
+             to_regclass('switchyard.row_triggers') is not null as has_row_triggers,
              exists (select 1 from pg_catalog.pg_proc p
                        join pg_catalog.pg_namespace n on n.oid = p.pronamespace
                       where n.nspname = 'net' and p.proname = 'http_post') as pg_net,
@@ -184,6 +192,7 @@ export async function doctorFacts(
       cronDatabase: env.cron_database || null,
       keepAliveJob,
       functionsBaseUrl: null,
+      rowTriggers: [],
     };
     if (!env.has_core) return facts;
     facts.coreVersion = env.has_version
@@ -281,6 +290,7 @@ export async function doctorFacts(
       facts.refusals = await functionRefusals(sql);
       facts.wakeFailures = await wakeFailures(sql);
     }
+    if (env.has_row_triggers) facts.rowTriggers = await listRowTriggers(sql);
     const [base] = await sql<{ value: string }[]>`
       select value from switchyard.settings where name = 'functions_base_url'`;
     facts.functionsBaseUrl = base?.value ?? null;

@@ -297,6 +297,45 @@ export async function listRowTriggers(source: SqlSource): Promise<RowTrigger[]> 
 }
 
 /**
+ * A declaration as the dashboard shows it (docs/design/origins.md): the declaration and its
+ * backfill, and the runs it started in the last hour.
+ *
+ * @example
+ * ```ts
+ * import type { RowTriggerOverview } from './row_triggers.ts';
+ * const busy = (t: RowTriggerOverview) => t.runsLastHour > 0;
+ * ```
+ */
+export interface RowTriggerOverview extends RowTrigger {
+  /** Runs whose origin names it (its writes' and its backfill's), started in the last hour. */
+  runsLastHour: number;
+}
+
+/**
+ * Every declaration with the runs it started in the last hour (`switchyard.dashboard_row_triggers`,
+ * docs/design/origins.md): what the dashboard's row triggers section shows.
+ *
+ * @example
+ * ```ts
+ * import postgres from 'postgres';
+ * import { rowTriggerOverviews } from '../ops.ts';
+ * const sql = postgres(Deno.env.get('DATABASE_URL')!);
+ * for (const t of await rowTriggerOverviews(sql)) console.log(t.name, t.installed, t.runsLastHour);
+ * await sql.end();
+ * ```
+ */
+export async function rowTriggerOverviews(source: SqlSource): Promise<RowTriggerOverview[]> {
+  const sql = sqlOf(source);
+  const [row] = await call(
+    sql,
+    () =>
+      sql<{ l: (Row & { runs_last_hour: number })[] }[]>`
+        select switchyard.dashboard_row_triggers() as l`,
+  );
+  return row.l.map((r) => ({ ...toRowTrigger(r), runsLastHour: Number(r.runs_last_hour) }));
+}
+
+/**
  * Removes declaration `name` (`switchyard.remove_row_trigger`): true if there was one.
  *
  * @example

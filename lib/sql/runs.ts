@@ -81,6 +81,31 @@ export interface StepStatus<StepSlug extends string = string> {
 }
 
 /**
+ * Where a run came from (docs/design/origins.md): set by the kit's own sources of runs, null
+ * for a plain start. `kind` names the source; the other fields name which one:
+ *
+ * - `row_trigger`: a write to a table (`trigger`, the declaration's name; `table`,
+ *   `schema.table`; `op`, `insert`, `update` or `delete`; docs/design/ingestion.md);
+ * - `backfill`: a row trigger's backfill (`trigger`);
+ * - `webhook`: a signed delivery (`function`, the Edge Function; `delivery`, its id;
+ * docs/design/ingestion.md#signed-webhooks);
+ * - any other kind a caller gives `startRun`'s `origin` (a batch, say: `{ kind: 'batch', … }`).
+ *
+ * @example
+ * ```ts
+ * import type { RunOrigin } from './runs.ts';
+ *
+ * const origin: RunOrigin = { kind: 'webhook', function: 'orders-webhook', delivery: 'd-1' };
+ * const fromRow = (o: RunOrigin | null) => o?.kind === 'row_trigger' ? o.trigger : null;
+ * ```
+ */
+export type RunOrigin =
+  | { kind: 'row_trigger'; trigger: string; table: string; op: 'insert' | 'update' | 'delete' }
+  | { kind: 'backfill'; trigger: string }
+  | { kind: 'webhook'; function: string; delivery: string }
+  | { kind: string; [field: string]: unknown };
+
+/**
  * The status document of one run (`switchyard.run_status`).
  *
  * @typeParam Output the run's output once completed (the outputs of its leaf steps)
@@ -128,6 +153,8 @@ export interface RunStatus<Output = unknown, StepSlug extends string = string> {
   pausedAt: string | null;
   /** Why it is paused, or null. */
   pauseReason: string | null;
+  /** Where the run came from (a row trigger, a backfill, a webhook), or null for a plain start. */
+  origin: RunOrigin | null;
   /** Every step with its state, queue and attempts, in the order they were added. */
   steps: StepStatus<StepSlug>[];
 }
@@ -190,8 +217,9 @@ export interface RunEvent<StepSlug extends string = string> {
   taskIndex?: number;
   /**
    * A `progress` event's JSON, what the handler gave `ctx.progress`; for `rerun`, `forked`,
-   * `moved`, `paused` and `resumed`, who did it and what (docs/design/rerun.md); absent on
-   * other events.
+   * `moved`, `paused` and `resumed`, who did it and what (docs/design/rerun.md); for the
+   * run's `started` event of a run with an origin, `{ origin }` ({@linkcode RunOrigin},
+   * docs/design/origins.md); absent on other events.
    */
   data?: unknown;
 }
@@ -277,6 +305,14 @@ export interface StartRunBaseOptions {
    * `batch_key_alone`); a flow without `batch` refuses it (`batch_not_declared`).
    */
   batchKey?: string;
+  /**
+   * Where the run came from (docs/design/origins.md): an object whose `kind` is 1 to 40
+   * lower-case letters, digits and underscores, at most 1024 bytes of JSON. The kit's row
+   * triggers and webhooks set it; a source of one's own may (`{ kind: 'import', file }`). Stored
+   * with the run (`RunStatus.origin`, the dashboard) and in its `started` event's `data`. A keyed
+   * start that returns an existing run keeps that run's origin. Default: none.
+   */
+  origin?: RunOrigin;
 }
 
 /**
@@ -475,7 +511,7 @@ export async function startRun(
   /** The time `deadlineAt` must be after (ms): the database's clock, a test engine's (docs/design/clock.md). */
   now: () => number = Date.now,
 ): Promise<string> {
-  const { runId, owner, startAt, deadlineAt, traceparent, priority, batchKey } = options;
+  const { runId, owner, startAt, deadlineAt, traceparent, priority, batchKey, origin } = options;
   const { key, mode, ttl, delay, maxDelay } = options as {
     key?: unknown;
     mode?: unknown;
@@ -536,6 +572,18 @@ export async function startRun(
         'characters',
     );
   }
+  // The origin's rule (kind, size) is the SQL core's (22023 origin_invalid); only its type here.
+  if (
+    origin !== undefined &&
+    (origin === null || typeof origin !== 'object' || Array.isArray(origin) ||
+      typeof origin.kind !== 'string')
+  ) {
+    throw new SwitchyardError(
+      `${what}: origin ${describeValue(origin)} is invalid: pass an object with a string kind, ` +
+        "such as { kind: 'import', file: 'orders.csv' }",
+    );
+  }
+  if (origin !== undefined) assertJson(origin, 'origin');
   // A malformed one is logged and the run starts untraced (runTraceparent).
   // An event of a batch takes no trace context: not the active span's by default (a given one
   // is the SQL core's refusal, batch_key_alone).
@@ -556,7 +604,9 @@ export async function startRun(
       }::text,
           ${(mode as string | undefined) ?? null}::text, ${seconds(ttl)}::int,
           ${seconds(delay)}::int, ${seconds(maxDelay)}::int, ${trace}::text,
-          ${priority ?? null}::int, ${batchKey ?? null}::text) as id`,
+          ${priority ?? null}::int, ${batchKey ?? null}::text${
+        origin === undefined ? sql`` : sql`, origin => ${sql.json(origin as never)}::jsonb`
+      }) as id`,
   );
   return row.id;
 }
@@ -763,6 +813,8 @@ export async function runEvents(
     at: r.created_at,
     ...(r.event === 'progress' ? { taskIndex: r.task_index ?? 0, data: r.data } : {}),
     ...(OPERATOR_EVENTS.has(r.event) ? { data: r.data } : {}),
+    // A run's start with an origin (docs/design/origins.md).
+    ...(r.event === 'started' && r.step_slug === null && r.data !== null ? { data: r.data } : {}),
   }));
 }
 

@@ -87,6 +87,14 @@ Deno.test({
       cleanups.push(() => client.close());
       const work = await startDashboardWork(db.url, db.sql, client);
       cleanups.push(() => work.stop());
+      // Row triggers (docs/design/origins.md): one in place (its condition starts nothing, so the
+      // work's runs are unchanged) and one whose trigger was dropped by hand.
+      await db.sql`create table public.dash_orders (id bigint primary key)`;
+      await db.sql`select switchyard.declare_row_trigger('dash_orders_in', 'public.dash_orders',
+                     'billing', condition => 'false', backfill => true)`;
+      await db.sql`select switchyard.declare_row_trigger('dash_orders_gone', 'public.dash_orders',
+                     'billing', events => array['delete'])`;
+      await db.sql`drop trigger switchyard_dash_orders_gone on public.dash_orders`;
       const dashboard = await startDashboardCommand(db.url);
       cleanups.push(async () => {
         const { output } = await dashboard.stop();
@@ -134,6 +142,10 @@ Deno.test({
         assert.match(schedule, /0 3 \* \* \*\s+Europe\/Berlin/);
         assert.match(schedule, /none yet/, 'never ticked');
         assert.match(schedule, /T0[12]:00:00/, 'the next tick is 03:00 Berlin time, in UTC');
+        const inPlace = await page.locator('[data-row-trigger="dash_orders_in"]').innerText();
+        assert.match(inPlace, /public\.dash_orders\s+insert\s+billing\s+installed\s+pending/);
+        const gone = await page.locator('[data-row-trigger="dash_orders_gone"]').innerText();
+        assert.match(gone, /delete\s+billing\s+missing\s+none declared\s+0/);
       });
 
       await t.step('read-only without the bearer: no action buttons', async () => {

@@ -12,4 +12,4 @@
  */
 import { serveWebhook } from 'switchyard';
 
-serveWebhook({ alias: 'ALIAS_NAME', secretEnv: 'SECRET_ENV_NAME' });
+serveWebhook({ name: 'FUNCTION_NAME', alias: 'ALIAS_NAME', secretEnv: 'SECRET_ENV_NAME' });

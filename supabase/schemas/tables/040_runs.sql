@@ -44,7 +44,11 @@ create table switchyard.runs (
   run_span_taken boolean not null default false,
   -- When the run's current span starts, for a run retried or rerun after its span was recorded
   -- (its new life's span, a child of the first; retry_run, rerun_run). Null: at started_at.
-  span_started_at timestamptz
+  span_started_at timestamptz,
+  -- Where the run came from (docs/design/origins.md): a JSON object with a `kind` (row_trigger,
+  -- backfill, webhook, batch, …) and what names the source, as start_flow's `origin` gave it.
+  -- Null: a plain start (start_flow called by the app, the client, a schedule or a child step).
+  origin jsonb
 );
 
 -- The paused runs, for the dashboard and resume (empty when unused).
@@ -70,6 +74,10 @@ create index runs_finished on switchyard.runs ((coalesce(completed_at, failed_at
 -- Traced runs whose span is not recorded yet: what take_run_spans reads (empty untraced).
 create index runs_span_pending on switchyard.runs (run_id)
   where trace_context is not null and not run_span_taken;
+
+-- Runs with an origin, newest first: the dashboard's runs per row trigger in the last hour
+-- (dashboard_row_triggers). Plain starts (origin null) add no entry.
+create index runs_origin_started on switchyard.runs (started_at) where origin is not null;
 
 -- The user rate limit counts a user's runs of the last minute through this index.
 create index runs_owner_started on switchyard.runs (owner, started_at) where owner is not null;

@@ -24,7 +24,7 @@ Deno.test('writes index.ts, deno.json and the config section; a second run chang
     const result = await scaffoldWebhook({
       projectDir: dir,
       functionName: 'orders-webhook',
-      alias: 'orders',
+      alias: 'supportTickets',
       secretEnv: 'ORDERS_WEBHOOK_SECRET',
     });
     assert.equal(result.changed, true);
@@ -36,7 +36,7 @@ Deno.test('writes index.ts, deno.json and the config section; a second run chang
     const index = await Deno.readTextFile(join(dir, 'supabase/functions/orders-webhook/index.ts'));
     assert.match(
       index,
-      /serveWebhook\(\{ alias: 'orders', secretEnv: 'ORDERS_WEBHOOK_SECRET' \}\);/,
+      /serveWebhook\(\{\s*name: 'orders-webhook',\s*alias: 'supportTickets',\s*secretEnv: 'ORDERS_WEBHOOK_SECRET',?\s*\}\);/,
     );
     assert.match(index, /from 'switchyard';/);
     assert.ok(!/ALIAS_NAME|SECRET_ENV_NAME|FUNCTION_NAME/.test(index), index);
@@ -63,7 +63,7 @@ Deno.test('writes index.ts, deno.json and the config section; a second run chang
     const again = await scaffoldWebhook({
       projectDir: dir,
       functionName: 'orders-webhook',
-      alias: 'orders',
+      alias: 'supportTickets',
       secretEnv: 'ORDERS_WEBHOOK_SECRET',
     });
     assert.equal(again.changed, false);
@@ -82,10 +82,18 @@ Deno.test('in an installed project: the runtime copy, pinned imports, and it typ
       stderr: 'piped',
     }).output();
     assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
+    // A fresh install's registry lists no flow: the alias is refused, naming none known.
+    await assert.rejects(
+      scaffoldWebhook({ projectDir: dir, functionName: 'hook', alias: 'orders' }),
+      (e: Error) =>
+        e instanceof ScaffoldError &&
+        /--alias "orders" is unknown \(alias_unknown\).*knows none yet.*--force/.test(e.message),
+    );
     const result = await scaffoldWebhook({
       projectDir: dir,
       functionName: 'hook',
       alias: 'orders',
+      force: true,
     });
     assert.equal(result.changed, true);
     const map = JSON.parse(await Deno.readTextFile(join(dir, 'supabase/functions/hook/deno.json')));
@@ -111,12 +119,12 @@ Deno.test('in an installed project: the runtime copy, pinned imports, and it typ
 
 Deno.test('a hand-edited index.ts is kept unless --force; other options count as an edit', async () => {
   await withProject(async (dir) => {
-    await scaffoldWebhook({ projectDir: dir, functionName: 'hook', alias: 'orders' });
+    await scaffoldWebhook({ projectDir: dir, functionName: 'hook', alias: 'supportTickets' });
     const path = join(dir, 'supabase/functions/hook/index.ts');
     const original = await Deno.readTextFile(path);
     assert.match(original, /secretEnv: 'SWITCHYARD_WEBHOOK_SECRET'/);
     await assert.rejects(
-      scaffoldWebhook({ projectDir: dir, functionName: 'hook', alias: 'invoices' }),
+      scaffoldWebhook({ projectDir: dir, functionName: 'hook', alias: 'communityThreads' }),
       (e: Error) =>
         e instanceof ScaffoldError &&
         /refusing to overwrite supabase\/functions\/hook\/index\.ts/.test(e.message),
@@ -125,11 +133,11 @@ Deno.test('a hand-edited index.ts is kept unless --force; other options count as
     const forced = await scaffoldWebhook({
       projectDir: dir,
       functionName: 'hook',
-      alias: 'invoices',
+      alias: 'communityThreads',
       force: true,
     });
     assert.equal(forced.files[0].action, 'updated');
-    assert.match(await Deno.readTextFile(path), /alias: 'invoices'/);
+    assert.match(await Deno.readTextFile(path), /alias: 'communityThreads'/);
   });
 });
 
@@ -138,6 +146,11 @@ Deno.test('bad names are refused with the rule, writing nothing', async () => {
     const cases: [Parameters<typeof scaffoldWebhook>[0], RegExp][] = [
       [{ projectDir: dir, functionName: 'Orders', alias: 'orders' }, /function name "Orders"/],
       [{ projectDir: dir, functionName: 'hook', alias: "x'y" }, /--alias "x'y" is invalid/],
+      // An alias the registry does not deploy: the value, the rule and the aliases it knows.
+      [
+        { projectDir: dir, functionName: 'hook', alias: 'orders' },
+        /--alias "orders" is unknown \(alias_unknown\).*knows communityThreads, .*supportTickets.*--force/,
+      ],
       [
         { projectDir: dir, functionName: 'hook', alias: 'orders', secretEnv: 'SUPABASE_X' },
         /not starting with SUPABASE_/,

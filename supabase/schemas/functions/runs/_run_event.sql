@@ -25,14 +25,17 @@ begin
     return null;
   end if;
   if tg_op = 'INSERT' then
+    -- A run with an origin (docs/design/origins.md) says so in its 'started' event's data.
     with t as (select n.run_id, n.owner, n.flow_slug, n.status as event,
+                      case when n.origin is not null
+                           then jsonb_build_object('origin', n.origin) end as data,
                       row_number() over () as ord
                  from switchyard_new_runs n),
          written as (
            -- A flow with events: false writes no row; the notification still wakes the
            -- client's waits.
-           insert into switchyard.run_events (run_id, owner, flow_slug, event)
-           select t.run_id, t.owner, t.flow_slug, t.event
+           insert into switchyard.run_events (run_id, owner, flow_slug, event, data)
+           select t.run_id, t.owner, t.flow_slug, t.event, t.data
              from t left join switchyard.flows f on f.flow_slug = t.flow_slug
             where coalesce(f.events, true)
             order by t.ord)

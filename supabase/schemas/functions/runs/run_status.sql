@@ -1,7 +1,6 @@
 -- One run's status document (docs/design/client.md): its status, input, output or error, owner
--- and times, its lineage (a fork's original and step) and pause (docs/design/rerun.md), with each
--- step's state,
--- queue snapshot and attempts.
+-- and times, its origin (docs/design/origins.md), its lineage (a fork's original and step) and pause
+-- (docs/design/rerun.md), with each step's state, queue snapshot and attempts.
 create or replace function switchyard.run_status(run_id uuid)
 returns jsonb
 language sql
@@ -16,6 +15,8 @@ as $$
     'cancelled_at', r.cancelled_at, 'owner', r.owner,
     'forked_from', r.forked_from, 'from_step', r.from_step, 'paused_at', r.paused_at,
     'pause_reason', r.pause_reason,
+    -- Where the run came from (docs/design/origins.md), or null for a plain start.
+    'origin', r.origin,
     -- Per step: its queue snapshot and attempts (a map step: the most attempts any element
     -- used), its number of tasks (a map step's elements), the first error in element order,
     -- and why it was skipped.

@@ -34,12 +34,18 @@
 -- `batch` option): it joins the open batch of (flow_or_alias, batch_key), in the caller's
 -- transaction, and the answer is the id of the run the batch becomes when it closes
 -- (docs/design/batching.md, _batch_event). It takes no other option.
+--
+-- `origin` (optional) says where the run came from (docs/design/origins.md): a JSON object with
+-- a `kind` of 1 to 40 lower-case letters, digits and underscores (row_trigger, backfill,
+-- webhook, batch, …) and what names the source, at most 1 KiB. Stored with a new run and carried
+-- by its 'started' event (`data.origin`); a keyed start that returns an existing run keeps that
+-- run's origin. Null (every plain start) is checked by one comparison and stored as null.
 create or replace function switchyard.start_flow(
   flow_or_alias text, input jsonb, run_id uuid default null, owner uuid default null,
   start_at timestamptz default null, deadline_at timestamptz default null,
   key text default null, mode text default null, ttl int default null, delay int default null,
   max_delay int default null, trace_context text default null, priority int default null,
-  batch_key text default null
+  batch_key text default null, origin jsonb default null
 )
 returns uuid
 language plpgsql
@@ -72,6 +78,19 @@ begin
       'start_flow(%s): priority %s is invalid: use a whole number from -10 (last) to 10 (first); '
       '0 is the default', switchyard._clip(flow_or_alias), start_flow.priority),
       context => jsonb_build_object('min', -10, 'max', 10));
+  end if;
+  if start_flow.origin is not null and not (
+       jsonb_typeof(start_flow.origin) = 'object'
+       and coalesce(start_flow.origin ->> 'kind', '') ~ '^[a-z][a-z0-9_]{0,39}$'
+       and jsonb_typeof(start_flow.origin -> 'kind') = 'string'
+       and octet_length(start_flow.origin::text) <= 1024) then
+    perform switchyard._refuse('22023', 'origin_invalid', 'origin',
+      left(start_flow.origin::text, 200), format(
+      'start_flow(%s): origin %s is invalid: pass a JSON object of at most 1024 bytes whose '
+      '"kind" is 1 to 40 lower-case letters, digits and underscores starting with a letter, '
+      'such as {"kind": "webhook", "function": "orders-webhook", "delivery": "d-1"}',
+      switchyard._clip(flow_or_alias), switchyard._clip(start_flow.origin::text)),
+      context => jsonb_build_object('max_bytes', 1024));
   end if;
   if input is null then
     perform switchyard._refuse('22023', 'input_sql_null', 'input', null, format(
@@ -191,12 +210,12 @@ begin
   -- The run's deadline (docs/design/client.md): the flow's runTimeout from now, or the
   -- start's deadline_at, whichever is first.
   insert into switchyard.runs (run_id, flow_slug, started_as, input, remaining_steps, owner,
-                               deadline_at, trace_context, priority)
+                               deadline_at, trace_context, priority, origin)
   select id, concrete, flow_or_alias, input, count(*), start_flow.owner,
          least(switchyard.clock_now() + (select f.run_timeout from switchyard.flows f where f.flow_slug = concrete)
                        * interval '1 second',
                start_flow.deadline_at),
-         start_flow.trace_context, coalesce(start_flow.priority, 0)
+         start_flow.trace_context, coalesce(start_flow.priority, 0), start_flow.origin
     from switchyard.steps st where st.flow_slug = concrete
   on conflict on constraint runs_pkey do nothing
   returning runs.run_id into new_run;
