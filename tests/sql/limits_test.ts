@@ -72,7 +72,7 @@ Deno.test('routines created in schema switchyard after the migrations are not ex
       from unnest(array['anon', 'authenticated']) as r(role)
      cross join unnest(array['switchyard.later_helper(int)', 'switchyard.later_proc()',
                              'switchyard.start_flow(text, jsonb, uuid, uuid, timestamptz, '
-                             'timestamptz, text, text, int, int, int, text, int, jsonb)']) as p(routine)`;
+                             'timestamptz, text, text, int, int, int, text, int, text, jsonb)']) as p(routine)`;
   assert.equal(rows.length, 6);
   assert.deepEqual(rows.filter((r) => r.allowed), [], 'anon and authenticated execute nothing');
   const [acl] = await sql<{ acl: string | null }[]>`
