@@ -708,7 +708,7 @@ async function installAndReport(
     }
     const queues = await scaffoldedQueues(projectDir);
     console.log(
-      `\nupgraded from ${result.previousVersion}; next (README "Upgrading"), in this order:\n` +
+      `\nupgraded from ${result.previousVersion}; next (docs/guide/upgrading.md), in this order:\n` +
         (queues.length === 0
           ? `  1. ${userCommand('scaffold-queue', ['<queue>'])} --force  (each queue ` +
             'function: its deno.json pins the new versions; registrations are kept)\n'

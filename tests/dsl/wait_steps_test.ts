@@ -30,6 +30,7 @@ import { createClient } from '../../lib/client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor } from '../_helpers/wait.ts';
 import { deno, envWithout } from '../_helpers/process.ts';
+import { sectionText } from '../_helpers/docs.ts';
 
 const db = await createTestDatabase();
 const client = untypedClient(db.url);
@@ -682,11 +683,10 @@ Deno.test("startAt: the run exists at once, its steps start on the SQL core's ti
   }
 });
 
-Deno.test('README: "Waiting for a signal" runs as written', async () => {
+Deno.test("the waits guide's example runs as written", async () => {
   const root = decodeURIComponent(new URL('../../', import.meta.url).pathname);
-  const readme = await Deno.readTextFile(`${root}README.md`);
-  const section = readme.split('## Waiting for a signal')[1]?.split('\n## ')[0];
-  assert.ok(section, 'the README has the section');
+  const section = sectionText('docs/guide/waits.md', '# Waits, signals, sleeps and child flows');
+  assert.ok(section, 'the waits guide has the section');
   const code = section.match(/```ts\n([\s\S]*?)```/)?.[1];
   assert.ok(code, 'the section has a TypeScript example');
   // Run it from the project root, so `switchyard/...` imports resolve as in an app.

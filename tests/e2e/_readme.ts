@@ -1,6 +1,9 @@
 /**
- * The README's "Add Switchyard to your Supabase project", "Starting flows from your app", "From a
- * Node app" and "Testing flows" sections, run as written (issues 28, 38, 39): the test reads README.md, takes the
+ * The user docs' sections a newcomer follows, run as written (issues 28, 38, 39, 44): README.md's
+ * "Add Switchyard to your Supabase project" (its quick path), docs/guide/client.md's "From Deno"
+ * and "From a Node app", and docs/guide/testing.md's "A flow with a wait, a sleep, a retry and a
+ * rate limit" and "Replaying a run from your database". The test reads each section by file and
+ * heading (up to the next heading of its level: tests/_helpers/docs.ts), takes the
  * sections' code blocks in order and runs them, in a project made by the real `supabase init` of
  * CLI 2 and of CLI 3, with the npm package this checkout builds (`deno task build-npm`, packed
  * with `npm pack`): no command runs from the kit's checkout.
@@ -23,10 +26,10 @@
  * serve and the curl that starts the worker, then the Deno app of the second section and, for
  * CLI 3, the Node app of the third, whose `tsc` also refuses a wrong input and an unknown alias)
  * and the example (install, then `install --example` and the commands it prints next, the flow's
- * tests among them; then, with CLI 2, "Testing flows": a flow's test with a wait, a sleep, a retry
- * and a rate limit, and the example's run exported from the database and replayed). Each ends
- * with `npx switchyard doctor` finding nothing wrong. README drift — a block that no longer runs,
- * an output that is no longer printed — fails this test.
+ * tests among them; then, with CLI 2, the testing guide: a flow's test with a wait, a sleep, a
+ * retry and a rate limit, and the example's run exported from the database and replayed). Each
+ * ends with `npx switchyard doctor` finding nothing wrong. Docs drift — a block that no longer
+ * runs, an output that is no longer printed — fails this test.
  *
  * The test files `readme_cli2_test.ts` and `readme_cli3_test.ts` each register one CLI's two paths
  * (`defineReadmeTests`), so the two CLIs run side by side; they install the one tarball the run
@@ -43,63 +46,39 @@ import { packedKit } from '../_helpers/npm_package.ts';
 import { ok, run, SUPABASE_CLIS, supabaseInit } from '../_helpers/project.ts';
 import { waitFor } from '../_helpers/wait.ts';
 import { type Output, runCommand, Spawned } from '../_helpers/process.ts';
+import { type DocBlock, sectionBlocks as docSection } from '../_helpers/docs.ts';
 
-const README = await Deno.readTextFile(new URL('../../README.md', import.meta.url));
 /** `SWITCHYARD_README_TRANSCRIPT=1` prints each README command (as written) and its output. */
 const TRANSCRIPT = Deno.env.get('SWITCHYARD_README_TRANSCRIPT') === '1';
-const ADD = '## Add Switchyard to your Supabase project';
-const APP = '## Starting flows from your app';
-const NODE = '### From a Node app';
-const TESTING = '## Testing flows';
+/** A section of a user doc: its file (relative to the kit) and its heading. */
+type Section = readonly [file: string, heading: string];
+const ADD: Section = ['README.md', '## Add Switchyard to your Supabase project'];
+const APP: Section = ['docs/guide/client.md', '## From Deno'];
+const NODE: Section = ['docs/guide/client.md', '## From a Node app'];
+const TESTING: readonly Section[] = [
+  ['docs/guide/testing.md', '## A flow with a wait, a sleep, a retry and a rate limit'],
+  ['docs/guide/testing.md', '## Replaying a run from your database'],
+];
 /** What `npm install --save-dev tsx typescript @types/node` gets, pinned for the suite. */
 const NODE_TOOLS = 'tsx@4.23.15 typescript@7.0.2 @types/node@22.19.1';
 
-/** One fenced block of the README. */
-interface Block {
-  lang: string;
-  body: string;
-  /** The paragraph right before it ('' when another block came before). */
-  lead: string;
-  /** Its line in README.md, for messages. */
-  line: number;
-}
+/** One fenced block of a doc. */
+type Block = DocBlock;
 
-/** The fenced blocks under `heading`, up to the next heading of level 1 to 3. */
-function sectionBlocks(heading: string): Block[] {
-  const lines = README.split('\n');
-  const start = lines.indexOf(heading);
-  assert.ok(start >= 0, `README.md has no heading "${heading}"`);
-  const blocks: Block[] = [];
-  // The last paragraph since the previous block, and the one being read.
-  let lead: string[] = [];
-  let paragraph: string[] = [];
-  for (let i = start + 1; i < lines.length && !/^#{1,3} /.test(lines[i]); i++) {
-    const fence = lines[i].match(/^```(\w*)$/);
-    if (!fence) {
-      if (lines[i].trim() !== '') paragraph.push(lines[i]);
-      else if (paragraph.length) [lead, paragraph] = [paragraph, []];
-      continue;
-    }
-    if (paragraph.length) [lead, paragraph] = [paragraph, []];
-    const end = lines.indexOf('```', i + 1);
-    assert.ok(end > i, `README.md line ${i + 1}: an unclosed block`);
-    blocks.push({
-      lang: fence[1],
-      body: lines.slice(i + 1, end).join('\n'),
-      lead: lead.join(' '),
-      line: i + 1,
-    });
-    lead = [];
-    i = end;
-  }
+/** The fenced blocks of `section`, each of a language this test runs. */
+function sectionBlocks([file, heading]: Section): Block[] {
+  const blocks = docSection(file, heading);
   for (const b of blocks) {
     assert.ok(
       ['sh', 'ts', 'json', ''].includes(b.lang),
-      `README.md line ${b.line}: a "${b.lang}" block in "${heading}", which this test cannot run`,
+      `${file} line ${b.line}: a "${b.lang}" block in "${heading}", which this test cannot run`,
     );
   }
   return blocks;
 }
+
+/** `b`'s place, for messages: `README.md line 12`. */
+const at = (b: Block): string => `${b.file} line ${b.line}`;
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -133,7 +112,7 @@ function assertPrinted(expected: string, actual: string, project: string, where:
   };
   assert.ok(
     got.some((_, a) => matchAt(0, a)),
-    `${where}: the README's output\n${expected}\nis not what the commands printed:\n${actual}`,
+    `${where}: the doc's output\n${expected}\nis not what the commands printed:\n${actual}`,
   );
 }
 
@@ -190,7 +169,7 @@ class Reader {
   async sh(block: Block, after: (command: string) => Promise<void> = async () => {}) {
     this.outputs = [];
     for (const line of commands(block.body)) {
-      const where = `README.md line ${block.line}: ${line}`;
+      const where = `${at(block)}: ${line}`;
       if (line.startsWith('#')) {
         const json = line.match(/^# (\{.*\})/);
         if (json) {
@@ -257,7 +236,7 @@ class Reader {
   /** Writes a `ts` or `json` block where its lead paragraph says. */
   async write(block: Block): Promise<string> {
     const names = [...block.lead.matchAll(/`([\w./-]+\.(?:m?ts|json))`/g)].map((m) => m[1]);
-    assert.ok(names.length, `README.md line ${block.line}: the paragraph names no file`);
+    assert.ok(names.length, `${at(block)}: the paragraph names no file`);
     const path = join(this.project, names[names.length - 1]);
     await Deno.mkdir(join(path, '..'), { recursive: true });
     await Deno.writeTextFile(path, block.body + '\n');
@@ -268,12 +247,12 @@ class Reader {
 /** The `sh` block `test` picks out of `blocks`, exactly one; its index. */
 function find(blocks: Block[], what: string, test: (body: string) => boolean): number {
   const found = blocks.flatMap((b, i) => (b.lang === 'sh' && test(b.body) ? [i] : []));
-  assert.equal(found.length, 1, `README.md "${ADD}": one block ${what}, found ${found.length}`);
+  assert.equal(found.length, 1, `${ADD.join(' ')}: one block ${what}, found ${found.length}`);
   return found[0];
 }
 
 const add = sectionBlocks(ADD);
-const testing = sectionBlocks(TESTING);
+const testing = TESTING.flatMap(sectionBlocks);
 const INSTALL = find(
   add,
   'installing',
@@ -320,7 +299,7 @@ async function runSteps(
     }
     await reader.sh(block, after);
     if (output) {
-      assertPrinted(output.body, reader.printed, reader.project, `README.md line ${output.line}`);
+      assertPrinted(output.body, reader.printed, reader.project, at(output));
     }
   }
 }
@@ -389,7 +368,11 @@ export function defineReadmeTests(cliName: string): void {
           assert.deepEqual(done.output, { deliver: 11 });
 
           const app = sectionBlocks(APP);
-          assert.deepEqual(app.map((b) => b.lang), ['ts', 'sh', ''], `"${APP}": app.ts, its run`);
+          assert.deepEqual(
+            app.map((b) => b.lang),
+            ['ts', 'sh', ''],
+            `${APP.join(' ')}: app.ts, its run`,
+          );
           assert.equal(await reader.write(app[0]), 'app.ts');
           await runSteps(reader, steps(app, [1]));
           const [grace] = await sql<{ status: string; output: unknown }[]>`
@@ -411,7 +394,7 @@ export function defineReadmeTests(cliName: string): void {
             assert.deepEqual(
               node.map((b) => b.lang),
               ['ts', 'sh', '', 'json', 'sh'],
-              `"${NODE}": start.mts, its run, tsconfig.json, tsc`,
+              `${NODE.join(' ')}: start.mts, its run, tsconfig.json, tsc`,
             );
             await runSteps(reader, steps(node, [0, 1, 3, 4]));
             const [ada] = await sql<{ n: number }[]>`
@@ -480,7 +463,7 @@ export function defineReadmeTests(cliName: string): void {
             await run(['check', '--config', 'supabase/functions/deno.json', 'example.ts'], project),
             'deno check example.ts',
           );
-          // "Testing flows": the refund flow and its test, then the greet run example.ts ran,
+          // The testing guide: the refund flow and its test, then the greet run example.ts ran,
           // exported from the database and replayed by its test.
           await runSteps(reader, steps(testing, testing.map((_, i) => i)));
           const record = JSON.parse(

@@ -1,9 +1,9 @@
 /**
- * The README's "Live progress, followed from a browser", written as it is into an installed
+ * The client guide's "Live progress, followed from a browser" (docs/guide/client.md), written as it is into an installed
  * project (issue 37, item 6): the run-events Edge Function (its `ts` block, at the path its first
  * line names) with its `toml` section in `supabase/config.toml`, `deno task serve` serving it
- * beside the example's queue function, and the README's page (its `html` block) on a site of
- * another origin, with `browser.js` copied from the installed runtime as the README says, in
+ * beside the example's queue function, and the guide's page (its `html` block) on a site of
+ * another origin, with `browser.js` copied from the installed runtime as the guide says, in
  * headless chromium: the page follows a signed-in user's run (the user's access token, as the
  * block's `token` gets it from supabase-js) from its start to its end, every event once, in
  * order, as the database has them. The function type-checks as written against the installed
@@ -15,7 +15,6 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { freePort } from '../../cli/_util.ts';
-import { KIT_ROOT } from '../../cli/_project.ts';
 import { startChromium } from '../_helpers/chromium.ts';
 import {
   ServeProcess,
@@ -24,27 +23,14 @@ import {
 } from '../_helpers/installed_project.ts';
 import { ok, run } from '../_helpers/project.ts';
 import { FAST_ENV, waitFor } from '../_helpers/wait.ts';
+import { sectionBlocks as docSection } from '../_helpers/docs.ts';
 
-const README = await Deno.readTextFile(join(KIT_ROOT, 'README.md'));
-const SECTION = '### Live progress, followed from a browser';
+const SECTION = ['docs/guide/client.md', '## Live progress, followed from a browser'] as const;
 const SECRET = 'readme-follow-secret';
 const JWT_SECRET = 'readme-follow-jwt-secret-of-at-least-32-characters';
 
 /** The fenced blocks of the section, with their languages. */
-function sectionBlocks(): { lang: string; body: string }[] {
-  const lines = README.split('\n');
-  const start = lines.indexOf(SECTION);
-  assert.ok(start >= 0, `README.md has no heading "${SECTION}"`);
-  const blocks: { lang: string; body: string }[] = [];
-  for (let i = start + 1; i < lines.length && !/^#{1,3} /.test(lines[i]); i++) {
-    const fence = lines[i].match(/^```(\w*)$/);
-    if (!fence) continue;
-    const end = lines.indexOf('```', i + 1);
-    blocks.push({ lang: fence[1], body: lines.slice(i + 1, end).join('\n') });
-    i = end;
-  }
-  return blocks;
-}
+const sectionBlocks = () => docSection(...SECTION);
 
 function base64Url(bytes: Uint8Array | string): string {
   const b = typeof bytes === 'string' ? new TextEncoder().encode(bytes) : bytes;
@@ -69,7 +55,7 @@ async function accessToken(sub: string): Promise<string> {
   return `${head}.${claims}.${base64Url(new Uint8Array(mac))}`;
 }
 
-Deno.test("README: the run-events function and the page's followRun, in an installed project, from another origin", async () => {
+Deno.test("the client guide: the run-events function and the page's followRun, in an installed project, from another origin", async () => {
   const blocks = sectionBlocks();
   const fn = blocks.filter((b) => b.lang === 'ts' && /^\/\/ supabase\/functions\//.test(b.body));
   assert.equal(fn.length, 1, `"${SECTION}": one ts block naming its function file`);
@@ -80,7 +66,7 @@ Deno.test("README: the run-events function and the page's followRun, in an insta
   assert.equal(html.length, 1, `"${SECTION}": the page`);
 
   await withInstalledProject('switchyard-readme-follow-', async (project) => {
-    // Written as the README has them.
+    // Written as the guide has them.
     await Deno.mkdir(join(project.dir, fnPath, '..'), { recursive: true });
     await Deno.writeTextFile(join(project.dir, fnPath), fn[0].body + '\n');
     const config = join(project.dir, 'supabase/config.toml');

@@ -19,6 +19,7 @@ import { startCluster } from '../../tools/_cluster.ts';
 import { adminUrl, createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 import { deno, envWithout } from '../_helpers/process.ts';
+import { sectionText } from '../_helpers/docs.ts';
 
 const db = await createTestDatabase();
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -851,13 +852,12 @@ Deno.test('deno task cancel and deno task retry', async () => {
 });
 
 // ---------------------------------------------------------------------------
-// The README, as written
+// The client guide, as written
 
 // The section's app runs as written in an installed project: tests/e2e/_readme.ts.
 
-Deno.test("README: the example's catch prints a failed or cancelled run's reason once", () => {
-  const readme = Deno.readTextFileSync(`${ROOT}README.md`);
-  const section = readme.split('## Starting flows from your app')[1]?.split('\n## ')[0] ?? '';
+Deno.test("the client guide: the Deno example's catch prints a failed or cancelled run's reason once", () => {
+  const section = sectionText('docs/guide/client.md', '## From Deno');
   const block = section.match(/\} catch \(e\) \{\n([\s\S]*?)\n\}/)?.[1];
   assert.ok(block, 'the example has a catch block');
   // The block as written, with `e` given and console.error captured.

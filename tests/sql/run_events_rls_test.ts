@@ -15,8 +15,8 @@ import { createClient } from '../../lib/client.ts';
 import { migrate } from '../../lib/sql/migrate.ts';
 import { registry } from '../../supabase/functions/_shared/registry.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
+import { allDocBlocks } from '../_helpers/docs.ts';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 const name = `sy_rls_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
 const admin = postgres(adminUrl(), { max: 1, onnotice: () => {}, prepare: false });
 await admin.unsafe(`create database "${name}"`);
@@ -183,11 +183,14 @@ Deno.test('nothing is exposed by default: no reads, no starts for anon or authen
   }
 });
 
-Deno.test("after the README's opt-in a user starts an allowed alias and sees only their own run's events", async () => {
-  const readme = await Deno.readTextFile(`${ROOT}README.md`);
-  const optIn = [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1])
+/** The `sql` blocks of the user docs (README.md, docs/guide/*.md), in order. */
+const docsSql = (): string[] =>
+  allDocBlocks().filter((b) => b.lang === 'sql').map((b) => b.body + '\n');
+
+Deno.test("after the client guide's opt-in a user starts an allowed alias and sees only their own run's events", async () => {
+  const optIn = docsSql()
     .find((block) => block.includes('user_start_aliases'));
-  assert.ok(optIn, 'the README has the opt-in block');
+  assert.ok(optIn, 'the client guide has the opt-in block');
   await sql.unsafe(optIn);
 
   const aliceRun = await as('authenticated', alice, async (tx) =>
@@ -279,7 +282,7 @@ Deno.test("after the README's opt-in a user starts an allowed alias and sees onl
   );
 });
 
-Deno.test("after the README's signal opt-in a user signals an allowed wait step of their own run only", async () => {
+Deno.test("after the waits guide's signal opt-in a user signals an allowed wait step of their own run only", async () => {
   const flow = new Flow<{ title: string }>({ slug: 'approveUserV1' })
     .wait({ slug: 'approval', payload: signalPayload<{ approved: boolean }>() })
     .wait({ slug: 'legal' });
@@ -313,10 +316,9 @@ Deno.test("after the README's signal opt-in a user signals an allowed wait step 
   for (const role of ['anon', 'authenticated'] as const) {
     assert.equal((await refusal(signal(role, alice, aliceRun, 'approval'))).code, '42501');
   }
-  const readme = await Deno.readTextFile(`${ROOT}README.md`);
-  const optIn = [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1])
+  const optIn = docsSql()
     .find((block) => block.includes('user_signal_steps'));
-  assert.ok(optIn, 'the README has the signal opt-in block');
+  assert.ok(optIn, 'the waits guide has the signal opt-in block');
   await sql.unsafe(optIn.replaceAll("'myFlow'", "'approveUser'"));
 
   // Refused with the rule, changing nothing: no user; another user's run; an unknown run
@@ -431,7 +433,7 @@ Deno.test("a browser's signal payload is checked against the step's declared pay
   assert.equal(await signal({ approved: true, by: 'ann', tags: ['legal'] }), 'delivered');
 });
 
-Deno.test("after the README's rerun opt-in a user reruns their own ended runs of an allowed alias only", async () => {
+Deno.test("after the rerun guide's opt-in a user reruns their own ended runs of an allowed alias only", async () => {
   const rerunFlow = new Flow<{ n: number }>({ slug: 'rerunUserV1' })
     .step({ slug: 'a' }, (input) => input.n)
     .step({ slug: 'b', dependsOn: ['a'] }, (input) => input.a + 1);
@@ -474,10 +476,9 @@ Deno.test("after the README's rerun opt-in a user reruns their own ended runs of
 
   // Before the opt-in: not callable.
   assert.equal((await refusal(rerun(alice, aliceRun))).code, '42501');
-  const readme = await Deno.readTextFile(`${ROOT}README.md`);
-  const optIn = [...readme.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1])
+  const optIn = docsSql()
     .find((block) => block.includes('user_rerun_aliases'));
-  assert.ok(optIn, 'the README has the rerun opt-in block');
+  assert.ok(optIn, 'the rerun guide has the rerun opt-in block');
   await sql.unsafe(optIn.replaceAll("'myFlow'", "'rerunUser'"));
 
   // Refused with the rule, changing nothing: no user; another user's run and an unknown run,

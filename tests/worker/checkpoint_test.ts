@@ -18,6 +18,7 @@ import { type Resumed, summing } from '../fixtures/checkpoint_worker.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 import { spawnDeno } from '../_helpers/process.ts';
+import { sectionText } from '../_helpers/docs.ts';
 
 const db = await createTestDatabase();
 const client = untypedClient(db.url);
@@ -149,9 +150,11 @@ Deno.test('a SIGKILLed worker: its task resumes from the last checkpoint on anot
   }
 });
 
-Deno.test("the README's checkpoint example runs as written, across instances", async () => {
-  const readme = await Deno.readTextFile(new URL('../../README.md', import.meta.url));
-  const section = readme.slice(readme.indexOf('## Long handlers: checkpoints'));
+Deno.test("the long handlers guide's checkpoint example runs as written, across instances", async () => {
+  const section = sectionText(
+    'docs/guide/long-handlers.md',
+    '# Long handlers: checkpoints and deadlines',
+  );
   const start = section.indexOf('```ts\n') + 6;
   const code = section.slice(start, section.indexOf('\n```\n', start));
   const dir = await Deno.makeTempDir({ prefix: 'switchyard-readme-' });
@@ -267,7 +270,7 @@ Deno.test('a hung handler still running after the grace period, with no checkpoi
 });
 
 Deno.test('a step timeout longer than the wall clock fires across instances that checkpoint and hand over', async () => {
-  // The README's pattern, but the work never ends: each instance runs about 1 s of it.
+  // The guide's pattern, but the work never ends: each instance runs about 1 s of it.
   const flow = new Flow<{ n: number }>({ slug: 'spanTimeoutV1', maxAttempts: 1, timeout: 3 })
     .step({ slug: 'endless' }, async (_input, ctx) => {
       let i = (await ctx.resume<number>()) ?? 0;
