@@ -17,6 +17,7 @@ import { migrate, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
 import { coreMigrations } from '../../cli/_kit.ts';
 import { releases } from '../../tools/release_manifest.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
+import { spawnDeno } from '../_helpers/process.ts';
 import { extractRelease, kitTask } from '../_helpers/releases.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { waitFor } from '../_helpers/wait.ts';
@@ -113,30 +114,10 @@ for (const release of older) {
         await admin.unsafe(`create database "${name}" template "${template}"`);
         const url = urlFor(name);
         const sql = postgres(url, { max: 4, onnotice: () => {} });
-        const child = new Deno.Command(Deno.execPath(), {
-          args: [
-            'run',
-            '-A',
-            '--config',
-            join(kit, 'deno.json'),
-            join(kit, 'load_workers.ts'),
-            url,
-          ],
-          cwd: kit,
-          stdin: 'piped',
-          stdout: 'piped',
-          stderr: 'piped',
-        }).spawn();
-        const out: string[] = [];
-        const err: string[] = [];
-        const reading = Promise.all([
-          child.stdout.pipeThrough(new TextDecoderStream()).pipeTo(
-            new WritableStream({ write: (c) => void out.push(c) }),
-          ),
-          child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-            new WritableStream({ write: (c) => void err.push(c) }),
-          ),
-        ]);
+        const child = spawnDeno(
+          ['run', '-A', '--config', join(kit, 'deno.json'), join(kit, 'load_workers.ts'), url],
+          { cwd: kit, stdin: 'open' },
+        );
         let pushMs = 0;
         const iterationStarted = performance.now();
         let feeding = true;
@@ -145,10 +126,10 @@ for (const release of older) {
         try {
           await waitFor(
             `the ${release.version} workers to start (iteration ${iteration})`,
-            () => out.join('').includes('ready') || (err.length > 0 && /error/i.test(err.join(''))),
+            () => child.stdout.includes('ready') || /error/i.test(child.stderr) || child.exited,
             { timeoutMs: 60_000 },
           );
-          assert.ok(out.join('').includes('ready'), `workers did not start:\n${err.join('')}`);
+          assert.ok(child.stdout.includes('ready'), `workers did not start:\n${child.output}`);
           // Runs keep starting, before, during and after the push.
           feed = (async () => {
             while (feeding) {
@@ -215,14 +196,13 @@ for (const release of older) {
             );
           }
         } finally {
-          child.stdin.close();
-          const status = await child.status;
-          await reading;
+          await child.closeInput();
+          const { code } = await child.wait();
           await sql.end();
           await admin.unsafe(`drop database if exists "${name}" with (force)`);
           assert.ok(
-            status.success,
-            `the ${release.version} workers exited badly:\n${err.join('')}`,
+            code === 0,
+            `the ${release.version} workers exited badly:\n${child.stderr}`,
           );
         }
       }
