@@ -62,7 +62,9 @@ for (let i = 0; i < ${WORKERS}; i++) {
     functionName: 'load-q-worker',
     maxConcurrent: 4,
     maxPollSeconds: 1,
-    pollIntervalMs: 10,
+    // The deployed default: a shorter interval adds idle reads, not claims (a read returns as
+    // soon as a message is there).
+    pollIntervalMs: 100,
     heartbeatIntervalMs: 200,
     stallCheckIntervalMs: 300,
     logger: { debug() {}, info() {}, warn: (m: string) => console.error(m), error: (m: string) => console.error(m) },
@@ -147,6 +149,8 @@ for (const release of older) {
           // The push, while workers claim and complete and runs keep starting.
           const log: string[] = [];
           const pushStarted = performance.now();
+          const [{ from }] = await sql<{ from: Date }[]>`select clock_timestamp() as from`;
+          const startedBefore = started.length;
           await migrate(url, { workdir: project, pgmqMode: mode, log: (l) => log.push(l) }).catch(
             (e) => {
               throw new Error(
@@ -162,6 +166,17 @@ for (const release of older) {
           );
           assert.deepEqual(applied, added, 'the migrations the installer added');
           pushMs = Math.round(performance.now() - pushStarted);
+          // The load was on throughout: the release's workers ran steps and runs kept starting
+          // while the push ran.
+          const [{ during }] = await sql<{ during: number }[]>`
+            select count(*)::int as during from load_test.calls
+             where at > ${from} and at < clock_timestamp()`;
+          assert.ok(
+            during > 0 && started.length > startedBefore,
+            `iteration ${iteration}: ${during} steps ran and ${
+              started.length - startedBefore
+            } runs started during the ${pushMs} ms push`,
+          );
           await new Promise((r) => setTimeout(r, 300));
         } finally {
           feeding = false;
