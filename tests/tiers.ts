@@ -129,6 +129,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
   e2e: [
     'tests/e2e/upgrade_1_test.ts',
     'tests/e2e/upgrade_2_test.ts',
+    'tests/e2e/upgrade_load_test.ts',
     'tests/e2e/readme_cli2_test.ts',
     'tests/e2e/readme_cli3_test.ts',
     'tests/e2e/harness_test.ts',

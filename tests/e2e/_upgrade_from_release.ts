@@ -8,9 +8,7 @@
  * runtime keeps serving (migrations first), the old runtime carries on against the new SQL (the
  * rollout window), the functions are restarted with this kit's runtime, and the same registry —
  * no renamed flow — finishes everything: every run completes once, new runs start, and the
- * schema equals a fresh install's. Then, from copies of the release's project and database made
- * before the upgrade, the same release's workers under load get this kit's migrations
- * (tests/e2e/_upgrade_load.ts): one setup of each release serves both halves.
+ * schema equals a fresh install's.
  *
  * @module
  */
@@ -27,7 +25,6 @@ import { adminUrl, createTestDatabase, urlFor } from '../_helpers/db.ts';
 import { runCommand, spawnDeno, type Spawned } from '../_helpers/process.ts';
 import { extractRelease, kitTask as task } from '../_helpers/releases.ts';
 import { FAST_ENV, waitFor } from '../_helpers/wait.ts';
-import { hasMigrationsToAdd, ITERATIONS, pushesUnderLoad } from './_upgrade_load.ts';
 
 const all = await releases();
 const SECRET = 'upgrade-secret-51c0';
@@ -199,18 +196,11 @@ export function defineUpgradeTests(shard: number, shards: number): void {
 }
 
 function defineUpgradeTest(release: ReleaseManifest): void {
-  const underLoad = hasMigrationsToAdd(release);
-  const loadTitle = underLoad
-    ? `; then ${ITERATIONS} pushes under 4 of its workers, each first time`
-    : '';
-  Deno.test(`${release.version} → this kit: its own runtime, runs in flight in every state, the README's upgrade steps${loadTitle}`, async () => {
+  Deno.test(`${release.version} → this kit: its own runtime, runs in flight in every state, the README's upgrade steps`, async () => {
     const root = await Deno.makeTempDir({ prefix: `switchyard-upgrade-${release.version}-` });
     const kit = join(root, 'kit');
     const project = join(root, 'app');
     const name = `sy_upgrade_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`;
-    // The second half's project and database: copies of the first's, as the release made them.
-    const loadProject = join(root, 'app_load');
-    const loadTemplate = `sy_load_tpl_${crypto.randomUUID().replaceAll('-', '').slice(0, 10)}`;
     const url = urlFor(name);
     const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
     const sql = postgres(url, { max: 3, onnotice: () => {} });
@@ -261,13 +251,6 @@ function defineUpgradeTest(release: ReleaseManifest): void {
         env,
       );
       await task(kit, ['db:push', '--project', project], env);
-      if (underLoad) {
-        // Taken before anything else touches them: the release's project and database as its
-        // own installer, scaffold and push left them, for the pushes under load (step 9).
-        await admin.unsafe(`create database "${loadTemplate}" template "${name}"`);
-        const copied = await runCommand('cp', ['-a', project, loadProject]);
-        assert.equal(copied.code, 0, copied.stderr);
-      }
       const migrationsDir = join(project, 'supabase/migrations');
       const registration = [...Deno.readDirSync(migrationsDir)].map((e) => e.name)
         .find((f) => f.endsWith(`_register_${QUEUE}_worker.sql`))!;
@@ -437,16 +420,11 @@ function defineUpgradeTest(release: ReleaseManifest): void {
           upgraded.every((l, i) => l === installedSchema[i]),
         firstDifference(upgraded, installedSchema),
       );
-
-      // 9. Under load: the release's database, served by 4 of the release's own workers while
-      //    runs keep starting, gets this kit's migrations (tests/e2e/_upgrade_load.ts).
-      if (underLoad) await pushesUnderLoad(release, kit, loadProject, loadTemplate, admin);
     } finally {
       for (const s of served) await s.stop();
       await sql.end();
       await fresh.close();
       await admin.unsafe(`drop database if exists "${name}" with (force)`);
-      await admin.unsafe(`drop database if exists "${loadTemplate}" with (force)`);
       await admin.end();
       await Deno.remove(root, { recursive: true });
     }
