@@ -62,9 +62,7 @@ for (let i = 0; i < ${WORKERS}; i++) {
     functionName: 'load-q-worker',
     maxConcurrent: 4,
     maxPollSeconds: 1,
-    // The deployed default: a shorter interval adds idle reads, not claims (a read returns as
-    // soon as a message is there).
-    pollIntervalMs: 100,
+    pollIntervalMs: 10,
     heartbeatIntervalMs: 200,
     stallCheckIntervalMs: 300,
     logger: { debug() {}, info() {}, warn: (m: string) => console.error(m), error: (m: string) => console.error(m) },
