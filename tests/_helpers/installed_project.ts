@@ -10,6 +10,7 @@
 import postgres from 'postgres';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { adminUrl, urlFor } from './db.ts';
+import { Spawned } from './process.ts';
 import { ok, run, supabaseInit } from './project.ts';
 import { waitFor } from './wait.ts';
 
@@ -55,9 +56,7 @@ export async function withInstalledProject(
 
 /** `deno task serve` (cli/serve.ts) over a project, as its own process. */
 export class ServeProcess {
-  #child: Deno.ChildProcess;
-  #lines: string[] = [];
-  #output: Promise<void>;
+  #process: Spawned;
 
   /**
    * Starts `cli/serve.ts --project <dir> ...args` with `env` (and nothing else set); with
@@ -66,37 +65,21 @@ export class ServeProcess {
   constructor(dir: string, args: string[], env: Record<string, string>, command?: string[]) {
     const [program, ...rest] = command ??
       [Deno.execPath(), 'run', '-A', 'cli/serve.ts', '--project', dir];
-    this.#child = new Deno.Command(program, {
-      args: [...rest, ...args],
+    this.#process = new Spawned(program, [...rest, ...args], {
       cwd: command ? dir : KIT_ROOT,
       env: { NO_COLOR: '1', ...env },
-      stdin: 'null',
-      stdout: 'piped',
-      stderr: 'piped',
-    }).spawn();
-    const collect = async (stream: ReadableStream<Uint8Array>) => {
-      let rest = '';
-      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-        rest += chunk;
-        const lines = rest.split('\n');
-        rest = lines.pop()!;
-        this.#lines.push(...lines);
-      }
-      if (rest) this.#lines.push(rest);
-    };
-    this.#output = Promise.all([collect(this.#child.stdout), collect(this.#child.stderr)])
-      .then(() => {}, () => {});
+    });
   }
 
   /** Everything it printed so far, stdout and stderr interleaved by line. */
   get log(): string {
-    return this.#lines.join('\n');
+    return this.#process.lines.join('\n');
   }
 
   /** Waits for a printed line matching `pattern`, at or after line `from`; its match. */
   async line(pattern: RegExp, from = 0, timeoutMs = 90_000): Promise<RegExpMatchArray> {
     return await waitFor(`serve to print ${pattern}`, () => {
-      for (const line of this.#lines.slice(from)) {
+      for (const line of this.#process.lines.slice(from)) {
         const m = line.match(pattern);
         if (m) return m;
       }
@@ -108,7 +91,7 @@ export class ServeProcess {
 
   /** How many lines it printed so far (a mark for {@linkcode line}). */
   get mark(): number {
-    return this.#lines.length;
+    return this.#process.lines.length;
   }
 
   /** The gateway's base URL, once serve printed it. */
@@ -119,11 +102,8 @@ export class ServeProcess {
 
   /** SIGTERM, as Ctrl-C: serve stops its functions and exits. */
   async stop(): Promise<void> {
-    try {
-      this.#child.kill('SIGTERM');
-    } catch { /* exited */ }
-    await this.#child.status;
-    await this.#output;
+    this.#process.signal('SIGTERM');
+    await this.#process.wait();
   }
 }
 

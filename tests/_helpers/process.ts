@@ -112,6 +112,11 @@ export interface SpawnOptions extends CommandOptions {
   stdout?: 'capture' | 'null' | 'inherit';
   /** Its standard error, likewise. */
   stderr?: 'capture' | 'null' | 'inherit';
+  /**
+   * Its standard input: closed from the start (default), or held open until
+   * {@linkcode Spawned.closeInput} (a process that runs until its input ends).
+   */
+  stdin?: 'null' | 'open';
 }
 
 /**
@@ -126,6 +131,7 @@ export class Spawned {
   readonly command: string;
   #stdout = '';
   #stderr = '';
+  #lines: string[] = [];
   #exited = false;
   #reading: Promise<unknown>;
 
@@ -138,16 +144,21 @@ export class Spawned {
       cwd: opts.cwd,
       env: opts.env,
       clearEnv: opts.clearEnv,
-      stdin: 'null',
+      stdin: opts.stdin === 'open' ? 'piped' : 'null',
       stdout: mode(opts.stdout),
       stderr: mode(opts.stderr),
     }).spawn();
     this.child.status.then(() => (this.#exited = true));
     const read = async (stream: ReadableStream<Uint8Array>, into: 'out' | 'err') => {
+      let partial = '';
       for await (const text of stream.pipeThrough(new TextDecoderStream())) {
         if (into === 'out') this.#stdout += text;
         else this.#stderr += text;
+        const lines = (partial + text).split('\n');
+        partial = lines.pop()!;
+        this.#lines.push(...lines);
       }
+      if (partial) this.#lines.push(partial);
     };
     this.#reading = Promise.all([
       mode(opts.stdout) === 'piped' ? read(this.child.stdout, 'out') : undefined,
@@ -178,6 +189,14 @@ export class Spawned {
   /** Its standard error so far. */
   get stderr(): string {
     return this.#stderr;
+  }
+
+  /**
+   * Every line it printed so far, standard output's and error's interleaved in the order they
+   * came (a last line without a newline once its stream closed).
+   */
+  get lines(): readonly string[] {
+    return this.#lines;
   }
 
   /** Both so far, for failure messages. */
@@ -216,6 +235,11 @@ export class Spawned {
       }
       await new Promise((r) => setTimeout(r, 25));
     }
+  }
+
+  /** Closes its standard input (opened with `stdin: 'open'`): end of input, as a pipe's writer ends. */
+  async closeInput(): Promise<void> {
+    await this.child.stdin.close().catch(() => {});
   }
 
   /** Sends `signal` to it alone (what a terminal's Ctrl-C or a supervisor sends). */

@@ -7,6 +7,7 @@
  * @module
  */
 import { freePort } from '../../cli/_util.ts';
+import { Spawned } from './process.ts';
 
 /** Debian's binaries (the CI installs them, .ci/run); the tests fail, never skip, without them. */
 export const PROMETHEUS = Deno.env.get('PROMETHEUS') ?? '/usr/bin/prometheus';
@@ -115,29 +116,15 @@ export async function startPrometheus(config: string): Promise<Prometheus> {
   const dir = await Deno.makeTempDir({ prefix: 'switchyard-prometheus-' });
   await Deno.writeTextFile(`${dir}/prometheus.yml`, config);
   const port = freePort();
-  const child = new Deno.Command(PROMETHEUS, {
-    args: [
-      `--config.file=${dir}/prometheus.yml`,
-      `--storage.tsdb.path=${dir}/data`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=warn',
-    ],
-    stdout: 'piped',
-    stderr: 'piped',
-  }).spawn();
-  let output = '';
-  const decoder = new TextDecoder();
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
-  };
-  const drained = Promise.all([drain(child.stdout), drain(child.stderr)]);
+  const child = new Spawned(PROMETHEUS, [
+    `--config.file=${dir}/prometheus.yml`,
+    `--storage.tsdb.path=${dir}/data`,
+    `--web.listen-address=127.0.0.1:${port}`,
+    '--log.level=warn',
+  ]);
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
-    try {
-      child.kill('SIGTERM');
-    } catch { /* already gone */ }
-    await child.status;
-    await drained;
+    await child.stop('SIGTERM');
     await Deno.remove(dir, { recursive: true });
   };
   const deadline = Date.now() + 30_000;
@@ -149,7 +136,7 @@ export async function startPrometheus(config: string): Promise<Prometheus> {
     } catch { /* not listening yet */ }
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`prometheus did not become ready in 30 s:\n${output}`);
+      throw new Error(`prometheus did not become ready in 30 s:\n${child.output}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -170,7 +157,7 @@ export async function startPrometheus(config: string): Promise<Prometheus> {
         .map((x) => ({ labels: x.metric, value: Number(x.value[1]) }));
     },
     stop,
-    log: () => output,
+    log: () => child.output,
   };
 }
 

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { sha256 } from '../../cli/_kit.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { commitMigrations, git, type ReleaseManifest } from '../../tools/release_manifest.ts';
+import { deno, type Output, runCommand } from './process.ts';
 
 /**
  * Writes the kit as it was at `release.commit` into `dir` (created when missing) and checks
@@ -30,19 +31,21 @@ export async function extractRelease(release: ReleaseManifest, dir: string): Pro
     );
   }
   await Deno.mkdir(dir, { recursive: true });
-  const archive = new Deno.Command('git', {
-    args: ['archive', '--format=tar', release.commit],
-    cwd: KIT_ROOT,
-    stdout: 'piped',
-    stderr: 'piped',
-  }).spawn();
-  const tar = new Deno.Command('tar', { args: ['-x', '-C', dir], stdin: 'piped' }).spawn();
-  await archive.stdout.pipeTo(tar.stdin);
-  const [a, t] = await Promise.all([archive.output(), tar.status]);
-  if (!a.success || !t.success) {
-    throw new Error(
-      `git archive ${release.commit} | tar -x failed: ${new TextDecoder().decode(a.stderr)}`,
+  // The tree as a tar file beside it, then unpacked into it.
+  const tarFile = `${dir.replace(/\/+$/, '')}.tar`;
+  try {
+    const archive = await runCommand(
+      'git',
+      ['archive', '--format=tar', `--output=${tarFile}`, release.commit],
+      { cwd: KIT_ROOT },
     );
+    if (archive.code !== 0) {
+      throw new Error(`git archive ${release.commit} failed: ${archive.stderr}`);
+    }
+    const tar = await runCommand('tar', ['-x', '-f', tarFile, '-C', dir]);
+    if (tar.code !== 0) throw new Error(`tar -x of ${release.commit} failed: ${tar.stderr}`);
+  } finally {
+    await Deno.remove(tarFile).catch(() => {});
   }
   const core = await commitMigrations(release.commit);
   const listed = release.migrations.map((m) => m.file);
@@ -62,29 +65,13 @@ export async function extractRelease(release: ReleaseManifest, dir: string): Pro
   }
 }
 
-/** What a command printed. */
-export interface Output {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `deno task -q <args>` in a kit checkout (`cwd`), as a user types it; it must succeed. */
 export async function kitTask(
   cwd: string,
   args: string[],
   env: Record<string, string>,
 ): Promise<Output> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', ...args],
-    cwd,
-    env: { NO_COLOR: '1', ...env },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  const dec = new TextDecoder();
-  const result = { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  const result = await deno(['task', '-q', ...args], { cwd, env: { NO_COLOR: '1', ...env } });
   assert.equal(
     result.code,
     0,

@@ -23,6 +23,7 @@ import { KIT_VERSION } from '../../cli/_kit.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { type ReleaseManifest, releases } from '../../tools/release_manifest.ts';
 import { adminUrl, createTestDatabase, urlFor } from '../_helpers/db.ts';
+import { runCommand, spawnDeno, type Spawned } from '../_helpers/process.ts';
 import { extractRelease, kitTask as task } from '../_helpers/releases.ts';
 import { FAST_ENV, waitFor } from '../_helpers/wait.ts';
 
@@ -109,28 +110,18 @@ function serveScript(kit: string): string {
 
 /** `deno task serve` of one kit over the project: that kit's runtime serves the functions. */
 class Served {
-  #child: Deno.ChildProcess;
-  #log: string[] = [];
+  #process: Spawned;
   readonly url: string;
   constructor(kit: string, project: string, env: Record<string, string>) {
     const port = freePort();
     this.url = `http://127.0.0.1:${port}/functions/v1/${FUNCTION}`;
-    this.#child = new Deno.Command(Deno.execPath(), {
-      args: ['run', '-A', serveScript(kit), '--project', project, '--port', String(port)],
-      cwd: kit,
-      env: { NO_COLOR: '1', ...env },
-      stdin: 'null',
-      stdout: 'piped',
-      stderr: 'piped',
-    }).spawn();
-    for (const stream of [this.#child.stdout, this.#child.stderr]) {
-      stream.pipeThrough(new TextDecoderStream()).pipeTo(
-        new WritableStream({ write: (chunk) => void this.#log.push(chunk) }),
-      ).catch(() => {});
-    }
+    this.#process = spawnDeno(
+      ['run', '-A', serveScript(kit), '--project', project, '--port', String(port)],
+      { cwd: kit, env: { NO_COLOR: '1', ...env } },
+    );
   }
   get log(): string {
-    return this.#log.join('');
+    return this.#process.lines.join('\n');
   }
   /** POSTs to the function until its worker answers (the gateway takes a moment to listen). */
   async startWorker(): Promise<{ state: string }> {
@@ -159,31 +150,25 @@ class Served {
   }
   /** SIGTERM, as a redeploy ends the old instances: workers stop, running tasks are released. */
   async stop(): Promise<void> {
-    try {
-      this.#child.kill('SIGTERM');
-    } catch { /* exited */ }
-    await this.#child.status;
+    this.#process.signal('SIGTERM');
+    await this.#process.status;
   }
 }
 
 /** `pg_dump --schema-only` of the kit's schemas, without comments, settings and queue tables. */
 async function schemaOf(url: string): Promise<string[]> {
   const bin = Deno.env.get('PG_BIN') ?? DEFAULT_PG_BIN;
-  const out = await new Deno.Command(`${bin}/pg_dump`, {
-    args: [
-      '--schema-only',
-      '--schema=switchyard',
-      '--schema=pgmq',
-      '--exclude-table=pgmq.q_*',
-      '--exclude-table=pgmq.a_*',
-      '-d',
-      url,
-    ],
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output();
-  assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  return new TextDecoder().decode(out.stdout).split('\n').filter((line) =>
+  const out = await runCommand(`${bin}/pg_dump`, [
+    '--schema-only',
+    '--schema=switchyard',
+    '--schema=pgmq',
+    '--exclude-table=pgmq.q_*',
+    '--exclude-table=pgmq.a_*',
+    '-d',
+    url,
+  ]);
+  assert.equal(out.code, 0, out.stderr);
+  return out.stdout.split('\n').filter((line) =>
     line.trim() !== '' && !line.startsWith('--') && !/^SET /.test(line) &&
     !line.startsWith('SELECT pg_catalog.set_config') && !/^\\(un)?restrict /.test(line)
   );

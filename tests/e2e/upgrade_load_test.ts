@@ -18,6 +18,7 @@ import { migrate, pgmqModeFromEnv } from '../../lib/sql/migrate.ts';
 import { coreMigrations } from '../../cli/_kit.ts';
 import { releases } from '../../tools/release_manifest.ts';
 import { adminUrl, urlFor } from '../_helpers/db.ts';
+import { spawnDeno } from '../_helpers/process.ts';
 import { extractRelease, kitTask } from '../_helpers/releases.ts';
 import { KIT_ROOT } from '../../cli/_project.ts';
 import { waitFor } from '../_helpers/wait.ts';
@@ -114,30 +115,10 @@ for (const release of older) {
         await admin.unsafe(`create database "${name}" template "${template}"`);
         const url = urlFor(name);
         const sql = postgres(url, { max: 4, onnotice: () => {} });
-        const child = new Deno.Command(Deno.execPath(), {
-          args: [
-            'run',
-            '-A',
-            '--config',
-            join(kit, 'deno.json'),
-            join(kit, 'load_workers.ts'),
-            url,
-          ],
-          cwd: kit,
-          stdin: 'piped',
-          stdout: 'piped',
-          stderr: 'piped',
-        }).spawn();
-        const out: string[] = [];
-        const err: string[] = [];
-        const reading = Promise.all([
-          child.stdout.pipeThrough(new TextDecoderStream()).pipeTo(
-            new WritableStream({ write: (c) => void out.push(c) }),
-          ),
-          child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-            new WritableStream({ write: (c) => void err.push(c) }),
-          ),
-        ]);
+        const child = spawnDeno(
+          ['run', '-A', '--config', join(kit, 'deno.json'), join(kit, 'load_workers.ts'), url],
+          { cwd: kit, stdin: 'open' },
+        );
         let pushMs = 0;
         const iterationStarted = performance.now();
         let feeding = true;
@@ -146,10 +127,10 @@ for (const release of older) {
         try {
           await waitFor(
             `the ${release.version} workers to start (iteration ${iteration})`,
-            () => out.join('').includes('ready') || (err.length > 0 && /error/i.test(err.join(''))),
+            () => child.stdout.includes('ready') || /error/i.test(child.stderr) || child.exited,
             { timeoutMs: 60_000 },
           );
-          assert.ok(out.join('').includes('ready'), `workers did not start:\n${err.join('')}`);
+          assert.ok(child.stdout.includes('ready'), `workers did not start:\n${child.output}`);
           // Runs keep starting, before, during and after the push.
           feed = (async () => {
             while (feeding) {
@@ -167,6 +148,8 @@ for (const release of older) {
           // The push, while workers claim and complete and runs keep starting.
           const log: string[] = [];
           const pushStarted = performance.now();
+          const [{ from }] = await sql<{ from: Date }[]>`select clock_timestamp() as from`;
+          const startedBefore = started.length;
           await migrate(url, { workdir: project, pgmqMode: mode, log: (l) => log.push(l) }).catch(
             (e) => {
               throw new Error(
@@ -182,6 +165,17 @@ for (const release of older) {
           );
           assert.deepEqual(applied, added, 'the migrations the installer added');
           pushMs = Math.round(performance.now() - pushStarted);
+          // The load was on throughout: the release's workers ran steps and runs kept starting
+          // while the push ran.
+          const [{ during }] = await sql<{ during: number }[]>`
+            select count(*)::int as during from load_test.calls
+             where at > ${from} and at < clock_timestamp()`;
+          assert.ok(
+            during > 0 && started.length > startedBefore,
+            `iteration ${iteration}: ${during} steps ran and ${
+              started.length - startedBefore
+            } runs started during the ${pushMs} ms push`,
+          );
           await new Promise((r) => setTimeout(r, 300));
         } finally {
           feeding = false;
@@ -216,14 +210,13 @@ for (const release of older) {
             );
           }
         } finally {
-          child.stdin.close();
-          const status = await child.status;
-          await reading;
+          await child.closeInput();
+          const { code } = await child.wait();
           await sql.end();
           await admin.unsafe(`drop database if exists "${name}" with (force)`);
           assert.ok(
-            status.success,
-            `the ${release.version} workers exited badly:\n${err.join('')}`,
+            code === 0,
+            `the ${release.version} workers exited badly:\n${child.stderr}`,
           );
         }
       }

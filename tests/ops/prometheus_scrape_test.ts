@@ -16,6 +16,7 @@ import { createDashboard, metricSnapshot } from '../../lib/ops.ts';
 import { freePort } from '../../cli/_util.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
+import { runCommand } from '../_helpers/process.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 import { histogramQuantile, PROMTOOL, startPrometheus } from '../_helpers/prometheus.ts';
 
@@ -73,15 +74,8 @@ function bucketQuantile(values: number[], q: number): number {
 
 Deno.test('the example alert rules pass promtool check rules and their unit tests; a mutated threshold fails them', async () => {
   const run = async (...args: string[]) => {
-    const out = await new Deno.Command(PROMTOOL, {
-      args,
-      cwd: MONITORING,
-      stdout: 'piped',
-      stderr: 'piped',
-    })
-      .output();
-    const d = new TextDecoder();
-    return { code: out.code, text: d.decode(out.stdout) + d.decode(out.stderr) };
+    const out = await runCommand(PROMTOOL, args, { cwd: MONITORING });
+    return { code: out.code, text: out.stdout + out.stderr };
   };
   const check = await run('check', 'rules', 'alerts.yml');
   assert.equal(check.code, 0, check.text);
@@ -98,13 +92,8 @@ Deno.test('the example alert rules pass promtool check rules and their unit test
     assert.notEqual(mutated, rules);
     await Deno.writeTextFile(`${dir}/alerts.yml`, mutated);
     await Deno.copyFile(`${MONITORING}/alerts_test.yml`, `${dir}/alerts_test.yml`);
-    const out = await new Deno.Command(PROMTOOL, {
-      args: ['test', 'rules', 'alerts_test.yml'],
-      cwd: dir,
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    const out = await runCommand(PROMTOOL, ['test', 'rules', 'alerts_test.yml'], { cwd: dir });
+    const text = out.stdout + out.stderr;
     assert.notEqual(out.code, 0, text);
     assert.match(text, /SwitchyardTaskFailureRate/);
   } finally {

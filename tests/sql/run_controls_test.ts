@@ -23,6 +23,7 @@ import { FunctionDisabledError } from '../../lib/errors.ts';
 import { createClient } from '../../lib/client.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
+import { deno, envWithout } from '../_helpers/process.ts';
 import { FAST, waitFor, within } from '../_helpers/wait.ts';
 
 const db = await createTestDatabase();
@@ -839,21 +840,11 @@ Deno.test('bulk rerun of 1,000 failed runs from two connections: dry run counts,
 });
 
 function task(name: string, args: string[]) {
-  const env = Deno.env.toObject();
-  delete env.SUPABASE_DB_URL;
-  return new Deno.Command(Deno.execPath(), {
-    args: ['task', '-q', name, ...args],
+  return deno(['task', '-q', name, ...args], {
     cwd: new URL('../..', import.meta.url).pathname,
     clearEnv: true,
-    env: { ...env, NO_COLOR: '1', DATABASE_URL: db.url },
-    stdin: 'null',
-    stdout: 'piped',
-    stderr: 'piped',
-  }).output().then((out) => ({
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  }));
+    env: { ...envWithout('SUPABASE_DB_URL'), NO_COLOR: '1', DATABASE_URL: db.url },
+  });
 }
 
 Deno.test('the typed client bulk-reruns: a dry run by default, as ops does; then applied, each once', async () => {

@@ -130,6 +130,44 @@ Deno.test('lib/ imports neither cli/ nor tools/, and cli/ imports nothing of too
   assert.deepEqual(broken, []);
 });
 
+/** Where the tests may start a process themselves: the one subprocess helper. */
+const PROCESS_HELPER = 'tests/_helpers/process.ts';
+
+/**
+ * The lines of `text` that start a process directly (`Deno.Command`, `node:child_process`), in
+ * code: comment lines and the text of template literals (a script a test hands to a child Deno)
+ * do not count.
+ */
+function directSpawns(text: string): string[] {
+  const code = text.replace(/`(?:\\[\s\S]|[^`\\])*`/g, '``').split('\n')
+    .filter((l) => !/^\s*(\*|\/\/|\/\*)/.test(l));
+  return code.filter((l) => /\bDeno\.Command\b|node:child_process/.test(l)).map((l) => l.trim());
+}
+
+Deno.test(`tests/ start processes only through ${PROCESS_HELPER} (runCommand, deno, Spawned)`, async () => {
+  // One helper bounds every command's time, captures its output without blocking on a full pipe
+  // and stops whole process trees; a test that spawns directly gets none of that.
+  const testsDir = decodeURIComponent(new URL('tests/', root).pathname);
+  const offenders: string[] = [];
+  for await (const path of walk(testsDir)) {
+    const name = `tests/${path.slice(testsDir.length)}`;
+    // The helper itself, and this file, which names what it looks for.
+    if (name === PROCESS_HELPER || name === 'tests/unit/architecture_test.ts') continue;
+    for (const line of directSpawns(await Deno.readTextFile(path))) {
+      offenders.push(`${name}: ${line}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+  // The check itself finds a direct use, and passes over a child's script and a comment.
+  assert.deepEqual(directSpawns("const out = await new Deno.Command('git', {});"), [
+    "const out = await new Deno.Command('git', {});",
+  ]);
+  assert.deepEqual(
+    directSpawns('// new Deno.Command\nconst script = `new Deno.Command(\\`x\\`)`;'),
+    [],
+  );
+});
+
 for (const entry of ['lib/mod.ts', 'lib/client.ts']) {
   Deno.test(`${entry} reaches no development tooling (migrate, the Supabase CLI, the test engine)`, async () => {
     const reached = [...(await graph(entry)).keys()].map(rel);

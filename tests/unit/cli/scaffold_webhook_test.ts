@@ -9,6 +9,7 @@ import { copyProject, KIT_ROOT } from '../../../cli/_project.ts';
 import { ScaffoldError } from '../../../cli/scaffold_queue.ts';
 import { scaffoldWebhook } from '../../../cli/scaffold_webhook.ts';
 import { functionSection } from '../../../cli/_functions_config.ts';
+import { deno } from '../../_helpers/process.ts';
 
 async function withProject(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await copyProject('switchyard-scaffold-webhook-');
@@ -49,17 +50,13 @@ Deno.test('writes index.ts, deno.json and the config section; a second run chang
     assert.match(section, /verify_jwt = false/);
     assert.match(section, /entrypoint = "\.\/functions\/orders-webhook\/index\.ts"/);
     // The written function type-checks against the project's copy of the kit.
-    const check = await new Deno.Command(Deno.execPath(), {
-      args: [
-        'check',
-        '--config',
-        join(dir, 'supabase/functions/orders-webhook/deno.json'),
-        join(dir, 'supabase/functions/orders-webhook/index.ts'),
-      ],
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    assert.equal(check.code, 0, new TextDecoder().decode(check.stderr));
+    const check = await deno([
+      'check',
+      '--config',
+      join(dir, 'supabase/functions/orders-webhook/deno.json'),
+      join(dir, 'supabase/functions/orders-webhook/index.ts'),
+    ]);
+    assert.equal(check.code, 0, check.stderr);
     const again = await scaffoldWebhook({
       projectDir: dir,
       functionName: 'orders-webhook',
@@ -76,12 +73,8 @@ Deno.test('in an installed project: the runtime copy, pinned imports, and it typ
   try {
     await Deno.mkdir(join(dir, 'supabase'));
     await Deno.writeTextFile(join(dir, 'supabase/config.toml'), 'project_id = "webhooks"\n');
-    const install = await new Deno.Command(Deno.execPath(), {
-      args: ['run', '-A', join(KIT_ROOT, 'cli/install.ts'), '--project', dir],
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    assert.equal(install.code, 0, new TextDecoder().decode(install.stderr));
+    const install = await deno(['run', '-A', join(KIT_ROOT, 'cli/install.ts'), '--project', dir]);
+    assert.equal(install.code, 0, install.stderr);
     // A fresh install's registry lists no flow: the alias is refused, naming none known.
     await assert.rejects(
       scaffoldWebhook({ projectDir: dir, functionName: 'hook', alias: 'orders' }),
@@ -105,13 +98,10 @@ Deno.test('in an installed project: the runtime copy, pinned imports, and it typ
     assert.ok('@electric-sql/pglite' in shared.imports && 'switchyard/testing' in shared.imports);
     assert.ok(!('@electric-sql/pglite' in map.imports), JSON.stringify(map.imports));
     assert.ok(!('switchyard/testing' in map.imports), JSON.stringify(map.imports));
-    const check = await new Deno.Command(Deno.execPath(), {
-      args: ['check', '--config', 'deno.json', 'index.ts'],
+    const check = await deno(['check', '--config', 'deno.json', 'index.ts'], {
       cwd: join(dir, 'supabase/functions/hook'),
-      stdout: 'piped',
-      stderr: 'piped',
-    }).output();
-    assert.equal(check.code, 0, new TextDecoder().decode(check.stderr));
+    });
+    assert.equal(check.code, 0, check.stderr);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
