@@ -76,6 +76,7 @@ export {
 } from './sql/prune.ts';
 export * from './sql/schedules.ts';
 export * from './sql/row_triggers.ts';
+export { type BatchOverview, batchOverviews, type BatchOverviewsOptions } from './sql/batches.ts';
 export {
   type DashboardSnapshot,
   dashboardSnapshot,

@@ -503,6 +503,10 @@ ol.events .at {
         <h2>Row triggers <span class="muted">writes to the app's tables that start runs</span></h2>
         <div id="row-triggers"></div>
       </section>
+      <section class="card" id="batches-card">
+        <h2>Open batches <span class="muted">events collecting into one run per batch key</span></h2>
+        <div id="batches"></div>
+      </section>
       <section class="card" id="option-changes-card">
         <h2>Option changes <span class="muted">runtime options changed under the same slug</span></h2>
         <div id="option-changes"></div>
@@ -1455,6 +1459,42 @@ ol.events .at {
       }).join('') + '</tbody></table>';
   }
 
+  /**
+   * The open batches (docs/design/batching.md): events collecting per alias and batch key until
+   * the batch holds maxSize of them or its timeout passed; the most overdue first, at most 100.
+   * @param {Overview} data
+   */
+  function batches(data) {
+    const list = data.batches || [];
+    if (list.length === 0) {
+      return '<div class="empty">None open. A flow with the <code>batch</code> option collects ' +
+        'events started with a batch key (<code>startRun(..., { batchKey })</code>, or a row ' +
+        'trigger with <code>batch_by</code>) into one run per batch.</div>';
+    }
+    return (list.length >= 100
+      ? '<div class="muted">The 100 most overdue; <code>switchyard.list_batches()</code> ' +
+        'lists them all.</div>'
+      : '') +
+      '<table><thead><tr><th>alias</th><th>batch key</th><th class="num">events</th>' +
+      '<th>opened</th><th>due</th><th>run</th></tr></thead><tbody>' +
+      list.map((b) => {
+        const due = msOf(b.dueAt) - now();
+        const dueCell = (b.overdue
+          ? pill('warn', 'overdue', 'the tick closes it; if it stays, npx switchyard doctor') +
+            ' <span class="muted">by ' + esc(duration(-due)) + '</span>'
+          : '<span>in ' + esc(duration(due)) + '</span>') +
+          (b.lastError
+            ? ' ' + pill('bad', 'close failed', 'the tick tries again') + ' <span class="muted">' +
+              esc(b.lastError) + '</span>'
+            : '');
+        return '<tr data-batch="' + esc(b.alias + '/' + b.batchKey) + '"><td class="mono">' +
+          esc(b.alias) + '</td><td class="mono">' + esc(b.batchKey) + '</td><td class="num">' +
+          b.size + ' / ' + b.maxSize + '</td><td title="' + esc(b.openedAt) + '">' +
+          esc(ago(b.openedAt)) + '</td><td title="' + esc(b.dueAt) + '">' + dueCell +
+          '</td><td class="mono muted">' + esc(b.runId) + '</td></tr>';
+      }).join('') + '</tbody></table>';
+  }
+
   /** @param {Overview} data */
   function rateLimits(data) {
     const limits = data.rateLimits || [];
@@ -1508,6 +1548,7 @@ ol.events .at {
     $('schedules').innerHTML = schedules(data);
     $('rate-limits').innerHTML = rateLimits(data);
     $('row-triggers').innerHTML = rowTriggers(data);
+    $('batches').innerHTML = batches(data);
     const queueSelect = $select('run-queue');
     const selected = queueSelect.value;
     const names = data.queues.map((q) => q.queueName);

@@ -1,6 +1,7 @@
 /**
  * The dashboard's reads (`switchyard.dashboard_queues`, `dashboard_functions`,
- * `dashboard_runs`, `dashboard_run_origins`, `dashboard_throughput`, `dashboard_row_triggers`, plus the operator commands' own
+ * `dashboard_runs`, `dashboard_run_origins`, `dashboard_throughput`, `dashboard_row_triggers`,
+ * `dashboard_batches`, plus the operator commands' own
  * `drain_status` and `fence_status`; docs/design/versions.md). Nothing here writes: the
  * dashboard's actions are {@linkcode pauseFunction}, {@linkcode resumeFunction},
  * {@linkcode cancelRun} and {@linkcode retryRun}, and a run's events come from
@@ -20,6 +21,7 @@ import { metricsHistory, type QueueHistory } from './metrics.ts';
 import { metricSnapshot } from './metric_snapshot.ts';
 import type { RunOrigin } from './runs.ts';
 import { type RowTriggerOverview, rowTriggerOverviews } from './row_triggers.ts';
+import { type BatchOverview, batchOverviews } from './batches.ts';
 import { call, sqlOf, type SqlSource } from './source.ts';
 import { DEFAULT_HEARTBEAT_WINDOW_SECONDS } from './windows.ts';
 
@@ -633,6 +635,11 @@ export interface DashboardSnapshot {
    * backfill, the runs it started in the last hour (docs/design/origins.md).
    */
   rowTriggers: RowTriggerOverview[];
+  /**
+   * The open batches, the most overdue first, at most 100 (docs/design/batching.md): each one's
+   * events so far, its maxSize, when it opened and when the tick closes it.
+   */
+  batches: BatchOverview[];
 }
 
 /**
@@ -689,6 +696,7 @@ export async function dashboardSnapshot(
     histories,
     snapshot,
     rowTriggers,
+    batches,
   ] = await Promise.all([
     queueDepths(source),
     functionOverviews(source, { heartbeatWindowSeconds }),
@@ -701,6 +709,7 @@ export async function dashboardSnapshot(
     metricsHistory(source, { minutes }),
     metricSnapshot(source),
     rowTriggerOverviews(source),
+    batchOverviews(source),
   ]);
   // The completed-tasks chart is the history's completions (dashboard_throughput's rows): one
   // read of the counters' samples serves every chart.
@@ -742,5 +751,6 @@ export async function dashboardSnapshot(
     schedules,
     rateLimits: limits,
     rowTriggers,
+    batches,
   };
 }
