@@ -764,6 +764,7 @@ Deno.test('privileges: the service role may call the dashboard functions, anon a
   assert.deepEqual(
     rows.map((r) => [r.proname, r.service, r.anon, r.authenticated, r.provolatile]),
     [
+      ['dashboard_batches', true, false, false, 's'],
       ['dashboard_functions', true, false, false, 's'],
       ['dashboard_metrics_history', true, false, false, 's'],
       ['dashboard_queues', true, false, false, 's'],

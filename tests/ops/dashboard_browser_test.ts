@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { toPlacement } from '../../lib/dsl/placement.ts';
-import { Flow, signalPayload, startWorker } from '../../lib/mod.ts';
+import { Flow, routeFlow, signalPayload, startWorker } from '../../lib/mod.ts';
 import { createDashboard } from '../../lib/ops.ts';
 import { untypedClient } from '../_helpers/untyped_client.ts';
 import { freePort } from '../../cli/_util.ts';
@@ -95,6 +95,24 @@ Deno.test({
       await db.sql`select switchyard.declare_row_trigger('dash_orders_gone', 'public.dash_orders',
                      'billing', events => array['delete'])`;
       await db.sql`drop trigger switchyard_dash_orders_gone on public.dash_orders`;
+      // An open batch (docs/design/batching.md) of a batched flow on the paused archive queue:
+      // two events, due in an hour, so no tick closes it while the page is read.
+      const digest = routeFlow(
+        new Flow<{ day: string }[]>({
+          slug: 'archiveDigestV1',
+          batch: { maxSize: 10, timeout: 3600 },
+        }).step({ slug: 'compact' }, () => true),
+        { queues: { compact: 'dash_archive' } },
+      );
+      await db.sql`select switchyard.ensure_flow(${
+        db.sql.json(toPlacement(digest).shape as never)
+      }::jsonb)`;
+      await db.sql`select switchyard.sync_alias('archive_digest', array['archiveDigestV1'])`;
+      for (const day of ['d1', 'd2']) {
+        await db.sql`select switchyard.start_flow('archive_digest', ${
+          db.sql.json({ day })
+        }::jsonb, batch_key => 'week:1')`;
+      }
       const dashboard = await startDashboardCommand(db.url);
       cleanups.push(async () => {
         const { output } = await dashboard.stop();
@@ -146,6 +164,8 @@ Deno.test({
         assert.match(inPlace, /public\.dash_orders\s+insert\s+billing\s+installed\s+pending/);
         const gone = await page.locator('[data-row-trigger="dash_orders_gone"]').innerText();
         assert.match(gone, /delete\s+billing\s+missing\s+none declared\s+0/);
+        const batch = await page.locator('[data-batch="archive_digest/week:1"]').innerText();
+        assert.match(batch, /archive_digest\s+week:1\s+2 \/ 10\s+.+ ago\s+in 59m \d+s/);
       });
 
       await t.step('read-only without the bearer: no action buttons', async () => {

@@ -6,14 +6,21 @@
  * tick (`run_schedules`, driven by a test clock) once `timeout` passed since its first event. A
  * rolled back event joins nothing; bad options are refused with their rule; and 8 connections
  * writing 2,000 events over 20 keys (some transactions rolled back) while ticks close batches put
- * every committed event in exactly one run. Real PostgreSQL, real connections.
+ * every committed event in exactly one run. The dashboard's open batches (`dashboard_batches`)
+ * list them most overdue first, at most 100. Real PostgreSQL, real connections.
  */
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
 import { toPlacement } from '../../lib/dsl/placement.ts';
 import { FlowDefinitionError, OperationError } from '../../lib/errors.ts';
 import { Flow } from '../../lib/mod.ts';
-import { declareRowTrigger, listRowTriggers, startRun } from '../../lib/ops.ts';
+import {
+  batchOverviews,
+  dashboardSnapshot,
+  declareRowTrigger,
+  listRowTriggers,
+  startRun,
+} from '../../lib/ops.ts';
 import type { FlowOptions } from '../../lib/flows.ts';
 import { createTestDatabase } from '../_helpers/db.ts';
 
@@ -283,6 +290,77 @@ Deno.test('startRun with batchKey joins a batch and answers its run', async () =
   const runs = await runsOf('batchV1');
   assert.deepEqual(runs.map((r) => [r.run_id, r.input]), [[a, [{ n: 1 }, { n: 2 }, { n: 3 }]]]);
   await sql`delete from switchyard.runs where flow_slug = 'batchV1'`;
+});
+
+Deno.test('the dashboard lists open batches, the most overdue first, at most 100', async () => {
+  await compile('batchLongV1', 'batched_long', { batch: { maxSize: 5, timeout: 300 } });
+  // None open: an empty list, in the snapshot too.
+  assert.deepEqual(await batchOverviews(sql), []);
+  assert.deepEqual((await dashboardSnapshot(sql)).batches, []);
+
+  // Two batches: the long one (timeout 300 s) opens first, the short one (30 s) second.
+  const long = await event('batched_long', 'slow', { n: 1 });
+  await event('batched_long', 'slow', { n: 2 });
+  const short = await event('batched', 'quick', { n: 1 });
+  const [clock] = await sql<{ now: Date; later: Date }[]>`
+    select switchyard.clock_now() as now, switchyard.clock_now() + interval '31 seconds' as later`;
+  const rows = await batchOverviews(sql);
+  assert.deepEqual(
+    rows.map((b) => [b.alias, b.batchKey, b.runId, b.size, b.maxSize, b.overdue, b.lastError]),
+    [
+      ['batched', 'quick', short, 1, 3, false, null],
+      ['batched_long', 'slow', long, 2, 5, false, null],
+    ],
+    'the earliest due first, not the earliest opened',
+  );
+  for (const b of rows) {
+    const timeout = b.alias === 'batched' ? 30 : 300;
+    assert.equal(
+      b.dueAt.getTime() - b.openedAt.getTime(),
+      timeout * 1000,
+      'due = opened + timeout',
+    );
+    assert.ok(b.openedAt.getTime() <= clock.now.getTime());
+  }
+
+  // 31 s later by the clock the tick is given (as the tests above tick): the short one is due
+  // and not closed yet, so overdue; the long one is not.
+  const later = await batchOverviews(sql, { now: clock.later });
+  assert.deepEqual(later.map((b) => [b.batchKey, b.overdue]), [['quick', true], ['slow', false]]);
+  const [raw] = await sql<{ n: number }[]>`
+    select count(*)::int as n
+      from switchyard.dashboard_batches(switchyard.clock_now() + interval '31 seconds')
+     where overdue`;
+  assert.equal(raw.n, 1);
+  const snap = await dashboardSnapshot(sql);
+  assert.deepEqual(snap.batches.map((b) => [b.alias, b.batchKey, b.size]), [
+    ['batched', 'quick', 1],
+    ['batched_long', 'slow', 2],
+  ]);
+
+  // A bad time is refused, naming it; nothing is read.
+  const bad = await refusal(batchOverviews(sql, { now: new Date('no date') }));
+  assert.equal(bad.code, '22023');
+  assert.equal(bad.detail.rule, 'instant_invalid');
+
+  // Once the tick closed the short one, it is gone from the list; the long one stays.
+  assert.equal(await tick(31), 1);
+  assert.deepEqual((await batchOverviews(sql)).map((b) => b.batchKey), ['slow']);
+
+  // Bounded: 101 more open batches (one statement), 100 rows, the earliest due first.
+  await sql`select switchyard.start_flow('batched', jsonb_build_object('n', g),
+                                         batch_key => 'many' || g)
+              from generate_series(1, 101) g`;
+  const many = await batchOverviews(sql);
+  assert.equal(many.length, 100);
+  assert.ok(many.every((b) => b.alias === 'batched'), 'the 300 s batch is due last: left out');
+  for (let i = 1; i < many.length; i++) {
+    assert.ok(many[i - 1].dueAt.getTime() <= many[i].dueAt.getTime(), 'earliest due first');
+  }
+
+  await sql`select switchyard.close_batches(switchyard.clock_now() + interval '1 day')`;
+  assert.deepEqual(await batchOverviews(sql), []);
+  await sql`delete from switchyard.runs where flow_slug in ('batchV1', 'batchLongV1')`;
 });
 
 Deno.test('row triggers with batch_by: inserts form the batches of their key', async () => {
