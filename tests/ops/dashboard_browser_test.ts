@@ -386,6 +386,7 @@ Deno.test({
         await blank.waitForSelector('body[data-loaded="1"]');
         assert.match(await blank.locator('#queues').innerText(), /No queues yet.*scaffold-queue/s);
         assert.match(await blank.locator('#runs').innerText(), /No runs yet.*start_flow/s);
+        assert.match(await blank.locator('#batches').innerText(), /None open\..*batch key/s);
         assert.equal(await blank.locator('#access').innerText(), 'read-only');
         await blank.close();
       });
