@@ -222,18 +222,20 @@ begin
      where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
     -- Count the steps down; a run whose last step completed here completes in the same
     -- update, with the outputs of its completed leaf steps (no step depends on them; a
-    -- skipped leaf is absent) as its output: _run_outputs computes them for the batch's runs
-    -- in one query (for a run that does not complete yet, a probe of its step states).
+    -- skipped leaf is absent) as its output: _run_outputs, inlined into this statement (a SQL
+    -- function), computes them for the completing runs only; a run that does not complete
+    -- yet costs nothing more than its count.
     with counted as (
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
              completed_at = case when r.remaining_steps = c.n then switchyard.clock_now() end,
-             output = case when r.remaining_steps = c.n then c.output end
-        from (select a.run_id, a.n, o.output
-                from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
-                       group by a.run_id) a
-                left join switchyard._run_outputs(done_runs) o on o.run_id = a.run_id) c
+             output = case when r.remaining_steps = c.n then
+                        coalesce((select o.output
+                                    from switchyard._run_outputs(array[r.run_id]) o), '{}')
+                      end
+        from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
+               group by a.run_id) c
        where r.run_id = c.run_id
       returning r.run_id, r.remaining_steps
     )
