@@ -63,10 +63,10 @@ begin
             where coalesce(f.events, true)
             order by t.ord)
     select count(pg_notify('switchyard_run_events', t.run_id::text)),
-           array_agg(t.flow_slug order by t.ord) filter (where t.status <> 'started'),
-           array_agg(t.status order by t.ord) filter (where t.status <> 'started'),
-           array_agg(t.secs order by t.ord) filter (where t.status <> 'started'),
-           array_agg(t.flow_slug order by t.ord) filter (where t.status = 'started')
+           array_agg(t.flow_slug) filter (where t.status <> 'started'),
+           array_agg(t.status) filter (where t.status <> 'started'),
+           array_agg(t.secs) filter (where t.status <> 'started'),
+           array_agg(t.flow_slug) filter (where t.status = 'started')
       into notified, ended_flows, ended_outcomes, ended_secs, retried_flows
       from t;
     if ended_flows is not null then
