@@ -5637,6 +5637,7 @@ declare
   done_runs uuid[];       -- steps completed by this call (parallel arrays)
   done_steps text[];
   done_flows text[];
+  feeding boolean;        -- a step completed here has dependents
   advancing uuid[];       -- runs that may have steps to start now
   seg record;             -- consecutive advancing runs, plain or not
   new_runs uuid[];        -- the tasks of plain runs' ready steps (parallel arrays)
@@ -5811,20 +5812,29 @@ begin
                where g.run_id = any (live_runs)
                group by g.run_id, g.step_slug) a
        where ss.run_id = a.run_id and ss.step_slug = a.step_slug and ss.status = 'started'
-      returning ss.run_id, ss.step_slug, ss.flow_slug, ss.status
+      returning ss.run_id, ss.step_slug, ss.flow_slug, ss.status,
+                ss.status = 'completed'
+                  and exists (select 1 from switchyard.deps d
+                               where d.flow_slug = ss.flow_slug and d.dep_slug = ss.step_slug)
+                  as feeds
     )
     select coalesce(array_agg(d.run_id) filter (where d.status = 'completed'), '{}'),
            coalesce(array_agg(d.step_slug) filter (where d.status = 'completed'), '{}'),
-           coalesce(array_agg(d.flow_slug) filter (where d.status = 'completed'), '{}')
-      into done_runs, done_steps, done_flows
+           coalesce(array_agg(d.flow_slug) filter (where d.status = 'completed'), '{}'),
+           coalesce(bool_or(d.feeds), false)
+      into done_runs, done_steps, done_flows, feeding
       from done d;
-    update switchyard.step_states ss
-       set remaining_deps = ss.remaining_deps - d.n
-      from (select a.run_id, d.step_slug, count(*)::int as n
-              from unnest(done_runs, done_steps, done_flows) as a(run_id, step_slug, flow_slug)
-              join switchyard.deps d on d.flow_slug = a.flow_slug and d.dep_slug = a.step_slug
-             group by a.run_id, d.step_slug) d
-     where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
+    -- The dependents of the completed steps count a dependency down; a batch whose completed
+    -- steps have none (1-step flows, last steps) skips the statement and its trigger call.
+    if feeding then
+      update switchyard.step_states ss
+         set remaining_deps = ss.remaining_deps - d.n
+        from (select a.run_id, d.step_slug, count(*)::int as n
+                from unnest(done_runs, done_steps, done_flows) as a(run_id, step_slug, flow_slug)
+                join switchyard.deps d on d.flow_slug = a.flow_slug and d.dep_slug = a.step_slug
+               group by a.run_id, d.step_slug) d
+       where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
+    end if;
     -- Count the steps down; a run whose last step completed here completes in the same
     -- update, with the outputs of its completed leaf steps (no step depends on them; a
     -- skipped leaf is absent) as its output: _run_outputs, inlined into this statement (a SQL
