@@ -69,8 +69,8 @@ export const MUTANTS: readonly Mutant[] = [
   // --- the claim -----------------------------------------------------------------------------
   {
     name: 'claim-ignores-supported-pairs',
-    bug: 'start_tasks treats every pair of the batch as supported, not the registered set',
-    ...fn('claim', 'start_tasks'),
+    bug: 'the claim treats every pair of the batch as supported, not the registered set',
+    ...fn('claim', 'claim_batch'),
     search: `  support := case when supported_pairs is null then worker.pair_set
                   else switchyard.pair_set(supported_pairs) end;`,
     replace:
@@ -82,7 +82,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'unsupported-batch-uses-attempts',
     bug: 'a refused (unsupported) batch still counts an attempt on its tasks',
-    ...fn('claim', 'start_tasks'),
+    ...fn('claim', 'claim_batch'),
     search: '    -- Refuse the whole batch: nothing claimed, no attempt consumed, nothing\n',
     replace: `    update switchyard.step_tasks t set attempts_count = t.attempts_count + 1
      where t.queue_name = queue and t.message_id = any (message_ids);
@@ -92,7 +92,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'unsupported-pause-not-persisted',
     bug: 'a refused batch does not pause the queue function',
-    ...fn('claim', 'start_tasks'),
+    ...fn('claim', 'claim_batch'),
     search: '     where wf.function_name = worker.function_name and wf.paused_at is null;\n',
     replace: '     where false;\n',
     tests: ['tests/sql/hostile_test.ts', 'tests/worker/shared_queues_test.ts'],

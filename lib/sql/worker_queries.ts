@@ -114,7 +114,10 @@ export interface HeartbeatAnswer {
 /** Typed wrappers over the SQL core for one worker's client. */
 export class WorkerQueries {
   /** The read's plan per queue and window, and when it was asked (see {@linkcode readWithPoll}). */
-  #readPlans = new Map<string, { at: number; visibility: number; ordered: boolean }>();
+  #readPlans = new Map<
+    string,
+    { at: number; visibility: number; ordered: boolean; claim_batch: boolean }
+  >();
 
   constructor(readonly sql: postgres.Sql) {}
 
@@ -241,56 +244,106 @@ export class WorkerQueries {
     maxPollSeconds: number,
     pollIntervalMs: number,
   ): Promise<bigint[]> {
+    return (await this.readBatch(queue, visibilityTimeout, qty, maxPollSeconds, pollIntervalMs))
+      .ids;
+  }
+
+  /**
+   * {@linkcode readWithPoll}, with what the claim can skip: `hiddenUntil` is the earliest `vt`
+   * PGMQ's read gave the batch (as the database wrote it), for {@linkcode startTasks}, so that a
+   * claim whose messages are all hidden long enough runs no statement on the queue table
+   * (docs/design/claim.md#hiding-claimed-messages); for a queue read in order
+   * (`switchyard.read_tasks` answers ids only), the read statement's start plus its visibility,
+   * which its writes of `vt` never fall below. Null against a SQL core without
+   * `switchyard.claim_batch` (an older release), whose claim is then `start_tasks`, as before.
+   */
+  async readBatch(
+    queue: string,
+    visibilityTimeout: number,
+    qty: number,
+    maxPollSeconds: number,
+    pollIntervalMs: number,
+  ): Promise<{ ids: bigint[]; hiddenUntil: string | null }> {
     const planKey = `${visibilityTimeout}/${queue}`;
     let plan = this.#readPlans.get(planKey);
     if (plan === undefined || Date.now() - plan.at >= 1000) {
-      const [row] = await this.sql<{ visibility: number; ordered: boolean }[]>`
+      const [row] = await this.sql<
+        { visibility: number; ordered: boolean; claim_batch: boolean }[]
+      >`
         select switchyard.read_visibility_seconds(${queue}::text, ${visibilityTimeout}::int)
                  as visibility,
-               switchyard.read_ordered(${queue}::text) as ordered`;
+               switchyard.read_ordered(${queue}::text) as ordered,
+               to_regprocedure(
+                 'switchyard.claim_batch(text, bigint[], uuid, text[], timestamptz)')
+                 is not null as claim_batch`;
       plan = { at: Date.now(), ...row };
       this.#readPlans.set(planKey, plan);
     }
     if (!plan.ordered) {
-      const rows = await this.sql<{ msg_id: string }[]>`
-        select msg_id::text as msg_id from pgmq.read_with_poll(${queue}::text,
-          ${plan.visibility}::int, ${qty}::int, ${maxPollSeconds}::int, ${pollIntervalMs}::int)`;
-      return rows.map((r) => BigInt(r.msg_id));
+      const rows = await this.sql<{ msg_id: string; until: string }[]>`
+        select r.msg_id::text as msg_id, (min(r.vt) over ())::text as until
+          from pgmq.read_with_poll(${queue}::text, ${plan.visibility}::int, ${qty}::int,
+            ${maxPollSeconds}::int, ${pollIntervalMs}::int) r`;
+      return {
+        ids: rows.map((r) => BigInt(r.msg_id)),
+        hiddenUntil: plan.claim_batch && rows.length > 0 ? rows[0].until : null,
+      };
     }
     const deadline = Date.now() + maxPollSeconds * 1000;
     for (;;) {
-      const rows = await this.sql<{ msg_id: string }[]>`
-        select m::text as msg_id from switchyard.read_tasks(${queue}::text,
-          ${plan.visibility}::int, ${qty}::int) m`;
-      if (rows.length > 0 || Date.now() >= deadline) return rows.map((r) => BigInt(r.msg_id));
+      // read_tasks answers ids only: the statement's start plus the visibility is a bound its
+      // writes of vt (queue_clock() + visibility, later) never fall below.
+      const rows = await this.sql<{ msg_id: string; until: string }[]>`
+        select m::text as msg_id,
+               (statement_timestamp() + make_interval(secs => ${plan.visibility}::int))::text
+                 as until
+          from switchyard.read_tasks(${queue}::text, ${plan.visibility}::int, ${qty}::int) m`;
+      if (rows.length > 0 || Date.now() >= deadline) {
+        return {
+          ids: rows.map((r) => BigInt(r.msg_id)),
+          hiddenUntil: plan.claim_batch && rows.length > 0 ? rows[0].until : null,
+        };
+      }
       await new Promise((resolve) => setTimeout(resolve, pollIntervalMs));
     }
   }
 
   /**
    * Claims a batch. `pairs` null (the worker's call) classifies against the exact set the
-   * worker registered, so the set is not sent with every batch.
+   * worker registered, so the set is not sent with every batch. `hiddenUntil`, from
+   * {@linkcode readBatch}: the read's earliest `vt`, so that `switchyard.claim_batch` writes no
+   * message already hidden long enough; null claims with `switchyard.start_tasks`, which checks
+   * each message.
    */
   async startTasks(
     queue: string,
     messageIds: bigint[],
     workerId: string,
     pairs: string[] | null,
+    hiddenUntil: string | null = null,
   ): Promise<TaskClaim[]> {
     // As text, so SQL NULL (not sent) and JSON null stay apart; parsed here once.
-    const rows = await this.sql<
-      (Omit<TaskClaim, 'message_id' | 'input' | 'flow_input'> & {
-        message_id: string;
-        input: string | null;
-        flow_input: string | null;
-      })[]
-    >`
+    type Row = Omit<TaskClaim, 'message_id' | 'input' | 'flow_input'> & {
+      message_id: string;
+      input: string | null;
+      flow_input: string | null;
+    };
+    // The vt goes as text: as a timestamptz parameter the client would cut it to milliseconds.
+    const ids = pgArray(messageIds);
+    const set = pairs === null ? null : pgArray(pairs);
+    const rows = hiddenUntil === null
+      ? await this.sql<Row[]>`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
              run_id, task_index,
              attempt, timeout, carried_ms, input::text as input, flow_input::text as flow_input
-        from switchyard.start_tasks(${queue}::text,
-          ${pgArray(messageIds)}::bigint[], ${workerId}::uuid,
-          ${pairs === null ? null : pgArray(pairs)}::text[])`;
+        from switchyard.start_tasks(${queue}::text, ${ids}::bigint[], ${workerId}::uuid,
+          ${set}::text[])`
+      : await this.sql<Row[]>`
+      select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
+             run_id, task_index,
+             attempt, timeout, carried_ms, input::text as input, flow_input::text as flow_input
+        from switchyard.claim_batch(${queue}::text, ${ids}::bigint[], ${workerId}::uuid,
+          ${set}::text[], ${hiddenUntil}::text::timestamptz)`;
     const flowInputs = new Map<string, unknown>();
     for (const r of rows) {
       if (r.disposition === 'claimed' && r.flow_input !== null) {

@@ -47,7 +47,9 @@ export async function poll(o: PollerOptions): Promise<void> {
       continue;
     }
     try {
-      const ids = await q.readWithPoll(
+      // The read's earliest vt goes to the claim, which then writes no message hidden long
+      // enough already (docs/design/claim.md#hiding-claimed-messages).
+      const { ids, hiddenUntil } = await q.readBatch(
         o.queueName,
         o.visibilityTimeout,
         Math.min(o.batchSize, free),
@@ -73,7 +75,7 @@ export async function poll(o: PollerOptions): Promise<void> {
       // The runs' trace contexts are read only while spans are recorded (an SDK is enabled).
       let traceContexts = new Map<string, string>();
       try {
-        claims = await q.startTasks(o.queueName, ids, o.workerId, null);
+        claims = await q.startTasks(o.queueName, ids, o.workerId, null, hiddenUntil);
         const claimed = claims.filter((c) => c.disposition === 'claimed');
         span.setAttribute('switchyard.claimed', claimed.length);
         if (span.isRecording() && claimed.length > 0) {

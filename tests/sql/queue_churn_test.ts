@@ -129,6 +129,80 @@ Deno.test('a message read with less visibility than its claim needs is hidden fo
   }
 });
 
+Deno.test("the worker's read gives the batch's earliest vt, and a claim given it runs no statement on its messages", async () => {
+  const ids = await startRuns(3);
+  const q = new WorkerQueries(sql);
+  const read = await q.readBatch('churn', 5, 10, 1, 10);
+  assert.deepEqual(read.ids, ids);
+  assert.ok(read.hiddenUntil !== null, 'a core with claim_batch gets the read vt');
+  const [{ same }] = await sql<{ same: boolean }[]>`
+    select ${read.hiddenUntil}::text::timestamptz = min(vt) as same
+      from pgmq.q_churn where msg_id = any(${pgArray(ids)}::bigint[])`;
+  assert.equal(same, true, `hiddenUntil ${read.hiddenUntil} is the batch's earliest vt`);
+  const before = await rows(ids);
+  const claims = await q.startTasks('churn', read.ids, worker, null, read.hiddenUntil);
+  assert.deepEqual(claims.map((c) => c.disposition), ['claimed', 'claimed', 'claimed']);
+  assert.deepEqual(claims.map((c) => c.attempt), [1, 1, 1]);
+  const after = await rows(ids);
+  for (const id of ids) {
+    assert.equal(after.get(id)!.version, before.get(id)!.version, `message ${id} not written`);
+  }
+});
+
+Deno.test('claim_batch writes no message when hidden_until covers every need, and hides each one it does not cover', async () => {
+  const ids = await startRuns(2);
+  // Read with the claim window alone: each message hidden about 1 s, far less than it needs.
+  const read = await sql<{ msg_id: string; vt: string }[]>`
+    select msg_id::text, vt::text from pgmq.read('churn', 1, 10)`;
+  assert.equal(read.length, 2);
+  const [{ margin }] = await sql`select switchyard.claim_margin_seconds() as margin`;
+  const q = new WorkerQueries(sql);
+  const before = await rows(ids);
+  // The worker's word that the first is hidden an hour: the claim does not write it.
+  const [{ hour }] = await sql<{ hour: string }[]>`
+    select (clock_timestamp() + interval '1 hour')::text as hour`;
+  const first = await q.startTasks('churn', [ids[0]], worker, null, hour);
+  assert.deepEqual(first.map((c) => c.disposition), ['claimed']);
+  // The read's true vt for the second: too short, so it is hidden for its timeout and margin.
+  const second = await q.startTasks('churn', [ids[1]], worker, null, read[1].vt);
+  assert.deepEqual(second.map((c) => c.disposition), ['claimed']);
+  const after = await rows(ids);
+  assert.equal(after.get(ids[0])!.version, before.get(ids[0])!.version, 'first not written');
+  assert.ok(after.get(ids[0])!.secs <= 1, `first hidden ${after.get(ids[0])!.secs} s`);
+  assert.notEqual(after.get(ids[1])!.version, before.get(ids[1])!.version, 'second written');
+  const secs = after.get(ids[1])!.secs;
+  assert.ok(secs > 7 + margin - 2 && secs <= 7 + margin, `second hidden ${secs} s`);
+  // Make the first visible again for the tests after this one: it is claimed, not lost.
+  await sql`select pgmq.set_vt('churn', ${ids[0].toString()}::bigint, 3600)`;
+});
+
+Deno.test('a batch read in order gives a bound at or below each message vt, and its claim writes none', async () => {
+  await sql`update switchyard.queues set priority_used_at = clock_timestamp()
+             where queue_name = 'churn'`;
+  try {
+    const ids = await startRuns(2);
+    const q = new WorkerQueries(sql);
+    const read = await q.readBatch('churn', 5, 10, 1, 10);
+    assert.deepEqual(read.ids, ids);
+    assert.ok(read.hiddenUntil !== null);
+    const [{ below, gap }] = await sql<{ below: boolean; gap: number }[]>`
+      select ${read.hiddenUntil}::text::timestamptz <= min(vt) as below,
+             extract(epoch from min(vt) - ${read.hiddenUntil}::text::timestamptz)::float as gap
+        from pgmq.q_churn where msg_id = any(${pgArray(ids)}::bigint[])`;
+    assert.equal(below, true, 'the bound is never past a vt the read wrote');
+    assert.ok(gap < 1, `the bound is the read's start: ${gap} s below`);
+    const before = await rows(ids);
+    const claims = await q.startTasks('churn', read.ids, worker, null, read.hiddenUntil);
+    assert.deepEqual(claims.map((c) => c.disposition), ['claimed', 'claimed']);
+    const after = await rows(ids);
+    for (const id of ids) {
+      assert.equal(after.get(id)!.version, before.get(id)!.version, `message ${id} not written`);
+    }
+  } finally {
+    await sql`update switchyard.queues set priority_used_at = null where queue_name = 'churn'`;
+  }
+});
+
 Deno.test('every queue the kit creates or adopts has its queue table tuned for churn', async () => {
   // Private (with its flow), shared, adopted (mixed-case PGMQ spelling).
   assert.deepEqual((await reloptions('q_churn')).sort(), [...TUNED].sort());
