@@ -478,16 +478,25 @@ export const ENDED_SOCKET_MESSAGE = 'This socket has been ended by the other par
 let endedSocketGuard = false;
 
 /**
+ * The message of the ECONNRESET error Deno's `node:net` raises when a read finds the connection
+ * reset by the server (a restart, a terminated backend).
+ */
+export const RESET_SOCKET_MESSAGE = 'read ECONNRESET';
+
+/**
  * Keeps a database restart from killing the process
  * (docs/design/worker.md#worker-states-and-parts). When the server
  * ends a connection while postgres.js is about to write to it, Deno's `node:net` raises EPIPE
- * from the write (postgres.js's `nextWrite`), which postgres.js does not catch there, so the error
+ * from the write (postgres.js's `nextWrite`), which postgres.js does not catch there; when the
+ * server resets a connection postgres.js is reading from, Deno's `node:net` raises ECONNRESET
+ * from the read (`onStreamRead`) as a promise of its own that nothing awaits. Either error
  * escapes as an unhandled rejection, which ends a Deno process. The
- * queries on that connection have already failed with CONNECTION_CLOSED, and the pool
- * reconnects: nothing is lost but the process. Installed once, with the first pool the kit
- * opens; it stops that one error (by its message and code) and nothing else, and says so on
- * the console at most once a minute. The chaos suite (SIGKILLs and a PostgreSQL restart) found
- * it when idle workers polled an ordered queue every 20 ms.
+ * queries on that connection have already failed with CONNECTION_CLOSED (or the reset), and the
+ * pool reconnects: nothing is lost but the process. Installed once, with the first pool the kit
+ * opens; it stops those two errors (each by its message and code) and nothing else, and says so
+ * on the console at most once a minute. The chaos suite (SIGKILLs and a PostgreSQL restart) found
+ * the first when idle workers polled an ordered queue every 20 ms, and the second on the real
+ * PGMQ extension.
  */
 export function guardEndedSockets(): void {
   if (endedSocketGuard || typeof globalThis.addEventListener !== 'function') return;
@@ -495,16 +504,21 @@ export function guardEndedSockets(): void {
   let warnedAt = -Infinity;
   globalThis.addEventListener('unhandledrejection', (event) => {
     const reason = event.reason;
-    if (
-      !(reason instanceof Error) || reason.message !== ENDED_SOCKET_MESSAGE ||
-      ((reason as { code?: unknown }).code ?? 'EPIPE') !== 'EPIPE'
-    ) return;
+    if (!(reason instanceof Error)) return;
+    const code = (reason as { code?: unknown }).code;
+    const ended = reason.message === ENDED_SOCKET_MESSAGE && (code ?? 'EPIPE') === 'EPIPE';
+    const reset = reason.message === RESET_SOCKET_MESSAGE &&
+      (code ?? 'ECONNRESET') === 'ECONNRESET';
+    if (!ended && !reset) return;
     event.preventDefault();
     if (performance.now() - warnedAt >= 60_000) {
       warnedAt = performance.now();
       console.warn(
-        '[switchyard] a database connection ended while a query was being written to it ' +
-          '(EPIPE, a server restart?); its queries failed and the pool reconnects',
+        ended
+          ? '[switchyard] a database connection ended while a query was being written to it ' +
+            '(EPIPE, a server restart?); its queries failed and the pool reconnects'
+          : '[switchyard] a database connection was reset while it was being read ' +
+            '(ECONNRESET, a server restart?); its queries failed and the pool reconnects',
       );
     }
   });

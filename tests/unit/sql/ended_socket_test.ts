@@ -1,13 +1,17 @@
 /**
  * The guard against a database restart ending the process (lib/sql/connection.ts,
  * docs/design/worker.md#worker-states-and-parts): the EPIPE that Deno's node:net raises for a write
- * after the server's
- * FIN, escaping postgres.js as an unhandled rejection, is stopped; every other rejection is not.
+ * after the server's FIN and the ECONNRESET it raises for a read of a reset connection, escaping
+ * postgres.js as unhandled rejections, are stopped; every other rejection is not.
  */
 import assert from 'node:assert/strict';
-import { ENDED_SOCKET_MESSAGE, openSql } from '../../../lib/sql/connection.ts';
+import {
+  ENDED_SOCKET_MESSAGE,
+  openSql,
+  RESET_SOCKET_MESSAGE,
+} from '../../../lib/sql/connection.ts';
 
-Deno.test('openSql installs the guard: the ended-socket EPIPE is stopped, any other rejection is not', async () => {
+Deno.test('openSql installs the guard: the ended-socket EPIPE and the read ECONNRESET are stopped, any other rejection is not', async () => {
   // Opening a pool connects nothing until a query; it installs the guard.
   const sql = openSql('postgresql://nobody@127.0.0.1:1/none', { max: 1 });
   const seen: { message: string; stopped: boolean }[] = [];
@@ -20,6 +24,11 @@ Deno.test('openSql installs the guard: the ended-socket EPIPE is stopped, any ot
   try {
     Promise.reject(Object.assign(new Error(ENDED_SOCKET_MESSAGE), { code: 'EPIPE' }));
     Promise.reject(Object.assign(new Error(ENDED_SOCKET_MESSAGE), { code: 'ECONNRESET' }));
+    Promise.reject(
+      Object.assign(new Error(RESET_SOCKET_MESSAGE), { code: 'ECONNRESET', syscall: 'read' }),
+    );
+    Promise.reject(Object.assign(new Error(RESET_SOCKET_MESSAGE), { code: 'EPIPE' }));
+    Promise.reject(new Error('write ECONNRESET'));
     Promise.reject(new Error('something else'));
     await new Promise((r) => setTimeout(r, 50));
   } finally {
@@ -29,6 +38,9 @@ Deno.test('openSql installs the guard: the ended-socket EPIPE is stopped, any ot
   assert.deepEqual(seen, [
     { message: ENDED_SOCKET_MESSAGE, stopped: true },
     { message: ENDED_SOCKET_MESSAGE, stopped: false },
+    { message: RESET_SOCKET_MESSAGE, stopped: true },
+    { message: RESET_SOCKET_MESSAGE, stopped: false },
+    { message: 'write ECONNRESET', stopped: false },
     { message: 'something else', stopped: false },
   ]);
 });
