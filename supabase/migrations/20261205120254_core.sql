@@ -2108,11 +2108,21 @@ $$;
 -- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
 -- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
 -- every queue numbers the messages as one send per step would. Returns the number of tasks.
+-- Generic plans always (plan_cache_mode): its callers pass one run (start_flow) or a batch
+-- (complete_tasks), so the plan cache, comparing the generic plan with the cheap custom plans of
+-- one run, planned its two statements again on most calls, 0.9 and 0.2 ms each against 0.13 ms
+-- of execution (BENCHMARKS.md, "Hot path, third round (issue 45): the completion"). Every
+-- statement finds a batch's rows by key, so a cached plan is kept to index lookups in nested
+-- loops as in complete_tasks (docs/design/claim.md#planner-settings), whoever calls it first.
 create or replace function switchyard._queue_plain_tasks(runs uuid[], flows text[], steps text[])
 returns int
 language plpgsql
 volatile
 set search_path = ''
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
 as $$
 declare
   q record;
@@ -2273,9 +2283,16 @@ begin
     select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
       from t;
   else
-    with t as (select n.run_id, n.owner, n.flow_slug,
+    -- One pass over the transition tables writes the events, notifies and collects the
+    -- counters (docs/design/observability.md#counters-histograms-and-levels): a run that
+    -- ended (completed, failed, cancelled) is an observation of the histogram of run
+    -- durations, its end the outcome; a failed run started again is a retry. Rows whose
+    -- status did not change (a run's count-down) are none of these.
+    with t as (select n.run_id, n.owner, n.flow_slug, n.status,
                       case when o.status = 'failed' and n.status = 'started' then 'retried'
                            else n.status end as event,
+                      extract(epoch from coalesce(n.completed_at, n.failed_at, n.cancelled_at)
+                                         - n.started_at)::double precision as secs,
                       n.ord
                  from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
                  join switchyard_old_runs o on o.run_id = n.run_id
@@ -2286,30 +2303,19 @@ begin
              from t left join switchyard.flows f on f.flow_slug = t.flow_slug
             where coalesce(f.events, true)
             order by t.ord)
-    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
+    select count(pg_notify('switchyard_run_events', t.run_id::text)),
+           array_agg(t.flow_slug) filter (where t.status <> 'started'),
+           array_agg(t.status) filter (where t.status <> 'started'),
+           array_agg(t.secs) filter (where t.status <> 'started'),
+           array_agg(t.flow_slug) filter (where t.status = 'started')
+      into notified, ended_flows, ended_outcomes, ended_secs, retried_flows
       from t;
-    -- The counters (docs/design/observability.md#counters-histograms-and-levels): a run that ended
-    -- (completed, failed, cancelled) is an observation of
-    -- the histogram of run durations, its end the outcome; a failed run started again is a
-    -- retry. Only when a run's status changed (notified), so a run's countdown costs nothing.
-    if notified > 0 then
-      select array_agg(n.flow_slug) filter (where n.status <> 'started'),
-             array_agg(n.status) filter (where n.status <> 'started'),
-             array_agg(extract(epoch from coalesce(n.completed_at, n.failed_at, n.cancelled_at)
-                                          - n.started_at)::double precision)
-               filter (where n.status <> 'started'),
-             array_agg(n.flow_slug) filter (where n.status = 'started')
-        into ended_flows, ended_outcomes, ended_secs, retried_flows
-        from switchyard_new_runs n
-        join switchyard_old_runs o on o.run_id = n.run_id
-       where o.status is distinct from n.status;
-      if ended_flows is not null then
-        perform switchyard._count_metrics(array['run_duration'], null, ended_flows, null,
-          ended_outcomes, ended_secs);
-      end if;
-      if retried_flows is not null then
-        perform switchyard._count_metrics(array['runs_retried'], null, retried_flows, null);
-      end if;
+    if ended_flows is not null then
+      perform switchyard._count_metrics(array['run_duration'], null, ended_flows, null,
+        ended_outcomes, ended_secs);
+    end if;
+    if retried_flows is not null then
+      perform switchyard._count_metrics(array['runs_retried'], null, retried_flows, null);
     end if;
   end if;
   return null;
@@ -2338,6 +2344,33 @@ begin
    where r.run_id = run and coalesce(f.events, true);
   perform pg_notify('switchyard_run_events', run::text);
 end
+$$;
+
+-- --------------------------------------------------------------------------------------------
+-- supabase/schemas/functions/runs/_run_outputs.sql
+
+-- Runs' outputs, one row per run given: the outputs of its completed leaf steps (no step
+-- depends on them), '{}' when there is none; a skipped leaf is absent. The one definition:
+-- complete_tasks asks it for each run its count-down completes, _run_output for one run. A SQL
+-- function without SET or SECURITY DEFINER, so PostgreSQL inlines it into the caller's query
+-- (planned once per session with that query): complete_tasks evaluates it only for the runs
+-- that complete, inside the count-down's update, with no function call of its own.
+create or replace function switchyard._run_outputs(runs uuid[])
+returns table (run_id uuid, output jsonb)
+rows 10
+language sql
+stable
+as $$
+  select r.run_id,
+         coalesce((select jsonb_object_agg(ss.step_slug, ss.output)
+                     from switchyard.step_states ss
+                    where ss.run_id = r.run_id and ss.status = 'completed'
+                      and not exists (select 1 from switchyard.deps d
+                                       where d.flow_slug = r.flow_slug
+                                         and d.dep_slug = ss.step_slug)),
+                  '{}'::jsonb)
+    from switchyard.runs r
+   where r.run_id = any (runs)
 $$;
 
 -- --------------------------------------------------------------------------------------------
@@ -5055,6 +5088,7 @@ declare
   done_runs uuid[];       -- steps completed by this call (parallel arrays)
   done_steps text[];
   done_flows text[];
+  feeding boolean;        -- a step completed here has dependents
   advancing uuid[];       -- runs that may have steps to start now
   seg record;             -- consecutive advancing runs, plain or not
   new_runs uuid[];        -- the tasks of plain runs' ready steps (parallel arrays)
@@ -5229,34 +5263,45 @@ begin
                where g.run_id = any (live_runs)
                group by g.run_id, g.step_slug) a
        where ss.run_id = a.run_id and ss.step_slug = a.step_slug and ss.status = 'started'
-      returning ss.run_id, ss.step_slug, ss.flow_slug, ss.status
+      returning ss.run_id, ss.step_slug, ss.flow_slug, ss.status,
+                ss.status = 'completed'
+                  and exists (select 1 from switchyard.deps d
+                               where d.flow_slug = ss.flow_slug and d.dep_slug = ss.step_slug)
+                  as feeds
     )
     select coalesce(array_agg(d.run_id) filter (where d.status = 'completed'), '{}'),
            coalesce(array_agg(d.step_slug) filter (where d.status = 'completed'), '{}'),
-           coalesce(array_agg(d.flow_slug) filter (where d.status = 'completed'), '{}')
-      into done_runs, done_steps, done_flows
+           coalesce(array_agg(d.flow_slug) filter (where d.status = 'completed'), '{}'),
+           coalesce(bool_or(d.feeds), false)
+      into done_runs, done_steps, done_flows, feeding
       from done d;
-    update switchyard.step_states ss
-       set remaining_deps = ss.remaining_deps - d.n
-      from (select a.run_id, d.step_slug, count(*)::int as n
-              from unnest(done_runs, done_steps, done_flows) as a(run_id, step_slug, flow_slug)
-              join switchyard.deps d on d.flow_slug = a.flow_slug and d.dep_slug = a.step_slug
-             group by a.run_id, d.step_slug) d
-     where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
+    -- The dependents of the completed steps count a dependency down; a batch whose completed
+    -- steps have none (1-step flows, last steps) skips the statement and its trigger call.
+    if feeding then
+      update switchyard.step_states ss
+         set remaining_deps = ss.remaining_deps - d.n
+        from (select a.run_id, d.step_slug, count(*)::int as n
+                from unnest(done_runs, done_steps, done_flows) as a(run_id, step_slug, flow_slug)
+                join switchyard.deps d on d.flow_slug = a.flow_slug and d.dep_slug = a.step_slug
+               group by a.run_id, d.step_slug) d
+       where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
+    end if;
     -- Count the steps down; a run whose last step completed here completes in the same
     -- update, with the outputs of its completed leaf steps (no step depends on them; a
-    -- skipped leaf is absent) as its output: _run_outputs computes them for the batch's runs
-    -- in one query (for a run that does not complete yet, a probe of its step states).
+    -- skipped leaf is absent) as its output: _run_outputs, inlined into this statement (a SQL
+    -- function), computes them for the completing runs only; a run that does not complete
+    -- yet costs nothing more than its count.
     with counted as (
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
              completed_at = case when r.remaining_steps = c.n then switchyard.clock_now() end,
-             output = case when r.remaining_steps = c.n then c.output end
-        from (select a.run_id, a.n, o.output
-                from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
-                       group by a.run_id) a
-                left join switchyard._run_outputs(done_runs) o on o.run_id = a.run_id) c
+             output = case when r.remaining_steps = c.n then
+                        coalesce((select o.output
+                                    from switchyard._run_outputs(array[r.run_id]) o), '{}')
+                      end
+        from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
+               group by a.run_id) c
        where r.run_id = c.run_id
       returning r.run_id, r.remaining_steps
     )

@@ -32,6 +32,7 @@ declare
   done_runs uuid[];       -- steps completed by this call (parallel arrays)
   done_steps text[];
   done_flows text[];
+  feeding boolean;        -- a step completed here has dependents
   advancing uuid[];       -- runs that may have steps to start now
   seg record;             -- consecutive advancing runs, plain or not
   new_runs uuid[];        -- the tasks of plain runs' ready steps (parallel arrays)
@@ -206,34 +207,45 @@ begin
                where g.run_id = any (live_runs)
                group by g.run_id, g.step_slug) a
        where ss.run_id = a.run_id and ss.step_slug = a.step_slug and ss.status = 'started'
-      returning ss.run_id, ss.step_slug, ss.flow_slug, ss.status
+      returning ss.run_id, ss.step_slug, ss.flow_slug, ss.status,
+                ss.status = 'completed'
+                  and exists (select 1 from switchyard.deps d
+                               where d.flow_slug = ss.flow_slug and d.dep_slug = ss.step_slug)
+                  as feeds
     )
     select coalesce(array_agg(d.run_id) filter (where d.status = 'completed'), '{}'),
            coalesce(array_agg(d.step_slug) filter (where d.status = 'completed'), '{}'),
-           coalesce(array_agg(d.flow_slug) filter (where d.status = 'completed'), '{}')
-      into done_runs, done_steps, done_flows
+           coalesce(array_agg(d.flow_slug) filter (where d.status = 'completed'), '{}'),
+           coalesce(bool_or(d.feeds), false)
+      into done_runs, done_steps, done_flows, feeding
       from done d;
-    update switchyard.step_states ss
-       set remaining_deps = ss.remaining_deps - d.n
-      from (select a.run_id, d.step_slug, count(*)::int as n
-              from unnest(done_runs, done_steps, done_flows) as a(run_id, step_slug, flow_slug)
-              join switchyard.deps d on d.flow_slug = a.flow_slug and d.dep_slug = a.step_slug
-             group by a.run_id, d.step_slug) d
-     where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
+    -- The dependents of the completed steps count a dependency down; a batch whose completed
+    -- steps have none (1-step flows, last steps) skips the statement and its trigger call.
+    if feeding then
+      update switchyard.step_states ss
+         set remaining_deps = ss.remaining_deps - d.n
+        from (select a.run_id, d.step_slug, count(*)::int as n
+                from unnest(done_runs, done_steps, done_flows) as a(run_id, step_slug, flow_slug)
+                join switchyard.deps d on d.flow_slug = a.flow_slug and d.dep_slug = a.step_slug
+               group by a.run_id, d.step_slug) d
+       where ss.run_id = d.run_id and ss.step_slug = d.step_slug;
+    end if;
     -- Count the steps down; a run whose last step completed here completes in the same
     -- update, with the outputs of its completed leaf steps (no step depends on them; a
-    -- skipped leaf is absent) as its output: _run_outputs computes them for the batch's runs
-    -- in one query (for a run that does not complete yet, a probe of its step states).
+    -- skipped leaf is absent) as its output: _run_outputs, inlined into this statement (a SQL
+    -- function), computes them for the completing runs only; a run that does not complete
+    -- yet costs nothing more than its count.
     with counted as (
       update switchyard.runs r
          set remaining_steps = r.remaining_steps - c.n,
              status = case when r.remaining_steps = c.n then 'completed' else r.status end,
              completed_at = case when r.remaining_steps = c.n then switchyard.clock_now() end,
-             output = case when r.remaining_steps = c.n then c.output end
-        from (select a.run_id, a.n, o.output
-                from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
-                       group by a.run_id) a
-                left join switchyard._run_outputs(done_runs) o on o.run_id = a.run_id) c
+             output = case when r.remaining_steps = c.n then
+                        coalesce((select o.output
+                                    from switchyard._run_outputs(array[r.run_id]) o), '{}')
+                      end
+        from (select a.run_id, count(*)::int as n from unnest(done_runs) as a(run_id)
+               group by a.run_id) c
        where r.run_id = c.run_id
       returning r.run_id, r.remaining_steps
     )

@@ -6,11 +6,21 @@
 -- _start_ready_steps for one run. The steps are given in (run, step index) order as parallel
 -- arrays; one pgmq.send_batch per queue and stretch of equal start delay, in that order, so
 -- every queue numbers the messages as one send per step would. Returns the number of tasks.
+-- Generic plans always (plan_cache_mode): its callers pass one run (start_flow) or a batch
+-- (complete_tasks), so the plan cache, comparing the generic plan with the cheap custom plans of
+-- one run, planned its two statements again on most calls, 0.9 and 0.2 ms each against 0.13 ms
+-- of execution (BENCHMARKS.md, "Hot path, third round (issue 45): the completion"). Every
+-- statement finds a batch's rows by key, so a cached plan is kept to index lookups in nested
+-- loops as in complete_tasks (docs/design/claim.md#planner-settings), whoever calls it first.
 create or replace function switchyard._queue_plain_tasks(runs uuid[], flows text[], steps text[])
 returns int
 language plpgsql
 volatile
 set search_path = ''
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
 as $$
 declare
   q record;

@@ -42,9 +42,16 @@ begin
     select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
       from t;
   else
-    with t as (select n.run_id, n.owner, n.flow_slug,
+    -- One pass over the transition tables writes the events, notifies and collects the
+    -- counters (docs/design/observability.md#counters-histograms-and-levels): a run that
+    -- ended (completed, failed, cancelled) is an observation of the histogram of run
+    -- durations, its end the outcome; a failed run started again is a retry. Rows whose
+    -- status did not change (a run's count-down) are none of these.
+    with t as (select n.run_id, n.owner, n.flow_slug, n.status,
                       case when o.status = 'failed' and n.status = 'started' then 'retried'
                            else n.status end as event,
+                      extract(epoch from coalesce(n.completed_at, n.failed_at, n.cancelled_at)
+                                         - n.started_at)::double precision as secs,
                       n.ord
                  from (select n.*, row_number() over () as ord from switchyard_new_runs n) n
                  join switchyard_old_runs o on o.run_id = n.run_id
@@ -55,30 +62,19 @@ begin
              from t left join switchyard.flows f on f.flow_slug = t.flow_slug
             where coalesce(f.events, true)
             order by t.ord)
-    select count(pg_notify('switchyard_run_events', t.run_id::text)) into notified
+    select count(pg_notify('switchyard_run_events', t.run_id::text)),
+           array_agg(t.flow_slug) filter (where t.status <> 'started'),
+           array_agg(t.status) filter (where t.status <> 'started'),
+           array_agg(t.secs) filter (where t.status <> 'started'),
+           array_agg(t.flow_slug) filter (where t.status = 'started')
+      into notified, ended_flows, ended_outcomes, ended_secs, retried_flows
       from t;
-    -- The counters (docs/design/observability.md#counters-histograms-and-levels): a run that ended
-    -- (completed, failed, cancelled) is an observation of
-    -- the histogram of run durations, its end the outcome; a failed run started again is a
-    -- retry. Only when a run's status changed (notified), so a run's countdown costs nothing.
-    if notified > 0 then
-      select array_agg(n.flow_slug) filter (where n.status <> 'started'),
-             array_agg(n.status) filter (where n.status <> 'started'),
-             array_agg(extract(epoch from coalesce(n.completed_at, n.failed_at, n.cancelled_at)
-                                          - n.started_at)::double precision)
-               filter (where n.status <> 'started'),
-             array_agg(n.flow_slug) filter (where n.status = 'started')
-        into ended_flows, ended_outcomes, ended_secs, retried_flows
-        from switchyard_new_runs n
-        join switchyard_old_runs o on o.run_id = n.run_id
-       where o.status is distinct from n.status;
-      if ended_flows is not null then
-        perform switchyard._count_metrics(array['run_duration'], null, ended_flows, null,
-          ended_outcomes, ended_secs);
-      end if;
-      if retried_flows is not null then
-        perform switchyard._count_metrics(array['runs_retried'], null, retried_flows, null);
-      end if;
+    if ended_flows is not null then
+      perform switchyard._count_metrics(array['run_duration'], null, ended_flows, null,
+        ended_outcomes, ended_secs);
+    end if;
+    if retried_flows is not null then
+      perform switchyard._count_metrics(array['runs_retried'], null, retried_flows, null);
     end if;
   end if;
   return null;
