@@ -101,8 +101,12 @@ async function throughput(
   const e2eRegistry = [threeStepFlow('e2e', 'bench_e2e_a', 'bench_e2e_b')];
   // The engine's databases: this checkout's SQL core, and with --baseline the same flows on a
   // database of the same server migrated from that revision's (the worker code is this one's).
+  // The engine side has a database of its own, as the baseline side does: the bench's main
+  // database also holds the raw loop's long-lived queue and its growing archive, and their
+  // autovacuums, which the engine side would otherwise share and the baseline side not.
+  const own = await db.createDatabase('tp_engine');
   const targets: { label: 'engine' | 'base'; url: string; sql: postgres.Sql }[] = [
-    { label: 'engine', url: db.url, sql },
+    { label: 'engine', url: own.url, sql: own.sql },
   ];
   if (baseline) {
     const base = await db.createDatabase('tp_base', { workdir: baseline.workdir });
