@@ -279,7 +279,12 @@ async function throughput(
     }
     if (o.profile) {
       const raw = await profiled(db, messages, (reset) => runRaw(1, reset));
-      const engine = await profiled(db, messages, (reset) => runEngine(1, reset));
+      const engine = await profiled(
+        db,
+        messages,
+        (reset) => runEngine(1, reset),
+        new URL(targets[0].url).pathname.slice(1),
+      );
       const base = targets[1] && await profiled(
         db,
         messages,
