@@ -331,19 +331,16 @@ export class WorkerQueries {
     // The vt goes as text: as a timestamptz parameter the client would cut it to milliseconds.
     const ids = pgArray(messageIds);
     const set = pairs === null ? null : pgArray(pairs);
-    const rows = hiddenUntil === null
-      ? await this.sql<Row[]>`
-      select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
-             run_id, task_index,
-             attempt, timeout, carried_ms, input::text as input, flow_input::text as flow_input
-        from switchyard.start_tasks(${queue}::text, ${ids}::bigint[], ${workerId}::uuid,
+    const claim = hiddenUntil === null
+      ? this.sql`switchyard.start_tasks(${queue}::text, ${ids}::bigint[], ${workerId}::uuid,
           ${set}::text[])`
-      : await this.sql<Row[]>`
+      : this.sql`switchyard.claim_batch(${queue}::text, ${ids}::bigint[], ${workerId}::uuid,
+          ${set}::text[], ${hiddenUntil}::text::timestamptz)`;
+    const rows = await this.sql<Row[]>`
       select disposition, message_id::text as message_id, queue_name, flow_slug, step_slug,
              run_id, task_index,
              attempt, timeout, carried_ms, input::text as input, flow_input::text as flow_input
-        from switchyard.claim_batch(${queue}::text, ${ids}::bigint[], ${workerId}::uuid,
-          ${set}::text[], ${hiddenUntil}::text::timestamptz)`;
+        from ${claim}`;
     const flowInputs = new Map<string, unknown>();
     for (const r of rows) {
       if (r.disposition === 'claimed' && r.flow_input !== null) {
