@@ -37,6 +37,7 @@ export const TIERS: Readonly<Record<Tier, readonly string[]>> = {
     'tests/unit/cli/migration_timestamps_test.ts',
     'tests/unit/cli/scaffold_test.ts',
     'tests/unit/cli/scaffold_webhook_test.ts',
+    'tests/unit/cli/supabase_cli_test.ts',
     'tests/unit/docs_examples_test.ts',
     'tests/unit/docs_links_test.ts',
     'tests/unit/dsl/dsl_test.ts',
