@@ -307,6 +307,10 @@ async function main() {
 if (import.meta.main) {
   try {
     await main();
+    // The report is out and the cluster is stopped: end here, not when every handle a figure's
+    // library left open (a full --quick run with --baseline once idled on one after its report)
+    // lets the event loop drain.
+    Deno.exit(0);
   } catch (e) {
     console.error(`bench failed: ${(e as Error).stack ?? e}`);
     Deno.exit(1);
