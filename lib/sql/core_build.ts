@@ -11707,11 +11707,7 @@ create table switchyard.runs (
   -- backfill, webhook, batch, …) and what names the source, as start_flow's \`origin\` gave it.
   -- Null: a plain start (start_flow called by the app, the client, a schedule or a child step).
   origin jsonb
-)
--- Room on each page for the row's next versions: the count-down of a run's remaining steps
--- changes no indexed column, so it is a HOT update when it fits on the page, and the dead
--- versions are pruned there (docs/design/runs.md#the-history-tables-and-their-updates).
-with (fillfactor = 80);
+);
 
 -- The paused runs, for the dashboard and resume (empty when unused).
 create index runs_paused on switchyard.runs (paused_at) where paused_at is not null;
@@ -11873,12 +11869,7 @@ create table switchyard.step_tasks (
   -- a new attempt).
   carried_ms int not null default 0,
   carried_attempt int
-)
--- Room on each page for the row's next versions: a claim and a completion change the status
--- (in the partial indexes' predicates), so they are never HOT, but the new version stays on its
--- page, next to the rows of the same runs, and the dead ones are pruned there
--- (docs/design/runs.md#the-history-tables-and-their-updates).
-with (fillfactor = 80);
+);
 
 -- Message identity is (queue_name, message_id).
 create unique index step_tasks_message on switchyard.step_tasks (queue_name, message_id);

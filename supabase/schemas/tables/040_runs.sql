@@ -49,11 +49,7 @@ create table switchyard.runs (
   -- backfill, webhook, batch, …) and what names the source, as start_flow's `origin` gave it.
   -- Null: a plain start (start_flow called by the app, the client, a schedule or a child step).
   origin jsonb
-)
--- Room on each page for the row's next versions: the count-down of a run's remaining steps
--- changes no indexed column, so it is a HOT update when it fits on the page, and the dead
--- versions are pruned there (docs/design/runs.md#the-history-tables-and-their-updates).
-with (fillfactor = 80);
+);
 
 -- The paused runs, for the dashboard and resume (empty when unused).
 create index runs_paused on switchyard.runs (paused_at) where paused_at is not null;

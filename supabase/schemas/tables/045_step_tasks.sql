@@ -43,12 +43,7 @@ create table switchyard.step_tasks (
   -- a new attempt).
   carried_ms int not null default 0,
   carried_attempt int
-)
--- Room on each page for the row's next versions: a claim and a completion change the status
--- (in the partial indexes' predicates), so they are never HOT, but the new version stays on its
--- page, next to the rows of the same runs, and the dead ones are pruned there
--- (docs/design/runs.md#the-history-tables-and-their-updates).
-with (fillfactor = 80);
+);
 
 -- Message identity is (queue_name, message_id).
 create unique index step_tasks_message on switchyard.step_tasks (queue_name, message_id);
