@@ -411,6 +411,11 @@ export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<
         queueTables,
       ),
     ];
+    // The kit's history tables of each aged database: how their updates went (HOT or not),
+    // what autovacuum did, and how large the heap and each index grew.
+    for (const side of sides.filter((x) => x.kind === 'aged')) {
+      statements.push(await kitTables(side.db.url, side.name, o.rounds));
+    }
     if (o.profile) {
       for (const v of variants) {
         const fresh = sides.find((s) => s.kind === 'fresh' && s.baseline === v.baseline)!;
@@ -432,6 +437,53 @@ export async function history(bench: BenchDatabase, o: HistoryOptions): Promise<
     };
   } finally {
     await Promise.all(sides.flatMap((s) => s.pools.map((p) => p.end({ timeout: 2 }))));
+  }
+}
+
+/** The kit's history tables in one database: updates, HOT updates, vacuums, heap and index sizes. */
+async function kitTables(url: string, name: string, rounds: number): Promise<string> {
+  const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
+  try {
+    await sql`select pg_stat_force_next_flush()`.catch(() => {});
+    const tables = await sql<
+      {
+        relname: string;
+        ins: string;
+        upd: string;
+        hot: string;
+        dead: string;
+        vacuums: number;
+        heap: number;
+        indexes: string;
+      }[]
+    >`select t.relname, t.n_tup_ins::text as ins, t.n_tup_upd::text as upd,
+             t.n_tup_hot_upd::text as hot, t.n_dead_tup::text as dead,
+             t.autovacuum_count::int as vacuums, pg_relation_size(t.relid) / 1048576.0 as heap,
+             (select string_agg(format('%s %s', i.indexrelname,
+                                       round(pg_relation_size(i.indexrelid) / 1048576.0, 1)),
+                                ', ' order by i.indexrelname)
+                from pg_stat_user_indexes i where i.relid = t.relid) as indexes
+        from pg_stat_user_tables t
+       where t.schemaname = 'switchyard'
+         and t.relname in ('runs', 'step_states', 'step_tasks', 'run_events')
+       order by t.relname`;
+    return `history: the kit's tables in ${name} after ${rounds} rounds (pg_stat_user_tables, ` +
+      `sizes in MB)\n\n` +
+      table(
+        ['table', 'inserted', 'updated', 'HOT', 'dead now', 'autovacuums', 'heap MB', 'indexes MB'],
+        tables.map((t) => [
+          `switchyard.${t.relname}`,
+          t.ins,
+          t.upd,
+          t.hot,
+          t.dead,
+          String(t.vacuums),
+          fmt(t.heap, 1),
+          t.indexes ?? '',
+        ]),
+      );
+  } finally {
+    await sql.end({ timeout: 2 });
   }
 }
 

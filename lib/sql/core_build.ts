@@ -2278,7 +2278,8 @@ set search_path = ''
 as $$
 begin
   update switchyard.step_states ss
-     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0
+     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0,
+         wait_due = null
    where ss.run_id = run and ss.step_slug = step;
   update switchyard.step_states ss
      set remaining_deps = ss.remaining_deps - 1
@@ -2338,7 +2339,7 @@ set search_path = ''
 as $$
 begin
   update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
+     set status = 'failed', failed_at = switchyard.clock_now(), wait_due = null
    where ss.run_id = run and ss.step_slug = step;
   update switchyard.runs r
      set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
@@ -2684,7 +2685,7 @@ begin
   update switchyard.step_states ss
      set status = 'created', output = null, started_at = null, completed_at = null,
          failed_at = null, skipped_at = null, skip_reason = null, remaining_tasks = 1,
-         wait_deadline = null,
+         wait_deadline = null, wait_due = null,
          remaining_deps = (select count(*) from switchyard.deps d
                             where d.flow_slug = ss.flow_slug and d.step_slug = ss.step_slug
                               and d.dep_slug = any (steps))
@@ -2852,7 +2853,7 @@ begin
   ),
   marked as (
     update switchyard.step_states ss
-       set status = 'skipped', skipped_at = switchyard.clock_now(),
+       set status = 'skipped', skipped_at = switchyard.clock_now(), wait_due = null,
            skip_reason = case when ss.step_slug = step then reason
                               else format('skip-cascade: step %s was skipped', to_json(step)) end
       from closure c
@@ -3444,7 +3445,7 @@ begin
      set status = 'cancelled', worker_id = null
    where t.run_id = run.run_id and t.status = 'queued';
   update switchyard.step_states ss
-     set status = 'cancelled'
+     set status = 'cancelled', wait_due = null
    where ss.run_id = run.run_id and ss.status in ('created', 'started');
   update switchyard.runs r
      set status = 'cancelled', cancelled_at = switchyard.clock_now(),
@@ -6525,7 +6526,7 @@ begin
     end if;
   end if;
   update switchyard.step_states ss
-     set wait_deadline = deadline, remaining_tasks = 0
+     set wait_deadline = deadline, wait_due = deadline, remaining_tasks = 0
    where ss.run_id = run and ss.step_slug = step;
   perform switchyard._wait_event(run, flow, step, 'waiting');
   return false;
@@ -6962,8 +6963,8 @@ begin
     select ss.run_id, ss.flow_slug, ss.step_slug
       from switchyard.step_states ss
       join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
-     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= switchyard.clock_now()
-     order by ss.wait_deadline
+     where ss.status = 'started' and ss.wait_due is not null and ss.wait_due <= switchyard.clock_now()
+     order by ss.wait_due
      limit max_steps
   loop
     begin
@@ -6976,7 +6977,7 @@ begin
         from switchyard.step_states ss
         join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
        where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
-         and ss.wait_deadline <= switchyard.clock_now();
+         and ss.wait_due <= switchyard.clock_now();
       continue when not found;
       perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
                                       case when step_type = 'sleep' then 'slept' else 'timed out' end);
@@ -11246,7 +11247,7 @@ $$;
 --                                                  has not ended them)
 --
 -- PGMQ's queue tables are read as dashboard_queues reads them (O(depth)); runs from the started
--- ones (runs_flow_started) and waits by deadline (step_states_wait_deadline): the cost follows
+-- ones (runs_flow_started) and waits by deadline (step_states_wait_due): the cost follows
 -- the work in flight, never the history.
 create or replace function switchyard.metric_levels()
 returns table (
@@ -11317,8 +11318,8 @@ begin
             union all
             select 'waits_overdue', ss.flow_slug, count(*)::double precision
               from switchyard.step_states ss
-             where ss.status = 'started' and ss.wait_deadline is not null
-               and ss.wait_deadline < switchyard.clock_now()
+             where ss.status = 'started' and ss.wait_due is not null
+               and ss.wait_due < switchyard.clock_now()
              group by ss.flow_slug) g
       left join switchyard.alias_members am on am.flow_slug = g.flow_slug;
 end
@@ -11764,14 +11765,27 @@ create table switchyard.step_states (
   skip_reason text,                        -- why a skipped step was skipped
   skipped_at timestamptz,
   primary key (run_id, step_slug),
-  -- A started wait or sleep step: when its timeout is due (null: none). Kept after it ends.
+  -- A started wait or sleep step: when its timeout is due (null: none). Kept after it ends (a
+  -- late signal is told the wait timed out, and when).
   wait_deadline timestamptz,
-  foreign key (flow_slug, step_slug) references switchyard.steps on delete cascade
-);
+  foreign key (flow_slug, step_slug) references switchyard.steps on delete cascade,
+  -- The deadline of a wait or sleep in progress: wait_deadline while the step is started, null
+  -- once it ends (every statement that ends a step clears it; the check makes a missed one
+  -- fail loudly). What step_states_wait_due indexes, so the index holds the open waits only.
+  wait_due timestamptz,
+  constraint step_states_wait_due_started check (wait_due is null or status = 'started')
+)
+-- Room on each page for the row's next versions: a step's count-down, start and completion
+-- update the row in place (HOT: no index holds a column they change), and its dead versions are
+-- pruned on the page, so the table stays as compact as its live rows and no index grows with
+-- the updates (docs/design/runs.md#the-history-tables-and-their-updates).
+with (fillfactor = 80);
 
--- The started wait and sleep steps by deadline: what switchyard.expire_waits reads.
-create index step_states_wait_deadline on switchyard.step_states (wait_deadline)
-  where status = 'started' and wait_deadline is not null;
+-- The started wait and sleep steps with a deadline, soonest first: what switchyard.expire_waits
+-- reads. Its predicate names no status (a status in it would make every update of a step's
+-- status a non-HOT one, with a new entry in every index): wait_due is set only while the step
+-- waits, so an ended wait leaves no entry.
+create index step_states_wait_due on switchyard.step_states (wait_due) where wait_due is not null;
 
 -- supabase/schemas/tables/042_run_signals.sql
 -- The signal of a wait step (docs/design/waits.md), kept from the moment
@@ -12381,7 +12395,7 @@ begin
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   perform pgmq.archive(task.queue_name, task.message_id);
   update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
+     set status = 'failed', failed_at = switchyard.clock_now(), wait_due = null
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
   -- The run by key (locked), then its status: a status condition in the update let a plan
   -- made with stale statistics read every started run through runs_flow_started

@@ -156,9 +156,9 @@ begin
   end loop;
   -- A wait or sleep ends, a delayed start begins, a deadline passes.
   best := least(best,
-    (select min(ss.wait_deadline) from switchyard.step_states ss
+    (select min(ss.wait_due) from switchyard.step_states ss
        join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
-      where ss.status = 'started' and ss.wait_deadline > now_at),
+      where ss.status = 'started' and ss.wait_due > now_at),
     (select min(d.start_at) from switchyard.delayed_starts d where d.start_at > now_at),
     (select min(r.deadline_at) from switchyard.runs r
       where r.status = 'started' and r.deadline_at > now_at));

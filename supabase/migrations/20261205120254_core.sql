@@ -230,6 +230,29 @@ alter table switchyard.runs add column origin jsonb;
 create index runs_origin_started on switchyard.runs (started_at) where origin is not null;
 
 -- --------------------------------------------------------------------------------------------
+-- supabase/upgrades/unreleased/before/049_history_hot.sql
+
+-- Step states updated in place (issue 45), as supabase/schemas/tables/041_step_states.sql declares
+-- them: the open waits' deadline in a column of its own (wait_due, cleared when the step ends)
+-- and the index of the open waits on it, with a predicate that names no status, so that no
+-- update of a step's status changes an indexed column; and room on each page for the rows' next
+-- versions (fillfactor 80; pages written before keep theirs until rewritten).
+alter table switchyard.step_states add column wait_due timestamptz;
+
+-- The waits in progress now (found through the old index of started waits).
+update switchyard.step_states set wait_due = wait_deadline
+ where status = 'started' and wait_deadline is not null;
+
+alter table switchyard.step_states
+  add constraint step_states_wait_due_started check (wait_due is null or status = 'started');
+
+drop index switchyard.step_states_wait_deadline;
+
+create index step_states_wait_due on switchyard.step_states (wait_due) where wait_due is not null;
+
+alter table switchyard.step_states set (fillfactor = 80);
+
+-- --------------------------------------------------------------------------------------------
 -- supabase/schemas/functions/rules/_count_metrics.sql
 
 -- Counts figures of the metrics (docs/design/observability.md#counters-histograms-and-levels) for a
@@ -1894,7 +1917,8 @@ set search_path = ''
 as $$
 begin
   update switchyard.step_states ss
-     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0
+     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0,
+         wait_due = null
    where ss.run_id = run and ss.step_slug = step;
   update switchyard.step_states ss
      set remaining_deps = ss.remaining_deps - 1
@@ -1941,7 +1965,7 @@ set search_path = ''
 as $$
 begin
   update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
+     set status = 'failed', failed_at = switchyard.clock_now(), wait_due = null
    where ss.run_id = run and ss.step_slug = step;
   update switchyard.runs r
      set status = 'failed', failed_at = switchyard.clock_now(), error = error_text
@@ -2225,7 +2249,7 @@ begin
   update switchyard.step_states ss
      set status = 'created', output = null, started_at = null, completed_at = null,
          failed_at = null, skipped_at = null, skip_reason = null, remaining_tasks = 1,
-         wait_deadline = null,
+         wait_deadline = null, wait_due = null,
          remaining_deps = (select count(*) from switchyard.deps d
                             where d.flow_slug = ss.flow_slug and d.step_slug = ss.step_slug
                               and d.dep_slug = any (steps))
@@ -2401,7 +2425,7 @@ begin
   ),
   marked as (
     update switchyard.step_states ss
-       set status = 'skipped', skipped_at = switchyard.clock_now(),
+       set status = 'skipped', skipped_at = switchyard.clock_now(), wait_due = null,
            skip_reason = case when ss.step_slug = step then reason
                               else format('skip-cascade: step %s was skipped', to_json(step)) end
       from closure c
@@ -2943,7 +2967,7 @@ begin
      set status = 'cancelled', worker_id = null
    where t.run_id = run.run_id and t.status = 'queued';
   update switchyard.step_states ss
-     set status = 'cancelled'
+     set status = 'cancelled', wait_due = null
    where ss.run_id = run.run_id and ss.status in ('created', 'started');
   update switchyard.runs r
      set status = 'cancelled', cancelled_at = switchyard.clock_now(),
@@ -5863,7 +5887,7 @@ begin
     end if;
   end if;
   update switchyard.step_states ss
-     set wait_deadline = deadline, remaining_tasks = 0
+     set wait_deadline = deadline, wait_due = deadline, remaining_tasks = 0
    where ss.run_id = run and ss.step_slug = step;
   perform switchyard._wait_event(run, flow, step, 'waiting');
   return false;
@@ -6016,8 +6040,8 @@ begin
     select ss.run_id, ss.flow_slug, ss.step_slug
       from switchyard.step_states ss
       join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
-     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= switchyard.clock_now()
-     order by ss.wait_deadline
+     where ss.status = 'started' and ss.wait_due is not null and ss.wait_due <= switchyard.clock_now()
+     order by ss.wait_due
      limit max_steps
   loop
     begin
@@ -6030,7 +6054,7 @@ begin
         from switchyard.step_states ss
         join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
        where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
-         and ss.wait_deadline <= switchyard.clock_now();
+         and ss.wait_due <= switchyard.clock_now();
       continue when not found;
       perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
                                       case when step_type = 'sleep' then 'slept' else 'timed out' end);
@@ -9798,7 +9822,7 @@ $$;
 --                                                  has not ended them)
 --
 -- PGMQ's queue tables are read as dashboard_queues reads them (O(depth)); runs from the started
--- ones (runs_flow_started) and waits by deadline (step_states_wait_deadline): the cost follows
+-- ones (runs_flow_started) and waits by deadline (step_states_wait_due): the cost follows
 -- the work in flight, never the history.
 create or replace function switchyard.metric_levels()
 returns table (
@@ -9869,8 +9893,8 @@ begin
             union all
             select 'waits_overdue', ss.flow_slug, count(*)::double precision
               from switchyard.step_states ss
-             where ss.status = 'started' and ss.wait_deadline is not null
-               and ss.wait_deadline < switchyard.clock_now()
+             where ss.status = 'started' and ss.wait_due is not null
+               and ss.wait_due < switchyard.clock_now()
              group by ss.flow_slug) g
       left join switchyard.alias_members am on am.flow_slug = g.flow_slug;
 end
@@ -10056,7 +10080,7 @@ begin
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   perform pgmq.archive(task.queue_name, task.message_id);
   update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
+     set status = 'failed', failed_at = switchyard.clock_now(), wait_due = null
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
   -- The run by key (locked), then its status: a status condition in the update let a plan
   -- made with stale statistics read every started run through runs_flow_started

@@ -77,7 +77,8 @@ Deno.test('a child ending while its parent is cancelled: no deadlock reaches a c
          where m.parent_run_id = ${root} and m.parent_step = 'deep'`;
       const target = deep ? grandchildId : childId;
       if (ending === 'timeout') {
-        await db.sql`update switchyard.step_states set wait_deadline = now() - interval '1 second'
+        await db.sql`update switchyard.step_states
+          set wait_deadline = now() - interval '1 second', wait_due = now() - interval '1 second'
           where run_id = ${target} and step_slug = 'w'`;
       }
       const end = () =>

@@ -328,7 +328,8 @@ Deno.test('a signal racing the timeout has exactly one outcome', async () => {
       const runId = await client.startFlow('raceV1', {});
       // Due a few milliseconds from now: the signal and the tick race for it.
       await db.sql`update switchyard.step_states
-         set wait_deadline = clock_timestamp() + ${`${i % 7} milliseconds`}::interval
+         set wait_deadline = clock_timestamp() + ${`${i % 7} milliseconds`}::interval,
+             wait_due = clock_timestamp() + ${`${i % 7} milliseconds`}::interval
        where run_id = ${runId} and step_slug = 'approval'`;
       const [signal, _tick] = await Promise.allSettled([
         racer.sql`select switchyard.signal_run(${runId}::uuid, 'approval', '{"i": 1}'::jsonb, 'k')`,
@@ -382,6 +383,15 @@ Deno.test('cancel while waiting; expire_waits and signals leave the cancelled ru
   const [cancelled] = await db.sql`select switchyard.cancel_run(${runId}::uuid, 'withdrawn') as c`;
   assert.equal(cancelled.c, true);
   assert.deepEqual((await stepRows(runId)).map((r) => r.status), ['cancelled', 'cancelled']);
+  // The cancel ended the wait: its deadline left the index of open waits, and a cancelled step
+  // cannot get one back.
+  const [open] = await db.sql`select count(*)::int as n from switchyard.step_states
+    where run_id = ${runId} and wait_due is not null`;
+  assert.equal(open.n, 0);
+  await assert.rejects(
+    db.sql`update switchyard.step_states set wait_due = now() where run_id = ${runId}`,
+    /step_states_wait_due_started/,
+  );
   await db.sql`update switchyard.step_states set wait_deadline = now() - interval '1 second'
     where run_id = ${runId}`;
   const [ended] = await db.sql`select switchyard.expire_waits() as n`;
@@ -405,7 +415,8 @@ Deno.test('a run another step failed keeps its wait out of the tick; a retry mak
   try {
     assert.equal((await client.waitForRun(runId)).status, 'failed');
     assert.equal((await stepRows(runId))[1].status, 'started', 'the wait still waits');
-    await db.sql`update switchyard.step_states set wait_deadline = now() - interval '1 second'
+    await db.sql`update switchyard.step_states
+      set wait_deadline = now() - interval '1 second', wait_due = now() - interval '1 second'
       where run_id = ${runId} and step_slug = 'approval'`;
     const [none] = await db.sql`select switchyard.expire_waits(1) as n`;
     assert.equal(none.n, 0, "a failed run is not the tick's");
@@ -566,14 +577,19 @@ Deno.test('a sleep until a time read from the input: the deadline is that time; 
   const sendAt = new Date(Date.now() + 1200).toISOString();
   const runId = await client.startFlow('untilV1', { sendAt });
   const [deadline] = await db.sql<{ ok: boolean }[]>`
-    select wait_deadline = ${sendAt}::timestamptz as ok from switchyard.step_states
+    select wait_deadline = ${sendAt}::timestamptz and wait_due = wait_deadline as ok
+      from switchyard.step_states
      where run_id = ${runId} and step_slug = 'until_send' and status = 'started'`;
-  assert.equal(deadline?.ok, true, 'the deadline is the input time');
+  assert.equal(deadline?.ok, true, 'the deadline is the input time, due while the step sleeps');
   await tickUntil(
     'the sleep until sendAt to end',
     async () => (await stepRows(runId))[1].status === 'started',
   );
   assert.ok(Date.now() >= Date.parse(sendAt), 'not before its time');
+  const [ended] = await db.sql<{ ok: boolean }[]>`
+    select wait_due is null and wait_deadline = ${sendAt}::timestamptz as ok
+      from switchyard.step_states where run_id = ${runId} and step_slug = 'until_send'`;
+  assert.equal(ended?.ok, true, 'the ended sleep keeps its deadline and is no longer due');
   // A time already past (from the step's input, here the signal's payload) ends it at once.
   assert.equal(
     await signalSql(runId, 'approval', { at: '2020-01-01T00:00:00+02:00' }),

@@ -272,7 +272,8 @@ Deno.test('run counters by version and outcome; signals; run durations', async (
   assert.equal(g('runs_waiting', 'countWaitV1'), 1);
   assert.equal(g('waits_overdue', 'countWaitV1'), 0);
   // Its deadline passed and nothing expired it: overdue.
-  await sql`update switchyard.step_states set wait_deadline = now() - interval '1 minute'
+  await sql`update switchyard.step_states
+             set wait_deadline = now() - interval '1 minute', wait_due = now() - interval '1 minute'
              where run_id = ${waitRuns[2]}::uuid and step_slug = 'approval'`;
   const later = await metricSnapshot(client);
   assert.equal(

@@ -16,7 +16,7 @@
 --                                                  has not ended them)
 --
 -- PGMQ's queue tables are read as dashboard_queues reads them (O(depth)); runs from the started
--- ones (runs_flow_started) and waits by deadline (step_states_wait_deadline): the cost follows
+-- ones (runs_flow_started) and waits by deadline (step_states_wait_due): the cost follows
 -- the work in flight, never the history.
 create or replace function switchyard.metric_levels()
 returns table (
@@ -87,8 +87,8 @@ begin
             union all
             select 'waits_overdue', ss.flow_slug, count(*)::double precision
               from switchyard.step_states ss
-             where ss.status = 'started' and ss.wait_deadline is not null
-               and ss.wait_deadline < switchyard.clock_now()
+             where ss.status = 'started' and ss.wait_due is not null
+               and ss.wait_due < switchyard.clock_now()
              group by ss.flow_slug) g
       left join switchyard.alias_members am on am.flow_slug = g.flow_slug;
 end

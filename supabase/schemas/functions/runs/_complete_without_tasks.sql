@@ -10,7 +10,8 @@ set search_path = ''
 as $$
 begin
   update switchyard.step_states ss
-     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0
+     set status = 'completed', completed_at = switchyard.clock_now(), output = step_output, remaining_tasks = 0,
+         wait_due = null
    where ss.run_id = run and ss.step_slug = step;
   update switchyard.step_states ss
      set remaining_deps = ss.remaining_deps - 1

@@ -16,7 +16,7 @@ begin
    where t.run_id = task.run_id and t.step_slug = task.step_slug and t.task_index = task.task_index;
   perform pgmq.archive(task.queue_name, task.message_id);
   update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
+     set status = 'failed', failed_at = switchyard.clock_now(), wait_due = null
    where ss.run_id = task.run_id and ss.step_slug = task.step_slug and ss.status <> 'cancelled';
   -- The run by key (locked), then its status: a status condition in the update let a plan
   -- made with stale statistics read every started run through runs_flow_started

@@ -8,7 +8,7 @@ set search_path = ''
 as $$
 begin
   update switchyard.step_states ss
-     set status = 'failed', failed_at = switchyard.clock_now()
+     set status = 'failed', failed_at = switchyard.clock_now(), wait_due = null
    where ss.run_id = run and ss.step_slug = step;
   update switchyard.runs r
      set status = 'failed', failed_at = switchyard.clock_now(), error = error_text

@@ -31,7 +31,7 @@ begin
   update switchyard.step_states ss
      set status = 'created', output = null, started_at = null, completed_at = null,
          failed_at = null, skipped_at = null, skip_reason = null, remaining_tasks = 1,
-         wait_deadline = null,
+         wait_deadline = null, wait_due = null,
          remaining_deps = (select count(*) from switchyard.deps d
                             where d.flow_slug = ss.flow_slug and d.step_slug = ss.step_slug
                               and d.dep_slug = any (steps))

@@ -23,7 +23,7 @@ begin
   ),
   marked as (
     update switchyard.step_states ss
-       set status = 'skipped', skipped_at = switchyard.clock_now(),
+       set status = 'skipped', skipped_at = switchyard.clock_now(), wait_due = null,
            skip_reason = case when ss.step_slug = step then reason
                               else format('skip-cascade: step %s was skipped', to_json(step)) end
       from closure c

@@ -58,7 +58,7 @@ begin
      set status = 'cancelled', worker_id = null
    where t.run_id = run.run_id and t.status = 'queued';
   update switchyard.step_states ss
-     set status = 'cancelled'
+     set status = 'cancelled', wait_due = null
    where ss.run_id = run.run_id and ss.status in ('created', 'started');
   update switchyard.runs r
      set status = 'cancelled', cancelled_at = switchyard.clock_now(),

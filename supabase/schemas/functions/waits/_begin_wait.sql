@@ -73,7 +73,7 @@ begin
     end if;
   end if;
   update switchyard.step_states ss
-     set wait_deadline = deadline, remaining_tasks = 0
+     set wait_deadline = deadline, wait_due = deadline, remaining_tasks = 0
    where ss.run_id = run and ss.step_slug = step;
   perform switchyard._wait_event(run, flow, step, 'waiting');
   return false;

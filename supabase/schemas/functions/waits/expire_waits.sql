@@ -70,8 +70,8 @@ begin
     select ss.run_id, ss.flow_slug, ss.step_slug
       from switchyard.step_states ss
       join switchyard.runs r on r.run_id = ss.run_id and r.status = 'started'
-     where ss.status = 'started' and ss.wait_deadline is not null and ss.wait_deadline <= switchyard.clock_now()
-     order by ss.wait_deadline
+     where ss.status = 'started' and ss.wait_due is not null and ss.wait_due <= switchyard.clock_now()
+     order by ss.wait_due
      limit max_steps
   loop
     begin
@@ -84,7 +84,7 @@ begin
         from switchyard.step_states ss
         join switchyard.steps st on st.flow_slug = ss.flow_slug and st.step_slug = ss.step_slug
        where ss.run_id = due.run_id and ss.step_slug = due.step_slug and ss.status = 'started'
-         and ss.wait_deadline <= switchyard.clock_now();
+         and ss.wait_due <= switchyard.clock_now();
       continue when not found;
       perform switchyard._finish_wait(due.run_id, due.flow_slug, due.step_slug,
                                       case when step_type = 'sleep' then 'slept' else 'timed out' end);
