@@ -584,11 +584,30 @@ Deno.test('a fence waits for started tasks of live workers; silent workers do no
 
 const SHIP_MS = 1200;
 
+/**
+ * A v1 ship in flight holds on until the fence has disabled its function, then runs SHIP_MS more:
+ * the fence's first report finds it started however long the fence command took to start (under
+ * CI load a fixed sleep could end first, and the report found none started).
+ */
+async function shipUntilFenced(): Promise<void> {
+  // Only the ships in flight when the fence opens: once it was seen, later ships (the new
+  // registries' v1 work, after the fence ends and the function is enabled again) just take SHIP_MS.
+  for (let waited = 0; !fenceSeen && waited < 20_000; waited += 50) {
+    const [row] = await db.sql<{ enabled: boolean }[]>`
+      select enabled from switchyard.worker_functions where function_name = 'ops-fulfil-worker'`;
+    if (row && !row.enabled) fenceSeen = true;
+    else await sleep(50);
+  }
+  fenceSeen = true;
+  await sleep(SHIP_MS);
+}
+let fenceSeen = false;
+
 function orders(slug: 'ordersV1' | 'ordersV2', version: 1 | 2) {
   const flow = new Flow<{ n: number }>({ slug, timeout: 30 })
     .step({ slug: 'fetch' }, (input) => ({ n: input.n, fetchedBy: version }))
     .step({ slug: 'ship', dependsOn: ['fetch'] }, async (input) => {
-      if (version === 1) await sleep(SHIP_MS);
+      if (version === 1) await shipUntilFenced();
       return { n: input.fetch.n, fetchedBy: input.fetch.fetchedBy, shippedBy: version };
     });
   return defineDeployedFlow(
