@@ -272,11 +272,15 @@ export function parseTierArgs(
 export const PGMQ_DEPENDENT_FLAG = '--pgmq-dependent';
 
 /**
- * What makes a db file PGMQ-dependent on its own: it names PGMQ's SQL (`pgmq.read(`,
- * `pgmq.q_<queue>`, …) or the kit's PGMQ setup (`ensurePgmq`, `pgmqModeFromEnv`, `PGMQ_MODE`).
+ * What makes a db file PGMQ-dependent on its own: it names the kit's PGMQ setup (`ensurePgmq`,
+ * `pgmqProvider`, `pgmqModeFromEnv`, `PGMQ_MODE`) or PGMQ's queue management (`pgmq.create…(`,
+ * `pgmq.drop_queue(`, `pgmq.purge_queue(`). CI's two kinds are the same PGMQ-compatible layer,
+ * loaded as plain SQL or packaged as the extension `pgmq` (docs/design/testing.md#both-kinds-of-pgmq),
+ * so only how PGMQ is provided and what happens to its own objects can differ between them: a file
+ * that sends, reads, archives or counts messages runs the same statements on either.
  */
 const NAMES_PGMQ =
-  /\bpgmq\.[a-z_]+|\bensurePgmq\b|\bpgmqProvider\b|\bpgmqModeFromEnv\b|\bPGMQ_MODE\b/;
+  /\bpgmq\.(?:create[a-z_]*|drop_queue|purge_queue)\b|\bensurePgmq\b|\bpgmqProvider\b|\bpgmqModeFromEnv\b|\bPGMQ_MODE\b/;
 
 /** Whether a test file opens a database of the test server (not only the test engine's PGlite). */
 const OPENS_SERVER_DATABASE = /^import\b[^;]*?\bfrom\s+['"][./]*\/_helpers\/db\.ts['"]/m;
@@ -284,8 +288,8 @@ const OPENS_SERVER_DATABASE = /^import\b[^;]*?\bfrom\s+['"][./]*\/_helpers\/db\.
 /**
  * Checks the declaration of the PGMQ-dependent db files (`PGMQ_DEPENDENT` of tests/tiers.ts, the
  * files CI runs on the PGMQ extension beside the whole db tier on the compatible layer): each
- * listed once, each in the db tier, and every db file that opens a server database and names
- * PGMQ itself (its SQL or the kit's PGMQ setup) listed. Returns the problems, each naming the file
+ * listed once, each in the db tier, and every db file that opens a server database and names the
+ * kit's PGMQ setup or PGMQ's queue management listed. Returns the problems, each naming the file
  * and what to do.
  *
  * @example
@@ -293,7 +297,7 @@ const OPENS_SERVER_DATABASE = /^import\b[^;]*?\bfrom\s+['"][./]*\/_helpers\/db\.
  * import { pgmqDependentProblems } from './_tiers.ts';
  * const tiers = { unit: [], db: ['tests/sql/a_test.ts'], e2e: [] };
  * const problems = await pgmqDependentProblems(tiers, [], async () =>
- *   "import { createTestDatabase } from '../_helpers/db.ts';\nawait sql`select pgmq.read('q', 1, 1)`;"
+ *   "import { createTestDatabase } from '../_helpers/db.ts';\nawait sql`select pgmq.create('q')`;"
  * );
  * console.assert(problems[0].startsWith('tests/sql/a_test.ts names PGMQ'));
  * ```

@@ -59,7 +59,8 @@ uses another one; it is never installed). The run ends with its five slowest fil
   deno task test tests/e2e/install_test.ts  one file
   deno task test --tier unit                    one tier of tests/tiers.ts (see below)
   deno task test --tier db tests/sql/           the tier's files under a folder
-  deno task test --tier db --pgmq-dependent     the db files that name PGMQ (CI's extension run)
+  deno task test --tier db --pgmq-dependent     the db files that set PGMQ up or make and drop
+                                                its queues (CI's extension run)
   deno task test --filter upgrade tests/        deno test options pass through
   PG_BIN=/path/to/bin deno task test            other server binaries
 

@@ -143,11 +143,18 @@ Deno.test('--tier picks its files under the named paths, in its order; another t
   );
 });
 
-Deno.test('every db file that names PGMQ and opens a server database is PGMQ-dependent', async () => {
+Deno.test("every db file that names PGMQ's setup or queue management and opens a server database is PGMQ-dependent", async () => {
   const read = (file: string) => Deno.readTextFile(join(KIT_ROOT, file));
   assert.deepEqual(await pgmqDependentProblems(TIERS, PGMQ_DEPENDENT, read), []);
-  assert.ok(PGMQ_DEPENDENT.length >= 20, `${PGMQ_DEPENDENT.length} files run on the extension`);
-  for (const core of ['tests/sql/pgmq_contract_test.ts', 'tests/worker/races_test.ts']) {
+  // The PGMQ contract, the kit's PGMQ setup (hardening: the layer's own loading path), queue churn.
+  for (
+    const core of [
+      'tests/sql/pgmq_contract_test.ts',
+      'tests/sql/hardening_test.ts',
+      'tests/sql/source_test.ts',
+      'tests/sql/queue_churn_test.ts',
+    ]
+  ) {
     assert.ok(PGMQ_DEPENDENT.includes(core), `${core} runs on the extension`);
   }
   // Kept in the db tier's order, the order runs start files in.
@@ -158,26 +165,45 @@ Deno.test('every db file that names PGMQ and opens a server database is PGMQ-dep
 Deno.test('a PGMQ-dependent file missing, listed twice or outside db is named with what to do', async () => {
   const tiers = {
     unit: [],
-    db: ['tests/sql/reads_test.ts', 'tests/sql/engine_only_test.ts', 'tests/sql/plain_test.ts'],
+    db: [
+      'tests/sql/reads_test.ts',
+      'tests/sql/queues_test.ts',
+      'tests/sql/setup_test.ts',
+      'tests/sql/engine_only_test.ts',
+      'tests/sql/plain_test.ts',
+    ],
     e2e: ['tests/e2e/x_test.ts'],
   };
+  const db = "import { createTestDatabase } from '../_helpers/db.ts';\n\n";
   const texts: Record<string, string> = {
-    'tests/sql/reads_test.ts': "import { createTestDatabase } from '../_helpers/db.ts';\n\n" +
-      "await sql`select msg_id from pgmq.read('q', 30, 1)`;",
+    // Messages only: the same statements on either kind.
+    'tests/sql/reads_test.ts': db + "await sql`select msg_id from pgmq.read('q', 30, 1)`;\n" +
+      'await sql`select count(*) from pgmq.q_q`;',
+    'tests/sql/queues_test.ts': db + "await sql`select pgmq.drop_queue('q')`;",
+    'tests/sql/setup_test.ts': db + "await ensurePgmq(url, 'auto');",
     // PGlite only (the test engine): which PGMQ the server has does not matter.
-    'tests/sql/engine_only_test.ts': 'await engine.sql`select * from pgmq.a_q`;',
+    'tests/sql/engine_only_test.ts': "await engine.sql`select pgmq.create('q')`;",
     'tests/sql/plain_test.ts': "import { createTestDatabase } from '../_helpers/db.ts';",
   };
   const read = (file: string) => Promise.resolve(texts[file] ?? '');
   assert.deepEqual(await pgmqDependentProblems(tiers, [], read), [
-    'tests/sql/reads_test.ts names PGMQ (pgmq.read at line 3) and opens a test server database, ' +
+    'tests/sql/queues_test.ts names PGMQ (pgmq.drop_queue at line 3) and opens a test server ' +
+    'database, but is not in PGMQ_DEPENDENT of tests/tiers.ts: add it there (CI runs those files ' +
+    'on the PGMQ extension too)',
+    'tests/sql/setup_test.ts names PGMQ (ensurePgmq at line 3) and opens a test server database, ' +
     'but is not in PGMQ_DEPENDENT of tests/tiers.ts: add it there (CI runs those files on the ' +
     'PGMQ extension too)',
   ]);
   assert.deepEqual(
     await pgmqDependentProblems(
       tiers,
-      ['tests/sql/reads_test.ts', 'tests/sql/reads_test.ts', 'tests/e2e/x_test.ts'],
+      [
+        'tests/sql/queues_test.ts',
+        'tests/sql/setup_test.ts',
+        'tests/sql/reads_test.ts',
+        'tests/sql/reads_test.ts',
+        'tests/e2e/x_test.ts',
+      ],
       read,
     ),
     [
