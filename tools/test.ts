@@ -22,7 +22,7 @@
 import { join, relative } from 'node:path';
 import postgres from 'postgres';
 import { type Cluster, DEFAULT_PG_BIN, startCluster } from './_cluster.ts';
-import { migrate } from '../lib/sql/migrate.ts';
+import { cliPurgeDelay, migrate } from '../lib/sql/migrate.ts';
 import { helpOption } from '../cli/_help.ts';
 import { KIT_ROOT } from '../cli/_project.ts';
 import {
@@ -70,15 +70,9 @@ ${TIER_NAMES.map((t) => `  ${t.padEnd(5)} ${TIER_RULES[t]}`).join('\n')}
 
 const log = (line: string) => console.error(`[test] ${line}`);
 
-// The Supabase CLI is a Bun binary, whose allocator (mimalloc) hands freed memory back to the
-// system within milliseconds and faults it in again at its next allocation. A `db push` of the
-// kit's migrations takes about 350,000 page faults so, and on a virtual machine where a fault
-// costs about 13 µs (the CI machines) that is most of its 7.7 CPU s. Kept until the process exits,
-// as this run sets for every process it starts (the template's push, the tests' pushes and the
-// README's commands), the same push takes 120,000 faults and 3.1 CPU s. Only the allocator's
-// timing changes, never what the CLI does; a caller's own setting is kept
-// (docs/design/testing.md#what-ci-costs).
-if (Deno.env.get('MIMALLOC_PURGE_DELAY') === undefined) Deno.env.set('MIMALLOC_PURGE_DELAY', '-1');
+// Whatever this run starts that runs the Supabase CLI (the template's push, the tests' own pushes,
+// the README's commands) gives it the allocator setting `migrate()` gives it (cliPurgeDelay).
+Deno.env.set('MIMALLOC_PURGE_DELAY', cliPurgeDelay());
 
 let cluster: Cluster | undefined;
 let adminUrl = Deno.env.get('DATABASE_URL') ?? '';

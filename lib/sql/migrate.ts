@@ -37,6 +37,17 @@ export function withLocalSslMode(url: string): string {
   return parsed.toString();
 }
 
+/**
+ * The `MIMALLOC_PURGE_DELAY` the Supabase CLI runs with: the caller's, else `-1`. The CLI is a Bun
+ * binary whose allocator (mimalloc) hands freed memory back within milliseconds and faults it in
+ * again at its next allocation; with `-1` it keeps it until it exits. Only the allocator's timing
+ * changes: a push of the kit's migrations takes 3.1 CPU s instead of 7.7 on a machine where a page
+ * fault is dear (docs/design/testing.md#what-ci-costs).
+ */
+export function cliPurgeDelay(): string {
+  return Deno.env.get('MIMALLOC_PURGE_DELAY') ?? '-1';
+}
+
 /** Reads `PGMQ_MODE` and validates it. */
 export function pgmqModeFromEnv(): PgmqMode {
   const mode = Deno.env.get('PGMQ_MODE') ?? 'auto';
@@ -178,11 +189,7 @@ export async function migrate(connectionString: string, opts: MigrateOptions = {
       NO_COLOR: '1',
       DO_NOT_TRACK: '1',
       SUPABASE_TELEMETRY_DISABLED: '1',
-      // The CLI (a Bun binary) keeps the memory it frees until it exits instead of faulting it in
-      // again: a push of the kit's migrations takes 3.1 CPU s instead of 7.7 on a virtual machine
-      // where a page fault is dear (docs/design/testing.md#what-ci-costs). A caller's own setting
-      // is kept.
-      MIMALLOC_PURGE_DELAY: Deno.env.get('MIMALLOC_PURGE_DELAY') ?? '-1',
+      MIMALLOC_PURGE_DELAY: cliPurgeDelay(),
     },
   }).output();
   const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
