@@ -199,10 +199,17 @@ Deno.test(`version switch: ${ITERATIONS} iterations of v1-only and [v1, v2] work
          where w.function_name = ${oldFn} and w.stop_reason like 'unsupported work%'`;
       assert.equal(reasons.length, refused.length, 'one recorded refusal per refused worker');
       // The refusal that paused the function (same transaction time) wrote the reason; a
-      // later refusal (possibly of the same messages, so possibly the same text) did not.
+      // later refusal (possibly of the same messages, so possibly the same text) did not. Two
+      // workers of this process woken by one notification can start their refusing transactions
+      // in the same microsecond, so two refusals may share the pause's time (seen once in CI):
+      // the pause's reason is then one of theirs. (That exactly one refusal writes the reason is
+      // the next test's, with refusals whose reasons differ.)
       const firsts = reasons.filter((r) => r.first);
-      assert.equal(firsts.length, 1, 'exactly one refusal paused the function');
-      assert.equal(firsts[0].stop_reason, fn.pause_reason);
+      assert.ok(firsts.length >= 1, 'a refusal paused the function');
+      assert.ok(
+        firsts.some((r) => r.stop_reason === fn.pause_reason),
+        `the pause's reason is the first refusal's: ${fn.pause_reason}`,
+      );
       assert.doesNotMatch(fn.pause_reason, /"n"|by/, 'never a message body');
       // Each refused worker logged one error line, its UnsupportedWorkError; nobody else did.
       assert.deepEqual(errors.get(oldFn)!.sort(), refused.map((e) => e.message).sort());
