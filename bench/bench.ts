@@ -308,8 +308,8 @@ if (import.meta.main) {
   try {
     await main();
     // The report is out and the cluster is stopped: end here, not when every handle a figure's
-    // library left open (a full --quick run with --baseline once idled on one after its report)
-    // lets the event loop drain.
+    // library left open lets the event loop drain (a full --quick run once idled after its report
+    // on figure 17's idle test engine database, which now closes by itself).
     Deno.exit(0);
   } catch (e) {
     console.error(`bench failed: ${(e as Error).stack ?? e}`);

@@ -10,6 +10,8 @@ import { NonRetriable, RetryAfter } from '../../lib/mod.ts';
 import { RunStateError, SwitchyardError } from '../../lib/errors.ts';
 import { createTestEngine } from '../../lib/testing.ts';
 import { registry } from './_flows.ts';
+import { KIT_ROOT } from '../../cli/_project.ts';
+import { deno } from '../_helpers/process.ts';
 
 const T0 = '2030-01-01T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
@@ -362,6 +364,21 @@ Deno.test('bad input is refused with the value and the rule; a closed engine ref
   }
   await assert.rejects(engine.start('flaky', { n: 1 }), /start: the test engine is closed/);
   await engine.close(); // twice is fine
+});
+
+Deno.test('a deno run script ends by itself once its engine is closed', async () => {
+  // The idle database a closed engine keeps for the next one closes unused after 250 ms
+  // (docs/design/clock.md#the-test-engine): PGlite's own timer must not keep a script, or
+  // `deno bench`, alive for ever. Twice: the first may build the snapshot cache, the second
+  // starts from it (the path that once never ended).
+  for (const which of ['first', 'second']) {
+    const out = await deno(['run', '-A', 'tests/fixtures/engine_script.ts'], {
+      cwd: KIT_ROOT,
+      timeoutMs: 90_000,
+    });
+    assert.equal(out.code, 0, `the ${which} script:\n${out.stdout}\n${out.stderr}`);
+    assert.match(out.stdout, /^output \{"twice":42\}\nclosed\n$/);
+  }
 });
 
 Deno.test.afterAll(() => {
