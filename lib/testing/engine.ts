@@ -560,7 +560,8 @@ function keepIdle(db: PGlite): void {
     idle = undefined;
     db.close().catch(() => {});
   }, IDLE_CLOSE_MS);
-  if ('Deno' in globalThis) Deno.unrefTimer(timer as number);
+  const runtime = globalThis as { Deno?: { unrefTimer(id: number): void } };
+  if (runtime.Deno) runtime.Deno.unrefTimer(timer as number);
   else (timer as { unref?: () => void }).unref?.();
 }
 
